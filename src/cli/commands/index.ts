@@ -1,0 +1,4 @@
+/** Command groups beyond merchants and keys (chains, payments, …) register here. */
+import type { Command } from '../context.ts';
+
+export const extraCommands: Command[] = [];

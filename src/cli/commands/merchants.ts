@@ -1,0 +1,68 @@
+/** Merchant and API-key administration. */
+import type { Command } from '../context.ts';
+import { mode, optionalInt, requireString } from '../context.ts';
+
+export const merchantCommands: Command[] = [
+  {
+    name: 'merchant create',
+    usage: 'merchant create --name NAME [--webhook-url URL] [--json]',
+    flags: { name: { type: 'string' }, 'webhook-url': { type: 'string' }, json: { type: 'boolean' } },
+    run: (kasse, f) => kasse.merchants.create({ name: requireString(f, 'name'), webhookUrl: (f['webhook-url'] as string | undefined) ?? null }),
+  },
+  {
+    name: 'merchant list',
+    usage: 'merchant list [--json]',
+    flags: { json: { type: 'boolean' } },
+    run: (kasse) => kasse.merchants.list(),
+  },
+  {
+    name: 'merchant update',
+    usage:
+      'merchant update --merchant ID [--webhook-url URL] [--webhook-url-test URL] [--webhook-url-live URL] [--rate-limit N] [--fee-bps N] [--json]',
+    flags: {
+      merchant: { type: 'string' },
+      'webhook-url': { type: 'string' },
+      'webhook-url-test': { type: 'string' },
+      'webhook-url-live': { type: 'string' },
+      'rate-limit': { type: 'string' },
+      'fee-bps': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    run: (kasse, f) => {
+      const both = f['webhook-url'] as string | undefined;
+      return kasse.merchants.update(requireString(f, 'merchant'), {
+        webhookUrlTest: (f['webhook-url-test'] as string | undefined) ?? both,
+        webhookUrlLive: (f['webhook-url-live'] as string | undefined) ?? both,
+        rateLimitPerMinute: optionalInt(f, 'rate-limit'),
+        feeBps: optionalInt(f, 'fee-bps'),
+      });
+    },
+  },
+  {
+    name: 'key roll',
+    usage: 'key roll --merchant ID --mode test|live [--json]   (issues a new key, revokes the old ones of that mode)',
+    flags: { merchant: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    run: (kasse, f) => kasse.merchants.rollKey(requireString(f, 'merchant'), mode(f)),
+  },
+  {
+    name: 'key revoke',
+    usage: 'key revoke KEY_ID_OR_KEY [--json]',
+    flags: { json: { type: 'boolean' } },
+    run: (kasse, _f, pos) => {
+      if (!pos[0]) throw new Error('give the key id (key_…) or the key itself');
+      return kasse.merchants.revokeKey(pos[0]);
+    },
+  },
+  {
+    name: 'key list',
+    usage: 'key list --merchant ID [--json]',
+    flags: { merchant: { type: 'string' }, json: { type: 'boolean' } },
+    run: (kasse, f) => kasse.merchants.listKeys(requireString(f, 'merchant')),
+  },
+  {
+    name: 'migrate',
+    usage: 'migrate   (applies pending migrations; the server also does this at start)',
+    flags: {},
+    run: async () => ({ migrated: true }),
+  },
+];

@@ -1,0 +1,89 @@
+/**
+ * Configuration: the environment parsed and validated once at start; a bad value stops the program with a message
+ * naming the variable. Everything else receives a typed `Config`, never `process.env`.
+ */
+import { resolve } from 'node:path';
+
+export type Role = 'api' | 'workers';
+
+export interface Config {
+  databaseUrl: string | null;
+  dataDir: string;
+  host: string;
+  ports: { live: number; test: number; checkout: number };
+  /** Public base URLs without the `/v1` segment; null = derived from the bound port. */
+  publicUrls: { live: string | null; test: string | null; checkout: string | null };
+  roles: Role[];
+  logLevel: string;
+  /** Default requests per minute per API key. */
+  rateLimitPerMinute: number;
+  /** Service fee in basis points of the credited value. */
+  feeBps: number;
+  secretsFile: string | null;
+  networksFile: string | null;
+  prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
+  webhooks: { timeoutMs: number; concurrency: number };
+  bodyLimitBytes: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0, max = 65535 * 1_000_000): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const roles = (env.KASSE_ROLES ?? 'api,workers').split(',').map((r) => r.trim()).filter(Boolean);
+  for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
+  return {
+    databaseUrl: env.DATABASE_URL || null,
+    dataDir: resolve(env.KASSE_DATA_DIR || './data'),
+    host: env.KASSE_HOST || '127.0.0.1',
+    ports: {
+      live: int(env, 'KASSE_LIVE_PORT', 8080, 0, 65535),
+      test: int(env, 'KASSE_TEST_PORT', 8081, 0, 65535),
+      checkout: int(env, 'KASSE_CHECKOUT_PORT', 8082, 0, 65535),
+    },
+    publicUrls: {
+      live: url(env, 'KASSE_LIVE_URL'),
+      test: url(env, 'KASSE_TEST_URL'),
+      checkout: url(env, 'KASSE_CHECKOUT_URL'),
+    },
+    roles: roles as Role[],
+    logLevel: env.KASSE_LOG_LEVEL || 'info',
+    rateLimitPerMinute: int(env, 'KASSE_RATE_LIMIT', 60, 1),
+    feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
+    secretsFile: env.KASSE_SECRETS_FILE || null,
+    networksFile: env.KASSE_NETWORKS_FILE || null,
+    prices: {
+      coingeckoUrl: url(env, 'KASSE_COINGECKO_URL') ?? 'https://api.coingecko.com/api/v3',
+      binanceUrl: url(env, 'KASSE_BINANCE_URL') ?? 'https://api.binance.com',
+      maxAgeSeconds: int(env, 'KASSE_PRICE_MAX_AGE', 300, 1),
+      refreshSeconds: int(env, 'KASSE_PRICE_REFRESH', 60, 1),
+    },
+    webhooks: {
+      timeoutMs: int(env, 'KASSE_WEBHOOK_TIMEOUT_MS', 10_000, 100),
+      concurrency: int(env, 'KASSE_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    },
+    bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
+  };
+}

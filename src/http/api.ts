@@ -1,0 +1,196 @@
+/**
+ * The API listeners (live and test). Each is its own Fastify instance bound to one mode: the mode of a request
+ * is the listener's, never the key's. Every non-2xx answer carries the Error body; every `/v1` route except the
+ * OpenAPI document and its reference page requires a bearer key of this listener's mode and is rate limited.
+ */
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import { ulid } from 'ulid';
+import type { Mode } from '../chains/types.ts';
+import { ApiError, type ErrorBody } from '../core/errors.ts';
+import type { Kasse } from '../kasse.ts';
+import type { AuthenticatedKey } from '../modules/merchants/service.ts';
+import { renderReference } from './reference.ts';
+import { apiRoutes } from './routes/index.ts';
+import { ErrorSchema } from './schemas/common.ts';
+import { messageOf, paramOf, validatorCompiler } from './validation.ts';
+
+export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthenticatedKey;
+  }
+  interface FastifyContextConfig {
+    /** Route answers without a key (OpenAPI document, reference page). */
+    public?: boolean;
+  }
+}
+
+export interface ApiDeps {
+  kasse: Kasse;
+  mode: Mode;
+}
+
+export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.code(err.status).send(err.toBody());
+}
+
+/** Maps anything thrown in a request to the Error body. Shared by the checkout listener. */
+export function errorHandler(log: Kasse['log']) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof ApiError) return sendError(reply, err);
+    if (err.validation && err.validation.length > 0) {
+      const first = err.validation[0]!;
+      const param = paramOf(first as never, err.validationContext);
+      return sendError(reply, new ApiError('invalid_request', messageOf(first as never, param), param));
+    }
+    switch (err.code) {
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendError(reply, new ApiError('invalid_request', 'Content-Type must be application/json'));
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(reply, new ApiError('invalid_request', 'Request body is too large'));
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return sendError(reply, new ApiError('invalid_request', 'Content-Length does not match the body'));
+    }
+    if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+      return sendError(reply, new ApiError('invalid_request', 'Request body is not valid JSON'));
+    }
+    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendError(reply, new ApiError('invalid_request', err.message));
+    }
+    log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled error');
+    return sendError(reply, new ApiError('internal_error', `An unexpected error occurred. Quote request id ${req.id} when reporting it.`));
+  };
+}
+
+export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
+  return sendError(reply, new ApiError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`));
+}
+
+/** JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel). */
+function jsonParser(app: FastifyInstance) {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  return (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
+    if (body === '' || /^\s+$/.test(body)) return done(null, undefined);
+    parse(req, body, done);
+  };
+}
+
+/** Hooks common to every listener: request id header, metrics, access log. */
+export function instrument(app: FastifyInstance, kasse: Kasse, listener: string): void {
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('Request-Id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    kasse.metrics.httpRequests.inc({ listener, route, status: String(reply.statusCode) });
+    kasse.metrics.httpDuration.observe({ listener }, reply.elapsedTime / 1000);
+    if (kasse.log.isLevelEnabled('info')) {
+      kasse.log.info({ reqId: req.id, listener, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+    }
+  });
+}
+
+export function baseFastify(kasse: Kasse): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: kasse.log as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    genReqId: () => `req_${ulid()}`,
+    bodyLimit: kasse.config.bodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    trustProxy: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(errorHandler(kasse.log));
+  app.setNotFoundHandler(notFoundHandler);
+  app.removeContentTypeParser(['text/plain']);
+  app.removeContentTypeParser(['application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
+  return app;
+}
+
+export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> {
+  const app = baseFastify(kasse).withTypeProvider<TypeBoxTypeProvider>();
+  instrument(app, kasse, mode);
+  app.decorateRequest('auth', null as unknown as AuthenticatedKey);
+
+  app.addSchema(ErrorSchema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: `Kasse ${mode} API`,
+        version: '1',
+        description: `Crypto payments API (${mode} mode). Authenticate with \`Authorization: Bearer kasse_${mode}_…\`. Every non-2xx answer carries the Error body.`,
+      },
+      servers: [{ url: kasse.apiBase(mode) }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: `A kasse_${mode}_ API key` } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+
+  // Operations probes live outside /v1 and need no key.
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await sql`SELECT 1`.execute(kasse.db);
+      return { status: 'ready' };
+    } catch {
+      return sendError(reply, new ApiError('service_unavailable', 'Database is not reachable'));
+    }
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+    const token = process.env.KASSE_METRICS_TOKEN;
+    const ok = token ? req.headers.authorization === `Bearer ${token}` : isLoopback(req.socket.remoteAddress);
+    if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
+    reply.header('content-type', kasse.metrics.registry.contentType);
+    return kasse.metrics.registry.metrics();
+  });
+
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', async (req, reply) => {
+        if (req.routeOptions.config?.public) return;
+        const header = req.headers.authorization;
+        const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+        const key = await kasse.merchants.authenticate(token);
+        if (key.mode !== mode) {
+          throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
+        }
+        const rate = await kasse.rateLimiter.take(key.keyId, key.rateLimit);
+        reply.header('RateLimit-Limit', rate.limit);
+        reply.header('RateLimit-Remaining', rate.remaining);
+        reply.header('RateLimit-Reset', rate.resetSeconds);
+        if (!rate.allowed) {
+          throw new ApiError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, null, {
+            'Retry-After': String(rate.resetSeconds),
+          });
+        }
+        req.auth = key;
+      });
+
+      v1.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => v1.swagger());
+      v1.get('/docs', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
+        reply.header('content-type', 'text/html; charset=utf-8');
+        reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
+        return renderReference(v1.swagger() as never);
+      });
+      for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+function isLoopback(addr: string | undefined): boolean {
+  return !!addr && (addr === '::1' || addr.startsWith('127.') || addr.startsWith('::ffff:127.'));
+}
+
+export type { ErrorBody };

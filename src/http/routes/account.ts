@@ -1,0 +1,41 @@
+/** GET /account: the merchant behind the key, for checking a key and its mode. */
+import { Type } from 'typebox';
+import type { ApiApp, ApiDeps } from '../api.ts';
+import { DateTime, errorResponses, Nullable } from '../schemas/common.ts';
+
+const Account = Type.Object(
+  {
+    id: Type.String({ pattern: '^mer_[0-9A-Z]{26}$' }),
+    name: Type.String(),
+    mode: Type.Union([Type.Literal('test'), Type.Literal('live')]),
+    webhook_url: Nullable(Type.String({ description: 'Account default webhook URL for this mode' })),
+    rate_limit_per_minute: Type.Integer(),
+    created_at: DateTime(),
+  },
+  { $id: 'Account', additionalProperties: false },
+);
+
+export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+  app.addSchema(Account);
+  app.get(
+    '/account',
+    {
+      schema: {
+        summary: 'The account behind the API key',
+        tags: ['Account'],
+        response: { 200: Type.Unsafe({ $ref: 'Account#' }), ...errorResponses(401, 403, 429) },
+      },
+    },
+    async (req) => {
+      const m = await kasse.merchants.get(req.auth.merchantId);
+      return {
+        id: m.id,
+        name: m.name,
+        mode,
+        webhook_url: m.webhookUrl[mode],
+        rate_limit_per_minute: req.auth.rateLimit,
+        created_at: m.createdAt.toISOString(),
+      };
+    },
+  );
+}

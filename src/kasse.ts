@@ -1,0 +1,86 @@
+/**
+ * The service container: one object holding configuration, the database, the clock and every module service.
+ * Built the same way by the server, the workers, the CLI and the tests (which pass a fake clock), so there is one
+ * wiring of the program and no hidden globals.
+ */
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import { createLogger, type Logger } from './core/log.ts';
+import { Metrics } from './core/metrics.ts';
+import { loadSecrets, type Secrets } from './core/secrets.ts';
+import { createDb, type Db } from './db/index.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { Notifier } from './db/notify.ts';
+import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
+import { RateLimiter } from './modules/ratelimit/limiter.ts';
+import type pg from 'pg';
+
+export interface KasseOptions {
+  config: Config;
+  databaseUrl: string;
+  clock?: Clock;
+  log?: Logger;
+  secrets?: Secrets;
+  /** LISTEN for cross-process notifications (off for one-shot CLI commands). */
+  listen?: boolean;
+  poolSize?: number;
+}
+
+export interface PublicUrls {
+  live: string;
+  test: string;
+  checkout: string;
+}
+
+export class Kasse {
+  readonly metrics: Metrics;
+  readonly merchants: MerchantService;
+  readonly rateLimiter: RateLimiter;
+  /** Public base URLs (without /v1); filled in when the listeners are bound. */
+  urls: PublicUrls;
+
+  private constructor(
+    readonly config: Config,
+    readonly secrets: Secrets,
+    readonly db: Db,
+    private readonly pool: pg.Pool,
+    readonly clock: Clock,
+    readonly log: Logger,
+    readonly notifier: Notifier | null,
+  ) {
+    this.metrics = new Metrics(true);
+    this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.rateLimiter = new RateLimiter(db, clock);
+    const local = (port: number) => `http://localhost:${port}`;
+    this.urls = {
+      live: config.publicUrls.live ?? local(config.ports.live),
+      test: config.publicUrls.test ?? local(config.ports.test),
+      checkout: config.publicUrls.checkout ?? local(config.ports.checkout),
+    };
+  }
+
+  static async open(opts: KasseOptions): Promise<Kasse> {
+    const log = opts.log ?? createLogger(opts.config.logLevel);
+    const secrets = opts.secrets ?? loadSecrets(opts.config);
+    const { db, pool } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
+    await migrateToLatest(db);
+    const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
+    const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier);
+    if (notifier) {
+      await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
+      notifier.onReconnect = () => kasse.merchants.invalidate('*');
+      await notifier.start();
+    }
+    return kasse;
+  }
+
+  async close(): Promise<void> {
+    await this.notifier?.stop();
+    await this.db.destroy();
+  }
+
+  /** Base URL of an API listener including the version segment. */
+  apiBase(mode: 'test' | 'live'): string {
+    return `${this.urls[mode]}/v1`;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Idempotency-Key for any creating POST. The key's row is inserted first, inside the same transaction as the work
+ * it guards: a concurrent request with the same key blocks on that row until the first commits, then replays it.
+ * A failed request (any error) rolls back with its row, so the key can be retried.
+ *
+ * Same key, same request → the stored response, with status 200. Same key, different request →
+ * 409 idempotency_conflict. Keys are scoped to the merchant and mode.
+ */
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Mode } from '../../chains/types.ts';
+import { ApiError } from '../../core/errors.ts';
+import type { Db, Tx } from '../../db/index.ts';
+
+export const IDEMPOTENCY_KEY_MAX = 255;
+
+export interface IdempotentResult<T> {
+  status: number;
+  body: T;
+  replayed: boolean;
+}
+
+/** Canonical hash of what identifies a request: method, route and the parsed body with sorted keys. */
+export function requestHash(method: string, route: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${route}\n${canonicalJson(body ?? null)}`).digest('hex');
+}
+
+function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .sort()
+    .filter((k) => o[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+    .join(',')}}`;
+}
+
+export function validateKey(key: string | undefined): string | null {
+  if (key === undefined) return null;
+  if (key.length < 1 || key.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ApiError('invalid_request', `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`, 'Idempotency-Key');
+  }
+  return key;
+}
+
+/**
+ * Runs `work` in a transaction guarded by the key (or plainly, without a key). `work` must not do network I/O:
+ * prepare prices and anything remote before calling this.
+ */
+export async function idempotent<T>(
+  db: Db,
+  scope: { merchantId: string; mode: Mode; key: string | null; hash: string },
+  successStatus: number,
+  work: (tx: Tx) => Promise<T>,
+  afterCommit?: () => void,
+): Promise<IdempotentResult<T>> {
+  const result = await db.transaction().execute(async (tx): Promise<IdempotentResult<T>> => {
+    if (scope.key === null) return { status: successStatus, body: await work(tx), replayed: false };
+    const inserted = await sql`
+      INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash) VALUES (${scope.merchantId}, ${scope.mode}, ${scope.key}, ${scope.hash})
+      ON CONFLICT DO NOTHING RETURNING key`.execute(tx);
+    if (inserted.rows.length === 0) {
+      const row = await tx
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'response_body'])
+        .where('merchant_id', '=', scope.merchantId)
+        .where('mode', '=', scope.mode)
+        .where('key', '=', scope.key)
+        .executeTakeFirstOrThrow();
+      if (row.request_hash !== scope.hash) {
+        throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
+      }
+      return { status: 200, body: row.response_body as T, replayed: true };
+    }
+    const body = await work(tx);
+    await tx
+      .updateTable('idempotency_keys')
+      .set({ response_status: successStatus, response_body: JSON.stringify(body) })
+      .where('merchant_id', '=', scope.merchantId)
+      .where('mode', '=', scope.mode)
+      .where('key', '=', scope.key)
+      .execute();
+    return { status: successStatus, body, replayed: false };
+  });
+  if (!result.replayed) afterCommit?.();
+  return result;
+}

@@ -1,0 +1,231 @@
+/**
+ * Merchants and their credentials. API keys are shown once and stored only as SHA-256 hashes; the webhook secret
+ * is sealed with the operator's secret key. Authentication is on every API request, so resolved keys are cached
+ * per process; revoking or rolling a key drops it from every process's cache through NOTIFY.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Mode } from '../../chains/types.ts';
+import { ApiError, notFound } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
+import type { Db } from '../../db/index.ts';
+
+export interface AuthenticatedKey {
+  keyId: string;
+  merchantId: string;
+  mode: Mode;
+  /** Requests per minute for this key (the merchant's limit or the default). */
+  rateLimit: number;
+}
+
+export interface NewMerchant {
+  merchant_id: string;
+  test_key: string;
+  live_key: string;
+  webhook_secret: string;
+}
+
+export const KEYS_CHANNEL = 'kasse_keys';
+const KEY_PATTERN = /^kasse_(test|live)_[A-Za-z0-9_-]{32}$/;
+const CACHE_TTL_MS = 60_000;
+
+export function generateApiKey(mode: Mode): string {
+  return `kasse_${mode}_${randomBytes(24).toString('base64url')}`;
+}
+
+export interface MerchantRecord {
+  id: string;
+  name: string;
+  webhookUrl: { test: string | null; live: string | null };
+  rateLimitPerMinute: number | null;
+  feeBps: number | null;
+  createdAt: Date;
+}
+
+export class MerchantService {
+  private cache = new Map<string, { value: AuthenticatedKey | null; until: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly secretKey: Buffer,
+    private readonly defaults: { rateLimitPerMinute: number },
+  ) {}
+
+  async create(input: { name: string; webhookUrl?: string | null }): Promise<NewMerchant> {
+    const name = input.name.trim();
+    if (!name) throw new ApiError('invalid_request', 'name must not be empty', 'name');
+    if (input.webhookUrl) assertHttpUrl(input.webhookUrl, 'webhook_url');
+    const id = newId('mer');
+    const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
+    const testKey = generateApiKey('test');
+    const liveKey = generateApiKey('live');
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('merchants')
+        .values({
+          id,
+          name,
+          webhook_url_test: input.webhookUrl ?? null,
+          webhook_url_live: input.webhookUrl ?? null,
+          webhook_secret_enc: encryptSecret(this.secretKey, webhookSecret),
+        })
+        .execute();
+      await tx
+        .insertInto('api_keys')
+        .values([
+          { id: newId('key'), merchant_id: id, mode: 'test', key_hash: hashApiKey(testKey), key_hint: testKey.slice(-4) },
+          { id: newId('key'), merchant_id: id, mode: 'live', key_hash: hashApiKey(liveKey), key_hint: liveKey.slice(-4) },
+        ])
+        .execute();
+    });
+    return { merchant_id: id, test_key: testKey, live_key: liveKey, webhook_secret: webhookSecret };
+  }
+
+  async get(id: string): Promise<MerchantRecord> {
+    const row = await this.db.selectFrom('merchants').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw notFound('merchant');
+    return {
+      id: row.id,
+      name: row.name,
+      webhookUrl: { test: row.webhook_url_test, live: row.webhook_url_live },
+      rateLimitPerMinute: row.rate_limit_per_minute,
+      feeBps: row.fee_bps,
+      createdAt: row.created_at,
+    };
+  }
+
+  async list(): Promise<MerchantRecord[]> {
+    const rows = await this.db.selectFrom('merchants').select('id').orderBy('id').execute();
+    return Promise.all(rows.map((r) => this.get(r.id)));
+  }
+
+  async webhookSecret(merchantId: string): Promise<string> {
+    const row = await this.db.selectFrom('merchants').select('webhook_secret_enc').where('id', '=', merchantId).executeTakeFirst();
+    if (!row) throw notFound('merchant');
+    return decryptSecret(this.secretKey, row.webhook_secret_enc);
+  }
+
+  async update(
+    merchantId: string,
+    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null },
+  ): Promise<MerchantRecord> {
+    if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
+    if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
+    if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== null && !(patch.rateLimitPerMinute >= 1)) {
+      throw new ApiError('invalid_request', 'rate limit must be at least 1 per minute', 'rate_limit_per_minute');
+    }
+    const values: Record<string, unknown> = {};
+    if (patch.webhookUrlTest !== undefined) values.webhook_url_test = patch.webhookUrlTest;
+    if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
+    if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
+    if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+    if (Object.keys(values).length > 0) {
+      const r = await this.db.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
+      if (r.numUpdatedRows === 0n) throw notFound('merchant');
+      await this.broadcastKeyChange('*');
+    }
+    return this.get(merchantId);
+  }
+
+  /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
+  async rollKey(merchantId: string, mode: Mode): Promise<{ key_id: string; key: string }> {
+    await this.get(merchantId);
+    const key = generateApiKey(mode);
+    const keyId = newId('key');
+    const revoked = await this.db.transaction().execute(async (tx) => {
+      const old = await tx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date() })
+        .where('merchant_id', '=', merchantId)
+        .where('mode', '=', mode)
+        .where('revoked_at', 'is', null)
+        .returning('key_hash')
+        .execute();
+      await tx.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) }).execute();
+      return old.map((o) => o.key_hash);
+    });
+    for (const h of revoked) await this.broadcastKeyChange(h);
+    return { key_id: keyId, key };
+  }
+
+  /** Revokes one key, named by its id or by the key itself. */
+  async revokeKey(idOrKey: string): Promise<{ key_id: string; merchant_id: string }> {
+    const byKey = KEY_PATTERN.test(idOrKey);
+    const row = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date() })
+      .where(byKey ? 'key_hash' : 'id', '=', byKey ? hashApiKey(idOrKey) : idOrKey)
+      .where('revoked_at', 'is', null)
+      .returning(['id', 'merchant_id', 'key_hash'])
+      .executeTakeFirst();
+    if (!row) throw notFound('active API key');
+    await this.broadcastKeyChange(row.key_hash);
+    return { key_id: row.id, merchant_id: row.merchant_id };
+  }
+
+  async listKeys(merchantId: string) {
+    return this.db
+      .selectFrom('api_keys')
+      .select(['id', 'mode', 'key_hint', 'created_at', 'revoked_at'])
+      .where('merchant_id', '=', merchantId)
+      .orderBy('id')
+      .execute();
+  }
+
+  /**
+   * Resolves a bearer token. 401 for anything that is not an active key; the caller compares the mode.
+   * Positive and negative answers are cached for a minute; key changes invalidate through NOTIFY.
+   */
+  async authenticate(token: string | undefined, now = Date.now()): Promise<AuthenticatedKey> {
+    if (!token || !KEY_PATTERN.test(token)) throw unauthorized();
+    const hash = hashApiKey(token);
+    const hit = this.cache.get(hash);
+    let value: AuthenticatedKey | null;
+    if (hit && hit.until > now) {
+      value = hit.value;
+    } else {
+      const row = await this.db
+        .selectFrom('api_keys')
+        .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
+        .select(['api_keys.id', 'api_keys.merchant_id', 'api_keys.mode', 'api_keys.revoked_at', 'merchants.rate_limit_per_minute'])
+        .where('api_keys.key_hash', '=', hash)
+        .executeTakeFirst();
+      value =
+        row && !row.revoked_at
+          ? { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute }
+          : null;
+      if (this.cache.size > 100_000) this.cache.clear();
+      this.cache.set(hash, { value, until: now + CACHE_TTL_MS });
+    }
+    if (!value) throw unauthorized();
+    return value;
+  }
+
+  /** Drops cached keys: one hash, or everything for '*'. Called locally and by the NOTIFY listener. */
+  invalidate(hash: string): void {
+    if (hash === '*') this.cache.clear();
+    else this.cache.delete(hash);
+  }
+
+  private async broadcastKeyChange(hash: string): Promise<void> {
+    this.invalidate(hash);
+    await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${hash})`.execute(this.db);
+  }
+}
+
+function unauthorized(): ApiError {
+  return new ApiError('unauthorized', 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.');
+}
+
+export function assertHttpUrl(value: string, param: string, httpsOnly = false): void {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new ApiError('invalid_request', `${param} must be a URL`, param);
+  }
+  if (u.protocol !== 'https:' && (httpsOnly || u.protocol !== 'http:')) {
+    throw new ApiError('invalid_request', `${param} must be an ${httpsOnly ? 'https' : 'http(s)'} URL`, param);
+  }
+}

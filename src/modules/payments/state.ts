@@ -1,0 +1,270 @@
+/**
+ * The payment state machine: which status a payment and its attempts are in, which moves are allowed, and which
+ * events each move publishes. It also owns the derived attempt flags `overpaid` and `wrongAsset`.
+ * Pure: no I/O and no clock; time and prices come in through `Context`. Rules and decisions: docs/payment-states.md.
+ */
+import { rateFraction } from '../../core/money.ts';
+import { LATE_ACCEPT_MAX_MOVE_BPS } from './model.ts';
+import type { AttemptState, AttemptStatus, DepositState, PaymentEventType, PaymentState, PaymentStatus } from './model.ts';
+
+/** What happened to the payment. */
+export type Trigger =
+  | { kind: 'deposits_changed' } // deposits inside payment.attempts[].deposits were added, changed confirmations/status, or became orphaned
+  | { kind: 'tick' } // time passed: expiries and late auto-accept
+  | { kind: 'cancel' } // POST /payments/{id}/cancel
+  | { kind: 'accept' } // POST /payments/{id}/accept
+  | { kind: 'refund_sent'; attemptId: string | null };
+
+export interface Context {
+  now: Date;
+  /** Current USD-per-coin rates (decimal strings) by token id, for late auto-acceptance; a token absent = no fresh price (no auto-accept). */
+  rates: ReadonlyMap<string, string>;
+}
+
+/** The trigger is not possible in the payment's current state; the caller maps it to 422 `invalid_state`. */
+export class TransitionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TransitionError';
+  }
+}
+
+export interface Transition {
+  payment: PaymentState;
+  events: PaymentEventType[];
+}
+
+const FINAL: ReadonlySet<PaymentStatus> = new Set(['paid', 'expired', 'refunded', 'cancelled']);
+
+/** `paid`, `expired`, `refunded` and `cancelled` are final (a `late` payment is not). */
+export function isFinal(status: PaymentStatus): boolean {
+  return FINAL.has(status);
+}
+
+/** Whether any non-orphaned deposit, of any token, sits on any attempt. */
+export function moneySeen(payment: PaymentState): boolean {
+  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned'));
+}
+
+/**
+ * Applies `trigger` to `payment`. Never mutates its input; returns a new PaymentState and the events to publish,
+ * in order. Throws TransitionError when the trigger is not possible now (cancel, accept, refund_sent).
+ */
+export function next(payment: PaymentState, trigger: Trigger, ctx: Context): Transition {
+  const p = structuredClone(payment);
+  const events: PaymentEventType[] = [];
+  switch (trigger.kind) {
+    case 'deposits_changed':
+      onDeposits(p, events, ctx);
+      break;
+    case 'tick':
+      onTick(p, events, ctx);
+      break;
+    case 'cancel':
+      onCancel(p, events);
+      break;
+    case 'accept':
+      onAccept(p, events, ctx);
+      break;
+    case 'refund_sent':
+      onRefund(p, events, trigger.attemptId);
+      break;
+  }
+  settleAttempts(payment, p, events);
+  return { payment: p, events };
+}
+
+interface Tally {
+  /** Right-token, non-orphaned amount. */
+  seen: bigint;
+  confirmed: bigint;
+  /** Some counted deposit has a confirmation but not all seen money is confirmed. */
+  counting: boolean;
+  /** The confirmed deposit (in order of seenAt) that brought the confirmed amount to payAmount, if any. */
+  completing: DepositState | null;
+}
+
+function tally(a: AttemptState): Tally {
+  const counted = a.deposits.filter((d) => d.token === a.token && d.status !== 'orphaned');
+  const settled = counted
+    .filter((d) => d.status === 'confirmed' || d.status === 'final')
+    .sort((x, y) => x.seenAt.getTime() - y.seenAt.getTime());
+  let seen = 0n;
+  for (const d of counted) seen += d.amount;
+  let confirmed = 0n;
+  let completing: DepositState | null = null;
+  for (const d of settled) {
+    confirmed += d.amount;
+    if (!completing && confirmed >= a.payAmount) completing = d;
+  }
+  return { seen, confirmed, counting: seen > confirmed && counted.some((d) => d.confirmations >= 1), completing };
+}
+
+/** The status an attempt's deposits justify on their own; null when no right-token money is on it. */
+function derive(a: AttemptState, t: Tally, forceLate: boolean): AttemptStatus | null {
+  if (t.seen === 0n) return null;
+  if (t.completing) return forceLate || t.completing.seenAt > a.expiresAt ? 'late' : 'paid';
+  if (t.seen > t.confirmed) return t.counting ? 'confirming' : 'detected';
+  return 'underpaid';
+}
+
+/** Underpaid is not undone by new pending money, and late does not turn into paid by itself. */
+function hold(current: PaymentStatus, derived: AttemptStatus, confirmed: bigint): AttemptStatus {
+  if (current === 'underpaid' && (derived === 'detected' || derived === 'confirming') && confirmed > 0n) return 'underpaid';
+  if (current === 'late' && derived === 'paid') return 'late';
+  return derived;
+}
+
+/** The attempt carrying the money: most confirmed, then seen, share of its pay amount, then any deposit; ties go to the latest. */
+function carrier(attempts: AttemptState[]): AttemptState | undefined {
+  let best: { a: AttemptState; t: Tally; any: boolean } | undefined;
+  for (const a of attempts) {
+    const cur = { a, t: tally(a), any: a.deposits.some((d) => d.status !== 'orphaned') };
+    if (!best) {
+      best = cur;
+      continue;
+    }
+    const byConfirmed = cur.t.confirmed * best.a.payAmount - best.t.confirmed * a.payAmount;
+    const bySeen = cur.t.seen * best.a.payAmount - best.t.seen * a.payAmount;
+    const order = byConfirmed !== 0n ? byConfirmed : bySeen !== 0n ? bySeen : BigInt(Number(cur.any) - Number(best.any));
+    if (order >= 0n) best = cur;
+  }
+  return best?.a;
+}
+
+const STATUS_EVENT: Partial<Record<PaymentStatus, PaymentEventType>> = {
+  detected: 'payment.detected',
+  confirming: 'payment.confirming',
+  underpaid: 'payment.underpaid',
+  late: 'payment.late',
+  expired: 'payment.expired',
+};
+
+function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEventType[]): void {
+  p.status = 'paid';
+  p.paidAt = now;
+  p.paidAttemptId = a.id;
+  p.paidAmount = tally(a).confirmed;
+  events.push('payment.paid');
+}
+
+function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
+  for (const a of p.attempts) {
+    if (!a.wrongAsset && a.deposits.some((d) => d.token !== a.token && d.status !== 'orphaned' && d.atLeastTokenMinimum)) {
+      a.wrongAsset = true;
+      events.push('payment.wrong_asset');
+    }
+  }
+  let reorged = false;
+  if (p.status === 'paid') {
+    const paid = p.attempts.find((a) => a.id === p.paidAttemptId);
+    if (!paid) return;
+    const floor = p.paidAmount != null && p.paidAmount < paid.payAmount ? p.paidAmount : paid.payAmount;
+    if (tally(paid).confirmed >= floor) return;
+    events.push('payment.reorged');
+    p.paidAt = null;
+    p.paidAttemptId = null;
+    p.paidAmount = null;
+    reorged = true;
+  } else if (p.status === 'refunded' || p.status === 'cancelled') {
+    return;
+  }
+
+  const from: PaymentStatus = reorged ? 'waiting' : p.status;
+  const a = carrier(p.attempts);
+  const t = a && tally(a);
+  const derived = a && t ? derive(a, t, from === 'expired') : null;
+  let target: PaymentStatus;
+  if (from === 'expired') target = derived === 'paid' || derived === 'late' ? 'late' : 'expired';
+  else target = derived === null ? 'waiting' : hold(from, derived, t!.confirmed);
+
+  if (target === 'paid') {
+    markPaid(p, a!, ctx.now, events);
+    return;
+  }
+  const changed = target !== p.status;
+  p.status = target;
+  const event = STATUS_EVENT[target];
+  if (event && (reorged ? target === 'late' : changed)) events.push(event);
+}
+
+function onTick(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
+  const now = ctx.now.getTime();
+  const lapsed = p.status === 'waiting' && p.expiresAt.getTime() <= now && !moneySeen(p);
+  for (const a of p.attempts) {
+    if (a.status === 'waiting' && (lapsed || a.expiresAt.getTime() <= now)) a.status = 'expired';
+  }
+  if (lapsed) {
+    p.status = 'expired';
+    events.push('payment.expired');
+  } else if (p.status === 'late') {
+    const a = carrier(p.attempts);
+    const completing = a && tally(a).completing;
+    if (a && completing && completing.seenAt <= p.expiresAt && priceHeld(a, ctx.rates)) markPaid(p, a, ctx.now, events);
+  }
+}
+
+/** |current − quoted| / quoted <= LATE_ACCEPT_MAX_MOVE_BPS, exactly. */
+function priceHeld(a: AttemptState, rates: ReadonlyMap<string, string>): boolean {
+  const current = rates.get(a.token);
+  if (current === undefined) return false;
+  try {
+    const q = rateFraction(a.rate);
+    const c = rateFraction(current);
+    if (q.num === 0n) return false;
+    const diff = c.num * q.den - q.num * c.den;
+    const move = diff < 0n ? -diff : diff;
+    return move * 10_000n <= BigInt(LATE_ACCEPT_MAX_MOVE_BPS) * q.num * c.den;
+  } catch {
+    return false;
+  }
+}
+
+function onCancel(p: PaymentState, events: PaymentEventType[]): void {
+  if (p.status !== 'waiting') throw new TransitionError(`Only a waiting payment can be cancelled; this payment is ${p.status}.`);
+  if (moneySeen(p)) throw new TransitionError('Money has already arrived for this payment; it can no longer be cancelled.');
+  p.status = 'cancelled';
+  for (const a of p.attempts) if (a.status === 'waiting') a.status = 'expired';
+  events.push('payment.cancelled');
+}
+
+function onAccept(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
+  const a = carrier(p.attempts);
+  if ((p.status !== 'underpaid' && p.status !== 'late') || !a) {
+    throw new TransitionError(`Only an underpaid or late payment can be accepted; this payment is ${p.status}.`);
+  }
+  markPaid(p, a, ctx.now, events);
+}
+
+function onRefund(p: PaymentState, events: PaymentEventType[], attemptId: string | null): void {
+  if (p.status === 'refunded') throw new TransitionError('This payment has already been refunded.');
+  if (!moneySeen(p)) throw new TransitionError(`No money has arrived for this payment; there is nothing to refund.`);
+  const id = attemptId ?? p.paidAttemptId ?? carrier(p.attempts)?.id;
+  const a = p.attempts.find((x) => x.id === id);
+  if (!a) throw new TransitionError(`Payment has no attempt ${id}.`);
+  a.status = 'refunded';
+  p.status = 'refunded';
+  events.push('payment.refunded');
+}
+
+/**
+ * Re-derives every attempt's status and `overpaid` flag from its deposits, and appends `payment.overpaid` after
+ * `payment.paid`, or on its own when surplus money newly lands on a paid or refunded payment.
+ */
+function settleAttempts(before: PaymentState, p: PaymentState, events: PaymentEventType[]): void {
+  const settledId = p.paidAttemptId ?? (p.status === 'refunded' ? p.attempts.find((a) => a.status === 'refunded')?.id : undefined);
+  for (const a of p.attempts) {
+    const t = tally(a);
+    if (a.id === p.paidAttemptId && a.status !== 'refunded') a.status = 'paid';
+    else if (a.status !== 'refunded') {
+      const derived = derive(a, t, before.status === 'expired');
+      a.status = derived === null ? (a.status === 'expired' ? 'expired' : 'waiting') : hold(a.status, derived, t.confirmed);
+    }
+    a.overpaid = t.confirmed > a.payAmount || (settledId !== undefined && settledId !== a.id && t.confirmed > 0n);
+  }
+  const paidNow = events.includes('payment.paid');
+  const newlyOverpaid = p.attempts.some((a, i) => a.overpaid && !before.attempts[i]?.overpaid);
+  if (paidNow ? p.attempts.some((a) => a.overpaid) : newlyOverpaid && (p.status === 'paid' || p.status === 'refunded')) {
+    events.push('payment.overpaid');
+  }
+}

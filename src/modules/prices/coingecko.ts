@@ -1,0 +1,100 @@
+/**
+ * CoinGecko client: `GET {base}/simple/price?ids=<ids>&vs_currencies=usd&include_last_updated_at=true`, answered
+ * with `{ "<id>": { "usd": 3456.78, "last_updated_at": 1700000000 } }`. Unknown ids are simply absent from the answer.
+ *
+ * The USD value arrives as a JSON number; it is turned into a decimal string from its shortest round-trip text with
+ * the exponent expanded by string manipulation, so no float arithmetic touches the rate.
+ */
+import type { TokenConfig } from '../../chains/types.ts';
+import { systemClock, type Clock } from '../../core/clock.ts';
+import {
+  decimalFromNumber,
+  isPositiveDecimal,
+  parseProviderJson,
+  PriceProviderError,
+  providerGet,
+  snippet,
+  type PriceProvider,
+  type ProviderRate,
+} from './service.ts';
+
+export interface CoinGeckoClientOptions {
+  /** API base ending in `/api/v3` (default https://api.coingecko.com/api/v3); `/simple/price` is appended. */
+  baseUrl?: string;
+  /** Abort the request (including the body) after this many ms; default 5000. */
+  timeoutMs?: number;
+  /** Caps provider timestamps at fetch time (a clock running behind the provider's must not extend freshness). */
+  clock?: Clock;
+  /** Optional API key: sent as `x-cg-pro-api-key` for pro-api hosts, else as `x-cg-demo-api-key`. */
+  apiKey?: string;
+}
+
+/** Price provider backed by CoinGecko's public `simple/price` endpoint. */
+export class CoinGeckoClient implements PriceProvider {
+  readonly name = 'coingecko' as const;
+  private readonly baseUrl: string;
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+  private readonly apiKey: string | undefined;
+
+  constructor(options: CoinGeckoClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? 'https://api.coingecko.com/api/v3').replace(/\/+$/, '');
+    this.timeoutMs = options.timeoutMs ?? 5000;
+    this.clock = options.clock ?? systemClock;
+    this.apiKey = options.apiKey;
+  }
+
+  /** Rates for the tokens that have a `coingeckoId`; tokens sharing an id share its rate. */
+  async fetchRates(tokens: TokenConfig[]): Promise<Map<string, ProviderRate>> {
+    const byId = new Map<string, string[]>();
+    for (const t of tokens) {
+      if (!t.coingeckoId) continue;
+      const id = t.coingeckoId.trim().toLowerCase();
+      const list = byId.get(id);
+      if (list) list.push(t.id);
+      else byId.set(id, [t.id]);
+    }
+    const out = new Map<string, ProviderRate>();
+    if (byId.size === 0) return out;
+
+    const ids = [...byId.keys()].map(encodeURIComponent).join(',');
+    const url = `${this.baseUrl}/simple/price?ids=${ids}&vs_currencies=usd&include_last_updated_at=true`;
+    const headers: Record<string, string> = {};
+    if (this.apiKey) headers[/(^|\.)pro-api\./.test(new URL(this.baseUrl).hostname) ? 'x-cg-pro-api-key' : 'x-cg-demo-api-key'] = this.apiKey;
+    const fetchedAt = this.clock.now();
+    const res = await providerGet(this.name, url, this.timeoutMs, headers);
+
+    if (res.status === 429) {
+      const retry = res.headers.get('retry-after');
+      throw new PriceProviderError(this.name, 'rate_limited', `rate limited (HTTP 429${retry ? `, retry after ${retry} s` : ''})`, 429);
+    }
+    if (res.status < 200 || res.status > 299) {
+      throw new PriceProviderError(this.name, 'http', `HTTP ${res.status} from simple/price: ${snippet(res.text)}`, res.status);
+    }
+    const body = parseProviderJson(this.name, res);
+    if (!isRecord(body)) {
+      throw new PriceProviderError(this.name, 'malformed', `malformed response body: expected an object keyed by coin id, got ${snippet(res.text)}`, res.status);
+    }
+
+    for (const [id, tokenIds] of byId) {
+      const entry = body[id];
+      if (!isRecord(entry)) continue; // unknown id: CoinGecko leaves it out
+      const usd = entry.usd;
+      if (typeof usd !== 'number' || !Number.isFinite(usd) || usd <= 0) continue;
+      const rate = decimalFromNumber(usd);
+      if (!isPositiveDecimal(rate)) continue;
+      let at = fetchedAt;
+      const updated = entry.last_updated_at;
+      if (typeof updated === 'number' && Number.isSafeInteger(updated) && updated > 0) {
+        const ms = updated * 1000;
+        if (ms < fetchedAt.getTime()) at = new Date(ms);
+      }
+      for (const tokenId of tokenIds) out.set(tokenId, { rate, at });
+    }
+    return out;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,339 @@
+/**
+ * Price service: USD rates per whole coin, cached with a maximum age, fetched from real providers in priority order
+ * with per-token failover.
+ *
+ * Stablecoins are pegged at "1" (`rate_source` `peg`) and never fetched. Every other coin's rate is the newest cached
+ * provider rate no older than `maxAgeMs` on the injected clock; an older rate is no rate (the API answers 503
+ * `price_unavailable`). Refreshes never throw: provider failures are logged and the next provider is asked for the
+ * tokens the previous one could not price. Concurrent refreshes share one request (single-flight).
+ *
+ * This module also holds what both provider clients share: the `PriceProvider` interface, `PriceProviderError`, the
+ * exact decimal-string helpers and the timed JSON fetch.
+ */
+import type { TokenConfig } from '../../chains/types.ts';
+import type { Clock } from '../../core/clock.ts';
+
+/** Name of a real price provider, as it appears in `rate_source`. */
+export type ProviderName = 'coingecko' | 'binance';
+
+/** `rate_source` values: a provider or the stablecoin peg. */
+export type PriceSource = ProviderName | 'peg';
+
+/** One rate as a provider gave it: USD per whole coin (plain decimal string) and the time it is valid for. */
+export interface ProviderRate {
+  rate: string;
+  at: Date;
+}
+
+/** A usable price for one coin. */
+export interface PriceQuote {
+  /** USD per whole coin, plain decimal string without exponent or trailing zeros ("3456.78", "0.00001234", "1"). */
+  rate: string;
+  source: PriceSource;
+  /** When the rate was current (provider timestamp, fetch time, or now for the peg). */
+  at: Date;
+}
+
+/** A client of one price provider. */
+export interface PriceProvider {
+  readonly name: ProviderName;
+  /**
+   * Rates for as many of `tokens` as the provider knows, keyed by token id. Tokens the provider has no id for, or that
+   * are missing from its answer, are simply absent. Rejects with `PriceProviderError` when the request as a whole fails.
+   */
+  fetchRates(tokens: TokenConfig[]): Promise<Map<string, ProviderRate>>;
+}
+
+/** Why a provider request failed. */
+export type PriceProviderErrorKind = 'timeout' | 'network' | 'rate_limited' | 'http' | 'api' | 'malformed';
+
+/** A failed provider request, with a message naming the provider and the cause. */
+export class PriceProviderError extends Error {
+  readonly provider: ProviderName;
+  readonly kind: PriceProviderErrorKind;
+  /** HTTP status when the provider answered, else null. */
+  readonly status: number | null;
+
+  constructor(provider: ProviderName, kind: PriceProviderErrorKind, message: string, status: number | null = null, options?: { cause?: unknown }) {
+    super(`${provider}: ${message}`, options);
+    this.name = 'PriceProviderError';
+    this.provider = provider;
+    this.kind = kind;
+    this.status = status;
+  }
+}
+
+const PLAIN_DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+/**
+ * Canonical form of a plain non-negative decimal string: no leading zeros in the integer part, no trailing zeros in
+ * the fraction, no lone point ("3456.78000000" → "3456.78", "100.00" → "100", "007.5" → "7.5").
+ * Throws on anything else (signs, exponents, spaces).
+ */
+export function normalizeDecimal(text: string): string {
+  const m = PLAIN_DECIMAL.exec(text);
+  if (!m) throw new Error(`not a plain decimal number: ${JSON.stringify(text)}`);
+  const whole = m[1]!.replace(/^0+(?=\d)/, '');
+  const frac = (m[2] ?? '').replace(/0+$/, '');
+  return frac.length > 0 ? `${whole}.${frac}` : whole;
+}
+
+/**
+ * Exact plain decimal string of a non-negative finite JSON number: its shortest round-trip representation
+ * (`String(n)`) with any exponent expanded by moving the decimal point in the digit string — never by float
+ * arithmetic (1e-7 → "0.0000001", 2.5e+21 → "2500000000000000000000", 123456789.12345679 stays as is).
+ */
+export function decimalFromNumber(n: number): string {
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new Error(`not a non-negative finite number: ${String(n)}`);
+  const text = String(n);
+  const m = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(text);
+  if (!m) throw new Error(`unexpected number text: ${text}`);
+  const whole = m[1]!;
+  const frac = m[2] ?? '';
+  const exp = m[3] === undefined ? 0 : Number(m[3]);
+  const digits = whole + frac;
+  const point = whole.length + exp;
+  let plain: string;
+  if (point <= 0) plain = `0.${'0'.repeat(-point)}${digits}`;
+  else if (point >= digits.length) plain = digits + '0'.repeat(point - digits.length);
+  else plain = `${digits.slice(0, point)}.${digits.slice(point)}`;
+  return normalizeDecimal(plain);
+}
+
+/** Whether a canonical decimal string is greater than zero. */
+export function isPositiveDecimal(text: string): boolean {
+  return PLAIN_DECIMAL.test(text) && /[1-9]/.test(text);
+}
+
+/** Raw answer of a provider request: status, headers and body text (not yet parsed). */
+export interface ProviderResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/**
+ * GET `url` with the global fetch, aborting after `timeoutMs` (including reading the body). Network failures and
+ * timeouts become `PriceProviderError`; any HTTP status is returned for the caller to interpret.
+ * @internal shared by the provider clients.
+ */
+export async function providerGet(provider: ProviderName, url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<ProviderResponse> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await fetch(url, { method: 'GET', headers: { accept: 'application/json', 'user-agent': 'kasse-prices', ...headers }, signal });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text };
+  } catch (err) {
+    if (signal.aborted || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) {
+      throw new PriceProviderError(provider, 'timeout', `no answer within ${timeoutMs} ms`, null, { cause: err });
+    }
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    const message = err instanceof Error ? err.message : String(err);
+    throw new PriceProviderError(provider, 'network', `request failed (${message}${cause})`, null, { cause: err });
+  }
+}
+
+/** Parses a provider body as JSON or throws a `malformed` `PriceProviderError`. */
+export function parseProviderJson(provider: ProviderName, res: ProviderResponse): unknown {
+  try {
+    return JSON.parse(res.text) as unknown;
+  } catch {
+    throw new PriceProviderError(provider, 'malformed', `malformed response body (HTTP ${res.status}, not JSON): ${snippet(res.text)}`, res.status);
+  }
+}
+
+/** First characters of a body for error messages. */
+export function snippet(text: string, max = 120): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat || '(empty)';
+}
+
+/** pino-compatible subset used for warnings. */
+export interface PriceLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface PriceServiceOptions {
+  /** Providers in priority order: the first is asked first, later ones only for what earlier ones could not price. */
+  providers: PriceProvider[];
+  clock: Clock;
+  /** A rate older than this (relative to `clock.now()`) is no rate. */
+  maxAgeMs: number;
+  logger?: PriceLogger;
+}
+
+interface Flight {
+  ids: Set<string>;
+  promise: Promise<void>;
+}
+
+interface Queued {
+  tokens: Map<string, TokenConfig>;
+  promise: Promise<void>;
+  resolve: (p: Promise<void>) => void;
+}
+
+/** Cached, failover-backed USD rates for the configured coins. */
+export class PriceService {
+  private readonly providers: PriceProvider[];
+  private readonly clock: Clock;
+  private readonly maxAgeMs: number;
+  private readonly logger: PriceLogger | undefined;
+  /** token id → provider → newest rate from that provider. */
+  private readonly cache = new Map<string, Map<ProviderName, ProviderRate>>();
+  private inflight: Flight | null = null;
+  private queued: Queued | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(options: PriceServiceOptions) {
+    if (!(options.maxAgeMs > 0)) throw new Error('PriceService: maxAgeMs must be positive');
+    this.providers = [...options.providers];
+    this.clock = options.clock;
+    this.maxAgeMs = options.maxAgeMs;
+    this.logger = options.logger;
+  }
+
+  /**
+   * The current price of `token`: `{ rate: '1', source: 'peg' }` for stablecoins, otherwise the newest cached
+   * provider rate no older than the maximum age, otherwise null (no price).
+   */
+  quote(token: TokenConfig): PriceQuote | null {
+    const now = this.clock.now();
+    if (token.stable) return { rate: '1', source: 'peg', at: now };
+    const byProvider = this.cache.get(token.id);
+    if (!byProvider) return null;
+    const oldest = now.getTime() - this.maxAgeMs;
+    let best: PriceQuote | null = null;
+    // Provider priority order breaks ties between equally new rates.
+    for (const p of this.providers) {
+      const r = byProvider.get(p.name);
+      if (!r || r.at.getTime() < oldest) continue;
+      if (!best || r.at.getTime() > best.at.getTime()) best = { rate: r.rate, source: p.name, at: r.at };
+    }
+    return best;
+  }
+
+  /** `quote()`, and when that finds nothing, one `refresh([token])` and `quote()` again (for cold caches on request paths). */
+  async quoteFresh(token: TokenConfig): Promise<PriceQuote | null> {
+    const q = this.quote(token);
+    if (q || !fetchable(token)) return q;
+    await this.refresh([token]);
+    return this.quote(token);
+  }
+
+  /** Currently fresh rates (pegged coins as "1") keyed by token id; coins without a fresh rate are absent. */
+  rates(tokens: TokenConfig[]): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const t of tokens) {
+      const q = this.quote(t);
+      if (q) out.set(t.id, q.rate);
+    }
+    return out;
+  }
+
+  /**
+   * Fetches rates for the non-stable `tokens`: the first provider is asked for all of them, each later provider for
+   * those still missing (failed request, timeout, absent from the answer, or older than the maximum age).
+   * Never rejects; failures are logged. Calls made while a refresh is running share it when it covers their tokens;
+   * otherwise they share one follow-up refresh that starts when the running one ends.
+   */
+  refresh(tokens: TokenConfig[]): Promise<void> {
+    const wanted = new Map<string, TokenConfig>();
+    for (const t of tokens) if (fetchable(t)) wanted.set(t.id, t);
+    if (wanted.size === 0) return Promise.resolve();
+    const running = this.inflight;
+    if (!running) return this.launch(wanted);
+    const missing = [...wanted.values()].filter((t) => !running.ids.has(t.id));
+    if (missing.length === 0) return running.promise;
+    if (!this.queued) {
+      let resolve!: (p: Promise<void>) => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.queued = { tokens: new Map(), promise, resolve };
+    }
+    for (const t of missing) this.queued.tokens.set(t.id, t);
+    return this.queued.promise;
+  }
+
+  /** Refreshes `tokens` now and then every `intervalMs` (timer unref'd so it never keeps the process alive). */
+  start(tokens: TokenConfig[], intervalMs: number): void {
+    this.stop();
+    const list = [...tokens];
+    void this.refresh(list);
+    this.timer = setInterval(() => void this.refresh(list), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the periodic refresh started by `start()`; a refresh already running finishes on its own. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private launch(tokens: Map<string, TokenConfig>): Promise<void> {
+    const flight: Flight = { ids: new Set(tokens.keys()), promise: Promise.resolve() };
+    flight.promise = this.fetchAll([...tokens.values()])
+      .catch((err: unknown) => this.warn({ err: errorText(err) }, 'price refresh failed'))
+      .finally(() => {
+        if (this.inflight === flight) this.inflight = null;
+        const next = this.queued;
+        this.queued = null;
+        if (next) next.resolve(this.launch(next.tokens));
+      });
+    this.inflight = flight;
+    return flight.promise;
+  }
+
+  private async fetchAll(tokens: TokenConfig[]): Promise<void> {
+    let remaining = tokens;
+    for (const provider of this.providers) {
+      if (remaining.length === 0) break;
+      let got: Map<string, ProviderRate>;
+      try {
+        got = await provider.fetchRates(remaining);
+      } catch (err) {
+        this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err) }, 'price provider request failed');
+        continue;
+      }
+      const oldest = this.clock.now().getTime() - this.maxAgeMs;
+      const stale: string[] = [];
+      const next: TokenConfig[] = [];
+      for (const t of remaining) {
+        const r = got.get(t.id);
+        if (r && isPositiveDecimal(r.rate)) {
+          this.store(t.id, provider.name, r);
+          if (r.at.getTime() >= oldest) continue;
+          stale.push(t.id);
+        }
+        next.push(t);
+      }
+      if (stale.length > 0) this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+      remaining = next;
+    }
+    if (remaining.length > 0) this.warn({ tokens: remaining.map((t) => t.id) }, 'no fresh price from any provider');
+  }
+
+  private store(tokenId: string, provider: ProviderName, rate: ProviderRate): void {
+    let byProvider = this.cache.get(tokenId);
+    if (!byProvider) this.cache.set(tokenId, (byProvider = new Map()));
+    const prev = byProvider.get(provider);
+    if (!prev || rate.at.getTime() >= prev.at.getTime()) byProvider.set(provider, { rate: rate.rate, at: new Date(rate.at.getTime()) });
+  }
+
+  private warn(obj: object, msg: string): void {
+    try {
+      this.logger?.warn(obj, msg);
+    } catch {
+      // A broken logger must not break pricing.
+    }
+  }
+}
+
+function fetchable(t: TokenConfig): boolean {
+  return !t.stable && (t.coingeckoId !== null || t.binanceSymbol !== null);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

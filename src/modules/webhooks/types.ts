@@ -1,0 +1,25 @@
+/**
+ * What other modules need from webhooks: publishing an event inside their own transaction (the outbox).
+ * The event is stored with its data snapshot; a delivery row is created when there is a destination
+ * (`destination`, else the merchant's default URL for the mode); none set means the event is recorded (and listed
+ * by GET /events) but not sent.
+ */
+import type { Mode } from '../../chains/types.ts';
+import type { Tx } from '../../db/index.ts';
+
+export interface EventInput {
+  mode: Mode;
+  merchantId: string;
+  /** e.g. `payment.paid`. */
+  type: string;
+  /** Events with the same key are delivered in order (the payment id for payment events). */
+  orderingKey: string;
+  /** The object the event is about, as the API shows it (the full Payment for payment events). */
+  data: unknown;
+  /** Per-object destination overriding the account default (Payment.webhook_url); null = account default. */
+  destination: string | null;
+}
+
+export interface EventPublisher {
+  publish(tx: Tx, event: EventInput): Promise<{ id: string }>;
+}

