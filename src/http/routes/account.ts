@@ -1,7 +1,7 @@
 /** GET /account: the merchant behind the key, for checking a key and its mode. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { DateTime, errorResponses, Nullable } from '../schemas/common.ts';
+import { DateTime, Nullable } from '../schemas/common.ts';
 
 const Account = Type.Object(
   {
@@ -23,7 +23,7 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         summary: 'The account behind the API key',
         tags: ['Account'],
-        response: { 200: Type.Unsafe({ $ref: 'Account#' }), ...errorResponses(401, 403, 429) },
+        response: { 200: Type.Unsafe({ $ref: 'Account#' }) },
       },
     },
     async (req) => {

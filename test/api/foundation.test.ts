@@ -1,0 +1,230 @@
+/**
+ * The base every API route stands on: keys and modes, the Error body on every failure, rate limits across
+ * processes, the OpenAPI document, probes and metrics.
+ */
+import SwaggerParser from '@apidevtools/swagger-parser';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/core/log.ts';
+import { Kasse } from '../../src/kasse.ts';
+import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
+
+function assertErrorBody(body: any, code: string, param: string | null = null) {
+  assert.deepEqual(Object.keys(body), ['error']);
+  assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param']);
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, 'string');
+  assert.ok(body.error.message.length > 0);
+  assert.equal(body.error.param, param);
+}
+
+let t: TestKasse;
+let m: TestMerchant;
+const logLines: any[] = [];
+
+before(async () => {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+      cb();
+    },
+  });
+  t = await startTestKasse({ log: createLogger('info', sink) });
+  m = await t.merchant();
+});
+after(() => t.close());
+
+describe('authentication and modes', () => {
+  test('a valid key of the listener mode is accepted and reports its account', async () => {
+    const res = await m.test.get('/account');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.id, m.id);
+    assert.equal(res.body.mode, 'test');
+    const live = await m.live.get('/account');
+    assert.equal(live.status, 200);
+    assert.equal(live.body.mode, 'live');
+  });
+
+  test('missing, malformed, unknown keys answer 401 unauthorized', async () => {
+    const cases: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Basic abc' },
+      { authorization: 'Bearer ' },
+      { authorization: 'Bearer not-a-key' },
+      { authorization: `Bearer kasse_test_${'A'.repeat(32)}` },
+      { authorization: `Bearer ${m.testKey}x` },
+    ];
+    for (const headers of cases) {
+      const res = await new ApiClient(t.urls.test, null).get('/account', headers);
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      assertErrorBody(res.body, 'unauthorized');
+    }
+  });
+
+  test('a key of the other mode answers 403 wrong_mode on both APIs', async () => {
+    const liveOnTest = await new ApiClient(t.urls.test, m.liveKey).get('/account');
+    assert.equal(liveOnTest.status, 403);
+    assertErrorBody(liveOnTest.body, 'wrong_mode');
+    const testOnLive = await new ApiClient(t.urls.live, m.testKey).get('/account');
+    assert.equal(testOnLive.status, 403);
+    assertErrorBody(testOnLive.body, 'wrong_mode');
+  });
+
+  test('a revoked key answers 401 at once; a rolled key replaces the old one', async () => {
+    const other = await t.merchant({ name: 'Roller' });
+    assert.equal((await other.test.get('/account')).status, 200); // cached now
+    const rolled = await t.kasse.merchants.rollKey(other.id, 'test');
+    assert.equal((await other.test.get('/account')).status, 401);
+    const fresh = new ApiClient(t.urls.test, rolled.key);
+    assert.equal((await fresh.get('/account')).status, 200);
+    await t.kasse.merchants.revokeKey(rolled.key_id);
+    const res = await fresh.get('/account');
+    assert.equal(res.status, 401);
+    assertErrorBody(res.body, 'unauthorized');
+    // the live key was untouched
+    assert.equal((await other.live.get('/account')).status, 200);
+  });
+
+  test('a key revoked by another process stops working here through NOTIFY', async () => {
+    const other = await t.merchant({ name: 'Elsewhere' });
+    assert.equal((await other.test.get('/account')).status, 200);
+    const second = await Kasse.open({ config: t.config, databaseUrl: t.databaseUrl, clock: t.clock, secrets: testSecrets(), listen: false, poolSize: 2 });
+    try {
+      await second.merchants.revokeKey(other.testKey);
+    } finally {
+      await second.close();
+    }
+    let status = 200;
+    for (let i = 0; i < 200 && status === 200; i++) {
+      status = (await other.test.get('/account')).status;
+      if (status === 200) await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(status, 401);
+  });
+});
+
+describe('the Error body on every failure', () => {
+  test('unknown route and unknown method answer 404 not_found', async () => {
+    for (const [method, path] of [
+      ['GET', '/nope'],
+      ['DELETE', '/account'],
+    ]) {
+      const res = await m.test.request(method!, path!);
+      assert.equal(res.status, 404);
+      assertErrorBody(res.body, 'not_found');
+    }
+    const outside = await fetch(t.urls.test.replace('/v1', '/v2/payments'));
+    assert.equal(outside.status, 404);
+    assertErrorBody(await outside.json(), 'not_found');
+  });
+
+  test('an unexpected failure is an opaque 500 whose request id is logged and returned', async () => {
+    const probe = await t.merchant({ name: 'Probe' });
+    assert.equal((await probe.test.get('/account')).status, 200);
+    await sql`ALTER TABLE merchants RENAME TO merchants_gone`.execute(t.kasse.db);
+    try {
+      const res = await probe.test.get('/account');
+      assert.equal(res.status, 500);
+      assertErrorBody(res.body, 'internal_error');
+      const reqId = res.headers.get('request-id');
+      assert.match(reqId ?? '', /^req_[0-9A-Z]{26}$/);
+      assert.ok(res.body.error.message.includes(reqId!));
+      assert.ok(!/merchants_gone|relation|sql/i.test(res.body.error.message), 'no internals leak');
+      const logged = logLines.find((l) => l.reqId === reqId && l.level === 50);
+      assert.ok(logged, 'the failure is logged with the request id');
+      assert.match(JSON.stringify(logged.err), /merchants/);
+    } finally {
+      await sql`ALTER TABLE merchants_gone RENAME TO merchants`.execute(t.kasse.db);
+    }
+  });
+
+  test('every response carries a Request-Id header', async () => {
+    const ok = await m.test.get('/account');
+    const bad = await new ApiClient(t.urls.test, null).get('/account');
+    assert.match(ok.headers.get('request-id') ?? '', /^req_/);
+    assert.match(bad.headers.get('request-id') ?? '', /^req_/);
+    assert.notEqual(ok.headers.get('request-id'), bad.headers.get('request-id'));
+  });
+});
+
+describe('rate limits', () => {
+  test('the 61st request in a minute answers 429 with Retry-After and RateLimit headers; the next window allows again', async () => {
+    const r = await t.merchant({ name: 'Busy' });
+    t.clock.set('2026-03-01T13:00:05Z');
+    for (let i = 0; i < 60; i++) {
+      const res = await r.test.get('/account');
+      assert.equal(res.status, 200, `request ${i + 1}`);
+      assert.equal(res.headers.get('ratelimit-limit'), '60');
+      assert.equal(res.headers.get('ratelimit-remaining'), String(59 - i));
+    }
+    const limited = await r.test.get('/account');
+    assert.equal(limited.status, 429);
+    assertErrorBody(limited.body, 'rate_limited');
+    assert.equal(limited.headers.get('retry-after'), '55');
+    assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+    assert.equal(limited.headers.get('ratelimit-reset'), '55');
+    // the limit is per key: the live key of the same merchant is unaffected
+    assert.equal((await r.live.get('/account')).status, 200);
+    t.clock.advance(55_000);
+    assert.equal((await r.test.get('/account')).status, 200);
+  });
+
+  test('an operator-set limit holds across several processes sharing the database', async () => {
+    const r = await t.merchant({ name: 'Shared', rateLimit: 25 });
+    t.clock.set('2026-03-01T14:00:00Z');
+    const second = await startTestKasse({ databaseUrl: t.databaseUrl, clock: t.clock });
+    try {
+      const a = new ApiClient(t.urls.test, r.testKey);
+      const b = new ApiClient(second.urls.test, r.testKey);
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).get('/account')));
+      const ok = results.filter((x) => x.status === 200).length;
+      const limited = results.filter((x) => x.status === 429).length;
+      assert.ok(ok <= 25, `at most the limit passes (${ok})`);
+      assert.ok(ok >= 20, `nearly the whole allowance is usable (${ok})`);
+      assert.equal(ok + limited, 60);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('OpenAPI and operations', () => {
+  test('both APIs serve a valid OpenAPI 3.1 document with version "1" and no key', async () => {
+    for (const base of [t.urls.test, t.urls.live]) {
+      const res = await fetch(`${base}/openapi.json`);
+      assert.equal(res.status, 200);
+      const doc = await res.json();
+      assert.equal(doc.openapi, '3.1.0');
+      assert.equal(doc.info.version, '1');
+      assert.equal(doc.servers[0].url, base);
+      assert.ok(doc.components.schemas.Error);
+      await SwaggerParser.validate(structuredClone(doc));
+      for (const [path, ops] of Object.entries<any>(doc.paths)) {
+        for (const [method, op] of Object.entries<any>(ops)) {
+          assert.ok(op.summary, `${method} ${path} has a summary`);
+          for (const s of ['400', '401', '429']) assert.ok(op.responses[s], `${method} ${path} documents ${s}`);
+        }
+      }
+    }
+  });
+
+  test('the reference page renders the document as HTML without scripts', async () => {
+    const res = await fetch(`${t.urls.test}/docs`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    const html = await res.text();
+    assert.ok(html.includes('/account'));
+    assert.ok(!html.includes('<script'));
+  });
+
+  test('health, readiness and Prometheus metrics', async () => {
+    const base = t.urls.test.replace('/v1', '');
+    assert.deepEqual(await (await fetch(`${base}/healthz`)).json(), { status: 'ok' });
+    assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    assert.match(metrics, /kasse_http_requests_total\{listener="test",route="\/v1\/account",status="200"\} \d+/);
+    assert.equal((await fetch(`${t.urls.checkout}/healthz`)).status, 200);
+  });
+});
