@@ -7,7 +7,7 @@
  *   npm test -- test/api/foo.test.ts   some files
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startEmbedded } from '../src/db/embedded.ts';
@@ -48,13 +48,28 @@ async function main(): Promise<number> {
   }
   const infra = await startInfrastructure(files);
 
+  const tapFile = join(mkdtempSync(join(tmpdir(), 'kasse-tap-')), 'results.tap');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files],
+    [
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=2',
+      '--test-timeout=600000',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=tap',
+      `--test-reporter-destination=${tapFile}`,
+      ...files,
+    ],
     { stdio: 'inherit', env: { ...process.env, ...infra.env, KASSE_TEST_DATABASE_URL: adminUrl } },
   );
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await infra.stop();
+  const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
+  const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
+  process.stdout.write(`${count('pass')} passed, ${count('fail') + count('cancelled')} failed, ${count('skipped')} skipped\n`);
   await stopPg();
   if (pgDir) rmSync(pgDir, { recursive: true, force: true });
   return code;

@@ -1,4 +1,4 @@
-/** GET /account: the merchant behind the key, for checking a key and its mode. */
+/** GET /account: the merchant behind the key, for checking a key and its mode (served from the key cache). */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { DateTime, Nullable } from '../schemas/common.ts';
@@ -15,7 +15,7 @@ const Account = Type.Object(
   { $id: 'Account', additionalProperties: false },
 );
 
-export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function accountRoutes(app: ApiApp, { mode }: ApiDeps) {
   app.addSchema(Account);
   app.get(
     '/account',
@@ -27,7 +27,7 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req) => {
-      const m = await kasse.merchants.get(req.auth.merchantId);
+      const m = req.auth.merchant;
       return {
         id: m.id,
         name: m.name,

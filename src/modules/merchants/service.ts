@@ -4,12 +4,13 @@
  * per process; revoking or rolling a key drops it from every process's cache through NOTIFY.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../chains/types.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import type { MerchantsTable } from '../../db/schema.ts';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -17,6 +18,8 @@ export interface AuthenticatedKey {
   mode: Mode;
   /** Requests per minute for this key (the merchant's limit or the default). */
   rateLimit: number;
+  /** The merchant as of authentication (cached with the key; merchant updates invalidate it). */
+  merchant: MerchantRecord;
 }
 
 export interface NewMerchant {
@@ -85,14 +88,7 @@ export class MerchantService {
   async get(id: string): Promise<MerchantRecord> {
     const row = await this.db.selectFrom('merchants').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound('merchant');
-    return {
-      id: row.id,
-      name: row.name,
-      webhookUrl: { test: row.webhook_url_test, live: row.webhook_url_live },
-      rateLimitPerMinute: row.rate_limit_per_minute,
-      feeBps: row.fee_bps,
-      createdAt: row.created_at,
-    };
+    return toRecord(row);
   }
 
   async list(): Promise<MerchantRecord[]> {
@@ -188,12 +184,19 @@ export class MerchantService {
       const row = await this.db
         .selectFrom('api_keys')
         .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
-        .select(['api_keys.id', 'api_keys.merchant_id', 'api_keys.mode', 'api_keys.revoked_at', 'merchants.rate_limit_per_minute'])
+        .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at'])
+        .selectAll('merchants')
         .where('api_keys.key_hash', '=', hash)
         .executeTakeFirst();
       value =
         row && !row.revoked_at
-          ? { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute }
+          ? {
+              keyId: row.key_id,
+              merchantId: row.id,
+              mode: row.mode,
+              rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute,
+              merchant: toRecord(row),
+            }
           : null;
       if (this.cache.size > 100_000) this.cache.clear();
       this.cache.set(hash, { value, until: now + CACHE_TTL_MS });
@@ -212,6 +215,17 @@ export class MerchantService {
     this.invalidate(hash);
     await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${hash})`.execute(this.db);
   }
+}
+
+function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    webhookUrl: { test: row.webhook_url_test, live: row.webhook_url_live },
+    rateLimitPerMinute: row.rate_limit_per_minute,
+    feeBps: row.fee_bps,
+    createdAt: row.created_at,
+  };
 }
 
 function unauthorized(): ApiError {

@@ -1,0 +1,39 @@
+/**
+ * Child process for API benchmarks: Kasse's listeners with the default configuration (info logs, metrics, auth,
+ * rate limiting) next to bare Fastify routes on the same machine, so both are measured in the same run.
+ * Prints one JSON line with the URLs and a test key, then serves until killed.
+ */
+import Fastify from 'fastify';
+import { sql } from 'kysely';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/core/log.ts';
+import { newId } from '../../src/core/ids.ts';
+import { Kasse } from '../../src/kasse.ts';
+import { startListeners } from '../../src/server.ts';
+import { startWorkers } from '../../src/workers/index.ts';
+
+const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
+const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', process.stderr) });
+await startListeners(kasse);
+startWorkers(kasse);
+const merchant = await kasse.merchants.create({ name: 'Bench' });
+await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 });
+
+// The baselines: the same framework with no Kasse middleware.
+const bare = Fastify();
+bare.get('/bare', async () => ({ ok: true }));
+await sql`CREATE TABLE IF NOT EXISTS bench_rows (id text PRIMARY KEY, merchant_id text, mode text, status text, price_amount bigint,
+  order_id text, description text, metadata jsonb, expires_at timestamptz, created_at timestamptz)`.execute(kasse.db);
+bare.post('/bare-insert', async (req) => {
+  const body = req.body as { price_amount: number; order_id: string; description?: string; metadata?: unknown };
+  const { rows } = await sql`INSERT INTO bench_rows VALUES (${newId('pay')}, ${merchant.merchant_id}, 'test', 'waiting', ${body.price_amount},
+    ${body.order_id}, ${body.description ?? null}, ${JSON.stringify(body.metadata ?? {})}, now() + interval '1 day', now()) RETURNING *`.execute(kasse.db);
+  return rows[0];
+});
+await bare.listen({ port: 0, host: '127.0.0.1' });
+const { port } = bare.server.address() as { port: number };
+
+process.stdout.write(
+  JSON.stringify({ test: kasse.apiBase('test'), checkout: kasse.urls.checkout, bare: `http://127.0.0.1:${port}`, key: merchant.test_key, merchant: merchant.merchant_id }) + '\n',
+);
+process.on('SIGINT', () => process.exit(0));
