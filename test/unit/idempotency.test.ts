@@ -1,0 +1,81 @@
+/** The Idempotency-Key mechanism on a real PostgreSQL, independent of any route. */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { ApiError } from '../../src/core/errors.ts';
+import { createDb, type Db } from '../../src/db/index.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { idempotent, requestHash, validateKey } from '../../src/modules/idempotency/idempotency.ts';
+import { createTestDatabase } from '../harness/db.ts';
+
+let db: Db;
+let drop: () => Promise<void>;
+const merchantId = 'mer_01TESTTESTTESTTESTTESTTEST';
+
+before(async () => {
+  const t = await createTestDatabase();
+  drop = t.drop;
+  db = createDb(t.url, 20).db;
+  await migrateToLatest(db);
+  await sql`INSERT INTO merchants (id, name, webhook_secret_enc) VALUES (${merchantId}, 'M', 'x')`.execute(db);
+  await sql`CREATE TABLE created (id serial PRIMARY KEY, note text)`.execute(db);
+});
+after(async () => {
+  await db.destroy();
+  await drop();
+});
+
+const create = (note: string) => async (tx: Parameters<Parameters<typeof idempotent>[3]>[0]) => {
+  const { rows } = await sql<{ id: number }>`INSERT INTO created (note) VALUES (${note}) RETURNING id`.execute(tx);
+  return { id: rows[0]!.id, note };
+};
+const count = async () => Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM created`.execute(db)).rows[0]!.n);
+
+test('same key and body replays the stored response with 200; a different body is 409', async () => {
+  const hash = requestHash('POST', '/payments', { b: 1, a: [1, 2] });
+  assert.equal(hash, requestHash('POST', '/payments', { a: [1, 2], b: 1 }), 'key order does not matter');
+  const scope = { merchantId, mode: 'test' as const, key: 'k-1', hash };
+  const first = await idempotent(db, scope, 201, create('one'));
+  assert.equal(first.status, 201);
+  assert.equal(first.replayed, false);
+  const again = await idempotent(db, scope, 201, create('two'));
+  assert.equal(again.status, 200);
+  assert.equal(again.replayed, true);
+  assert.deepEqual(again.body, first.body);
+  const other = requestHash('POST', '/payments', { b: 2 });
+  await assert.rejects(idempotent(db, { ...scope, hash: other }, 201, create('three')), (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409);
+  // scoped by mode: the same key in live mode is a new request
+  const live = await idempotent(db, { ...scope, mode: 'live' }, 201, create('live'));
+  assert.equal(live.status, 201);
+  assert.equal(await count(), 2);
+});
+
+test('concurrent requests with one key create once and replay the rest', async () => {
+  const before = await count();
+  const scope = { merchantId, mode: 'test' as const, key: 'k-concurrent', hash: requestHash('POST', '/x', { n: 1 }) };
+  const results = await Promise.all(Array.from({ length: 12 }, () => idempotent(db, scope, 201, create('c'))));
+  assert.equal(results.filter((r) => !r.replayed).length, 1);
+  assert.equal(new Set(results.map((r) => (r.body as { id: number }).id)).size, 1);
+  assert.equal(await count(), before + 1);
+});
+
+test('a failed request stores nothing, so the key can be retried', async () => {
+  const scope = { merchantId, mode: 'test' as const, key: 'k-fail', hash: requestHash('POST', '/x', {}) };
+  await assert.rejects(
+    idempotent(db, scope, 201, async (tx) => {
+      await create('rolled back')(tx);
+      throw new ApiError('invalid_state', 'no');
+    }),
+  );
+  const retry = await idempotent(db, scope, 201, create('retried'));
+  assert.equal(retry.replayed, false);
+  assert.equal((retry.body as { note: string }).note, 'retried');
+});
+
+test('keys longer than 255 characters or empty are refused with param Idempotency-Key', () => {
+  assert.equal(validateKey(undefined), null);
+  assert.equal(validateKey('a'.repeat(255)), 'a'.repeat(255));
+  for (const bad of ['', 'a'.repeat(256)]) {
+    assert.throws(() => validateKey(bad), (e: ApiError) => e.code === 'invalid_request' && e.param === 'Idempotency-Key');
+  }
+});
