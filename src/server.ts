@@ -22,16 +22,19 @@ export async function startListeners(kasse: Kasse): Promise<Listeners> {
     test: await buildApiServer({ kasse, mode: 'test' }),
     checkout: await buildCheckoutServer(kasse),
   };
-  for (const role of ['live', 'test', 'checkout'] as const) {
-    await apps[role].listen({ host, port: ports[role] });
-    const { port } = apps[role].server.address() as { port: number };
-    const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
-    kasse.urls[role] = publicUrls[role] ?? `http://${shownHost}:${port}`;
-  }
-  return {
-    ...apps,
-    close: async () => {
-      await Promise.all([apps.live.close(), apps.test.close(), apps.checkout.close()]);
-    },
+  const close = async () => {
+    await Promise.all([apps.live.close(), apps.test.close(), apps.checkout.close()]);
   };
+  try {
+    for (const role of ['live', 'test', 'checkout'] as const) {
+      await apps[role].listen({ host, port: ports[role] });
+      const { port } = apps[role].server.address() as { port: number };
+      const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+      kasse.urls[role] = publicUrls[role] ?? `http://${shownHost}:${port}`;
+    }
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+  return { ...apps, close };
 }

@@ -28,7 +28,8 @@ bare.post('/bare-insert', async (req) => {
   const body = req.body as { price_amount: number; order_id: string; description?: string; metadata?: unknown };
   const { rows } = await sql`INSERT INTO bench_rows VALUES (${newId('pay')}, ${merchant.merchant_id}, 'test', 'waiting', ${body.price_amount},
     ${body.order_id}, ${body.description ?? null}, ${JSON.stringify(body.metadata ?? {})}, now() + interval '1 day', now()) RETURNING *`.execute(kasse.db);
-  return rows[0];
+  const row = rows[0] as Record<string, unknown>;
+  return { ...row, price_amount: Number(row.price_amount) };
 });
 await bare.listen({ port: 0, host: '127.0.0.1' });
 const { port } = bare.server.address() as { port: number };

@@ -53,6 +53,25 @@ export interface NetworkConfig {
   pollIntervalMs: number;
   paused: boolean;
   tokens: TokenConfig[];
+  /** Family `evm` only: the `evm` object of the networks file (src/chains/evm/config.ts, docs/evm.md). */
+  evm?: EvmNetworkSettings;
+}
+
+/** Settings only EVM networks have. */
+export interface EvmNetworkSettings {
+  /** ForwarderFactory deployed with `kasse evm deploy-factory`; deposit addresses are its CREATE2 clones. */
+  forwarderFactory: string | null;
+  /** Default treasury for `kasse evm deploy-factory` (the deployed factory holds the one sweeps use). */
+  treasury: string | null;
+  /** First block the watcher scans when it has no cursor yet; null = the head at first start. */
+  startBlock: bigint | null;
+  /** Blocks per eth_getLogs range while catching up. */
+  blocksPerBatch: number;
+  rpcTimeoutMs: number;
+  /** Hot-wallet sender (evm/sender.ts): cap on maxFeePerGas in wei (`max_fee_gwei`); absent = the sender's default. */
+  maxFeePerGas?: bigint;
+  /** Hot-wallet sender: blocks a broadcast transaction may stay unmined before it is replaced (`replace_after_blocks`). */
+  replaceAfterBlocks?: number;
 }
 
 /** One transfer into a watched address, as a watcher sees it. */

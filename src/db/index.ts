@@ -32,10 +32,15 @@ export function createDb(url: string, max = 20): { db: Db; pool: pg.Pool } {
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
+const txHooks = new WeakMap<Tx, Array<() => void>>();
+
 /** Runs `fn` in a transaction; hooks registered through `afterCommit` run after a successful commit. */
 export async function withTx<T>(db: Db, fn: (tx: Tx, afterCommit: (hook: () => void) => void) => Promise<T>): Promise<T> {
   const hooks: Array<() => void> = [];
-  const result = await db.transaction().execute((tx) => fn(tx, (h) => hooks.push(h)));
+  const result = await db.transaction().execute((tx) => {
+    txHooks.set(tx, hooks);
+    return fn(tx, (h) => hooks.push(h));
+  });
   for (const h of hooks) {
     try {
       h();
@@ -44,4 +49,14 @@ export async function withTx<T>(db: Db, fn: (tx: Tx, afterCommit: (hook: () => v
     }
   }
   return result;
+}
+
+/**
+ * Registers an after-commit hook on a transaction opened by `withTx`, for code that is handed only the `Tx`
+ * (an event publisher). Returns false, registering nothing, for a transaction opened another way.
+ */
+export function afterCommit(tx: Tx, hook: () => void): boolean {
+  const hooks = txHooks.get(tx);
+  hooks?.push(hook);
+  return hooks !== undefined;
 }

@@ -105,6 +105,9 @@ export function baseFastify(kasse: Kasse): FastifyInstance {
     forceCloseConnections: 'idle',
     trustProxy: true,
     routerOptions: { ignoreTrailingSlash: true },
+    // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
+    // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
+    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never } },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler(kasse.log));

@@ -3,7 +3,10 @@
  * PostgreSQL, so a restart (or another worker process) picks up exactly where this one stopped.
  */
 import type { Kasse } from '../kasse.ts';
+import { evmSenderLoop } from './evm-sender.ts';
 import { Loop } from './loop.ts';
+import { paymentLoops } from './payments.ts';
+import { webhookDeliveryLoop } from './webhooks.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -12,6 +15,17 @@ export interface Workers {
 
 export function startWorkers(kasse: Kasse): Workers {
   const loops = [new Loop('ratelimit-prune', 60_000, () => kasse.rateLimiter.prune(), kasse.log)];
+  loops.push(webhookDeliveryLoop(kasse));
+  loops.push(...paymentLoops(kasse));
+  loops.push(evmSenderLoop(kasse));
   for (const l of loops) l.start();
-  return { loops, stop: async () => void (await Promise.all(loops.map((l) => l.stop()))) };
+  // Chain watchers of registered adapters (EVM: networks with RPC URLs that are not paused).
+  const watchers = kasse.chains.startWatchers(kasse.payments.deposits);
+  return {
+    loops,
+    stop: async () => {
+      await watchers.stop();
+      await Promise.all(loops.map((l) => l.stop()));
+    },
+  };
 }

@@ -93,6 +93,9 @@ export interface TestKasseOptions {
   log?: ReturnType<typeof createLogger>;
 }
 
+/** Secrets per database, so a restart on the same database (same process) can decrypt what the first run sealed. */
+const secretsByDatabase = new Map<string, Secrets>();
+
 export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestKasse> {
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await createTestDatabase();
   const config = loadConfig({
@@ -108,12 +111,21 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
     config,
     databaseUrl: db.url,
     clock,
-    secrets: opts.secrets ?? testSecrets(),
+    secrets: opts.secrets ?? secretsByDatabase.get(db.url) ?? testSecrets(),
     log: opts.log ?? createLogger(config.logLevel, process.stderr),
     poolSize: 10,
   });
-  await opts.configure?.(kasse);
-  const listeners = await startListeners(kasse);
+  secretsByDatabase.set(db.url, kasse.secrets);
+  let listeners: Listeners;
+  try {
+    await opts.configure?.(kasse);
+    listeners = await startListeners(kasse);
+  } catch (err) {
+    // A failed start must not leave pools and listeners open, or the test file hangs until its timeout.
+    await kasse.close().catch(() => {});
+    if (!opts.databaseUrl) await db.drop().catch(() => {});
+    throw err;
+  }
   const urls = { live: kasse.apiBase('live'), test: kasse.apiBase('test'), checkout: kasse.urls.checkout };
   return {
     kasse,

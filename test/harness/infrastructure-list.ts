@@ -1,2 +1,4 @@
 /** Imports each chain harness so it registers its starter (see infrastructure.ts). */
+import './hardhat.ts';
+
 export {};

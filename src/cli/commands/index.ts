@@ -1,4 +1,5 @@
 /** Command groups beyond merchants and keys (chains, payments, …) register here. */
 import type { Command } from '../context.ts';
+import { evmCommands } from './evm.ts';
 
-export const extraCommands: Command[] = [];
+export const extraCommands: Command[] = [...evmCommands];

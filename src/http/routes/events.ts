@@ -122,8 +122,12 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
           '422 `invalid_state` when no webhook URL is set.',
         tags: ['Events'],
         params: EventIdParam,
-        body: Type.Optional(Type.Object({}, { additionalProperties: false })),
+        body: Type.Object({}, { additionalProperties: false, description: 'No parameters: send no body or `{}`.' }),
         response: { 202: Type.Unsafe({ $ref: 'WebhookDelivery#' }) },
+      },
+      // No body at all is the usual call; it is validated as `{}`.
+      preValidation: async (req) => {
+        req.body ??= {};
       },
     },
     async (req, reply) => reply.code(202).send(await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id)),

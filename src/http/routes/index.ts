@@ -1,8 +1,13 @@
 /** Every API route module, registered under /v1 on both API listeners. */
 import type { ApiApp, ApiDeps } from '../api.ts';
 import account from './account.ts';
+import balance from './balance.ts';
+import currencies from './currencies.ts';
 import events from './events.ts';
+import links from './links.ts';
+import payments from './payments.ts';
+import simulate from './simulate.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
-export const apiRoutes: ApiRoute[] = [account, events];
+export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];

@@ -1,0 +1,121 @@
+/**
+ * `EvmAdapter`: one EVM network in one mode behind the ChainAdapter interface. Deposit addresses are CREATE2
+ * forwarder addresses of the network's ForwarderFactory (address.ts), payment URIs are EIP-681, and the watcher
+ * (watcher.ts) follows the chain over the network's RPC URLs (rpc.ts).
+ */
+import type { Address } from 'viem';
+import type { Logger } from '../../core/log.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import type { Secrets } from '../../core/secrets.ts';
+import type { Db } from '../../db/index.ts';
+import { explorerTxUrl } from '../networks.ts';
+import type { ChainAdapter, DepositSink, EvmNetworkSettings, Mode, NetworkConfig, TokenConfig } from '../types.ts';
+import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEvmAddress } from './address.ts';
+import { parseEvmSettings } from './config.ts';
+import { RpcClient } from './rpc.ts';
+import type { EvmSender } from './sender.ts';
+import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
+
+export interface EvmAdapterDeps {
+  db: Db;
+  log: Logger;
+  metrics?: Metrics;
+  secrets: Pick<Secrets, 'masterSeed'>;
+}
+
+const saltKeys = new WeakMap<object, Buffer>();
+
+/** The salt key of a secrets object, derived once (PBKDF2 is slow on purpose). */
+function saltKeyOf(secrets: Pick<Secrets, 'masterSeed'>): Buffer {
+  let key = saltKeys.get(secrets);
+  if (!key) {
+    key = forwarderSaltKey(secrets.masterSeed);
+    saltKeys.set(secrets, key);
+  }
+  return key;
+}
+
+export class EvmAdapter implements ChainAdapter {
+  readonly settings: EvmNetworkSettings;
+  readonly factory: Address;
+  private readonly saltKey: Buffer;
+  private client: RpcClient | null = null;
+  /** Hot-wallet sender of refunds, payouts and gasless relays (sender.ts); attached by `registerEvmAdapters`. */
+  sender?: EvmSender;
+
+  constructor(
+    readonly network: NetworkConfig,
+    readonly mode: Mode,
+    private readonly deps: EvmAdapterDeps,
+  ) {
+    if (network.family !== 'evm') throw new Error(`EvmAdapter: ${network.id} is not an evm network`);
+    this.settings = network.evm ?? parseEvmSettings(undefined, network.id);
+    if (!this.settings.forwarderFactory) throw new Error(`EvmAdapter: ${mode} network ${network.id} has no evm.forwarder_factory`);
+    this.factory = this.settings.forwarderFactory as Address;
+    this.saltKey = saltKeyOf(deps.secrets);
+  }
+
+  /** The CREATE2 salt of deposit address `index` (the sweep passes it to the factory). */
+  salt(index: bigint): `0x${string}` {
+    return forwarderSalt(this.saltKey, this.mode, this.network.id, index);
+  }
+
+  async deriveAddress(index: bigint): Promise<string> {
+    return this.addressOf(index);
+  }
+
+  /** Synchronous deriveAddress (checksummed). */
+  addressOf(index: bigint): Address {
+    return forwarderAddress(this.factory, this.salt(index));
+  }
+
+  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null {
+    return eip681Uri(this.network, token, address, amount);
+  }
+
+  isValidAddress(address: string): boolean {
+    return isValidEvmAddress(address);
+  }
+
+  explorerUrl(txHash: string): string | null {
+    return explorerTxUrl(this.network, txHash);
+  }
+
+  /** The network's RPC client (one per adapter, shared by the watcher and the CLI). */
+  rpc(): RpcClient {
+    this.client ??= new RpcClient({
+      chain: this.network.id,
+      urls: this.network.rpcUrls,
+      timeoutMs: this.settings.rpcTimeoutMs,
+      metrics: this.deps.metrics,
+      log: this.deps.log,
+    });
+    return this.client;
+  }
+
+  /** A watcher reporting to `sink`, not started (tests call `tick()` on it directly). */
+  watcher(sink: DepositSink, overrides: Partial<EvmWatcherOptions> = {}): EvmWatcher {
+    return new EvmWatcher({
+      db: this.deps.db,
+      log: this.deps.log,
+      metrics: this.deps.metrics,
+      network: this.network,
+      mode: this.mode,
+      rpc: this.rpc(),
+      sink,
+      blocksPerBatch: this.settings.blocksPerBatch,
+      startBlock: this.settings.startBlock,
+      ...overrides,
+    });
+  }
+
+  /** Polls the chain every `network.pollIntervalMs`; does nothing for a paused network or one without RPC URLs. */
+  startWatcher(sink: DepositSink): { stop(): Promise<void> } {
+    if (this.network.paused || this.network.rpcUrls.length === 0) {
+      this.deps.log.info({ chain: this.network.id, mode: this.mode, paused: this.network.paused }, 'evm watcher not started (paused or no rpc_urls)');
+      return { stop: async () => {} };
+    }
+    const w = this.watcher(sink).start();
+    return { stop: () => w.stop() };
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The `evm` object of an EVM network in the networks file (optional; every field optional):
+ *
+ *   "evm": { "forwarder_factory": "0x…", "treasury": "0x…", "start_block": 123, "blocks_per_batch": 20,
+ *            "rpc_timeout_ms": 10000, "max_fee_gwei": "300", "replace_after_blocks": 10 }
+ * (the last two tune the hot-wallet sender, sender.ts)
+ *
+ * Without `forwarder_factory` Kasse cannot derive deposit addresses on the network, so no EVM adapter is registered
+ * for it (test mode falls back to the simulator's addresses; live mode reports the network unavailable).
+ */
+import { getAddress, isAddress } from 'viem';
+import { ConfigError } from '../../config.ts';
+import { parseUnits } from '../../core/money.ts';
+import type { EvmNetworkSettings } from '../types.ts';
+
+export const EVM_DEFAULTS = { blocksPerBatch: 20, rpcTimeoutMs: 10_000 } as const;
+
+/** Parses the `evm` object (`at` names it in error messages); undefined/null gives the defaults. */
+export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
+  if (raw === undefined || raw === null) return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
+  const o = raw as Record<string, unknown>;
+  const known = new Set(['forwarder_factory', 'treasury', 'start_block', 'blocks_per_batch', 'rpc_timeout_ms', 'max_fee_gwei', 'replace_after_blocks', '$comment']);
+  for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
+  const address = (k: string): string | null => {
+    const v = o[k];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== 'string' || !isAddress(v, { strict: false }) || /^0x0{40}$/i.test(v)) throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
+    return getAddress(v);
+  };
+  const int = (k: string, min: number, fallback: number): number => {
+    const v = o[k];
+    if (v === undefined || v === null) return fallback;
+    if (!Number.isSafeInteger(v) || (v as number) < min) throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
+    return v as number;
+  };
+  const start = o.start_block;
+  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0)) throw new ConfigError(`${at}.start_block must be a block number`);
+  return {
+    forwarderFactory: address('forwarder_factory'),
+    treasury: address('treasury'),
+    startBlock: start === undefined || start === null ? null : BigInt(start as number),
+    blocksPerBatch: int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
+    rpcTimeoutMs: int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
+    ...senderSettings(o, at),
+  };
+}
+
+/** The hot-wallet sender's optional settings: `max_fee_gwei` (decimal gwei, a string or number) and `replace_after_blocks`. */
+function senderSettings(o: Record<string, unknown>, at: string): Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> {
+  const out: Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> = {};
+  const fee = o.max_fee_gwei;
+  if (fee !== undefined && fee !== null) {
+    let wei = 0n;
+    try {
+      wei = parseUnits(String(fee), 9);
+    } catch {
+      // reported below
+    }
+    if ((typeof fee !== 'string' && typeof fee !== 'number') || wei <= 0n) throw new ConfigError(`${at}.max_fee_gwei must be a positive amount of gwei`);
+    out.maxFeePerGas = wei;
+  }
+  const blocks = o.replace_after_blocks;
+  if (blocks !== undefined && blocks !== null) {
+    if (!Number.isSafeInteger(blocks) || (blocks as number) < 1) throw new ConfigError(`${at}.replace_after_blocks must be an integer ≥ 1`);
+    out.replaceAfterBlocks = blocks as number;
+  }
+  return out;
+}

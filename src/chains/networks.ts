@@ -1,0 +1,188 @@
+/**
+ * Networks and coins: `config/networks.live.json` and `config/networks.test.json` (or the file named by
+ * `KASSE_NETWORKS_FILE`, which replaces the test set) parsed into `NetworkConfig`/`TokenConfig` and validated once
+ * at start. A bad file stops the program with a message naming the file and the field. File format: docs/payments.md.
+ */
+import { readFileSync } from 'node:fs';
+import { getAddress, isAddress } from 'viem';
+import { ConfigError, type Config } from '../config.ts';
+import { parseUnits } from '../core/money.ts';
+import { decodeBase58 } from './base58.ts';
+import { parseEvmSettings } from './evm/config.ts';
+import type { ConfirmationTier, Mode, NetworkConfig, TokenConfig } from './types.ts';
+
+const CONFIG_DIR = new URL('../../config/', import.meta.url);
+const FAMILIES = ['evm', 'solana', 'utxo', 'none'] as const;
+const KINDS = ['native', 'erc20', 'spl', 'utxo'] as const;
+const ID = /^[a-z0-9][a-z0-9-]{0,31}$/;
+const SYMBOL = /^[a-z0-9]{1,16}$/;
+
+/** The test-mode and live-mode network sets, as loaded from the configuration files. */
+export function loadNetworks(config: Pick<Config, 'networksFile'>): Record<Mode, NetworkConfig[]> {
+  return {
+    live: readNetworks(new URL('networks.live.json', CONFIG_DIR).pathname),
+    test: readNetworks(config.networksFile ?? new URL('networks.test.json', CONFIG_DIR).pathname),
+  };
+}
+
+export function readNetworks(path: string): NetworkConfig[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`${path}: ${err instanceof SyntaxError ? 'not valid JSON' : 'cannot be read'} (${(err as Error).message})`);
+  }
+  return parseNetworks(raw, path);
+}
+
+/** Parses and validates a networks document (`{ networks: [...] }`); `source` names it in error messages. */
+export function parseNetworks(raw: unknown, source: string): NetworkConfig[] {
+  const doc = obj(raw, source);
+  const list = doc.networks;
+  if (!Array.isArray(list) || list.length === 0) throw new ConfigError(`${source}: "networks" must be a non-empty array`);
+  const seen = new Set<string>();
+  return list.map((n, i) => {
+    const net = parseNetwork(n, `${source}: networks[${i}]`);
+    if (seen.has(net.id)) throw new ConfigError(`${source}: network id "${net.id}" appears twice`);
+    seen.add(net.id);
+    return net;
+  });
+}
+
+function parseNetwork(raw: unknown, at: string): NetworkConfig {
+  const n = obj(raw, at);
+  const id = str(n, 'id', at);
+  if (!ID.test(id)) throw new ConfigError(`${at}.id: "${id}" must be lower case letters, digits and dashes`);
+  at = `${at} (${id})`;
+  const family = oneOf(n, 'family', FAMILIES, at);
+  const chainId = n.chain_id ?? null;
+  if (chainId !== null && !(Number.isSafeInteger(chainId) && (chainId as number) > 0)) throw new ConfigError(`${at}.chain_id must be a positive integer or null`);
+  if (family === 'evm' && chainId === null) throw new ConfigError(`${at}.chain_id is required for an evm network`);
+  const rpcUrls = n.rpc_urls ?? [];
+  if (!Array.isArray(rpcUrls) || !rpcUrls.every((u) => typeof u === 'string' && /^(https?|wss?):\/\/./.test(u))) {
+    throw new ConfigError(`${at}.rpc_urls must be an array of http(s) or ws(s) URLs`);
+  }
+  const explorer = n.explorer_tx_url ?? null;
+  if (explorer !== null && (typeof explorer !== 'string' || !/^https?:\/\//.test(explorer))) throw new ConfigError(`${at}.explorer_tx_url must be an http(s) URL or null`);
+  const tiers = parseTiers(n.confirmation_tiers, `${at}.confirmation_tiers`);
+  const finality = posInt(n, 'finality_confirmations', at);
+  if (finality < tiers[tiers.length - 1]!.confirmations) throw new ConfigError(`${at}.finality_confirmations must be at least the largest tier's confirmations`);
+  const paused = n.paused ?? false;
+  if (typeof paused !== 'boolean') throw new ConfigError(`${at}.paused must be true or false`);
+  if (!Array.isArray(n.tokens) || n.tokens.length === 0) throw new ConfigError(`${at}.tokens must be a non-empty array`);
+  const tokens = n.tokens.map((t, i) => parseToken(t, id, family, `${at}.tokens[${i}]`));
+  if (new Set(tokens.map((t) => t.id)).size !== tokens.length) throw new ConfigError(`${at}.tokens: a symbol appears twice`);
+  return {
+    id,
+    name: str(n, 'name', at),
+    family,
+    chainId: chainId as number | null,
+    rpcUrls: rpcUrls as string[],
+    explorerTxUrl: explorer as string | null,
+    confirmationTiers: tiers,
+    finalityConfirmations: finality,
+    pollIntervalMs: n.poll_interval_ms === undefined ? 10_000 : posInt(n, 'poll_interval_ms', at),
+    paused,
+    tokens,
+    ...(family === 'evm' ? { evm: parseEvmSettings(n.evm, `${at}.evm`) } : {}),
+  };
+}
+
+function parseTiers(raw: unknown, at: string): ConfirmationTier[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw new ConfigError(`${at} must be a non-empty array`);
+  const tiers = raw.map((t, i) => {
+    const o = obj(t, `${at}[${i}]`);
+    const max = o.max_usd_cents ?? null;
+    if (max !== null && !(Number.isSafeInteger(max) && (max as number) > 0)) throw new ConfigError(`${at}[${i}].max_usd_cents must be a positive integer or null`);
+    return { maxUsdCents: max as number | null, confirmations: posInt(o, 'confirmations', `${at}[${i}]`) };
+  });
+  tiers.forEach((t, i) => {
+    const last = i === tiers.length - 1;
+    if ((t.maxUsdCents === null) !== last) throw new ConfigError(`${at}: exactly the last tier must have max_usd_cents null`);
+    if (i > 0 && t.maxUsdCents !== null && t.maxUsdCents <= tiers[i - 1]!.maxUsdCents!) throw new ConfigError(`${at}: max_usd_cents must ascend`);
+  });
+  return tiers;
+}
+
+function parseToken(raw: unknown, chain: string, family: NetworkConfig['family'], at: string): TokenConfig {
+  const t = obj(raw, at);
+  const symbol = str(t, 'symbol', at);
+  if (!SYMBOL.test(symbol)) throw new ConfigError(`${at}.symbol: "${symbol}" must be lower case letters and digits`);
+  at = `${at} (${chain}:${symbol})`;
+  const decimals = t.decimals;
+  if (!Number.isInteger(decimals) || (decimals as number) < 0 || (decimals as number) > 36) throw new ConfigError(`${at}.decimals must be an integer from 0 to 36`);
+  const kind = oneOf(t, 'kind', KINDS, at);
+  let contract = t.contract ?? null;
+  if (contract !== null && typeof contract !== 'string') throw new ConfigError(`${at}.contract must be a string or null`);
+  if (kind === 'native' && contract !== null) throw new ConfigError(`${at}.contract must be null for a native coin`);
+  if (contract !== null && family === 'evm') {
+    if (!isAddress(contract as string, { strict: false })) throw new ConfigError(`${at}.contract is not an EVM address`);
+    contract = getAddress(contract as string);
+  }
+  if (contract !== null && family === 'solana' && decodeBase58(contract as string)?.length !== 32) throw new ConfigError(`${at}.contract is not a Solana address`);
+  let minAmount: bigint;
+  try {
+    minAmount = parseUnits(str(t, 'min_amount', at), decimals as number);
+  } catch {
+    throw new ConfigError(`${at}.min_amount must be a decimal amount of whole coins with at most ${decimals} decimals`);
+  }
+  if (minAmount <= 0n) throw new ConfigError(`${at}.min_amount must be positive`);
+  const stable = t.stable ?? false;
+  const gasless = t.gasless ?? false;
+  if (typeof stable !== 'boolean' || typeof gasless !== 'boolean') throw new ConfigError(`${at}: stable and gasless must be true or false`);
+  const coingeckoId = optStr(t, 'coingecko_id', at);
+  const binanceSymbol = optStr(t, 'binance_symbol', at);
+  if (!stable && coingeckoId === null && binanceSymbol === null) throw new ConfigError(`${at}: a coin that is not stable needs coingecko_id or binance_symbol`);
+  return {
+    id: `${chain}:${symbol}`,
+    chain,
+    symbol: symbol.toUpperCase(),
+    name: str(t, 'name', at),
+    decimals: decimals as number,
+    kind,
+    contract: contract as string | null,
+    minAmount,
+    stable,
+    coingeckoId,
+    binanceSymbol,
+    gasless,
+  };
+}
+
+/** Explorer page of a transaction: `{tx}` in the network's template is replaced, or the hash is appended. */
+export function explorerTxUrl(network: NetworkConfig, txHash: string): string | null {
+  const t = network.explorerTxUrl;
+  if (!t) return null;
+  return t.includes('{tx}') ? t.replace('{tx}', encodeURIComponent(txHash)) : t + encodeURIComponent(txHash);
+}
+
+/** The confirmation tier (1-based) and confirmations required for a payment of `priceCents`. */
+export function confirmationTier(network: NetworkConfig, priceCents: number): { tier: number; confirmations: number } {
+  const i = network.confirmationTiers.findIndex((t) => t.maxUsdCents === null || priceCents <= t.maxUsdCents);
+  return { tier: i + 1, confirmations: network.confirmationTiers[i]!.confirmations };
+}
+
+type Obj = Record<string, unknown>;
+
+function obj(v: unknown, at: string): Obj {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`${at} must be an object`);
+  return v as Obj;
+}
+function str(o: Obj, k: string, at: string): string {
+  const v = o[k];
+  if (typeof v !== 'string' || v === '') throw new ConfigError(`${at}.${k} must be a non-empty string`);
+  return v;
+}
+function optStr(o: Obj, k: string, at: string): string | null {
+  return o[k] === undefined || o[k] === null ? null : str(o, k, at);
+}
+function posInt(o: Obj, k: string, at: string): number {
+  const v = o[k];
+  if (!Number.isSafeInteger(v) || (v as number) < 1) throw new ConfigError(`${at}.${k} must be a positive integer`);
+  return v as number;
+}
+function oneOf<T extends string>(o: Obj, k: string, values: readonly T[], at: string): T {
+  const v = o[k];
+  if (!values.includes(v as T)) throw new ConfigError(`${at}.${k} must be one of ${values.join(', ')}`);
+  return v as T;
+}

@@ -1,0 +1,130 @@
+/**
+ * The chain registry: the configured networks of each mode and the adapter serving each of them.
+ *
+ * Chain engineers `register()` real adapters (EVM, Solana, …). A network without one is served by a built-in
+ * fallback that derives deterministic addresses from the operator's secret key (HMAC over `mode|chain|index`) in the
+ * family's address format, so the test-mode simulator can finish payments on any coin. NOTE: nobody holds keys to
+ * fallback addresses, so a live network without a registered adapter counts as unavailable (503 `chain_paused`).
+ */
+import { createHmac } from 'node:crypto';
+import { getAddress, isAddress } from 'viem';
+import { formatUnits } from '../core/money.ts';
+import { decodeBase58, encodeBase58 } from './base58.ts';
+import { explorerTxUrl } from './networks.ts';
+import type { ChainAdapter, DepositSink, Mode, NetworkConfig, TokenConfig } from './types.ts';
+
+export class ChainRegistry {
+  private readonly registered = new Map<string, ChainAdapter>();
+  private readonly fallbacks = new Map<string, ChainAdapter>();
+
+  constructor(
+    private readonly sets: Record<Mode, NetworkConfig[]>,
+    private readonly secretKey: Buffer,
+  ) {}
+
+  networks(mode: Mode): NetworkConfig[] {
+    return this.sets[mode];
+  }
+
+  network(mode: Mode, id: string): NetworkConfig | undefined {
+    return this.sets[mode].find((n) => n.id === id);
+  }
+
+  token(mode: Mode, tokenId: string): TokenConfig | undefined {
+    return this.network(mode, tokenId.split(':')[0]!)?.tokens.find((t) => t.id === tokenId);
+  }
+
+  /** Every coin of `mode`, or of both modes (unique by id, live first) for the price refresh. */
+  tokens(mode?: Mode): TokenConfig[] {
+    const byId = new Map<string, TokenConfig>();
+    for (const m of mode ? [mode] : (['live', 'test'] as const)) {
+      for (const t of this.sets[m].flatMap((n) => n.tokens)) if (!byId.has(t.id)) byId.set(t.id, t);
+    }
+    return [...byId.values()];
+  }
+
+  /** Plugs in a real adapter for `adapter.mode` and `adapter.network.id`, replacing the fallback. */
+  register(adapter: ChainAdapter): void {
+    if (!this.network(adapter.mode, adapter.network.id)) {
+      throw new Error(`register: network "${adapter.network.id}" is not configured in ${adapter.mode} mode`);
+    }
+    this.registered.set(`${adapter.mode}:${adapter.network.id}`, adapter);
+  }
+
+  hasAdapter(mode: Mode, chain: string): boolean {
+    return this.registered.has(`${mode}:${chain}`);
+  }
+
+  /** The adapter serving `chain` in `mode`: the registered one, else the built-in fallback. Throws for unknown networks. */
+  adapter(mode: Mode, chain: string): ChainAdapter {
+    const key = `${mode}:${chain}`;
+    const found = this.registered.get(key) ?? this.fallbacks.get(key);
+    if (found) return found;
+    const network = this.network(mode, chain);
+    if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
+    const fallback = new FallbackAdapter(network, mode, this.secretKey);
+    this.fallbacks.set(key, fallback);
+    return fallback;
+  }
+
+  /** Whether new coin choices can be issued on `chain`: configured, not paused, and (live mode) served by a real adapter. */
+  available(mode: Mode, chain: string): boolean {
+    const network = this.network(mode, chain);
+    return !!network && !network.paused && (mode === 'test' || this.hasAdapter(mode, chain));
+  }
+
+  /** Starts the watcher of every registered adapter that has one; `stop()` stops them all. */
+  startWatchers(sink: DepositSink): { stop(): Promise<void> } {
+    const running = [...this.registered.values()].flatMap((a) => (a.startWatcher ? [a.startWatcher(sink)] : []));
+    return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) };
+  }
+}
+
+/** Addresses without keys, payment URIs and explorer links for a network that has no real adapter. */
+class FallbackAdapter implements ChainAdapter {
+  constructor(
+    readonly network: NetworkConfig,
+    readonly mode: Mode,
+    private readonly secretKey: Buffer,
+  ) {}
+
+  async deriveAddress(index: bigint): Promise<string> {
+    const mac = createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest();
+    switch (this.network.family) {
+      case 'evm':
+        return getAddress(`0x${mac.subarray(0, 20).toString('hex')}`);
+      case 'solana':
+        return encodeBase58(mac);
+      default:
+        return `sim${mac.subarray(0, 20).toString('hex')}`;
+    }
+  }
+
+  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null {
+    switch (this.network.family) {
+      case 'evm':
+        return token.contract
+          ? `ethereum:${token.contract}@${this.network.chainId}/transfer?address=${address}&uint256=${amount}`
+          : `ethereum:${address}@${this.network.chainId}?value=${amount}`;
+      case 'solana':
+        return `solana:${address}?amount=${formatUnits(amount, token.decimals)}${token.contract ? `&spl-token=${token.contract}` : ''}`;
+      default:
+        return null;
+    }
+  }
+
+  isValidAddress(address: string): boolean {
+    switch (this.network.family) {
+      case 'evm':
+        return isAddress(address);
+      case 'solana':
+        return decodeBase58(address)?.length === 32;
+      default:
+        return /^[A-Za-z0-9]{20,128}$/.test(address);
+    }
+  }
+
+  explorerUrl(txHash: string): string | null {
+    return explorerTxUrl(this.network, txHash);
+  }
+}

@@ -1,0 +1,119 @@
+/** Payments: create, list, read, coin choices, cancel, accept and refund. */
+import { Type } from 'typebox';
+import type { ApiApp, ApiDeps } from '../api.ts';
+import { PaymentIdParam } from '../schemas/common.ts';
+import {
+  addPaymentSchemas,
+  CreateAttemptBody,
+  CreatePaymentBody,
+  IdempotencyHeaders,
+  ListPaymentsQuery,
+  PaymentRef,
+  RefundBody,
+} from '../schemas/payments.ts';
+
+const tags = ['Payments'];
+
+export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+  addPaymentSchemas(app);
+  const scope = (merchantId: string) => ({ mode, merchantId });
+
+  app.post(
+    '/payments',
+    {
+      schema: {
+        summary: 'Create a payment',
+        description:
+          'Creates a payment in US cents (status `waiting`, with a `checkout_url`). With `token` (and optionally `chain`, which must match it) the coin choice is issued in the same call and the checkout skips its coin picker; `chain` without `token` is refused (400, param `token`). URLs must be https:// on the live API. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first payment, a different body 409 `idempotency_conflict`.',
+        tags,
+        headers: IdempotencyHeaders,
+        body: CreatePaymentBody,
+        response: { 201: PaymentRef, 200: PaymentRef },
+      },
+    },
+    async (req, reply) => {
+      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined);
+      return reply.code(result.status as 200 | 201).send(result.payment);
+    },
+  );
+
+  app.get(
+    '/payments',
+    {
+      schema: {
+        summary: 'List payments',
+        description: 'Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
+        tags,
+        querystring: ListPaymentsQuery,
+        response: { 200: Type.Object({ data: Type.Array(PaymentRef), next_cursor: Type.Union([Type.String(), Type.Null()]) }) },
+      },
+    },
+    async (req) => kasse.payments.list(mode, req.auth.merchantId, req.query),
+  );
+
+  app.get(
+    '/payments/:id',
+    { schema: { summary: 'Get a payment', description: 'The source of truth for a payment\'s state.', tags, params: PaymentIdParam, response: { 200: PaymentRef } } },
+    async (req) => kasse.payments.get(scope(req.auth.merchantId), req.params.id),
+  );
+
+  app.post(
+    '/payments/:id/attempts',
+    {
+      schema: {
+        summary: 'Choose a coin',
+        description:
+          'Issues a deposit address and an exact amount for a network and coin, held for 10 minutes. At most 3 per payment (409 `too_many_attempts`); not on a final payment (422 `invalid_state`); 503 `chain_paused` or `price_unavailable`; 422 `amount_too_small` below the coin\'s minimum.',
+        tags,
+        params: PaymentIdParam,
+        body: CreateAttemptBody,
+        response: { 201: PaymentRef },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body)),
+  );
+
+  app.post(
+    '/payments/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel a payment',
+        description: 'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
+        tags,
+        params: PaymentIdParam,
+        response: { 200: PaymentRef },
+      },
+    },
+    async (req) => kasse.payments.cancel(scope(req.auth.merchantId), req.params.id),
+  );
+
+  app.post(
+    '/payments/:id/accept',
+    {
+      schema: {
+        summary: 'Accept an underpaid or late payment',
+        description: 'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
+        tags,
+        params: PaymentIdParam,
+        response: { 200: PaymentRef },
+      },
+    },
+    async (req) => kasse.payments.accept(scope(req.auth.merchantId), req.params.id),
+  );
+
+  app.post(
+    '/payments/:id/refund',
+    {
+      schema: {
+        summary: 'Refund a payment',
+        description:
+          'Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt\'s network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent.',
+        tags,
+        params: PaymentIdParam,
+        body: RefundBody,
+        response: { 202: Type.Unsafe({ $ref: 'Refund#' }) },
+      },
+    },
+    async (req, reply) => reply.code(202).send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body)),
+  );
+}

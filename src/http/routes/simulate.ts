@@ -1,0 +1,24 @@
+/** POST /test/payments/{id}/simulate: the test-mode simulator. Registered on the test API only (404 on live). */
+import type { ApiApp, ApiDeps } from '../api.ts';
+import { PaymentIdParam } from '../schemas/common.ts';
+import { addPaymentSchemas, PaymentRef, SimulateBody } from '../schemas/payments.ts';
+
+export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+  if (mode !== 'test') return;
+  addPaymentSchemas(app);
+  app.post(
+    '/test/payments/:id/simulate',
+    {
+      schema: {
+        summary: 'Simulate an outcome (test API only)',
+        description:
+          'Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome\'s event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment\'s 24 hours ended now (a simulated late payment is not auto-accepted). 422 `invalid_state` for a payment that is not waiting.',
+        tags: ['Test mode'],
+        params: PaymentIdParam,
+        body: SimulateBody,
+        response: { 200: PaymentRef },
+      },
+    },
+    async (req) => kasse.payments.simulator.simulate(req.auth.merchantId, req.params.id, req.body.outcome),
+  );
+}

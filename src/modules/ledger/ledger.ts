@@ -1,0 +1,184 @@
+/**
+ * The double-entry ledger: every money movement is one balanced transaction of entries (debit > 0, credit < 0) per
+ * currency — `USD` in cents, coins by token id in smallest units — with a unique dedupe key, so a retried or repeated
+ * posting lands once. Balance is checked here and again by the database at commit; entries are append-only and a
+ * mistake is undone only by a reversal. Accounts and postings: docs/ledger.md.
+ */
+import { sql } from 'kysely';
+import type { Mode } from '../../chains/types.ts';
+import type { Clock } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import { bpsOf } from '../../core/money.ts';
+import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+
+export const USD = 'USD';
+
+/** Account names. Mode is part of every name: test and live books never mix. */
+export const accounts = {
+  /** What Kasse owes the merchant (credit-normal): credits less reversals and payouts. */
+  merchant: (mode: Mode, merchantId: string) => `${mode}:merchant:${merchantId}`,
+  /** Service fees earned (credit-normal). */
+  fees: (mode: Mode) => `${mode}:fees`,
+  /** USD value of the coins received for credited payments (debit-normal): the asset side of merchant balances. */
+  settlement: (mode: Mode) => `${mode}:settlement`,
+  /** Coins held in custody for a merchant's credited payments (debit-normal, per token). */
+  custody: (mode: Mode, merchantId: string) => `${mode}:custody:${merchantId}`,
+  /** Counterpart of coins received from payers (credit-normal, per token). */
+  payers: (mode: Mode) => `${mode}:payers`,
+};
+
+export interface LedgerLine {
+  account: string;
+  currency: string;
+  /** Debit > 0, credit < 0; never 0. */
+  amount: bigint;
+}
+
+export interface Posting {
+  mode: Mode;
+  merchantId: string | null;
+  kind: string;
+  paymentId?: string | null;
+  /** Unique per business fact; a second posting with the same key is ignored. */
+  dedupeKey: string;
+  lines: LedgerLine[];
+  reverses?: string | null;
+}
+
+export class UnbalancedPostingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnbalancedPostingError';
+  }
+}
+
+/** Throws unless `lines` has at least two non-zero lines and sums to zero in every currency. */
+export function assertBalanced(lines: LedgerLine[]): void {
+  if (lines.length < 2) throw new UnbalancedPostingError('a posting needs at least two lines');
+  const sums = new Map<string, bigint>();
+  for (const l of lines) {
+    if (l.amount === 0n) throw new UnbalancedPostingError(`zero line on ${l.account}`);
+    sums.set(l.currency, (sums.get(l.currency) ?? 0n) + l.amount);
+  }
+  for (const [currency, sum] of sums) if (sum !== 0n) throw new UnbalancedPostingError(`posting does not balance in ${currency} (off by ${sum})`);
+}
+
+export interface PaymentCredit {
+  mode: Mode;
+  merchantId: string;
+  paymentId: string;
+  /** Which time the payment became paid (1, 2, … after reorgs); part of the dedupe key. */
+  seq: number;
+  priceCents: number;
+  feeBps: number;
+  token: string;
+  /** Coins received on the paid attempt (confirmed), smallest units. */
+  amount: bigint;
+}
+
+export interface CustodyLine {
+  token: string;
+  amount: bigint;
+}
+
+export class LedgerService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Records a balanced posting in `tx`. Returns the transaction id, or null when `dedupeKey` was already posted. */
+  async post(tx: Tx, p: Posting): Promise<string | null> {
+    assertBalanced(p.lines);
+    const id = newId('led');
+    const inserted = await tx
+      .insertInto('ledger_transactions')
+      .values({
+        id,
+        mode: p.mode,
+        merchant_id: p.merchantId,
+        kind: p.kind,
+        payment_id: p.paymentId ?? null,
+        dedupe_key: p.dedupeKey,
+        reverses: p.reverses ?? null,
+        created_at: this.clock.now(),
+      })
+      .onConflict((oc) => oc.column('dedupe_key').doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (!inserted) return null;
+    await tx
+      .insertInto('ledger_entries')
+      .values(p.lines.map((l) => ({ transaction_id: id, account: l.account, currency: l.currency, amount: l.amount.toString() })))
+      .execute();
+    return id;
+  }
+
+  /** Posts the exact negation of the transaction posted under `originalKey` (null when that is absent or already reversed). */
+  async reverse(tx: Tx, originalKey: string, p: { dedupeKey: string; kind: string }): Promise<string | null> {
+    const original = await tx.selectFrom('ledger_transactions').selectAll().where('dedupe_key', '=', originalKey).executeTakeFirst();
+    if (!original) return null;
+    const lines = await tx.selectFrom('ledger_entries').select(['account', 'currency', 'amount']).where('transaction_id', '=', original.id).orderBy('id').execute();
+    return this.post(tx, {
+      mode: original.mode,
+      merchantId: original.merchant_id,
+      kind: p.kind,
+      paymentId: original.payment_id,
+      dedupeKey: p.dedupeKey,
+      reverses: original.id,
+      lines: lines.map((l) => ({ account: l.account, currency: l.currency, amount: -BigInt(l.amount) })),
+    });
+  }
+
+  /**
+   * Credits a paid payment: the price less the fee to the merchant, the fee to the fee account, and the coins into
+   * the merchant's custody. Dedupe key `payment:<id>:credit:<seq>`.
+   */
+  async creditPayment(tx: Tx, c: PaymentCredit): Promise<string | null> {
+    const price = BigInt(c.priceCents);
+    const fee = bpsOf(price, c.feeBps);
+    const lines: LedgerLine[] = [
+      { account: accounts.settlement(c.mode), currency: USD, amount: price },
+      { account: accounts.merchant(c.mode, c.merchantId), currency: USD, amount: fee - price },
+    ];
+    if (fee > 0n) lines.push({ account: accounts.fees(c.mode), currency: USD, amount: -fee });
+    if (c.amount > 0n) {
+      lines.push({ account: accounts.custody(c.mode, c.merchantId), currency: c.token, amount: c.amount });
+      lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
+    }
+    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind: 'payment_credit', paymentId: c.paymentId, dedupeKey: creditKey(c.paymentId, c.seq), lines });
+  }
+
+  /** Reverses credit number `seq` of a payment (reorg or refund). */
+  async reversePaymentCredit(tx: Tx, paymentId: string, seq: number, kind: 'payment_reorg' | 'payment_refund'): Promise<string | null> {
+    return this.reverse(tx, creditKey(paymentId, seq), { dedupeKey: `payment:${paymentId}:reversal:${seq}`, kind });
+  }
+
+  /** Balance of one account in one currency, debit-positive. */
+  async accountBalance(db: DbOrTx, account: string, currency: string): Promise<bigint> {
+    const row = await db
+      .selectFrom('ledger_entries')
+      .select(sql<string>`coalesce(sum(amount), 0)`.as('sum'))
+      .where('account', '=', account)
+      .where('currency', '=', currency)
+      .executeTakeFirstOrThrow();
+    return BigInt(row.sum);
+  }
+
+  /** What the merchant is owed in US cents, and the coins held for it by token. */
+  async merchantBalance(mode: Mode, merchantId: string): Promise<{ availableUsdCents: bigint; custody: CustodyLine[] }> {
+    const available = -(await this.accountBalance(this.db, accounts.merchant(mode, merchantId), USD));
+    const rows = await this.db
+      .selectFrom('ledger_entries')
+      .select(['currency', sql<string>`sum(amount)`.as('sum')])
+      .where('account', '=', accounts.custody(mode, merchantId))
+      .groupBy('currency')
+      .orderBy('currency')
+      .execute();
+    return { availableUsdCents: available, custody: rows.map((r) => ({ token: r.currency, amount: BigInt(r.sum) })).filter((c) => c.amount !== 0n) };
+  }
+}
+
+function creditKey(paymentId: string, seq: number): string {
+  return `payment:${paymentId}:credit:${seq}`;
+}

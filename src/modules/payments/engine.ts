@@ -1,0 +1,114 @@
+/**
+ * The one path every payment change takes: lock the payment row, run the pure state machine, persist what it
+ * changed, post the ledger (credit on paid, reversal on reorg and refund) and publish every event with the full
+ * Payment after the change — all in one transaction, so a change, its money and its webhooks commit together.
+ */
+import type { ChainRegistry } from '../../chains/registry.ts';
+import type { Mode } from '../../chains/types.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Logger } from '../../core/log.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
+import type { LedgerService } from '../ledger/ledger.ts';
+import type { PriceService } from '../prices/index.ts';
+import type { EventPublisher } from '../webhooks/types.ts';
+import type { PaymentEventType } from './model.ts';
+import { next, type Trigger } from './state.ts';
+import { loadPayment, lockPayment, paymentJson, persist, toState, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
+
+export interface PaymentDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  chains: ChainRegistry;
+  prices: PriceService;
+  ledger: LedgerService;
+  events: EventPublisher;
+  /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
+  feeBps: number;
+  /** Public base URL of the checkout host (known only once its listener is bound). */
+  checkoutBase: () => string;
+}
+
+export interface Applied {
+  events: PaymentEventType[];
+  payment: PaymentJson;
+}
+
+export class PaymentEngine {
+  constructor(readonly deps: PaymentDeps) {}
+
+  json(l: Loaded): PaymentJson {
+    return paymentJson(l, this.deps.chains, this.deps.checkoutBase());
+  }
+
+  /** Fresh USD rates of the mode's coins from the price cache (no network I/O), for late auto-acceptance. */
+  rates(mode: Mode): Map<string, string> {
+    return this.deps.prices.rates(this.deps.chains.tokens(mode));
+  }
+
+  /** Opens a transaction, locks the payment and runs `fn`; null when there is no such payment in `scope`. */
+  async locked<T>(scope: PaymentScope, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    return withTx(this.deps.db, async (tx) => {
+      const l = await lockPayment(tx, scope, id);
+      return l ? fn(tx, l) : null;
+    });
+  }
+
+  /** Re-reads a payment already locked in `tx` (after its deposits or attempts were written). */
+  async reload(tx: Tx, l: Loaded): Promise<Loaded> {
+    return (await loadPayment(tx, { mode: l.row.mode, merchantId: null }, l.row.id))!;
+  }
+
+  /**
+   * Applies `trigger` to the locked payment `l` inside `tx`. Throws the state machine's TransitionError when the
+   * trigger is not possible now (nothing is written then).
+   */
+  async apply(tx: Tx, l: Loaded, trigger: Trigger, now: Date = this.deps.clock.now()): Promise<Applied> {
+    const { row } = l;
+    const before = toState(l);
+    const { payment: after, events } = next(before, trigger, { now, rates: this.rates(row.mode) });
+    await persist(tx, before, after, now);
+
+    let seq = row.credit_seq;
+    let credited = row.credited;
+    for (const e of events) {
+      if (e === 'payment.reorged' && credited) {
+        await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_reorg');
+        credited = false;
+      } else if (e === 'payment.paid' && !credited) {
+        const attempt = after.attempts.find((a) => a.id === after.paidAttemptId)!;
+        seq += 1;
+        await this.deps.ledger.creditPayment(tx, {
+          mode: row.mode,
+          merchantId: row.merchant_id,
+          paymentId: row.id,
+          seq,
+          priceCents: row.price_amount,
+          feeBps: await this.feeBps(tx, row.merchant_id),
+          token: attempt.token,
+          amount: after.paidAmount ?? 0n,
+        });
+        credited = true;
+      }
+    }
+    if (trigger.kind === 'refund_sent' && credited) {
+      await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_refund');
+      credited = false;
+    }
+    if (seq !== row.credit_seq || credited !== row.credited) {
+      await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', row.id).execute();
+    }
+
+    const payment = this.json(await this.reload(tx, l));
+    for (const type of events) {
+      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, destination: row.webhook_url });
+    }
+    if (events.length > 0) this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
+    return { events, payment };
+  }
+
+  private async feeBps(tx: Tx, merchantId: string): Promise<number> {
+    const m = await tx.selectFrom('merchants').select('fee_bps').where('id', '=', merchantId).executeTakeFirst();
+    return m?.fee_bps ?? this.deps.feeBps;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The test-mode simulator: finishes a waiting test payment with a chosen outcome by synthesizing what a chain would
+ * report (deposits with `0xsim…` hashes, already confirmed) or what time would do, then running the same deposit,
+ * state machine, ledger and event paths as real payments. Because deposits arrive already confirmed, each outcome
+ * publishes only its own event. Decisions per outcome: docs/payments.md.
+ */
+import { randomBytes } from 'node:crypto';
+import type { TokenConfig } from '../../chains/types.ts';
+import { invalidState, notFound } from '../../core/errors.ts';
+import type { Tx } from '../../db/index.ts';
+import { insertDeposit, type NewDeposit } from './deposits.ts';
+import type { PaymentEngine } from './engine.ts';
+import type { PaymentEventType, SimulateOutcome } from './model.ts';
+import type { PaymentService } from './service.ts';
+import { loadPayment, SIMULATED_TX_PREFIX, type Loaded, type PaymentJson } from './store.ts';
+
+/** The coin picked for the payer when none was chosen yet, if its network is available. */
+const PREFERRED_COIN = 'base:usdc';
+
+const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
+  paid: 'payment.paid',
+  underpaid: 'payment.underpaid',
+  expired: 'payment.expired',
+  late: 'payment.late',
+  wrong_asset: 'payment.wrong_asset',
+};
+
+export class Simulator {
+  constructor(
+    private readonly engine: PaymentEngine,
+    private readonly payments: PaymentService,
+  ) {}
+
+  /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
+  async simulate(merchantId: string, id: string, outcome: SimulateOutcome): Promise<PaymentJson> {
+    const scope = { mode: 'test' as const, merchantId };
+    const first = await loadPayment(this.engine.deps.db, scope, id);
+    if (!first) throw notFound('payment');
+    assertWaiting(first);
+    if (outcome !== 'expired' && first.attempts.length === 0) await this.payments.createAttempt(scope, id, { token: this.pickStablecoin().id });
+    const result = await this.engine.locked(scope, id, async (tx, l) => {
+      assertWaiting(l);
+      const applied = outcome === 'expired' || outcome === 'late' ? await this.closeWindow(tx, l, outcome) : await this.deposit(tx, l, outcome);
+      if (!applied.events.includes(EXPECTED[outcome])) throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
+      return applied.payment;
+    });
+    if (!result) throw notFound('payment');
+    return result;
+  }
+
+  /** paid: the exact amount; underpaid: half of it; wrong_asset: another coin of the chain at its minimum. */
+  private async deposit(tx: Tx, l: Loaded, outcome: 'paid' | 'underpaid' | 'wrong_asset') {
+    const attempt = l.attempts[l.attempts.length - 1]!;
+    const payAmount = BigInt(attempt.pay_amount);
+    const now = this.engine.deps.clock.now();
+    let d: NewDeposit;
+    if (outcome === 'wrong_asset') {
+      const other = this.otherCoin(attempt.chain, attempt.token);
+      d = simulated(other.id, other.minAmount, now);
+    } else {
+      const amount = outcome === 'paid' ? payAmount : payAmount / 2n;
+      if (amount === 0n) throw invalidState('The pay amount is too small to simulate an underpayment.');
+      // Seen within the coin hold even if the fake clock has passed it: the outcome is paid, not late.
+      d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now);
+    }
+    await insertDeposit(this.engine, tx, attempt, { ...d, confirmations: attempt.confirmations_required });
+    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' });
+  }
+
+  /**
+   * expired and late act as if the payment's 24 hours (and every coin hold) ended now: expired runs the clock rule,
+   * late then delivers the full amount after the window, so it is not auto-accepted and awaits accept or refund.
+   */
+  private async closeWindow(tx: Tx, l: Loaded, outcome: 'expired' | 'late') {
+    const now = this.engine.deps.clock.now();
+    const closed = new Date(now.getTime() - 1);
+    await tx.updateTable('payments').set({ expires_at: closed, updated_at: now }).where('id', '=', l.row.id).where('expires_at', '>', closed).execute();
+    await tx.updateTable('attempts').set({ expires_at: closed }).where('payment_id', '=', l.row.id).where('expires_at', '>', closed).execute();
+    if (outcome === 'expired') return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'tick' }, now);
+    const attempt = l.attempts[l.attempts.length - 1]!;
+    await insertDeposit(this.engine, tx, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), now), confirmations: attempt.confirmations_required });
+    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' }, now);
+  }
+
+  private pickStablecoin(): TokenConfig {
+    const { chains } = this.engine.deps;
+    const preferred = chains.token('test', PREFERRED_COIN);
+    if (preferred && chains.available('test', preferred.chain)) return preferred;
+    const any = chains.tokens('test').find((t) => t.stable && chains.available('test', t.chain));
+    if (!any) throw invalidState('No stablecoin on an available test network to simulate with; choose a coin first.');
+    return any;
+  }
+
+  private otherCoin(chain: string, token: string): TokenConfig {
+    const others = this.engine.deps.chains.network('test', chain)?.tokens.filter((t) => t.id !== token) ?? [];
+    const other = others.find((t) => t.stable) ?? others[0];
+    if (!other) throw invalidState(`The ${chain} network has no other coin to simulate a wrong asset with.`);
+    return other;
+  }
+}
+
+function assertWaiting(l: Loaded): void {
+  if (l.row.status !== 'waiting') throw invalidState(`Only a waiting payment can be simulated; this payment is ${l.row.status}.`);
+}
+
+function simulated(token: string, amount: bigint, seenAt: Date): NewDeposit {
+  return {
+    token,
+    txHash: SIMULATED_TX_PREFIX + randomBytes(31).toString('hex').slice(0, 61),
+    index: 0,
+    amount,
+    from: null,
+    blockNumber: null,
+    blockHash: null,
+    status: 'confirmed',
+    seenAt,
+  };
+}

@@ -1,0 +1,287 @@
+/**
+ * Webhook events: the outbox every other module publishes into (inside its own transaction, so an event exists
+ * exactly when the change it reports was committed), the events API (list, get with deliveries and attempts,
+ * redeliver) and the delivery worker.
+ *
+ * Publishing wakes delivery workers two ways: `NOTIFY kasse_webhooks` in the transaction (PostgreSQL delivers it
+ * at commit, to every process) and an in-process after-commit nudge for transactions opened with `withTx`.
+ * Tenant scoping: every read takes the merchant and the mode; another merchant's or the other mode's event is 404.
+ */
+import { sql } from 'kysely';
+import type { Mode } from '../../chains/types.ts';
+import type { Config } from '../../config.ts';
+import type { Clock } from '../../core/clock.ts';
+import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { invalidState, notFound } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import type { Logger } from '../../core/log.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import type { MerchantService } from '../merchants/service.ts';
+import { WebhookDelivery } from './delivery.ts';
+import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
+import type { EventInput, EventPublisher } from './types.ts';
+
+/** NOTIFY channel: new deliveries are due. */
+export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
+
+export const USER_AGENT = 'Kasse-Webhooks/1';
+
+/** The Event as the API shows it and as the webhook body carries it. */
+export interface EventObject {
+  id: string;
+  type: string;
+  created_at: string;
+  data: unknown;
+}
+
+export interface AttemptObject {
+  /** 1 for the first attempt of the delivery. */
+  attempt: number;
+  started_at: string;
+  duration_ms: number;
+  outcome: AttemptOutcome;
+  http_status: number | null;
+  error: string | null;
+  /** The first 1 KiB of the response body. */
+  response_body: string | null;
+}
+
+export interface DeliveryObject {
+  id: string;
+  url: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempt_count: number;
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+  created_at: string;
+  attempts: AttemptObject[];
+}
+
+export interface EventWithDeliveries extends EventObject {
+  deliveries: DeliveryObject[];
+}
+
+export interface EventPage {
+  data: EventObject[];
+  next_cursor: string | null;
+}
+
+export interface WebhookServiceDeps {
+  db: Db;
+  clock: Clock;
+  merchants: MerchantService;
+  metrics: Metrics;
+  config: Config;
+  log: Logger;
+}
+
+/** Leases outlast the request deadline by this much (time to record the result). */
+const LEASE_MARGIN_MS = 60_000;
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export class WebhookService implements EventPublisher {
+  /** The delivery worker; the workers role runs `pump` in a loop, tests call `runOnce`/`drain`. */
+  readonly delivery: WebhookDelivery;
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly client: MerchantHttpClient;
+  private readonly wakers = new Set<() => void>();
+
+  constructor(deps: WebhookServiceDeps) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    const { timeoutMs, concurrency } = deps.config.webhooks;
+    this.client = new MerchantHttpClient({ timeoutMs, userAgent: USER_AGENT });
+    this.delivery = new WebhookDelivery({
+      db: deps.db,
+      clock: deps.clock,
+      merchants: deps.merchants,
+      metrics: deps.metrics,
+      log: deps.log,
+      client: this.client,
+      concurrency,
+      leaseMs: timeoutMs + LEASE_MARGIN_MS,
+    });
+    this.delivery.onProgress = () => this.nudge();
+  }
+
+  /**
+   * Stores the event in the caller's transaction and, when there is a destination (`input.destination`, else the
+   * merchant's default webhook URL for the mode, read in the same transaction), a delivery due now.
+   */
+  async publish(tx: Tx, input: EventInput): Promise<{ id: string }> {
+    const id = newId('evt');
+    const now = this.clock.now();
+    const destination = input.destination || null;
+    const { rows } = await sql`
+      WITH e AS (
+        INSERT INTO events (id, merchant_id, mode, type, ordering_key, destination, data, created_at)
+        VALUES (${id}, ${input.merchantId}, ${input.mode}, ${input.type}, ${input.orderingKey}, ${destination}, ${JSON.stringify(input.data)}::json, ${now})
+        RETURNING seq
+      ), target AS (
+        SELECT COALESCE(${destination}::text, CASE ${input.mode}::text WHEN 'live' THEN m.webhook_url_live ELSE m.webhook_url_test END) AS url
+        FROM merchants m WHERE m.id = ${input.merchantId}
+      ), d AS (
+        INSERT INTO webhook_deliveries (id, event_id, event_seq, merchant_id, mode, ordering_key, url, next_attempt_at, created_at)
+        SELECT ${newId('dlv')}, ${id}, e.seq, ${input.merchantId}, ${input.mode}, ${input.orderingKey}, target.url, ${now}, ${now}
+        FROM e, target WHERE target.url IS NOT NULL
+        RETURNING 1
+      )
+      SELECT pg_notify(${WEBHOOKS_CHANNEL}, '') FROM d
+    `.execute(tx);
+    if (rows.length > 0) afterCommit(tx, () => this.nudge());
+    return { id };
+  }
+
+  /** Events newest first; `cursor` is the `next_cursor` of the previous page. */
+  async list(merchantId: string, mode: Mode, opts: { type?: string; cursor?: string; limit?: number } = {}): Promise<EventPage> {
+    const limit = opts.limit ?? 20;
+    let q = this.db
+      .selectFrom('events')
+      .select(['id', 'seq', 'type', 'created_at', 'data'])
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode);
+    if (opts.type) q = q.where('type', '=', opts.type);
+    if (opts.cursor) q = q.where('seq', '<', BigInt(decodeCursor(opts.cursor)));
+    const rows = await q.orderBy('seq', 'desc').limit(limit + 1).execute();
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(toEvent),
+      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
+    };
+  }
+
+  /** One event with every delivery made for it and each delivery's attempts. */
+  async get(merchantId: string, mode: Mode, id: string): Promise<EventWithDeliveries> {
+    const event = await this.findEvent(this.db, merchantId, mode, id);
+    const deliveries = await this.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', id).orderBy('id').execute();
+    const attempts =
+      deliveries.length === 0
+        ? []
+        : await this.db
+            .selectFrom('webhook_attempts')
+            .selectAll()
+            .where(
+              'delivery_id',
+              'in',
+              deliveries.map((d) => d.id),
+            )
+            .orderBy('delivery_id')
+            .orderBy('attempt')
+            .execute();
+    return {
+      ...toEvent(event),
+      deliveries: deliveries.map((d) => ({
+        id: d.id,
+        url: d.url,
+        status: d.status,
+        attempt_count: d.attempts,
+        next_attempt_at: iso(d.next_attempt_at),
+        delivered_at: iso(d.delivered_at),
+        created_at: d.created_at.toISOString(),
+        attempts: attempts
+          .filter((a) => a.delivery_id === d.id)
+          .map((a) => ({
+            attempt: a.attempt,
+            started_at: a.started_at.toISOString(),
+            duration_ms: a.duration_ms,
+            outcome: a.outcome,
+            http_status: a.http_status,
+            error: a.error,
+            response_body: a.response_body,
+          })),
+      })),
+    };
+  }
+
+  /**
+   * A new delivery of the event, due now, to its current destination (the object's own URL, else the account
+   * default now). It runs the full retry schedule of its own; deliveries already made are kept.
+   * 422 `invalid_state` when there is no destination.
+   */
+  async redeliver(merchantId: string, mode: Mode, id: string): Promise<DeliveryObject> {
+    return withTx(this.db, async (tx, onCommit) => {
+      const event = await this.findEvent(tx, merchantId, mode, id);
+      const merchant = await tx
+        .selectFrom('merchants')
+        .select(['webhook_url_test', 'webhook_url_live'])
+        .where('id', '=', merchantId)
+        .executeTakeFirstOrThrow();
+      const url = event.destination ?? (mode === 'live' ? merchant.webhook_url_live : merchant.webhook_url_test);
+      if (!url) throw invalidState(`No webhook URL is set for ${mode} mode, so the event cannot be sent.`);
+      const now = this.clock.now();
+      const row = await tx
+        .insertInto('webhook_deliveries')
+        .values({
+          id: newId('dlv'),
+          event_id: id,
+          event_seq: event.seq,
+          merchant_id: merchantId,
+          mode,
+          ordering_key: event.ordering_key,
+          url,
+          next_attempt_at: now,
+          created_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
+      onCommit(() => this.nudge());
+      return {
+        id: row.id,
+        url: row.url,
+        status: row.status,
+        attempt_count: row.attempts,
+        next_attempt_at: iso(row.next_attempt_at),
+        delivered_at: null,
+        created_at: row.created_at.toISOString(),
+        attempts: [],
+      };
+    });
+  }
+
+  /** Registers a callback run whenever deliveries may be due (publish, redeliver, NOTIFY, recorded results). */
+  onWork(waker: () => void): () => void {
+    this.wakers.add(waker);
+    return () => this.wakers.delete(waker);
+  }
+
+  /** Tells registered workers that deliveries may be due. */
+  nudge(): void {
+    for (const w of this.wakers) w();
+  }
+
+  /** One delivery pass now (tests and tools); returns the number of deliveries attempted. */
+  runOnce(): Promise<number> {
+    return this.delivery.runOnce();
+  }
+
+  /** Delivery passes until nothing is due. */
+  drain(): Promise<number> {
+    return this.delivery.drain();
+  }
+
+  /** Waits for deliveries in flight, then closes pooled connections. */
+  async close(): Promise<void> {
+    await this.delivery.close();
+    this.client.close();
+  }
+
+  private async findEvent(db: DbOrTx, merchantId: string, mode: Mode, id: string) {
+    const event = await db
+      .selectFrom('events')
+      .selectAll()
+      .where('id', '=', id)
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .executeTakeFirst();
+    if (!event) throw notFound('event');
+    return event;
+  }
+}
+
+function toEvent(row: { id: string; type: string; created_at: Date; data: unknown }): EventObject {
+  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data };
+}

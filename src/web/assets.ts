@@ -1,0 +1,67 @@
+/**
+ * Static files of the checkout host (src/web/static): the stylesheet, the pages' script and checkout.js. Read and
+ * gzipped once at start (no build step). Pages link them as `/assets/<name>?v=<hash>`, cached as immutable; the
+ * merchant-facing `/checkout.js` keeps a stable address and is cached briefly with an ETag.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+const DIR = new URL('./static/', import.meta.url);
+const TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+
+interface Asset {
+  body: Buffer;
+  gzip: Buffer;
+  hash: string;
+  type: string;
+}
+
+const assets = new Map<string, Asset>();
+
+function load(name: string): Asset {
+  let a = assets.get(name);
+  if (!a) {
+    const body = readFileSync(new URL(name, DIR));
+    a = { body, gzip: gzipSync(body, { level: 9 }), hash: createHash('sha256').update(body).digest('hex').slice(0, 12), type: TYPES[name.split('.').pop()!]! };
+    assets.set(name, a);
+  }
+  return a;
+}
+
+/** Files served under /assets/. */
+export const ASSET_NAMES = ['kasse.css', 'pay.js'] as const;
+export type AssetName = (typeof ASSET_NAMES)[number] | 'checkout.js';
+
+/** Versioned address of an asset for page markup. */
+export function assetUrl(name: AssetName): string {
+  return `/assets/${name}?v=${load(name).hash}`;
+}
+
+/** Sizes in bytes (raw and gzip) of every asset; for the benchmark. */
+export function assetSizes(): Record<string, { bytes: number; gzip: number }> {
+  return Object.fromEntries([...ASSET_NAMES, 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]));
+}
+
+function send(req: FastifyRequest, reply: FastifyReply, a: Asset, cacheControl: string) {
+  const etag = `"${a.hash}"`;
+  reply.header('content-type', a.type).header('cache-control', cacheControl).header('etag', etag).header('vary', 'Accept-Encoding');
+  // Merchant pages embed checkout.js; sites isolating themselves with COEP still may.
+  reply.header('cross-origin-resource-policy', 'cross-origin');
+  if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(a.gzip);
+  return reply.send(a.body);
+}
+
+export async function assetRoutes(app: FastifyInstance): Promise<void> {
+  for (const n of ASSET_NAMES) load(n);
+  load('checkout.js');
+  app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/assets/:name', async (req, reply) => {
+    const name = req.params.name;
+    if (!(ASSET_NAMES as readonly string[]).includes(name)) return reply.callNotFound();
+    const a = load(name);
+    return send(req, reply, a, req.query.v === a.hash ? 'public, max-age=31536000, immutable' : 'no-cache');
+  });
+  app.get('/checkout.js', async (req, reply) => send(req, reply, load('checkout.js'), 'public, max-age=300'));
+}

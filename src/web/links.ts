@@ -1,0 +1,166 @@
+/**
+ * Payment link pages on the checkout host, for payers and (POS) staff, without a key:
+ *
+ *   GET  /l/<slug>                  the page for the link's kind (fixed, open, tip; pos: the staff keypad terminal)
+ *   POST /l/<slug>                  creates the payment (JSON → 201 `{ payment_id, checkout_url, order_id }` or the
+ *                                   Error body; a form post → 303 to the checkout, or to the sale screen for pos)
+ *   GET  /l/<slug>/sale/<pay_id>    POS: the sale's QR code, live status, PAID, next sale
+ *
+ * An unknown slug is 404; a link turned off, expired or used up is 410 and creates nothing. Payment creation is rate
+ * limited per client address (the page is public).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, invalid, notFound } from '../core/errors.ts';
+import { sendError } from '../http/api.ts';
+import type { Kasse } from '../kasse.ts';
+import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
+import { posSalePage } from './checkout-view.ts';
+import { findPublicPayment } from './live.ts';
+import { addFormParser, asApiError, assertSameOrigin, bodyFields, html, isJson, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
+import type { CheckoutRoute } from './routes.ts';
+
+/** NOTE: payments one client address may create through link pages per minute. */
+export const LINK_PAYMENTS_PER_MINUTE = 60;
+
+/** "12.34", "$12", "12,5" → cents; null when not an amount with at most two decimals. */
+export function parseDollars(text: string): number | null {
+  const m = /^\$?(\d{1,9})(?:[.,](\d{1,2}))?$/.exec(text.replace(/\s+/g, ''));
+  if (!m) return null;
+  return Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0'));
+}
+
+interface Merchant {
+  name: string;
+}
+
+async function merchantOf(kasse: Kasse, link: LinkRow): Promise<Merchant> {
+  const m = await kasse.db.selectFrom('merchants').select('name').where('id', '=', link.merchant_id).executeTakeFirst();
+  return { name: m?.name ?? '' };
+}
+
+function header(link: LinkRow, merchant: Merchant, price: Html | string = ''): Html {
+  return html`<header class="k-head">
+<p class="k-merchant">${merchant.name}</p>
+<h1 class="k-title">${link.title}</h1>
+${price}${link.description ? html`<p class="k-desc">${link.description}</p>` : ''}
+</header>`;
+}
+
+/** The link's form for a payer (fixed, open, tip) or the staff keypad (pos). */
+function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?: string; error?: string | null }): Html {
+  const { min, max } = kasse.links.bounds(link);
+  const range = `From ${usd(min)} to ${usd(max)}.`;
+  const email = link.collect_email
+    ? html`<label for="k-email">Your email</label><input id="k-email" name="email" type="email" required maxlength="${LINK_LIMITS.emailMax}" autocomplete="email" value="${values.email ?? ''}" aria-describedby="k-email-h"><p class="k-hint" id="k-email-h">For your receipt; shared with the merchant.</p>`
+    : '';
+  const amountInput = (label: string, required: boolean) =>
+    html`<label for="k-amount">${label}</label><div class="k-money"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?"${required ? html` required` : ''} value="${values.amount ?? ''}" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>`;
+  const error = html`<p class="k-error" role="alert">${values.error ?? ''}</p>`;
+  switch (link.kind) {
+    case 'fixed':
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${email}<button type="submit" class="k-btn">Pay ${usd(link.amount_usd_cents!)}</button>${error}</form>`;
+    case 'open':
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${amountInput('Amount in US dollars', true)}${email}<button type="submit" class="k-btn">Continue to payment</button>${error}</form>`;
+    case 'tip':
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${email}<fieldset class="k-presets"><legend>Choose an amount</legend>${link.presets_usd_cents.map(
+        (c) => html`<button type="submit" name="amount_usd_cents" value="${c}" class="k-preset">${usd(c)}</button>`,
+      )}</fieldset>${amountInput('Or another amount in US dollars', false)}<button type="submit" name="custom" value="1" class="k-btn k-alt">Pay this amount</button>${error}</form>`;
+    case 'pos':
+      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad>
+<label for="k-amount">Amount to charge (US$)</label>
+<div class="k-money k-display"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" required pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?" value="${values.amount ?? ''}" placeholder="0.00" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>
+<div class="k-keypad" hidden>${['1', '2', '3', '4', '5', '6', '7', '8', '9', '00', '0'].map((k) => html`<button type="button" data-key="${k}">${k}</button>`)}<button type="button" data-key="back" aria-label="Delete last digit">⌫</button></div>
+<button type="button" class="k-link" data-key="clear" hidden>Clear</button>
+<button type="submit" class="k-btn k-charge">Charge</button>${error}</form>`;
+  }
+}
+
+function linkPage(kasse: Kasse, link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null }): string {
+  const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
+  const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(kasse, link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
+  return renderPage({ title: `${link.title} · ${merchant.name}`, body, test: link.mode === 'test' });
+}
+
+function unavailablePage(link: LinkRow, merchant: Merchant, message: string): string {
+  return renderPage({
+    title: `${link.title} · ${merchant.name}`,
+    body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>Not available</h2><p>${message}</p></main></div>`,
+    test: link.mode === 'test',
+  });
+}
+
+const linkNotFound = (reply: FastifyReply) => sendPage(reply, 404, messagePage('Link not found', 'There is no payment link at this address. Check the link you were given.'));
+
+/** Amount in cents and email from a JSON body (`amount_usd_cents`) or a form (`amount_usd_cents` preset, or `amount` in dollars). */
+function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; email?: string; amountText?: string } {
+  const json = isJson(req);
+  const f = bodyFields(req, json ? ['amount_usd_cents', 'email'] : ['amount_usd_cents', 'amount', 'email', 'custom']);
+  if (f.email !== undefined && typeof f.email !== 'string') throw invalid('email must be a string', 'email');
+  const email = f.email as string | undefined;
+  if (link.kind === 'fixed') return { email };
+  if (json) {
+    if (f.amount_usd_cents !== undefined && !Number.isSafeInteger(f.amount_usd_cents)) throw invalid('amount_usd_cents must be an integer', 'amount_usd_cents');
+    return { amountCents: f.amount_usd_cents as number | undefined, email };
+  }
+  const amountText = typeof f.amount === 'string' ? f.amount.trim() : '';
+  if (typeof f.amount_usd_cents === 'string' && f.custom === undefined) {
+    if (!/^\d{1,9}$/.test(f.amount_usd_cents)) throw invalid('amount_usd_cents must be a whole number of cents', 'amount_usd_cents');
+    return { amountCents: Number(f.amount_usd_cents), email, amountText };
+  }
+  if (amountText === '') throw invalid('Enter an amount.', 'amount');
+  const cents = parseDollars(amountText);
+  if (cents === null) throw invalid('Enter an amount in dollars, like 12.50.', 'amount');
+  return { amountCents: cents, email, amountText };
+}
+
+const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
+  addFormParser(app);
+
+  app.get<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
+    const link = await kasse.links.bySlug(req.params.slug);
+    if (!link) return linkNotFound(reply);
+    const merchant = await merchantOf(kasse, link);
+    const availability = kasse.links.availability(link);
+    if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
+    return sendPage(reply, 200, linkPage(kasse, link, merchant, {}));
+  });
+
+  app.post<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
+    const json = isJson(req);
+    const link = await kasse.links.bySlug(req.params.slug);
+    if (!link) return json ? sendError(reply, notFound('payment link')) : linkNotFound(reply);
+    let values: { amount?: string; email?: string } = {};
+    try {
+      assertSameOrigin(req, kasse.urls.checkout);
+      const input = payInput(req, link);
+      values = { amount: input.amountText, email: input.email };
+      const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
+      if (!rate.allowed) {
+        throw new ApiError('rate_limited', `Too many payments from this address; retry in ${rate.resetSeconds} s.`, null, { 'Retry-After': String(rate.resetSeconds) });
+      }
+      const payment = await kasse.links.pay(link, input);
+      if (json) return reply.code(201).send({ payment_id: payment.id, checkout_url: payment.checkout_url, order_id: payment.order_id });
+      return reply.code(303).header('location', link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`).send();
+    } catch (err) {
+      const e = asApiError(err);
+      if (json) return sendError(reply, e);
+      const merchant = await merchantOf(kasse, link);
+      const fresh = (await kasse.links.bySlug(link.slug)) ?? link;
+      const availability = kasse.links.availability(fresh);
+      if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(fresh, merchant, unavailableMessage(availability)));
+      for (const [k, v] of Object.entries(e.headers)) reply.header(k, v);
+      return sendPage(reply, e.status, linkPage(kasse, fresh, merchant, { ...values, error: e.message }));
+    }
+  });
+
+  app.get<{ Params: { slug: string; id: string } }>('/l/:slug/sale/:id', async (req, reply) => {
+    const link = await kasse.links.bySlug(req.params.slug);
+    const found = link && link.kind === 'pos' ? await findPublicPayment(kasse, req.params.id) : null;
+    if (!link || !found || found.payment.metadata.link_id !== link.id) {
+      return sendPage(reply, 404, messagePage('Sale not found', 'There is no such sale on this terminal.'));
+    }
+    return sendPage(reply, 200, await posSalePage({ payment: found.payment, mode: found.mode, linkTitle: link.title, slug: link.slug, now: kasse.clock.now() }));
+  });
+};
+
+export default linkRoutes;

@@ -1,0 +1,250 @@
+/**
+ * Deposits as chain watchers report them (the payments module's DepositSink), time-based rules driven by the fake
+ * clock and the due-work pass, and refunds through a chain sender (TransferSink).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { HOUR, MINUTE } from '../../src/core/clock.ts';
+import type { ChainAdapter, DepositObservation, RefundRequest } from '../../src/chains/types.ts';
+import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+
+let t: TestKasse;
+let m: TestMerchant;
+let txSeq = 0;
+
+before(async () => {
+  t = await startTestKasse();
+  m = await t.merchant({ rateLimit: 100_000 });
+});
+after(() => t.close());
+
+async function create(body: Record<string, unknown> = {}) {
+  const res = await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'dep', token: 'base:usdc', ...body });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+}
+
+function obs(attempt: { chain: string; address: string; token: string }, amount: bigint, block: bigint, extra: Partial<DepositObservation> = {}): DepositObservation {
+  return {
+    chain: attempt.chain,
+    address: attempt.address.toLowerCase(),
+    token: attempt.token,
+    txHash: `0x${(++txSeq).toString(16).padStart(64, '0')}`,
+    index: 0,
+    amount,
+    from: '0x1111111111111111111111111111111111111111',
+    blockNumber: block,
+    blockHash: `0x${block.toString(16).padStart(64, 'b')}`,
+    ...extra,
+  };
+}
+
+async function get(id: string) {
+  return (await m.test.get(`/payments/${id}`)).body;
+}
+
+async function eventTypes(paymentId: string): Promise<string[]> {
+  const rows = await t.kasse.db.selectFrom('events').select('type').where('ordering_key', '=', paymentId).orderBy('seq').execute();
+  return rows.map((e) => e.type);
+}
+
+async function available(): Promise<number> {
+  return (await m.test.get('/balance')).body.available_usd_cents;
+}
+
+const sink = () => t.kasse.payments.deposits;
+
+describe('DepositSink', () => {
+  test('watchedAddresses finds issued addresses in any case and returns them canonical', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    const found = await sink().watchedAddresses('test', 'base', [a.address.toLowerCase(), '0x2222222222222222222222222222222222222222']);
+    assert.deepEqual([...found], [[a.address.toLowerCase(), a.address]]);
+    assert.equal((await sink().watchedAddresses('live', 'base', [a.address])).size, 0);
+    assert.equal((await sink().watchedAddresses('test', 'ethereum', [a.address])).size, 0);
+  });
+
+  test('detected → confirming → paid as confirmations grow, then final; recording twice changes nothing', async () => {
+    const before = await available();
+    const p = await create();
+    const a = p.attempts[0];
+    const o = obs(a, 10_000_000n, 100n);
+    await sink().recordDeposits('test', [o]);
+    let now = await get(p.id);
+    assert.equal(now.status, 'detected');
+    assert.deepEqual(now.attempts[0].deposits[0], {
+      tx_hash: o.txHash,
+      token: 'base:usdc',
+      amount: '10000000',
+      amount_display: '10',
+      from: o.from,
+      block_number: '100',
+      status: 'pending',
+      confirmations: 0,
+      explorer_url: `https://sepolia.basescan.org/tx/${o.txHash}`,
+    });
+    await sink().headAdvanced('test', 'base', 100n);
+    assert.equal((await get(p.id)).status, 'confirming');
+    await sink().headAdvanced('test', 'base', 103n);
+    now = await get(p.id);
+    assert.equal(now.status, 'confirming');
+    assert.equal(now.attempts[0].deposits[0].confirmations, 4);
+    await sink().headAdvanced('test', 'base', 104n);
+    now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].deposits[0].status, 'confirmed');
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.confirming', 'payment.paid']);
+    assert.equal((await available()) - before, 990);
+    await sink().headAdvanced('test', 'base', 399n);
+    assert.equal((await get(p.id)).attempts[0].deposits[0].status, 'final');
+    await sink().recordDeposits('test', [o]);
+    await sink().headAdvanced('test', 'base', 500n);
+    assert.equal((await get(p.id)).attempts[0].deposits.length, 1);
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.confirming', 'payment.paid']);
+    assert.equal((await available()) - before, 990);
+  });
+
+  test('a reorg reverses the credit and sends payment.reorged; paid again credits again, once', async () => {
+    const before = await available();
+    const p = await create();
+    const o = obs(p.attempts[0], 10_000_000n, 1000n);
+    await sink().recordDeposits('test', [o]);
+    await sink().headAdvanced('test', 'base', 1010n);
+    assert.equal((await get(p.id)).status, 'paid');
+    assert.equal((await available()) - before, 990);
+
+    await sink().blocksRemoved('test', 'base', 1000n);
+    let now = await get(p.id);
+    assert.equal(now.status, 'waiting');
+    assert.equal(now.paid_at, null);
+    assert.equal(now.attempts[0].deposits[0].status, 'orphaned');
+    assert.equal(now.attempts[0].received_amount, '0');
+    assert.equal(await available(), before);
+
+    await sink().recordDeposits('test', [{ ...o, blockNumber: 1002n, blockHash: '0xfeed' }]);
+    await sink().headAdvanced('test', 'base', 1012n);
+    now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].deposits[0].block_number, '1002');
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.paid', 'payment.reorged', 'payment.detected', 'payment.paid']);
+    assert.equal((await available()) - before, 990);
+    const kinds = await t.kasse.db.selectFrom('ledger_transactions').select('kind').where('payment_id', '=', p.id).orderBy('created_at').orderBy('id').execute();
+    assert.deepEqual(kinds.map((k) => k.kind), ['payment_credit', 'payment_reorg', 'payment_credit']);
+  });
+
+  test('short money is underpaid; the rest within the hold pays it; more than asked is overpaid', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    await sink().recordDeposits('test', [obs(a, 4_000_000n, 2000n)]);
+    await sink().headAdvanced('test', 'base', 2010n);
+    assert.equal((await get(p.id)).status, 'underpaid');
+    await sink().recordDeposits('test', [obs(a, 7_000_000n, 2011n)]);
+    await sink().headAdvanced('test', 'base', 2020n);
+    const now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].overpaid, true);
+    assert.equal(now.attempts[0].received_amount, '11000000');
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.underpaid', 'payment.paid', 'payment.overpaid']);
+  });
+
+  test('the rest after the 10-minute hold is late, auto-accepted on the next pass when the price held', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    await sink().recordDeposits('test', [obs(a, 5_000_000n, 3000n)]);
+    await sink().headAdvanced('test', 'base', 3010n);
+    t.clock.advance(11 * MINUTE);
+    await sink().recordDeposits('test', [obs(a, 5_000_000n, 3011n)]);
+    await sink().headAdvanced('test', 'base', 3020n);
+    assert.equal((await get(p.id)).status, 'late');
+    await t.kasse.payments.runDue();
+    assert.equal((await get(p.id)).status, 'paid');
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.underpaid', 'payment.late', 'payment.paid']);
+  });
+
+  test('another coin worth at least its minimum is a wrong asset; less is ignored', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    await sink().recordDeposits('test', [obs({ ...a, token: 'base:eth' }, 100n, 4000n)]);
+    assert.equal((await get(p.id)).attempts[0].wrong_asset, false);
+    assert.deepEqual(await eventTypes(p.id), []);
+    await sink().recordDeposits('test', [obs({ ...a, token: 'base:eth' }, 400_000_000_000_000n, 4001n)]);
+    const now = await get(p.id);
+    assert.equal(now.attempts[0].wrong_asset, true);
+    assert.equal(now.status, 'waiting');
+    assert.deepEqual(await eventTypes(p.id), ['payment.wrong_asset']);
+  });
+
+  test('transfers to addresses Kasse did not issue are ignored', async () => {
+    await sink().recordDeposits('test', [obs({ chain: 'base', address: '0x3333333333333333333333333333333333333333', token: 'base:usdc' }, 1n, 1n)]);
+    const n = await t.kasse.db.selectFrom('deposits').select('id').where('from_address', '=', '0x1111111111111111111111111111111111111111').where('block_number', '=', 1n).execute();
+    assert.equal(n.length, 0);
+  });
+});
+
+describe('time', () => {
+  test('a coin hold lapses silently after 10 minutes; the payment expires after 24 hours with payment.expired', async () => {
+    const p = await create();
+    t.clock.advance(10 * MINUTE);
+    await t.kasse.payments.runDue();
+    let now = await get(p.id);
+    assert.equal(now.status, 'waiting');
+    assert.equal(now.attempts[0].status, 'expired');
+    assert.deepEqual(await eventTypes(p.id), []);
+    t.clock.advance(24 * HOUR);
+    await t.kasse.payments.runDue();
+    now = await get(p.id);
+    assert.equal(now.status, 'expired');
+    assert.deepEqual(await eventTypes(p.id), ['payment.expired']);
+    await t.kasse.payments.runDue();
+    assert.deepEqual(await eventTypes(p.id), ['payment.expired']);
+  });
+
+  test('money after expiry is reported late', async () => {
+    const p = await create();
+    t.clock.advance(25 * HOUR);
+    await t.kasse.payments.runDue();
+    await sink().recordDeposits('test', [obs(p.attempts[0], 10_000_000n, 5000n)]);
+    await sink().headAdvanced('test', 'base', 5010n);
+    assert.equal((await get(p.id)).status, 'late');
+    await t.kasse.payments.runDue();
+    assert.equal((await get(p.id)).status, 'late', 'money seen after the 24 hours is not auto-accepted');
+    assert.deepEqual(await eventTypes(p.id), ['payment.expired', 'payment.late']);
+  });
+});
+
+describe('refunds through a chain sender', () => {
+  test('enqueued in the refund transaction; sent → refunded and reversed; failed → can be retried', async () => {
+    const fallback = t.kasse.chains.adapter('test', 'arbitrum');
+    const sent: RefundRequest[] = [];
+    const adapter: ChainAdapter = {
+      network: fallback.network,
+      mode: 'test',
+      deriveAddress: (i) => fallback.deriveAddress(i),
+      paymentUri: (tk, addr, amt) => fallback.paymentUri(tk, addr, amt),
+      isValidAddress: (addr) => fallback.isValidAddress(addr),
+      explorerUrl: (h) => fallback.explorerUrl(h),
+      sender: { enqueue: async (_tx, req) => void sent.push(req) },
+    };
+    t.kasse.chains.register(adapter);
+    const before = await available();
+    const p = await create({ token: 'arbitrum:usdc' });
+    await m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
+    const destination = '0x000000000000000000000000000000000000bEEF';
+
+    const first = (await m.test.post(`/payments/${p.id}/refund`, { destination })).body;
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0]!.transferId, first.id);
+    assert.equal(sent[0]!.amount, 10_000_000n);
+    assert.equal(sent[0]!.token.id, 'arbitrum:usdc');
+    assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'a chain sender settles it, not the simulated one');
+    await t.kasse.payments.refunds.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
+    assert.equal((await get(p.id)).status, 'paid');
+
+    const second = (await m.test.post(`/payments/${p.id}/refund`, { destination })).body;
+    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    assert.equal((await get(p.id)).status, 'refunded');
+    assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
+    assert.equal(await available(), before);
+  });
+});

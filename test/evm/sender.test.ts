@@ -1,0 +1,306 @@
+/**
+ * The EVM hot-wallet sender on a PRIVATE Hardhat node (this file turns automine off and moves the base fee, so it
+ * owns its chain; see test/harness/hardhat.ts): refunds of paid payments in USDC and ETH reach their destination
+ * through pending → signed → broadcast → sent and make the payment `refunded` with `payment.refunded`; a crash after
+ * signing (before, or just after, the broadcast) ends with a fresh Kasse on the same database broadcasting the SAME
+ * bytes, paying exactly once; a stuck transaction is replaced with the same nonce and a higher fee; a transaction
+ * that reverts on chain fails the transfer and its nonce stays used. Blocks are mined explicitly; nothing sleeps.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { getAddress, parseEther, parseTransaction, type Address, type Hex } from 'viem';
+import { EvmSender, evmSenders } from '../../src/chains/evm/sender.ts';
+import { newId } from '../../src/core/ids.ts';
+import { withTx } from '../../src/db/index.ts';
+import { startTestKasse } from '../harness/app.ts';
+import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
+import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+
+let node: HardhatNode;
+let k: EvmKasse;
+let sender: EvmSender;
+
+before(async () => {
+  node = await startHardhatNode();
+  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 4, evm: { replace_after_blocks: 3 } });
+  await k.tick();
+  assert.ok(k.adapter.sender instanceof EvmSender, 'registerEvmAdapters attaches a sender');
+  sender = k.adapter.sender;
+  assert.equal(sender.confirmations, 2);
+  assert.equal(sender.replaceAfterBlocks, 3);
+  // The hot wallet (the factory owner, funded with ETH by the harness) also needs USDC to refund with.
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, sender.address, 1_000_000_000n));
+});
+after(async () => {
+  await k?.close();
+  await node?.stop();
+});
+
+const freshAddress = (): Address => getAddress(`0x${randomBytes(20).toString('hex')}`);
+
+let orderSeq = 0;
+/** A payment paid in full on chain and seen by the watcher. */
+async function paidPayment(token: 'base:usdc' | 'base:eth', cents = 1000) {
+  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `refund-${++orderSeq}`, chain: 'base', token });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const attempt = res.body.attempts[0];
+  const address = attempt.address as Address;
+  const amount = BigInt(attempt.pay_amount);
+  const hash = token === 'base:usdc' ? await k.chain.sendToken(k.payer, k.usdc, address, amount) : await k.chain.sendEth(k.payer, address, amount);
+  await k.chain.receipt(hash);
+  await k.tick();
+  await k.chain.mine(1);
+  await k.tick();
+  const pay = await k.m.test.get(`/payments/${res.body.id}`);
+  assert.equal(pay.body.status, 'paid');
+  return { id: res.body.id as string, amount };
+}
+
+async function refund(paymentId: string, destination: Address): Promise<string> {
+  const res = await k.m.test.post(`/payments/${paymentId}/refund`, { destination, note: 'customer asked' });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  assert.equal(res.body.status, 'pending');
+  return res.body.id as string;
+}
+
+async function status(id: string) {
+  return (await sender.get(id))!.status;
+}
+
+async function hotNonce(): Promise<number> {
+  return k.chain.client.getTransactionCount({ address: sender.address });
+}
+
+async function expectRefunded(paymentId: string, refundId: string, txHash: string) {
+  const pay = await k.m.test.get(`/payments/${paymentId}`);
+  assert.equal(pay.body.status, 'refunded');
+  const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', refundId).executeTakeFirstOrThrow();
+  assert.equal(row.status, 'sent');
+  assert.equal(row.tx_hash, txHash);
+  await k.t.kasse.webhooks.drain();
+  assert.equal(k.eventTypes(paymentId).at(-1), 'payment.refunded');
+}
+
+describe('refunds', () => {
+  test('a USDC refund goes pending → signed → broadcast → sent and the payment becomes refunded', async () => {
+    const p = await paidPayment('base:usdc', 1200);
+    const destination = freshAddress();
+    const nonce0 = await hotNonce();
+    const id = await refund(p.id, destination);
+    assert.equal(await status(id), 'pending');
+
+    assert.equal(await sender.step(id), 'progress');
+    const signed = (await sender.get(id))!;
+    assert.equal(signed.status, 'signed');
+    assert.equal(signed.nonce, BigInt(nonce0));
+    const [v0] = await sender.versions(id);
+    assert.equal(v0!.tx_hash, signed.tx_hash, 'the signed raw transaction and its hash are stored before broadcasting');
+    assert.equal(await k.chain.rpc('eth_getTransactionByHash', [signed.tx_hash]), null, 'not broadcast yet');
+    const parsed = parseTransaction(v0!.raw as Hex);
+    assert.equal(parsed.type, 'eip1559');
+    assert.equal(parsed.nonce, nonce0);
+    assert.ok(parsed.maxFeePerGas! <= sender.maxFeePerGas);
+
+    assert.equal(await sender.step(id), 'progress');
+    assert.equal(await status(id), 'broadcast');
+    assert.equal(await sender.step(id), 'wait', 'mined (automine) but 1 confirmation of 2');
+    assert.equal(await k.chain.tokenBalance(k.usdc, destination), p.amount);
+    await k.chain.mine(1);
+    assert.equal(await sender.step(id), 'done');
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    assert.equal(sent.tx_hash, signed.tx_hash);
+    assert.equal(sent.reported, true);
+    const tx = await k.chain.client.getTransaction({ hash: sent.tx_hash as Hex });
+    assert.equal(tx.from.toLowerCase(), sender.address.toLowerCase());
+    await expectRefunded(p.id, id, sent.tx_hash!);
+    assert.equal(await hotNonce(), nonce0 + 1);
+  });
+
+  test('an ETH refund through the worker pass (runDue) reaches the destination', async () => {
+    const p = await paidPayment('base:eth', 2500);
+    const destination = freshAddress();
+    const id = await refund(p.id, destination);
+    assert.equal(await sender.runDue(), 1);
+    assert.equal(await status(id), 'broadcast');
+    assert.equal(await k.chain.balance(destination), p.amount);
+    await k.chain.mine(1);
+    await sender.runDue();
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    await expectRefunded(p.id, id, sent.tx_hash!);
+    assert.equal(await sender.runDue(), 0, 'nothing left to do');
+  });
+});
+
+describe('crash safety', () => {
+  /** A second Kasse on the same database, as after a restart; the first one is never called again. */
+  async function restart() {
+    const fresh = await startTestKasse({ databaseUrl: k.t.databaseUrl, clock: k.t.clock, env: { KASSE_NETWORKS_FILE: k.networksFile } });
+    const senders = evmSenders(fresh.kasse);
+    assert.equal(senders.length, 1);
+    return { fresh, sender: senders[0]! };
+  }
+
+  test('crash after signing, before broadcasting: the fresh Kasse broadcasts the same bytes; paid once', async () => {
+    const p = await paidPayment('base:usdc', 900);
+    const destination = freshAddress();
+    const nonce0 = await hotNonce();
+    const id = await refund(p.id, destination);
+    await sender.step(id); // signed and stored …
+    const stored = (await sender.get(id))!;
+    assert.equal(stored.status, 'signed');
+    // … and the process dies here.
+    const { fresh, sender: s2 } = await restart();
+    try {
+      await s2.runDue();
+      await k.chain.mine(1);
+      await s2.runDue();
+      const done = (await s2.get(id))!;
+      assert.equal(done.status, 'sent');
+      assert.equal(done.tx_hash, stored.tx_hash, 'the same transaction hash');
+      assert.equal((await s2.versions(id)).length, 1, 'never re-signed');
+      assert.equal(await k.chain.tokenBalance(k.usdc, destination), p.amount, 'paid exactly once');
+      assert.equal(await hotNonce(), nonce0 + 1, 'one transaction left the hot wallet');
+      await expectRefunded(p.id, id, stored.tx_hash!);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test('crash just after broadcasting, before recording it: the same hash settles it; paid once', async () => {
+    const p = await paidPayment('base:usdc', 800);
+    const destination = freshAddress();
+    const nonce0 = await hotNonce();
+    const id = await refund(p.id, destination);
+    await sender.step(id);
+    const [v0] = await sender.versions(id);
+    await k.chain.rpc('eth_sendRawTransaction', [v0!.raw]); // the broadcast went out, then the process died
+    assert.equal(await status(id), 'signed');
+    const { fresh, sender: s2 } = await restart();
+    try {
+      await s2.runDue(); // re-broadcast: the node answers "nonce too low" (mined); the receipt settles it
+      await k.chain.mine(1);
+      await s2.runDue();
+      const done = (await s2.get(id))!;
+      assert.equal(done.status, 'sent');
+      assert.equal(done.tx_hash, v0!.tx_hash);
+      assert.equal(await k.chain.tokenBalance(k.usdc, destination), p.amount, 'paid exactly once');
+      assert.equal(await hotNonce(), nonce0 + 1);
+      await expectRefunded(p.id, id, v0!.tx_hash);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('stuck and reverted transactions', () => {
+  async function payout(amount: bigint, destination: Address, token: 'base:usdc' | 'base:eth'): Promise<string> {
+    const id = newId('po');
+    await withTx(k.t.kasse.db, (tx) =>
+      sender.enqueue(tx, { transferId: id, token: k.t.kasse.chains.token('test', token)!, destination, amount, mode: 'test', purpose: 'payout' }),
+    );
+    return id;
+  }
+
+  test('a transaction stuck below the base fee is replaced with the same nonce and a higher fee; the replacement settles it', async () => {
+    const destination = freshAddress();
+    const id = await payout(parseEther('0.01'), destination, 'base:eth');
+    await k.chain.setAutomine(false);
+    try {
+      await sender.step(id);
+      await sender.step(id);
+      assert.equal(await status(id), 'broadcast');
+      const [v0] = await sender.versions(id);
+      // The next blocks' base fee jumps far above what v0 offers, so it stays in the mempool.
+      await k.chain.rpc('hardhat_setNextBlockBaseFeePerGas', [`0x${(BigInt(v0!.max_fee_per_gas) * 20n).toString(16)}`]);
+      await k.chain.mine(1);
+      assert.equal(await sender.step(id), 'wait', 'unmined, but not yet for replace_after_blocks');
+      await k.chain.mine(2);
+      assert.equal(await sender.step(id), 'progress', 'replaced');
+      assert.equal(await status(id), 'signed', 'the replacement is stored before it is broadcast');
+      const versions = await sender.versions(id);
+      assert.equal(versions.length, 2);
+      const [a, b] = versions.map((v) => parseTransaction(v.raw as Hex));
+      assert.equal(b!.nonce, a!.nonce, 'same nonce');
+      assert.ok(b!.maxFeePerGas! * 10n >= a!.maxFeePerGas! * 11n && b!.maxPriorityFeePerGas! * 10n >= a!.maxPriorityFeePerGas! * 11n, 'at least +10 % on both fees');
+      assert.ok(b!.maxFeePerGas! <= sender.maxFeePerGas, 'within the cap');
+      assert.equal((await sender.get(id))!.tx_hash, versions[1]!.tx_hash);
+
+      assert.equal(await sender.step(id), 'progress');
+      await k.chain.mine(2);
+      assert.equal(await sender.step(id), 'done');
+      const done = (await sender.get(id))!;
+      assert.equal(done.status, 'sent');
+      assert.equal(done.tx_hash, versions[1]!.tx_hash, 'the replacement was mined');
+      assert.equal(await k.chain.rpc('eth_getTransactionReceipt', [versions[0]!.tx_hash]), null, 'the original never was');
+      assert.equal(await k.chain.balance(destination), parseEther('0.01'), 'paid once');
+    } finally {
+      await k.chain.setAutomine(true);
+    }
+  });
+
+  test('a transfer that reverts on chain fails; its nonce stays used and the next transfer takes the next one', async () => {
+    const held = await k.chain.tokenBalance(k.usdc, sender.address);
+    const [d1, d2, d3] = [freshAddress(), freshAddress(), freshAddress()];
+    const first = await payout(held, d1, 'base:usdc');
+    const second = await payout(held, d2, 'base:usdc'); // both fit the balance when estimated; only one can be paid
+    await k.chain.setAutomine(false);
+    try {
+      for (const id of [first, second]) await sender.step(id);
+      for (const id of [first, second]) await sender.step(id);
+      await k.chain.mine(2);
+    } finally {
+      await k.chain.setAutomine(true);
+    }
+    assert.equal(await sender.step(first), 'done');
+    assert.equal(await sender.step(second), 'done');
+    const [a, b] = [(await sender.get(first))!, (await sender.get(second))!];
+    assert.equal(a.status, 'sent');
+    assert.equal(b.status, 'failed');
+    assert.match(b.error!, /reverted/);
+    assert.ok(b.tx_hash, 'the reverted transaction is on record');
+    assert.equal(b.nonce, a.nonce! + 1n);
+    assert.equal(await k.chain.tokenBalance(k.usdc, d1), held);
+    assert.equal(await k.chain.tokenBalance(k.usdc, d2), 0n);
+
+    await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, sender.address, 5_000_000n));
+    const third = await payout(5_000_000n, d3, 'base:usdc');
+    await sender.step(third);
+    assert.equal((await sender.get(third))!.nonce, b.nonce! + 1n, 'the reverted nonce is not reused');
+    await sender.step(third);
+    await k.chain.mine(1);
+    assert.equal(await sender.step(third), 'done');
+    assert.equal(await status(third), 'sent');
+    assert.equal(await k.chain.tokenBalance(k.usdc, d3), 5_000_000n);
+  });
+
+  test('a transfer whose estimate reverts fails before it takes a nonce; an underfunded hot wallet waits', async () => {
+    await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, sender.address, 1_000_000n));
+    const nonce0 = await hotNonce();
+    const reverts = await payout(1n, getAddress(`0x${'00'.repeat(20)}`), 'base:usdc'); // ERC20InvalidReceiver
+    assert.equal(await sender.step(reverts), 'done');
+    const failed = (await sender.get(reverts))!;
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.nonce, null);
+    assert.match(failed.error!, /would revert/);
+    assert.equal((await sender.versions(reverts)).length, 0);
+
+    const tooMuch = await payout(10n ** 30n, freshAddress(), 'base:eth');
+    assert.equal(await sender.step(tooMuch), 'wait');
+    const waiting = (await sender.get(tooMuch))!;
+    assert.equal(waiting.status, 'pending');
+    assert.equal(waiting.tries, 1);
+    assert.match(waiting.error!, /hot wallet .* holds/);
+    assert.ok(waiting.next_attempt_at.getTime() > k.t.clock.now().getTime(), 'backed off');
+
+    const usdc = await k.chain.tokenBalance(k.usdc, sender.address);
+    const noTokens = await payout(usdc + 1n, freshAddress(), 'base:usdc');
+    assert.equal(await sender.step(noTokens), 'wait');
+    assert.match((await sender.get(noTokens))!.error!, /holds/);
+    assert.equal(await hotNonce(), nonce0, 'nothing was sent');
+    // Settle them so later passes do not see them (the operator would fund the wallet instead).
+    await k.t.kasse.db.updateTable('evm_transfers').set({ status: 'failed', reported: true }).where('id', 'in', [tooMuch, noTokens]).execute();
+  });
+});

@@ -1,0 +1,103 @@
+/** The networks files and the chain registry: shipped files load, bad files fail with the field named, fallback addresses. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { getAddress } from 'viem';
+import { decodeBase58 } from '../../src/chains/base58.ts';
+import { confirmationTier, explorerTxUrl, loadNetworks, parseNetworks } from '../../src/chains/networks.ts';
+import { ChainRegistry } from '../../src/chains/registry.ts';
+import { ConfigError } from '../../src/config.ts';
+
+const live = () => JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8'));
+
+describe('networks files', () => {
+  test('live and test sets share network and token ids; amounts are bigint smallest units', () => {
+    const sets = loadNetworks({ networksFile: null });
+    const ids = (mode: 'live' | 'test') => sets[mode].flatMap((n) => n.tokens.map((t) => t.id)).sort();
+    assert.deepEqual(ids('live'), ids('test'));
+    assert.deepEqual(sets.live.map((n) => n.id), ['ethereum', 'base', 'polygon', 'arbitrum', 'solana']);
+    const usdc = sets.live.find((n) => n.id === 'base')!.tokens.find((t) => t.id === 'base:usdc')!;
+    assert.equal(usdc.symbol, 'USDC');
+    assert.equal(usdc.minAmount, 1_000_000n);
+    assert.equal(usdc.contract, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
+    assert.equal(sets.live.find((n) => n.id === 'solana')!.tokens.find((t) => t.id === 'solana:usdc')!.contract, 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v');
+    assert.deepEqual(sets.live.map((n) => n.chainId), [1, 8453, 137, 42161, null]);
+    assert.deepEqual(sets.test.map((n) => n.chainId), [11155111, 84532, 80002, 421614, null]);
+    for (const n of [...sets.live, ...sets.test]) {
+      assert.ok(n.rpcUrls.length > 0 && n.finalityConfirmations >= n.confirmationTiers.at(-1)!.confirmations, n.id);
+      for (const t of n.tokens) if (t.stable) assert.ok(t.minAmount === 10n ** BigInt(t.decimals), `${t.id} minimum is 1 USD`);
+    }
+  });
+
+  test('tiers pick confirmations by price; explorer templates', () => {
+    const eth = loadNetworks({ networksFile: null }).live[0]!;
+    assert.deepEqual(confirmationTier(eth, 10_000), { tier: 1, confirmations: 3 });
+    assert.deepEqual(confirmationTier(eth, 10_001), { tier: 2, confirmations: 6 });
+    assert.deepEqual(confirmationTier(eth, 100_000_000), { tier: 3, confirmations: 12 });
+    assert.equal(explorerTxUrl(eth, '0xab'), 'https://etherscan.io/tx/0xab');
+    const sol = loadNetworks({ networksFile: null }).test.find((n) => n.id === 'solana')!;
+    assert.equal(explorerTxUrl(sol, '5x'), 'https://explorer.solana.com/tx/5x?cluster=devnet');
+  });
+
+  test('a bad file fails with the file, the network and the field named', () => {
+    const cases: Array<[(doc: any) => void, RegExp]> = [
+      [(d) => (d.networks = []), /"networks" must be a non-empty array/],
+      [(d) => (d.networks[1].id = 'Base'), /networks\[1\]\.id/],
+      [(d) => (d.networks[1].id = 'ethereum'), /network id "ethereum" appears twice/],
+      [(d) => delete d.networks[0].chain_id, /\(ethereum\)\.chain_id is required/],
+      [(d) => (d.networks[0].tokens[1].contract = '0x1234'), /\(ethereum:usdc\)\.contract is not an EVM address/],
+      [(d) => (d.networks[4].tokens[1].contract = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'), /\(solana:usdc\)\.contract is not a Solana address/],
+      [(d) => (d.networks[0].tokens[0].min_amount = '0.0000000000000000001'), /\(ethereum:eth\)\.min_amount/],
+      [(d) => (d.networks[0].tokens[0].symbol = 'ETH'), /symbol: "ETH" must be lower case/],
+      [(d) => (d.networks[0].tokens[2].symbol = 'usdc'), /a symbol appears twice/],
+      [(d) => (d.networks[0].confirmation_tiers[1].max_usd_cents = 5000), /max_usd_cents must ascend/],
+      [(d) => (d.networks[0].confirmation_tiers[2].max_usd_cents = 10 ** 9), /exactly the last tier/],
+      [(d) => (d.networks[0].finality_confirmations = 2), /finality_confirmations must be at least/],
+      [(d) => Object.assign(d.networks[0].tokens[0], { coingecko_id: null, binance_symbol: null }), /needs coingecko_id or binance_symbol/],
+      [(d) => (d.networks[0].family = 'cosmos'), /family must be one of/],
+    ];
+    for (const [mutate, message] of cases) {
+      const doc = live();
+      mutate(doc);
+      assert.throws(() => parseNetworks(doc, 'networks.live.json'), (err: unknown) => err instanceof ConfigError && message.test(err.message) && err.message.startsWith('networks.live.json'), String(message));
+    }
+  });
+});
+
+describe('chain registry', () => {
+  test('fallback addresses are deterministic per key, mode, chain and index, in the family format', async () => {
+    const key = randomBytes(32);
+    const sets = loadNetworks({ networksFile: null });
+    const a = new ChainRegistry(sets, key);
+    const b = new ChainRegistry(sets, key);
+    const evm = await a.adapter('test', 'base').deriveAddress(7n);
+    assert.equal(evm, getAddress(evm));
+    assert.equal(await b.adapter('test', 'base').deriveAddress(7n), evm);
+    assert.notEqual(await a.adapter('test', 'base').deriveAddress(8n), evm);
+    assert.notEqual(await a.adapter('test', 'ethereum').deriveAddress(7n), evm);
+    assert.notEqual(await a.adapter('live', 'base').deriveAddress(7n), evm);
+    assert.notEqual(await new ChainRegistry(sets, randomBytes(32)).adapter('test', 'base').deriveAddress(7n), evm);
+    const sol = await a.adapter('test', 'solana').deriveAddress(7n);
+    assert.equal(decodeBase58(sol)!.length, 32);
+    assert.ok(a.adapter('test', 'solana').isValidAddress(sol));
+    assert.ok(!a.adapter('test', 'solana').isValidAddress('0OIl'));
+    assert.ok(a.adapter('test', 'base').isValidAddress(evm.toLowerCase()));
+    assert.ok(!a.adapter('test', 'base').isValidAddress(evm.slice(0, -1)));
+    assert.throws(() => a.adapter('test', 'mars'), /unknown test network "mars"/);
+  });
+
+  test('availability: test networks unless paused; live networks only with a registered adapter', () => {
+    const sets = loadNetworks({ networksFile: null });
+    sets.test.find((n) => n.id === 'polygon')!.paused = true;
+    const reg = new ChainRegistry(sets, randomBytes(32));
+    assert.equal(reg.available('test', 'base'), true);
+    assert.equal(reg.available('test', 'polygon'), false);
+    assert.equal(reg.available('live', 'base'), false);
+    const fallback = reg.adapter('live', 'base');
+    reg.register({ ...Object.getPrototypeOf(fallback), network: fallback.network, mode: 'live', deriveAddress: (i: bigint) => fallback.deriveAddress(i) } as never);
+    assert.equal(reg.available('live', 'base'), true);
+    assert.throws(() => reg.register({ network: { ...fallback.network, id: 'mars' }, mode: 'live' } as never), /not configured/);
+    assert.deepEqual(reg.tokens().length, new Set(reg.tokens().map((t) => t.id)).size);
+  });
+});
