@@ -52,7 +52,9 @@ export function forwarderAddress(factory: Address, salt: Hex): Address {
 
 /** Well-formed 20-byte address (all lower, all upper, or a valid EIP-55 checksum), and not the zero address. */
 export function isValidEvmAddress(address: string): boolean {
-  return isAddress(address, { strict: true }) && !/^0x0{40}$/i.test(address);
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address) || /^0x0{40}$/i.test(address)) return false;
+  const hex = address.slice(2);
+  return hex === hex.toLowerCase() || hex === hex.toUpperCase() || isAddress(address, { strict: true });
 }
 
 /**

@@ -242,7 +242,7 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
   if (!opts.dryRun) {
     for (const open of await deps.db.selectFrom('evm_sweeps').selectAll().where('mode', '=', mode).where('chain', '=', network.id).where('status', '=', 'broadcast').orderBy('nonce').execute()) {
       await broadcast(rpc, open.raw_tx as Hex).catch((err) => deps.log.warn({ err, sweep: open.id }, 'rebroadcast failed'));
-      report.settled.push(await settle(deps, adapter, open.id, open.tx_hash as Hash, opts));
+      report.settled.push(await settle(deps, adapter, account, open.id, open.tx_hash as Hash, opts));
     }
   }
 
@@ -270,7 +270,7 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
       const { hash, nonce, raw } = signed;
       await tx
         .insertInto('evm_sweeps')
-        .values({ id, mode, chain: network.id, factory: factory.toLowerCase(), treasury: treasury.toLowerCase(), tx_hash: hash, nonce: BigInt(nonce), raw_tx: raw, status: 'broadcast', created_at: deps.clock.now() })
+        .values({ id, mode, chain: network.id, factory: factory.toLowerCase(), treasury: treasury.toLowerCase(), tx_hash: hash, nonce, raw_tx: raw, status: 'broadcast', created_at: deps.clock.now() })
         .execute();
       await tx.insertInto('evm_sweep_items').values(batch.map((d) => ({ sweep_id: id, address: d.address, address_index: d.index, ok: null }))).execute();
       return signed;
@@ -278,21 +278,32 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
     try {
       await broadcast(rpc, raw);
     } catch (err) {
-      await finish(deps, id, { status: 'failed', error: (err as Error).message });
-      report.transactions.push({ id, tx_hash: hash, status: 'failed', addresses: batch.length, block_number: null, gas_used: null, tokens: {}, failed_addresses: [], error: (err as Error).message });
-      continue;
+      // Its nonce is taken: it stays `broadcast` and the next run sends the same bytes again before anything new.
+      const error = (err as Error).message;
+      await deps.db.updateTable('evm_sweeps').set({ error }).where('id', '=', id).execute();
+      report.transactions.push({ id, tx_hash: hash, status: 'broadcast', addresses: batch.length, block_number: null, gas_used: null, tokens: {}, failed_addresses: [], error });
+      break;
     }
-    report.transactions.push(await settle(deps, adapter, id, hash, opts));
+    report.transactions.push(await settle(deps, adapter, account, id, hash, opts));
   }
   return report;
 }
 
 /** Waits for a sweep's receipt and records its outcome (still `broadcast` if none arrived in time). */
-async function settle(deps: SweepDeps, adapter: EvmAdapter, id: string, hash: Hash, opts: SweepOptions): Promise<SweepTxReport> {
+async function settle(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, id: string, hash: Hash, opts: SweepOptions): Promise<SweepTxReport> {
   const items = await deps.db.selectFrom('evm_sweep_items').select(['address']).where('sweep_id', '=', id).execute();
   const base: SweepTxReport = { id, tx_hash: hash, status: 'broadcast', addresses: items.length, block_number: null, gas_used: null, tokens: {}, failed_addresses: [], error: null };
   const receipt = await waitReceipt(adapter.rpc(), hash, opts.receiptTimeoutMs ?? 180_000, opts.receiptPollMs ?? 1000);
-  if (!receipt) return base;
+  if (!receipt) {
+    // Not mined. If the wallet's nonce was used by another transaction meanwhile, this one never will be.
+    const row = await deps.db.selectFrom('evm_sweeps').select(['nonce']).where('id', '=', id).executeTakeFirstOrThrow();
+    const mined = BigInt(await adapter.rpc().request<Hex>('eth_getTransactionCount', [account.address, 'latest']));
+    if (mined > BigInt(row.nonce) && !(await adapter.rpc().request<RpcReceipt | null>('eth_getTransactionReceipt', [hash]))) {
+      await finish(deps, id, { status: 'failed', error: `nonce ${row.nonce} was used by another transaction` });
+      return { ...base, status: 'failed', error: `nonce ${row.nonce} was used by another transaction` };
+    }
+    return base;
+  }
   const ok = BigInt(receipt.status) === 1n;
   const flushed = new Map<string, boolean>();
   const tokens: Record<string, bigint> = {};

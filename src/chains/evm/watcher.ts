@@ -413,7 +413,8 @@ export class EvmWatcher {
         h--;
       }
     }
-    if (ancestor.number === cursor.number && ancestor.hash === cursor.hash) return cursor;
+    // The node's chain still contains our tip, yet it answered as if it did not: inconsistent answers, not a reorg.
+    if (ancestor.number === cursor.number && ancestor.hash === cursor.hash) throw new InconsistentChainError(`block ${cursor.number} is both kept and replaced`);
     const fromBlock = ancestor.number + 1n;
     this.opts.log.warn({ chain: this.chain, mode: this.mode, from: fromBlock.toString(), cursor: cursor.number.toString() }, 'chain reorganization');
     await this.opts.sink.blocksRemoved(this.mode, this.chain, fromBlock);

@@ -46,7 +46,7 @@ export const evmCommands: Command[] = [
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: kasse.metrics, log: kasse.log });
       const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [account.address, 'latest']));
       if (balance === 0n) throw new UsageError(`the hot wallet ${account.address} has no coin on ${network.id} to pay for the deployment`);
-      const deployed = await deployForwarderFactory(network, rpc, account, { treasury, owner: address(f, 'owner') });
+      const deployed = await deployForwarderFactory({ db: kasse.db, clock: kasse.clock, log: kasse.log }, { network, mode: mode(f), rpc }, account, { treasury, owner: address(f, 'owner') });
       return { ...deployed, hot_wallet: account.address, networks_file: { evm: { forwarder_factory: deployed.factory, treasury } } };
     },
   },

@@ -38,7 +38,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       key text NOT NULL,
       request_hash text NOT NULL,
       response_status integer,
-      response_body jsonb,
+      response_body json,  -- json keeps the stored text exactly (key order), which a replay returns
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (merchant_id, mode, key)
     );

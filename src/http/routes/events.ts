@@ -3,12 +3,13 @@
  * `POST /events/{id}/redeliver`. Events of the other mode are not found.
  */
 import { Type } from 'typebox';
+import { ID_PATTERNS } from '../../core/ids.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { DateTime, EventIdParam, Nullable } from '../schemas/common.ts';
 
 const Event = Type.Object(
   {
-    id: Type.String({ pattern: '^evt_[0-9A-Z]{26}$', description: 'Event id; the key to deduplicate deliveries on.' }),
+    id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id; the key to deduplicate deliveries on.' }),
     type: Type.String({ description: 'Event type, e.g. `payment.paid`.' }),
     created_at: DateTime('When the event happened.'),
     data: Type.Unknown({ description: 'The object the event is about as it was at that moment (the full Payment for `payment.*`).' }),

@@ -41,6 +41,8 @@ const WRITE_CHUNK = 1000;
 export interface ClaimedDelivery {
   id: string;
   leaseToken: string;
+  /** End of the claim (clock milliseconds). */
+  leaseUntil: number;
   eventId: string;
   type: string;
   createdAt: Date;
@@ -70,6 +72,8 @@ export interface DeliveryOptions {
   client: MerchantHttpClient;
   /** Requests in flight at most. */
   concurrency: number;
+  /** Deadline of one request. */
+  timeoutMs: number;
   /** How long a claim holds; must exceed the request timeout plus the time to record the result. */
   leaseMs: number;
 }
@@ -159,15 +163,17 @@ export class WebhookDelivery {
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const now = this.o.clock.now();
     const token = randomBytes(12).toString('base64url');
+    const leaseUntil = now.getTime() + this.o.leaseMs;
     const rows = await this.o.db.transaction().execute(async (tx) => {
       // Walk the due index in order and stop at the limit. Right after a burst of events the statistics still
       // describe a small table, and the planner would rather collect and sort every due row (100 ms at 20,000).
       await sql`SET LOCAL enable_sort = off`.execute(tx);
-      return (await this.claimQuery(tx, now, token, limit)).rows;
+      return (await this.claimQuery(tx, now, new Date(leaseUntil), token, limit)).rows;
     });
     return rows.map((r) => ({
       id: r.id,
       leaseToken: token,
+      leaseUntil,
       eventId: r.event_id,
       type: r.type,
       createdAt: r.created_at,
@@ -179,8 +185,7 @@ export class WebhookDelivery {
     }));
   }
 
-  private claimQuery(tx: Tx, now: Date, token: string, limit: number) {
-    const lease = new Date(now.getTime() + this.o.leaseMs);
+  private claimQuery(tx: Tx, now: Date, lease: Date, token: string, limit: number) {
     return sql<{ id: string; event_id: string; type: string; created_at: Date; data: string; merchant_id: string; mode: Mode; url: string; attempts: number }>`
       UPDATE webhook_deliveries d
       SET locked_until = ${lease}, next_attempt_at = ${lease}, lease_token = ${token}
@@ -298,8 +303,17 @@ export class WebhookDelivery {
     return Math.max(2 * this.o.concurrency, MIN_HELD) - this.inFlight - this.queue.length - this.reserved;
   }
 
+  /**
+   * Starts queued deliveries in free slots. One whose claim would run out before its request and the recording of
+   * its result could finish (slow endpoints kept the queue waiting) is let go unsent: it becomes due again when the
+   * lease ends, rather than risk being sent by this worker and another.
+   */
   private dispatch(): void {
-    while (this.inFlight < this.o.concurrency && this.queue.length > 0) this.launch(this.queue.shift()!);
+    while (this.inFlight < this.o.concurrency && this.queue.length > 0) {
+      const d = this.queue.shift()!;
+      if (d.leaseUntil - this.o.clock.now().getTime() < this.o.timeoutMs + (this.o.leaseMs - this.o.timeoutMs) / 2) continue;
+      this.launch(d);
+    }
   }
 
   private launch(d: ClaimedDelivery): void {

@@ -102,6 +102,7 @@ export class WebhookService implements EventPublisher {
       log: deps.log,
       client: this.client,
       concurrency,
+      timeoutMs,
       leaseMs: timeoutMs + LEASE_MARGIN_MS,
     });
     this.delivery.onProgress = () => this.nudge();

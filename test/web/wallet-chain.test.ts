@@ -1,0 +1,529 @@
+/**
+ * Browser-wallet payments end to end: real Chromium on the hosted checkout of a real Kasse whose test-mode `base`
+ * network is a PRIVATE local Hardhat node (automine off, exact confirmation counts), paying from an injected
+ * EIP-1193 wallet that is a real one: `window.ethereum.request` forwards every call (page.exposeFunction) to a
+ * wallet implemented here in Node over a viem account. It signs and sends real transactions to the node, signs real
+ * EIP-712 typed data, refuses what a wallet refuses (wrong account, unknown chain, typed data for another chain,
+ * node calls before switching to the node's chain) and passes read calls (eth_call, …) through to the node. Nothing
+ * the page asks for is scripted.
+ *
+ * - Browser wallet: a payment from the public API, the coin picked on the page (ETH, then USDC as an ERC-20
+ *   transfer), "Pay with browser wallet" → connect, switch chain, eth_sendTransaction; blocks are mined and the
+ *   watcher ticked by hand; the page shows the confirmations live, then Paid, then goes to success_url; the deposit,
+ *   the webhooks and the merchant's balance are checked through the API.
+ * - Pay by signature: a payer holding USDC and no ETH signs TransferWithAuthorization (domain read from the token
+ *   through the wallet); Kasse's hot wallet relays it and pays the gas; the page shows Paid; the payer's ETH is still 0
+ *   and its USDC dropped by exactly pay_amount.
+ *
+ * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
+ * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
+ * Waits are for page states (locators) and for requests the page makes; mining and watcher ticks are explicit.
+ * The paid page is screenshotted while its redirect to success_url is held at the network (page.route), so the
+ * screenshot never races the 1.5 s redirect.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Page, Route } from 'playwright-core';
+import { decodeFunctionData, getAddress, hexToBigInt, type Address, type Hash, type Hex, type TypedDataDefinition } from 'viem';
+import { erc20Abi } from '../../src/chains/evm/contracts.ts';
+import { bpsOf } from '../../src/core/money.ts';
+import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
+import { foreignRequests, launchBrowser, screenshot, SIZES, startMerchantSite, type RecordedPage, type TestBrowser } from '../harness/browser.ts';
+import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
+
+/** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
+const CONFIRMATIONS = 3;
+const PRICE_CENTS = 1500;
+const HARDHAT_CHAIN_ID = 31337;
+
+let node: HardhatNode;
+let k: EvmKasse;
+let b: TestBrowser;
+let shop: Awaited<ReturnType<typeof startMerchantSite>>;
+/** Holds ETH for gas and USDC. */
+let payer: TestWallet;
+/** Holds USDC and no ETH at all. */
+let gaslessPayer: TestWallet;
+
+/** Kasse's fake clock at the latest block's time (and the fake price feed with it), as the relay's checks need. */
+async function alignClockWithChain(): Promise<void> {
+  const block = await k.chain.client.getBlock({ blockTag: 'latest' });
+  k.t.clock.set(Number(block.timestamp) * 1000);
+  k.coingecko.setPrice('ethereum', ETH_USD, k.t.clock.now());
+}
+
+before(async () => {
+  node = await startHardhatNode();
+  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: CONFIRMATIONS }], finality: 6 });
+  payer = await k.chain.newWallet('10');
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, payer.address, 1_000_000_000n));
+  gaslessPayer = await k.chain.newWallet('0');
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, gaslessPayer.address, 1_000_000_000n));
+  await alignClockWithChain();
+  await k.tick(); // the watcher's cursor starts at the head
+  // From here on nothing is mined unless the test mines it.
+  await k.chain.setAutomine(false);
+  b = await launchBrowser();
+  shop = await startMerchantSite({ '/thanks': { type: 'text/html; charset=utf-8', body: '<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>' } });
+});
+after(async () => {
+  await b?.close();
+  await shop?.close();
+  await k?.close();
+  await node?.stop();
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The injected wallet
+// ---------------------------------------------------------------------------------------------------------------
+
+interface ProviderRpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+type WalletAnswer = { result: unknown; events?: Array<[string, unknown]> } | { error: ProviderRpcError };
+
+class WalletError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** Chains this wallet knows: Ethereum (where it starts, like a freshly installed wallet; no node behind it) and the local node. */
+const KNOWN_CHAINS = new Set([1, HARDHAT_CHAIN_ID]);
+
+/** Node methods a wallet answers from its RPC. Nothing that signs: the node's own unlocked accounts are never used. */
+const READ_METHODS = new Set([
+  'eth_blockNumber',
+  'eth_call',
+  'eth_estimateGas',
+  'eth_feeHistory',
+  'eth_gasPrice',
+  'eth_getBalance',
+  'eth_getBlockByHash',
+  'eth_getBlockByNumber',
+  'eth_getCode',
+  'eth_getLogs',
+  'eth_getStorageAt',
+  'eth_getTransactionByHash',
+  'eth_getTransactionCount',
+  'eth_getTransactionReceipt',
+  'eth_maxPriorityFeePerGas',
+  'net_version',
+]);
+
+/** Page side: an EIP-1193 provider whose `request` is answered by the Node wallet through an exposed function. */
+const PROVIDER_SCRIPT = `(() => {
+  const listeners = {};
+  const provider = {
+    isKasseTestWallet: true,
+    async request(args) {
+      if (!args || typeof args.method !== 'string') throw Object.assign(new Error('Invalid request'), { code: -32600 });
+      const answer = await window.__kasseTestWallet(args.method, args.params === undefined ? [] : args.params);
+      if (answer.error) throw Object.assign(new Error(answer.error.message), answer.error);
+      for (const [event, value] of answer.events || []) for (const fn of listeners[event] || []) fn(value);
+      return answer.result;
+    },
+    on(event, fn) { (listeners[event] = listeners[event] || []).push(fn); return provider; },
+    removeListener(event, fn) { listeners[event] = (listeners[event] || []).filter((f) => f !== fn); return provider; },
+  };
+  Object.defineProperty(window, 'ethereum', { value: provider, configurable: false, writable: false });
+})();`;
+
+/** A browser wallet over one account, living in Node; attach it to a page before the page loads. */
+class InjectedWallet {
+  /** Every method the page asked for, in order. */
+  readonly calls: string[] = [];
+  /** Hashes of the transactions it sent. */
+  readonly sent: Hash[] = [];
+  /** The typed data it signed (as the page sent it). */
+  readonly signed: Array<{ domain: Record<string, unknown>; primaryType: string; message: Record<string, unknown> }> = [];
+  private chainId = 1;
+  private connected = false;
+
+  constructor(private readonly account: TestWallet) {}
+
+  get address(): Address {
+    return this.account.address;
+  }
+
+  async attach(page: Page): Promise<void> {
+    await page.exposeFunction('__kasseTestWallet', (method: string, params: unknown) => this.handle(method, params));
+    await page.addInitScript(PROVIDER_SCRIPT);
+  }
+
+  private async handle(method: string, params: unknown): Promise<WalletAnswer> {
+    this.calls.push(method);
+    const events: Array<[string, unknown]> = [];
+    try {
+      const result = await this.dispatch(method, Array.isArray(params) ? params : [], events);
+      return { result: result ?? null, events };
+    } catch (err) {
+      if (err instanceof WalletError) return { error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } };
+      return { error: { code: -32603, message: err instanceof Error ? err.message : String(err) } };
+    }
+  }
+
+  private async dispatch(method: string, params: any[], events: Array<[string, unknown]>): Promise<unknown> {
+    switch (method) {
+      case 'eth_requestAccounts':
+        if (!this.connected) events.push(['connect', { chainId: this.hexChainId() }], ['accountsChanged', [this.address]]);
+        this.connected = true;
+        return [this.address];
+      case 'eth_accounts':
+        return this.connected ? [this.address] : [];
+      case 'eth_chainId':
+        return this.hexChainId();
+      case 'wallet_switchEthereumChain': {
+        const id = Number(BigInt(String(params[0]?.chainId)));
+        if (!KNOWN_CHAINS.has(id)) throw new WalletError(4902, `Unrecognized chain ID ${params[0]?.chainId}. Try adding the chain using wallet_addEthereumChain first.`);
+        if (id !== this.chainId) events.push(['chainChanged', `0x${id.toString(16)}`]);
+        this.chainId = id;
+        return null;
+      }
+      case 'eth_sendTransaction': {
+        const tx = params[0] ?? {};
+        this.authorized(tx.from);
+        this.onNodeChain();
+        const hash = await this.account.sendTransaction({
+          account: this.account.account,
+          chain: hardhatChain,
+          to: tx.to as Address,
+          value: tx.value ? hexToBigInt(tx.value as Hex) : 0n,
+          data: (tx.data as Hex | undefined) || undefined,
+          gas: tx.gas ? hexToBigInt(tx.gas as Hex) : undefined,
+        });
+        this.sent.push(hash);
+        return hash;
+      }
+      case 'eth_signTypedData_v4': {
+        this.authorized(params[0]);
+        const typed = typeof params[1] === 'string' ? JSON.parse(params[1]) : params[1];
+        // Like MetaMask: typed data bound to another chain than the selected one is refused.
+        if (typed?.domain?.chainId !== undefined && Number(typed.domain.chainId) !== this.chainId) {
+          throw new WalletError(-32602, `Provided chainId "${typed.domain.chainId}" must match the active chainId "${this.chainId}"`);
+        }
+        const { EIP712Domain: _domainType, ...types } = typed.types as Record<string, unknown>;
+        const signature = await this.account.signTypedData({
+          account: this.account.account,
+          domain: typed.domain,
+          types,
+          primaryType: typed.primaryType,
+          message: typed.message,
+        } as TypedDataDefinition & { account: TestWallet['account'] });
+        this.signed.push({ domain: typed.domain, primaryType: typed.primaryType, message: typed.message });
+        return signature;
+      }
+      default:
+        if (!READ_METHODS.has(method)) throw new WalletError(4200, `The wallet does not support ${method}.`);
+        this.onNodeChain();
+        return this.forward(method, params);
+    }
+  }
+
+  private hexChainId(): string {
+    return `0x${this.chainId.toString(16)}`;
+  }
+
+  private authorized(from: unknown): void {
+    if (!this.connected) throw new WalletError(4100, 'The requested account has not been authorized by the user.');
+    if (typeof from !== 'string' || from.toLowerCase() !== this.address.toLowerCase()) throw new WalletError(4100, `Unknown account ${String(from)}.`);
+  }
+
+  /** Only the local node is reachable: on any other chain the wallet has no RPC. */
+  private onNodeChain(): void {
+    if (this.chainId !== HARDHAT_CHAIN_ID) throw new WalletError(4901, `The wallet is not connected to chain ${this.hexChainId()}.`);
+  }
+
+  /** A read call passed through to the node as is, its JSON-RPC error (code, message, revert data) included. */
+  private async forward(method: string, params: unknown[]): Promise<unknown> {
+    const res = await fetch(node.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = (await res.json()) as { result?: unknown; error?: ProviderRpcError };
+    if (body.error) throw new WalletError(body.error.code, body.error.message, body.error.data);
+    return body.result;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------------------
+
+let orderSeq = 0;
+async function createPayment(label: string) {
+  const order = `${label}-${++orderSeq}`;
+  const successUrl = `${shop.url}/thanks?order=${order}`;
+  const res = await k.m.test.post('/payments', { price_amount: PRICE_CENTS, price_currency: 'USD', order_id: order, success_url: successUrl });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  assert.deepEqual(res.body.attempts, [], 'no coin yet: the payer picks it on the page');
+  return { id: res.body.id as string, checkoutUrl: res.body.checkout_url as string, successUrl };
+}
+
+async function getPayment(id: string) {
+  const res = await k.m.test.get(`/payments/${id}`);
+  assert.equal(res.status, 200);
+  return res.body;
+}
+
+async function getBalance(): Promise<{ available_usd_cents: number; custody: Array<{ token: string; amount: string }> }> {
+  const res = await k.m.test.get('/balance');
+  assert.equal(res.status, 200);
+  return res.body;
+}
+const custodyOf = (bal: Awaited<ReturnType<typeof getBalance>>, token: string) => BigInt(bal.custody.find((c) => c.token === token)?.amount ?? '0');
+
+/** Rejects if `p` has not settled within `ms` (a guard against hanging on an event that never comes, not a sleep). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Holds the page's navigation to `url` at the network until `release()`: the document that asked for it stays on
+ * screen (for screenshots) and `requested` resolves the moment the page asks.
+ */
+async function holdNavigation(page: Page, url: string) {
+  let requested!: () => void;
+  let release!: () => void;
+  const asked = new Promise<void>((r) => (requested = r));
+  const released = new Promise<void>((r) => (release = r));
+  await page.route(
+    (u) => u.href === url,
+    async (route: Route) => {
+      requested();
+      await released;
+      await route.continue();
+    },
+  );
+  return { requested: (ms = 15_000) => within(asked, ms, `the page to go to ${url}`), release };
+}
+
+/** Waits until the page's live status line (role=status) contains `text`. */
+async function statusShows(page: Page, text: string): Promise<void> {
+  await page.getByRole('status').filter({ hasText: text }).waitFor({ timeout: 15_000 });
+}
+
+/** Opens the checkout with the wallet injected and picks `token` in the coin picker. */
+async function openAndPick(size: 'phone' | 'desktop', wallet: InjectedWallet, p: Awaited<ReturnType<typeof createPayment>>, token: string) {
+  const rec = await b.open(size);
+  await wallet.attach(rec.page);
+  const redirect = await holdNavigation(rec.page, p.successUrl);
+  await rec.page.goto(p.checkoutUrl);
+  await rec.page.getByRole('heading', { name: 'Choose a coin' }).waitFor();
+  await rec.page.locator('fieldset', { hasText: 'Base (local Hardhat)' }).locator(`button[name="token"][value="${token}"]`).click();
+  await rec.page.getByRole('heading', { name: 'Send exactly' }).waitFor();
+  const attempt = (await getPayment(p.id)).attempts[0];
+  assert.equal(attempt.token, token);
+  assert.equal(await rec.page.locator('#k-address').textContent(), attempt.address);
+  return { rec, redirect, attempt };
+}
+
+/** Mines one block, ticks the watcher, and waits for the page to show `n` confirmations (or Paid at the last). */
+async function confirmOneBlock(page: Page, n: number): Promise<void> {
+  await k.chain.mine(1);
+  const r = await k.tick();
+  assert.equal(r.reorgFrom, null);
+  assert.equal(r.scanned, 1);
+  if (n < CONFIRMATIONS) {
+    await statusShows(page, `Payment detected. ${n} of ${CONFIRMATIONS} confirmations.`);
+    await page.getByRole('heading', { name: 'Payment detected' }).waitFor();
+  } else {
+    await page.getByRole('heading', { name: 'Paid' }).waitFor({ timeout: 15_000 });
+    await statusShows(page, 'Paid. Thank you!');
+  }
+}
+
+/**
+ * The paid page at both sizes while its redirect is held, then the redirect to success_url, and a clean record:
+ * no console or page errors, no request to any host but the checkout (the wallet talked to the node, not the page).
+ */
+async function finishPaid(rec: RecordedPage, redirect: Awaited<ReturnType<typeof holdNavigation>>, p: { successUrl: string }, name: string, size: 'phone' | 'desktop') {
+  const { page } = rec;
+  await redirect.requested(); // the paid page sends the browser on to success_url by itself
+  const other = size === 'phone' ? 'desktop' : 'phone';
+  await screenshot(page, `${name}-${size}`);
+  await page.setViewportSize(SIZES[other]);
+  await page.getByRole('heading', { name: 'Paid' }).waitFor();
+  await screenshot(page, `${name}-${other}`);
+  const beforeRedirect = [...rec.requests];
+  redirect.release();
+  await page.waitForURL(p.successUrl, { timeout: 15_000 });
+  await page.getByRole('heading', { name: 'Thank you for your order' }).waitFor();
+  assert.deepEqual(foreignRequests(beforeRedirect, k.t.urls.checkout), []);
+  assert.deepEqual(rec.errors, []);
+  assert.deepEqual(rec.dialogs, []);
+}
+
+const receiptOf = (hash: Hash) => k.chain.rpc<unknown>('eth_getTransactionReceipt', [hash]);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('pay with browser wallet on the local chain', () => {
+  for (const { token, size } of [
+    { token: 'base:eth', size: 'phone' },
+    { token: 'base:usdc', size: 'desktop' },
+  ] as const) {
+    test(`${token}: the wallet sends the exact transfer, the page follows the confirmations to Paid and success_url`, async () => {
+      const symbol = token.split(':')[1]!;
+      const p = await createPayment(`wallet-${symbol}`);
+      const wallet = new InjectedWallet(payer);
+      const { rec, redirect, attempt } = await openAndPick(size, wallet, p, token);
+      const { page } = rec;
+      const amount = BigInt(attempt.pay_amount);
+      const balance0 = await getBalance();
+      const eth0 = await k.chain.balance(payer.address);
+      const usdc0 = await k.chain.tokenBalance(k.usdc, payer.address);
+      const gasless = page.getByRole('button', { name: 'Pay by signature (no gas fee)' });
+      assert.equal(await gasless.isVisible(), token === 'base:usdc', 'pay by signature is offered for USDC only');
+
+      await page.getByRole('button', { name: 'Pay with browser wallet' }).click();
+      await statusShows(page, 'Transaction sent. Waiting for the network to see it.');
+      assert.deepEqual(wallet.calls, ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain', 'eth_sendTransaction']);
+      assert.equal(wallet.sent.length, 1);
+      const hash = wallet.sent[0]!;
+
+      // The transaction the page built is in the node's pool, not mined yet, and pays exactly pay_amount.
+      const tx = await k.chain.client.getTransaction({ hash });
+      assert.equal(tx.blockNumber, null);
+      assert.equal(getAddress(tx.from), payer.address);
+      if (token === 'base:eth') {
+        assert.equal(getAddress(tx.to!), getAddress(attempt.address));
+        assert.equal(tx.value, amount);
+      } else {
+        assert.equal(getAddress(tx.to!), getAddress(k.usdc));
+        assert.equal(tx.value, 0n);
+        const call = decodeFunctionData({ abi: erc20Abi, data: tx.input });
+        assert.equal(call.functionName, 'transfer');
+        assert.deepEqual(call.args, [getAddress(attempt.address), amount]);
+      }
+      assert.equal(await receiptOf(hash), null);
+      await k.tick();
+      assert.equal((await getPayment(p.id)).attempts[0].deposits.length, 0, 'nothing is seen before it is mined');
+
+      for (let n = 1; n <= CONFIRMATIONS; n++) {
+        await confirmOneBlock(page, n);
+        if (n === 1) await screenshot(page, `wallet-chain-${symbol}-confirming-${size}`);
+      }
+      await finishPaid(rec, redirect, p, `wallet-chain-${symbol}-paid`, size);
+
+      const pay = await getPayment(p.id);
+      assert.equal(pay.status, 'paid');
+      assert.equal(pay.paid_attempt_id, attempt.id);
+      const receipt = await k.chain.receipt(hash);
+      assert.equal(pay.attempts[0].deposits.length, 1);
+      const dep = pay.attempts[0].deposits[0];
+      assert.equal(dep.tx_hash, hash);
+      assert.equal(dep.token, token);
+      assert.equal(dep.amount, amount.toString());
+      assert.equal(getAddress(dep.from), payer.address);
+      assert.equal(dep.block_number, receipt.blockNumber.toString());
+      assert.equal(dep.confirmations, CONFIRMATIONS);
+      assert.equal(dep.status, 'confirmed');
+      assert.equal(pay.attempts[0].received_amount, amount.toString());
+      assert.equal(pay.attempts[0].overpaid, false);
+      const events = k.eventTypes(p.id);
+      assert.deepEqual(events.slice(events.indexOf('payment.confirming')), ['payment.confirming', 'payment.paid']);
+
+      // The merchant is credited the price less the fee, and holds exactly the coins that arrived.
+      const balance1 = await getBalance();
+      assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)));
+      assert.equal(custodyOf(balance1, token) - custodyOf(balance0, token), amount);
+      // The payer paid the amount plus the gas of its own transaction.
+      const gas = receipt.gasUsed * receipt.effectiveGasPrice;
+      if (token === 'base:eth') {
+        assert.equal(await k.chain.balance(payer.address), eth0 - amount - gas);
+      } else {
+        assert.equal(await k.chain.balance(payer.address), eth0 - gas);
+        assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), usdc0 - amount);
+      }
+      await rec.context.close();
+    });
+  }
+});
+
+describe('pay by signature on the local chain', () => {
+  test('a payer with USDC and no ETH signs; the hot wallet relays and pays the gas; the page shows Paid', async () => {
+    await alignClockWithChain();
+    const p = await createPayment('gasless');
+    const wallet = new InjectedWallet(gaslessPayer);
+    const { rec, redirect, attempt } = await openAndPick('desktop', wallet, p, 'base:usdc');
+    const { page } = rec;
+    const amount = BigInt(attempt.pay_amount);
+    const sender = k.adapter.sender!;
+    assert.equal(await k.chain.balance(gaslessPayer.address), 0n, 'the payer holds no ETH');
+    const usdc0 = await k.chain.tokenBalance(k.usdc, gaslessPayer.address);
+    const hotEth0 = await k.chain.balance(sender.address);
+    const balance0 = await getBalance();
+
+    const relayed = page.waitForResponse((r) => r.url() === `${k.t.urls.checkout}/p/${p.id}/gasless` && r.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).click();
+    const answer = await relayed;
+    const body = await answer.json();
+    assert.equal(answer.status(), 202, JSON.stringify(body));
+    assert.equal(body.status, 'broadcast');
+    assert.match(body.tx_hash, /^0x[0-9a-f]{64}$/);
+    await statusShows(page, 'Signed. Kasse is sending your payment.');
+
+    // The page connected, switched to the node's chain, read the token's EIP-712 domain through the wallet and asked
+    // for a signature of exactly the coin choice; the payer sent no transaction.
+    assert.deepEqual(wallet.calls.slice(0, 3), ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain']);
+    assert.ok(wallet.calls.includes('eth_call'));
+    assert.equal(wallet.calls.at(-1), 'eth_signTypedData_v4');
+    assert.deepEqual(wallet.sent, []);
+    assert.equal(wallet.signed.length, 1);
+    const signed = wallet.signed[0]!;
+    assert.equal(signed.primaryType, 'TransferWithAuthorization');
+    assert.deepEqual(signed.domain, { chainId: HARDHAT_CHAIN_ID, verifyingContract: k.usdc, name: 'Test USDC', version: '2' });
+    assert.equal(signed.message.from, gaslessPayer.address);
+    assert.equal(signed.message.to, attempt.address);
+    assert.equal(signed.message.value, attempt.pay_amount);
+    assert.equal(signed.message.validBefore, String(Math.floor(Date.parse(attempt.expires_at) / 1000)));
+
+    // The relay is the hot wallet's transaction, in the pool until mined.
+    const hash = body.tx_hash as Hash;
+    const tx = await k.chain.client.getTransaction({ hash });
+    assert.equal(tx.blockNumber, null);
+    assert.equal(getAddress(tx.from), getAddress(sender.address));
+    assert.equal(getAddress(tx.to!), getAddress(k.usdc));
+    await k.tick();
+    assert.equal((await getPayment(p.id)).attempts[0].deposits.length, 0);
+
+    for (let n = 1; n <= CONFIRMATIONS; n++) {
+      await confirmOneBlock(page, n);
+      if (n === 1) await screenshot(page, 'wallet-chain-gasless-confirming-desktop');
+    }
+    await finishPaid(rec, redirect, p, 'wallet-chain-gasless-paid', 'desktop');
+
+    const pay = await getPayment(p.id);
+    assert.equal(pay.status, 'paid');
+    const dep = pay.attempts[0].deposits[0];
+    assert.equal(pay.attempts[0].deposits.length, 1);
+    assert.equal(dep.tx_hash, hash);
+    assert.equal(dep.amount, amount.toString());
+    assert.equal(getAddress(dep.from), gaslessPayer.address, 'the Transfer is from the payer, though the hot wallet sent the transaction');
+    assert.equal(dep.status, 'confirmed');
+
+    const receipt = await k.chain.receipt(hash);
+    assert.equal(await k.chain.balance(gaslessPayer.address), 0n, 'the payer still holds no ETH');
+    assert.equal(await k.chain.tokenBalance(k.usdc, gaslessPayer.address), usdc0 - amount, 'the payer paid exactly pay_amount');
+    assert.equal(await k.chain.balance(sender.address), hotEth0 - receipt.gasUsed * receipt.effectiveGasPrice, 'the hot wallet paid the gas');
+    const balance1 = await getBalance();
+    assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)));
+    assert.equal(custodyOf(balance1, 'base:usdc') - custodyOf(balance0, 'base:usdc'), amount);
+
+    // The relay settles as sent in the hot-wallet sender.
+    await sender.runDue();
+    const relay = await k.t.kasse.db.selectFrom('evm_gasless').select('transfer_id').where('attempt_id', '=', attempt.id).executeTakeFirstOrThrow();
+    const transfer = (await sender.get(relay.transfer_id))!;
+    assert.equal(transfer.purpose, 'gasless');
+    assert.equal(transfer.tx_hash, hash);
+    assert.equal(transfer.status, 'sent');
+    await rec.context.close();
+  });
+});
