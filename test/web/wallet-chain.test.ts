@@ -18,12 +18,12 @@
  * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
  * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
  * Waits are for page states (locators) and for requests the page makes; mining and watcher ticks are explicit.
- * The paid page is screenshotted while its redirect to success_url is held at the network (page.route), so the
- * screenshot never races the 1.5 s redirect.
+ * The page's timers run on Playwright's clock and are paused just before the payment turns paid, so the paid page is
+ * screenshotted before its 1.5 s redirect to success_url, which then fires when the test runs the page clock.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Page, Route } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { decodeFunctionData, getAddress, hexToBigInt, type Address, type Hash, type Hex, type TypedDataDefinition } from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { bpsOf } from '../../src/core/money.ts';
@@ -276,32 +276,6 @@ async function getBalance(): Promise<{ available_usd_cents: number; custody: Arr
 }
 const custodyOf = (bal: Awaited<ReturnType<typeof getBalance>>, token: string) => BigInt(bal.custody.find((c) => c.token === token)?.amount ?? '0');
 
-/** Rejects if `p` has not settled within `ms` (a guard against hanging on an event that never comes, not a sleep). */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)))]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Holds the page's navigation to `url` at the network until `release()`: the document that asked for it stays on
- * screen (for screenshots) and `requested` resolves the moment the page asks.
- */
-async function holdNavigation(page: Page, url: string) {
-  let requested!: () => void;
-  let release!: () => void;
-  const asked = new Promise<void>((r) => (requested = r));
-  const released = new Promise<void>((r) => (release = r));
-  await page.route(
-    (u) => u.href === url,
-    async (route: Route) => {
-      requested();
-      await released;
-      await route.continue();
-    },
-  );
-  return { requested: (ms = 15_000) => within(asked, ms, `the page to go to ${url}`), release };
-}
-
 /** Waits until the page's live status line (role=status) contains `text`. */
 async function statusShows(page: Page, text: string): Promise<void> {
   await page.getByRole('status').filter({ hasText: text }).waitFor({ timeout: 15_000 });
@@ -311,7 +285,8 @@ async function statusShows(page: Page, text: string): Promise<void> {
 async function openAndPick(size: 'phone' | 'desktop', wallet: InjectedWallet, p: Awaited<ReturnType<typeof createPayment>>, token: string) {
   const rec = await b.open(size);
   await wallet.attach(rec.page);
-  const redirect = await holdNavigation(rec.page, p.successUrl);
+  // The page's timers run on Playwright's clock, so the paid page's delayed redirect fires when the test says so.
+  await rec.page.clock.install();
   await rec.page.goto(p.checkoutUrl);
   await rec.page.getByRole('heading', { name: 'Choose a coin' }).waitFor();
   await rec.page.locator('fieldset', { hasText: 'Base (local Hardhat)' }).locator(`button[name="token"][value="${token}"]`).click();
@@ -319,11 +294,16 @@ async function openAndPick(size: 'phone' | 'desktop', wallet: InjectedWallet, p:
   const attempt = (await getPayment(p.id)).attempts[0];
   assert.equal(attempt.token, token);
   assert.equal(await rec.page.locator('#k-address').textContent(), attempt.address);
-  return { rec, redirect, attempt };
+  return { rec, attempt };
 }
 
 /** Mines one block, ticks the watcher, and waits for the page to show `n` confirmations (or Paid at the last). */
 async function confirmOneBlock(page: Page, n: number): Promise<void> {
+  if (n === CONFIRMATIONS) {
+    // Freeze the page's timers before it learns it is paid: its redirect then waits for clock.runFor below.
+    const pageNow = await page.evaluate(() => Date.now());
+    await page.clock.pauseAt(pageNow + 1);
+  }
   await k.chain.mine(1);
   const r = await k.tick();
   assert.equal(r.reorgFrom, null);
@@ -338,19 +318,24 @@ async function confirmOneBlock(page: Page, n: number): Promise<void> {
 }
 
 /**
- * The paid page at both sizes while its redirect is held, then the redirect to success_url, and a clean record:
- * no console or page errors, no request to any host but the checkout (the wallet talked to the node, not the page).
+ * The paid page at both sizes (its timers frozen), then the redirect to success_url exactly 1.5 s of page time
+ * later, and a clean record: no console or page errors, no dialogs, and no request to any host but the checkout
+ * (the wallet talked to the node, not the page).
  */
-async function finishPaid(rec: RecordedPage, redirect: Awaited<ReturnType<typeof holdNavigation>>, p: { successUrl: string }, name: string, size: 'phone' | 'desktop') {
+async function finishPaid(rec: RecordedPage, p: { checkoutUrl: string; successUrl: string }, name: string, size: 'phone' | 'desktop') {
   const { page } = rec;
-  await redirect.requested(); // the paid page sends the browser on to success_url by itself
   const other = size === 'phone' ? 'desktop' : 'phone';
   await screenshot(page, `${name}-${size}`);
   await page.setViewportSize(SIZES[other]);
   await page.getByRole('heading', { name: 'Paid' }).waitFor();
   await screenshot(page, `${name}-${other}`);
+  await page.setViewportSize(SIZES[size]);
+  assert.equal(await page.getByRole('link', { name: 'Continue' }).getAttribute('href'), p.successUrl);
+  await page.clock.runFor(1499);
+  assert.equal(page.url(), p.checkoutUrl);
+  assert.ok(!rec.requests.includes(p.successUrl), 'no redirect before 1.5 s');
   const beforeRedirect = [...rec.requests];
-  redirect.release();
+  await page.clock.runFor(1);
   await page.waitForURL(p.successUrl, { timeout: 15_000 });
   await page.getByRole('heading', { name: 'Thank you for your order' }).waitFor();
   assert.deepEqual(foreignRequests(beforeRedirect, k.t.urls.checkout), []);
@@ -373,7 +358,7 @@ describe('pay with browser wallet on the local chain', () => {
       const symbol = token.split(':')[1]!;
       const p = await createPayment(`wallet-${symbol}`);
       const wallet = new InjectedWallet(payer);
-      const { rec, redirect, attempt } = await openAndPick(size, wallet, p, token);
+      const { rec, attempt } = await openAndPick(size, wallet, p, token);
       const { page } = rec;
       const amount = BigInt(attempt.pay_amount);
       const balance0 = await getBalance();
@@ -410,7 +395,7 @@ describe('pay with browser wallet on the local chain', () => {
         await confirmOneBlock(page, n);
         if (n === 1) await screenshot(page, `wallet-chain-${symbol}-confirming-${size}`);
       }
-      await finishPaid(rec, redirect, p, `wallet-chain-${symbol}-paid`, size);
+      await finishPaid(rec, p, `wallet-chain-${symbol}-paid`, size);
 
       const pay = await getPayment(p.id);
       assert.equal(pay.status, 'paid');
@@ -452,7 +437,7 @@ describe('pay by signature on the local chain', () => {
     await alignClockWithChain();
     const p = await createPayment('gasless');
     const wallet = new InjectedWallet(gaslessPayer);
-    const { rec, redirect, attempt } = await openAndPick('desktop', wallet, p, 'base:usdc');
+    const { rec, attempt } = await openAndPick('desktop', wallet, p, 'base:usdc');
     const { page } = rec;
     const amount = BigInt(attempt.pay_amount);
     const sender = k.adapter.sender!;
@@ -479,7 +464,7 @@ describe('pay by signature on the local chain', () => {
     assert.equal(wallet.signed.length, 1);
     const signed = wallet.signed[0]!;
     assert.equal(signed.primaryType, 'TransferWithAuthorization');
-    assert.deepEqual(signed.domain, { chainId: HARDHAT_CHAIN_ID, verifyingContract: k.usdc, name: 'Test USDC', version: '2' });
+    assert.deepEqual({ ...signed.domain, verifyingContract: getAddress(String(signed.domain.verifyingContract)) }, { chainId: HARDHAT_CHAIN_ID, verifyingContract: getAddress(k.usdc), name: 'Test USDC', version: '2' });
     assert.equal(signed.message.from, gaslessPayer.address);
     assert.equal(signed.message.to, attempt.address);
     assert.equal(signed.message.value, attempt.pay_amount);
@@ -498,7 +483,7 @@ describe('pay by signature on the local chain', () => {
       await confirmOneBlock(page, n);
       if (n === 1) await screenshot(page, 'wallet-chain-gasless-confirming-desktop');
     }
-    await finishPaid(rec, redirect, p, 'wallet-chain-gasless-paid', 'desktop');
+    await finishPaid(rec, p, 'wallet-chain-gasless-paid', 'desktop');
 
     const pay = await getPayment(p.id);
     assert.equal(pay.status, 'paid');
