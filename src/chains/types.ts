@@ -87,6 +87,11 @@ export interface DepositObservation {
   from: string | null;
   blockNumber: bigint;
   blockHash: string;
+  /**
+   * When the block was produced, if the chain says. The deposit counts as seen no later than this, so a watcher
+   * catching up after downtime does not turn payments made within the coin hold into late ones.
+   */
+  blockTime?: Date | null;
 }
 
 /** Implemented by the payments module; called by chain watchers. */

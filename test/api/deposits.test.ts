@@ -161,6 +161,22 @@ describe('DepositSink', () => {
     assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.underpaid', 'payment.late', 'payment.paid']);
   });
 
+  test('a watcher catching up after downtime judges the hold by block time: mined in time is paid, not late', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    const minedAt = new Date(t.clock.now().getTime() + 5 * MINUTE);
+    t.clock.advance(40 * MINUTE); // the watcher was down; it sees the block only now
+    await sink().recordDeposits('test', [obs(a, 10_000_000n, 4000n, { blockTime: minedAt })]);
+    await sink().headAdvanced('test', 'base', 4010n);
+    assert.equal((await get(p.id)).status, 'paid');
+    // the same money without a block time counts from when it was seen: late
+    const q = await create();
+    t.clock.advance(40 * MINUTE);
+    await sink().recordDeposits('test', [obs(q.attempts[0], 10_000_000n, 4020n)]);
+    await sink().headAdvanced('test', 'base', 4030n);
+    assert.equal((await get(q.id)).status, 'late');
+  });
+
   test('another coin worth at least its minimum is a wrong asset; less is ignored', async () => {
     const p = await create();
     const a = p.attempts[0];

@@ -84,6 +84,7 @@ interface RpcTx {
 interface RpcBlock {
   number: Hex;
   hash: Hex;
+  timestamp: Hex;
   parentHash: Hex;
   logsBloom: Hex;
   transactions: Array<Hex | RpcTx>;
@@ -316,6 +317,7 @@ export class EvmWatcher {
       from: t.from,
       blockNumber: BigInt(t.block.number),
       blockHash: t.block.hash,
+      blockTime: new Date(Number(BigInt(t.block.timestamp)) * 1000),
     }));
     if (observations.length > 0) await this.opts.sink.recordDeposits(this.mode, observations);
     const last = blocks[blocks.length - 1]!;

@@ -65,7 +65,8 @@ export class DepositRecorder implements DepositSink {
         const attempt = byAddress.get(d.address.toLowerCase());
         if (!attempt) continue;
         const list = byPayment.get(attempt.payment_id) ?? [];
-        list.push({ attempt, deposit: d });
+        const now = this.engine.deps.clock.now();
+        list.push({ attempt, deposit: { ...d, seenAt: d.blockTime && d.blockTime < now ? d.blockTime : now } });
         byPayment.set(attempt.payment_id, list);
       }
     }
@@ -77,27 +78,35 @@ export class DepositRecorder implements DepositSink {
     }
   }
 
+  /**
+   * One statement recounts the confirmations of every open deposit on the chain; only payments where a deposit
+   * changed status (or started counting confirmations) are locked and run through the state machine, so the cost
+   * of a new block does not grow with the number of payments that merely gained a confirmation.
+   */
   async headAdvanced(mode: Mode, chain: string, head: bigint): Promise<void> {
     const network = this.engine.deps.chains.network(mode, chain);
     if (!network) return;
-    const open = () =>
-      sql<boolean>`status IN ('pending', 'confirmed') AND block_number IS NOT NULL AND block_number <= ${head.toString()}::bigint`;
-    for (const paymentId of await this.openPayments(mode, chain, open())) {
-      await this.engine.locked({ mode, merchantId: null }, paymentId, async (tx, l) => {
-        const confirmations = sql<number>`(${head.toString()}::bigint - block_number + 1)::int`;
-        const changed = await tx
-          .updateTable('deposits')
-          .set({
-            confirmations,
-            status: sql`CASE WHEN ${confirmations} >= ${network.finalityConfirmations} THEN 'final'
-              WHEN ${confirmations} >= confirmations_required THEN 'confirmed' ELSE 'pending' END`,
-          })
-          .where('payment_id', '=', paymentId)
-          .where('chain', '=', chain)
-          .where(open())
-          .where(sql<boolean>`confirmations <> ${confirmations}`)
-          .executeTakeFirst();
-        if (changed.numUpdatedRows > 0n) await this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' });
+    const h = head.toString();
+    const { rows } = await sql<{ payment_id: string }>`
+      WITH cur AS (
+        SELECT id, status, confirmations FROM deposits
+        WHERE mode = ${mode} AND chain = ${chain} AND status IN ('pending', 'confirmed')
+          AND block_number IS NOT NULL AND block_number <= ${h}::bigint
+          AND confirmations <> (${h}::bigint - block_number + 1)::int
+        FOR UPDATE
+      ), upd AS (
+        UPDATE deposits d SET
+          confirmations = (${h}::bigint - d.block_number + 1)::int,
+          status = CASE WHEN (${h}::bigint - d.block_number + 1) >= ${network.finalityConfirmations} THEN 'final'
+                        WHEN (${h}::bigint - d.block_number + 1) >= d.confirmations_required THEN 'confirmed'
+                        ELSE 'pending' END
+        FROM cur WHERE d.id = cur.id
+        RETURNING d.payment_id, d.status AS new_status, cur.status AS old_status, cur.confirmations AS old_confirmations
+      )
+      SELECT DISTINCT payment_id FROM upd WHERE new_status <> old_status OR old_confirmations = 0`.execute(this.engine.deps.db);
+    for (const { payment_id } of rows) {
+      await this.engine.locked({ mode, merchantId: null }, payment_id, async (tx, l) => {
+        await this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' });
       });
     }
   }
