@@ -219,7 +219,8 @@ describe('decision: time', () => {
     { name: 'detected does not expire', given: pay('detected', [dep(HALF, 'pending')]), trigger: tick, now: at(DAY * 3), status: 'detected', events: [], check: attempt('detected') },
     { name: 'before 24 h a waiting payment waits; its attempt’s hold runs out silently', given: pay('waiting'), trigger: tick, now: at(10), status: 'waiting', events: [], check: attempt('expired') },
     { name: 'an attempt hold not yet over stays waiting', given: pay('waiting'), trigger: tick, now: at(9), status: 'waiting', events: [], check: attempt('waiting') },
-    { name: 'a waiting payment holding wrong-asset money does not expire', given: pay('waiting', [dep(5n, 'confirmed', { token: 'base:eth' })], {}, { wrongAsset: true }), trigger: tick, now: at(DAY + 1), status: 'waiting', events: [] },
+    { name: 'a waiting payment holding only wrong-asset money expires: nothing was paid', given: pay('waiting', [dep(5n, 'confirmed', { token: 'base:eth' })], {}, { wrongAsset: true }), trigger: tick, now: at(DAY + 1), status: 'expired', events: ['payment.expired'] },
+    { name: 'a waiting payment holding own-coin money does not expire', given: pay('waiting', [dep(5n, 'pending')]), trigger: tick, now: at(DAY + 1), status: 'waiting', events: [] },
     { name: 'expiry expires every waiting attempt, even one whose hold still runs', given: { ...pay('waiting'), attempts: [att({ status: 'expired' }), att({ id: 'att_2', expiresAt: at(DAY + 5) })] }, trigger: tick, now: at(DAY), status: 'expired', events: ['payment.expired'], check: (p) => { attempt('expired', 0)(p); attempt('expired', 1)(p); } },
   ]);
 });
@@ -337,10 +338,11 @@ describe('helpers', () => {
     const final = (['waiting', 'detected', 'confirming', 'paid', 'underpaid', 'expired', 'late', 'refunded', 'cancelled'] as const).filter(isFinal);
     assert.deepEqual(final, ['paid', 'expired', 'refunded', 'cancelled']);
   });
-  it('moneySeen: any non-orphaned deposit of any token', () => {
+  it('moneySeen: a non-orphaned deposit of the own coin, or of another coin worth at least its minimum', () => {
     assert.equal(moneySeen(pay('waiting')), false);
     assert.equal(moneySeen(pay('waiting', [dep(PAY, 'orphaned')])), false);
-    assert.equal(moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: false })])), true);
+    assert.equal(moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: false })])), false, 'dust of another coin');
+    assert.equal(moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: true })])), true);
     assert.equal(moneySeen(pay('detected', [dep(PAY, 'pending')])), true);
   });
 });

@@ -41,9 +41,17 @@ export function isFinal(status: PaymentStatus): boolean {
   return FINAL.has(status);
 }
 
-/** Whether any non-orphaned deposit, of any token, sits on any attempt. */
+/**
+ * Whether money arrived: a non-orphaned deposit of the attempt's own coin, or of another coin worth at least that
+ * coin's minimum (a wrong asset). Dust of another coin is not money: it neither blocks cancelling nor is refunded.
+ */
 export function moneySeen(payment: PaymentState): boolean {
-  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned'));
+  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned' && (d.token === a.token || d.atLeastTokenMinimum)));
+}
+
+/** Whether any of the asked coin arrived on any attempt (a wrong asset alone does not stop expiry: nothing was paid). */
+function ownCoinSeen(payment: PaymentState): boolean {
+  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned' && d.token === a.token));
 }
 
 /**
@@ -190,7 +198,7 @@ function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): 
 
 function onTick(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
   const now = ctx.now.getTime();
-  const lapsed = p.status === 'waiting' && p.expiresAt.getTime() <= now && !moneySeen(p);
+  const lapsed = p.status === 'waiting' && p.expiresAt.getTime() <= now && !ownCoinSeen(p);
   for (const a of p.attempts) {
     if (a.status === 'waiting' && (lapsed || a.expiresAt.getTime() <= now)) a.status = 'expired';
   }
