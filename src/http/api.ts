@@ -184,7 +184,12 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
       });
 
       // The servers entry is filled at answer time: with port 0 the bound port is known only after listen.
-      const document = () => ({ ...(v1.swagger() as object), servers: [{ url: kasse.apiBase(mode) }] });
+      // Paths are relative to the server URL, which already ends in /v1.
+      const document = () => {
+        const doc = v1.swagger() as { paths?: Record<string, unknown> };
+        const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
+        return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
+      };
       v1.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => document());
       v1.get('/docs', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
         reply.header('content-type', 'text/html; charset=utf-8');

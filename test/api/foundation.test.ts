@@ -199,6 +199,10 @@ describe('OpenAPI and operations', () => {
       assert.equal(doc.openapi, '3.1.0');
       assert.equal(doc.info.version, '1');
       assert.equal(doc.servers[0].url, base);
+      assert.ok(doc.paths['/account'], 'paths are relative to the server URL');
+      assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/v1/')));
+      const viaDoc = await fetch(`${doc.servers[0].url}${'/account'}`, { headers: { authorization: `Bearer ${base === t.urls.test ? m.testKey : m.liveKey}` } });
+      assert.equal(viaDoc.status, 200);
       assert.ok(doc.components.schemas.Error);
       await SwaggerParser.validate(structuredClone(doc));
       for (const [path, ops] of Object.entries<any>(doc.paths)) {

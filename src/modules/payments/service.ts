@@ -302,13 +302,17 @@ export class PaymentService {
     );
   }
 
-  /** Ticks late payments whose money may still be auto-accepted (until 24 hours after the payment's lifetime). */
+  /**
+   * Ticks late payments whose money may still be auto-accepted (until 24 hours after the payment's lifetime).
+   * NOTE: a late payment with a refund requested is the merchant's decision and is never auto-accepted.
+   */
   async tickLate(): Promise<number> {
     const since = new Date(this.deps.clock.now().getTime() - LATE_ACCEPT_WINDOW_MS);
     return this.drain(
       (skip) => sql<{ id: string; mode: Mode }>`
         SELECT p.id, p.mode FROM payments p
         WHERE p.status = 'late' AND p.expires_at > ${since} AND p.id <> ALL(${skip}::text[])
+          AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = p.id AND r.status <> 'failed')
         ORDER BY p.expires_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
     );
   }

@@ -68,18 +68,20 @@ export class Simulator {
   }
 
   /**
-   * expired and late act as if the payment's 24 hours (and every coin hold) ended now: expired runs the clock rule,
-   * late then delivers the full amount after the window, so it is not auto-accepted and awaits accept or refund.
+   * expired runs the clock rule as of the end of the payment's 24 hours; late delivers the full amount just after
+   * the coin hold ended. Neither rewrites the payment's or attempt's stored times. Like real late money, a late
+   * payment in a coin whose price held is auto-accepted by a later pass of the workers.
    */
   private async closeWindow(tx: Tx, l: Loaded, outcome: 'expired' | 'late') {
     const now = this.engine.deps.clock.now();
-    const closed = new Date(now.getTime() - 1);
-    await tx.updateTable('payments').set({ expires_at: closed, updated_at: now }).where('id', '=', l.row.id).where('expires_at', '>', closed).execute();
-    await tx.updateTable('attempts').set({ expires_at: closed }).where('payment_id', '=', l.row.id).where('expires_at', '>', closed).execute();
-    if (outcome === 'expired') return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'tick' }, now);
+    if (outcome === 'expired') {
+      const end = l.row.expires_at > now ? l.row.expires_at : now;
+      return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'tick' }, end);
+    }
     const attempt = l.attempts[l.attempts.length - 1]!;
-    await insertDeposit(this.engine, tx, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), now), confirmations: attempt.confirmations_required });
-    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' }, now);
+    const afterHold = new Date(Math.max(now.getTime(), attempt.expires_at.getTime() + 1));
+    await insertDeposit(this.engine, tx, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold), confirmations: attempt.confirmations_required });
+    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' }, afterHold);
   }
 
   private pickStablecoin(): TokenConfig {
