@@ -153,6 +153,7 @@ export interface PaymentsTable {
   paid_amount: Numeric | null;
   credit_seq: Generated<number>;
   credited: Generated<boolean>;
+  deposits_dirty: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

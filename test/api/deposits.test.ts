@@ -161,6 +161,19 @@ describe('DepositSink', () => {
     assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.underpaid', 'payment.late', 'payment.paid']);
   });
 
+  test('a crash between recounting confirmations and the state machine is finished by the next pass', async () => {
+    const p = await create();
+    await sink().recordDeposits('test', [obs(p.attempts[0], 10_000_000n, 5000n)]);
+    // What headAdvanced's one statement leaves behind if the process dies right after it commits:
+    await t.kasse.db.updateTable('deposits').set({ confirmations: 20, status: 'confirmed' }).where('payment_id', '=', p.id).execute();
+    await t.kasse.db.updateTable('payments').set({ deposits_dirty: true }).where('id', '=', p.id).execute();
+    assert.equal((await get(p.id)).status, 'detected');
+    await t.kasse.payments.runDue();
+    assert.equal((await get(p.id)).status, 'paid');
+    const row = await t.kasse.db.selectFrom('payments').select('deposits_dirty').where('id', '=', p.id).executeTakeFirstOrThrow();
+    assert.equal(row.deposits_dirty, false);
+  });
+
   test('a watcher catching up after downtime judges the hold by block time: mined in time is paid, not late', async () => {
     const p = await create();
     const a = p.attempts[0];

@@ -35,6 +35,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- How many times the payment became paid (ledger dedupe keys), and whether that credit is still standing.
       credit_seq integer NOT NULL DEFAULT 0,
       credited boolean NOT NULL DEFAULT false,
+      -- Set in the statement that recounts confirmations; cleared when the state machine has run on the payment.
+      deposits_dirty boolean NOT NULL DEFAULT false,
       created_at timestamptz NOT NULL,
       updated_at timestamptz NOT NULL
     );
@@ -43,6 +45,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX payments_status ON payments (merchant_id, mode, status, id DESC);
     CREATE INDEX payments_due ON payments (expires_at) WHERE status = 'waiting';
     CREATE INDEX payments_late ON payments (expires_at) WHERE status = 'late';
+    CREATE INDEX payments_dirty ON payments (id) WHERE deposits_dirty;
 
     CREATE TABLE attempts (
       id text PRIMARY KEY,

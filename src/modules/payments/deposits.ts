@@ -79,15 +79,16 @@ export class DepositRecorder implements DepositSink {
   }
 
   /**
-   * One statement recounts the confirmations of every open deposit on the chain; only payments where a deposit
-   * changed status (or started counting confirmations) are locked and run through the state machine, so the cost
-   * of a new block does not grow with the number of payments that merely gained a confirmation.
+   * One statement recounts the confirmations of every open deposit on the chain and marks the payments where a
+   * deposit changed status (or started counting confirmations); only those run through the state machine, so the
+   * cost of a new block does not grow with the number of payments that merely gained a confirmation. The mark is
+   * durable: a crash before the state machine ran leaves it for the next pass (`settleMarked`).
    */
   async headAdvanced(mode: Mode, chain: string, head: bigint): Promise<void> {
     const network = this.engine.deps.chains.network(mode, chain);
     if (!network) return;
     const h = head.toString();
-    const { rows } = await sql<{ payment_id: string }>`
+    await sql`
       WITH cur AS (
         SELECT id, status, confirmations FROM deposits
         WHERE mode = ${mode} AND chain = ${chain} AND status IN ('pending', 'confirmed')
@@ -103,12 +104,24 @@ export class DepositRecorder implements DepositSink {
         FROM cur WHERE d.id = cur.id
         RETURNING d.payment_id, d.status AS new_status, cur.status AS old_status, cur.confirmations AS old_confirmations
       )
-      SELECT DISTINCT payment_id FROM upd WHERE new_status <> old_status OR old_confirmations = 0`.execute(this.engine.deps.db);
-    for (const { payment_id } of rows) {
-      await this.engine.locked({ mode, merchantId: null }, payment_id, async (tx, l) => {
+      UPDATE payments SET deposits_dirty = true
+      WHERE id IN (SELECT payment_id FROM upd WHERE new_status <> old_status OR old_confirmations = 0)`.execute(this.engine.deps.db);
+    await this.settleMarked(mode);
+  }
+
+  /** Runs the state machine on every payment marked by `headAdvanced` and clears the mark in the same transaction. */
+  async settleMarked(mode?: Mode): Promise<number> {
+    let q = this.engine.deps.db.selectFrom('payments').select(['id', 'mode']).where('deposits_dirty', '=', true);
+    if (mode) q = q.where('mode', '=', mode);
+    const marked = await q.orderBy('id').execute();
+    for (const { id, mode: m } of marked) {
+      await this.engine.locked({ mode: m, merchantId: null }, id, async (tx, l) => {
+        if (!l.row.deposits_dirty) return;
         await this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' });
+        await tx.updateTable('payments').set({ deposits_dirty: false }).where('id', '=', id).execute();
       });
     }
+    return marked.length;
   }
 
   async blocksRemoved(mode: Mode, chain: string, fromBlock: bigint): Promise<void> {

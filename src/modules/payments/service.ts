@@ -283,7 +283,7 @@ export class PaymentService {
    * refunds. Tests call it after moving the fake clock.
    */
   async runDue(): Promise<{ ticked: number; refunds: number }> {
-    const ticked = (await this.tickDue()) + (await this.tickLate());
+    const ticked = (await this.deposits.settleMarked()) + (await this.tickDue()) + (await this.tickLate());
     return { ticked, refunds: await this.refunds.settleSimulated() };
   }
 
