@@ -59,6 +59,10 @@ export function errorHandler(log: Kasse['log']) {
     if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
       return sendError(reply, new ApiError('invalid_request', 'Request body is not valid JSON'));
     }
+    // PostgreSQL data exceptions (class 22: a NUL character in text, a value out of range) are bad input, not faults.
+    if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code)) {
+      return sendError(reply, new ApiError('invalid_request', 'A value in the request cannot be stored (for example a NUL character or an out-of-range number).'));
+    }
     if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, new ApiError('invalid_request', err.message));
     }
@@ -101,13 +105,16 @@ export function baseFastify(kasse: Kasse): FastifyInstance {
     disableRequestLogging: true,
     genReqId: () => `req_${ulid()}`,
     bodyLimit: kasse.config.bodyLimitBytes,
-    return503OnClosing: true,
+    // While closing, requests on open connections are still served; new connections are refused by the closed socket.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     trustProxy: true,
     routerOptions: { ignoreTrailingSlash: true },
     // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
     // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
     schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never } },
+    // Errors Fastify raises before routing (a malformed URL) get the Error body too.
+    frameworkErrors: (err, _req, reply) => sendError(reply, new ApiError('invalid_request', err.message)),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler(kasse.log));
@@ -166,7 +173,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
       v1.addHook('onRequest', async (req, reply) => {
         if (req.routeOptions.config?.public) return;
         const header = req.headers.authorization;
-        const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+        const token = header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
         const key = await kasse.merchants.authenticate(token);
         if (key.mode !== mode) {
           throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);

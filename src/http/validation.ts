@@ -18,6 +18,10 @@ function makeAjv(coerce: boolean): Ajv {
     strict: false,
   });
   addFormats(ajv);
+  // RFC 3339 allows a leap second (":60") that JavaScript dates cannot hold; accept only instants Date can represent.
+  const rfc3339 = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
+  const check = typeof rfc3339 === 'function' ? rfc3339 : rfc3339.validate;
+  ajv.addFormat('date-time', (s: string) => check(s) && !Number.isNaN(Date.parse(s)));
   return ajv;
 }
 
@@ -39,6 +43,8 @@ export function paramOf(error: ErrorObject, context: string | undefined): string
   if (error.keyword === 'required' && typeof params.missingProperty === 'string') path.push(params.missingProperty);
   if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') path.push(params.additionalProperty);
   if (path.length === 0) return context === 'body' ? null : (context ?? null);
+  // Header names are case-insensitive and arrive lower-cased; name them the way the API documents them.
+  if (context === 'headers') return path.join('.').replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
   return path.join('.');
 }
 

@@ -63,6 +63,19 @@ describe('authentication and modes', () => {
     }
   });
 
+  test('the Bearer scheme is case-insensitive', async () => {
+    const res = await new ApiClient(t.urls.test, null).get('/account', { authorization: `bearer  ${m.testKey}` });
+    assert.equal(res.status, 200);
+  });
+
+  test('an http webhook URL given at creation serves test mode only; live needs https', async () => {
+    const plain = await t.merchant({ name: 'Plain', webhookUrl: 'http://127.0.0.1:9/hook' });
+    assert.equal((await plain.test.get('/account')).body.webhook_url, 'http://127.0.0.1:9/hook');
+    assert.equal((await plain.live.get('/account')).body.webhook_url, null);
+    const secure = await t.merchant({ name: 'Secure', webhookUrl: 'https://shop.example/hook' });
+    assert.equal((await secure.live.get('/account')).body.webhook_url, 'https://shop.example/hook');
+  });
+
   test('a key of the other mode answers 403 wrong_mode on both APIs', async () => {
     const liveOnTest = await new ApiClient(t.urls.test, m.liveKey).get('/account');
     assert.equal(liveOnTest.status, 403);
@@ -118,6 +131,43 @@ describe('the Error body on every failure', () => {
     const outside = await fetch(t.urls.test.replace('/v1', '/v2/payments'));
     assert.equal(outside.status, 404);
     assertErrorBody(await outside.json(), 'not_found');
+  });
+
+  test('a malformed URL and bad JSON, content type and size answer 400 invalid_request', async () => {
+    const badUrl = await m.test.get('/payments/%E0%A4%A');
+    assert.equal(badUrl.status, 400);
+    assertErrorBody(badUrl.body, 'invalid_request');
+    const badJson = await m.test.post('/payments', '{"price_amount": 1,', { 'content-type': 'application/json' });
+    assert.equal(badJson.status, 400);
+    assertErrorBody(badJson.body, 'invalid_request');
+    const text = await m.test.post('/payments', 'price_amount=1', { 'content-type': 'text/plain' });
+    assert.equal(text.status, 400);
+    assertErrorBody(text.body, 'invalid_request');
+    assert.match(text.body.error.message, /application\/json/);
+    const big = await m.test.post('/payments', JSON.stringify({ metadata: { x: 'y'.repeat(70_000) } }));
+    assert.equal(big.status, 400);
+    assertErrorBody(big.body, 'invalid_request');
+    assert.match(big.body.error.message, /too large/);
+    const before = await m.test.get('/payments');
+    assert.equal(before.body.data.length, 0, 'nothing was created');
+  });
+
+  test('unknown and invalid properties name the field in param; NUL characters and leap seconds are refused, not 500', async () => {
+    const base = { price_amount: 100, price_currency: 'USD', order_id: 'a' };
+    const unknown = await m.test.post('/payments', { ...base, colour: 'red' });
+    assert.equal(unknown.status, 400);
+    assertErrorBody(unknown.body, 'invalid_request', 'colour');
+    const nested = await m.test.post('/payments', { ...base, price_amount: '100' });
+    assertErrorBody(nested.body, 'invalid_request', 'price_amount');
+    const nul = await m.test.post('/payments', { ...base, order_id: 'a\u0000b' });
+    assert.equal(nul.status, 400);
+    assertErrorBody(nul.body, 'invalid_request');
+    const leap = await m.test.post('/links', { kind: 'pos', title: 'Till', expires_at: '2030-06-30T23:59:60Z' });
+    assert.equal(leap.status, 400);
+    assertErrorBody(leap.body, 'invalid_request', 'expires_at');
+    const longKey = await m.test.post('/payments', base, { 'idempotency-key': 'k'.repeat(256) });
+    assertErrorBody(longKey.body, 'invalid_request', 'Idempotency-Key');
+    assert.equal((await m.test.get('/payments')).body.data.length, 0, 'nothing was created');
   });
 
   test('an unexpected failure is an opaque 500 whose request id is logged and returned', async () => {

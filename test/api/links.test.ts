@@ -200,9 +200,9 @@ describe('GET /links and isolation', () => {
 
   test('the OpenAPI document describes the link operations', async () => {
     const doc = (await m.test.get('/openapi.json')).body;
-    assert.ok(doc.paths['/v1/links'].post && doc.paths['/v1/links'].get);
-    assert.ok(doc.paths['/v1/links/{id}'].get && doc.paths['/v1/links/{id}'].patch);
-    assert.ok(doc.paths['/v1/links/{id}'].patch.responses['404']);
+    assert.ok(doc.paths['/links'].post && doc.paths['/links'].get);
+    assert.ok(doc.paths['/links/{id}'].get && doc.paths['/links/{id}'].patch);
+    assert.ok(doc.paths['/links/{id}'].patch.responses['404']);
     assert.ok(doc.components.schemas.PaymentLink);
   });
 });

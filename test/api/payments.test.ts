@@ -505,12 +505,12 @@ describe('test and live stay apart', () => {
   test('the OpenAPI document describes every payments operation with its components', async () => {
     const doc = (await m.test.get('/openapi.json')).body;
     for (const path of ['/payments', '/payments/{id}', '/payments/{id}/attempts', '/payments/{id}/cancel', '/payments/{id}/accept', '/payments/{id}/refund', '/currencies', '/estimate', '/balance', '/test/payments/{id}/simulate']) {
-      assert.ok(doc.paths[`/v1${path}`], path);
-      for (const op of Object.values(doc.paths[`/v1${path}`]) as any[]) assert.ok(op.summary && op.description, `${path} documented`);
+      assert.ok(doc.paths[path], path);
+      for (const op of Object.values(doc.paths[path]) as any[]) assert.ok(op.summary && op.description, `${path} documented`);
     }
     for (const name of ['Payment', 'Attempt', 'Deposit', 'Refund', 'Currency', 'Estimate', 'Balance']) assert.ok(doc.components.schemas[name], name);
     const live = (await m.live.get('/openapi.json')).body;
-    assert.equal(live.paths['/v1/test/payments/{id}/simulate'], undefined);
-    assert.ok(live.paths['/v1/payments']);
+    assert.equal(live.paths['/test/payments/{id}/simulate'], undefined);
+    assert.ok(live.paths['/payments']);
   });
 });

@@ -327,9 +327,11 @@ describe('live mode address rule', () => {
     ];
     const ids: string[] = [];
     for (const [url] of cases) ids.push(await publish(t.kasse, { merchantId: m.id, mode: 'live', destination: url }));
-    // The merchant's own default URL (127.0.0.1) is refused in live mode too.
+    // The merchant's own live default URL is refused too when it points at a loopback address.
+    const ownDefault = `https://127.0.0.1:${port}/webhooks`;
+    await t.kasse.merchants.update(m.id, { webhookUrlLive: ownDefault });
     ids.push(await publish(t.kasse, { merchantId: m.id, mode: 'live' }));
-    cases.push([r.url, /127\.0\.0\.1 is a loopback address/]);
+    cases.push([ownDefault, /127\.0\.0\.1 is a loopback address/]);
     await t.kasse.webhooks.drain();
     t.clock.advance(MINUTE);
     await t.kasse.webhooks.drain();
@@ -476,9 +478,9 @@ describe('events API', () => {
 
   test('the OpenAPI document describes the three operations', async () => {
     const doc = await new ApiClient(t.urls.test, null).get('/openapi.json');
-    assert.ok(doc.body.paths['/v1/events'].get.summary);
-    assert.ok(doc.body.paths['/v1/events/{id}'].get.summary);
-    assert.ok(doc.body.paths['/v1/events/{id}/redeliver'].post.responses['202']);
+    assert.ok(doc.body.paths['/events'].get.summary);
+    assert.ok(doc.body.paths['/events/{id}'].get.summary);
+    assert.ok(doc.body.paths['/events/{id}/redeliver'].post.responses['202']);
   });
 });
 

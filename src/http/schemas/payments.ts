@@ -164,7 +164,7 @@ export const CreatePaymentBody = Type.Object(
 );
 
 export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: `Up to ${IDEMPOTENCY_KEY_MAX} characters. Same key and body: 200 with the first payment; different body: 409.` })),
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX, description: `Up to ${IDEMPOTENCY_KEY_MAX} characters. Same key and body: 200 with the first payment; different body: 409.` })),
 });
 
 export const ListPaymentsQuery = Type.Object(

@@ -70,7 +70,8 @@ export class MerchantService {
           id,
           name,
           webhook_url_test: input.webhookUrl ?? null,
-          webhook_url_live: input.webhookUrl ?? null,
+          // NOTE: live webhooks go only to https; an http URL is kept for test mode alone.
+          webhook_url_live: input.webhookUrl?.startsWith('https://') ? input.webhookUrl : null,
           webhook_secret_enc: encryptSecret(this.secretKey, webhookSecret),
         })
         .execute();
