@@ -4,7 +4,7 @@
  */
 import { benchDatabase } from './_pg.ts';
 import { startChild } from './_child.ts';
-import { load } from './_load.ts';
+import { compare, load } from './_load.ts';
 
 const body = (i: number) =>
   JSON.stringify({
@@ -24,16 +24,12 @@ export async function run(): Promise<object> {
     const headers = { authorization: `Bearer ${srv.info.key}`, 'content-type': 'application/json' };
     await load({ url: `${srv.info.bare}/bare-insert`, method: 'POST', headers, body, seconds: 2 });
     await load({ url: `${srv.info.test}/payments`, method: 'POST', headers, body, seconds: 2 });
-    const bare = await load({ url: `${srv.info.bare}/bare-insert`, method: 'POST', headers, body, seconds });
-    const kasse = await load({ url: `${srv.info.test}/payments`, method: 'POST', headers, body, seconds });
-    return {
-      connections: 64,
-      seconds,
-      bare_insert_returning: bare,
-      create_payment: kasse,
-      ratio: Math.round((kasse.requests_per_sec / bare.requests_per_sec) * 100) / 100,
-      goal_ratio: 0.7,
-    };
+    const r = await compare(
+      { url: `${srv.info.bare}/bare-insert`, method: 'POST', headers, body, seconds },
+      { url: `${srv.info.test}/payments`, method: 'POST', headers, body, seconds },
+      { cpuUrl: `${srv.info.bare}/cpu` },
+    );
+    return { connections: 64, seconds_per_round: seconds, rounds: r.rounds, cpu_ratio: r.cpu_ratio, bare_insert_returning: r.baseline, create_payment: r.subject, ratio: r.ratio, goal_ratio: 0.7 };
   } finally {
     await srv.stop();
     await pg.stop();

@@ -1,9 +1,11 @@
 /**
- * Child process for API benchmarks: Kasse's listeners with the default configuration (info logs, metrics, auth,
- * rate limiting) next to bare Fastify routes on the same machine, so both are measured in the same run.
+ * Child process for API benchmarks: Kasse's listeners with the default configuration (info access logs written
+ * asynchronously as in production, here to stderr; metrics; auth; rate limiting) next to bare Fastify routes in
+ * the same process, so both are measured in the same run.
  * Prints one JSON line with the URLs and a test key, then serves until killed.
  */
 import Fastify from 'fastify';
+import { pino } from 'pino';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/core/log.ts';
@@ -13,7 +15,7 @@ import { startListeners } from '../../src/server.ts';
 import { startWorkers } from '../../src/workers/index.ts';
 
 const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
-const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', process.stderr) });
+const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })) });
 await startListeners(kasse);
 startWorkers(kasse);
 const merchant = await kasse.merchants.create({ name: 'Bench' });
@@ -31,6 +33,8 @@ bare.post('/bare-insert', async (req) => {
   const row = rows[0] as Record<string, unknown>;
   return { ...row, price_amount: Number(row.price_amount) };
 });
+// CPU time of this process, so benchmarks can report CPU per request (steadier than throughput on a shared machine).
+bare.get('/cpu', async () => process.cpuUsage());
 await bare.listen({ port: 0, host: '127.0.0.1' });
 const { port } = bare.server.address() as { port: number };
 

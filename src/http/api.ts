@@ -23,10 +23,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthenticatedKey;
   }
-  interface FastifyContextConfig {
-    /** Route answers without a key (OpenAPI document, reference page). */
-    public?: boolean;
-  }
 }
 
 export interface ApiDeps {
@@ -103,6 +99,9 @@ export function baseFastify(kasse: Kasse): FastifyInstance {
   const app = Fastify({
     loggerInstance: kasse.log as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
+    // Requests log through the root logger with the request id as a field; a child logger per request would cost
+    // more than the access log line itself.
+    childLoggerFactory: (logger) => logger,
     genReqId: () => `req_${ulid()}`,
     bodyLimit: kasse.config.bodyLimitBytes,
     // While closing, requests on open connections are still served; new connections are refused by the closed socket.
@@ -163,6 +162,26 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
     return kasse.metrics.registry.metrics();
   });
 
+  // The OpenAPI document and its reference page answer without a key: a scope of their own, outside the auth hook.
+  // The servers entry is filled at answer time (with port 0 the bound port is known only after listen), and
+  // paths are relative to the server URL, which already ends in /v1.
+  const document = () => {
+    const doc = app.swagger() as { paths?: Record<string, unknown> };
+    const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
+    return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
+  };
+  await app.register(
+    async (pub) => {
+      pub.get('/openapi.json', { schema: { hide: true } }, async () => document());
+      pub.get('/docs', { schema: { hide: true } }, async (_req, reply) => {
+        reply.header('content-type', 'text/html; charset=utf-8');
+        reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
+        return renderReference(document() as never);
+      });
+    },
+    { prefix: '/v1' },
+  );
+
   await app.register(
     async (v1) => {
       // Every documented operation lists the spec's error responses, so no route can forget one.
@@ -171,7 +190,6 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         if (schema && !schema.hide) schema.response = { ...errorResponses(), ...schema.response };
       });
       v1.addHook('onRequest', async (req, reply) => {
-        if (req.routeOptions.config?.public) return;
         const header = req.headers.authorization;
         const token = header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
         const key = await kasse.merchants.authenticate(token);
@@ -188,20 +206,6 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
           });
         }
         req.auth = key;
-      });
-
-      // The servers entry is filled at answer time: with port 0 the bound port is known only after listen.
-      // Paths are relative to the server URL, which already ends in /v1.
-      const document = () => {
-        const doc = v1.swagger() as { paths?: Record<string, unknown> };
-        const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
-        return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
-      };
-      v1.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => document());
-      v1.get('/docs', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
-        reply.header('content-type', 'text/html; charset=utf-8');
-        reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
-        return renderReference(document() as never);
       });
       for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
     },
