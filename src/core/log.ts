@@ -3,11 +3,11 @@
  * the logger, and the few places a secret could ride along (an Authorization header in a logged request) are
  * redacted by exact path — wildcard redaction costs every log call, exact paths almost nothing.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+export function createLogger(level: string, destination?: NodeJS.WritableStream | DestinationStream): Logger {
   return pino(
     {
       level,

@@ -7,6 +7,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Mode, NetworkConfig, TokenConfig } from '../../chains/types.ts';
 import { confirmationTier } from '../../chains/networks.ts';
+import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import { centsToUnits, formatUnits } from '../../core/money.ts';
@@ -170,7 +171,7 @@ export class PaymentService {
     let query = this.deps.db.selectFrom('payments').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
     if (q.order_id !== undefined) query = query.where('order_id', '=', q.order_id);
     if (q.status !== undefined) query = query.where('status', '=', q.status);
-    if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor));
+    if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
     const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
     const page = rows.slice(0, limit).map((r) => r.id);
     const loaded = await loadPayments(this.deps.db, { mode, merchantId }, page);
@@ -413,17 +414,4 @@ function assertCanAddAttempt(l: Loaded): void {
   if (l.attempts.length >= MAX_ATTEMPTS) {
     throw new ApiError('too_many_attempts', `A payment has at most ${MAX_ATTEMPTS} coin choices; this one already has ${l.attempts.length}.`);
   }
-}
-
-const CURSOR_PREFIX = 'c1:';
-
-function encodeCursor(id: string): string {
-  return Buffer.from(CURSOR_PREFIX + id).toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const id = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
-  if (!new RegExp(ID_PATTERNS.pay).test(id)) throw invalid('cursor is not a cursor this API returned', 'cursor');
-  return id;
 }
