@@ -165,12 +165,12 @@ class Flow {
   }
 
   /** Runs `action`, records the events it published with the Payment now, then delivers what is due. */
-  async step(action: () => Promise<unknown>, deliver = true): Promise<Payment> {
+  async step(action: () => Promise<unknown>): Promise<Payment> {
     const before = (await this.events()).length;
     await action();
     const payment = await this.get();
     for (const e of (await this.events()).slice(before)) this.published.push({ id: e.id, type: e.type, payment });
-    if (deliver) await this.shop.tk.kasse.webhooks.drain();
+    await this.shop.tk.kasse.webhooks.drain();
     return payment;
   }
 
