@@ -11,7 +11,7 @@ import { encodeFunctionData, getAddress, parseEther, type Address, type Hex } fr
 import { english, generateMnemonic } from 'viem/accounts';
 import { forwarderAddress, forwarderImplementation, forwarderSalt, forwarderSaltKey } from '../../src/chains/evm/address.ts';
 import { erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
-import { hardhatChain, sharedEvmRpc, TestChain, type TestWallet } from '../harness/hardhat.ts';
+import { hardhatChain, sharedEvmRpc, TestChain, type TestWallet, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
 
 let chain: TestChain;
 let operator: TestWallet;
@@ -110,16 +110,7 @@ test('TestUSDC: 6 decimals and EIP-3009 transferWithAuthorization, single use', 
   const signature = await payer.signTypedData({
     account: payer.account,
     domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: usdc },
-    types: {
-      TransferWithAuthorization: [
-        { name: 'from', type: 'address' },
-        { name: 'to', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'validAfter', type: 'uint256' },
-        { name: 'validBefore', type: 'uint256' },
-        { name: 'nonce', type: 'bytes32' },
-      ],
-    },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
     primaryType: 'TransferWithAuthorization',
     message,
   });

@@ -15,7 +15,7 @@ import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { EvmSender } from '../../src/chains/evm/sender.ts';
 import { ApiClient } from '../harness/app.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
-import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
+import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -82,16 +82,7 @@ async function authorize(
   const signature = await signer.signTypedData({
     account: signer.account,
     domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: k.usdc },
-    types: {
-      TransferWithAuthorization: [
-        { name: 'from', type: 'address' },
-        { name: 'to', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'validAfter', type: 'uint256' },
-        { name: 'validBefore', type: 'uint256' },
-        { name: 'nonce', type: 'bytes32' },
-      ],
-    },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
     primaryType: 'TransferWithAuthorization',
     message,
   });

@@ -119,6 +119,18 @@ export function sharedEvmRpc(): string {
 
 export type TestWallet = WalletClient & { account: Account; address: Address };
 
+/** EIP-712 types of an EIP-3009 `TransferWithAuthorization`, as a payer's wallet signs them. */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
 /** Helpers over one node (shared or private). */
 export class TestChain {
   readonly client: PublicClient;
