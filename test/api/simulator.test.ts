@@ -201,6 +201,21 @@ describe('outcomes', () => {
     assert.equal((await simulate(p.id, 'paid')).body.status, 'paid');
     assert.deepEqual(await eventTypes(p.id), ['payment.wrong_asset', 'payment.paid']);
   });
+
+  test('a wrong asset alone can be refunded in the coin that arrived', async () => {
+    const before = await available();
+    const p = await create();
+    await simulate(p.id, 'wrong_asset');
+    const refund = await m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    assert.equal(refund.status, 202, JSON.stringify(refund.body));
+    assert.equal(refund.body.token, 'base:eth');
+    assert.equal(refund.body.amount, '400000000000000');
+    assert.equal(refund.body.amount_display, '0.0004');
+    await t.kasse.payments.runDue();
+    assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
+    assert.deepEqual(await eventTypes(p.id), ['payment.wrong_asset', 'payment.refunded']);
+    assert.equal(await available(), before, 'nothing was credited, nothing reversed');
+  });
 });
 
 describe('rules', () => {

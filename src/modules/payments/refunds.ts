@@ -30,14 +30,17 @@ export class RefundService implements TransferSink {
     const { db, chains, clock, log } = this.engine.deps;
     const first = await loadPayment(db, scope, paymentId);
     if (!first) throw notFound('payment');
-    const holder = holdingAttempt(first);
+    const holder = refundable(first);
     if (!holder) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
-    const adapter = chains.adapter(scope.mode, holder.chain);
-    if (!adapter.isValidAddress(input.destination)) throw invalid(`destination is not a valid ${chains.network(scope.mode, holder.chain)?.name ?? holder.chain} address`, 'destination');
+    const adapter = chains.adapter(scope.mode, holder.attempt.chain);
+    if (!adapter.isValidAddress(input.destination)) {
+      throw invalid(`destination is not a valid ${chains.network(scope.mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`, 'destination');
+    }
 
     const refund = await this.engine.locked(scope, paymentId, async (tx, l) => {
-      const attempt = holdingAttempt(l);
-      if (!attempt) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
+      const money = refundable(l);
+      if (!money) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
+      const { attempt } = money;
       const open = await tx.selectFrom('refunds').select('status').where('payment_id', '=', paymentId).where('status', '<>', 'failed').executeTakeFirst();
       if (open) throw invalidState(`A refund for this payment is already ${open.status}.`);
       try {
@@ -45,7 +48,7 @@ export class RefundService implements TransferSink {
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
       }
-      const token = chains.token(scope.mode, attempt.token);
+      const token = chains.token(scope.mode, money.token);
       const sender = adapter.sender;
       const row = await tx
         .insertInto('refunds')
@@ -57,8 +60,8 @@ export class RefundService implements TransferSink {
           mode: scope.mode,
           status: 'pending',
           destination: input.destination,
-          token: attempt.token,
-          amount: confirmedAmount(attempt, l.deposits).toString(),
+          token: money.token,
+          amount: money.amount.toString(),
           note: input.note ?? null,
           simulated: !sender && scope.mode === 'test',
           created_at: clock.now(),
@@ -138,17 +141,25 @@ export class RefundService implements TransferSink {
 }
 
 /**
- * The attempt holding the payment's money: the paid attempt, else the one with the largest confirmed share of its
- * pay amount (ties: the latest). Null when no attempt has confirmed money of its own coin.
+ * What a refund returns: the confirmed money of the attempt holding the payment's own coin (the paid attempt, else
+ * the one with the largest confirmed share of its pay amount; ties: the latest); without any, a confirmed wrong
+ * asset (another coin worth at least its minimum) on the latest attempt that has one. Null when neither arrived.
  */
-function holdingAttempt(l: Loaded): AttemptRow | null {
+function refundable(l: Loaded): { attempt: AttemptRow; token: string; amount: bigint } | null {
   const paid = l.attempts.find((a) => a.id === l.row.paid_attempt_id);
-  if (paid && confirmedAmount(paid, l.deposits) > 0n) return paid;
-  let best: { a: AttemptRow; amount: bigint } | null = null;
+  if (paid && confirmedAmount(paid, l.deposits) > 0n) return { attempt: paid, token: paid.token, amount: confirmedAmount(paid, l.deposits) };
+  let best: { attempt: AttemptRow; token: string; amount: bigint } | null = null;
   for (const a of l.attempts) {
     const amount = confirmedAmount(a, l.deposits);
     if (amount === 0n) continue;
-    if (!best || amount * BigInt(best.a.pay_amount) >= best.amount * BigInt(a.pay_amount)) best = { a, amount };
+    if (!best || amount * BigInt(best.attempt.pay_amount) >= best.amount * BigInt(a.pay_amount)) best = { attempt: a, token: a.token, amount };
   }
-  return best?.a ?? null;
+  if (best) return best;
+  for (const a of [...l.attempts].reverse()) {
+    const wrong = l.deposits.filter((d) => d.attempt_id === a.id && d.token !== a.token && d.at_least_min && (d.status === 'confirmed' || d.status === 'final'));
+    if (wrong.length === 0) continue;
+    const token = wrong[0]!.token;
+    return { attempt: a, token, amount: wrong.filter((d) => d.token === token).reduce((sum, d) => sum + BigInt(d.amount), 0n) };
+  }
+  return null;
 }
