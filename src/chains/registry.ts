@@ -1,7 +1,7 @@
 /**
  * The chain registry: the configured networks of each mode and the adapter serving each of them.
  *
- * Chain engineers `register()` real adapters (EVM, Solana, …). A network without one is served by a built-in
+ * Chain families `register()` their adapters (EVM, Solana, …). A network without one is served by a built-in
  * fallback that derives deterministic addresses from the operator's secret key (HMAC over `mode|chain|index`) in the
  * family's address format, so the test-mode simulator can finish payments on any coin. NOTE: nobody holds keys to
  * fallback addresses, so a live network without a registered adapter counts as unavailable (503 `chain_paused`).

@@ -283,3 +283,18 @@ describe('one coin choice, one relay', () => {
     assert.equal(await paymentStatus(p.id), 'paid', 'the watcher saw the payer\'s own transfer');
   });
 });
+
+describe('the public endpoint is limited per client address', () => {
+  test('the 21st submission in a minute is 429 rate_limited with Retry-After; the next minute is open again', async () => {
+    k.t.clock.set(Math.ceil(k.t.clock.now().getTime() / 60_000) * 60_000 + 60_000); // a fresh window
+    const unknown = `pay_${'Z'.repeat(36)}`;
+    const body = { attempt_id: 'att_x', from: `0x${'1'.repeat(40)}`, to: `0x${'2'.repeat(40)}`, value: '1', valid_after: 0, valid_before: 1, nonce: `0x${'3'.repeat(64)}`, signature: `0x${'4'.repeat(130)}` };
+    for (let i = 0; i < 20; i++) assert.equal((await submit(unknown, body)).status, 404, `submission ${i + 1}`);
+    const limited = await submit(unknown, body);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error.code, 'rate_limited');
+    assert.equal(limited.headers.get('retry-after'), '60');
+    k.t.clock.advance(60_000);
+    assert.equal((await submit(unknown, body)).status, 404);
+  });
+});
