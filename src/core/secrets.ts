@@ -5,7 +5,7 @@
  * data directory (mode 0600) so a development install works with no set-up. They are never logged and never
  * written to the database in clear.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { generateMnemonic, english } from 'viem/accounts';
@@ -75,5 +75,5 @@ export function decryptSecret(key: Buffer, sealed: string): string {
 
 /** API keys are stored only as this hash. A fast hash suffices: keys carry 192 random bits. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }

@@ -85,10 +85,19 @@ export function instrument(app: FastifyInstance, kasse: Kasse, listener: string)
   app.addHook('onRequest', async (req, reply) => {
     reply.header('Request-Id', req.id);
   });
+  // Labelled children are looked up once per route and status, not hashed from a label object per request.
+  const duration = kasse.metrics.httpDuration.labels({ listener });
+  const counters = new Map<string, { inc(): void }>();
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    kasse.metrics.httpRequests.inc({ listener, route, status: String(reply.statusCode) });
-    kasse.metrics.httpDuration.observe({ listener }, reply.elapsedTime / 1000);
+    const key = `${route} ${reply.statusCode}`;
+    let counter = counters.get(key);
+    if (!counter) {
+      counter = kasse.metrics.httpRequests.labels({ listener, route, status: String(reply.statusCode) });
+      counters.set(key, counter);
+    }
+    counter.inc();
+    duration.observe(reply.elapsedTime / 1000);
     if (kasse.log.isLevelEnabled('info')) {
       kasse.log.info({ reqId: req.id, listener, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
     }
