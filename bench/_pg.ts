@@ -1,12 +1,11 @@
 /** A throwaway embedded PostgreSQL for a benchmark run. */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbedded } from '../src/db/embedded.ts';
 
 export async function benchDatabase(): Promise<{ url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'kasse-bench-'));
-  chmodSync(dir, 0o755);
   const pg = await startEmbedded(dir, 'kasse');
   return {
     url: pg.url,

@@ -7,7 +7,7 @@
  *   npm test -- test/api/foo.test.ts   some files
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startEmbedded } from '../src/db/embedded.ts';
@@ -41,7 +41,6 @@ async function main(): Promise<number> {
   let pgDir: string | null = null;
   if (!adminUrl) {
     pgDir = mkdtempSync(join(tmpdir(), 'kasse-test-pg-'));
-    chmodSync(pgDir, 0o755); // as root, PostgreSQL runs as its own user and must reach the cluster directory
     const pg = await startEmbedded(pgDir, 'postgres');
     adminUrl = pg.url;
     stopPg = pg.stop;

