@@ -12,6 +12,7 @@ import { ApiError, type ErrorBody } from '../core/errors.ts';
 import { ulid } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
+import type { RateDecision } from '../modules/ratelimit/limiter.ts';
 import { renderReference } from './reference.ts';
 import { blockedRange } from '../modules/webhooks/http-client.ts';
 import { apiRoutes } from './routes/index.ts';
@@ -81,28 +82,37 @@ function jsonParser(app: FastifyInstance) {
   };
 }
 
-/** Hooks common to every listener: request id header, metrics, access log. */
+/** Successful reads quicker than this are logged at debug; everything else at info. */
+const SLOW_MS = 1000;
+
+/**
+ * Hooks common to every listener: the request id header, metrics, and the access log. Every request is counted and
+ * timed in the metrics. The access log records at info every change (any method but GET and HEAD), every failure
+ * and every slow answer; successful quick reads are logged at debug, as polling them would otherwise drown the log
+ * and cost more than answering them. Hooks take callbacks rather than returning promises: this runs on every
+ * request, and a promise per hook costs a microtask.
+ */
 export function instrument(app: FastifyInstance, kasse: Kasse, listener: string): void {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('Request-Id', req.id);
+    done();
   });
-  // Labelled children are looked up once per route and status, not hashed from a label object per request.
-  const duration = kasse.metrics.httpDuration.labels({ listener });
-  const counters = new Map<string, { inc(): void }>();
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    const key = `${route} ${reply.statusCode}`;
-    let counter = counters.get(key);
-    if (!counter) {
-      counter = kasse.metrics.httpRequests.labels({ listener, route, status: String(reply.statusCode) });
-      counters.set(key, counter);
+    const status = reply.statusCode;
+    const ms = reply.elapsedTime;
+    kasse.metrics.http.record(listener, route, status, ms / 1000);
+    const level = (req.method === 'GET' || req.method === 'HEAD') && status < 400 && ms < SLOW_MS ? 'debug' : 'info';
+    if (kasse.log.isLevelEnabled(level)) {
+      kasse.log[level]({ reqId: req.id, listener, method: req.method, route, status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
-    counter.inc();
-    duration.observe(reply.elapsedTime / 1000);
-    if (kasse.log.isLevelEnabled('info')) {
-      kasse.log.info({ reqId: req.id, listener, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
-    }
+    done();
   });
+}
+
+/** The token of an `Authorization: Bearer …` header. */
+function bearerToken(header: string | undefined): string | undefined {
+  return header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
 }
 
 export function baseFastify(kasse: Kasse): FastifyInstance {
@@ -199,14 +209,9 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
         if (schema && !schema.hide) schema.response = { ...errorResponses(), ...schema.response };
       });
-      v1.addHook('onRequest', async (req, reply) => {
-        const header = req.headers.authorization;
-        const token = header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
-        const key = await kasse.merchants.authenticate(token);
-        if (key.mode !== mode) {
-          throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
-        }
-        const rate = await kasse.rateLimiter.take(key.keyId, key.rateLimit);
+      // Bearer auth and the rate limit. With the key cached and allowance leased (nearly every request) this
+      // finishes without waiting; otherwise it asks the database.
+      const admit = (req: FastifyRequest, reply: FastifyReply, key: AuthenticatedKey, rate: RateDecision) => {
         reply.header('RateLimit-Limit', rate.limit);
         reply.header('RateLimit-Remaining', rate.remaining);
         reply.header('RateLimit-Reset', rate.resetSeconds);
@@ -216,6 +221,33 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
           });
         }
         req.auth = key;
+      };
+      const checkMode = (key: AuthenticatedKey) => {
+        if (key.mode !== mode) {
+          throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
+        }
+      };
+      const admitSlowly = async (req: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
+        const key = await kasse.merchants.authenticate(token);
+        checkMode(key);
+        admit(req, reply, key, await kasse.rateLimiter.take(key.keyId, key.rateLimit));
+      };
+      v1.addHook('onRequest', (req, reply, done) => {
+        const token = bearerToken(req.headers.authorization);
+        try {
+          const key = kasse.merchants.authenticateCached(token);
+          if (key) {
+            checkMode(key);
+            const rate = kasse.rateLimiter.tryTake(key.keyId, key.rateLimit);
+            if (rate) {
+              admit(req, reply, key, rate);
+              return done();
+            }
+          }
+        } catch (err) {
+          return done(err as Error);
+        }
+        admitSlowly(req, reply, token).then(() => done(), done);
       });
       for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
     },

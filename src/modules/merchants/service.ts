@@ -47,7 +47,8 @@ export interface MerchantRecord {
 }
 
 export class MerchantService {
-  private cache = new Map<string, { value: AuthenticatedKey | null; until: number }>();
+  /** Resolved tokens: token → key (null for a refused token), the token's hash for invalidation, expiry. */
+  private cache = new Map<string, { value: AuthenticatedKey | null; hash: string; until: number }>();
 
   constructor(
     private readonly db: Db,
@@ -175,41 +176,53 @@ export class MerchantService {
    * Positive and negative answers are cached for a minute; key changes invalidate through NOTIFY.
    */
   async authenticate(token: string | undefined, now = Date.now()): Promise<AuthenticatedKey> {
+    return this.authenticateCached(token, now) ?? this.resolve(token!, now);
+  }
+
+  /**
+   * The answer for a token from this process's cache, without waiting: the key, a thrown 401, or undefined when the
+   * token is not cached (then `authenticate` asks the database). The cache is keyed by the token itself, so a
+   * request that hits it costs a map lookup rather than a SHA-256; the tokens live only in this process's memory,
+   * as they do in every request it reads, and the database still holds only hashes.
+   */
+  authenticateCached(token: string | undefined, now = Date.now()): AuthenticatedKey | undefined {
     if (!token || !KEY_PATTERN.test(token)) throw unauthorized();
+    const hit = this.cache.get(token);
+    if (!hit || hit.until <= now) return undefined;
+    if (!hit.value) throw unauthorized();
+    return hit.value;
+  }
+
+  private async resolve(token: string, now: number): Promise<AuthenticatedKey> {
     const hash = hashApiKey(token);
-    const hit = this.cache.get(hash);
-    let value: AuthenticatedKey | null;
-    if (hit && hit.until > now) {
-      value = hit.value;
-    } else {
-      const row = await this.db
-        .selectFrom('api_keys')
-        .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
-        .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at'])
-        .selectAll('merchants')
-        .where('api_keys.key_hash', '=', hash)
-        .executeTakeFirst();
-      value =
-        row && !row.revoked_at
-          ? {
-              keyId: row.key_id,
-              merchantId: row.id,
-              mode: row.mode,
-              rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute,
-              merchant: toRecord(row),
-            }
-          : null;
-      if (this.cache.size > 100_000) this.cache.clear();
-      this.cache.set(hash, { value, until: now + CACHE_TTL_MS });
-    }
+    const row = await this.db
+      .selectFrom('api_keys')
+      .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
+      .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at'])
+      .selectAll('merchants')
+      .where('api_keys.key_hash', '=', hash)
+      .executeTakeFirst();
+    const value: AuthenticatedKey | null =
+      row && !row.revoked_at
+        ? {
+            keyId: row.key_id,
+            merchantId: row.id,
+            mode: row.mode,
+            rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute,
+            merchant: toRecord(row),
+          }
+        : null;
+    if (this.cache.size > 100_000) this.cache.clear();
+    this.cache.set(token, { value, hash, until: now + CACHE_TTL_MS });
     if (!value) throw unauthorized();
     return value;
   }
 
-  /** Drops cached keys: one hash, or everything for '*'. Called locally and by the NOTIFY listener. */
+  /** Drops cached keys: those with one hash, or everything for '*'. Called locally and by the NOTIFY listener. */
   invalidate(hash: string): void {
-    if (hash === '*') this.cache.clear();
-    else this.cache.delete(hash);
+    if (hash === '*') return this.cache.clear();
+    // Key changes are rare; a scan keeps the hot path free of a second map.
+    for (const [token, entry] of this.cache) if (entry.hash === hash) this.cache.delete(token);
   }
 
   private async broadcastKeyChange(hash: string): Promise<void> {

@@ -41,6 +41,23 @@ export class RateLimiter {
   ) {}
 
   async take(keyId: string, limit: number): Promise<RateDecision> {
+    for (;;) {
+      const decision = this.tryTake(keyId, limit);
+      if (decision) return decision;
+      const lease = this.leases.get(keyId)!;
+      // Concurrent requests for the same key share one UPDATE.
+      lease.pending ??= this.lease(keyId, lease).finally(() => {
+        lease.pending = null;
+      });
+      await lease.pending;
+    }
+  }
+
+  /**
+   * Decides without waiting when it can: allowed while this process holds unspent allowance, refused once the
+   * window's whole allowance is granted. Null when a new block must be leased first (then use `take`).
+   */
+  tryTake(keyId: string, limit: number): RateDecision | null {
     const now = this.clock.now().getTime();
     const window = Math.floor(now / WINDOW_MS) * WINDOW_MS;
     const resetSeconds = Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
@@ -50,15 +67,8 @@ export class RateLimiter {
       if (this.leases.size > 50_000) this.leases.clear();
       this.leases.set(keyId, lease);
     }
-    while (lease.spent >= lease.leased) {
-      if (lease.globalUsed >= limit) return { allowed: false, limit, remaining: 0, resetSeconds };
-      if (!lease.pending) {
-        const l = lease;
-        l.pending = this.lease(keyId, l).finally(() => {
-          l.pending = null;
-        });
-      }
-      await lease.pending;
+    if (lease.spent >= lease.leased) {
+      return lease.globalUsed >= limit ? { allowed: false, limit, remaining: 0, resetSeconds } : null;
     }
     lease.spent++;
     const remaining = Math.max(0, limit - lease.globalUsed + (lease.leased - lease.spent));
