@@ -24,6 +24,9 @@ function randomChars(n: number): number[] {
 
 let lastTime = -1;
 let lastRandom: number[] = [];
+// The encoded forms of the above, kept so that an id in the same millisecond re-encodes only what changed.
+let timeChars = '';
+let randomText = '';
 
 /** A ULID: 10 characters of millisecond time + 16 random, incremented instead of redrawn within one millisecond. */
 export function ulid(now: number = Date.now()): string {
@@ -31,16 +34,19 @@ export function ulid(now: number = Date.now()): string {
     let i = lastRandom.length - 1;
     while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
     if (i >= 0) lastRandom[i]!++;
-    now = lastTime;
+    const from = Math.max(0, i);
+    let tail = '';
+    for (let j = from; j < lastRandom.length; j++) tail += CROCKFORD[lastRandom[j]!];
+    randomText = randomText.slice(0, from) + tail;
   } else {
     lastTime = now;
     lastRandom = randomChars(16);
+    timeChars = '';
+    for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) timeChars = CROCKFORD[t % 32] + timeChars;
+    randomText = '';
+    for (const c of lastRandom) randomText += CROCKFORD[c];
   }
-  let time = '';
-  for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
-  let rand = '';
-  for (const c of lastRandom) rand += CROCKFORD[c];
-  return time + rand;
+  return timeChars + randomText;
 }
 
 export type IdPrefix = 'pay' | 'att' | 'dep' | 'evt' | 'mer' | 'key' | 'lnk' | 'sub' | 'dsb' | 'rfd' | 'po' | 'txi' | 'usr' | 'led' | 'dlv' | 'swp';

@@ -17,7 +17,7 @@ interface Series {
  * bookkeeping. The series are exposed through the registry as a histogram and a counter, in the usual formats.
  */
 export class HttpMetrics {
-  private readonly series = new Map<string, Series>();
+  private readonly series: Series[] = [];
 
   constructor(registry: Registry) {
     type Value = { metricName?: string; labels: Record<string, string>; value: number };
@@ -26,12 +26,12 @@ export class HttpMetrics {
       ({ name, help, type, get: async () => ({ name, help, type, values: values(), aggregator: 'sum' }) }) as never;
     registry.registerMetric(
       metric('kasse_http_requests_total', 'HTTP requests answered, by listener, route and status', 'counter', () =>
-        [...this.series.values()].map((s) => ({ labels: s.labels, value: s.buckets.reduce((a, b) => a + b, 0) })),
+        this.series.map((s) => ({ labels: s.labels, value: s.buckets.reduce((a, b) => a + b, 0) })),
       ),
     );
     registry.registerMetric(
       metric('kasse_http_request_duration_seconds', 'HTTP request duration, by listener, route and status', 'histogram', () =>
-        [...this.series.values()].flatMap((s) => {
+        this.series.flatMap((s) => {
           let cumulative = 0;
           const buckets = s.buckets.map((n, i) => {
             cumulative += n;
@@ -48,17 +48,23 @@ export class HttpMetrics {
     );
   }
 
-  record(listener: string, route: string, status: number, seconds: number): void {
-    const key = `${listener} ${route} ${status}`;
-    let s = this.series.get(key);
-    if (!s) {
-      s = { labels: { listener, route, status: String(status) }, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0 };
-      this.series.set(key, s);
-    }
-    let i = 0;
-    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
-    s.buckets[i]!++;
-    s.sum += seconds;
+  /** A recorder for one listener: series are found by route (Fastify's own string) and then status, no key built. */
+  recorder(listener: string): (route: string, status: number, seconds: number) => void {
+    const byRoute = new Map<string, Map<number, Series>>();
+    return (route, status, seconds) => {
+      let byStatus = byRoute.get(route);
+      if (!byStatus) byRoute.set(route, (byStatus = new Map()));
+      let s = byStatus.get(status);
+      if (!s) {
+        s = { labels: { listener, route, status: String(status) }, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0 };
+        byStatus.set(status, s);
+        this.series.push(s);
+      }
+      let i = 0;
+      while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+      s.buckets[i]!++;
+      s.sum += seconds;
+    };
   }
 }
 

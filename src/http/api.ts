@@ -97,11 +97,12 @@ export function instrument(app: FastifyInstance, kasse: Kasse, listener: string)
     reply.header('Request-Id', req.id);
     done();
   });
+  const record = kasse.metrics.http.recorder(listener);
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
     const ms = reply.elapsedTime;
-    kasse.metrics.http.record(listener, route, status, ms / 1000);
+    record(route, status, ms / 1000);
     const level = (req.method === 'GET' || req.method === 'HEAD') && status < 400 && ms < SLOW_MS ? 'debug' : 'info';
     if (kasse.log.isLevelEnabled(level)) {
       kasse.log[level]({ reqId: req.id, listener, method: req.method, route, status, ms: Math.round(ms * 10) / 10 }, 'request');

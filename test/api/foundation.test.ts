@@ -277,8 +277,47 @@ describe('OpenAPI and operations', () => {
     const base = t.urls.test.replace('/v1', '');
     assert.deepEqual(await (await fetch(`${base}/healthz`)).json(), { status: 'ok' });
     assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
-    const metrics = await (await fetch(`${base}/metrics`)).text();
-    assert.match(metrics, /kasse_http_requests_total\{listener="test",route="\/v1\/account",status="200"\} \d+/);
+    const scrape = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const value = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      const labels = 'listener="test",route="/v1/account",status="200"';
+      const buckets = [...text.matchAll(new RegExp(`^kasse_http_request_duration_seconds_bucket\\{${labels},le="([^"]+)"\\} (\\d+)$`, 'gm'))];
+      return {
+        requests: value('kasse_http_requests_total', labels),
+        count: value('kasse_http_request_duration_seconds_count', labels),
+        sum: value('kasse_http_request_duration_seconds_sum', labels),
+        buckets: buckets.map((b) => [b[1], Number(b[2])] as const),
+      };
+    };
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) assert.equal((await m.test.get('/account')).status, 200);
+    const after = await scrape();
+    assert.equal(after.requests - before.requests, 3);
+    assert.equal(after.count, after.requests);
+    assert.ok(after.sum > before.sum);
+    // Buckets are cumulative and end in +Inf, which equals the count.
+    assert.equal(after.buckets.at(-1)?.[0], '+Inf');
+    assert.equal(after.buckets.at(-1)?.[1], after.count);
+    assert.deepEqual(after.buckets.map((b) => b[1]), [...after.buckets.map((b) => b[1])].sort((x, y) => x - y));
     assert.equal((await fetch(`${t.urls.checkout}/healthz`)).status, 200);
+  });
+
+  test('the access log keeps every change and failure at info and successful reads at debug', async () => {
+    const ok = await m.test.get('/account');
+    const refused = await new ApiClient(t.urls.test, null).get('/account');
+    const created = await m.test.post('/links', { kind: 'fixed', title: 'Mug', amount_usd_cents: 900 });
+    assert.deepEqual([ok.status, refused.status, created.status], [200, 401, 201]);
+    const logged = (res: { headers: Headers }) => logLines.filter((l) => l.msg === 'request' && l.reqId === res.headers.get('request-id'));
+    // The line is written once the response has finished, which can be after the client has read it.
+    const until = Date.now() + 5_000;
+    while ((logged(created).length === 0 || logged(refused).length === 0) && Date.now() < until) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(logged(ok), []);
+    assert.deepEqual(
+      [...logged(refused), ...logged(created)].map((l) => [l.level, l.method, l.route, l.status]),
+      [
+        [30, 'GET', '/v1/account', 401],
+        [30, 'POST', '/v1/links', 201],
+      ],
+    );
   });
 });

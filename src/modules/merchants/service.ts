@@ -43,7 +43,8 @@ export interface MerchantRecord {
   webhookUrl: { test: string | null; live: string | null };
   rateLimitPerMinute: number | null;
   feeBps: number | null;
-  createdAt: Date;
+  /** ISO 8601, formatted once when the record is loaded (it is served from the key cache on every /account call). */
+  createdAt: string;
 }
 
 export class MerchantService {
@@ -186,9 +187,13 @@ export class MerchantService {
    * as they do in every request it reads, and the database still holds only hashes.
    */
   authenticateCached(token: string | undefined, now = Date.now()): AuthenticatedKey | undefined {
-    if (!token || !KEY_PATTERN.test(token)) throw unauthorized();
+    if (!token) throw unauthorized();
+    // Only well-formed tokens are ever cached, so a hit needs no pattern check.
     const hit = this.cache.get(token);
-    if (!hit || hit.until <= now) return undefined;
+    if (!hit || hit.until <= now) {
+      if (!KEY_PATTERN.test(token)) throw unauthorized();
+      return undefined;
+    }
     if (!hit.value) throw unauthorized();
     return hit.value;
   }
@@ -238,7 +243,7 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     webhookUrl: { test: row.webhook_url_test, live: row.webhook_url_live },
     rateLimitPerMinute: row.rate_limit_per_minute,
     feeBps: row.fee_bps,
-    createdAt: row.created_at,
+    createdAt: row.created_at.toISOString(),
   };
 }
 

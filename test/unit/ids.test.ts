@@ -1,0 +1,33 @@
+/** Id generation: ULID time and order, carries within one millisecond, and the published id patterns. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ID_PATTERNS, newId, ulid } from '../../src/core/ids.ts';
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const decodeTime = (id: string) => [...id.slice(0, 10)].reduce((t, c) => t * 32 + CROCKFORD.indexOf(c), 0);
+
+test('ids carry their millisecond and sort in creation order, also within one millisecond and when the clock steps back', () => {
+  const t = Date.UTC(2026, 10, 21, 12, 0, 0, 123);
+  const ids = [ulid(t), ulid(t), ulid(t), ulid(t + 1), ulid(t + 1), ulid(t - 5_000), ulid(t + 2)];
+  for (const id of ids) assert.match(id, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+  assert.equal(decodeTime(ids[0]!), t);
+  assert.equal(decodeTime(ids[3]!), t + 1);
+  // A clock that steps back keeps the last time rather than breaking the order.
+  assert.equal(decodeTime(ids[5]!), t + 1);
+  assert.deepEqual([...ids].sort(), ids);
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test('many ids in one millisecond stay unique and ordered across carries in the random part', () => {
+  const t = Date.UTC(2026, 10, 21, 12, 0, 1);
+  const ids = Array.from({ length: 5_000 }, () => ulid(t));
+  assert.equal(new Set(ids).size, ids.length);
+  assert.deepEqual([...ids].sort(), ids);
+  assert.ok(ids.every((id) => decodeTime(id) === t));
+});
+
+test('prefixed ids match the published patterns', () => {
+  assert.match(newId('pay'), new RegExp(ID_PATTERNS.pay));
+  assert.match(newId('lnk'), new RegExp(ID_PATTERNS.lnk));
+  assert.match(newId('evt'), new RegExp(ID_PATTERNS.evt));
+});
