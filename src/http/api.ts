@@ -116,13 +116,22 @@ function bearerToken(header: string | undefined): string | undefined {
   return header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
 }
 
+/**
+ * The logger handed to Fastify. Requests log through the root logger with the request id as a field: a child logger
+ * per request would cost more than the access log line itself. The framework asks for a child on every request, so
+ * this logger's child is itself. (Fastify checks the result of a custom child factory on every request, which is why
+ * the override sits on the logger instead.)
+ */
+function requestLogger(log: Kasse['log']): FastifyBaseLogger {
+  const logger = log.child({});
+  logger.child = (() => logger) as never;
+  return logger as unknown as FastifyBaseLogger;
+}
+
 export function baseFastify(kasse: Kasse): FastifyInstance {
   const app = Fastify({
-    loggerInstance: kasse.log as unknown as FastifyBaseLogger,
+    loggerInstance: requestLogger(kasse.log),
     disableRequestLogging: true,
-    // Requests log through the root logger with the request id as a field; a child logger per request would cost
-    // more than the access log line itself.
-    childLoggerFactory: (logger) => logger,
     genReqId: () => `req_${ulid()}`,
     bodyLimit: kasse.config.bodyLimitBytes,
     // While closing, requests on open connections are still served; new connections are refused by the closed socket.

@@ -58,7 +58,7 @@ export class RateLimiter {
    * window's whole allowance is granted. Null when a new block must be leased first (then use `take`).
    */
   tryTake(keyId: string, limit: number): RateDecision | null {
-    const now = this.clock.now().getTime();
+    const now = this.clock.millis();
     const window = Math.floor(now / WINDOW_MS) * WINDOW_MS;
     const resetSeconds = Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
     let lease = this.leases.get(keyId);
