@@ -94,7 +94,8 @@ const SLOW_MS = 1000;
  */
 export function instrument(app: FastifyInstance, kasse: Kasse, listener: string): void {
   app.addHook('onRequest', (req, reply, done) => {
-    reply.header('Request-Id', req.id);
+    // Lower case, as Fastify would make it: a name that already is costs no new string per request.
+    reply.header('request-id', req.id);
     done();
   });
   const record = kasse.metrics.http.recorder(listener);
@@ -222,9 +223,9 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
       // Bearer auth and the rate limit. With the key cached and allowance leased (nearly every request) this
       // finishes without waiting; otherwise it asks the database.
       const admit = (req: FastifyRequest, reply: FastifyReply, key: AuthenticatedKey, rate: RateDecision) => {
-        reply.header('RateLimit-Limit', rate.limit);
-        reply.header('RateLimit-Remaining', rate.remaining);
-        reply.header('RateLimit-Reset', rate.resetSeconds);
+        reply.header('ratelimit-limit', rate.limit);
+        reply.header('ratelimit-remaining', rate.remaining);
+        reply.header('ratelimit-reset', rate.resetSeconds);
         if (!rate.allowed) {
           throw new ApiError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, null, {
             'Retry-After': String(rate.resetSeconds),
