@@ -67,6 +67,32 @@ function reconnect(shop: Shop, tk: TestKasse): Shop {
   return { ...shop, tk, api: new ApiClient(tk.urls.test, shop.api.key) };
 }
 
+/**
+ * A Kasse on a database of its own that the test can restart: `restart()` closes the running process and starts
+ * another on the same database and clock. The chain reports to whichever process is running.
+ */
+async function withRestarts(
+  body: (r: { first: TestKasse; clock: FakeClock; chain: Chain; restart(): Promise<TestKasse> }) => Promise<void>,
+): Promise<void> {
+  const db = await createTestDatabase();
+  const clock = new FakeClock(t.clock.now());
+  const start = () => startTestKasse({ databaseUrl: db.url, clock, env: ENV });
+  let running: TestKasse | null = await start();
+  let live = running;
+  const restart = async () => {
+    await running?.close();
+    running = null;
+    live = running = await start();
+    return running;
+  };
+  try {
+    await body({ first: running, clock, chain: new Chain(() => live), restart });
+  } finally {
+    await running?.close();
+    await db.drop();
+  }
+}
+
 async function ok(res: Promise<{ status: number; body: any }>, status = 200): Promise<any> {
   const r = await res;
   assert.equal(r.status, status, JSON.stringify(r.body));
@@ -562,13 +588,7 @@ describe('delivery', () => {
   });
 
   test('restart in the middle of the retry schedule: nothing lost, nothing out of order, new events queue behind', async () => {
-    const db = await createTestDatabase();
-    const clock = new FakeClock(t.clock.now());
-    let first: TestKasse | null = await startTestKasse({ databaseUrl: db.url, clock, env: ENV });
-    let second: TestKasse | null = null;
-    let live: TestKasse = first;
-    const ownChain = new Chain(() => live);
-    try {
+    await withRestarts(async ({ first, clock, chain: ownChain, restart }) => {
       let shop = await openShop(first);
       shop.receiver.failNext(4);
       const a = await Flow.create(shop, { token: 'base:usdc' });
@@ -582,10 +602,8 @@ describe('delivery', () => {
       await first.kasse.webhooks.drain(); // retry 1 of both heads fails
       assert.equal(shop.receiver.requests.length, 4);
       assert.equal(shop.receiver.events.length, 0);
-      await first.close();
-      first = null;
 
-      live = second = await startTestKasse({ databaseUrl: db.url, clock, env: ENV });
+      const second = await restart();
       shop = reconnect(shop, second);
       a.shop = shop;
       b.shop = shop;
@@ -608,21 +626,11 @@ describe('delivery', () => {
           ['delivered', new Date(start + 6 * MINUTE).toISOString()],
         ],
       );
-    } finally {
-      await first?.close();
-      await second?.close();
-      await db.drop();
-    }
+    });
   });
 
   test('restart after a worker sent but never recorded: the events come again (at least once) and dedupe cleanly', async () => {
-    const db = await createTestDatabase();
-    const clock = new FakeClock(t.clock.now());
-    let first: TestKasse | null = await startTestKasse({ databaseUrl: db.url, clock, env: ENV });
-    let second: TestKasse | null = null;
-    let live: TestKasse = first;
-    const ownChain = new Chain(() => live);
-    try {
+    await withRestarts(async ({ first, clock, chain: ownChain, restart }) => {
       let shop = await openShop(first);
       shop.receiver.failNext(1);
       const flow = await Flow.create(shop, { token: 'base:usdc' });
@@ -639,10 +647,8 @@ describe('delivery', () => {
         [flow.published[0]!.id],
       );
       await Promise.all(claimed.map((c) => delivery.send(c)));
-      await first.close();
-      first = null;
 
-      live = second = await startTestKasse({ databaseUrl: db.url, clock, env: ENV });
+      const second = await restart();
       shop = reconnect(shop, second);
       flow.shop = shop;
       assert.equal(await second.kasse.webhooks.drain(), 0, 'the dead worker’s claim holds until its lease ends');
@@ -654,10 +660,6 @@ describe('delivery', () => {
         'the unrecorded delivery is sent again, then its follower',
       );
       await flow.finish(['payment.detected', 'payment.paid']);
-    } finally {
-      await first?.close();
-      await second?.close();
-      await db.drop();
-    }
+    });
   });
 });
