@@ -9,7 +9,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { sql } from 'kysely';
 import type { Mode } from '../chains/types.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
-import { ulid } from '../core/ids.ts';
+import { requestIds } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import type { RateDecision } from '../modules/ratelimit/limiter.ts';
@@ -33,6 +33,7 @@ export interface ApiDeps {
 }
 
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
+  reply.header('request-id', reply.request.id);
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
   return reply.code(err.status).send(err.toBody());
 }
@@ -85,22 +86,54 @@ function jsonParser(app: FastifyInstance) {
 /** Successful reads quicker than this are logged at debug; everything else at info. */
 const SLOW_MS = 1000;
 
+type Hook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** On an API listener, the route answers without a key (probes, metrics, the OpenAPI document). */
+    public?: boolean;
+  }
+  interface FastifyRequest {
+    /** The matched route's URL pattern (the metrics label); null when no route matched. */
+    routeUrl: string | null;
+  }
+}
+
 /**
- * Hooks common to every listener: the request id header, metrics, and the access log. Every request is counted and
- * timed in the metrics. The access log records at info every change (any method but GET and HEAD), every failure
- * and every slow answer; successful quick reads are logged at debug, as polling them would otherwise drown the log
- * and cost more than answering them. Hooks take callbacks rather than returning promises: this runs on every
- * request, and a promise per hook costs a microtask.
+ * What every listener does on every request: the request id header, metrics, the access log and, given a guard
+ * (the API listeners' key check), admission. Every request is counted and timed in the metrics. The access log
+ * records at info every change (any method but GET and HEAD), every failure and every slow answer; successful quick
+ * reads are logged at debug, as polling them would otherwise drown the log and cost more than answering them.
+ *
+ * This runs on every request, so it is one hook per route, added as the route is declared: it knows its route's URL
+ * (reading `request.routeOptions` would build an object per request) and whether the guard applies, which every
+ * route but those marked `config: { public: true }` needs. Hooks take callbacks rather than returning promises, as a
+ * promise per hook costs a microtask. Answers made before any route hook (unknown route, malformed URL) get their
+ * request id in `sendError`.
  */
-export function instrument(app: FastifyInstance, kasse: Kasse, listener: string): void {
-  app.addHook('onRequest', (req, reply, done) => {
+export function instrument(app: FastifyInstance, kasse: Kasse, listener: string, guard?: Hook): void {
+  app.decorateRequest('routeUrl', null);
+  app.addHook('onRoute', (route) => {
+    const url = route.url;
+    const check = guard && !route.config?.public ? guard : undefined;
     // Lower case, as Fastify would make it: a name that already is costs no new string per request.
-    reply.header('request-id', req.id);
-    done();
+    const hook: Hook = check
+      ? (req, reply, done) => {
+          reply.header('request-id', req.id);
+          req.routeUrl = url;
+          check(req, reply, done);
+        }
+      : (req, reply, done) => {
+          reply.header('request-id', req.id);
+          req.routeUrl = url;
+          done();
+        };
+    const own = route.onRequest ? [route.onRequest].flat() : [];
+    route.onRequest = [hook, ...own] as never;
   });
   const record = kasse.metrics.http.recorder(listener);
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched';
+    const route = req.routeUrl ?? 'unmatched';
     const status = reply.statusCode;
     const ms = reply.elapsedTime;
     record(route, status, ms / 1000);
@@ -114,7 +147,10 @@ export function instrument(app: FastifyInstance, kasse: Kasse, listener: string)
 
 /** The token of an `Authorization: Bearer …` header. */
 function bearerToken(header: string | undefined): string | undefined {
-  return header ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+  if (!header) return undefined;
+  // The usual spelling without a regex; any other (case, spacing) through the full pattern.
+  if (header.startsWith('Bearer ') && header.indexOf(' ', 7) < 0) return header.slice(7);
+  return /^bearer\s+(\S+)\s*$/i.exec(header)?.[1];
 }
 
 /**
@@ -129,11 +165,13 @@ function requestLogger(log: Kasse['log']): FastifyBaseLogger {
   return logger as unknown as FastifyBaseLogger;
 }
 
+const nextRequestId = requestIds();
+
 export function baseFastify(kasse: Kasse): FastifyInstance {
   const app = Fastify({
     loggerInstance: requestLogger(kasse.log),
     disableRequestLogging: true,
-    genReqId: () => `req_${ulid()}`,
+    genReqId: nextRequestId,
     bodyLimit: kasse.config.bodyLimitBytes,
     // While closing, requests on open connections are still served; new connections are refused by the closed socket.
     return503OnClosing: false,
@@ -155,9 +193,56 @@ export function baseFastify(kasse: Kasse): FastifyInstance {
   return app;
 }
 
+/**
+ * The API listeners' guard: bearer auth and the rate limit. With the key cached and allowance leased (nearly every
+ * request) it decides without waiting; otherwise it asks the database.
+ */
+function keyGuard(kasse: Kasse, mode: Mode): Hook {
+  const admit = (req: FastifyRequest, reply: FastifyReply, key: AuthenticatedKey, rate: RateDecision) => {
+    // Strings: Node would otherwise convert each number twice (validation, then the header block).
+    reply.header('ratelimit-limit', String(rate.limit));
+    reply.header('ratelimit-remaining', String(rate.remaining));
+    reply.header('ratelimit-reset', String(rate.resetSeconds));
+    if (!rate.allowed) {
+      throw new ApiError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, null, {
+        'Retry-After': String(rate.resetSeconds),
+      });
+    }
+    req.auth = key;
+  };
+  const checkMode = (key: AuthenticatedKey) => {
+    if (key.mode !== mode) {
+      throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
+    }
+  };
+  const admitSlowly = async (req: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
+    const key = await kasse.merchants.authenticate(token);
+    checkMode(key);
+    admit(req, reply, key, await kasse.rateLimiter.take(key.keyId, key.rateLimit));
+  };
+  return (req, reply, done) => {
+    const token = bearerToken(req.headers.authorization);
+    try {
+      const key = kasse.merchants.authenticateCached(token);
+      if (key) {
+        checkMode(key);
+        const rate = kasse.rateLimiter.tryTake(key.keyId, key.rateLimit);
+        if (rate) {
+          admit(req, reply, key, rate);
+          return done();
+        }
+      }
+    } catch (err) {
+      return done(err as Error);
+    }
+    admitSlowly(req, reply, token).then(() => done(), done);
+  };
+}
+
 export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> {
   const app = baseFastify(kasse).withTypeProvider<TypeBoxTypeProvider>();
-  instrument(app, kasse, mode);
+  // Every route needs a key of this listener's mode unless it is marked public.
+  instrument(app, kasse, mode, keyGuard(kasse, mode));
   app.decorateRequest('auth', null as unknown as AuthenticatedKey);
 
   app.addSchema(ErrorSchema);
@@ -176,8 +261,9 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   });
 
   // Operations probes live outside /v1 and need no key.
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+  const open = { schema: { hide: true }, config: { public: true } };
+  app.get('/healthz', open, async () => ({ status: 'ok' }));
+  app.get('/readyz', open, async (_req, reply) => {
     try {
       await sql`SELECT 1`.execute(kasse.db);
       return { status: 'ready' };
@@ -185,7 +271,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
       return sendError(reply, new ApiError('service_unavailable', 'Database is not reachable'));
     }
   });
-  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+  app.get('/metrics', open, async (req, reply) => {
     const token = process.env.KASSE_METRICS_TOKEN;
     const ok = token ? req.headers.authorization === `Bearer ${token}` : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
     if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
@@ -193,25 +279,20 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
     return kasse.metrics.registry.metrics();
   });
 
-  // The OpenAPI document and its reference page answer without a key: a scope of their own, outside the auth hook.
-  // The servers entry is filled at answer time (with port 0 the bound port is known only after listen), and
-  // paths are relative to the server URL, which already ends in /v1.
+  // The OpenAPI document and its reference page answer without a key. The servers entry is filled at answer time
+  // (with port 0 the bound port is known only after listen), and paths are relative to the server URL, which
+  // already ends in /v1.
   const document = () => {
     const doc = app.swagger() as { paths?: Record<string, unknown> };
     const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
     return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
   };
-  await app.register(
-    async (pub) => {
-      pub.get('/openapi.json', { schema: { hide: true } }, async () => document());
-      pub.get('/docs', { schema: { hide: true } }, async (_req, reply) => {
-        reply.header('content-type', 'text/html; charset=utf-8');
-        reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
-        return renderReference(document() as never);
-      });
-    },
-    { prefix: '/v1' },
-  );
+  app.get('/v1/openapi.json', open, async () => document());
+  app.get('/v1/docs', open, async (_req, reply) => {
+    reply.header('content-type', 'text/html; charset=utf-8');
+    reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
+    return renderReference(document() as never);
+  });
 
   await app.register(
     async (v1) => {
@@ -220,52 +301,11 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
         if (schema && !schema.hide) schema.response = { ...errorResponses(), ...schema.response };
       });
-      // Bearer auth and the rate limit. With the key cached and allowance leased (nearly every request) this
-      // finishes without waiting; otherwise it asks the database.
-      const admit = (req: FastifyRequest, reply: FastifyReply, key: AuthenticatedKey, rate: RateDecision) => {
-        reply.header('ratelimit-limit', rate.limit);
-        reply.header('ratelimit-remaining', rate.remaining);
-        reply.header('ratelimit-reset', rate.resetSeconds);
-        if (!rate.allowed) {
-          throw new ApiError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, null, {
-            'Retry-After': String(rate.resetSeconds),
-          });
-        }
-        req.auth = key;
-      };
-      const checkMode = (key: AuthenticatedKey) => {
-        if (key.mode !== mode) {
-          throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
-        }
-      };
-      const admitSlowly = async (req: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
-        const key = await kasse.merchants.authenticate(token);
-        checkMode(key);
-        admit(req, reply, key, await kasse.rateLimiter.take(key.keyId, key.rateLimit));
-      };
-      v1.addHook('onRequest', (req, reply, done) => {
-        const token = bearerToken(req.headers.authorization);
-        try {
-          const key = kasse.merchants.authenticateCached(token);
-          if (key) {
-            checkMode(key);
-            const rate = kasse.rateLimiter.tryTake(key.keyId, key.rateLimit);
-            if (rate) {
-              admit(req, reply, key, rate);
-              return done();
-            }
-          }
-        } catch (err) {
-          return done(err as Error);
-        }
-        admitSlowly(req, reply, token).then(() => done(), done);
-      });
       for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
     },
     { prefix: '/v1' },
   );
   return app;
 }
-
 
 export type { ErrorBody };

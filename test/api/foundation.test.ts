@@ -193,9 +193,11 @@ describe('the Error body on every failure', () => {
   test('every response carries a Request-Id header', async () => {
     const ok = await m.test.get('/account');
     const bad = await new ApiClient(t.urls.test, null).get('/account');
-    assert.match(ok.headers.get('request-id') ?? '', /^req_/);
-    assert.match(bad.headers.get('request-id') ?? '', /^req_/);
-    assert.notEqual(ok.headers.get('request-id'), bad.headers.get('request-id'));
+    const unknown = await m.test.get('/no-such-route');
+    const open = await fetch(`${t.urls.test}/openapi.json`);
+    const ids = [ok, bad, unknown, open].map((r) => r.headers.get('request-id') ?? '');
+    for (const id of ids) assert.match(id, /^req_[0-9A-Z]{26}$/);
+    assert.equal(new Set(ids).size, ids.length);
   });
 });
 
@@ -289,10 +291,14 @@ describe('OpenAPI and operations', () => {
         buckets: buckets.map((b) => [b[1], Number(b[2])] as const),
       };
     };
+    const unmatched = async () => Number(/^kasse_http_requests_total\{listener="test",route="unmatched",status="404"\} (\S+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
     const before = await scrape();
+    const unmatchedBefore = await unmatched();
     for (let i = 0; i < 3; i++) assert.equal((await m.test.get('/account')).status, 200);
+    assert.equal((await m.test.get('/no-such-route')).status, 404);
     const after = await scrape();
     assert.equal(after.requests - before.requests, 3);
+    assert.equal((await unmatched()) - unmatchedBefore, 1, 'an unknown route is counted once, under "unmatched"');
     assert.equal(after.count, after.requests);
     assert.ok(after.sum > before.sum);
     // Buckets are cumulative and end in +Inf, which equals the count.

@@ -1,7 +1,7 @@
 /** Id generation: ULID time and order, carries within one millisecond, and the published id patterns. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ID_PATTERNS, newId, ulid } from '../../src/core/ids.ts';
+import { ID_PATTERNS, newId, requestIds, ulid } from '../../src/core/ids.ts';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const decodeTime = (id: string) => [...id.slice(0, 10)].reduce((t, c) => t * 32 + CROCKFORD.indexOf(c), 0);
@@ -30,4 +30,14 @@ test('prefixed ids match the published patterns', () => {
   assert.match(newId('pay'), new RegExp(ID_PATTERNS.pay));
   assert.match(newId('lnk'), new RegExp(ID_PATTERNS.lnk));
   assert.match(newId('evt'), new RegExp(ID_PATTERNS.evt));
+});
+
+test('request ids: one process prefix, then a counter; unique, ordered, and another generator has another prefix', () => {
+  const next = requestIds();
+  const ids = Array.from({ length: 10_000 }, () => next());
+  for (const id of [ids[0]!, ids[9_999]!]) assert.match(id, /^req_[0-9A-Z]{26}$/);
+  assert.equal(new Set(ids).size, ids.length);
+  assert.deepEqual([...ids].sort(), ids);
+  assert.ok(ids.every((id) => id.slice(0, 19) === ids[0]!.slice(0, 19)), 'the process prefix stays');
+  assert.notEqual(requestIds()().slice(0, 19), ids[0]!.slice(0, 19));
 });
