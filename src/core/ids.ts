@@ -66,12 +66,31 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
  * Request ids: `req_` + 26 characters of [0-9A-Z]. Fifteen random characters drawn once name the process, then a
  * counter follows, so ids are unique across processes and restarts and in order within one process, with no clock
  * or randomness per request (every answer carries one).
+ *
+ * The counter is kept in two parts so that the part converted on every request is a small integer, which V8 turns
+ * into text far faster than a large one: `low` runs through the six-digit base-32 numbers and `high` (five digits,
+ * part of the cached prefix) counts its wraps, one per billion requests.
  */
-export function requestIds(): () => string {
-  const prefix = `req_${randomBase32(15)}`;
-  // From 32^10 the counter has 11 base-32 digits up to 2^55; numbers stay exact to 2^53, about 8·10^15 requests.
-  let n = 32 ** 10;
-  return () => prefix + (n++).toString(32).toUpperCase();
+export function requestIds(lowDigits = 6): () => string {
+  const tag = randomBase32(15);
+  // (Tests pass fewer low digits to see it wrap.)
+  const LOW_FIRST = 32 ** (lowDigits - 1);
+  const LOW_END = 32 ** lowDigits;
+  let high = 0;
+  let low = LOW_FIRST;
+  let prefix = '';
+  const setPrefix = () => {
+    prefix = `req_${tag}${(32 ** 5 + high).toString(32).slice(1).toUpperCase()}`;
+  };
+  setPrefix();
+  return () => {
+    if (low === LOW_END) {
+      high++;
+      low = LOW_FIRST;
+      setPrefix();
+    }
+    return prefix + (low++).toString(32).toUpperCase();
+  };
 }
 
 export const ID_PATTERNS = {

@@ -40,4 +40,10 @@ test('request ids: one process prefix, then a counter; unique, ordered, and anot
   assert.deepEqual([...ids].sort(), ids);
   assert.ok(ids.every((id) => id.slice(0, 19) === ids[0]!.slice(0, 19)), 'the process prefix stays');
   assert.notEqual(requestIds()().slice(0, 19), ids[0]!.slice(0, 19));
+  // The per-request part wraps into the cached one and the order holds across wraps (one low digit: 32 per wrap).
+  const small = requestIds(1);
+  const wrapped = Array.from({ length: 200 }, () => small());
+  assert.ok(wrapped.every((id) => id.length === wrapped[0]!.length));
+  assert.equal(new Set(wrapped).size, wrapped.length);
+  assert.deepEqual([...wrapped].sort(), wrapped);
 });
