@@ -17,6 +17,7 @@ export async function startChild<T>(script: string, env: Record<string, string>)
     child,
     stop: () =>
       new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGKILL');
       }),
