@@ -3,10 +3,11 @@
  * Unlike time on a shared machine the count varies little between runs, so it shows what a code change saves; it
  * leaves out the kernel (the loopback send is a large part of a small request), so it is not a throughput ratio.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startChild } from './_child.ts';
 
 export function haveValgrind(): boolean {
   return spawnSync('valgrind', ['--version']).status === 0 && spawnSync('callgrind_control', ['--version']).status === 0;
@@ -18,21 +19,9 @@ export function haveValgrind(): boolean {
  */
 export async function instructionsPerRequest<T>(script: string, env: Record<string, string>, drive: (info: T, n: number) => Promise<void>, warmup = 3000, window = 8000): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'kasse-vg-'));
-  const child = spawn(
-    'valgrind',
-    ['--tool=callgrind', '--dump-instr=no', '--collect-jumps=no', `--callgrind-out-file=${join(dir, 'out')}`, `--log-file=${join(dir, 'log')}`, process.execPath, '--import', 'tsx', script],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'ignore'] },
-  );
+  const callgrind = ['valgrind', '--tool=callgrind', '--dump-instr=no', '--collect-jumps=no', `--callgrind-out-file=${join(dir, 'out')}`, `--log-file=${join(dir, 'log')}`];
+  const { info, child, stop } = await startChild<T>(script, env, callgrind);
   try {
-    const info = await new Promise<T>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += d;
-        const nl = out.indexOf('\n');
-        if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)) as T);
-      });
-      child.on('exit', (code) => reject(new Error(`${script} under valgrind exited ${code}`)));
-    });
     await drive(info, warmup);
     execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
     await drive(info, window);
@@ -45,7 +34,7 @@ export async function instructionsPerRequest<T>(script: string, env: Record<stri
     if (total === 0) throw new Error('callgrind wrote no count');
     return Math.round(total / window);
   } finally {
-    child.kill('SIGKILL');
+    await stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -5,7 +5,7 @@
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Mode } from '../chains/types.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
@@ -170,7 +170,8 @@ const nextRequestId = requestIds();
 export function baseFastify(kasse: Kasse): FastifyInstance {
   const app = Fastify({
     loggerInstance: requestLogger(kasse.log),
-    disableRequestLogging: true,
+    // Kasse writes its own access log (see `instrument`).
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: nextRequestId,
     bodyLimit: kasse.config.bodyLimitBytes,
     // While closing, requests on open connections are still served; new connections are refused by the closed socket.
