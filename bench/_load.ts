@@ -12,8 +12,7 @@ export interface LoadResult {
   server_cpu_us_per_request?: number;
 }
 
-/** Load for `seconds` (default 10), or until `requests` have been answered. */
-export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string | ((i: number) => string); connections?: number; seconds?: number; requests?: number }): Promise<LoadResult> {
+export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string | ((i: number) => string); connections?: number; seconds?: number }): Promise<LoadResult> {
   let i = 0;
   const bodyFn = opts.body;
   const result = await autocannon({
@@ -21,7 +20,7 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers
     method: opts.method ?? 'GET',
     headers: opts.headers,
     connections: opts.connections ?? 64,
-    ...(opts.requests ? { amount: opts.requests } : { duration: opts.seconds ?? 10 }),
+    duration: opts.seconds ?? 10,
     ...(typeof bodyFn === 'function'
       ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodyFn(i++) }) }] }
       : bodyFn !== undefined

@@ -2,13 +2,11 @@
  * Authenticated GET throughput and p99 at 64 connections against a bare route of the same framework, in the same
  * run (goal: at least 0.8 of the bare route). The authenticated route is GET /v1/account: bearer auth, rate limit,
  * request id, metrics and the access log rule, with the merchant from the key cache. Rounds alternate between the two
- * routes (five of each) and each side's median round is kept. Where valgrind is installed, the user-space instructions
- * per request of both routes are counted too: steady across runs where time is not, but blind to the kernel.
+ * routes (five of each) and each side's median round is kept.
  */
 import { benchDatabase } from './_pg.ts';
 import { startChild } from './_child.ts';
 import { compare, load } from './_load.ts';
-import { haveValgrind, instructionsPerRequest } from './_valgrind.ts';
 
 export async function run(): Promise<object> {
   const pg = await benchDatabase();
@@ -22,22 +20,9 @@ export async function run(): Promise<object> {
     await load({ ...bare, seconds: 2 }); // warm-up
     await load({ ...account, seconds: 2 });
     const r = await compare(bare, account, { cpuUrl: `${srv.info.bare}/cpu`, rounds: 5 });
-    await srv.stop();
-    const instructions = haveValgrind() ? await countInstructions(pg.url) : 'valgrind not installed';
-    return { connections: 64, seconds_per_round: seconds, rounds: r.rounds, cpu_ratio: r.cpu_ratio, bare_route: r.baseline, authenticated_get: r.subject, ratio: r.ratio, goal_ratio: 0.8, instructions_per_request: instructions };
+    return { connections: 64, seconds_per_round: seconds, rounds: r.rounds, cpu_ratio: r.cpu_ratio, bare_route: r.baseline, authenticated_get: r.subject, ratio: r.ratio, goal_ratio: 0.8 };
   } finally {
     await srv.stop();
     await pg.stop();
   }
-}
-
-async function countInstructions(databaseUrl: string): Promise<object> {
-  const count = (route: 'bare' | 'account') =>
-    instructionsPerRequest<{ test: string; bare: string; key: string }>('bench/servers/api.ts', { DATABASE_URL: databaseUrl, BENCH_WORKERS: '0' }, async (info, n) => {
-      const url = route === 'bare' ? `${info.bare}/bare` : `${info.test}/account`;
-      const r = await load({ url, headers: { authorization: `Bearer ${info.key}` }, connections: 8, requests: n });
-      if (r.non_2xx || r.errors) throw new Error(`${route}: ${r.non_2xx} non-2xx answers, ${r.errors} errors`);
-    });
-  const [bareRoute, account] = await Promise.all([count('bare'), count('account')]);
-  return { bare_route: bareRoute, authenticated_get: account, ratio: Math.round((bareRoute / account) * 100) / 100 };
 }

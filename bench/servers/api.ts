@@ -17,8 +17,7 @@ import { startWorkers } from '../../src/workers/index.ts';
 const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
 const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })) });
 await startListeners(kasse);
-// Workers run as in production, except when counting instructions (their timers would count with the run's length).
-if (process.env.BENCH_WORKERS !== '0') startWorkers(kasse);
+startWorkers(kasse);
 const merchant = await kasse.merchants.create({ name: 'Bench' });
 await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 });
 
