@@ -117,17 +117,12 @@ export function instrument(app: FastifyInstance, kasse: Kasse, listener: string,
     const url = route.url;
     const check = guard && !route.config?.public ? guard : undefined;
     // Lower case, as Fastify would make it: a name that already is costs no new string per request.
-    const hook: Hook = check
-      ? (req, reply, done) => {
-          reply.header('request-id', req.id);
-          req.routeUrl = url;
-          check(req, reply, done);
-        }
-      : (req, reply, done) => {
-          reply.header('request-id', req.id);
-          req.routeUrl = url;
-          done();
-        };
+    const hook: Hook = (req, reply, done) => {
+      reply.header('request-id', req.id);
+      req.routeUrl = url;
+      if (check) check(req, reply, done);
+      else done();
+    };
     const own = route.onRequest ? [route.onRequest].flat() : [];
     route.onRequest = [hook, ...own] as never;
   });
