@@ -13,10 +13,11 @@ import { requestIds } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import type { RateDecision } from '../modules/ratelimit/limiter.ts';
-import { renderReference } from './reference.ts';
+import { documentErrors } from './openapi.ts';
+import referenceRoutes from './reference.ts';
 import { blockedRange } from '../modules/webhooks/http-client.ts';
 import { apiRoutes } from './routes/index.ts';
-import { ErrorSchema, errorResponses } from './schemas/common.ts';
+import { ErrorSchema } from './schemas/common.ts';
 import { messageOf, paramOf, validatorCompiler } from './validation.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
@@ -275,28 +276,13 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
     return kasse.metrics.registry.metrics();
   });
 
-  // The OpenAPI document and its reference page answer without a key. The servers entry is filled at answer time
-  // (with port 0 the bound port is known only after listen), and paths are relative to the server URL, which
-  // already ends in /v1.
-  const document = () => {
-    const doc = app.swagger() as { paths?: Record<string, unknown> };
-    const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
-    return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
-  };
-  app.get('/v1/openapi.json', open, async () => document());
-  app.get('/v1/docs', open, async (_req, reply) => {
-    reply.header('content-type', 'text/html; charset=utf-8');
-    reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
-    return renderReference(document() as never);
-  });
+  // The OpenAPI document and its reference page answer without a key.
+  await app.register(referenceRoutes, { kasse, mode } satisfies ApiDeps);
 
   await app.register(
     async (v1) => {
-      // Every documented operation lists the spec's error responses, so no route can forget one.
-      v1.addHook('onRoute', (route) => {
-        const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
-        if (schema && !schema.hide) schema.response = { ...errorResponses(), ...schema.response };
-      });
+      // Every documented operation lists the error responses it can answer, so no route can forget one.
+      v1.addHook('onRoute', documentErrors);
       for (const route of apiRoutes) await v1.register(route, { kasse, mode } satisfies ApiDeps);
     },
     { prefix: '/v1' },

@@ -14,6 +14,7 @@ import type { Secrets } from '../../src/core/secrets.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { startListeners, type Listeners } from '../../src/server.ts';
 import { createTestDatabase } from './db.ts';
+import { assertDocumentedErrors, recordAnswer } from './documented-errors.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -43,6 +44,7 @@ export class ApiClient {
     } catch {
       // non-JSON (HTML pages, metrics)
     }
+    recordAnswer(this.baseUrl, method, path, res.status, parsed);
     return { status: res.status, headers: res.headers, body: parsed as T };
   }
   get<T = any>(path: string, headers?: Record<string, string>) {
@@ -147,9 +149,11 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
       };
     },
     async close() {
+      const problem = await assertDocumentedErrors([urls.test, urls.live]).then(() => null, (err: unknown) => err);
       await listeners.close();
       await kasse.close();
       if (!opts.databaseUrl) await db.drop();
+      if (problem) throw problem;
     },
   };
 }

@@ -21,7 +21,9 @@ export default async function accountRoutes(app: ApiApp, { mode }: ApiDeps) {
     '/account',
     {
       schema: {
+        operationId: 'getAccount',
         summary: 'The account behind the API key',
+        description: 'Which merchant and mode a key belongs to, its default webhook URL for this mode and its rate limit. A quick way to check a key.',
         tags: ['Account'],
         response: { 200: Type.Unsafe({ $ref: 'Account#' }) },
       },

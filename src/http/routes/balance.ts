@@ -9,6 +9,7 @@ export default async function balanceRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/balance',
     {
       schema: {
+        operationId: 'getBalance',
         summary: 'Get the balance',
         description: 'US cents credited for paid payments (less fees and reversals), cents on the way, and coins held per token. See docs/ledger.md.',
         tags: ['Balance'],

@@ -12,6 +12,7 @@ export default async function currencyRoutes(app: ApiApp, { kasse, mode }: ApiDe
     '/currencies',
     {
       schema: {
+        operationId: 'listCurrencies',
         summary: 'List networks and coins',
         description: 'Every configured coin of this mode with its current rate (null without a fresh price) and `paused` (no new coin choices on that network now).',
         tags,
@@ -25,10 +26,12 @@ export default async function currencyRoutes(app: ApiApp, { kasse, mode }: ApiDe
     '/estimate',
     {
       schema: {
+        operationId: 'getEstimate',
         summary: 'Estimate a price in a coin',
         description: 'What `price_amount` US cents would cost in `token` now, rounded up to its smallest unit. Same errors as choosing a coin: 400 (param `token`), 503 `chain_paused`, 503 `price_unavailable`, 422 `amount_too_small`.',
         tags,
         querystring: EstimateQuery,
+        errors: ['amount_too_small', 'price_unavailable', 'chain_paused'],
         response: { 200: Type.Unsafe({ $ref: 'Estimate#' }) },
       },
     },

@@ -88,6 +88,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
     '/events',
     {
       schema: {
+        operationId: 'listEvents',
         summary: 'List events',
         description: 'Events of this mode, newest first, as they were sent (or would have been sent) to your webhook URL.',
         tags: ['Events'],
@@ -102,6 +103,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
     '/events/:id',
     {
       schema: {
+        operationId: 'getEvent',
         summary: 'Retrieve an event',
         description: 'The event and every delivery of it with each attempt: when, what your endpoint answered, how long it took.',
         tags: ['Events'],
@@ -116,6 +118,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
     '/events/:id/redeliver',
     {
       schema: {
+        operationId: 'redeliverEvent',
         summary: 'Redeliver an event',
         description:
           'Queues a new delivery of the event to its current destination (the payment’s `webhook_url`, else the account default), ' +
@@ -124,6 +127,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         tags: ['Events'],
         params: EventIdParam,
         body: Type.Object({}, { additionalProperties: false, description: 'No parameters: send no body or `{}`.' }),
+        errors: ['invalid_state'],
         response: { 202: Type.Unsafe({ $ref: 'WebhookDelivery#' }) },
       },
       // No body at all is the usual call; it is validated as `{}`.

@@ -80,6 +80,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
     '/links',
     {
       schema: {
+        operationId: 'createLink',
         summary: 'Create a payment link',
         description:
           'Creates a reusable public page at `url`. Cross-field rules (400 `invalid_request`, `param` names the field): `fixed` requires `amount_usd_cents` and refuses min, max and presets; `open`, `tip` and `pos` refuse `amount_usd_cents` and may bound the typed amount with `min_usd_cents` ≤ `max_usd_cents`; `tip` requires 1 to 6 distinct `presets_usd_cents` inside those bounds and only `tip` takes presets; `pos` refuses `collect_email`; `expires_at` must be in the future; `success_url` must be https on the live API. Each payment made through the link has `order_id` `<slug>-<n>` and `metadata.link_id` (and `metadata.payer_email` when `collect_email`).',
@@ -95,6 +96,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
     '/links',
     {
       schema: {
+        operationId: 'listLinks',
         summary: 'List payment links',
         description: 'The links of this mode, newest first, at most 500.',
         tags,
@@ -106,7 +108,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
 
   app.get(
     '/links/:id',
-    { schema: { summary: 'Get a payment link', tags, params: LinkIdParam, response: { 200: LinkRef } } },
+    { schema: { operationId: 'getLink', summary: 'Get a payment link', description: 'The link with its `uses` so far.', tags, params: LinkIdParam, response: { 200: LinkRef } } },
     async (req) => kasse.links.get(mode, req.auth.merchantId, req.params.id),
   );
 
@@ -114,6 +116,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
     '/links/:id',
     {
       schema: {
+        operationId: 'updateLink',
         summary: 'Update a payment link',
         description:
           'Changes `active`, `title`, `description`, `success_url`, `max_uses` or `expires_at`; `null` clears a nullable field. Kind and amounts cannot change (create a new link). Lowering `max_uses` to `uses` or below, or moving `expires_at` into the past, ends the link for new payers; payments already created are not affected.',

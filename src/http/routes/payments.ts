@@ -22,13 +22,18 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments',
     {
       schema: {
+        operationId: 'createPayment',
         summary: 'Create a payment',
         description:
           'Creates a payment in US cents (status `waiting`, with a `checkout_url`). With `token` (and optionally `chain`, which must match it) the coin choice is issued in the same call and the checkout skips its coin picker; `chain` without `token` is refused (400, param `token`). URLs must be https:// on the live API. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first payment, a different body 409 `idempotency_conflict`.',
         tags,
         headers: IdempotencyHeaders,
         body: CreatePaymentBody,
-        response: { 201: PaymentRef, 200: PaymentRef },
+        errors: ['idempotency_conflict', 'amount_too_small', 'price_unavailable', 'chain_paused'],
+        response: {
+          201: { ...PaymentRef, description: 'The payment was created.' },
+          200: { ...PaymentRef, description: 'A replay: the payment an earlier request with the same Idempotency-Key and body created.' },
+        },
       },
     },
     async (req, reply) => {
@@ -41,6 +46,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments',
     {
       schema: {
+        operationId: 'listPayments',
         summary: 'List payments',
         description: 'Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
@@ -53,7 +59,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
 
   app.get(
     '/payments/:id',
-    { schema: { summary: 'Get a payment', description: 'The source of truth for a payment\'s state.', tags, params: PaymentIdParam, response: { 200: PaymentRef } } },
+    { schema: { operationId: 'getPayment', summary: 'Get a payment', description: 'The source of truth for a payment\'s state.', tags, params: PaymentIdParam, response: { 200: PaymentRef } } },
     async (req) => kasse.payments.get(scope(req.auth.merchantId), req.params.id),
   );
 
@@ -61,12 +67,14 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments/:id/attempts',
     {
       schema: {
+        operationId: 'createPaymentAttempt',
         summary: 'Choose a coin',
         description:
           'Issues a deposit address and an exact amount for a network and coin, held for 10 minutes. At most 3 per payment (409 `too_many_attempts`); not on a final payment (422 `invalid_state`); 503 `chain_paused` or `price_unavailable`; 422 `amount_too_small` below the coin\'s minimum.',
         tags,
         params: PaymentIdParam,
         body: CreateAttemptBody,
+        errors: ['too_many_attempts', 'invalid_state', 'amount_too_small', 'price_unavailable', 'chain_paused'],
         response: { 201: PaymentRef },
       },
     },
@@ -77,10 +85,12 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments/:id/cancel',
     {
       schema: {
+        operationId: 'cancelPayment',
         summary: 'Cancel a payment',
         description: 'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
         tags,
         params: PaymentIdParam,
+        errors: ['invalid_state'],
         response: { 200: PaymentRef },
       },
     },
@@ -91,10 +101,12 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments/:id/accept',
     {
       schema: {
+        operationId: 'acceptPayment',
         summary: 'Accept an underpaid or late payment',
         description: 'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
         tags,
         params: PaymentIdParam,
+        errors: ['invalid_state'],
         response: { 200: PaymentRef },
       },
     },
@@ -105,12 +117,14 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     '/payments/:id/refund',
     {
       schema: {
+        operationId: 'refundPayment',
         summary: 'Refund a payment',
         description:
           'Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt\'s network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent.',
         tags,
         params: PaymentIdParam,
         body: RefundBody,
+        errors: ['invalid_state'],
         response: { 202: Type.Unsafe({ $ref: 'Refund#' }) },
       },
     },

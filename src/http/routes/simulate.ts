@@ -10,12 +10,14 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
     '/test/payments/:id/simulate',
     {
       schema: {
+        operationId: 'simulatePayment',
         summary: 'Simulate an outcome (test API only)',
         description:
           'Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome\'s event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment\'s 24 hours ended now (a simulated late payment is not auto-accepted). 422 `invalid_state` for a payment that is not waiting.',
         tags: ['Test mode'],
         params: PaymentIdParam,
         body: SimulateBody,
+        errors: ['invalid_state', 'amount_too_small'],
         response: { 200: PaymentRef },
       },
     },

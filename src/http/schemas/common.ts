@@ -16,25 +16,6 @@ export const ErrorSchema = Type.Object(
   { $id: 'Error', additionalProperties: false, description: 'Body of every non-2xx answer.' },
 );
 
-export const errorRef = Type.Unsafe<{ error: { code: string; message: string; param: string | null } }>({ $ref: 'Error#' });
-
-/** The spec's documented error responses for every operation. */
-export function errorResponses(...statuses: number[]): Record<number, TSchema> {
-  const all = statuses.length > 0 ? statuses : [400, 401, 403, 404, 409, 422, 429, 503];
-  return Object.fromEntries(all.map((s) => [s, { ...errorRef, description: ERROR_DESCRIPTIONS[s] ?? 'Error' }]));
-}
-
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request (`invalid_request`).',
-  401: 'Missing, malformed, unknown or revoked API key (`unauthorized`).',
-  403: 'A key of the other mode (`wrong_mode`).',
-  404: 'Not found (`not_found`).',
-  409: 'Conflict (`idempotency_conflict`, `too_many_attempts`).',
-  422: 'Not possible now (`invalid_state`, `amount_too_small`).',
-  429: 'Rate limited (`rate_limited`); see Retry-After.',
-  503: 'Price or chain unavailable (`price_unavailable`, `chain_paused`).',
-};
-
 export const PaymentIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.pay, description: 'Payment id' }) });
 export const LinkIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.lnk, description: 'Payment link id' }) });
 export const EventIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id' }) });

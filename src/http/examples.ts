@@ -1,0 +1,226 @@
+/**
+ * Examples shown in the API reference and carried by the OpenAPI document: one per component schema (by its name),
+ * one per request body (by operation id), one per query parameter (by name) and one per error code. They tell one
+ * story — order 1001, two mugs for 25.00 USD paid in USDC on Base — so a reader can follow an object from request to
+ * webhook.
+ *
+ * They live apart from the schemas so that a schema can move or change without touching them; the OpenAPI test
+ * validates every example against its schema and fails when a component, request body or success response has none.
+ */
+import type { ErrorCode } from '../core/errors.ts';
+
+const PAYMENT_ID = 'pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX';
+const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
+const EVENT_ID = 'evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD';
+const ADDRESS = '0x39065a69608C0DA67c7D106301c1195C221a1802';
+const TX_HASH = '0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a';
+
+const deposit = {
+  tx_hash: TX_HASH,
+  token: 'base:usdc',
+  amount: '25000000',
+  amount_display: '25',
+  from: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+  block_number: '23145678',
+  status: 'final',
+  confirmations: 12,
+  explorer_url: `https://basescan.org/tx/${TX_HASH}`,
+};
+
+const attempt = {
+  id: ATTEMPT_ID,
+  chain: 'base',
+  token: 'base:usdc',
+  symbol: 'USDC',
+  address: ADDRESS,
+  pay_amount: '25000000',
+  pay_amount_display: '25',
+  received_amount: '25000000',
+  received_amount_display: '25',
+  rate: '1',
+  rate_source: 'peg',
+  status: 'paid',
+  overpaid: false,
+  wrong_asset: false,
+  confirmation_tier: 1,
+  confirmations_required: 5,
+  expires_at: '2026-03-01T12:10:00.000Z',
+  uri: `ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=${ADDRESS}&uint256=25000000`,
+  deposits: [deposit],
+};
+
+const payment = {
+  id: PAYMENT_ID,
+  status: 'paid',
+  price_amount: 2500,
+  price_currency: 'USD',
+  order_id: '1001',
+  description: 'Two mugs',
+  checkout_url: `https://checkout.example.com/p/${PAYMENT_ID}`,
+  expires_at: '2026-03-02T12:00:00.000Z',
+  paid_at: '2026-03-01T12:04:12.000Z',
+  paid_attempt_id: ATTEMPT_ID,
+  success_url: 'https://shop.example.com/orders/1001/thanks',
+  cancel_url: 'https://shop.example.com/cart',
+  metadata: { customer_id: 'cus_42' },
+  created_at: '2026-03-01T12:00:00.000Z',
+  attempts: [attempt],
+};
+
+const webhookAttempt = {
+  attempt: 1,
+  started_at: '2026-03-01T12:04:12.000Z',
+  duration_ms: 84,
+  outcome: 'delivered',
+  http_status: 200,
+  error: null,
+  response_body: '{"received":true}',
+};
+
+const delivery = {
+  id: 'dlv_01JQ3TB6Y2M0R8WQ4C1ZK5N7HE',
+  url: 'https://shop.example.com/hooks/kasse',
+  status: 'delivered',
+  attempt_count: 1,
+  next_attempt_at: null,
+  delivered_at: '2026-03-01T12:04:12.084Z',
+  created_at: '2026-03-01T12:04:12.000Z',
+  attempts: [webhookAttempt],
+};
+
+const event = { id: EVENT_ID, type: 'payment.paid', created_at: '2026-03-01T12:04:12.000Z', data: payment };
+
+/** Examples of the component schemas, by schema name. */
+export const SCHEMA_EXAMPLES: Record<string, unknown> = {
+  Error: { error: { code: 'invalid_request', message: 'price_amount must be >= 1', param: 'price_amount' } },
+  Account: {
+    id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
+    name: 'Corner Café',
+    mode: 'test',
+    webhook_url: 'https://shop.example.com/hooks/kasse',
+    rate_limit_per_minute: 60,
+    created_at: '2026-02-14T09:30:00.000Z',
+  },
+  Event: event,
+  PaymentEvent: event,
+  WebhookAttempt: webhookAttempt,
+  WebhookDelivery: delivery,
+  EventWithDeliveries: { ...event, deliveries: [delivery] },
+  Deposit: deposit,
+  Attempt: attempt,
+  Payment: payment,
+  Refund: {
+    id: 'rfd_01JQ3V2H8K4M6P0R2T4W6Y8A0C',
+    payment_id: PAYMENT_ID,
+    status: 'pending',
+    destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+    token: 'base:usdc',
+    amount: '25000000',
+    amount_display: '25',
+    tx_hash: null,
+    note: 'Customer returned the mugs',
+    created_at: '2026-03-03T08:15:00.000Z',
+  },
+  Currency: {
+    token: 'base:eth',
+    chain: 'base',
+    symbol: 'ETH',
+    name: 'Ether',
+    decimals: 18,
+    min_amount: '400000000000000',
+    min_amount_display: '0.0004',
+    rate: '3000',
+    rate_source: 'coingecko',
+    paused: false,
+    gasless: false,
+  },
+  Estimate: {
+    token: 'base:eth',
+    price_amount: 2500,
+    price_currency: 'USD',
+    pay_amount: '8333333333333334',
+    pay_amount_display: '0.008333333333333334',
+    rate: '3000',
+    rate_source: 'coingecko',
+    expires_at: '2026-03-01T12:10:00.000Z',
+  },
+  Balance: {
+    available_usd_cents: 2475,
+    pending_usd_cents: 0,
+    custody: [{ token: 'base:usdc', chain: 'base', symbol: 'USDC', amount: '25000000', amount_display: '25' }],
+  },
+  PaymentLink: {
+    id: 'lnk_01JQ3W0A1B2C3D4E5F6G7H8J9K',
+    slug: '5k5v9cyff8ah',
+    url: 'https://checkout.example.com/l/5k5v9cyff8ah',
+    kind: 'fixed',
+    title: 'Coffee beans, 1 kg',
+    description: 'Single origin, roasted this week.',
+    amount_usd_cents: 2400,
+    min_usd_cents: null,
+    max_usd_cents: null,
+    presets_usd_cents: [],
+    collect_email: true,
+    success_url: null,
+    max_uses: 100,
+    uses: 3,
+    expires_at: null,
+    active: true,
+    created_at: '2026-03-01T10:00:00.000Z',
+  },
+};
+
+/** Examples of request bodies, by operation id. */
+export const REQUEST_EXAMPLES: Record<string, unknown> = {
+  createPayment: {
+    price_amount: 2500,
+    price_currency: 'USD',
+    order_id: '1001',
+    description: 'Two mugs',
+    success_url: 'https://shop.example.com/orders/1001/thanks',
+    cancel_url: 'https://shop.example.com/cart',
+    metadata: { customer_id: 'cus_42' },
+  },
+  createPaymentAttempt: { chain: 'base', token: 'base:usdc' },
+  refundPayment: { destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D', note: 'Customer returned the mugs' },
+  simulatePayment: { outcome: 'paid' },
+  redeliverEvent: {},
+  createLink: { kind: 'fixed', title: 'Coffee beans, 1 kg', description: 'Single origin, roasted this week.', amount_usd_cents: 2400, collect_email: true, max_uses: 100 },
+  updateLink: { active: false },
+};
+
+/** Example ids of path parameters, by the id's prefix. */
+export const ID_EXAMPLES: Record<string, string> = {
+  pay: PAYMENT_ID,
+  evt: EVENT_ID,
+  lnk: 'lnk_01JQ3W0A1B2C3D4E5F6G7H8J9K',
+};
+
+/** Examples of query parameters, by name. */
+export const PARAMETER_EXAMPLES: Record<string, unknown> = {
+  order_id: '1001',
+  status: 'paid',
+  limit: 20,
+  price_amount: 2500,
+  price_currency: 'USD',
+  token: 'base:eth',
+  type: 'payment.paid',
+  types: 'payment.paid,payment.expired',
+};
+
+/** Example answers of each error code: a typical message and `param`. */
+export const ERROR_EXAMPLES: Record<ErrorCode, { summary: string; message: string; param: string | null }> = {
+  invalid_request: { summary: 'A field is missing or invalid', message: 'price_amount must be >= 1', param: 'price_amount' },
+  unauthorized: { summary: 'Missing, unknown or revoked key', message: 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.', param: null },
+  wrong_mode: { summary: 'A key of the other mode', message: 'A live key cannot be used on the test API; use a kasse_test_ key.', param: null },
+  not_found: { summary: 'No such object in this mode', message: 'No such payment.', param: null },
+  idempotency_conflict: { summary: 'Idempotency-Key reused with another body', message: 'This Idempotency-Key was already used with a different request.', param: 'Idempotency-Key' },
+  too_many_attempts: { summary: 'Already 3 coin choices', message: 'A payment has at most 3 coin choices; this one already has 3.', param: null },
+  amount_too_small: { summary: 'Below the coin’s minimum', message: '0.0002 ETH is below the minimum of 0.0004 ETH for this coin.', param: null },
+  invalid_state: { summary: 'Not possible in the current state', message: 'This payment is paid; no new coin can be chosen.', param: null },
+  rate_limited: { summary: 'Too many requests', message: 'Rate limit of 60 requests per minute exceeded; retry in 12 s.', param: null },
+  internal_error: { summary: 'Unexpected failure', message: 'An unexpected error occurred. Quote request id req_01JQ3TC0000000000000000000 when reporting it.', param: null },
+  price_unavailable: { summary: 'No current price for the coin', message: 'No current price for ETH; try again shortly or choose another coin.', param: null },
+  chain_paused: { summary: 'The network is paused', message: 'The Base network is paused; choose another coin.', param: null },
+  service_unavailable: { summary: 'Kasse cannot serve now', message: 'Database is not reachable', param: null },
+};
