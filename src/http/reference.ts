@@ -1,57 +1,107 @@
 /**
- * A readable API reference rendered on the server from the OpenAPI document itself, so it can never disagree with
- * the routes. Plain HTML with inline styles: no scripts, no third-party resources.
+ * The API reference at `{base_url}/docs` and the OpenAPI document it renders, `{base_url}/openapi.json`, both
+ * answered without a key. The page is Redoc (the `redoc` package's standalone bundle, served by Kasse from
+ * node_modules: no CDN) started by a small script of ours; it loads the document from this host. Its
+ * Content-Security-Policy allows scripts from this host only; styles may be inline (Redoc's styled components write
+ * <style> elements) and its search index runs in a worker it creates from a blob.
  */
-
-interface OpenApiDoc {
-  info: { title: string; version: string; description?: string };
-  servers?: Array<{ url: string }>;
-  paths: Record<string, Record<string, Operation>>;
-  components?: { schemas?: Record<string, unknown> };
-}
-
-interface Operation {
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  parameters?: Array<{ name: string; in: string; required?: boolean; description?: string; schema?: unknown }>;
-  requestBody?: { content?: Record<string, { schema?: unknown }> };
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
-}
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { gzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiDeps } from './api.ts';
+import { referenceDocument } from './openapi.ts';
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-const json = (v: unknown) => `<pre>${escapeHtml(JSON.stringify(v, null, 2))}</pre>`;
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
 
-export function renderReference(doc: OpenApiDoc): string {
-  const ops: string[] = [];
-  for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(methods)) {
-      const params = (op.parameters ?? [])
-        .map((p) => `<li><code>${escapeHtml(p.name)}</code> (${escapeHtml(p.in)}${p.required ? ', required' : ''}) ${escapeHtml(p.description ?? '')}</li>`)
-        .join('');
-      const body = op.requestBody?.content?.['application/json']?.schema;
-      const responses = Object.entries(op.responses ?? {})
-        .map(([code, r]) => `<li><b>${escapeHtml(code)}</b> ${escapeHtml(r.description ?? '')}</li>`)
-        .join('');
-      const id = `${method}-${path}`.replace(/[^a-zA-Z0-9]+/g, '-');
-      ops.push(`<section id="${escapeHtml(id)}"><h2><span class="m">${escapeHtml(method.toUpperCase())}</span> ${escapeHtml(path)}</h2>
-${op.summary ? `<p><b>${escapeHtml(op.summary)}</b></p>` : ''}${op.description ? `<p>${escapeHtml(op.description)}</p>` : ''}
-${params ? `<h3>Parameters</h3><ul>${params}</ul>` : ''}${body ? `<h3>Request body</h3>${json(body)}` : ''}
-<h3>Responses</h3><ul>${responses}</ul></section>`);
-    }
+interface Asset {
+  body: Buffer;
+  gzip: Buffer;
+  hash: string;
+}
+
+const require = createRequire(import.meta.url);
+const FILES: Record<string, () => string> = {
+  'redoc.standalone.js': () => require.resolve('redoc/bundles/redoc.standalone.js'),
+  'reference.js': () => new URL('./static/reference.js', import.meta.url).pathname,
+};
+const assets = new Map<string, Asset>();
+
+function asset(name: string): Asset {
+  let a = assets.get(name);
+  if (!a) {
+    const body = readFileSync(FILES[name]!());
+    a = { body, gzip: gzipSync(body, { level: 9 }), hash: createHash('sha256').update(body).digest('hex').slice(0, 12) };
+    assets.set(name, a);
   }
-  const schemas = Object.entries(doc.components?.schemas ?? {})
-    .map(([name, s]) => `<section id="schema-${escapeHtml(name)}"><h2>${escapeHtml(name)}</h2>${json(s)}</section>`)
-    .join('');
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(doc.info.title)} reference</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
-pre{background:#f4f4f5;padding:.75rem;overflow:auto;font-size:13px}section{border-top:1px solid #ddd;padding:.5rem 0}
-.m{font-family:monospace;background:#1f4fd1;color:#fff;padding:0 .4rem;border-radius:3px}code{background:#f4f4f5}</style></head>
-<body><h1>${escapeHtml(doc.info.title)} <small>v${escapeHtml(doc.info.version)}</small></h1>
-<p>${escapeHtml(doc.info.description ?? '')}</p><p>Base URL: <code>${escapeHtml(doc.servers?.[0]?.url ?? '')}</code> · <a href="openapi.json">openapi.json</a></p>
-${ops.join('\n')}<h1>Schemas</h1>${schemas}</body></html>`;
+  return a;
+}
+
+function sendAsset(req: FastifyRequest<{ Params: { name: string }; Querystring: { v?: string } }>, reply: FastifyReply) {
+  const name = req.params.name;
+  if (!Object.hasOwn(FILES, name)) return reply.callNotFound();
+  const a = asset(name);
+  const etag = `"${a.hash}"`;
+  reply
+    .header('content-type', 'text/javascript; charset=utf-8')
+    .header('cache-control', req.query.v === a.hash ? 'public, max-age=31536000, immutable' : 'no-cache')
+    .header('etag', etag)
+    .header('vary', 'Accept-Encoding');
+  if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(a.gzip);
+  return reply.send(a.body);
+}
+
+function page(title: string, prefix: string): string {
+  const src = (name: string) => escapeHtml(`${prefix}/docs/assets/${name}?v=${asset(name).hash}`);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
+<title>${escapeHtml(title)}</title>
+<style>body{margin:0}img[alt="redocly logo"]{display:none}</style>
+<script src="${src('redoc.standalone.js')}" defer></script>
+<script src="${src('reference.js')}" defer></script>
+</head>
+<body>
+<div id="reference" data-spec-url="${escapeHtml(`${prefix}/openapi.json`)}">
+<noscript><p>This reference needs JavaScript. The OpenAPI document it shows is at <a href="${escapeHtml(`${prefix}/openapi.json`)}">openapi.json</a>.</p></noscript>
+</div>
+</body>
+</html>
+`;
+}
+
+export default async function referenceRoutes(app: FastifyInstance, { kasse, mode }: ApiDeps): Promise<void> {
+  const open = { schema: { hide: true }, config: { public: true } };
+  // Built on first use: with port 0 the server URL is known only after listen; routes do not change after that.
+  let doc: Record<string, unknown> | undefined;
+  const document = () => (doc ??= referenceDocument(app.swagger() as Record<string, unknown>, mode, kasse.apiBase(mode)));
+  const prefix = () => new URL(kasse.apiBase(mode)).pathname.replace(/\/$/, '');
+
+  app.get('/v1/openapi.json', open, async () => document());
+  app.get('/v1/docs', open, async (_req, reply) => {
+    reply.header('content-type', 'text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-cache');
+    return page(`Kasse ${mode} API reference`, prefix());
+  });
+  app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/v1/docs/assets/:name', open, sendAsset);
 }
