@@ -21,6 +21,7 @@ import { PaymentService } from './modules/payments/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
+import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -56,6 +57,8 @@ export class Kasse {
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
+  /** Test events as they are committed, for the test API's event stream. */
+  readonly eventStream: EventStreamHub;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
 
@@ -87,6 +90,7 @@ export class Kasse {
       checkoutBase: () => this.urls.checkout,
     });
     this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
+    this.eventStream = new EventStreamHub(db);
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),
@@ -106,7 +110,11 @@ export class Kasse {
     if (notifier) {
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
-      notifier.onReconnect = () => kasse.merchants.invalidate('*');
+      await notifier.listen(EVENT_STREAM_CHANNEL, (payload) => kasse.eventStream.announce(payload));
+      notifier.onReconnect = () => {
+        kasse.merchants.invalidate('*');
+        kasse.eventStream.closeAll();
+      };
       await notifier.start();
     }
     return kasse;

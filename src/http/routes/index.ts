@@ -4,10 +4,11 @@ import account from './account.ts';
 import balance from './balance.ts';
 import currencies from './currencies.ts';
 import events from './events.ts';
+import eventStream from './event-stream.ts';
 import links from './links.ts';
 import payments from './payments.ts';
 import simulate from './simulate.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
-export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
+export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links, eventStream];
