@@ -3,8 +3,9 @@ import { loadConfig } from '../config.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
 import { Kasse } from '../kasse.ts';
+import { UsageError } from './usage.ts';
 
-export class UsageError extends Error {}
+export { UsageError };
 
 export type Flags = Record<string, string | boolean | undefined>;
 

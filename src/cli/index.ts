@@ -1,18 +1,36 @@
 /**
- * `kasse` — operator commands against the same database as the server, whether or not it runs.
+ * `kasse` — operator commands against the same database as the server, whether or not it runs, and developer
+ * commands (`listen`, `trigger`) that talk to a Kasse API by URL and test key from any machine.
  * With --json a command prints exactly one JSON object on stdout and nothing else; diagnostics go to stderr.
  */
 import { parseArgs } from 'node:util';
+import { KasseError } from '../../sdk/src/index.ts';
 import { ApiError } from '../core/errors.ts';
 import { ConfigError } from '../config.ts';
-import { merchantCommands } from './commands/merchants.ts';
-import { UsageError, withKasse, type Command } from './context.ts';
-import { extraCommands } from './commands/index.ts';
+import type { Command } from './context.ts';
+import { developerCommands } from './commands/dev.ts';
+import { DEFAULT_API_URL } from './commands/dev-remote.ts';
+import { UsageError } from './usage.ts';
 
-const commands: Command[] = [...merchantCommands, ...extraCommands];
+// Operator commands open the server's world (database, chains); loaded only when needed, so developer commands
+// start quickly on a machine that has none of it.
+let commands: Command[] = [];
+async function loadOperatorCommands(): Promise<void> {
+  const [{ merchantCommands }, { extraCommands }] = await Promise.all([import('./commands/merchants.ts'), import('./commands/index.ts')]);
+  commands = [...merchantCommands, ...extraCommands];
+}
 
 function help(): string {
-  return ['usage: kasse <command> [flags]', '', ...commands.map((c) => `  kasse ${c.usage}`)].join('\n');
+  return [
+    'usage: kasse <command> [flags]',
+    '',
+    'Developer commands: from any machine, against a Kasse test API by URL and key (no database)',
+    ...developerCommands.map((c) => `  kasse ${c.usage}`),
+    `  Both take --api-url URL (or KASSE_API_URL; default ${DEFAULT_API_URL}) and --api-key kasse_test_… (or KASSE_API_KEY).`,
+    '',
+    "Operator commands: on the server, against its database (DATABASE_URL, or the embedded one under KASSE_DATA_DIR)",
+    ...commands.map((c) => `  kasse ${c.usage}`),
+  ].join('\n');
 }
 
 function print(value: unknown, json: boolean): void {
@@ -21,6 +39,12 @@ function print(value: unknown, json: boolean): void {
 }
 
 async function run(argv: string[]): Promise<number> {
+  const dev = developerCommands.find((c) => argv[0] === c.name);
+  if (dev) {
+    const { values, positionals } = parseArgs({ args: argv.slice(1), options: dev.flags, allowPositionals: true, strict: true });
+    return dev.run(values, positionals);
+  }
+  await loadOperatorCommands();
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
     process.stdout.write(help() + '\n');
     return argv.length === 0 ? 2 : 0;
@@ -35,6 +59,7 @@ async function run(argv: string[]): Promise<number> {
   }
   const rest = argv.slice(cmd.name.split(' ').length);
   const { values, positionals } = parseArgs({ args: rest, options: cmd.flags, allowPositionals: true, strict: true });
+  const { withKasse } = await import('./context.ts');
   const result = await withKasse((kasse) => cmd.run(kasse, values, positionals));
   print(result, values.json === true);
   return 0;
@@ -43,7 +68,7 @@ async function run(argv: string[]): Promise<number> {
 run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof ApiError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof ApiError || err instanceof KasseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`kasse: ${err.message}\n`);
       process.exit(2);
     }
