@@ -5,11 +5,13 @@
  * single request to another host. Screenshots go to test-results/screenshots/.
  */
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { get } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
+import { loadConfig } from '../../src/config.ts';
 import { ERROR_STATUS } from '../../src/core/errors.ts';
 import { EVENT_TYPES } from '../../src/modules/payments/model.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
@@ -51,6 +53,42 @@ function assertValid(schema: unknown, value: unknown, what: string) {
   const validate = validator(schema);
   assert.ok(validate(value), `${what}: ${JSON.stringify(validate.errors)}`);
 }
+
+describe('links to the reference', () => {
+  test('the README’s and the docs’ links to the reference are exact: the default listeners of npm start, paths Kasse serves', async () => {
+    const defaults = loadConfig({});
+    const expected = new Set([
+      `http://${defaults.host}:${defaults.ports.test}/v1/docs`,
+      `http://${defaults.host}:${defaults.ports.live}/v1/docs`,
+      `http://${defaults.host}:${defaults.ports.test}/v1/openapi.json`,
+    ]);
+    for (const file of ['README.md', 'docs/developer-tools.md']) {
+      const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+      const links = new Set([...text.matchAll(/<(http:\/\/[^>]+)>/g)].map((x) => x[1]!));
+      assert.deepEqual(links, expected, file);
+      // Each link names its API next to it.
+      assert.match(text, new RegExp(`${defaults.ports.test}/v1/docs>[^<]*test API`));
+      assert.match(text, new RegExp(`${defaults.ports.live}/v1/docs>[^<]*live API`));
+    }
+    // The same paths on this Kasse's listeners answer what the links promise.
+    for (const link of expected) {
+      const url = new URL(link);
+      const base = url.port === String(defaults.ports.test) ? t.urls.test : t.urls.live;
+      const res = await fetch(base + url.pathname.replace(/^\/v1/, ''));
+      assert.equal(res.status, 200, link);
+      assert.match(res.headers.get('content-type') ?? '', link.endsWith('docs') ? /text\/html/ : /application\/json/);
+    }
+  });
+
+  test('relative links of the README, the developer docs and the SDK README point at files that exist', () => {
+    for (const file of ['README.md', 'docs/developer-tools.md', 'sdk/README.md']) {
+      const url = new URL(`../../${file}`, import.meta.url);
+      for (const [, target] of readFileSync(url, 'utf8').matchAll(/\]\(((?!https?:|#)[^)]+)\)/g)) {
+        assert.ok(existsSync(new URL(target!.split('#')[0]!, url)), `${file} links to ${target}`);
+      }
+    }
+  });
+});
 
 describe('the OpenAPI document', () => {
   test('every operation has an id, a summary, a description, a tag and a curl sample', () => {
