@@ -21,6 +21,7 @@ import type { MerchantService } from '../merchants/service.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
+import type { Actor, AuditLog } from '../audit/service.ts';
 
 /** NOTIFY channel: new deliveries are due. */
 export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
@@ -202,7 +203,7 @@ export class WebhookService implements EventPublisher {
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
    * 422 `invalid_state` when there is no destination.
    */
-  async redeliver(merchantId: string, mode: Mode, id: string): Promise<DeliveryObject> {
+  async redeliver(merchantId: string, mode: Mode, id: string, audited?: { audit: AuditLog; actor: Actor }): Promise<DeliveryObject> {
     return withTx(this.db, async (tx, onCommit) => {
       const event = await this.findEvent(tx, merchantId, mode, id);
       const merchant = await tx
@@ -230,6 +231,7 @@ export class WebhookService implements EventPublisher {
         .executeTakeFirstOrThrow();
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
+      if (audited) await audited.audit.record(tx, { merchantId, mode, actor: audited.actor, action: 'event.redeliver', target: { type: 'event', id }, details: { delivery_id: row.id, url } });
       return {
         id: row.id,
         url: row.url,
