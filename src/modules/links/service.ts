@@ -203,7 +203,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput): Promise<PaymentJson> {
+  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<PaymentJson> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {
@@ -237,7 +237,7 @@ export class LinkService {
           // Back on the checkout returns to the link page; a POS payer has no page to go back to.
           ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://')) ? { cancel_url: linkUrl } : {}),
           metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
-        })
+        }, undefined, actor)
       ).payment;
     } catch (err) {
       await this.deps.db.updateTable('links').set((eb) => ({ uses: eb('uses', '-', 1) })).where('id', '=', link.id).where('uses', '>', 0).execute();

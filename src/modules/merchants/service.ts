@@ -56,6 +56,9 @@ export interface MerchantSettingsPatch {
   name?: string;
   payoutToken?: string;
   approvalsRequired?: number | null;
+  /** Account default webhook URL of test mode (http or https) or live mode (https only); null removes it. */
+  webhookUrlTest?: string | null;
+  webhookUrlLive?: string | null;
 }
 
 /** NOTE: after a webhook secret is rolled, deliveries are signed with the previous one too for this long. */
@@ -172,6 +175,14 @@ export class MerchantService {
     if (patch.payoutToken !== undefined) {
       if (!payoutTokens.includes(patch.payoutToken)) throw new ApiError('invalid_request', `payout_token must be one of ${payoutTokens.join(', ')}`, 'payout_token');
       values.payout_token = patch.payoutToken;
+    }
+    if (patch.webhookUrlTest !== undefined) {
+      if (patch.webhookUrlTest !== null) assertHttpUrl(patch.webhookUrlTest, 'webhook_url');
+      values.webhook_url_test = patch.webhookUrlTest;
+    }
+    if (patch.webhookUrlLive !== undefined) {
+      if (patch.webhookUrlLive !== null) assertHttpUrl(patch.webhookUrlLive, 'webhook_url', true);
+      values.webhook_url_live = patch.webhookUrlLive;
     }
     if (patch.approvalsRequired !== undefined) {
       const n = patch.approvalsRequired;

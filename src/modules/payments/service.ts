@@ -20,6 +20,7 @@ import { DepositRecorder } from './deposits.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';
 import { COIN_HOLD_MS, LATE_ACCEPT_WINDOW_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
 import { RefundService } from './refunds.ts';
+import { PaymentReports } from './reports.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
 import { loadPayment, loadPayments, lockPayment, type AttemptRow, type Loaded, type PaymentJson, type PaymentRow, type PaymentScope } from './store.ts';
@@ -79,12 +80,15 @@ export class PaymentService {
   readonly refunds: RefundService;
   /** The test-mode simulator. */
   readonly simulator: Simulator;
+  /** Dashboard reads: search by date and coin, paid volume per day. */
+  readonly reports: PaymentReports;
 
   constructor(private readonly deps: PaymentDeps) {
     this.engine = new PaymentEngine(deps);
     this.deposits = new DepositRecorder(this.engine);
     this.refunds = new RefundService(this.engine);
     this.simulator = new Simulator(this.engine, this);
+    this.reports = new PaymentReports(this.engine);
   }
 
   /**

@@ -198,6 +198,20 @@ export class WebhookService implements EventPublisher {
     };
   }
 
+  /** The events of one object (ordering key: a payment id), oldest first, each with its deliveries and attempts. */
+  async timeline(merchantId: string, mode: Mode, orderingKey: string, limit = 100): Promise<EventWithDeliveries[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .select('id')
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .where('ordering_key', '=', orderingKey)
+      .orderBy('seq')
+      .limit(limit)
+      .execute();
+    return Promise.all(rows.map((r) => this.get(merchantId, mode, r.id)));
+  }
+
   /**
    * A new delivery of the event, due now, to its current destination (the object's own URL, else the account
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
