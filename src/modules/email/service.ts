@@ -11,7 +11,7 @@
  * it with `kasse mail resend`; the copy carries the same Message-ID). Rules and the API: docs/email.md.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../chains/types.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
@@ -19,6 +19,7 @@ import { invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import type { EmailOutboxTable } from '../../db/schema.ts';
 import { SmtpTransport, type OutgoingMail, type SmtpSession } from './smtp.ts';
 
 /** NOTIFY channel: mail is due. */
@@ -308,27 +309,7 @@ export class EmailService {
   }
 }
 
-type RowOf = {
-  id: string;
-  merchant_id: string | null;
-  mode: Mode | null;
-  kind: string;
-  to_address: string;
-  to_name: string | null;
-  subject: string;
-  text_body: string;
-  html_body: string | null;
-  message_id: string;
-  sensitive: boolean;
-  status: MailStatus;
-  attempts: number;
-  next_attempt_at: Date | null;
-  locked_until: Date | null;
-  lease_token: string | null;
-  last_error: string | null;
-  sent_at: Date | null;
-  created_at: Date;
-};
+type RowOf = Selectable<EmailOutboxTable>;
 
 function toStored(r: RowOf): StoredMail {
   return {

@@ -56,9 +56,13 @@ export async function assertPasswordAcceptable(password: string, email: string, 
 
 /** A new TOTP secret (160 bits) and the otpauth:// URI an authenticator app reads from the QR code. */
 export function newTotp(email: string, issuer: string): { secret: string; uri: string } {
-  const secret = new Secret({ size: 20 });
-  const totp = new TOTP({ issuer, label: email, secret, algorithm: 'SHA1', digits: 6, period: TOTP_PERIOD });
-  return { secret: secret.base32, uri: totp.toString() };
+  const secret = new Secret({ size: 20 }).base32;
+  return { secret, uri: totpUri(email, issuer, secret) };
+}
+
+/** The otpauth:// URI of a base32 secret. */
+export function totpUri(email: string, issuer: string, secret: string): string {
+  return new TOTP({ issuer, label: email, secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: TOTP_PERIOD }).toString();
 }
 
 /**

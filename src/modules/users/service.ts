@@ -32,6 +32,7 @@ import {
   newTotp,
   recoveryCodeHash,
   totpStep,
+  totpUri,
   verifyPassword,
 } from './credentials.ts';
 import { ROLES, type Role } from './permissions.ts';
@@ -531,8 +532,7 @@ export class UserService {
   pendingEnrolment(user: UserRow, issuer: string): { secret: string; uri: string } | null {
     if (user.totp_enabled_at !== null || !user.totp_secret_enc) return null;
     const secret = decryptSecret(this.deps.secretKey, user.totp_secret_enc);
-    const t = newTotp(user.email, issuer);
-    return { secret, uri: t.uri.replace(/secret=[A-Z2-7]+/, `secret=${secret}`) };
+    return { secret, uri: totpUri(user.email, issuer, secret) };
   }
 
   /** Confirms enrolment with a code from the app; returns the 10 recovery codes (shown once). The session becomes full. */

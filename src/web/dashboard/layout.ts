@@ -13,7 +13,7 @@ import { html, type Html } from '../../core/html.ts';
 import { formatCents } from '../../core/money.ts';
 import type { Permission } from '../../modules/users/permissions.ts';
 import { assetUrl } from '../assets.ts';
-import { contentSecurityPolicy, sendPage } from '../page.ts';
+import { sendPage } from '../page.ts';
 import type { Ctx } from './context.ts';
 
 /** A page in the navigation. Capabilities add theirs here (e.g. Disbursements), in the order shown. */
@@ -211,4 +211,3 @@ export function refusal(ctx: Ctx, status: 403 | 404, message: string): FastifyRe
   return send(ctx.reply, status, shell(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', active: '', body: html`<p class="d-empty">${message}</p>` }));
 }
 
-export { contentSecurityPolicy };
