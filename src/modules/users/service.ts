@@ -14,7 +14,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
-import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
+import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import { decryptSecret, encryptSecret } from '../../core/secrets.ts';
