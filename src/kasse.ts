@@ -84,6 +84,7 @@ export class Kasse {
       ledger: this.ledger,
       events: this.webhooks,
       feeBps: config.feeBps,
+      swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
     this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });

@@ -25,7 +25,21 @@ export const accounts = {
   custody: (mode: Mode, merchantId: string) => `${mode}:custody:${merchantId}`,
   /** Counterpart of coins received from payers (credit-normal, per token). */
   payers: (mode: Mode) => `${mode}:payers`,
+  /** Conversion spread earned on credits in coins that are not stablecoins (credit-normal, USD). */
+  conversion: (mode: Mode) => `${mode}:conversion`,
+  /** Coins received for a merchant's payments but not credited: underpaid, late, wrong asset (debit-normal, per token). */
+  suspense: (mode: Mode, merchantId: string) => `${mode}:suspense:${merchantId}`,
+  /** US cents value of the suspense coins at their attempt's rate, held until accepted or refunded (credit-normal). */
+  held: (mode: Mode, merchantId: string) => `${mode}:held:${merchantId}`,
+  /** Payouts taken from merchant balances and not yet sent (credit-normal, USD). */
+  payouts: (mode: Mode) => `${mode}:payouts`,
+  /** Counterpart of coins sent out by payouts (debit-normal, per token). */
+  payees: (mode: Mode) => `${mode}:payees`,
 };
+
+/** Ledger transaction kinds that credit a payment, and those that reverse such a credit. */
+export const CREDIT_KINDS = ['payment_credit', 'payment_conversion'] as const;
+export const REVERSAL_KINDS = ['payment_reorg', 'payment_refund'] as const;
 
 export interface LedgerLine {
   account: string;
@@ -74,6 +88,11 @@ export interface PaymentCredit {
   token: string;
   /** Coins received on the paid attempt (confirmed), smallest units. */
   amount: bigint;
+  /**
+   * Present when the coin is not a stablecoin: the credit is a conversion (kind `payment_conversion`) and the
+   * spread of `swapFeeBps` of the price is posted to the conversion account.
+   */
+  conversion?: { swapFeeBps: number } | null;
 }
 
 export interface CustodyLine {
@@ -131,22 +150,26 @@ export class LedgerService {
   }
 
   /**
-   * Credits a paid payment: the price less the fee to the merchant, the fee to the fee account, and the coins into
-   * the merchant's custody. Dedupe key `payment:<id>:credit:<seq>`.
+   * Credits a paid payment: the price less the fee (and, for a conversion, the spread) to the merchant, the fee to
+   * the fee account, the spread to the conversion account, and the coins into the merchant's custody.
+   * Dedupe key `payment:<id>:credit:<seq>`.
    */
   async creditPayment(tx: Tx, c: PaymentCredit): Promise<string | null> {
     const price = BigInt(c.priceCents);
     const fee = bpsOf(price, c.feeBps);
+    const swapFee = c.conversion ? bpsOf(price, c.conversion.swapFeeBps) : 0n;
     const lines: LedgerLine[] = [
       { account: accounts.settlement(c.mode), currency: USD, amount: price },
-      { account: accounts.merchant(c.mode, c.merchantId), currency: USD, amount: fee - price },
+      { account: accounts.merchant(c.mode, c.merchantId), currency: USD, amount: fee + swapFee - price },
     ];
     if (fee > 0n) lines.push({ account: accounts.fees(c.mode), currency: USD, amount: -fee });
+    if (swapFee > 0n) lines.push({ account: accounts.conversion(c.mode), currency: USD, amount: -swapFee });
     if (c.amount > 0n) {
       lines.push({ account: accounts.custody(c.mode, c.merchantId), currency: c.token, amount: c.amount });
       lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
     }
-    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind: 'payment_credit', paymentId: c.paymentId, dedupeKey: creditKey(c.paymentId, c.seq), lines });
+    const kind = c.conversion ? 'payment_conversion' : 'payment_credit';
+    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind, paymentId: c.paymentId, dedupeKey: creditKey(c.paymentId, c.seq), lines: lines.filter((l) => l.amount !== 0n) });
   }
 
   /** Reverses credit number `seq` of a payment (reorg or refund). */
