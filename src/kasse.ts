@@ -20,6 +20,7 @@ import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
+import { StatementService } from './modules/statements/service.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
 import type pg from 'pg';
 
@@ -56,6 +57,8 @@ export class Kasse {
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
+  /** Monthly statements from the ledger. */
+  readonly statements: StatementService;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
 
@@ -88,6 +91,7 @@ export class Kasse {
       checkoutBase: () => this.urls.checkout,
     });
     this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
+    this.statements = new StatementService({ db, clock, chains: this.chains });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),

@@ -231,6 +231,8 @@ export interface LedgerTransactionsTable {
   dedupe_key: string;
   reverses: string | null;
   created_at: Timestamp;
+  /** The coin a payment posting concerns (migration 0012). */
+  token: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerEntriesTable {

@@ -61,6 +61,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     CREATE INDEX tax_invoices_list ON tax_invoices (merchant_id, mode, id DESC);
 
+    -- The coin a posting concerns (the credited attempt's token; copied by reversals), so statements break the month
+    -- down by coin in one pass over its entries. Filled for the credits posted before this column existed.
+    ALTER TABLE ledger_transactions ADD COLUMN token text;
+    UPDATE ledger_transactions t SET token = (
+      SELECT min(e.currency) FROM ledger_entries e WHERE e.transaction_id = t.id AND e.currency <> 'USD'
+    ) WHERE t.kind IN ('payment_credit', 'payment_reorg', 'payment_refund');
+
     -- Statements reconcile the month against the payment event log and sent refunds, read by time.
     CREATE INDEX events_merchant_type_time ON events (merchant_id, mode, type, created_at);
     CREATE INDEX refunds_sent_time ON refunds (merchant_id, mode, settled_at) WHERE status = 'sent';

@@ -7,7 +7,9 @@ import events from './events.ts';
 import links from './links.ts';
 import payments from './payments.ts';
 import simulate from './simulate.ts';
+import statements from './statements.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
 export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
+apiRoutes.push(statements);

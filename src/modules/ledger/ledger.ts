@@ -57,6 +57,8 @@ export interface Posting {
   dedupeKey: string;
   lines: LedgerLine[];
   reverses?: string | null;
+  /** The coin the posting concerns (a credit's token), for statements by coin. */
+  token?: string | null;
 }
 
 export class UnbalancedPostingError extends Error {
@@ -120,6 +122,7 @@ export class LedgerService {
         payment_id: p.paymentId ?? null,
         dedupe_key: p.dedupeKey,
         reverses: p.reverses ?? null,
+        token: p.token ?? null,
         created_at: this.clock.now(),
       })
       .onConflict((oc) => oc.column('dedupe_key').doNothing())
@@ -145,6 +148,7 @@ export class LedgerService {
       paymentId: original.payment_id,
       dedupeKey: p.dedupeKey,
       reverses: original.id,
+      token: original.token,
       lines: lines.map((l) => ({ account: l.account, currency: l.currency, amount: -BigInt(l.amount) })),
     });
   }
@@ -169,7 +173,7 @@ export class LedgerService {
       lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
     }
     const kind = c.conversion ? 'payment_conversion' : 'payment_credit';
-    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind, paymentId: c.paymentId, dedupeKey: creditKey(c.paymentId, c.seq), lines: lines.filter((l) => l.amount !== 0n) });
+    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind, paymentId: c.paymentId, token: c.token, dedupeKey: creditKey(c.paymentId, c.seq), lines: lines.filter((l) => l.amount !== 0n) });
   }
 
   /** Reverses credit number `seq` of a payment (reorg or refund). */
