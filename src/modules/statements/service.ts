@@ -81,15 +81,17 @@ export class StatementService {
     const { from, end } = monthRange(month);
     const now = this.deps.clock.now();
     if (from > now) throw invalid(`month ${month} has not begun`, 'month');
-    const to = end < now ? end : now;
+    const to = end <= now ? end : now;
+    // Postings are stamped with the clock: the month in progress includes those made at this very millisecond.
+    const until = end <= now ? end : new Date(now.getTime() + 1);
     const merchant = accounts.merchant(mode, merchantId);
 
     const [groups, balances, held, operational, payoutItems] = await Promise.all([
-      this.groups(mode, merchantId, from, to),
-      this.balances(merchant, from, to),
-      this.held(mode, merchantId, to),
-      this.operational(mode, merchantId, from, to),
-      this.payoutRecords.sent(mode, merchantId, from, to),
+      this.groups(mode, merchantId, from, until),
+      this.balances(merchant, from, until),
+      this.held(mode, merchantId, until),
+      this.operational(mode, merchantId, from, until),
+      this.payoutRecords.sent(mode, merchantId, from, until),
     ]);
 
     const pick = (kinds: readonly string[], account: string, currency = USD) =>
