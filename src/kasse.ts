@@ -14,6 +14,8 @@ import { loadSecrets, type Secrets } from './core/secrets.ts';
 import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
+import { FrankfurterClient } from './modules/fx/frankfurter.ts';
+import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
@@ -59,6 +61,8 @@ export class Kasse {
   readonly links: LinkService;
   /** Monthly statements from the ledger. */
   readonly statements: StatementService;
+  /** GST tax invoices and the tax profile. */
+  readonly invoices: InvoiceService;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
 
@@ -92,6 +96,8 @@ export class Kasse {
     });
     this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
     this.statements = new StatementService({ db, clock, chains: this.chains });
+    const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),
