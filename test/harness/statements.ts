@@ -40,3 +40,10 @@ export async function assertStatementsReconcile(kasse: Kasse, mode: Mode, mercha
   }
   return out;
 }
+
+/** `assertStatementsReconcile` for every merchant of the database in both modes (a suite's last test). */
+export async function assertEveryMerchantReconciles(kasse: Kasse): Promise<number> {
+  const merchants = await kasse.db.selectFrom('merchants').select('id').execute();
+  for (const { id } of merchants) for (const mode of ['test', 'live'] as const) await assertStatementsReconcile(kasse, mode, id);
+  return merchants.length;
+}
