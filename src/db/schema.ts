@@ -375,6 +375,14 @@ export interface TaxInvoiceCountersTable {
   last_number: number;
 }
 
+/** Balance of an account at an instant long past (migration 0012). */
+export interface LedgerCheckpointsTable {
+  account: string;
+  currency: string;
+  at: Timestamp;
+  balance: ColumnType<string, string | bigint, string | bigint>;
+}
+
 export interface Database {
   merchants: MerchantsTable;
   api_keys: ApiKeysTable;
@@ -400,4 +408,5 @@ export interface Database {
   links: LinksTable;
   tax_invoices: TaxInvoicesTable;
   tax_invoice_counters: TaxInvoiceCountersTable;
+  ledger_checkpoints: LedgerCheckpointsTable;
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { DepositObservation } from '../../src/chains/types.ts';
 import { withTx } from '../../src/db/index.ts';
-import { accounts, USD } from '../../src/modules/ledger/ledger.ts';
+import { accounts, UnbalancedPostingError, USD } from '../../src/modules/ledger/ledger.ts';
 import { postPayoutRelease, postPayoutSent } from '../../src/modules/ledger/payouts.ts';
 import type { SentPayout } from '../../src/modules/statements/payouts.ts';
 import { statementCsv, statementPdf } from '../../src/modules/statements/render.ts';
@@ -180,9 +180,16 @@ describe('statements', () => {
       t.kasse.ledger.post(tx, { mode: 'test', merchantId: shop.id, kind: 'payment_credit', dedupeKey: 'broken:1', lines: [{ account: settlement, currency: USD, amount: 500n }, { account: merchant, currency: USD, amount: -500n }] }),
     );
     assert.equal((await ok(shop.test.get(`/statements/${month}`))).reconciliation_gap_usd_cents, 500);
-    // A posting to the merchant's account that names no merchant still moves its balance and shows.
+    // A posting of a kind no operation explains moves the balance and shows.
     await withTx(t.kasse.db, (tx) =>
-      t.kasse.ledger.post(tx, { mode: 'test', merchantId: null, kind: 'adjustment', dedupeKey: 'broken:2', lines: [{ account: settlement, currency: USD, amount: 100n }, { account: merchant, currency: USD, amount: -100n }] }),
+      t.kasse.ledger.post(tx, { mode: 'test', merchantId: shop.id, kind: 'adjustment', dedupeKey: 'broken:2', lines: [{ account: settlement, currency: USD, amount: 100n }, { account: merchant, currency: USD, amount: -100n }] }),
+    );
+    // A line on a merchant's balance outside that merchant's postings is refused, so none escapes the statement.
+    await assert.rejects(
+      withTx(t.kasse.db, (tx) =>
+        t.kasse.ledger.post(tx, { mode: 'test', merchantId: null, kind: 'adjustment', dedupeKey: 'broken:3', lines: [{ account: settlement, currency: USD, amount: 100n }, { account: merchant, currency: USD, amount: -100n }] }),
+      ),
+      UnbalancedPostingError,
     );
     const s = await ok(shop.test.get(`/statements/${month}`));
     assert.equal(s.reconciliation_gap_usd_cents, 600);

@@ -68,6 +68,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       SELECT min(e.currency) FROM ledger_entries e WHERE e.transaction_id = t.id AND e.currency <> 'USD'
     ) WHERE t.kind IN ('payment_credit', 'payment_reorg', 'payment_refund');
 
+    -- Balances of ledger accounts at instants long past (month starts), so a statement's opening balance costs one
+    -- lookup and the postings since, not a sum over the account's whole history. Entries are append-only and
+    -- stamped when posted, so a balance at an instant an hour gone never changes.
+    CREATE TABLE ledger_checkpoints (
+      account text NOT NULL,
+      currency text NOT NULL,
+      at timestamptz NOT NULL,
+      balance numeric(78, 0) NOT NULL,
+      PRIMARY KEY (account, currency, at)
+    );
+
     -- Statements reconcile the month against the payment event log and sent refunds, read by time.
     CREATE INDEX events_merchant_type_time ON events (merchant_id, mode, type, created_at);
     CREATE INDEX refunds_sent_time ON refunds (merchant_id, mode, settled_at) WHERE status = 'sent';

@@ -111,6 +111,7 @@ export class LedgerService {
   /** Records a balanced posting in `tx`. Returns the transaction id, or null when `dedupeKey` was already posted. */
   async post(tx: Tx, p: Posting): Promise<string | null> {
     assertBalanced(p.lines);
+    assertOwnMerchant(p);
     const id = newId('led');
     const inserted = await tx
       .insertInto('ledger_transactions')
@@ -203,6 +204,17 @@ export class LedgerService {
       .orderBy('currency')
       .execute();
     return { availableUsdCents: available, custody: rows.map((r) => ({ token: r.currency, amount: BigInt(r.sum) })).filter((c) => c.amount !== 0n) };
+  }
+}
+
+/**
+ * A line on a merchant's balance belongs to a posting made for that merchant in that mode, so statements find every
+ * movement of a balance among the merchant's postings.
+ */
+export function assertOwnMerchant(p: Pick<Posting, 'mode' | 'merchantId' | 'lines'>): void {
+  for (const l of p.lines) {
+    const m = /^(test|live):merchant:(.+)$/.exec(l.account);
+    if (m && (m[1] !== p.mode || m[2] !== p.merchantId)) throw new UnbalancedPostingError(`a line on ${l.account} needs a ${m[1]} posting for merchant ${m[2]}`);
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * Monthly statements (UTC months), computed from the ledger: one pass over the month's postings of the merchant,
- * grouped by kind, coin, account and currency, plus the merchant account's balance at both ends and what is held in
- * suspense at the end. `reconciliation_gap_usd_cents` recomputes the month from the operational records (the payment
+ * grouped by kind, coin, account and currency, the balance at the month's start (from a checkpoint), and what is held
+ * in suspense at the end. `reconciliation_gap_usd_cents` recomputes the month from the operational records (the payment
  * event log, sent refunds, payouts) and compares it with the ledger's movement of the balance. How each figure is
  * computed, with a worked example: docs/statements.md.
  */
@@ -12,6 +12,7 @@ import type { Clock } from '../../core/clock.ts';
 import { invalid } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Db } from '../../db/index.ts';
+import { balanceBefore } from '../ledger/checkpoints.ts';
 import { accounts, USD } from '../ledger/ledger.ts';
 import { PAYOUT_KINDS } from '../ledger/payouts.ts';
 import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
@@ -86,9 +87,9 @@ export class StatementService {
     const until = end <= now ? end : new Date(now.getTime() + 1);
     const merchant = accounts.merchant(mode, merchantId);
 
-    const [groups, balances, held, operational, payoutItems] = await Promise.all([
+    const [groups, openingDebit, held, operational, payoutItems] = await Promise.all([
       this.groups(mode, merchantId, from, until),
-      this.balances(merchant, from, until),
+      balanceBefore(this.deps.db, merchant, USD, from, now),
       this.held(mode, merchantId, until),
       this.operational(mode, merchantId, from, until),
       this.payoutRecords.sent(mode, merchantId, from, until),
@@ -118,7 +119,9 @@ export class StatementService {
 
     // Fees and spreads the ledger charged (less those given back with reversals) on this merchant's postings.
     const charged = -total(groups.filter((g) => (g.account === fees || g.account === conversion) && g.currency === USD));
-    const movement = balances.closing - balances.opening;
+    // Every line on a merchant's balance is in one of its postings (LedgerService.post refuses others).
+    const movement = -total(groups.filter((g) => g.account === merchant && g.currency === USD));
+    const balances = { opening: -openingDebit, closing: -openingDebit + movement };
     const expected = operational.credited - operational.reversed - operational.payoutsTaken - charged;
 
     const coins = new Map<string, { payments: number; received: bigint; value: bigint }>();
@@ -197,16 +200,6 @@ export class StatementService {
       WHERE t.merchant_id = ${merchantId} AND t.mode = ${mode} AND t.created_at >= ${from} AND t.created_at < ${to}
       GROUP BY 1, 2, 3, 4`.execute(this.deps.db);
     return rows.map((r) => ({ kind: r.kind, token: r.token, account: r.account, currency: r.currency, n: Number(r.n), sum: BigInt(r.sum) }));
-  }
-
-  /** The merchant's balance (credit-positive) at `from` and at `to`, from its account alone. */
-  private async balances(account: string, from: Date, to: Date): Promise<{ opening: bigint; closing: bigint }> {
-    const { rows } = await sql<{ opening: string; closing: string }>`
-      SELECT coalesce(-sum(e.amount) FILTER (WHERE t.created_at < ${from}), 0)::text AS opening,
-             coalesce(-sum(e.amount), 0)::text AS closing
-      FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id
-      WHERE e.account = ${account} AND e.currency = ${USD} AND t.created_at < ${to}`.execute(this.deps.db);
-    return { opening: BigInt(rows[0]!.opening), closing: BigInt(rows[0]!.closing) };
   }
 
   /** Payments holding money in suspense at `to`, and its value at their attempts' rates. */
