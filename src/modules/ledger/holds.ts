@@ -37,18 +37,16 @@ export async function syncHeld(ledger: LedgerService, tx: Tx, target: HeldTarget
   const { mode, merchantId, paymentId } = target;
   const suspense = accounts.suspense(mode, merchantId);
   const held = accounts.held(mode, merchantId);
-  const { rows } = await sql<{ account: string; currency: string; sum: string }>`
+  // What is held now per account and currency, and (the row without an account) how many hold postings exist.
+  const { rows } = await sql<{ account: string | null; currency: string | null; sum: string }>`
     SELECT e.account, e.currency, sum(e.amount)::text AS sum
     FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
     WHERE t.payment_id = ${paymentId} AND t.kind = 'payment_hold'
-    GROUP BY 1, 2`.execute(tx);
-  const current = new Map(rows.map((r) => [`${r.account} ${r.currency}`, BigInt(r.sum)]));
-  const postings = await tx
-    .selectFrom('ledger_transactions')
-    .select(sql<string>`count(*)::text`.as('n'))
-    .where('payment_id', '=', paymentId)
-    .where('kind', '=', 'payment_hold')
-    .executeTakeFirstOrThrow();
+    GROUP BY 1, 2
+    UNION ALL
+    SELECT NULL, NULL, count(*)::text FROM ledger_transactions WHERE payment_id = ${paymentId} AND kind = 'payment_hold'`.execute(tx);
+  const current = new Map(rows.filter((r) => r.account !== null).map((r) => [`${r.account} ${r.currency}`, BigInt(r.sum)]));
+  const postings = Number(rows.find((r) => r.account === null)?.sum ?? 0);
 
   const want = new Map<string, bigint>();
   let wantValue = 0n;
@@ -56,7 +54,7 @@ export async function syncHeld(ledger: LedgerService, tx: Tx, target: HeldTarget
     want.set(lot.token, (want.get(lot.token) ?? 0n) + lot.amount);
     wantValue += lot.valueCents;
   }
-  const tokens = new Set([...want.keys(), ...rows.filter((r) => r.account === suspense).map((r) => r.currency)]);
+  const tokens = new Set([...want.keys(), ...rows.filter((r) => r.account === suspense).map((r) => r.currency!)]);
   const lines: LedgerLine[] = [];
   for (const token of [...tokens].sort()) {
     const delta = (want.get(token) ?? 0n) - (current.get(`${suspense} ${token}`) ?? 0n);
@@ -70,6 +68,6 @@ export async function syncHeld(ledger: LedgerService, tx: Tx, target: HeldTarget
     lines.push({ account: held, currency: USD, amount: -valueDelta });
   }
   if (lines.length === 0) return null;
-  const n = Number(postings.n) + 1;
+  const n = postings + 1;
   return ledger.post(tx, { mode, merchantId, kind: 'payment_hold', paymentId, dedupeKey: `payment:${paymentId}:hold:${n}`, lines });
 }

@@ -13,8 +13,10 @@ const settled = (status: string) => status === 'confirmed' || status === 'final'
 
 /** Held lots of the payment `l` (as persisted in `tx`), given whether its last credit stands. */
 export async function heldTarget(tx: Tx, chains: ChainRegistry, l: Loaded, credited: boolean): Promise<HeldTarget> {
-  const refunds = await tx.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', l.row.id).where('status', '=', 'sent').execute();
   const lots: HeldLot[] = [];
+  const target = { mode: l.row.mode, merchantId: l.row.merchant_id, paymentId: l.row.id, lots };
+  if (!l.deposits.some((d) => settled(d.status))) return target;
+  const refunds = await tx.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', l.row.id).where('status', '=', 'sent').execute();
   for (const a of l.attempts) {
     const returned = (token: string) => refunds.filter((r) => r.attempt_id === a.id && r.token === token).reduce((s, r) => s + BigInt(r.amount), 0n);
     const deposits = l.deposits.filter((d) => d.attempt_id === a.id && settled(d.status));
@@ -32,5 +34,5 @@ export async function heldTarget(tx: Tx, chains: ChainRegistry, l: Loaded, credi
       if (left > 0n) lots.push({ token, amount: left, valueCents: (value * left) / total });
     }
   }
-  return { mode: l.row.mode, merchantId: l.row.merchant_id, paymentId: l.row.id, lots };
+  return target;
 }
