@@ -13,7 +13,7 @@ import { invalid } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Db } from '../../db/index.ts';
 import { balanceBefore } from '../ledger/checkpoints.ts';
-import { accounts, USD } from '../ledger/ledger.ts';
+import { accounts, CREDIT_KINDS, REVERSAL_KINDS, USD } from '../ledger/ledger.ts';
 import { PAYOUT_KINDS } from '../ledger/payouts.ts';
 import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
 
@@ -113,7 +113,7 @@ export class StatementService {
     });
     const credits = credit('payment_credit');
     const conversions = credit('payment_conversion');
-    const reversals = pick(['payment_reorg', 'payment_refund'], merchant);
+    const reversals = pick(REVERSAL_KINDS, merchant);
     const released = pick([PAYOUT_KINDS.release], merchant);
     const sent = pick([PAYOUT_KINDS.sent], payouts);
 
@@ -126,7 +126,7 @@ export class StatementService {
 
     const coins = new Map<string, { payments: number; received: bigint; value: bigint }>();
     for (const g of groups) {
-      if ((g.kind !== 'payment_credit' && g.kind !== 'payment_conversion') || g.token === null) continue;
+      if (!(CREDIT_KINDS as readonly string[]).includes(g.kind) || g.token === null) continue;
       const c = coins.get(g.token) ?? { payments: 0, received: 0n, value: 0n };
       if (g.account === settlement && g.currency === USD) {
         c.payments += g.n;
