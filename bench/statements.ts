@@ -9,7 +9,7 @@
  * reconciliation gap must come out 0, which checks the load as well as the statement.
  */
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
@@ -73,6 +73,8 @@ export async function load(kasse: Kasse, merchantId: string, n: number, start: s
 export async function run(): Promise<object> {
   const n = Number(process.env.BENCH_STATEMENT_PAYMENTS ?? 1_000_000);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  // The machine is shared: its load (1-minute average) at the start and the end says how busy it was.
+  const loadBefore = loadavg()[0]!;
   const pg = await benchDatabase();
   const config = loadConfig({ KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-bench-data-')), KASSE_LOG_LEVEL: 'silent' });
   const clock = new FakeClock('2026-04-15T00:00:00Z');
@@ -136,6 +138,7 @@ export async function run(): Promise<object> {
       statement_ms: { median: Math.round(median(statementMs)), all: statementMs.map(Math.round) },
       ratio,
       goal_ratio: 3,
+      load_average: { start: loadBefore, end: loadavg()[0]! },
       statement: { payments: s.payments, credits: s.credits, conversions: s.conversions, reversals: s.reversals, opening: s.opening_balance_usd_cents, closing: s.closing_balance_usd_cents, gap: s.reconciliation_gap_usd_cents },
     };
   } finally {
