@@ -7,6 +7,8 @@ import * as m0004 from './0004_evm.ts';
 import * as m0005 from './0005_links.ts';
 import * as m0006 from './0006_evm_sender.ts';
 import * as m0012 from './0012_statements_invoices.ts';
+import * as m0010 from './0010_email.ts';
+import * as m0011 from './0011_dashboard.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -16,4 +18,6 @@ export const migrations: Record<string, Migration> = {
   '0005_links': m0005,
   '0006_evm_sender': m0006,
   '0012_statements_invoices': m0012,
+  '0010_email': m0010,
+  '0011_dashboard': m0011,
 };

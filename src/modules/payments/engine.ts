@@ -13,6 +13,7 @@ import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
 import { heldTarget } from './held.ts';
+import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
 import { next, type Trigger } from './state.ts';
 import { loadPayment, lockPayment, paymentJson, persist, toState, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
@@ -25,6 +26,8 @@ export interface PaymentDeps {
   prices: PriceService;
   ledger: LedgerService;
   events: EventPublisher;
+  /** Changes made by an API key or a dashboard user are recorded here, in the change's transaction. */
+  audit: AuditLog;
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
   /** Conversion spread in basis points on credits in coins that are not stablecoins. */
