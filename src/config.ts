@@ -24,6 +24,10 @@ export interface Config {
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
+  /** Conversion spread in basis points, posted with credits in coins that are not stablecoins. */
+  swapFeeBps: number;
+  /** FX reference rates for tax invoices (Frankfurter's v1 wire format). */
+  fx: { url: string; timeoutMs: number };
   /** Outgoing email (src/modules/email): SMTP server URL (null: mail is kept and shown on the dashboard) and sender. */
   mail: { smtpUrl: string | null; from: string };
 }
@@ -110,6 +114,8 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int(env, 'KASSE_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     },
     bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
+    swapFeeBps: int(env, 'KASSE_SWAP_FEE_BPS', 50, 0, 10000),
+    fx: { url: url(env, 'KASSE_FX_URL') ?? 'https://api.frankfurter.dev/v1', timeoutMs: int(env, 'KASSE_FX_TIMEOUT_MS', 5000, 100) },
     mail: { smtpUrl: smtpUrl(env, 'KASSE_SMTP_URL'), from: mailbox(env, 'KASSE_MAIL_FROM', 'Kasse <kasse@localhost>') },
   };
 }

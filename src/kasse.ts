@@ -14,12 +14,15 @@ import { loadSecrets, type Secrets } from './core/secrets.ts';
 import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
+import { FrankfurterClient } from './modules/fx/frankfurter.ts';
+import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
+import { StatementService } from './modules/statements/service.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
 import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
@@ -60,6 +63,10 @@ export class Kasse {
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
+  /** Monthly statements from the ledger. */
+  readonly statements: StatementService;
+  /** GST tax invoices and the tax profile. */
+  readonly invoices: InvoiceService;
   /** Test events as they are committed, for the test API's event stream. */
   readonly eventStream: EventStreamHub;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
@@ -100,8 +107,12 @@ export class Kasse {
       events: this.webhooks,
       audit: this.audit,
       feeBps: config.feeBps,
+      swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
+    this.statements = new StatementService({ db, clock, chains: this.chains });
+    const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     this.eventStream = new EventStreamHub(db);
     const local = (port: number) => `http://localhost:${port}`;

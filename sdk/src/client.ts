@@ -124,7 +124,7 @@ export class KasseClientCore {
   async request<T>(meta: Meta, pathArgs: unknown[], input: unknown, options: RequestOptions = {}): Promise<T> {
     const hasBody = meta.body && input !== undefined;
     const url = this.url(meta, pathArgs, meta.body ? undefined : (input as Record<string, unknown> | undefined));
-    const headers = this.headers(meta, options, { accept: 'application/json', ...(hasBody ? { 'content-type': 'application/json' } : {}) });
+    const headers = this.headers(meta, options, { accept: meta.binary ? '*/*' : 'application/json', ...(hasBody ? { 'content-type': 'application/json' } : {}) });
     const body = hasBody ? JSON.stringify(input) : undefined;
     const idempotent = meta.method === 'get' || meta.idempotencyKey;
     const maxRetries = options.maxRetries ?? this.maxRetries;
@@ -141,7 +141,7 @@ export class KasseClientCore {
         const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
         throw new KasseConnectionError({ message: `No answer from ${this.baseUrl} (${cause}): ${(err as Error).message}`, status: null, code: null, param: null, requestId: null });
       }
-      if (res.ok) return (res.status === 204 ? undefined : await res.json()) as T;
+      if (res.ok) return (res.status === 204 ? undefined : meta.binary ? new Uint8Array(await res.arrayBuffer()) : await res.json()) as T;
       const retry = attempt < maxRetries && (res.status === 429 || (idempotent && RETRYABLE_STATUS.has(res.status)));
       if (retry) {
         await res.body?.cancel();

@@ -18,7 +18,7 @@ export interface Endpoint<Id extends OperationId> {
 const op = <Id extends OperationId>(operationId: Id): Endpoint<Id> => ({ operationId });
 
 export const RESOURCES = {
-  account: { retrieve: op('getAccount') },
+  account: { retrieve: op('getAccount'), update: op('updateAccount') },
   balance: { retrieve: op('getBalance') },
   currencies: { list: op('listCurrencies'), estimate: op('getEstimate') },
   payments: {
@@ -32,6 +32,8 @@ export const RESOURCES = {
   },
   links: { create: op('createLink'), list: op('listLinks'), retrieve: op('getLink'), update: op('updateLink') },
   events: { list: op('listEvents'), retrieve: op('getEvent'), redeliver: op('redeliverEvent'), stream: op('streamEvents') },
+  statements: { retrieve: op('getStatement') },
+  taxInvoices: { create: op('createTaxInvoice'), list: op('listTaxInvoices'), retrieve: op('getTaxInvoice'), pdf: op('getTaxInvoicePdf') },
   testHelpers: { payments: { simulate: op('simulatePayment') } },
 } as const;
 
@@ -60,9 +62,11 @@ type Item<Id extends OperationId> = ResponseBody<Id> extends { data: Array<infer
 
 type Returns<Id extends OperationId> = Meta<Id>['stream'] extends true
   ? EventStream
-  : Meta<Id>['list'] extends 'cursor' | 'all'
-    ? PagePromise<ResponseBody<Id> & { data: Array<Item<Id>> }, Item<Id>>
-    : Promise<ResponseBody<Id>>;
+  : Meta<Id>['binary'] extends true
+    ? Promise<Uint8Array>
+    : Meta<Id>['list'] extends 'cursor' | 'all'
+      ? PagePromise<ResponseBody<Id> & { data: Array<Item<Id>> }, Item<Id>>
+      : Promise<ResponseBody<Id>>;
 
 type Options<Id extends OperationId> = Meta<Id>['stream'] extends true ? StreamOptions & RequestOptions : RequestOptions;
 

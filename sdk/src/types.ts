@@ -16,6 +16,8 @@ export type Currency = Schemas['Currency'];
 export type Estimate = Schemas['Estimate'];
 export type Balance = Schemas['Balance'];
 export type PaymentLink = Schemas['PaymentLink'];
+export type Statement = Schemas['Statement'];
+export type TaxInvoice = Schemas['TaxInvoice'];
 export type Account = Schemas['Account'];
 /** An event as `GET /events` lists it. */
 export type Event = Schemas['Event'];
@@ -57,3 +59,5 @@ export type CreateLinkParams = RequestBody<'createLink'>;
 export type UpdateLinkParams = RequestBody<'updateLink'>;
 export type RefundParams = RequestBody<'refundPayment'>;
 export type SimulateParams = RequestBody<'simulatePayment'>;
+export type CreateTaxInvoiceParams = RequestBody<'createTaxInvoice'>;
+export type UpdateAccountParams = RequestBody<'updateAccount'>;

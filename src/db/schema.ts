@@ -16,6 +16,9 @@ export interface MerchantsTable {
   rate_limit_per_minute: number | null;
   fee_bps: number | null;
   created_at: Generated<Date>;
+  /** Tax profile per mode (migration 0012; shape: src/modules/invoices/profile.ts). */
+  tax_profile_test: ColumnType<unknown, string | null | undefined, string | null>;
+  tax_profile_live: ColumnType<unknown, string | null | undefined, string | null>;
   /** Dashboard settings (migration 0011_dashboard). */
   payout_token: Generated<string>;
   approvals_required: number | null;
@@ -233,6 +236,8 @@ export interface LedgerTransactionsTable {
   dedupe_key: string;
   reverses: string | null;
   created_at: Timestamp;
+  /** The coin a payment posting concerns (migration 0012). */
+  token: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerEntriesTable {
@@ -333,6 +338,54 @@ export interface EvmGaslessTable {
   valid_before: Numeric;
   signature: string;
   created_at: Timestamp;
+}
+
+/** GST tax invoices (migration 0012_statements_invoices). Amounts in paise. */
+export interface TaxInvoicesTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  payment_id: string;
+  number: string;
+  financial_year: string;
+  seq: number;
+  issued_at: Timestamp;
+  customer_name: string | null;
+  customer_tax_id: string | null;
+  customer_state_code: string | null;
+  place_of_supply: 'intra' | 'inter';
+  currency: 'INR';
+  fx_rate: string;
+  fx_source: string;
+  fx_date: ColumnType<string, string, string>;
+  usd_cents: number;
+  total: ColumnType<bigint, bigint | string, bigint | string>;
+  taxable: ColumnType<bigint, bigint | string, bigint | string>;
+  cgst: ColumnType<bigint, bigint | string, bigint | string>;
+  sgst: ColumnType<bigint, bigint | string, bigint | string>;
+  igst: ColumnType<bigint, bigint | string, bigint | string>;
+  tax_rate_bps: number;
+  tax_inclusive: boolean;
+  sac: string | null;
+  description: string | null;
+  seller: Json;
+  created_at: Timestamp;
+}
+
+/** Last invoice number issued per merchant, mode and financial year. */
+export interface TaxInvoiceCountersTable {
+  merchant_id: string;
+  mode: 'test' | 'live';
+  financial_year: string;
+  last_number: number;
+}
+
+/** Balance of an account at an instant long past (migration 0012). */
+export interface LedgerCheckpointsTable {
+  account: string;
+  currency: string;
+  at: Timestamp;
+  balance: ColumnType<string, string | bigint, string | bigint>;
 }
 
 /** The email outbox (migration 0010_email; src/modules/email). */
@@ -451,6 +504,9 @@ export interface Database {
   evm_nonces: EvmNoncesTable;
   evm_gasless: EvmGaslessTable;
   links: LinksTable;
+  tax_invoices: TaxInvoicesTable;
+  tax_invoice_counters: TaxInvoiceCountersTable;
+  ledger_checkpoints: LedgerCheckpointsTable;
   email_outbox: EmailOutboxTable;
   users: UsersTable;
   user_tokens: UserTokensTable;

@@ -88,6 +88,18 @@ const delivery = {
   attempts: [webhookAttempt],
 };
 
+const taxProfile = {
+  seller_name: 'Corner Café',
+  legal_name: 'Corner Cafe Private Limited',
+  tax_id: '27AAPFU0939F1ZV',
+  address: '12 Hill Road, Bandra West, Mumbai 400050',
+  state_code: '27',
+  invoice_prefix: 'KS',
+  sac: '997158',
+  tax_rate_bps: 1800,
+  tax_inclusive: true,
+};
+
 const event = { id: EVENT_ID, type: 'payment.paid', created_at: '2026-03-01T12:04:12.000Z', data: payment };
 
 /** Examples of the component schemas, by schema name. */
@@ -100,6 +112,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     webhook_url: 'https://shop.example.com/hooks/kasse',
     rate_limit_per_minute: 60,
     created_at: '2026-02-14T09:30:00.000Z',
+    tax_profile: taxProfile,
   },
   Event: event,
   PaymentEvent: event,
@@ -149,6 +162,44 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     pending_usd_cents: 0,
     custody: [{ token: 'base:usdc', chain: 'base', symbol: 'USDC', amount: '25000000', amount_display: '25' }],
   },
+  Statement: {
+    month: '2026-03',
+    from: '2026-03-01T00:00:00.000Z',
+    to: '2026-04-01T00:00:00.000Z',
+    opening_balance_usd_cents: 0,
+    closing_balance_usd_cents: 2475,
+    clawback_change_usd_cents: 0,
+    reconciliation_gap_usd_cents: 0,
+    payments: { count: 1, gross_usd_cents: 2500 },
+    credits: { count: 1, value_usd_cents: 2500, fee_usd_cents: 25, net_usd_cents: 2475 },
+    held: { count: 0, value_usd_cents: 0 },
+    conversions: { count: 0, value_usd_cents: 0, swap_fee_usd_cents: 0, fee_usd_cents: 0, net_usd_cents: 0 },
+    reversals: { count: 0, net_usd_cents: 0 },
+    payouts: { count: 0, usd_cents: 0, requested_count: 0, requested_usd_cents: 0, items: [] },
+    by_coin: [{ token: 'base:usdc', symbol: 'USDC', chain: 'base', payments: 1, received_display: '25', value_usd_cents: 2500 }],
+  },
+  TaxInvoice: {
+    id: 'txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F',
+    payment_id: PAYMENT_ID,
+    number: 'KS/25-26/000123',
+    issued_at: '2026-03-01T12:30:00.000Z',
+    customer: { name: 'Asha Traders', tax_id: '27AAACR5055K1Z7', state_code: '27' },
+    place_of_supply: 'intra',
+    currency: 'INR',
+    fx: { rate: '83.25', source: 'manual', date: '2026-03-01' },
+    usd_cents: 2500,
+    total: '2081.25',
+    taxable: '1763.77',
+    cgst: '158.74',
+    sgst: '158.74',
+    igst: '0.00',
+    tax_rate_bps: 1800,
+    tax_inclusive: true,
+    sac: '997158',
+    description: 'Two mugs',
+    seller: { name: 'Corner Café', legal_name: 'Corner Cafe Private Limited', tax_id: '27AAPFU0939F1ZV', address: '12 Hill Road, Bandra West, Mumbai 400050', state_code: '27' },
+    created_at: '2026-03-01T12:30:00.000Z',
+  },
   PaymentLink: {
     id: 'lnk_01JQ3W0A1B2C3D4E5F6G7H8J9K',
     slug: '5k5v9cyff8ah',
@@ -187,6 +238,8 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   redeliverEvent: {},
   createLink: { kind: 'fixed', title: 'Coffee beans, 1 kg', description: 'Single origin, roasted this week.', amount_usd_cents: 2400, collect_email: true, max_uses: 100 },
   updateLink: { active: false },
+  updateAccount: { tax_profile: taxProfile },
+  createTaxInvoice: { customer_name: 'Asha Traders', customer_tax_id: '27AAACR5055K1Z7', customer_state_code: '27', place_of_supply: 'intra', fx_rate: '83.25' },
 };
 
 /** Example ids of path parameters, by the id's prefix. */
@@ -194,7 +247,11 @@ export const ID_EXAMPLES: Record<string, string> = {
   pay: PAYMENT_ID,
   evt: EVENT_ID,
   lnk: 'lnk_01JQ3W0A1B2C3D4E5F6G7H8J9K',
+  txi: 'txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F',
 };
+
+/** Examples of path parameters that are not ids, by name. */
+export const PATH_EXAMPLES: Record<string, string> = { month: '2026-03' };
 
 /** Examples of query parameters, by name. */
 export const PARAMETER_EXAMPLES: Record<string, unknown> = {
@@ -206,6 +263,7 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   token: 'base:eth',
   type: 'payment.paid',
   types: 'payment.paid,payment.expired',
+  payment_id: PAYMENT_ID,
 };
 
 /** Example answers of each error code: a typical message and `param`. */
@@ -215,6 +273,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, { summary: string; message: strin
   wrong_mode: { summary: 'A key of the other mode', message: 'A live key cannot be used on the test API; use a kasse_test_ key.', param: null },
   not_found: { summary: 'No such object in this mode', message: 'No such payment.', param: null },
   idempotency_conflict: { summary: 'Idempotency-Key reused with another body', message: 'This Idempotency-Key was already used with a different request.', param: 'Idempotency-Key' },
+  already_invoiced: { summary: 'The payment already has a tax invoice', message: 'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.', param: null },
   too_many_attempts: { summary: 'Already 3 coin choices', message: 'A payment has at most 3 coin choices; this one already has 3.', param: null },
   amount_too_small: { summary: 'Below the coin’s minimum', message: '0.0002 ETH is below the minimum of 0.0004 ETH for this coin.', param: null },
   invalid_state: { summary: 'Not possible in the current state', message: 'This payment is paid; no new coin can be chosen.', param: null },
@@ -222,5 +281,6 @@ export const ERROR_EXAMPLES: Record<ErrorCode, { summary: string; message: strin
   internal_error: { summary: 'Unexpected failure', message: 'An unexpected error occurred. Quote request id req_01JQ3TC0000000000000000000 when reporting it.', param: null },
   price_unavailable: { summary: 'No current price for the coin', message: 'No current price for ETH; try again shortly or choose another coin.', param: null },
   chain_paused: { summary: 'The network is paused', message: 'The Base network is paused; choose another coin.', param: null },
+  fx_unavailable: { summary: 'No FX reference rate', message: 'No FX reference rate is available for 2026-03-01: the provider did not answer. Try again later or send fx_rate.', param: null },
   service_unavailable: { summary: 'Kasse cannot serve now', message: 'Database is not reachable', param: null },
 };

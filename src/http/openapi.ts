@@ -16,13 +16,13 @@ import type { Mode } from '../chains/types.ts';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
 import { EVENT_TYPES } from '../modules/payments/model.ts';
-import { ERROR_EXAMPLES, ID_EXAMPLES, PARAMETER_EXAMPLES, REQUEST_EXAMPLES, SCHEMA_EXAMPLES } from './examples.ts';
+import { ERROR_EXAMPLES, ID_EXAMPLES, PARAMETER_EXAMPLES, PATH_EXAMPLES, REQUEST_EXAMPLES, SCHEMA_EXAMPLES } from './examples.ts';
 
 declare module 'fastify' {
   interface FastifySchema {
     /**
      * Error codes the operation can answer beyond those every API operation can (`invalid_request`, `unauthorized`,
-     * `wrong_mode`, `rate_limited`, and `not_found` when the path names an object). Documented per operation.
+     * `wrong_mode`, `rate_limited`, and `not_found` when the path names an object by id). Documented per operation.
      */
     errors?: readonly ErrorCode[];
   }
@@ -47,7 +47,7 @@ const STATUS_TEXT: Record<number, string> = {
 export function operationErrors(route: { url: string; schema?: FastifySchema; config?: unknown }): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request']);
   if (!(route.config as { public?: boolean } | undefined)?.public) for (const c of GUARD_CODES) codes.add(c);
-  if (route.url.includes('/:')) codes.add('not_found');
+  if (/\/:\w*id\b/i.test(route.url)) codes.add('not_found');
   for (const c of route.schema?.errors ?? []) codes.add(c);
   return [...codes].sort((a, b) => ERROR_STATUS[a] - ERROR_STATUS[b]);
 }
@@ -109,7 +109,9 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'Every change is recorded as an event and sent to your webhook URL (see Webhooks below). These operations list events, show each delivery attempt and send an event again.',
   },
-  { name: 'Account', description: 'The merchant account behind the API key.' },
+  { name: 'Statements', description: 'A month of the balance from the ledger: credits, conversions, held money, reversals, payouts, by coin, reconciled.' },
+  { name: 'Tax invoices', description: 'Indian GST tax invoices for paid payments, consecutive per financial year, as JSON and PDF. The seller is the account’s tax profile (`PATCH /account`).' },
+  { name: 'Account', description: 'The merchant account behind the API key, and its tax profile.' },
   {
     name: 'Webhooks',
     description:
@@ -230,7 +232,7 @@ function decorateOperation(method: string, path: string, op: Json, serverUrl: st
     if (p.in === 'query' && p.example === undefined && PARAMETER_EXAMPLES[p.name] !== undefined) p.example = PARAMETER_EXAMPLES[p.name];
     if (p.in === 'path' && p.example === undefined) {
       const prefix = /^\^(\w+)_/.exec(p.schema?.pattern ?? '')?.[1];
-      if (prefix && ID_EXAMPLES[prefix]) p.example = ID_EXAMPLES[prefix];
+      p.example = (prefix && ID_EXAMPLES[prefix]) || PATH_EXAMPLES[p.name];
     }
   }
   const body = op.requestBody?.content?.['application/json']?.schema;

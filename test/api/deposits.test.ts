@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import type { ChainAdapter, DepositObservation, RefundRequest } from '../../src/chains/types.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -276,4 +277,8 @@ describe('refunds through a chain sender', () => {
     assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
     assert.equal(await available(), before);
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

@@ -143,6 +143,31 @@ describe('every method against a running Kasse', () => {
     assert.equal(estimate.pay_amount, '8333333333333334');
   });
 
+  test('account update (tax profile), tax invoices with their PDF, statements', async () => {
+    const profile = { seller_name: 'Corner Café', tax_id: '27AAPFU0939F1ZV', address: '12 Hill Road, Mumbai 400050', state_code: '27', invoice_prefix: 'KS' };
+    const account = await kasse.account.update({ tax_profile: profile });
+    assert.equal(account.tax_profile?.tax_rate_bps, 1800);
+    const paid = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('invoiced', { description: 'Two mugs' }))).id, { outcome: 'paid' });
+    const invoice = await kasse.taxInvoices.create(paid.id, { place_of_supply: 'intra', fx_rate: '83.25', customer_name: 'Asha Traders' });
+    assert.equal(invoice.total, '2081.25');
+    assert.equal(invoice.cgst, '158.74');
+    const again = await kasse.taxInvoices.create(paid.id, { place_of_supply: 'intra', fx_rate: '83.25' }).catch((e: unknown) => e);
+    assert.ok(again instanceof KasseConflictError);
+    assert.equal(again.code, 'already_invoiced');
+    assert.deepEqual(
+      (await kasse.taxInvoices.list({ payment_id: paid.id })).data.map((i) => i.id),
+      [invoice.id],
+    );
+    assert.equal((await kasse.taxInvoices.retrieve(invoice.id)).number, invoice.number);
+    const pdf = await kasse.taxInvoices.pdf(invoice.id);
+    assert.ok(pdf instanceof Uint8Array);
+    assert.equal(Buffer.from(pdf.subarray(0, 5)).toString('latin1'), '%PDF-');
+    const statement = await kasse.statements.retrieve('2026-03');
+    assert.equal(statement.month, '2026-03');
+    assert.ok(statement.payments.count >= 1);
+    assert.equal(statement.reconciliation_gap_usd_cents, 0);
+  });
+
   test('links: create, list, retrieve, update', async () => {
     const link = await kasse.links.create({ kind: 'fixed', title: 'Coffee beans', amount_usd_cents: 2400 });
     assert.equal(sent.findLast((r) => r.method === 'POST' && r.url.endsWith('/links'))!.headers.get('idempotency-key'), null, 'no Idempotency-Key where the API takes none');

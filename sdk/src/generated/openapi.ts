@@ -17,7 +17,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update the account
+         * @description Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Invoices already issued keep the seller they were issued with.
+         */
+        patch: operations["updateAccount"];
         trace?: never;
     };
     "/events": {
@@ -330,6 +334,106 @@ export interface paths {
          * @description Changes `active`, `title`, `description`, `success_url`, `max_uses` or `expires_at`; `null` clears a nullable field. Kind and amounts cannot change (create a new link). Lowering `max_uses` to `uses` or below, or moving `expires_at` into the past, ends the link for new payers; payments already created are not affected.
          */
         patch: operations["updateLink"];
+        trace?: never;
+    };
+    "/statements/{month}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a monthly statement
+         * @description The statement of a UTC month (`YYYY-MM`) from the ledger: balances at both ends, credits, conversions, held money, reversals, payouts and a breakdown by coin, with a reconciliation against the payments, refunds and payouts. The month in progress runs to now; a month in the future or a malformed one is 400 on `month`.
+         */
+        get: operations["getStatement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payments/{id}/tax_invoice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a tax invoice
+         * @description Issues the GST tax invoice of a paid payment with the next number of the financial year. 422 `invalid_state` for a payment that is not paid or without a tax profile (PATCH /account); 409 `already_invoiced` for a second one; 400 on `customer_state_code` for an `intra` supply outside the seller’s state or an `inter` supply without a state; 503 `fx_unavailable` when no `fx_rate` is given and the FX provider cannot be reached.
+         */
+        post: operations["createTaxInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tax_invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tax invoices
+         * @description Newest first. `limit` 1 to 100 (default 20); pass `next_cursor` as `cursor` for the next page; `payment_id` finds a payment’s invoice.
+         */
+        get: operations["listTaxInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tax_invoices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a tax invoice
+         * @description The invoice as issued; it never changes.
+         */
+        get: operations["getTaxInvoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tax_invoices/{id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a tax invoice as PDF
+         * @description One A4 page (`application/pdf`) with the fields Rule 46 of the CGST Rules asks for.
+         */
+        get: operations["getTaxInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/test/events/stream": {
@@ -1627,7 +1731,18 @@ export interface components {
          *       "mode": "test",
          *       "webhook_url": "https://shop.example.com/hooks/kasse",
          *       "rate_limit_per_minute": 60,
-         *       "created_at": "2026-02-14T09:30:00.000Z"
+         *       "created_at": "2026-02-14T09:30:00.000Z",
+         *       "tax_profile": {
+         *         "seller_name": "Corner Café",
+         *         "legal_name": "Corner Cafe Private Limited",
+         *         "tax_id": "27AAPFU0939F1ZV",
+         *         "address": "12 Hill Road, Bandra West, Mumbai 400050",
+         *         "state_code": "27",
+         *         "invoice_prefix": "KS",
+         *         "sac": "997158",
+         *         "tax_rate_bps": 1800,
+         *         "tax_inclusive": true
+         *       }
          *     }
          */
         Account: {
@@ -1638,6 +1753,25 @@ export interface components {
             rate_limit_per_minute: number;
             /** Format: date-time */
             created_at: string;
+            /** @description Who issues tax invoices in this mode (null until set with PATCH /account). */
+            tax_profile: {
+                /** @description Trade name shown on invoices. */
+                seller_name: string;
+                legal_name: string | null;
+                /** @description GSTIN (15 characters, checked with its check character). */
+                tax_id: string;
+                /** @description Principal place of business. */
+                address: string;
+                /** @description GST state code of the seller; must match the GSTIN. */
+                state_code: string;
+                /** @description Up to 3 letters or digits; numbers are `<prefix>/<yy-yy>/<serial>`, at most 16 characters. */
+                invoice_prefix: string;
+                sac: string | null;
+                /** @description GST rate in basis points (default 1800 = 18 %). */
+                tax_rate_bps: number;
+                /** @description Whether payment prices include GST (default true). */
+                tax_inclusive: boolean;
+            } | null;
         };
         /**
          * @description An event; exactly the body of the webhook that announces it.
@@ -2223,6 +2357,243 @@ export interface components {
             created_at: string;
         };
         /**
+         * @description How each figure is computed: docs/statements.md.
+         * @example {
+         *       "month": "2026-03",
+         *       "from": "2026-03-01T00:00:00.000Z",
+         *       "to": "2026-04-01T00:00:00.000Z",
+         *       "opening_balance_usd_cents": 0,
+         *       "closing_balance_usd_cents": 2475,
+         *       "clawback_change_usd_cents": 0,
+         *       "reconciliation_gap_usd_cents": 0,
+         *       "payments": {
+         *         "count": 1,
+         *         "gross_usd_cents": 2500
+         *       },
+         *       "credits": {
+         *         "count": 1,
+         *         "value_usd_cents": 2500,
+         *         "fee_usd_cents": 25,
+         *         "net_usd_cents": 2475
+         *       },
+         *       "held": {
+         *         "count": 0,
+         *         "value_usd_cents": 0
+         *       },
+         *       "conversions": {
+         *         "count": 0,
+         *         "value_usd_cents": 0,
+         *         "swap_fee_usd_cents": 0,
+         *         "fee_usd_cents": 0,
+         *         "net_usd_cents": 0
+         *       },
+         *       "reversals": {
+         *         "count": 0,
+         *         "net_usd_cents": 0
+         *       },
+         *       "payouts": {
+         *         "count": 0,
+         *         "usd_cents": 0,
+         *         "requested_count": 0,
+         *         "requested_usd_cents": 0,
+         *         "items": []
+         *       },
+         *       "by_coin": [
+         *         {
+         *           "token": "base:usdc",
+         *           "symbol": "USDC",
+         *           "chain": "base",
+         *           "payments": 1,
+         *           "received_display": "25",
+         *           "value_usd_cents": 2500
+         *         }
+         *       ]
+         *     }
+         */
+        Statement: {
+            /** @description The UTC month, `YYYY-MM`. */
+            month: string;
+            /**
+             * Format: date-time
+             * @description First instant of the month (UTC).
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description End of the period: the first instant of the next month, or now for the month in progress.
+             */
+            to: string;
+            /** @description US cents. Balance at `from`. */
+            opening_balance_usd_cents: number;
+            /** @description US cents. Balance at `to` = opening + credits.net + conversions.net − reversals.net − what payouts took. */
+            closing_balance_usd_cents: number;
+            /** @description US cents. Change of the part of the balance below zero (reversals after the money was paid out). */
+            clawback_change_usd_cents: number;
+            /** @description US cents. The ledger’s movement of the balance less the same month recomputed from payments, refunds and payouts; 0 unless something is wrong. */
+            reconciliation_gap_usd_cents: number;
+            payments: {
+                /** @description Credits posted in the month (stablecoin and other coins). */
+                count: number;
+                /** @description US cents. Their prices. */
+                gross_usd_cents: number;
+            };
+            credits: {
+                count: number;
+                /** @description US cents. Prices of payments credited in stablecoins. */
+                value_usd_cents: number;
+                /** @description US cents. Service fees. */
+                fee_usd_cents: number;
+                /** @description US cents. value − fee. */
+                net_usd_cents: number;
+            };
+            held: {
+                /** @description Payments holding money received but not credited at `to` (underpaid, late, wrong asset, surplus). */
+                count: number;
+                /** @description US cents. Its value at the rate of its attempt. */
+                value_usd_cents: number;
+            };
+            conversions: {
+                count: number;
+                /** @description US cents. Prices of payments credited in coins that are not stablecoins. */
+                value_usd_cents: number;
+                /** @description US cents. The conversion spread. */
+                swap_fee_usd_cents: number;
+                /** @description US cents. Service fees. */
+                fee_usd_cents: number;
+                /** @description US cents. value − swap fee − fee. */
+                net_usd_cents: number;
+            };
+            reversals: {
+                /** @description Credits reversed by a reorg or a sent refund. */
+                count: number;
+                /** @description US cents. What they took back from the balance. */
+                net_usd_cents: number;
+            };
+            payouts: {
+                /** @description Payouts sent in the month. */
+                count: number;
+                /** @description US cents. Their amount. */
+                usd_cents: number;
+                /** @description Payouts released in the month (taken from the balance). */
+                requested_count: number;
+                /** @description US cents. Their amount. */
+                requested_usd_cents: number;
+                /** @description The payouts sent in the month, oldest first. */
+                items: {
+                    id: string;
+                    /** Format: date-time */
+                    sent_at: string;
+                    usd_cents: number;
+                    token: string;
+                    symbol: string;
+                    amount_display: string;
+                    destination: string;
+                    tx_hash: string | null;
+                }[];
+            };
+            /** @description Credits and conversions of the month by coin. */
+            by_coin: {
+                token: string;
+                symbol: string;
+                chain: string;
+                /** @description Credits in this coin. */
+                payments: number;
+                /** @description Coins received on the credited attempts. */
+                received_display: string;
+                /** @description Their prices. */
+                value_usd_cents: number;
+            }[];
+        };
+        /**
+         * @description A GST tax invoice for a paid payment; figures: docs/invoices.md.
+         * @example {
+         *       "id": "txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F",
+         *       "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *       "number": "KS/25-26/000123",
+         *       "issued_at": "2026-03-01T12:30:00.000Z",
+         *       "customer": {
+         *         "name": "Asha Traders",
+         *         "tax_id": "27AAACR5055K1Z7",
+         *         "state_code": "27"
+         *       },
+         *       "place_of_supply": "intra",
+         *       "currency": "INR",
+         *       "fx": {
+         *         "rate": "83.25",
+         *         "source": "manual",
+         *         "date": "2026-03-01"
+         *       },
+         *       "usd_cents": 2500,
+         *       "total": "2081.25",
+         *       "taxable": "1763.77",
+         *       "cgst": "158.74",
+         *       "sgst": "158.74",
+         *       "igst": "0.00",
+         *       "tax_rate_bps": 1800,
+         *       "tax_inclusive": true,
+         *       "sac": "997158",
+         *       "description": "Two mugs",
+         *       "seller": {
+         *         "name": "Corner Café",
+         *         "legal_name": "Corner Cafe Private Limited",
+         *         "tax_id": "27AAPFU0939F1ZV",
+         *         "address": "12 Hill Road, Bandra West, Mumbai 400050",
+         *         "state_code": "27"
+         *       },
+         *       "created_at": "2026-03-01T12:30:00.000Z"
+         *     }
+         */
+        TaxInvoice: {
+            id: string;
+            payment_id: string;
+            /** @description Consecutive per financial year (April–March, IST), at most 16 characters. */
+            number: string;
+            /** Format: date-time */
+            issued_at: string;
+            customer: {
+                name: string | null;
+                tax_id: string | null;
+                state_code: string | null;
+            };
+            place_of_supply: "intra" | "inter";
+            /** @description Always `INR`. */
+            currency: string;
+            fx: {
+                /** @description Rupees per US dollar. */
+                rate: string;
+                /** @description `manual` (the request’s `fx_rate`) or the FX provider (`frankfurter`). */
+                source: string;
+                /** @description Day of the rate (YYYY-MM-DD): the paid day in IST, or the provider’s last fixing on or before it. */
+                date: string;
+            };
+            /** @description The payment’s price. */
+            usd_cents: number;
+            /** @description Rupees with 2 decimals. usd_cents × fx.rate, half up (tax-inclusive). */
+            total: string;
+            /** @description Rupees with 2 decimals. total ÷ (1 + rate), half up (tax-inclusive). */
+            taxable: string;
+            /** @description Rupees with 2 decimals. intra: half the tax, rounded down. */
+            cgst: string;
+            /** @description Rupees with 2 decimals. intra: the rest of the tax. */
+            sgst: string;
+            /** @description Rupees with 2 decimals. inter: the tax. */
+            igst: string;
+            tax_rate_bps: number;
+            tax_inclusive: boolean;
+            sac: string | null;
+            description: string | null;
+            /** @description The tax profile as it was at issue. */
+            seller: {
+                name: string;
+                legal_name: string | null;
+                tax_id: string | null;
+                address: string | null;
+                state_code: string | null;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
          * @description The body of a `payment.*` webhook: the event and the full Payment as it was at that moment.
          * @example {
          *       "id": "evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD",
@@ -2312,6 +2683,87 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    tax_profile?: {
+                        /** @description Trade name shown on invoices. */
+                        seller_name?: string;
+                        legal_name?: string | null;
+                        /** @description GSTIN (15 characters, checked with its check character). */
+                        tax_id?: string;
+                        /** @description Principal place of business. */
+                        address?: string;
+                        /** @description GST state code of the seller; must match the GSTIN. */
+                        state_code?: string;
+                        /** @description Up to 3 letters or digits; numbers are `<prefix>/<yy-yy>/<serial>`, at most 16 characters. */
+                        invoice_prefix?: string;
+                        sac?: string | null;
+                        /** @description GST rate in basis points (default 1800 = 18 %). */
+                        tax_rate_bps?: number;
+                        /** @description Whether payment prices include GST (default true). */
+                        tax_inclusive?: boolean;
+                    } | null;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3780,6 +4232,397 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaymentLink"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UTC month, `YYYY-MM`
+                 * @example 2026-03
+                 */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How each figure is computed: docs/statements.md. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Statement"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTaxInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Payment id
+                 * @example pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    customer_name?: string;
+                    /** @description The buyer’s GSTIN (checked with its check character). */
+                    customer_tax_id?: string;
+                    /** @description The buyer’s state: the place of supply. Required for `inter` unless the GSTIN gives it. */
+                    customer_state_code?: string;
+                    /** @description `intra`: CGST + SGST in the seller’s state; `inter`: IGST. */
+                    place_of_supply: "intra" | "inter";
+                    /** @description Rupees per US dollar; without it the FX provider’s reference rate of the paid day is used. */
+                    fx_rate?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A GST tax invoice for a paid payment; figures: docs/invoices.md. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxInvoice"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict — `already_invoiced`: The payment already has a tax invoice. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable — `fx_unavailable`: No FX reference rate. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTaxInvoices: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                /** @example 20 */
+                limit?: number;
+                /** @example pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX */
+                payment_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxInvoice"][];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTaxInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Tax invoice id
+                 * @example txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GST tax invoice for a paid payment; figures: docs/invoices.md. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxInvoice"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTaxInvoicePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Tax invoice id
+                 * @example txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
                 };
             };
             /** @description Invalid request — `invalid_request`: A field is missing or invalid. */

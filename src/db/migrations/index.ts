@@ -6,6 +6,7 @@ import * as m0003 from './0003_webhooks.ts';
 import * as m0004 from './0004_evm.ts';
 import * as m0005 from './0005_links.ts';
 import * as m0006 from './0006_evm_sender.ts';
+import * as m0012 from './0012_statements_invoices.ts';
 import * as m0010 from './0010_email.ts';
 import * as m0011 from './0011_dashboard.ts';
 import * as m0016 from './0016_event_stream.ts';
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0004_evm': m0004,
   '0005_links': m0005,
   '0006_evm_sender': m0006,
+  '0012_statements_invoices': m0012,
   '0010_email': m0010,
   '0011_dashboard': m0011,
   '0016_event_stream': m0016,

@@ -45,6 +45,8 @@ export interface MerchantRecord {
   feeBps: number | null;
   /** ISO 8601, formatted once when the record is loaded (it is served from the key cache on every /account call). */
   createdAt: string;
+  /** Tax profile per mode, as stored (shape and checks: modules/invoices/profile.ts); null when unset. */
+  taxProfile: { test: unknown; live: unknown };
   /** Coin disbursements pay out in (an EVM token id). */
   payoutToken: string;
   /** Owner approvals a disbursement needs; null: 2 when the merchant has two or more owners, else 1. */
@@ -200,7 +202,7 @@ export class MerchantService {
 
   async update(
     merchantId: string,
-    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null },
+    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null; taxProfile?: { mode: Mode; value: object | null } },
   ): Promise<MerchantRecord> {
     if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
     if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
@@ -212,6 +214,7 @@ export class MerchantService {
     if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
     if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
     if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+    if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
     if (Object.keys(values).length > 0) {
       const r = await this.db.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
       if (r.numUpdatedRows === 0n) throw notFound('merchant');
@@ -345,6 +348,7 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     rateLimitPerMinute: row.rate_limit_per_minute,
     feeBps: row.fee_bps,
     createdAt: row.created_at.toISOString(),
+    taxProfile: { test: row.tax_profile_test ?? null, live: row.tax_profile_live ?? null },
     payoutToken: row.payout_token,
     approvalsRequired: row.approvals_required,
   };

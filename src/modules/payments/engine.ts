@@ -8,9 +8,11 @@ import type { Mode } from '../../chains/types.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { syncHeld } from '../ledger/holds.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
+import { heldTarget } from './held.ts';
 import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
 import { next, type Trigger } from './state.ts';
@@ -28,6 +30,8 @@ export interface PaymentDeps {
   audit: AuditLog;
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
+  /** Conversion spread in basis points on credits in coins that are not stablecoins. */
+  swapFeeBps: number;
   /** Public base URL of the checkout host (known only once its listener is bound). */
   checkoutBase: () => string;
 }
@@ -90,6 +94,7 @@ export class PaymentEngine {
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
           amount: after.paidAmount ?? 0n,
+          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable ? null : { swapFeeBps: this.deps.swapFeeBps },
         });
         credited = true;
       }
@@ -102,7 +107,10 @@ export class PaymentEngine {
       await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', row.id).execute();
     }
 
-    const payment = this.json(await this.reload(tx, l));
+    const reloaded = await this.reload(tx, l);
+    // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
+    if (reloaded.deposits.length > 0) await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, reloaded, credited));
+    const payment = this.json(reloaded);
     for (const type of events) {
       await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, destination: row.webhook_url });
     }
