@@ -24,6 +24,18 @@ export interface Config {
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
+  /** Bearer token for `GET /metrics` (`KASSE_METRICS_TOKEN`); null = loopback clients only. */
+  metricsToken: string | null;
+  /**
+   * Secrets given in the environment (`KASSE_SECRET_KEY`, `KASSE_MASTER_SEED`, `KASSE_HOT_WALLET_KEY`); checked and
+   * completed from the secrets file by core/secrets.ts. Never logged.
+   */
+  secretsEnv: { secretKey: string | null; masterSeed: string | null; hotWalletKey: string | null };
+}
+
+export interface ConfigDefaults {
+  /** Log level when `KASSE_LOG_LEVEL` is unset (the server logs at info, the CLI at warn). */
+  logLevel?: string;
 }
 
 export class ConfigError extends Error {}
@@ -51,7 +63,7 @@ function url(env: Env, name: string): string | null {
   return raw.replace(/\/+$/, '');
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
   const roles = (env.KASSE_ROLES ?? 'api,workers').split(',').map((r) => r.trim()).filter(Boolean);
   for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
   return {
@@ -69,7 +81,7 @@ export function loadConfig(env: Env = process.env): Config {
       checkout: url(env, 'KASSE_CHECKOUT_URL'),
     },
     roles: roles as Role[],
-    logLevel: env.KASSE_LOG_LEVEL || 'info',
+    logLevel: env.KASSE_LOG_LEVEL || defaults.logLevel || 'info',
     rateLimitPerMinute: int(env, 'KASSE_RATE_LIMIT', 60, 1),
     feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
     secretsFile: env.KASSE_SECRETS_FILE || null,
@@ -85,5 +97,11 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int(env, 'KASSE_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     },
     bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
+    metricsToken: env.KASSE_METRICS_TOKEN || null,
+    secretsEnv: {
+      secretKey: env.KASSE_SECRET_KEY || null,
+      masterSeed: env.KASSE_MASTER_SEED || null,
+      hotWalletKey: env.KASSE_HOT_WALLET_KEY || null,
+    },
   };
 }

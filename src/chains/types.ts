@@ -6,7 +6,9 @@
  * implements. EVM, Solana and UTXO chains therefore add no code to the payments module.
  */
 
-export type Mode = 'test' | 'live';
+import type { Mode } from '../core/mode.ts';
+
+export type { Mode };
 
 export interface TokenConfig {
   /** `<chain>:<symbol>` in lower case, e.g. `base:usdc`. */

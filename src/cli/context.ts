@@ -18,8 +18,8 @@ export interface Command {
 
 /** Opens Kasse for one command; starts the embedded PostgreSQL if no server is running on the data directory. */
 export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const log = createLogger(process.env.KASSE_LOG_LEVEL ?? 'warn', process.stderr);
+  const config = loadConfig(process.env, { logLevel: 'warn' });
+  const log = createLogger(config.logLevel, process.stderr);
   const database = await resolveDatabase(config);
   const kasse = await Kasse.open({ config, databaseUrl: database.url, log, listen: false, poolSize: 4 });
   try {

@@ -7,14 +7,14 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
-import type { Mode } from '../chains/types.ts';
+import type { Mode } from '../core/mode.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
 import { requestIds } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import type { RateDecision } from '../modules/ratelimit/limiter.ts';
 import { renderReference } from './reference.ts';
-import { blockedRange } from '../modules/webhooks/http-client.ts';
+import { blockedRange } from '../core/addresses.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema, errorResponses } from './schemas/common.ts';
 import { messageOf, paramOf, validatorCompiler } from './validation.ts';
@@ -268,7 +268,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
     }
   });
   app.get('/metrics', open, async (req, reply) => {
-    const token = process.env.KASSE_METRICS_TOKEN;
+    const token = kasse.config.metricsToken;
     const ok = token ? req.headers.authorization === `Bearer ${token}` : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
     if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
     reply.header('content-type', kasse.metrics.registry.contentType);

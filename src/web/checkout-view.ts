@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChainRegistry } from '../chains/registry.ts';
-import type { Mode } from '../chains/types.ts';
+import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
 import type { PaymentJson } from '../modules/payments/store.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';

@@ -8,7 +8,7 @@
  * nothing: browsers reconnect and are sent the current state.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../chains/types.ts';
+import type { Mode } from '../core/mode.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { PaymentJson } from '../modules/payments/store.ts';

@@ -5,7 +5,7 @@
  */
 import { evmSenders } from '../chains/evm/sender.ts';
 import type { Kasse } from '../kasse.ts';
-import { Loop } from './loop.ts';
+import { Loop } from '../core/loop.ts';
 
 export function evmSenderLoop(kasse: Kasse): Loop {
   const senders = evmSenders(kasse);

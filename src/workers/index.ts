@@ -4,7 +4,7 @@
  */
 import type { Kasse } from '../kasse.ts';
 import { evmSenderLoop } from './evm-sender.ts';
-import { Loop } from './loop.ts';
+import { Loop } from '../core/loop.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
 

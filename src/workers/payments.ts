@@ -3,7 +3,7 @@
  * each a thin call into a service that selects its due rows from PostgreSQL.
  */
 import type { Kasse } from '../kasse.ts';
-import { Loop } from './loop.ts';
+import { Loop } from '../core/loop.ts';
 
 export function paymentLoops(kasse: Kasse): Loop[] {
   const { payments, prices, chains, config, log } = kasse;

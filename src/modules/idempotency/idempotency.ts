@@ -7,8 +7,9 @@
  * 409 idempotency_conflict. Keys are scoped to the merchant and mode.
  */
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 
@@ -20,20 +21,12 @@ export interface IdempotentResult<T> {
   replayed: boolean;
 }
 
-/** Canonical hash of what identifies a request: method, route and the parsed body with sorted keys. */
+/**
+ * Hash of what identifies a request: method, route and the parsed body in RFC 8785 canonical JSON (keys sorted,
+ * numbers and strings in one spelling), so the same body sent with its keys in another order is the same request.
+ */
 export function requestHash(method: string, route: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${route}\n${canonicalJson(body ?? null)}`).digest('hex');
-}
-
-function canonicalJson(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  const o = v as Record<string, unknown>;
-  return `{${Object.keys(o)
-    .sort()
-    .filter((k) => o[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-    .join(',')}}`;
+  return createHash('sha256').update(`${method} ${route}\n${canonicalize(body ?? null)}`).digest('hex');
 }
 
 export function validateKey(key: string | undefined): string | null {

@@ -8,13 +8,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db } from '../../db/index.ts';
 import type { LinksTable } from '../../db/schema.ts';
-import { assertHttpUrl } from '../merchants/service.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentService } from '../payments/service.ts';
 import type { PaymentJson } from '../payments/store.ts';
 

@@ -7,7 +7,8 @@
  * block left the chain. Watchers call `recordDeposits` for transfers in new blocks, then `headAdvanced`.
  */
 import { sql, type RawBuilder } from 'kysely';
-import type { DepositObservation, DepositSink, Mode } from '../../chains/types.ts';
+import type { DepositObservation, DepositSink } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { newId } from '../../core/ids.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';

@@ -4,7 +4,7 @@
  * Payment after the change — all in one transaction, so a change, its money and its webhooks commit together.
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';

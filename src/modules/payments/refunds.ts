@@ -7,7 +7,8 @@
  * payment becomes `refunded`, `payment.refunded` is published and any standing credit is reversed in the ledger.
  */
 import { randomBytes } from 'node:crypto';
-import type { Mode, TransferResult, TransferSink } from '../../chains/types.ts';
+import type { TransferResult, TransferSink } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { formatUnits } from '../../core/money.ts';

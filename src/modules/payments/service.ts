@@ -5,7 +5,8 @@
  * `PaymentEngine`. Rules and decisions: docs/payments.md.
  */
 import { sql, type RawBuilder } from 'kysely';
-import type { Mode, NetworkConfig, TokenConfig } from '../../chains/types.ts';
+import type { NetworkConfig, TokenConfig } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { confirmationTier } from '../../chains/networks.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
@@ -13,7 +14,7 @@ import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import { centsToUnits, formatUnits } from '../../core/money.ts';
 import { withTx, type DbOrTx } from '../../db/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
-import { assertHttpUrl } from '../merchants/service.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import type { PriceQuote } from '../prices/index.ts';
 import { DepositRecorder } from './deposits.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';

@@ -5,7 +5,7 @@
  */
 import type { Selectable } from 'kysely';
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable } from '../../db/schema.ts';

@@ -4,7 +4,7 @@
  * (`destination`, else the merchant's default URL for the mode); none set means the event is recorded (and listed
  * by GET /events) but not sent.
  */
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
 
 export interface EventInput {
