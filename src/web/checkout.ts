@@ -11,7 +11,7 @@
 import type { FastifyReply } from 'fastify';
 import { invalid, invalidState, notFound } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
-import { sendError } from '../http/api.ts';
+import { sendError } from '../http/frame.ts';
 import type { PaymentJson } from '../modules/payments/store.ts';
 import { checkoutMain, checkoutPage, coinOptions, FINAL_STATUSES, phaseOf, posMain, statusLine, viewKey, type CheckoutContext, type CoinOption } from './checkout-view.ts';
 import { findPublicPayment, PaymentWatch, type PublicPayment } from './live.ts';

@@ -11,7 +11,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
-import { sendError } from '../http/api.ts';
+import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { posSalePage } from './checkout-view.ts';
