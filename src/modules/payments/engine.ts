@@ -12,6 +12,7 @@ import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
 import type { PaymentEventType } from './model.ts';
+import { serializePayment } from './schema.ts';
 import { next, type Trigger } from './state.ts';
 import { loadPayment, lockPayment, paymentJson, persist, toState, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
 
@@ -101,7 +102,7 @@ export class PaymentEngine {
 
     const payment = this.json(await this.reload(tx, l));
     for (const type of events) {
-      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, destination: row.webhook_url });
+      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, serialize: serializePayment, destination: row.webhook_url });
     }
     if (events.length > 0) this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
     return { events, payment };

@@ -10,6 +10,9 @@ import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable } from '../../db/schema.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from './model.ts';
+import type { Payment, RATE_SOURCES } from './schema.ts';
+
+type RateSourceName = (typeof RATE_SOURCES)[number];
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type AttemptRow = Selectable<AttemptsTable>;
@@ -144,14 +147,14 @@ export function confirmedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
 }
 
 /** The API's Payment object, fields in the spec's order, every field present. */
-export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: string) {
+export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: string): Payment {
   const p = l.row;
   const mode = p.mode;
   return {
     id: p.id,
-    status: p.status,
+    status: p.status as PaymentStatus,
     price_amount: p.price_amount,
-    price_currency: p.price_currency,
+    price_currency: p.price_currency as 'USD',
     order_id: p.order_id,
     description: p.description,
     checkout_url: `${checkoutBase}/p/${p.id}`,
@@ -177,8 +180,8 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
         received_amount: received.toString(),
         received_amount_display: formatUnits(received, meta.decimals),
         rate: a.rate,
-        rate_source: a.rate_source,
-        status: a.status,
+        rate_source: a.rate_source as RateSourceName,
+        status: a.status as AttemptStatus,
         overpaid: a.overpaid,
         wrong_asset: a.wrong_asset,
         confirmation_tier: a.confirmation_tier,
@@ -196,7 +199,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
               amount_display: formatUnits(amount, tokenMeta(chains, mode, d.token).decimals),
               from: d.from_address,
               block_number: d.block_number === null ? null : d.block_number.toString(),
-              status: d.status,
+              status: d.status as DepositStatus,
               confirmations: d.confirmations,
               explorer_url: network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX) ? chains.adapter(mode, a.chain).explorerUrl(d.tx_hash) : null,
             };
@@ -206,4 +209,5 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
   };
 }
 
-export type PaymentJson = ReturnType<typeof paymentJson>;
+/** The Payment object (modules/payments/schema.ts). */
+export type PaymentJson = Payment;
