@@ -18,6 +18,7 @@ import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
 import { PaymentService } from './modules/payments/service.ts';
+import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
@@ -52,6 +53,8 @@ export class Kasse {
   readonly prices: PriceService;
   /** The double-entry ledger. */
   readonly ledger: LedgerService;
+  /** Outgoing transfers (refunds, payouts): recorded, handed to chain senders, settled through one sink. */
+  readonly transfers: TransferService;
   /** Payments, coin choices, refunds (`payments.refunds`), deposits (`payments.deposits`), the simulator. */
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
@@ -75,7 +78,9 @@ export class Kasse {
     this.chains = new ChainRegistry(loadNetworks(config), secrets.secretKey);
     this.prices = createPriceService(config.prices, { clock, logger: log });
     this.ledger = new LedgerService(db, clock);
+    this.transfers = new TransferService({ db, clock, log, chains: this.chains });
     this.payments = new PaymentService({
+      transfers: this.transfers,
       db,
       clock,
       log,

@@ -11,6 +11,7 @@ import { getAddress, isAddress } from 'viem';
 import { formatUnits } from '../core/money.ts';
 import { decodeBase58, encodeBase58 } from './base58.ts';
 import { explorerTxUrl } from './networks.ts';
+import type { OutgoingSender } from './ports.ts';
 import type { ChainAdapter, DepositSink, Mode, NetworkConfig, TokenConfig } from './types.ts';
 
 export class ChainRegistry {
@@ -49,6 +50,11 @@ export class ChainRegistry {
       throw new Error(`register: network "${adapter.network.id}" is not configured in ${adapter.mode} mode`);
     }
     this.registered.set(`${adapter.mode}:${adapter.network.id}`, adapter);
+  }
+
+  /** The hot-wallet sender of `chain` in `mode`, or null where no family sender runs (then test mode simulates). */
+  sender(mode: Mode, chain: string): OutgoingSender | null {
+    return this.registered.get(`${mode}:${chain}`)?.sender ?? null;
   }
 
   hasAdapter(mode: Mode, chain: string): boolean {

@@ -6,6 +6,7 @@
  * implements. EVM, Solana and UTXO chains therefore add no code to the payments module.
  */
 
+import { randomBytes } from 'node:crypto';
 import type { Mode } from '../core/mode.ts';
 
 export type { Mode };
@@ -151,4 +152,12 @@ export interface TransferSink {
  */
 export interface OutgoingSender {
   enqueue(tx: import('../db/index.ts').Tx, request: RefundRequest & { mode: Mode; purpose: 'refund' | 'payout' }): Promise<void>;
+}
+
+/** Simulated transfers (the test-mode simulator, simulated refunds) carry hashes with this prefix; no explorer has them. */
+export const SIMULATED_TX_PREFIX = '0xsim';
+
+/** A fresh simulated transaction hash: the prefix and 61 random hex characters (66 characters, like a real one). */
+export function simulatedTxHash(): string {
+  return SIMULATED_TX_PREFIX + randomBytes(31).toString('hex').slice(0, 61);
 }

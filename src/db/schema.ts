@@ -214,7 +214,6 @@ export interface RefundsTable {
   tx_hash: string | null;
   note: string | null;
   error: string | null;
-  simulated: boolean;
   created_at: Timestamp;
   settled_at: Timestamp | null;
 }
@@ -330,6 +329,23 @@ export interface EvmGaslessTable {
   created_at: Timestamp;
 }
 
+/** An outgoing transfer (migration 0007_transfers; src/modules/transfers). */
+export interface TransfersTable {
+  id: string;
+  mode: 'test' | 'live';
+  purpose: string;
+  chain: string;
+  token: string;
+  destination: string;
+  amount: Numeric;
+  status: 'pending' | 'sent' | 'failed';
+  simulated: boolean;
+  tx_hash: string | null;
+  error: string | null;
+  created_at: Timestamp;
+  settled_at: Timestamp | null;
+}
+
 export interface Database {
   merchants: MerchantsTable;
   api_keys: ApiKeysTable;
@@ -353,4 +369,5 @@ export interface Database {
   evm_nonces: EvmNoncesTable;
   evm_gasless: EvmGaslessTable;
   links: LinksTable;
+  transfers: TransfersTable;
 }

@@ -7,11 +7,11 @@ import { createHash } from 'node:crypto';
 import type { ChainRegistry } from '../chains/registry.ts';
 import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
-import type { PaymentJson } from '../modules/payments/store.ts';
+import type { Payment } from '../modules/payments/schema.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';
 import { html, qrSvg, renderPage, usd, type Html } from './page.ts';
 
-type Attempt = PaymentJson['attempts'][number];
+type Attempt = Payment['attempts'][number];
 
 /** What the payer is asked to do now. */
 export type Phase = 'pick' | 'pay' | 'seen' | 'underpaid' | 'paid' | 'expired' | 'late' | 'cancelled' | 'refunded';
@@ -19,7 +19,7 @@ export type Phase = 'pick' | 'pay' | 'seen' | 'underpaid' | 'paid' | 'expired' |
 /** Statuses after which nothing changes for the payer; the page stops listening. */
 export const FINAL_STATUSES = ['paid', 'expired', 'cancelled', 'refunded'];
 
-export function phaseOf(p: PaymentJson): Phase {
+export function phaseOf(p: Payment): Phase {
   switch (p.status) {
     case 'waiting':
       return lastAttempt(p)?.status === 'waiting' ? 'pay' : 'pick';
@@ -31,7 +31,7 @@ export function phaseOf(p: PaymentJson): Phase {
   }
 }
 
-const lastAttempt = (p: PaymentJson): Attempt | undefined => p.attempts[p.attempts.length - 1];
+const lastAttempt = (p: Payment): Attempt | undefined => p.attempts[p.attempts.length - 1];
 
 /** A coin the payer may pick, priced for this payment. */
 export interface CoinOption {
@@ -68,7 +68,7 @@ function approx(units: bigint, decimals: number): string {
 }
 
 export interface CheckoutContext {
-  payment: PaymentJson;
+  payment: Payment;
   mode: Mode;
   merchantName: string;
   chains: ChainRegistry;
@@ -84,13 +84,13 @@ export interface CheckoutContext {
 }
 
 /** Changes whenever what the payer sees changes (not with the time): the stream sends only then. */
-export function viewKey(p: PaymentJson): string {
+export function viewKey(p: Payment): string {
   const shape = [phaseOf(p), p.status, p.attempts.map((a) => [a.id, a.status, a.received_amount, a.deposits.map((d) => [d.status, d.confirmations])])];
   return createHash('sha256').update(JSON.stringify(shape)).digest('base64url').slice(0, 16);
 }
 
 /** The status line announced to screen readers (and shown) for the payment's state. */
-export function statusLine(p: PaymentJson, view: 'checkout' | 'pos' = 'checkout'): string {
+export function statusLine(p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
   const a = lastAttempt(p);
   const phase = phaseOf(p);
   if (view === 'pos' && (phase === 'pick' || phase === 'pay')) return 'Waiting for the customer to scan and pay.';
@@ -249,7 +249,7 @@ function rootAttrs(ctx: { embed: boolean; parentOrigin: string | null }): Html |
 }
 
 /** A no-JS page refreshes itself while something may still change; a paid page forwards to success_url. */
-function noscriptHead(p: PaymentJson, phase: Phase, embed: boolean): Html | undefined {
+function noscriptHead(p: Payment, phase: Phase, embed: boolean): Html | undefined {
   if (phase === 'paid' && p.success_url && !embed) return html`<noscript><meta http-equiv="refresh" content="3;url=${p.success_url}"></noscript>\n`;
   if (phase === 'pay' || phase === 'seen' || phase === 'underpaid') return html`<noscript><meta http-equiv="refresh" content="15"></noscript>\n`;
   return undefined;
@@ -287,7 +287,7 @@ ${await checkoutMain(ctx)}
 }
 
 export interface PosSaleContext {
-  payment: PaymentJson;
+  payment: Payment;
   mode: Mode;
   linkTitle: string;
   slug: string;

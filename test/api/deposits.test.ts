@@ -266,12 +266,12 @@ describe('refunds through a chain sender', () => {
     assert.equal(sent[0]!.amount, 10_000_000n);
     assert.equal(sent[0]!.token.id, 'arbitrum:usdc');
     assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'a chain sender settles it, not the simulated one');
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
+    await t.kasse.transfers.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
     assert.equal((await get(p.id)).status, 'paid');
 
     const second = (await m.test.post(`/payments/${p.id}/refund`, { destination })).body;
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
     assert.equal((await get(p.id)).status, 'refunded');
     assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
     assert.equal(await available(), before);

@@ -595,7 +595,7 @@ export function attachEvmSenders(kasse: Kasse, adapters: EvmAdapter[]): void {
     clock: kasse.clock,
     log: kasse.log,
     account: () => (account ??= hotWalletAccount(kasse.secrets)),
-    sinks: { refund: kasse.payments.refunds },
+    sinks: { refund: kasse.transfers, payout: kasse.transfers },
   };
   for (const adapter of adapters) adapter.sender = new EvmSender(adapter, deps);
 }

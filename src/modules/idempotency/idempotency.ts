@@ -38,6 +38,26 @@ export function validateKey(key: string | undefined): string | null {
 }
 
 /**
+ * The answer stored for a key already used with the same request, before any work is prepared (so a retry does not
+ * price or derive anything); 409 `idempotency_conflict` when the key was used with a different request. Null for a
+ * new key, or one whose first request has not committed yet (`idempotent` then waits for it).
+ */
+export async function storedResponse<T>(db: Db, scope: { merchantId: string; mode: Mode; key: string | null; hash: string }): Promise<T | null> {
+  if (scope.key === null) return null;
+  const prior = await db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'response_body'])
+    .where('merchant_id', '=', scope.merchantId)
+    .where('mode', '=', scope.mode)
+    .where('key', '=', scope.key)
+    .executeTakeFirst();
+  if (prior && prior.request_hash !== scope.hash) {
+    throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
+  }
+  return (prior?.response_body as T | undefined) ?? null;
+}
+
+/**
  * Runs `work` in a transaction guarded by the key (or plainly, without a key). `work` must not do network I/O:
  * prepare prices and anything remote before calling this.
  */

@@ -16,7 +16,7 @@ import type { Db } from '../../db/index.ts';
 import type { LinksTable } from '../../db/schema.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentService } from '../payments/service.ts';
-import type { PaymentJson } from '../payments/store.ts';
+import type { Payment } from '../payments/schema.ts';
 
 export const LINK_KINDS = ['fixed', 'open', 'tip', 'pos'] as const;
 export type LinkKind = (typeof LINK_KINDS)[number];
@@ -196,7 +196,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput): Promise<PaymentJson> {
+  async pay(link: LinkRow, input: LinkPayInput): Promise<Payment> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {
