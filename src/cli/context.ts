@@ -2,11 +2,10 @@
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
+import type { Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
-export class UsageError extends Error {}
-
-export type Flags = Record<string, string | boolean | undefined>;
+export { mode, optionalInt, requireString, UsageError, type Flags } from '../core/flags.ts';
 
 export interface Command {
   /** e.g. "merchant create" */
@@ -28,23 +27,4 @@ export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T>
     await kasse.close();
     await database.stop();
   }
-}
-
-export function requireString(flags: Flags, name: string): string {
-  const v = flags[name];
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
-  return v;
-}
-
-export function optionalInt(flags: Flags, name: string): number | undefined {
-  const v = flags[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
-  return Number(v);
-}
-
-export function mode(flags: Flags): 'test' | 'live' {
-  const m = requireString(flags, 'mode');
-  if (m !== 'test' && m !== 'live') throw new UsageError('--mode must be test or live');
-  return m;
 }

@@ -4,6 +4,7 @@
  * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag.
  */
 import { createHash } from 'node:crypto';
+import type { WalletChoice } from '../chains/plugin.ts';
 import type { ChainRegistry } from '../chains/registry.ts';
 import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
@@ -81,6 +82,10 @@ export interface CheckoutContext {
   parentOrigin: string | null;
   /** A message from a failed action, shown in the picker. */
   error?: string | null;
+  /** Wallet buttons of the coin choice's chain family (hidden until its script shows them), if it offers any. */
+  walletButtons: (choice: WalletChoice) => Html;
+  /** The chain families' checkout scripts (asset names). */
+  scripts: readonly string[];
 }
 
 /** Changes whenever what the payer sees changes (not with the time): the stream sends only then. */
@@ -171,22 +176,9 @@ async function sendBlock(ctx: CheckoutContext, a: Attempt, units: bigint, uri: s
   const amount = token ? formatUnits(units, token.decimals) : units === BigInt(a.pay_amount) ? a.pay_amount_display : units.toString();
   const symbol = a.symbol ?? a.token;
   const qr = await qrSvg(uri ?? a.address, `QR code: send ${amount} ${symbol} to ${a.address}`);
-  let wallet: Html | string = '';
-  if (network?.family === 'evm' && network.chainId && token) {
-    const chain = `0x${network.chainId.toString(16)}`;
-    const tx =
-      token.kind === 'native'
-        ? { to: a.address, value: `0x${units.toString(16)}`, data: '' }
-        : token.contract
-          ? { to: token.contract, value: '0x0', data: `0xa9059cbb${a.address.slice(2).toLowerCase().padStart(64, '0')}${units.toString(16).padStart(64, '0')}` }
-          : null;
-    if (tx) {
-      wallet = html`<button type="button" class="k-btn k-alt" data-wallet data-chain="${chain}" data-to="${tx.to}" data-value="${tx.value}" data-data="${tx.data}" hidden>Pay with browser wallet</button>`;
-    }
-    if (token.gasless && token.contract) {
-      wallet = html`${wallet}<button type="button" class="k-btn k-alt" data-gasless="/p/${ctx.payment.id}/gasless" data-attempt="${a.id}" data-chain="${chain}" data-token="${token.contract}" data-to="${a.address}" data-value="${units.toString()}" data-valid-before="${Math.floor(Date.parse(a.expires_at) / 1000)}" hidden>Pay by signature (no gas fee)</button>`;
-    }
-  }
+  const wallet = network && token
+    ? ctx.walletButtons({ mode: ctx.mode, network, token, paymentId: ctx.payment.id, attemptId: a.id, address: a.address, amount: units, expiresAt: new Date(a.expires_at) })
+    : '';
   return html`<div class="k-send">
 ${copyable('k-amount', `Amount (${symbol})`, amount, 'k-big')}
 <p class="k-on">${symbol} on ${network?.name ?? a.chain}</p>
@@ -283,6 +275,7 @@ ${await checkoutMain(ctx)}
     head: noscriptHead(p, phase, ctx.embed),
     rootAttrs: rootAttrs(ctx),
     test: ctx.mode === 'test',
+    scripts: ctx.scripts,
   });
 }
 

@@ -15,6 +15,7 @@ import { sendError } from '../http/frame.ts';
 import type { Payment } from '../modules/payments/schema.ts';
 import { checkoutMain, checkoutPage, coinOptions, FINAL_STATUSES, phaseOf, posMain, statusLine, viewKey, type CheckoutContext, type CoinOption } from './checkout-view.ts';
 import type { PublicPayment } from '../modules/payments/reader.ts';
+import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, isJson, messagePage, sendPage, type Framing } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
@@ -57,6 +58,8 @@ async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; 
     embed: q.embed,
     parentOrigin: q.origin,
     error: q.error ?? null,
+    walletButtons: (choice) => walletButtons(kasse, choice),
+    scripts: checkoutScripts(kasse),
   };
 }
 

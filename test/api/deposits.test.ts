@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
-import type { ChainAdapter, DepositObservation, RefundRequest } from '../../src/chains/types.ts';
+import type { ChainAdapter } from '../../src/chains/plugin.ts';
+import type { DepositObservation, TransferRequest } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 
 let t: TestKasse;
@@ -244,7 +245,7 @@ describe('time', () => {
 describe('refunds through a chain sender', () => {
   test('enqueued in the refund transaction; sent → refunded and reversed; failed → can be retried', async () => {
     const fallback = t.kasse.chains.adapter('test', 'arbitrum');
-    const sent: RefundRequest[] = [];
+    const sent: TransferRequest[] = [];
     const adapter: ChainAdapter = {
       network: fallback.network,
       mode: 'test',
