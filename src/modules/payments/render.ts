@@ -3,11 +3,12 @@
  * after a change. Pure: token decimals, symbols and explorer links come from the chain registry's configuration.
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
+import { SIMULATED_TX_PREFIX } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { AttemptStatus, DepositStatus, PaymentStatus } from './model.ts';
 import type { Payment, RATE_SOURCES, Refund } from './schema.ts';
-import { SIMULATED_TX_PREFIX, type AttemptRow, type DepositRow, type Loaded, type RefundRow } from './store.ts';
+import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store.ts';
 
 type RateSourceName = (typeof RATE_SOURCES)[number];
 

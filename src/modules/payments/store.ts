@@ -25,9 +25,6 @@ export interface Loaded {
   deposits: DepositRow[];
 }
 
-/** Simulated deposits carry transaction hashes with this prefix; they have no block and no explorer page. */
-export const SIMULATED_TX_PREFIX = '0xsim';
-
 export interface PaymentScope {
   mode: Mode;
   /** null only for callers that act for no merchant (watchers, workers, checkout pages). */
