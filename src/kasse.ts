@@ -38,6 +38,8 @@ export interface KasseOptions {
   /** LISTEN for cross-process notifications (off for one-shot CLI commands). */
   listen?: boolean;
   poolSize?: number;
+  /** The chain families to load; default: every installed one (src/chains/<family>/). */
+  families?: readonly ChainFamily[];
 }
 
 /** A chain family as this Kasse loaded it. */
@@ -135,7 +137,7 @@ export class Kasse {
   static async open(opts: KasseOptions): Promise<Kasse> {
     const log = opts.log ?? createLogger(opts.config.logLevel);
     const secrets = opts.secrets ?? loadSecrets(opts.config);
-    const families = await installedFamilies();
+    const families = opts.families ?? (await installedFamilies());
     const { db, pool } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
     await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
