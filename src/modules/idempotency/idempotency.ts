@@ -11,7 +11,7 @@ import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -37,24 +37,32 @@ export function validateKey(key: string | undefined): string | null {
   return key;
 }
 
-/**
- * The answer stored for a key already used with the same request, before any work is prepared (so a retry does not
- * price or derive anything); 409 `idempotency_conflict` when the key was used with a different request. Null for a
- * new key, or one whose first request has not committed yet (`idempotent` then waits for it).
- */
-export async function storedResponse<T>(db: Db, scope: { merchantId: string; mode: Mode; key: string | null; hash: string }): Promise<T | null> {
-  if (scope.key === null) return null;
-  const prior = await db
+type KeyScope = { merchantId: string; mode: Mode; key: string | null; hash: string };
+
+/** The key's stored row: null when the key is new; 409 `idempotency_conflict` when it was used with another request. */
+async function usedKey(db: DbOrTx, scope: KeyScope & { key: string }): Promise<{ body: unknown } | null> {
+  const row = await db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'response_body'])
     .where('merchant_id', '=', scope.merchantId)
     .where('mode', '=', scope.mode)
     .where('key', '=', scope.key)
     .executeTakeFirst();
-  if (prior && prior.request_hash !== scope.hash) {
+  if (!row) return null;
+  if (row.request_hash !== scope.hash) {
     throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
   }
-  return (prior?.response_body as T | undefined) ?? null;
+  return { body: row.response_body };
+}
+
+/**
+ * The answer stored for a key already used with the same request, before any work is prepared (so a retry does not
+ * price or derive anything); 409 `idempotency_conflict` when the key was used with a different request. Null for a
+ * new key, or one whose first request has not committed yet (`idempotent` then waits for it).
+ */
+export async function storedResponse<T>(db: Db, scope: KeyScope): Promise<T | null> {
+  if (scope.key === null) return null;
+  return ((await usedKey(db, { ...scope, key: scope.key }))?.body as T | null | undefined) ?? null;
 }
 
 /**
@@ -63,7 +71,7 @@ export async function storedResponse<T>(db: Db, scope: { merchantId: string; mod
  */
 export async function idempotent<T>(
   db: Db,
-  scope: { merchantId: string; mode: Mode; key: string | null; hash: string },
+  scope: KeyScope,
   successStatus: number,
   work: (tx: Tx) => Promise<T>,
   afterCommit?: () => void,
@@ -74,17 +82,8 @@ export async function idempotent<T>(
       INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash) VALUES (${scope.merchantId}, ${scope.mode}, ${scope.key}, ${scope.hash})
       ON CONFLICT DO NOTHING RETURNING key`.execute(tx);
     if (inserted.rows.length === 0) {
-      const row = await tx
-        .selectFrom('idempotency_keys')
-        .select(['request_hash', 'response_body'])
-        .where('merchant_id', '=', scope.merchantId)
-        .where('mode', '=', scope.mode)
-        .where('key', '=', scope.key)
-        .executeTakeFirstOrThrow();
-      if (row.request_hash !== scope.hash) {
-        throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
-      }
-      return { status: 200, body: row.response_body as T, replayed: true };
+      const used = (await usedKey(tx, { ...scope, key: scope.key }))!;
+      return { status: 200, body: used.body as T, replayed: true };
     }
     const body = await work(tx);
     await tx
