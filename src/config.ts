@@ -24,6 +24,12 @@ export interface Config {
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
+  /** Conversion spread in basis points, posted with credits in coins that are not stablecoins. */
+  swapFeeBps: number;
+  /** FX reference rates for tax invoices (Frankfurter's v1 wire format). */
+  fx: { url: string; timeoutMs: number };
+  /** Outgoing email (src/modules/email): SMTP server URL (null: mail is kept and shown on the dashboard) and sender. */
+  mail: { smtpUrl: string | null; from: string };
   /** Bearer token for `GET /metrics` (`KASSE_METRICS_TOKEN`); null = loopback clients only. */
   metricsToken: string | null;
   /**
@@ -49,6 +55,29 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535 * 1_
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function smtpUrl(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new Error();
+    if (!u.hostname) throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an smtp:// or smtps:// URL (e.g. smtps://user:pass@mail.example.com:465)`);
+  }
+  return raw;
+}
+
+function mailbox(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  // "Name <address>" or a bare address; no line breaks (header injection).
+  if (/[\r\n]/.test(raw) || !/^(?:[^<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw)) {
+    throw new ConfigError(`${name} must be an email address or "Name <address>", got "${raw}"`);
+  }
+  return raw;
 }
 
 function url(env: Env, name: string): string | null {
@@ -103,5 +132,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
       masterSeed: env.KASSE_MASTER_SEED || null,
       hotWalletKey: env.KASSE_HOT_WALLET_KEY || null,
     },
+    swapFeeBps: int(env, 'KASSE_SWAP_FEE_BPS', 50, 0, 10000),
+    fx: { url: url(env, 'KASSE_FX_URL') ?? 'https://api.frankfurter.dev/v1', timeoutMs: int(env, 'KASSE_FX_TIMEOUT_MS', 5000, 100) },
+    mail: { smtpUrl: smtpUrl(env, 'KASSE_SMTP_URL'), from: mailbox(env, 'KASSE_MAIL_FROM', 'Kasse <kasse@localhost>') },
   };
 }

@@ -19,6 +19,8 @@ import { loadSecrets, type Secrets } from './core/secrets.ts';
 import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
+import { FrankfurterClient } from './modules/fx/frankfurter.ts';
+import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
@@ -26,7 +28,11 @@ import { PaymentService } from './modules/payments/service.ts';
 import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
+import { StatementService } from './modules/statements/service.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
+import { AuditLog } from './modules/audit/service.ts';
+import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
+import { UserService } from './modules/users/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -72,12 +78,22 @@ export class Kasse {
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
+  /** Monthly statements from the ledger. */
+  readonly statements: StatementService;
+  /** GST tax invoices and the tax profile. */
+  readonly invoices: InvoiceService;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
   /** The ports and services every chain family is given (and its operator commands run with). */
   readonly familyContext: FamilyContext;
   /** The chain families this Kasse loaded, in name order. */
   readonly families: LoadedChainFamily[];
+  /** The audit log: sign-ins and every change from the dashboard or by API key. */
+  readonly audit: AuditLog;
+  /** The email outbox (`enqueue` in the causing transaction) and its SMTP worker. */
+  readonly email: EmailService;
+  /** Dashboard users, sessions, second factor, one-time links. */
+  readonly users: UserService;
 
   private constructor(
     readonly config: Config,
@@ -91,6 +107,9 @@ export class Kasse {
   ) {
     this.metrics = new Metrics(true);
     this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.audit = new AuditLog(db, clock);
+    this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
+    this.users = new UserService({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
     this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families);
@@ -106,10 +125,15 @@ export class Kasse {
       prices: this.prices,
       ledger: this.ledger,
       events: this.webhooks,
+      audit: this.audit,
       feeBps: config.feeBps,
+      swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
-    this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
+    this.statements = new StatementService({ db, clock, chains: this.chains });
+    const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
+    this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     this.familyContext = {
       db,
       clock,
@@ -145,6 +169,8 @@ export class Kasse {
     if (notifier) {
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
+      await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
+      await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       notifier.onReconnect = () => kasse.merchants.invalidate('*');
       await notifier.start();
     }

@@ -166,6 +166,8 @@ export interface ChainFamily {
   /** The family's own tables, merged into Kasse's migrations (names keep their global order, e.g. `0004_<family>`). */
   readonly migrations?: Record<string, Migration>;
   readonly commands?: FamilyCommand[];
+  /** Its senders pay out disbursements (a merchant's payout coin must be on such a family). */
+  readonly payouts?: boolean;
   /** Registers adapters, workers and checkout extensions for the configured networks. */
   load?(ctx: FamilyContext): LoadedFamily;
 }

@@ -35,7 +35,7 @@ function load(name: string): Asset {
 }
 
 /** The host's own files under /assets/. */
-export const ASSET_NAMES = ['kasse.css', 'pay.js'] as const;
+export const ASSET_NAMES = ['kasse.css', 'pay.js', 'dashboard.css', 'dashboard.js'] as const;
 for (const n of ASSET_NAMES) files.set(n, new URL(n, DIR));
 
 /** Serves a chain family's checkout script as `/assets/<name>` (`<family>.js`); the same file may be added again. */

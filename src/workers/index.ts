@@ -7,6 +7,7 @@ import { Loop } from '../core/loop.ts';
 import type { Kasse } from '../kasse.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
+import { emailLoop } from './email.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -17,6 +18,8 @@ export function startWorkers(kasse: Kasse): Workers {
   const loops = [new Loop('ratelimit-prune', 60_000, () => kasse.rateLimiter.prune(), kasse.log)];
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
+  loops.push(emailLoop(kasse));
+  loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.
   const chainWorkers: FamilyWorker[] = kasse.families.flatMap((f) => f.loaded.workers?.() ?? []);

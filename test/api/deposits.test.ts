@@ -8,6 +8,7 @@ import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import type { ChainAdapter } from '../../src/chains/plugin.ts';
 import type { DepositObservation, TransferRequest } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -345,4 +346,8 @@ describe('refunds through a chain sender', () => {
     assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
     assert.equal(await available(), before);
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -252,4 +253,8 @@ describe('rules', () => {
   });
 
   test('every ledger transaction balances', assertLedgerBalanced);
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

@@ -94,6 +94,7 @@ const evm: ChainFamily = {
   },
   migrations: { '0004_evm': m0004, '0006_evm_sender': m0006 },
   commands: evmCommands,
+  payouts: true,
   load,
 };
 

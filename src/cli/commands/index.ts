@@ -4,8 +4,9 @@
  */
 import type { ChainFamily } from '../../chains/plugin.ts';
 import type { Command } from '../context.ts';
+import { userCommands } from './users.ts';
 
-export const extraCommands: Command[] = [];
+export const extraCommands: Command[] = [...userCommands];
 
 /** The installed chain families' commands as CLI commands. */
 export function familyCommands(families: readonly ChainFamily[]): Command[] {

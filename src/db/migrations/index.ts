@@ -8,6 +8,9 @@ import * as m0002 from './0002_payments.ts';
 import * as m0003 from './0003_webhooks.ts';
 import * as m0005 from './0005_links.ts';
 import * as m0007 from './0007_transfers.ts';
+import * as m0012 from './0012_statements_invoices.ts';
+import * as m0010 from './0010_email.ts';
+import * as m0011 from './0011_dashboard.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -15,4 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0003_webhooks': m0003,
   '0005_links': m0005,
   '0007_transfers': m0007,
+  '0012_statements_invoices': m0012,
+  '0010_email': m0010,
+  '0011_dashboard': m0011,
 };

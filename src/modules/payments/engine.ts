@@ -9,9 +9,12 @@ import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { syncHeld } from '../ledger/holds.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
+import { heldTarget } from './held.ts';
+import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
@@ -26,8 +29,12 @@ export interface PaymentDeps {
   prices: PriceService;
   ledger: LedgerService;
   events: EventPublisher;
+  /** Changes made by an API key or a dashboard user are recorded here, in the change's transaction. */
+  audit: AuditLog;
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
+  /** Conversion spread in basis points on credits in coins that are not stablecoins. */
+  swapFeeBps: number;
   /** Public base URL of the checkout host (known only once its listener is bound). */
   checkoutBase: () => string;
 }
@@ -90,6 +97,7 @@ export class PaymentEngine {
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
           amount: after.paidAmount ?? 0n,
+          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable ? null : { swapFeeBps: this.deps.swapFeeBps },
         });
         credited = true;
       }
@@ -99,6 +107,8 @@ export class PaymentEngine {
       credited = false;
     }
     current = await saveCredit(tx, current, seq, credited);
+    // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
+    if (current.deposits.length > 0) await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
 
     const payment = this.json(current);
     for (const type of events) {

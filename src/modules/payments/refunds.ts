@@ -13,6 +13,7 @@ import type { SettledTransfer, TransferOwner, TransferService } from '../transfe
 import type { PaymentEngine } from './engine.ts';
 import { confirmedAmount, refundJson } from './render.ts';
 import type { Refund } from './schema.ts';
+import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
 import { insertRefund, loadPayment, lockRefund, openRefund, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
@@ -33,7 +34,7 @@ export class RefundService implements TransferOwner {
   }
 
   /** Requests a refund of the payment's money; answers the Refund object (`pending`). */
-  async create(scope: PaymentScope, paymentId: string, input: RefundInput): Promise<Refund> {
+  async create(scope: PaymentScope, paymentId: string, input: RefundInput, actor?: Actor): Promise<Refund> {
     const { db, chains, clock } = this.engine.deps;
     const first = await loadPayment(db, scope, paymentId);
     if (!first) throw notFound('payment');
@@ -70,6 +71,9 @@ export class RefundService implements TransferOwner {
         note: input.note ?? null,
         created_at: clock.now(),
       });
+      if (actor) {
+        await this.engine.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: 'payment.refund', target: { type: 'payment', id: paymentId }, details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount } });
+      }
       await this.transfers.request(tx, { transferId: row.id, mode: scope.mode, purpose: REFUND_PURPOSE, token, destination: row.destination, amount: money.amount });
       return row;
     });

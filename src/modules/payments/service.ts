@@ -13,6 +13,7 @@ import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts'
 import { assertHttpUrl } from '../../core/urls.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
+import type { Actor } from '../audit/service.ts';
 import type { TransferService } from '../transfers/service.ts';
 import { merchantBalance } from './balance.ts';
 import { Catalogue, type CoinChoiceInput, type PricedCoin } from './catalogue.ts';
@@ -22,10 +23,11 @@ import { PaymentEngine, type PaymentDeps } from './engine.ts';
 import { COIN_HOLD_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
 import { PaymentsReader } from './reader.ts';
 import { RefundService } from './refunds.ts';
+import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { insertAttempt, insertPayment, listPaymentIds, loadPayment, loadPayments, nextAddressIndex, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { insertAttempt, insertPayment, insertPaymentStatement, listPaymentIds, loadPayment, loadPayments, nextAddressIndex, type AttemptRow, type Loaded, type PaymentRow, type PaymentScope } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;
@@ -76,6 +78,8 @@ export class PaymentService {
   readonly simulator: Simulator;
   /** Read-only access for the checkout pages, and the PaymentsPort chain families get. */
   readonly reader: PaymentsReader;
+  /** Dashboard reads: search by date and coin, paid volume per day. */
+  readonly reports: PaymentReports;
   private readonly due: PaymentDue;
 
   constructor(private readonly deps: PaymentModuleDeps) {
@@ -85,6 +89,7 @@ export class PaymentService {
     this.refunds = new RefundService(this.engine, deps.transfers);
     this.simulator = new Simulator(this.engine, this.deposits, this);
     this.reader = new PaymentsReader(this.engine);
+    this.reports = new PaymentReports(this.engine);
     this.due = new PaymentDue(this.engine, this.deposits, this.refunds);
   }
 
@@ -105,7 +110,7 @@ export class PaymentService {
    * Creates a payment (201), or replays the first answer for a repeated Idempotency-Key with the same body (200).
    * With `token` (and optionally `chain`) the first coin choice is issued in the same transaction.
    */
-  async create(mode: Mode, merchantId: string, input: CreatePaymentInput, idempotencyKey?: string): Promise<{ status: number; payment: Payment }> {
+  async create(mode: Mode, merchantId: string, input: CreatePaymentInput, idempotencyKey?: string, actor?: Actor): Promise<{ status: number; payment: Payment }> {
     const key = validateKey(idempotencyKey);
     for (const field of ['success_url', 'cancel_url', 'webhook_url'] as const) {
       const url = input[field];
@@ -122,7 +127,7 @@ export class PaymentService {
     const issued = coin ? await this.issue(mode, coin, input.price_amount) : null;
     const now = this.deps.clock.now();
     const insert = async (db: DbOrTx): Promise<Payment> => {
-      const row = await insertPayment(db, {
+      const values = {
         merchant_id: merchantId,
         mode,
         status: 'waiting',
@@ -137,7 +142,11 @@ export class PaymentService {
         expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
         created_at: now,
         updated_at: now,
-      });
+      } as const;
+      // The audit row of a change by key or user rides in the same statement: no extra round trip (see AuditLog).
+      const row = actor
+        ? (await this.deps.audit.statement<PaymentRow>(insertPaymentStatement(db, values), { merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: null }, details: { order_id: input.order_id, price_amount: input.price_amount } }).execute(db)).rows[0]!
+        : await insertPayment(db, values);
       const attempts = issued ? [await this.insertAttempt(db, row.id, mode, issued, now)] : [];
       return this.engine.json({ row, attempts, deposits: [] });
     };
@@ -163,7 +172,7 @@ export class PaymentService {
   }
 
   /** Issues a coin choice (a deposit address and an exact amount held for 10 minutes) on a payment. */
-  async createAttempt(scope: PaymentScope, id: string, choice: CoinChoiceInput): Promise<Payment> {
+  async createAttempt(scope: PaymentScope, id: string, choice: CoinChoiceInput, actor?: Actor): Promise<Payment> {
     const l = await loadPayment(this.deps.db, scope, id);
     if (!l) throw notFound('payment');
     const coin = this.catalogue.resolve(scope.mode, choice);
@@ -173,6 +182,7 @@ export class PaymentService {
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
       const attempt = await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
+      if (actor) await this.deps.audit.record(tx, { merchantId: locked.row.merchant_id, mode: scope.mode, actor, action: 'payment.attempt', target: { type: 'payment', id }, details: { token: attempt.token, attempt_id: attempt.id } });
       return this.engine.json({ ...locked, attempts: [...locked.attempts, attempt] });
     });
     if (!payment) throw notFound('payment');
@@ -180,19 +190,21 @@ export class PaymentService {
   }
 
   /** Cancels a waiting payment before any money is seen. */
-  async cancel(scope: PaymentScope, id: string): Promise<Payment> {
-    return this.trigger(scope, id, { kind: 'cancel' });
+  async cancel(scope: PaymentScope, id: string, actor?: Actor): Promise<Payment> {
+    return this.trigger(scope, id, { kind: 'cancel' }, actor);
   }
 
   /** Marks an underpaid or late payment paid (the merchant accepts what arrived). */
-  async accept(scope: PaymentScope, id: string): Promise<Payment> {
-    return this.trigger(scope, id, { kind: 'accept' });
+  async accept(scope: PaymentScope, id: string, actor?: Actor): Promise<Payment> {
+    return this.trigger(scope, id, { kind: 'accept' }, actor);
   }
 
-  private async trigger(scope: PaymentScope, id: string, trigger: Trigger): Promise<Payment> {
+  private async trigger(scope: PaymentScope, id: string, trigger: Trigger, actor?: Actor): Promise<Payment> {
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       try {
-        return (await this.engine.apply(tx, l, trigger)).payment;
+        const applied = await this.engine.apply(tx, l, trigger);
+        if (actor) await this.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: `payment.${trigger.kind}`, target: { type: 'payment', id }, details: { from: l.row.status, to: applied.payment.status } });
+        return applied.payment;
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
       }

@@ -145,12 +145,16 @@ export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boole
 
 export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;
 
-export async function insertPayment(db: DbOrTx, values: NewPayment): Promise<PaymentRow> {
+/** The INSERT … RETURNING of a new payment, not yet run (the audit log wraps it into one statement). */
+export function insertPaymentStatement(db: DbOrTx, values: NewPayment) {
   return db
     .insertInto('payments')
     .values({ id: newId('pay'), ...values })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .returningAll();
+}
+
+export async function insertPayment(db: DbOrTx, values: NewPayment): Promise<PaymentRow> {
+  return insertPaymentStatement(db, values).executeTakeFirstOrThrow();
 }
 
 export type NewAttempt = Omit<Insertable<AttemptsTable>, 'id' | 'overpaid' | 'wrong_asset'>;
@@ -435,6 +439,11 @@ export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>
     .values({ id: newId('rfd'), ...values })
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/** The coins sent back by the payment's refunds that were sent. */
+export async function sentRefunds(db: DbOrTx, paymentId: string): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
+  return db.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', paymentId).where('status', '=', 'sent').execute();
 }
 
 /** The payment a refund belongs to, in `mode`. */
