@@ -5,19 +5,20 @@
  */
 import { parseArgs } from 'node:util';
 import { KasseError } from '../../sdk/src/index.ts';
+import { installedFamilies } from '../chains/families.ts';
 import { ApiError } from '../core/errors.ts';
+import { UsageError } from '../core/flags.ts';
 import { ConfigError } from '../config.ts';
 import type { Command } from './context.ts';
 import { developerCommands } from './commands/dev.ts';
 import { DEFAULT_API_URL } from './commands/dev-remote.ts';
-import { UsageError } from './usage.ts';
 
 // Operator commands open the server's world (database, chains); loaded only when needed, so developer commands
 // start quickly on a machine that has none of it.
 let commands: Command[] = [];
 async function loadOperatorCommands(): Promise<void> {
-  const [{ merchantCommands }, { extraCommands }] = await Promise.all([import('./commands/merchants.ts'), import('./commands/index.ts')]);
-  commands = [...merchantCommands, ...extraCommands];
+  const [{ merchantCommands }, { extraCommands, familyCommands }] = await Promise.all([import('./commands/merchants.ts'), import('./commands/index.ts')]);
+  commands = [...merchantCommands, ...extraCommands, ...familyCommands(await installedFamilies())];
 }
 
 function help(): string {

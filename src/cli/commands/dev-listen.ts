@@ -10,7 +10,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { sign, type StreamMessage } from '../../../sdk/src/index.ts';
-import { UsageError } from '../usage.ts';
+import { UsageError } from '../../core/flags.ts';
 import { remote } from './dev-remote.ts';
 
 /** Deadline of the local endpoint's answer, as for real webhooks. */

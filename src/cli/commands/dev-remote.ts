@@ -1,6 +1,6 @@
 /** How developer commands reach a Kasse: the test API's URL and a test key, from flags or the environment. */
 import { Kasse } from '../../../sdk/src/index.ts';
-import { UsageError } from '../usage.ts';
+import { UsageError } from '../../core/flags.ts';
 
 /** The test API of a Kasse started with `npm start` on this machine. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8081/v1';

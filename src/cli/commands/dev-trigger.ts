@@ -4,7 +4,7 @@
  * `--override FIELD=VALUE` changes the created payment (`price_amount=5000`, `metadata.customer=42`).
  */
 import type { Kasse, Payment } from '../../../sdk/src/index.ts';
-import { UsageError } from '../usage.ts';
+import { UsageError } from '../../core/flags.ts';
 import { remote } from './dev-remote.ts';
 
 type Step = (kasse: Kasse, payment: Payment) => Promise<Payment>;
