@@ -15,9 +15,10 @@ import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import type { RateDecision } from '../modules/ratelimit/limiter.ts';
 import { renderReference } from './reference.ts';
 import { blockedRange } from '../modules/webhooks/http-client.ts';
+import { refuseUnparsable } from './client-errors.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema, errorResponses } from './schemas/common.ts';
-import { messageOf, paramOf, validatorCompiler } from './validation.ts';
+import { buildSerializer, closedQuery, explainValidation, freeFormKeys, validatorCompiler } from './validation.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -43,15 +44,14 @@ export function errorHandler(log: Kasse['log']) {
   return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof ApiError) return sendError(reply, err);
     if (err.validation && err.validation.length > 0) {
-      const first = err.validation[0]!;
-      const param = paramOf(first as never, err.validationContext);
-      return sendError(reply, new ApiError('invalid_request', messageOf(first as never, param), param));
+      const { param, message } = explainValidation(err.validation as never, err.validationContext);
+      return sendError(reply, new ApiError('invalid_request', message, param));
     }
     switch (err.code) {
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendError(reply, new ApiError('invalid_request', 'Content-Type must be application/json'));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendError(reply, new ApiError('invalid_request', 'Request body is too large'));
+        return sendError(reply, new ApiError('invalid_request', `Request body is too large (at most ${req.routeOptions.bodyLimit} bytes)`));
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendError(reply, new ApiError('invalid_request', 'Content-Length does not match the body'));
     }
@@ -71,8 +71,13 @@ export function errorHandler(log: Kasse['log']) {
 }
 
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
+  if (lacksHost(req)) return sendError(reply, missingHost());
   return sendError(reply, new ApiError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`));
 }
+
+/** HTTP/1.1 requires a Host header (RFC 9112 §3.2); Node's own refusal of one without it has no body, so Kasse refuses it. */
+const lacksHost = (req: FastifyRequest) => req.headers.host === undefined && req.raw.httpVersion === '1.1';
+const missingHost = () => new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header.', 'Host');
 
 /** JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel). */
 function jsonParser(app: FastifyInstance) {
@@ -120,7 +125,8 @@ export function instrument(app: FastifyInstance, kasse: Kasse, listener: string,
     const hook: Hook = (req, reply, done) => {
       reply.header('request-id', req.id);
       req.routeUrl = url;
-      if (check) check(req, reply, done);
+      if (lacksHost(req)) done(missingHost());
+      else if (check) check(req, reply, done);
       else done();
     };
     const own = route.onRequest ? [route.onRequest].flat() : [];
@@ -176,9 +182,13 @@ export function baseFastify(kasse: Kasse): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true },
     // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
     // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never } },
-    // Errors Fastify raises before routing (a malformed URL) get the Error body too.
+    // The serialiser likewise, so that it reads the schemas as the validator does (`freeFormKeys`).
+    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never, buildSerializer: buildSerializer as never } },
+    // Errors Fastify raises before routing (a malformed URL) get the Error body too, and so do requests Node's HTTP
+    // parser refuses; an HTTP/1.1 request without Host reaches the routes, which refuse it the same way.
     frameworkErrors: (err, _req, reply) => sendError(reply, new ApiError('invalid_request', err.message)),
+    clientErrorHandler: refuseUnparsable(kasse.log, nextRequestId),
+    http: { requireHostHeader: false },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler(kasse.log));
@@ -240,6 +250,10 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   // Every route needs a key of this listener's mode unless it is marked public.
   instrument(app, kasse, mode, keyGuard(kasse, mode));
   app.decorateRequest('auth', null as unknown as AuthenticatedKey);
+  // Every operation refuses query parameters it does not define, the same way (400, `param` naming it).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, querystring: closedQuery(route.schema?.querystring) };
+  });
 
   app.addSchema(ErrorSchema);
   await app.register(swagger, {
@@ -281,7 +295,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   const document = () => {
     const doc = app.swagger() as { paths?: Record<string, unknown> };
     const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
-    return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
+    return freeFormKeys({ ...doc, servers: [{ url: kasse.apiBase(mode) }], paths });
   };
   app.get('/v1/openapi.json', open, async () => document());
   app.get('/v1/docs', open, async (_req, reply) => {
