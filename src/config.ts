@@ -21,6 +21,8 @@ export interface Config {
   feeBps: number;
   secretsFile: string | null;
   networksFile: string | null;
+  /** Replaces the live set (`config/networks.live.json`), e.g. with a deployment's own copy. */
+  liveNetworksFile: string | null;
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
@@ -74,6 +76,7 @@ export function loadConfig(env: Env = process.env): Config {
     feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
     secretsFile: env.KASSE_SECRETS_FILE || null,
     networksFile: env.KASSE_NETWORKS_FILE || null,
+    liveNetworksFile: env.KASSE_LIVE_NETWORKS_FILE || null,
     prices: {
       coingeckoUrl: url(env, 'KASSE_COINGECKO_URL') ?? 'https://api.coingecko.com/api/v3',
       binanceUrl: url(env, 'KASSE_BINANCE_URL') ?? 'https://api.binance.com',

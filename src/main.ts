@@ -34,6 +34,10 @@ async function main(): Promise<void> {
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
   log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl }, 'kasse started');
+  for (const mode of ['live', 'test'] as const) {
+    const networks = Object.fromEntries(kasse.chains.networks(mode).map((n) => [n.id, kasse.chains.status(mode, n.id)]));
+    log[kasse.chains.anyAvailable(mode) ? 'info' : 'warn']({ mode, networks }, kasse.chains.describe(mode));
+  }
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -15,7 +15,12 @@ export function registerEvmAdapters(kasse: Kasse): EvmAdapter[] {
     for (const network of kasse.chains.networks(mode)) {
       if (network.family !== 'evm') continue;
       if (!network.evm?.forwarderFactory) {
-        kasse.log.debug({ chain: network.id, mode }, 'evm network without forwarder_factory: no adapter registered');
+        kasse.chains.explainMissing(mode, network.id, 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)');
+        continue;
+      }
+      if (mode === 'live' && network.rpcUrls.length === 0) {
+        // Deposits to addresses no watcher follows would never be seen.
+        kasse.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
         continue;
       }
       const adapter = new EvmAdapter(network, mode, { db: kasse.db, log: kasse.log, metrics: kasse.metrics, secrets: kasse.secrets });

@@ -233,7 +233,7 @@ export class PaymentService {
     };
   }
 
-  /** Every configured coin of the mode with its current rate (null without a fresh one) and whether it is paused. */
+  /** Every configured coin of the mode with its current rate (null without a fresh one) and its network's status. */
   async currencies(mode: Mode) {
     const { chains, prices } = this.deps;
     const tokens = chains.tokens(mode);
@@ -241,6 +241,7 @@ export class PaymentService {
     if (cold.length > 0) await prices.refresh(cold);
     return tokens.map((t) => {
       const q = prices.quote(t);
+      const network = chains.status(mode, t.chain);
       return {
         token: t.id,
         chain: t.chain,
@@ -253,6 +254,8 @@ export class PaymentService {
         rate_source: q?.source ?? null,
         paused: !chains.available(mode, t.chain),
         gasless: t.gasless,
+        network_status: network.state,
+        network_status_reason: network.reason,
       };
     });
   }
@@ -359,7 +362,9 @@ export class PaymentService {
   /** Prices a coin choice: 503 chain_paused, 503 price_unavailable, 422 amount_too_small. Network I/O; no transaction. */
   private async prepare(mode: Mode, token: TokenConfig, priceCents: number): Promise<Prepared> {
     const network = this.deps.chains.network(mode, token.chain)!;
-    if (!this.deps.chains.available(mode, token.chain)) throw new ApiError('chain_paused', `The ${network.name} network is paused; choose another coin.`);
+    if (!this.deps.chains.available(mode, token.chain)) {
+      throw new ApiError('chain_paused', `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).reason}); choose another coin.`);
+    }
     const quote = await this.deps.prices.quoteFresh(token);
     if (!quote) throw new ApiError('price_unavailable', `No current price for ${token.symbol}; try again shortly or choose another coin.`);
     const payAmount = centsToUnits(priceCents, quote.rate, token.decimals);
