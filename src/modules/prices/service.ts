@@ -148,9 +148,10 @@ export function snippet(text: string, max = 120): string {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat || '(empty)';
 }
 
-/** pino-compatible subset used for warnings. */
+/** pino-compatible subset used for warnings (and, when present, `info` for recoveries). */
 export interface PriceLogger {
   warn(obj: object, msg: string): void;
+  info?(obj: object, msg: string): void;
 }
 
 export interface PriceServiceOptions {
@@ -184,6 +185,9 @@ export class PriceService {
   private inflight: Flight | null = null;
   private queued: Queued | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** What is wrong now, so that a refresh every minute logs a problem once and again only when it changes. */
+  private readonly failing = new Map<ProviderName, string>();
+  private readonly unpriced = new Set<string>();
 
   constructor(options: PriceServiceOptions) {
     if (!(options.maxAgeMs > 0)) throw new Error('PriceService: maxAgeMs must be positive');
@@ -293,9 +297,14 @@ export class PriceService {
       try {
         got = await provider.fetchRates(remaining);
       } catch (err) {
-        this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err) }, 'price provider request failed');
+        const kind = err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err);
+        if (this.failing.get(provider.name) !== kind) {
+          this.failing.set(provider.name, kind);
+          this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err), repeats: 'logged again when the failure changes or ends' }, 'price provider request failed');
+        }
         continue;
       }
+      if (this.failing.delete(provider.name)) this.note({ provider: provider.name }, 'price provider answers again');
       const oldest = this.clock.now().getTime() - this.maxAgeMs;
       const stale: string[] = [];
       const next: TokenConfig[] = [];
@@ -311,7 +320,27 @@ export class PriceService {
       if (stale.length > 0) this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
       remaining = next;
     }
-    if (remaining.length > 0) this.warn({ tokens: remaining.map((t) => t.id) }, 'no fresh price from any provider');
+    this.trackUnpriced(tokens, remaining);
+  }
+
+  /** Logs which coins have no price (they cannot be offered at checkout) when that set changes, and when it empties. */
+  private trackUnpriced(asked: TokenConfig[], missing: TokenConfig[]): void {
+    const before = [...this.unpriced].sort().join();
+    for (const t of asked) this.unpriced.delete(t.id);
+    for (const t of missing) this.unpriced.add(t.id);
+    const now = [...this.unpriced].sort();
+    if (now.join() === before) return;
+    if (now.length > 0) {
+      this.warn({ tokens: now, effect: 'not offered at checkout, and 503 price_unavailable, until a provider answers' }, 'no fresh price from any provider');
+    } else this.note({}, 'every coin has a fresh price again');
+  }
+
+  private note(obj: object, msg: string): void {
+    try {
+      this.logger?.info?.(obj, msg);
+    } catch {
+      // A broken logger must not break pricing.
+    }
   }
 
   private store(tokenId: string, provider: ProviderName, rate: ProviderRate): void {
