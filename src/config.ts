@@ -3,6 +3,13 @@
  * naming the variable. Everything else receives a typed `Config`, never `process.env`.
  */
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The Kasse directory (where package.json is). npm scripts run here, so the default data directory and a relative
+ * KASSE_DATA_DIR are taken from here: the server and the CLI find the same database wherever the CLI is run from.
+ */
+export const KASSE_HOME = fileURLToPath(new URL('..', import.meta.url));
 
 export type Role = 'api' | 'workers';
 
@@ -58,7 +65,7 @@ export function loadConfig(env: Env = process.env): Config {
   for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
   return {
     databaseUrl: env.DATABASE_URL || null,
-    dataDir: resolve(env.KASSE_DATA_DIR || './data'),
+    dataDir: resolve(KASSE_HOME, env.KASSE_DATA_DIR || 'data'),
     host: env.KASSE_HOST || '127.0.0.1',
     ports: {
       live: int(env, 'KASSE_LIVE_PORT', 8080, 0, 65535),

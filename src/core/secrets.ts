@@ -31,7 +31,11 @@ function parseKey(hex: string, source: string): Buffer {
   return Buffer.from(hex, 'hex');
 }
 
-export function loadSecrets(config: Config, env: Record<string, string | undefined> = process.env): Secrets {
+/**
+ * The operator's secrets. With `create: false` (the CLI) a missing secrets file is an error naming it rather than a
+ * new file: new secrets would not decrypt what the server sealed, nor derive its deposit addresses.
+ */
+export function loadSecrets(config: Config, env: Record<string, string | undefined> = process.env, opts: { create?: boolean } = {}): Secrets {
   let file: SecretsFile | null = null;
   const path = config.secretsFile ?? join(config.dataDir, 'secrets.json');
   if (existsSync(path)) {
@@ -42,6 +46,10 @@ export function loadSecrets(config: Config, env: Record<string, string | undefin
     }
   } else if (config.secretsFile) {
     throw new ConfigError(`KASSE_SECRETS_FILE: ${path} does not exist`);
+  } else if ((!env.KASSE_SECRET_KEY || !env.KASSE_MASTER_SEED) && opts.create === false) {
+    throw new ConfigError(
+      `no secrets at ${path}. This command uses the server's secrets and makes no new ones: start Kasse once (npm start), or give it the KASSE_DATA_DIR (or KASSE_SECRETS_FILE, or KASSE_SECRET_KEY and KASSE_MASTER_SEED) the server runs with`,
+    );
   } else if (!env.KASSE_SECRET_KEY || !env.KASSE_MASTER_SEED) {
     file = { secret_key: randomBytes(32).toString('hex'), master_seed: generateMnemonic(english) };
     mkdirSync(dirname(path), { recursive: true });

@@ -4,17 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -23,10 +24,10 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>) => run(['bin/kasse.js', ...args], env);
+const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) => run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
 
-/** Starts `src/main.ts` and resolves once the three URL lines are printed. */
-function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number> }> {
+/** Starts `src/main.ts` and resolves once the three URL lines are printed; `output()` is its stdout so far. */
+function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
@@ -35,7 +36,7 @@ function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls
     child.stdout!.on('data', (d) => {
       out += d;
       for (const m of out.matchAll(/^(live api|test api|checkout): (\S+)$/gm)) urls[m[1]!] = m[2]!;
-      if (Object.keys(urls).length === 3) resolve({ child, urls, exited });
+      if (Object.keys(urls).length === 3) resolve({ child, urls, exited, output: () => out });
     });
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
@@ -53,7 +54,7 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
   try {
     const dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-'));
     dirs.push(dataDir);
-    const env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir };
+    const env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_SECRET_KEY: 'ab'.repeat(32), KASSE_MASTER_SEED: generateMnemonic(english) };
     const res = await kasse(['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'], env);
     assert.equal(res.code, 0, res.stderr);
     const lines = res.stdout.trim().split('\n');
@@ -108,4 +109,82 @@ test('npm start on the embedded PostgreSQL: URLs, CLI beside the server, restart
   assert.equal(again.status, 200);
   second.child.kill('SIGINT');
   assert.equal(await second.exited, 0);
+});
+
+/** Every key of a JSON value, at any depth. */
+const keysOf = (v: unknown): string[] =>
+  Array.isArray(v) ? v.flatMap(keysOf) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => [k, ...keysOf(x)]) : [];
+
+test('the CLI finds the server\'s database from any directory, or names the one it looked at; it answers in snake_case', async () => {
+  // A data directory given relative, as an operator would beside `npm start` (which runs in the Kasse directory).
+  const relative = `test-results/cli-data-${process.pid}`;
+  const dataDir = join(ROOT, relative);
+  dirs.push(dataDir);
+  const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
+  dirs.push(elsewhere);
+  const env = { KASSE_DATA_DIR: relative, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+
+  // Before the server ever ran there: a clear refusal naming the directory, and nothing created anywhere.
+  const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+  assert.equal(refused.code, 2);
+  assert.equal(refused.stdout, '');
+  assert.match(refused.stderr, new RegExp(`no Kasse database in ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  assert.match(refused.stderr, /KASSE_DATA_DIR/);
+  assert.ok(!existsSync(dataDir), 'no data directory was created');
+  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the command ran');
+
+  const server = await start(env);
+  try {
+    // One line per mode says which networks run and what the others miss.
+    const lines = () => server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    for (let i = 0; i < 100 && !lines().some((l) => /^test mode:/.test(l.msg)); i++) await new Promise((r) => setTimeout(r, 50));
+    const live = lines().filter((l) => /^live mode:/.test(l.msg));
+    const testMode = lines().filter((l) => /^test mode:/.test(l.msg));
+    assert.equal(live.length, 1);
+    assert.equal(testMode.length, 1);
+    assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
+    assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
+    assert.match(live[0].msg, /Going live/);
+    assert.equal(live[0].networks.base.state, 'paused');
+    assert.match(testMode[0].msg, /^test mode: simulator only/);
+
+    // From another directory, with the same settings: the server's database.
+    const created = await kasse(['merchant', 'create', '--name', 'Far Away', '--json'], env, elsewhere);
+    assert.equal(created.code, 0, created.stderr);
+    const { merchant_id, test_key } = JSON.parse(created.stdout);
+    const account = await fetch(`${server.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
+    assert.equal((await account.json()).id, merchant_id);
+    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+    assert.equal(listed.code, 0, listed.stderr);
+    const merchants = JSON.parse(listed.stdout);
+    assert.deepEqual(merchants.map((m: { id: string }) => m.id), [merchant_id]);
+    assert.deepEqual(Object.keys(merchants[0]), ['id', 'name', 'webhook_url_test', 'webhook_url_live', 'rate_limit_per_minute', 'fee_bps', 'created_at']);
+    const outputs = [merchants];
+    for (const args of [['merchant', 'update', '--merchant', merchant_id, '--rate-limit', '120'], ['key', 'list', '--merchant', merchant_id]]) {
+      const res = await kasse([...args, '--json'], env, elsewhere);
+      assert.equal(res.code, 0, res.stderr);
+      outputs.push(JSON.parse(res.stdout));
+    }
+    assert.equal(outputs[1].rate_limit_per_minute, 120);
+    for (const key of keysOf(outputs)) assert.match(key, /^[a-z0-9_]+$/, `${key} is snake_case`);
+    assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
+  } finally {
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
+  }
+});
+
+test('the CLI makes no secrets of its own: without the server\'s it refuses, naming where it looked', async () => {
+  const db = await createTestDatabase();
+  try {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-nosecrets-'));
+    dirs.push(dataDir);
+    const res = await kasse(['merchant', 'list', '--json'], { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir });
+    assert.equal(res.code, 2);
+    assert.equal(res.stdout, '');
+    assert.match(res.stderr, new RegExp(`no secrets at ${join(dataDir, 'secrets.json')}`));
+    assert.deepEqual(readdirSync(dataDir), []);
+  } finally {
+    await db.drop();
+  }
 });

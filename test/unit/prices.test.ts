@@ -324,7 +324,8 @@ describe('PriceService', () => {
     assert.deepEqual(notes, []);
 
     // A different failure is news; so is the end of it.
-    const s2 = service({ log });
+    const online = [new CoinGeckoClient({ baseUrl: cg.url, timeoutMs: TIMEOUT, clock }), new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock })];
+    const s2 = new PriceService({ providers: online, clock, maxAgeMs: MAX_AGE, logger: log });
     warnings.length = 0;
     cg.failNext(2, 500);
     bn.failNext(2, 500);
