@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
 import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
@@ -81,97 +81,62 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
   }
 });
 
-test('npm start on the embedded PostgreSQL: URLs, CLI beside the server, restart keeps data, clean shutdown', async () => {
+test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
   dirs.push(dataDir);
-  const env = { KASSE_DATA_DIR: dataDir, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+  // Commands run from another directory, with the data directory given relative as beside `npm start` (which runs in
+  // the Kasse directory): they must find the server's database, not one of their own.
+  const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
+  dirs.push(elsewhere);
+  const env = { KASSE_DATA_DIR: relative(ROOT, dataDir), KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+
+  // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
+  const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+  assert.equal(refused.code, 2);
+  assert.equal(refused.stdout, '');
+  assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
+  assert.match(refused.stderr, /KASSE_DATA_DIR/);
+  assert.deepEqual(readdirSync(dataDir), []);
 
   const first = await start(env);
   assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   assert.match(first.urls['checkout']!, /^http:\/\/127\.0\.0\.1:\d+$/);
-  const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env);
+  const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
   assert.equal(created.code, 0, created.stderr);
   const { test_key } = JSON.parse(created.stdout);
   const account = await fetch(`${first.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
   assert.equal(account.status, 200);
+  // One line per mode says which networks run and what the others are missing.
+  const logged = () => first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  for (let i = 0; i < 100 && !logged().some((l) => /^test mode:/.test(l.msg)); i++) await new Promise((r) => setTimeout(r, 50));
+  const lines = logged();
+  const live = lines.filter((l) => /^live mode:/.test(l.msg));
+  const testMode = lines.filter((l) => /^test mode:/.test(l.msg));
+  assert.equal(live.length, 1);
+  assert.equal(testMode.length, 1);
+  assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
+  assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
+  assert.match(live[0].msg, /Going live/);
+  assert.equal(live[0].networks.base.state, 'paused');
+  assert.match(testMode[0].msg, /^test mode: simulator only/);
   first.child.kill('SIGTERM');
   assert.equal(await first.exited, 0);
   assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
 
-  // The CLI starts the embedded server itself when Kasse is not running.
-  const listed = await kasse(['merchant', 'list', '--json'], env);
+  // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
+  const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
   assert.equal(listed.code, 0, listed.stderr);
-  assert.equal(JSON.parse(listed.stdout)[0].name, 'Beside');
+  const merchants = JSON.parse(listed.stdout);
+  assert.equal(merchants[0].name, 'Beside');
+  assert.deepEqual(Object.keys(merchants[0]), ['id', 'name', 'webhook_url_test', 'webhook_url_live', 'rate_limit_per_minute', 'fee_bps', 'created_at']);
+  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
 
   const second = await start(env);
   const again = await fetch(`${second.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
   assert.equal(again.status, 200);
   second.child.kill('SIGINT');
   assert.equal(await second.exited, 0);
-});
-
-/** Every key of a JSON value, at any depth. */
-const keysOf = (v: unknown): string[] =>
-  Array.isArray(v) ? v.flatMap(keysOf) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => [k, ...keysOf(x)]) : [];
-
-test('the CLI finds the server\'s database from any directory, or names the one it looked at; it answers in snake_case', async () => {
-  // A data directory given relative, as an operator would beside `npm start` (which runs in the Kasse directory).
-  const relative = `test-results/cli-data-${process.pid}`;
-  const dataDir = join(ROOT, relative);
-  dirs.push(dataDir);
-  const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
-  dirs.push(elsewhere);
-  const env = { KASSE_DATA_DIR: relative, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
-
-  // Before the server ever ran there: a clear refusal naming the directory, and nothing created anywhere.
-  const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
-  assert.equal(refused.code, 2);
-  assert.equal(refused.stdout, '');
-  assert.match(refused.stderr, new RegExp(`no Kasse database in ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
-  assert.match(refused.stderr, /KASSE_DATA_DIR/);
-  assert.ok(!existsSync(dataDir), 'no data directory was created');
-  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the command ran');
-
-  const server = await start(env);
-  try {
-    // One line per mode says which networks run and what the others miss.
-    const lines = () => server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-    for (let i = 0; i < 100 && !lines().some((l) => /^test mode:/.test(l.msg)); i++) await new Promise((r) => setTimeout(r, 50));
-    const live = lines().filter((l) => /^live mode:/.test(l.msg));
-    const testMode = lines().filter((l) => /^test mode:/.test(l.msg));
-    assert.equal(live.length, 1);
-    assert.equal(testMode.length, 1);
-    assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
-    assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
-    assert.match(live[0].msg, /Going live/);
-    assert.equal(live[0].networks.base.state, 'paused');
-    assert.match(testMode[0].msg, /^test mode: simulator only/);
-
-    // From another directory, with the same settings: the server's database.
-    const created = await kasse(['merchant', 'create', '--name', 'Far Away', '--json'], env, elsewhere);
-    assert.equal(created.code, 0, created.stderr);
-    const { merchant_id, test_key } = JSON.parse(created.stdout);
-    const account = await fetch(`${server.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
-    assert.equal((await account.json()).id, merchant_id);
-    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
-    assert.equal(listed.code, 0, listed.stderr);
-    const merchants = JSON.parse(listed.stdout);
-    assert.deepEqual(merchants.map((m: { id: string }) => m.id), [merchant_id]);
-    assert.deepEqual(Object.keys(merchants[0]), ['id', 'name', 'webhook_url_test', 'webhook_url_live', 'rate_limit_per_minute', 'fee_bps', 'created_at']);
-    const outputs = [merchants];
-    for (const args of [['merchant', 'update', '--merchant', merchant_id, '--rate-limit', '120'], ['key', 'list', '--merchant', merchant_id]]) {
-      const res = await kasse([...args, '--json'], env, elsewhere);
-      assert.equal(res.code, 0, res.stderr);
-      outputs.push(JSON.parse(res.stdout));
-    }
-    assert.equal(outputs[1].rate_limit_per_minute, 120);
-    for (const key of keysOf(outputs)) assert.match(key, /^[a-z0-9_]+$/, `${key} is snake_case`);
-    assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
-  } finally {
-    server.child.kill('SIGTERM');
-    assert.equal(await server.exited, 0);
-  }
 });
 
 test('the CLI makes no secrets of its own: without the server\'s it refuses, naming where it looked', async () => {

@@ -5,13 +5,10 @@
  * and the POS terminal speak to payers in their words.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { DepositObservation } from '../../src/chains/types.ts';
-import { startTestKasse, type TestKasse } from '../harness/app.ts';
+import { liveNetworksFile, startTestKasse, type TestKasse } from '../harness/app.ts';
 import { launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 
 let w: WebKasse;
@@ -236,12 +233,7 @@ describe('a live mode that cannot take payments yet', () => {
   });
 
   test('with a network set up, live runs it and offers its coins; the others stay paused and say why', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kasse-live-networks-'));
-    const doc = JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8'));
-    doc.networks.find((n: any) => n.id === 'base').evm = { forwarder_factory: '0x5FbDB2315678afecb367f032d93F642f64180aa3' };
-    const file = join(dir, 'networks.live.json');
-    writeFileSync(file, JSON.stringify(doc));
-    const t: TestKasse = await startTestKasse({ env: { KASSE_LIVE_NETWORKS_FILE: file, KASSE_COINGECKO_URL: w.coingecko.url, KASSE_BINANCE_URL: w.binance.url } });
+    const t: TestKasse = await startTestKasse({ env: { KASSE_LIVE_NETWORKS_FILE: liveNetworksFile(['base']), KASSE_COINGECKO_URL: w.coingecko.url, KASSE_BINANCE_URL: w.binance.url } });
     try {
       const m = await t.merchant({ name: 'Live Shop' });
       assert.match(t.kasse.chains.describe('live'), /^live mode: running: base; paused: ethereum, polygon, arbitrum, solana\. Why: ethereum, polygon, arbitrum: no forwarder factory configured/);
