@@ -185,8 +185,8 @@ export class PriceService {
   private inflight: Flight | null = null;
   private queued: Queued | null = null;
   private timer: NodeJS.Timeout | null = null;
-  /** What is wrong now, so that a refresh every minute logs a problem once and again only when it changes. */
-  private readonly failing = new Map<ProviderName, string>();
+  /** What is wrong now (problem → what it looks like), so that a refresh every minute logs a problem once, then again only when it changes. */
+  private readonly problems = new Map<string, string>();
   private readonly unpriced = new Set<string>();
 
   constructor(options: PriceServiceOptions) {
@@ -297,14 +297,12 @@ export class PriceService {
       try {
         got = await provider.fetchRates(remaining);
       } catch (err) {
-        const kind = err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err);
-        if (this.failing.get(provider.name) !== kind) {
-          this.failing.set(provider.name, kind);
+        if (this.changed(provider.name, err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err))) {
           this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err), repeats: 'logged again when the failure changes or ends' }, 'price provider request failed');
         }
         continue;
       }
-      if (this.failing.delete(provider.name)) this.note({ provider: provider.name }, 'price provider answers again');
+      if (this.changed(provider.name, null)) this.note({ provider: provider.name }, 'price provider answers again');
       const oldest = this.clock.now().getTime() - this.maxAgeMs;
       const stale: string[] = [];
       const next: TokenConfig[] = [];
@@ -317,10 +315,20 @@ export class PriceService {
         }
         next.push(t);
       }
-      if (stale.length > 0) this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+      if (this.changed(`${provider.name}:stale`, stale.length > 0 ? stale.join() : null) && stale.length > 0) {
+        this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+      }
       remaining = next;
     }
     this.trackUnpriced(tokens, remaining);
+  }
+
+  /** Records what `problem` looks like now (null: gone); true when that differs from before. */
+  private changed(problem: string, looks: string | null): boolean {
+    if ((this.problems.get(problem) ?? null) === looks) return false;
+    if (looks === null) this.problems.delete(problem);
+    else this.problems.set(problem, looks);
+    return true;
   }
 
   /** Logs which coins have no price (they cannot be offered at checkout) when that set changes, and when it empties. */
