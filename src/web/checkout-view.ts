@@ -338,7 +338,7 @@ export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
 <p class="k-price">${usd(p.price_amount)}</p>
 ${p.description ? html`<h1 class="k-desc">${p.description}</h1>` : html`<h1 class="k-desc">Payment to ${ctx.merchantName}</h1>`}
 </header>
-<p id="k-status" class="k-status${quietStatus(p) ? ' k-sr' : ''}" role="status" aria-live="polite">${statusLine(p)}</p>
+<p id="k-status" class="k-status${quietStatus(p) ? ' k-sr' : ''}" role="status" aria-live="polite">${ctx.closed && phase === 'pick' ? 'This shop cannot take crypto payments yet.' : statusLine(p)}</p>
 <main id="k-main" data-events="/p/${p.id}/events?view=checkout${query}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="${p.success_url ?? ''}">
 ${await checkoutMain(ctx)}
 </main>
