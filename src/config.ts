@@ -33,6 +33,8 @@ export interface Config {
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
+  /** Outgoing email (src/modules/email): SMTP server URL (null: mail is kept and shown on the dashboard) and sender. */
+  mail: { smtpUrl: string | null; from: string };
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +48,29 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535 * 1_
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function smtpUrl(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new Error();
+    if (!u.hostname) throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an smtp:// or smtps:// URL (e.g. smtps://user:pass@mail.example.com:465)`);
+  }
+  return raw;
+}
+
+function mailbox(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  // "Name <address>" or a bare address; no line breaks (header injection).
+  if (/[\r\n]/.test(raw) || !/^(?:[^<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw)) {
+    throw new ConfigError(`${name} must be an email address or "Name <address>", got "${raw}"`);
+  }
+  return raw;
 }
 
 function url(env: Env, name: string): string | null {
@@ -95,5 +120,6 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int(env, 'KASSE_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     },
     bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
+    mail: { smtpUrl: smtpUrl(env, 'KASSE_SMTP_URL'), from: mailbox(env, 'KASSE_MAIL_FROM', 'Kasse <kasse@localhost>') },
   };
 }

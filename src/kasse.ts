@@ -21,6 +21,9 @@ import { PaymentService } from './modules/payments/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
+import { AuditLog } from './modules/audit/service.ts';
+import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
+import { UserService } from './modules/users/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -58,6 +61,12 @@ export class Kasse {
   readonly links: LinkService;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
+  /** The audit log: sign-ins and every change from the dashboard or by API key. */
+  readonly audit: AuditLog;
+  /** The email outbox (`enqueue` in the causing transaction) and its SMTP worker. */
+  readonly email: EmailService;
+  /** Dashboard users, sessions, second factor, one-time links. */
+  readonly users: UserService;
 
   private constructor(
     readonly config: Config,
@@ -70,6 +79,9 @@ export class Kasse {
   ) {
     this.metrics = new Metrics(true);
     this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.audit = new AuditLog(db, clock);
+    this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
+    this.users = new UserService({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
     this.chains = new ChainRegistry(loadNetworks(config), secrets.secretKey);
@@ -83,10 +95,11 @@ export class Kasse {
       prices: this.prices,
       ledger: this.ledger,
       events: this.webhooks,
+      audit: this.audit,
       feeBps: config.feeBps,
       checkoutBase: () => this.urls.checkout,
     });
-    this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
+    this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),
@@ -106,6 +119,8 @@ export class Kasse {
     if (notifier) {
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
+      await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
+      await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       notifier.onReconnect = () => kasse.merchants.invalidate('*');
       await notifier.start();
     }

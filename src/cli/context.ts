@@ -1,5 +1,5 @@
 /** What a CLI command gets: the parsed flags and a Kasse opened against the same database the server uses. */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { loadSecrets } from '../core/secrets.ts';
@@ -35,6 +35,16 @@ export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T>
   const log = createLogger(process.env.KASSE_LOG_LEVEL ?? 'warn', process.stderr);
   const database = await resolveDatabase(config);
   const kasse = await Kasse.open({ config, databaseUrl: database.url, log, secrets, listen: false, poolSize: 4 });
+  // Links the CLI prints (set-up links) point at the running server's checkout host, which may have picked its port.
+  const recorded = join(config.dataDir, 'urls.json');
+  if (!config.publicUrls.checkout && existsSync(recorded)) {
+    try {
+      const urls = JSON.parse(readFileSync(recorded, 'utf8')) as Partial<Kasse['urls']>;
+      if (typeof urls.checkout === 'string') kasse.urls.checkout = urls.checkout;
+    } catch {
+      // an unreadable file: fall back to the configured port
+    }
+  }
   try {
     return await fn(kasse);
   } finally {

@@ -16,6 +16,11 @@ export interface MerchantsTable {
   rate_limit_per_minute: number | null;
   fee_bps: number | null;
   created_at: Generated<Date>;
+  /** Dashboard settings (migration 0011_dashboard). */
+  payout_token: Generated<string>;
+  approvals_required: number | null;
+  webhook_secret_prev_enc: string | null;
+  webhook_secret_prev_until: Timestamp | null;
 }
 
 export interface ApiKeysTable {
@@ -330,6 +335,99 @@ export interface EvmGaslessTable {
   created_at: Timestamp;
 }
 
+/** The email outbox (migration 0010_email; src/modules/email). */
+export interface EmailOutboxTable {
+  id: string;
+  merchant_id: string | null;
+  mode: 'test' | 'live' | null;
+  kind: string;
+  to_address: string;
+  to_name: string | null;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  message_id: string;
+  dedupe_key: string | null;
+  sensitive: Generated<boolean>;
+  status: Generated<'pending' | 'claimed' | 'handed' | 'sent' | 'failed' | 'uncertain' | 'kept'>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  locked_until: Timestamp | null;
+  lease_token: string | null;
+  last_error: string | null;
+  smtp_response: string | null;
+  sent_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+/** Dashboard users (migration 0011_dashboard; src/modules/users). */
+export interface UsersTable {
+  id: string;
+  merchant_id: string;
+  email: string;
+  role: 'owner' | 'member' | 'viewer';
+  password_hash: string | null;
+  totp_secret_enc: string | null;
+  totp_enabled_at: Timestamp | null;
+  totp_last_step: ColumnType<bigint, bigint | string | number, bigint | string | number> | null;
+  invited_by: string | null;
+  last_signin_at: Timestamp | null;
+  password_changed_at: Timestamp | null;
+  removed_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface UserTokensTable {
+  token_hash: string;
+  user_id: string;
+  purpose: 'setup' | 'reset';
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface UserRecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  used_at: Timestamp | null;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  merchant_id: string;
+  stage: 'password' | 'enrol' | 'full';
+  second_factor_at: Timestamp | null;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface SigninThrottleTable {
+  key: string;
+  window_start: Timestamp;
+  failures: number;
+}
+
+/** The audit log (src/modules/audit). */
+export interface AuditLogTable {
+  seq: Generated<bigint>;
+  merchant_id: string | null;
+  mode: 'test' | 'live' | null;
+  at: Timestamp;
+  actor_type: 'user' | 'key' | 'operator' | 'anonymous';
+  actor_id: string | null;
+  actor_label: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  details: Json | null;
+}
+
 export interface Database {
   merchants: MerchantsTable;
   api_keys: ApiKeysTable;
@@ -353,4 +451,11 @@ export interface Database {
   evm_nonces: EvmNoncesTable;
   evm_gasless: EvmGaslessTable;
   links: LinksTable;
+  email_outbox: EmailOutboxTable;
+  users: UsersTable;
+  user_tokens: UserTokensTable;
+  user_recovery_codes: UserRecoveryCodesTable;
+  sessions: SessionsTable;
+  signin_throttle: SigninThrottleTable;
+  audit_log: AuditLogTable;
 }

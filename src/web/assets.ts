@@ -31,7 +31,7 @@ function load(name: string): Asset {
 }
 
 /** Files served under /assets/. */
-export const ASSET_NAMES = ['kasse.css', 'pay.js'] as const;
+export const ASSET_NAMES = ['kasse.css', 'pay.js', 'dashboard.css', 'dashboard.js'] as const;
 export type AssetName = (typeof ASSET_NAMES)[number] | 'checkout.js';
 
 /** Versioned address of an asset for page markup. */

@@ -9,33 +9,10 @@ import { gzipSync } from 'node:zlib';
 import QRCode from 'qrcode';
 import { ApiError, invalid } from '../core/errors.ts';
 import { formatCents } from '../core/money.ts';
-import { escapeHtml } from '../http/reference.ts';
+import { escapeHtml, Html, html, raw } from '../core/html.ts';
 import { assetUrl } from './assets.ts';
 
-/** Markup that is already safe; only `html` and `raw` make one. */
-export class Html {
-  constructor(readonly value: string) {}
-  toString(): string {
-    return this.value;
-  }
-}
-
-/** Trusted markup (our own constants, the QR code SVG); never pass request or merchant data. */
-export const raw = (markup: string) => new Html(markup);
-
-function part(v: unknown): string {
-  if (v instanceof Html) return v.value;
-  if (Array.isArray(v)) return v.map(part).join('');
-  if (v === null || v === undefined || v === false) return '';
-  return escapeHtml(String(v));
-}
-
-/** Template tag: interpolated values are HTML-escaped (text and attribute safe) unless they are `Html`. */
-export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
-  let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += part(values[i]) + strings[i + 1]!;
-  return new Html(out);
-}
+export { Html, html, raw };
 
 /** "$12.34" for 1234 cents. */
 export const usd = (cents: number) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;

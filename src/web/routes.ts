@@ -5,7 +5,8 @@ import { assetRoutes } from './assets.ts';
 import checkout from './checkout.ts';
 import gasless from './gasless.ts';
 import links from './links.ts';
+import dashboard from './dashboard/index.ts';
 
 export type CheckoutRoute = (app: FastifyInstance, deps: { kasse: Kasse }) => Promise<void>;
 
-export const checkoutRoutes: CheckoutRoute[] = [gasless, assetRoutes, checkout, links];
+export const checkoutRoutes: CheckoutRoute[] = [gasless, assetRoutes, checkout, links, dashboard];

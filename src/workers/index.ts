@@ -7,6 +7,7 @@ import { evmSenderLoop } from './evm-sender.ts';
 import { Loop } from './loop.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
+import { emailLoop } from './email.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -18,6 +19,8 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
   loops.push(evmSenderLoop(kasse));
+  loops.push(emailLoop(kasse));
+  loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // Chain watchers of registered adapters (EVM: networks with RPC URLs that are not paused).
   const watchers = kasse.chains.startWatchers(kasse.payments.deposits);

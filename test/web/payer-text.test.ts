@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core';
 import type { DepositObservation } from '../../src/chains/types.ts';
 import { liveNetworksFile, startTestKasse, type TestKasse } from '../harness/app.ts';
 import { launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import { createUser, setUpAccount } from '../harness/dashboard.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
@@ -43,6 +44,15 @@ function transfer(a: { chain: string; address: string; token: string }, amount: 
     blockNumber: block,
     blockHash: `0x${block.toString(16).padStart(64, 'b')}`,
   };
+}
+
+let staffSeq = 0;
+
+/** Signs the page's browser in as a member of the shop's staff: POS terminals are for signed-in users. */
+async function signInStaff(page: Page): Promise<void> {
+  const email = `till${++staffSeq}@example.com`;
+  const staff = await createUser(w.t.kasse, w.m.id, email, 'member');
+  await setUpAccount(page, staff.setupUrl, w.t.clock, { email });
 }
 
 /**
@@ -138,10 +148,14 @@ describe('the hosted checkout', () => {
     await check(refunded.checkout_url, 'refunded');
     // The POS sale screen: waiting, then paid.
     const till = (await w.m.test.post('/links', { kind: 'pos', title: 'Counter 2' })).body;
-    const sale = await fetch(till.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount_usd_cents":950}' }).then((r) => r.json());
-    const saleUrl = `${till.url}/sale/${sale.payment_id}`;
+    await signInStaff(page);
+    await page.goto(till.url);
+    for (const k of ['9', '5', '0']) await page.locator(`.k-keypad [data-key="${k}"]`).click();
+    await page.getByRole('button', { name: 'Charge $9.50' }).click();
+    await page.getByText('Scan to pay $9.50').waitFor();
+    const saleUrl = page.url();
     await check(saleUrl, 'pos waiting');
-    await w.m.test.post(`/test/payments/${sale.payment_id}/simulate`, { outcome: 'paid' });
+    await w.m.test.post(`/test/payments/${/\/sale\/(pay_[0-9A-Z]{36})$/.exec(saleUrl)![1]}/simulate`, { outcome: 'paid' });
     await check(saleUrl, 'pos paid');
     await page.context().close();
   });
@@ -291,6 +305,7 @@ describe('link pages and the POS terminal', () => {
     const capped = (await w.m.test.post('/links', { kind: 'pos', title: 'Small till', max_usd_cents: 10000 })).body;
     const floor = (await w.m.test.post('/links', { kind: 'open', title: 'Pledge', min_usd_cents: 2500 })).body;
     const { page } = await b.open('phone');
+    await signInStaff(page);
     for (const [l, hint] of [
       [tip, 'Any amount of $1.00 or more.'],
       [pos, 'Any amount of $1.00 or more.'],
@@ -307,6 +322,8 @@ describe('link pages and the POS terminal', () => {
   test('charging $0.00 on the POS terminal says what to do, with and without JavaScript', async () => {
     const pos = (await w.m.test.post('/links', { kind: 'pos', title: 'Counter 3' })).body;
     const { page } = await b.open('phone');
+    await signInStaff(page);
+    const cookies = await page.context().cookies();
     await page.goto(pos.url);
     await page.getByRole('button', { name: 'Charge' }).click();
     await page.getByRole('alert').filter({ hasText: 'Enter the amount to charge first.' }).waitFor();
@@ -318,6 +335,7 @@ describe('link pages and the POS terminal', () => {
     await page.context().close();
 
     const ctx = await b.browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 } });
+    await ctx.addCookies(cookies);
     const plain = await ctx.newPage();
     await plain.goto(pos.url);
     await plain.getByRole('button', { name: 'Charge' }).click();

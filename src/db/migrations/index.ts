@@ -6,6 +6,8 @@ import * as m0003 from './0003_webhooks.ts';
 import * as m0004 from './0004_evm.ts';
 import * as m0005 from './0005_links.ts';
 import * as m0006 from './0006_evm_sender.ts';
+import * as m0010 from './0010_email.ts';
+import * as m0011 from './0011_dashboard.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -14,4 +16,6 @@ export const migrations: Record<string, Migration> = {
   '0004_evm': m0004,
   '0005_links': m0005,
   '0006_evm_sender': m0006,
+  '0010_email': m0010,
+  '0011_dashboard': m0011,
 };

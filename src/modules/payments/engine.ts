@@ -11,6 +11,7 @@ import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
+import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
 import { next, type Trigger } from './state.ts';
 import { loadPayment, lockPayment, paymentJson, persist, toState, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
@@ -23,6 +24,8 @@ export interface PaymentDeps {
   prices: PriceService;
   ledger: LedgerService;
   events: EventPublisher;
+  /** Changes made by an API key or a dashboard user are recorded here, in the change's transaction. */
+  audit: AuditLog;
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
   /** Public base URL of the checkout host (known only once its listener is bound). */

@@ -14,6 +14,7 @@ import { formatUnits } from '../../core/money.ts';
 import type { Selectable } from 'kysely';
 import type { RefundsTable } from '../../db/schema.ts';
 import type { PaymentEngine } from './engine.ts';
+import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
 import { confirmedAmount, loadPayment, SIMULATED_TX_PREFIX, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
@@ -26,7 +27,7 @@ export class RefundService implements TransferSink {
   constructor(private readonly engine: PaymentEngine) {}
 
   /** Requests a refund of the payment's money; answers the Refund object (`pending`). */
-  async create(scope: PaymentScope, paymentId: string, input: RefundInput) {
+  async create(scope: PaymentScope, paymentId: string, input: RefundInput, actor?: Actor) {
     const { db, chains, clock, log } = this.engine.deps;
     const first = await loadPayment(db, scope, paymentId);
     if (!first) throw notFound('payment');
@@ -68,6 +69,9 @@ export class RefundService implements TransferSink {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      if (actor) {
+        await this.engine.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: 'payment.refund', target: { type: 'payment', id: paymentId }, details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount } });
+      }
       if (sender && token) {
         await sender.enqueue(tx, { transferId: row.id, token, destination: row.destination, amount: BigInt(row.amount), mode: scope.mode, purpose: 'refund' });
       } else if (scope.mode === 'live') {

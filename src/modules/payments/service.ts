@@ -15,13 +15,15 @@ import { withTx, type DbOrTx } from '../../db/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
 import { assertHttpUrl } from '../merchants/service.ts';
 import type { PriceQuote } from '../prices/index.ts';
+import type { Actor } from '../audit/service.ts';
 import { DepositRecorder } from './deposits.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';
 import { COIN_HOLD_MS, LATE_ACCEPT_WINDOW_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
 import { RefundService } from './refunds.ts';
+import { PaymentReports } from './reports.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { loadPayment, loadPayments, lockPayment, type AttemptRow, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
+import { loadPayment, loadPayments, lockPayment, type AttemptRow, type Loaded, type PaymentJson, type PaymentRow, type PaymentScope } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;
@@ -78,19 +80,22 @@ export class PaymentService {
   readonly refunds: RefundService;
   /** The test-mode simulator. */
   readonly simulator: Simulator;
+  /** Dashboard reads: search by date and coin, paid volume per day. */
+  readonly reports: PaymentReports;
 
   constructor(private readonly deps: PaymentDeps) {
     this.engine = new PaymentEngine(deps);
     this.deposits = new DepositRecorder(this.engine);
     this.refunds = new RefundService(this.engine);
     this.simulator = new Simulator(this.engine, this);
+    this.reports = new PaymentReports(this.engine);
   }
 
   /**
    * Creates a payment (201), or replays the first answer for a repeated Idempotency-Key with the same body (200).
    * With `token` (and optionally `chain`) the first coin choice is issued in the same transaction.
    */
-  async create(mode: Mode, merchantId: string, input: CreatePaymentInput, idempotencyKey?: string): Promise<{ status: number; payment: PaymentJson }> {
+  async create(mode: Mode, merchantId: string, input: CreatePaymentInput, idempotencyKey?: string, actor?: Actor): Promise<{ status: number; payment: PaymentJson }> {
     const key = validateKey(idempotencyKey);
     for (const field of ['success_url', 'cancel_url', 'webhook_url'] as const) {
       const url = input[field];
@@ -118,7 +123,7 @@ export class PaymentService {
     const issued = coin ? await this.issue(mode, coin, input.price_amount) : null;
     const now = this.deps.clock.now();
     const insert = async (db: DbOrTx): Promise<PaymentJson> => {
-      const row = await db
+      const statement = db
         .insertInto('payments')
         .values({
           id: newId('pay'),
@@ -137,8 +142,11 @@ export class PaymentService {
           created_at: now,
           updated_at: now,
         })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+        .returningAll();
+      // The audit row of a change by key or user rides in the same statement: no extra round trip (see AuditLog).
+      const row = actor
+        ? (await this.deps.audit.statement<PaymentRow>(statement, { merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: null }, details: { order_id: input.order_id, price_amount: input.price_amount } }).execute(db)).rows[0]!
+        : await statement.executeTakeFirstOrThrow();
       const attempts = issued ? [await this.insertAttempt(db, row.id, mode, issued, now)] : [];
       return this.engine.json({ row, attempts, deposits: [] });
     };
@@ -179,7 +187,7 @@ export class PaymentService {
   }
 
   /** Issues a coin choice (a deposit address and an exact amount held for 10 minutes) on a payment. */
-  async createAttempt(scope: PaymentScope, id: string, choice: CoinChoice): Promise<PaymentJson> {
+  async createAttempt(scope: PaymentScope, id: string, choice: CoinChoice, actor?: Actor): Promise<PaymentJson> {
     const l = await loadPayment(this.deps.db, scope, id);
     if (!l) throw notFound('payment');
     const coin = this.resolveCoin(scope.mode, choice);
@@ -188,7 +196,8 @@ export class PaymentService {
     const issued = await this.issue(scope.mode, coin, l.row.price_amount);
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
-      await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
+      const attempt = await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
+      if (actor) await this.deps.audit.record(tx, { merchantId: locked.row.merchant_id, mode: scope.mode, actor, action: 'payment.attempt', target: { type: 'payment', id }, details: { token: attempt.token, attempt_id: attempt.id } });
       return this.engine.json(await this.engine.reload(tx, locked));
     });
     if (!payment) throw notFound('payment');
@@ -196,19 +205,21 @@ export class PaymentService {
   }
 
   /** Cancels a waiting payment before any money is seen. */
-  async cancel(scope: PaymentScope, id: string): Promise<PaymentJson> {
-    return this.trigger(scope, id, { kind: 'cancel' });
+  async cancel(scope: PaymentScope, id: string, actor?: Actor): Promise<PaymentJson> {
+    return this.trigger(scope, id, { kind: 'cancel' }, actor);
   }
 
   /** Marks an underpaid or late payment paid (the merchant accepts what arrived). */
-  async accept(scope: PaymentScope, id: string): Promise<PaymentJson> {
-    return this.trigger(scope, id, { kind: 'accept' });
+  async accept(scope: PaymentScope, id: string, actor?: Actor): Promise<PaymentJson> {
+    return this.trigger(scope, id, { kind: 'accept' }, actor);
   }
 
-  private async trigger(scope: PaymentScope, id: string, trigger: Trigger): Promise<PaymentJson> {
+  private async trigger(scope: PaymentScope, id: string, trigger: Trigger, actor?: Actor): Promise<PaymentJson> {
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       try {
-        return (await this.engine.apply(tx, l, trigger)).payment;
+        const applied = await this.engine.apply(tx, l, trigger);
+        if (actor) await this.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: `payment.${trigger.kind}`, target: { type: 'payment', id }, details: { from: l.row.status, to: applied.payment.status } });
+        return applied.payment;
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
       }

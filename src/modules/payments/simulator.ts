@@ -9,6 +9,7 @@ import type { TokenConfig } from '../../chains/types.ts';
 import { invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
 import { insertDeposit, type NewDeposit } from './deposits.ts';
+import type { Actor } from '../audit/service.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentEventType, SimulateOutcome } from './model.ts';
 import type { PaymentService } from './service.ts';
@@ -32,7 +33,7 @@ export class Simulator {
   ) {}
 
   /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
-  async simulate(merchantId: string, id: string, outcome: SimulateOutcome): Promise<PaymentJson> {
+  async simulate(merchantId: string, id: string, outcome: SimulateOutcome, actor?: Actor): Promise<PaymentJson> {
     const scope = { mode: 'test' as const, merchantId };
     const first = await loadPayment(this.engine.deps.db, scope, id);
     if (!first) throw notFound('payment');
@@ -42,6 +43,7 @@ export class Simulator {
       assertWaiting(l);
       const applied = outcome === 'expired' || outcome === 'late' ? await this.closeWindow(tx, l, outcome) : await this.deposit(tx, l, outcome);
       if (!applied.events.includes(EXPECTED[outcome])) throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
+      if (actor) await this.engine.deps.audit.record(tx, { merchantId, mode: 'test', actor, action: 'payment.simulate', target: { type: 'payment', id }, details: { outcome } });
       return applied.payment;
     });
     if (!result) throw notFound('payment');

@@ -21,6 +21,7 @@ import type { MerchantService } from '../merchants/service.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
+import type { Actor, AuditLog } from '../audit/service.ts';
 
 /** NOTIFY channel: new deliveries are due. */
 export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
@@ -197,12 +198,26 @@ export class WebhookService implements EventPublisher {
     };
   }
 
+  /** The events of one object (ordering key: a payment id), oldest first, each with its deliveries and attempts. */
+  async timeline(merchantId: string, mode: Mode, orderingKey: string, limit = 100): Promise<EventWithDeliveries[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .select('id')
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .where('ordering_key', '=', orderingKey)
+      .orderBy('seq')
+      .limit(limit)
+      .execute();
+    return Promise.all(rows.map((r) => this.get(merchantId, mode, r.id)));
+  }
+
   /**
    * A new delivery of the event, due now, to its current destination (the object's own URL, else the account
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
    * 422 `invalid_state` when there is no destination.
    */
-  async redeliver(merchantId: string, mode: Mode, id: string): Promise<DeliveryObject> {
+  async redeliver(merchantId: string, mode: Mode, id: string, audited?: { audit: AuditLog; actor: Actor }): Promise<DeliveryObject> {
     return withTx(this.db, async (tx, onCommit) => {
       const event = await this.findEvent(tx, merchantId, mode, id);
       const merchant = await tx
@@ -230,6 +245,7 @@ export class WebhookService implements EventPublisher {
         .executeTakeFirstOrThrow();
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
+      if (audited) await audited.audit.record(tx, { merchantId, mode, actor: audited.actor, action: 'event.redeliver', target: { type: 'event', id }, details: { delivery_id: row.id, url } });
       return {
         id: row.id,
         url: row.url,
