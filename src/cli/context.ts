@@ -5,11 +5,10 @@ import { loadConfig } from '../config.ts';
 import { loadSecrets } from '../core/secrets.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
+import { UsageError, type Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
-export class UsageError extends Error {}
-
-export type Flags = Record<string, string | boolean | undefined>;
+export { mode, optionalInt, requireString, UsageError, type Flags } from '../core/flags.ts';
 
 export interface Command {
   /** e.g. "merchant create" */
@@ -25,14 +24,14 @@ export interface Command {
  * where the server keeps its data, and the command says which directory it looked at.
  */
 export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, { logLevel: 'warn' });
   if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pg', 'PG_VERSION'))) {
     throw new UsageError(
       `no Kasse database in ${config.dataDir}. This command uses the server's database and creates none: start Kasse once (npm start), or give it the KASSE_DATA_DIR (or DATABASE_URL) the server runs with`,
     );
   }
-  const secrets = loadSecrets(config, process.env, { create: false });
-  const log = createLogger(process.env.KASSE_LOG_LEVEL ?? 'warn', process.stderr);
+  const secrets = loadSecrets(config, { create: false });
+  const log = createLogger(config.logLevel, process.stderr);
   const database = await resolveDatabase(config);
   const kasse = await Kasse.open({ config, databaseUrl: database.url, log, secrets, listen: false, poolSize: 4 });
   // Links the CLI prints (set-up links) point at the running server's checkout host, which may have picked its port.
@@ -51,23 +50,4 @@ export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T>
     await kasse.close();
     await database.stop();
   }
-}
-
-export function requireString(flags: Flags, name: string): string {
-  const v = flags[name];
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
-  return v;
-}
-
-export function optionalInt(flags: Flags, name: string): number | undefined {
-  const v = flags[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
-  return Number(v);
-}
-
-export function mode(flags: Flags): 'test' | 'live' {
-  const m = requireString(flags, 'mode');
-  if (m !== 'test' && m !== 'live') throw new UsageError('--mode must be test or live');
-  return m;
 }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import type { DepositObservation } from '../../src/chains/types.ts';
+import type { DepositObservation } from '../../src/chains/ports.ts';
 import { liveNetworksFile, startTestKasse, type TestKasse } from '../harness/app.ts';
 import { launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
