@@ -36,8 +36,9 @@ after(async () => {
 
 const base = { price_amount: 2500, price_currency: 'USD', order_id: 'hard-1' };
 
-/** A value of a path parameter that passes its pattern (`^pay_[0-9A-Z]{36}$` → `pay_000…`). */
+/** A value of a path parameter that passes its pattern (`^pay_[0-9A-Z]{36}$` → `pay_000…`, a month → `2026-01`). */
 function samplePathValue(pattern: string | undefined): string {
+  if (pattern === '^\\d{4}-\\d{2}$') return '2026-01';
   const m = /^\^([a-z]+_)\[0-9A-Z\]\{(\d+)\}\$$/.exec(pattern ?? '');
   return m ? m[1]! + '0'.repeat(Number(m[2])) : 'x';
 }
