@@ -18,6 +18,7 @@ import { blockedRange } from '../core/addresses.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema } from './schemas/common.ts';
 import { baseFastify, instrument, sendError, type Hook } from './frame.ts';
+import { closedQuery } from './validation.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -91,6 +92,10 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   // Every route needs a key of this listener's mode unless it is marked public.
   instrument(app, kasse, mode, keyGuard(kasse, mode));
   app.decorateRequest('auth', null as unknown as AuthenticatedKey);
+  // Every operation refuses query parameters it does not define, the same way (400, `param` naming it).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, querystring: closedQuery(route.schema?.querystring) };
+  });
 
   app.addSchema(ErrorSchema);
   await app.register(swagger, {

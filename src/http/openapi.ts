@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifySchema } from 'fastify';
 import type { Mode } from '../chains/types.ts';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
+import { freeFormKeys } from '../core/json-schema.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
 import { EVENT_TYPES } from '../modules/payments/model.ts';
 import { ERROR_EXAMPLES, ID_EXAMPLES, PARAMETER_EXAMPLES, PATH_EXAMPLES, REQUEST_EXAMPLES, SCHEMA_EXAMPLES } from './examples.ts';
@@ -259,7 +260,8 @@ export function referenceDocument(generated: Json, mode: Mode, serverUrl: string
   }
   const used = new Set([...Object.values<Json>(paths), ...Object.values<Json>(hooks)].flatMap((ops) => Object.values<Json>(ops).flatMap((op) => (op.tags ?? []) as string[])));
   introduction ??= conventions();
-  return {
+  // Free-form keys (metadata) as `additionalProperties`, as the validator and the serialiser read them.
+  return freeFormKeys({
     ...doc,
     info: { ...doc.info, description: `${intro(mode, serverUrl)}\n\n${introduction}` },
     servers: [{ url: serverUrl }],
@@ -267,5 +269,5 @@ export function referenceDocument(generated: Json, mode: Mode, serverUrl: string
     paths,
     webhooks: hooks,
     components: { ...doc.components, schemas },
-  };
+  });
 }

@@ -217,7 +217,7 @@ export interface paths {
         };
         /**
          * List networks and coins
-         * @description Every configured coin of this mode with its current rate (null without a fresh price) and `paused` (no new coin choices on that network now).
+         * @description Every configured coin of this mode with its current rate (null without a fresh price), `paused` (no new coin choices on that network now) and where its network stands (`network_status`, and `network_status_reason` saying why it is simulated or paused).
          */
         get: operations["listCurrencies"];
         put?: never;
@@ -2249,6 +2249,9 @@ export interface components {
             paused: boolean;
             /** @description Payable by signature alone (USDC). */
             gasless: boolean;
+            /** @description Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices). */
+            network_status: "running" | "simulated" | "paused";
+            network_status_reason: string | null;
         };
         /**
          * @description What a price would cost in a coin now.
