@@ -109,7 +109,7 @@ export class Kasse {
     });
     this.statements = new StatementService({ db, clock, chains: this.chains });
     const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
-    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx, audit: this.audit });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
