@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { after, before, describe, test } from 'node:test';
-import type { DepositObservation } from '../../src/chains/types.ts';
+import type { DepositObservation } from '../../src/chains/ports.ts';
 import { FakeClock, HOUR, MINUTE, SECOND } from '../../src/core/clock.ts';
 import { accounts } from '../../src/modules/ledger/ledger.ts';
 import { ApiClient, startTestKasse, type TestKasse } from '../harness/app.ts';

@@ -96,6 +96,15 @@ describe('outcomes', () => {
     assert.deepEqual(event!.data, paid);
   });
 
+  test('a webhook carries the Payment exactly as the API answers it: the same schema, the same serializer, the same bytes', async () => {
+    const p = await create({ order_id: 'sim-bytes', metadata: { cart: { items: [1, 'two', null], note: 'é "quoted"' }, n: 1.5 } });
+    await simulate(p.id, 'paid');
+    const api = await (await fetch(`${t.urls.test}/payments/${p.id}`, { headers: { authorization: `Bearer ${m.testKey}` } })).text();
+    const { rows } = await sql<{ data: string }>`SELECT data::text AS data FROM events WHERE ordering_key = ${p.id}`.execute(t.kasse.db);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.data, api);
+  });
+
   test('paid on the chosen coin, even after its 10-minute hold ran out on the clock', async () => {
     const p = await create({ token: 'ethereum:usdc' });
     t.clock.advance(11 * MINUTE);

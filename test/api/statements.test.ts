@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { DepositObservation } from '../../src/chains/types.ts';
+import type { DepositObservation } from '../../src/chains/ports.ts';
 import { withTx } from '../../src/db/index.ts';
 import { accounts, UnbalancedPostingError, USD } from '../../src/modules/ledger/ledger.ts';
 import { postPayoutRelease, postPayoutSent } from '../../src/modules/ledger/payouts.ts';

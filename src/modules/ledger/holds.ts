@@ -10,7 +10,7 @@
  * never race. Posting rules: docs/ledger.md.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
 import { accounts, USD, type LedgerLine, type LedgerService } from './ledger.ts';
 

@@ -5,7 +5,7 @@
  * mistake is undone only by a reversal. Accounts and postings: docs/ledger.md.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import { bpsOf } from '../../core/money.ts';

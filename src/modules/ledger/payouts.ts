@@ -11,7 +11,7 @@
  * Statements: `payouts.requested_*` counts releases, `payouts.count`/`usd_cents` counts sends, and releases less
  * failures are what payouts took from the balance. Rules: docs/ledger.md.
  */
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
 import { accounts, USD, type LedgerService } from './ledger.ts';
 

@@ -5,9 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from '../../db/schema.ts';
@@ -47,7 +48,7 @@ export interface MerchantRecord {
   createdAt: string;
   /** Tax profile per mode, as stored (shape and checks: modules/invoices/profile.ts); null when unset. */
   taxProfile: { test: unknown; live: unknown };
-  /** Coin disbursements pay out in (an EVM token id). */
+  /** Coin disbursements pay out in (a token of a chain family that pays out, `ChainFamily.payouts`). */
   payoutToken: string;
   /** Owner approvals a disbursement needs; null: 2 when the merchant has two or more owners, else 1. */
   approvalsRequired: number | null;
@@ -361,16 +362,4 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
 
 function unauthorized(): ApiError {
   return new ApiError('unauthorized', 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.');
-}
-
-export function assertHttpUrl(value: string, param: string, httpsOnly = false): void {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw new ApiError('invalid_request', `${param} must be a URL`, param);
-  }
-  if (u.protocol !== 'https:' && (httpsOnly || u.protocol !== 'http:')) {
-    throw new ApiError('invalid_request', `${param} must be an ${httpsOnly ? 'https' : 'http(s)'} URL`, param);
-  }
 }

@@ -7,7 +7,7 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
 import type { HeldLot, HeldTarget } from '../ledger/holds.ts';
-import type { Loaded } from './store.ts';
+import { sentRefunds, type Loaded } from './store.ts';
 
 const settled = (status: string) => status === 'confirmed' || status === 'final';
 
@@ -16,7 +16,7 @@ export async function heldTarget(tx: Tx, chains: ChainRegistry, l: Loaded, credi
   const lots: HeldLot[] = [];
   const target = { mode: l.row.mode, merchantId: l.row.merchant_id, paymentId: l.row.id, lots };
   if (!l.deposits.some((d) => settled(d.status))) return target;
-  const refunds = await tx.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', l.row.id).where('status', '=', 'sent').execute();
+  const refunds = await sentRefunds(tx, l.row.id);
   for (const a of l.attempts) {
     const returned = (token: string) => refunds.filter((r) => r.attempt_id === a.id && r.token === token).reduce((s, r) => s + BigInt(r.amount), 0n);
     const deposits = l.deposits.filter((d) => d.attempt_id === a.id && settled(d.status));

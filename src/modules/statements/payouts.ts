@@ -4,7 +4,7 @@
  * reconciliation compares with the ledger. The disbursements module implements this and plugs it in with
  * `StatementService.usePayouts`; until then a merchant has no payouts.
  */
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 
 export interface SentPayout {
   id: string;

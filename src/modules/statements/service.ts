@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { invalid } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
