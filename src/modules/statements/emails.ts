@@ -15,7 +15,7 @@
  * sends every month it missed, oldest first. Decisions: docs/statements.md (Emailed statements).
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { invalidState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
