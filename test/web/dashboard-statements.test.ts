@@ -115,13 +115,13 @@ describe('statements on the dashboard', () => {
     await owner.page.getByRole('link', { name: 'Next month →' }).click();
     assert.equal(await owner.page.getByRole('heading', { level: 1 }).textContent(), 'Statement — April 2026');
     assert.match((await owner.page.locator('.d-toolbar').textContent())!, /\(in progress\)/);
+    assert.deepEqual(owner.errors, []);
     for (const month of ['2026-05', '2026-13', 'latest']) {
       const res = await owner.page.goto(`${base}/dashboard/test/statements/${month}`);
       assert.equal(res!.status(), 400, month);
       assert.match((await owner.page.locator('.d-error').textContent())!, /Choose a month from the list[\s\S]*invalid_request on month/);
     }
     assert.equal((await get(owner.page, `${base}/dashboard/test/statements/2026-05/pdf`)).status, 400);
-    assert.deepEqual(owner.errors, []);
     assert.deepEqual(foreignRequests(owner.requests, base), []);
     await owner.context.close();
 
