@@ -25,7 +25,7 @@ import { renderEmail } from '../email/template.ts';
 import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { UserService } from '../users/service.ts';
-import { balanceLines, dollars, monthName, statementPdf } from './render.ts';
+import { balanceLines, dollars, monthName, signedAmount, statementPdf } from './render.ts';
 import { monthRange, type StatementService } from './service.ts';
 
 /** A month's statement goes out this long after the month ended, once postings stamped before midnight have committed. */
@@ -181,7 +181,7 @@ export class StatementEmails {
         ...(gap !== 0 ? [`Warning: this statement shows a reconciliation gap of ${dollars(gap)}: the ledger and the payment records disagree. Tell the operator of your Kasse.`] : []),
       ],
       details: [
-        ...balanceLines(statement).map((l): [string, string] => [l.label, `${l.sign === 1 ? '+' : l.sign === -1 ? '−' : ''}${l.sign === 0 ? dollars(l.cents) : dollars(l.cents).replace('−', '')}`]),
+        ...balanceLines(statement).map((l): [string, string] => [l.label, signedAmount(l)]),
         [`Held at the end of the month (${statement.held.count})`, dollars(statement.held.value_usd_cents)],
         ['Reconciliation gap', dollars(gap)],
       ],

@@ -41,6 +41,11 @@ export interface BalanceLine {
   sign: 1 | -1 | 0;
 }
 
+/** A line's amount with its direction ("+$24.75", "−$10.00"); balances, and movements of nothing, as they are. */
+export function signedAmount(l: Pick<BalanceLine, 'cents' | 'sign'>): string {
+  return l.sign === 0 || l.cents === 0 ? dollars(l.cents) : `${l.sign === 1 ? '+' : '−'}${dollars(l.cents).replace('−', '')}`;
+}
+
 /** The balance of a statement as the dashboard and the email show it: opening ± movements = closing. */
 export function balanceLines(s: Statement): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;

@@ -13,7 +13,7 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
-import { balanceLines, dollars, monthName, statementCsv, statementPdf } from '../../../modules/statements/render.ts';
+import { balanceLines, dollars, monthName, signedAmount, statementCsv, statementPdf } from '../../../modules/statements/render.ts';
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
 import type { Ctx } from '../context.ts';
 import { actionForm, done, errorBox, refusal, send, shell, tell, when, type Told } from '../layout.ts';
@@ -62,7 +62,6 @@ ${await emailPanel(ctx)}`;
   return send(ctx.reply, status, shell(ctx, { title: 'Statements', active: '/statements', body }));
 }
 
-const signed = (cents: number, sign: 1 | -1 | 0) => (sign === 0 ? dollars(cents) : `${sign === 1 ? '+' : '−'}${dollars(cents).replace('−', '')}`);
 
 async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
   const base = `/dashboard/${ctx.mode}/statements`;
@@ -75,7 +74,7 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
   return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
 <section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
-    (l) => html`<tr${l.sign === 0 ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signed(l.cents, l.sign)}</td></tr>`,
+    (l) => html`<tr${l.sign === 0 ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signedAmount(l)}</td></tr>`,
   )}</tbody></table></section>
 <section class="d-panel"><h2>Activity</h2><dl class="d-facts">
 <dt>Payments credited</dt><dd>${s.payments.count} · ${dollars(s.payments.gross_usd_cents)}</dd>
