@@ -29,6 +29,7 @@ import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
 import { StatementService } from './modules/statements/service.ts';
+import { StatementEmails } from './modules/statements/emails.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
 import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
@@ -81,6 +82,8 @@ export class Kasse {
   readonly links: LinkService;
   /** Monthly statements from the ledger. */
   readonly statements: StatementService;
+  /** Owners' opt-in to the monthly statement by email, and the worker that mails it on the 1st. */
+  readonly statementEmails: StatementEmails;
   /** GST tax invoices and the tax profile. */
   readonly invoices: InvoiceService;
   /** Test events as they are committed, for the test API's event stream. */
@@ -134,8 +137,19 @@ export class Kasse {
       checkoutBase: () => this.urls.checkout,
     });
     this.statements = new StatementService({ db, clock, chains: this.chains });
+    this.statementEmails = new StatementEmails({
+      db,
+      clock,
+      log,
+      statements: this.statements,
+      email: this.email,
+      users: this.users,
+      merchants: this.merchants,
+      audit: this.audit,
+      dashboardUrl: (path) => `${this.urls.checkout}/dashboard${path}`,
+    });
     const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
-    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx, audit: this.audit });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     this.eventStream = new EventStreamHub(db);
     this.familyContext = {

@@ -316,6 +316,8 @@ export interface EmailOutboxTable {
   smtp_response: string | null;
   sent_at: Timestamp | null;
   created_at: Timestamp;
+  /** Files sent with the mail (migration 0013): `[{ filename, content_type, content_base64 }]`. */
+  attachments: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 /** Dashboard users (migration 0011_dashboard; src/modules/users). */
@@ -412,4 +414,24 @@ export interface Database {
   sessions: SessionsTable;
   signin_throttle: SigninThrottleTable;
   audit_log: AuditLogTable;
+  statement_subscribers: StatementSubscribersTable;
+  statement_email_schedule: StatementEmailScheduleTable;
+}
+
+/** Owners who receive a mode's monthly statement by email (migration 0013; src/modules/statements/emails.ts). */
+export interface StatementSubscribersTable {
+  user_id: string;
+  mode: 'test' | 'live';
+  merchant_id: string;
+  created_at: Timestamp;
+}
+
+/** The next statement email of a merchant and mode, and when it is due. */
+export interface StatementEmailScheduleTable {
+  merchant_id: string;
+  mode: 'test' | 'live';
+  month: string;
+  due_at: Timestamp;
+  attempts: Generated<number>;
+  last_error: string | null;
 }

@@ -19,6 +19,8 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
   loops.push(emailLoop(kasse));
+  // Monthly statements by email: due schedule rows, checked every minute (the mail itself goes through the outbox).
+  loops.push(new Loop('statement-emails', 60_000, () => kasse.statementEmails.runOnce(), kasse.log));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.

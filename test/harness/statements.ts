@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import type { Mode } from '../../src/chains/types.ts';
 import type { Kasse } from '../../src/kasse.ts';
+import { payoutsTaken } from '../../src/modules/statements/render.ts';
 import type { Statement } from '../../src/modules/statements/service.ts';
 
 /** `YYYY-MM` of every UTC month from `first` to `last`, in order. */
@@ -18,9 +19,7 @@ export function monthsBetween(first: Date, last: Date): string[] {
 }
 
 /** What payouts took from the balance in a statement (releases less failures given back). */
-export function payoutsTaken(s: Statement): number {
-  return s.opening_balance_usd_cents + s.credits.net_usd_cents + s.conversions.net_usd_cents - s.reversals.net_usd_cents - s.closing_balance_usd_cents;
-}
+export { payoutsTaken };
 
 /** Checks every month of the merchant's statements and returns them, oldest first. */
 export async function assertStatementsReconcile(kasse: Kasse, mode: Mode, merchantId: string, opts: { payoutsTaken?: (month: string) => number } = {}): Promise<Statement[]> {

@@ -71,6 +71,8 @@ describe('dashboard pages', () => {
       ['event', `/dashboard/test/developers/events/${event.id}`, event.type],
       ['team', '/dashboard/test/team', 'Team'],
       ['settings', '/dashboard/test/settings', 'Settings'],
+      ['statements', '/dashboard/test/statements', 'Statements'],
+      ['statement', '/dashboard/test/statements/2026-03', 'Statement — March 2026'],
       ['audit', '/dashboard/test/audit', 'Audit log'],
       ['mail', '/dashboard/test/mail', 'Mail'],
       ['account', '/dashboard/test/account', 'Account'],

@@ -64,6 +64,8 @@ function actions(): Array<{ name: string; path: string; form: Record<string, str
     { name: 'invite a user', path: `${t}/team/invite`, form: { email: 'someone@example.com', role: 'viewer' }, allowed: ['owner'] },
     { name: 'change a role', path: `${t}/team/${users.viewer.id}/role`, form: { role: 'viewer' }, allowed: ['owner'] },
     { name: 'save settings', path: `${t}/settings`, form: { name: 'Corner Café', payout_token: 'base:usdc', approvals_required: '' }, allowed: ['owner'] },
+    { name: 'set the tax profile', path: `${t}/settings/tax_profile`, form: { 'tax_profile.seller_name': 'Corner Café', 'tax_profile.tax_id': '27AAPFU0939F1ZV', 'tax_profile.address': 'Mumbai', 'tax_profile.state_code': '27' }, allowed: ['owner'] },
+    { name: 'receive statements by email', path: `${t}/statements/email`, form: { email: 'on' }, allowed: ['owner'] },
   ];
 }
 
@@ -97,6 +99,8 @@ describe('dashboard roles', () => {
     assert.equal((await w.m.test.get(`/payments/${ids.waiting}`)).body.status, 'waiting');
     assert.equal((await w.m.test.get(`/links/${ids.link}`)).body.active, true);
     assert.equal((await w.t.kasse.merchants.get(w.m.id)).webhookUrl.test, null);
+    assert.equal((await w.t.kasse.merchants.get(w.m.id)).taxProfile.test ?? null, null);
+    assert.equal((await w.t.kasse.db.selectFrom('statement_subscribers').selectAll().execute()).length, 0);
   });
 
   test('allowed actions go through for each role that has them', async () => {
@@ -109,13 +113,13 @@ describe('dashboard roles', () => {
     await member.context.close();
     // Viewers read every page.
     const viewer = await as('viewer');
-    for (const path of ['', '/payments', `/payments/${ids.paid}`, '/links', `/links/${ids.link}`, '/developers', '/developers/events', '/team', '/settings', '/account']) {
+    for (const path of ['', '/payments', `/payments/${ids.paid}`, '/links', `/links/${ids.link}`, '/developers', '/developers/events', '/team', '/settings', '/account', '/statements', '/statements/2026-03', '/statements/2026-03/csv', '/statements/2026-03/pdf']) {
       assert.equal((await get(viewer.page, `${base}/dashboard/test${path}`)).status, 200, path);
     }
     await viewer.context.close();
     // Owners: invite and role change.
     const owner = await as('owner');
-    for (const name of ['invite a user', 'change a role', 'save settings']) {
+    for (const name of ['invite a user', 'change a role', 'save settings', 'set the tax profile', 'receive statements by email']) {
       const a = actions().find((x) => x.name === name)!;
       const res = await post(owner.page, base + a.path, { _csrf: owner.token, ...a.form });
       assert.ok(res.status === 303 || res.status === 200, `${name}: ${res.status}`);

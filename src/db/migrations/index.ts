@@ -12,6 +12,7 @@ import * as m0012 from './0012_statements_invoices.ts';
 import * as m0010 from './0010_email.ts';
 import * as m0011 from './0011_dashboard.ts';
 import * as m0016 from './0016_event_stream.ts';
+import * as m0013 from './0013_statement_emails.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '0010_email': m0010,
   '0011_dashboard': m0011,
   '0016_event_stream': m0016,
+  '0013_statement_emails': m0013,
 };

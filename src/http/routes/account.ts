@@ -1,5 +1,6 @@
 /** GET /account: the merchant behind the key, for checking a key and its mode (served from the key cache). */
 import { Type } from 'typebox';
+import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { DateTime, Nullable } from '../schemas/common.ts';
 import { TaxProfilePatch, TaxProfileSchema } from '../schemas/invoices.ts';
@@ -59,7 +60,7 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req) => {
-      const m = req.body.tax_profile === undefined ? req.auth.merchant : await kasse.invoices.setProfile(req.auth.merchantId, mode, req.body.tax_profile);
+      const m = req.body.tax_profile === undefined ? req.auth.merchant : await kasse.invoices.setProfile(req.auth.merchantId, mode, req.body.tax_profile, keyActor(req));
       return { id: m.id, name: m.name, mode, webhook_url: m.webhookUrl[mode], rate_limit_per_minute: req.auth.rateLimit, created_at: m.createdAt, tax_profile: m.taxProfile[mode] ?? null };
     },
   );

@@ -1,5 +1,6 @@
 /** GST tax invoices: issue one for a paid payment, list, read, and the PDF. */
 import { Type } from 'typebox';
+import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { Nullable, PaymentIdParam } from '../schemas/common.ts';
 import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
@@ -28,7 +29,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 201: InvoiceRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body)),
+    async (req, reply) => reply.code(201).send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req))),
   );
 
   app.get(

@@ -50,6 +50,14 @@ export interface MailMessage {
   dedupeKey?: string | null;
   /** The mail carries a credential (a sign-in link): the dashboard never shows its body. */
   sensitive?: boolean;
+  /** Files sent with the mail (a statement's PDF); stored with it, so a retry sends the same bytes. */
+  attachments?: MailAttachment[];
+}
+
+export interface MailAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer;
 }
 
 export type MailStatus = 'pending' | 'claimed' | 'handed' | 'sent' | 'failed' | 'uncertain' | 'kept';
@@ -73,6 +81,8 @@ export interface StoredMail {
   last_error: string | null;
   sent_at: string | null;
   created_at: string;
+  /** Names, types and sizes of the files sent with it. */
+  attachments: Array<{ filename: string; content_type: string; bytes: number }>;
 }
 
 export interface EmailServiceDeps {
@@ -109,8 +119,8 @@ export class EmailService {
     const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
     const { rows } = await sql<{ id: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at)
-        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${m.text}, ${m.html ?? null}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now})
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${m.text}, ${m.html ?? null}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -305,11 +315,27 @@ export class EmailService {
       html: row.html_body,
       messageId: row.message_id,
       date: row.created_at,
+      attachments: attachmentsOf(row).map((a) => ({ filename: a.filename, contentType: a.content_type, content: Buffer.from(a.content_base64, 'base64') })),
     };
   }
 }
 
 type RowOf = Selectable<EmailOutboxTable>;
+
+interface StoredAttachment {
+  filename: string;
+  content_type: string;
+  content_base64: string;
+}
+
+function storedAttachments(list: MailAttachment[] | undefined): string | null {
+  if (!list || list.length === 0) return null;
+  return JSON.stringify(list.map((a): StoredAttachment => ({ filename: a.filename, content_type: a.contentType, content_base64: a.content.toString('base64') })));
+}
+
+function attachmentsOf(r: RowOf): StoredAttachment[] {
+  return Array.isArray(r.attachments) ? (r.attachments as StoredAttachment[]) : [];
+}
 
 function toStored(r: RowOf): StoredMail {
   return {
@@ -330,5 +356,6 @@ function toStored(r: RowOf): StoredMail {
     last_error: r.last_error,
     sent_at: iso(r.sent_at),
     created_at: r.created_at.toISOString(),
+    attachments: attachmentsOf(r).map((a) => ({ filename: a.filename, content_type: a.content_type, bytes: Buffer.byteLength(a.content_base64, 'base64') })),
   };
 }

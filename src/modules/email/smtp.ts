@@ -15,6 +15,7 @@ export interface OutgoingMail {
   html: string | null;
   messageId: string;
   date: Date;
+  attachments?: Array<{ filename: string; contentType: string; content: Buffer }>;
 }
 
 /** What became of one message. */
@@ -114,6 +115,7 @@ export class SmtpTransport {
             messageId: mail.messageId,
             date: mail.date,
             headers: { 'Auto-Submitted': 'auto-generated' },
+            ...(mail.attachments?.length ? { attachments: mail.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })) } : {}),
           })
             .compile()
             .build();

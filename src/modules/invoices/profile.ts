@@ -21,33 +21,57 @@ export interface TaxProfile {
 /** NOTE: SAC 997158 (online marketplace and payment services), 18 % GST, prices including tax. */
 export const PROFILE_DEFAULTS = { legal_name: null, invoice_prefix: 'INV', sac: '997158', tax_rate_bps: 1800, tax_inclusive: true } as const;
 
+/** Fields of a profile, in the order forms show them. */
+export const PROFILE_FIELDS = ['seller_name', 'legal_name', 'tax_id', 'address', 'state_code', 'invoice_prefix', 'sac', 'tax_rate_bps', 'tax_inclusive'] as const;
+
 /**
- * `patch` applied over `current` (or the defaults), checked whole: `seller_name`, `tax_id`, `address` and
- * `state_code` are required once set. 400 on `tax_profile.<field>` otherwise.
+ * `patch` applied over `current` (or the defaults), checked whole with every rule of `PATCH /account` — so the API
+ * and the dashboard refuse the same profiles: `seller_name` 1–200 characters, `legal_name` up to 200 or null,
+ * `tax_id` a GSTIN with its check character, `address` 1–500, `state_code` the GSTIN's state, `invoice_prefix` 1–3
+ * letters or digits, `sac` 4–8 digits or null, `tax_rate_bps` an integer 0–10000, `tax_inclusive` a boolean.
+ * 400 on `tax_profile.<field>` otherwise.
  */
 export function mergeProfile(current: TaxProfile | null, patch: Partial<TaxProfile>): TaxProfile {
-  const p = { ...PROFILE_DEFAULTS, ...(current ?? {}), ...patch } as Partial<TaxProfile>;
-  const param = (f: string) => `tax_profile.${f}`;
-  for (const f of ['seller_name', 'tax_id', 'address', 'state_code'] as const) {
-    if (p[f] === undefined || p[f] === null || String(p[f]).trim() === '') throw invalid(`tax_profile.${f} is required`, param(f));
-  }
-  const taxId = p.tax_id!.toUpperCase();
+  const p = { ...PROFILE_DEFAULTS, ...(current ?? {}), ...patch } as Record<string, unknown>;
+  const bad = (f: string, why: string) => invalid(`tax_profile.${f} ${why}`, `tax_profile.${f}`);
+  for (const f of Object.keys(patch)) if (!(PROFILE_FIELDS as readonly string[]).includes(f)) throw bad(f, 'is not a field of the tax profile');
+  const text = (f: string, max: number, required: boolean): string | null => {
+    const v = p[f];
+    if (v === undefined || v === null || (typeof v === 'string' && v.trim() === '')) {
+      if (required) throw bad(f, 'is required');
+      return null;
+    }
+    if (typeof v !== 'string') throw bad(f, 'must be a string');
+    if (v.trim().length > max) throw bad(f, `must be at most ${max} characters`);
+    return v.trim();
+  };
+  const sellerName = text('seller_name', 200, true)!;
+  const legalName = text('legal_name', 200, false);
+  const taxId = text('tax_id', 40, true)!.toUpperCase();
+  const address = text('address', 500, true)!;
+  const stateCode = text('state_code', 10, true)!;
   const problem = gstinProblem(taxId);
-  if (problem) throw invalid(`tax_profile.tax_id ${problem}`, param('tax_id'));
-  if (!isSellerState(p.state_code!)) throw invalid('tax_profile.state_code is not a GST state code', param('state_code'));
-  if (taxId.slice(0, 2) !== p.state_code) throw invalid(`tax_profile.state_code ${p.state_code} differs from the GSTIN's state ${taxId.slice(0, 2)}`, param('state_code'));
-  if (!new RegExp(`^[A-Za-z0-9]{1,${PREFIX_MAX}}$`).test(p.invoice_prefix!)) {
-    throw invalid(`tax_profile.invoice_prefix must be 1 to ${PREFIX_MAX} letters or digits, so that every invoice number fits in 16 characters`, param('invoice_prefix'));
+  if (problem) throw bad('tax_id', problem);
+  if (!/^[0-9]{2}$/.test(stateCode) || !isSellerState(stateCode)) throw bad('state_code', 'is not a GST state code');
+  if (taxId.slice(0, 2) !== stateCode) throw bad('state_code', `${stateCode} differs from the GSTIN's state ${taxId.slice(0, 2)}`);
+  const prefix = p.invoice_prefix;
+  if (typeof prefix !== 'string' || !new RegExp(`^[A-Za-z0-9]{1,${PREFIX_MAX}}$`).test(prefix)) {
+    throw bad('invoice_prefix', `must be 1 to ${PREFIX_MAX} letters or digits, so that every invoice number fits in 16 characters`);
   }
+  const sac = p.sac ?? null;
+  if (sac !== null && (typeof sac !== 'string' || !/^[0-9]{4,8}$/.test(sac))) throw bad('sac', 'must be 4 to 8 digits, or null');
+  const rate = p.tax_rate_bps;
+  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate < 0 || rate > 10_000) throw bad('tax_rate_bps', 'must be an integer from 0 to 10000 (basis points)');
+  if (typeof p.tax_inclusive !== 'boolean') throw bad('tax_inclusive', 'must be true or false');
   return {
-    seller_name: p.seller_name!.trim(),
-    legal_name: p.legal_name?.trim() || null,
+    seller_name: sellerName,
+    legal_name: legalName,
     tax_id: taxId,
-    address: p.address!.trim(),
-    state_code: p.state_code!,
-    invoice_prefix: p.invoice_prefix!,
-    sac: p.sac ?? null,
-    tax_rate_bps: p.tax_rate_bps!,
-    tax_inclusive: p.tax_inclusive!,
+    address,
+    state_code: stateCode,
+    invoice_prefix: prefix,
+    sac,
+    tax_rate_bps: rate,
+    tax_inclusive: p.tax_inclusive,
   };
 }

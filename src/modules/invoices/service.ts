@@ -11,11 +11,12 @@ import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { withTx, type Db } from '../../db/index.ts';
+import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
 import type { MerchantRecord, MerchantService } from '../merchants/service.ts';
 import { financialYear, gstinProblem, invoiceFigures, invoiceNumber, istDate, rupees, STATE_NAMES } from './gst.ts';
-import { mergeProfile, type TaxProfile } from './profile.ts';
+import { mergeProfile, PROFILE_FIELDS, type TaxProfile } from './profile.ts';
 
 export interface CreateInvoiceInput {
   customer_name?: string;
@@ -30,6 +31,7 @@ export interface InvoiceDeps {
   clock: Clock;
   merchants: MerchantService;
   fx: FxProvider;
+  audit: AuditLog;
 }
 
 export type InvoiceRow = Selectable<TaxInvoicesTable>;
@@ -45,16 +47,27 @@ export class InvoiceService {
     return (merchant.taxProfile[mode] as TaxProfile | null) ?? null;
   }
 
-  /** PATCH /account's `tax_profile`: merged over the current profile and checked whole; null removes it. */
-  async setProfile(merchantId: string, mode: Mode, patch: Partial<TaxProfile> | null): Promise<MerchantRecord> {
-    const current = this.profile(await this.deps.merchants.get(merchantId), mode);
-    const value = patch === null ? null : mergeProfile(current, patch);
-    return this.deps.merchants.update(merchantId, { taxProfile: { mode, value } });
+  /**
+   * PATCH /account's `tax_profile` (and the dashboard's Settings): merged over the current profile and checked whole;
+   * null removes it. With an `actor`, the change is in the audit log (`settings.tax_profile`, the fields that changed).
+   */
+  async setProfile(merchantId: string, mode: Mode, patch: Partial<TaxProfile> | null, actor?: Actor): Promise<MerchantRecord> {
+    const before = this.profile(await this.deps.merchants.get(merchantId), mode);
+    const after = patch === null ? null : mergeProfile(before, patch);
+    return this.deps.merchants.update(
+      merchantId,
+      { taxProfile: { mode, value: after } },
+      actor && ((tx) => this.deps.audit.record(tx, { merchantId, mode, actor, action: 'settings.tax_profile', details: profileChanges(before, after) })),
+    );
   }
 
-  /** Issues the tax invoice of a paid payment (201), or 409 `already_invoiced`. */
-  async create(mode: Mode, merchantId: string, paymentId: string, input: CreateInvoiceInput): Promise<TaxInvoiceJson> {
+  /**
+   * Issues the tax invoice of a paid payment (201), or 409 `already_invoiced`. With an `actor`, the audit row
+   * (`tax_invoice.create`) is written in the invoice's transaction.
+   */
+  async create(mode: Mode, merchantId: string, paymentId: string, input: CreateInvoiceInput, actor?: Actor): Promise<TaxInvoiceJson> {
     const { db, clock } = this.deps;
+    checkInput(input);
     const payment = await db.selectFrom('payments').select(['id', 'status', 'paid_at', 'price_amount', 'description']).where('id', '=', paymentId).where('mode', '=', mode).where('merchant_id', '=', merchantId).executeTakeFirst();
     if (!payment) throw notFound('payment');
     if (payment.status !== 'paid' || !payment.paid_at) throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);
@@ -80,7 +93,7 @@ export class InvoiceService {
         .executeTakeFirstOrThrow();
       const number = invoiceNumber(profile.invoice_prefix, fy, counter.last_number);
       if (!number) throw invalidState(`Invoice numbers with prefix ${profile.invoice_prefix} are used up for financial year ${fy}; choose a shorter invoice_prefix.`);
-      return tx
+      const inserted = await tx
         .insertInto('tax_invoices')
         .values({
           id: newId('txi'),
@@ -114,6 +127,10 @@ export class InvoiceService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      if (actor) {
+        await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'tax_invoice.create', target: { type: 'tax_invoice', id: inserted.id }, details: { number, payment_id: paymentId } });
+      }
+      return inserted;
     }).catch((err: { code?: string; constraint?: string }) => {
       // Two requests for one payment that both passed the checks: the unique index decides.
       if (err?.code === '23505' && err.constraint === 'tax_invoices_payment_id_key') throw alreadyInvoiced();
@@ -157,6 +174,30 @@ export class InvoiceService {
       throw err;
     }
   }
+}
+
+/**
+ * The CreateInvoice body's own rules (lengths, formats, `place_of_supply`), so callers other than the API (the
+ * dashboard) are held to the same ones. 400 on the field.
+ */
+function checkInput(input: CreateInvoiceInput): void {
+  const text = (f: 'customer_name' | 'customer_tax_id', max: number) => {
+    const v = input[f];
+    if (v !== undefined && (typeof v !== 'string' || v.length > max)) throw invalid(`${f} must be a string of at most ${max} characters`, f);
+  };
+  text('customer_name', 200);
+  text('customer_tax_id', 40);
+  if (input.customer_state_code !== undefined && !/^[0-9]{2}$/.test(String(input.customer_state_code))) throw invalid('customer_state_code must be two digits', 'customer_state_code');
+  if (input.place_of_supply !== 'intra' && input.place_of_supply !== 'inter') throw invalid('place_of_supply must be intra or inter', 'place_of_supply');
+  if (input.fx_rate !== undefined && !/^\d{1,5}(\.\d{1,6})?$/.test(String(input.fx_rate))) throw invalid('fx_rate must be a decimal of rupees per US dollar, e.g. 83.25', 'fx_rate');
+}
+
+/** What a profile change changed, field by field (`{ field: { from, to } }`); `{ removed: true }` for a removal. */
+function profileChanges(before: TaxProfile | null, after: TaxProfile | null): Record<string, unknown> {
+  if (after === null) return { removed: true };
+  const out: Record<string, unknown> = {};
+  for (const f of PROFILE_FIELDS) if (before?.[f] !== after[f]) out[f] = { from: before?.[f] ?? null, to: after[f] };
+  return out;
 }
 
 function alreadyInvoiced(): ApiError {

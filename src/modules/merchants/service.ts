@@ -201,9 +201,11 @@ export class MerchantService {
     return toRecord(row);
   }
 
+  /** Applies an operator or API change; `also` runs in the same transaction (the caller's audit row). */
   async update(
     merchantId: string,
     patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null; taxProfile?: { mode: Mode; value: object | null } },
+    also?: (tx: Tx) => Promise<unknown>,
   ): Promise<MerchantRecord> {
     if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
     if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
@@ -217,8 +219,11 @@ export class MerchantService {
     if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
     if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
     if (Object.keys(values).length > 0) {
-      const r = await this.db.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
-      if (r.numUpdatedRows === 0n) throw notFound('merchant');
+      await withTx(this.db, async (tx) => {
+        const r = await tx.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
+        if (r.numUpdatedRows === 0n) throw notFound('merchant');
+        await also?.(tx);
+      });
       await this.broadcastKeyChange('*');
     }
     return this.get(merchantId);

@@ -21,6 +21,49 @@ function field(v: string | number | null): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
+/** "$1,234.56", "−$19.80" for cents (a true minus sign). */
+export function dollars(cents: number): string {
+  return `${cents < 0 ? '−' : ''}$${usd(Math.abs(cents))}`;
+}
+
+/** What payouts took from the balance in the month: releases less failed payouts given back. */
+export function payoutsTaken(s: Statement): number {
+  return s.opening_balance_usd_cents + s.credits.net_usd_cents + s.conversions.net_usd_cents - s.reversals.net_usd_cents - s.closing_balance_usd_cents;
+}
+
+/** One line of the balance: opening, each movement with its sign, closing — they add up. */
+export interface BalanceLine {
+  label: string;
+  /** How it was made up, e.g. "value $85.00, fees $0.85". */
+  detail: string | null;
+  cents: number;
+  /** +1 adds to the balance, −1 takes from it, 0 is a balance (opening, closing). */
+  sign: 1 | -1 | 0;
+}
+
+/** A line's amount with its direction ("+$24.75", "−$10.00"); balances, and movements of nothing, as they are. */
+export function signedAmount(l: Pick<BalanceLine, 'cents' | 'sign'>): string {
+  return l.sign === 0 || l.cents === 0 ? dollars(l.cents) : `${l.sign === 1 ? '+' : '−'}${dollars(l.cents).replace('−', '')}`;
+}
+
+/** The balance of a statement as the dashboard and the email show it: opening ± movements = closing. */
+export function balanceLines(s: Statement): BalanceLine[] {
+  const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+  return [
+    { label: 'Opening balance', detail: null, cents: s.opening_balance_usd_cents, sign: 0 },
+    { label: `Credits in stablecoins (${n(s.credits.count, 'payment')})`, detail: `value ${dollars(s.credits.value_usd_cents)}, fees ${dollars(s.credits.fee_usd_cents)}`, cents: s.credits.net_usd_cents, sign: 1 },
+    {
+      label: `Conversions from other coins (${n(s.conversions.count, 'payment')})`,
+      detail: `value ${dollars(s.conversions.value_usd_cents)}, spread ${dollars(s.conversions.swap_fee_usd_cents)}, fees ${dollars(s.conversions.fee_usd_cents)}`,
+      cents: s.conversions.net_usd_cents,
+      sign: 1,
+    },
+    { label: `Reversals (${n(s.reversals.count, 'refund or reorg', 'refunds and reorgs')})`, detail: 'credits undone, fees returned with them', cents: s.reversals.net_usd_cents, sign: -1 },
+    { label: `Payouts (${n(s.payouts.requested_count, 'release')})`, detail: 'released, less failed payouts given back', cents: payoutsTaken(s), sign: -1 },
+    { label: 'Closing balance', detail: null, cents: s.closing_balance_usd_cents, sign: 0 },
+  ];
+}
+
 const HEADER = ['section', 'item', 'count', 'usd', 'token', 'amount', 'destination', 'tx_hash', 'time'];
 
 /** The statement as CSV (RFC 4180, CRLF line ends, header row first). */

@@ -77,6 +77,19 @@ export class StatementService {
     this.payoutRecords = records;
   }
 
+  /** When the merchant's first posting in the mode was made (the first month with a statement to show), or null. */
+  async firstPosting(mode: Mode, merchantId: string): Promise<Date | null> {
+    const row = await this.deps.db
+      .selectFrom('ledger_transactions')
+      .select('created_at')
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .orderBy('created_at')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.created_at ?? null;
+  }
+
   /** The statement of `month` for a merchant; the month in progress runs to now, a month in the future is 400. */
   async get(mode: Mode, merchantId: string, month: string): Promise<Statement> {
     const { from, end } = monthRange(month);

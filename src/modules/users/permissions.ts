@@ -31,6 +31,8 @@ export const PERMISSIONS = {
   'audit.read': OWNERS,
   /** Approve and release disbursements. */
   'disbursements.approve': OWNERS,
+  /** Receive the monthly statement by email (an owner opts in for themselves). */
+  'statements.email': OWNERS,
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof PERMISSIONS;

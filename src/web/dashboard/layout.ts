@@ -30,6 +30,7 @@ export const navigation: NavEntry[] = [
   { path: '', label: 'Home', permission: 'read' },
   { path: '/payments', label: 'Payments', permission: 'read' },
   { path: '/links', label: 'Links', permission: 'read' },
+  { path: '/statements', label: 'Statements', permission: 'read' },
   { path: '/developers', label: 'Developers', permission: 'read' },
   { path: '/team', label: 'Team', permission: 'read' },
   { path: '/settings', label: 'Settings', permission: 'read' },
@@ -83,6 +84,10 @@ const DONE: Record<string, string> = {
   password_set: 'Your password is set.',
   recovery_used: 'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
   secret_rolled: 'The webhook secret was rolled.',
+  statement_email_on: 'Monthly statements will be emailed to you on the 1st of each month.',
+  statement_email_off: 'Monthly statements will no longer be emailed to you.',
+  tax_profile: 'The tax profile was saved.',
+  invoiced: 'The tax invoice was issued.',
 };
 
 export function flash(key: unknown): Html | string {

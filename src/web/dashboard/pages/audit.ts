@@ -119,7 +119,9 @@ ${
     if (gone) return gone;
     const m = await findMail(ctx, p.id!);
     if (!m) return refusal(ctx, 404, 'There is no such mail for your account.');
-    const body = html`<section class="d-panel"><dl class="d-facts"><dt>To</dt><dd>${m.to_name ? `${m.to_name} <${m.to}>` : m.to}</dd><dt>Subject</dt><dd>${m.subject}</dd><dt>Kind</dt><dd><code>${m.kind}</code></dd><dt>Status</dt><dd>${badge(m.status)}${m.last_error ? html` <span class="d-muted">${m.last_error}</span>` : ''}</dd><dt>Written</dt><dd>${when(m.created_at)}</dd><dt>Sent</dt><dd>${when(m.sent_at)}</dd><dt>Message-ID</dt><dd><code class="d-mono">${m.message_id}</code></dd></dl></section>${
+    const body = html`<section class="d-panel"><dl class="d-facts"><dt>To</dt><dd>${m.to_name ? `${m.to_name} <${m.to}>` : m.to}</dd><dt>Subject</dt><dd>${m.subject}</dd><dt>Kind</dt><dd><code>${m.kind}</code></dd><dt>Status</dt><dd>${badge(m.status)}${m.last_error ? html` <span class="d-muted">${m.last_error}</span>` : ''}</dd><dt>Written</dt><dd>${when(m.created_at)}</dd><dt>Sent</dt><dd>${when(m.sent_at)}</dd><dt>Message-ID</dt><dd><code class="d-mono">${m.message_id}</code></dd>${
+      m.attachments.length ? html`<dt>Attachments</dt><dd>${m.attachments.map((a) => html`<span class="d-block">${a.filename} <span class="d-muted">${a.content_type}, ${a.bytes.toLocaleString('en')} bytes</span></span>`)}</dd>` : ''
+    }</dl></section>${
       m.sensitive
         ? html`<section class="d-panel"><p class="d-hint">This mail carries a sign-in link for its recipient, so its body is not shown here. The operator can print it with <code>kasse mail show ${m.id}</code>.</p></section>`
         : html`<section class="d-panel"><h2>Text</h2><pre class="d-pre d-mailtext">${m.text}</pre>${m.html ? html`<p><a href="/dashboard/test/mail/${m.id}/html" target="_blank" rel="noopener">View the HTML part</a></p>` : ''}</section>`

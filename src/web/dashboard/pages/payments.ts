@@ -23,6 +23,12 @@ import type { Router } from '../routing.ts';
 
 const PAGE = 25;
 
+/**
+ * Sections other capabilities add to a payment's page, after its facts (the tax invoice). Each is given the error of
+ * a failed form and the values typed into it, to show them again.
+ */
+export const paymentSections: Array<(ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>) => Promise<Html | string>> = [];
+
 /** The coin a payment was paid in, else its latest choice. */
 function coinOf(p: Payment): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
@@ -130,7 +136,8 @@ const REFUND_HINTS = {
   invalid_state: 'This payment cannot be refunded now: no confirmed money arrived, it is already refunded, or a refund is pending.',
 };
 
-async function detail(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
+/** A payment's page; `told` and `values` show a failed form again (with `status`). */
+export async function paymentPage(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
   let p: Payment;
   try {
     p = await ctx.kasse.payments.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
@@ -138,7 +145,7 @@ async function detail(ctx: Ctx, id: string, told: Told | null = null, values: Re
     tell(err);
     return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
   }
-  const events = await ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id);
+  const [events, extra] = await Promise.all([ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id), Promise.all(paymentSections.map((s) => s(ctx, p, told, values)))]);
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
   const staff = ctx.can('payments.write');
   const money = refundable(p);
@@ -186,7 +193,7 @@ ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told
 <dt>Checkout</dt><dd><a href="${p.checkout_url}" target="_blank" rel="noopener noreferrer">${p.checkout_url}</a></dd>
 <dt>Metadata</dt><dd><pre class="d-pre">${JSON.stringify(p.metadata, null, 2)}</pre></dd>
 </dl>${actions.length ? html`<div class="d-actions">${actions}</div>` : ''}</section>
-${refundForm}
+${refundForm}${extra}
 <section class="d-panel"><h2>Coin choices and deposits</h2>${attempts}</section>
 <section class="d-panel"><h2>Timeline</h2>${timeline}</section>`;
   return send(ctx.reply, status, shell(ctx, { title: `Payment ${p.order_id}`, active: '/payments', body, wide: true }));
@@ -265,7 +272,7 @@ ${paymentsTable(ctx, list.data)}
 
   const idOk = (id: string) => new RegExp(ID_PATTERNS.pay).test(id);
 
-  r.page('/payments/:id', 'read', async (ctx, p) => (idOk(p.id!) ? detail(ctx, p.id!) : refusal(ctx, 404, 'There is no such payment in this mode of your account.')));
+  r.page('/payments/:id', 'read', async (ctx, p) => (idOk(p.id!) ? paymentPage(ctx, p.id!) : refusal(ctx, 404, 'There is no such payment in this mode of your account.')));
 
   for (const act of ['accept', 'cancel'] as const) {
     r.action(`/payments/:id/${act}`, 'payments.write', async (ctx, _form, p) => {
@@ -276,7 +283,7 @@ ${paymentsTable(ctx, list.data)}
         return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, act === 'accept' ? 'accepted' : 'cancelled');
       } catch (err) {
         const told = tell(err, { invalid_state: act === 'accept' ? 'Only an underpaid or late payment can be accepted.' : 'Only a waiting payment with no money seen can be cancelled.' });
-        return detail(ctx, p.id!, told, {}, told.status);
+        return paymentPage(ctx, p.id!, told, {}, told.status);
       }
     });
   }
@@ -291,7 +298,7 @@ ${paymentsTable(ctx, list.data)}
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'refund');
     } catch (err) {
       const told = tell(err, { ...REFUND_HINTS, note: 'Keep the note under 500 characters.' });
-      return detail(ctx, p.id!, told, form, told.status);
+      return paymentPage(ctx, p.id!, told, form, told.status);
     }
   });
 }

@@ -93,16 +93,21 @@ export const settingsSections: SettingsSection[] = [
 ${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. The account has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
     },
   },
-  // Tax profile (seller name, legal name, GSTIN, address, state code, invoice prefix, SAC, rate, tax-inclusive):
-  // the tax invoices capability adds its section here and its fields to `saveSettings`.
 ];
 
-async function settingsPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
+/**
+ * Forms other capabilities add below the settings, each posting to its own action (the tax profile, which is set per
+ * mode). Each is given the error of a failed form and the values typed into it.
+ */
+export const settingsForms: Array<(ctx: Ctx, told: Told | null, values: Form) => Promise<Html> | Html> = [];
+
+/** The Settings page; `told` and `values` show a failed form again (with `status`). */
+export async function settingsPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
   const write = ctx.can('settings.write');
   const sections = await Promise.all(settingsSections.map(async (s) => html`<fieldset class="d-panel"><legend>${s.title}</legend>${await s.render(ctx, told, values)}</fieldset>`));
   const body = html`${errorBox(told)}<form method="post" action="/dashboard/${ctx.mode}/settings" class="d-form">${csrfField(ctx.csrf)}${sections}
-<section class="d-panel d-tax" id="tax-profile"><h2>Tax profile</h2><p class="d-hint">The seller details printed on tax invoices. Set them with <code>PATCH /account</code>; they appear here once invoices are enabled.</p></section>
-${write ? html`<button type="submit" class="d-btn">Save settings</button>` : html`<p class="d-hint">Only owners can change settings.</p>`}</form>`;
+${write ? html`<button type="submit" class="d-btn">Save settings</button>` : html`<p class="d-hint">Only owners can change settings.</p>`}</form>
+${await Promise.all(settingsForms.map((f) => f(ctx, told, values)))}`;
   return send(ctx.reply, status, shell(ctx, { title: 'Settings', active: '/settings', body }));
 }
 
