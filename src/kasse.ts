@@ -24,6 +24,8 @@ import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts'
 import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
 import { UserService } from './modules/users/service.ts';
+import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
+import { SubscriptionService } from './modules/subscriptions/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -67,6 +69,9 @@ export class Kasse {
   readonly email: EmailService;
   /** Dashboard users, sessions, second factor, one-time links. */
   readonly users: UserService;
+  /** Subscriptions: scheduled invoices emailed to a customer, their scheduler and the customer's signed links. */
+  readonly subscriptions: SubscriptionService;
+  readonly subscriptionLinks: CustomerLinks;
 
   private constructor(
     readonly config: Config,
@@ -100,6 +105,8 @@ export class Kasse {
       checkoutBase: () => this.urls.checkout,
     });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
+    this.subscriptionLinks = new CustomerLinks(secrets.secretKey, () => this.urls.checkout);
+    this.subscriptions = new SubscriptionService({ db, clock, log, payments: this.payments, events: this.webhooks, email: this.email, audit: this.audit, merchants: this.merchants, links: this.subscriptionLinks });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),

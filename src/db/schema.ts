@@ -458,4 +458,46 @@ export interface Database {
   sessions: SessionsTable;
   signin_throttle: SigninThrottleTable;
   audit_log: AuditLogTable;
+  subscriptions: SubscriptionsTable;
+  subscription_invoices: SubscriptionInvoicesTable;
+}
+
+/** Subscriptions (migration 0018_subscriptions). Times other than created_at/updated_at/run_at are on the subscription's clock. */
+export interface SubscriptionsTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  customer_email: string;
+  customer_name: string | null;
+  title: string;
+  amount_usd_cents: number;
+  interval: 'week' | 'month' | 'year';
+  interval_count: number;
+  grace_days: number;
+  status: 'active' | 'past_due' | 'cancelled';
+  started_at: Timestamp;
+  next_due_at: Timestamp;
+  periods_invoiced: Generated<number>;
+  periods_paid: Generated<number>;
+  last_payment_id: string | null;
+  success_url: string | null;
+  metadata: Json;
+  cancelled_at: Timestamp | null;
+  cancellation_reason: 'merchant' | 'customer' | 'unpaid' | null;
+  clock_offset_ms: Generated<bigint>;
+  run_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SubscriptionInvoicesTable {
+  payment_id: string;
+  subscription_id: string;
+  period: number;
+  seq: number;
+  due_at: Timestamp;
+  grace_ends_at: Timestamp;
+  issued_at: Timestamp;
+  check_at: Timestamp | null;
+  paid: Generated<boolean>;
 }

@@ -8,6 +8,7 @@ import { Loop } from './loop.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
 import { emailLoop } from './email.ts';
+import { subscriptionLoop } from './subscriptions.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -20,6 +21,7 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(...paymentLoops(kasse));
   loops.push(evmSenderLoop(kasse));
   loops.push(emailLoop(kasse));
+  loops.push(subscriptionLoop(kasse));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // Chain watchers of registered adapters (EVM: networks with RPC URLs that are not paused).

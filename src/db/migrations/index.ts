@@ -8,6 +8,7 @@ import * as m0005 from './0005_links.ts';
 import * as m0006 from './0006_evm_sender.ts';
 import * as m0010 from './0010_email.ts';
 import * as m0011 from './0011_dashboard.ts';
+import * as m0018 from './0018_subscriptions.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_evm_sender': m0006,
   '0010_email': m0010,
   '0011_dashboard': m0011,
+  '0018_subscriptions': m0018,
 };

@@ -7,7 +7,8 @@ import events from './events.ts';
 import links from './links.ts';
 import payments from './payments.ts';
 import simulate from './simulate.ts';
+import subscriptions from './subscriptions.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
-export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
+export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links, subscriptions];

@@ -16,6 +16,7 @@ import { idempotent, requestHash, validateKey } from '../idempotency/idempotency
 import { assertHttpUrl } from '../merchants/service.ts';
 import type { PriceQuote } from '../prices/index.ts';
 import type { Actor } from '../audit/service.ts';
+import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
 import { DepositRecorder } from './deposits.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';
 import { COIN_HOLD_MS, LATE_ACCEPT_WINDOW_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
@@ -154,6 +155,19 @@ export class PaymentService {
     if (key === null && !issued) return { status: 201, payment: await insert(this.deps.db) };
     const result = await idempotent(this.deps.db, scope, 201, insert);
     return { status: result.status, payment: result.body };
+  }
+
+  /**
+   * Creates payments inside the caller's transaction, without coin choice or key (batch.ts): for modules that issue
+   * payments as part of their own change, such as subscription invoices.
+   */
+  createIn(db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<PaymentJson[]> {
+    return createPaymentsIn(this.engine, db, mode, items);
+  }
+
+  /** Status, amount, times and checkout URL of many payments of `mode`, in one query (batch.ts). */
+  summaries(db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Map<string, PaymentSummary>> {
+    return paymentSummaries(this.engine, db, mode, ids);
   }
 
   async get(scope: PaymentScope, id: string): Promise<PaymentJson> {
