@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     writeFileSync(join(config.dataDir, 'urls.json'), JSON.stringify(kasse.urls) + '\n');
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
-  log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl }, 'kasse started');
+  log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -11,11 +11,10 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
-import { sendError } from '../http/api.ts';
+import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { posSalePage } from './checkout-view.ts';
-import { findPublicPayment } from './live.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, html, isJson, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
 import { actorOf, checkSessionCsrf, clientMeta, posAccess } from './dashboard/context.ts';
@@ -181,7 +180,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
 
   app.get<{ Params: { slug: string; id: string } }>('/l/:slug/sale/:id', async (req, reply) => {
     const link = await kasse.links.bySlug(req.params.slug);
-    const found = link && link.kind === 'pos' ? await findPublicPayment(kasse, req.params.id) : null;
+    const found = link && link.kind === 'pos' ? await kasse.payments.reader.publicPayment(req.params.id) : null;
     if (!link || !found || found.payment.metadata.link_id !== link.id) {
       return sendPage(reply, 404, messagePage('Sale not found', 'There is no such sale on this terminal.'));
     }

@@ -46,9 +46,11 @@ export interface PageOptions {
   rootAttrs?: Html;
   /** Test-mode banner. */
   test?: boolean;
+  /** Further scripts (asset names) loaded after the page's own, in order: the chain families' wallet scripts. */
+  scripts?: readonly string[];
 }
 
-/** A whole document: one stylesheet and one deferred script from this host, nothing inline. */
+/** A whole document: one stylesheet and deferred scripts from this host, nothing inline. */
 export function renderPage(o: PageOptions): string {
   return html`<!doctype html>
 <html lang="en"${o.rootAttrs ?? ''}>
@@ -61,7 +63,7 @@ export function renderPage(o: PageOptions): string {
 <title>${o.title}</title>
 <link rel="stylesheet" href="${assetUrl('kasse.css')}">
 <script src="${assetUrl('pay.js')}" defer></script>
-${o.head ?? ''}</head>
+${(o.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}${o.head ?? ''}</head>
 <body>
 ${o.test ? html`<p class="k-test">Test mode: no real money moves</p>\n` : ''}${o.body}
 </body>

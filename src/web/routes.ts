@@ -3,11 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Kasse } from '../kasse.ts';
 import { assetRoutes } from './assets.ts';
 import checkout from './checkout.ts';
-import gasless from './gasless.ts';
+import extensions from './extensions.ts';
 import links from './links.ts';
 import dashboard from './dashboard/index.ts';
 import subscriptions from './subscriptions.ts';
 
 export type CheckoutRoute = (app: FastifyInstance, deps: { kasse: Kasse }) => Promise<void>;
 
-export const checkoutRoutes: CheckoutRoute[] = [gasless, assetRoutes, checkout, links, dashboard, subscriptions];
+export const checkoutRoutes: CheckoutRoute[] = [extensions, assetRoutes, checkout, links, dashboard, subscriptions];

@@ -4,7 +4,7 @@
  * worker processes share the work.
  */
 import type { Kasse } from '../kasse.ts';
-import { Loop } from './loop.ts';
+import { Loop } from '../core/loop.ts';
 
 export function subscriptionLoop(kasse: Kasse): Loop {
   const loop = new Loop('subscriptions-due', 5_000, () => kasse.subscriptions.runDue(), kasse.log);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DAY_MS } from '../../src/modules/subscriptions/calendar.ts';
 import { FakeClock, HOUR } from '../../src/core/clock.ts';
-import type { DepositObservation } from '../../src/chains/types.ts';
+import type { DepositObservation } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { linkIn, startSmtpReceiver, type ReceivedMail, type SmtpReceiver } from '../harness/smtp.ts';
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';

@@ -10,7 +10,7 @@
  * Reads are scoped by merchant; owners see them on the dashboard. Rules: docs/dashboard.md (Audit log).
  */
 import { sql, type OperationNodeSource, type RawBuilder } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';

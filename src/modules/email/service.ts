@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { invalidState, notFound } from '../../core/errors.ts';

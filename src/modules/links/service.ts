@@ -8,15 +8,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db } from '../../db/index.ts';
 import type { LinksTable } from '../../db/schema.ts';
-import { assertHttpUrl } from '../merchants/service.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentService } from '../payments/service.ts';
-import type { PaymentJson } from '../payments/store.ts';
+import type { Payment } from '../payments/schema.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 
 export const LINK_KINDS = ['fixed', 'open', 'tip', 'pos'] as const;
@@ -203,7 +203,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<PaymentJson> {
+  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<Payment> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {

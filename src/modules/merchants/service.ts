@@ -5,9 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from '../../db/schema.ts';
@@ -45,7 +46,9 @@ export interface MerchantRecord {
   feeBps: number | null;
   /** ISO 8601, formatted once when the record is loaded (it is served from the key cache on every /account call). */
   createdAt: string;
-  /** Coin disbursements pay out in (an EVM token id). */
+  /** Tax profile per mode, as stored (shape and checks: modules/invoices/profile.ts); null when unset. */
+  taxProfile: { test: unknown; live: unknown };
+  /** Coin disbursements pay out in (a token of a chain family that pays out, `ChainFamily.payouts`). */
   payoutToken: string;
   /** Owner approvals a disbursement needs; null: 2 when the merchant has two or more owners, else 1. */
   approvalsRequired: number | null;
@@ -207,7 +210,7 @@ export class MerchantService {
 
   async update(
     merchantId: string,
-    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null },
+    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null; taxProfile?: { mode: Mode; value: object | null } },
   ): Promise<MerchantRecord> {
     if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
     if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
@@ -219,6 +222,7 @@ export class MerchantService {
     if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
     if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
     if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+    if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
     if (Object.keys(values).length > 0) {
       const r = await this.db.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
       if (r.numUpdatedRows === 0n) throw notFound('merchant');
@@ -352,6 +356,7 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     rateLimitPerMinute: row.rate_limit_per_minute,
     feeBps: row.fee_bps,
     createdAt: row.created_at.toISOString(),
+    taxProfile: { test: row.tax_profile_test ?? null, live: row.tax_profile_live ?? null },
     payoutToken: row.payout_token,
     approvalsRequired: row.approvals_required,
   };
@@ -359,16 +364,4 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
 
 function unauthorized(): ApiError {
   return new ApiError('unauthorized', 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.');
-}
-
-export function assertHttpUrl(value: string, param: string, httpsOnly = false): void {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw new ApiError('invalid_request', `${param} must be a URL`, param);
-  }
-  if (u.protocol !== 'https:' && (httpsOnly || u.protocol !== 'http:')) {
-    throw new ApiError('invalid_request', `${param} must be an ${httpsOnly ? 'https' : 'http(s)'} URL`, param);
-  }
 }

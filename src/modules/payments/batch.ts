@@ -4,14 +4,13 @@
  * and no network I/O — so the caller's row lock decides that a payment is issued once, and the payment commits or
  * rolls back with the change that issued it. Also a light read of many payments' status for such modules' objects.
  */
-import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { invalid } from '../../core/errors.ts';
-import { newId } from '../../core/ids.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
-import type { PaymentJson, PaymentRow } from './store.ts';
+import type { Payment } from './schema.ts';
+import { insertPayments, paymentStates, type NewPayment } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 const METADATA_MAX_BYTES = 4096;
@@ -37,15 +36,14 @@ export interface PaymentSummary {
 }
 
 /** Creates `items` (all of `mode`) in `db` — the caller's transaction — with one INSERT; answers in the same order. */
-export async function createPaymentsIn(engine: PaymentEngine, db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<PaymentJson[]> {
+export async function createPaymentsIn(engine: PaymentEngine, db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<Payment[]> {
   if (items.length === 0) return [];
   const now = engine.deps.clock.now();
   const expires = new Date(now.getTime() + PAYMENT_LIFETIME_MS);
-  const rows = items.map((i) => {
+  const values = items.map((i): NewPayment => {
     const metadata = JSON.stringify(i.metadata);
     if (Buffer.byteLength(metadata, 'utf8') > METADATA_MAX_BYTES) throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     return {
-      id: newId('pay'),
       merchant_id: i.merchantId,
       mode,
       status: 'waiting',
@@ -62,16 +60,14 @@ export async function createPaymentsIn(engine: PaymentEngine, db: DbOrTx, mode: 
       updated_at: now,
     };
   });
-  const inserted: PaymentRow[] = await db.insertInto('payments').values(rows).returningAll().execute();
-  const byId = new Map(inserted.map((r) => [r.id, r]));
-  return rows.map((r) => engine.json({ row: byId.get(r.id)!, attempts: [], deposits: [] }));
+  // RETURNING gives the rows in the order of VALUES (PostgreSQL keeps it for a plain INSERT … VALUES).
+  const rows = await insertPayments(db, values);
+  return rows.map((row) => engine.json({ row, attempts: [], deposits: [] }));
 }
 
 /** Status, amount, times and checkout URL of the payments `ids` of `mode` (those that exist), in one query. */
 export async function paymentSummaries(engine: PaymentEngine, db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Map<string, PaymentSummary>> {
-  if (ids.length === 0) return new Map();
-  const { rows } = await sql<Omit<PaymentSummary, 'checkout_url'>>`
-    SELECT id, status, price_amount, created_at, expires_at, paid_at FROM payments WHERE mode = ${mode} AND id = ANY(${ids as string[]}::text[])`.execute(db);
+  const rows = await paymentStates(db, mode, ids);
   const base = engine.deps.checkoutBase();
   return new Map(rows.map((r) => [r.id, { ...r, checkout_url: `${base}/p/${r.id}` }]));
 }

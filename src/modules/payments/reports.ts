@@ -4,12 +4,13 @@
  * rendering as the API, so the dashboard shows exactly the Payment the API would.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
-import { loadPayments, type PaymentJson } from './store.ts';
+import type { Payment } from './schema.ts';
+import { loadPayments } from './store.ts';
 
 export interface PaymentSearch {
   status?: PaymentStatus;
@@ -35,7 +36,7 @@ export class PaymentReports {
   constructor(private readonly engine: PaymentEngine) {}
 
   /** Newest first, like GET /payments; `next_cursor` null on the last page. */
-  async search(mode: Mode, merchantId: string, q: PaymentSearch): Promise<{ data: PaymentJson[]; next_cursor: string | null }> {
+  async search(mode: Mode, merchantId: string, q: PaymentSearch): Promise<{ data: Payment[]; next_cursor: string | null }> {
     const { db } = this.engine.deps;
     const limit = q.limit ?? 25;
     let query = db.selectFrom('payments as p').select('p.id').where('p.merchant_id', '=', merchantId).where('p.mode', '=', mode);

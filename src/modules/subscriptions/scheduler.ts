@@ -13,13 +13,13 @@
  * are withdrawn (cancelled) after the cancellation committed, one transaction each.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import type { IssuedPaymentInput, PaymentSummary } from '../payments/batch.ts';
-import type { PaymentJson } from '../payments/store.ts';
+import type { Payment } from '../payments/schema.ts';
 import { cancelledMail, invoiceMail, reminderMail } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
@@ -81,7 +81,7 @@ interface Work {
   now: Date;
   plan: Plan;
   /** The payment each invoice/reissue step created. */
-  issued: Map<Step, PaymentJson>;
+  issued: Map<Step, Payment>;
 }
 
 export class SubscriptionScheduler {

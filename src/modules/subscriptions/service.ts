@@ -8,14 +8,14 @@
  * periods true as its payments change (paid, reorged, expired), inside the payment's own transaction. The scheduler
  * (scheduler.ts) does the due work; the rules are in policy.ts and docs/subscriptions.md.
  */
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { encodeCursor } from '../../core/cursor.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
-import { assertHttpUrl } from '../merchants/service.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentChange } from '../payments/engine.ts';
 import type { Interval } from './calendar.ts';
 import type { LinkCheck } from './customer-link.ts';

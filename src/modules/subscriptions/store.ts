@@ -3,7 +3,7 @@
  * takes the mode and the merchant, so a test subscription never shows on the live API and the reverse.
  */
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { decodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';

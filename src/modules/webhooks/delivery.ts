@@ -20,7 +20,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';

@@ -8,7 +8,7 @@
  * Tenant scoping: every read takes the merchant and the mode; another merchant's or the other mode's event is 404.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
@@ -113,14 +113,15 @@ export class WebhookService implements EventPublisher {
    * Stores the event in the caller's transaction and, when there is a destination (`input.destination`, else the
    * merchant's default webhook URL for the mode, read in the same transaction), a delivery due now.
    */
-  async publish(tx: Tx, input: EventInput): Promise<{ id: string }> {
+  async publish<T>(tx: Tx, input: EventInput<T>): Promise<{ id: string }> {
     const id = newId('evt');
+    const data = input.serialize ? input.serialize(input.data) : JSON.stringify(input.data);
     const now = this.clock.now();
     const destination = input.destination || null;
     const { rows } = await sql`
       WITH e AS (
         INSERT INTO events (id, merchant_id, mode, type, ordering_key, destination, data, created_at)
-        VALUES (${id}, ${input.merchantId}, ${input.mode}, ${input.type}, ${input.orderingKey}, ${destination}, ${JSON.stringify(input.data)}::json, ${now})
+        VALUES (${id}, ${input.merchantId}, ${input.mode}, ${input.type}, ${input.orderingKey}, ${destination}, ${data}::json, ${now})
         RETURNING seq
       ), target AS (
         SELECT COALESCE(${destination}::text, CASE ${input.mode}::text WHEN 'live' THEN m.webhook_url_live ELSE m.webhook_url_test END) AS url

@@ -12,7 +12,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Kasse } from '../../kasse.ts';
 import type { Actor } from '../../modules/audit/service.ts';

@@ -7,7 +7,7 @@
  * at the keyboard, with the API's error code beside it (`invalid_state`, …) — never the API's raw message.
  */
 import type { FastifyReply } from 'fastify';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError, type ErrorCode } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
 import { formatCents } from '../../core/money.ts';

@@ -10,13 +10,13 @@
  * Everything goes through the payments and webhooks services with the merchant and mode of the session.
  */
 import { Readable } from 'node:stream';
-import type { Mode } from '../../../chains/types.ts';
+import type { Mode } from '../../../core/mode.ts';
 import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../../modules/payments/model.ts';
 import type { PaymentSearch } from '../../../modules/payments/reports.ts';
-import type { PaymentJson } from '../../../modules/payments/store.ts';
+import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
 import { actionForm, badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
@@ -24,12 +24,12 @@ import type { Router } from '../routing.ts';
 const PAGE = 25;
 
 /** The coin a payment was paid in, else its latest choice. */
-function coinOf(p: PaymentJson): string {
+function coinOf(p: Payment): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   return a ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${a.symbol ?? a.token}` : '—';
 }
 
-export function paymentsTable(ctx: Ctx, payments: PaymentJson[]): Html {
+export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
   if (payments.length === 0) return html`<p class="d-empty">No payments${ctx.mode === 'test' ? ' in test mode yet. Create one with a test key, or through a payment link' : ' yet'}.</p>`;
   return html`<table class="d-table"><thead><tr><th>Created</th><th>Order</th><th>Description</th><th class="d-num">Amount</th><th>Status</th><th>Coin</th></tr></thead><tbody>${payments.map(
     (p) => html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(p)}</td></tr>`,
@@ -108,14 +108,14 @@ function csvField(v: string | number | null): string {
 
 const CSV_HEADER = ['id', 'created_at', 'status', 'price_usd', 'price_amount', 'order_id', 'description', 'token', 'pay_amount', 'received_amount', 'paid_at', 'tx_hashes'];
 
-function csvRow(p: PaymentJson): string {
+function csvRow(p: Payment): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
   return [p.id, p.created_at, p.status, (p.price_amount / 100).toFixed(2), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at, hashes].map(csvField).join(',') + '\r\n';
 }
 
 /** The attempt whose confirmed money a refund would return, and that amount for display. */
-function refundable(p: PaymentJson): { amount: string; symbol: string; chain: string } | null {
+function refundable(p: Payment): { amount: string; symbol: string; chain: string } | null {
   if (p.status === 'refunded' || p.status === 'cancelled') return null;
   for (const a of [...p.attempts].sort((x, y) => (x.id === p.paid_attempt_id ? -1 : y.id === p.paid_attempt_id ? 1 : 0))) {
     const confirmed = a.deposits.filter((d) => d.token === a.token && (d.status === 'confirmed' || d.status === 'final'));
@@ -131,7 +131,7 @@ const REFUND_HINTS = {
 };
 
 async function detail(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
-  let p: PaymentJson;
+  let p: Payment;
   try {
     p = await ctx.kasse.payments.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
   } catch (err) {
@@ -220,7 +220,7 @@ export function paymentPages(r: Router): void {
   r.page('/payments', 'read', async (ctx, _p, q) => {
     let told: Told | null = null;
     let f: Filters = { status: '', order_id: '', from: '', to: '', token: '' };
-    let list: { data: PaymentJson[]; next_cursor: string | null } = { data: [], next_cursor: null };
+    let list: { data: Payment[]; next_cursor: string | null } = { data: [], next_cursor: null };
     try {
       const parsed = filtersOf(q);
       f = parsed.f;

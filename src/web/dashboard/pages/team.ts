@@ -61,12 +61,13 @@ export interface SettingsSection {
   render(ctx: Ctx, told: Told | null, values: Form): Promise<Html> | Html;
 }
 
-/** EVM token ids of either mode: disbursement destinations are 0x addresses. */
+/** Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`). */
 function payoutTokens(ctx: Ctx): Array<[string, string]> {
   const seen = new Map<string, string>();
+  const paying = new Set(ctx.kasse.families.filter((f) => f.family.payouts).map((f) => f.family.name));
   for (const mode of ['live', 'test'] as const) {
     for (const t of ctx.kasse.chains.tokens(mode)) {
-      if (ctx.kasse.chains.network(mode, t.chain)?.family === 'evm' && !seen.has(t.id)) seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
+      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id)) seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
     }
   }
   return [...seen];
@@ -88,7 +89,7 @@ export const settingsSections: SettingsSection[] = [
       const owners = await ctx.kasse.users.ownerCount(ctx.kasse.db, ctx.merchant.id);
       const quorum: Array<[string, string]> = [['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`]];
       for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++) quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
-      return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin (EVM networks: destinations are 0x addresses).' })}
+      return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin; destinations are addresses of its network.' })}
 ${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. The account has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
     },
   },
