@@ -380,3 +380,182 @@ describe('the life of a subscription', () => {
     assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.paid', 'subscription.paid']);
   });
 });
+
+describe('reading, listing and cancelling', () => {
+  test('cancel through the API: cancelled (reason merchant), its open payment withdrawn, the customer told; again → 422', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, grace_days: 2 });
+    const open = s.invoices[0].payment_id;
+    const res = await m.test.post(`/subscriptions/${s.id}/cancel`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    s = res.body;
+    assert.deepEqual(Object.keys(s), FIELDS);
+    assert.equal(s.status, 'cancelled');
+    assert.equal(s.cancellation_reason, 'merchant');
+    assert.equal(s.cancelled_at, t.clock.now().toISOString());
+    assert.equal((await m.test.get(`/payments/${open}`)).body.status, 'cancelled', 'a payment still waiting is withdrawn');
+    assertError(await m.test.post(`/subscriptions/${s.id}/cancel`), 422, 'invalid_state', null);
+    await pump();
+    const notice = await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
+    assert.match(notice.text, /Corner <b>Café<\/b> cancelled it\./);
+    // Nothing is billed after a cancellation.
+    t.clock.set(new Date(new Date(s.next_due_at).getTime() + HOUR));
+    await pump();
+    assert.equal((await sub(s.id)).periods_invoiced, 1);
+    assert.deepEqual(subEvents(s.id).slice(-1), ['subscription.cancelled']);
+  });
+
+  test('mode and merchant scoping: a test subscription is not found on the live API nor by another merchant', async () => {
+    const s = await create({ customer_email: customer() });
+    assertError(await m.live.get(`/subscriptions/${s.id}`), 404, 'not_found', null);
+    assertError(await m.live.post(`/subscriptions/${s.id}/cancel`), 404, 'not_found', null);
+    const other = await t.merchant({ name: 'Other shop' });
+    assertError(await other.test.get(`/subscriptions/${s.id}`), 404, 'not_found', null);
+    assertError(await other.test.post(`/subscriptions/${s.id}/cancel`), 404, 'not_found', null);
+    assertError(await other.test.post(`/test/subscriptions/${s.id}/advance`), 404, 'not_found', null);
+    assert.equal((await other.test.get('/subscriptions')).body.data.length, 0);
+    assertError(await m.test.get('/subscriptions/sub_nope'), 400, 'invalid_request', 'id');
+    assertError(await m.test.get(`/subscriptions/sub_${'0'.repeat(26)}`), 404, 'not_found', null);
+  });
+
+  test('list: newest first, cursor paging, filters by status and customer email (any case)', async () => {
+    const email = customer();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await create({ customer_email: i === 2 ? email.toUpperCase() : email, title: `Plan ${i}` })).id);
+    await m.test.post(`/subscriptions/${ids[1]}/cancel`);
+    const pages: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = `/subscriptions?customer_email=${encodeURIComponent(email)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const page: any = (await m.test.get(q)).body;
+      assert.ok(page.data.length <= 2);
+      pages.push(...page.data.map((x: any) => x.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    assert.deepEqual(pages, [...ids].reverse());
+    const cancelled = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=cancelled`)).body.data;
+    assert.deepEqual(cancelled.map((x: any) => x.id), [ids[1]]);
+    const active = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=active`)).body.data;
+    assert.deepEqual(active.map((x: any) => x.id), [ids[4], ids[3], ids[2], ids[0]]);
+    assertError(await m.test.get('/subscriptions?status=paused'), 400, 'invalid_request', 'status');
+    assertError(await m.test.get('/subscriptions?limit=101'), 400, 'invalid_request', 'limit');
+    assertError(await m.test.get('/subscriptions?cursor=garbage'), 400, 'invalid_request', 'cursor');
+  });
+
+  test('the customer cancels through the link in the email (signed, expiring, no key); an altered link opens nothing', async () => {
+    const email = customer();
+    const s = await create({ customer_email: email, title: `Box ${XSS}`, customer_name: `Bo ${XSS}` });
+    await pump();
+    const mail = await smtp.waitFor((x) => x.to === email && /^Invoice/.test(x.subject));
+    const link = linkIn(mail.text, '/s/sub_');
+    assert.ok(link.startsWith(`${t.urls.checkout}/s/${s.id}.`));
+    const page = await fetch(link);
+    assert.equal(page.status, 200);
+    const body = await page.text();
+    assert.ok(body.includes('Box &lt;img src=x onerror=&quot;alert(1)&quot;&gt;') || body.includes('Box &lt;img src=x onerror=&#34;alert(1)&#34;&gt;'), 'the title is escaped');
+    assert.ok(!body.includes(XSS));
+    assert.ok(body.includes('Corner &lt;b&gt;Café&lt;/b&gt;'));
+    assert.match(body, /Cancel subscription/);
+    // Altered links: another subscription id under the same signature, a changed expiry, a cut signature.
+    const [, exp, mac] = link.split('/s/')[1]!.split('.');
+    const other = (await create({ customer_email: customer() })).id;
+    for (const bad of [`${other}.${exp}.${mac}`, `${s.id}.${Number(exp) + 1}.${mac}`, `${s.id}.${exp}.${mac!.slice(1)}`]) {
+      assert.equal((await fetch(`${t.urls.checkout}/s/${bad}`)).status, 404, bad);
+      const post = await fetch(`${t.urls.checkout}/s/${bad}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout }, body: '', redirect: 'manual' });
+      assert.equal(post.status, 404);
+    }
+    // Another site's form cannot cancel it.
+    const cross = await fetch(`${link}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' }, body: '', redirect: 'manual' });
+    assert.equal(cross.status, 400);
+    assert.equal((await sub(s.id)).status, 'active');
+    const res = await fetch(`${link}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout }, body: '', redirect: 'manual' });
+    assert.equal(res.status, 303);
+    const after = await sub(s.id);
+    assert.equal(after.status, 'cancelled');
+    assert.equal(after.cancellation_reason, 'customer');
+    assert.equal(after.invoices[0].status, 'cancelled');
+    const shown = await (await fetch(`${t.urls.checkout}${res.headers.get('location')}`)).text();
+    assert.match(shown, /Your subscription is cancelled/);
+    assert.ok(!shown.includes('Cancel subscription</button>'));
+    await pump();
+    const confirm = await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
+    assert.match(confirm.text, /You cancelled it with the link/);
+    // The link expires: 30 days after the email at the least, later it is refused with 410.
+    t.clock.advance(400 * DAY_MS);
+    assert.equal((await fetch(link)).status, 410);
+  });
+
+  test('markup in the title, the customer name and the merchant name is inert in every email', async () => {
+    const email = customer();
+    const s = await create({ customer_email: email, title: `Plan ${XSS}`, customer_name: `Eve ${XSS}`, grace_days: 1 });
+    await pump();
+    t.clock.advance(DAY_MS);
+    await pump();
+    await m.test.post(`/subscriptions/${s.id}/cancel`).catch(() => {});
+    await pump();
+    const mails = await Promise.all([/^Invoice/, /^Overdue|^Subscription cancelled/].map((re) => smtp.waitFor((x) => x.to === email && re.test(x.subject))));
+    assert.ok(mails.length >= 2);
+    for (const mail of mailsTo(email)) {
+      assert.ok(!mail.html.includes('<img'), `no live markup in ${mail.subject}`);
+      assert.ok(!mail.html.includes('<b>Café'), `merchant name escaped in ${mail.subject}`);
+      assert.ok(mail.html.includes('&lt;img src=x onerror='), `title shown as text in ${mail.subject}`);
+      assert.ok(mail.text.includes(XSS), 'the plain-text part shows the text as written');
+      assert.ok(!/[\r\n]/.test(mail.subject));
+    }
+  });
+});
+
+describe('test mode: advance', () => {
+  test('a year of weekly renewals in a minute: each advance invoices the next period, with the real email and webhooks', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, interval: 'week', interval_count: 4, amount_usd_cents: 700, grace_days: 2 });
+    const startedAt = new Date(s.started_at).getTime();
+    await pay(s.invoices[0].payment_id);
+    for (let period = 2; period <= 13; period++) {
+      const res = await m.test.post(`/test/subscriptions/${s.id}/advance`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      s = res.body;
+      assert.equal(s.periods_invoiced, period);
+      assert.equal(s.status, 'active');
+      assert.equal(s.next_due_at, new Date(startedAt + period * 28 * DAY_MS).toISOString());
+      await pay(s.invoices[period - 1].payment_id);
+    }
+    s = await sub(s.id);
+    assert.equal(s.periods_paid, 13);
+    await pump();
+    for (let period = 1; period <= 13; period++) await smtp.waitFor((x) => x.to === email && x.text.includes(`Period: ${period} (`));
+    assert.equal(mailsTo(email).length, 13);
+    assert.equal(subEvents(s.id).filter((x) => x === 'subscription.invoiced').length, 13);
+    assert.equal(subEvents(s.id).filter((x) => x === 'subscription.paid').length, 13);
+  });
+
+  test('advancing an unpaid subscription runs grace on the way: past due, a fresh payment each day, then cancelled; live → 404', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, grace_days: 2 });
+    s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
+    assert.equal(s.status, 'cancelled');
+    assert.equal(s.cancellation_reason, 'unpaid');
+    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'expired']]);
+    await pump();
+    assert.equal(mailsTo(email).filter((x) => /^Overdue/.test(x.subject)).length, 1);
+    await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
+    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced', 'subscription.cancelled']);
+    assertError(await m.test.post(`/test/subscriptions/${s.id}/advance`), 422, 'invalid_state', null);
+    const live = await m.live.post(`/test/subscriptions/${s.id}/advance`);
+    assert.equal(live.status, 404);
+    assert.equal(live.body.error.code, 'not_found');
+  });
+});
+
+describe('webhooks', () => {
+  test('every event arrived signed and verified by the receiver, data being the Subscription', async () => {
+    await pump();
+    assert.equal(hook.rejected.length, 0, JSON.stringify(hook.rejected.map((r) => r.rejected)));
+    const subs = hook.events.filter((e) => e.type.startsWith('subscription.'));
+    assert.deepEqual([...new Set(subs.map((e) => e.type))].sort(), ['subscription.cancelled', 'subscription.created', 'subscription.invoiced', 'subscription.paid', 'subscription.past_due']);
+    for (const e of subs) {
+      assert.deepEqual(Object.keys(e.data), FIELDS);
+      assert.match(e.data.id, /^sub_[0-9A-Z]{26}$/);
+    }
+  });
+});
