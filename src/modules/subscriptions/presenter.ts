@@ -100,9 +100,12 @@ export class Presenter {
     }
   }
 
-  /** Mail context per subscription: the merchant's name and a fresh customer link (expiry on the wall clock). */
-  async mailContexts(rows: readonly SubscriptionRow[]): Promise<Map<string, MailContext>> {
-    const names = await this.deps.merchants.names(rows.map((r) => r.merchant_id));
+  /**
+   * Mail context per subscription: the merchant's name and a fresh customer link (expiry on the wall clock). Read in
+   * `tx`, the transaction that enqueues the mail.
+   */
+  async mailContexts(tx: Tx, rows: readonly SubscriptionRow[]): Promise<Map<string, MailContext>> {
+    const names = await this.deps.merchants.names(rows.map((r) => r.merchant_id), tx);
     const now = this.deps.clock.now();
     return new Map(
       rows.map((r) => {

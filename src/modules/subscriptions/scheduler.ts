@@ -270,7 +270,8 @@ export class SubscriptionScheduler {
     const telling = work.filter((w) => w.plan.steps.some((s) => EVENT_OF[s.kind]));
     if (telling.length === 0) return;
     const rows = telling.map((w) => updated.get(w.row.id)!);
-    const [objects, contexts] = await Promise.all([this.p.present(tx, rows), this.p.mailContexts(rows)]);
+    const objects = await this.p.present(tx, rows);
+    const contexts = await this.p.mailContexts(tx, rows);
     for (let i = 0; i < telling.length; i++) {
       const w = telling[i]!;
       const row = rows[i]!;

@@ -167,7 +167,7 @@ export class SubscriptionService {
       if (actor) await this.deps.audit.record(tx, { merchantId: scope.merchantId, mode: scope.mode, actor, action: 'subscription.cancel', target: { type: 'subscription', id }, details: { reason } });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
-      const ctx = (await this.p.mailContexts([cancelled])).get(id)!;
+      const ctx = (await this.p.mailContexts(tx, [cancelled])).get(id)!;
       await this.deps.email.enqueue(tx, cancelledMail(ctx, reason));
       return cancelled;
     });

@@ -15,11 +15,12 @@ import { auditPages } from './pages/audit.ts';
 import { developerPages } from './pages/developers.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
+import { subscriptionPages } from './pages/subscriptions.ts';
 import { teamPages } from './pages/team.ts';
 import { Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
-export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages];
+export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, subscriptionPages];
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);

@@ -30,6 +30,7 @@ export const navigation: NavEntry[] = [
   { path: '', label: 'Home', permission: 'read' },
   { path: '/payments', label: 'Payments', permission: 'read' },
   { path: '/links', label: 'Links', permission: 'read' },
+  { path: '/subscriptions', label: 'Subscriptions', permission: 'read' },
   { path: '/developers', label: 'Developers', permission: 'read' },
   { path: '/team', label: 'Team', permission: 'read' },
   { path: '/settings', label: 'Settings', permission: 'read' },
@@ -83,6 +84,7 @@ const DONE: Record<string, string> = {
   password_set: 'Your password is set.',
   recovery_used: 'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
   secret_rolled: 'The webhook secret was rolled.',
+  subscription_cancelled: 'The subscription was cancelled; its open payments were withdrawn and the customer was told.',
 };
 
 export function flash(key: unknown): Html | string {
