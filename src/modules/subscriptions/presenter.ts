@@ -11,7 +11,7 @@ import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { PaymentSummary } from '../payments/batch.ts';
 import type { PaymentService } from '../payments/service.ts';
-import type { EventPublisher } from '../webhooks/types.ts';
+import type { EventInput, EventPublisher } from '../webhooks/types.ts';
 import type { CustomerLinks } from './customer-link.ts';
 import type { MailContext } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
@@ -28,6 +28,13 @@ export interface SubscriptionDeps {
   audit: AuditLog;
   merchants: MerchantService;
   links: CustomerLinks;
+}
+
+/** A `subscription.*` event to publish: the subscription's row and its Subscription after the change. */
+export interface SubscriptionEvent {
+  row: SubscriptionRow;
+  data: Subscription;
+  type: SubscriptionEventType;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -95,9 +102,12 @@ export class Presenter {
 
   /** Publishes `types` for the subscription, each with `data` (its state after the change), in the caller's transaction. */
   async publish(tx: Tx, row: SubscriptionRow, data: Subscription, types: readonly SubscriptionEventType[]): Promise<void> {
-    for (const type of types) {
-      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, destination: null });
-    }
+    await this.deps.events.publishMany(tx, this.events(types.map((type) => ({ row, data, type }))));
+  }
+
+  /** The webhook outbox's inputs for subscription events (`data`: the Subscription after the change). */
+  events(list: readonly SubscriptionEvent[]): EventInput<Subscription>[] {
+    return list.map(({ row, data, type }) => ({ mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, destination: null }));
   }
 
   /**

@@ -17,13 +17,14 @@ import type { Mode } from '../../core/mode.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
+import type { MailMessage } from '../email/service.ts';
 import type { Actor } from '../audit/service.ts';
 import type { IssuedPaymentInput, PaymentSummary } from '../payments/batch.ts';
 import type { Payment } from '../payments/schema.ts';
 import { cancelledMail, invoiceMail, reminderMail } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
-import type { Presenter } from './presenter.ts';
+import type { Presenter, SubscriptionEvent } from './presenter.ts';
 import type { Subscription } from './schema.ts';
 import {
   claimDue,
@@ -272,12 +273,14 @@ export class SubscriptionScheduler {
     const rows = telling.map((w) => updated.get(w.row.id)!);
     const objects = await this.p.present(tx, rows);
     const contexts = await this.p.mailContexts(tx, rows);
+    const events: SubscriptionEvent[] = [];
+    const mails: MailMessage[] = [];
     for (let i = 0; i < telling.length; i++) {
       const w = telling[i]!;
       const row = rows[i]!;
       const ctx = contexts.get(row.id)!;
       const types = w.plan.steps.map((s) => EVENT_OF[s.kind]).filter((t): t is SubscriptionEventType => t !== undefined);
-      await this.p.publish(tx, row, objects[i]!, types);
+      for (const type of types) events.push({ row, data: objects[i]!, type });
       for (const step of w.plan.steps) {
         const mail =
           step.kind === 'invoice'
@@ -287,9 +290,12 @@ export class SubscriptionScheduler {
               : step.kind === 'cancel'
                 ? cancelledMail(ctx, 'unpaid')
                 : null;
-        if (mail) await this.deps.email.enqueue(tx, mail);
+        if (mail) mails.push(mail);
       }
     }
+    // One statement each for the batch's events and mail.
+    await this.deps.events.publishMany(tx, this.p.events(events));
+    await this.deps.email.enqueueMany(tx, mails);
   }
 
   // ---- Withdrawing the open payments of cancelled subscriptions ----
