@@ -1,6 +1,7 @@
 /**
- * The subscriptions store: the only code on `subscriptions` and `subscription_invoices`. Every lookup for a merchant
- * takes the mode and the merchant, so a test subscription never shows on the live API and the reverse.
+ * The subscriptions store: lookups on `subscriptions` and `subscription_invoices` and the scheduler's claims. Every
+ * lookup for a merchant takes the mode and the merchant, so a test subscription never shows on the live API and the
+ * reverse. (The writes are still in service.ts and scheduler.ts, inside the transactions that lock the rows.)
  */
 import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
