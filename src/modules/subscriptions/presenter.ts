@@ -15,7 +15,7 @@ import type { EventInput, EventPublisher } from '../webhooks/types.ts';
 import type { CustomerLinks } from './customer-link.ts';
 import type { MailContext } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
-import type { Subscription } from './schema.ts';
+import { serializeSubscription, type Subscription } from './schema.ts';
 import { invoicesOf, type InvoiceRow, type SubscriptionRow } from './store.ts';
 
 export interface SubscriptionDeps {
@@ -107,7 +107,7 @@ export class Presenter {
 
   /** The webhook outbox's inputs for subscription events (`data`: the Subscription after the change). */
   events(list: readonly SubscriptionEvent[]): EventInput<Subscription>[] {
-    return list.map(({ row, data, type }) => ({ mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, destination: null }));
+    return list.map(({ row, data, type }) => ({ mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, serialize: serializeSubscription, destination: null }));
   }
 
   /**
