@@ -2,7 +2,7 @@
  * A second Kasse process for scheduler tests: it opens the parent's database with the parent's secrets, prints
  * `ready`, waits for a line on stdin holding the time (ISO) to set its fake clock to, then runs one scheduler pass and
  * prints its result as JSON. `KASSE_WORKER_CRASH` makes it die (SIGKILL, no clean-up) at a chosen point:
- *   in-transaction   when the pass enqueues its first mail: payments and invoices are written but not committed
+ *   in-transaction   when the pass enqueues its mail: payments, invoices and events are written but not committed
  *   after-commit     right after the pass committed, before any mail is sent
  */
 import { createInterface } from 'node:readline';
@@ -19,11 +19,12 @@ const t = await startTestKasse({
 });
 const crash = env.KASSE_WORKER_CRASH;
 if (crash === 'in-transaction') {
-  const enqueue = t.kasse.email.enqueue.bind(t.kasse.email);
-  t.kasse.email.enqueue = async (...args) => {
+  const die = (): never => {
     process.kill(process.pid, 'SIGKILL');
-    return enqueue(...args);
+    throw new Error('killed');
   };
+  t.kasse.email.enqueue = async () => die();
+  t.kasse.email.enqueueMany = async () => die();
 }
 process.stdout.write('ready\n');
 const lines = createInterface({ input: process.stdin });
