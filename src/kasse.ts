@@ -35,6 +35,8 @@ import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
 import { UserService } from './modules/users/service.ts';
 import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.ts';
+import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
+import { SubscriptionService } from './modules/subscriptions/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -100,6 +102,9 @@ export class Kasse {
   readonly email: EmailService;
   /** Dashboard users, sessions, second factor, one-time links. */
   readonly users: UserService;
+  /** Subscriptions: scheduled invoices emailed to a customer, their scheduler and the customer's signed links. */
+  readonly subscriptions: SubscriptionService;
+  readonly subscriptionLinks: CustomerLinks;
 
   private constructor(
     readonly config: Config,
@@ -152,6 +157,8 @@ export class Kasse {
     this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx, audit: this.audit });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
     this.eventStream = new EventStreamHub(db);
+    this.subscriptionLinks = new CustomerLinks(secrets.secretKey, () => this.urls.checkout);
+    this.subscriptions = new SubscriptionService({ db, clock, log, payments: this.payments, events: this.webhooks, email: this.email, audit: this.audit, merchants: this.merchants, links: this.subscriptionLinks });
     this.familyContext = {
       db,
       clock,

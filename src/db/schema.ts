@@ -416,6 +416,8 @@ export interface Database {
   audit_log: AuditLogTable;
   statement_subscribers: StatementSubscribersTable;
   statement_email_schedule: StatementEmailScheduleTable;
+  subscriptions: SubscriptionsTable;
+  subscription_invoices: SubscriptionInvoicesTable;
 }
 
 /** Owners who receive a mode's monthly statement by email (migration 0013; src/modules/statements/emails.ts). */
@@ -434,4 +436,44 @@ export interface StatementEmailScheduleTable {
   due_at: Timestamp;
   attempts: Generated<number>;
   last_error: string | null;
+}
+
+/** Subscriptions (migration 0018_subscriptions). Times other than created_at/updated_at/run_at are on the subscription's clock. */
+export interface SubscriptionsTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  customer_email: string;
+  customer_name: string | null;
+  title: string;
+  amount_usd_cents: number;
+  interval: 'week' | 'month' | 'year';
+  interval_count: number;
+  grace_days: number;
+  status: 'active' | 'past_due' | 'cancelled';
+  started_at: Timestamp;
+  next_due_at: Timestamp;
+  periods_invoiced: Generated<number>;
+  periods_paid: Generated<number>;
+  last_payment_id: string | null;
+  success_url: string | null;
+  metadata: Json;
+  cancelled_at: Timestamp | null;
+  cancellation_reason: 'merchant' | 'customer' | 'unpaid' | null;
+  clock_offset_ms: Generated<bigint>;
+  run_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SubscriptionInvoicesTable {
+  payment_id: string;
+  subscription_id: string;
+  period: number;
+  seq: number;
+  due_at: Timestamp;
+  grace_ends_at: Timestamp;
+  issued_at: Timestamp;
+  check_at: Timestamp | null;
+  paid: Generated<boolean>;
 }

@@ -6,7 +6,8 @@ import checkout from './checkout.ts';
 import extensions from './extensions.ts';
 import links from './links.ts';
 import dashboard from './dashboard/index.ts';
+import subscriptions from './subscriptions.ts';
 
 export type CheckoutRoute = (app: FastifyInstance, deps: { kasse: Kasse }) => Promise<void>;
 
-export const checkoutRoutes: CheckoutRoute[] = [extensions, assetRoutes, checkout, links, dashboard];
+export const checkoutRoutes: CheckoutRoute[] = [extensions, assetRoutes, checkout, links, dashboard, subscriptions];

@@ -8,6 +8,7 @@ import type { Kasse } from '../kasse.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
 import { emailLoop } from './email.ts';
+import { subscriptionLoop } from './subscriptions.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -21,6 +22,7 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(emailLoop(kasse));
   // Monthly statements by email: due schedule rows, checked every minute (the mail itself goes through the outbox).
   loops.push(new Loop('statement-emails', 60_000, () => kasse.statementEmails.runOnce(), kasse.log));
+  loops.push(subscriptionLoop(kasse));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.

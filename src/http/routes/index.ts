@@ -10,9 +10,10 @@ import links from './links.ts';
 import payments from './payments.ts';
 import simulate from './simulate.ts';
 import statements from './statements.ts';
+import subscriptions from './subscriptions.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
 export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
-apiRoutes.push(statements, invoices);
+apiRoutes.push(statements, invoices, subscriptions);
 apiRoutes.push(eventStream);

@@ -131,6 +131,31 @@ export class EmailService {
     return { id };
   }
 
+  /** `enqueue` for many mails in one statement (a module mailing many customers in one change); skips used dedupe keys. */
+  async enqueueMany(tx: Tx, messages: readonly MailMessage[]): Promise<number> {
+    if (messages.length === 0) return 0;
+    const now = this.deps.clock.now();
+    const ids = messages.map(() => newId('eml'));
+    const host = this.deps.messageIdHost();
+    const messageIds = ids.map((id) => `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${host}>`);
+    const col = <K extends keyof MailMessage>(k: K) => messages.map((m) => m[k] ?? null);
+    const { rows } = await sql<{ n: string }>`
+      WITH m AS (
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at)
+        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, ${now}, ${now}
+        FROM unnest(${ids}::text[], ${col('merchantId')}::text[], ${col('mode')}::text[], ${col('kind')}::text[], ${col('to')}::text[], ${col('toName')}::text[],
+          ${col('subject')}::text[], ${col('text')}::text[], ${col('html')}::text[], ${messageIds}::text[], ${col('dedupeKey')}::text[], ${messages.map((m) => m.sensitive ?? false)}::boolean[])
+          AS u(id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive)
+        ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING id
+      )
+      SELECT count(*) AS n, pg_notify(${EMAIL_CHANNEL}, '') FROM m HAVING count(*) > 0
+    `.execute(tx);
+    const n = rows.length === 0 ? 0 : Number(rows[0]!.n);
+    if (n > 0 && !afterCommit(tx, () => this.nudge())) this.nudge();
+    return n;
+  }
+
   /** The merchant's mail, newest first (the dashboard's Mail page). */
   async list(merchantId: string, opts: { cursor?: string; limit?: number; statuses?: MailStatus[] } = {}): Promise<{ data: StoredMail[]; next_cursor: string | null }> {
     const limit = opts.limit ?? 25;

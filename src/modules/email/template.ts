@@ -16,6 +16,8 @@ export interface EmailContent {
   details?: Array<[string, string]>;
   /** Paragraphs after the action, in smaller type (why the mail was sent, what to do if unexpected). */
   footer?: string[];
+  /** Further links after the footer (e.g. "Manage your subscription"): a plain link in HTML, `label: url` in text. */
+  links?: Array<{ label: string; url: string }>;
 }
 
 export interface RenderedEmail {
@@ -33,6 +35,7 @@ export function renderEmail(c: EmailContent): RenderedEmail {
     ...(c.details && c.details.length > 0 ? [...c.details.map(([k, v]) => `${k}: ${v}`), ''] : []),
     ...(c.action ? [`${c.action.label}: ${c.action.url}`, ''] : []),
     ...(c.footer ?? []).flatMap((p) => [p, '']),
+    ...(c.links ?? []).flatMap((l) => [`${l.label}: ${l.url}`, '']),
     '— Kasse',
   ].join('\n');
   const details: Html | string =
@@ -54,6 +57,7 @@ ${details}${
       : ''
   }
 ${(c.footer ?? []).map((p) => html`<p style="font-size:13px;color:#5b6474;line-height:1.5;margin:0 0 8px">${p}</p>`)}
+${(c.links ?? []).map((l) => html`<p style="font-size:13px;margin:0 0 8px"><a href="${l.url}" style="color:#2f5bea">${l.label}</a></p>`)}
 </div>
 </body></html>
 `;

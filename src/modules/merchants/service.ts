@@ -114,6 +114,16 @@ export class MerchantService {
     return toRecord(row);
   }
 
+  /**
+   * Display names of the merchants `ids` (those that exist), in one query; for mail and pages about many objects.
+   * `db` is the caller's transaction when it holds one (a second pool connection inside a transaction can starve the pool).
+   */
+  async names(ids: readonly string[], db: DbOrTx = this.db): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = await db.selectFrom('merchants').select(['id', 'name']).where('id', 'in', [...new Set(ids)]).execute();
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
   async list(): Promise<MerchantRecord[]> {
     const rows = await this.db.selectFrom('merchants').select('id').orderBy('id').execute();
     return Promise.all(rows.map((r) => this.get(r.id)));

@@ -46,8 +46,32 @@ export interface Applied {
   loaded: Loaded;
 }
 
+/** A payment change as modules that react to payments see it, inside the change's transaction. */
+export interface PaymentChange {
+  mode: Mode;
+  merchantId: string;
+  /** The payment after the change. */
+  payment: Payment;
+  /** The events the change published, in order. */
+  events: PaymentEventType[];
+}
+
+/**
+ * Called in the transaction of every payment change that published events, after the events, with the payment row
+ * locked. Used by modules whose objects follow their payments (a subscription's period is paid when its payment is).
+ * An observer that throws rolls the change back; it must not do network I/O.
+ */
+export type PaymentObserver = (tx: Tx, change: PaymentChange) => Promise<void>;
+
 export class PaymentEngine {
+  private readonly observers: PaymentObserver[] = [];
+
   constructor(readonly deps: PaymentDeps) {}
+
+  /** Adds an observer of payment changes (see PaymentObserver). */
+  observe(observer: PaymentObserver): void {
+    this.observers.push(observer);
+  }
 
   json(l: Loaded): Payment {
     return paymentJson(l, this.deps.chains, this.deps.checkoutBase());
@@ -114,7 +138,10 @@ export class PaymentEngine {
     for (const type of events) {
       await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, serialize: serializePayment, destination: row.webhook_url });
     }
-    if (events.length > 0) this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
+    if (events.length > 0) {
+      for (const observer of this.observers) await observer(tx, { mode: row.mode, merchantId: row.merchant_id, payment, events });
+      this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
+    }
     return { events, payment, loaded: current };
   }
 

@@ -14,6 +14,7 @@ import { assertHttpUrl } from '../../core/urls.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import type { Actor } from '../audit/service.ts';
+import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
 import type { TransferService } from '../transfers/service.ts';
 import { merchantBalance } from './balance.ts';
 import { Catalogue, type CoinChoiceInput, type PricedCoin } from './catalogue.ts';
@@ -154,6 +155,19 @@ export class PaymentService {
     if (key === null && !issued) return { status: 201, payment: await insert(this.deps.db) };
     const result = await idempotent(this.deps.db, scope, 201, insert);
     return { status: result.status, payment: result.body };
+  }
+
+  /**
+   * Creates payments inside the caller's transaction, without coin choice or key (batch.ts): for modules that issue
+   * payments as part of their own change, such as subscription invoices.
+   */
+  createIn(db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<Payment[]> {
+    return createPaymentsIn(this.engine, db, mode, items);
+  }
+
+  /** Status, amount, times and checkout URL of many payments of `mode`, in one query (batch.ts). */
+  summaries(db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Map<string, PaymentSummary>> {
+    return paymentSummaries(this.engine, db, mode, ids);
   }
 
   async get(scope: PaymentScope, id: string): Promise<Payment> {

@@ -157,6 +157,24 @@ export async function insertPayment(db: DbOrTx, values: NewPayment): Promise<Pay
   return insertPaymentStatement(db, values).executeTakeFirstOrThrow();
 }
 
+/** Many new payments in one INSERT … RETURNING (payments other modules issue in their own transaction). */
+export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]): Promise<PaymentRow[]> {
+  if (values.length === 0) return [];
+  return db
+    .insertInto('payments')
+    .values(values.map((v) => ({ id: newId('pay'), ...v })))
+    .returningAll()
+    .execute();
+}
+
+/** Status, amount and times of the payments `ids` of `mode` (those that exist), in one query. */
+export async function paymentStates(db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Array<Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>>> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>>`
+    SELECT id, status, price_amount, created_at, expires_at, paid_at FROM payments WHERE mode = ${mode} AND id = ANY(${ids as string[]}::text[])`.execute(db);
+  return rows;
+}
+
 export type NewAttempt = Omit<Insertable<AttemptsTable>, 'id' | 'overpaid' | 'wrong_asset'>;
 
 export async function insertAttempt(db: DbOrTx, values: NewAttempt): Promise<AttemptRow> {

@@ -138,6 +138,38 @@ export class WebhookService implements EventPublisher {
     return { id };
   }
 
+  /** `publish` for many events in one statement; they are numbered (`seq`) in the order given. */
+  async publishMany<T>(tx: Tx, inputs: readonly EventInput<T>[]): Promise<void> {
+    if (inputs.length === 0) return;
+    const now = this.clock.now();
+    const col = <K extends keyof EventInput<T>>(k: K) => inputs.map((i) => i[k]);
+    const ids = inputs.map(() => newId('evt'));
+    const deliveries = inputs.map(() => newId('dlv'));
+    const data = inputs.map((i) => (i.serialize ? i.serialize(i.data) : JSON.stringify(i.data)));
+    const destinations = inputs.map((i) => i.destination || null);
+    const { rows } = await sql`
+      WITH input AS (
+        SELECT * FROM unnest(${ids}::text[], ${deliveries}::text[], ${col('merchantId')}::text[], ${col('mode')}::text[], ${col('type')}::text[],
+          ${col('orderingKey')}::text[], ${destinations}::text[], ${data}::text[]) WITH ORDINALITY
+          AS i(id, delivery_id, merchant_id, mode, type, ordering_key, destination, data, ord)
+      ), e AS (
+        INSERT INTO events (id, merchant_id, mode, type, ordering_key, destination, data, created_at)
+        SELECT id, merchant_id, mode, type, ordering_key, destination, data::json, ${now} FROM input ORDER BY ord
+        RETURNING id, seq
+      ), d AS (
+        INSERT INTO webhook_deliveries (id, event_id, event_seq, merchant_id, mode, ordering_key, url, next_attempt_at, created_at)
+        SELECT i.delivery_id, i.id, e.seq, i.merchant_id, i.mode, i.ordering_key,
+          COALESCE(i.destination, CASE i.mode WHEN 'live' THEN m.webhook_url_live ELSE m.webhook_url_test END), ${now}, ${now}
+        FROM input i JOIN e ON e.id = i.id JOIN merchants m ON m.id = i.merchant_id
+        WHERE COALESCE(i.destination, CASE i.mode WHEN 'live' THEN m.webhook_url_live ELSE m.webhook_url_test END) IS NOT NULL
+        ORDER BY e.seq
+        RETURNING 1
+      )
+      SELECT pg_notify(${WEBHOOKS_CHANNEL}, '') FROM (SELECT 1 FROM d LIMIT 1) x
+    `.execute(tx);
+    if (rows.length > 0) afterCommit(tx, () => this.nudge());
+  }
+
   /** Events newest first; `cursor` is the `next_cursor` of the previous page. */
   async list(merchantId: string, mode: Mode, opts: { type?: string; cursor?: string; limit?: number } = {}): Promise<EventPage> {
     const limit = opts.limit ?? 20;

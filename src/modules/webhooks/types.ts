@@ -27,4 +27,6 @@ export interface EventInput<T = unknown> {
 
 export interface EventPublisher {
   publish<T>(tx: Tx, event: EventInput<T>): Promise<{ id: string }>;
+  /** Many events in one statement, stored (and numbered) in the order given: for modules that change many objects at once. */
+  publishMany<T>(tx: Tx, events: readonly EventInput<T>[]): Promise<void>;
 }

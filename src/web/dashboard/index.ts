@@ -15,13 +15,14 @@ import { auditPages } from './pages/audit.ts';
 import { developerPages } from './pages/developers.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
+import { subscriptionPages } from './pages/subscriptions.ts';
 import { teamPages } from './pages/team.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
 import { Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
-export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages];
+export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages];
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);

@@ -31,6 +31,7 @@ export const navigation: NavEntry[] = [
   { path: '/payments', label: 'Payments', permission: 'read' },
   { path: '/links', label: 'Links', permission: 'read' },
   { path: '/statements', label: 'Statements', permission: 'read' },
+  { path: '/subscriptions', label: 'Subscriptions', permission: 'read' },
   { path: '/developers', label: 'Developers', permission: 'read' },
   { path: '/team', label: 'Team', permission: 'read' },
   { path: '/settings', label: 'Settings', permission: 'read' },
@@ -88,6 +89,7 @@ const DONE: Record<string, string> = {
   statement_email_off: 'Monthly statements will no longer be emailed to you.',
   tax_profile: 'The tax profile was saved.',
   invoiced: 'The tax invoice was issued.',
+  subscription_cancelled: 'The subscription was cancelled; its open payments were withdrawn and the customer was told.',
 };
 
 export function flash(key: unknown): Html | string {

@@ -1,0 +1,115 @@
+/**
+ * The emails a subscription sends its customer: the invoice of each period, the reminder with a fresh payment while
+ * a period is overdue, and the notice that the subscription ended. Built with the shared email layout, so every
+ * merchant and customer string is escaped in the HTML part; every mail carries the customer's signed link.
+ */
+import { formatCents } from '../../core/money.ts';
+import type { MailMessage } from '../email/service.ts';
+import { renderEmail } from '../email/template.ts';
+import { dueAt, type Interval } from './calendar.ts';
+import type { CancellationReason } from './model.ts';
+import type { SubscriptionRow } from './store.ts';
+
+export interface MailContext {
+  merchantName: string;
+  sub: SubscriptionRow;
+  /** The customer's signed link to the subscription. */
+  customerUrl: string;
+}
+
+export interface InvoicePayment {
+  checkout_url: string;
+  expires_at: string;
+  price_amount: number;
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** "1 March 2026" (UTC). */
+export function day(d: Date): string {
+  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+}
+
+/** "1 March 2026, 12:00 UTC". */
+export function moment(d: Date): string {
+  return `${day(d)}, ${d.toISOString().slice(11, 16)} UTC`;
+}
+
+export const usd = (cents: number) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
+
+/** "every month", "every 3 months". */
+export function every(interval: Interval, count: number): string {
+  return count === 1 ? `every ${interval}` : `every ${count} ${interval}s`;
+}
+
+function periodRange(sub: SubscriptionRow, period: number): string {
+  const start = dueAt(sub.started_at, sub.interval, sub.interval_count, period);
+  const end = dueAt(sub.started_at, sub.interval, sub.interval_count, period + 1);
+  return `${day(start)} – ${day(end)}`;
+}
+
+const footer = (c: MailContext) => [
+  `You receive this email because ${c.merchantName} bills you for ${c.sub.title} (${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}) through Kasse.`,
+];
+const manage = (c: MailContext) => [{ label: 'See or cancel your subscription', url: c.customerUrl }];
+
+function message(c: MailContext, kind: string, subject: string, body: ReturnType<typeof renderEmail>, dedupeKey: string): MailMessage {
+  return { merchantId: c.sub.merchant_id, mode: c.sub.mode, kind, to: c.sub.customer_email, toName: c.sub.customer_name, subject, text: body.text, html: body.html, dedupeKey };
+}
+
+/** The invoice of a period: merchant, amount, period, due date and the checkout link. */
+export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): MailMessage {
+  const body = renderEmail({
+    heading: `${c.merchantName}: invoice for ${c.sub.title}`,
+    paragraphs: [`${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`],
+    details: [
+      ['Amount', usd(payment.price_amount)],
+      ['Period', `${period} (${periodRange(c.sub, period)})`],
+      ['Due', moment(due)],
+      ['Pay by', moment(new Date(payment.expires_at))],
+    ],
+    action: { label: 'Pay now', url: payment.checkout_url },
+    footer: footer(c),
+    links: manage(c),
+  });
+  return message(c, 'subscription.invoice', `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`, body, `subscription:${c.sub.id}:period:${period}:1`);
+}
+
+/** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
+export function reminderMail(c: MailContext, period: number, seq: number, due: Date, endsAt: Date, payment: InvoicePayment): MailMessage {
+  const body = renderEmail({
+    heading: `Payment overdue: ${c.sub.title}`,
+    paragraphs: [
+      `Your payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title}, due on ${day(due)}, has not arrived and is overdue.`,
+      `Unless it is paid, your subscription will end on ${moment(endsAt)}. Here is a new payment link.`,
+    ],
+    details: [
+      ['Amount', usd(payment.price_amount)],
+      ['Period', `${period} (${periodRange(c.sub, period)})`],
+      ['Was due', moment(due)],
+      ['Subscription ends', moment(endsAt)],
+    ],
+    action: { label: 'Pay now', url: payment.checkout_url },
+    footer: footer(c),
+    links: manage(c),
+  });
+  return message(c, 'subscription.reminder', `Overdue: ${c.sub.title} from ${c.merchantName}, ends ${day(endsAt)} unless paid`, body, `subscription:${c.sub.id}:period:${period}:${seq}`);
+}
+
+const WHY: Record<CancellationReason, (c: MailContext) => string> = {
+  customer: () => 'You cancelled it with the link from our emails.',
+  merchant: (c) => `${c.merchantName} cancelled it.`,
+  unpaid: () => 'The payment for a period was not received before its grace period ended.',
+};
+
+/** The subscription ended (no more invoices). */
+export function cancelledMail(c: MailContext, reason: CancellationReason): MailMessage {
+  const body = renderEmail({
+    heading: `Subscription cancelled: ${c.sub.title}`,
+    paragraphs: [`Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`, WHY[reason](c)],
+    details: [['Amount', `${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}`]],
+    footer: [`You receive this email because ${c.merchantName} billed you for ${c.sub.title} through Kasse.`],
+    links: [{ label: 'See your subscription', url: c.customerUrl }],
+  });
+  return message(c, 'subscription.cancelled', `Subscription cancelled: ${c.sub.title} from ${c.merchantName}`, body, `subscription:${c.sub.id}:cancelled`);
+}

@@ -1,0 +1,128 @@
+/**
+ * What the subscriptions module's services share: the Subscription object rendered from its rows and its payments'
+ * state (read through the payments module), `subscription.*` events published into the webhook outbox, and the
+ * context every customer email needs (the merchant's name, the customer's signed link).
+ */
+import type { Clock } from '../../core/clock.ts';
+import type { Logger } from '../../core/log.ts';
+import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import type { AuditLog } from '../audit/service.ts';
+import type { EmailService } from '../email/service.ts';
+import type { MerchantService } from '../merchants/service.ts';
+import type { PaymentSummary } from '../payments/batch.ts';
+import type { PaymentService } from '../payments/service.ts';
+import type { EventInput, EventPublisher } from '../webhooks/types.ts';
+import type { CustomerLinks } from './customer-link.ts';
+import type { MailContext } from './mail.ts';
+import type { SubscriptionEventType } from './model.ts';
+import { serializeSubscription, type Subscription } from './schema.ts';
+import { invoicesOf, type InvoiceRow, type SubscriptionRow } from './store.ts';
+
+export interface SubscriptionDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  payments: PaymentService;
+  events: EventPublisher;
+  email: EmailService;
+  audit: AuditLog;
+  merchants: MerchantService;
+  links: CustomerLinks;
+}
+
+/** A `subscription.*` event to publish: the subscription's row and its Subscription after the change. */
+export interface SubscriptionEvent {
+  row: SubscriptionRow;
+  data: Subscription;
+  type: SubscriptionEventType;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** The API's Subscription object, fields in the spec's order, every field present. */
+export function subscriptionJson(r: SubscriptionRow, invoices: readonly InvoiceRow[], payments: ReadonlyMap<string, PaymentSummary>): Subscription {
+  return {
+    id: r.id,
+    merchant_id: r.merchant_id,
+    customer: { email: r.customer_email, name: r.customer_name },
+    title: r.title,
+    amount_usd_cents: r.amount_usd_cents,
+    interval: r.interval,
+    interval_count: r.interval_count,
+    grace_days: r.grace_days,
+    status: r.status,
+    started_at: r.started_at.toISOString(),
+    next_due_at: r.next_due_at.toISOString(),
+    periods_invoiced: r.periods_invoiced,
+    periods_paid: r.periods_paid,
+    last_payment_id: r.last_payment_id,
+    success_url: r.success_url,
+    metadata: (r.metadata ?? {}) as Record<string, unknown>,
+    cancelled_at: iso(r.cancelled_at),
+    cancellation_reason: r.cancellation_reason,
+    created_at: r.created_at.toISOString(),
+    invoices: invoices.map((i) => {
+      const p = payments.get(i.payment_id);
+      if (!p) throw new Error(`payment ${i.payment_id} of subscription ${r.id} not found`);
+      return {
+        payment_id: i.payment_id,
+        period: i.period,
+        status: p.status as Subscription['invoices'][number]['status'],
+        amount_usd_cents: p.price_amount,
+        checkout_url: p.checkout_url,
+        created_at: p.created_at.toISOString(),
+        expires_at: p.expires_at.toISOString(),
+        paid_at: iso(p.paid_at),
+      };
+    }),
+  };
+}
+
+export class Presenter {
+  constructor(readonly deps: SubscriptionDeps) {}
+
+  /** The Subscription objects of `rows` (any mix of merchants and modes): two queries per mode, whatever their number. */
+  async present(db: DbOrTx, rows: readonly SubscriptionRow[]): Promise<Subscription[]> {
+    if (rows.length === 0) return [];
+    const invoices = await invoicesOf(db, rows.map((r) => r.id));
+    const modeOf = new Map(rows.map((r) => [r.id, r.mode]));
+    const payments = new Map<string, PaymentSummary>();
+    for (const mode of ['test', 'live'] as const) {
+      const ids = invoices.filter((i) => modeOf.get(i.subscription_id) === mode).map((i) => i.payment_id);
+      for (const [id, s] of await this.deps.payments.summaries(db, mode, ids)) payments.set(id, s);
+    }
+    const bySub = new Map<string, InvoiceRow[]>();
+    for (const i of invoices) {
+      const list = bySub.get(i.subscription_id);
+      if (list) list.push(i);
+      else bySub.set(i.subscription_id, [i]);
+    }
+    return rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], payments));
+  }
+
+  /** Publishes `types` for the subscription, each with `data` (its state after the change), in the caller's transaction. */
+  async publish(tx: Tx, row: SubscriptionRow, data: Subscription, types: readonly SubscriptionEventType[]): Promise<void> {
+    await this.deps.events.publishMany(tx, this.events(types.map((type) => ({ row, data, type }))));
+  }
+
+  /** The webhook outbox's inputs for subscription events (`data`: the Subscription after the change). */
+  events(list: readonly SubscriptionEvent[]): EventInput<Subscription>[] {
+    return list.map(({ row, data, type }) => ({ mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, serialize: serializeSubscription, destination: null }));
+  }
+
+  /**
+   * Mail context per subscription: the merchant's name and a fresh customer link (expiry on the wall clock). Read in
+   * `tx`, the transaction that enqueues the mail.
+   */
+  async mailContexts(tx: Tx, rows: readonly SubscriptionRow[]): Promise<Map<string, MailContext>> {
+    const names = await this.deps.merchants.names(rows.map((r) => r.merchant_id), tx);
+    const now = this.deps.clock.now();
+    return new Map(
+      rows.map((r) => {
+        const nextDueWall = new Date(r.next_due_at.getTime() - Number(r.clock_offset_ms));
+        const url = this.deps.links.url(r.id, this.deps.links.expiry(now, nextDueWall));
+        return [r.id, { merchantName: names.get(r.merchant_id) ?? '', sub: r, customerUrl: url }];
+      }),
+    );
+  }
+}

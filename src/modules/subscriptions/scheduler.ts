@@ -1,0 +1,390 @@
+/**
+ * The subscription scheduler: one due-work pass (`runDue`, what the workers run every few seconds and what tests run
+ * after moving the fake clock) selects subscriptions whose `run_at` has come with `FOR UPDATE SKIP LOCKED` — so any
+ * number of worker processes share them and none takes one another holds — and, for a batch of them in one
+ * transaction, runs the pure plan (policy.ts) and writes what it says: the payments (through the payments module,
+ * in this transaction), the invoice rows, the subscription rows, the `subscription.*` events and the customer mail.
+ * A period is invoiced once because its subscription's row is locked while it is written and `(subscription,
+ * period, seq)` is unique; a crash before commit leaves nothing, a crash after leaves the mail in the outbox, which
+ * the email worker sends once. Nothing is held in memory between passes.
+ *
+ * Lock order: a payment's row before its subscription's (the payments hook runs inside the payment's change), so
+ * while it holds subscriptions locked the scheduler only creates payments; open payments of a cancelled subscription
+ * are withdrawn (cancelled) after the cancellation committed, one transaction each.
+ */
+import { sql } from 'kysely';
+import type { Mode } from '../../core/mode.ts';
+import { MINUTE } from '../../core/clock.ts';
+import { ApiError, invalidState, notFound } from '../../core/errors.ts';
+import { withTx, type Tx } from '../../db/index.ts';
+import type { MailMessage } from '../email/service.ts';
+import type { Actor } from '../audit/service.ts';
+import type { IssuedPaymentInput, PaymentSummary } from '../payments/batch.ts';
+import type { Payment } from '../payments/schema.ts';
+import { cancelledMail, invoiceMail, reminderMail } from './mail.ts';
+import type { SubscriptionEventType } from './model.ts';
+import { plan, type Plan, type Step } from './policy.ts';
+import type { Presenter, SubscriptionEvent } from './presenter.ts';
+import type { Subscription } from './schema.ts';
+import {
+  claimDue,
+  clockOf,
+  invoicesOf,
+  leaseWithdrawals,
+  loadSubscription,
+  openInvoice,
+  openInvoicesOf,
+  stateOf,
+  type InvoiceRow,
+  type SubscriptionRow,
+} from './store.ts';
+
+/** Subscriptions planned and written per transaction. */
+export const SCHEDULER_BATCH = 200;
+/** A subscription whose step failed is tried again after this long (logged as an error). */
+const DEFER_MS = 5 * MINUTE;
+/** How long a worker holds a cancelled subscription while it withdraws its open payments. */
+const WITHDRAW_LEASE_MS = 5 * MINUTE;
+/** NOTE: an advance stops after this many scheduler steps (a payment with money on its way is looked at hourly). */
+const ADVANCE_MAX_STEPS = 2000;
+
+export interface DueResult {
+  /** Subscriptions the pass planned. */
+  subscriptions: number;
+  /** Periods invoiced. */
+  invoiced: number;
+  /** Fresh payments for overdue periods. */
+  reissued: number;
+  /** Subscriptions cancelled because grace ended unpaid. */
+  cancelled: number;
+  /** Open payments of cancelled subscriptions withdrawn. */
+  withdrawn: number;
+}
+
+const zero = (): DueResult => ({ subscriptions: 0, invoiced: 0, reissued: 0, cancelled: 0, withdrawn: 0 });
+function add(a: DueResult, b: DueResult): void {
+  a.subscriptions += b.subscriptions;
+  a.invoiced += b.invoiced;
+  a.reissued += b.reissued;
+  a.cancelled += b.cancelled;
+  a.withdrawn += b.withdrawn;
+}
+
+const EVENT_OF: Partial<Record<Step['kind'], SubscriptionEventType>> = {
+  invoice: 'subscription.invoiced',
+  reissue: 'subscription.invoiced',
+  past_due: 'subscription.past_due',
+  cancel: 'subscription.cancelled',
+};
+
+interface Work {
+  row: SubscriptionRow;
+  now: Date;
+  plan: Plan;
+  /** The payment each invoice/reissue step created. */
+  issued: Map<Step, Payment>;
+}
+
+export class SubscriptionScheduler {
+  constructor(private readonly p: Presenter) {}
+
+  private get deps() {
+    return this.p.deps;
+  }
+
+  /** One pass over everything due now: batches of due subscriptions, then withdrawals for cancelled ones. */
+  async runDue(): Promise<DueResult> {
+    const total = zero();
+    for (;;) {
+      const wall = this.deps.clock.now();
+      let claimed: string[] = [];
+      try {
+        const done = await withTx(this.deps.db, async (tx) => {
+          const rows = await claimDue(tx, wall, SCHEDULER_BATCH);
+          claimed = rows.map((r) => r.id);
+          return rows.length === 0 ? null : this.apply(tx, rows, wall);
+        });
+        if (!done) break;
+        add(total, done);
+      } catch (err) {
+        if (claimed.length === 0) throw err;
+        // One bad subscription must not hold back the batch: each is tried on its own.
+        this.deps.log.error({ err, subscriptions: claimed.length }, 'subscription batch failed; running its subscriptions one by one');
+        for (const id of claimed) add(total, await this.one(id, wall));
+      }
+    }
+    total.withdrawn = await this.withdrawDue();
+    return total;
+  }
+
+  private async one(id: string, wall: Date): Promise<DueResult> {
+    try {
+      return await withTx(this.deps.db, async (tx) => {
+        const { rows } = await sql<SubscriptionRow>`
+          SELECT * FROM subscriptions WHERE id = ${id} AND run_at <= ${wall} AND status <> 'cancelled' FOR UPDATE SKIP LOCKED`.execute(tx);
+        return rows.length === 0 ? zero() : this.apply(tx, rows, wall);
+      });
+    } catch (err) {
+      this.deps.log.error({ err, subscriptionId: id }, 'subscription step failed; trying again later');
+      await this.deps.db
+        .updateTable('subscriptions')
+        .set({ run_at: new Date(wall.getTime() + DEFER_MS) })
+        .where('id', '=', id)
+        .where('status', '<>', 'cancelled')
+        .execute();
+      return zero();
+    }
+  }
+
+  /**
+   * Plans and writes the subscriptions `rows`, which the caller has locked in `tx` (claimed, just inserted, or
+   * locked by id), at wall-clock time `wall`.
+   */
+  async apply(tx: Tx, rows: readonly SubscriptionRow[], wall: Date): Promise<DueResult> {
+    const open = await openInvoicesOf(
+      tx,
+      rows.map((r) => r.id),
+    );
+    const statuses = await this.summaries(tx, rows, open);
+    const work: Work[] = rows.map((row) => {
+      const now = clockOf(row, wall);
+      const mine = open.filter((o) => o.subscription_id === row.id).map((o) => openInvoice(o, statuses.get(o.payment_id)!.status));
+      return { row, now, plan: plan(stateOf(row), mine, now), issued: new Map() };
+    });
+
+    await this.issuePayments(tx, work);
+    await this.writeInvoices(tx, work);
+    const updated = await this.writeSubscriptions(tx, work, wall);
+    await this.notify(tx, work, updated);
+
+    const result = zero();
+    result.subscriptions = rows.length;
+    for (const w of work) {
+      for (const s of w.plan.steps) {
+        if (s.kind === 'invoice') result.invoiced++;
+        else if (s.kind === 'reissue') result.reissued++;
+        else if (s.kind === 'cancel') result.cancelled++;
+      }
+    }
+    return result;
+  }
+
+  private async summaries(tx: Tx, rows: readonly SubscriptionRow[], invoices: readonly InvoiceRow[]): Promise<Map<string, PaymentSummary>> {
+    const modeOf = new Map(rows.map((r) => [r.id, r.mode]));
+    const out = new Map<string, PaymentSummary>();
+    for (const mode of ['test', 'live'] as const) {
+      const ids = invoices.filter((i) => modeOf.get(i.subscription_id) === mode).map((i) => i.payment_id);
+      for (const [id, s] of await this.deps.payments.summaries(tx, mode, ids)) out.set(id, s);
+    }
+    return out;
+  }
+
+  /** The payment of every invoice and reissue step, created through the payments module, one statement per mode. */
+  private async issuePayments(tx: Tx, work: Work[]): Promise<void> {
+    const wanted: Array<{ w: Work; step: Extract<Step, { kind: 'invoice' | 'reissue' }> }> = [];
+    for (const w of work) for (const step of w.plan.steps) if (step.kind === 'invoice' || step.kind === 'reissue') wanted.push({ w, step });
+    for (const mode of ['test', 'live'] as Mode[]) {
+      const mine = wanted.filter((x) => x.w.row.mode === mode);
+      const inputs: IssuedPaymentInput[] = mine.map(({ w, step }) => ({
+        merchantId: w.row.merchant_id,
+        price_amount: w.row.amount_usd_cents,
+        order_id: `${w.row.id}-${step.period}`,
+        description: `${w.row.title} (period ${step.period})`,
+        success_url: w.row.success_url,
+        metadata: { subscription_id: w.row.id, period: step.period },
+      }));
+      const payments = await this.deps.payments.createIn(tx, mode, inputs);
+      mine.forEach((x, i) => x.w.issued.set(x.step, payments[i]!));
+    }
+  }
+
+  /** New invoice rows, and the check times the plans moved, settled or cleared. */
+  private async writeInvoices(tx: Tx, work: Work[]): Promise<void> {
+    const inserts: InvoiceRow[] = [];
+    const checks = new Map<string, Date | null>();
+    const cancelled: string[] = [];
+    for (const w of work) {
+      for (const step of w.plan.steps) {
+        if (step.kind === 'invoice' || step.kind === 'reissue') {
+          inserts.push({
+            payment_id: w.issued.get(step)!.id,
+            subscription_id: w.row.id,
+            period: step.period,
+            seq: step.kind === 'invoice' ? 1 : step.seq,
+            due_at: step.dueAt,
+            grace_ends_at: step.graceEndsAt,
+            issued_at: w.now,
+            check_at: step.checkAt,
+            paid: false,
+          });
+          if (step.kind === 'reissue') checks.set(step.replaces, null);
+        } else if (step.kind === 'recheck') checks.set(step.paymentId, step.at);
+        else if (step.kind === 'settle') checks.set(step.paymentId, null);
+        else if (step.kind === 'cancel') cancelled.push(w.row.id);
+      }
+    }
+    if (inserts.length > 0) await tx.insertInto('subscription_invoices').values(inserts).execute();
+    if (checks.size > 0) {
+      const values = [...checks].map(([id, at]) => sql`(${id}, ${at}::timestamptz)`);
+      await sql`
+        UPDATE subscription_invoices AS i SET check_at = v.check_at
+        FROM (VALUES ${sql.join(values)}) AS v(payment_id, check_at) WHERE i.payment_id = v.payment_id`.execute(tx);
+    }
+    if (cancelled.length > 0) {
+      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', 'in', cancelled).where('check_at', 'is not', null).execute();
+    }
+  }
+
+  /** Every planned subscription's new state in one statement; returns the rows as they now stand, by id. */
+  private async writeSubscriptions(tx: Tx, work: Work[], wall: Date): Promise<Map<string, SubscriptionRow>> {
+    const out = new Map<string, SubscriptionRow>();
+    const values = work.map((w) => {
+      const { row, plan: p } = w;
+      const cancelled = p.status === 'cancelled';
+      const issued = [...w.issued.values()];
+      const next: SubscriptionRow = {
+        ...row,
+        status: p.status,
+        next_due_at: p.nextDueAt,
+        periods_invoiced: p.periodsInvoiced,
+        last_payment_id: issued.length > 0 ? issued[issued.length - 1]!.id : row.last_payment_id,
+        cancelled_at: cancelled ? w.now : null,
+        cancellation_reason: cancelled ? 'unpaid' : null,
+        // A cancelled subscription is due at once: its open payments are to be withdrawn.
+        run_at: cancelled ? wall : new Date(p.nextRunAt!.getTime() - Number(row.clock_offset_ms)),
+        updated_at: wall,
+      };
+      out.set(row.id, next);
+      return sql`(${row.id}, ${next.status}, ${next.next_due_at}::timestamptz, ${next.periods_invoiced}::int, ${next.last_payment_id}, ${next.cancelled_at}::timestamptz, ${next.cancellation_reason}, ${next.run_at}::timestamptz)`;
+    });
+    await sql`
+      UPDATE subscriptions AS s SET status = v.status, next_due_at = v.next_due_at, periods_invoiced = v.periods_invoiced,
+        last_payment_id = v.last_payment_id, cancelled_at = v.cancelled_at, cancellation_reason = v.cancellation_reason,
+        run_at = v.run_at, updated_at = ${wall}
+      FROM (VALUES ${sql.join(values)}) AS v(id, status, next_due_at, periods_invoiced, last_payment_id, cancelled_at, cancellation_reason, run_at)
+      WHERE s.id = v.id`.execute(tx);
+    return out;
+  }
+
+  /** The events and the customer mail of every step that tells someone something. */
+  private async notify(tx: Tx, work: Work[], updated: Map<string, SubscriptionRow>): Promise<void> {
+    const telling = work.filter((w) => w.plan.steps.some((s) => EVENT_OF[s.kind]));
+    if (telling.length === 0) return;
+    const rows = telling.map((w) => updated.get(w.row.id)!);
+    const objects = await this.p.present(tx, rows);
+    const contexts = await this.p.mailContexts(tx, rows);
+    const events: SubscriptionEvent[] = [];
+    const mails: MailMessage[] = [];
+    for (let i = 0; i < telling.length; i++) {
+      const w = telling[i]!;
+      const row = rows[i]!;
+      const ctx = contexts.get(row.id)!;
+      const types = w.plan.steps.map((s) => EVENT_OF[s.kind]).filter((t): t is SubscriptionEventType => t !== undefined);
+      for (const type of types) events.push({ row, data: objects[i]!, type });
+      for (const step of w.plan.steps) {
+        const mail =
+          step.kind === 'invoice'
+            ? invoiceMail(ctx, step.period, step.dueAt, w.issued.get(step)!)
+            : step.kind === 'reissue'
+              ? reminderMail(ctx, step.period, step.seq, step.dueAt, step.endsAt, w.issued.get(step)!)
+              : step.kind === 'cancel'
+                ? cancelledMail(ctx, 'unpaid')
+                : null;
+        if (mail) mails.push(mail);
+      }
+    }
+    // One statement each for the batch's events and mail.
+    await this.deps.events.publishMany(tx, this.p.events(events));
+    await this.deps.email.enqueueMany(tx, mails);
+  }
+
+  // ---- Withdrawing the open payments of cancelled subscriptions ----
+
+  /** Withdraws the open payments of cancelled subscriptions that still have some (leased, so workers share them). */
+  async withdrawDue(): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const rows = await leaseWithdrawals(this.deps.db, this.deps.clock.now(), WITHDRAW_LEASE_MS, 50);
+      if (rows.length === 0) return n;
+      for (const row of rows) {
+        try {
+          n += await this.withdraw(row);
+        } catch (err) {
+          this.deps.log.error({ err, subscriptionId: row.id }, 'withdrawing the payments of a cancelled subscription failed; trying again later');
+        }
+      }
+    }
+  }
+
+  /**
+   * Cancels the payments of a cancelled subscription that are still waiting (nothing seen), so its customer cannot
+   * pay for it any more; a payment with money on its way is left to finish. Each in its own transaction.
+   */
+  async withdraw(row: SubscriptionRow): Promise<number> {
+    const open = (await invoicesOf(this.deps.db, [row.id])).filter((i) => !i.paid);
+    const summaries = await this.deps.payments.summaries(this.deps.db, row.mode, open.map((i) => i.payment_id));
+    let n = 0;
+    for (const i of open) {
+      if (summaries.get(i.payment_id)?.status !== 'waiting') continue;
+      try {
+        await this.deps.payments.cancel({ mode: row.mode, merchantId: row.merchant_id }, i.payment_id);
+        n++;
+      } catch (err) {
+        // Money was seen (or it ended) since it was read: it is no longer ours to cancel.
+        if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
+      }
+    }
+    await this.deps.db.updateTable('subscriptions').set({ run_at: null }).where('id', '=', row.id).where('status', '=', 'cancelled').execute();
+    return n;
+  }
+
+  // ---- Test mode: advance ----
+
+  /**
+   * Moves a test subscription's clock to its next due time and runs the scheduler through everything that falls due
+   * on the way, in order — payments whose 24 hours end are expired (the simulator's `expired`, real events), unpaid
+   * periods get their daily fresh payments, grace ends — up to and including the invoice of that next period. The
+   * mail and webhooks are the real ones. 422 `invalid_state` for a cancelled subscription.
+   */
+  async advance(merchantId: string, id: string, actor?: Actor): Promise<Subscription> {
+    const scope = { mode: 'test' as const, merchantId };
+    const first = await loadSubscription(this.deps.db, scope, id);
+    if (!first) throw notFound('subscription');
+    if (first.status === 'cancelled') throw invalidState('This subscription is cancelled; there is nothing to advance to.');
+    const target = first.next_due_at;
+    for (let i = 0; i < ADVANCE_MAX_STEPS; i++) {
+      const row = (await loadSubscription(this.deps.db, scope, id))!;
+      if (row.status === 'cancelled') break;
+      const open = await openInvoicesOf(this.deps.db, [id]);
+      let at = row.next_due_at;
+      for (const o of open) if (o.check_at! < at) at = o.check_at!;
+      if (at > target) break;
+      // Payments whose 24 hours are over on the subscription's clock end as they would have (real `payment.expired`).
+      const due = open.filter((o) => o.check_at! <= at);
+      const states = await this.deps.payments.summaries(this.deps.db, 'test', due.map((o) => o.payment_id));
+      for (const o of due) {
+        if (states.get(o.payment_id)?.status !== 'waiting') continue;
+        try {
+          await this.deps.payments.simulator.simulate(merchantId, o.payment_id, 'expired');
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
+        }
+      }
+      await withTx(this.deps.db, async (tx) => {
+        const locked = (await loadSubscription(tx, scope, id, true))!;
+        const wall = this.deps.clock.now();
+        const offset = BigInt(Math.max(Number(locked.clock_offset_ms), at.getTime() - wall.getTime()));
+        await tx.updateTable('subscriptions').set({ clock_offset_ms: offset }).where('id', '=', id).execute();
+        await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
+        if (i === 0 && actor) {
+          const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };
+          await this.deps.audit.record(tx, { merchantId, mode: 'test', actor, action: 'subscription.advance', target: { type: 'subscription', id }, details });
+        }
+      });
+    }
+    const after = (await loadSubscription(this.deps.db, scope, id))!;
+    if (after.status === 'cancelled' && after.run_at !== null) await this.withdraw(after);
+    const [json] = await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, scope, id))!]);
+    return json!;
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The Subscription object as the API shows it, as a TypeBox schema: the API registers it as an OpenAPI component and
+ * serialises its answers with it, the renderer is typed by it (`Static<>`), and `subscription.*` webhook bodies are
+ * serialised by the same compiled serializer, so an answer and a webhook cannot disagree on a field.
+ */
+import fastJson from 'fast-json-stringify';
+import { Type, type Static } from 'typebox';
+import { ID_PATTERNS } from '../../core/ids.ts';
+import { DateTime, Nullable } from '../../http/schemas/common.ts';
+import { PAYMENT_STATUSES } from '../payments/model.ts';
+import { INTERVALS } from './calendar.ts';
+import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES } from './model.ts';
+
+const Enum = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v)), description ? { description } : {}));
+
+export const SubscriptionInvoiceSchema = Type.Object(
+  {
+    payment_id: Type.String({ pattern: ID_PATTERNS.pay, description: 'The payment issued (an ordinary payment: `GET /payments/{id}`).' }),
+    period: Type.Integer({ minimum: 1, description: 'Billing period the payment is for; 1 is the first. A period that went unpaid past its payment\'s 24 hours has several payments.' }),
+    status: Enum(PAYMENT_STATUSES, 'The payment\'s status.'),
+    amount_usd_cents: Type.Integer({ description: 'US cents.' }),
+    checkout_url: Type.String({ description: 'Hosted checkout page of the payment.' }),
+    created_at: DateTime(),
+    expires_at: DateTime('End of the payment\'s 24 hours.'),
+    paid_at: Nullable(DateTime()),
+  },
+  { $id: 'SubscriptionInvoice', additionalProperties: false, description: 'One payment issued for a subscription.' },
+);
+
+export const SubscriptionSchema = Type.Object(
+  {
+    id: Type.String({ pattern: ID_PATTERNS.sub }),
+    merchant_id: Type.String({ pattern: ID_PATTERNS.mer }),
+    customer: Type.Object({ email: Type.String(), name: Nullable(Type.String()) }, { additionalProperties: false }),
+    title: Type.String(),
+    amount_usd_cents: Type.Integer({ description: 'US cents billed each period.' }),
+    interval: Enum(INTERVALS),
+    interval_count: Type.Integer({ description: 'Periods are `interval_count` × `interval` long.' }),
+    grace_days: Type.Integer({ description: 'Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled.' }),
+    status: Enum(SUBSCRIPTION_STATUSES, '`active`; `past_due` once a period\'s payment expired unpaid (back to `active` when paid); `cancelled` (final).'),
+    started_at: DateTime('Due time of the first period.'),
+    next_due_at: DateTime('Due time of the next period to invoice (for a cancelled subscription: the one it would have been).'),
+    periods_invoiced: Type.Integer({ minimum: 0 }),
+    periods_paid: Type.Integer({ minimum: 0, description: 'Periods with a paid payment; a period paid twice counts once.' }),
+    last_payment_id: Nullable(Type.String({ description: 'The latest payment issued.' })),
+    success_url: Nullable(Type.String()),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    cancelled_at: Nullable(DateTime()),
+    cancellation_reason: Nullable(Enum(CANCELLATION_REASONS, 'Who ended it: the `merchant` (API or dashboard), the `customer` (the emailed link), or `unpaid` (grace ended).')),
+    created_at: DateTime(),
+    invoices: Type.Array(Type.Unsafe<Static<typeof SubscriptionInvoiceSchema>>({ $ref: 'SubscriptionInvoice#' }), { description: 'One per payment issued, oldest first.' }),
+  },
+  { $id: 'Subscription', additionalProperties: false, description: 'Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed.' },
+);
+
+/** The Subscription object: what the API answers and what `subscription.*` webhooks carry as `data`. */
+export type Subscription = Static<typeof SubscriptionSchema>;
+export type SubscriptionInvoice = Static<typeof SubscriptionInvoiceSchema>;
+
+/** The schemas above, in dependency order, for registration as OpenAPI components. */
+export const SUBSCRIPTION_SCHEMAS = [SubscriptionInvoiceSchema, SubscriptionSchema] as const;
+
+/** JSON text of a Subscription exactly as the API serialises it. */
+export const serializeSubscription: (s: Subscription) => string = fastJson(SubscriptionSchema as never, {
+  schema: { SubscriptionInvoice: SubscriptionInvoiceSchema } as never,
+}) as (s: Subscription) => string;

@@ -1,0 +1,276 @@
+/**
+ * Subscriptions: scheduled invoices for a customer. Each period an ordinary payment is created through the payments
+ * module (`order_id` `<sub id>-<period>`, `metadata.subscription_id` and `metadata.period`) and its checkout link is
+ * emailed through the email outbox; `subscription.*` events go through the webhook outbox.
+ *
+ * This file is the module as the rest of Kasse sees it: create (with Idempotency-Key), read, list and cancel for the
+ * API and the dashboard; the customer's side of the signed link; and the payments hook that keeps a subscription's
+ * periods true as its payments change (paid, reorged, expired), inside the payment's own transaction. The scheduler
+ * (scheduler.ts) does the due work; the rules are in policy.ts and docs/subscriptions.md.
+ */
+import type { Mode } from '../../core/mode.ts';
+import { encodeCursor } from '../../core/cursor.ts';
+import { invalid, invalidState, notFound } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import { afterCommit, withTx, type Tx } from '../../db/index.ts';
+import type { Actor } from '../audit/service.ts';
+import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
+import type { PaymentChange } from '../payments/engine.ts';
+import type { Interval } from './calendar.ts';
+import type { LinkCheck } from './customer-link.ts';
+import { cancelledMail } from './mail.ts';
+import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type SubscriptionStatus } from './model.ts';
+import { Presenter, type SubscriptionDeps } from './presenter.ts';
+import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
+import type { Subscription } from './schema.ts';
+import { clockOf, findSubscription, listSubscriptionRows, loadSubscription, reschedule, type SubscriptionRow, type SubscriptionScope } from './store.ts';
+
+/** NOTE: metadata up to 4 kB as on payments (UTF-8 bytes of its JSON text). */
+export const METADATA_MAX_BYTES = 4096;
+
+export interface CreateSubscriptionInput {
+  customer_email: string;
+  customer_name?: string;
+  title: string;
+  amount_usd_cents: number;
+  interval: Interval;
+  interval_count?: number;
+  grace_days?: number;
+  start_at?: string;
+  success_url?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ListSubscriptionsQuery {
+  status?: SubscriptionStatus;
+  customer_email?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+/** What the customer's page shows: the subscription, its merchant's name, and the customer's link state. */
+export interface CustomerView {
+  subscription: Subscription;
+  mode: Mode;
+  merchantName: string;
+}
+
+export class SubscriptionService {
+  readonly scheduler: SubscriptionScheduler;
+  private readonly p: Presenter;
+  private readonly wakers = new Set<() => void>();
+
+  constructor(private readonly deps: SubscriptionDeps) {
+    this.p = new Presenter(deps);
+    this.scheduler = new SubscriptionScheduler(this.p);
+    deps.payments.engine.observe((tx, change) => this.onPaymentChange(tx, change));
+  }
+
+  /** One due-work pass of the scheduler (what the workers run, and tests after moving the fake clock). */
+  runDue(): Promise<DueResult> {
+    return this.scheduler.runDue();
+  }
+
+  /** Calls `waker` when this process made scheduler work due now (a payment it waits for changed). */
+  onWork(waker: () => void): () => void {
+    this.wakers.add(waker);
+    return () => this.wakers.delete(waker);
+  }
+
+  /**
+   * Creates a subscription (201), or replays the first answer for a repeated Idempotency-Key with the same body
+   * (200; a different body is 409). When `start_at` is now or absent, the first period is invoiced in the same
+   * transaction, so the answer already carries its payment.
+   */
+  async create(mode: Mode, merchantId: string, input: CreateSubscriptionInput, idempotencyKey?: string, actor?: Actor): Promise<{ status: number; subscription: Subscription }> {
+    const key = validateKey(idempotencyKey);
+    const now = this.deps.clock.now();
+    if (input.success_url !== undefined) assertHttpUrl(input.success_url, 'success_url', mode === 'live');
+    const metadata = input.metadata ?? {};
+    if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > METADATA_MAX_BYTES) throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
+    let start = now;
+    if (input.start_at !== undefined) {
+      start = new Date(input.start_at);
+      if (start.getTime() < now.getTime() - SUBSCRIPTION_LIMITS.startPastToleranceMs) throw invalid('start_at must not be in the past', 'start_at');
+      if (start.getTime() > now.getTime() + SUBSCRIPTION_LIMITS.startAheadMaxMs) throw invalid('start_at must be within 5 years from now', 'start_at');
+      if (start < now) start = now;
+    }
+    const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/subscriptions', input) };
+    const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
+      const row = await tx
+        .insertInto('subscriptions')
+        .values({
+          id: newId('sub'),
+          merchant_id: merchantId,
+          mode,
+          customer_email: input.customer_email,
+          customer_name: input.customer_name ?? null,
+          title: input.title,
+          amount_usd_cents: input.amount_usd_cents,
+          interval: input.interval,
+          interval_count: input.interval_count ?? 1,
+          grace_days: input.grace_days ?? 0,
+          status: 'active',
+          started_at: start,
+          next_due_at: start,
+          success_url: input.success_url ?? null,
+          metadata: JSON.stringify(metadata),
+          run_at: start,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      if (actor) {
+        await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'subscription.create', target: { type: 'subscription', id: row.id }, details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval } });
+      }
+      const [created] = await this.p.present(tx, [row]);
+      await this.p.publish(tx, row, created!, ['subscription.created']);
+      if (start.getTime() <= now.getTime()) await this.scheduler.apply(tx, [row], now);
+      return (await this.p.present(tx, [(await loadSubscription(tx, { mode, merchantId }, row.id))!]))[0]!;
+    });
+    return { status: result.status, subscription: result.body };
+  }
+
+  async get(scope: SubscriptionScope, id: string): Promise<Subscription> {
+    const row = await loadSubscription(this.deps.db, scope, id);
+    if (!row) throw notFound('subscription');
+    return (await this.p.present(this.deps.db, [row]))[0]!;
+  }
+
+  /** Newest first, filtered by status and customer email (any case); `next_cursor` is opaque, null on the last page. */
+  async list(scope: SubscriptionScope, q: ListSubscriptionsQuery): Promise<{ data: Subscription[]; next_cursor: string | null }> {
+    const limit = q.limit ?? LIST_LIMIT_DEFAULT;
+    const rows = await listSubscriptionRows(this.deps.db, scope, q, limit);
+    const page = rows.slice(0, limit);
+    return { data: await this.p.present(this.deps.db, page), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+  }
+
+  /**
+   * Cancels a subscription now (final): no more invoices, payments still waiting are withdrawn (cancelled), the
+   * customer is told by email. 422 `invalid_state` when it is already cancelled.
+   */
+  async cancel(scope: SubscriptionScope, id: string, actor?: Actor, reason: CancellationReason = 'merchant'): Promise<Subscription> {
+    const row = await withTx(this.deps.db, async (tx) => {
+      const locked = await loadSubscription(tx, scope, id, true);
+      if (!locked) throw notFound('subscription');
+      if (locked.status === 'cancelled') throw invalidState('This subscription is already cancelled.');
+      const wall = this.deps.clock.now();
+      const cancelled = await tx
+        .updateTable('subscriptions')
+        .set({ status: 'cancelled', cancelled_at: clockOf(locked, wall), cancellation_reason: reason, run_at: wall, updated_at: wall })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', id).where('check_at', 'is not', null).execute();
+      if (actor) await this.deps.audit.record(tx, { merchantId: scope.merchantId, mode: scope.mode, actor, action: 'subscription.cancel', target: { type: 'subscription', id }, details: { reason } });
+      const [json] = await this.p.present(tx, [cancelled]);
+      await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
+      const ctx = (await this.p.mailContexts(tx, [cancelled])).get(id)!;
+      await this.deps.email.enqueue(tx, cancelledMail(ctx, reason));
+      return cancelled;
+    });
+    // After the cancellation committed (lock order: payments before subscriptions); a worker retries if this fails.
+    try {
+      await this.scheduler.withdraw(row);
+    } catch (err) {
+      this.deps.log.error({ err, subscriptionId: id }, 'withdrawing the payments of a cancelled subscription failed; a worker will retry');
+    }
+    return this.get(scope, id);
+  }
+
+  // ---- The customer's signed link ----
+
+  /** The subscription a customer link names, with its merchant's name; null when the link opens nothing. */
+  async forCustomer(check: LinkCheck): Promise<CustomerView | null> {
+    if (!check.ok) return null;
+    const row = await findSubscription(this.deps.db, check.subscriptionId);
+    if (!row) return null;
+    const [subscription] = await this.p.present(this.deps.db, [row]);
+    const names = await this.deps.merchants.names([row.merchant_id]);
+    return { subscription: subscription!, mode: row.mode, merchantName: names.get(row.merchant_id) ?? '' };
+  }
+
+  /** The customer cancels through their link (the audit log records it with the client's address). */
+  async cancelByCustomer(check: LinkCheck, ip: string | null): Promise<Subscription> {
+    if (!check.ok) throw notFound('subscription');
+    const row = await findSubscription(this.deps.db, check.subscriptionId);
+    if (!row) throw notFound('subscription');
+    const actor: Actor = { type: 'anonymous', id: null, label: 'customer (emailed link)', ip };
+    return this.cancel({ mode: row.mode, merchantId: row.merchant_id }, row.id, actor, 'customer');
+  }
+
+  // ---- The payments hook ----
+
+  /**
+   * Runs inside every payment change (payment row locked). A subscription's payment that became paid pays its
+   * period — once, however many of the period's payments are paid — makes a past-due subscription active again
+   * when no other period is overdue, and sends `subscription.paid`; a paid one that a reorg took back un-pays the
+   * period (the scheduler looks at it again); any other change of a payment the scheduler is waiting for wakes it.
+   */
+  private async onPaymentChange(tx: Tx, change: PaymentChange): Promise<void> {
+    if (typeof change.payment.metadata?.subscription_id !== 'string') return;
+    // The invoice row, not the metadata (a merchant can write any metadata on its own payments), names the subscription.
+    const invoice = await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', change.payment.id).executeTakeFirst();
+    if (!invoice) return;
+    const row = (await loadSubscription(tx, { mode: change.mode, merchantId: change.merchantId }, invoice.subscription_id, true))!;
+    const wall = this.deps.clock.now();
+    const paid = change.payment.status === 'paid';
+    if (change.events.includes('payment.paid') && paid && !invoice.paid) {
+      await tx.updateTable('subscription_invoices').set({ paid: true }).where('payment_id', '=', invoice.payment_id).execute();
+      if (await this.periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
+      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', row.id).where('period', '=', invoice.period).execute();
+      const overdue = await tx
+        .selectFrom('subscription_invoices')
+        .select('payment_id')
+        .where('subscription_id', '=', row.id)
+        .where('check_at', 'is not', null)
+        .where('seq', '>=', 2)
+        .executeTakeFirst();
+      const status = row.status === 'past_due' && !overdue ? 'active' : row.status;
+      const updated = await tx
+        .updateTable('subscriptions')
+        .set((eb) => ({ periods_paid: eb('periods_paid', '+', 1), status, updated_at: wall }))
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await reschedule(tx, row.id);
+      const [json] = await this.p.present(tx, [updated]);
+      await this.p.publish(tx, updated, json!, ['subscription.paid']);
+      return;
+    }
+    if (change.events.includes('payment.reorged') && !paid && invoice.paid) {
+      await tx.updateTable('subscription_invoices').set({ paid: false }).where('payment_id', '=', invoice.payment_id).execute();
+      if (await this.periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
+      await tx.updateTable('subscriptions').set((eb) => ({ periods_paid: eb('periods_paid', '-', 1), updated_at: wall })).where('id', '=', row.id).execute();
+      if (row.status !== 'cancelled') {
+        // The period is open again: the scheduler looks at its payment now (money on its way is waited for).
+        await tx.updateTable('subscription_invoices').set({ check_at: clockOf(row, wall) }).where('payment_id', '=', invoice.payment_id).execute();
+        await reschedule(tx, row.id);
+      }
+      return;
+    }
+    if (invoice.check_at !== null && invoice.check_at <= clockOf(row, wall) && row.status !== 'cancelled') {
+      await tx.updateTable('subscriptions').set({ run_at: wall }).where('id', '=', row.id).execute();
+      afterCommit(tx, () => {
+        for (const w of this.wakers) w();
+      });
+    }
+  }
+
+  /** Whether another payment of the period is paid. */
+  private async periodPaidBy(tx: Tx, subscriptionId: string, period: number, except: string): Promise<boolean> {
+    const other = await tx
+      .selectFrom('subscription_invoices')
+      .select('payment_id')
+      .where('subscription_id', '=', subscriptionId)
+      .where('period', '=', period)
+      .where('paid', '=', true)
+      .where('payment_id', '<>', except)
+      .executeTakeFirst();
+    return other !== undefined;
+  }
+}
+
+export type { SubscriptionRow };

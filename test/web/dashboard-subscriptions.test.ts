@@ -1,0 +1,127 @@
+/**
+ * The dashboard's Subscriptions pages in real Chromium: the list (status filter) and a subscription's page with its
+ * invoices at phone and desktop sizes, markup in customer and title inert, nothing loaded from elsewhere; an owner
+ * cancels with the button (the customer is told, the event is sent); a viewer sees no button and a direct POST is
+ * refused; another mode and another merchant's subscription are not found.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { foreignRequests, launchBrowser, screenshot, SIZES, startWebKasse, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import { createUser, csrfOf, post, setUpAccount, signIn, type DashboardUser } from '../harness/dashboard.ts';
+
+let w: WebKasse;
+let b: TestBrowser;
+let base: string;
+let owner: DashboardUser;
+let viewer: DashboardUser;
+const XSS = '<img src=x onerror="alert(1)">';
+const ids: Record<string, string> = {};
+
+before(async () => {
+  w = await startWebKasse({ merchantName: 'Subs shop' });
+  b = await launchBrowser();
+  base = w.t.urls.checkout;
+  for (const [role, email] of [['owner', 'owner@example.com'], ['viewer', 'viewer@example.com']] as const) {
+    const u = await createUser(w.t.kasse, w.m.id, email, role);
+    const { page, context } = await b.open('desktop');
+    const user = await setUpAccount(page, u.setupUrl, w.t.clock, { email, id: u.id, enrol: role === 'owner' });
+    if (role === 'owner') owner = user;
+    else viewer = user;
+    await context.close();
+  }
+  const api = w.m.test;
+  const make = async (body: Record<string, unknown>) => {
+    const res = await api.post('/subscriptions', { amount_usd_cents: 1900, interval: 'month', ...body });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body;
+  };
+  const paid = await make({ customer_email: 'ana@example.com', customer_name: `Ana ${XSS}`, title: `Beans ${XSS}`, grace_days: 3 });
+  ids.paid = paid.id;
+  await api.post(`/test/payments/${paid.invoices[0].payment_id}/simulate`, { outcome: 'paid' });
+  ids.open = (await make({ customer_email: 'bo@example.com', title: 'Tea club', interval: 'week', interval_count: 2 })).id;
+  ids.cancelled = (await make({ customer_email: 'cy@example.com', title: 'Old plan' })).id;
+  await api.post(`/subscriptions/${ids.cancelled}/cancel`);
+});
+after(async () => {
+  await b?.close();
+  await w?.close();
+});
+
+async function signedIn(user: DashboardUser, size: 'phone' | 'desktop' = 'desktop'): Promise<RecordedPage> {
+  const rec = await b.open(size);
+  await signIn(rec.page, base, w.t.clock, user);
+  return rec;
+}
+
+describe('dashboard: subscriptions', () => {
+  test('list and page at phone and desktop sizes: invoices shown, markup inert, nothing from elsewhere', async () => {
+    for (const size of Object.keys(SIZES) as Array<keyof typeof SIZES>) {
+      const rec = await signedIn(owner, size);
+      const { page } = rec;
+      let res = await page.goto(`${base}/dashboard/test/subscriptions`);
+      assert.equal(res!.status(), 200);
+      assert.equal(await page.getByRole('heading', { level: 1 }).first().textContent(), 'Subscriptions');
+      assert.deepEqual(await page.locator('tbody td[data-label=Title]').allTextContents(), ['Old plan', 'Tea club', `Beans ${XSS}`]);
+      assert.ok((await page.locator('tbody').textContent())!.includes('$19.00 every 2 weeks'));
+      await screenshot(page, `dashboard-subscriptions-${size}`);
+      await page.getByRole('link', { name: 'cancelled' }).click();
+      await page.waitForURL(/status=cancelled/);
+      assert.deepEqual(await page.locator('tbody td[data-label=Title]').allTextContents(), ['Old plan']);
+      res = await page.goto(`${base}/dashboard/test/subscriptions/${ids.paid}`);
+      assert.equal(res!.status(), 200);
+      assert.equal(await page.getByRole('heading', { level: 1 }).first().textContent(), `Beans ${XSS}`);
+      assert.ok((await page.locator('main').textContent())!.includes(`Ana ${XSS}`));
+      assert.equal(await page.locator('main img').count(), 0);
+      assert.deepEqual(await page.locator('tbody td[data-label=Status]').allTextContents(), ['paid']);
+      assert.match((await page.locator('main').textContent())!, /1 of 1 invoiced/);
+      await screenshot(page, `dashboard-subscription-${size}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `scrolls sideways by ${overflow}px at ${size}`);
+      // The invoice links to its payment's page.
+      await page.locator('tbody td[data-label=Payment] a').click();
+      await page.waitForURL(/\/dashboard\/test\/payments\/pay_/);
+      assert.deepEqual(rec.dialogs, []);
+      assert.deepEqual(rec.errors, []);
+      assert.deepEqual(foreignRequests(rec.requests, base), []);
+      await rec.context.close();
+    }
+  });
+
+  test('an owner cancels with the button; a viewer has no button and a direct POST is refused; other modes and merchants: 404', async () => {
+    const v = await signedIn(viewer);
+    await v.page.goto(`${base}/dashboard/test/subscriptions/${ids.open}`);
+    assert.equal(await v.page.getByRole('button', { name: 'Cancel subscription' }).count(), 0);
+    const refused = await post(v.page, `${base}/dashboard/test/subscriptions/${ids.open}/cancel`, { _csrf: await csrfOf(v.page) });
+    assert.equal(refused.status, 403);
+    assert.equal((await w.m.test.get(`/subscriptions/${ids.open}`)).body.status, 'active');
+    await v.context.close();
+
+    const o = await signedIn(owner);
+    assert.equal((await o.page.goto(`${base}/dashboard/live/subscriptions/${ids.open}`))!.status(), 404);
+    const other = await w.t.merchant({ name: 'Another shop' });
+    const foreign = (await other.test.post('/subscriptions', { customer_email: 'z@example.com', title: 'Theirs', amount_usd_cents: 500, interval: 'year' })).body.id;
+    assert.equal((await o.page.goto(`${base}/dashboard/test/subscriptions/${foreign}`))!.status(), 404);
+    const forged = await post(o.page, `${base}/dashboard/test/subscriptions/${foreign}/cancel`, { _csrf: await csrfOf(o.page) });
+    assert.equal(forged.status, 404);
+    assert.equal((await other.test.get(`/subscriptions/${foreign}`)).body.status, 'active');
+    // Without the CSRF token nothing happens.
+    const noCsrf = await post(o.page, `${base}/dashboard/test/subscriptions/${ids.open}/cancel`, {});
+    assert.equal(noCsrf.status, 403);
+    assert.equal((await w.m.test.get(`/subscriptions/${ids.open}`)).body.status, 'active');
+
+    await o.page.goto(`${base}/dashboard/test/subscriptions/${ids.open}`);
+    await o.page.getByRole('button', { name: 'Cancel subscription' }).click();
+    await o.page.waitForURL(/done=subscription_cancelled/);
+    assert.match((await o.page.locator('.d-flash').textContent())!, /The subscription was cancelled/);
+    assert.equal(await o.page.getByRole('button', { name: 'Cancel subscription' }).count(), 0);
+    const s = (await w.m.test.get(`/subscriptions/${ids.open}`)).body;
+    assert.equal(s.status, 'cancelled');
+    assert.equal(s.cancellation_reason, 'merchant');
+    assert.equal(s.invoices[0].status, 'cancelled');
+    // The audit log names the user.
+    const audit = await w.t.kasse.db.selectFrom('audit_log').selectAll().where('action', '=', 'subscription.cancel').where('actor_type', '=', 'user').execute();
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0]!.actor_id, owner.id);
+    await o.context.close();
+  });
+});
