@@ -33,6 +33,7 @@ import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts'
 import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
 import { UserService } from './modules/users/service.ts';
+import { DisbursementService } from './modules/disbursements/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -94,6 +95,8 @@ export class Kasse {
   readonly email: EmailService;
   /** Dashboard users, sessions, second factor, one-time links. */
   readonly users: UserService;
+  /** Mass payouts approved by owners, sent through the transfers module. */
+  readonly disbursements: DisbursementService;
 
   private constructor(
     readonly config: Config,
@@ -134,6 +137,22 @@ export class Kasse {
     const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
     this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
     this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
+    this.disbursements = new DisbursementService({
+      db,
+      clock,
+      log,
+      chains: this.chains,
+      prices: this.prices,
+      ledger: this.ledger,
+      transfers: this.transfers,
+      events: this.webhooks,
+      audit: this.audit,
+      email: this.email,
+      merchants: this.merchants,
+      secretKey: secrets.secretKey,
+      checkoutBase: () => this.urls.checkout,
+    });
+    this.statements.usePayouts(this.disbursements);
     this.familyContext = {
       db,
       clock,

@@ -19,6 +19,7 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
   loops.push(emailLoop(kasse));
+  loops.push(new Loop('disbursements-due', 5_000, () => kasse.disbursements.runDue(), kasse.log));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.

@@ -392,7 +392,10 @@ export class EvmSender implements OutgoingSender {
         .execute();
       return { nonce, hash };
     });
-    if (signed) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
+    if (signed) {
+      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
+      await this.progress(row, 'signed', signed.hash);
+    }
     return 'progress';
   }
 
@@ -417,7 +420,10 @@ export class EvmSender implements OutgoingSender {
       .where('status', '=', 'signed')
       .where('tx_hash', '=', newest.tx_hash)
       .executeTakeFirst();
-    if (r.numUpdatedRows > 0n) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
+    if (r.numUpdatedRows > 0n) {
+      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
+      await this.progress(row, 'broadcast', newest.tx_hash);
+    }
     return 'progress';
   }
 
@@ -430,7 +436,10 @@ export class EvmSender implements OutgoingSender {
       const receipt = await rpc.request<RpcReceipt | null>('eth_getTransactionReceipt', [v.tx_hash]);
       if (!receipt?.blockNumber) continue;
       const confirmations = head - BigInt(receipt.blockNumber) + 1n;
-      if (confirmations < BigInt(this.confirmations)) return 'wait';
+      if (confirmations < BigInt(this.confirmations)) {
+        await this.progress(row, 'broadcast', v.tx_hash);
+        return 'wait';
+      }
       const ok = BigInt(receipt.status) === 1n;
       return this.settle(row, 'broadcast', {
         status: ok ? 'sent' : 'failed',
@@ -556,6 +565,19 @@ export class EvmSender implements OutgoingSender {
     log({ transferId: row.id, chain: this.network.id, mode: this.mode, status: result.status, txHash: result.txHash, error: result.error }, 'evm transfer settled');
     await this.report(settled);
     return 'done';
+  }
+
+  /**
+   * Tells the sink a refund or payout was signed or broadcast. Best effort: a report lost to a crash or an error is
+   * made good by the next step's report or by the settlement.
+   */
+  private async progress(row: TransferRow, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
+    if (row.purpose === 'gasless' || !this.deps.sink) return;
+    try {
+      await this.deps.sink.transferProgressed(this.mode, { transferId: row.id, status, txHash });
+    } catch (err) {
+      this.deps.log.warn({ err: errorText(err), transferId: row.id, status }, 'evm transfer progress could not be reported');
+    }
   }
 
   /** Hands a settled refund or payout to the sink, then marks it reported. */

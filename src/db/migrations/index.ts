@@ -11,6 +11,7 @@ import * as m0007 from './0007_transfers.ts';
 import * as m0012 from './0012_statements_invoices.ts';
 import * as m0010 from './0010_email.ts';
 import * as m0011 from './0011_dashboard.ts';
+import * as m0020 from './0020_disbursements.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '0012_statements_invoices': m0012,
   '0010_email': m0010,
   '0011_dashboard': m0011,
+  '0020_disbursements': m0020,
 };

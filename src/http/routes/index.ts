@@ -3,6 +3,7 @@ import type { ApiApp, ApiDeps } from '../api.ts';
 import account from './account.ts';
 import balance from './balance.ts';
 import currencies from './currencies.ts';
+import disbursements from './disbursements.ts';
 import events from './events.ts';
 import invoices from './invoices.ts';
 import links from './links.ts';
@@ -14,3 +15,4 @@ export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
 export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
 apiRoutes.push(statements, invoices);
+apiRoutes.push(disbursements);
