@@ -30,6 +30,7 @@ export const navigation: NavEntry[] = [
   { path: '', label: 'Home', permission: 'read' },
   { path: '/payments', label: 'Payments', permission: 'read' },
   { path: '/links', label: 'Links', permission: 'read' },
+  { path: '/disbursements', label: 'Disbursements', permission: 'read' },
   { path: '/developers', label: 'Developers', permission: 'read' },
   { path: '/team', label: 'Team', permission: 'read' },
   { path: '/settings', label: 'Settings', permission: 'read' },
@@ -83,6 +84,10 @@ const DONE: Record<string, string> = {
   password_set: 'Your password is set.',
   recovery_used: 'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
   secret_rolled: 'The webhook secret was rolled.',
+  dsb_created: 'The disbursement was created. The owners were emailed to approve it.',
+  dsb_approved: 'Your approval was recorded.',
+  dsb_released: 'The disbursement was released: its total left the available balance and the payouts are being sent.',
+  dsb_cancelled: 'The disbursement was cancelled.',
 };
 
 export function flash(key: unknown): Html | string {
