@@ -197,6 +197,10 @@ describe('approval, release and payouts', () => {
     assert.equal(one.status, 'pending_approval');
     assert.deepEqual(one.approvals.map((a) => a.user_id), [owners[0]!.id]);
     await assert.rejects(k.approve('test', m.id, d.id, owners[0]!.id, digest, owners[0]!.actor), /already approved/);
+    const member = await createUser(t.kasse, m.id, 'member@example.com', 'member');
+    await assert.rejects(k.approve('test', m.id, d.id, member.id, digest, { type: 'user', id: member.id, ip: null }), /Only an owner/);
+    const stranger = await createUser(t.kasse, (await t.merchant()).id, 'stranger@example.com', 'owner');
+    await assert.rejects(k.approve('test', m.id, d.id, stranger.id, digest, { type: 'user', id: stranger.id, ip: null }), /Only an owner/);
     await assert.rejects(k.approve('test', m.id, d.id, owners[1]!.id, '0'.repeat(64), owners[1]!.actor), /changed since you opened it/);
     t.clock.advance(60_000);
     const two = await k.approve('test', m.id, d.id, owners[1]!.id, digest, owners[1]!.actor);

@@ -185,6 +185,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   async approve(mode: Mode, merchantId: string, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
+      await assertOwner(tx, merchantId, userId);
       if (row.status !== 'pending_approval') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
       const items = await this.items(tx, id);
       const batch = this.canonical(row, items);
@@ -217,6 +218,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
     const outcome = await withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
+      await assertOwner(tx, merchantId, userId);
       if (row.status !== 'approved') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`);
       const items = await this.items(tx, id);
       if (!row.approval_mac || !macMatches(this.macKey, this.canonical(row, items), row.approval_mac)) {
@@ -465,6 +467,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 /** Cross-item rules JSON Schema cannot say (none beyond the schema today; kept for the dashboard's CSV path). */
 function assertItems(input: CreateDisbursementInput): void {
   if (input.items.length === 0 || input.items.length > DISBURSEMENT_LIMITS.itemsMax) throw invalid(`items must hold 1 to ${DISBURSEMENT_LIMITS.itemsMax} payouts`, 'items');
+}
+
+/** Approvals and releases are owners' alone (the dashboard checks the role too; this holds for any caller). */
+async function assertOwner(db: DbOrTx, merchantId: string, userId: string): Promise<void> {
+  const user = await db.selectFrom('users').select('role').where('id', '=', userId).where('merchant_id', '=', merchantId).where('removed_at', 'is', null).executeTakeFirst();
+  if (user?.role !== 'owner') throw invalidState('Only an owner of the account can approve or release a disbursement.');
 }
 
 async function ownersOf(db: DbOrTx, merchantId: string) {
