@@ -9,8 +9,9 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 /// @notice A USDC look-alike for local chains and tests: 6 decimals, anyone may mint, and EIP-3009 transfers by
 /// signature (`transferWithAuthorization`, `receiveWithAuthorization`, `cancelAuthorization`) with the same type hashes
 /// and EIP-712 domain shape (name, version "2", chainId, verifyingContract) as Circle's FiatTokenV2. Signatures are
-/// checked with SignatureChecker, so EOAs (ECDSA) and smart wallets (ERC-1271) both work.
-/// NOTE: test token only; `mint` is unrestricted.
+/// checked with SignatureChecker, so EOAs (ECDSA) and smart wallets (ERC-1271) both work. Like USDC it can refuse an
+/// address (`setBlocked`): transfers to it revert, as payouts to a blocked recipient do on the real token.
+/// NOTE: test token only; `mint` and `setBlocked` are unrestricted.
 contract TestUSDC is ERC20, EIP712 {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
         keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)");
@@ -19,6 +20,7 @@ contract TestUSDC is ERC20, EIP712 {
     bytes32 public constant CANCEL_AUTHORIZATION_TYPEHASH = keccak256("CancelAuthorization(address authorizer,bytes32 nonce)");
 
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
+    mapping(address => bool) public blocked;
 
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
     event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
@@ -28,6 +30,7 @@ contract TestUSDC is ERC20, EIP712 {
     error AuthorizationAlreadyUsed();
     error InvalidSignature();
     error CallerMustBePayee();
+    error RecipientBlocked(address account);
 
     constructor(string memory name_, string memory symbol_) ERC20(name_, symbol_) EIP712(name_, "2") {}
 
@@ -38,6 +41,16 @@ contract TestUSDC is ERC20, EIP712 {
     /// @notice Creates `amount` tokens for `to` (test token: unrestricted).
     function mint(address to, uint256 amount) external {
         _mint(to, amount);
+    }
+
+    /// @notice Refuses (or accepts again) transfers to `account` (test token: unrestricted).
+    function setBlocked(address account, bool value) external {
+        blocked[account] = value;
+    }
+
+    function _update(address from, address to, uint256 value) internal override {
+        if (blocked[to]) revert RecipientBlocked(to);
+        super._update(from, to, value);
     }
 
     // solhint-disable-next-line func-name-mixedcase

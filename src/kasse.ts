@@ -37,6 +37,7 @@ import { UserService } from './modules/users/service.ts';
 import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.ts';
 import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
+import { DisbursementService } from './modules/disbursements/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -105,6 +106,8 @@ export class Kasse {
   /** Subscriptions: scheduled invoices emailed to a customer, their scheduler and the customer's signed links. */
   readonly subscriptions: SubscriptionService;
   readonly subscriptionLinks: CustomerLinks;
+  /** Mass payouts approved by owners, sent through the transfers module. */
+  readonly disbursements: DisbursementService;
 
   private constructor(
     readonly config: Config,
@@ -159,6 +162,22 @@ export class Kasse {
     this.eventStream = new EventStreamHub(db);
     this.subscriptionLinks = new CustomerLinks(secrets.secretKey, () => this.urls.checkout);
     this.subscriptions = new SubscriptionService({ db, clock, log, payments: this.payments, events: this.webhooks, email: this.email, audit: this.audit, merchants: this.merchants, links: this.subscriptionLinks });
+    this.disbursements = new DisbursementService({
+      db,
+      clock,
+      log,
+      chains: this.chains,
+      prices: this.prices,
+      ledger: this.ledger,
+      transfers: this.transfers,
+      events: this.webhooks,
+      audit: this.audit,
+      email: this.email,
+      merchants: this.merchants,
+      secretKey: secrets.secretKey,
+      checkoutBase: () => this.urls.checkout,
+    });
+    this.statements.usePayouts(this.disbursements);
     this.familyContext = {
       db,
       clock,

@@ -126,9 +126,23 @@ export interface TransferResult {
   error: string | null;
 }
 
+/** How far an outgoing transfer got before it settled; reported by a sender as it happens. */
+export interface TransferProgress {
+  transferId: string;
+  /** `signed`: stored signed (its hash known); `broadcast`: handed to the network. */
+  status: 'signed' | 'broadcast';
+  /** The newest signed version's hash (a replacement changes it). */
+  txHash: string;
+}
+
 /** Implemented by the transfers module; called by senders. Idempotent: a settled transfer stays as it settled. */
 export interface TransferSink {
   transferSettled(mode: Mode, result: TransferResult): Promise<void>;
+  /**
+   * A transfer moved on without settling. Informational and idempotent: a report lost in a crash is made good by the
+   * next one or by the settlement, and a report after the settlement changes nothing.
+   */
+  transferProgressed(mode: Mode, progress: TransferProgress): Promise<void>;
 }
 
 /**

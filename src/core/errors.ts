@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   already_invoiced: 409,
   amount_too_small: 422,
   invalid_state: 422,
+  insufficient_balance: 422,
   rate_limited: 429,
   internal_error: 500,
   price_unavailable: 503,

@@ -418,6 +418,9 @@ export interface Database {
   statement_email_schedule: StatementEmailScheduleTable;
   subscriptions: SubscriptionsTable;
   subscription_invoices: SubscriptionInvoicesTable;
+  disbursements: DisbursementsTable;
+  disbursement_items: DisbursementItemsTable;
+  disbursement_approvals: DisbursementApprovalsTable;
 }
 
 /** Owners who receive a mode's monthly statement by email (migration 0013; src/modules/statements/emails.ts). */
@@ -476,4 +479,47 @@ export interface SubscriptionInvoicesTable {
   issued_at: Timestamp;
   check_at: Timestamp | null;
   paid: Generated<boolean>;
+}
+
+/** Disbursements (migration 0020_disbursements). */
+export interface DisbursementsTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  title: string;
+  token: string;
+  status: 'pending_approval' | 'approved' | 'released' | 'cancelled';
+  total_usd_cents: ColumnType<string, string | number | bigint, string | number | bigint>;
+  item_count: number;
+  approvals_required: number;
+  approval_mac: string | null;
+  created_by: string;
+  created_at: Timestamp;
+  approved_at: Timestamp | null;
+  released_at: Timestamp | null;
+  released_by: string | null;
+  cancelled_at: Timestamp | null;
+  completed_at: Timestamp | null;
+}
+
+export interface DisbursementItemsTable {
+  disbursement_id: string;
+  item_no: number;
+  destination: string;
+  usd_cents: number;
+  amount: Numeric;
+  label: string | null;
+  payout_id: string | null;
+  payout_status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed' | null;
+  tx_hash: string | null;
+  error: string | null;
+  sent_at: Timestamp | null;
+  settled_at: Timestamp | null;
+}
+
+export interface DisbursementApprovalsTable {
+  disbursement_id: string;
+  user_id: string;
+  approved_at: Timestamp;
+  digest: string;
 }

@@ -23,6 +23,7 @@ export function startWorkers(kasse: Kasse): Workers {
   // Monthly statements by email: due schedule rows, checked every minute (the mail itself goes through the outbox).
   loops.push(new Loop('statement-emails', 60_000, () => kasse.statementEmails.runOnce(), kasse.log));
   loops.push(subscriptionLoop(kasse));
+  loops.push(new Loop('disbursements-due', 5_000, () => kasse.disbursements.runDue(), kasse.log));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.

@@ -1,7 +1,7 @@
 /**
  * The transfers module: refunds go out as transfers recorded in the refund's own transaction and settled through
  * the one sink senders report to, which calls the module that asked back in the same transaction; another module
- * (payouts, here a test owner) plugs in by purpose without any chain code; reports are idempotent and mode-scoped,
+ * (here a test owner of rebates) plugs in by purpose without any chain code; reports are idempotent and mode-scoped,
  * an owner that fails leaves the transfer pending for the next report, and live networks without a sender keep
  * their transfers pending.
  */
@@ -65,7 +65,7 @@ describe('owners by purpose', () => {
   const calls: SettledTransfer[] = [];
   let failNext = false;
   before(() => {
-    t.kasse.transfers.own('payout', {
+    t.kasse.transfers.own('rebate', {
       async transferSettled(tx, settled) {
         if (failNext) {
           failNext = false;
@@ -80,12 +80,12 @@ describe('owners by purpose', () => {
   });
 
   test('a module plugs in by purpose: called back once per transfer, with how it ended', async () => {
-    const { id, delivery } = await request('payout');
+    const { id, delivery } = await request('rebate');
     assert.equal(delivery, 'simulated');
-    assert.equal(await t.kasse.transfers.settleSimulated('payout'), 1);
+    assert.equal(await t.kasse.transfers.settleSimulated('rebate'), 1);
     assert.deepEqual(
       calls.filter((c) => c.id === id),
-      [{ id, mode: 'test', purpose: 'payout', status: 'sent', txHash: (await transfer(id))!.tx_hash, error: null }],
+      [{ id, mode: 'test', purpose: 'rebate', status: 'sent', txHash: (await transfer(id))!.tx_hash, error: null }],
     );
     await t.kasse.transfers.transferSettled('test', { transferId: id, status: 'failed', txHash: null, error: 'late report' });
     assert.equal((await transfer(id))!.status, 'sent', 'a settled transfer stays as it settled');
@@ -93,7 +93,7 @@ describe('owners by purpose', () => {
   });
 
   test('an owner that fails leaves the transfer pending; the next report settles it', async () => {
-    const { id } = await request('payout');
+    const { id } = await request('rebate');
     failNext = true;
     await assert.rejects(t.kasse.transfers.transferSettled('test', { transferId: id, status: 'sent', txHash: '0xabc', error: null }), /could not record/);
     assert.equal((await transfer(id))!.status, 'pending');
@@ -103,7 +103,7 @@ describe('owners by purpose', () => {
   });
 
   test('reports are mode-scoped and unknown transfers change nothing', async () => {
-    const { id } = await request('payout');
+    const { id } = await request('rebate');
     await t.kasse.transfers.transferSettled('live', { transferId: id, status: 'sent', txHash: '0xdef', error: null });
     assert.equal((await transfer(id))!.status, 'pending');
     await t.kasse.transfers.transferSettled('test', { transferId: 'po_NOSUCHTRANSFER00000000000', status: 'sent', txHash: '0xdef', error: null });
@@ -111,11 +111,11 @@ describe('owners by purpose', () => {
   });
 
   test('a live network without a sender keeps its transfers pending; nothing simulates them', async () => {
-    const { id, delivery } = await request('payout', 'live');
+    const { id, delivery } = await request('rebate', 'live');
     assert.equal(delivery, 'waiting_for_sender');
     const row = (await transfer(id))!;
     assert.equal(row.simulated, false);
-    await t.kasse.transfers.settleSimulated('payout');
+    await t.kasse.transfers.settleSimulated('rebate');
     assert.equal((await transfer(id))!.status, 'pending');
   });
 
@@ -124,6 +124,6 @@ describe('owners by purpose', () => {
     const before = await count();
     await assert.rejects(request('bonus'), /no owner for transfers of purpose "bonus"/);
     assert.equal(await count(), before);
-    assert.throws(() => t.kasse.transfers.own('payout', { transferSettled: async () => {} }), /already have an owner/);
+    assert.throws(() => t.kasse.transfers.own('rebate', { transferSettled: async () => {} }), /already have an owner/);
   });
 });

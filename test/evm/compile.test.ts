@@ -4,11 +4,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { artifactJson, BUILD_DIR, compileContracts } from '../../src/chains/evm/compile.ts';
-import { abiMatchesArtifact, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
+import { abiMatchesArtifact, disperseAbi, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
 
 test('recompiling the contracts gives the committed artifacts byte for byte', () => {
   const fresh = compileContracts();
-  assert.deepEqual(Object.keys(fresh).sort(), ['Forwarder', 'ForwarderFactory', 'TestUSDC']);
+  assert.deepEqual(Object.keys(fresh).sort(), ['Disperse', 'Forwarder', 'ForwarderFactory', 'TestUSDC']);
   for (const a of Object.values(fresh)) {
     const committed = readFileSync(join(BUILD_DIR, `${a.contractName}.json`), 'utf8');
     const parsed = JSON.parse(committed);
@@ -22,4 +22,5 @@ test('recompiling the contracts gives the committed artifacts byte for byte', ()
 test('the hand-written ABIs agree with the compiled ones', () => {
   assert.ok(abiMatchesArtifact(forwarderFactoryAbi, 'ForwarderFactory'));
   assert.ok(abiMatchesArtifact(erc20Abi, 'TestUSDC'));
+  assert.ok(abiMatchesArtifact(disperseAbi, 'Disperse'));
 });

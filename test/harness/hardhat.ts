@@ -182,6 +182,13 @@ export class TestChain {
     return (await this.receipt(hash)).contractAddress!;
   }
 
+  /** Deploys the Disperse contract (batched ERC-20 payouts) from `from`. */
+  async deployDisperse(from: TestWallet): Promise<Address> {
+    const a = artifact('Disperse');
+    const hash = await from.deployContract({ abi: a.abi, bytecode: a.bytecode, account: from.account, chain: hardhatChain });
+    return (await this.receipt(hash)).contractAddress!;
+  }
+
   /** Sends ETH; returns the transaction hash (mined at once while automine is on). */
   async sendEth(from: TestWallet, to: Address, wei: bigint): Promise<Hash> {
     return from.sendTransaction({ to, value: wei, account: from.account, chain: hardhatChain });

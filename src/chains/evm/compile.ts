@@ -35,6 +35,7 @@ export const BUILD_DIR = join(CONTRACTS_DIR, 'build');
 const SOURCES: Record<string, string[]> = {
   'ForwarderFactory.sol': ['ForwarderFactory', 'Forwarder'],
   'TestUSDC.sol': ['TestUSDC'],
+  'Disperse.sol': ['Disperse'],
 };
 
 const SETTINGS = {

@@ -2,8 +2,10 @@
  * The `evm` object of an EVM network in the networks file (optional; every field optional):
  *
  *   "evm": { "forwarder_factory": "0x…", "treasury": "0x…", "start_block": 123, "blocks_per_batch": 20,
- *            "rpc_timeout_ms": 10000, "max_fee_gwei": "300", "replace_after_blocks": 10 }
- * (the last two tune the hot-wallet sender, sender.ts)
+ *            "rpc_timeout_ms": 10000, "max_fee_gwei": "300", "replace_after_blocks": 10,
+ *            "disperse": "0x…", "disperse_max_items": 200 }
+ * (the last four tune the hot-wallet sender, sender.ts: `disperse` is a deployed contracts/Disperse.sol through which
+ * ERC-20 payouts leave in batches of at most `disperse_max_items`)
  *
  * Without `forwarder_factory` Kasse cannot derive deposit addresses on the network, so no EVM adapter is registered
  * for it (test mode falls back to the simulator's addresses; live mode reports the network unavailable).
@@ -28,6 +30,10 @@ export interface EvmNetworkSettings {
   maxFeePerGas?: bigint;
   /** Hot-wallet sender: blocks a broadcast transaction may stay unmined before it is replaced (`replace_after_blocks`). */
   replaceAfterBlocks?: number;
+  /** Hot-wallet sender: the Disperse contract ERC-20 payouts are batched through (`disperse`); absent = one by one. */
+  disperse?: string;
+  /** Hot-wallet sender: most payouts in one batch transaction (`disperse_max_items`, default 200). */
+  disperseMaxItems?: number;
 }
 
 export const EVM_DEFAULTS = { blocksPerBatch: 20, rpcTimeoutMs: 10_000 } as const;
@@ -42,7 +48,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
   if (raw === undefined || raw === null) return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
   const o = raw as Record<string, unknown>;
-  const known = new Set(['forwarder_factory', 'treasury', 'start_block', 'blocks_per_batch', 'rpc_timeout_ms', 'max_fee_gwei', 'replace_after_blocks', '$comment']);
+  const known = new Set(['forwarder_factory', 'treasury', 'start_block', 'blocks_per_batch', 'rpc_timeout_ms', 'max_fee_gwei', 'replace_after_blocks', 'disperse', 'disperse_max_items', '$comment']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
   const address = (k: string): string | null => {
     const v = o[k];
@@ -65,6 +71,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     blocksPerBatch: int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
     rpcTimeoutMs: int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
     ...senderSettings(o, at),
+    ...(address('disperse') ? { disperse: address('disperse')!, disperseMaxItems: int('disperse_max_items', 2, 200) } : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseAbi, type Abi } from 'viem';
 import { BUILD_DIR, type ContractArtifact } from './compile.ts';
 
-export type ContractName = 'ForwarderFactory' | 'Forwarder' | 'TestUSDC';
+export type ContractName = 'ForwarderFactory' | 'Forwarder' | 'TestUSDC' | 'Disperse';
 
 const cache = new Map<ContractName, ContractArtifact>();
 
@@ -44,10 +44,21 @@ export const erc20Abi = parseAbi([
   'function balanceOf(address) view returns (uint256)',
   'function decimals() view returns (uint8)',
   'function transfer(address to, uint256 value) returns (bool)',
+  'function approve(address spender, uint256 value) returns (bool)',
+  'function allowance(address owner, address spender) view returns (uint256)',
   'function mint(address to, uint256 amount)',
+  'function setBlocked(address account, bool value)',
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
+]);
+
+/** ABI of the Disperse contract: ERC-20 payouts in batches, a refused one reported by position. */
+export const disperseAbi = parseAbi([
+  'function disperseToken(address token, address[] recipients, uint256[] amounts)',
+  'event Failed(uint256 indexed index)',
+  'error LengthMismatch()',
+  'error OutOfGas(uint256 index)',
 ]);
 
 /** Whether the hand-written ABI above agrees with the compiled one (checked by the compile test). */

@@ -17,6 +17,7 @@ import { evmSettings, parseEvmSettings } from './config.ts';
 import { GaslessRelay } from './gasless.ts';
 import * as m0004 from './migrations/0004_evm.ts';
 import * as m0006 from './migrations/0006_evm_sender.ts';
+import * as m0020 from './migrations/0020_evm_disperse.ts';
 import './schema.ts';
 import { EvmSender } from './sender.ts';
 import { hotWalletAccount } from './wallet.ts';
@@ -97,7 +98,7 @@ const evm: ChainFamily = {
     contract: { canonical: (value) => (isAddress(value, { strict: false }) ? getAddress(value) : null), name: 'an EVM address' },
     settings: parseEvmSettings,
   },
-  migrations: { '0004_evm': m0004, '0006_evm_sender': m0006 },
+  migrations: { '0004_evm': m0004, '0006_evm_sender': m0006, '0020_evm_disperse': m0020 },
   commands: evmCommands,
   payouts: true,
   load,

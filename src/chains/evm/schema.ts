@@ -54,7 +54,7 @@ export interface EvmTransfersTable {
   id: string;
   mode: 'test' | 'live';
   chain: string;
-  purpose: 'refund' | 'payout' | 'gasless';
+  purpose: 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
   status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
   from_address: string;
   to_address: string;
@@ -78,6 +78,10 @@ export interface EvmTransfersTable {
   signed_at: Timestamp | null;
   broadcast_at: Timestamp | null;
   settled_at: Timestamp | null;
+  /** Migration 0020_evm_disperse: the batch carrying a payout, its position there, and whether it must go alone. */
+  batch_id: Generated<string | null>;
+  batch_index: Generated<number | null>;
+  unbatched: Generated<boolean>;
 }
 
 /** One signed version of an outgoing transfer's transaction (same nonce; replacements bump the fee). */

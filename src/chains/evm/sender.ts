@@ -17,13 +17,24 @@
  * that asked), and marked reported only after the sink accepted it, so a crash in between reports it again (the sink
  * is idempotent). A gasless relay is the family's own business and is only recorded.
  *
+ * Batches. Where the network names a Disperse contract (`evm.disperse`, contracts/Disperse.sol), pending ERC-20
+ * payouts of one token are gathered, in one database transaction, into a batch: a transfer of its own (purpose
+ * `disperse`, id `dsp_…`) calling `disperseToken` with every member's destination and amount, driven through the same
+ * steps as any transfer (one nonce, the stored bytes re-broadcast after a crash). Members wait, `pending`, holding the
+ * batch's id, and are never sent alone while they hold it; when the batch settles they settle with it in the same
+ * database transaction — `sent`, or `failed` where the contract reported a `Failed(index)` (the token refused that
+ * transfer; the others went out). A batch that sent nothing (its estimate or its transaction reverted, its nonce was
+ * taken) hands its members back to go out one by one (`unbatched`), so a payout is sent once or not at all. The hot
+ * wallet's allowance to the contract is one `approve` transaction, made when a batch first needs it.
+ *
  * NOTE: a reverted transaction consumed its nonce on chain like any other; the counter simply moves on and the
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
-import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, parseGwei, type Address, type Hex, type LocalAccount } from 'viem';
+import { decodeFunctionData, decodeFunctionResult, encodeFunctionData, getAddress, keccak256, maxUint256, parseEventLogs, parseGwei, type Address, type Hex, type LocalAccount } from 'viem';
+import { newId } from '../../core/ids.ts';
 import type { Clock } from '../../core/clock.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
@@ -34,11 +45,11 @@ import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
-import { erc20Abi } from './contracts.ts';
+import { disperseAbi, erc20Abi } from './contracts.ts';
 import type { EvmTransfersTable } from './schema.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
 
-export type TransferPurpose = 'refund' | 'payout' | 'gasless';
+export type TransferPurpose = 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
 export type TransferRow = Selectable<EvmTransfersTable>;
 
 /** What a step did: moved the transfer on (run the next step now), nothing to do until later, or settled. */
@@ -113,7 +124,13 @@ interface RpcReceipt {
   status: Hex;
   blockNumber: Hex | null;
   gasUsed: Hex;
+  logs?: Array<{ address: Hex; topics: [Hex, ...Hex[]]; data: Hex }>;
 }
+
+/** Purposes reported to the TransferSink (the others are the sender's own business). */
+const REPORTED: readonly string[] = ['refund', 'payout'];
+/** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
+const BATCH_GAS_EXTRA = 100_000n;
 
 const hex = (n: bigint): Hex => `0x${n.toString(16)}`;
 const ceilBump = (n: bigint): bigint => (n * BUMP_NUM + BUMP_DEN - 1n) / BUMP_DEN;
@@ -168,6 +185,8 @@ export class EvmSender implements OutgoingSender {
   readonly replaceAfterBlocks: number;
   readonly confirmations: number;
   private readonly opts: Required<Pick<EvmSenderOptions, 'batch' | 'leaseMs' | 'retryBaseMs' | 'retryMaxMs'>>;
+  /** The Disperse contract payouts are batched through, and the most payouts per batch; null: one by one. */
+  readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly listeners: Array<() => void> = [];
   private hotAddress: Address | null = null;
 
@@ -182,6 +201,8 @@ export class EvmSender implements OutgoingSender {
     this.maxFeePerGas = options.maxFeePerGas ?? evmSettings(this.network).maxFeePerGas ?? SENDER_DEFAULTS.maxFeePerGas;
     this.replaceAfterBlocks = options.replaceAfterBlocks ?? evmSettings(this.network).replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
     this.confirmations = options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
+    const settings = evmSettings(this.network);
+    this.disperse = settings.disperse ? { contract: getAddress(settings.disperse), maxItems: settings.disperseMaxItems ?? 200 } : null;
     this.opts = {
       batch: options.batch ?? SENDER_DEFAULTS.batch,
       leaseMs: options.leaseMs ?? SENDER_DEFAULTS.leaseMs,
@@ -255,6 +276,7 @@ export class EvmSender implements OutgoingSender {
    */
   async runDue(): Promise<number> {
     if (this.network.rpcUrls.length === 0) return 0;
+    if (this.disperse) await this.formBatches();
     const now = this.deps.clock.now();
     const leased = await this.deps.db
       .updateTable('evm_transfers')
@@ -268,6 +290,7 @@ export class EvmSender implements OutgoingSender {
           .where('status', 'in', [...OPEN])
           .where('next_attempt_at', '<=', now)
           .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+          .where((w) => w.or([w('batch_id', 'is', null), w('unbatched', '=', true)]))
           .orderBy(sql`nonce NULLS LAST`)
           .orderBy('created_at')
           .limit(this.opts.batch)
@@ -360,12 +383,14 @@ export class EvmSender implements OutgoingSender {
     try {
       fees = await this.fees();
       chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
-      if (row.purpose !== 'gasless' && BigInt(row.value) === 0n) {
-        const held = await this.tokenBalance(row.to_address as Address);
+      const tokenMoved = REPORTED.includes(row.purpose) && value === 0n ? (row.to_address as Address) : row.purpose === 'disperse' ? batchToken(row) : null;
+      if (tokenMoved) {
+        const held = await this.tokenBalance(tokenMoved);
         if (held < BigInt(row.amount)) return this.retryLater(row, `hot wallet ${this.address} holds ${held} of ${row.token}, the transfer needs ${row.amount}`);
       }
+      if (row.purpose === 'disperse' && (await this.allowance(tokenMoved!)) < BigInt(row.amount)) return this.awaitApproval(row, tokenMoved!);
       const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: this.address, to: row.to_address, value: hex(value), data: row.data }]));
-      gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN;
+      gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (row.purpose === 'disperse' ? BATCH_GAS_EXTRA : 0n);
       const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
       const needed = value + gas * fees.maxFeePerGas;
       if (balance < needed) {
@@ -392,7 +417,10 @@ export class EvmSender implements OutgoingSender {
         .execute();
       return { nonce, hash };
     });
-    if (signed) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
+    if (signed) {
+      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
+      await this.progress(row, 'signed', signed.hash);
+    }
     return 'progress';
   }
 
@@ -417,7 +445,10 @@ export class EvmSender implements OutgoingSender {
       .where('status', '=', 'signed')
       .where('tx_hash', '=', newest.tx_hash)
       .executeTakeFirst();
-    if (r.numUpdatedRows > 0n) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
+    if (r.numUpdatedRows > 0n) {
+      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
+      await this.progress(row, 'broadcast', newest.tx_hash);
+    }
     return 'progress';
   }
 
@@ -430,7 +461,10 @@ export class EvmSender implements OutgoingSender {
       const receipt = await rpc.request<RpcReceipt | null>('eth_getTransactionReceipt', [v.tx_hash]);
       if (!receipt?.blockNumber) continue;
       const confirmations = head - BigInt(receipt.blockNumber) + 1n;
-      if (confirmations < BigInt(this.confirmations)) return 'wait';
+      if (confirmations < BigInt(this.confirmations)) {
+        await this.progress(row, 'broadcast', v.tx_hash);
+        return 'wait';
+      }
       const ok = BigInt(receipt.status) === 1n;
       return this.settle(row, 'broadcast', {
         status: ok ? 'sent' : 'failed',
@@ -438,6 +472,7 @@ export class EvmSender implements OutgoingSender {
         error: ok ? null : 'the transaction reverted on chain',
         blockNumber: BigInt(receipt.blockNumber),
         gasUsed: BigInt(receipt.gasUsed),
+        logs: receipt.logs ?? [],
       });
     }
     // None of ours is mined. If the nonce was used with enough confirmations, another transaction took it.
@@ -534,9 +569,10 @@ export class EvmSender implements OutgoingSender {
   private async settle(
     row: TransferRow,
     from: 'pending' | 'broadcast',
-    result: { status: 'sent' | 'failed'; txHash: string | null; error: string | null; blockNumber?: bigint; gasUsed?: bigint },
+    result: { status: 'sent' | 'failed'; txHash: string | null; error: string | null; blockNumber?: bigint; gasUsed?: bigint; logs?: RpcReceipt['logs'] },
   ): Promise<StepResult> {
     const now = this.deps.clock.now();
+    if (row.purpose === 'disperse') return this.settleBatch(row, from, result);
     const settled = await this.deps.db
       .updateTable('evm_transfers')
       .set({
@@ -558,11 +594,152 @@ export class EvmSender implements OutgoingSender {
     return 'done';
   }
 
+  /**
+   * Tells the sink a refund or payout was signed or broadcast. Best effort: a report lost to a crash or an error is
+   * made good by the next step's report or by the settlement.
+   */
+  private async progress(row: TransferRow, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
+    if (!this.deps.sink) return;
+    const ids = REPORTED.includes(row.purpose) ? [row.id] : row.purpose === 'disperse' ? (await this.members(row.id)).map((m) => m.id) : [];
+    for (const id of ids) {
+      try {
+        await this.deps.sink.transferProgressed(this.mode, { transferId: id, status, txHash });
+      } catch (err) {
+        this.deps.log.warn({ err: errorText(err), transferId: id, status }, 'evm transfer progress could not be reported');
+      }
+    }
+  }
+
   /** Hands a settled refund or payout to the sink, then marks it reported. */
   private async report(row: TransferRow): Promise<void> {
     if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (row.purpose !== 'gasless') await this.deps.sink?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.tx_hash, error: row.error });
+    if (REPORTED.includes(row.purpose)) await this.deps.sink?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.tx_hash, error: row.error });
     await this.deps.db.updateTable('evm_transfers').set({ reported: true }).where('id', '=', row.id).execute();
+  }
+
+  // ---- batches through the Disperse contract ----
+
+  /** The payouts a batch carries, in batch order. */
+  async members(batchId: string): Promise<TransferRow[]> {
+    return this.deps.db.selectFrom('evm_transfers').selectAll().where('batch_id', '=', batchId).orderBy('batch_index').execute();
+  }
+
+  /**
+   * Gathers due ERC-20 payouts that are not in a batch into batches of one token (at least two payouts, at most
+   * `maxItems`), each with its members, in one database transaction (the first part of every worker pass).
+   */
+  async formBatches(): Promise<void> {
+    const { contract, maxItems } = this.disperse!;
+    const now = this.deps.clock.now();
+    await withTx(this.deps.db, async (tx) => {
+      const rows = await tx
+        .selectFrom('evm_transfers')
+        .select(['id', 'token', 'to_address', 'destination', 'amount'])
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.network.id)
+        .where('purpose', '=', 'payout')
+        .where('status', '=', 'pending')
+        .where('batch_id', 'is', null)
+        .where('unbatched', '=', false)
+        .where('value', '=', '0')
+        .where('next_attempt_at', '<=', now)
+        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(maxItems * 5)
+        .forUpdate()
+        .skipLocked()
+        .execute();
+      const byToken = new Map<string, typeof rows>();
+      for (const r of rows) byToken.set(r.to_address, [...(byToken.get(r.to_address) ?? []), r]);
+      for (const [tokenContract, all] of byToken) {
+        for (let i = 0; i < all.length; i += maxItems) {
+          const chunk = all.slice(i, i + maxItems);
+          if (chunk.length < 2) continue;
+          const id = newId('dsp');
+          const data = encodeFunctionData({
+            abi: disperseAbi,
+            functionName: 'disperseToken',
+            args: [getAddress(tokenContract), chunk.map((m) => getAddress(m.destination)), chunk.map((m) => BigInt(m.amount))],
+          });
+          const amount = chunk.reduce((sum, m) => sum + BigInt(m.amount), 0n);
+          await this.record(tx, { id, purpose: 'disperse', to: contract, value: 0n, data, token: chunk[0]!.token, destination: contract, amount });
+          await sql`
+            UPDATE evm_transfers AS t SET batch_id = ${id}, batch_index = v.i
+            FROM (SELECT unnest(${chunk.map((m) => m.id)}::text[]) AS id, generate_series(0, ${chunk.length - 1}) AS i) AS v
+            WHERE t.id = v.id`.execute(tx);
+          this.deps.log.info({ batchId: id, chain: this.network.id, mode: this.mode, payouts: chunk.length }, 'evm payouts batched');
+        }
+      }
+    });
+  }
+
+  /** The hot wallet's allowance of `token` to the Disperse contract. */
+  private async allowance(token: Address): Promise<bigint> {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'allowance', args: [this.address, this.disperse!.contract] });
+    const out = await this.rpc().request<Hex>('eth_call', [{ to: token, data }, 'latest']);
+    return decodeFunctionResult({ abi: erc20Abi, functionName: 'allowance', data: out });
+  }
+
+  /**
+   * A batch needs the hot wallet's allowance first: records the one `approve` transaction per token and contract (a
+   * no-op once recorded) and waits for it to confirm. If it failed, the batch hands its payouts back to go alone.
+   */
+  private async awaitApproval(row: TransferRow, token: Address): Promise<StepResult> {
+    const contract = this.disperse!.contract;
+    const id = `approve_${this.mode}_${this.network.id}_${token.toLowerCase()}_${contract.toLowerCase()}`;
+    await withTx(this.deps.db, (tx) =>
+      this.record(tx, { id, purpose: 'approve', to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [contract, maxUint256] }), token: row.token, destination: contract, amount: maxUint256 }),
+    );
+    const approval = await this.get(id);
+    if (approval?.status === 'failed') return this.settle(row, 'pending', { status: 'failed', txHash: null, error: `the hot wallet could not approve ${contract}: ${approval.error}` });
+    return 'wait';
+  }
+
+  /**
+   * Settles a batch and, in the same database transaction, its members: sent, or failed where the contract reported
+   * `Failed(index)`. A batch that failed sent nothing: its members go out one by one.
+   */
+  private async settleBatch(
+    row: TransferRow,
+    from: 'pending' | 'broadcast',
+    result: { status: 'sent' | 'failed'; txHash: string | null; error: string | null; blockNumber?: bigint; gasUsed?: bigint; logs?: RpcReceipt['logs'] },
+  ): Promise<StepResult> {
+    const now = this.deps.clock.now();
+    const refused = new Set<number>();
+    if (result.status === 'sent') {
+      const logs = (result.logs ?? []).filter((l) => l.address.toLowerCase() === this.disperse?.contract.toLowerCase());
+      for (const e of parseEventLogs({ abi: disperseAbi, eventName: 'Failed', logs: logs as never })) refused.add(Number(e.args.index));
+    }
+    const settled = await withTx(this.deps.db, async (tx) => {
+      const done = await tx
+        .updateTable('evm_transfers')
+        .set({ status: result.status, tx_hash: result.txHash, error: result.error, block_number: result.blockNumber ?? null, gas_used: result.gasUsed ?? null, settled_at: now })
+        .where('id', '=', row.id)
+        .where('status', '=', from)
+        .returning('id')
+        .executeTakeFirst();
+      if (!done) return false;
+      const members = await tx.selectFrom('evm_transfers').select(['id', 'batch_index']).where('batch_id', '=', row.id).where('status', '=', 'pending').forUpdate().execute();
+      if (result.status === 'failed') {
+        await tx.updateTable('evm_transfers').set({ unbatched: true, next_attempt_at: now }).where('batch_id', '=', row.id).where('status', '=', 'pending').execute();
+        return true;
+      }
+      const failed = members.filter((m) => refused.has(m.batch_index!)).map((m) => m.id);
+      const sent = members.filter((m) => !refused.has(m.batch_index!)).map((m) => m.id);
+      const common = { tx_hash: result.txHash, block_number: result.blockNumber ?? null, settled_at: now, signed_at: row.signed_at, broadcast_at: row.broadcast_at };
+      if (sent.length) await tx.updateTable('evm_transfers').set({ ...common, status: 'sent', error: null }).where('id', 'in', sent).execute();
+      if (failed.length) {
+        await tx.updateTable('evm_transfers').set({ ...common, status: 'failed', error: 'the token refused the transfer to this destination (the batch sent the others)' }).where('id', 'in', failed).execute();
+      }
+      return true;
+    });
+    if (!settled) return 'progress';
+    const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
+    log({ batchId: row.id, chain: this.network.id, mode: this.mode, status: result.status, txHash: result.txHash, refused: refused.size, error: result.error }, 'evm batch settled');
+    if (result.status === 'sent') for (const m of await this.members(row.id)) await this.report(m);
+    await this.deps.db.updateTable('evm_transfers').set({ reported: true }).where('id', '=', row.id).execute();
+    return 'done';
   }
 
   /** Reports settled transfers a crash left unreported. */
@@ -587,6 +764,12 @@ export class EvmSender implements OutgoingSender {
 }
 
 /** The senders of every registered EVM adapter, both modes. */
+/** The ERC-20 contract a batch pays out (from its calldata). */
+function batchToken(row: Pick<TransferRow, 'data'>): Address {
+  const { args } = decodeFunctionData({ abi: disperseAbi, data: row.data as Hex });
+  return getAddress(args[0]);
+}
+
 export function evmSenders(kasse: { chains: ChainRegistry }): EvmSender[] {
   const out: EvmSender[] = [];
   for (const mode of ['live', 'test'] as const) {

@@ -14,6 +14,7 @@ import * as m0011 from './0011_dashboard.ts';
 import * as m0016 from './0016_event_stream.ts';
 import * as m0013 from './0013_statement_emails.ts';
 import * as m0018 from './0018_subscriptions.ts';
+import * as m0020 from './0020_disbursements.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '0016_event_stream': m0016,
   '0013_statement_emails': m0013,
   '0018_subscriptions': m0018,
+  '0020_disbursements': m0020,
 };

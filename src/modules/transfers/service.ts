@@ -9,7 +9,7 @@
  * simulated sender: the owner's due work settles them as sent with a `0xsim…` hash. Live networks without a sender
  * keep the transfer pending (an operator must run one). Rules: docs/payments.md ("Refunds").
  */
-import type { TransferRequest, TransferResult, TransferSink } from '../../chains/ports.ts';
+import type { TransferProgress, TransferRequest, TransferResult, TransferSink } from '../../chains/ports.ts';
 import type { ChainRegistry } from '../../chains/registry.ts';
 import { simulatedTxHash } from '../../chains/types.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -30,6 +30,8 @@ export interface SettledTransfer {
 /** A module that asks for transfers; called back once per transfer, inside the transaction that settles it. */
 export interface TransferOwner {
   transferSettled(tx: Tx, transfer: SettledTransfer): Promise<void>;
+  /** Optional: a pending transfer was signed or broadcast (informational; may repeat; never after it settled). */
+  transferProgressed?(tx: Tx, transfer: TransferProgress & { mode: Mode }): Promise<void>;
 }
 
 export interface TransferDeps {
@@ -108,6 +110,15 @@ export class TransferService implements TransferSink {
       const owner = this.owners.get(row.purpose);
       if (!owner) throw new Error(`no owner for transfers of purpose "${row.purpose}"`);
       await owner.transferSettled(tx, { id: row.id, mode, purpose: row.purpose, status: result.status, txHash: result.txHash, error: result.error });
+    });
+  }
+
+  /** A sender says a pending transfer was signed or broadcast; the owner is told if it listens. */
+  async transferProgressed(mode: Mode, progress: TransferProgress): Promise<void> {
+    await withTx(this.deps.db, async (tx) => {
+      const row = await tx.selectFrom('transfers').select(['purpose', 'status']).where('id', '=', progress.transferId).where('mode', '=', mode).forUpdate().executeTakeFirst();
+      if (!row || row.status !== 'pending') return;
+      await this.owners.get(row.purpose)?.transferProgressed?.(tx, { ...progress, mode });
     });
   }
 

@@ -13,6 +13,7 @@ import { authRoutes } from './auth.ts';
 import { cookieName, parseCookies, setCookie } from './context.ts';
 import { auditPages } from './pages/audit.ts';
 import { developerPages } from './pages/developers.ts';
+import { disbursementPages } from './pages/disbursements.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
 import { subscriptionPages } from './pages/subscriptions.ts';
@@ -23,6 +24,7 @@ import { Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
 export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages];
+dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);

@@ -32,6 +32,7 @@ export const navigation: NavEntry[] = [
   { path: '/links', label: 'Links', permission: 'read' },
   { path: '/statements', label: 'Statements', permission: 'read' },
   { path: '/subscriptions', label: 'Subscriptions', permission: 'read' },
+  { path: '/disbursements', label: 'Disbursements', permission: 'read' },
   { path: '/developers', label: 'Developers', permission: 'read' },
   { path: '/team', label: 'Team', permission: 'read' },
   { path: '/settings', label: 'Settings', permission: 'read' },
@@ -90,6 +91,10 @@ const DONE: Record<string, string> = {
   tax_profile: 'The tax profile was saved.',
   invoiced: 'The tax invoice was issued.',
   subscription_cancelled: 'The subscription was cancelled; its open payments were withdrawn and the customer was told.',
+  dsb_created: 'The disbursement was created. The owners were emailed to approve it.',
+  dsb_approved: 'Your approval was recorded.',
+  dsb_released: 'The disbursement was released: its total left the available balance and the payouts are being sent.',
+  dsb_cancelled: 'The disbursement was cancelled.',
 };
 
 export function flash(key: unknown): Html | string {

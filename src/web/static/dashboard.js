@@ -1,4 +1,5 @@
-/* Kasse dashboard: copy buttons, local times, and the link form showing the fields of the chosen kind.
+/* Kasse dashboard: copy buttons, local times, the link form showing the fields of the chosen kind, and a CSV file
+   chosen for a disbursement read into its text box.
    Progressive enhancement only: every page and form works without this file. No dependencies. */
 (function () {
   'use strict';
@@ -27,5 +28,16 @@
     }
     kind.addEventListener('change', show);
     show();
+  });
+
+  all('[data-csv-file]').forEach(function (input) {
+    var box = input.parentNode.querySelector('textarea');
+    input.addEventListener('change', function () {
+      var file = input.files && input.files[0];
+      if (!file || !window.FileReader) return;
+      var reader = new FileReader();
+      reader.onload = function () { box.value = String(reader.result); };
+      reader.readAsText(file);
+    });
   });
 })();

@@ -1,0 +1,184 @@
+/**
+ * Disbursements: every role sees the batches; owners create them from a CSV file, approve them with a fresh TOTP
+ * code (each owner once, of the digest the page showed), release approved ones (again with a code) and cancel them.
+ *
+ *   GET  /dashboard/<mode>/disbursements                  the batches, and (owners) the CSV form
+ *   POST /dashboard/<mode>/disbursements/check            (owners) every CSV row with its problems; Create when all good
+ *   POST /dashboard/<mode>/disbursements                  (owners) create from a checked CSV
+ *   GET  /dashboard/<mode>/disbursements/<id>             title, total, fingerprint, approvals, every item
+ *   POST /dashboard/<mode>/disbursements/<id>/approve     (owners) code + digest
+ *   POST /dashboard/<mode>/disbursements/<id>/release     (owners) code
+ *   POST /dashboard/<mode>/disbursements/<id>/cancel      (owners) before release
+ */
+import { ApiError, invalid } from '../../../core/errors.ts';
+import { ID_PATTERNS } from '../../../core/ids.ts';
+import { html, type Html } from '../../../core/html.ts';
+import { fingerprint } from '../../../modules/disbursements/approval.ts';
+import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursements/csv.ts';
+import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
+import type { Ctx } from '../context.ts';
+import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import type { Form, Router } from '../routing.ts';
+
+const CODE_FIELD = (told: Told | null, name: string) =>
+  field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
+
+const HINTS: Record<string, string> = {
+  title: `Give the batch a title of 1 to ${DISBURSEMENT_LIMITS.titleMax} characters.`,
+  insufficient_balance: 'The available balance does not cover this batch. Wait for more payments to be credited, or cancel it and send a smaller one.',
+  price_unavailable: 'There is no current price for the payout coin. Try again shortly.',
+};
+
+const NOT_FOUND = 'There is no such disbursement in this mode of your account.';
+
+function listTable(ctx: Ctx, list: Disbursement[]): Html {
+  if (list.length === 0) return html`<p class="d-empty">No disbursements in this mode yet.</p>`;
+  return html`<table class="d-table"><thead><tr><th>Title</th><th>Status</th><th class="d-num">Total</th><th class="d-num">Items</th><th>Approvals</th><th>Progress</th><th>Created</th></tr></thead><tbody>${list.map(
+    (d) => html`<tr><td data-label="Title"><a href="/dashboard/${ctx.mode}/disbursements/${d.id}">${d.title}</a></td><td data-label="Status">${badge(d.status)}</td><td data-label="Total" class="d-num">${usd(d.total_usd_cents)}</td><td data-label="Items" class="d-num">${d.item_count}</td><td data-label="Approvals">${d.approvals.length} of ${d.approvals_required}</td><td data-label="Progress">${progressText(d)}</td><td data-label="Created">${when(d.created_at)}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+function progressText(d: Disbursement): string {
+  if (d.status !== 'released') return '—';
+  return `${d.progress.sent} sent · ${d.progress.failed} failed · ${d.progress.open} open`;
+}
+
+function csvForm(ctx: Ctx, values: Form, told: Told | null, checked: ParsedCsv | null): Html {
+  const rows = checked?.rows ?? [];
+  const ok = checked?.items != null;
+  const preview = checked
+    ? html`<div class="d-csvcheck" data-csv-check>${checked.errors.map((e) => html`<p class="d-error" role="alert">${e}</p>`)}
+<p>${rows.length} ${rows.length === 1 ? 'row' : 'rows'}, ${rows.filter((r) => r.errors.length > 0).length} with problems.</p>
+<table class="d-table"><thead><tr><th class="d-num">Line</th><th>Destination</th><th class="d-num">Cents</th><th>Label</th><th>Problems</th></tr></thead><tbody>${rows.map(
+        (r) => html`<tr${r.errors.length ? html` class="d-badrow"` : ''}><td class="d-num">${r.line}</td><td><code class="d-mono">${r.destination}</code></td><td class="d-num">${r.usdCents}</td><td>${r.label}</td><td>${r.errors.length ? r.errors.join('; ') : 'OK'}</td></tr>`,
+      )}</tbody></table></div>`
+    : '';
+  const base = `/dashboard/${ctx.mode}/disbursements`;
+  return html`<section class="d-panel" id="new"><h2>New disbursement from a CSV file</h2>${errorBox(told)}
+<p class="d-hint">One payout per row: <code>destination,usd_cents,label</code> (label optional; a header row is skipped). At most ${DISBURSEMENT_LIMITS.itemsMax} rows, each ${usd(DISBURSEMENT_LIMITS.centsMin)} to ${usd(DISBURSEMENT_LIMITS.centsMax)}, paid in ${ctx.merchant.payoutToken}.</p>
+<form method="post" action="${ok ? base : `${base}/check`}" class="d-form">${csrfField(ctx.csrf)}
+${field({ name: 'title', label: 'Title', value: values.title ?? '', required: true, told, attrs: html` maxlength="${DISBURSEMENT_LIMITS.titleMax}"` })}
+<div class="d-field"><label for="f-csv">Payouts (CSV)</label><input type="file" accept=".csv,text/csv" data-csv-file aria-label="CSV file"><textarea id="f-csv" name="csv" rows="8"${ok ? html` readonly` : ''}>${values.csv ?? ''}</textarea></div>
+${preview}
+<button type="submit" class="d-btn">${ok ? `Create disbursement of ${rows.length} payouts` : 'Check rows'}</button>${ok ? html` <a href="${base}#new">Start over</a>` : ''}
+</form></section>`;
+}
+
+async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, checked: ParsedCsv | null = null) {
+  const { data } = await ctx.kasse.disbursements.list(ctx.mode, ctx.merchant.id, { limit: 100 });
+  const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
+  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Disbursements', active: '/disbursements', body, wide: true }));
+}
+
+async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
+  const { kasse } = ctx;
+  let d: Disbursement;
+  let digest: string;
+  try {
+    d = await kasse.disbursements.get(ctx.mode, ctx.merchant.id, id);
+    digest = await kasse.disbursements.digest(ctx.mode, ctx.merchant.id, id);
+  } catch (err) {
+    tell(err);
+    return refusal(ctx, 404, NOT_FOUND);
+  }
+  const users = new Map((await kasse.users.list(ctx.merchant.id)).map((u) => [u.id, u.email]));
+  const base = `/dashboard/${ctx.mode}/disbursements/${d.id}`;
+  const owner = ctx.can('disbursements.approve');
+  const mine = d.approvals.some((a) => a.user_id === ctx.user.id);
+  let actions: Html | string = '';
+  if (owner && d.status === 'pending_approval' && !mine) {
+    actions = html`<form method="post" action="${base}/approve" class="d-form" data-approve>${csrfField(ctx.csrf)}<input type="hidden" name="digest" value="${digest}">
+<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${d.item_count} payouts, ${usd(d.total_usd_cents)} in ${d.symbol}.</p>${CODE_FIELD(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
+  } else if (owner && d.status === 'pending_approval') {
+    actions = html`<p class="d-hint">You approved this batch. It needs ${d.approvals_required - d.approvals.length} more owner ${d.approvals_required - d.approvals.length === 1 ? 'approval' : 'approvals'}.</p>`;
+  } else if (owner && d.status === 'approved') {
+    actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${CODE_FIELD(told, 'release_code')}<button type="submit" class="d-btn">Release</button></form>`;
+  }
+  const cancel =
+    owner && (d.status === 'pending_approval' || d.status === 'approved')
+      ? html`<form method="post" action="${base}/cancel" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger">Cancel batch</button></form>`
+      : '';
+  const body = html`${errorBox(told)}
+<section class="d-panel"><dl class="d-facts">
+<dt>Status</dt><dd>${badge(d.status)}</dd><dt>Total</dt><dd>${usd(d.total_usd_cents)} in ${d.symbol} on ${d.chain}</dd><dt>Items</dt><dd>${d.item_count}</dd>
+<dt>Fingerprint</dt><dd><code class="d-mono" data-fingerprint>${fingerprint(digest)}</code></dd>
+<dt>Approvals</dt><dd>${d.approvals.length} of ${d.approvals_required}${d.approvals.map((a) => html`<br>${users.get(a.user_id) ?? a.user_id} · ${when(a.approved_at)}`)}</dd>
+<dt>Created</dt><dd>${when(d.created_at)} by ${users.get(d.created_by) ?? d.created_by}</dd>
+${d.released_at ? html`<dt>Released</dt><dd>${when(d.released_at)} by ${users.get(d.released_by ?? '') ?? d.released_by}</dd><dt>Progress</dt><dd data-progress>${progressText(d)}</dd>` : ''}
+${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''}
+</dl>${actions}${cancel}</section>
+<section class="d-panel"><h2>Payouts</h2><table class="d-table"><thead><tr><th class="d-num">#</th><th>Destination</th><th>Label</th><th class="d-num">USD</th><th class="d-num">${d.symbol}</th><th>Payout</th></tr></thead><tbody>${d.items.map(
+    (i) => html`<tr><td class="d-num">${i.item_no}</td><td><code class="d-mono">${i.destination}</code></td><td>${i.label ?? ''}</td><td class="d-num">${usd(i.usd_cents)}</td><td class="d-num">${i.amount_display}</td><td>${
+      i.payout ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}` : '—'
+    }</td></tr>`,
+  )}</tbody></table></section>`;
+  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: d.title, active: '/disbursements', body, wide: true }));
+}
+
+export function disbursementPages(r: Router): void {
+  const { kasse } = r;
+  const idOk = (id: string) => new RegExp(ID_PATTERNS.dsb).test(id);
+  const withId = (handler: (ctx: Ctx, form: Form, id: string) => Promise<unknown>) => async (ctx: Ctx, form: Form, p: Record<string, string>) =>
+    idOk(p.id!) ? handler(ctx, form, p.id!) : refusal(ctx, 404, NOT_FOUND);
+
+  r.page('/disbursements', 'read', async (ctx) => listPage(ctx));
+
+  r.action('/disbursements/check', 'disbursements.approve', async (ctx, form) => listPage(ctx, form, null, parseDisbursementCsv(form.csv ?? '')));
+
+  r.action('/disbursements', 'disbursements.approve', async (ctx, form) => {
+    const checked = parseDisbursementCsv(form.csv ?? '');
+    try {
+      const title = (form.title ?? '').trim();
+      if (!title || title.length > DISBURSEMENT_LIMITS.titleMax) throw invalid('title', 'title');
+      if (!checked.items) return listPage(ctx, form, null, checked);
+      const { disbursement } = await kasse.disbursements.create(ctx.mode, ctx.merchant.id, { title, items: checked.items }, undefined, ctx.actor);
+      return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${disbursement.id}`, 'dsb_created');
+    } catch (err) {
+      return listPage(ctx, form, tell(err, HINTS), checked);
+    }
+  });
+
+  r.page('/disbursements/:id', 'read', async (ctx, p) => (idOk(p.id!) ? detailPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND)));
+
+  r.action(
+    '/disbursements/:id/approve',
+    'disbursements.approve',
+    withId(async (ctx, form, id) => {
+      try {
+        await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'disbursement.approve');
+        await kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor);
+        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_approved');
+      } catch (err) {
+        return detailPage(ctx, id, tell(err, HINTS, true));
+      }
+    }),
+  );
+
+  r.action(
+    '/disbursements/:id/release',
+    'disbursements.approve',
+    withId(async (ctx, form, id) => {
+      try {
+        await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.release_code ?? '', ctx.meta, 'disbursement.release');
+        await kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor);
+        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_released');
+      } catch (err) {
+        const told = tell(err, HINTS, true);
+        return detailPage(ctx, id, err instanceof ApiError && err.param === 'code' ? { ...told, field: 'release_code' } : told);
+      }
+    }),
+  );
+
+  r.action(
+    '/disbursements/:id/cancel',
+    'disbursements.approve',
+    withId(async (ctx, _form, id) => {
+      try {
+        await kasse.disbursements.cancel(ctx.mode, ctx.merchant.id, id, ctx.actor);
+        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_cancelled');
+      } catch (err) {
+        return detailPage(ctx, id, tell(err, HINTS, true));
+      }
+    }),
+  );
+}
