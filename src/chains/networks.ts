@@ -9,6 +9,7 @@ import { ConfigError, type Config } from '../config.ts';
 import { parseUnits } from '../core/money.ts';
 import { decodeBase58 } from './base58.ts';
 import { parseEvmSettings } from './evm/config.ts';
+import { parseSolanaSettings } from './solana/config.ts';
 import type { ConfirmationTier, Mode, NetworkConfig, TokenConfig } from './types.ts';
 
 const CONFIG_DIR = new URL('../../config/', import.meta.url);
@@ -85,6 +86,7 @@ function parseNetwork(raw: unknown, at: string): NetworkConfig {
     paused,
     tokens,
     ...(family === 'evm' ? { evm: parseEvmSettings(n.evm, `${at}.evm`) } : {}),
+    ...(family === 'solana' ? { solana: parseSolanaSettings(n.solana, `${at}.solana`) } : {}),
   };
 }
 

@@ -55,6 +55,23 @@ export interface NetworkConfig {
   tokens: TokenConfig[];
   /** Family `evm` only: the `evm` object of the networks file (src/chains/evm/config.ts, docs/evm.md). */
   evm?: EvmNetworkSettings;
+  /** Family `solana` only: the `solana` object of the networks file (src/chains/solana/config.ts, docs/solana.md). */
+  solana?: SolanaNetworkSettings;
+}
+
+/** Settings only Solana networks have. */
+export interface SolanaNetworkSettings {
+  /** Where sweeps send SOL and tokens; null = sweeps refuse to run. */
+  treasury: string | null;
+  /** First slot the watcher reads when it has no cursor yet; null = the confirmed tip at first start. */
+  startSlot: bigint | null;
+  rpcTimeoutMs: number;
+  /** Blocks read per watcher tick at most (the loop runs again at once when behind). */
+  maxSlotsPerTick: number;
+  /** Seconds between automatic sweeps; 0 = only `kasse solana sweep`. */
+  sweepIntervalSeconds: number;
+  /** An unused token account Kasse opened is closed by a sweep this long after its coin choice. */
+  ataCloseAfterSeconds: number;
 }
 
 /** Settings only EVM networks have. */

@@ -144,6 +144,15 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         if (end - start > 500_000n) throw new RpcFailure(-32602, `Slot range too large; max 500000`);
         return validator.blocks.filter((b) => b.slot >= start && b.slot <= end && b.slot <= top).map((b) => num(b.slot));
       },
+      getBlocksWithLimit: (p) => {
+        const start = slotArg(p[0]);
+        const limit = Number(slotArg(p[1]));
+        const c = commitmentOf(cfg(p, 2));
+        if (c === 'processed') throw new RpcFailure(-32602, 'Method does not support commitment below `confirmed`');
+        if (limit > 500_000) throw new RpcFailure(-32602, 'Limit too large; max 500000');
+        const top = head(c).slot;
+        return validator.blocks.filter((b) => b.slot >= start && b.slot <= top).slice(0, limit).map((b) => num(b.slot));
+      },
       getBlock: (p) => {
         const c = cfg(p, 1);
         const commitment = commitmentOf(c);

@@ -6,6 +6,7 @@ import * as m0003 from './0003_webhooks.ts';
 import * as m0004 from './0004_evm.ts';
 import * as m0005 from './0005_links.ts';
 import * as m0006 from './0006_evm_sender.ts';
+import * as m0014 from './0014_solana.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_evm': m0004,
   '0005_links': m0005,
   '0006_evm_sender': m0006,
+  '0014_solana': m0014,
 };
