@@ -29,10 +29,10 @@ export interface SolanaKasseOptions {
   pollIntervalMs?: number;
   solana?: Record<string, unknown>;
   watcher?: Partial<SolanaWatcherOptions>;
-  /** Reuse a database, secrets and mint (restart scenarios). */
+  /** Reuse a database, secrets and the chain helper with its mint (restart scenarios). */
   databaseUrl?: string;
   secrets?: ReturnType<typeof testSecrets>;
-  usdc?: string;
+  chain?: SolanaTestChain;
   receiver?: boolean;
   env?: Record<string, string>;
   /** Skip funding the hot wallet. */
@@ -90,16 +90,11 @@ export function solanaNetworksDocument(opts: { rpcUrls: string[]; usdc: string; 
 
 export async function startSolanaKasse(opts: SolanaKasseOptions = {}): Promise<SolanaKasse> {
   const node = opts.node ?? (await startSolanaNode({ listeners: 2 }));
-  const chain = new SolanaTestChain(node.urls[0]!);
+  const chain = opts.chain ?? new SolanaTestChain(node.urls[0]!);
   const funder = await chain.newWallet(10n ** 15n);
   await chain.produce();
-  let usdc = opts.usdc;
-  if (!usdc) {
-    usdc = await chain.createUsdc(funder);
-    await chain.produce();
-  } else {
-    chain.usdc = usdc as never;
-  }
+  const usdc = chain.usdc ?? (await chain.createUsdc(funder));
+  await chain.produce();
   const treasury = (await chain.newWallet(0n)).address;
   const dir = mkdtempSync(join(tmpdir(), 'kasse-solana-'));
   const networksFile = join(dir, 'networks.test.json');
@@ -134,16 +129,29 @@ export async function startSolanaKasse(opts: SolanaKasseOptions = {}): Promise<S
     },
   });
   coingecko.setPrice('solana', SOL_USD, t.clock.now());
-  const receiver = opts.receiver === false ? null : await startWebhookReceiver({ now: () => t.clock.now() });
-  const m = await t.merchant({ webhookUrl: receiver?.url ?? null });
-  receiver?.setSecret(m.webhookSecret);
-  const adapter = t.kasse.chains.adapter('test', 'solana');
-  if (!(adapter instanceof SolanaAdapter)) throw new Error('solana has no SolanaAdapter');
-  const hotWallet = solanaKeys(t.kasse.secrets).hotWallet().address;
-  if (!opts.unfunded) {
-    await chain.rpc('requestAirdrop', [hotWallet, 100_000_000_000]);
-    await chain.mintUsdc(funder, hotWallet, 1_000_000_000n);
-    await chain.produce();
+  let receiver: WebhookReceiver | null = null;
+  let m: TestMerchant;
+  let adapter: SolanaAdapter;
+  let hotWallet: string;
+  try {
+    receiver = opts.receiver === false ? null : await startWebhookReceiver({ now: () => t.clock.now() });
+    m = await t.merchant({ webhookUrl: receiver?.url ?? null });
+    receiver?.setSecret(m.webhookSecret);
+    const a = t.kasse.chains.adapter('test', 'solana');
+    if (!(a instanceof SolanaAdapter)) throw new Error('solana has no SolanaAdapter');
+    adapter = a;
+    hotWallet = solanaKeys(t.kasse.secrets).hotWallet().address;
+    if (!opts.unfunded) {
+      await chain.rpc('requestAirdrop', [hotWallet, 100_000_000_000]);
+      await chain.mintUsdc(funder, hotWallet, 1_000_000_000n);
+      await chain.produce();
+    }
+  } catch (err) {
+    await t.close().catch(() => {});
+    await receiver?.close().catch(() => {});
+    await coingecko.close();
+    await binance.close();
+    throw err;
   }
   const watcher = adapter.watcher(t.kasse.payments.deposits, { retryBackoffMs: 10, ...opts.watcher });
   return {
