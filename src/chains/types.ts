@@ -136,8 +136,16 @@ export interface ChainAdapter {
   readonly mode: Mode;
   /** Deterministic deposit address number `index` derived from the operator's master seed. */
   deriveAddress(index: bigint): Promise<string>;
-  /** Payment URI (EIP-681, BIP-21, Solana Pay, …) or null when the chain has none. */
-  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null;
+  /**
+   * Payment URI (EIP-681, BIP-21, Solana Pay, …) or null when the chain has none. `context` carries what a wallet
+   * may show the payer (the payment's description as `message`), for URI formats that have such fields.
+   */
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context?: { label?: string | null; message?: string | null }): string | null;
+  /**
+   * A coin choice was issued on this network; called inside the transaction that stores it, so a family can record
+   * durable per-address work with it (e.g. opening a token account for the address from the hot wallet).
+   */
+  addressIssued?(tx: import('../db/index.ts').Tx, issued: { token: TokenConfig; address: string; index: bigint }): Promise<void>;
   /** Whether `address` is a well-formed destination on this chain. */
   isValidAddress(address: string): boolean;
   explorerUrl(txHash: string): string | null;

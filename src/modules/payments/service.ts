@@ -11,7 +11,7 @@ import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import { centsToUnits, formatUnits } from '../../core/money.ts';
-import { withTx, type DbOrTx } from '../../db/index.ts';
+import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
 import { assertHttpUrl } from '../merchants/service.ts';
 import type { PriceQuote } from '../prices/index.ts';
@@ -139,7 +139,7 @@ export class PaymentService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      const attempts = issued ? [await this.insertAttempt(db, row.id, mode, issued, now)] : [];
+      const attempts = issued ? [await this.insertAttempt(db as Tx, row.id, mode, issued, now)] : [];
       return this.engine.json({ row, attempts, deposits: [] });
     };
     // One INSERT is atomic on its own; a key or a coin choice needs the transaction.
@@ -383,7 +383,8 @@ export class PaymentService {
     return { ...prepared, index, address, uri: adapter.paymentUri(token, address, prepared.payAmount) };
   }
 
-  private async insertAttempt(db: DbOrTx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
+  private async insertAttempt(db: Tx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
+    await this.deps.chains.adapter(mode, c.network.id).addressIssued?.(db, { token: c.token, address: c.address, index: c.index });
     return db
       .insertInto('attempts')
       .values({
