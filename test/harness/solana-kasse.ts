@@ -22,7 +22,7 @@ export const SOL_USD = '150';
 
 export interface SolanaKasseOptions {
   /** An existing node (restart scenarios, benchmarks); default: a private node with two URLs. */
-  node?: SolanaNode;
+  node?: Pick<SolanaNode, 'urls' | 'stop'>;
   /** What the networks file names as RPC URLs; default: every URL of the node. */
   rpcUrls?: string[];
   tiers?: Array<{ max_usd_cents: number | null; confirmations: number }>;
@@ -40,7 +40,7 @@ export interface SolanaKasseOptions {
 }
 
 export interface SolanaKasse {
-  node: SolanaNode;
+  node: Pick<SolanaNode, 'urls' | 'stop'>;
   chain: SolanaTestChain;
   t: TestKasse;
   m: TestMerchant;

@@ -365,8 +365,8 @@ export async function startSolanaNode(opts: { listeners?: number; finalityDepth?
   return serveSolana(new SolanaValidator({ finalityDepth: opts.finalityDepth }), opts.listeners ?? 2);
 }
 
-registerInfrastructure(async (files) => {
-  if (!files.some((f) => f.replaceAll('\\', '/').includes('/solana/'))) return null;
+/** A node in a child process (its ledger work is not counted in this process's CPU): the shared node of a run, benchmarks. */
+export async function spawnSolanaNode(): Promise<{ urls: string[]; stop(): Promise<void> }> {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'solana-node.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const urls = await new Promise<string[]>((resolve, reject) => {
@@ -380,12 +380,18 @@ registerInfrastructure(async (files) => {
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
-    env: { [SOLANA_RPC_ENV]: urls.join(',') },
+    urls,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
+}
+
+registerInfrastructure(async (files) => {
+  if (!files.some((f) => f.replaceAll('\\', '/').includes('/solana/'))) return null;
+  const node = await spawnSolanaNode();
+  return { env: { [SOLANA_RPC_ENV]: node.urls.join(',') }, stop: node.stop };
 });
 
 /** The shared node's URLs (set by `npm test`). */
