@@ -4,6 +4,7 @@
  * wiring of the program and no hidden globals.
  */
 import { registerEvmAdapters } from './chains/evm/index.ts';
+import { registerSolanaAdapters } from './chains/solana/index.ts';
 import { loadNetworks } from './chains/networks.ts';
 import { ChainRegistry } from './chains/registry.ts';
 import type { Config } from './config.ts';
@@ -103,6 +104,7 @@ export class Kasse {
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
     const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier);
     registerEvmAdapters(kasse);
+    registerSolanaAdapters(kasse);
     if (notifier) {
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());

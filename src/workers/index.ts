@@ -3,6 +3,7 @@
  * PostgreSQL, so a restart (or another worker process) picks up exactly where this one stopped.
  */
 import type { Kasse } from '../kasse.ts';
+import { solanaLoops } from '../chains/solana/workers.ts';
 import { evmSenderLoop } from './evm-sender.ts';
 import { Loop } from './loop.ts';
 import { paymentLoops } from './payments.ts';
@@ -18,6 +19,7 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
   loops.push(evmSenderLoop(kasse));
+  loops.push(...solanaLoops(kasse));
   for (const l of loops) l.start();
   // Chain watchers of registered adapters (EVM: networks with RPC URLs that are not paused).
   const watchers = kasse.chains.startWatchers(kasse.payments.deposits);

@@ -1,6 +1,8 @@
 /**
- * Solana: registers a SolanaAdapter with its hot-wallet sender for every `solana` network of both modes that has
- * RPC URLs. Keys derive from the master seed (keys.ts); refunds settle into the payments module's TransferSink.
+ * Solana: registers a SolanaAdapter with its hot-wallet sender for every `solana` network that has RPC URLs: in test
+ * mode always, in live mode once the networks file names a `solana.treasury` (the operator has set up where swept
+ * funds go; until then live Solana is unavailable, 503 `chain_paused`). Keys derive from the master seed (keys.ts);
+ * refunds settle into the payments module's TransferSink.
  */
 import type { Kasse } from '../../kasse.ts';
 import { SolanaAdapter } from './adapter.ts';
@@ -27,6 +29,10 @@ export function registerSolanaAdapters(kasse: Kasse): SolanaAdapter[] {
   for (const mode of ['live', 'test'] as const) {
     for (const network of kasse.chains.networks(mode)) {
       if (network.family !== 'solana' || network.rpcUrls.length === 0) continue;
+      if (mode === 'live' && !network.solana?.treasury) {
+        kasse.log.debug({ chain: network.id }, 'live solana network without solana.treasury: no adapter registered');
+        continue;
+      }
       const adapter = new SolanaAdapter(network, mode, { db: kasse.db, clock: kasse.clock, log: kasse.log, metrics: kasse.metrics, keys });
       adapter.sender = new SolanaSender(adapter, { db: kasse.db, clock: kasse.clock, log: kasse.log, keys, sinks: { refund: kasse.payments.refunds } });
       kasse.chains.register(adapter);
