@@ -3,6 +3,7 @@
  * Payment (as the API shows it) to markup. The live-status stream renders the same `main` fragments, so a page and
  * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag.
  */
+import { clusterOf, WALLET_SCRIPT_URL } from '../chains/solana/checkout.ts';
 import { createHash } from 'node:crypto';
 import type { ChainRegistry } from '../chains/registry.ts';
 import type { Mode } from '../chains/types.ts';
@@ -187,6 +188,13 @@ async function sendBlock(ctx: CheckoutContext, a: Attempt, units: bigint, uri: s
       wallet = html`${wallet}<button type="button" class="k-btn k-alt" data-gasless="/p/${ctx.payment.id}/gasless" data-attempt="${a.id}" data-chain="${chain}" data-token="${token.contract}" data-to="${a.address}" data-value="${units.toString()}" data-valid-before="${Math.floor(Date.parse(a.expires_at) / 1000)}" hidden>Pay by signature (no gas fee)</button>`;
     }
   }
+  if (network?.family === 'solana' && token && (token.kind === 'native' || token.contract)) {
+    const base = `/p/${ctx.payment.id}/solana`;
+    wallet = html`<button type="button" class="k-btn k-alt" data-solana-pay data-base="${base}" data-attempt="${a.id}" data-cluster="${clusterOf(ctx.mode)}" hidden>Pay with Solana wallet</button>`;
+    if (token.gasless && token.kind === 'spl') {
+      wallet = html`${wallet}<button type="button" class="k-btn k-alt" data-solana-gasless data-base="${base}" data-attempt="${a.id}" data-cluster="${clusterOf(ctx.mode)}" hidden>Pay ${symbol} by signature (no SOL needed)</button>`;
+    }
+  }
   return html`<div class="k-send">
 ${copyable('k-amount', `Amount (${symbol})`, amount, 'k-big')}
 <p class="k-on">${symbol} on ${network?.name ?? a.chain}</p>
@@ -256,6 +264,12 @@ function noscriptHead(p: PaymentJson, phase: Phase, embed: boolean): Html | unde
 }
 
 /** The whole checkout page. */
+/** Pages with a coin choice on a Solana network load the Solana wallet script. */
+function solanaHead(ctx: CheckoutContext, head: Html | undefined): Html | undefined {
+  if (!ctx.payment.attempts.some((a) => ctx.chains.network(ctx.mode, a.chain)?.family === 'solana')) return head;
+  return html`${head ?? ''}<script src="${WALLET_SCRIPT_URL}" defer></script>\n`;
+}
+
 export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
   const p = ctx.payment;
   const phase = phaseOf(p);
@@ -280,7 +294,7 @@ ${await checkoutMain(ctx)}
   return renderPage({
     title: `Pay ${usd(p.price_amount)} to ${ctx.merchantName}`,
     body,
-    head: noscriptHead(p, phase, ctx.embed),
+    head: solanaHead(ctx, noscriptHead(p, phase, ctx.embed)),
     rootAttrs: rootAttrs(ctx),
     test: ctx.mode === 'test',
   });
