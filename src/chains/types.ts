@@ -27,7 +27,7 @@ export interface TokenConfig {
   /** Ids at the price providers (`coingecko` id, Binance USDT pair) for non-stable coins. */
   coingeckoId: string | null;
   binanceSymbol: string | null;
-  /** USDC that can be paid by an EIP-3009 signature alone. */
+  /** USDC that can be paid by a signature alone, the gas or fee paid by Kasse (EIP-3009 on EVM, a fee-payer relay on Solana). */
   gasless: boolean;
 }
 
