@@ -52,6 +52,8 @@ describe('payment flow', () => {
     assert.equal(uri.amount, '0.066666667');
     assert.equal(uri.splToken, null);
     assert.deepEqual(uri.references, [keys.reference(p.address)]);
+    assert.equal(uri.label, 'Test shop');
+    assert.equal(uri.message, 'Two mugs');
 
     const payer = await k.payer();
     const sig = await k.chain.sendSol(payer, p.address, p.amount);

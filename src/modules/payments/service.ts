@@ -115,7 +115,7 @@ export class PaymentService {
       }
       if (prior?.response_body) return { status: 200, payment: prior.response_body as PaymentJson };
     }
-    const issued = coin ? await this.issue(mode, coin, input.price_amount) : null;
+    const issued = coin ? await this.issue(mode, coin, input.price_amount, { merchantId, description: input.description ?? null }) : null;
     const now = this.deps.clock.now();
     const insert = async (db: DbOrTx): Promise<PaymentJson> => {
       const row = await db
@@ -185,7 +185,7 @@ export class PaymentService {
     const coin = this.resolveCoin(scope.mode, choice);
     if (!coin) throw invalid('token is required', 'token');
     assertCanAddAttempt(l);
-    const issued = await this.issue(scope.mode, coin, l.row.price_amount);
+    const issued = await this.issue(scope.mode, coin, l.row.price_amount, { merchantId: l.row.merchant_id, description: l.row.description });
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
       await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
@@ -374,13 +374,15 @@ export class PaymentService {
   }
 
   /** `prepare` plus a fresh deposit address (index from the sequence, derived by the chain's adapter). */
-  private async issue(mode: Mode, token: TokenConfig, priceCents: number): Promise<Issued> {
+  /** `payer` is what a wallet may show with a payment URI: the merchant's name as label, the description as message. */
+  private async issue(mode: Mode, token: TokenConfig, priceCents: number, payer: { merchantId: string; description: string | null }): Promise<Issued> {
     const prepared = await this.prepare(mode, token, priceCents);
     const { rows } = await sql<{ index: bigint }>`SELECT nextval('deposit_address_index') AS index`.execute(this.deps.db);
     const index = rows[0]!.index;
     const adapter = this.deps.chains.adapter(mode, token.chain);
     const address = await adapter.deriveAddress(index);
-    return { ...prepared, index, address, uri: adapter.paymentUri(token, address, prepared.payAmount) };
+    const merchant = await this.deps.db.selectFrom('merchants').select('name').where('id', '=', payer.merchantId).executeTakeFirst();
+    return { ...prepared, index, address, uri: adapter.paymentUri(token, address, prepared.payAmount, { label: merchant?.name ?? null, message: payer.description }) };
   }
 
   private async insertAttempt(db: Tx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
