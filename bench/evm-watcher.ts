@@ -12,7 +12,8 @@
 import { sql } from 'kysely';
 import { encodeFunctionData, type Address } from 'viem';
 import { erc20Abi } from '../src/chains/evm/contracts.ts';
-import type { DepositObservation, DepositSink, Mode } from '../src/chains/types.ts';
+import type { DepositObservation, DepositProgress, DepositSink, TransferKey } from '../src/chains/ports.ts';
+import type { Mode } from '../src/core/mode.ts';
 import { startWorkers } from '../src/workers/index.ts';
 import { startEvmKasse, type EvmKasse } from '../test/harness/evm-kasse.ts';
 import { startHardhatNode, TestChain, type HardhatNode } from '../test/harness/hardhat.ts';
@@ -68,7 +69,7 @@ async function busyBlock(k: EvmKasse, sender: Address, order: number): Promise<v
 
 /** A DepositSink that forwards to the payments module and adds up the time spent in each method. */
 class TimedSink implements DepositSink {
-  readonly ms: Record<keyof DepositSink, number> = { watchedAddresses: 0, recordDeposits: 0, headAdvanced: 0, blocksRemoved: 0 };
+  readonly ms: Record<keyof DepositSink, number> = { watchedAddresses: 0, recordDeposits: 0, headAdvanced: 0, depositsProgressed: 0, blocksRemoved: 0, depositsDropped: 0 };
   constructor(private readonly inner: DepositSink) {}
   private async time<T>(name: keyof DepositSink, fn: () => Promise<T>): Promise<T> {
     const t0 = performance.now();
@@ -87,8 +88,14 @@ class TimedSink implements DepositSink {
   headAdvanced(mode: Mode, chain: string, head: bigint) {
     return this.time('headAdvanced', () => this.inner.headAdvanced(mode, chain, head));
   }
+  depositsProgressed(mode: Mode, chain: string, progress: DepositProgress[]) {
+    return this.time('depositsProgressed', () => this.inner.depositsProgressed(mode, chain, progress));
+  }
   blocksRemoved(mode: Mode, chain: string, fromBlock: bigint) {
     return this.time('blocksRemoved', () => this.inner.blocksRemoved(mode, chain, fromBlock));
+  }
+  depositsDropped(mode: Mode, chain: string, transfers: TransferKey[]) {
+    return this.time('depositsDropped', () => this.inner.depositsDropped(mode, chain, transfers));
   }
 }
 

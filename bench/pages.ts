@@ -52,6 +52,9 @@ export async function run(): Promise<object> {
     const address = (await kasse.payments.create('test', m.merchant_id, { price_amount: 1234, price_currency: 'USD', order_id: 'b2', chain: 'base', token: 'base:usdc' })).payment;
     const fixed = await kasse.links.create('test', m.merchant_id, { kind: 'fixed', title: 'Espresso beans', description: '250 g', amount_usd_cents: 1500 });
     const pos = await kasse.links.create('test', m.merchant_id, { kind: 'pos', title: 'Counter 1' });
+    // The POS terminal is for signed-in staff: a member's session cookie.
+    const staff = await kasse.users.create({ merchantId: m.merchant_id, email: 'till@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
+    const { session } = await kasse.users.redeemToken(staff.setup_url.split('/').pop()!, 'setup', 'bench-till-passphrase-1', { ip: null, userAgent: null });
     const pages = {
       checkout_picker: picker.checkout_url,
       checkout_address: address.checkout_url,
@@ -66,6 +69,7 @@ export async function run(): Promise<object> {
       let weight = { html_bytes: 0, html_wire: 0, js_gzip: 0, css_gzip: 0, requests: 0 };
       for (let i = 0; i < loads + 1; i++) {
         const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+        if (name === 'pos_terminal') await context.addCookies([{ name: 'kasse_session', value: session.token, url: kasse.urls.checkout }]);
         const page = await context.newPage();
         await page.goto(url, { waitUntil: 'load' });
         await page.waitForFunction(() => performance.getEntriesByName('first-contentful-paint').length > 0);

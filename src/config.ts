@@ -24,6 +24,24 @@ export interface Config {
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
+  /** Conversion spread in basis points, posted with credits in coins that are not stablecoins. */
+  swapFeeBps: number;
+  /** FX reference rates for tax invoices (Frankfurter's v1 wire format). */
+  fx: { url: string; timeoutMs: number };
+  /** Outgoing email (src/modules/email): SMTP server URL (null: mail is kept and shown on the dashboard) and sender. */
+  mail: { smtpUrl: string | null; from: string };
+  /** Bearer token for `GET /metrics` (`KASSE_METRICS_TOKEN`); null = loopback clients only. */
+  metricsToken: string | null;
+  /**
+   * Secrets given in the environment (`KASSE_SECRET_KEY`, `KASSE_MASTER_SEED`, `KASSE_HOT_WALLET_KEY`); checked and
+   * completed from the secrets file by core/secrets.ts. Never logged.
+   */
+  secretsEnv: { secretKey: string | null; masterSeed: string | null; hotWalletKey: string | null };
+}
+
+export interface ConfigDefaults {
+  /** Log level when `KASSE_LOG_LEVEL` is unset (the server logs at info, the CLI at warn). */
+  logLevel?: string;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +57,29 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535 * 1_
   return n;
 }
 
+function smtpUrl(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new Error();
+    if (!u.hostname) throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an smtp:// or smtps:// URL (e.g. smtps://user:pass@mail.example.com:465)`);
+  }
+  return raw;
+}
+
+function mailbox(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  // "Name <address>" or a bare address; no line breaks (header injection).
+  if (/[\r\n]/.test(raw) || !/^(?:[^<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw)) {
+    throw new ConfigError(`${name} must be an email address or "Name <address>", got "${raw}"`);
+  }
+  return raw;
+}
+
 function url(env: Env, name: string): string | null {
   const raw = env[name];
   if (!raw) return null;
@@ -51,7 +92,7 @@ function url(env: Env, name: string): string | null {
   return raw.replace(/\/+$/, '');
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
   const roles = (env.KASSE_ROLES ?? 'api,workers').split(',').map((r) => r.trim()).filter(Boolean);
   for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
   return {
@@ -69,7 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
       checkout: url(env, 'KASSE_CHECKOUT_URL'),
     },
     roles: roles as Role[],
-    logLevel: env.KASSE_LOG_LEVEL || 'info',
+    logLevel: env.KASSE_LOG_LEVEL || defaults.logLevel || 'info',
     rateLimitPerMinute: int(env, 'KASSE_RATE_LIMIT', 60, 1),
     feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
     secretsFile: env.KASSE_SECRETS_FILE || null,
@@ -85,5 +126,14 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int(env, 'KASSE_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     },
     bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
+    metricsToken: env.KASSE_METRICS_TOKEN || null,
+    secretsEnv: {
+      secretKey: env.KASSE_SECRET_KEY || null,
+      masterSeed: env.KASSE_MASTER_SEED || null,
+      hotWalletKey: env.KASSE_HOT_WALLET_KEY || null,
+    },
+    swapFeeBps: int(env, 'KASSE_SWAP_FEE_BPS', 50, 0, 10000),
+    fx: { url: url(env, 'KASSE_FX_URL') ?? 'https://api.frankfurter.dev/v1', timeoutMs: int(env, 'KASSE_FX_TIMEOUT_MS', 5000, 100) },
+    mail: { smtpUrl: smtpUrl(env, 'KASSE_SMTP_URL'), from: mailbox(env, 'KASSE_MAIL_FROM', 'Kasse <kasse@localhost>') },
   };
 }

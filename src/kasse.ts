@@ -2,10 +2,14 @@
  * The service container: one object holding configuration, the database, the clock and every module service.
  * Built the same way by the server, the workers, the CLI and the tests (which pass a fake clock), so there is one
  * wiring of the program and no hidden globals.
+ *
+ * It loads every installed chain family (src/chains/<family>/, found by chains/families.ts): the families' tables
+ * are migrated with the core's, their networks read with the family's rules, and each family is given the ports
+ * (`FamilyContext`) and registers its adapters; its workers, checkout extensions and commands are used by the roles.
  */
-import { registerEvmAdapters } from './chains/evm/index.ts';
-import { registerSolanaAdapters } from './chains/solana/index.ts';
+import { installedFamilies } from './chains/families.ts';
 import { loadNetworks } from './chains/networks.ts';
+import type { ChainFamily, FamilyContext, LoadedFamily } from './chains/plugin.ts';
 import { ChainRegistry } from './chains/registry.ts';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
@@ -15,13 +19,20 @@ import { loadSecrets, type Secrets } from './core/secrets.ts';
 import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
+import { FrankfurterClient } from './modules/fx/frankfurter.ts';
+import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
 import { PaymentService } from './modules/payments/service.ts';
+import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
+import { StatementService } from './modules/statements/service.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
+import { AuditLog } from './modules/audit/service.ts';
+import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
+import { UserService } from './modules/users/service.ts';
 import type pg from 'pg';
 
 export interface KasseOptions {
@@ -33,6 +44,14 @@ export interface KasseOptions {
   /** LISTEN for cross-process notifications (off for one-shot CLI commands). */
   listen?: boolean;
   poolSize?: number;
+  /** The chain families to load; default: every installed one (src/chains/<family>/). */
+  families?: readonly ChainFamily[];
+}
+
+/** A chain family as this Kasse loaded it. */
+export interface LoadedChainFamily {
+  family: ChainFamily;
+  loaded: LoadedFamily;
 }
 
 export interface PublicUrls {
@@ -53,12 +72,28 @@ export class Kasse {
   readonly prices: PriceService;
   /** The double-entry ledger. */
   readonly ledger: LedgerService;
+  /** Outgoing transfers (refunds, payouts): recorded, handed to chain senders, settled through one sink. */
+  readonly transfers: TransferService;
   /** Payments, coin choices, refunds (`payments.refunds`), deposits (`payments.deposits`), the simulator. */
   readonly payments: PaymentService;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
+  /** Monthly statements from the ledger. */
+  readonly statements: StatementService;
+  /** GST tax invoices and the tax profile. */
+  readonly invoices: InvoiceService;
   /** Public base URLs (without /v1); filled in when the listeners are bound. */
   urls: PublicUrls;
+  /** The ports and services every chain family is given (and its operator commands run with). */
+  readonly familyContext: FamilyContext;
+  /** The chain families this Kasse loaded, in name order. */
+  readonly families: LoadedChainFamily[];
+  /** The audit log: sign-ins and every change from the dashboard or by API key. */
+  readonly audit: AuditLog;
+  /** The email outbox (`enqueue` in the causing transaction) and its SMTP worker. */
+  readonly email: EmailService;
+  /** Dashboard users, sessions, second factor, one-time links. */
+  readonly users: UserService;
 
   private constructor(
     readonly config: Config,
@@ -68,15 +103,21 @@ export class Kasse {
     readonly clock: Clock,
     readonly log: Logger,
     readonly notifier: Notifier | null,
+    families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
     this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.audit = new AuditLog(db, clock);
+    this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
+    this.users = new UserService({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
-    this.chains = new ChainRegistry(loadNetworks(config), secrets.secretKey);
+    this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families);
     this.prices = createPriceService(config.prices, { clock, logger: log });
     this.ledger = new LedgerService(db, clock);
+    this.transfers = new TransferService({ db, clock, log, chains: this.chains });
     this.payments = new PaymentService({
+      transfers: this.transfers,
       db,
       clock,
       log,
@@ -84,10 +125,31 @@ export class Kasse {
       prices: this.prices,
       ledger: this.ledger,
       events: this.webhooks,
+      audit: this.audit,
       feeBps: config.feeBps,
+      swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
-    this.links = new LinkService({ db, clock, payments: this.payments, checkoutBase: () => this.urls.checkout });
+    this.statements = new StatementService({ db, clock, chains: this.chains });
+    const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
+    this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx });
+    this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
+    this.familyContext = {
+      db,
+      clock,
+      log,
+      metrics: this.metrics,
+      secrets,
+      chains: this.chains,
+      deposits: this.payments.deposits,
+      payments: this.payments.reader,
+      transfers: this.transfers,
+    };
+    this.families = families.map((family) => {
+      const loaded = family.load?.(this.familyContext) ?? { adapters: [] };
+      for (const adapter of loaded.adapters) this.chains.register(adapter);
+      return { family, loaded };
+    });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
       live: config.publicUrls.live ?? local(config.ports.live),
@@ -99,15 +161,16 @@ export class Kasse {
   static async open(opts: KasseOptions): Promise<Kasse> {
     const log = opts.log ?? createLogger(opts.config.logLevel);
     const secrets = opts.secrets ?? loadSecrets(opts.config);
+    const families = opts.families ?? (await installedFamilies());
     const { db, pool } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
-    await migrateToLatest(db);
+    await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
-    const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier);
-    registerEvmAdapters(kasse);
-    registerSolanaAdapters(kasse);
+    const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier, families);
     if (notifier) {
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
+      await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
+      await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       notifier.onReconnect = () => kasse.merchants.invalidate('*');
       await notifier.start();
     }

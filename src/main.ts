@@ -3,6 +3,8 @@
  * the configured or embedded PostgreSQL, prints the three base URLs, and shuts down gracefully on SIGINT/SIGTERM:
  * stop accepting, finish in-flight requests, stop workers, close the database, stop the embedded server.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './core/log.ts';
 import { resolveDatabase } from './db/resolve.ts';
@@ -31,9 +33,12 @@ async function main(): Promise<void> {
   if (config.roles.includes('workers')) workers = startWorkers(kasse);
 
   if (listeners) {
+    // The CLI prints links (user set-up) against the bound checkout URL, also when a port was picked (0).
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(join(config.dataDir, 'urls.json'), JSON.stringify(kasse.urls) + '\n');
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
-  log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl }, 'kasse started');
+  log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -2,63 +2,65 @@
  * Networks and coins: `config/networks.live.json` and `config/networks.test.json` (or the file named by
  * `KASSE_NETWORKS_FILE`, which replaces the test set) parsed into `NetworkConfig`/`TokenConfig` and validated once
  * at start. A bad file stops the program with a message naming the file and the field. File format: docs/payments.md.
+ *
+ * A network's `family` is an installed chain family (or `none`: served by the test-mode simulator alone); the
+ * family's rules check what is its own (a chain id, token contract addresses, its settings object).
  */
 import { readFileSync } from 'node:fs';
-import { getAddress, isAddress } from 'viem';
 import { ConfigError, type Config } from '../config.ts';
 import { parseUnits } from '../core/money.ts';
-import { decodeBase58 } from './base58.ts';
-import { parseEvmSettings } from './evm/config.ts';
-import { parseSolanaSettings } from './solana/config.ts';
+import type { ChainFamily } from './plugin.ts';
 import type { ConfirmationTier, Mode, NetworkConfig, TokenConfig } from './types.ts';
 
 const CONFIG_DIR = new URL('../../config/', import.meta.url);
-const FAMILIES = ['evm', 'solana', 'utxo', 'none'] as const;
+/** The family of networks no installed family serves: test-mode simulator addresses only. */
+export const NO_FAMILY = 'none';
 const KINDS = ['native', 'erc20', 'spl', 'utxo'] as const;
 const ID = /^[a-z0-9][a-z0-9-]{0,31}$/;
 const SYMBOL = /^[a-z0-9]{1,16}$/;
 
 /** The test-mode and live-mode network sets, as loaded from the configuration files. */
-export function loadNetworks(config: Pick<Config, 'networksFile'>): Record<Mode, NetworkConfig[]> {
+export function loadNetworks(config: Pick<Config, 'networksFile'>, families: readonly ChainFamily[]): Record<Mode, NetworkConfig[]> {
   return {
-    live: readNetworks(new URL('networks.live.json', CONFIG_DIR).pathname),
-    test: readNetworks(config.networksFile ?? new URL('networks.test.json', CONFIG_DIR).pathname),
+    live: readNetworks(new URL('networks.live.json', CONFIG_DIR).pathname, families),
+    test: readNetworks(config.networksFile ?? new URL('networks.test.json', CONFIG_DIR).pathname, families),
   };
 }
 
-export function readNetworks(path: string): NetworkConfig[] {
+export function readNetworks(path: string, families: readonly ChainFamily[]): NetworkConfig[] {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     throw new ConfigError(`${path}: ${err instanceof SyntaxError ? 'not valid JSON' : 'cannot be read'} (${(err as Error).message})`);
   }
-  return parseNetworks(raw, path);
+  return parseNetworks(raw, path, families);
 }
 
 /** Parses and validates a networks document (`{ networks: [...] }`); `source` names it in error messages. */
-export function parseNetworks(raw: unknown, source: string): NetworkConfig[] {
+export function parseNetworks(raw: unknown, source: string, families: readonly ChainFamily[]): NetworkConfig[] {
   const doc = obj(raw, source);
   const list = doc.networks;
   if (!Array.isArray(list) || list.length === 0) throw new ConfigError(`${source}: "networks" must be a non-empty array`);
   const seen = new Set<string>();
   return list.map((n, i) => {
-    const net = parseNetwork(n, `${source}: networks[${i}]`);
+    const net = parseNetwork(n, `${source}: networks[${i}]`, families);
     if (seen.has(net.id)) throw new ConfigError(`${source}: network id "${net.id}" appears twice`);
     seen.add(net.id);
     return net;
   });
 }
 
-function parseNetwork(raw: unknown, at: string): NetworkConfig {
+function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]): NetworkConfig {
   const n = obj(raw, at);
   const id = str(n, 'id', at);
   if (!ID.test(id)) throw new ConfigError(`${at}.id: "${id}" must be lower case letters, digits and dashes`);
   at = `${at} (${id})`;
-  const family = oneOf(n, 'family', FAMILIES, at);
+  const family = oneOf(n, 'family', [...families.map((f) => f.name), NO_FAMILY], at);
+  const rules = families.find((f) => f.name === family)?.networks ?? {};
   const chainId = n.chain_id ?? null;
   if (chainId !== null && !(Number.isSafeInteger(chainId) && (chainId as number) > 0)) throw new ConfigError(`${at}.chain_id must be a positive integer or null`);
-  if (family === 'evm' && chainId === null) throw new ConfigError(`${at}.chain_id is required for an evm network`);
+  if (rules.requiresChainId && chainId === null) throw new ConfigError(`${at}.chain_id is required for networks of the ${family} family`);
   const rpcUrls = n.rpc_urls ?? [];
   if (!Array.isArray(rpcUrls) || !rpcUrls.every((u) => typeof u === 'string' && /^(https?|wss?):\/\/./.test(u))) {
     throw new ConfigError(`${at}.rpc_urls must be an array of http(s) or ws(s) URLs`);
@@ -71,7 +73,7 @@ function parseNetwork(raw: unknown, at: string): NetworkConfig {
   const paused = n.paused ?? false;
   if (typeof paused !== 'boolean') throw new ConfigError(`${at}.paused must be true or false`);
   if (!Array.isArray(n.tokens) || n.tokens.length === 0) throw new ConfigError(`${at}.tokens must be a non-empty array`);
-  const tokens = n.tokens.map((t, i) => parseToken(t, id, family, `${at}.tokens[${i}]`));
+  const tokens = n.tokens.map((t, i) => parseToken(t, id, rules, `${at}.tokens[${i}]`));
   if (new Set(tokens.map((t) => t.id)).size !== tokens.length) throw new ConfigError(`${at}.tokens: a symbol appears twice`);
   return {
     id,
@@ -85,8 +87,7 @@ function parseNetwork(raw: unknown, at: string): NetworkConfig {
     pollIntervalMs: n.poll_interval_ms === undefined ? 10_000 : posInt(n, 'poll_interval_ms', at),
     paused,
     tokens,
-    ...(family === 'evm' ? { evm: parseEvmSettings(n.evm, `${at}.evm`) } : {}),
-    ...(family === 'solana' ? { solana: parseSolanaSettings(n.solana, `${at}.solana`) } : {}),
+    ...(rules.settings ? { settings: rules.settings(n[family], `${at}.${family}`) } : {}),
   };
 }
 
@@ -106,7 +107,7 @@ function parseTiers(raw: unknown, at: string): ConfirmationTier[] {
   return tiers;
 }
 
-function parseToken(raw: unknown, chain: string, family: NetworkConfig['family'], at: string): TokenConfig {
+function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily['networks']>, at: string): TokenConfig {
   const t = obj(raw, at);
   const symbol = str(t, 'symbol', at);
   if (!SYMBOL.test(symbol)) throw new ConfigError(`${at}.symbol: "${symbol}" must be lower case letters and digits`);
@@ -117,11 +118,11 @@ function parseToken(raw: unknown, chain: string, family: NetworkConfig['family']
   let contract = t.contract ?? null;
   if (contract !== null && typeof contract !== 'string') throw new ConfigError(`${at}.contract must be a string or null`);
   if (kind === 'native' && contract !== null) throw new ConfigError(`${at}.contract must be null for a native coin`);
-  if (contract !== null && family === 'evm') {
-    if (!isAddress(contract as string, { strict: false })) throw new ConfigError(`${at}.contract is not an EVM address`);
-    contract = getAddress(contract as string);
+  if (contract !== null && rules.contract) {
+    const canonical = rules.contract.canonical(contract as string);
+    if (canonical === null) throw new ConfigError(`${at}.contract is not ${rules.contract.name}`);
+    contract = canonical;
   }
-  if (contract !== null && family === 'solana' && decodeBase58(contract as string)?.length !== 32) throw new ConfigError(`${at}.contract is not a Solana address`);
   let minAmount: bigint;
   try {
     minAmount = parseUnits(str(t, 'min_amount', at), decimals as number);

@@ -1,26 +1,38 @@
 /**
  * The chain registry: the configured networks of each mode and the adapter serving each of them.
  *
- * Chain families `register()` their adapters (EVM, Solana, …). A network without one is served by a built-in
- * fallback that derives deterministic addresses from the operator's secret key (HMAC over `mode|chain|index`) in the
- * family's address format, so the test-mode simulator can finish payments on any coin. NOTE: nobody holds keys to
- * fallback addresses, so a live network without a registered adapter counts as unavailable (503 `chain_paused`).
+ * Chain families register their adapters when Kasse opens (plugin.ts). A network without one is served by a
+ * built-in fallback that derives deterministic addresses from the operator's secret key (HMAC over
+ * `mode|chain|index`) in the family's address format, so the test-mode simulator can finish payments on any coin.
+ * NOTE: nobody holds keys to fallback addresses, so a live network without a registered adapter counts as
+ * unavailable (503 `chain_paused`).
  */
 import { createHmac } from 'node:crypto';
-import { getAddress, isAddress } from 'viem';
-import { formatUnits } from '../core/money.ts';
-import { decodeBase58, encodeBase58 } from './base58.ts';
-import { explorerTxUrl } from './networks.ts';
-import type { ChainAdapter, DepositSink, Mode, NetworkConfig, TokenConfig } from './types.ts';
+import { explorerTxUrl, NO_FAMILY } from './networks.ts';
+import type { AddressFormat, ChainAdapter, PaymentUriContext } from './plugin.ts';
+import type { OutgoingSender } from './ports.ts';
+import type { Mode, NetworkConfig, TokenConfig } from './types.ts';
+
+/** Addresses of networks no family serves (`none`): opaque simulator strings, no payment URI. */
+const SIMULATOR_FORMAT: AddressFormat = {
+  isValidAddress: (address) => /^[A-Za-z0-9]{20,128}$/.test(address),
+  addressFromBytes: (bytes) => `sim${Buffer.from(bytes.subarray(0, 20)).toString('hex')}`,
+  paymentUri: () => null,
+};
 
 export class ChainRegistry {
   private readonly registered = new Map<string, ChainAdapter>();
   private readonly fallbacks = new Map<string, ChainAdapter>();
+  private readonly formats: Map<string, AddressFormat>;
 
   constructor(
     private readonly sets: Record<Mode, NetworkConfig[]>,
     private readonly secretKey: Buffer,
-  ) {}
+    /** The address format of each installed family, by family name. */
+    formats: ReadonlyArray<{ name: string; format: AddressFormat }>,
+  ) {
+    this.formats = new Map([[NO_FAMILY, SIMULATOR_FORMAT], ...formats.map((f) => [f.name, f.format] as const)]);
+  }
 
   networks(mode: Mode): NetworkConfig[] {
     return this.sets[mode];
@@ -43,6 +55,13 @@ export class ChainRegistry {
     return [...byId.values()];
   }
 
+  /** The address format of a network's family. */
+  format(network: NetworkConfig): AddressFormat {
+    const format = this.formats.get(network.family);
+    if (!format) throw new Error(`network "${network.id}" names family "${network.family}", which is not installed`);
+    return format;
+  }
+
   /** Plugs in a real adapter for `adapter.mode` and `adapter.network.id`, replacing the fallback. */
   register(adapter: ChainAdapter): void {
     if (!this.network(adapter.mode, adapter.network.id)) {
@@ -55,6 +74,11 @@ export class ChainRegistry {
     return this.registered.has(`${mode}:${chain}`);
   }
 
+  /** The hot-wallet sender of `chain` in `mode`, or null where no family sender runs (then test mode simulates). */
+  sender(mode: Mode, chain: string): OutgoingSender | null {
+    return this.registered.get(`${mode}:${chain}`)?.sender ?? null;
+  }
+
   /** The adapter serving `chain` in `mode`: the registered one, else the built-in fallback. Throws for unknown networks. */
   adapter(mode: Mode, chain: string): ChainAdapter {
     const key = `${mode}:${chain}`;
@@ -62,7 +86,7 @@ export class ChainRegistry {
     if (found) return found;
     const network = this.network(mode, chain);
     if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
-    const fallback = new FallbackAdapter(network, mode, this.secretKey);
+    const fallback = new FallbackAdapter(network, mode, this.secretKey, this.format(network));
     this.fallbacks.set(key, fallback);
     return fallback;
   }
@@ -72,12 +96,6 @@ export class ChainRegistry {
     const network = this.network(mode, chain);
     return !!network && !network.paused && (mode === 'test' || this.hasAdapter(mode, chain));
   }
-
-  /** Starts the watcher of every registered adapter that has one; `stop()` stops them all. */
-  startWatchers(sink: DepositSink): { stop(): Promise<void> } {
-    const running = [...this.registered.values()].flatMap((a) => (a.startWatcher ? [a.startWatcher(sink)] : []));
-    return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) };
-  }
 }
 
 /** Addresses without keys, payment URIs and explorer links for a network that has no real adapter. */
@@ -86,42 +104,19 @@ class FallbackAdapter implements ChainAdapter {
     readonly network: NetworkConfig,
     readonly mode: Mode,
     private readonly secretKey: Buffer,
+    private readonly format: AddressFormat,
   ) {}
 
   async deriveAddress(index: bigint): Promise<string> {
-    const mac = createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest();
-    switch (this.network.family) {
-      case 'evm':
-        return getAddress(`0x${mac.subarray(0, 20).toString('hex')}`);
-      case 'solana':
-        return encodeBase58(mac);
-      default:
-        return `sim${mac.subarray(0, 20).toString('hex')}`;
-    }
+    return this.format.addressFromBytes(createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest());
   }
 
-  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null {
-    switch (this.network.family) {
-      case 'evm':
-        return token.contract
-          ? `ethereum:${token.contract}@${this.network.chainId}/transfer?address=${address}&uint256=${amount}`
-          : `ethereum:${address}@${this.network.chainId}?value=${amount}`;
-      case 'solana':
-        return `solana:${address}?amount=${formatUnits(amount, token.decimals)}${token.contract ? `&spl-token=${token.contract}` : ''}`;
-      default:
-        return null;
-    }
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null {
+    return this.format.paymentUri(this.network, token, address, amount, context);
   }
 
   isValidAddress(address: string): boolean {
-    switch (this.network.family) {
-      case 'evm':
-        return isAddress(address);
-      case 'solana':
-        return decodeBase58(address)?.length === 32;
-      default:
-        return /^[A-Za-z0-9]{20,128}$/.test(address);
-    }
+    return this.format.isValidAddress(address);
   }
 
   explorerUrl(txHash: string): string | null {

@@ -1,12 +1,13 @@
 /** What a CLI command gets: the parsed flags and a Kasse opened against the same database the server uses. */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
+import type { Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
-export class UsageError extends Error {}
-
-export type Flags = Record<string, string | boolean | undefined>;
+export { mode, optionalInt, requireString, UsageError, type Flags } from '../core/flags.ts';
 
 export interface Command {
   /** e.g. "merchant create" */
@@ -18,33 +19,24 @@ export interface Command {
 
 /** Opens Kasse for one command; starts the embedded PostgreSQL if no server is running on the data directory. */
 export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const log = createLogger(process.env.KASSE_LOG_LEVEL ?? 'warn', process.stderr);
+  const config = loadConfig(process.env, { logLevel: 'warn' });
+  const log = createLogger(config.logLevel, process.stderr);
   const database = await resolveDatabase(config);
   const kasse = await Kasse.open({ config, databaseUrl: database.url, log, listen: false, poolSize: 4 });
+  // Links the CLI prints (set-up links) point at the running server's checkout host, which may have picked its port.
+  const recorded = join(config.dataDir, 'urls.json');
+  if (!config.publicUrls.checkout && existsSync(recorded)) {
+    try {
+      const urls = JSON.parse(readFileSync(recorded, 'utf8')) as Partial<Kasse['urls']>;
+      if (typeof urls.checkout === 'string') kasse.urls.checkout = urls.checkout;
+    } catch {
+      // an unreadable file: fall back to the configured port
+    }
+  }
   try {
     return await fn(kasse);
   } finally {
     await kasse.close();
     await database.stop();
   }
-}
-
-export function requireString(flags: Flags, name: string): string {
-  const v = flags[name];
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
-  return v;
-}
-
-export function optionalInt(flags: Flags, name: string): number | undefined {
-  const v = flags[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
-  return Number(v);
-}
-
-export function mode(flags: Flags): 'test' | 'live' {
-  const m = requireString(flags, 'mode');
-  if (m !== 'test' && m !== 'live') throw new UsageError('--mode must be test or live');
-  return m;
 }

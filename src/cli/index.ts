@@ -3,13 +3,14 @@
  * With --json a command prints exactly one JSON object on stdout and nothing else; diagnostics go to stderr.
  */
 import { parseArgs } from 'node:util';
+import { installedFamilies } from '../chains/families.ts';
 import { ApiError } from '../core/errors.ts';
 import { ConfigError } from '../config.ts';
 import { merchantCommands } from './commands/merchants.ts';
 import { UsageError, withKasse, type Command } from './context.ts';
-import { extraCommands } from './commands/index.ts';
+import { extraCommands, familyCommands } from './commands/index.ts';
 
-const commands: Command[] = [...merchantCommands, ...extraCommands];
+const commands: Command[] = [...merchantCommands, ...extraCommands, ...familyCommands(await installedFamilies())];
 
 function help(): string {
   return ['usage: kasse <command> [flags]', '', ...commands.map((c) => `  kasse ${c.usage}`)].join('\n');

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   idempotency_conflict: 409,
   too_many_attempts: 409,
+  already_invoiced: 409,
   amount_too_small: 422,
   invalid_state: 422,
   rate_limited: 429,
@@ -19,6 +20,7 @@ export const ERROR_STATUS = {
   price_unavailable: 503,
   chain_paused: 503,
   service_unavailable: 503,
+  fx_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -8,7 +8,8 @@
 import { createCipheriv, createDecipheriv, hash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { generateMnemonic, english } from 'viem/accounts';
+import { generateMnemonic } from '@scure/bip39';
+import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { ConfigError, type Config } from '../config.ts';
 
 export interface Secrets {
@@ -16,7 +17,7 @@ export interface Secrets {
   secretKey: Buffer;
   /** BIP-39 mnemonic: deposit addresses and (unless given) hot wallets derive from it. */
   masterSeed: string;
-  /** Optional explicit hot-wallet private key (0x-hex) for EVM chains. */
+  /** Optional explicit hot-wallet private key (0x + 64 hex, secp256k1) instead of the account derived from the seed. */
   hotWalletKey: string | null;
 }
 
@@ -31,7 +32,8 @@ function parseKey(hex: string, source: string): Buffer {
   return Buffer.from(hex, 'hex');
 }
 
-export function loadSecrets(config: Config, env: Record<string, string | undefined> = process.env): Secrets {
+export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'secretsEnv'>): Secrets {
+  const env = config.secretsEnv;
   let file: SecretsFile | null = null;
   const path = config.secretsFile ?? join(config.dataDir, 'secrets.json');
   if (existsSync(path)) {
@@ -42,17 +44,17 @@ export function loadSecrets(config: Config, env: Record<string, string | undefin
     }
   } else if (config.secretsFile) {
     throw new ConfigError(`KASSE_SECRETS_FILE: ${path} does not exist`);
-  } else if (!env.KASSE_SECRET_KEY || !env.KASSE_MASTER_SEED) {
+  } else if (!env.secretKey || !env.masterSeed) {
     file = { secret_key: randomBytes(32).toString('hex'), master_seed: generateMnemonic(english) };
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
   }
-  const keyHex = env.KASSE_SECRET_KEY ?? file?.secret_key;
-  const seed = env.KASSE_MASTER_SEED ?? file?.master_seed;
+  const keyHex = env.secretKey ?? file?.secret_key;
+  const seed = env.masterSeed ?? file?.master_seed;
   if (!keyHex) throw new ConfigError('KASSE_SECRET_KEY is not set');
   if (!seed) throw new ConfigError('KASSE_MASTER_SEED is not set');
   if (seed.trim().split(/\s+/).length < 12) throw new ConfigError('KASSE_MASTER_SEED must be a BIP-39 mnemonic of 12 or more words');
-  const hot = env.KASSE_HOT_WALLET_KEY ?? file?.hot_wallet_key ?? null;
+  const hot = env.hotWalletKey ?? file?.hot_wallet_key ?? null;
   if (hot !== null && !/^0x[0-9a-fA-F]{64}$/.test(hot)) throw new ConfigError('KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters');
   return { secretKey: parseKey(keyHex, 'KASSE_SECRET_KEY'), masterSeed: seed.trim(), hotWalletKey: hot };
 }

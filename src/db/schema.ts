@@ -1,10 +1,11 @@
 /**
  * Row types of the tables, for typed queries. `Generated` columns have database defaults.
  * numeric(78,0) token amounts arrive as strings and are turned into bigint by the module that owns them.
+ * Chain families add their own tables to `Database` from their folder (declaration merging).
  */
 import type { ColumnType, Generated } from 'kysely';
 
-type Timestamp = ColumnType<Date, Date | string, Date | string>;
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json = ColumnType<unknown, string, string>;
 
 export interface MerchantsTable {
@@ -16,6 +17,14 @@ export interface MerchantsTable {
   rate_limit_per_minute: number | null;
   fee_bps: number | null;
   created_at: Generated<Date>;
+  /** Tax profile per mode (migration 0012; shape: src/modules/invoices/profile.ts). */
+  tax_profile_test: ColumnType<unknown, string | null | undefined, string | null>;
+  tax_profile_live: ColumnType<unknown, string | null | undefined, string | null>;
+  /** Dashboard settings (migration 0011_dashboard). */
+  payout_token: Generated<string>;
+  approvals_required: number | null;
+  webhook_secret_prev_enc: string | null;
+  webhook_secret_prev_until: Timestamp | null;
 }
 
 export interface ApiKeysTable {
@@ -88,51 +97,7 @@ export interface WebhookAttemptsTable {
   response_body: string | null;
 }
 
-/** EVM watcher cursor: the last block whose deposits are recorded (migration 0004_evm). */
-export interface EvmCursorsTable {
-  mode: 'test' | 'live';
-  chain: string;
-  block_number: bigint;
-  block_hash: string;
-  updated_at: Generated<Date>;
-}
-
-/** Recent scanned block hashes, down to the finality depth, for reorg walk-back. */
-export interface EvmBlocksTable {
-  mode: 'test' | 'live';
-  chain: string;
-  number: bigint;
-  hash: string;
-  parent_hash: string;
-}
-
-/** One ForwarderFactory.sweep transaction. */
-export interface EvmSweepsTable {
-  id: string;
-  mode: 'test' | 'live';
-  chain: string;
-  factory: string;
-  treasury: string;
-  tx_hash: string;
-  nonce: bigint;
-  raw_tx: string;
-  status: 'broadcast' | 'confirmed' | 'failed';
-  block_number: bigint | null;
-  gas_used: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
-}
-
-export interface EvmSweepItemsTable {
-  sweep_id: string;
-  /** Lower case. */
-  address: string;
-  address_index: bigint;
-  ok: boolean | null;
-}
-
-type Numeric = ColumnType<string, string | bigint, string | bigint>;
+export type Numeric = ColumnType<string, string | bigint, string | bigint>;
 
 export interface PaymentsTable {
   id: string;
@@ -214,7 +179,6 @@ export interface RefundsTable {
   tx_hash: string | null;
   note: string | null;
   error: string | null;
-  simulated: boolean;
   created_at: Timestamp;
   settled_at: Timestamp | null;
 }
@@ -228,6 +192,8 @@ export interface LedgerTransactionsTable {
   dedupe_key: string;
   reverses: string | null;
   created_at: Timestamp;
+  /** The coin a payment posting concerns (migration 0012). */
+  token: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LedgerEntriesTable {
@@ -262,148 +228,162 @@ export interface LinksTable {
   updated_at: Timestamp;
 }
 
-/** An outgoing hot-wallet transfer (migration 0006_evm_sender; src/chains/evm/sender.ts). */
-export interface EvmTransfersTable {
+/** An outgoing transfer (migration 0007_transfers; src/modules/transfers). */
+export interface TransfersTable {
   id: string;
   mode: 'test' | 'live';
+  purpose: string;
   chain: string;
-  purpose: 'refund' | 'payout' | 'gasless';
-  status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
-  from_address: string;
-  to_address: string;
-  value: Numeric;
-  data: string;
   token: string;
   destination: string;
   amount: Numeric;
-  nonce: ColumnType<bigint, bigint | string, bigint | string> | null;
-  gas_limit: Numeric | null;
+  status: 'pending' | 'sent' | 'failed';
+  simulated: boolean;
   tx_hash: string | null;
-  broadcast_block: ColumnType<bigint, bigint | string, bigint | string> | null;
-  block_number: ColumnType<bigint, bigint | string, bigint | string> | null;
-  gas_used: Numeric | null;
   error: string | null;
-  tries: Generated<number>;
-  next_attempt_at: Timestamp;
-  locked_until: Timestamp | null;
-  reported: Generated<boolean>;
   created_at: Timestamp;
-  signed_at: Timestamp | null;
-  broadcast_at: Timestamp | null;
   settled_at: Timestamp | null;
 }
 
-/** One signed version of an outgoing transfer's transaction (same nonce; replacements bump the fee). */
-export interface EvmTransferTxsTable {
-  transfer_id: string;
-  version: number;
-  tx_hash: string;
-  raw: string;
-  max_fee_per_gas: Numeric;
-  max_priority_fee_per_gas: Numeric;
-  created_at: Timestamp;
-}
-
-/** The hot wallet's next nonce per network and mode. */
-export interface EvmNoncesTable {
-  mode: 'test' | 'live';
-  chain: string;
-  address: string;
-  next_nonce: ColumnType<bigint, bigint | string, bigint | string>;
-  updated_at: Timestamp;
-}
-
-/** An EIP-3009 authorization relayed by Kasse (src/chains/evm/gasless.ts). */
-export interface EvmGaslessTable {
-  transfer_id: string;
-  mode: 'test' | 'live';
-  chain: string;
-  contract: string;
-  authorizer: string;
-  auth_nonce: string;
-  payment_id: string;
-  attempt_id: string;
-  value: Numeric;
-  valid_after: Numeric;
-  valid_before: Numeric;
-  signature: string;
-  created_at: Timestamp;
-}
-
-/** Solana (migration 0014_solana; src/chains/solana/). */
-export interface SolanaCursorsTable {
-  mode: 'test' | 'live';
-  chain: string;
-  slot: bigint;
-  blockhash: string;
-  final_slot: bigint;
-  start_slot: bigint;
-  updated_at: Generated<Date>;
-}
-
-export interface SolanaBlocksTable {
-  mode: 'test' | 'live';
-  chain: string;
-  slot: bigint;
-  blockhash: string;
-  parent_slot: bigint;
-  deposits: Generated<number>;
-}
-
-export interface SolanaAddressesTable {
-  mode: 'test' | 'live';
-  chain: string;
-  address: string;
-  address_index: bigint;
-  token: string;
-  token_account: string | null;
-  created_at: Timestamp;
-  last_deposit_slot: bigint | null;
-  swept_slot: bigint | null;
-  closed: Generated<boolean>;
-}
-
-export interface SolanaTransfersTable {
+/** GST tax invoices (migration 0012_statements_invoices). Amounts in paise. */
+export interface TaxInvoicesTable {
   id: string;
+  merchant_id: string;
   mode: 'test' | 'live';
-  chain: string;
-  purpose: 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
-  status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
-  plan: Json;
-  token: string | null;
-  destination: string | null;
-  amount: string | null;
-  signature: string | null;
-  slot: bigint | null;
-  error: string | null;
-  tries: Generated<number>;
-  next_attempt_at: Timestamp;
+  payment_id: string;
+  number: string;
+  financial_year: string;
+  seq: number;
+  issued_at: Timestamp;
+  customer_name: string | null;
+  customer_tax_id: string | null;
+  customer_state_code: string | null;
+  place_of_supply: 'intra' | 'inter';
+  currency: 'INR';
+  fx_rate: string;
+  fx_source: string;
+  fx_date: ColumnType<string, string, string>;
+  usd_cents: number;
+  total: ColumnType<bigint, bigint | string, bigint | string>;
+  taxable: ColumnType<bigint, bigint | string, bigint | string>;
+  cgst: ColumnType<bigint, bigint | string, bigint | string>;
+  sgst: ColumnType<bigint, bigint | string, bigint | string>;
+  igst: ColumnType<bigint, bigint | string, bigint | string>;
+  tax_rate_bps: number;
+  tax_inclusive: boolean;
+  sac: string | null;
+  description: string | null;
+  seller: Json;
+  created_at: Timestamp;
+}
+
+/** Last invoice number issued per merchant, mode and financial year. */
+export interface TaxInvoiceCountersTable {
+  merchant_id: string;
+  mode: 'test' | 'live';
+  financial_year: string;
+  last_number: number;
+}
+
+/** Balance of an account at an instant long past (migration 0012). */
+export interface LedgerCheckpointsTable {
+  account: string;
+  currency: string;
+  at: Timestamp;
+  balance: ColumnType<string, string | bigint, string | bigint>;
+}
+
+/** The email outbox (migration 0010_email; src/modules/email). */
+export interface EmailOutboxTable {
+  id: string;
+  merchant_id: string | null;
+  mode: 'test' | 'live' | null;
+  kind: string;
+  to_address: string;
+  to_name: string | null;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  message_id: string;
+  dedupe_key: string | null;
+  sensitive: Generated<boolean>;
+  status: Generated<'pending' | 'claimed' | 'handed' | 'sent' | 'failed' | 'uncertain' | 'kept'>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
   locked_until: Timestamp | null;
-  reported: Generated<boolean>;
-  created_at: Timestamp;
-  signed_at: Timestamp | null;
-  broadcast_at: Timestamp | null;
-  settled_at: Timestamp | null;
-}
-
-export interface SolanaTransferTxsTable {
-  transfer_id: string;
-  version: number;
-  signature: string;
-  raw: string;
-  blockhash: string;
-  last_valid_block_height: bigint;
+  lease_token: string | null;
+  last_error: string | null;
+  smtp_response: string | null;
+  sent_at: Timestamp | null;
   created_at: Timestamp;
 }
 
-export interface SolanaGaslessTable {
-  transfer_id: string;
-  mode: 'test' | 'live';
-  chain: string;
-  attempt_id: string;
-  payer: string;
-  active: Generated<boolean>;
+/** Dashboard users (migration 0011_dashboard; src/modules/users). */
+export interface UsersTable {
+  id: string;
+  merchant_id: string;
+  email: string;
+  role: 'owner' | 'member' | 'viewer';
+  password_hash: string | null;
+  totp_secret_enc: string | null;
+  totp_enabled_at: Timestamp | null;
+  totp_last_step: ColumnType<bigint, bigint | string | number, bigint | string | number> | null;
+  invited_by: string | null;
+  last_signin_at: Timestamp | null;
+  password_changed_at: Timestamp | null;
+  removed_at: Timestamp | null;
   created_at: Timestamp;
+}
+
+export interface UserTokensTable {
+  token_hash: string;
+  user_id: string;
+  purpose: 'setup' | 'reset';
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface UserRecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  used_at: Timestamp | null;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  merchant_id: string;
+  stage: 'password' | 'enrol' | 'full';
+  second_factor_at: Timestamp | null;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface SigninThrottleTable {
+  key: string;
+  window_start: Timestamp;
+  failures: number;
+}
+
+/** The audit log (src/modules/audit). */
+export interface AuditLogTable {
+  seq: Generated<bigint>;
+  merchant_id: string | null;
+  mode: 'test' | 'live' | null;
+  at: Timestamp;
+  actor_type: 'user' | 'key' | 'operator' | 'anonymous';
+  actor_id: string | null;
+  actor_label: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  details: Json | null;
 }
 
 export interface Database {
@@ -420,19 +400,16 @@ export interface Database {
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
-  evm_cursors: EvmCursorsTable;
-  evm_blocks: EvmBlocksTable;
-  evm_sweeps: EvmSweepsTable;
-  evm_sweep_items: EvmSweepItemsTable;
-  evm_transfers: EvmTransfersTable;
-  evm_transfer_txs: EvmTransferTxsTable;
-  evm_nonces: EvmNoncesTable;
-  evm_gasless: EvmGaslessTable;
-  solana_cursors: SolanaCursorsTable;
-  solana_blocks: SolanaBlocksTable;
-  solana_addresses: SolanaAddressesTable;
-  solana_transfers: SolanaTransfersTable;
-  solana_transfer_txs: SolanaTransferTxsTable;
-  solana_gasless: SolanaGaslessTable;
   links: LinksTable;
+  transfers: TransfersTable;
+  tax_invoices: TaxInvoicesTable;
+  tax_invoice_counters: TaxInvoiceCountersTable;
+  ledger_checkpoints: LedgerCheckpointsTable;
+  email_outbox: EmailOutboxTable;
+  users: UsersTable;
+  user_tokens: UserTokensTable;
+  user_recovery_codes: UserRecoveryCodesTable;
+  sessions: SessionsTable;
+  signin_throttle: SigninThrottleTable;
+  audit_log: AuditLogTable;
 }

@@ -5,19 +5,18 @@
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
-import type { Mode } from '../chains/types.ts';
+import type { Mode } from '../core/mode.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
-import { requestIds } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
 import type { AuthenticatedKey } from '../modules/merchants/service.ts';
 import type { RateDecision } from '../modules/ratelimit/limiter.ts';
 import { renderReference } from './reference.ts';
-import { blockedRange } from '../modules/webhooks/http-client.ts';
+import { blockedRange } from '../core/addresses.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema, errorResponses } from './schemas/common.ts';
-import { messageOf, paramOf, validatorCompiler } from './validation.ts';
+import { baseFastify, instrument, sendError, type Hook } from './frame.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -32,161 +31,12 @@ export interface ApiDeps {
   mode: Mode;
 }
 
-export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
-  reply.header('request-id', reply.request.id);
-  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-  return reply.code(err.status).send(err.toBody());
-}
-
-/** Maps anything thrown in a request to the Error body. Shared by the checkout listener. */
-export function errorHandler(log: Kasse['log']) {
-  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof ApiError) return sendError(reply, err);
-    if (err.validation && err.validation.length > 0) {
-      const first = err.validation[0]!;
-      const param = paramOf(first as never, err.validationContext);
-      return sendError(reply, new ApiError('invalid_request', messageOf(first as never, param), param));
-    }
-    switch (err.code) {
-      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendError(reply, new ApiError('invalid_request', 'Content-Type must be application/json'));
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendError(reply, new ApiError('invalid_request', 'Request body is too large'));
-      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-        return sendError(reply, new ApiError('invalid_request', 'Content-Length does not match the body'));
-    }
-    if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-      return sendError(reply, new ApiError('invalid_request', 'Request body is not valid JSON'));
-    }
-    // PostgreSQL data exceptions (class 22: a NUL character in text, a value out of range) are bad input, not faults.
-    if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code)) {
-      return sendError(reply, new ApiError('invalid_request', 'A value in the request cannot be stored (for example a NUL character or an out-of-range number).'));
-    }
-    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-      return sendError(reply, new ApiError('invalid_request', err.message));
-    }
-    log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled error');
-    return sendError(reply, new ApiError('internal_error', `An unexpected error occurred. Quote request id ${req.id} when reporting it.`));
-  };
-}
-
-export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
-  return sendError(reply, new ApiError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`));
-}
-
-/** JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel). */
-function jsonParser(app: FastifyInstance) {
-  const parse = app.getDefaultJsonParser('error', 'error');
-  return (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
-    if (body === '' || /^\s+$/.test(body)) return done(null, undefined);
-    parse(req, body, done);
-  };
-}
-
-/** Successful reads quicker than this are logged at debug; everything else at info. */
-const SLOW_MS = 1000;
-
-type Hook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** On an API listener, the route answers without a key (probes, metrics, the OpenAPI document). */
-    public?: boolean;
-  }
-  interface FastifyRequest {
-    /** The matched route's URL pattern (the metrics label); null when no route matched. */
-    routeUrl: string | null;
-  }
-}
-
-/**
- * What every listener does on every request: the request id header, metrics, the access log and, given a guard
- * (the API listeners' key check), admission. Every request is counted and timed in the metrics. The access log
- * records at info every change (any method but GET and HEAD), every failure and every slow answer; successful quick
- * reads are logged at debug, as polling them would otherwise drown the log and cost more than answering them.
- *
- * This runs on every request, so it is one hook per route, added as the route is declared: it knows its route's URL
- * (reading `request.routeOptions` would build an object per request) and whether the guard applies, which every
- * route but those marked `config: { public: true }` needs. Hooks take callbacks rather than returning promises, as a
- * promise per hook costs a microtask. Answers made before any route hook (unknown route, malformed URL) get their
- * request id in `sendError`.
- */
-export function instrument(app: FastifyInstance, kasse: Kasse, listener: string, guard?: Hook): void {
-  app.decorateRequest('routeUrl', null);
-  app.addHook('onRoute', (route) => {
-    const url = route.url;
-    const check = guard && !route.config?.public ? guard : undefined;
-    // Lower case, as Fastify would make it: a name that already is costs no new string per request.
-    const hook: Hook = (req, reply, done) => {
-      reply.header('request-id', req.id);
-      req.routeUrl = url;
-      if (check) check(req, reply, done);
-      else done();
-    };
-    const own = route.onRequest ? [route.onRequest].flat() : [];
-    route.onRequest = [hook, ...own] as never;
-  });
-  const record = kasse.metrics.http.recorder(listener);
-  app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeUrl ?? 'unmatched';
-    const status = reply.statusCode;
-    const ms = reply.elapsedTime;
-    record(route, status, ms / 1000);
-    const level = (req.method === 'GET' || req.method === 'HEAD') && status < 400 && ms < SLOW_MS ? 'debug' : 'info';
-    if (kasse.log.isLevelEnabled(level)) {
-      kasse.log[level]({ reqId: req.id, listener, method: req.method, route, status, ms: Math.round(ms * 10) / 10 }, 'request');
-    }
-    done();
-  });
-}
-
 /** The token of an `Authorization: Bearer …` header. */
 function bearerToken(header: string | undefined): string | undefined {
   if (!header) return undefined;
   // The usual spelling without a regex; any other (case, spacing) through the full pattern.
   if (header.startsWith('Bearer ') && header.indexOf(' ', 7) < 0) return header.slice(7);
   return /^bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-}
-
-/**
- * The logger handed to Fastify. Requests log through the root logger with the request id as a field: a child logger
- * per request would cost more than the access log line itself. The framework asks for a child on every request, so
- * this logger's child is itself. (Fastify checks the result of a custom child factory on every request, which is why
- * the override sits on the logger instead.)
- */
-function requestLogger(log: Kasse['log']): FastifyBaseLogger {
-  const logger = log.child({});
-  logger.child = (() => logger) as never;
-  return logger as unknown as FastifyBaseLogger;
-}
-
-const nextRequestId = requestIds();
-
-export function baseFastify(kasse: Kasse): FastifyInstance {
-  const app = Fastify({
-    loggerInstance: requestLogger(kasse.log),
-    // Kasse writes its own access log (see `instrument`).
-    logController: new LogController({ disableRequestLogging: true }),
-    genReqId: nextRequestId,
-    bodyLimit: kasse.config.bodyLimitBytes,
-    // While closing, requests on open connections are still served; new connections are refused by the closed socket.
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
-    trustProxy: true,
-    routerOptions: { ignoreTrailingSlash: true },
-    // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
-    // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never } },
-    // Errors Fastify raises before routing (a malformed URL) get the Error body too.
-    frameworkErrors: (err, _req, reply) => sendError(reply, new ApiError('invalid_request', err.message)),
-  });
-  app.setValidatorCompiler(validatorCompiler);
-  app.setErrorHandler(errorHandler(kasse.log));
-  app.setNotFoundHandler(notFoundHandler);
-  app.removeContentTypeParser(['text/plain']);
-  app.removeContentTypeParser(['application/json']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
-  return app;
 }
 
 /**
@@ -268,7 +118,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
     }
   });
   app.get('/metrics', open, async (req, reply) => {
-    const token = process.env.KASSE_METRICS_TOKEN;
+    const token = kasse.config.metricsToken;
     const ok = token ? req.headers.authorization === `Bearer ${token}` : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
     if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
     reply.header('content-type', kasse.metrics.registry.contentType);

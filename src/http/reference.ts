@@ -2,6 +2,7 @@
  * A readable API reference rendered on the server from the OpenAPI document itself, so it can never disagree with
  * the routes. Plain HTML with inline styles: no scripts, no third-party resources.
  */
+import { escapeHtml } from '../core/html.ts';
 
 interface OpenApiDoc {
   info: { title: string; version: string; description?: string };
@@ -19,9 +20,7 @@ interface Operation {
   responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
 }
 
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+export { escapeHtml };
 
 const json = (v: unknown) => `<pre>${escapeHtml(JSON.stringify(v, null, 2))}</pre>`;
 

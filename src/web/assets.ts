@@ -1,7 +1,8 @@
 /**
- * Static files of the checkout host (src/web/static): the stylesheet, the pages' script and checkout.js. Read and
- * gzipped once at start (no build step). Pages link them as `/assets/<name>?v=<hash>`, cached as immutable; the
- * merchant-facing `/checkout.js` keeps a stable address and is cached briefly with an ETag.
+ * Static files of the checkout host (src/web/static): the stylesheet, the pages' script and checkout.js, plus the
+ * chain families' checkout scripts (`addScript`). Read and gzipped once (no build step). Pages link them as
+ * `/assets/<name>?v=<hash>`, cached as immutable; the merchant-facing `/checkout.js` keeps a stable address and is
+ * cached briefly with an ETag.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -20,28 +21,38 @@ interface Asset {
 
 const assets = new Map<string, Asset>();
 
+/** Files served under /assets/, by name: the host's own, then the families' scripts. */
+const files = new Map<string, URL>();
+
 function load(name: string): Asset {
   let a = assets.get(name);
   if (!a) {
-    const body = readFileSync(new URL(name, DIR));
+    const body = readFileSync(files.get(name) ?? new URL(name, DIR));
     a = { body, gzip: gzipSync(body, { level: 9 }), hash: createHash('sha256').update(body).digest('hex').slice(0, 12), type: TYPES[name.split('.').pop()!]! };
     assets.set(name, a);
   }
   return a;
 }
 
-/** Files served under /assets/. */
-export const ASSET_NAMES = ['kasse.css', 'pay.js'] as const;
-export type AssetName = (typeof ASSET_NAMES)[number] | 'checkout.js';
+/** The host's own files under /assets/. */
+export const ASSET_NAMES = ['kasse.css', 'pay.js', 'dashboard.css', 'dashboard.js'] as const;
+for (const n of ASSET_NAMES) files.set(n, new URL(n, DIR));
+
+/** Serves a chain family's checkout script as `/assets/<name>` (`<family>.js`); the same file may be added again. */
+export function addScript(name: string, file: URL): void {
+  const known = files.get(name);
+  if (known && known.href !== file.href) throw new Error(`two different assets are named ${name}`);
+  files.set(name, file);
+}
 
 /** Versioned address of an asset for page markup. */
-export function assetUrl(name: AssetName): string {
+export function assetUrl(name: string): string {
   return `/assets/${name}?v=${load(name).hash}`;
 }
 
-/** Sizes in bytes (raw and gzip) of every asset; for the benchmark. */
+/** Sizes in bytes (raw and gzip) of every asset, the families' scripts included; for the benchmark. */
 export function assetSizes(): Record<string, { bytes: number; gzip: number }> {
-  return Object.fromEntries([...ASSET_NAMES, 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]));
+  return Object.fromEntries([...files.keys(), 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]));
 }
 
 function send(req: FastifyRequest, reply: FastifyReply, a: Asset, cacheControl: string) {
@@ -55,11 +66,11 @@ function send(req: FastifyRequest, reply: FastifyReply, a: Asset, cacheControl: 
 }
 
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
-  for (const n of ASSET_NAMES) load(n);
+  for (const n of files.keys()) load(n);
   load('checkout.js');
   app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/assets/:name', async (req, reply) => {
     const name = req.params.name;
-    if (!(ASSET_NAMES as readonly string[]).includes(name)) return reply.callNotFound();
+    if (!files.has(name)) return reply.callNotFound();
     const a = load(name);
     return send(req, reply, a, req.query.v === a.hash ? 'public, max-age=31536000, immutable' : 'no-cache');
   });

@@ -3,16 +3,16 @@
  * Payment (as the API shows it) to markup. The live-status stream renders the same `main` fragments, so a page and
  * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag.
  */
-import { clusterOf, WALLET_SCRIPT_URL } from '../chains/solana/checkout.ts';
 import { createHash } from 'node:crypto';
+import type { WalletChoice } from '../chains/plugin.ts';
 import type { ChainRegistry } from '../chains/registry.ts';
-import type { Mode } from '../chains/types.ts';
+import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
-import type { PaymentJson } from '../modules/payments/store.ts';
+import type { Payment } from '../modules/payments/schema.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';
 import { html, qrSvg, renderPage, usd, type Html } from './page.ts';
 
-type Attempt = PaymentJson['attempts'][number];
+type Attempt = Payment['attempts'][number];
 
 /** What the payer is asked to do now. */
 export type Phase = 'pick' | 'pay' | 'seen' | 'underpaid' | 'paid' | 'expired' | 'late' | 'cancelled' | 'refunded';
@@ -20,7 +20,7 @@ export type Phase = 'pick' | 'pay' | 'seen' | 'underpaid' | 'paid' | 'expired' |
 /** Statuses after which nothing changes for the payer; the page stops listening. */
 export const FINAL_STATUSES = ['paid', 'expired', 'cancelled', 'refunded'];
 
-export function phaseOf(p: PaymentJson): Phase {
+export function phaseOf(p: Payment): Phase {
   switch (p.status) {
     case 'waiting':
       return lastAttempt(p)?.status === 'waiting' ? 'pay' : 'pick';
@@ -32,7 +32,7 @@ export function phaseOf(p: PaymentJson): Phase {
   }
 }
 
-const lastAttempt = (p: PaymentJson): Attempt | undefined => p.attempts[p.attempts.length - 1];
+const lastAttempt = (p: Payment): Attempt | undefined => p.attempts[p.attempts.length - 1];
 
 /** A coin the payer may pick, priced for this payment. */
 export interface CoinOption {
@@ -69,7 +69,7 @@ function approx(units: bigint, decimals: number): string {
 }
 
 export interface CheckoutContext {
-  payment: PaymentJson;
+  payment: Payment;
   mode: Mode;
   merchantName: string;
   chains: ChainRegistry;
@@ -82,16 +82,20 @@ export interface CheckoutContext {
   parentOrigin: string | null;
   /** A message from a failed action, shown in the picker. */
   error?: string | null;
+  /** Wallet buttons of the coin choice's chain family (hidden until its script shows them), if it offers any. */
+  walletButtons: (choice: WalletChoice) => Html;
+  /** The chain families' checkout scripts (asset names). */
+  scripts: readonly string[];
 }
 
 /** Changes whenever what the payer sees changes (not with the time): the stream sends only then. */
-export function viewKey(p: PaymentJson): string {
+export function viewKey(p: Payment): string {
   const shape = [phaseOf(p), p.status, p.attempts.map((a) => [a.id, a.status, a.received_amount, a.deposits.map((d) => [d.status, d.confirmations])])];
   return createHash('sha256').update(JSON.stringify(shape)).digest('base64url').slice(0, 16);
 }
 
 /** The status line announced to screen readers (and shown) for the payment's state. */
-export function statusLine(p: PaymentJson, view: 'checkout' | 'pos' = 'checkout'): string {
+export function statusLine(p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
   const a = lastAttempt(p);
   const phase = phaseOf(p);
   if (view === 'pos' && (phase === 'pick' || phase === 'pay')) return 'Waiting for the customer to scan and pay.';
@@ -172,29 +176,9 @@ async function sendBlock(ctx: CheckoutContext, a: Attempt, units: bigint, uri: s
   const amount = token ? formatUnits(units, token.decimals) : units === BigInt(a.pay_amount) ? a.pay_amount_display : units.toString();
   const symbol = a.symbol ?? a.token;
   const qr = await qrSvg(uri ?? a.address, `QR code: send ${amount} ${symbol} to ${a.address}`);
-  let wallet: Html | string = '';
-  if (network?.family === 'evm' && network.chainId && token) {
-    const chain = `0x${network.chainId.toString(16)}`;
-    const tx =
-      token.kind === 'native'
-        ? { to: a.address, value: `0x${units.toString(16)}`, data: '' }
-        : token.contract
-          ? { to: token.contract, value: '0x0', data: `0xa9059cbb${a.address.slice(2).toLowerCase().padStart(64, '0')}${units.toString(16).padStart(64, '0')}` }
-          : null;
-    if (tx) {
-      wallet = html`<button type="button" class="k-btn k-alt" data-wallet data-chain="${chain}" data-to="${tx.to}" data-value="${tx.value}" data-data="${tx.data}" hidden>Pay with browser wallet</button>`;
-    }
-    if (token.gasless && token.contract) {
-      wallet = html`${wallet}<button type="button" class="k-btn k-alt" data-gasless="/p/${ctx.payment.id}/gasless" data-attempt="${a.id}" data-chain="${chain}" data-token="${token.contract}" data-to="${a.address}" data-value="${units.toString()}" data-valid-before="${Math.floor(Date.parse(a.expires_at) / 1000)}" hidden>Pay by signature (no gas fee)</button>`;
-    }
-  }
-  if (network?.family === 'solana' && token && (token.kind === 'native' || token.contract)) {
-    const base = `/p/${ctx.payment.id}/solana`;
-    wallet = html`<button type="button" class="k-btn k-alt" data-solana-pay data-base="${base}" data-attempt="${a.id}" data-cluster="${clusterOf(ctx.mode)}" hidden>Pay with Solana wallet</button>`;
-    if (token.gasless && token.kind === 'spl') {
-      wallet = html`${wallet}<button type="button" class="k-btn k-alt" data-solana-gasless data-base="${base}" data-attempt="${a.id}" data-cluster="${clusterOf(ctx.mode)}" hidden>Pay ${symbol} by signature (no SOL needed)</button>`;
-    }
-  }
+  const wallet = network && token
+    ? ctx.walletButtons({ mode: ctx.mode, network, token, paymentId: ctx.payment.id, attemptId: a.id, address: a.address, amount: units, expiresAt: new Date(a.expires_at) })
+    : '';
   return html`<div class="k-send">
 ${copyable('k-amount', `Amount (${symbol})`, amount, 'k-big')}
 <p class="k-on">${symbol} on ${network?.name ?? a.chain}</p>
@@ -257,19 +241,13 @@ function rootAttrs(ctx: { embed: boolean; parentOrigin: string | null }): Html |
 }
 
 /** A no-JS page refreshes itself while something may still change; a paid page forwards to success_url. */
-function noscriptHead(p: PaymentJson, phase: Phase, embed: boolean): Html | undefined {
+function noscriptHead(p: Payment, phase: Phase, embed: boolean): Html | undefined {
   if (phase === 'paid' && p.success_url && !embed) return html`<noscript><meta http-equiv="refresh" content="3;url=${p.success_url}"></noscript>\n`;
   if (phase === 'pay' || phase === 'seen' || phase === 'underpaid') return html`<noscript><meta http-equiv="refresh" content="15"></noscript>\n`;
   return undefined;
 }
 
 /** The whole checkout page. */
-/** Pages with a coin choice on a Solana network load the Solana wallet script. */
-function solanaHead(ctx: CheckoutContext, head: Html | undefined): Html | undefined {
-  if (!ctx.payment.attempts.some((a) => ctx.chains.network(ctx.mode, a.chain)?.family === 'solana')) return head;
-  return html`${head ?? ''}<script src="${WALLET_SCRIPT_URL}" defer></script>\n`;
-}
-
 export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
   const p = ctx.payment;
   const phase = phaseOf(p);
@@ -294,14 +272,15 @@ ${await checkoutMain(ctx)}
   return renderPage({
     title: `Pay ${usd(p.price_amount)} to ${ctx.merchantName}`,
     body,
-    head: solanaHead(ctx, noscriptHead(p, phase, ctx.embed)),
+    head: noscriptHead(p, phase, ctx.embed),
     rootAttrs: rootAttrs(ctx),
     test: ctx.mode === 'test',
+    scripts: ctx.scripts,
   });
 }
 
 export interface PosSaleContext {
-  payment: PaymentJson;
+  payment: Payment;
   mode: Mode;
   linkTitle: string;
   slug: string;

@@ -11,10 +11,12 @@
 import type { FastifyReply } from 'fastify';
 import { invalid, invalidState, notFound } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
-import { sendError } from '../http/api.ts';
-import type { PaymentJson } from '../modules/payments/store.ts';
+import { sendError } from '../http/frame.ts';
+import type { Payment } from '../modules/payments/schema.ts';
 import { checkoutMain, checkoutPage, coinOptions, FINAL_STATUSES, phaseOf, posMain, statusLine, viewKey, type CheckoutContext, type CoinOption } from './checkout-view.ts';
-import { findPublicPayment, PaymentWatch, type PublicPayment } from './live.ts';
+import type { PublicPayment } from '../modules/payments/reader.ts';
+import { checkoutScripts, walletButtons } from './extensions.ts';
+import { PaymentWatch } from './live.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, isJson, messagePage, sendPage, type Framing } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
 
@@ -42,7 +44,7 @@ async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<CoinOption[
   const p = found.payment;
   const phase = phaseOf(p);
   if (p.status !== 'waiting' || (phase !== 'pick' && phase !== 'pay')) return [];
-  return coinOptions(kasse.chains, found.mode, await kasse.payments.currencies(found.mode), p.price_amount);
+  return coinOptions(kasse.chains, found.mode, await kasse.payments.catalogue.currencies(found.mode), p.price_amount);
 }
 
 async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; origin: string | null; error?: string | null }): Promise<CheckoutContext> {
@@ -56,6 +58,8 @@ async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; 
     embed: q.embed,
     parentOrigin: q.origin,
     error: q.error ?? null,
+    walletButtons: (choice) => walletButtons(kasse, choice),
+    scripts: checkoutScripts(kasse),
   };
 }
 
@@ -64,7 +68,7 @@ function notFoundPage(reply: FastifyReply) {
 }
 
 /** The fields of the public answer to choosing a coin: the payment's state and the new coin choice, no metadata. */
-function publicAttempt(p: PaymentJson) {
+function publicAttempt(p: Payment) {
   const a = p.attempts[p.attempts.length - 1]!;
   return {
     payment_id: p.id,
@@ -83,7 +87,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
   });
 
   app.get<{ Params: { id: string }; Querystring: PageQuery }>('/p/:id', async (req, reply) => {
-    const found = await findPublicPayment(kasse, req.params.id);
+    const found = await kasse.payments.reader.publicPayment(req.params.id);
     if (!found) return notFoundPage(reply);
     const embed = req.query.embed === '1';
     const ctx = await context(kasse, found, { embed, origin: embed ? parentOrigin(req.query.origin) : null, error: null });
@@ -98,7 +102,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
     let found: PublicPayment | null = null;
     try {
       assertSameOrigin(req, kasse.urls.checkout);
-      found = await findPublicPayment(kasse, req.params.id);
+      found = await kasse.payments.reader.publicPayment(req.params.id);
       if (!found) throw notFound('payment');
       const token = fields.token;
       if (typeof token !== 'string' || token.length === 0 || token.length > 64) throw invalid('token is required', 'token');
@@ -115,7 +119,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       const e = asApiError(err);
       if (json) return sendError(reply, e);
       if (!found) return e.status === 404 ? notFoundPage(reply) : sendPage(reply, e.status, messagePage('Something went wrong', e.message));
-      const fresh = (await findPublicPayment(kasse, found.payment.id)) ?? found;
+      const fresh = (await kasse.payments.reader.publicPayment(found.payment.id)) ?? found;
       const ctx = await context(kasse, fresh, { embed, origin, error: e.message });
       return sendPage(reply, e.status, await checkoutPage(ctx), framing(fresh));
     }
@@ -123,7 +127,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
 
   app.get<{ Params: { id: string }; Querystring: { view?: string; fp?: string; embed?: string; slug?: string } }>('/p/:id/events', async (req, reply) => {
     const id = req.params.id;
-    const first = await findPublicPayment(kasse, id);
+    const first = await kasse.payments.reader.publicPayment(id);
     if (!first) return sendError(reply, notFound('payment'));
     const view = req.query.view === 'pos' ? 'pos' : 'checkout';
     const embed = req.query.embed === '1';
@@ -153,7 +157,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       try {
         do {
           again = false;
-          const found = await findPublicPayment(kasse, id);
+          const found = await kasse.payments.reader.publicPayment(id);
           if (!found || res.writableEnded) return;
           const key = viewKey(found.payment);
           if (key === lastKey) continue;

@@ -11,13 +11,13 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
-import { sendError } from '../http/api.ts';
+import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { posSalePage } from './checkout-view.ts';
-import { findPublicPayment } from './live.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, html, isJson, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
+import { actorOf, checkSessionCsrf, clientMeta, posAccess } from './dashboard/context.ts';
 
 /** NOTE: payments one client address may create through link pages per minute. */
 export const LINK_PAYMENTS_PER_MINUTE = 60;
@@ -47,7 +47,7 @@ ${price}${link.description ? html`<p class="k-desc">${link.description}</p>` : '
 }
 
 /** The link's form for a payer (fixed, open, tip) or the staff keypad (pos). */
-function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?: string; error?: string | null }): Html {
+function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): Html {
   const { min, max } = kasse.links.bounds(link);
   const range = `From ${usd(min)} to ${usd(max)}.`;
   const email = link.collect_email
@@ -66,7 +66,7 @@ function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?
         (c) => html`<button type="submit" name="amount_usd_cents" value="${c}" class="k-preset">${usd(c)}</button>`,
       )}</fieldset>${amountInput('Or another amount in US dollars', false)}<button type="submit" name="custom" value="1" class="k-btn k-alt">Pay this amount</button>${error}</form>`;
     case 'pos':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad>
+      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad><input type="hidden" name="_csrf" value="${values.csrf ?? ''}">
 <label for="k-amount">Amount to charge (US$)</label>
 <div class="k-money k-display"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" required pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?" value="${values.amount ?? ''}" placeholder="0.00" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>
 <div class="k-keypad" hidden>${['1', '2', '3', '4', '5', '6', '7', '8', '9', '00', '0'].map((k) => html`<button type="button" data-key="${k}">${k}</button>`)}<button type="button" data-key="back" aria-label="Delete last digit">⌫</button></div>
@@ -75,7 +75,7 @@ function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?
   }
 }
 
-function linkPage(kasse: Kasse, link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null }): string {
+function linkPage(kasse: Kasse, link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): string {
   const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
   const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(kasse, link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
   return renderPage({ title: `${link.title} · ${merchant.name}`, body, test: link.mode === 'test' });
@@ -94,7 +94,7 @@ const linkNotFound = (reply: FastifyReply) => sendPage(reply, 404, messagePage('
 /** Amount in cents and email from a JSON body (`amount_usd_cents`) or a form (`amount_usd_cents` preset, or `amount` in dollars). */
 function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; email?: string; amountText?: string } {
   const json = isJson(req);
-  const f = bodyFields(req, json ? ['amount_usd_cents', 'email'] : ['amount_usd_cents', 'amount', 'email', 'custom']);
+  const f = bodyFields(req, json ? ['amount_usd_cents', 'email', '_csrf'] : ['amount_usd_cents', 'amount', 'email', 'custom', '_csrf']);
   if (f.email !== undefined && typeof f.email !== 'string') throw invalid('email must be a string', 'email');
   const email = f.email as string | undefined;
   if (link.kind === 'fixed') return { email };
@@ -113,6 +113,26 @@ function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; e
   return { amountCents: cents, email, amountText };
 }
 
+/**
+ * NOTE: a POS terminal takes payments in the shop's name, so it needs a signed-in dashboard user of the link's merchant
+ * (any role): a leaked terminal URL is useless to a stranger. Others are sent to sign in (or refused: another merchant).
+ */
+async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, link: LinkRow, json = false) {
+  if (link.kind !== 'pos') return { csrf: undefined, staff: null };
+  const access = await posAccess(kasse, req, link.merchant_id);
+  if (access === 'signin') {
+    if (json) sendError(reply, new ApiError('unauthorized', 'Sign in to the dashboard to use this POS terminal.'));
+    else reply.code(303).header('location', `/dashboard/signin?next=${encodeURIComponent(`/l/${link.slug}`)}`).send();
+    return null;
+  }
+  if (access === 'forbidden') {
+    if (json) sendError(reply, notFound('payment link'));
+    else sendPage(reply, 403, messagePage('Not your terminal', 'This POS terminal belongs to another account. Sign in as a user of that account to use it.'));
+    return null;
+  }
+  return { csrf: access.csrf, staff: access };
+}
+
 const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
   addFormParser(app);
 
@@ -120,25 +140,30 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     const link = await kasse.links.bySlug(req.params.slug);
     if (!link) return linkNotFound(reply);
     const merchant = await merchantOf(kasse, link);
+    const gate = await posGate(kasse, req, reply, link);
+    if (!gate) return reply;
     const availability = kasse.links.availability(link);
     if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
-    return sendPage(reply, 200, linkPage(kasse, link, merchant, {}));
+    return sendPage(reply, 200, linkPage(kasse, link, merchant, { csrf: gate.csrf }));
   });
 
   app.post<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
     const json = isJson(req);
     const link = await kasse.links.bySlug(req.params.slug);
     if (!link) return json ? sendError(reply, notFound('payment link')) : linkNotFound(reply);
-    let values: { amount?: string; email?: string } = {};
+    const gate = await posGate(kasse, req, reply, link, json);
+    if (!gate) return reply;
+    let values: { amount?: string; email?: string; csrf?: string } = { csrf: gate.csrf };
     try {
       assertSameOrigin(req, kasse.urls.checkout);
+      if (gate.staff) checkSessionCsrf(kasse, req, gate.staff.session, (req.body ?? {}) as Record<string, unknown>);
       const input = payInput(req, link);
-      values = { amount: input.amountText, email: input.email };
+      values = { amount: input.amountText, email: input.email, csrf: gate.csrf };
       const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
       if (!rate.allowed) {
         throw new ApiError('rate_limited', `Too many payments from this address; retry in ${rate.resetSeconds} s.`, null, { 'Retry-After': String(rate.resetSeconds) });
       }
-      const payment = await kasse.links.pay(link, input);
+      const payment = await kasse.links.pay(link, input, gate.staff ? actorOf(gate.staff.user, clientMeta(req)) : undefined);
       if (json) return reply.code(201).send({ payment_id: payment.id, checkout_url: payment.checkout_url, order_id: payment.order_id });
       return reply.code(303).header('location', link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`).send();
     } catch (err) {
@@ -155,10 +180,11 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
 
   app.get<{ Params: { slug: string; id: string } }>('/l/:slug/sale/:id', async (req, reply) => {
     const link = await kasse.links.bySlug(req.params.slug);
-    const found = link && link.kind === 'pos' ? await findPublicPayment(kasse, req.params.id) : null;
+    const found = link && link.kind === 'pos' ? await kasse.payments.reader.publicPayment(req.params.id) : null;
     if (!link || !found || found.payment.metadata.link_id !== link.id) {
       return sendPage(reply, 404, messagePage('Sale not found', 'There is no such sale on this terminal.'));
     }
+    if (!(await posGate(kasse, req, reply, link))) return reply;
     return sendPage(reply, 200, await posSalePage({ payment: found.payment, mode: found.mode, linkTitle: link.title, slug: link.slug, now: kasse.clock.now() }));
   });
 };

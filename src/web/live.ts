@@ -1,41 +1,16 @@
 /**
- * Live status for payers: the public read of a payment (no merchant key; the unguessable payment id is the
- * capability) and the change feed behind `GET /p/<id>/events`.
+ * Live status for payers: the change feed behind `GET /p/<id>/events` (the payment itself is read through
+ * `payments.reader`, by its unguessable id, which is the payer's capability).
  *
  * The feed is driven by PostgreSQL alone: one timer per process polls a fingerprint of every watched payment (status,
  * attempt statuses, deposit statuses and confirmations) in a single query each second, and wakes the streams of the
  * payments whose fingerprint moved. Nothing but the list of open connections lives in memory, so a restart loses
  * nothing: browsers reconnect and are sent the current state.
  */
-import { sql } from 'kysely';
-import type { Mode } from '../chains/types.ts';
-import { ID_PATTERNS } from '../core/ids.ts';
 import type { Kasse } from '../kasse.ts';
-import type { PaymentJson } from '../modules/payments/store.ts';
 
 /** How often watched payments are read from PostgreSQL. */
 export const POLL_INTERVAL_MS = 1000;
-
-export interface PublicPayment {
-  mode: Mode;
-  merchantName: string;
-  payment: PaymentJson;
-}
-
-const PAY_ID = new RegExp(ID_PATTERNS.pay);
-
-/** A payment by id alone, with its mode and the merchant's display name; null when there is none. */
-export async function findPublicPayment(kasse: Kasse, id: string): Promise<PublicPayment | null> {
-  if (!PAY_ID.test(id)) return null;
-  const row = await kasse.db
-    .selectFrom('payments')
-    .innerJoin('merchants', 'merchants.id', 'payments.merchant_id')
-    .select(['payments.mode', 'merchants.name'])
-    .where('payments.id', '=', id)
-    .executeTakeFirst();
-  if (!row) return null;
-  return { mode: row.mode, merchantName: row.name, payment: await kasse.payments.get({ mode: row.mode, merchantId: null }, id) };
-}
 
 type Listener = () => void;
 
@@ -83,12 +58,7 @@ export class PaymentWatch {
     this.polling = true;
     try {
       const ids = [...this.listeners.keys()];
-      const { rows } = await sql<{ id: string; fp: string }>`
-        SELECT p.id, p.status || '|' ||
-          coalesce((SELECT string_agg(a.id || ':' || a.status, ',' ORDER BY a.id) FROM attempts a WHERE a.payment_id = p.id), '') || '|' ||
-          coalesce((SELECT string_agg(d.id || ':' || d.status || ':' || d.confirmations, ',' ORDER BY d.id) FROM deposits d WHERE d.payment_id = p.id), '') AS fp
-        FROM payments p WHERE p.id = ANY(${ids}::text[])`.execute(this.kasse.db);
-      for (const { id, fp } of rows) {
+      for (const [id, fp] of await this.kasse.payments.reader.fingerprints(ids)) {
         const before = this.last.get(id);
         this.last.set(id, fp);
         // The first reading notifies too: a change between a stream's own first read and this poll is not missed.

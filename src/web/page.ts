@@ -9,33 +9,10 @@ import { gzipSync } from 'node:zlib';
 import QRCode from 'qrcode';
 import { ApiError, invalid } from '../core/errors.ts';
 import { formatCents } from '../core/money.ts';
-import { escapeHtml } from '../http/reference.ts';
+import { escapeHtml, Html, html, raw } from '../core/html.ts';
 import { assetUrl } from './assets.ts';
 
-/** Markup that is already safe; only `html` and `raw` make one. */
-export class Html {
-  constructor(readonly value: string) {}
-  toString(): string {
-    return this.value;
-  }
-}
-
-/** Trusted markup (our own constants, the QR code SVG); never pass request or merchant data. */
-export const raw = (markup: string) => new Html(markup);
-
-function part(v: unknown): string {
-  if (v instanceof Html) return v.value;
-  if (Array.isArray(v)) return v.map(part).join('');
-  if (v === null || v === undefined || v === false) return '';
-  return escapeHtml(String(v));
-}
-
-/** Template tag: interpolated values are HTML-escaped (text and attribute safe) unless they are `Html`. */
-export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
-  let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += part(values[i]) + strings[i + 1]!;
-  return new Html(out);
-}
+export { Html, html, raw };
 
 /** "$12.34" for 1234 cents. */
 export const usd = (cents: number) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
@@ -69,9 +46,11 @@ export interface PageOptions {
   rootAttrs?: Html;
   /** Test-mode banner. */
   test?: boolean;
+  /** Further scripts (asset names) loaded after the page's own, in order: the chain families' wallet scripts. */
+  scripts?: readonly string[];
 }
 
-/** A whole document: one stylesheet and one deferred script from this host, nothing inline. */
+/** A whole document: one stylesheet and deferred scripts from this host, nothing inline. */
 export function renderPage(o: PageOptions): string {
   return html`<!doctype html>
 <html lang="en"${o.rootAttrs ?? ''}>
@@ -84,7 +63,7 @@ export function renderPage(o: PageOptions): string {
 <title>${o.title}</title>
 <link rel="stylesheet" href="${assetUrl('kasse.css')}">
 <script src="${assetUrl('pay.js')}" defer></script>
-${o.head ?? ''}</head>
+${(o.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}${o.head ?? ''}</head>
 <body>
 ${o.test ? html`<p class="k-test">Test mode: no real money moves</p>\n` : ''}${o.body}
 </body>

@@ -1,12 +1,12 @@
 /** Page modules served on the checkout listener. */
 import type { FastifyInstance } from 'fastify';
-import { solanaCheckoutRoutes } from '../chains/solana/checkout.ts';
 import type { Kasse } from '../kasse.ts';
 import { assetRoutes } from './assets.ts';
 import checkout from './checkout.ts';
-import gasless from './gasless.ts';
+import extensions from './extensions.ts';
 import links from './links.ts';
+import dashboard from './dashboard/index.ts';
 
 export type CheckoutRoute = (app: FastifyInstance, deps: { kasse: Kasse }) => Promise<void>;
 
-export const checkoutRoutes: CheckoutRoute[] = [gasless, assetRoutes, checkout, links, solanaCheckoutRoutes];
+export const checkoutRoutes: CheckoutRoute[] = [extensions, assetRoutes, checkout, links, dashboard];

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Kasse } from '../kasse.ts';
-import { baseFastify, instrument } from '../http/api.ts';
+import { baseFastify, instrument } from '../http/frame.ts';
 import { checkoutRoutes } from './routes.ts';
 
 export async function buildCheckoutServer(kasse: Kasse): Promise<FastifyInstance> {

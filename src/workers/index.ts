@@ -2,12 +2,12 @@
  * The workers role: thin loops that select due rows and call module services. Every loop reads its work from
  * PostgreSQL, so a restart (or another worker process) picks up exactly where this one stopped.
  */
+import type { FamilyWorker } from '../chains/plugin.ts';
+import { Loop } from '../core/loop.ts';
 import type { Kasse } from '../kasse.ts';
-import { solanaLoops } from '../chains/solana/workers.ts';
-import { evmSenderLoop } from './evm-sender.ts';
-import { Loop } from './loop.ts';
 import { paymentLoops } from './payments.ts';
 import { webhookDeliveryLoop } from './webhooks.ts';
+import { emailLoop } from './email.ts';
 
 export interface Workers {
   loops: Loop[];
@@ -18,15 +18,16 @@ export function startWorkers(kasse: Kasse): Workers {
   const loops = [new Loop('ratelimit-prune', 60_000, () => kasse.rateLimiter.prune(), kasse.log)];
   loops.push(webhookDeliveryLoop(kasse));
   loops.push(...paymentLoops(kasse));
-  loops.push(evmSenderLoop(kasse));
-  loops.push(...solanaLoops(kasse));
+  loops.push(emailLoop(kasse));
+  loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
-  // Chain watchers of registered adapters (EVM: networks with RPC URLs that are not paused).
-  const watchers = kasse.chains.startWatchers(kasse.payments.deposits);
+  // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.
+  const chainWorkers: FamilyWorker[] = kasse.families.flatMap((f) => f.loaded.workers?.() ?? []);
+  for (const w of chainWorkers) w.start();
   return {
     loops,
     stop: async () => {
-      await watchers.stop();
+      await Promise.all(chainWorkers.map((w) => w.stop()));
       await Promise.all(loops.map((l) => l.stop()));
     },
   };

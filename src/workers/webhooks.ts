@@ -4,7 +4,7 @@
  * second for retries that have fallen due.
  */
 import type { Kasse } from '../kasse.ts';
-import { Loop } from './loop.ts';
+import { Loop } from '../core/loop.ts';
 
 export function webhookDeliveryLoop(kasse: Kasse): Loop {
   const loop = new Loop('webhook-delivery', 1_000, () => kasse.webhooks.delivery.pump(), kasse.log);

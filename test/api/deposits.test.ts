@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
-import type { ChainAdapter, DepositObservation, RefundRequest } from '../../src/chains/types.ts';
+import type { ChainAdapter } from '../../src/chains/plugin.ts';
+import type { DepositObservation, TransferRequest } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -210,6 +212,74 @@ describe('DepositSink', () => {
   });
 });
 
+describe('DepositSink for chains that are not EVM: mempool sightings, commitment finality, dropped transfers', () => {
+  /** A transfer on the Solana test network, not in a block yet unless `extra` gives one. */
+  function sighting(attempt: { address: string; token: string }, amount: bigint, extra: Partial<DepositObservation> = {}): DepositObservation {
+    return { chain: 'solana', address: attempt.address, token: attempt.token, txHash: `sig${++txSeq}`, index: 0, amount, from: null, blockNumber: null, blockHash: null, ...extra };
+  }
+
+  test('a transfer seen before any block holds it is detected; reported again in its block it counts confirmations', async () => {
+    const p = await create();
+    const o = obs(p.attempts[0], 10_000_000n, 6000n);
+    await sink().recordDeposits('test', [{ ...o, blockNumber: null, blockHash: null }]);
+    let now = await get(p.id);
+    assert.equal(now.status, 'detected');
+    assert.equal(now.attempts[0].deposits[0].block_number, null);
+    assert.equal(now.attempts[0].deposits[0].status, 'pending');
+    await sink().headAdvanced('test', 'base', 6100n);
+    assert.equal((await get(p.id)).attempts[0].deposits[0].confirmations, 0, 'no block, no confirmations');
+
+    await sink().recordDeposits('test', [o]);
+    await sink().headAdvanced('test', 'base', 6004n);
+    now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].deposits.length, 1, 'the same transfer, now in its block');
+    assert.equal(now.attempts[0].deposits[0].block_number, '6000');
+    assert.equal(now.attempts[0].deposits[0].confirmations, 5);
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.paid']);
+  });
+
+  test('commitment finality: the chain says how far a transfer is; paid at the confirmations asked, then final', async () => {
+    const before = await available();
+    const p = await create({ token: 'solana:usdc' });
+    const o = sighting(p.attempts[0], 10_000_000n, { blockNumber: 900n, blockHash: 'slot900' });
+    await sink().recordDeposits('test', [o]);
+    assert.equal((await get(p.id)).status, 'detected');
+    await sink().depositsProgressed('test', 'solana', [{ txHash: 'sig-unknown', index: 0, confirmations: 1, final: true }]);
+    assert.equal((await get(p.id)).status, 'detected', 'progress of a transfer Kasse does not hold changes nothing');
+
+    await sink().depositsProgressed('test', 'solana', [{ txHash: o.txHash, index: 0, confirmations: 1, final: false }]);
+    let now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].deposits[0].status, 'confirmed');
+    assert.equal(now.attempts[0].deposits[0].confirmations, 1);
+    await sink().depositsProgressed('test', 'solana', [{ txHash: o.txHash, index: 0, confirmations: 1, final: true }]);
+    now = await get(p.id);
+    assert.equal(now.attempts[0].deposits[0].status, 'final');
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.paid']);
+    assert.equal((await available()) - before, 990);
+  });
+
+  test('a dropped transfer is orphaned and the payment waits again; seen again in a block, it counts', async () => {
+    const p = await create({ token: 'solana:usdc' });
+    const o = sighting(p.attempts[0], 10_000_000n);
+    await sink().recordDeposits('test', [o]);
+    assert.equal((await get(p.id)).status, 'detected');
+    await sink().depositsDropped('test', 'solana', [{ txHash: o.txHash, index: 0 }]);
+    let now = await get(p.id);
+    assert.equal(now.status, 'waiting');
+    assert.equal(now.attempts[0].deposits[0].status, 'orphaned');
+    assert.equal(now.attempts[0].received_amount, '0');
+
+    await sink().recordDeposits('test', [{ ...o, blockNumber: 950n, blockHash: 'slot950' }]);
+    await sink().depositsProgressed('test', 'solana', [{ txHash: o.txHash, index: 0, confirmations: 1, final: false }]);
+    now = await get(p.id);
+    assert.equal(now.status, 'paid');
+    assert.equal(now.attempts[0].deposits.length, 1);
+    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.detected', 'payment.paid']);
+  });
+});
+
 describe('time', () => {
   test('a coin hold lapses silently after 10 minutes; the payment expires after 24 hours with payment.expired', async () => {
     const p = await create();
@@ -244,7 +314,7 @@ describe('time', () => {
 describe('refunds through a chain sender', () => {
   test('enqueued in the refund transaction; sent → refunded and reversed; failed → can be retried', async () => {
     const fallback = t.kasse.chains.adapter('test', 'arbitrum');
-    const sent: RefundRequest[] = [];
+    const sent: TransferRequest[] = [];
     const adapter: ChainAdapter = {
       network: fallback.network,
       mode: 'test',
@@ -266,14 +336,18 @@ describe('refunds through a chain sender', () => {
     assert.equal(sent[0]!.amount, 10_000_000n);
     assert.equal(sent[0]!.token.id, 'arbitrum:usdc');
     assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'a chain sender settles it, not the simulated one');
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
+    await t.kasse.transfers.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
     assert.equal((await get(p.id)).status, 'paid');
 
     const second = (await m.test.post(`/payments/${p.id}/refund`, { destination })).body;
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
-    await t.kasse.payments.refunds.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
     assert.equal((await get(p.id)).status, 'refunded');
     assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
     assert.equal(await available(), before);
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

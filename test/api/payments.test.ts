@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { MINUTE } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -513,4 +514,8 @@ describe('test and live stay apart', () => {
     assert.equal(live.paths['/test/payments/{id}/simulate'], undefined);
     assert.ok(live.paths['/payments']);
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

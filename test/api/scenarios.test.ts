@@ -15,11 +15,12 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { after, before, describe, test } from 'node:test';
-import type { DepositObservation } from '../../src/chains/types.ts';
+import type { DepositObservation } from '../../src/chains/ports.ts';
 import { FakeClock, HOUR, MINUTE, SECOND } from '../../src/core/clock.ts';
 import { accounts } from '../../src/modules/ledger/ledger.ts';
 import { ApiClient, startTestKasse, type TestKasse } from '../harness/app.ts';
 import { createTestDatabase } from '../harness/db.ts';
+import { assertStatementsReconcile } from '../harness/statements.ts';
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
 /** Short webhook timeout so a lease (timeout + 60 s) is quick to outrun on the fake clock. */
@@ -298,7 +299,7 @@ async function assertLedger(shop: Shop): Promise<void> {
   const payments: Payment[] = (await ok(shop.api.get('/payments?limit=100'))).data;
   let expected = 0;
   for (const p of payments) {
-    const txs = await db.selectFrom('ledger_transactions').selectAll().where('payment_id', '=', p.id).orderBy('created_at').orderBy('id').execute();
+    const txs = await db.selectFrom('ledger_transactions').selectAll().where('payment_id', '=', p.id).where('kind', '<>', 'payment_hold').orderBy('created_at').orderBy('id').execute();
     const credits = txs.filter((x) => x.kind === 'payment_credit');
     const reversals = txs.filter((x) => x.reverses !== null);
     assert.equal(credits.length + reversals.length, txs.length, `${p.id}: only credits and reversals`);
@@ -336,6 +337,7 @@ async function assertLedger(shop: Shop): Promise<void> {
   const balance = (await ok(shop.api.get('/balance'))).available_usd_cents;
   assert.equal(balance, credited - reversed, 'balance = credits − reversals');
   assert.equal(balance, expected, 'balance = net price of the paid payments');
+  await assertStatementsReconcile(shop.tk.kasse, 'test', shop.merchantId);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -93,6 +94,15 @@ describe('outcomes', () => {
     const [event] = await r.next(1);
     assert.equal(event!.type, 'payment.paid');
     assert.deepEqual(event!.data, paid);
+  });
+
+  test('a webhook carries the Payment exactly as the API answers it: the same schema, the same serializer, the same bytes', async () => {
+    const p = await create({ order_id: 'sim-bytes', metadata: { cart: { items: [1, 'two', null], note: 'é "quoted"' }, n: 1.5 } });
+    await simulate(p.id, 'paid');
+    const api = await (await fetch(`${t.urls.test}/payments/${p.id}`, { headers: { authorization: `Bearer ${m.testKey}` } })).text();
+    const { rows } = await sql<{ data: string }>`SELECT data::text AS data FROM events WHERE ordering_key = ${p.id}`.execute(t.kasse.db);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.data, api);
   });
 
   test('paid on the chosen coin, even after its 10-minute hold ran out on the clock', async () => {
@@ -243,4 +253,8 @@ describe('rules', () => {
   });
 
   test('every ledger transaction balances', assertLedgerBalanced);
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(t.kasse)) > 0);
 });

@@ -14,6 +14,7 @@ import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { MINUTE } from '../../src/core/clock.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { hardhatChain, startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -314,4 +315,8 @@ describe('reorgs', () => {
     assert.ok(r2.reorgFrom !== null);
     assert.equal((await get(p.id)).status, 'paid');
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) > 0);
 });

@@ -16,6 +16,7 @@ import { withTx } from '../../src/db/index.ts';
 import { startTestKasse } from '../harness/app.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -303,4 +304,8 @@ describe('stuck and reverted transactions', () => {
     // Settle them so later passes do not see them (the operator would fund the wallet instead).
     await k.t.kasse.db.updateTable('evm_transfers').set({ status: 'failed', reported: true }).where('id', 'in', [tooMuch, noTokens]).execute();
   });
+});
+
+test('every month of every merchant’s statement reconciles with its payments and refunds', async () => {
+  assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) > 0);
 });

@@ -14,14 +14,14 @@ import { getAddress, parseEther, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
 import type { SweepReport } from '../../src/chains/evm/operations.ts';
-import { evmCommands } from '../../src/cli/commands/evm.ts';
+import { evmCommands } from '../../src/chains/evm/commands.ts';
 import type { Kasse } from '../../src/kasse.ts';
 import { startTestKasse, testSecrets } from '../harness/app.ts';
 import { networksDocument, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { sharedEvmRpc, TestChain } from '../harness/hardhat.ts';
 
 const command = (name: string) => evmCommands.find((c) => c.name === name)!;
-const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean>) => command(name).run(kasse, { mode: 'test', chain: 'base', ...flags }, []);
+const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean>) => command(name).run(kasse.familyContext, { mode: 'test', chain: 'base', ...flags }, []);
 
 let chain: TestChain;
 let k: EvmKasse;

@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { english, generateMnemonic } from 'viem/accounts';
+import type { ChainFamily } from '../../src/chains/plugin.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { FakeClock } from '../../src/core/clock.ts';
 import { createLogger } from '../../src/core/log.ts';
@@ -91,6 +92,8 @@ export interface TestKasseOptions {
   configure?: (kasse: Kasse) => Promise<void> | void;
   /** Where logs go (default: stderr at KASSE_TEST_LOG_LEVEL, silent unless set). */
   log?: ReturnType<typeof createLogger>;
+  /** Chain families to load instead of the installed ones. */
+  families?: readonly ChainFamily[];
 }
 
 /** Secrets per database, so a restart on the same database (same process) can decrypt what the first run sealed. */
@@ -114,6 +117,7 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
     secrets: opts.secrets ?? secretsByDatabase.get(db.url) ?? testSecrets(),
     log: opts.log ?? createLogger(config.logLevel, process.stderr),
     poolSize: 10,
+    families: opts.families,
   });
   secretsByDatabase.set(db.url, kasse.secrets);
   let listeners: Listeners;

@@ -97,13 +97,13 @@ export interface WebKasse {
 }
 
 /** The app with local price servers and one merchant ("Corner Café"). */
-export async function startWebKasse(opts: { merchantName?: string } = {}): Promise<WebKasse> {
+export async function startWebKasse(opts: { merchantName?: string; env?: Record<string, string> } = {}): Promise<WebKasse> {
   const clock = new FakeClock('2026-03-01T12:00:00Z');
   const coingecko = await startCoinGeckoServer({ now: () => clock.now() });
   const binance = await startBinanceServer();
   for (const [id, usd] of [['ethereum', 3000], ['solana', 150], ['polygon-ecosystem-token', 0.5]] as const) coingecko.setPrice(id, usd);
   for (const [sym, usd] of [['ETHUSDT', 3000], ['SOLUSDT', 150], ['POLUSDT', 0.5]] as const) binance.setPrice(sym, usd);
-  const t = await startTestKasse({ clock, env: { KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url } });
+  const t = await startTestKasse({ clock, env: { KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env } });
   const m = await t.merchant({ name: opts.merchantName ?? 'Corner Café' });
   return {
     t,

@@ -9,9 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SolanaAdapter } from '../../src/chains/solana/adapter.ts';
-import { registerSolanaAdapters, solanaKeys } from '../../src/chains/solana/index.ts';
+import { solanaKeys } from '../../src/chains/solana/index.ts';
 import type { SolanaTickResult, SolanaWatcher, SolanaWatcherOptions } from '../../src/chains/solana/watcher.ts';
-import type { Kasse } from '../../src/kasse.ts';
 import { startTestKasse, testSecrets, type TestKasse, type TestMerchant } from './app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from './price-servers.ts';
 import { startSolanaNode, type SolanaNode } from './solana.ts';
@@ -124,9 +123,6 @@ export async function startSolanaKasse(opts: SolanaKasseOptions = {}): Promise<S
     env: { KASSE_NETWORKS_FILE: networksFile, KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env },
     secrets,
     databaseUrl: opts.databaseUrl,
-    configure: (kasse: Kasse) => {
-      if (!kasse.chains.hasAdapter('test', 'solana')) registerSolanaAdapters(kasse);
-    },
   });
   coingecko.setPrice('solana', SOL_USD, t.clock.now());
   let receiver: WebhookReceiver | null = null;

@@ -75,18 +75,22 @@ type Plan = { kind: 'fail'; status: number } | { kind: 'hang' };
 export function verifySignature(header: string | undefined, rawBody: string, secret: string, now: Date): { error: string } | { t: number } {
   if (!header) return { error: 'missing Service-Signature header' };
   const parts = new Map<string, string>();
+  // Several `v1` entries appear while a rolled secret's overlap lasts; any one that verifies is enough.
+  const v1s: string[] = [];
   for (const item of header.split(',')) {
     const eq = item.indexOf('=');
-    if (eq > 0) parts.set(item.slice(0, eq).trim(), item.slice(eq + 1).trim());
+    if (eq <= 0) continue;
+    const key = item.slice(0, eq).trim();
+    if (key === 'v1') v1s.push(item.slice(eq + 1).trim());
+    else parts.set(key, item.slice(eq + 1).trim());
   }
   const tText = parts.get('t');
-  const v1 = parts.get('v1');
   if (!tText || !/^\d{1,12}$/.test(tText)) return { error: 'signature has no valid t' };
   const t = Number(tText);
   if (Math.abs(now.getTime() / 1000 - t) > SIGNATURE_TOLERANCE_SECONDS) return { error: `t=${t} is more than ${SIGNATURE_TOLERANCE_SECONDS} s from now` };
-  if (!v1 || !/^[0-9a-f]{64}$/.test(v1)) return { error: 'v1 is not 64 lowercase hex characters' };
+  if (v1s.length === 0 || v1s.some((v) => !/^[0-9a-f]{64}$/.test(v))) return { error: 'v1 is not 64 lowercase hex characters' };
   const expected = createHmac('sha256', secret).update(`${t}.${rawBody}`).digest();
-  if (!timingSafeEqual(expected, Buffer.from(v1, 'hex'))) return { error: 'signature mismatch' };
+  if (!v1s.some((v) => timingSafeEqual(expected, Buffer.from(v, 'hex')))) return { error: 'signature mismatch' };
   return { t };
 }
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { SolanaAdapter } from '../../src/chains/solana/adapter.ts';
-import { solanaCommands } from '../../src/chains/solana/cli.ts';
+import { solanaCommands } from '../../src/chains/solana/commands.ts';
 import { startWorkers, type Workers } from '../../src/workers/index.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 
@@ -65,14 +65,14 @@ test('with the workers running, the token account is opened and the payment foun
 
 test('kasse solana status and sweep --dry-run', async () => {
   const status = solanaCommands.find((c) => c.name === 'solana status')!;
-  const s = (await status.run(k.t.kasse, { mode: 'test' }, [])) as Record<string, unknown>;
+  const s = (await status.run(k.t.kasse.familyContext, { mode: 'test' }, [])) as Record<string, unknown>;
   assert.equal(s.hot_wallet, k.hotWallet);
   assert.equal(s.treasury, k.treasury);
   assert.ok(BigInt(s.hot_wallet_lamports as string) > 0n);
   assert.ok(Number(s.behind_slots) >= 0);
   const sweep = solanaCommands.find((c) => c.name === 'solana sweep')!;
-  const dry = (await sweep.run(k.t.kasse, { mode: 'test', 'dry-run': true }, [])) as { dry_run: boolean; transfers: unknown[] };
+  const dry = (await sweep.run(k.t.kasse.familyContext, { mode: 'test', 'dry-run': true }, [])) as { dry_run: boolean; transfers: unknown[] };
   assert.equal(dry.dry_run, true);
   assert.deepEqual(dry.transfers, []);
-  await assert.rejects(sweep.run(k.t.kasse, { mode: 'live' }, []), /no rpc_urls|no live Solana|has no/);
+  await assert.rejects(sweep.run(k.t.kasse.familyContext, { mode: 'live' }, []), /no rpc_urls|no live Solana|has no/);
 });

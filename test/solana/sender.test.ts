@@ -101,7 +101,7 @@ test('crash after signing: a new sender sends the stored bytes; a dropped block 
   const [v0] = await k.adapter.sender!.versions(r.id);
   assert.equal(v0!.signature, signed.signature);
   // The process dies here; a new one (a new sender over the same database) carries on.
-  const reborn = new SolanaSender(k.adapter, { db: k.t.kasse.db, clock: k.t.clock, log: k.t.kasse.log, keys: solanaKeys(k.secrets), sinks: { refund: k.t.kasse.payments.refunds } });
+  const reborn = new SolanaSender(k.adapter, { db: k.t.kasse.db, clock: k.t.clock, log: k.t.kasse.log, keys: solanaKeys(k.secrets), sink: k.t.kasse.transfers });
   assert.equal(await reborn.step(r.id), 'progress');
   assert.equal((await reborn.get(r.id))!.status, 'broadcast');
   await k.chain.produce();

@@ -4,16 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { getAddress } from 'viem';
-import { decodeBase58 } from '../../src/chains/base58.ts';
+import { installedFamilies } from '../../src/chains/families.ts';
 import { confirmationTier, explorerTxUrl, loadNetworks, parseNetworks } from '../../src/chains/networks.ts';
 import { ChainRegistry } from '../../src/chains/registry.ts';
+import { decodeBase58 } from '../../src/chains/solana/index.ts';
 import { ConfigError } from '../../src/config.ts';
 
+const families = await installedFamilies();
 const live = () => JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8'));
 
 describe('networks files', () => {
   test('live and test sets share network and token ids; amounts are bigint smallest units', () => {
-    const sets = loadNetworks({ networksFile: null });
+    const sets = loadNetworks({ networksFile: null }, families);
     const ids = (mode: 'live' | 'test') => sets[mode].flatMap((n) => n.tokens.map((t) => t.id)).sort();
     assert.deepEqual(ids('live'), ids('test'));
     assert.deepEqual(sets.live.map((n) => n.id), ['ethereum', 'base', 'polygon', 'arbitrum', 'solana']);
@@ -31,12 +33,12 @@ describe('networks files', () => {
   });
 
   test('tiers pick confirmations by price; explorer templates', () => {
-    const eth = loadNetworks({ networksFile: null }).live[0]!;
+    const eth = loadNetworks({ networksFile: null }, families).live[0]!;
     assert.deepEqual(confirmationTier(eth, 10_000), { tier: 1, confirmations: 3 });
     assert.deepEqual(confirmationTier(eth, 10_001), { tier: 2, confirmations: 6 });
     assert.deepEqual(confirmationTier(eth, 100_000_000), { tier: 3, confirmations: 12 });
     assert.equal(explorerTxUrl(eth, '0xab'), 'https://etherscan.io/tx/0xab');
-    const sol = loadNetworks({ networksFile: null }).test.find((n) => n.id === 'solana')!;
+    const sol = loadNetworks({ networksFile: null }, families).test.find((n) => n.id === 'solana')!;
     assert.equal(explorerTxUrl(sol, '5x'), 'https://explorer.solana.com/tx/5x?cluster=devnet');
   });
 
@@ -60,7 +62,7 @@ describe('networks files', () => {
     for (const [mutate, message] of cases) {
       const doc = live();
       mutate(doc);
-      assert.throws(() => parseNetworks(doc, 'networks.live.json'), (err: unknown) => err instanceof ConfigError && message.test(err.message) && err.message.startsWith('networks.live.json'), String(message));
+      assert.throws(() => parseNetworks(doc, 'networks.live.json', families), (err: unknown) => err instanceof ConfigError && message.test(err.message) && err.message.startsWith('networks.live.json'), String(message));
     }
   });
 });
@@ -68,16 +70,16 @@ describe('networks files', () => {
 describe('chain registry', () => {
   test('fallback addresses are deterministic per key, mode, chain and index, in the family format', async () => {
     const key = randomBytes(32);
-    const sets = loadNetworks({ networksFile: null });
-    const a = new ChainRegistry(sets, key);
-    const b = new ChainRegistry(sets, key);
+    const sets = loadNetworks({ networksFile: null }, families);
+    const a = new ChainRegistry(sets, key, families);
+    const b = new ChainRegistry(sets, key, families);
     const evm = await a.adapter('test', 'base').deriveAddress(7n);
     assert.equal(evm, getAddress(evm));
     assert.equal(await b.adapter('test', 'base').deriveAddress(7n), evm);
     assert.notEqual(await a.adapter('test', 'base').deriveAddress(8n), evm);
     assert.notEqual(await a.adapter('test', 'ethereum').deriveAddress(7n), evm);
     assert.notEqual(await a.adapter('live', 'base').deriveAddress(7n), evm);
-    assert.notEqual(await new ChainRegistry(sets, randomBytes(32)).adapter('test', 'base').deriveAddress(7n), evm);
+    assert.notEqual(await new ChainRegistry(sets, randomBytes(32), families).adapter('test', 'base').deriveAddress(7n), evm);
     const sol = await a.adapter('test', 'solana').deriveAddress(7n);
     assert.equal(decodeBase58(sol)!.length, 32);
     assert.ok(a.adapter('test', 'solana').isValidAddress(sol));
@@ -88,9 +90,9 @@ describe('chain registry', () => {
   });
 
   test('availability: test networks unless paused; live networks only with a registered adapter', () => {
-    const sets = loadNetworks({ networksFile: null });
+    const sets = loadNetworks({ networksFile: null }, families);
     sets.test.find((n) => n.id === 'polygon')!.paused = true;
-    const reg = new ChainRegistry(sets, randomBytes(32));
+    const reg = new ChainRegistry(sets, randomBytes(32), families);
     assert.equal(reg.available('test', 'base'), true);
     assert.equal(reg.available('test', 'polygon'), false);
     assert.equal(reg.available('live', 'base'), false);

@@ -1,7 +1,7 @@
 /** The live-mode address rule of the merchant HTTP client, address by address. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { blockedRange } from '../../src/modules/webhooks/http-client.ts';
+import { blockedRange } from '../../src/core/addresses.ts';
 
 test('refused ranges, IPv4 and IPv6 (including IPv4 embedded in IPv6)', () => {
   const cases: Array<[string, string | null]> = [

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { foreignRequests, launchBrowser, screenshot, startMerchantSite, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 
 let w: WebKasse;
@@ -123,6 +124,9 @@ describe('link pages', () => {
   test('pos: keypad → QR of the new payment → PAID → next sale', async () => {
     const l = await link({ kind: 'pos', title: 'Counter 1' });
     const { page, requests, errors } = await b.open('phone');
+    // The terminal is for the shop's staff: a signed-in dashboard user of the merchant.
+    const staff = await createUser(w.t.kasse, w.m.id, 'till@example.com', 'member');
+    await setUpAccount(page, staff.setupUrl, w.t.clock, { email: 'till@example.com' });
     await page.goto(l.url);
     for (const k of ['1', '2', '5', '0']) await page.locator(`.k-keypad [data-key="${k}"]`).click();
     assert.equal(await page.getByLabel('Amount to charge (US$)').inputValue(), '12.50');
@@ -162,6 +166,7 @@ describe('link pages', () => {
     assert.deepEqual(foreignRequests(requests, w.t.urls.checkout), []);
     assert.deepEqual(errors, []);
     const desktop = await b.open('desktop');
+    await desktop.context.addCookies(await page.context().cookies());
     await desktop.page.goto(saleUrl);
     await desktop.page.locator('.k-paid').waitFor();
     await screenshot(desktop.page, 'pos-paid-desktop');

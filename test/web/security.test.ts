@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { foreignRequests, launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 
 const SCRIPT = '<script>alert(1)</script>';
@@ -58,6 +59,8 @@ describe('escaping and the Content-Security-Policy', () => {
     assert.doesNotMatch(await page.content(), /internal-7731/);
     await screenshot(page, 'xss-checkout-phone');
 
+    const staff = await createUser(w.t.kasse, w.m.id, 'till@example.com', 'viewer');
+    await setUpAccount(page, staff.setupUrl, w.t.clock, { email: 'till@example.com' });
     res = await page.goto(pos.url);
     assertCsp(res!.headers()['content-security-policy'], "'none'");
     await page.getByText(`Till ${ATTR}`, { exact: true }).waitFor();

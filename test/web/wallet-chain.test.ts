@@ -415,9 +415,10 @@ describe('pay with browser wallet on the local chain', () => {
       const events = k.eventTypes(p.id);
       assert.deepEqual(events.slice(events.indexOf('payment.confirming')), ['payment.confirming', 'payment.paid']);
 
-      // The merchant is credited the price less the fee, and holds exactly the coins that arrived.
+      // The merchant is credited the price less the fee (and the conversion spread for ETH), and holds exactly the coins that arrived.
       const balance1 = await getBalance();
-      assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)));
+      const spread = token === 'base:eth' ? Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.swapFeeBps)) : 0;
+      assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)) - spread);
       assert.equal(custodyOf(balance1, token) - custodyOf(balance0, token), amount);
       // The payer paid the amount plus the gas of its own transaction.
       const gas = receipt.gasUsed * receipt.effectiveGasPrice;

@@ -9,9 +9,11 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { explorerTxUrl } from '../networks.ts';
-import type { ChainAdapter, DepositSink, EvmNetworkSettings, Mode, NetworkConfig, TokenConfig } from '../types.ts';
+import type { ChainAdapter } from '../plugin.ts';
+import type { DepositSink } from '../ports.ts';
+import type { Mode, NetworkConfig, TokenConfig } from '../types.ts';
 import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEvmAddress } from './address.ts';
-import { parseEvmSettings } from './config.ts';
+import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
 import type { EvmSender } from './sender.ts';
 import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
@@ -40,7 +42,7 @@ export class EvmAdapter implements ChainAdapter {
   readonly factory: Address;
   private readonly saltKey: Buffer;
   private client: RpcClient | null = null;
-  /** Hot-wallet sender of refunds, payouts and gasless relays (sender.ts); attached by `registerEvmAdapters`. */
+  /** Hot-wallet sender of refunds, payouts and gasless relays (sender.ts); attached when the family loads. */
   sender?: EvmSender;
 
   constructor(
@@ -49,7 +51,7 @@ export class EvmAdapter implements ChainAdapter {
     private readonly deps: EvmAdapterDeps,
   ) {
     if (network.family !== 'evm') throw new Error(`EvmAdapter: ${network.id} is not an evm network`);
-    this.settings = network.evm ?? parseEvmSettings(undefined, network.id);
+    this.settings = evmSettings(network);
     if (!this.settings.forwarderFactory) throw new Error(`EvmAdapter: ${mode} network ${network.id} has no evm.forwarder_factory`);
     this.factory = this.settings.forwarderFactory as Address;
     this.saltKey = saltKeyOf(deps.secrets);
@@ -109,13 +111,8 @@ export class EvmAdapter implements ChainAdapter {
     });
   }
 
-  /** Polls the chain every `network.pollIntervalMs`; does nothing for a paused network or one without RPC URLs. */
-  startWatcher(sink: DepositSink): { stop(): Promise<void> } {
-    if (this.network.paused || this.network.rpcUrls.length === 0) {
-      this.deps.log.info({ chain: this.network.id, mode: this.mode, paused: this.network.paused }, 'evm watcher not started (paused or no rpc_urls)');
-      return { stop: async () => {} };
-    }
-    const w = this.watcher(sink).start();
-    return { stop: () => w.stop() };
+  /** Whether a watcher follows this network: it is not paused and has RPC URLs. */
+  get watched(): boolean {
+    return !this.network.paused && this.network.rpcUrls.length > 0;
   }
 }

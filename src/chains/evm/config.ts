@@ -11,9 +11,31 @@
 import { getAddress, isAddress } from 'viem';
 import { ConfigError } from '../../config.ts';
 import { parseUnits } from '../../core/money.ts';
-import type { EvmNetworkSettings } from '../types.ts';
+import type { NetworkConfig } from '../types.ts';
+
+/** Settings only EVM networks have (`NetworkConfig.settings` of an `evm` network). */
+export interface EvmNetworkSettings {
+  /** ForwarderFactory deployed with `kasse evm deploy-factory`; deposit addresses are its CREATE2 clones. */
+  forwarderFactory: string | null;
+  /** Default treasury for `kasse evm deploy-factory` (the deployed factory holds the one sweeps use). */
+  treasury: string | null;
+  /** First block the watcher scans when it has no cursor yet; null = the head at first start. */
+  startBlock: bigint | null;
+  /** Blocks per eth_getLogs range while catching up. */
+  blocksPerBatch: number;
+  rpcTimeoutMs: number;
+  /** Hot-wallet sender (sender.ts): cap on maxFeePerGas in wei (`max_fee_gwei`); absent = the sender's default. */
+  maxFeePerGas?: bigint;
+  /** Hot-wallet sender: blocks a broadcast transaction may stay unmined before it is replaced (`replace_after_blocks`). */
+  replaceAfterBlocks?: number;
+}
 
 export const EVM_DEFAULTS = { blocksPerBatch: 20, rpcTimeoutMs: 10_000 } as const;
+
+/** The `evm` settings of a network as parsed when the networks file was read (the defaults if it had none). */
+export function evmSettings(network: NetworkConfig): EvmNetworkSettings {
+  return (network.settings as EvmNetworkSettings | undefined) ?? parseEvmSettings(undefined, network.id);
+}
 
 /** Parses the `evm` object (`at` names it in error messages); undefined/null gives the defaults. */
 export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {

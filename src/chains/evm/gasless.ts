@@ -6,9 +6,10 @@
  * Every check runs before anything is written, so a refusal changes nothing: the coin choice is gasless USDC on an
  * EVM network with a sender, still open, `to` is its deposit address, `value` its `pay_amount`, the validity window
  * lies inside its price hold, the nonce is unused (on chain and in `evm_gasless`), the signature is the payer's, the
- * payer holds the amount, and an `eth_call` of the exact transaction succeeds. Only then is the relay recorded (in
- * the transaction that locks the attempt, so one coin choice gets at most one open relay) and pushed through the
- * crash-safe sender (sender.ts): signed and stored, then broadcast. Rules: docs/evm.md ("Gasless USDC").
+ * payer holds the amount, and an `eth_call` of the exact transaction succeeds. Only then is the relay recorded (in a
+ * transaction holding an advisory lock on the coin choice, so one coin choice gets at most one open relay) and
+ * pushed through the crash-safe sender (sender.ts): signed and stored, then broadcast. The coin choice is read
+ * through the PaymentsPort. Rules: docs/evm.md ("Gasless USDC").
  */
 import {
   concat,
@@ -25,13 +26,14 @@ import {
   type Address,
   type Hex,
 } from 'viem';
+import { sql } from 'kysely';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { ulid } from '../../core/ids.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type DbOrTx } from '../../db/index.ts';
-import { isFinal } from '../../modules/payments/state.ts';
-import type { PaymentStatus } from '../../modules/payments/model.ts';
+import type { PaymentsPort } from '../ports.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { EvmAdapter } from './adapter.ts';
 import { erc20Abi } from './contracts.ts';
@@ -64,6 +66,7 @@ export interface GaslessDeps {
   clock: Clock;
   log: Logger;
   chains: ChainRegistry;
+  payments: PaymentsPort;
 }
 
 /** keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)") */
@@ -92,11 +95,10 @@ export class GaslessRelay {
   /** Checks an authorization for a coin choice of `paymentId` and relays it; throws ApiError (400/404/422) on refusal. */
   async submit(paymentId: string, body: GaslessAuthorization): Promise<GaslessResult> {
     const { db, clock, chains } = this.deps;
-    const payment = await db.selectFrom('payments').select(['id', 'mode', 'status']).where('id', '=', paymentId).executeTakeFirst();
-    if (!payment) throw notFound('payment');
-    const attempt = await db.selectFrom('attempts').selectAll().where('id', '=', body.attempt_id).where('payment_id', '=', paymentId).executeTakeFirst();
-    if (!attempt) throw refuse('attempt_id is not a coin choice of this payment.', 'attempt_id');
-    const mode = payment.mode;
+    const attempt = await this.deps.payments.coinChoice(paymentId, body.attempt_id);
+    if (attempt === 'no_payment') throw notFound('payment');
+    if (attempt === 'no_attempt') throw refuse('attempt_id is not a coin choice of this payment.', 'attempt_id');
+    const mode = attempt.mode;
     const token = chains.token(mode, attempt.token);
     const adapter = chains.hasAdapter(mode, attempt.chain) ? chains.adapter(mode, attempt.chain) : null;
     const sender = adapter instanceof EvmAdapter ? adapter.sender : undefined;
@@ -114,7 +116,7 @@ export class GaslessRelay {
     const earlier = await this.submitted(key);
     if (
       earlier &&
-      earlier.attempt_id === attempt.id &&
+      earlier.attempt_id === attempt.attemptId &&
       earlier.signature.toLowerCase() === signature.toLowerCase() &&
       BigInt(earlier.value) === value &&
       BigInt(earlier.valid_before) === validBefore &&
@@ -125,19 +127,19 @@ export class GaslessRelay {
     }
 
     const now = clock.now();
-    if (attempt.status !== 'waiting' || isFinal(payment.status as PaymentStatus) || attempt.expires_at.getTime() <= now.getTime()) {
+    if (!attempt.open || attempt.expiresAt.getTime() <= now.getTime()) {
       throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
     }
     if (body.to.toLowerCase() !== attempt.address.toLowerCase()) throw refuse(`to must be the deposit address ${attempt.address} of this coin choice.`, 'to');
     const to = getAddress(attempt.address);
-    if (value !== BigInt(attempt.pay_amount)) throw refuse(`value must be exactly the pay_amount ${attempt.pay_amount}.`, 'value');
+    if (value !== attempt.payAmount) throw refuse(`value must be exactly the pay_amount ${attempt.payAmount}.`, 'value');
     const nowSeconds = BigInt(Math.floor(now.getTime() / 1000));
-    const holdEnd = BigInt(Math.floor(attempt.expires_at.getTime() / 1000));
-    if (validBefore > holdEnd) throw refuse(`valid_before must not be later than the coin choice's expires_at (${holdEnd}, ${attempt.expires_at.toISOString()}).`, 'valid_before');
+    const holdEnd = BigInt(Math.floor(attempt.expiresAt.getTime() / 1000));
+    if (validBefore > holdEnd) throw refuse(`valid_before must not be later than the coin choice's expires_at (${holdEnd}, ${attempt.expiresAt.toISOString()}).`, 'valid_before');
     if (validBefore <= nowSeconds) throw refuse('valid_before has passed; sign a new authorization.', 'valid_before');
     if (validAfter > nowSeconds) throw refuse('valid_after must not be in the future.', 'valid_after');
     if (earlier) throw refuse('This authorization nonce was already submitted.', 'nonce');
-    await this.assertNoOpenRelay(attempt.id);
+    await this.assertNoOpenRelay(attempt.attemptId);
 
     // Chain checks (RPC; no transaction is open).
     const rpc = adapter.rpc();
@@ -182,12 +184,12 @@ export class GaslessRelay {
       throw simulationRefusal(reason);
     }
 
-    // Record the relay; the attempt row lock serializes relays of one coin choice.
+    // Record the relay; a transaction-scoped advisory lock on the coin choice serializes its relays.
     const id = `gsl_${ulid()}`;
     try {
       await withTx(db, async (tx) => {
-        await tx.selectFrom('attempts').select('id').where('id', '=', attempt.id).forUpdate().execute();
-        await this.assertNoOpenRelay(attempt.id, tx);
+        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`kasse/gasless/${attempt.attemptId}`}, 0))`.execute(tx);
+        await this.assertNoOpenRelay(attempt.attemptId, tx);
         await sender.record(tx, { id, purpose: 'gasless', to: contract, value: 0n, data, token: token.id, destination: to, amount: value });
         await tx
           .insertInto('evm_gasless')
@@ -195,7 +197,7 @@ export class GaslessRelay {
             transfer_id: id,
             ...key,
             payment_id: paymentId,
-            attempt_id: attempt.id,
+            attempt_id: attempt.attemptId,
             value: value.toString(),
             valid_after: validAfter.toString(),
             valid_before: validBefore.toString(),
@@ -208,7 +210,7 @@ export class GaslessRelay {
       if ((err as { code?: string }).code === '23505') throw refuse('This authorization nonce was already submitted.', 'nonce');
       throw err;
     }
-    this.deps.log.info({ transferId: id, paymentId, attemptId: attempt.id, chain: attempt.chain, mode }, 'gasless authorization accepted');
+    this.deps.log.info({ transferId: id, paymentId, attemptId: attempt.attemptId, chain: attempt.chain, mode }, 'gasless authorization accepted');
 
     let row = await sender.get(id);
     try {
@@ -222,7 +224,7 @@ export class GaslessRelay {
   }
 
   /** The relay Kasse already made of this authorization, if any. */
-  private async submitted(key: { mode: 'test' | 'live'; chain: string; contract: string; authorizer: string; auth_nonce: string }) {
+  private async submitted(key: { mode: Mode; chain: string; contract: string; authorizer: string; auth_nonce: string }) {
     return this.deps.db
       .selectFrom('evm_gasless as g')
       .innerJoin('evm_transfers as t', 't.id', 'g.transfer_id')

@@ -1,28 +1,101 @@
 /**
- * EVM chains: registers an EvmAdapter for every `evm` network of both modes that has a forwarder factory configured.
- * Called once when Kasse opens; the workers role then starts the adapters' watchers through the registry.
+ * The EVM chain family (Ethereum, Base, Polygon, Arbitrum, … and local Hardhat nodes): its networks' `evm` settings,
+ * its address format, its tables, and when Kasse opens, an `EvmAdapter` for every `evm` network of both modes that
+ * has a forwarder factory configured, each with the hot-wallet sender (one hot wallet for every EVM network); the
+ * workers role's loops (a watcher per followed network, one sender loop); the checkout's wallet buttons and gasless
+ * relay; and the `kasse evm …` commands. Everything EVM lives in this folder. Docs: docs/evm.md.
  */
-import type { Kasse } from '../../kasse.ts';
+import { getAddress, isAddress, type LocalAccount } from 'viem';
+import { Loop } from '../../core/loop.ts';
+import { MODES } from '../../core/mode.ts';
+import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { EvmAdapter } from './adapter.ts';
-import { attachEvmSenders } from './sender.ts';
+import { eip681Uri, isValidEvmAddress } from './address.ts';
+import { checkoutExtension } from './checkout.ts';
+import { evmCommands } from './commands.ts';
+import { evmSettings, parseEvmSettings } from './config.ts';
+import { GaslessRelay } from './gasless.ts';
+import * as m0004 from './migrations/0004_evm.ts';
+import * as m0006 from './migrations/0006_evm_sender.ts';
+import './schema.ts';
+import { EvmSender } from './sender.ts';
+import { hotWalletAccount } from './wallet.ts';
 
 export { EvmAdapter } from './adapter.ts';
 
-/** Registers the EVM adapters on `kasse.chains`; returns them. */
-export function registerEvmAdapters(kasse: Kasse): EvmAdapter[] {
-  const out: EvmAdapter[] = [];
-  for (const mode of ['live', 'test'] as const) {
-    for (const network of kasse.chains.networks(mode)) {
+/** How often the sender loop looks for due transfers when nothing woke it. */
+const SENDER_INTERVAL_MS = 2_000;
+
+function load(ctx: FamilyContext): LoadedFamily {
+  const adapters: EvmAdapter[] = [];
+  for (const mode of MODES) {
+    for (const network of ctx.chains.networks(mode)) {
       if (network.family !== 'evm') continue;
-      if (!network.evm?.forwarderFactory) {
-        kasse.log.debug({ chain: network.id, mode }, 'evm network without forwarder_factory: no adapter registered');
+      if (!evmSettings(network).forwarderFactory) {
+        ctx.log.debug({ chain: network.id, mode }, 'evm network without forwarder_factory: no adapter registered');
         continue;
       }
-      const adapter = new EvmAdapter(network, mode, { db: kasse.db, log: kasse.log, metrics: kasse.metrics, secrets: kasse.secrets });
-      kasse.chains.register(adapter);
-      out.push(adapter);
+      adapters.push(new EvmAdapter(network, mode, ctx));
     }
   }
-  attachEvmSenders(kasse, out);
+  // One hot wallet for every EVM network, derived on first use (an HD derivation costs a few hundred ms).
+  let account: LocalAccount | null = null;
+  const senderDeps = { db: ctx.db, clock: ctx.clock, log: ctx.log, account: () => (account ??= hotWalletAccount(ctx.secrets)), sink: ctx.transfers };
+  for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
+  const relay = new GaslessRelay({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains, payments: ctx.payments });
+  return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay) };
+}
+
+/**
+ * The workers role's EVM loops: a watcher per network that is not paused and has RPC URLs (polling every
+ * `poll_interval_ms` from its stored cursor), and one sender loop that drives every network's due transfers every
+ * 2 seconds, or at once when a transfer was recorded in this process (leased in PostgreSQL, so several worker
+ * processes share them).
+ */
+function workers(ctx: FamilyContext, adapters: EvmAdapter[]): FamilyWorker[] {
+  const out: FamilyWorker[] = [];
+  for (const adapter of adapters) {
+    if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
+    else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'evm watcher not started (paused or no rpc_urls)');
+  }
+  const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
+  if (senders.length > 0) {
+    const loop = new Loop(
+      'evm-sender',
+      SENDER_INTERVAL_MS,
+      async () => {
+        for (const sender of senders) {
+          try {
+            await sender.runDue();
+          } catch (err) {
+            ctx.log.error({ err, chain: sender.network.id, mode: sender.mode }, 'evm sender pass failed');
+          }
+        }
+      },
+      ctx.log,
+    );
+    for (const sender of senders) sender.onWork(() => loop.wake());
+    out.push(loop);
+  }
   return out;
 }
+
+const evm: ChainFamily = {
+  name: 'evm',
+  format: {
+    isValidAddress: isValidEvmAddress,
+    addressFromBytes: (bytes) => getAddress(`0x${Buffer.from(bytes.subarray(0, 20)).toString('hex')}`),
+    paymentUri: eip681Uri,
+  },
+  networks: {
+    requiresChainId: true,
+    contract: { canonical: (value) => (isAddress(value, { strict: false }) ? getAddress(value) : null), name: 'an EVM address' },
+    settings: parseEvmSettings,
+  },
+  migrations: { '0004_evm': m0004, '0006_evm_sender': m0006 },
+  commands: evmCommands,
+  payouts: true,
+  load,
+};
+
+export default evm;

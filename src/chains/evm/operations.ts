@@ -23,9 +23,11 @@ import {
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
-import type { Mode, NetworkConfig } from '../types.ts';
+import type { PaymentsPort } from '../ports.ts';
+import type { NetworkConfig } from '../types.ts';
 import type { EvmAdapter } from './adapter.ts';
 import { forwarderImplementation } from './address.ts';
 import { artifact, erc20Abi, forwarderFactoryAbi } from './contracts.ts';
@@ -63,7 +65,7 @@ interface Prepared {
  */
 async function prepare(deps: OperationDeps, chain: { network: NetworkConfig; mode: Mode; rpc: () => RpcClient }, account: HotWallet, call: Prepared['call']): Promise<Prepared> {
   const rpc = chain.rpc();
-  const sender = new EvmSender(chain, { ...deps, account: () => account, sinks: {} });
+  const sender = new EvmSender(chain, { ...deps, account: () => account, sink: null });
   const fees = await sender.fees();
   const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: account.address, ...(call.to ? { to: call.to } : {}), data: call.data }]));
   const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [account.address, 'latest']));
@@ -164,7 +166,10 @@ export async function deployForwarderFactory(
   };
 }
 
-export type SweepDeps = OperationDeps;
+export interface SweepDeps extends OperationDeps {
+  /** Where the funded deposit addresses are read (the payments module's port). */
+  payments: PaymentsPort;
+}
 
 export interface SweepOptions {
   /** Deposit addresses per transaction. Default 50. */
@@ -208,26 +213,23 @@ interface DueAddress {
 }
 
 /** Addresses (lower case) with a confirmed or final deposit not covered by a successful sweep, none in flight. */
-export async function addressesDue(db: Db, mode: Mode, chain: string): Promise<DueAddress[]> {
-  const { rows } = await sql<{ address: string; address_index: bigint }>`
-    WITH deposited AS (
-      SELECT lower(a.address) AS address, a.address_index, max(d.block_number) AS last_block
-      FROM deposits d JOIN attempts a ON a.id = d.attempt_id
-      WHERE d.mode = ${mode} AND d.chain = ${chain} AND d.status IN ('confirmed', 'final') AND d.block_number IS NOT NULL
-      GROUP BY 1, 2
-    ), swept AS (
-      SELECT i.address,
-             max(s.block_number) FILTER (WHERE s.status = 'confirmed' AND i.ok) AS last_sweep,
-             bool_or(s.status = 'broadcast') AS in_flight
-      FROM evm_sweep_items i JOIN evm_sweeps s ON s.id = i.sweep_id
-      WHERE s.mode = ${mode} AND s.chain = ${chain}
-      GROUP BY i.address
-    )
-    SELECT d.address, d.address_index
-    FROM deposited d LEFT JOIN swept s ON s.address = d.address
-    WHERE d.last_block >= coalesce(s.last_sweep, -1) AND NOT coalesce(s.in_flight, false)
-    ORDER BY d.address_index`.execute(db);
-  return rows.map((r) => ({ address: r.address, index: BigInt(r.address_index) }));
+export async function addressesDue(deps: SweepDeps, mode: Mode, chain: string): Promise<DueAddress[]> {
+  const funded = await deps.payments.fundedAddresses(mode, chain);
+  if (funded.length === 0) return [];
+  const { rows } = await sql<{ address: string; last_sweep: bigint | null; in_flight: boolean }>`
+    SELECT i.address,
+           max(s.block_number) FILTER (WHERE s.status = 'confirmed' AND i.ok) AS last_sweep,
+           bool_or(s.status = 'broadcast') AS in_flight
+    FROM evm_sweep_items i JOIN evm_sweeps s ON s.id = i.sweep_id
+    WHERE s.mode = ${mode} AND s.chain = ${chain}
+    GROUP BY i.address`.execute(deps.db);
+  const swept = new Map(rows.map((r) => [r.address, r]));
+  return funded
+    .filter((f) => {
+      const s = swept.get(f.address);
+      return !s?.in_flight && f.lastBlock >= (s?.last_sweep === null || s?.last_sweep === undefined ? -1n : BigInt(s.last_sweep));
+    })
+    .map((f) => ({ address: f.address, index: f.index }));
 }
 
 /** Sweeps every due deposit address of `adapter`'s network to the factory's treasury, `batchSize` per transaction. */
@@ -247,7 +249,7 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
   }
 
   const due: DueAddress[] = [];
-  for (const d of await addressesDue(deps.db, mode, network.id)) {
+  for (const d of await addressesDue(deps, mode, network.id)) {
     if (adapter.addressOf(d.index).toLowerCase() !== d.address) {
       deps.log.error({ chain: network.id, mode, address: d.address, index: d.index.toString() }, 'deposit address does not derive from the configured factory; not swept');
       continue;

@@ -13,8 +13,9 @@
  *              network's confirmations (`sent`, or `failed` when it reverted). Unmined after `replaceAfterBlocks`
  *              blocks, a replacement with the same nonce and a higher fee is signed and stored (back to `signed`).
  *              When the nonce was used by a transaction that is not one of ours, the transfer failed unsent.
- * A settled transfer is reported to the purpose's `TransferSink` (refunds: the payments module), and marked
- * reported only after the sink accepted it, so a crash in between reports it again (sinks are idempotent).
+ * A settled refund or payout is reported to the `TransferSink` (the transfers module, which calls back the module
+ * that asked), and marked reported only after the sink accepted it, so a crash in between reports it again (the sink
+ * is idempotent). A gasless relay is the family's own business and is only recorded.
  *
  * NOTE: a reverted transaction consumed its nonce on chain like any other; the counter simply moves on and the
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
@@ -27,13 +28,15 @@ import type { Clock } from '../../core/clock.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
-import type { EvmTransfersTable } from '../../db/schema.ts';
-import type { Kasse } from '../../kasse.ts';
-import type { Mode, NetworkConfig, OutgoingSender, RefundRequest, TokenConfig, TransferSink } from '../types.ts';
-import type { EvmAdapter } from './adapter.ts';
+import type { Mode } from '../../core/mode.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import type { ChainRegistry } from '../registry.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
+import { EvmAdapter } from './adapter.ts';
+import { evmSettings } from './config.ts';
 import { erc20Abi } from './contracts.ts';
+import type { EvmTransfersTable } from './schema.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
-import { hotWalletAccount } from './wallet.ts';
 
 export type TransferPurpose = 'refund' | 'payout' | 'gasless';
 export type TransferRow = Selectable<EvmTransfersTable>;
@@ -62,8 +65,8 @@ export interface EvmSenderDeps {
   log: Logger;
   /** The hot wallet (wallet.ts), derived on first use (an HD derivation costs a few hundred ms). Never logged. */
   account: () => LocalAccount;
-  /** Where settlements are reported, by purpose; a purpose without a sink is only recorded. */
-  sinks: Partial<Record<TransferPurpose, TransferSink>>;
+  /** Where settled refunds and payouts are reported (the transfers module); gasless relays are only recorded. */
+  sink: TransferSink | null;
 }
 
 export interface EvmSenderOptions {
@@ -176,8 +179,8 @@ export class EvmSender implements OutgoingSender {
     this.network = chain.network;
     this.mode = chain.mode;
     if (this.network.chainId === null) throw new Error(`EvmSender: ${this.network.id} has no chain id`);
-    this.maxFeePerGas = options.maxFeePerGas ?? this.network.evm?.maxFeePerGas ?? SENDER_DEFAULTS.maxFeePerGas;
-    this.replaceAfterBlocks = options.replaceAfterBlocks ?? this.network.evm?.replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
+    this.maxFeePerGas = options.maxFeePerGas ?? evmSettings(this.network).maxFeePerGas ?? SENDER_DEFAULTS.maxFeePerGas;
+    this.replaceAfterBlocks = options.replaceAfterBlocks ?? evmSettings(this.network).replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
     this.confirmations = options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
     this.opts = {
       batch: options.batch ?? SENDER_DEFAULTS.batch,
@@ -198,10 +201,11 @@ export class EvmSender implements OutgoingSender {
   }
 
   /** Records a refund or payout in the caller's transaction (no network I/O); idempotent on `transferId`. */
-  async enqueue(tx: Tx, request: RefundRequest & { mode: Mode; purpose: 'refund' | 'payout' }): Promise<void> {
+  async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
     if (request.mode !== this.mode || request.token.chain !== this.network.id) {
       throw new Error(`EvmSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`);
     }
+    if (request.purpose !== 'refund' && request.purpose !== 'payout') throw new Error(`EvmSender cannot record a transfer of purpose ${request.purpose}`);
     const call = transferCall(request.token, request.destination, request.amount);
     await this.record(tx, { id: request.transferId, purpose: request.purpose, token: request.token.id, destination: getAddress(request.destination), amount: request.amount, ...call });
   }
@@ -554,11 +558,10 @@ export class EvmSender implements OutgoingSender {
     return 'done';
   }
 
-  /** Hands a settled transfer to its purpose's sink, then marks it reported. */
+  /** Hands a settled refund or payout to the sink, then marks it reported. */
   private async report(row: TransferRow): Promise<void> {
     if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    const sink = this.deps.sinks[row.purpose];
-    await sink?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.tx_hash, error: row.error });
+    if (row.purpose !== 'gasless') await this.deps.sink?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.tx_hash, error: row.error });
     await this.deps.db.updateTable('evm_transfers').set({ reported: true }).where('id', '=', row.id).execute();
   }
 
@@ -583,31 +586,13 @@ export class EvmSender implements OutgoingSender {
   }
 }
 
-/**
- * Gives every EVM adapter a hot-wallet sender (one hot wallet for all EVM networks, wallet.ts) reporting refunds to
- * the payments module. Called by `registerEvmAdapters`.
- */
-export function attachEvmSenders(kasse: Kasse, adapters: EvmAdapter[]): void {
-  if (adapters.length === 0) return;
-  let account: LocalAccount | null = null;
-  const deps: EvmSenderDeps = {
-    db: kasse.db,
-    clock: kasse.clock,
-    log: kasse.log,
-    account: () => (account ??= hotWalletAccount(kasse.secrets)),
-    sinks: { refund: kasse.payments.refunds },
-  };
-  for (const adapter of adapters) adapter.sender = new EvmSender(adapter, deps);
-}
-
-/** The senders of every registered EVM adapter, both modes (the worker loop drives them). */
-export function evmSenders(kasse: Kasse): EvmSender[] {
+/** The senders of every registered EVM adapter, both modes. */
+export function evmSenders(kasse: { chains: ChainRegistry }): EvmSender[] {
   const out: EvmSender[] = [];
   for (const mode of ['live', 'test'] as const) {
     for (const network of kasse.chains.networks(mode)) {
-      if (network.family !== 'evm' || !kasse.chains.hasAdapter(mode, network.id)) continue;
-      const sender = kasse.chains.adapter(mode, network.id).sender;
-      if (sender instanceof EvmSender) out.push(sender);
+      const adapter = kasse.chains.hasAdapter(mode, network.id) ? kasse.chains.adapter(mode, network.id) : null;
+      if (adapter instanceof EvmAdapter && adapter.sender) out.push(adapter.sender);
     }
   }
   return out;

@@ -25,8 +25,10 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
-import { Loop } from '../../workers/loop.ts';
-import type { DepositObservation, DepositSink, Mode, NetworkConfig, TokenConfig } from '../types.ts';
+import { Loop } from '../../core/loop.ts';
+import type { Mode } from '../../core/mode.ts';
+import type { DepositObservation, DepositSink } from '../ports.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { bloomMayContain } from './bloom.ts';
 import type { RpcClient } from './rpc.ts';
 

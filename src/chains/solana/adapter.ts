@@ -5,15 +5,17 @@
  * crash-safe sender (sender.ts) sends refunds and payouts, opens token accounts, sweeps and relays from the hot
  * wallet.
  */
-import { getAddressEncoder } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import { decodeBase58 } from '../base58.ts';
 import { explorerTxUrl } from '../networks.ts';
-import type { ChainAdapter, DepositSink, Mode, NetworkConfig, SolanaNetworkSettings, TokenConfig } from '../types.ts';
-import { parseSolanaSettings } from './config.ts';
+import type { ChainAdapter, IssuedAddress, PaymentUriContext } from '../plugin.ts';
+import type { DepositSink } from '../ports.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
+import { isSolanaAddress } from './address.ts';
+import { solanaSettings, type SolanaNetworkSettings } from './config.ts';
 import type { SolanaKeys } from './keys.ts';
 import { transferRequestUri } from './pay.ts';
 import { SolanaRpc } from './rpc.ts';
@@ -29,8 +31,6 @@ export interface SolanaAdapterDeps {
   keys: SolanaKeys;
 }
 
-const addressEncoder = getAddressEncoder();
-
 export class SolanaAdapter implements ChainAdapter {
   readonly settings: SolanaNetworkSettings;
   private client: SolanaRpc | null = null;
@@ -43,7 +43,7 @@ export class SolanaAdapter implements ChainAdapter {
     readonly deps: SolanaAdapterDeps,
   ) {
     if (network.family !== 'solana') throw new Error(`SolanaAdapter: ${network.id} is not a solana network`);
-    this.settings = network.solana ?? parseSolanaSettings(undefined, network.id);
+    this.settings = solanaSettings(network);
   }
 
   async deriveAddress(index: bigint): Promise<string> {
@@ -51,19 +51,13 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   /** Solana Pay transfer request to the deposit key, with the key's reference. */
-  paymentUri(token: TokenConfig, address: string, amount: bigint, context: { label?: string | null; message?: string | null } = {}): string | null {
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context: PaymentUriContext = {}): string | null {
     return transferRequestUri({ recipient: address, amount, token, reference: this.deps.keys.reference(address), label: context.label, message: context.message });
   }
 
   /** A 32-byte base58 public key (on or off the curve: token accounts of program-owned wallets work too). */
   isValidAddress(address: string): boolean {
-    if (!/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(address) || decodeBase58(address)?.length !== 32) return false;
-    try {
-      addressEncoder.encode(address as never);
-      return true;
-    } catch {
-      return false;
-    }
+    return isSolanaAddress(address);
   }
 
   explorerUrl(txHash: string): string | null {
@@ -80,7 +74,7 @@ export class SolanaAdapter implements ChainAdapter {
    * remembered for sweeps, and for an SPL coin its associated token account is opened from the hot wallet
    * (recorded here, sent by the sender's worker), so the payer needs no SOL for its rent.
    */
-  async addressIssued(tx: Tx, issued: { token: TokenConfig; address: string; index: bigint }): Promise<void> {
+  async addressIssued(tx: Tx, issued: IssuedAddress): Promise<void> {
     const spl = issued.token.kind === 'spl' && issued.token.contract ? issued.token.contract : null;
     const tokenAccount = spl ? await associatedTokenAccount(issued.address, spl) : null;
     await tx
@@ -104,14 +98,5 @@ export class SolanaAdapter implements ChainAdapter {
       startSlot: this.settings.startSlot,
       ...overrides,
     });
-  }
-
-  startWatcher(sink: DepositSink): { stop(): Promise<void> } {
-    if (this.network.paused || this.network.rpcUrls.length === 0) {
-      this.deps.log.info({ chain: this.network.id, mode: this.mode, paused: this.network.paused }, 'solana watcher not started (paused or no rpc_urls)');
-      return { stop: async () => {} };
-    }
-    const w = this.watcher(sink).start();
-    return { stop: () => w.stop() };
   }
 }

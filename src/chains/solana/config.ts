@@ -9,11 +9,32 @@
  * kept before a sweep closes it to recover its rent. docs/solana.md.
  */
 import { ConfigError } from '../../config.ts';
-import { decodeBase58 } from '../base58.ts';
-import type { SolanaNetworkSettings } from '../types.ts';
+import type { NetworkConfig } from '../types.ts';
+import { isSolanaAddress } from './address.ts';
+
+/** Settings only Solana networks have (`NetworkConfig.settings` of a `solana` network). */
+export interface SolanaNetworkSettings {
+  /** Where sweeps send SOL and tokens; null = sweeps refuse to run (and a live network gets no adapter). */
+  treasury: string | null;
+  /** First slot the watcher reads when it has no cursor yet; null = the confirmed tip at first start. */
+  startSlot: bigint | null;
+  rpcTimeoutMs: number;
+  /** Blocks read per watcher tick at most (the loop runs again at once when behind). */
+  maxSlotsPerTick: number;
+  /** Seconds between automatic sweeps; 0 = only `kasse solana sweep`. */
+  sweepIntervalSeconds: number;
+  /** An unused token account Kasse opened is closed by a sweep this long after its coin choice. */
+  ataCloseAfterSeconds: number;
+}
 
 export const SOLANA_DEFAULTS = { rpcTimeoutMs: 10_000, maxSlotsPerTick: 1000, sweepIntervalSeconds: 0, ataCloseAfterSeconds: 48 * 3600 } as const;
 
+/** The `solana` settings of a network as parsed when the networks file was read (the defaults if it had none). */
+export function solanaSettings(network: NetworkConfig): SolanaNetworkSettings {
+  return (network.settings as SolanaNetworkSettings | undefined) ?? parseSolanaSettings(undefined, network.id);
+}
+
+/** Parses the `solana` object (`at` names it in error messages); undefined/null gives the defaults. */
 export function parseSolanaSettings(raw: unknown, at: string): SolanaNetworkSettings {
   if (raw === undefined || raw === null) return { treasury: null, startSlot: null, ...SOLANA_DEFAULTS };
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
@@ -27,7 +48,7 @@ export function parseSolanaSettings(raw: unknown, at: string): SolanaNetworkSett
     return v as number;
   };
   const treasury = o.treasury ?? null;
-  if (treasury !== null && (typeof treasury !== 'string' || decodeBase58(treasury)?.length !== 32)) throw new ConfigError(`${at}.treasury must be a Solana address`);
+  if (treasury !== null && (typeof treasury !== 'string' || !isSolanaAddress(treasury))) throw new ConfigError(`${at}.treasury must be a Solana address`);
   const start = o.start_slot;
   if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0)) throw new ConfigError(`${at}.start_slot must be a slot number`);
   return {

@@ -14,7 +14,7 @@
 import { createHmac, pbkdf2Sync } from 'node:crypto';
 import { createKeyPairFromPrivateKeyBytes, getAddressDecoder, type Address } from '@solana/kit';
 import { HDKey } from 'micro-key-producer/slip10.js';
-import type { Mode } from '../types.ts';
+import type { Mode } from '../../core/mode.ts';
 
 export const HOT_WALLET_PATH = "m/44'/501'/0'/0'";
 const MODE_ACCOUNT: Record<Mode, number> = { live: 1, test: 2 };

@@ -16,17 +16,19 @@
  *              again; only after it expired is the plan rebuilt with a new blockhash (a new version). So two
  *              versions can never both land, and one request is never paid twice. A relayed payment cannot be
  *              rebuilt (the payer signed it): it fails when it expires.
- * Settlements are reported to the purpose's `TransferSink` and marked reported after the sink accepted them
- * (sinks are idempotent), so a crash in between reports again.
+ * Refunds and payouts (the transfers module's) are reported to its `TransferSink` once settled and marked reported
+ * after the sink accepted them (the sink is idempotent), so a crash in between reports again.
  */
 import { sql, type Selectable } from 'kysely';
 import type { Address, Instruction, KeyPairSigner } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
-import type { SolanaTransfersTable } from '../../db/schema.ts';
-import type { Mode, NetworkConfig, OutgoingSender, RefundRequest, TransferSink } from '../types.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import type { NetworkConfig } from '../types.ts';
+import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
 import { SolanaRpcError, type SolanaRpc } from './rpc.ts';
 import {
@@ -70,8 +72,8 @@ export interface SolanaSenderDeps {
   clock: Clock;
   log: Logger;
   keys: SolanaKeys;
-  /** Where refunds and payouts settle. */
-  sinks: Partial<Record<SolanaPurpose, TransferSink>>;
+  /** Where refunds and payouts (transfers of the transfers module) settle. */
+  sink: TransferSink;
 }
 
 export interface SolanaSenderOptions {
@@ -116,7 +118,8 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** Records a refund or payout in the caller's transaction; idempotent on `transferId`. */
-  async enqueue(tx: Tx, request: RefundRequest & { mode: Mode; purpose: 'refund' | 'payout' }): Promise<void> {
+  async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
+    if (request.purpose !== 'refund' && request.purpose !== 'payout') throw new Error(`SolanaSender cannot send transfers of purpose "${request.purpose}"`);
     if (request.mode !== this.mode || request.token.chain !== this.network.id) throw new Error(`SolanaSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`);
     if (request.amount <= 0n) throw new Error('an outgoing transfer moves a positive amount');
     await this.record(tx, request.transferId, request.purpose, { kind: 'transfer', token: request.token.id, destination: request.destination, amount: request.amount.toString() }, { token: request.token.id, destination: request.destination, amount: request.amount });
@@ -479,7 +482,7 @@ export class SolanaSender implements OutgoingSender {
 
   private async report(row: SolanaTransferRow): Promise<void> {
     if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    await this.deps.sinks[row.purpose]?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.signature, error: row.error });
+    if (row.purpose === 'refund' || row.purpose === 'payout') await this.deps.sink.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.signature, error: row.error });
     await this.deps.db.updateTable('solana_transfers').set({ reported: true }).where('id', '=', row.id).execute();
   }
 

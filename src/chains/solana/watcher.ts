@@ -31,9 +31,11 @@
 import { sql } from 'kysely';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import { Loop } from '../../core/loop.ts';
+import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import { Loop } from '../../workers/loop.ts';
-import type { DepositObservation, DepositSink, Mode, NetworkConfig, TokenConfig } from '../types.ts';
+import type { DepositObservation, DepositSink } from '../ports.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
 
 export interface SolanaWatcherOptions {
@@ -345,7 +347,7 @@ export class SolanaWatcher {
         .execute();
       if (observations.length > 0) {
         const bySlot = new Map<string, bigint>();
-        for (const o of observations) if ((bySlot.get(o.address) ?? -1n) < o.blockNumber) bySlot.set(o.address, o.blockNumber);
+        for (const o of observations) if (o.blockNumber !== null && (bySlot.get(o.address) ?? -1n) < o.blockNumber) bySlot.set(o.address, o.blockNumber);
         for (const [address, slot] of bySlot) {
           await tx
             .updateTable('solana_addresses')

@@ -1,6 +1,14 @@
-/** Command groups beyond merchants and keys (chains, payments, …) register here. */
+/**
+ * Command groups beyond merchants and keys register here (payments, users, …). Each chain family brings its own
+ * (`ChainFamily.commands`, run with the family's context), added by `familyCommands`.
+ */
+import type { ChainFamily } from '../../chains/plugin.ts';
 import type { Command } from '../context.ts';
-import { solanaCommands } from '../../chains/solana/cli.ts';
-import { evmCommands } from './evm.ts';
+import { userCommands } from './users.ts';
 
-export const extraCommands: Command[] = [...evmCommands, ...solanaCommands];
+export const extraCommands: Command[] = [...userCommands];
+
+/** The installed chain families' commands as CLI commands. */
+export function familyCommands(families: readonly ChainFamily[]): Command[] {
+  return families.flatMap((f) => (f.commands ?? []).map((c): Command => ({ ...c, run: (kasse, flags, positionals) => c.run(kasse.familyContext, flags, positionals) })));
+}

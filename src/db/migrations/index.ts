@@ -1,19 +1,24 @@
-/** Every migration, in order. Forward only: a released migration is never edited, a new one is added. */
+/**
+ * Every migration of the core tables, in order. Forward only: a released migration is never edited, a new one is
+ * added. Chain families bring their own tables' migrations (ChainFamily.migrations), merged in by name.
+ */
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_foundation.ts';
 import * as m0002 from './0002_payments.ts';
 import * as m0003 from './0003_webhooks.ts';
-import * as m0004 from './0004_evm.ts';
 import * as m0005 from './0005_links.ts';
-import * as m0006 from './0006_evm_sender.ts';
-import * as m0014 from './0014_solana.ts';
+import * as m0007 from './0007_transfers.ts';
+import * as m0012 from './0012_statements_invoices.ts';
+import * as m0010 from './0010_email.ts';
+import * as m0011 from './0011_dashboard.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_payments': m0002,
   '0003_webhooks': m0003,
-  '0004_evm': m0004,
   '0005_links': m0005,
-  '0006_evm_sender': m0006,
-  '0014_solana': m0014,
+  '0007_transfers': m0007,
+  '0012_statements_invoices': m0012,
+  '0010_email': m0010,
+  '0011_dashboard': m0011,
 };

@@ -18,7 +18,7 @@ export default async function currencyRoutes(app: ApiApp, { kasse, mode }: ApiDe
         response: { 200: Type.Object({ data: Type.Array(Type.Unsafe({ $ref: 'Currency#' })) }) },
       },
     },
-    async () => ({ data: await kasse.payments.currencies(mode) }),
+    async () => ({ data: await kasse.payments.catalogue.currencies(mode) }),
   );
 
   app.get(
@@ -32,6 +32,6 @@ export default async function currencyRoutes(app: ApiApp, { kasse, mode }: ApiDe
         response: { 200: Type.Unsafe({ $ref: 'Estimate#' }) },
       },
     },
-    async (req) => kasse.payments.estimate(mode, { price_amount: req.query.price_amount, price_currency: 'USD', token: req.query.token }),
+    async (req) => kasse.payments.catalogue.estimate(mode, { price_amount: req.query.price_amount, price_currency: 'USD', token: req.query.token }),
   );
 }

@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
+import { keyActor } from '../actor.ts';
 import { DateTime, EventIdParam, Nullable } from '../schemas/common.ts';
 
 const Event = Type.Object(
@@ -131,6 +132,6 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         req.body ??= {};
       },
     },
-    async (req, reply) => reply.code(202).send(await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id)),
+    async (req, reply) => reply.code(202).send(await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id, { audit: kasse.audit, actor: keyActor(req) })),
   );
 }

@@ -4,10 +4,13 @@ import account from './account.ts';
 import balance from './balance.ts';
 import currencies from './currencies.ts';
 import events from './events.ts';
+import invoices from './invoices.ts';
 import links from './links.ts';
 import payments from './payments.ts';
 import simulate from './simulate.ts';
+import statements from './statements.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
 export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, balance, simulate, links];
+apiRoutes.push(statements, invoices);

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { LINK_KINDS, LINK_LIMITS, SLUG_PATTERN } from '../../modules/links/service.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
+import { keyActor } from '../actor.ts';
 import { DateTime, LinkIdParam, Nullable } from '../schemas/common.ts';
 
 const L = LINK_LIMITS;
@@ -88,7 +89,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 201: LinkRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.links.create(mode, req.auth.merchantId, req.body)),
+    async (req, reply) => reply.code(201).send(await kasse.links.create(mode, req.auth.merchantId, req.body, keyActor(req))),
   );
 
   app.get(
@@ -123,6 +124,6 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: LinkRef },
       },
     },
-    async (req) => kasse.links.update(mode, req.auth.merchantId, req.params.id, req.body),
+    async (req) => kasse.links.update(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req)),
   );
 }

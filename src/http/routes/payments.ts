@@ -1,6 +1,7 @@
 /** Payments: create, list, read, coin choices, cancel, accept and refund. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
+import { keyActor } from '../actor.ts';
 import { PaymentIdParam } from '../schemas/common.ts';
 import {
   addPaymentSchemas,
@@ -32,7 +33,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) => {
-      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined);
+      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req));
       return reply.code(result.status as 200 | 201).send(result.payment);
     },
   );
@@ -70,7 +71,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 201: PaymentRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body)),
+    async (req, reply) => reply.code(201).send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 
   app.post(
@@ -84,7 +85,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PaymentRef },
       },
     },
-    async (req) => kasse.payments.cancel(scope(req.auth.merchantId), req.params.id),
+    async (req) => kasse.payments.cancel(scope(req.auth.merchantId), req.params.id, keyActor(req)),
   );
 
   app.post(
@@ -98,7 +99,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PaymentRef },
       },
     },
-    async (req) => kasse.payments.accept(scope(req.auth.merchantId), req.params.id),
+    async (req) => kasse.payments.accept(scope(req.auth.merchantId), req.params.id, keyActor(req)),
   );
 
   app.post(
@@ -114,6 +115,6 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 202: Type.Unsafe({ $ref: 'Refund#' }) },
       },
     },
-    async (req, reply) => reply.code(202).send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body)),
+    async (req, reply) => reply.code(202).send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 }

@@ -1,5 +1,6 @@
 /** POST /test/payments/{id}/simulate: the test-mode simulator. Registered on the test API only (404 on live). */
 import type { ApiApp, ApiDeps } from '../api.ts';
+import { keyActor } from '../actor.ts';
 import { PaymentIdParam } from '../schemas/common.ts';
 import { addPaymentSchemas, PaymentRef, SimulateBody } from '../schemas/payments.ts';
 
@@ -19,6 +20,6 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
         response: { 200: PaymentRef },
       },
     },
-    async (req) => kasse.payments.simulator.simulate(req.auth.merchantId, req.params.id, req.body.outcome),
+    async (req) => kasse.payments.simulator.simulate(req.auth.merchantId, req.params.id, req.body.outcome, keyActor(req)),
   );
 }

@@ -39,6 +39,4 @@ export const PaymentIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTER
 export const LinkIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.lnk, description: 'Payment link id' }) });
 export const EventIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id' }) });
 
-export const DateTime = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
-export const Amount = (description?: string) => Type.String({ pattern: '^\\d+$', ...(description ? { description } : {}) });
+export { Amount, DateTime, Nullable } from '../../core/json-schema.ts';

@@ -1,96 +1,17 @@
 /**
- * Schemas of the payments resources: the Payment object (with Attempt and Deposit), Refund, Currency, Estimate and
+ * Schemas of the payments resources: the payment objects (modules/payments/schema.ts), Currency, Estimate and
  * Balance as OpenAPI components, and the request bodies and queries of their operations.
  */
 import { Type, type TSchema } from 'typebox';
 import type { ApiApp } from '../api.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/idempotency.ts';
-import { ATTEMPT_STATUSES, DEPOSIT_STATUSES, PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/model.ts';
+import { PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/model.ts';
+import { PAYMENT_SCHEMAS, RateSource, type Payment } from '../../modules/payments/schema.ts';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, METADATA_MAX_BYTES } from '../../modules/payments/service.ts';
-import { Amount, DateTime, Nullable } from './common.ts';
+import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
 
-const Enum = (values: readonly string[], description?: string) => Type.Union(values.map((v) => Type.Literal(v)), description ? { description } : {});
-const RateSource = Enum(['coingecko', 'binance', 'peg'], 'Where the rate came from; `peg` for stablecoins at 1.00.');
 const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, description });
-const ref = <T = unknown>(id: string) => Type.Unsafe<T>({ $ref: `${id}#` });
-
-export const DepositSchema = Type.Object(
-  {
-    tx_hash: Type.String({ description: 'Transaction hash (`0xsim…` for simulated deposits).' }),
-    token: Type.String({ description: 'Token id of the coin that arrived (differs from the attempt\'s on a wrong asset).' }),
-    amount: Amount('Amount in the coin\'s smallest unit.'),
-    amount_display: Type.String({ description: 'Amount in whole coins, exact decimal.' }),
-    from: Nullable(Type.String({ description: 'Sender address, when known.' })),
-    block_number: Nullable(Type.String({ description: 'Block of the transfer as a decimal string; null for simulated deposits.' })),
-    status: Enum(DEPOSIT_STATUSES),
-    confirmations: Type.Integer({ minimum: 0 }),
-    explorer_url: Nullable(Type.String()),
-  },
-  { $id: 'Deposit', additionalProperties: false, description: 'A transfer seen on chain to an attempt\'s address.' },
-);
-
-export const AttemptSchema = Type.Object(
-  {
-    id: Type.String({ description: '`att_` + 26 characters.' }),
-    chain: Type.String({ description: 'Network id.' }),
-    token: Type.String({ description: 'Token id `<chain>:<symbol>`.' }),
-    symbol: Nullable(Type.String({ description: 'Display symbol (upper case).' })),
-    address: Type.String({ description: 'Deposit address issued for this choice.' }),
-    pay_amount: Amount('Exact amount to pay, smallest unit, rounded up.'),
-    pay_amount_display: Type.String(),
-    received_amount: Amount('Sum of non-orphaned deposits of this coin (pending included).'),
-    received_amount_display: Type.String(),
-    rate: Type.String({ description: 'US dollars per whole coin when the choice was made.' }),
-    rate_source: RateSource,
-    status: Enum(ATTEMPT_STATUSES),
-    overpaid: Type.Boolean(),
-    wrong_asset: Type.Boolean(),
-    confirmation_tier: Type.Integer({ minimum: 1, description: 'Tier of the network\'s confirmation table applied (1 = smallest amounts).' }),
-    confirmations_required: Nullable(Type.Union([Type.Integer(), Type.String()])),
-    expires_at: DateTime('End of the 10-minute price hold.'),
-    uri: Nullable(Type.String({ description: 'Payment URI (EIP-681, Solana Pay).' })),
-    deposits: Type.Array(ref('Deposit')),
-  },
-  { $id: 'Attempt', additionalProperties: false, description: 'One coin choice of a payment.' },
-);
-
-export const PaymentSchema = Type.Object(
-  {
-    id: Type.String({ pattern: ID_PATTERNS.pay }),
-    status: Enum(PAYMENT_STATUSES),
-    price_amount: Type.Integer({ description: 'US cents.' }),
-    price_currency: Type.Literal('USD'),
-    order_id: Type.String(),
-    description: Nullable(Type.String()),
-    checkout_url: Type.String({ description: 'Hosted checkout page.' }),
-    expires_at: DateTime('End of the 24-hour payment lifetime.'),
-    paid_at: Nullable(DateTime()),
-    paid_attempt_id: Nullable(Type.String()),
-    success_url: Nullable(Type.String()),
-    cancel_url: Nullable(Type.String()),
-    metadata: Type.Record(Type.String(), Type.Unknown()),
-    created_at: DateTime(),
-    attempts: Type.Array(ref('Attempt')),
-  },
-  { $id: 'Payment', additionalProperties: false, description: 'A payment; `GET /payments/{id}` is the source of truth.' },
-);
-
-export const RefundSchema = Type.Object(
-  {
-    id: Type.String({ description: '`rfd_` + 26 characters.' }),
-    payment_id: Type.String({ pattern: ID_PATTERNS.pay }),
-    status: Enum(['pending', 'sent', 'failed']),
-    destination: Type.String(),
-    token: Type.String(),
-    amount: Amount('Amount refunded, smallest unit: the confirmed money of the attempt holding it.'),
-    amount_display: Type.String(),
-    tx_hash: Nullable(Type.String()),
-    note: Nullable(Type.String()),
-    created_at: DateTime(),
-  },
-  { $id: 'Refund', additionalProperties: false, description: 'A refund of a payment\'s money.' },
-);
 
 export const CurrencySchema = Type.Object(
   {
@@ -138,14 +59,14 @@ export const BalanceSchema = Type.Object(
   { $id: 'Balance', additionalProperties: false, description: 'The merchant\'s balance in this mode.' },
 );
 
-const COMPONENTS: TSchema[] = [DepositSchema, AttemptSchema, PaymentSchema, RefundSchema, CurrencySchema, EstimateSchema, BalanceSchema];
+const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, CurrencySchema, EstimateSchema, BalanceSchema];
 
 /** Adds the payments components to a route module's context (each module is its own encapsulated context). */
 export function addPaymentSchemas(app: ApiApp): void {
   for (const s of COMPONENTS) if (!app.getSchema((s as { $id: string }).$id)) app.addSchema(s);
 }
 
-export const PaymentRef = ref('Payment');
+export const PaymentRef = Ref<Payment>('Payment');
 
 export const CreatePaymentBody = Type.Object(
   {

@@ -7,10 +7,11 @@
  * 409 idempotency_conflict. Keys are scoped to the merchant and mode.
  */
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -20,20 +21,12 @@ export interface IdempotentResult<T> {
   replayed: boolean;
 }
 
-/** Canonical hash of what identifies a request: method, route and the parsed body with sorted keys. */
+/**
+ * Hash of what identifies a request: method, route and the parsed body in RFC 8785 canonical JSON (keys sorted,
+ * numbers and strings in one spelling), so the same body sent with its keys in another order is the same request.
+ */
 export function requestHash(method: string, route: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${route}\n${canonicalJson(body ?? null)}`).digest('hex');
-}
-
-function canonicalJson(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  const o = v as Record<string, unknown>;
-  return `{${Object.keys(o)
-    .sort()
-    .filter((k) => o[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-    .join(',')}}`;
+  return createHash('sha256').update(`${method} ${route}\n${canonicalize(body ?? null)}`).digest('hex');
 }
 
 export function validateKey(key: string | undefined): string | null {
@@ -44,13 +37,41 @@ export function validateKey(key: string | undefined): string | null {
   return key;
 }
 
+type KeyScope = { merchantId: string; mode: Mode; key: string | null; hash: string };
+
+/** The key's stored row: null when the key is new; 409 `idempotency_conflict` when it was used with another request. */
+async function usedKey(db: DbOrTx, scope: KeyScope & { key: string }): Promise<{ body: unknown } | null> {
+  const row = await db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'response_body'])
+    .where('merchant_id', '=', scope.merchantId)
+    .where('mode', '=', scope.mode)
+    .where('key', '=', scope.key)
+    .executeTakeFirst();
+  if (!row) return null;
+  if (row.request_hash !== scope.hash) {
+    throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
+  }
+  return { body: row.response_body };
+}
+
+/**
+ * The answer stored for a key already used with the same request, before any work is prepared (so a retry does not
+ * price or derive anything); 409 `idempotency_conflict` when the key was used with a different request. Null for a
+ * new key, or one whose first request has not committed yet (`idempotent` then waits for it).
+ */
+export async function storedResponse<T>(db: Db, scope: KeyScope): Promise<T | null> {
+  if (scope.key === null) return null;
+  return ((await usedKey(db, { ...scope, key: scope.key }))?.body as T | null | undefined) ?? null;
+}
+
 /**
  * Runs `work` in a transaction guarded by the key (or plainly, without a key). `work` must not do network I/O:
  * prepare prices and anything remote before calling this.
  */
 export async function idempotent<T>(
   db: Db,
-  scope: { merchantId: string; mode: Mode; key: string | null; hash: string },
+  scope: KeyScope,
   successStatus: number,
   work: (tx: Tx) => Promise<T>,
   afterCommit?: () => void,
@@ -61,17 +82,8 @@ export async function idempotent<T>(
       INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash) VALUES (${scope.merchantId}, ${scope.mode}, ${scope.key}, ${scope.hash})
       ON CONFLICT DO NOTHING RETURNING key`.execute(tx);
     if (inserted.rows.length === 0) {
-      const row = await tx
-        .selectFrom('idempotency_keys')
-        .select(['request_hash', 'response_body'])
-        .where('merchant_id', '=', scope.merchantId)
-        .where('mode', '=', scope.mode)
-        .where('key', '=', scope.key)
-        .executeTakeFirstOrThrow();
-      if (row.request_hash !== scope.hash) {
-        throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
-      }
-      return { status: 200, body: row.response_body as T, replayed: true };
+      const used = (await usedKey(tx, { ...scope, key: scope.key }))!;
+      return { status: 200, body: used.body as T, replayed: true };
     }
     const body = await work(tx);
     await tx

@@ -5,7 +5,7 @@
  * mistake is undone only by a reversal. Accounts and postings: docs/ledger.md.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import { bpsOf } from '../../core/money.ts';
@@ -25,7 +25,21 @@ export const accounts = {
   custody: (mode: Mode, merchantId: string) => `${mode}:custody:${merchantId}`,
   /** Counterpart of coins received from payers (credit-normal, per token). */
   payers: (mode: Mode) => `${mode}:payers`,
+  /** Conversion spread earned on credits in coins that are not stablecoins (credit-normal, USD). */
+  conversion: (mode: Mode) => `${mode}:conversion`,
+  /** Coins received for a merchant's payments but not credited: underpaid, late, wrong asset (debit-normal, per token). */
+  suspense: (mode: Mode, merchantId: string) => `${mode}:suspense:${merchantId}`,
+  /** US cents value of the suspense coins at their attempt's rate, held until accepted or refunded (credit-normal). */
+  held: (mode: Mode, merchantId: string) => `${mode}:held:${merchantId}`,
+  /** Payouts taken from merchant balances and not yet sent (credit-normal, USD). */
+  payouts: (mode: Mode) => `${mode}:payouts`,
+  /** Counterpart of coins sent out by payouts (debit-normal, per token). */
+  payees: (mode: Mode) => `${mode}:payees`,
 };
+
+/** Ledger transaction kinds that credit a payment, and those that reverse such a credit. */
+export const CREDIT_KINDS = ['payment_credit', 'payment_conversion'] as const;
+export const REVERSAL_KINDS = ['payment_reorg', 'payment_refund'] as const;
 
 export interface LedgerLine {
   account: string;
@@ -43,6 +57,8 @@ export interface Posting {
   dedupeKey: string;
   lines: LedgerLine[];
   reverses?: string | null;
+  /** The coin the posting concerns (a credit's token), for statements by coin. */
+  token?: string | null;
 }
 
 export class UnbalancedPostingError extends Error {
@@ -74,6 +90,11 @@ export interface PaymentCredit {
   token: string;
   /** Coins received on the paid attempt (confirmed), smallest units. */
   amount: bigint;
+  /**
+   * Present when the coin is not a stablecoin: the credit is a conversion (kind `payment_conversion`) and the
+   * spread of `swapFeeBps` of the price is posted to the conversion account.
+   */
+  conversion?: { swapFeeBps: number } | null;
 }
 
 export interface CustodyLine {
@@ -90,6 +111,7 @@ export class LedgerService {
   /** Records a balanced posting in `tx`. Returns the transaction id, or null when `dedupeKey` was already posted. */
   async post(tx: Tx, p: Posting): Promise<string | null> {
     assertBalanced(p.lines);
+    assertOwnMerchant(p);
     const id = newId('led');
     const inserted = await tx
       .insertInto('ledger_transactions')
@@ -101,6 +123,7 @@ export class LedgerService {
         payment_id: p.paymentId ?? null,
         dedupe_key: p.dedupeKey,
         reverses: p.reverses ?? null,
+        token: p.token ?? null,
         created_at: this.clock.now(),
       })
       .onConflict((oc) => oc.column('dedupe_key').doNothing())
@@ -126,27 +149,32 @@ export class LedgerService {
       paymentId: original.payment_id,
       dedupeKey: p.dedupeKey,
       reverses: original.id,
+      token: original.token,
       lines: lines.map((l) => ({ account: l.account, currency: l.currency, amount: -BigInt(l.amount) })),
     });
   }
 
   /**
-   * Credits a paid payment: the price less the fee to the merchant, the fee to the fee account, and the coins into
-   * the merchant's custody. Dedupe key `payment:<id>:credit:<seq>`.
+   * Credits a paid payment: the price less the fee (and, for a conversion, the spread) to the merchant, the fee to
+   * the fee account, the spread to the conversion account, and the coins into the merchant's custody.
+   * Dedupe key `payment:<id>:credit:<seq>`.
    */
   async creditPayment(tx: Tx, c: PaymentCredit): Promise<string | null> {
     const price = BigInt(c.priceCents);
     const fee = bpsOf(price, c.feeBps);
+    const swapFee = c.conversion ? bpsOf(price, c.conversion.swapFeeBps) : 0n;
     const lines: LedgerLine[] = [
       { account: accounts.settlement(c.mode), currency: USD, amount: price },
-      { account: accounts.merchant(c.mode, c.merchantId), currency: USD, amount: fee - price },
+      { account: accounts.merchant(c.mode, c.merchantId), currency: USD, amount: fee + swapFee - price },
     ];
     if (fee > 0n) lines.push({ account: accounts.fees(c.mode), currency: USD, amount: -fee });
+    if (swapFee > 0n) lines.push({ account: accounts.conversion(c.mode), currency: USD, amount: -swapFee });
     if (c.amount > 0n) {
       lines.push({ account: accounts.custody(c.mode, c.merchantId), currency: c.token, amount: c.amount });
       lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
     }
-    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind: 'payment_credit', paymentId: c.paymentId, dedupeKey: creditKey(c.paymentId, c.seq), lines });
+    const kind = c.conversion ? 'payment_conversion' : 'payment_credit';
+    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind, paymentId: c.paymentId, token: c.token, dedupeKey: creditKey(c.paymentId, c.seq), lines: lines.filter((l) => l.amount !== 0n) });
   }
 
   /** Reverses credit number `seq` of a payment (reorg or refund). */
@@ -176,6 +204,17 @@ export class LedgerService {
       .orderBy('currency')
       .execute();
     return { availableUsdCents: available, custody: rows.map((r) => ({ token: r.currency, amount: BigInt(r.sum) })).filter((c) => c.amount !== 0n) };
+  }
+}
+
+/**
+ * A line on a merchant's balance belongs to a posting made for that merchant in that mode, so statements find every
+ * movement of a balance among the merchant's postings.
+ */
+export function assertOwnMerchant(p: Pick<Posting, 'mode' | 'merchantId' | 'lines'>): void {
+  for (const l of p.lines) {
+    const m = /^(test|live):merchant:(.+)$/.exec(l.account);
+    if (m && (m[1] !== p.mode || m[2] !== p.merchantId)) throw new UnbalancedPostingError(`a line on ${l.account} needs a ${m[1]} posting for merchant ${m[2]}`);
   }
 }
 

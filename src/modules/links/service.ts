@@ -8,15 +8,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db } from '../../db/index.ts';
 import type { LinksTable } from '../../db/schema.ts';
-import { assertHttpUrl } from '../merchants/service.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentService } from '../payments/service.ts';
-import type { PaymentJson } from '../payments/store.ts';
+import type { Payment } from '../payments/schema.ts';
+import type { Actor, AuditLog } from '../audit/service.ts';
 
 export const LINK_KINDS = ['fixed', 'open', 'tip', 'pos'] as const;
 export type LinkKind = (typeof LINK_KINDS)[number];
@@ -78,6 +79,8 @@ export interface LinkDeps {
   db: Db;
   clock: Clock;
   payments: PaymentService;
+  /** Changes by API key or dashboard user are recorded in the same statement. */
+  audit: AuditLog;
   /** Public base URL of the checkout host. */
   checkoutBase: () => string;
 }
@@ -93,12 +96,12 @@ export class LinkService {
    * min/max (min ≤ max); `tip` needs 1 to 6 distinct presets inside those bounds, other kinds take none; `pos` cannot
    * collect email (the payer never touches the terminal); `expires_at` must be in the future; URLs https on live.
    */
-  async create(mode: Mode, merchantId: string, input: CreateLinkInput): Promise<ReturnType<LinkService['json']>> {
+  async create(mode: Mode, merchantId: string, input: CreateLinkInput, actor?: Actor): Promise<ReturnType<LinkService['json']>> {
     validateCreate(input, mode, this.deps.clock.now());
     const now = this.deps.clock.now();
     for (let tries = 0; ; tries++) {
       try {
-        const row = await this.deps.db
+        const statement = this.deps.db
           .insertInto('links')
           .values({
             id: newId('lnk'),
@@ -119,8 +122,10 @@ export class LinkService {
             created_at: now,
             updated_at: now,
           })
-          .returningAll()
-          .executeTakeFirstOrThrow();
+          .returningAll();
+        const row = actor
+          ? (await this.deps.audit.statement<LinkRow>(statement, { merchantId, mode, actor, action: 'link.create', target: { type: 'link', id: null }, details: { kind: input.kind, title: input.title } }).execute(this.deps.db)).rows[0]!
+          : await statement.executeTakeFirstOrThrow();
         return this.json(row);
       } catch (err) {
         // A slug collision (1 in 36^12 per pair) is retried with a fresh slug.
@@ -148,7 +153,7 @@ export class LinkService {
   }
 
   /** Changes what PatchLink allows; `null` clears a nullable field. `expires_at` may be set in the past (ends the link). */
-  async update(mode: Mode, merchantId: string, id: string, patch: PatchLinkInput) {
+  async update(mode: Mode, merchantId: string, id: string, patch: PatchLinkInput, actor?: Actor) {
     const existing = await this.row(mode, merchantId, id);
     if (typeof patch.success_url === 'string') assertHttpUrl(patch.success_url, 'success_url', mode === 'live');
     const set: Partial<Record<keyof LinksTable, unknown>> = {};
@@ -159,14 +164,16 @@ export class LinkService {
     if (patch.max_uses !== undefined) set.max_uses = patch.max_uses;
     if (patch.expires_at !== undefined) set.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
     if (Object.keys(set).length === 0) return this.json(existing);
-    const row = await this.deps.db
+    const statement = this.deps.db
       .updateTable('links')
       .set({ ...set, updated_at: this.deps.clock.now() } as never)
       .where('id', '=', id)
       .where('merchant_id', '=', merchantId)
       .where('mode', '=', mode)
-      .returningAll()
-      .executeTakeFirst();
+      .returningAll();
+    const row = actor
+      ? (await this.deps.audit.statement<LinkRow>(statement, { merchantId, mode, actor, action: 'link.update', target: { type: 'link', id }, details: patch as Record<string, unknown> }).execute(this.deps.db)).rows[0]
+      : await statement.executeTakeFirst();
     if (!row) throw notFound('link');
     return this.json(row);
   }
@@ -196,7 +203,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput): Promise<PaymentJson> {
+  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<Payment> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {
@@ -230,7 +237,7 @@ export class LinkService {
           // Back on the checkout returns to the link page; a POS payer has no page to go back to.
           ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://')) ? { cancel_url: linkUrl } : {}),
           metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
-        })
+        }, undefined, actor)
       ).payment;
     } catch (err) {
       await this.deps.db.updateTable('links').set((eb) => ({ uses: eb('uses', '-', 1) })).where('id', '=', link.id).where('uses', '>', 0).execute();

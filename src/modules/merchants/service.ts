@@ -5,11 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
-import type { Db } from '../../db/index.ts';
+import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from '../../db/schema.ts';
 
 export interface AuthenticatedKey {
@@ -45,7 +46,26 @@ export interface MerchantRecord {
   feeBps: number | null;
   /** ISO 8601, formatted once when the record is loaded (it is served from the key cache on every /account call). */
   createdAt: string;
+  /** Tax profile per mode, as stored (shape and checks: modules/invoices/profile.ts); null when unset. */
+  taxProfile: { test: unknown; live: unknown };
+  /** Coin disbursements pay out in (a token of a chain family that pays out, `ChainFamily.payouts`). */
+  payoutToken: string;
+  /** Owner approvals a disbursement needs; null: 2 when the merchant has two or more owners, else 1. */
+  approvalsRequired: number | null;
 }
+
+/** Settings an owner edits on the dashboard. */
+export interface MerchantSettingsPatch {
+  name?: string;
+  payoutToken?: string;
+  approvalsRequired?: number | null;
+  /** Account default webhook URL of test mode (http or https) or live mode (https only); null removes it. */
+  webhookUrlTest?: string | null;
+  webhookUrlLive?: string | null;
+}
+
+/** NOTE: after a webhook secret is rolled, deliveries are signed with the previous one too for this long. */
+export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 export class MerchantService {
   /** Resolved tokens: token → key (null for a refused token), the token's hash for invalidation, expiry. */
@@ -105,9 +125,85 @@ export class MerchantService {
     return decryptSecret(this.secretKey, row.webhook_secret_enc);
   }
 
+  /**
+   * The secrets deliveries are signed with at `now`: the current one, then the previous one while a roll's overlap
+   * window lasts (each gives a `v1` signature).
+   */
+  async webhookSecrets(merchantId: string, now: Date): Promise<{ secrets: string[]; previousUntil: Date | null }> {
+    const row = await this.db
+      .selectFrom('merchants')
+      .select(['webhook_secret_enc', 'webhook_secret_prev_enc', 'webhook_secret_prev_until'])
+      .where('id', '=', merchantId)
+      .executeTakeFirst();
+    if (!row) throw notFound('merchant');
+    const secrets = [decryptSecret(this.secretKey, row.webhook_secret_enc)];
+    const overlap = row.webhook_secret_prev_enc !== null && row.webhook_secret_prev_until !== null && row.webhook_secret_prev_until.getTime() > now.getTime();
+    if (overlap) secrets.push(decryptSecret(this.secretKey, row.webhook_secret_prev_enc!));
+    return { secrets, previousUntil: overlap ? row.webhook_secret_prev_until : null };
+  }
+
+  /**
+   * A new webhook secret, returned once. Until `now + overlapMs` deliveries carry a signature with the previous secret
+   * as well, so the merchant's endpoint can switch without refusing a delivery. `also` runs in the same transaction
+   * (the caller's audit row).
+   */
+  async rollWebhookSecret(merchantId: string, now: Date, also?: (tx: Tx) => Promise<unknown>, overlapMs = WEBHOOK_SECRET_OVERLAP_MS): Promise<{ webhook_secret: string; previous_valid_until: string }> {
+    const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+    const until = new Date(now.getTime() + overlapMs);
+    await withTx(this.db, async (tx) => {
+      const r = await tx
+        .updateTable('merchants')
+        .set((eb) => ({
+          webhook_secret_prev_enc: eb.ref('webhook_secret_enc'),
+          webhook_secret_prev_until: until,
+          webhook_secret_enc: encryptSecret(this.secretKey, secret),
+        }))
+        .where('id', '=', merchantId)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) throw notFound('merchant');
+      await also?.(tx);
+    });
+    await this.broadcastKeyChange('*');
+    return { webhook_secret: secret, previous_valid_until: until.toISOString() };
+  }
+
+  /** Applies dashboard settings in `db` (the caller's transaction). 400 for a bad value. */
+  async updateSettings(db: DbOrTx, merchantId: string, patch: MerchantSettingsPatch, payoutTokens: readonly string[]): Promise<MerchantRecord> {
+    const values: Record<string, unknown> = {};
+    if (patch.name !== undefined) {
+      const name = patch.name.trim();
+      if (!name || name.length > 120) throw new ApiError('invalid_request', 'name must be 1 to 120 characters', 'name');
+      values.name = name;
+    }
+    if (patch.payoutToken !== undefined) {
+      if (!payoutTokens.includes(patch.payoutToken)) throw new ApiError('invalid_request', `payout_token must be one of ${payoutTokens.join(', ')}`, 'payout_token');
+      values.payout_token = patch.payoutToken;
+    }
+    if (patch.webhookUrlTest !== undefined) {
+      if (patch.webhookUrlTest !== null) assertHttpUrl(patch.webhookUrlTest, 'webhook_url');
+      values.webhook_url_test = patch.webhookUrlTest;
+    }
+    if (patch.webhookUrlLive !== undefined) {
+      if (patch.webhookUrlLive !== null) assertHttpUrl(patch.webhookUrlLive, 'webhook_url', true);
+      values.webhook_url_live = patch.webhookUrlLive;
+    }
+    if (patch.approvalsRequired !== undefined) {
+      const n = patch.approvalsRequired;
+      if (n !== null && (!Number.isInteger(n) || n < 1 || n > 20)) throw new ApiError('invalid_request', 'approvals_required must be 1 to 20', 'approvals_required');
+      values.approvals_required = n;
+    }
+    const row =
+      Object.keys(values).length > 0
+        ? await db.updateTable('merchants').set(values).where('id', '=', merchantId).returningAll().executeTakeFirst()
+        : await db.selectFrom('merchants').selectAll().where('id', '=', merchantId).executeTakeFirst();
+    if (!row) throw notFound('merchant');
+    if (Object.keys(values).length > 0) await this.broadcastKeyChange('*');
+    return toRecord(row);
+  }
+
   async update(
     merchantId: string,
-    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null },
+    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null; taxProfile?: { mode: Mode; value: object | null } },
   ): Promise<MerchantRecord> {
     if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
     if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
@@ -119,6 +215,7 @@ export class MerchantService {
     if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
     if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
     if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+    if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
     if (Object.keys(values).length > 0) {
       const r = await this.db.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
       if (r.numUpdatedRows === 0n) throw notFound('merchant');
@@ -128,7 +225,7 @@ export class MerchantService {
   }
 
   /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
-  async rollKey(merchantId: string, mode: Mode): Promise<{ key_id: string; key: string }> {
+  async rollKey(merchantId: string, mode: Mode, also?: (tx: Tx, keyId: string) => Promise<unknown>): Promise<{ key_id: string; key: string }> {
     await this.get(merchantId);
     const key = generateApiKey(mode);
     const keyId = newId('key');
@@ -142,22 +239,30 @@ export class MerchantService {
         .returning('key_hash')
         .execute();
       await tx.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) }).execute();
+      await also?.(tx, keyId);
       return old.map((o) => o.key_hash);
     });
     for (const h of revoked) await this.broadcastKeyChange(h);
     return { key_id: keyId, key };
   }
 
-  /** Revokes one key, named by its id or by the key itself. */
-  async revokeKey(idOrKey: string): Promise<{ key_id: string; merchant_id: string }> {
+  /**
+   * Revokes one key, named by its id or by the key itself; with `merchantId`, only a key of that merchant. `also` runs
+   * in the same transaction (the caller's audit row).
+   */
+  async revokeKey(idOrKey: string, merchantId?: string, also?: (tx: Tx) => Promise<unknown>): Promise<{ key_id: string; merchant_id: string }> {
     const byKey = KEY_PATTERN.test(idOrKey);
-    const row = await this.db
-      .updateTable('api_keys')
-      .set({ revoked_at: new Date() })
-      .where(byKey ? 'key_hash' : 'id', '=', byKey ? hashApiKey(idOrKey) : idOrKey)
-      .where('revoked_at', 'is', null)
-      .returning(['id', 'merchant_id', 'key_hash'])
-      .executeTakeFirst();
+    const row = await withTx(this.db, async (tx) => {
+      let q = tx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date() })
+        .where(byKey ? 'key_hash' : 'id', '=', byKey ? hashApiKey(idOrKey) : idOrKey)
+        .where('revoked_at', 'is', null);
+      if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
+      const r = await q.returning(['id', 'merchant_id', 'key_hash']).executeTakeFirst();
+      if (r) await also?.(tx);
+      return r;
+    });
     if (!row) throw notFound('active API key');
     await this.broadcastKeyChange(row.key_hash);
     return { key_id: row.id, merchant_id: row.merchant_id };
@@ -244,21 +349,12 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     rateLimitPerMinute: row.rate_limit_per_minute,
     feeBps: row.fee_bps,
     createdAt: row.created_at.toISOString(),
+    taxProfile: { test: row.tax_profile_test ?? null, live: row.tax_profile_live ?? null },
+    payoutToken: row.payout_token,
+    approvalsRequired: row.approvals_required,
   };
 }
 
 function unauthorized(): ApiError {
   return new ApiError('unauthorized', 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.');
-}
-
-export function assertHttpUrl(value: string, param: string, httpsOnly = false): void {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw new ApiError('invalid_request', `${param} must be a URL`, param);
-  }
-  if (u.protocol !== 'https:' && (httpsOnly || u.protocol !== 'http:')) {
-    throw new ApiError('invalid_request', `${param} must be an ${httpsOnly ? 'https' : 'http(s)'} URL`, param);
-  }
 }

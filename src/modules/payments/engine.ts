@@ -1,19 +1,25 @@
 /**
  * The one path every payment change takes: lock the payment row, run the pure state machine, persist what it
  * changed, post the ledger (credit on paid, reversal on reorg and refund) and publish every event with the full
- * Payment after the change — all in one transaction, so a change, its money and its webhooks commit together.
+ * Payment after the change — all in one transaction, so a change, its money and its webhooks commit together. The
+ * Payment is rendered from the state the engine holds after the change; nothing is read back to render it.
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../chains/types.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { syncHeld } from '../ledger/holds.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
+import { heldTarget } from './held.ts';
+import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
+import { paymentJson } from './render.ts';
+import { serializePayment, type Payment } from './schema.ts';
 import { next, type Trigger } from './state.ts';
-import { loadPayment, lockPayment, paymentJson, persist, toState, type Loaded, type PaymentJson, type PaymentScope } from './store.ts';
+import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store.ts';
 
 export interface PaymentDeps {
   db: Db;
@@ -23,21 +29,27 @@ export interface PaymentDeps {
   prices: PriceService;
   ledger: LedgerService;
   events: EventPublisher;
+  /** Changes made by an API key or a dashboard user are recorded here, in the change's transaction. */
+  audit: AuditLog;
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
+  /** Conversion spread in basis points on credits in coins that are not stablecoins. */
+  swapFeeBps: number;
   /** Public base URL of the checkout host (known only once its listener is bound). */
   checkoutBase: () => string;
 }
 
 export interface Applied {
   events: PaymentEventType[];
-  payment: PaymentJson;
+  payment: Payment;
+  /** The payment as it stands after the change. */
+  loaded: Loaded;
 }
 
 export class PaymentEngine {
   constructor(readonly deps: PaymentDeps) {}
 
-  json(l: Loaded): PaymentJson {
+  json(l: Loaded): Payment {
     return paymentJson(l, this.deps.chains, this.deps.checkoutBase());
   }
 
@@ -48,15 +60,13 @@ export class PaymentEngine {
 
   /** Opens a transaction, locks the payment and runs `fn`; null when there is no such payment in `scope`. */
   async locked<T>(scope: PaymentScope, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
-    return withTx(this.deps.db, async (tx) => {
-      const l = await lockPayment(tx, scope, id);
-      return l ? fn(tx, l) : null;
-    });
+    return withTx(this.deps.db, (tx) => this.lockedIn(tx, scope, id, fn));
   }
 
-  /** Re-reads a payment already locked in `tx` (after its deposits or attempts were written). */
-  async reload(tx: Tx, l: Loaded): Promise<Loaded> {
-    return (await loadPayment(tx, { mode: l.row.mode, merchantId: null }, l.row.id))!;
+  /** `locked` inside a transaction the caller already holds. */
+  async lockedIn<T>(tx: Tx, scope: PaymentScope, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    const l = await lockPayment(tx, scope, id);
+    return l ? fn(tx, l) : null;
   }
 
   /**
@@ -67,7 +77,7 @@ export class PaymentEngine {
     const { row } = l;
     const before = toState(l);
     const { payment: after, events } = next(before, trigger, { now, rates: this.rates(row.mode) });
-    await persist(tx, before, after, now);
+    let current = await persist(tx, l, before, after, now);
 
     let seq = row.credit_seq;
     let credited = row.credited;
@@ -87,6 +97,7 @@ export class PaymentEngine {
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
           amount: after.paidAmount ?? 0n,
+          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable ? null : { swapFeeBps: this.deps.swapFeeBps },
         });
         credited = true;
       }
@@ -95,16 +106,16 @@ export class PaymentEngine {
       await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_refund');
       credited = false;
     }
-    if (seq !== row.credit_seq || credited !== row.credited) {
-      await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', row.id).execute();
-    }
+    current = await saveCredit(tx, current, seq, credited);
+    // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
+    if (current.deposits.length > 0) await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
 
-    const payment = this.json(await this.reload(tx, l));
+    const payment = this.json(current);
     for (const type of events) {
-      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, destination: row.webhook_url });
+      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, serialize: serializePayment, destination: row.webhook_url });
     }
     if (events.length > 0) this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
-    return { events, payment };
+    return { events, payment, loaded: current };
   }
 
   private async feeBps(tx: Tx, merchantId: string): Promise<number> {

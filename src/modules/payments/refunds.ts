@@ -1,33 +1,41 @@
 /**
  * Refunds: the confirmed money of the attempt that holds it goes back to a destination the payer names.
  *
- * Requesting one records it `pending` and hands it to the chain's hot-wallet sender in the same transaction (no
- * network I/O). Without a sender, test mode settles it with the built-in simulated sender on the next worker pass,
- * and live mode leaves it pending until a sender exists. When a sender reports it sent (`TransferSink`), the
- * payment becomes `refunded`, `payment.refunded` is published and any standing credit is reversed in the ledger.
+ * Requesting one records it `pending` and asks the transfers module for the outgoing transfer in the same
+ * transaction (no network I/O): a chain family's sender, the simulated sender in test mode, or in live mode
+ * nothing until a sender runs. Refunds are the transfers module's `refund` owner: when the transfer settles, the
+ * refund settles in the same transaction; when it was sent, the payment becomes `refunded`, `payment.refunded` is
+ * published and any standing credit is reversed in the ledger.
  */
-import { randomBytes } from 'node:crypto';
-import type { Mode, TransferResult, TransferSink } from '../../chains/types.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
-import { newId } from '../../core/ids.ts';
-import { formatUnits } from '../../core/money.ts';
-import type { Selectable } from 'kysely';
-import type { RefundsTable } from '../../db/schema.ts';
+import type { Tx } from '../../db/index.ts';
+import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
 import type { PaymentEngine } from './engine.ts';
+import { confirmedAmount, refundJson } from './render.ts';
+import type { Refund } from './schema.ts';
+import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
-import { confirmedAmount, loadPayment, SIMULATED_TX_PREFIX, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { insertRefund, loadPayment, lockRefund, openRefund, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+
+/** The purpose refunds carry in the transfers module. */
+export const REFUND_PURPOSE = 'refund';
 
 export interface RefundInput {
   destination: string;
   note?: string;
 }
 
-export class RefundService implements TransferSink {
-  constructor(private readonly engine: PaymentEngine) {}
+export class RefundService implements TransferOwner {
+  constructor(
+    private readonly engine: PaymentEngine,
+    private readonly transfers: TransferService,
+  ) {
+    transfers.own(REFUND_PURPOSE, this);
+  }
 
   /** Requests a refund of the payment's money; answers the Refund object (`pending`). */
-  async create(scope: PaymentScope, paymentId: string, input: RefundInput) {
-    const { db, chains, clock, log } = this.engine.deps;
+  async create(scope: PaymentScope, paymentId: string, input: RefundInput, actor?: Actor): Promise<Refund> {
+    const { db, chains, clock } = this.engine.deps;
     const first = await loadPayment(db, scope, paymentId);
     if (!first) throw notFound('payment');
     const holder = refundable(first);
@@ -41,59 +49,49 @@ export class RefundService implements TransferSink {
       const money = refundable(l);
       if (!money) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
       const { attempt } = money;
-      const open = await tx.selectFrom('refunds').select('status').where('payment_id', '=', paymentId).where('status', '<>', 'failed').executeTakeFirst();
+      const open = await openRefund(tx, paymentId);
       if (open) throw invalidState(`A refund for this payment is already ${open.status}.`);
       try {
         next(toState(l), { kind: 'refund_sent', attemptId: attempt.id }, { now: clock.now(), rates: new Map() });
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
       }
+      // NOTE: a coin removed from the networks file since it was paid cannot be sent back by Kasse.
       const token = chains.token(scope.mode, money.token);
-      const sender = adapter.sender;
-      const row = await tx
-        .insertInto('refunds')
-        .values({
-          id: newId('rfd'),
-          payment_id: paymentId,
-          attempt_id: attempt.id,
-          merchant_id: l.row.merchant_id,
-          mode: scope.mode,
-          status: 'pending',
-          destination: input.destination,
-          token: money.token,
-          amount: money.amount.toString(),
-          note: input.note ?? null,
-          simulated: !sender && scope.mode === 'test',
-          created_at: clock.now(),
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      if (sender && token) {
-        await sender.enqueue(tx, { transferId: row.id, token, destination: row.destination, amount: BigInt(row.amount), mode: scope.mode, purpose: 'refund' });
-      } else if (scope.mode === 'live') {
-        log.warn({ refundId: row.id, chain: attempt.chain }, 'refund recorded but no sender runs for this network; it stays pending');
+      if (!token) throw invalidState(`${money.token} is no longer configured, so Kasse cannot send it back.`);
+      const row = await insertRefund(tx, {
+        payment_id: paymentId,
+        attempt_id: attempt.id,
+        merchant_id: l.row.merchant_id,
+        mode: scope.mode,
+        status: 'pending',
+        destination: input.destination,
+        token: money.token,
+        amount: money.amount.toString(),
+        note: input.note ?? null,
+        created_at: clock.now(),
+      });
+      if (actor) {
+        await this.engine.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: 'payment.refund', target: { type: 'payment', id: paymentId }, details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount } });
       }
+      await this.transfers.request(tx, { transferId: row.id, mode: scope.mode, purpose: REFUND_PURPOSE, token, destination: row.destination, amount: money.amount });
       return row;
     });
     if (!refund) throw notFound('payment');
-    return this.json(refund);
+    return refundJson(refund, chains);
   }
 
-  /** A sender reports a refund sent or failed; idempotent (only a pending refund changes). */
-  async transferSettled(mode: Mode, result: TransferResult): Promise<void> {
-    const { db, clock, log } = this.engine.deps;
-    const found = await db.selectFrom('refunds').select('payment_id').where('id', '=', result.transferId).where('mode', '=', mode).executeTakeFirst();
-    if (!found) return;
-    await this.engine.locked({ mode, merchantId: null }, found.payment_id, async (tx, l) => {
-      const refund = await tx.selectFrom('refunds').selectAll().where('id', '=', result.transferId).forUpdate().executeTakeFirstOrThrow();
+  /** The transfers module settled a refund's transfer (once); runs inside its transaction. */
+  async transferSettled(tx: Tx, transfer: SettledTransfer): Promise<void> {
+    const { clock, log } = this.engine.deps;
+    const paymentId = await refundPayment(tx, transfer.mode, transfer.id);
+    if (!paymentId) return;
+    await this.engine.lockedIn(tx, { mode: transfer.mode, merchantId: null }, paymentId, async (tx, l) => {
+      const refund = await lockRefund(tx, transfer.id);
       if (refund.status !== 'pending') return;
-      await tx
-        .updateTable('refunds')
-        .set({ status: result.status, tx_hash: result.txHash, error: result.error, settled_at: clock.now() })
-        .where('id', '=', refund.id)
-        .execute();
-      if (result.status !== 'sent') {
-        log.warn({ refundId: refund.id, error: result.error }, 'refund failed');
+      await settleRefund(tx, refund.id, { status: transfer.status, tx_hash: transfer.txHash, error: transfer.error, settled_at: clock.now() });
+      if (transfer.status !== 'sent') {
+        log.warn({ refundId: refund.id, error: transfer.error }, 'refund failed');
         return;
       }
       try {
@@ -105,38 +103,9 @@ export class RefundService implements TransferSink {
     });
   }
 
-  /** Test mode without a chain sender: settles pending simulated refunds as sent with a fake transaction hash. */
-  async settleSimulated(): Promise<number> {
-    const rows = await this.engine.deps.db
-      .selectFrom('refunds')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('simulated', '=', true)
-      .where('mode', '=', 'test')
-      .orderBy('created_at')
-      .limit(500)
-      .execute();
-    for (const r of rows) {
-      await this.transferSettled('test', { transferId: r.id, status: 'sent', txHash: SIMULATED_TX_PREFIX + randomBytes(31).toString('hex').slice(0, 61), error: null });
-    }
-    return rows.length;
-  }
-
-  /** The Refund object (see docs/payments.md). */
-  json(r: Selectable<RefundsTable>) {
-    const amount = BigInt(r.amount);
-    return {
-      id: r.id,
-      payment_id: r.payment_id,
-      status: r.status,
-      destination: r.destination,
-      token: r.token,
-      amount: amount.toString(),
-      amount_display: formatUnits(amount, this.engine.deps.chains.token(r.mode, r.token)?.decimals ?? 0),
-      tx_hash: r.tx_hash,
-      note: r.note,
-      created_at: r.created_at.toISOString(),
-    };
+  /** Test mode without a chain sender: settles pending simulated refunds as sent (part of the due work). */
+  settleSimulated(): Promise<number> {
+    return this.transfers.settleSimulated(REFUND_PURPOSE);
   }
 }
 

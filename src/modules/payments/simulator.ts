@@ -4,15 +4,16 @@
  * state machine, ledger and event paths as real payments. Because deposits arrive already confirmed, each outcome
  * publishes only its own event. Decisions per outcome: docs/payments.md.
  */
-import { randomBytes } from 'node:crypto';
-import type { TokenConfig } from '../../chains/types.ts';
+import { simulatedTxHash, type TokenConfig } from '../../chains/types.ts';
 import { invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
-import { insertDeposit, type NewDeposit } from './deposits.ts';
+import type { DepositRecorder } from './deposits.ts';
+import type { Actor } from '../audit/service.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentEventType, SimulateOutcome } from './model.ts';
+import type { Payment } from './schema.ts';
 import type { PaymentService } from './service.ts';
-import { loadPayment, SIMULATED_TX_PREFIX, type Loaded, type PaymentJson } from './store.ts';
+import { loadPayment, type Loaded, type NewDeposit } from './store.ts';
 
 /** The coin picked for the payer when none was chosen yet, if its network is available. */
 const PREFERRED_COIN = 'base:usdc';
@@ -28,11 +29,12 @@ const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
 export class Simulator {
   constructor(
     private readonly engine: PaymentEngine,
+    private readonly deposits: DepositRecorder,
     private readonly payments: PaymentService,
   ) {}
 
   /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
-  async simulate(merchantId: string, id: string, outcome: SimulateOutcome): Promise<PaymentJson> {
+  async simulate(merchantId: string, id: string, outcome: SimulateOutcome, actor?: Actor): Promise<Payment> {
     const scope = { mode: 'test' as const, merchantId };
     const first = await loadPayment(this.engine.deps.db, scope, id);
     if (!first) throw notFound('payment');
@@ -42,6 +44,7 @@ export class Simulator {
       assertWaiting(l);
       const applied = outcome === 'expired' || outcome === 'late' ? await this.closeWindow(tx, l, outcome) : await this.deposit(tx, l, outcome);
       if (!applied.events.includes(EXPECTED[outcome])) throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
+      if (actor) await this.engine.deps.audit.record(tx, { merchantId, mode: 'test', actor, action: 'payment.simulate', target: { type: 'payment', id }, details: { outcome } });
       return applied.payment;
     });
     if (!result) throw notFound('payment');
@@ -63,8 +66,7 @@ export class Simulator {
       // Seen within the coin hold even if the fake clock has passed it: the outcome is paid, not late.
       d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now);
     }
-    await insertDeposit(this.engine, tx, attempt, { ...d, confirmations: attempt.confirmations_required });
-    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' });
+    return this.engine.apply(tx, await this.deposits.store(tx, l, attempt, { ...d, confirmations: attempt.confirmations_required }), { kind: 'deposits_changed' });
   }
 
   /**
@@ -76,12 +78,12 @@ export class Simulator {
     const now = this.engine.deps.clock.now();
     if (outcome === 'expired') {
       const end = l.row.expires_at > now ? l.row.expires_at : now;
-      return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'tick' }, end);
+      return this.engine.apply(tx, l, { kind: 'tick' }, end);
     }
     const attempt = l.attempts[l.attempts.length - 1]!;
     const afterHold = new Date(Math.max(now.getTime(), attempt.expires_at.getTime() + 1));
-    await insertDeposit(this.engine, tx, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold), confirmations: attempt.confirmations_required });
-    return this.engine.apply(tx, await this.engine.reload(tx, l), { kind: 'deposits_changed' }, afterHold);
+    const withMoney = await this.deposits.store(tx, l, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold), confirmations: attempt.confirmations_required });
+    return this.engine.apply(tx, withMoney, { kind: 'deposits_changed' }, afterHold);
   }
 
   private pickStablecoin(): TokenConfig {
@@ -108,7 +110,7 @@ function assertWaiting(l: Loaded): void {
 function simulated(token: string, amount: bigint, seenAt: Date): NewDeposit {
   return {
     token,
-    txHash: SIMULATED_TX_PREFIX + randomBytes(31).toString('hex').slice(0, 61),
+    txHash: simulatedTxHash(),
     index: 0,
     amount,
     from: null,

@@ -1,19 +1,22 @@
 /**
- * Persistence of payments: loading a payment with its attempts and deposits (optionally locked), mapping rows to the
- * state machine's `PaymentState` and back, and rendering the API's Payment object. Every lookup takes the mode, and
- * the merchant wherever the caller acts for one, so test objects never show on the live API and the reverse.
+ * The payments store: the only code that reads or writes the payment tables (`payments`, `attempts`, `deposits`,
+ * `refunds`). Loading a payment with its attempts and deposits (optionally locked), mapping rows to the state
+ * machine's `PaymentState` and back, and every other statement the module's services, its ports and its workers
+ * need, each behind a named function. Every lookup takes the mode, and the merchant wherever the caller acts for
+ * one, so test objects never show on the live API and the reverse.
  */
-import type { Selectable } from 'kysely';
-import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../chains/types.ts';
-import { formatUnits } from '../../core/money.ts';
+import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
+import { decodeCursor } from '../../core/cursor.ts';
+import { ID_PATTERNS, newId } from '../../core/ids.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import type { AttemptsTable, DepositsTable, PaymentsTable } from '../../db/schema.ts';
+import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../db/schema.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from './model.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type AttemptRow = Selectable<AttemptsTable>;
 export type DepositRow = Selectable<DepositsTable>;
+export type RefundRow = Selectable<RefundsTable>;
 
 /** A payment as stored: its row, its attempts (creation order) and their deposits (order seen). */
 export interface Loaded {
@@ -22,14 +25,13 @@ export interface Loaded {
   deposits: DepositRow[];
 }
 
-/** Simulated deposits carry transaction hashes with this prefix; they have no block and no explorer page. */
-export const SIMULATED_TX_PREFIX = '0xsim';
-
 export interface PaymentScope {
   mode: Mode;
   /** null only for callers that act for no merchant (watchers, workers, checkout pages). */
   merchantId: string | null;
 }
+
+// ---- Loading and saving a payment ----
 
 export async function loadPayments(db: DbOrTx, scope: PaymentScope, ids: string[], forUpdate = false): Promise<Loaded[]> {
   if (ids.length === 0) return [];
@@ -96,114 +98,419 @@ export function toState(l: Loaded): PaymentState {
   };
 }
 
-/** Writes what the state machine changed (payment row and attempts); deposits are written by their own paths. */
-export async function persist(tx: Tx, before: PaymentState, after: PaymentState, now: Date): Promise<void> {
+/**
+ * Writes what the state machine changed (payment row and attempts; deposits are written by their own paths) and
+ * returns the payment as it now stands, built from `l` and `after` without reading it back.
+ */
+export async function persist(tx: Tx, l: Loaded, before: PaymentState, after: PaymentState, now: Date): Promise<Loaded> {
+  let row = l.row;
   const changed =
     before.status !== after.status ||
     before.paidAt?.getTime() !== after.paidAt?.getTime() ||
     before.paidAttemptId !== after.paidAttemptId ||
     (before.paidAmount ?? null) !== (after.paidAmount ?? null);
   if (changed) {
-    await tx
-      .updateTable('payments')
-      .set({
-        status: after.status,
-        paid_at: after.paidAt,
-        paid_attempt_id: after.paidAttemptId,
-        paid_amount: after.paidAmount == null ? null : after.paidAmount.toString(),
-        updated_at: now,
-      })
-      .where('id', '=', after.id)
-      .execute();
+    const set = {
+      status: after.status,
+      paid_at: after.paidAt,
+      paid_attempt_id: after.paidAttemptId,
+      paid_amount: after.paidAmount == null ? null : after.paidAmount.toString(),
+      updated_at: now,
+    };
+    await tx.updateTable('payments').set(set).where('id', '=', after.id).execute();
+    row = { ...row, ...set };
   }
-  for (const a of after.attempts) {
-    const b = before.attempts.find((x) => x.id === a.id);
-    if (b && b.status === a.status && b.overpaid === a.overpaid && b.wrongAsset === a.wrongAsset) continue;
-    await tx.updateTable('attempts').set({ status: a.status, overpaid: a.overpaid, wrong_asset: a.wrongAsset }).where('id', '=', a.id).execute();
+  const attempts: AttemptRow[] = [];
+  for (const a of l.attempts) {
+    const s = after.attempts.find((x) => x.id === a.id);
+    if (!s || (a.status === s.status && a.overpaid === s.overpaid && a.wrong_asset === s.wrongAsset)) {
+      attempts.push(a);
+      continue;
+    }
+    const set = { status: s.status, overpaid: s.overpaid, wrong_asset: s.wrongAsset };
+    await tx.updateTable('attempts').set(set).where('id', '=', a.id).execute();
+    attempts.push({ ...a, ...set });
   }
+  return { row, attempts, deposits: l.deposits };
 }
 
-/** Decimals and display symbol of a token id; ids no longer configured fall back to 0 decimals. */
-function tokenMeta(chains: ChainRegistry, mode: Mode, id: string): { decimals: number; symbol: string } {
-  const t = chains.token(mode, id);
-  return t ? { decimals: t.decimals, symbol: t.symbol } : { decimals: 0, symbol: (id.split(':')[1] ?? id).toUpperCase() };
+/** Records the ledger bookkeeping of a payment: how many credits it had and whether one stands now. */
+export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boolean): Promise<Loaded> {
+  if (seq === l.row.credit_seq && credited === l.row.credited) return l;
+  await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', l.row.id).execute();
+  return { ...l, row: { ...l.row, credit_seq: seq, credited } };
 }
 
-/** Sum of the non-orphaned deposits of the attempt's own coin (what `received_amount` shows). */
-export function receivedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
-  let sum = 0n;
-  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && d.status !== 'orphaned') sum += BigInt(d.amount);
-  return sum;
+// ---- Creating payments and coin choices ----
+
+export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;
+
+/** The INSERT … RETURNING of a new payment, not yet run (the audit log wraps it into one statement). */
+export function insertPaymentStatement(db: DbOrTx, values: NewPayment) {
+  return db
+    .insertInto('payments')
+    .values({ id: newId('pay'), ...values })
+    .returningAll();
 }
 
-/** Confirmed (confirmed or final) amount of the attempt's own coin: what a refund returns. */
-export function confirmedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
-  let sum = 0n;
-  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && (d.status === 'confirmed' || d.status === 'final')) sum += BigInt(d.amount);
-  return sum;
+export async function insertPayment(db: DbOrTx, values: NewPayment): Promise<PaymentRow> {
+  return insertPaymentStatement(db, values).executeTakeFirstOrThrow();
 }
 
-/** The API's Payment object, fields in the spec's order, every field present. */
-export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: string) {
-  const p = l.row;
-  const mode = p.mode;
-  return {
-    id: p.id,
-    status: p.status,
-    price_amount: p.price_amount,
-    price_currency: p.price_currency,
-    order_id: p.order_id,
-    description: p.description,
-    checkout_url: `${checkoutBase}/p/${p.id}`,
-    expires_at: p.expires_at.toISOString(),
-    paid_at: p.paid_at?.toISOString() ?? null,
-    paid_attempt_id: p.paid_attempt_id,
-    success_url: p.success_url,
-    cancel_url: p.cancel_url,
-    metadata: (p.metadata ?? {}) as Record<string, unknown>,
-    created_at: p.created_at.toISOString(),
-    attempts: l.attempts.map((a) => {
-      const meta = tokenMeta(chains, mode, a.token);
-      const network = chains.network(mode, a.chain);
-      const received = receivedAmount(a, l.deposits);
-      return {
-        id: a.id,
-        chain: a.chain,
-        token: a.token,
-        symbol: meta.symbol,
-        address: a.address,
-        pay_amount: BigInt(a.pay_amount).toString(),
-        pay_amount_display: formatUnits(BigInt(a.pay_amount), meta.decimals),
-        received_amount: received.toString(),
-        received_amount_display: formatUnits(received, meta.decimals),
-        rate: a.rate,
-        rate_source: a.rate_source,
-        status: a.status,
-        overpaid: a.overpaid,
-        wrong_asset: a.wrong_asset,
-        confirmation_tier: a.confirmation_tier,
-        confirmations_required: a.confirmations_required,
-        expires_at: a.expires_at.toISOString(),
-        uri: a.uri,
-        deposits: l.deposits
-          .filter((d) => d.attempt_id === a.id)
-          .map((d) => {
-            const amount = BigInt(d.amount);
-            return {
-              tx_hash: d.tx_hash,
-              token: d.token,
-              amount: amount.toString(),
-              amount_display: formatUnits(amount, tokenMeta(chains, mode, d.token).decimals),
-              from: d.from_address,
-              block_number: d.block_number === null ? null : d.block_number.toString(),
-              status: d.status,
-              confirmations: d.confirmations,
-              explorer_url: network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX) ? chains.adapter(mode, a.chain).explorerUrl(d.tx_hash) : null,
-            };
-          }),
-      };
-    }),
-  };
+export type NewAttempt = Omit<Insertable<AttemptsTable>, 'id' | 'overpaid' | 'wrong_asset'>;
+
+export async function insertAttempt(db: DbOrTx, values: NewAttempt): Promise<AttemptRow> {
+  return db
+    .insertInto('attempts')
+    .values({ id: newId('att'), ...values })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
-export type PaymentJson = ReturnType<typeof paymentJson>;
+/** The next deposit address index (one sequence for every chain and mode, so an index is never derived twice). */
+export async function nextAddressIndex(db: DbOrTx): Promise<bigint> {
+  const { rows } = await sql<{ index: bigint }>`SELECT nextval('deposit_address_index') AS index`.execute(db);
+  return rows[0]!.index;
+}
+
+export interface PaymentListQuery {
+  order_id?: string;
+  status?: PaymentStatus;
+  cursor?: string;
+  limit: number;
+}
+
+/** Ids of a merchant's payments, newest first: up to `limit + 1` (one more tells whether a next page exists). */
+export async function listPaymentIds(db: DbOrTx, mode: Mode, merchantId: string, q: PaymentListQuery): Promise<string[]> {
+  let query = db.selectFrom('payments').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
+  if (q.order_id !== undefined) query = query.where('order_id', '=', q.order_id);
+  if (q.status !== undefined) query = query.where('status', '=', q.status);
+  if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
+  return (await query.orderBy('id', 'desc').limit(q.limit + 1).execute()).map((r) => r.id);
+}
+
+// ---- Deposits (what chain watchers report) ----
+
+/** The issued deposit addresses among `addresses` (compared in lower case), each mapped to its issued spelling. */
+export async function issuedAddresses(db: DbOrTx, mode: Mode, chain: string, addresses: string[]): Promise<Map<string, string>> {
+  const rows = await db
+    .selectFrom('attempts')
+    .select('address')
+    .where('mode', '=', mode)
+    .where('chain', '=', chain)
+    .where(sql<string>`lower(address)`, 'in', [...new Set(addresses.map((a) => a.toLowerCase()))])
+    .execute();
+  return new Map(rows.map((r) => [r.address.toLowerCase(), r.address]));
+}
+
+/** The attempts that issued any of `addresses` (compared in lower case). */
+export async function attemptsByAddress(db: DbOrTx, mode: Mode, chain: string, addresses: string[]): Promise<AttemptRow[]> {
+  return db
+    .selectFrom('attempts')
+    .selectAll()
+    .where('mode', '=', mode)
+    .where('chain', '=', chain)
+    .where(sql<string>`lower(address)`, 'in', [...new Set(addresses.map((a) => a.toLowerCase()))])
+    .execute();
+}
+
+/** A transfer to be stored on an attempt: a watcher observation, or a simulated one (no block). */
+export interface NewDeposit {
+  token: string;
+  txHash: string;
+  index: number;
+  amount: bigint;
+  from: string | null;
+  /** Null while the transfer is in no block yet (seen in the mempool) and for simulated deposits. */
+  blockNumber: bigint | null;
+  blockHash: string | null;
+  status?: 'pending' | 'confirmed';
+  confirmations?: number;
+  seenAt?: Date;
+}
+
+/**
+ * Stores one transfer on `attempt` inside the caller's transaction (the payment is locked). Idempotent on
+ * (mode, chain, tx hash, index): a transfer seen again takes the block it is reported in now (a mempool sighting
+ * moves into its block; one seen again after its block was orphaned is revived as pending in its new block).
+ */
+export async function upsertDeposit(
+  tx: Tx,
+  attempt: AttemptRow,
+  d: NewDeposit,
+  fixed: { valueCents: bigint | null; atLeastMin: boolean; now: Date },
+): Promise<DepositRow> {
+  return tx
+    .insertInto('deposits')
+    .values({
+      id: newId('dep'),
+      attempt_id: attempt.id,
+      payment_id: attempt.payment_id,
+      mode: attempt.mode,
+      chain: attempt.chain,
+      token: d.token,
+      tx_hash: d.txHash,
+      log_index: d.index,
+      amount: d.amount.toString(),
+      from_address: d.from,
+      block_number: d.blockNumber,
+      block_hash: d.blockHash,
+      status: d.status ?? 'pending',
+      confirmations: d.confirmations ?? 0,
+      confirmations_required: attempt.confirmations_required,
+      value_cents: fixed.valueCents,
+      at_least_min: fixed.atLeastMin,
+      seen_at: d.seenAt ?? fixed.now,
+      created_at: fixed.now,
+    })
+    .onConflict((oc) =>
+      oc.columns(['mode', 'chain', 'tx_hash', 'log_index']).doUpdateSet({
+        block_number: (eb) => eb.ref('excluded.block_number'),
+        block_hash: (eb) => eb.ref('excluded.block_hash'),
+        status: sql`CASE WHEN deposits.status = 'orphaned' THEN 'pending' ELSE deposits.status END`,
+      }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** `l` with `rows` (new or changed deposits of the payment) in place, in the order they were seen. */
+export function withDeposits(l: Loaded, rows: DepositRow[]): Loaded {
+  if (rows.length === 0) return l;
+  const byId = new Map(l.deposits.map((d) => [d.id, d]));
+  for (const r of rows) byId.set(r.id, r);
+  const deposits = [...byId.values()].sort((a, b) => a.seen_at.getTime() - b.seen_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { ...l, deposits };
+}
+
+/**
+ * Depth finality: one statement recounts the confirmations of every open deposit on the chain that has a block, and
+ * marks (`deposits_dirty`) the payments where a deposit changed status or started counting confirmations. The mark
+ * is durable: a crash before the state machine ran leaves it for the next pass.
+ */
+export async function recountConfirmations(db: DbOrTx, mode: Mode, chain: string, head: bigint, finality: number): Promise<void> {
+  const h = head.toString();
+  await sql`
+    WITH cur AS (
+      SELECT id, status, confirmations FROM deposits
+      WHERE mode = ${mode} AND chain = ${chain} AND status IN ('pending', 'confirmed')
+        AND block_number IS NOT NULL AND block_number <= ${h}::bigint
+        AND confirmations <> (${h}::bigint - block_number + 1)::int
+      FOR UPDATE
+    ), upd AS (
+      UPDATE deposits d SET
+        confirmations = (${h}::bigint - d.block_number + 1)::int,
+        status = CASE WHEN (${h}::bigint - d.block_number + 1) >= ${finality} THEN 'final'
+                      WHEN (${h}::bigint - d.block_number + 1) >= d.confirmations_required THEN 'confirmed'
+                      ELSE 'pending' END
+      FROM cur WHERE d.id = cur.id
+      RETURNING d.payment_id, d.status AS new_status, cur.status AS old_status, cur.confirmations AS old_confirmations
+    )
+    UPDATE payments SET deposits_dirty = true
+    WHERE id IN (SELECT payment_id FROM upd WHERE new_status <> old_status OR old_confirmations = 0)`.execute(db);
+}
+
+/** A transfer named by the chain: its transaction and its position in it. */
+export interface TransferKey {
+  txHash: string;
+  index: number;
+}
+
+const keyCondition = (keys: TransferKey[]): RawBuilder<boolean> =>
+  sql<boolean>`(tx_hash, log_index) IN (${sql.join(keys.map((k) => sql`(${k.txHash}, ${k.index})`))})`;
+
+/**
+ * Commitment finality: sets the confirmations (and `final`) of the named open deposits as the chain reports them,
+ * and marks the payments where a deposit changed status or started counting confirmations.
+ */
+export async function setConfirmations(db: DbOrTx, mode: Mode, chain: string, updates: Array<TransferKey & { confirmations: number; final: boolean }>): Promise<void> {
+  if (updates.length === 0) return;
+  const values = sql.join(updates.map((u) => sql`(${u.txHash}::text, ${u.index}::int, ${u.confirmations}::int, ${u.final}::boolean)`));
+  await sql`
+    WITH v (tx_hash, log_index, confirmations, final) AS (VALUES ${values}),
+    cur AS (
+      SELECT d.id, d.status, d.confirmations, v.confirmations AS c, v.final FROM deposits d
+      JOIN v ON v.tx_hash = d.tx_hash AND v.log_index = d.log_index
+      WHERE d.mode = ${mode} AND d.chain = ${chain} AND d.status IN ('pending', 'confirmed')
+      FOR UPDATE OF d
+    ), upd AS (
+      UPDATE deposits d SET
+        confirmations = cur.c,
+        status = CASE WHEN cur.final THEN 'final' WHEN cur.c >= d.confirmations_required THEN 'confirmed' ELSE 'pending' END
+      FROM cur WHERE d.id = cur.id
+      RETURNING d.payment_id, d.status AS new_status, cur.status AS old_status, cur.confirmations AS old_confirmations
+    )
+    UPDATE payments SET deposits_dirty = true
+    WHERE id IN (SELECT payment_id FROM upd WHERE new_status <> old_status OR old_confirmations = 0)`.execute(db);
+}
+
+/** Payments marked by a recount, not yet run through the state machine. */
+export async function markedPayments(db: DbOrTx, mode?: Mode): Promise<Array<{ id: string; mode: Mode }>> {
+  let q = db.selectFrom('payments').select(['id', 'mode']).where('deposits_dirty', '=', true);
+  if (mode) q = q.where('mode', '=', mode);
+  return q.orderBy('id').execute();
+}
+
+export async function clearMark(tx: Tx, paymentId: string): Promise<void> {
+  await tx.updateTable('payments').set({ deposits_dirty: false }).where('id', '=', paymentId).execute();
+}
+
+/** Which open deposits on the chain a reorg or a drop touches. */
+export type DepositSelection = { fromBlock: bigint } | { keys: TransferKey[] };
+
+function selected(s: DepositSelection): RawBuilder<boolean> {
+  if ('fromBlock' in s) return sql<boolean>`status IN ('pending', 'confirmed') AND block_number >= ${s.fromBlock.toString()}::bigint`;
+  return sql<boolean>`status IN ('pending', 'confirmed') AND ${keyCondition(s.keys)}`;
+}
+
+/** Payments with an open deposit on the chain in the selection. */
+export async function paymentsWithDeposits(db: DbOrTx, mode: Mode, chain: string, s: DepositSelection): Promise<string[]> {
+  if ('keys' in s && s.keys.length === 0) return [];
+  const rows = await db.selectFrom('deposits').select('payment_id').distinct().where('mode', '=', mode).where('chain', '=', chain).where(selected(s)).execute();
+  return rows.map((r) => r.payment_id);
+}
+
+/**
+ * Marks the locked payment's open deposits in the selection `orphaned` (their block left the chain, or they were
+ * dropped); returns the payment with them changed.
+ */
+export async function orphanDeposits(tx: Tx, l: Loaded, chain: string, s: DepositSelection): Promise<Loaded> {
+  const rows = await tx
+    .updateTable('deposits')
+    .set({ status: 'orphaned', confirmations: 0 })
+    .where('payment_id', '=', l.row.id)
+    .where('chain', '=', chain)
+    .where(selected(s))
+    .returningAll()
+    .execute();
+  return withDeposits(l, rows);
+}
+
+// ---- Due work ----
+
+export interface DueRow {
+  id: string;
+  mode: Mode;
+}
+
+/** The next payment (locked, skipping locked ones) whose 24 hours ran out while waiting. */
+export const dueLifetime = (now: Date) => (skip: string[]) => sql<DueRow>`
+  SELECT p.id, p.mode FROM payments p
+  WHERE p.status = 'waiting' AND p.expires_at <= ${now} AND p.id <> ALL(${skip}::text[])
+  ORDER BY p.expires_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+
+/** The next payment (locked) with a coin hold that ran out. */
+export const dueHold = (now: Date) => (skip: string[]) => sql<DueRow>`
+  SELECT p.id, p.mode FROM attempts a JOIN payments p ON p.id = a.payment_id
+  WHERE a.status = 'waiting' AND a.expires_at <= ${now} AND p.id <> ALL(${skip}::text[])
+  ORDER BY a.expires_at LIMIT 1 FOR UPDATE OF p SKIP LOCKED`;
+
+/** The next late payment (locked) still inside the auto-acceptance window and without a refund requested. */
+export const dueLate = (since: Date) => (skip: string[]) => sql<DueRow>`
+  SELECT p.id, p.mode FROM payments p
+  WHERE p.status = 'late' AND p.expires_at > ${since} AND p.id <> ALL(${skip}::text[])
+    AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = p.id AND r.status <> 'failed')
+  ORDER BY p.expires_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+
+// ---- Balance ----
+
+/** Sum of the prices of the merchant's payments with money on the way (detected, confirming). */
+export async function pendingCents(db: DbOrTx, mode: Mode, merchantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('payments')
+    .select(sql<string>`coalesce(sum(price_amount), 0)`.as('sum'))
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('status', 'in', ['detected', 'confirming'])
+    .executeTakeFirstOrThrow();
+  return Number(row.sum);
+}
+
+// ---- Refunds ----
+
+/** The payment's refund that has not failed, if any (a payment has at most one at a time). */
+export async function openRefund(db: DbOrTx, paymentId: string): Promise<Pick<RefundRow, 'status'> | undefined> {
+  return db.selectFrom('refunds').select('status').where('payment_id', '=', paymentId).where('status', '<>', 'failed').executeTakeFirst();
+}
+
+export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>, 'id'>): Promise<RefundRow> {
+  return tx
+    .insertInto('refunds')
+    .values({ id: newId('rfd'), ...values })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The coins sent back by the payment's refunds that were sent. */
+export async function sentRefunds(db: DbOrTx, paymentId: string): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
+  return db.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', paymentId).where('status', '=', 'sent').execute();
+}
+
+/** The payment a refund belongs to, in `mode`. */
+export async function refundPayment(db: DbOrTx, mode: Mode, refundId: string): Promise<string | null> {
+  const row = await db.selectFrom('refunds').select('payment_id').where('id', '=', refundId).where('mode', '=', mode).executeTakeFirst();
+  return row?.payment_id ?? null;
+}
+
+/** Locks a refund row (its payment is locked first). */
+export async function lockRefund(tx: Tx, refundId: string): Promise<RefundRow> {
+  return tx.selectFrom('refunds').selectAll().where('id', '=', refundId).forUpdate().executeTakeFirstOrThrow();
+}
+
+export async function settleRefund(tx: Tx, refundId: string, set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date }): Promise<void> {
+  await tx.updateTable('refunds').set(set).where('id', '=', refundId).execute();
+}
+
+// ---- Public reads (checkout pages, chain families) ----
+
+/** A payment's mode, merchant and the merchant's display name, by the payment id alone; null when there is none. */
+export async function publicOwner(db: DbOrTx, id: string): Promise<{ mode: Mode; merchantId: string; merchantName: string } | null> {
+  const row = await db
+    .selectFrom('payments')
+    .innerJoin('merchants', 'merchants.id', 'payments.merchant_id')
+    .select(['payments.mode', 'payments.merchant_id', 'merchants.name'])
+    .where('payments.id', '=', id)
+    .executeTakeFirst();
+  return row ? { mode: row.mode, merchantId: row.merchant_id, merchantName: row.name } : null;
+}
+
+/** A merchant's display name (what a wallet may show as the payee of a payment URI); null when there is none. */
+export async function merchantName(db: DbOrTx, merchantId: string): Promise<string | null> {
+  const row = await db.selectFrom('merchants').select('name').where('id', '=', merchantId).executeTakeFirst();
+  return row?.name ?? null;
+}
+
+/**
+ * A fingerprint per payment of everything a payer sees change (status, attempt statuses, deposit statuses and
+ * confirmations), for many payments in one query.
+ */
+export async function fingerprints(db: DbOrTx, ids: string[]): Promise<Map<string, string>> {
+  const { rows } = await sql<{ id: string; fp: string }>`
+    SELECT p.id, p.status || '|' ||
+      coalesce((SELECT string_agg(a.id || ':' || a.status, ',' ORDER BY a.id) FROM attempts a WHERE a.payment_id = p.id), '') || '|' ||
+      coalesce((SELECT string_agg(d.id || ':' || d.status || ':' || d.confirmations, ',' ORDER BY d.id) FROM deposits d WHERE d.payment_id = p.id), '') AS fp
+    FROM payments p WHERE p.id = ANY(${ids}::text[])`.execute(db);
+  return new Map(rows.map((r) => [r.id, r.fp]));
+}
+
+/** A coin choice of a payment with its payment's mode and status; null when the payment does not exist. */
+export async function attemptOfPayment(db: DbOrTx, paymentId: string, attemptId: string): Promise<{ mode: Mode; status: string; attempt: AttemptRow | null } | null> {
+  const payment = await db.selectFrom('payments').select(['mode', 'status']).where('id', '=', paymentId).executeTakeFirst();
+  if (!payment) return null;
+  const attempt = await db.selectFrom('attempts').selectAll().where('id', '=', attemptId).where('payment_id', '=', paymentId).executeTakeFirst();
+  return { mode: payment.mode, status: payment.status, attempt: attempt ?? null };
+}
+
+/**
+ * Deposit addresses of `chain` holding confirmed or final money in blocks, with their derivation index and the
+ * highest such block (addresses in lower case), in index order.
+ */
+export async function fundedAddresses(db: DbOrTx, mode: Mode, chain: string): Promise<Array<{ address: string; index: bigint; lastBlock: bigint }>> {
+  const { rows } = await sql<{ address: string; address_index: bigint; last_block: bigint }>`
+    SELECT lower(a.address) AS address, a.address_index, max(d.block_number) AS last_block
+    FROM deposits d JOIN attempts a ON a.id = d.attempt_id
+    WHERE d.mode = ${mode} AND d.chain = ${chain} AND d.status IN ('confirmed', 'final') AND d.block_number IS NOT NULL
+    GROUP BY 1, 2
+    ORDER BY a.address_index`.execute(db);
+  return rows.map((r) => ({ address: r.address, index: BigInt(r.address_index), lastBlock: BigInt(r.last_block) }));
+}

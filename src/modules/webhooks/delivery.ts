@@ -20,7 +20,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
@@ -66,7 +66,7 @@ export interface AttemptResult {
 export interface DeliveryOptions {
   db: Db;
   clock: Clock;
-  merchants: Pick<MerchantService, 'webhookSecret'>;
+  merchants: Pick<MerchantService, 'webhookSecrets'>;
   metrics: Metrics;
   log: Logger;
   client: MerchantHttpClient;
@@ -85,10 +85,13 @@ export function eventBody(e: { eventId: string; type: string; createdAt: Date; d
 
 /**
  * `Service-Signature` value: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. The key is the whole
- * webhook secret string, `whsec_` prefix included, as UTF-8 bytes.
+ * webhook secret string, `whsec_` prefix included, as UTF-8 bytes. While a rolled secret's overlap lasts there are
+ * two secrets and two `v1` entries (current first); a receiver accepts the delivery when any of them matches.
  */
-export function signatureHeader(secret: string, t: number, body: string): string {
-  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+export function signatureHeader(secret: string | string[], t: number, body: string): string {
+  let out = `t=${t}`;
+  for (const s of [secret].flat()) out += `,v1=${createHmac('sha256', s).update(`${t}.${body}`).digest('hex')}`;
+  return out;
 }
 
 export class WebhookDelivery {
@@ -106,7 +109,7 @@ export class WebhookDelivery {
   private writing: Promise<void> | null = null;
   private idleWaiters: Array<() => void> = [];
   private closed = false;
-  private secrets = new Map<string, { value: Promise<string>; until: number }>();
+  private secrets = new Map<string, { value: Promise<string[]>; until: number }>();
 
   constructor(private readonly o: DeliveryOptions) {}
 
@@ -355,15 +358,28 @@ export class WebhookDelivery {
     for (const w of waiters) w();
   }
 
-  /** The merchant's webhook secret, cached briefly (decrypting on every delivery would dominate at volume). */
-  private secret(merchantId: string): Promise<string> {
+  /** Drops cached secrets (a secret was rolled; called through NOTIFY in every process). */
+  forgetSecrets(): void {
+    this.secrets.clear();
+  }
+
+  /**
+   * The merchant's webhook secrets (two during a roll's overlap), cached briefly (decrypting on every delivery would
+   * dominate at volume). The cache never outlives the overlap window it was read in.
+   */
+  private secret(merchantId: string): Promise<string[]> {
     const now = Date.now();
     const hit = this.secrets.get(merchantId);
     if (hit && hit.until > now) return hit.value;
-    const value = this.o.merchants.webhookSecret(merchantId);
+    const read = this.o.merchants.webhookSecrets(merchantId, this.o.clock.now());
+    const value = read.then((r) => r.secrets);
     value.catch(() => this.secrets.delete(merchantId));
     if (this.secrets.size > 10_000) this.secrets.clear();
-    this.secrets.set(merchantId, { value, until: now + SECRET_CACHE_MS });
+    const entry = { value, until: now + SECRET_CACHE_MS };
+    void read.then((r) => {
+      if (r.previousUntil) entry.until = Math.min(entry.until, now + Math.max(0, r.previousUntil.getTime() - this.o.clock.millis()));
+    }, () => {});
+    this.secrets.set(merchantId, entry);
     return value;
   }
 }

@@ -4,9 +4,9 @@
  * followed (a 3xx is a failure like any other non-2xx).
  *
  * Live mode refuses private networks (SSRF): the host is resolved with `dns.lookup` (every address), and if any
- * address is unspecified, loopback, private, CGNAT, link-local, unique-local, multicast or otherwise reserved —
- * IPv4 and IPv6, including IPv4 embedded in IPv4-mapped, NAT64 and 6to4 addresses — the request is refused before
- * a connection is made. The check runs inside the connection's own lookup, so the socket connects to exactly the
+ * address lies in a refused range (`blockedRange` in core/addresses.ts: unspecified, loopback, private, CGNAT,
+ * link-local, unique-local, multicast or otherwise reserved, IPv4 embedded in IPv6 included) the request is refused
+ * before a connection is made. The check runs inside the connection's own lookup, so the socket connects to exactly the
  * addresses that were checked; a DNS answer that changes between check and connect (rebinding) cannot slip through.
  * Literal IP hosts are checked directly. Test mode applies no address rule, so a developer's localhost works.
  */
@@ -15,7 +15,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { Mode } from '../../chains/types.ts';
+import { blockedRange } from '../../core/addresses.ts';
+import type { Mode } from '../../core/mode.ts';
 
 export type AttemptOutcome = 'delivered' | 'http_error' | 'timeout' | 'network_error' | 'refused';
 
@@ -39,79 +40,6 @@ class Timeout extends Error {}
 const SNIPPET_BYTES = 1024;
 /** Response bytes read to keep the connection reusable; a longer answer closes it instead. */
 const DRAIN_BYTES = 64 * 1024;
-
-type V4Range = [base: number, prefix: number, name: string];
-
-const V4_BLOCKED: V4Range[] = [
-  [v4('0.0.0.0'), 8, 'unspecified'],
-  [v4('10.0.0.0'), 8, 'private'],
-  [v4('100.64.0.0'), 10, 'CGNAT'],
-  [v4('127.0.0.0'), 8, 'loopback'],
-  [v4('169.254.0.0'), 16, 'link-local'],
-  [v4('172.16.0.0'), 12, 'private'],
-  [v4('192.0.0.0'), 24, 'reserved'],
-  [v4('192.0.2.0'), 24, 'documentation'],
-  [v4('192.168.0.0'), 16, 'private'],
-  [v4('198.18.0.0'), 15, 'benchmarking'],
-  [v4('198.51.100.0'), 24, 'documentation'],
-  [v4('203.0.113.0'), 24, 'documentation'],
-  [v4('224.0.0.0'), 4, 'multicast'],
-  [v4('240.0.0.0'), 4, 'reserved'],
-];
-
-function v4(ip: string): number {
-  return ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
-}
-
-function v4Range(n: number): string | null {
-  for (const [base, prefix, name] of V4_BLOCKED) {
-    const size = 2 ** (32 - prefix);
-    if (n >= base && n < base + size) return name;
-  }
-  return null;
-}
-
-/** The eight 16-bit groups of an IPv6 address (zone id ignored, embedded dotted quad accepted). */
-function v6Groups(ip: string): number[] {
-  let text = ip.replace(/%.*$/, '');
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const n = v4(dotted[1]!);
-    text = `${text.slice(0, dotted.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
-  }
-  const [head, tail] = text.split('::');
-  const parse = (s: string | undefined) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
-  const left = parse(head);
-  const right = parse(tail);
-  return tail === undefined ? left : [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
-}
-
-/**
- * The name of the refused range `ip` lies in (`loopback`, `private`, …), or null when it is a public address.
- * Anything that is not an IP address is refused as `invalid`.
- */
-export function blockedRange(ip: string): string | null {
-  const family = isIP(ip.replace(/%.*$/, ''));
-  if (family === 4) return v4Range(v4(ip));
-  if (family !== 6) return 'invalid';
-  const g = v6Groups(ip);
-  const embedded = (hi: number, lo: number) => v4Range(hi * 65536 + lo);
-  const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0);
-  if (zeroUpTo(8)) return 'unspecified';
-  if (zeroUpTo(7) && g[7] === 1) return 'loopback';
-  if (zeroUpTo(5) && g[5] === 0xffff) return embedded(g[6]!, g[7]!); // IPv4-mapped
-  if (zeroUpTo(6)) return embedded(g[6]!, g[7]!) ?? 'reserved'; // IPv4-compatible (deprecated)
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(g[6]!, g[7]!); // NAT64
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'NAT64 local-use';
-  if (g[0] === 0x2002) return embedded(g[1]!, g[2]!); // 6to4
-  if (g[0] === 0x100 && g.slice(1, 4).every((x) => x === 0)) return 'discard';
-  if (g[0] === 0x2001 && g[1] === 0xdb8) return 'documentation';
-  if ((g[0]! & 0xffc0) === 0xfe80) return 'link-local';
-  if ((g[0]! & 0xffc0) === 0xfec0) return 'site-local';
-  if ((g[0]! & 0xfe00) === 0xfc00) return 'unique-local';
-  if ((g[0]! & 0xff00) === 0xff00) return 'multicast';
-  return null;
-}
 
 function refusal(host: string, address: string, range: string): RefusedDestination {
   return new RefusedDestination(

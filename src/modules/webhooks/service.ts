@@ -8,7 +8,7 @@
  * Tenant scoping: every read takes the merchant and the mode; another merchant's or the other mode's event is 404.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
@@ -21,6 +21,7 @@ import type { MerchantService } from '../merchants/service.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
+import type { Actor, AuditLog } from '../audit/service.ts';
 
 /** NOTIFY channel: new deliveries are due. */
 export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
@@ -112,14 +113,15 @@ export class WebhookService implements EventPublisher {
    * Stores the event in the caller's transaction and, when there is a destination (`input.destination`, else the
    * merchant's default webhook URL for the mode, read in the same transaction), a delivery due now.
    */
-  async publish(tx: Tx, input: EventInput): Promise<{ id: string }> {
+  async publish<T>(tx: Tx, input: EventInput<T>): Promise<{ id: string }> {
     const id = newId('evt');
+    const data = input.serialize ? input.serialize(input.data) : JSON.stringify(input.data);
     const now = this.clock.now();
     const destination = input.destination || null;
     const { rows } = await sql`
       WITH e AS (
         INSERT INTO events (id, merchant_id, mode, type, ordering_key, destination, data, created_at)
-        VALUES (${id}, ${input.merchantId}, ${input.mode}, ${input.type}, ${input.orderingKey}, ${destination}, ${JSON.stringify(input.data)}::json, ${now})
+        VALUES (${id}, ${input.merchantId}, ${input.mode}, ${input.type}, ${input.orderingKey}, ${destination}, ${data}::json, ${now})
         RETURNING seq
       ), target AS (
         SELECT COALESCE(${destination}::text, CASE ${input.mode}::text WHEN 'live' THEN m.webhook_url_live ELSE m.webhook_url_test END) AS url
@@ -197,12 +199,26 @@ export class WebhookService implements EventPublisher {
     };
   }
 
+  /** The events of one object (ordering key: a payment id), oldest first, each with its deliveries and attempts. */
+  async timeline(merchantId: string, mode: Mode, orderingKey: string, limit = 100): Promise<EventWithDeliveries[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .select('id')
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .where('ordering_key', '=', orderingKey)
+      .orderBy('seq')
+      .limit(limit)
+      .execute();
+    return Promise.all(rows.map((r) => this.get(merchantId, mode, r.id)));
+  }
+
   /**
    * A new delivery of the event, due now, to its current destination (the object's own URL, else the account
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
    * 422 `invalid_state` when there is no destination.
    */
-  async redeliver(merchantId: string, mode: Mode, id: string): Promise<DeliveryObject> {
+  async redeliver(merchantId: string, mode: Mode, id: string, audited?: { audit: AuditLog; actor: Actor }): Promise<DeliveryObject> {
     return withTx(this.db, async (tx, onCommit) => {
       const event = await this.findEvent(tx, merchantId, mode, id);
       const merchant = await tx
@@ -230,6 +246,7 @@ export class WebhookService implements EventPublisher {
         .executeTakeFirstOrThrow();
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
+      if (audited) await audited.audit.record(tx, { merchantId, mode, actor: audited.actor, action: 'event.redeliver', target: { type: 'event', id }, details: { delivery_id: row.id, url } });
       return {
         id: row.id,
         url: row.url,

@@ -1,16 +1,19 @@
-/* Kasse pages: live status, countdowns, copy buttons, browser-wallet payments, the POS keypad and the modal's
-   messages. Progressive enhancement only: every page works without this file. No dependencies. */
+/* Kasse pages: live status, countdowns, copy buttons, the POS keypad and the modal's messages. Chain families' wallet
+   scripts load after this one and use window.kassePage: onRender(fn) runs fn now and after every live update of the
+   page, say(text) announces a status. Progressive enhancement only: every page works without this file. No
+   dependencies. */
 (function () {
   'use strict';
   var d = document, root = d.documentElement, w = window;
   var embed = root.dataset.embed === '1', parentOrigin = root.dataset.parentOrigin;
   var FINAL = ['paid', 'expired', 'cancelled', 'refunded'];
   var status = d.getElementById('k-status'), main = d.getElementById('k-main');
-  var offset = 0, told = false, key = function () {};
+  var offset = 0, told = false, key = function () {}, rendered = [];
 
   function $(s, el) { return (el || d).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
   function say(text) { if (status) status.textContent = text; }
+  w.kassePage = { say: say, onRender: function (fn) { rendered.push(fn); if (main && main.dataset.events) fn(); } };
 
   /* Tell the merchant page (checkout.js) the outcome, once. */
   function tell(result) {
@@ -30,7 +33,7 @@
   function setup() {
     var t = $('time[data-expires]');
     if (t) offset = Date.parse(t.dataset.now) - Date.now();
-    if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach(function (b) { b.hidden = false; });
+    rendered.forEach(function (fn) { fn(); });
     var f = $('[data-autofocus]');
     if (f) f.focus();
   }
@@ -63,70 +66,6 @@
     }
   }
 
-  /* Browser wallets (EIP-1193). */
-  function eth(method, params) { return w.ethereum.request({ method: method, params: params || [] }); }
-  function connect(chain) {
-    var from;
-    return eth('eth_requestAccounts').then(function (a) { from = a[0]; return eth('eth_chainId'); })
-      .then(function (c) { return c === chain ? null : eth('wallet_switchEthereumChain', [{ chainId: chain }]); })
-      .then(function () { return from; });
-  }
-  function failed(b, err) {
-    var p = $('[data-wallet-error]');
-    if (p) p.textContent = (err && err.message) || 'The wallet did not complete the payment.';
-    b.disabled = false;
-  }
-  function walletPay(b) {
-    var ds = b.dataset;
-    b.disabled = true;
-    connect(ds.chain).then(function (from) {
-      var tx = { from: from, to: ds.to, value: ds.value };
-      if (ds.data) tx.data = ds.data;
-      return eth('eth_sendTransaction', [tx]);
-    }).then(function () { say('Transaction sent. Waiting for the network to see it.'); }, function (err) { failed(b, err); });
-  }
-
-  /* Pay by signature: EIP-3009 TransferWithAuthorization, relayed by Kasse (POST /p/<id>/gasless). */
-  function word(hex, i) { return parseInt(hex.substr(i * 64, 64), 16); }
-  function abiString(hex, head) {
-    var at = word(hex, head) / 32, len = word(hex, at), bytes = new Uint8Array(len);
-    for (var i = 0; i < len; i++) bytes[i] = parseInt(hex.substr((at + 1) * 64 + i * 2, 2), 16);
-    return new TextDecoder().decode(bytes);
-  }
-  function call(to, data) { return eth('eth_call', [{ to: to, data: data }, 'latest']).then(function (r) { return r.slice(2); }); }
-  function domain(token, chain) {
-    var base = { chainId: parseInt(chain, 16), verifyingContract: token };
-    return call(token, '0x84b0196e').then(function (r) { base.name = abiString(r, 1); base.version = abiString(r, 2); return base; }, function () {
-      return Promise.all([call(token, '0x06fdde03'), call(token, '0x54fd4d50')]).then(function (r) { base.name = abiString(r[0], 0); base.version = abiString(r[1], 0); return base; });
-    });
-  }
-  function gaslessPay(b) {
-    var ds = b.dataset, from, nonce = '0x';
-    crypto.getRandomValues(new Uint8Array(32)).forEach(function (x) { nonce += (x + 256).toString(16).slice(1); });
-    var msg;
-    b.disabled = true;
-    connect(ds.chain).then(function (f) { from = f; return domain(ds.token, ds.chain); }).then(function (dom) {
-      msg = { from: from, to: ds.to, value: ds.value, validAfter: '0', validBefore: ds.validBefore, nonce: nonce };
-      var a = 'address', u = 'uint256';
-      var types = {
-        EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: u }, { name: 'verifyingContract', type: a }],
-        TransferWithAuthorization: [{ name: 'from', type: a }, { name: 'to', type: a }, { name: 'value', type: u }, { name: 'validAfter', type: u }, { name: 'validBefore', type: u }, { name: 'nonce', type: 'bytes32' }]
-      };
-      return eth('eth_signTypedData_v4', [from, JSON.stringify({ types: types, primaryType: 'TransferWithAuthorization', domain: dom, message: msg })]);
-    }).then(function (sig) {
-      return fetch(ds.gasless, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ attempt_id: ds.attempt, from: from, to: ds.to, value: ds.value, valid_after: 0, valid_before: Number(ds.validBefore), nonce: nonce, signature: sig })
-      });
-    }).then(function (r) {
-      return r.json().then(function (body) {
-        if (!r.ok) throw new Error(body.error ? body.error.message : 'The payment could not be sent.');
-        say('Signed. Kasse is sending your payment.');
-      });
-    }).catch(function (err) { failed(b, err); });
-  }
-
   function copy(b) {
     var v = b.dataset.copy, label = b.textContent;
     function done() { b.textContent = 'Copied'; setTimeout(function () { b.textContent = label; }, 1500); }
@@ -146,8 +85,6 @@
     var ds = b.dataset;
     if (ds.copy !== undefined) copy(b);
     else if (b.hasAttribute('data-kasse-cancel') && embed) { e.preventDefault(); tell('cancelled'); }
-    else if (b.hasAttribute('data-wallet')) walletPay(b);
-    else if (ds.gasless) gaslessPay(b);
     else if (ds.key) key(ds.key);
   });
 

@@ -1,27 +1,28 @@
-/** EVM operator commands: deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
+/** EVM operator commands (`kasse evm …`): deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
 import { getAddress, type Address, type Hex } from 'viem';
-import { EvmAdapter } from '../../chains/evm/adapter.ts';
-import { isValidEvmAddress } from '../../chains/evm/address.ts';
-import { deployForwarderFactory, sweepDeposits } from '../../chains/evm/operations.ts';
-import { RpcClient } from '../../chains/evm/rpc.ts';
-import { hotWalletAccount, HOT_WALLET_PATH } from '../../chains/evm/wallet.ts';
-import type { NetworkConfig } from '../../chains/types.ts';
-import type { Kasse } from '../../kasse.ts';
-import { mode, optionalInt, requireString, UsageError, type Command, type Flags } from '../context.ts';
+import { mode, optionalInt, requireString, UsageError, type Flags } from '../../core/flags.ts';
+import type { FamilyCommand, FamilyContext } from '../plugin.ts';
+import type { NetworkConfig } from '../types.ts';
+import { EvmAdapter } from './adapter.ts';
+import { isValidEvmAddress } from './address.ts';
+import { evmSettings } from './config.ts';
+import { deployForwarderFactory, sweepDeposits } from './operations.ts';
+import { RpcClient } from './rpc.ts';
+import { hotWalletAccount, HOT_WALLET_PATH } from './wallet.ts';
 
-function evmNetwork(kasse: Kasse, f: Flags): NetworkConfig {
+function evmNetwork(ctx: FamilyContext, f: Flags): NetworkConfig {
   const m = mode(f);
   const id = requireString(f, 'chain');
-  const network = kasse.chains.network(m, id);
-  if (!network) throw new UsageError(`no ${m} network "${id}" (configured: ${kasse.chains.networks(m).map((n) => n.id).join(', ')})`);
+  const network = ctx.chains.network(m, id);
+  if (!network) throw new UsageError(`no ${m} network "${id}" (configured: ${ctx.chains.networks(m).map((n) => n.id).join(', ')})`);
   if (network.family !== 'evm') throw new UsageError(`${id} is not an EVM network`);
   if (network.rpcUrls.length === 0) throw new UsageError(`${m} network ${id} has no rpc_urls`);
   return network;
 }
 
-function evmAdapter(kasse: Kasse, f: Flags): EvmAdapter {
-  const network = evmNetwork(kasse, f);
-  const adapter = kasse.chains.hasAdapter(mode(f), network.id) ? kasse.chains.adapter(mode(f), network.id) : null;
+function evmAdapter(ctx: FamilyContext, f: Flags): EvmAdapter {
+  const network = evmNetwork(ctx, f);
+  const adapter = ctx.chains.hasAdapter(mode(f), network.id) ? ctx.chains.adapter(mode(f), network.id) : null;
   if (!(adapter instanceof EvmAdapter)) throw new UsageError(`${network.id} has no evm.forwarder_factory in the ${mode(f)} networks file: run \`kasse evm deploy-factory\` first`);
   return adapter;
 }
@@ -33,20 +34,20 @@ function address(f: Flags, name: string): Address | undefined {
   return getAddress(v);
 }
 
-export const evmCommands: Command[] = [
+export const evmCommands: FamilyCommand[] = [
   {
     name: 'evm deploy-factory',
     usage: `evm deploy-factory --chain ID --mode test|live [--treasury 0x…] [--owner 0x…] [--json]   (from the hot wallet: KASSE_HOT_WALLET_KEY or ${HOT_WALLET_PATH} of the master seed)`,
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, treasury: { type: 'string' }, owner: { type: 'string' }, json: { type: 'boolean' } },
-    run: async (kasse, f) => {
-      const network = evmNetwork(kasse, f);
-      const account = hotWalletAccount(kasse.secrets);
-      const treasury = address(f, 'treasury') ?? (network.evm?.treasury as Address | null | undefined) ?? null;
+    run: async (ctx, f) => {
+      const network = evmNetwork(ctx, f);
+      const account = hotWalletAccount(ctx.secrets);
+      const treasury = address(f, 'treasury') ?? (evmSettings(network).treasury as Address | null) ?? null;
       if (!treasury) throw new UsageError('give --treasury 0x… (or evm.treasury in the networks file): where sweeps send the funds');
-      const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: kasse.metrics, log: kasse.log });
+      const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
       const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [account.address, 'latest']));
       if (balance === 0n) throw new UsageError(`the hot wallet ${account.address} has no coin on ${network.id} to pay for the deployment`);
-      const deployed = await deployForwarderFactory({ db: kasse.db, clock: kasse.clock, log: kasse.log }, { network, mode: mode(f), rpc }, account, { treasury, owner: address(f, 'owner') });
+      const deployed = await deployForwarderFactory({ db: ctx.db, clock: ctx.clock, log: ctx.log }, { network, mode: mode(f), rpc }, account, { treasury, owner: address(f, 'owner') });
       return { ...deployed, hot_wallet: account.address, networks_file: { evm: { forwarder_factory: deployed.factory, treasury } } };
     },
   },
@@ -54,9 +55,9 @@ export const evmCommands: Command[] = [
     name: 'evm sweep',
     usage: 'evm sweep --chain ID --mode test|live [--batch N] [--dry-run] [--json]   (moves confirmed deposits to the treasury)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, batch: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
-    run: async (kasse, f) => {
-      const adapter = evmAdapter(kasse, f);
-      return sweepDeposits({ db: kasse.db, clock: kasse.clock, log: kasse.log }, adapter, hotWalletAccount(kasse.secrets), {
+    run: async (ctx, f) => {
+      const adapter = evmAdapter(ctx, f);
+      return sweepDeposits({ db: ctx.db, clock: ctx.clock, log: ctx.log, payments: ctx.payments }, adapter, hotWalletAccount(ctx.secrets), {
         batchSize: optionalInt(f, 'batch'),
         dryRun: f['dry-run'] === true,
       });
@@ -66,20 +67,20 @@ export const evmCommands: Command[] = [
     name: 'evm status',
     usage: 'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; hot wallet)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
-    run: async (kasse, f) => {
-      const network = evmNetwork(kasse, f);
+    run: async (ctx, f) => {
+      const network = evmNetwork(ctx, f);
       const m = mode(f);
-      const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: kasse.metrics, log: kasse.log });
-      const account = hotWalletAccount(kasse.secrets);
+      const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
+      const account = hotWalletAccount(ctx.secrets);
       const [head, balance, cursor] = await Promise.all([
         rpc.request<Hex>('eth_blockNumber').then(BigInt),
         rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt),
-        kasse.db.selectFrom('evm_cursors').selectAll().where('mode', '=', m).where('chain', '=', network.id).executeTakeFirst(),
+        ctx.db.selectFrom('evm_cursors').selectAll().where('mode', '=', m).where('chain', '=', network.id).executeTakeFirst(),
       ]);
       return {
         chain: network.id,
         mode: m,
-        forwarder_factory: network.evm?.forwarderFactory ?? null,
+        forwarder_factory: evmSettings(network).forwarderFactory,
         head: head.toString(),
         cursor: cursor ? cursor.block_number.toString() : null,
         behind: cursor ? (head - BigInt(cursor.block_number)).toString() : null,

@@ -2,7 +2,7 @@
  * A worker loop: calls `tick` every `intervalMs`, or sooner when woken (after a commit that made work). One tick
  * at a time; `stop` waits for the running tick to finish. Errors are logged and the loop goes on.
  */
-import type { Logger } from '../core/log.ts';
+import type { Logger } from './log.ts';
 
 export class Loop {
   private timer: NodeJS.Timeout | null = null;

@@ -1,0 +1,31 @@
+/**
+ * The installed chain families: every folder under src/chains/ with an `index.ts` that default-exports a
+ * `ChainFamily` (plugin.ts) named like the folder, in name order. Finding them here, rather than listing them in the
+ * container, is what makes a new family a new folder and nothing else. Read once per process.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import type { ChainFamily } from './plugin.ts';
+
+const HERE = new URL('./', import.meta.url);
+
+let found: Promise<ChainFamily[]> | null = null;
+
+/** Every installed family (loaded once per process). */
+export function installedFamilies(): Promise<ChainFamily[]> {
+  found ??= discover();
+  return found;
+}
+
+async function discover(): Promise<ChainFamily[]> {
+  const names = readdirSync(HERE, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(new URL(`${d.name}/index.ts`, HERE)))
+    .map((d) => d.name)
+    .sort();
+  const families: ChainFamily[] = [];
+  for (const name of names) {
+    const family = ((await import(new URL(`${name}/index.ts`, HERE).href)) as { default?: ChainFamily }).default;
+    if (!family || family.name !== name) throw new Error(`src/chains/${name}/index.ts must default-export the chain family named "${name}"`);
+    families.push(family);
+  }
+  return families;
+}

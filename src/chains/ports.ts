@@ -1,0 +1,141 @@
+/**
+ * The ports: the only ways a chain family reaches payment data. Kasse injects them into every family it loads
+ * (`FamilyContext` in plugin.ts); the modules implement them. A family therefore never imports a module, a table or
+ * the payment state machine, and a module never imports a family.
+ *
+ *   DepositSink     what a watcher sees: transfers into deposit addresses (in a block or still in the mempool), how far
+ *                   they are confirmed (by depth, or by the chain's own commitment), reorgs and dropped transfers.
+ *                   Implemented by the payments module.
+ *   PaymentsPort    read-only payment data a family's checkout extension, relay and operator commands need.
+ *                   Implemented by the payments module.
+ *   TransferSink    where a family's sender reports how an outgoing transfer ended. Implemented by the transfers
+ *                   module, which hands transfers to senders through `OutgoingSender`.
+ */
+import type { Mode } from '../core/mode.ts';
+import type { Tx } from '../db/index.ts';
+import type { TokenConfig } from './types.ts';
+
+// ---- Deposits ----
+
+/** A transfer named by the chain: its transaction and its position in it (log index, output index, …). */
+export interface TransferKey {
+  txHash: string;
+  /** Position inside the transaction; with txHash it identifies the transfer. */
+  index: number;
+}
+
+/** One transfer into a watched address, as a watcher sees it. */
+export interface DepositObservation extends TransferKey {
+  chain: string;
+  /** Deposit address as issued (adapters compare case-insensitively where the chain does). */
+  address: string;
+  token: string;
+  amount: bigint;
+  from: string | null;
+  /** The block holding the transfer; null for a sighting before any block holds it (a mempool transaction). */
+  blockNumber: bigint | null;
+  blockHash: string | null;
+  /**
+   * When the block was produced, if the chain says. The deposit counts as seen no later than this, so a watcher
+   * catching up after downtime does not turn payments made within the coin hold into late ones.
+   */
+  blockTime?: Date | null;
+}
+
+/** How far a transfer is, for chains whose finality is a commitment level rather than a depth. */
+export interface DepositProgress extends TransferKey {
+  /** Confirmations to compare with the attempt's `confirmations_required` (e.g. 1 at `confirmed`). */
+  confirmations: number;
+  /** The chain says the transfer can no longer be reverted (e.g. `finalized`). */
+  final: boolean;
+}
+
+/** Implemented by the payments module; called by chain watchers. Every method is idempotent. */
+export interface DepositSink {
+  /** Which of `addresses` are deposit addresses Kasse issued on `chain` (any case); returned in canonical form. */
+  watchedAddresses(mode: Mode, chain: string, addresses: string[]): Promise<Map<string, string>>;
+  /**
+   * Records transfers seen in blocks or in the mempool; idempotent on (chain, txHash, index). A transfer reported
+   * again takes the block it is reported in now (a mempool sighting moves into its block).
+   */
+  recordDeposits(mode: Mode, deposits: DepositObservation[]): Promise<void>;
+  /** Depth finality: the chain's head moved; confirmations of deposits in blocks are recounted from it. */
+  headAdvanced(mode: Mode, chain: string, head: bigint): Promise<void>;
+  /** Commitment finality: the chain says how far these transfers are. */
+  depositsProgressed(mode: Mode, chain: string, progress: DepositProgress[]): Promise<void>;
+  /** Blocks at or above `fromBlock` left the chain: their deposits become `orphaned`. */
+  blocksRemoved(mode: Mode, chain: string, fromBlock: bigint): Promise<void>;
+  /** Transfers that will not happen after all (dropped from the mempool, in a skipped slot): `orphaned`. */
+  depositsDropped(mode: Mode, chain: string, transfers: TransferKey[]): Promise<void>;
+}
+
+// ---- Read-only payment data ----
+
+/** A coin choice as a payer-facing relay sees it. */
+export interface CoinChoice {
+  paymentId: string;
+  attemptId: string;
+  mode: Mode;
+  chain: string;
+  token: string;
+  address: string;
+  payAmount: bigint;
+  /** End of the price hold. */
+  expiresAt: Date;
+  /** Still payable: the coin choice is waiting and its payment is not final (the hold's end is the caller's check). */
+  open: boolean;
+}
+
+/** A deposit address holding confirmed money. */
+export interface FundedAddress {
+  /** Lower case. */
+  address: string;
+  /** Derivation index the address was issued with. */
+  index: bigint;
+  /** Highest block holding a confirmed deposit to it. */
+  lastBlock: bigint;
+}
+
+/** Implemented by the payments module: what families may read about payments, and nothing more. */
+export interface PaymentsPort {
+  /** A coin choice of a payment; `no_payment` / `no_attempt` when either does not exist (or do not belong together). */
+  coinChoice(paymentId: string, attemptId: string): Promise<CoinChoice | 'no_payment' | 'no_attempt'>;
+  /** Deposit addresses of `chain` with confirmed or final deposits in blocks, in index order (sweeps). */
+  fundedAddresses(mode: Mode, chain: string): Promise<FundedAddress[]>;
+}
+
+// ---- Outgoing transfers ----
+
+/** A transfer the transfers module hands to a family's sender. */
+export interface TransferRequest {
+  /** Id of the outgoing transfer (`rfd_…` for a refund, `po_…` for a payout); the sender is idempotent on it. */
+  transferId: string;
+  mode: Mode;
+  /** Why it is sent: the module that asked (`refund`, `payout`). */
+  purpose: string;
+  token: TokenConfig;
+  destination: string;
+  amount: bigint;
+}
+
+/** How an outgoing transfer left (or failed to leave) the hot wallet; reported by a sender. */
+export interface TransferResult {
+  transferId: string;
+  status: 'sent' | 'failed';
+  txHash: string | null;
+  error: string | null;
+}
+
+/** Implemented by the transfers module; called by senders. Idempotent: a settled transfer stays as it settled. */
+export interface TransferSink {
+  transferSettled(mode: Mode, result: TransferResult): Promise<void>;
+}
+
+/**
+ * A family's hot-wallet sender of one network and mode. `enqueue` records the transfer durably in the caller's
+ * transaction (no network I/O); the sender's own worker signs, broadcasts and confirms it, then reports through
+ * `TransferSink`.
+ */
+export interface OutgoingSender {
+  enqueue(tx: Tx, request: TransferRequest): Promise<void>;
+}

@@ -1,0 +1,83 @@
+/**
+ * Dashboard users and the email outbox, for the operator.
+ *
+ *   kasse user create --merchant mer_… --email E --role owner|member|viewer [--json]   prints a one-time set-up link
+ *   kasse user list [--merchant mer_…] [--json]
+ *   kasse user setup-link --email E [--json]      a fresh one-time link (set-up, or password reset)
+ *   kasse user reset-2fa --email E [--json]       removes a lost second factor; the user enrols again at sign-in
+ *   kasse mail list [--status uncertain|failed|kept|…] [--json]
+ *   kasse mail show ID [--json]                   a stored mail with its body (mail kept without SMTP)
+ *   kasse mail resend ID [--json]                 sends an uncertain or failed mail again (same Message-ID)
+ *
+ * Everything a command changes is in the audit log as done by the operator.
+ */
+import type { Actor } from '../../modules/audit/service.ts';
+import type { MailStatus } from '../../modules/email/service.ts';
+import { requireString, UsageError, type Command } from '../context.ts';
+
+const operator: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };
+const STATUSES: MailStatus[] = ['pending', 'claimed', 'handed', 'sent', 'failed', 'uncertain', 'kept'];
+
+export const userCommands: Command[] = [
+  {
+    name: 'user create',
+    usage: 'user create --merchant ID --email EMAIL --role owner|member|viewer [--json]   (prints a one-time set-up link, valid 24 hours)',
+    flags: { merchant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (kasse, f) => {
+      const r = await kasse.users.create({ merchantId: requireString(f, 'merchant'), email: requireString(f, 'email'), role: requireString(f, 'role'), actor: operator, invite: false });
+      return { user_id: r.user.id, merchant_id: r.user.merchant_id, email: r.user.email, role: r.user.role, setup_url: r.setup_url, expires_at: r.expires_at };
+    },
+  },
+  {
+    name: 'user list',
+    usage: 'user list [--merchant ID] [--json]',
+    flags: { merchant: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (kasse, f) => ({ data: await kasse.users.listAll(typeof f.merchant === 'string' ? f.merchant : undefined) }),
+  },
+  {
+    name: 'user setup-link',
+    usage: 'user setup-link --email EMAIL [--json]   (a new one-time link; earlier links stop working)',
+    flags: { email: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (kasse, f) => {
+      const r = await kasse.users.setupLink(requireString(f, 'email'), operator);
+      return { user_id: r.user.id, email: r.user.email, setup_url: r.setup_url, expires_at: r.expires_at };
+    },
+  },
+  {
+    name: 'user reset-2fa',
+    usage: 'user reset-2fa --email EMAIL [--json]   (lost phone and recovery codes: signs the user out; they enrol again)',
+    flags: { email: { type: 'string' }, json: { type: 'boolean' } },
+    run: (kasse, f) => kasse.users.resetSecondFactor(requireString(f, 'email'), operator),
+  },
+  {
+    name: 'mail list',
+    usage: `mail list [--status ${STATUSES.join('|')}] [--json]`,
+    flags: { status: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (kasse, f) => {
+      const status = (f.status ?? 'uncertain') as MailStatus;
+      if (!STATUSES.includes(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
+      const data = await kasse.email.byStatus(status);
+      return { data: data.map(({ text: _t, html: _h, ...m }) => m) };
+    },
+  },
+  {
+    name: 'mail show',
+    usage: 'mail show ID [--json]',
+    flags: { json: { type: 'boolean' } },
+    run: (kasse, _f, pos) => {
+      if (!pos[0]) throw new UsageError('give the mail id (eml_…)');
+      return kasse.email.get(pos[0]);
+    },
+  },
+  {
+    name: 'mail resend',
+    usage: 'mail resend ID [--json]   (an uncertain or failed mail; the copy has the same Message-ID)',
+    flags: { json: { type: 'boolean' } },
+    run: async (kasse, _f, pos) => {
+      if (!pos[0]) throw new UsageError('give the mail id (eml_…)');
+      const m = await kasse.email.resend(pos[0]);
+      await kasse.email.runOnce();
+      return kasse.email.get(m.id);
+    },
+  },
+];

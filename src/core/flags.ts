@@ -1,0 +1,27 @@
+/** Flags of operator commands (`kasse …`): parsed by node:util, read through these helpers, refused with UsageError. */
+import type { Mode } from './mode.ts';
+
+/** A command was called wrongly; the CLI prints the message and exits with status 2. */
+export class UsageError extends Error {}
+
+export type Flags = Record<string, string | boolean | undefined>;
+
+export function requireString(flags: Flags, name: string): string {
+  const v = flags[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+export function optionalInt(flags: Flags, name: string): number | undefined {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
+  return Number(v);
+}
+
+/** `--mode test|live`. */
+export function mode(flags: Flags): Mode {
+  const m = requireString(flags, 'mode');
+  if (m !== 'test' && m !== 'live') throw new UsageError('--mode must be test or live');
+  return m;
+}

@@ -1,0 +1,50 @@
+/**
+ * PDF documents (statements, tax invoices) with pdfkit on A4, in DejaVu Sans so text beyond Latin-1 (the rupee
+ * sign, names in Greek or Cyrillic) renders instead of being dropped. Documents are rendered in memory; callers send
+ * the bytes.
+ */
+import { createRequire } from 'node:module';
+import PDFDocument from 'pdfkit';
+
+const require = createRequire(import.meta.url);
+const fontDir = require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf').replace(/DejaVuSans\.ttf$/, '');
+
+export type Pdf = PDFKit.PDFDocument;
+
+/** A4 portrait, 40 pt margins, fonts `regular` and `bold` registered, document info set. */
+export function newPdf(info: { title: string; author: string }): Pdf {
+  const doc = new PDFDocument({ size: 'A4', margin: 40, info: { Title: info.title, Author: info.author, Creator: 'Kasse' } });
+  doc.registerFont('regular', `${fontDir}DejaVuSans.ttf`);
+  doc.registerFont('bold', `${fontDir}DejaVuSans-Bold.ttf`);
+  doc.font('regular');
+  return doc;
+}
+
+/** Ends the document and resolves with its bytes. */
+export function pdfBytes(doc: Pdf): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    doc.on('data', (c: Buffer) => chunks.push(c));
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+    doc.end();
+  });
+}
+
+/** Draws label/value rows as two columns from the current position; returns the y below them. */
+export function rows(doc: Pdf, items: Array<[string, string]>, opts: { x?: number; width?: number; labelWidth?: number; size?: number } = {}): number {
+  const x = opts.x ?? doc.page.margins.left;
+  const width = opts.width ?? doc.page.width - doc.page.margins.left - doc.page.margins.right;
+  const labelWidth = opts.labelWidth ?? width * 0.55;
+  let y = doc.y;
+  doc.fontSize(opts.size ?? 9);
+  for (const [label, value] of items) {
+    const h = Math.max(doc.heightOfString(label, { width: labelWidth - 6 }), doc.heightOfString(value, { width: width - labelWidth }));
+    doc.font('regular').text(label, x, y, { width: labelWidth - 6 });
+    doc.text(value, x + labelWidth, y, { width: width - labelWidth, align: 'right' });
+    y += h + 3;
+  }
+  doc.x = x;
+  doc.y = y;
+  return y;
+}

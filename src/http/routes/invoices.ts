@@ -1,0 +1,79 @@
+/** GST tax invoices: issue one for a paid payment, list, read, and the PDF. */
+import { Type } from 'typebox';
+import type { ApiApp, ApiDeps } from '../api.ts';
+import { Nullable, PaymentIdParam } from '../schemas/common.ts';
+import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
+import { invoiceJson } from '../../modules/invoices/service.ts';
+import { invoicePdf } from '../../modules/invoices/pdf.ts';
+
+const InvoiceRef = Type.Unsafe({ $ref: 'TaxInvoice#' });
+const InvoiceIdParam = Type.Object({ id: Type.String({ pattern: '^txi_[0-9A-Z]{26}$', description: 'Tax invoice id' }) });
+const tags = ['Tax invoices'];
+
+export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+  app.addSchema(TaxInvoiceSchema);
+
+  app.post(
+    '/payments/:id/tax_invoice',
+    {
+      schema: {
+        summary: 'Issue a tax invoice',
+        description:
+          'Issues the GST tax invoice of a paid payment with the next number of the financial year. 422 `invalid_state` for a payment that is not paid or without a tax profile (PATCH /account); 409 `already_invoiced` for a second one; 400 on `customer_state_code` for an `intra` supply outside the seller’s state or an `inter` supply without a state; 503 `fx_unavailable` when no `fx_rate` is given and the FX provider cannot be reached.',
+        tags,
+        params: PaymentIdParam,
+        body: CreateInvoiceBody,
+        response: { 201: InvoiceRef },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body)),
+  );
+
+  app.get(
+    '/tax_invoices',
+    {
+      schema: {
+        summary: 'List tax invoices',
+        description: 'Newest first. `limit` 1 to 100 (default 20); pass `next_cursor` as `cursor` for the next page; `payment_id` finds a payment’s invoice.',
+        tags,
+        querystring: Type.Object(
+          {
+            cursor: Type.Optional(Type.String({ maxLength: 200 })),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+            payment_id: Type.Optional(Type.String({ pattern: '^pay_[0-9A-Z]{36}$' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ data: Type.Array(InvoiceRef), next_cursor: Nullable(Type.String()) }) },
+      },
+    },
+    async (req) => kasse.invoices.list(mode, req.auth.merchantId, req.query),
+  );
+
+  app.get(
+    '/tax_invoices/:id',
+    { schema: { summary: 'Get a tax invoice', tags, params: InvoiceIdParam, response: { 200: InvoiceRef } } },
+    async (req) => invoiceJson(await kasse.invoices.get(mode, req.auth.merchantId, req.params.id)),
+  );
+
+  app.get(
+    '/tax_invoices/:id/pdf',
+    {
+      schema: {
+        summary: 'Download a tax invoice as PDF',
+        description: 'One A4 page (`application/pdf`) with the fields Rule 46 of the CGST Rules asks for.',
+        tags,
+        params: InvoiceIdParam,
+        response: { 200: { description: 'The PDF.', content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } } } },
+      },
+    },
+    async (req, reply) => {
+      const row = await kasse.invoices.get(mode, req.auth.merchantId, req.params.id);
+      const pdf = await invoicePdf(invoiceJson(row), { mode });
+      return reply
+        .header('content-type', 'application/pdf')
+        .header('content-disposition', `inline; filename="${row.number.replace(/\//g, '-')}.pdf"`)
+        .send(pdf as never);
+    },
+  );
+}

@@ -1,0 +1,334 @@
+/**
+ * The email outbox. Any module sends mail by calling `enqueue(tx, message)` inside the transaction that causes it, so
+ * a mail exists exactly when the change it reports was committed; the email worker (`runOnce`, run by the workers
+ * role) sends what is due through SMTP, or keeps it for the dashboard's Mail page when no SMTP server is configured.
+ *
+ * Delivery is at most once as far as SMTP allows (states in src/db/migrations/0010_email.ts): before a message is
+ * offered to the server its row is marked `handed`; a refusal the server answered, or a failure before the offer,
+ * puts it back to `pending` for a retry with backoff (1 min, 5 min, 15 min, 1 h, 3 h, 6 h, 12 h; then `failed`), a
+ * 5xx refusal fails it at once. A connection lost while the server may have taken the message, or a worker that died
+ * while it was `handed`, makes it `uncertain`: it is logged and never sent again on its own (an operator may resend
+ * it with `kasse mail resend`; the copy carries the same Message-ID). Rules and the API: docs/email.md.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import type { Mode } from '../../core/mode.ts';
+import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
+import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { invalidState, notFound } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import type { Logger } from '../../core/log.ts';
+import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import type { EmailOutboxTable } from '../../db/schema.ts';
+import { SmtpTransport, type OutgoingMail, type SmtpSession } from './smtp.ts';
+
+/** NOTIFY channel: mail is due. */
+export const EMAIL_CHANNEL = 'kasse_email';
+
+/** Delays after the 1st … 7th attempt that the server refused for now; the 8th failure is final. */
+export const EMAIL_RETRY_DELAYS_MS = [1 * MINUTE, 5 * MINUTE, 15 * MINUTE, 1 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR] as const;
+export const EMAIL_MAX_ATTEMPTS = EMAIL_RETRY_DELAYS_MS.length + 1;
+/** How long a worker's claim on a batch holds; a message is only offered with at least `SEND_MARGIN_MS` of it left. */
+const CLAIM_LEASE_MS = 10 * MINUTE;
+const SEND_MARGIN_MS = 3 * MINUTE;
+const BATCH = 10;
+
+/** A mail to send. Every string is plain text; `html` is markup the caller built with escaping (see renderEmail). */
+export interface MailMessage {
+  /** The merchant the mail belongs to (null for operator mail); scopes the Mail page. */
+  merchantId: string | null;
+  /** Mode of the object the mail is about; null for account mail (invitations, password resets). */
+  mode: Mode | null;
+  /** What the mail is, dotted like event types: `user.invite`, `user.password_reset`, `subscription.invoice`, … */
+  kind: string;
+  to: string;
+  toName?: string | null;
+  subject: string;
+  text: string;
+  html?: string | null;
+  /** At most one mail per key (e.g. `subscription:<id>:invoice:<period>`); a repeat enqueue is ignored. */
+  dedupeKey?: string | null;
+  /** The mail carries a credential (a sign-in link): the dashboard never shows its body. */
+  sensitive?: boolean;
+}
+
+export type MailStatus = 'pending' | 'claimed' | 'handed' | 'sent' | 'failed' | 'uncertain' | 'kept';
+
+/** A stored mail as the dashboard and the CLI show it. */
+export interface StoredMail {
+  id: string;
+  merchant_id: string | null;
+  mode: Mode | null;
+  kind: string;
+  to: string;
+  to_name: string | null;
+  subject: string;
+  text: string;
+  html: string | null;
+  message_id: string;
+  sensitive: boolean;
+  status: MailStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  sent_at: string | null;
+  created_at: string;
+}
+
+export interface EmailServiceDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  mail: { smtpUrl: string | null; from: string };
+  /** Host part of Message-IDs (the checkout host's name). */
+  messageIdHost: () => string;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export class EmailService {
+  private readonly transport: SmtpTransport | null;
+  private readonly wakers = new Set<() => void>();
+
+  constructor(private readonly deps: EmailServiceDeps) {
+    this.transport = deps.mail.smtpUrl ? new SmtpTransport(deps.mail.smtpUrl) : null;
+  }
+
+  /** Whether mail goes out over SMTP (else it is kept for the dashboard's Mail page). */
+  get sending(): boolean {
+    return this.transport !== null;
+  }
+
+  /**
+   * Writes a mail into the outbox in `db` — the caller's transaction, so it is sent only if that commits. Returns its
+   * id, or null when `dedupeKey` was already used. One statement; workers in every process are woken at commit.
+   */
+  async enqueue(db: DbOrTx, m: MailMessage): Promise<{ id: string } | null> {
+    const id = newId('eml');
+    const now = this.deps.clock.now();
+    const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
+    const { rows } = await sql<{ id: string }>`
+      WITH m AS (
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at)
+        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${m.text}, ${m.html ?? null}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now})
+        ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING id
+      )
+      SELECT id, pg_notify(${EMAIL_CHANNEL}, '') FROM m
+    `.execute(db);
+    if (rows.length === 0) return null;
+    if (!('isTransaction' in db && db.isTransaction) || !afterCommit(db as Tx, () => this.nudge())) this.nudge();
+    return { id };
+  }
+
+  /** The merchant's mail, newest first (the dashboard's Mail page). */
+  async list(merchantId: string, opts: { cursor?: string; limit?: number; statuses?: MailStatus[] } = {}): Promise<{ data: StoredMail[]; next_cursor: string | null }> {
+    const limit = opts.limit ?? 25;
+    let q = this.deps.db.selectFrom('email_outbox').selectAll().where('merchant_id', '=', merchantId);
+    if (opts.statuses) q = q.where('status', 'in', opts.statuses);
+    if (opts.cursor) q = q.where('id', '<', decodeCursor(opts.cursor, /^eml_[0-9A-Z]{26}$/));
+    const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+    const page = rows.slice(0, limit);
+    return { data: page.map(toStored), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+  }
+
+  /** One mail; with `merchantId`, only that merchant's (else 404). */
+  async get(id: string, merchantId?: string): Promise<StoredMail> {
+    let q = this.deps.db.selectFrom('email_outbox').selectAll().where('id', '=', id);
+    if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
+    const row = await q.executeTakeFirst();
+    if (!row) throw notFound('mail');
+    return toStored(row);
+  }
+
+  /** Operator: every mail in a status (uncertain, failed, …), oldest first. */
+  async byStatus(status: MailStatus, limit = 100): Promise<StoredMail[]> {
+    const rows = await this.deps.db.selectFrom('email_outbox').selectAll().where('status', '=', status).orderBy('id').limit(limit).execute();
+    return rows.map(toStored);
+  }
+
+  /** Operator: sends an `uncertain` or `failed` mail again (the copy has the same Message-ID). */
+  async resend(id: string): Promise<StoredMail> {
+    const row = await this.deps.db
+      .updateTable('email_outbox')
+      .set({ status: 'pending', attempts: 0, next_attempt_at: this.deps.clock.now(), last_error: null })
+      .where('id', '=', id)
+      .where('status', 'in', ['uncertain', 'failed'])
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) {
+      await this.get(id);
+      throw invalidState('Only an uncertain or failed mail can be sent again.');
+    }
+    this.nudge();
+    return toStored(row);
+  }
+
+  onWork(waker: () => void): () => void {
+    this.wakers.add(waker);
+    return () => this.wakers.delete(waker);
+  }
+
+  nudge(): void {
+    for (const w of this.wakers) w();
+  }
+
+  /**
+   * One worker pass: settles claims whose worker died, then sends (or keeps) what is due, batch after batch until
+   * nothing is due. Returns the number of mails handled. Tests call it after moving the fake clock.
+   */
+  async runOnce(): Promise<number> {
+    await this.recover();
+    let total = 0;
+    for (;;) {
+      const batch = await this.claim();
+      if (batch.length === 0) return total;
+      total += batch.length;
+      if (!this.transport) await this.keep(batch);
+      else await this.sendBatch(this.transport, batch);
+    }
+  }
+
+  /** Claims of dead workers: `claimed` goes back to pending (nothing was offered), `handed` becomes uncertain. */
+  private async recover(): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.deps.db
+      .updateTable('email_outbox')
+      .set({ status: 'pending', next_attempt_at: now, locked_until: null, lease_token: null })
+      .where('status', '=', 'claimed')
+      .where('locked_until', '<=', now)
+      .execute();
+    const lost = await this.deps.db
+      .updateTable('email_outbox')
+      .set({ status: 'uncertain', locked_until: null, lease_token: null, last_error: 'the worker stopped while handing the message to the SMTP server' })
+      .where('status', '=', 'handed')
+      .where('locked_until', '<=', now)
+      .returning(['id', 'kind', 'to_address'])
+      .execute();
+    for (const r of lost) this.deps.log.warn({ mail: r.id, kind: r.kind }, 'mail may or may not have been delivered (worker stopped mid-send); not resending it on its own');
+  }
+
+  private async claim() {
+    const now = this.deps.clock.now();
+    const token = randomBytes(12).toString('base64url');
+    const { rows } = await sql<RowOf>`
+      UPDATE email_outbox SET status = 'claimed', lease_token = ${token}, locked_until = ${new Date(now.getTime() + CLAIM_LEASE_MS)},
+        attempts = attempts + 1, next_attempt_at = NULL
+      WHERE id IN (
+        SELECT id FROM email_outbox WHERE status = 'pending' AND next_attempt_at <= ${now}
+        ORDER BY next_attempt_at, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED
+      )
+      RETURNING *
+    `.execute(this.deps.db);
+    return rows.sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  private async keep(batch: RowOf[]): Promise<void> {
+    await this.deps.db
+      .updateTable('email_outbox')
+      .set({ status: 'kept', locked_until: null, lease_token: null })
+      .where('id', 'in', batch.map((r) => r.id))
+      .execute();
+    for (const r of batch) {
+      // The body is not logged: it may carry a sign-in link. `kasse mail show <id>` prints it.
+      this.deps.log.info({ mail: r.id, kind: r.kind, to: r.to_address, subject: r.subject }, 'mail kept, not sent (KASSE_SMTP_URL is not set); see the dashboard Mail page or `kasse mail show`');
+    }
+  }
+
+  private async sendBatch(transport: SmtpTransport, batch: RowOf[]): Promise<void> {
+    let session: SmtpSession | null = null;
+    try {
+      for (const row of batch) {
+        if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) {
+          await this.release(row, 'no', false, 'claim ran out before the message could be offered');
+          continue;
+        }
+        if (!session || !session.usable) {
+          session?.close();
+          session = null;
+          try {
+            session = await transport.open();
+          } catch (err) {
+            // Nothing was offered: every mail still in the batch is retried later.
+            const message = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
+            this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
+            for (const r of batch.slice(batch.indexOf(row))) await this.release(r, 'no', false, message);
+            return;
+          }
+        }
+        const handed = await this.deps.db
+          .updateTable('email_outbox')
+          .set({ status: 'handed' })
+          .where('id', '=', row.id)
+          .where('lease_token', '=', row.lease_token)
+          .where('status', '=', 'claimed')
+          .executeTakeFirst();
+        if (handed.numUpdatedRows === 0n) continue;
+        const outcome = await session.send(this.outgoing(row));
+        if (outcome.ok) {
+          await this.deps.db
+            .updateTable('email_outbox')
+            .set({ status: 'sent', sent_at: this.deps.clock.now(), smtp_response: outcome.response.slice(0, 500), locked_until: null, lease_token: null, last_error: null })
+            .where('id', '=', row.id)
+            .where('lease_token', '=', row.lease_token)
+            .execute();
+        } else {
+          await this.release(row, outcome.delivered, outcome.permanent, outcome.error);
+        }
+      }
+    } finally {
+      session?.close();
+    }
+  }
+
+  /** Records a failed try: uncertain, failed for good, or pending again after its backoff. */
+  private async release(row: RowOf, delivered: 'no' | 'unknown', permanent: boolean, error: string): Promise<void> {
+    const now = this.deps.clock.now();
+    const status = delivered === 'unknown' ? 'uncertain' : permanent || row.attempts >= EMAIL_MAX_ATTEMPTS ? 'failed' : 'pending';
+    const next = status === 'pending' ? new Date(now.getTime() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
+    await this.deps.db
+      .updateTable('email_outbox')
+      .set({ status, next_attempt_at: next, last_error: error, locked_until: null, lease_token: null })
+      .where('id', '=', row.id)
+      .where('lease_token', '=', row.lease_token)
+      .execute();
+    const level = status === 'pending' ? 'info' : 'warn';
+    this.deps.log[level]({ mail: row.id, kind: row.kind, status, attempts: row.attempts, error }, status === 'uncertain' ? 'mail may or may not have been delivered; not resending it on its own' : status === 'failed' ? 'mail failed' : 'mail will be retried');
+  }
+
+  private outgoing(row: RowOf): OutgoingMail {
+    return {
+      from: this.deps.mail.from,
+      to: { address: row.to_address, name: row.to_name },
+      subject: row.subject,
+      text: row.text_body,
+      html: row.html_body,
+      messageId: row.message_id,
+      date: row.created_at,
+    };
+  }
+}
+
+type RowOf = Selectable<EmailOutboxTable>;
+
+function toStored(r: RowOf): StoredMail {
+  return {
+    id: r.id,
+    merchant_id: r.merchant_id,
+    mode: r.mode,
+    kind: r.kind,
+    to: r.to_address,
+    to_name: r.to_name,
+    subject: r.subject,
+    text: r.text_body,
+    html: r.html_body,
+    message_id: r.message_id,
+    sensitive: r.sensitive,
+    status: r.status,
+    attempts: r.attempts,
+    next_attempt_at: iso(r.next_attempt_at),
+    last_error: r.last_error,
+    sent_at: iso(r.sent_at),
+    created_at: r.created_at.toISOString(),
+  };
+}

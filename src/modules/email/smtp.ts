@@ -1,0 +1,146 @@
+/**
+ * The SMTP side of the email worker, on nodemailer's SMTP connection and MIME composer (both public parts of
+ * nodemailer). The connection is driven step by step — connect and sign in, then one message at a time — so the
+ * worker can record that a message is being handed over before the server can accept it, and can tell from each
+ * failure whether the server certainly did not take the message (safe to retry) or might have (never resent).
+ */
+import MailComposer from 'nodemailer/lib/mail-composer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+
+export interface OutgoingMail {
+  from: string;
+  to: { address: string; name: string | null };
+  subject: string;
+  text: string;
+  html: string | null;
+  messageId: string;
+  date: Date;
+}
+
+/** What became of one message. */
+export type SendOutcome =
+  | { ok: true; response: string }
+  /**
+   * `delivered: 'no'`: the server refused it with a reply, or the failure came before the message was offered — safe
+   * to send again (`permanent` for a 5xx refusal). `'unknown'`: the connection failed while the server may have been
+   * taking it.
+   */
+  | { ok: false; delivered: 'no' | 'unknown'; permanent: boolean; error: string };
+
+export interface SmtpSession {
+  send(mail: OutgoingMail): Promise<SendOutcome>;
+  /** Whether the connection is still usable for another message. */
+  readonly usable: boolean;
+  close(): void;
+}
+
+interface ServerOptions {
+  host: string;
+  port: number;
+  secure: boolean;
+  auth: { user: string; pass: string } | null;
+}
+
+/** `smtp://[user:pass@]host[:port]` (STARTTLS when offered; port 587) or `smtps://…` (TLS from the start; port 465). */
+export function parseSmtpUrl(url: string): ServerOptions {
+  const u = new URL(url);
+  const secure = u.protocol === 'smtps:';
+  const user = decodeURIComponent(u.username);
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port ? Number(u.port) : secure ? 465 : 587,
+    secure,
+    auth: user ? { user, pass: decodeURIComponent(u.password) } : null,
+  };
+}
+
+type SmtpError = Error & { responseCode?: number; code?: string; command?: string; response?: string };
+
+/** One line for logs and the outbox row: no credentials ever appear in nodemailer's messages. */
+function describe(err: SmtpError): string {
+  return (err.message || String(err)).replace(/\s+/g, ' ').slice(0, 500);
+}
+
+export class SmtpTransport {
+  private readonly server: ServerOptions;
+
+  constructor(
+    url: string,
+    private readonly timeouts = { connectMs: 30_000, socketMs: 60_000 },
+  ) {
+    this.server = parseSmtpUrl(url);
+  }
+
+  /** Opens a connection and signs in; throws (nothing was offered to the server) when that fails. */
+  async open(): Promise<SmtpSession> {
+    const conn = new SMTPConnection({
+      host: this.server.host,
+      port: this.server.port,
+      secure: this.server.secure,
+      connectionTimeout: this.timeouts.connectMs,
+      greetingTimeout: this.timeouts.connectMs,
+      socketTimeout: this.timeouts.socketMs,
+      logger: false,
+    });
+    let broken = false;
+    conn.on('error', () => {
+      broken = true;
+    });
+    conn.on('end', () => {
+      broken = true;
+    });
+    await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
+    if (this.server.auth) {
+      try {
+        await new Promise<void>((resolve, reject) => conn.login({ user: this.server.auth!.user, pass: this.server.auth!.pass }, (err) => (err ? reject(err) : resolve())));
+      } catch (err) {
+        conn.close();
+        throw err;
+      }
+    }
+    return {
+      get usable() {
+        return !broken;
+      },
+      send: async (mail) => {
+        let raw: Buffer;
+        try {
+          raw = await new MailComposer({
+            from: mail.from,
+            to: mail.to.name ? { name: mail.to.name, address: mail.to.address } : mail.to.address,
+            subject: mail.subject,
+            text: mail.text,
+            ...(mail.html ? { html: mail.html } : {}),
+            messageId: mail.messageId,
+            date: mail.date,
+            headers: { 'Auto-Submitted': 'auto-generated' },
+          })
+            .compile()
+            .build();
+        } catch (err) {
+          return { ok: false, delivered: 'no', permanent: true, error: `message could not be built: ${describe(err as SmtpError)}` };
+        }
+        const from = /<([^<>]+)>\s*$/.exec(mail.from)?.[1] ?? mail.from;
+        return new Promise<SendOutcome>((resolve) => {
+          conn.send({ from, to: [mail.to.address] }, raw, (err, info) => {
+            if (!err) return resolve({ ok: true, response: info?.response ?? '' });
+            const e = err as SmtpError;
+            if (typeof e.responseCode === 'number') {
+              // The server answered with a refusal: it did not take the message.
+              return resolve({ ok: false, delivered: 'no', permanent: e.responseCode >= 500, error: describe(e) });
+            }
+            if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') {
+              return resolve({ ok: false, delivered: 'no', permanent: true, error: describe(e) });
+            }
+            broken = true;
+            resolve({ ok: false, delivered: 'unknown', permanent: false, error: describe(e) });
+          });
+        });
+      },
+      close: () => {
+        if (!broken) conn.quit();
+        else conn.close();
+      },
+    };
+  }
+}

@@ -1,0 +1,27 @@
+/** `GET /balance`: what the merchant is owed (the ledger) and what is on the way (payments with money seen). */
+import type { ChainRegistry } from '../../chains/registry.ts';
+import type { Mode } from '../../core/mode.ts';
+import { formatUnits } from '../../core/money.ts';
+import type { DbOrTx } from '../../db/index.ts';
+import type { LedgerService } from '../ledger/ledger.ts';
+import { pendingCents } from './store.ts';
+
+export interface BalanceDeps {
+  db: DbOrTx;
+  chains: ChainRegistry;
+  ledger: LedgerService;
+}
+
+/** The merchant's balance: credited US cents, cents on the way, and coins held for it. */
+export async function merchantBalance(deps: BalanceDeps, mode: Mode, merchantId: string) {
+  const { availableUsdCents, custody } = await deps.ledger.merchantBalance(mode, merchantId);
+  return {
+    available_usd_cents: Number(availableUsdCents),
+    pending_usd_cents: await pendingCents(deps.db, mode, merchantId),
+    custody: custody.map((c) => {
+      const t = deps.chains.token(mode, c.token);
+      const decimals = t?.decimals ?? 0;
+      return { token: c.token, chain: c.token.split(':')[0]!, symbol: t?.symbol ?? c.token.split(':')[1]!.toUpperCase(), amount: c.amount.toString(), amount_display: formatUnits(c.amount, decimals) };
+    }),
+  };
+}

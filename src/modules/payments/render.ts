@@ -1,0 +1,113 @@
+/**
+ * The payment objects as the API shows them (schema.ts), rendered from a payment as loaded or as the engine holds it
+ * after a change. Pure: token decimals, symbols and explorer links come from the chain registry's configuration.
+ */
+import type { ChainRegistry } from '../../chains/registry.ts';
+import { SIMULATED_TX_PREFIX } from '../../chains/types.ts';
+import type { Mode } from '../../core/mode.ts';
+import { formatUnits } from '../../core/money.ts';
+import type { AttemptStatus, DepositStatus, PaymentStatus } from './model.ts';
+import type { Payment, RATE_SOURCES, Refund } from './schema.ts';
+import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store.ts';
+
+type RateSourceName = (typeof RATE_SOURCES)[number];
+
+/** Decimals and display symbol of a token id; ids no longer configured fall back to 0 decimals. */
+function tokenMeta(chains: ChainRegistry, mode: Mode, id: string): { decimals: number; symbol: string } {
+  const t = chains.token(mode, id);
+  return t ? { decimals: t.decimals, symbol: t.symbol } : { decimals: 0, symbol: (id.split(':')[1] ?? id).toUpperCase() };
+}
+
+/** Sum of the non-orphaned deposits of the attempt's own coin (what `received_amount` shows). */
+export function receivedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
+  let sum = 0n;
+  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && d.status !== 'orphaned') sum += BigInt(d.amount);
+  return sum;
+}
+
+/** Confirmed (confirmed or final) amount of the attempt's own coin: what a refund returns. */
+export function confirmedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
+  let sum = 0n;
+  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && (d.status === 'confirmed' || d.status === 'final')) sum += BigInt(d.amount);
+  return sum;
+}
+
+/** The Payment object, fields in the spec's order, every field present. */
+export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: string): Payment {
+  const p = l.row;
+  const mode = p.mode;
+  return {
+    id: p.id,
+    status: p.status as PaymentStatus,
+    price_amount: p.price_amount,
+    price_currency: p.price_currency as 'USD',
+    order_id: p.order_id,
+    description: p.description,
+    checkout_url: `${checkoutBase}/p/${p.id}`,
+    expires_at: p.expires_at.toISOString(),
+    paid_at: p.paid_at?.toISOString() ?? null,
+    paid_attempt_id: p.paid_attempt_id,
+    success_url: p.success_url,
+    cancel_url: p.cancel_url,
+    metadata: (p.metadata ?? {}) as Record<string, unknown>,
+    created_at: p.created_at.toISOString(),
+    attempts: l.attempts.map((a) => {
+      const meta = tokenMeta(chains, mode, a.token);
+      const network = chains.network(mode, a.chain);
+      const received = receivedAmount(a, l.deposits);
+      return {
+        id: a.id,
+        chain: a.chain,
+        token: a.token,
+        symbol: meta.symbol,
+        address: a.address,
+        pay_amount: BigInt(a.pay_amount).toString(),
+        pay_amount_display: formatUnits(BigInt(a.pay_amount), meta.decimals),
+        received_amount: received.toString(),
+        received_amount_display: formatUnits(received, meta.decimals),
+        rate: a.rate,
+        rate_source: a.rate_source as RateSourceName,
+        status: a.status as AttemptStatus,
+        overpaid: a.overpaid,
+        wrong_asset: a.wrong_asset,
+        confirmation_tier: a.confirmation_tier,
+        confirmations_required: a.confirmations_required,
+        expires_at: a.expires_at.toISOString(),
+        uri: a.uri,
+        deposits: l.deposits
+          .filter((d) => d.attempt_id === a.id)
+          .map((d) => {
+            const amount = BigInt(d.amount);
+            return {
+              tx_hash: d.tx_hash,
+              token: d.token,
+              amount: amount.toString(),
+              amount_display: formatUnits(amount, tokenMeta(chains, mode, d.token).decimals),
+              from: d.from_address,
+              block_number: d.block_number === null ? null : d.block_number.toString(),
+              status: d.status as DepositStatus,
+              confirmations: d.confirmations,
+              explorer_url: network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX) ? chains.adapter(mode, a.chain).explorerUrl(d.tx_hash) : null,
+            };
+          }),
+      };
+    }),
+  };
+}
+
+/** The Refund object (see docs/payments.md). */
+export function refundJson(r: RefundRow, chains: ChainRegistry): Refund {
+  const amount = BigInt(r.amount);
+  return {
+    id: r.id,
+    payment_id: r.payment_id,
+    status: r.status,
+    destination: r.destination,
+    token: r.token,
+    amount: amount.toString(),
+    amount_display: formatUnits(amount, chains.token(r.mode, r.token)?.decimals ?? 0),
+    tx_hash: r.tx_hash,
+    note: r.note,
+    created_at: r.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The payment objects as the API shows them — Payment (with its Attempts and their Deposits) and Refund — as TypeBox
+ * schemas. They are the one definition: the API registers them as OpenAPI components and serialises its answers
+ * with them, the store's renderers are typed by them (`Static<>`), and webhook bodies are serialised by the same
+ * compiled serializer (`serializePayment`), so an answer and a webhook cannot disagree on a field.
+ */
+import fastJson from 'fast-json-stringify';
+import { Type, type Static } from 'typebox';
+import { ID_PATTERNS } from '../../core/ids.ts';
+import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
+import { ATTEMPT_STATUSES, DEPOSIT_STATUSES, PAYMENT_STATUSES } from './model.ts';
+
+export const RATE_SOURCES = ['coingecko', 'binance', 'peg'] as const;
+export const RateSource = Enum(RATE_SOURCES, 'Where the rate came from; `peg` for stablecoins at 1.00.');
+
+export const DepositSchema = Type.Object(
+  {
+    tx_hash: Type.String({ description: 'Transaction hash (`0xsim…` for simulated deposits).' }),
+    token: Type.String({ description: 'Token id of the coin that arrived (differs from the attempt\'s on a wrong asset).' }),
+    amount: Amount('Amount in the coin\'s smallest unit.'),
+    amount_display: Type.String({ description: 'Amount in whole coins, exact decimal.' }),
+    from: Nullable(Type.String({ description: 'Sender address, when known.' })),
+    block_number: Nullable(Type.String({ description: 'Block of the transfer as a decimal string; null for simulated deposits.' })),
+    status: Enum(DEPOSIT_STATUSES),
+    confirmations: Type.Integer({ minimum: 0 }),
+    explorer_url: Nullable(Type.String()),
+  },
+  { $id: 'Deposit', additionalProperties: false, description: 'A transfer seen on chain to an attempt\'s address.' },
+);
+export type Deposit = Static<typeof DepositSchema>;
+
+export const AttemptSchema = Type.Object(
+  {
+    id: Type.String({ description: '`att_` + 26 characters.' }),
+    chain: Type.String({ description: 'Network id.' }),
+    token: Type.String({ description: 'Token id `<chain>:<symbol>`.' }),
+    symbol: Nullable(Type.String({ description: 'Display symbol (upper case).' })),
+    address: Type.String({ description: 'Deposit address issued for this choice.' }),
+    pay_amount: Amount('Exact amount to pay, smallest unit, rounded up.'),
+    pay_amount_display: Type.String(),
+    received_amount: Amount('Sum of non-orphaned deposits of this coin (pending included).'),
+    received_amount_display: Type.String(),
+    rate: Type.String({ description: 'US dollars per whole coin when the choice was made.' }),
+    rate_source: RateSource,
+    status: Enum(ATTEMPT_STATUSES),
+    overpaid: Type.Boolean(),
+    wrong_asset: Type.Boolean(),
+    confirmation_tier: Type.Integer({ minimum: 1, description: 'Tier of the network\'s confirmation table applied (1 = smallest amounts).' }),
+    confirmations_required: Nullable(Type.Union([Type.Integer(), Type.String()])),
+    expires_at: DateTime('End of the 10-minute price hold.'),
+    uri: Nullable(Type.String({ description: 'Payment URI (EIP-681, Solana Pay).' })),
+    deposits: Type.Array(Ref<Deposit>('Deposit')),
+  },
+  { $id: 'Attempt', additionalProperties: false, description: 'One coin choice of a payment.' },
+);
+export type Attempt = Static<typeof AttemptSchema>;
+
+export const PaymentSchema = Type.Object(
+  {
+    id: Type.String({ pattern: ID_PATTERNS.pay }),
+    status: Enum(PAYMENT_STATUSES),
+    price_amount: Type.Integer({ description: 'US cents.' }),
+    price_currency: Type.Literal('USD'),
+    order_id: Type.String(),
+    description: Nullable(Type.String()),
+    checkout_url: Type.String({ description: 'Hosted checkout page.' }),
+    expires_at: DateTime('End of the 24-hour payment lifetime.'),
+    paid_at: Nullable(DateTime()),
+    paid_attempt_id: Nullable(Type.String()),
+    success_url: Nullable(Type.String()),
+    cancel_url: Nullable(Type.String()),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    created_at: DateTime(),
+    attempts: Type.Array(Ref<Attempt>('Attempt')),
+  },
+  { $id: 'Payment', additionalProperties: false, description: 'A payment; `GET /payments/{id}` is the source of truth.' },
+);
+/** The Payment object: what the API answers and what `payment.*` webhooks carry as `data`. */
+export type Payment = Static<typeof PaymentSchema>;
+
+export const RefundSchema = Type.Object(
+  {
+    id: Type.String({ description: '`rfd_` + 26 characters.' }),
+    payment_id: Type.String({ pattern: ID_PATTERNS.pay }),
+    status: Enum(['pending', 'sent', 'failed']),
+    destination: Type.String(),
+    token: Type.String(),
+    amount: Amount('Amount refunded, smallest unit: the confirmed money of the attempt holding it.'),
+    amount_display: Type.String(),
+    tx_hash: Nullable(Type.String()),
+    note: Nullable(Type.String()),
+    created_at: DateTime(),
+  },
+  { $id: 'Refund', additionalProperties: false, description: 'A refund of a payment\'s money.' },
+);
+export type Refund = Static<typeof RefundSchema>;
+
+
+/** The schemas above, in dependency order, for registration as OpenAPI components. */
+export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, PaymentSchema, RefundSchema] as const;
+
+/** JSON text of a Payment exactly as the API serialises it (the same schema, the same serializer). */
+export const serializePayment: (payment: Payment) => string = fastJson(PaymentSchema as never, {
+  schema: { Attempt: AttemptSchema, Deposit: DepositSchema } as never,
+}) as (payment: Payment) => string;

@@ -1,0 +1,33 @@
+/**
+ * What statements need from the payouts' own records. The ledger says how much payouts took and sent (see
+ * ledger/payouts.ts); these records give each sent payout's details for `payouts.items` and the operational totals the
+ * reconciliation compares with the ledger. The disbursements module implements this and plugs it in with
+ * `StatementService.usePayouts`; until then a merchant has no payouts.
+ */
+import type { Mode } from '../../core/mode.ts';
+
+export interface SentPayout {
+  id: string;
+  sentAt: Date;
+  usdCents: number | bigint;
+  token: string;
+  /** Smallest units of `token`. */
+  amount: bigint;
+  destination: string;
+  txHash: string | null;
+}
+
+export interface PayoutRecords {
+  /** The merchant's payouts sent in [from, to), oldest first. */
+  sent(mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]>;
+  /**
+   * US cents of the merchant's payouts released in [from, to) (taken from the balance), and of payouts that failed
+   * for good in [from, to) after their release (given back).
+   */
+  totals(mode: Mode, merchantId: string, from: Date, to: Date): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }>;
+}
+
+export const NO_PAYOUTS: PayoutRecords = {
+  sent: async () => [],
+  totals: async () => ({ releasedUsdCents: 0n, failedUsdCents: 0n }),
+};

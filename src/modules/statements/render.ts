@@ -1,0 +1,110 @@
+/**
+ * A statement as a download: CSV (one table, amounts as US dollars with two decimals) and PDF (A4). Pure functions
+ * of the Statement object, so any page or email can offer them.
+ */
+import { formatCents } from '../../core/money.ts';
+import { newPdf, pdfBytes, rows } from '../../core/pdf.ts';
+import type { Statement } from './service.ts';
+
+/** "1,234.56" (negative "-1,234.56") for cents. */
+export function usd(cents: number): string {
+  const [whole, frac] = formatCents(cents).split('.');
+  const sign = whole!.startsWith('-') ? '-' : '';
+  return `${sign}${whole!.replace('-', '').replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${frac}`;
+}
+
+/** One CSV field: quoted when needed; text that a spreadsheet would run as a formula is prefixed with '. */
+function field(v: string | number | null): string {
+  if (v === null) return '';
+  let s = String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const HEADER = ['section', 'item', 'count', 'usd', 'token', 'amount', 'destination', 'tx_hash', 'time'];
+
+/** The statement as CSV (RFC 4180, CRLF line ends, header row first). */
+export function statementCsv(s: Statement): string {
+  const out: Array<Array<string | number | null>> = [HEADER];
+  const row = (section: string, item: string, count: number | null, cents: number | null, rest: Array<string | null> = []) =>
+    out.push([section, item, count, cents === null ? null : formatCents(cents), ...rest]);
+  row('period', s.month, null, null, [null, null, null, null, `${s.from}/${s.to}`]);
+  row('balance', 'opening', null, s.opening_balance_usd_cents);
+  row('payments', 'gross', s.payments.count, s.payments.gross_usd_cents);
+  row('credits', 'value', s.credits.count, s.credits.value_usd_cents);
+  row('credits', 'fee', null, s.credits.fee_usd_cents);
+  row('credits', 'net', null, s.credits.net_usd_cents);
+  row('conversions', 'value', s.conversions.count, s.conversions.value_usd_cents);
+  row('conversions', 'swap_fee', null, s.conversions.swap_fee_usd_cents);
+  row('conversions', 'fee', null, s.conversions.fee_usd_cents);
+  row('conversions', 'net', null, s.conversions.net_usd_cents);
+  row('reversals', 'net', s.reversals.count, s.reversals.net_usd_cents);
+  row('payouts', 'requested', s.payouts.requested_count, s.payouts.requested_usd_cents);
+  row('payouts', 'sent', s.payouts.count, s.payouts.usd_cents);
+  row('balance', 'closing', null, s.closing_balance_usd_cents);
+  row('balance', 'clawback_change', null, s.clawback_change_usd_cents);
+  row('held', 'value', s.held.count, s.held.value_usd_cents);
+  row('reconciliation', 'gap', null, s.reconciliation_gap_usd_cents);
+  for (const c of s.by_coin) row('coin', c.symbol, c.payments, c.value_usd_cents, [c.token, c.received_display]);
+  for (const p of s.payouts.items) row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
+  return out.map((r) => r.map(field).join(',')).join('\r\n') + '\r\n';
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** "March 2026" for "2026-03". */
+export function monthName(month: string): string {
+  const [y, m] = month.split('-');
+  return `${MONTHS[Number(m) - 1]} ${y}`;
+}
+
+/** The statement as an A4 PDF. */
+export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
+  const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
+  const left = doc.page.margins.left;
+  const width = doc.page.width - left - doc.page.margins.right;
+  doc.font('bold').fontSize(16).text(`Statement — ${monthName(s.month)}`);
+  doc.font('regular').fontSize(10).text(who.merchantName);
+  doc.fontSize(9).fillColor('#555').text(`${s.from.slice(0, 10)} to ${s.to.replace('T', ' ').slice(0, 16)} UTC · amounts in US dollars${who.mode === 'test' ? ' · TEST MODE' : ''}`);
+  doc.fillColor('black').moveDown();
+  const section = (title: string) => {
+    doc.moveDown(0.5).font('bold').fontSize(11).text(title, left);
+    doc.moveTo(left, doc.y + 1).lineTo(left + width, doc.y + 1).strokeColor('#999').stroke();
+    doc.moveDown(0.3);
+  };
+  section('Balance');
+  rows(doc, [
+    ['Opening balance', usd(s.opening_balance_usd_cents)],
+    [`Credits in stablecoins (${s.credits.count}): value ${usd(s.credits.value_usd_cents)}, fees ${usd(s.credits.fee_usd_cents)}`, `+${usd(s.credits.net_usd_cents)}`],
+    [
+      `Conversions (${s.conversions.count}): value ${usd(s.conversions.value_usd_cents)}, spread ${usd(s.conversions.swap_fee_usd_cents)}, fees ${usd(s.conversions.fee_usd_cents)}`,
+      `+${usd(s.conversions.net_usd_cents)}`,
+    ],
+    [`Reversals (${s.reversals.count})`, `−${usd(s.reversals.net_usd_cents)}`],
+    [`Payouts released (${s.payouts.requested_count})`, usd(s.payouts.requested_usd_cents)],
+    ['Closing balance', usd(s.closing_balance_usd_cents)],
+    ['Change of the balance below zero (clawback)', usd(s.clawback_change_usd_cents)],
+  ]);
+  section('Activity');
+  rows(doc, [
+    [`Payments credited (${s.payments.count})`, usd(s.payments.gross_usd_cents)],
+    [`Held at the end of the period, not credited (${s.held.count})`, usd(s.held.value_usd_cents)],
+    [`Payouts sent (${s.payouts.count})`, usd(s.payouts.usd_cents)],
+    ['Reconciliation gap', usd(s.reconciliation_gap_usd_cents)],
+  ]);
+  if (s.by_coin.length > 0) {
+    section('By coin');
+    rows(
+      doc,
+      s.by_coin.map((c) => [`${c.symbol} on ${c.chain} — ${c.payments} payment${c.payments === 1 ? '' : 's'}, ${c.received_display} ${c.symbol} received`, usd(c.value_usd_cents)]),
+    );
+  }
+  if (s.payouts.items.length > 0) {
+    section('Payouts sent');
+    for (const p of s.payouts.items) {
+      if (doc.y > doc.page.height - doc.page.margins.bottom - 40) doc.addPage();
+      rows(doc, [[`${p.sent_at.slice(0, 10)} ${p.amount_display} ${p.symbol} to ${p.destination}${p.tx_hash ? ` (${p.tx_hash})` : ''}`, usd(p.usd_cents)]], { labelWidth: width * 0.8 });
+    }
+  }
+  return pdfBytes(doc);
+}

@@ -1,0 +1,252 @@
+/**
+ * Monthly statements (UTC months), computed from the ledger: one pass over the month's postings of the merchant,
+ * grouped by kind, coin, account and currency, the balance at the month's start (from a checkpoint), and what is held
+ * in suspense at the end. `reconciliation_gap_usd_cents` recomputes the month from the operational records (the payment
+ * event log, sent refunds, payouts) and compares it with the ledger's movement of the balance. How each figure is
+ * computed, with a worked example: docs/statements.md.
+ */
+import { sql } from 'kysely';
+import type { ChainRegistry } from '../../chains/registry.ts';
+import type { Mode } from '../../core/mode.ts';
+import type { Clock } from '../../core/clock.ts';
+import { invalid } from '../../core/errors.ts';
+import { formatUnits } from '../../core/money.ts';
+import type { Db } from '../../db/index.ts';
+import { balanceBefore } from '../ledger/checkpoints.ts';
+import { accounts, CREDIT_KINDS, REVERSAL_KINDS, USD } from '../ledger/ledger.ts';
+import { PAYOUT_KINDS } from '../ledger/payouts.ts';
+import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
+
+export interface Statement {
+  month: string;
+  from: string;
+  to: string;
+  opening_balance_usd_cents: number;
+  closing_balance_usd_cents: number;
+  clawback_change_usd_cents: number;
+  reconciliation_gap_usd_cents: number;
+  payments: { count: number; gross_usd_cents: number };
+  credits: { count: number; value_usd_cents: number; fee_usd_cents: number; net_usd_cents: number };
+  held: { count: number; value_usd_cents: number };
+  conversions: { count: number; value_usd_cents: number; swap_fee_usd_cents: number; fee_usd_cents: number; net_usd_cents: number };
+  reversals: { count: number; net_usd_cents: number };
+  payouts: {
+    count: number;
+    usd_cents: number;
+    requested_count: number;
+    requested_usd_cents: number;
+    items: Array<{ id: string; sent_at: string; usd_cents: number; token: string; symbol: string; amount_display: string; destination: string; tx_hash: string | null }>;
+  };
+  by_coin: Array<{ token: string; symbol: string; chain: string; payments: number; received_display: string; value_usd_cents: number }>;
+}
+
+export interface StatementDeps {
+  db: Db;
+  clock: Clock;
+  chains: ChainRegistry;
+}
+
+/** First instants of a `YYYY-MM` month and of the next; 400 on `month` when malformed. */
+export function monthRange(month: string): { from: Date; end: Date } {
+  const m = /^(\d{4})-(\d{2})$/.exec(month);
+  const year = m ? Number(m[1]) : 0;
+  const mon = m ? Number(m[2]) : 0;
+  if (!m || mon < 1 || mon > 12 || year < 1970) throw invalid('month must be a month as YYYY-MM (UTC), e.g. 2026-03', 'month');
+  return { from: new Date(Date.UTC(year, mon - 1, 1)), end: new Date(Date.UTC(year, mon, 1)) };
+}
+
+/** A flat aggregate of the month's postings: one row per kind, coin, account and currency. */
+interface Group {
+  kind: string;
+  token: string | null;
+  account: string;
+  currency: string;
+  n: number;
+  sum: bigint;
+}
+
+const n = (v: bigint) => Number(v);
+
+export class StatementService {
+  private payoutRecords: PayoutRecords = NO_PAYOUTS;
+
+  constructor(private readonly deps: StatementDeps) {}
+
+  /** Where statements read payouts' operational records (the disbursements module plugs its own in). */
+  usePayouts(records: PayoutRecords): void {
+    this.payoutRecords = records;
+  }
+
+  /** The statement of `month` for a merchant; the month in progress runs to now, a month in the future is 400. */
+  async get(mode: Mode, merchantId: string, month: string): Promise<Statement> {
+    const { from, end } = monthRange(month);
+    const now = this.deps.clock.now();
+    if (from > now) throw invalid(`month ${month} has not begun`, 'month');
+    const to = end <= now ? end : now;
+    // Postings are stamped with the clock: the month in progress includes those made at this very millisecond.
+    const until = end <= now ? end : new Date(now.getTime() + 1);
+    const merchant = accounts.merchant(mode, merchantId);
+
+    const [groups, openingDebit, held, operational, payoutItems] = await Promise.all([
+      this.groups(mode, merchantId, from, until),
+      balanceBefore(this.deps.db, merchant, USD, from, now),
+      this.held(mode, merchantId, until),
+      this.operational(mode, merchantId, from, until),
+      this.payoutRecords.sent(mode, merchantId, from, until),
+    ]);
+
+    const pick = (kinds: readonly string[], account: string, currency = USD) =>
+      groups.filter((g) => kinds.includes(g.kind) && g.account === account && g.currency === currency);
+    const total = (gs: Group[]) => gs.reduce((s, g) => s + g.sum, 0n);
+    const count = (gs: Group[]) => gs.reduce((s, g) => s + g.n, 0);
+    const settlement = accounts.settlement(mode);
+    const fees = accounts.fees(mode);
+    const conversion = accounts.conversion(mode);
+    const payouts = accounts.payouts(mode);
+
+    const credit = (kind: string) => ({
+      count: count(pick([kind], settlement)),
+      value: total(pick([kind], settlement)),
+      fee: -total(pick([kind], fees)),
+      swap: -total(pick([kind], conversion)),
+      net: -total(pick([kind], merchant)),
+    });
+    const credits = credit('payment_credit');
+    const conversions = credit('payment_conversion');
+    const reversals = pick(REVERSAL_KINDS, merchant);
+    const released = pick([PAYOUT_KINDS.release], merchant);
+    const sent = pick([PAYOUT_KINDS.sent], payouts);
+
+    // Fees and spreads the ledger charged (less those given back with reversals) on this merchant's postings.
+    const charged = -total(groups.filter((g) => (g.account === fees || g.account === conversion) && g.currency === USD));
+    // Every line on a merchant's balance is in one of its postings (LedgerService.post refuses others).
+    const movement = -total(groups.filter((g) => g.account === merchant && g.currency === USD));
+    const balances = { opening: -openingDebit, closing: -openingDebit + movement };
+    const expected = operational.credited - operational.reversed - operational.payoutsTaken - charged;
+
+    const coins = new Map<string, { payments: number; received: bigint; value: bigint }>();
+    for (const g of groups) {
+      if (!(CREDIT_KINDS as readonly string[]).includes(g.kind) || g.token === null) continue;
+      const c = coins.get(g.token) ?? { payments: 0, received: 0n, value: 0n };
+      if (g.account === settlement && g.currency === USD) {
+        c.payments += g.n;
+        c.value += g.sum;
+      } else if (g.account === accounts.custody(mode, merchantId) && g.currency === g.token) {
+        c.received += g.sum;
+      }
+      coins.set(g.token, c);
+    }
+
+    return {
+      month,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      opening_balance_usd_cents: n(balances.opening),
+      closing_balance_usd_cents: n(balances.closing),
+      clawback_change_usd_cents: n(below(balances.closing) - below(balances.opening)),
+      reconciliation_gap_usd_cents: n(movement - expected),
+      payments: { count: credits.count + conversions.count, gross_usd_cents: n(credits.value + conversions.value) },
+      credits: { count: credits.count, value_usd_cents: n(credits.value), fee_usd_cents: n(credits.fee), net_usd_cents: n(credits.net) },
+      held: { count: held.count, value_usd_cents: n(held.value) },
+      conversions: {
+        count: conversions.count,
+        value_usd_cents: n(conversions.value),
+        swap_fee_usd_cents: n(conversions.swap),
+        fee_usd_cents: n(conversions.fee),
+        net_usd_cents: n(conversions.net),
+      },
+      reversals: { count: count(reversals), net_usd_cents: n(total(reversals)) },
+      payouts: {
+        count: count(sent),
+        usd_cents: n(total(sent)),
+        requested_count: count(released),
+        requested_usd_cents: n(total(released)),
+        items: payoutItems.map((p) => {
+          const meta = this.coin(mode, p.token);
+          return {
+            id: p.id,
+            sent_at: p.sentAt.toISOString(),
+            usd_cents: n(BigInt(p.usdCents)),
+            token: p.token,
+            symbol: meta.symbol,
+            amount_display: formatUnits(p.amount, meta.decimals),
+            destination: p.destination,
+            tx_hash: p.txHash,
+          };
+        }),
+      },
+      by_coin: [...coins]
+        .filter(([, c]) => c.payments > 0)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([token, c]) => {
+          const meta = this.coin(mode, token);
+          return { token, symbol: meta.symbol, chain: meta.chain, payments: c.payments, received_display: formatUnits(c.received, meta.decimals), value_usd_cents: n(c.value) };
+        }),
+    };
+  }
+
+  /** Symbol, network and decimals of a token id; ids no longer configured fall back to the id's parts. */
+  private coin(mode: Mode, token: string): { symbol: string; chain: string; decimals: number } {
+    const t = this.deps.chains.token(mode, token);
+    const [chain = token, symbol = token] = token.split(':');
+    return t ? { symbol: t.symbol, chain: t.chain, decimals: t.decimals } : { symbol: symbol.toUpperCase(), chain, decimals: 0 };
+  }
+
+  /** The month's postings of the merchant in one pass, grouped by kind, coin, account and currency. */
+  private async groups(mode: Mode, merchantId: string, from: Date, to: Date): Promise<Group[]> {
+    const { rows } = await sql<{ kind: string; token: string | null; account: string; currency: string; n: string; sum: string }>`
+      SELECT t.kind, t.token, e.account, e.currency, count(*)::text AS n, sum(e.amount)::text AS sum
+      FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+      WHERE t.merchant_id = ${merchantId} AND t.mode = ${mode} AND t.created_at >= ${from} AND t.created_at < ${to}
+      GROUP BY 1, 2, 3, 4`.execute(this.deps.db);
+    return rows.map((r) => ({ kind: r.kind, token: r.token, account: r.account, currency: r.currency, n: Number(r.n), sum: BigInt(r.sum) }));
+  }
+
+  /** Payments holding money in suspense at `to`, and its value at their attempts' rates. */
+  private async held(mode: Mode, merchantId: string, to: Date): Promise<{ count: number; value: bigint }> {
+    const { rows } = await sql<{ count: string; value: string }>`
+      SELECT count(*)::text AS count, coalesce(sum(value), 0)::text AS value FROM (
+        SELECT payment_id, -sum(amount) FILTER (WHERE currency = ${USD}) AS value FROM (
+          SELECT t.payment_id, e.currency, sum(e.amount) AS amount
+          FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id
+          WHERE e.account IN (${accounts.held(mode, merchantId)}, ${accounts.suspense(mode, merchantId)}) AND t.created_at < ${to}
+          GROUP BY 1, 2
+        ) per_currency
+        GROUP BY 1 HAVING bool_or(amount <> 0)
+      ) per_payment`.execute(this.deps.db);
+    return { count: Number(rows[0]!.count), value: BigInt(rows[0]!.value) };
+  }
+
+  /**
+   * The month from the operational records alone, in US cents at price: payments that became paid (event
+   * `payment.paid`), credits undone by a reorg (`payment.reorged`) or by a sent refund of a payment that had been
+   * paid, and what payouts took from the balance.
+   */
+  private async operational(mode: Mode, merchantId: string, from: Date, to: Date): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
+    const [events, refunds, payouts] = await Promise.all([
+      sql<{ type: string; sum: string }>`
+        SELECT e.type, coalesce(sum(p.price_amount), 0)::text AS sum
+        FROM events e JOIN payments p ON p.id = e.ordering_key
+        WHERE e.merchant_id = ${merchantId} AND e.mode = ${mode} AND e.type IN ('payment.paid', 'payment.reorged')
+          AND e.created_at >= ${from} AND e.created_at < ${to}
+        GROUP BY 1`.execute(this.deps.db),
+      sql<{ sum: string }>`
+        SELECT coalesce(sum(p.price_amount), 0)::text AS sum
+        FROM refunds r JOIN payments p ON p.id = r.payment_id
+        WHERE r.merchant_id = ${merchantId} AND r.mode = ${mode} AND r.status = 'sent' AND p.paid_at IS NOT NULL
+          AND r.settled_at >= ${from} AND r.settled_at < ${to}`.execute(this.deps.db),
+      this.payoutRecords.totals(mode, merchantId, from, to),
+    ]);
+    const of = (type: string) => BigInt(events.rows.find((r) => r.type === type)?.sum ?? 0);
+    return {
+      credited: of('payment.paid'),
+      reversed: of('payment.reorged') + BigInt(refunds.rows[0]!.sum),
+      payoutsTaken: payouts.releasedUsdCents - payouts.failedUsdCents,
+    };
+  }
+}
+
+/** The part of a balance below zero, as a positive amount. */
+function below(balance: bigint): bigint {
+  return balance < 0n ? -balance : 0n;
+}

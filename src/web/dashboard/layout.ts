@@ -1,0 +1,213 @@
+/**
+ * The dashboard's page frame and shared pieces: the document (one stylesheet, one deferred script, both from this
+ * host; the checkout's escaping template and CSP), the header with the test/live switch, the navigation (a registry
+ * other capabilities add their pages to), flash messages, form helpers, and how an error is told to a person.
+ *
+ * Errors: a form that fails answers with the status the API would have used and a sentence written for the person
+ * at the keyboard, with the API's error code beside it (`invalid_state`, …) — never the API's raw message.
+ */
+import type { FastifyReply } from 'fastify';
+import type { Mode } from '../../core/mode.ts';
+import { ApiError, type ErrorCode } from '../../core/errors.ts';
+import { html, type Html } from '../../core/html.ts';
+import { formatCents } from '../../core/money.ts';
+import type { Permission } from '../../modules/users/permissions.ts';
+import { assetUrl } from '../assets.ts';
+import { sendPage } from '../page.ts';
+import type { Ctx } from './context.ts';
+
+/** A page in the navigation. Capabilities add theirs here (e.g. Disbursements), in the order shown. */
+export interface NavEntry {
+  /** Path under `/dashboard/<mode>`, '' for Home. */
+  path: string;
+  label: string;
+  permission: Permission;
+  /** Shown only in these modes (the Mail page is test mode only). */
+  modes?: Mode[];
+}
+
+export const navigation: NavEntry[] = [
+  { path: '', label: 'Home', permission: 'read' },
+  { path: '/payments', label: 'Payments', permission: 'read' },
+  { path: '/links', label: 'Links', permission: 'read' },
+  { path: '/developers', label: 'Developers', permission: 'read' },
+  { path: '/team', label: 'Team', permission: 'read' },
+  { path: '/settings', label: 'Settings', permission: 'read' },
+  { path: '/audit', label: 'Audit log', permission: 'audit.read' },
+  { path: '/mail', label: 'Mail', permission: 'audit.read', modes: ['test'] },
+];
+
+export const usd = (cents: number | bigint) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
+
+/** "2026-03-01 12:00 UTC"; the script shows it in the browser's time zone. */
+export function when(iso: string | Date | null): Html | string {
+  if (iso === null) return '—';
+  const d = typeof iso === 'string' ? new Date(iso) : iso;
+  const text = `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return html`<time datetime="${d.toISOString()}" data-local>${text}</time>`;
+}
+
+export function badge(status: string): Html {
+  return html`<span class="d-badge d-s-${status.replace(/[^a-z_]/g, '')}">${status.replace(/_/g, ' ')}</span>`;
+}
+
+export function csrfField(token: string): Html {
+  return html`<input type="hidden" name="_csrf" value="${token}">`;
+}
+
+/** A small form that posts one action (with the CSRF token). */
+export function actionForm(ctx: Pick<Ctx, 'csrf'>, action: string, label: string, opts: { danger?: boolean; fields?: Html } = {}): Html {
+  return html`<form method="post" action="${action}" class="d-inline">${csrfField(ctx.csrf)}${opts.fields ?? ''}<button type="submit" class="d-btn${opts.danger ? ' d-danger' : ' d-secondary'}">${label}</button></form>`;
+}
+
+/** Messages shown after an action redirected back (`?done=<key>`); the URL never carries free text. */
+const DONE: Record<string, string> = {
+  accepted: 'The payment was accepted as paid.',
+  cancelled: 'The payment was cancelled.',
+  refund: 'The refund was requested. It is sent from the hot wallet and the payment becomes refunded when it is.',
+  link_created: 'The payment link was created.',
+  link_saved: 'The link was saved.',
+  link_off: 'The link was turned off; its page takes no more payments.',
+  link_on: 'The link was turned back on.',
+  webhook_saved: 'The webhook URL was saved.',
+  redelivered: 'A new delivery of the event was queued.',
+  key_revoked: 'The key was revoked. Requests with it now get 401.',
+  invited: 'The invitation was sent.',
+  resent: 'A new invitation was sent; the earlier link no longer works.',
+  role: 'The role was changed.',
+  removed: 'The user was removed and signed out everywhere.',
+  settings: 'Settings were saved.',
+  password: 'Your password was changed. Every other session was signed out.',
+  signed_out: 'You are signed out.',
+  reset_sent: 'If that email belongs to an account, a link to reset its password is on its way. It works for an hour.',
+  password_set: 'Your password is set.',
+  recovery_used: 'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
+  secret_rolled: 'The webhook secret was rolled.',
+};
+
+export function flash(key: unknown): Html | string {
+  const text = typeof key === 'string' ? DONE[key] : undefined;
+  return text ? html`<p class="d-flash" role="status">${text}</p>` : '';
+}
+
+const GENERIC: Partial<Record<ErrorCode, string>> = {
+  invalid_request: 'Something in the form is not right; check the highlighted field.',
+  not_found: 'That item does not exist, or it belongs to another account or mode.',
+  invalid_state: 'That cannot be done now: the item is not in a state that allows it. Reload to see its latest state.',
+  rate_limited: 'Too many attempts. Wait a moment and try again.',
+  price_unavailable: 'There is no current price for that coin. Try again shortly.',
+  chain_paused: 'That network is paused right now.',
+  amount_too_small: 'The amount is below the minimum for that coin.',
+  too_many_attempts: 'This payment already has the most coin choices it can have.',
+  idempotency_conflict: 'This request conflicts with an earlier one.',
+  service_unavailable: 'The service is unavailable right now. Try again shortly.',
+};
+
+/** What to tell a person about an error: our sentence, the API's code, the field to mark. */
+export interface Told {
+  status: number;
+  code: string;
+  message: string;
+  field: string | null;
+}
+
+/**
+ * Turns an error into words for the dashboard. `hints` give the sentence for an `invalid_request` on a field (param →
+ * text); messages of the dashboard's own services (sign-in, team, settings), which are written for people, pass
+ * `own: true` and are shown as they are unless a hint names the field. Anything that is not an ApiError is rethrown (a 500 with a request id).
+ */
+export function tell(err: unknown, hints: Record<string, string> = {}, own = false): Told {
+  if (!(err instanceof ApiError)) throw err;
+  const field = err.param;
+  const hint = field !== null ? hints[field] : undefined;
+  const message = hint ?? (own ? err.message : (hints[err.code] ?? GENERIC[err.code] ?? 'That did not work. Try again.'));
+  return { status: err.status, code: err.code, message, field };
+}
+
+export function errorBox(told: Told | null): Html | string {
+  if (!told) return '';
+  return html`<div class="d-error" role="alert"><p>${told.message}</p><p class="d-code">Error <code>${told.code}</code>${told.field ? html` on <code>${told.field}</code>` : ''}</p></div>`;
+}
+
+/** A labelled input; `told` marks it when its field failed. */
+export function field(o: {
+  name: string;
+  label: string;
+  value?: string | number | null;
+  type?: string;
+  required?: boolean;
+  hint?: string;
+  told?: Told | null;
+  attrs?: Html;
+}): Html {
+  const id = `f-${o.name}`;
+  const bad = o.told?.field === o.name;
+  return html`<div class="d-field${bad ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><input id="${id}" name="${o.name}" type="${o.type ?? 'text'}"${o.value !== undefined && o.value !== null ? html` value="${String(o.value)}"` : ''}${o.required ? html` required` : ''}${bad ? html` aria-invalid="true"` : ''}${o.hint ? html` aria-describedby="${id}-h"` : ''}${o.attrs ?? ''}>${o.hint ? html`<p class="d-hint" id="${id}-h">${o.hint}</p>` : ''}</div>`;
+}
+
+export function select(o: { name: string; label: string; options: Array<[string, string]>; value?: string | null; told?: Told | null; hint?: string }): Html {
+  const id = `f-${o.name}`;
+  return html`<div class="d-field${o.told?.field === o.name ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><select id="${id}" name="${o.name}">${o.options.map(
+    ([v, l]) => html`<option value="${v}"${v === (o.value ?? '') ? html` selected` : ''}>${l}</option>`,
+  )}</select>${o.hint ? html`<p class="d-hint">${o.hint}</p>` : ''}</div>`;
+}
+
+/** A whole dashboard document. */
+export function documentOf(o: { title: string; body: Html; test?: boolean; bare?: boolean }): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<link rel="icon" href="data:,">
+<title>${o.title} · Kasse</title>
+<link rel="stylesheet" href="${assetUrl('dashboard.css')}">
+<script src="${assetUrl('dashboard.js')}" defer></script>
+</head>
+<body class="${o.test ? 'd-testmode' : ''}${o.bare ? ' d-bare' : ''}">
+${o.body}
+</body>
+</html>
+`.value;
+}
+
+/** A signed-in page: header (merchant, mode switch, user), navigation, then the content. */
+export function shell(ctx: Ctx, o: { title: string; active: string; body: Html; wide?: boolean }): string {
+  const base = `/dashboard/${ctx.mode}`;
+  const entries = navigation.filter((n) => ctx.can(n.permission) && (!n.modes || n.modes.includes(ctx.mode)));
+  // The switch keeps the page when it exists in the other mode (the Mail page does not), else goes Home.
+  const pageIn = (m: Mode) => (navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active);
+  const body = html`${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : ''}
+<header class="d-top">
+<a class="d-brand" href="${base}">Kasse</a>
+<span class="d-merchant">${ctx.merchant.name}</span>
+<nav class="d-modes" aria-label="Mode"><a href="/dashboard/test${pageIn('test')}"${ctx.mode === 'test' ? html` aria-current="page"` : ''} class="d-mode-test">Test</a><a href="/dashboard/live${pageIn('live')}"${ctx.mode === 'live' ? html` aria-current="page"` : ''} class="d-mode-live">Live</a></nav>
+<details class="d-user"><summary>${ctx.user.email}</summary><div class="d-menu"><p class="d-role">${ctx.user.role}</p><a href="${base}/account">Account</a><form method="post" action="/dashboard/signout">${csrfField(ctx.csrf)}<button type="submit" class="d-linkbtn">Sign out</button></form></div></details>
+</header>
+<nav class="d-nav" aria-label="Dashboard">${entries.map(
+    (n) => html`<a href="${base}${n.path}"${n.path === o.active ? html` aria-current="page"` : ''}>${n.label}</a>`,
+  )}</nav>
+<main class="d-main${o.wide ? ' d-wide' : ''}" id="main">
+<h1>${o.title}</h1>
+${flash((ctx.req.query as Record<string, unknown>)?.done)}${o.body}
+</main>`;
+  return documentOf({ title: o.title, body, test: ctx.mode === 'test' });
+}
+
+export function send(reply: FastifyReply, status: number, doc: string): FastifyReply {
+  return sendPage(reply, status, doc, 'none');
+}
+
+/** Redirect after a successful action (303 See Other), with a flash key. */
+export function done(reply: FastifyReply, path: string, key?: string): FastifyReply {
+  const sep = path.includes('?') ? '&' : '?';
+  return reply.code(303).header('location', key ? `${path}${sep}done=${key}` : path).send();
+}
+
+/** A page for a refusal (403) or a missing object (404). */
+export function refusal(ctx: Ctx, status: 403 | 404, message: string): FastifyReply {
+  return send(ctx.reply, status, shell(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', active: '', body: html`<p class="d-empty">${message}</p>` }));
+}
+

@@ -1,0 +1,143 @@
+/**
+ * Owners' pages: the audit log and, in test mode, the Mail page (the mail catcher: what the email outbox kept
+ * because no SMTP server is configured, and what it sent).
+ *
+ *   GET /dashboard/<mode>/audit             filters: kind of action, who, dates; cursor paging
+ *   GET /dashboard/test/mail[/<eml>]        the merchant's mail; a mail carrying a sign-in link shows no body
+ *   GET /dashboard/test/mail/<eml>/html     the HTML part alone, under a sandboxing CSP
+ */
+import { invalid } from '../../../core/errors.ts';
+import { html } from '../../../core/html.ts';
+import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { badge, errorBox, field, refusal, select, send, shell, tell, when, type Told } from '../layout.ts';
+import type { Router } from '../routing.ts';
+
+const ACTIONS: Array<[string, string]> = [
+  ['', 'Everything'],
+  ['signin.', 'Sign-ins'],
+  ['payment.', 'Payments'],
+  ['link.', 'Payment links'],
+  ['event.', 'Webhook events'],
+  ['key.', 'API keys'],
+  ['webhook_', 'Webhook URL and secret'],
+  ['user.', 'Team and accounts'],
+  ['settings.', 'Settings'],
+];
+
+function who(a: AuditRecord): string {
+  if (a.actor.type === 'key') return `API key ${a.actor.id ?? ''}`;
+  if (a.actor.type === 'operator') return 'operator (CLI)';
+  return a.actor.label ?? a.actor.id ?? 'unknown';
+}
+
+function day(text: string | undefined, param: string): Date | undefined {
+  if (!text) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || Number.isNaN(Date.parse(`${text}T00:00:00Z`))) throw invalid('date', param);
+  return new Date(`${text}T00:00:00Z`);
+}
+
+export function auditPages(r: Router): void {
+  const { kasse } = r;
+
+  r.page('/audit', 'audit.read', async (ctx, _p, q) => {
+    let told: Told | null = null;
+    let page: Awaited<ReturnType<typeof kasse.audit.list>> = { data: [], next_cursor: null };
+    const users = await kasse.users.list(ctx.merchant.id);
+    const f = { action: q.action ?? '', actor: q.actor ?? '', from: q.from ?? '', to: q.to ?? '' };
+    try {
+      const query: AuditQuery = { limit: 50 };
+      if (f.action) {
+        if (!ACTIONS.some(([v]) => v === f.action)) throw invalid('action', 'action');
+        query.action = f.action;
+      }
+      if (f.actor) query.actorId = f.actor.slice(0, 40);
+      query.from = day(f.from, 'from');
+      const to = day(f.to, 'to');
+      if (to) query.to = new Date(to.getTime() + 86_400_000);
+      if (q.cursor) query.cursor = q.cursor;
+      page = await kasse.audit.list(ctx.merchant.id, query);
+    } catch (err) {
+      told = tell(err, { from: 'Use a date like 2026-03-01.', to: 'Use a date like 2026-03-01.', action: 'Choose from the list.', cursor: 'That page link is not valid; start from the first page.' });
+    }
+    const qs = (extra: Record<string, string>) => {
+      const p = new URLSearchParams();
+      for (const [k, v] of Object.entries({ ...f, ...extra })) if (v) p.set(k, v);
+      return p.toString() ? `?${p}` : '';
+    };
+    const base = `/dashboard/${ctx.mode}/audit`;
+    const body = html`${errorBox(told)}<form method="get" action="${base}" class="d-filters">
+${select({ name: 'action', label: 'What', value: f.action, options: ACTIONS, told })}
+${select({ name: 'actor', label: 'Who', value: f.actor, told, options: [['', 'Anyone'], ...users.map((u) => [u.id, u.email] as [string, string])] })}
+${field({ name: 'from', label: 'From', type: 'date', value: f.from, told })}
+${field({ name: 'to', label: 'To', type: 'date', value: f.to, told })}
+<div class="d-filter-actions"><button type="submit" class="d-btn">Filter</button> <a href="${base}">Clear</a></div></form>
+${
+  page.data.length
+    ? html`<table class="d-table"><thead><tr><th>When</th><th>Who</th><th>What</th><th>Object</th><th>Mode</th><th>From</th></tr></thead><tbody>${page.data.map(
+        (a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${who(a)}</td><td data-label="What"><code>${a.action}</code>${
+          a.details ? html`<details class="d-more"><summary>details</summary><pre class="d-pre">${JSON.stringify(a.details, null, 2)}</pre></details>` : ''
+        }</td><td data-label="Object">${a.target ? html`<code class="d-mono">${a.target.id ?? a.target.type}</code>` : '—'}</td><td data-label="Mode">${a.mode ?? '—'}</td><td data-label="From">${a.actor.ip ?? '—'}</td></tr>`,
+      )}</tbody></table>`
+    : html`<p class="d-empty">Nothing recorded for these filters.</p>`
+}<nav class="d-pager">${q.cursor ? html`<a href="${base}${qs({})}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}${qs({ cursor: page.next_cursor })}" rel="next">Older entries →</a>` : ''}</nav>`;
+    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Audit log', active: '/audit', body, wide: true }));
+  });
+
+  const testOnly = (ctx: Ctx) => (ctx.mode === 'test' ? null : refusal(ctx, 404, 'The Mail page is part of test mode.'));
+
+  r.page('/mail', 'audit.read', async (ctx, _p, q) => {
+    const gone = testOnly(ctx);
+    if (gone) return gone;
+    let told: Told | null = null;
+    let page: Awaited<ReturnType<typeof kasse.email.list>> = { data: [], next_cursor: null };
+    try {
+      page = await kasse.email.list(ctx.merchant.id, { cursor: q.cursor });
+    } catch (err) {
+      told = tell(err, { cursor: 'That page link is not valid; start from the first page.' });
+    }
+    const intro = kasse.email.sending
+      ? 'Mail is sent through the configured SMTP server; this is the record of what your account sent.'
+      : 'No SMTP server is configured (KASSE_SMTP_URL), so mail is kept here instead of being sent, like a mail catcher.';
+    const body = html`${errorBox(told)}<p class="d-hint">${intro}</p>${
+      page.data.length
+        ? html`<table class="d-table"><thead><tr><th>When</th><th>To</th><th>Subject</th><th>Kind</th><th>Status</th></tr></thead><tbody>${page.data.map(
+            (m) => html`<tr><td data-label="When">${when(m.created_at)}</td><td data-label="To">${m.to}</td><td data-label="Subject"><a href="/dashboard/test/mail/${m.id}">${m.subject}</a></td><td data-label="Kind"><code>${m.kind}</code></td><td data-label="Status">${badge(m.status)}</td></tr>`,
+          )}</tbody></table>`
+        : html`<p class="d-empty">No mail yet.</p>`
+    }<nav class="d-pager">${page.next_cursor ? html`<a href="/dashboard/test/mail?cursor=${page.next_cursor}" rel="next">Older mail →</a>` : ''}</nav>`;
+    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Mail', active: '/mail', body, wide: true }));
+  });
+
+  const findMail = async (ctx: Ctx, id: string) => {
+    if (!/^eml_[0-9A-Z]{26}$/.test(id)) return null;
+    return kasse.email.get(id, ctx.merchant.id).catch(() => null);
+  };
+
+  r.page('/mail/:id', 'audit.read', async (ctx, p) => {
+    const gone = testOnly(ctx);
+    if (gone) return gone;
+    const m = await findMail(ctx, p.id!);
+    if (!m) return refusal(ctx, 404, 'There is no such mail for your account.');
+    const body = html`<section class="d-panel"><dl class="d-facts"><dt>To</dt><dd>${m.to_name ? `${m.to_name} <${m.to}>` : m.to}</dd><dt>Subject</dt><dd>${m.subject}</dd><dt>Kind</dt><dd><code>${m.kind}</code></dd><dt>Status</dt><dd>${badge(m.status)}${m.last_error ? html` <span class="d-muted">${m.last_error}</span>` : ''}</dd><dt>Written</dt><dd>${when(m.created_at)}</dd><dt>Sent</dt><dd>${when(m.sent_at)}</dd><dt>Message-ID</dt><dd><code class="d-mono">${m.message_id}</code></dd></dl></section>${
+      m.sensitive
+        ? html`<section class="d-panel"><p class="d-hint">This mail carries a sign-in link for its recipient, so its body is not shown here. The operator can print it with <code>kasse mail show ${m.id}</code>.</p></section>`
+        : html`<section class="d-panel"><h2>Text</h2><pre class="d-pre d-mailtext">${m.text}</pre>${m.html ? html`<p><a href="/dashboard/test/mail/${m.id}/html" target="_blank" rel="noopener">View the HTML part</a></p>` : ''}</section>`
+    }`;
+    return send(ctx.reply, 200, shell(ctx, { title: m.subject, active: '/mail', body, wide: true }));
+  });
+
+  r.page('/mail/:id/html', 'audit.read', async (ctx, p) => {
+    const gone = testOnly(ctx);
+    if (gone) return gone;
+    const m = await findMail(ctx, p.id!);
+    if (!m || m.sensitive || !m.html) return refusal(ctx, 404, 'There is no HTML part to show for this mail.');
+    // The mail's own markup, rendered as a sandboxed document that can run nothing and load nothing.
+    return ctx.reply
+      .code(200)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+      .header('cache-control', 'no-store')
+      .send(m.html);
+  });
+}

@@ -1,0 +1,217 @@
+/**
+ * Developers: API keys, the webhook URL and secret, and the event log — per mode.
+ *
+ *   GET  /dashboard/<mode>/developers                    keys, webhook URL, secret controls
+ *   POST /dashboard/<mode>/developers/keys/roll          owner: a new key (shown once), the mode's old keys revoked
+ *   POST /dashboard/<mode>/developers/keys/<id>/revoke   owner
+ *   POST /dashboard/<mode>/developers/webhook-url        owner, member
+ *   POST /dashboard/<mode>/developers/secret/reveal      owner, with a fresh TOTP code
+ *   POST /dashboard/<mode>/developers/secret/roll        owner, with a fresh TOTP code: deliveries carry two `v1`
+ *                                                        signatures (new and old secret) for 24 hours
+ *   GET  /dashboard/<mode>/developers/events[/<id>]      the event log, each delivery and attempt
+ *   POST /dashboard/<mode>/developers/events/<id>/redeliver
+ *
+ * The webhook secret signs both modes' deliveries (one per merchant, as the spec gives it with the keys).
+ */
+import { invalid } from '../../../core/errors.ts';
+import { ID_PATTERNS } from '../../../core/ids.ts';
+import { html, type Html } from '../../../core/html.ts';
+import { withTx } from '../../../db/index.ts';
+import type { Ctx } from '../context.ts';
+import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
+import type { Router } from '../routing.ts';
+
+interface Shown {
+  /** A new API key, shown once. */
+  key?: string;
+  /** Secrets revealed or rolled. */
+  secrets?: { current: string; previous: string | null; previousUntil: string | null; rolled: boolean };
+}
+
+const TOTP_FIELD = (ctx: Ctx, told: Told | null, name = 'code') =>
+  field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
+
+async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = null, status = 200) {
+  const { kasse, mode } = ctx;
+  const keys = (await kasse.merchants.listKeys(ctx.merchant.id)).filter((k) => k.mode === mode);
+  const base = `/dashboard/${mode}/developers`;
+  const owner = ctx.can('keys.manage');
+  const webhookUrl = ctx.merchant.webhookUrl[mode];
+  const keyPanel = html`<section class="d-panel"><h2>API keys (${mode})</h2>${
+    shown.key
+      ? html`<div class="d-reveal" role="status"><p><strong>Your new ${mode} key.</strong> Copy it now: it is shown only once. The previous ${mode} keys stopped working.</p><p><code class="d-mono d-secretval" id="new-key">${shown.key}</code> <button type="button" class="d-copy" data-copy="${shown.key}">Copy</button></p></div>`
+      : ''
+  }<table class="d-table"><thead><tr><th>Key</th><th>Created</th><th>Status</th><th></th></tr></thead><tbody>${keys.map(
+    (k) => html`<tr><td data-label="Key"><code class="d-mono">kasse_${mode}_…${k.key_hint}</code></td><td data-label="Created">${when(k.created_at)}</td><td data-label="Status">${badge(k.revoked_at ? 'revoked' : 'active')}</td><td>${
+      owner && !k.revoked_at
+        ? html`<form method="post" action="${base}/keys/${k.id}/revoke" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger d-small">Revoke</button></form>`
+        : ''
+    }</td></tr>`,
+  )}</tbody></table>${
+    owner
+      ? html`<form method="post" action="${base}/keys/roll" class="d-form">${csrfField(ctx.csrf)}<p class="d-hint">Rolling issues a new key and revokes this mode's current keys at once.</p><button type="submit" class="d-btn">Roll ${mode} key</button></form>`
+      : html`<p class="d-hint">Only owners can roll or revoke keys.</p>`
+  }</section>`;
+  const urlPanel = html`<section class="d-panel"><h2>Webhook URL (${mode})</h2>${
+    ctx.can('webhooks.write')
+      ? html`<form method="post" action="${base}/webhook-url" class="d-form">${csrfField(ctx.csrf)}${field({
+          name: 'webhook_url',
+          label: 'Events are POSTed here',
+          type: 'url',
+          value: webhookUrl ?? '',
+          told,
+          hint: mode === 'live' ? 'https:// only. Empty removes it (no webhooks are sent).' : 'http:// or https://. Empty removes it.',
+        })}<button type="submit" class="d-btn">Save URL</button></form>`
+      : html`<p>${webhookUrl ? html`<code class="d-mono">${webhookUrl}</code>` : 'Not set.'}</p>`
+  }</section>`;
+  const s = shown.secrets;
+  const secretPanel = html`<section class="d-panel"><h2>Webhook signing secret</h2><p class="d-hint">Deliveries carry <code>Service-Signature: t=…,v1=…</code>, an HMAC-SHA256 with this secret. Both modes use the same secret.</p>${
+    s
+      ? html`<div class="d-reveal" role="status">${s.rolled ? html`<p><strong>New secret.</strong> Copy it now. Until ${when(s.previousUntil)} deliveries carry a second <code>v1</code> signature made with the previous secret, so your endpoint can switch without refusing any.</p>` : ''}<p><code class="d-mono d-secretval" id="webhook-secret">${s.current}</code> <button type="button" class="d-copy" data-copy="${s.current}">Copy</button></p>${
+          s.previous && !s.rolled ? html`<p class="d-hint">The previous secret is still accepted until ${when(s.previousUntil)}.</p>` : ''
+        }</div>`
+      : ''
+  }${
+    owner
+      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(ctx, told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
+<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(ctx, told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
+      : html`<p class="d-hint">Only owners can reveal or roll the secret.</p>`
+  }</section>`;
+  const body = html`${errorBox(told)}${keyPanel}${urlPanel}${secretPanel}<section class="d-panel"><h2>Events</h2><p><a href="${base}/events">Event log with every delivery attempt →</a></p></section>`;
+  ctx.reply.header('cache-control', 'no-store');
+  return send(ctx.reply, status, shell(ctx, { title: 'Developers', active: '/developers', body, wide: true }));
+}
+
+function deliveries(e: Awaited<ReturnType<Ctx['kasse']['webhooks']['get']>>): Html {
+  if (e.deliveries.length === 0) return html`<p class="d-muted">No delivery: no webhook URL was set when it happened.</p>`;
+  return html`${e.deliveries.map(
+    (d) => html`<div class="d-delivery"><p>${badge(d.status)} <code class="d-mono">${d.url}</code> · created ${when(d.created_at)}${d.next_attempt_at ? html` · next attempt ${when(d.next_attempt_at)}` : ''}</p>${
+      d.attempts.length
+        ? html`<table class="d-table"><thead><tr><th>#</th><th>When</th><th>Outcome</th><th>HTTP</th><th class="d-num">ms</th><th>Response</th></tr></thead><tbody>${d.attempts.map(
+            (a) => html`<tr><td data-label="#">${a.attempt}</td><td data-label="When">${when(a.started_at)}</td><td data-label="Outcome">${badge(a.outcome)}</td><td data-label="HTTP">${a.http_status ?? '—'}</td><td data-label="ms" class="d-num">${a.duration_ms}</td><td data-label="Response"><code class="d-mono d-clip">${a.error ?? a.response_body ?? ''}</code></td></tr>`,
+          )}</tbody></table>`
+        : html`<p class="d-muted">Not attempted yet.</p>`
+    }</div>`,
+  )}`;
+}
+
+export function developerPages(r: Router): void {
+  const { kasse } = r;
+
+  r.page('/developers', 'read', async (ctx) => developersPage(ctx));
+
+  r.action('/developers/keys/roll', 'keys.manage', async (ctx) => {
+    const k = await kasse.merchants.rollKey(ctx.merchant.id, ctx.mode, (tx, keyId) =>
+      kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.roll', target: { type: 'key', id: keyId } }),
+    );
+    return developersPage(ctx, { key: k.key });
+  });
+
+  r.action('/developers/keys/:id/revoke', 'keys.manage', async (ctx, _f, p) => {
+    try {
+      if (!/^key_[0-9A-Z]{26}$/.test(p.id!)) throw invalid('bad key id', 'key');
+      const keys = await kasse.merchants.listKeys(ctx.merchant.id);
+      if (!keys.some((k) => k.id === p.id && k.mode === ctx.mode)) throw invalid('not a key of this mode', 'key');
+      await kasse.merchants.revokeKey(p.id!, ctx.merchant.id, (tx) =>
+        kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.revoke', target: { type: 'key', id: p.id! } }),
+      );
+      return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_revoked');
+    } catch (err) {
+      const told = tell(err, { key: 'That key is not an active key of this mode of your account.', not_found: 'That key is not an active key of this mode of your account.' });
+      return developersPage(ctx, {}, told, told.status === 400 ? 404 : told.status);
+    }
+  });
+
+  r.action('/developers/webhook-url', 'webhooks.write', async (ctx, form) => {
+    const url = (form.webhook_url ?? '').trim() || null;
+    try {
+      if (url && url.length > 2048) throw invalid('too long', 'webhook_url');
+      await withTx(kasse.db, async (tx) => {
+        await kasse.merchants.updateSettings(tx, ctx.merchant.id, ctx.mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url }, []);
+        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'webhook_url.update', details: { url } });
+      });
+      return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'webhook_saved');
+    } catch (err) {
+      const told = tell(err, { webhook_url: ctx.mode === 'live' ? 'Enter a full https:// URL (live webhooks go only to https).' : 'Enter a full http:// or https:// URL.' });
+      return developersPage(ctx, {}, told, told.status);
+    }
+  });
+
+  r.action('/developers/secret/reveal', 'keys.manage', async (ctx, form) => {
+    try {
+      await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'webhook_secret.reveal');
+      const { secrets, previousUntil } = await kasse.merchants.webhookSecrets(ctx.merchant.id, kasse.clock.now());
+      await kasse.audit.record(kasse.db, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.reveal' });
+      return developersPage(ctx, { secrets: { current: secrets[0]!, previous: secrets[1] ?? null, previousUntil: previousUntil?.toISOString() ?? null, rolled: false } });
+    } catch (err) {
+      const told = tell(err, {}, true);
+      return developersPage(ctx, {}, told, told.status);
+    }
+  });
+
+  r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
+    try {
+      await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.roll_code ?? '', ctx.meta, 'webhook_secret.roll');
+      const rolled = await kasse.merchants.rollWebhookSecret(ctx.merchant.id, kasse.clock.now(), (tx) =>
+        kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.roll' }),
+      );
+      kasse.webhooks.delivery.forgetSecrets();
+      return developersPage(ctx, { secrets: { current: rolled.webhook_secret, previous: null, previousUntil: rolled.previous_valid_until, rolled: true } });
+    } catch (err) {
+      const told = tell(err, {}, true);
+      return developersPage(ctx, {}, told.field === 'code' ? { ...told, field: 'roll_code' } : told, told.status);
+    }
+  });
+
+  r.page('/developers/events', 'read', async (ctx, _p, q) => {
+    let told: Told | null = null;
+    let page: Awaited<ReturnType<typeof kasse.webhooks.list>> = { data: [], next_cursor: null };
+    try {
+      page = await kasse.webhooks.list(ctx.merchant.id, ctx.mode, { cursor: q.cursor, limit: 25 });
+    } catch (err) {
+      told = tell(err, { cursor: 'That page link is not valid; start from the first page.' });
+    }
+    const base = `/dashboard/${ctx.mode}/developers/events`;
+    const body = html`${errorBox(told)}${
+      page.data.length
+        ? html`<table class="d-table"><thead><tr><th>When</th><th>Type</th><th>Object</th><th>Event</th></tr></thead><tbody>${page.data.map((e) => {
+            const obj = (e.data as { id?: string })?.id ?? '';
+            return html`<tr><td data-label="When">${when(e.created_at)}</td><td data-label="Type">${e.type}</td><td data-label="Object">${
+              obj.startsWith('pay_') ? html`<a href="/dashboard/${ctx.mode}/payments/${obj}">${obj}</a>` : obj
+            }</td><td data-label="Event"><a href="${base}/${e.id}">${e.id}</a></td></tr>`;
+          })}</tbody></table>`
+        : html`<p class="d-empty">No events in this mode yet.</p>`
+    }<nav class="d-pager">${q.cursor ? html`<a href="${base}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}?cursor=${page.next_cursor}" rel="next">Older events →</a>` : ''}</nav>`;
+    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Events', active: '/developers', body, wide: true }));
+  });
+
+  const eventPage = async (ctx: Ctx, id: string, told: Told | null = null, status = 200) => {
+    let e;
+    try {
+      if (!new RegExp(ID_PATTERNS.evt).test(id)) throw invalid('bad id', 'id');
+      e = await kasse.webhooks.get(ctx.merchant.id, ctx.mode, id);
+    } catch (err) {
+      tell(err);
+      return refusal(ctx, 404, 'There is no such event in this mode of your account.');
+    }
+    const body = html`${errorBox(told)}<section class="d-panel"><dl class="d-facts"><dt>Type</dt><dd>${e.type}</dd><dt>When</dt><dd>${when(e.created_at)}</dd><dt>Id</dt><dd><code class="d-mono">${e.id}</code></dd></dl>${
+      ctx.can('webhooks.write')
+        ? html`<form method="post" action="/dashboard/${ctx.mode}/developers/events/${e.id}/redeliver" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-secondary">Redeliver</button></form>`
+        : ''
+    }</section><section class="d-panel"><h2>Deliveries</h2>${deliveries(e)}</section><section class="d-panel"><h2>Body</h2><pre class="d-pre">${JSON.stringify({ id: e.id, type: e.type, created_at: e.created_at, data: e.data }, null, 2)}</pre></section>`;
+    return send(ctx.reply, status, shell(ctx, { title: e.type, active: '/developers', body, wide: true }));
+  };
+
+  r.page('/developers/events/:id', 'read', async (ctx, p) => eventPage(ctx, p.id!));
+
+  r.action('/developers/events/:id/redeliver', 'webhooks.write', async (ctx, _f, p) => {
+    try {
+      if (!new RegExp(ID_PATTERNS.evt).test(p.id!)) throw invalid('bad id', 'id');
+      await kasse.webhooks.redeliver(ctx.merchant.id, ctx.mode, p.id!, { audit: kasse.audit, actor: ctx.actor });
+      return done(ctx.reply, `/dashboard/${ctx.mode}/developers/events/${p.id}`, 'redelivered');
+    } catch (err) {
+      const told = tell(err, { invalid_state: `No webhook URL is set for ${ctx.mode} mode, so the event cannot be sent. Set one on the Developers page.` });
+      return eventPage(ctx, p.id!, told, told.status);
+    }
+  });
+}

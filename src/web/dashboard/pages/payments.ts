@@ -1,0 +1,299 @@
+/**
+ * Home and Payments.
+ *
+ *   GET  /dashboard/<mode>                          balances, custody by coin, 30-day paid volume (SVG), recent payments
+ *   GET  /dashboard/<mode>/payments                 filters (status, order id, dates, coin) and cursor paging
+ *   GET  /dashboard/<mode>/payments.csv             the filtered list as CSV (streamed)
+ *   GET  /dashboard/<mode>/payments/<id>            attempts, deposits (explorer links), event timeline with deliveries
+ *   POST /dashboard/<mode>/payments/<id>/accept|cancel|refund
+ *
+ * Everything goes through the payments and webhooks services with the merchant and mode of the session.
+ */
+import { Readable } from 'node:stream';
+import type { Mode } from '../../../core/mode.ts';
+import { invalid } from '../../../core/errors.ts';
+import { ID_PATTERNS } from '../../../core/ids.ts';
+import { html, type Html } from '../../../core/html.ts';
+import { PAYMENT_STATUSES, type PaymentStatus } from '../../../modules/payments/model.ts';
+import type { PaymentSearch } from '../../../modules/payments/reports.ts';
+import type { Payment } from '../../../modules/payments/schema.ts';
+import type { Ctx } from '../context.ts';
+import { actionForm, badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import type { Router } from '../routing.ts';
+
+const PAGE = 25;
+
+/** The coin a payment was paid in, else its latest choice. */
+function coinOf(p: Payment): string {
+  const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
+  return a ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${a.symbol ?? a.token}` : '—';
+}
+
+export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
+  if (payments.length === 0) return html`<p class="d-empty">No payments${ctx.mode === 'test' ? ' in test mode yet. Create one with a test key, or through a payment link' : ' yet'}.</p>`;
+  return html`<table class="d-table"><thead><tr><th>Created</th><th>Order</th><th>Description</th><th class="d-num">Amount</th><th>Status</th><th>Coin</th></tr></thead><tbody>${payments.map(
+    (p) => html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(p)}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+/** A server-rendered bar chart of paid volume per day. */
+function chart(days: Array<{ day: string; cents: number; count: number }>): Html {
+  const W = 600;
+  const H = 160;
+  const max = Math.max(...days.map((d) => d.cents), 1);
+  const bw = W / days.length;
+  const total = days.reduce((s, d) => s + d.cents, 0);
+  const bars = days.map((d, i) => {
+    const h = Math.round((d.cents / max) * (H - 20));
+    return html`<rect x="${(i * bw + 1).toFixed(1)}" y="${H - h}" width="${(bw - 2).toFixed(1)}" height="${h}" class="d-bar"><title>${d.day}: ${usd(d.cents)} (${d.count} paid)</title></rect>`;
+  });
+  return html`<figure class="d-chart"><svg viewBox="0 0 ${W} ${H + 18}" role="img" aria-labelledby="chart-t chart-d" preserveAspectRatio="none"><title id="chart-t">Paid volume, last 30 days</title><desc id="chart-d">${usd(total)} paid from ${days[0]!.day} to ${days[days.length - 1]!.day}; the highest day ${usd(max === 1 ? 0 : max)}.</desc><line x1="0" y1="${H}" x2="${W}" y2="${H}" class="d-axis"/>${bars}<text x="0" y="${H + 14}" class="d-tick">${days[0]!.day.slice(5)}</text><text x="${W}" y="${H + 14}" text-anchor="end" class="d-tick">${days[days.length - 1]!.day.slice(5)}</text></svg><figcaption>${usd(total)} paid in the last 30 days${max > 1 ? html` · best day ${usd(max)}` : ''}</figcaption></figure>`;
+}
+
+function parseDay(text: string | undefined, param: string): Date | undefined {
+  if (!text) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || Number.isNaN(Date.parse(`${text}T00:00:00Z`))) throw invalid('Use a date like 2026-03-01.', param);
+  return new Date(`${text}T00:00:00Z`);
+}
+
+interface Filters {
+  status: string;
+  order_id: string;
+  from: string;
+  to: string;
+  token: string;
+}
+
+function filtersOf(q: Record<string, string>): { f: Filters; search: PaymentSearch } {
+  const f: Filters = { status: q.status ?? '', order_id: (q.order_id ?? '').slice(0, 128), from: q.from ?? '', to: q.to ?? '', token: q.token ?? '' };
+  const search: PaymentSearch = {};
+  if (f.status) {
+    if (!(PAYMENT_STATUSES as readonly string[]).includes(f.status)) throw invalid('Unknown status.', 'status');
+    search.status = f.status as PaymentStatus;
+  }
+  if (f.order_id) search.order_id = f.order_id;
+  search.from = parseDay(f.from, 'from');
+  const to = parseDay(f.to, 'to');
+  if (to) search.to = new Date(to.getTime() + 86_400_000);
+  if (f.token) search.token = f.token.slice(0, 64);
+  if (q.cursor) search.cursor = q.cursor;
+  return { f, search };
+}
+
+function filterQuery(f: Filters, extra: Record<string, string> = {}): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...f, ...extra })) if (v) p.set(k, v);
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+function filterForm(ctx: Ctx, f: Filters, told: Told | null): Html {
+  const tokens = ctx.kasse.chains.tokens(ctx.mode).map((t) => [t.id, `${t.symbol} (${t.chain})`] as [string, string]);
+  return html`<form method="get" action="/dashboard/${ctx.mode}/payments" class="d-filters">
+${select({ name: 'status', label: 'Status', value: f.status, options: [['', 'Any'], ...PAYMENT_STATUSES.map((s) => [s, s] as [string, string])], told })}
+${field({ name: 'order_id', label: 'Order id', value: f.order_id, told })}
+${field({ name: 'from', label: 'From', type: 'date', value: f.from, told })}
+${field({ name: 'to', label: 'To', type: 'date', value: f.to, told })}
+${select({ name: 'token', label: 'Coin', value: f.token, options: [['', 'Any'], ...tokens], told })}
+<div class="d-filter-actions"><button type="submit" class="d-btn">Filter</button> <a href="/dashboard/${ctx.mode}/payments">Clear</a></div>
+</form>`;
+}
+
+/** CSV field: quoted, and a leading = + - @ (a spreadsheet formula) defused with an apostrophe. */
+function csvField(v: string | number | null): string {
+  let s = v === null ? '' : String(v);
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return `"${s.replace(/"/g, '""')}"`;
+}
+
+const CSV_HEADER = ['id', 'created_at', 'status', 'price_usd', 'price_amount', 'order_id', 'description', 'token', 'pay_amount', 'received_amount', 'paid_at', 'tx_hashes'];
+
+function csvRow(p: Payment): string {
+  const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
+  const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
+  return [p.id, p.created_at, p.status, (p.price_amount / 100).toFixed(2), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at, hashes].map(csvField).join(',') + '\r\n';
+}
+
+/** The attempt whose confirmed money a refund would return, and that amount for display. */
+function refundable(p: Payment): { amount: string; symbol: string; chain: string } | null {
+  if (p.status === 'refunded' || p.status === 'cancelled') return null;
+  for (const a of [...p.attempts].sort((x, y) => (x.id === p.paid_attempt_id ? -1 : y.id === p.paid_attempt_id ? 1 : 0))) {
+    const confirmed = a.deposits.filter((d) => d.token === a.token && (d.status === 'confirmed' || d.status === 'final'));
+    if (confirmed.length > 0) return { amount: a.received_amount_display, symbol: a.symbol ?? a.token, chain: a.chain };
+  }
+  const wrong = p.attempts.flatMap((a) => a.deposits.filter((d) => d.token !== a.token && (d.status === 'confirmed' || d.status === 'final')).map((d) => ({ d, a })));
+  return wrong[0] ? { amount: wrong[0].d.amount_display, symbol: wrong[0].d.token.split(':')[1]!.toUpperCase(), chain: wrong[0].a.chain } : null;
+}
+
+const REFUND_HINTS = {
+  destination: 'Enter a valid address on the network the money came in on.',
+  invalid_state: 'This payment cannot be refunded now: no confirmed money arrived, it is already refunded, or a refund is pending.',
+};
+
+async function detail(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
+  let p: Payment;
+  try {
+    p = await ctx.kasse.payments.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
+  } catch (err) {
+    tell(err);
+    return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
+  }
+  const events = await ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id);
+  const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
+  const staff = ctx.can('payments.write');
+  const money = refundable(p);
+  const actions: Html[] = [];
+  if (staff && (p.status === 'underpaid' || p.status === 'late')) actions.push(actionForm(ctx, `${base}/accept`, 'Accept as paid'));
+  if (staff && p.status === 'waiting' && p.attempts.every((a) => a.deposits.length === 0)) actions.push(actionForm(ctx, `${base}/cancel`, 'Cancel payment', { danger: true }));
+  const refundForm =
+    staff && money
+      ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${money.amount} ${money.symbol}</strong> to an address on ${money.chain}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
+<form method="post" action="${base}/refund" class="d-form">${csrfField(ctx.csrf)}
+${field({ name: 'destination', label: `Destination address on ${money.chain}`, value: values.destination ?? '', required: true, told, attrs: html` autocomplete="off" spellcheck="false"` })}
+${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told, attrs: html` maxlength="500"` })}
+<button type="submit" class="d-btn d-danger">Refund ${money.amount} ${money.symbol}</button></form></section>`
+      : '';
+  const attempts = p.attempts.length
+    ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Address</th><th class="d-num">Asked</th><th class="d-num">Received</th><th>Status</th><th>Deposits</th></tr></thead><tbody>${p.attempts.map(
+        (a) => html`<tr><td data-label="Coin">${a.symbol ?? a.token} <span class="d-muted">${a.chain}</span></td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
+          a.deposits.length
+            ? html`<ul class="d-plain">${a.deposits.map(
+                (d) => html`<li>${d.amount_display} ${d.token.split(':')[1]!.toUpperCase()} · ${badge(d.status)} · ${d.confirmations} conf. · ${
+                  d.explorer_url ? html`<a href="${d.explorer_url}" rel="noopener noreferrer" target="_blank"><code class="d-mono">${d.tx_hash.slice(0, 18)}…</code></a>` : html`<code class="d-mono">${d.tx_hash.slice(0, 18)}…</code>`
+                }</li>`,
+              )}</ul>`
+            : '—'
+        }</td></tr>`,
+      )}</tbody></table>`
+    : html`<p class="d-empty">The payer has not chosen a coin yet.</p>`;
+  const timeline = events.length
+    ? html`<ol class="d-timeline">${events.map(
+        (e) => html`<li><p><strong>${e.type}</strong> · ${when(e.created_at)} · <a href="/dashboard/${ctx.mode}/developers/events/${e.id}">${e.id}</a></p>${
+          e.deliveries.length
+            ? html`<ul class="d-plain">${e.deliveries.map(
+                (d) => html`<li>${badge(d.status)} to <code class="d-mono">${d.url}</code> · ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}${d.attempts.length ? html` · last: ${d.attempts[d.attempts.length - 1]!.outcome}${d.attempts[d.attempts.length - 1]!.http_status ? ` ${d.attempts[d.attempts.length - 1]!.http_status}` : ''}` : ''}</li>`,
+              )}</ul>`
+            : html`<p class="d-muted">Not sent: no webhook URL was set.</p>`
+        }</li>`,
+      )}</ol>`
+    : html`<p class="d-empty">No events yet.</p>`;
+  const body = html`${errorBox(told)}
+<section class="d-panel"><dl class="d-facts">
+<dt>Amount</dt><dd>${usd(p.price_amount)}</dd><dt>Status</dt><dd>${badge(p.status)}</dd>
+<dt>Order id</dt><dd>${p.order_id}</dd><dt>Description</dt><dd>${p.description ?? '—'}</dd>
+<dt>Created</dt><dd>${when(p.created_at)}</dd><dt>Expires</dt><dd>${when(p.expires_at)}</dd><dt>Paid</dt><dd>${when(p.paid_at)}</dd>
+<dt>Payment id</dt><dd><code class="d-mono">${p.id}</code> <button type="button" class="d-copy" data-copy="${p.id}">Copy</button></dd>
+<dt>Checkout</dt><dd><a href="${p.checkout_url}" target="_blank" rel="noopener noreferrer">${p.checkout_url}</a></dd>
+<dt>Metadata</dt><dd><pre class="d-pre">${JSON.stringify(p.metadata, null, 2)}</pre></dd>
+</dl>${actions.length ? html`<div class="d-actions">${actions}</div>` : ''}</section>
+${refundForm}
+<section class="d-panel"><h2>Coin choices and deposits</h2>${attempts}</section>
+<section class="d-panel"><h2>Timeline</h2>${timeline}</section>`;
+  return send(ctx.reply, status, shell(ctx, { title: `Payment ${p.order_id}`, active: '/payments', body, wide: true }));
+}
+
+export function paymentPages(r: Router): void {
+  const { kasse } = r;
+
+  r.page('', 'read', async (ctx) => {
+    const [balance, days, recent] = await Promise.all([
+      kasse.payments.balance(ctx.mode, ctx.merchant.id),
+      kasse.payments.reports.paidVolumeByDay(ctx.mode, ctx.merchant.id, 30, kasse.clock.now()),
+      kasse.payments.list(ctx.mode, ctx.merchant.id, { limit: 8 }),
+    ]);
+    const body = html`<div class="d-cards">
+<section class="d-stat"><h2>Available</h2><p class="d-big">${usd(balance.available_usd_cents)}</p><p class="d-muted">credited, after fees</p></section>
+<section class="d-stat"><h2>Pending</h2><p class="d-big">${usd(balance.pending_usd_cents)}</p><p class="d-muted">seen on chain, confirming</p></section>
+</div>
+<section class="d-panel"><h2>Paid volume</h2>${chart(days)}</section>
+<section class="d-panel"><h2>Custody by coin</h2>${
+      balance.custody.length
+        ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Held</th></tr></thead><tbody>${balance.custody.map(
+            (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${c.chain}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
+          )}</tbody></table>`
+        : html`<p class="d-empty">No coins held yet.</p>`
+    }</section>
+<section class="d-panel"><h2>Recent payments</h2>${paymentsTable(ctx, recent.data)}<p><a href="/dashboard/${ctx.mode}/payments">All payments →</a></p></section>`;
+    return send(ctx.reply, 200, shell(ctx, { title: 'Home', active: '', body, wide: true }));
+  });
+
+  r.page('/payments', 'read', async (ctx, _p, q) => {
+    let told: Told | null = null;
+    let f: Filters = { status: '', order_id: '', from: '', to: '', token: '' };
+    let list: { data: Payment[]; next_cursor: string | null } = { data: [], next_cursor: null };
+    try {
+      const parsed = filtersOf(q);
+      f = parsed.f;
+      list = await kasse.payments.reports.search(ctx.mode, ctx.merchant.id, { ...parsed.search, limit: PAGE });
+    } catch (err) {
+      told = tell(err, { status: 'Choose a status from the list.', cursor: 'That page link is not valid; start from the first page.', from: 'Use a date like 2026-03-01.', to: 'Use a date like 2026-03-01.' });
+    }
+    const body = html`${errorBox(told)}${filterForm(ctx, f, told)}
+<p class="d-toolbar"><a class="d-btn d-secondary" href="/dashboard/${ctx.mode}/payments.csv${filterQuery(f)}" download>Export CSV</a></p>
+${paymentsTable(ctx, list.data)}
+<nav class="d-pager" aria-label="Pages">${q.cursor ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f)}">First page</a>` : ''}${
+      list.next_cursor ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f, { cursor: list.next_cursor })}" rel="next">Older payments →</a>` : ''
+    }</nav>`;
+    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Payments', active: '/payments', body, wide: true }));
+  });
+
+  r.page('/payments.csv', 'read', async (ctx, _p, q) => {
+    let search: PaymentSearch;
+    try {
+      search = filtersOf(q).search;
+    } catch (err) {
+      const told = tell(err);
+      return ctx.reply.code(told.status).header('content-type', 'text/plain; charset=utf-8').send(`${told.message} (${told.code})\n`);
+    }
+    const mode: Mode = ctx.mode;
+    const merchantId = ctx.merchant.id;
+    async function* rows() {
+      yield CSV_HEADER.join(',') + '\r\n';
+      let cursor: string | undefined;
+      do {
+        const page = await kasse.payments.reports.search(mode, merchantId, { ...search, cursor, limit: 500 });
+        yield page.data.map(csvRow).join('');
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+    }
+    return ctx.reply
+      .header('content-type', 'text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="payments-${mode}-${kasse.clock.now().toISOString().slice(0, 10)}.csv"`)
+      .header('cache-control', 'no-store')
+      .send(Readable.from(rows()));
+  });
+
+  const idOk = (id: string) => new RegExp(ID_PATTERNS.pay).test(id);
+
+  r.page('/payments/:id', 'read', async (ctx, p) => (idOk(p.id!) ? detail(ctx, p.id!) : refusal(ctx, 404, 'There is no such payment in this mode of your account.')));
+
+  for (const act of ['accept', 'cancel'] as const) {
+    r.action(`/payments/:id/${act}`, 'payments.write', async (ctx, _form, p) => {
+      const scope = { mode: ctx.mode, merchantId: ctx.merchant.id };
+      try {
+        if (!idOk(p.id!)) throw invalid('bad id', 'id');
+        await (act === 'accept' ? kasse.payments.accept(scope, p.id!, ctx.actor) : kasse.payments.cancel(scope, p.id!, ctx.actor));
+        return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, act === 'accept' ? 'accepted' : 'cancelled');
+      } catch (err) {
+        const told = tell(err, { invalid_state: act === 'accept' ? 'Only an underpaid or late payment can be accepted.' : 'Only a waiting payment with no money seen can be cancelled.' });
+        return detail(ctx, p.id!, told, {}, told.status);
+      }
+    });
+  }
+
+  r.action('/payments/:id/refund', 'payments.write', async (ctx, form, p) => {
+    try {
+      const destination = (form.destination ?? '').trim();
+      if (!destination) throw invalid('destination is required', 'destination');
+      const note = (form.note ?? '').trim();
+      if (note.length > 500) throw invalid('note is too long', 'note');
+      await kasse.payments.refunds.create({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id!, { destination, ...(note ? { note } : {}) }, ctx.actor);
+      return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'refund');
+    } catch (err) {
+      const told = tell(err, { ...REFUND_HINTS, note: 'Keep the note under 500 characters.' });
+      return detail(ctx, p.id!, told, form, told.status);
+    }
+  });
+}
+
+

@@ -1,0 +1,67 @@
+/**
+ * Chain families are plugins: each folder under src/chains/ with an index.ts is found and loaded by name, its
+ * migrations keep their place among the core's, and the house rules hold — chain code reaches payment data only
+ * through the ports (nothing under src/chains imports src/modules or src/web), and EVM specifics live only under
+ * src/chains/evm (comments aside).
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { installedFamilies } from '../../src/chains/families.ts';
+import { migrations } from '../../src/db/migrations/index.ts';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? files(p) : /\.(ts|js)$/.test(name) ? [p] : [];
+  });
+}
+
+/** The text without comments (block, line, and JSDoc), roughly: enough to tell code from prose. */
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+}
+
+test('families are found by folder, named like it, and their migrations keep the global order', async () => {
+  const families = await installedFamilies();
+  const folders = readdirSync(join(SRC, 'chains')).filter((d) => statSync(join(SRC, 'chains', d)).isDirectory()).sort();
+  assert.deepEqual(families.map((f) => f.name), folders);
+  assert.ok(folders.includes('evm') && folders.includes('solana'));
+  const names = [...Object.keys(migrations), ...families.flatMap((f) => Object.keys(f.migrations ?? {}))];
+  assert.equal(new Set(names).size, names.length, 'no two migrations share a name');
+  assert.deepEqual(names.sort().slice(0, 7), ['0001_foundation', '0002_payments', '0003_webhooks', '0004_evm', '0005_links', '0006_evm_sender', '0007_transfers']);
+  for (const f of families) {
+    assert.equal(typeof f.format.isValidAddress, 'function', f.name);
+    for (const c of f.commands ?? []) assert.ok(c.name.startsWith(`${f.name} `), `${c.name} is under its family's name`);
+  }
+});
+
+test('nothing under src/chains imports src/modules, src/web or the container', () => {
+  const offending: string[] = [];
+  for (const file of files(join(SRC, 'chains'))) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)) {
+      const spec = m[1]!;
+      if (!spec.startsWith('.')) continue;
+      const target = relative(SRC, resolve(dirname(file), spec));
+      if (/^(modules|web|http|cli|workers)\//.test(target) || target === 'kasse.ts') offending.push(`${relative(SRC, file)} → ${target}`);
+    }
+  }
+  assert.deepEqual(offending, []);
+});
+
+test('EVM specifics live only under src/chains/evm', () => {
+  const offending: string[] = [];
+  for (const file of files(SRC)) {
+    if (relative(SRC, file).startsWith(join('chains', 'evm'))) continue;
+    code(readFileSync(file, 'utf8'))
+      .split('\n')
+      .forEach((line, i) => {
+        if (/viem|ethereum|eip-?3009|eip-?712|evm/i.test(line)) offending.push(`${relative(SRC, file)}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(offending, []);
+});
