@@ -1,10 +1,12 @@
 /* Kasse checkout: paying a Solana coin choice from a browser wallet found through the Wallet Standard (the way
    Phantom, Solflare, Backpack and others announce themselves to a page). Kasse builds the transaction; the wallet
    signs it. "Pay with Solana wallet" signs and sends it from the wallet; "Pay USDC by signature" only signs (Kasse's
-   hot wallet pays the fee, the payer needs no SOL) and posts it to Kasse's relay. No dependencies; no inline code. */
+   hot wallet pays the fee, the payer needs no SOL) and posts it to Kasse's relay. Both buttons stay hidden without
+   such a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say). No dependencies. */
 (function () {
   'use strict';
-  var d = document, w = window, wallets = [];
+  var d = document, w = window, wallets = [], page = w.kassePage;
+  if (!page) return;
 
   function solanaWallet(x) {
     return x && x.features && x.features['standard:connect'] && (x.features['solana:signTransaction'] || x.features['solana:signAndSendTransaction']) &&
@@ -56,10 +58,9 @@
         }
         return wallet.features['solana:signAndSendTransaction'].signAndSendTransaction({ account: account, transaction: tx, chain: chain });
       })
-      .then(function () { b.textContent = 'Payment sent; waiting for the network…'; })
+      .then(function () { b.textContent = 'Payment sent; waiting for the network…'; page.say('Transaction sent. Waiting for the network to see it.'); })
       .catch(function (err) { b.disabled = false; error(String((err && err.message) || err)); });
   });
 
-  if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', show); else show();
-  new MutationObserver(show).observe(d.documentElement, { childList: true, subtree: true });
+  page.onRender(show);
 })();
