@@ -27,7 +27,7 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { insertAttempt, insertPayment, insertPaymentStatement, listPaymentIds, loadPayment, loadPayments, merchantName, nextAddressIndex, type AttemptRow, type Loaded, type PaymentRow, type PaymentScope } from './store.ts';
+import { insertAttempt, insertPayment, insertPaymentStatement, listPaymentIds, loadPayment, loadPayments, nextAddressIndex, type AttemptRow, type Loaded, type PaymentRow, type PaymentScope } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;
@@ -219,10 +219,9 @@ export class PaymentService {
    */
   private async issue(mode: Mode, token: TokenConfig, priceCents: number, payee: { merchantId: string; description: string | null }): Promise<Issued> {
     const priced = await this.catalogue.price(mode, token, priceCents);
-    const index = await nextAddressIndex(this.deps.db);
+    const { index, merchantName: label } = await nextAddressIndex(this.deps.db, payee.merchantId);
     const adapter = this.deps.chains.adapter(mode, token.chain);
     const address = await adapter.deriveAddress(index);
-    const label = await merchantName(this.deps.db, payee.merchantId);
     return { ...priced, index, address, uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }) };
   }
 
