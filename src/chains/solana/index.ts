@@ -1,13 +1,14 @@
 /**
  * The Solana chain family (mainnet, devnet, and the test harness's local node): its networks' `solana` settings,
  * its address format and Solana Pay URIs, its tables, and when Kasse opens, a `SolanaAdapter` for every `solana`
- * network with RPC URLs — in test mode always, in live mode once the networks file names a `solana.treasury` (the
- * operator has said where swept funds go; until then live Solana is unavailable, 503 `chain_paused`) — each with its
- * crash-safe hot-wallet sender; the workers role's loops (a slot watcher per followed network, one sender loop, the
+ * network that has RPC URLs and a `solana.treasury` (the operator has said where swept funds go; until then the
+ * network is simulated in test mode and unavailable in live mode, 503 `chain_paused`, and the registry says why),
+ * each with its crash-safe hot-wallet sender; the workers role's loops (a slot watcher per followed network, one sender loop, the
  * sweeps operators enable); the checkout's wallet buttons, script and endpoints (payments from a browser wallet,
  * USDC by signature with the hot wallet as fee payer); and the `kasse solana …` commands. Everything Solana lives in
  * this folder. Docs: docs/solana.md.
  */
+import { createHash } from 'node:crypto';
 import { Loop } from '../../core/loop.ts';
 import { MODES, type Mode } from '../../core/mode.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
@@ -46,9 +47,13 @@ function load(ctx: FamilyContext): LoadedFamily {
   const adapters: SolanaAdapter[] = [];
   for (const mode of MODES) {
     for (const network of ctx.chains.networks(mode)) {
-      if (network.family !== 'solana' || network.rpcUrls.length === 0) continue;
-      if (mode === 'live' && !solanaSettings(network).treasury) {
-        ctx.log.debug({ chain: network.id }, 'live solana network without solana.treasury: no adapter registered');
+      if (network.family !== 'solana') continue;
+      if (network.rpcUrls.length === 0) {
+        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
+        continue;
+      }
+      if (!solanaSettings(network).treasury) {
+        ctx.chains.explainMissing(mode, network.id, 'no treasury for sweeps (set "solana.treasury" in the networks file)');
         continue;
       }
       const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys });
@@ -107,8 +112,9 @@ const solana: ChainFamily = {
   format: {
     isValidAddress: isSolanaAddress,
     addressFromBytes: (bytes) => encodeBase58(bytes.subarray(0, 32)),
-    // Keyless simulator addresses have no reference key: the URI names the recipient, amount, mint, label and message.
-    paymentUri: (_network, token, address, amount, context) => transferRequestUri({ recipient: address, amount, token, label: context?.label, message: context?.message }),
+    // Keyless simulator addresses: their reference is a hash of the address (nothing to keep unlinkable there).
+    paymentUri: (_network, token, address, amount, context) =>
+      transferRequestUri({ recipient: address, amount, token, reference: encodeBase58(createHash('sha256').update(`kasse/solana/reference|${address}`).digest()), label: context?.label, message: context?.message }),
   },
   networks: {
     contract: { canonical: (value) => (isSolanaAddress(value) ? value : null), name: 'a Solana address' },
