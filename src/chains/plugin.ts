@@ -21,7 +21,7 @@ import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
 import type { Secrets } from '../core/secrets.ts';
-import type { Db } from '../db/index.ts';
+import type { Db, Tx } from '../db/index.ts';
 import type { DepositSink, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
@@ -36,7 +36,23 @@ export interface AddressFormat {
    */
   addressFromBytes(bytes: Uint8Array): string;
   /** Payment URI (EIP-681, Solana Pay, BIP-21, …) asking for `amount` of `token` at `address`, or null. */
-  paymentUri(network: NetworkConfig, token: TokenConfig, address: string, amount: bigint): string | null;
+  paymentUri(network: NetworkConfig, token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null;
+}
+
+/** What a wallet may show the payer beside a payment URI, for URI formats that carry it (Solana Pay's label, message). */
+export interface PaymentUriContext {
+  /** Who is paid: the merchant's display name. */
+  label?: string | null;
+  /** What for: the payment's description. */
+  message?: string | null;
+}
+
+/** A coin choice just issued on an adapter's network (`ChainAdapter.addressIssued`). */
+export interface IssuedAddress {
+  token: TokenConfig;
+  address: string;
+  /** Derivation index the address was made with. */
+  index: bigint;
 }
 
 /** How the family's networks are read from the networks files (src/chains/networks.ts). */
@@ -77,7 +93,13 @@ export interface ChainAdapter {
   /** Deterministic deposit address number `index` derived from the operator's master seed. */
   deriveAddress(index: bigint): Promise<string>;
   /** Payment URI (EIP-681, BIP-21, Solana Pay, …) or null when the chain has none. */
-  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null;
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null;
+  /**
+   * Optional: a coin choice was issued on this network. Called inside the transaction that stores it, so the family
+   * can record durable work for the address in its own tables (e.g. opening a token account for it from the hot
+   * wallet, for its sender to do); no network I/O here.
+   */
+  addressIssued?(tx: Tx, issued: IssuedAddress): Promise<void>;
   /** Whether `address` is a well-formed destination on this chain. */
   isValidAddress(address: string): boolean;
   explorerUrl(txHash: string): string | null;

@@ -9,7 +9,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { explorerTxUrl, NO_FAMILY } from './networks.ts';
-import type { AddressFormat, ChainAdapter } from './plugin.ts';
+import type { AddressFormat, ChainAdapter, PaymentUriContext } from './plugin.ts';
 import type { OutgoingSender } from './ports.ts';
 import type { Mode, NetworkConfig, TokenConfig } from './types.ts';
 
@@ -163,8 +163,8 @@ class FallbackAdapter implements ChainAdapter {
     return this.format.addressFromBytes(createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest());
   }
 
-  paymentUri(token: TokenConfig, address: string, amount: bigint): string | null {
-    return this.format.paymentUri(this.network, token, address, amount);
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null {
+    return this.format.paymentUri(this.network, token, address, amount, context);
   }
 
   isValidAddress(address: string): boolean {

@@ -132,7 +132,7 @@ describe('creating payments', () => {
     // 10 / 150.5 = 0.066445182… SOL, rounded up to 9 decimals
     assert.equal(sol.body.attempts[0].pay_amount, '66445183');
     assert.match(sol.body.attempts[0].address, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
-    assert.match(sol.body.attempts[0].uri, /^solana:[1-9A-HJ-NP-Za-km-z]+\?amount=0\.066445183$/);
+    assert.match(sol.body.attempts[0].uri, /^solana:[1-9A-HJ-NP-Za-km-z]+\?amount=0\.066445183&reference=[1-9A-HJ-NP-Za-km-z]{32,44}&label=[^&]+(&message=[^&]+)?$/);
   });
 
   test('coin selection errors answer 400 with the field and create nothing', async () => {

@@ -2,7 +2,7 @@
  * Chain families are plugins: each folder under src/chains/ with an index.ts is found and loaded by name, its
  * migrations keep their place among the core's, and the house rules hold — chain code reaches payment data only
  * through the ports (nothing under src/chains imports src/modules or src/web), and EVM specifics live only under
- * src/chains/evm (comments aside).
+ * src/chains/evm, Solana's only under src/chains/solana (comments aside).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -61,6 +61,19 @@ test('EVM specifics live only under src/chains/evm', () => {
       .split('\n')
       .forEach((line, i) => {
         if (/viem|ethereum|eip-?3009|eip-?712|evm/i.test(line)) offending.push(`${relative(SRC, file)}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(offending, []);
+});
+
+test('Solana specifics live only under src/chains/solana', () => {
+  const offending: string[] = [];
+  for (const file of files(SRC)) {
+    if (relative(SRC, file).startsWith(join('chains', 'solana'))) continue;
+    code(readFileSync(file, 'utf8'))
+      .split('\n')
+      .forEach((line, i) => {
+        if (/@solana\/|@solana-program\/|litesvm|window\.solana|wallet-standard|lamports?\b|solana_|solana[A-Z]|Solana[A-Z]/.test(line)) offending.push(`${relative(SRC, file)}:${i + 1}: ${line.trim()}`);
       });
   }
   assert.deepEqual(offending, []);

@@ -239,7 +239,7 @@ describe('a live mode that cannot take payments yet', () => {
     for (const c of live) {
       assert.equal(c.paused, true);
       assert.equal(c.network_status, 'paused');
-      assert.match(c.network_status_reason, c.chain === 'solana' ? /no chain support for solana/ : /no forwarder factory configured .*kasse evm deploy-factory/);
+      assert.match(c.network_status_reason, c.chain === 'solana' ? /no treasury for sweeps .*solana\.treasury/ : /no forwarder factory configured .*kasse evm deploy-factory/);
     }
     const testModes = (await w.m.test.get('/currencies')).body.data;
     assert.ok(testModes.every((c: any) => c.network_status === 'simulated' && c.paused === false && typeof c.network_status_reason === 'string'));

@@ -1,34 +1,128 @@
 /**
- * The Solana chain family, as far as Kasse reads and serves it today: networks of family `solana`, their token
- * mints, and addresses (base58, 32 bytes) with Solana Pay URIs, so the test-mode simulator serves Solana coins. No
- * adapter runs yet: a live Solana network is unavailable until one does (DESIGN: "Solana").
+ * The Solana chain family (mainnet, devnet, and the test harness's local node): its networks' `solana` settings,
+ * its address format and Solana Pay URIs, its tables, and when Kasse opens, a `SolanaAdapter` for every `solana`
+ * network that has RPC URLs and a `solana.treasury` (the operator has said where swept funds go; until then the
+ * network is simulated in test mode and unavailable in live mode, 503 `chain_paused`, and the registry says why),
+ * each with its crash-safe hot-wallet sender; the workers role's loops (a slot watcher per followed network, one sender loop, the
+ * sweeps operators enable); the checkout's wallet buttons, script and endpoints (payments from a browser wallet,
+ * USDC by signature with the hot wallet as fee payer); and the `kasse solana …` commands. Everything Solana lives in
+ * this folder. Docs: docs/solana.md.
  */
-import { base58 } from '@scure/base';
-import { formatUnits } from '../../core/money.ts';
-import type { ChainFamily } from '../plugin.ts';
+import { createHash } from 'node:crypto';
+import { Loop } from '../../core/loop.ts';
+import { MODES, type Mode } from '../../core/mode.ts';
+import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
+import { encodeBase58, isSolanaAddress } from './address.ts';
+import { SolanaAdapter } from './adapter.ts';
+import { checkoutExtension } from './checkout.ts';
+import { solanaCommands } from './commands.ts';
+import { parseSolanaSettings, solanaSettings } from './config.ts';
+import { SolanaKeys } from './keys.ts';
+import * as m0014 from './migrations/0014_solana.ts';
+import { transferRequestUri } from './pay.ts';
+import './schema.ts';
+import { SolanaSender } from './sender.ts';
+import { recordSweeps } from './sweep.ts';
 
-/** The bytes of a base58 string, or null when it is not one. */
-export function decodeBase58(text: string): Uint8Array | null {
-  try {
-    return base58.decode(text);
-  } catch {
-    return null;
+export { decodeBase58 } from './address.ts';
+export { SolanaAdapter } from './adapter.ts';
+
+/** How often the sender loop looks for due transfers when nothing woke it. */
+const SENDER_INTERVAL_MS = 2_000;
+
+const keysBySecrets = new WeakMap<object, SolanaKeys>();
+
+/** Kasse's Solana keys for a secrets object (the PBKDF2 and derivations are done once per process). */
+export function solanaKeys(secrets: { masterSeed: string }): SolanaKeys {
+  let k = keysBySecrets.get(secrets);
+  if (!k) {
+    k = new SolanaKeys(secrets.masterSeed);
+    keysBySecrets.set(secrets, k);
   }
+  return k;
 }
 
-const isAddress = (text: string): boolean => decodeBase58(text)?.length === 32;
+function load(ctx: FamilyContext): LoadedFamily {
+  const keys = solanaKeys(ctx.secrets);
+  const adapters: SolanaAdapter[] = [];
+  for (const mode of MODES) {
+    for (const network of ctx.chains.networks(mode)) {
+      if (network.family !== 'solana') continue;
+      if (network.rpcUrls.length === 0) {
+        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
+        continue;
+      }
+      if (!solanaSettings(network).treasury) {
+        ctx.chains.explainMissing(mode, network.id, 'no treasury for sweeps (set "solana.treasury" in the networks file)');
+        continue;
+      }
+      const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys });
+      adapter.sender = new SolanaSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, keys, sink: ctx.transfers });
+      adapters.push(adapter);
+    }
+  }
+  const byKey = new Map(adapters.map((a) => [`${a.mode}:${a.network.id}`, a]));
+  const adapter = (mode: Mode, chain: string) => byKey.get(`${mode}:${chain}`) ?? null;
+  return {
+    adapters,
+    workers: () => workers(ctx, adapters),
+    checkout: checkoutExtension({ clock: ctx.clock, chains: ctx.chains, payments: ctx.payments, adapter }),
+  };
+}
+
+/**
+ * The workers role's Solana loops: a slot watcher per network that is not paused (polling every `poll_interval_ms`
+ * from its stored cursor), one sender loop driving every network's due transfers every 2 seconds or at once when a
+ * transfer was recorded in this process (leased in PostgreSQL, so several worker processes share them), and a sweep
+ * loop for each network whose operator set `solana.sweep_interval_s` and a treasury.
+ */
+function workers(ctx: FamilyContext, adapters: SolanaAdapter[]): FamilyWorker[] {
+  const out: FamilyWorker[] = [];
+  for (const a of adapters) {
+    if (a.network.paused) ctx.log.info({ chain: a.network.id, mode: a.mode }, 'solana watcher not started (paused)');
+    else out.push(a.watcher(ctx.deposits));
+  }
+  if (adapters.length > 0) {
+    const sender = new Loop(
+      'solana-sender',
+      SENDER_INTERVAL_MS,
+      async () => {
+        for (const a of adapters) {
+          try {
+            await a.sender?.runDue();
+          } catch (err) {
+            ctx.log.error({ err, chain: a.network.id, mode: a.mode }, 'solana sender pass failed');
+          }
+        }
+      },
+      ctx.log,
+    );
+    for (const a of adapters) a.sender?.onWork(() => sender.wake());
+    out.push(sender);
+  }
+  for (const a of adapters) {
+    if (a.settings.sweepIntervalSeconds <= 0 || !a.settings.treasury) continue;
+    out.push(new Loop(`solana-sweep:${a.mode}:${a.network.id}`, a.settings.sweepIntervalSeconds * 1000, () => recordSweeps(a), ctx.log));
+  }
+  return out;
+}
 
 const solana: ChainFamily = {
   name: 'solana',
   format: {
-    isValidAddress: isAddress,
-    addressFromBytes: (bytes) => base58.encode(bytes.subarray(0, 32)),
-    paymentUri: (_network, token, address, amount) =>
-      `solana:${address}?amount=${formatUnits(amount, token.decimals)}${token.contract ? `&spl-token=${token.contract}` : ''}`,
+    isValidAddress: isSolanaAddress,
+    addressFromBytes: (bytes) => encodeBase58(bytes.subarray(0, 32)),
+    // Keyless simulator addresses: their reference is a hash of the address (nothing to keep unlinkable there).
+    paymentUri: (_network, token, address, amount, context) =>
+      transferRequestUri({ recipient: address, amount, token, reference: encodeBase58(createHash('sha256').update(`kasse/solana/reference|${address}`).digest()), label: context?.label, message: context?.message }),
   },
   networks: {
-    contract: { canonical: (value) => (isAddress(value) ? value : null), name: 'a Solana address' },
+    contract: { canonical: (value) => (isSolanaAddress(value) ? value : null), name: 'a Solana address' },
+    settings: parseSolanaSettings,
   },
+  migrations: { '0014_solana': m0014 },
+  commands: solanaCommands,
+  load,
 };
 
 export default solana;

@@ -11,7 +11,7 @@ import type { Mode } from '../../core/mode.ts';
 import { encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
-import type { DbOrTx } from '../../db/index.ts';
+import type { DbOrTx, Tx } from '../../db/index.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import type { Actor } from '../audit/service.ts';
 import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
@@ -125,7 +125,7 @@ export class PaymentService {
     const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/payments', input) };
     const prior = await storedResponse<Payment>(this.deps.db, scope);
     if (prior) return { status: 200, payment: prior };
-    const issued = coin ? await this.issue(mode, coin, input.price_amount) : null;
+    const issued = coin ? await this.issue(mode, coin, input.price_amount, { merchantId, description: input.description ?? null }) : null;
     const now = this.deps.clock.now();
     const insert = async (db: DbOrTx): Promise<Payment> => {
       const values = {
@@ -148,7 +148,7 @@ export class PaymentService {
       const row = actor
         ? (await this.deps.audit.statement<PaymentRow>(insertPaymentStatement(db, values), { merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: null }, details: { order_id: input.order_id, price_amount: input.price_amount } }).execute(db)).rows[0]!
         : await insertPayment(db, values);
-      const attempts = issued ? [await this.insertAttempt(db, row.id, mode, issued, now)] : [];
+      const attempts = issued ? [await this.insertAttempt(db as Tx, row.id, mode, issued, now)] : [];
       return this.engine.json({ row, attempts, deposits: [] });
     };
     // One INSERT is atomic on its own; a key or a coin choice needs the transaction.
@@ -192,7 +192,7 @@ export class PaymentService {
     const coin = this.catalogue.resolve(scope.mode, choice);
     if (!coin) throw invalid('token is required', 'token');
     assertCanAddAttempt(l);
-    const issued = await this.issue(scope.mode, coin, l.row.price_amount);
+    const issued = await this.issue(scope.mode, coin, l.row.price_amount, { merchantId: l.row.merchant_id, description: l.row.description });
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
       const attempt = await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
@@ -227,17 +227,22 @@ export class PaymentService {
     return result;
   }
 
-  /** A priced coin choice plus a fresh deposit address (index from the sequence, derived by the chain's adapter). */
-  private async issue(mode: Mode, token: TokenConfig, priceCents: number): Promise<Issued> {
+  /**
+   * A priced coin choice plus a fresh deposit address (index from the sequence, derived by the chain's adapter).
+   * The payment URI may carry what a wallet shows the payer: the merchant's name and the payment's description.
+   */
+  private async issue(mode: Mode, token: TokenConfig, priceCents: number, payee: { merchantId: string; description: string | null }): Promise<Issued> {
     const priced = await this.catalogue.price(mode, token, priceCents);
-    const index = await nextAddressIndex(this.deps.db);
+    const { index, merchantName: label } = await nextAddressIndex(this.deps.db, payee.merchantId);
     const adapter = this.deps.chains.adapter(mode, token.chain);
     const address = await adapter.deriveAddress(index);
-    return { ...priced, index, address, uri: adapter.paymentUri(token, address, priced.payAmount) };
+    return { ...priced, index, address, uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }) };
   }
 
-  private insertAttempt(db: DbOrTx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
-    return insertAttempt(db, {
+  /** Stores a coin choice; its network's adapter may record work for the new address in the same transaction. */
+  private async insertAttempt(tx: Tx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
+    await this.deps.chains.adapter(mode, c.network.id).addressIssued?.(tx, { token: c.token, address: c.address, index: c.index });
+    return insertAttempt(tx, {
       payment_id: paymentId,
       mode,
       chain: c.network.id,

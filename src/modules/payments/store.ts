@@ -185,10 +185,13 @@ export async function insertAttempt(db: DbOrTx, values: NewAttempt): Promise<Att
     .executeTakeFirstOrThrow();
 }
 
-/** The next deposit address index (one sequence for every chain and mode, so an index is never derived twice). */
-export async function nextAddressIndex(db: DbOrTx): Promise<bigint> {
-  const { rows } = await sql<{ index: bigint }>`SELECT nextval('deposit_address_index') AS index`.execute(db);
-  return rows[0]!.index;
+/**
+ * The next deposit address index (one sequence for every chain and mode, so an index is never derived twice), with
+ * the merchant's display name (what a wallet may show as the payee), in one round trip.
+ */
+export async function nextAddressIndex(db: DbOrTx, merchantId: string): Promise<{ index: bigint; merchantName: string | null }> {
+  const { rows } = await sql<{ index: bigint; name: string | null }>`SELECT nextval('deposit_address_index') AS index, (SELECT name FROM merchants WHERE id = ${merchantId}) AS name`.execute(db);
+  return { index: rows[0]!.index, merchantName: rows[0]!.name };
 }
 
 export interface PaymentListQuery {

@@ -1,0 +1,102 @@
+/**
+ * `SolanaAdapter`: one Solana network in one mode behind the ChainAdapter interface. Deposit addresses are
+ * SLIP-0010 keys of the master seed (keys.ts), payment URIs are Solana Pay transfer requests with a per-address
+ * reference (pay.ts), the watcher (watcher.ts) reads confirmed blocks over the network's RPC URLs (rpc.ts), and the
+ * crash-safe sender (sender.ts) sends refunds and payouts, opens token accounts, sweeps and relays from the hot
+ * wallet.
+ */
+import type { Clock } from '../../core/clock.ts';
+import type { Logger } from '../../core/log.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import type { Mode } from '../../core/mode.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { explorerTxUrl } from '../networks.ts';
+import type { ChainAdapter, IssuedAddress, PaymentUriContext } from '../plugin.ts';
+import type { DepositSink } from '../ports.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
+import { isSolanaAddress } from './address.ts';
+import { solanaSettings, type SolanaNetworkSettings } from './config.ts';
+import type { SolanaKeys } from './keys.ts';
+import { transferRequestUri } from './pay.ts';
+import { SolanaRpc } from './rpc.ts';
+import type { SolanaSender } from './sender.ts';
+import { associatedTokenAccount } from './transactions.ts';
+import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
+
+export interface SolanaAdapterDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  metrics?: Metrics;
+  keys: SolanaKeys;
+}
+
+export class SolanaAdapter implements ChainAdapter {
+  readonly settings: SolanaNetworkSettings;
+  private client: SolanaRpc | null = null;
+  /** The hot-wallet sender (sender.ts); attached when the family registers its adapters. */
+  sender?: SolanaSender;
+
+  constructor(
+    readonly network: NetworkConfig,
+    readonly mode: Mode,
+    readonly deps: SolanaAdapterDeps,
+  ) {
+    if (network.family !== 'solana') throw new Error(`SolanaAdapter: ${network.id} is not a solana network`);
+    this.settings = solanaSettings(network);
+  }
+
+  async deriveAddress(index: bigint): Promise<string> {
+    return this.deps.keys.deposit(this.mode, index).address;
+  }
+
+  /** Solana Pay transfer request to the deposit key, with the key's reference. */
+  paymentUri(token: TokenConfig, address: string, amount: bigint, context: PaymentUriContext = {}): string | null {
+    return transferRequestUri({ recipient: address, amount, token, reference: this.deps.keys.reference(address), label: context.label, message: context.message });
+  }
+
+  /** A 32-byte base58 public key (on or off the curve: token accounts of program-owned wallets work too). */
+  isValidAddress(address: string): boolean {
+    return isSolanaAddress(address);
+  }
+
+  explorerUrl(txHash: string): string | null {
+    return explorerTxUrl(this.network, txHash);
+  }
+
+  rpc(): SolanaRpc {
+    this.client ??= new SolanaRpc({ chain: this.network.id, urls: this.network.rpcUrls, timeoutMs: this.settings.rpcTimeoutMs, metrics: this.deps.metrics, log: this.deps.log });
+    return this.client;
+  }
+
+  /**
+   * A coin choice was issued on this network (called inside the transaction that stores it): the key is
+   * remembered for sweeps, and for an SPL coin its associated token account is opened from the hot wallet
+   * (recorded here, sent by the sender's worker), so the payer needs no SOL for its rent.
+   */
+  async addressIssued(tx: Tx, issued: IssuedAddress): Promise<void> {
+    const spl = issued.token.kind === 'spl' && issued.token.contract ? issued.token.contract : null;
+    const tokenAccount = spl ? await associatedTokenAccount(issued.address, spl) : null;
+    await tx
+      .insertInto('solana_addresses')
+      .values({ mode: this.mode, chain: this.network.id, address: issued.address, address_index: issued.index, token: issued.token.id, token_account: tokenAccount, created_at: this.deps.clock.now() })
+      .onConflict((oc) => oc.columns(['mode', 'chain', 'address']).doNothing())
+      .execute();
+    if (spl && this.sender) await this.sender.openTokenAccount(tx, issued.address, spl);
+  }
+
+  watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {
+    return new SolanaWatcher({
+      db: this.deps.db,
+      log: this.deps.log,
+      metrics: this.deps.metrics,
+      network: this.network,
+      mode: this.mode,
+      rpc: this.rpc(),
+      sink,
+      maxSlotsPerTick: this.settings.maxSlotsPerTick,
+      startSlot: this.settings.startSlot,
+      ...overrides,
+    });
+  }
+}

@@ -1,0 +1,71 @@
+/** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
+import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import type { FamilyCommand, FamilyContext } from '../plugin.ts';
+import { SolanaAdapter } from './adapter.ts';
+import { HOT_WALLET_PATH } from './keys.ts';
+import { recordSweeps, sweepResults } from './sweep.ts';
+import { associatedTokenAccount, readTokenAccount, type RpcAccount } from './transactions.ts';
+
+function solanaAdapter(ctx: FamilyContext, f: Flags): SolanaAdapter {
+  const m = mode(f);
+  const id = typeof f.chain === 'string' && f.chain !== '' ? f.chain : 'solana';
+  const network = ctx.chains.network(m, id);
+  if (!network || network.family !== 'solana') throw new UsageError(`no ${m} Solana network "${id}"`);
+  const adapter = ctx.chains.hasAdapter(m, id) ? ctx.chains.adapter(m, id) : null;
+  if (!(adapter instanceof SolanaAdapter)) throw new UsageError(`${m} network ${id} has no rpc_urls`);
+  return adapter;
+}
+
+export const solanaCommands: FamilyCommand[] = [
+  {
+    name: 'solana sweep',
+    usage: 'solana sweep --mode test|live [--chain solana] [--batch N] [--dry-run] [--wait-seconds N] [--json]   (final deposits to the treasury; token accounts closed)',
+    flags: { chain: { type: 'string' }, mode: { type: 'string' }, batch: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'wait-seconds': { type: 'string' }, json: { type: 'boolean' } },
+    run: async (ctx, f) => {
+      const adapter = solanaAdapter(ctx, f);
+      if (!adapter.settings.treasury) throw new UsageError(`set solana.treasury for ${adapter.network.id} in the networks file: where sweeps send the funds`);
+      const report = await recordSweeps(adapter, { batch: optionalInt(f, 'batch'), dryRun: f['dry-run'] === true });
+      const ids = report.transfers.map((t) => t.id);
+      const deadline = Date.now() + (optionalInt(f, 'wait-seconds') ?? 120) * 1000;
+      for (;;) {
+        await adapter.sender!.runDue();
+        const results = await sweepResults(adapter, ids);
+        if (results.every((r) => r.status === 'sent' || r.status === 'failed') || Date.now() >= deadline) return { ...report, results };
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    },
+  },
+  {
+    name: 'solana status',
+    usage: 'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
+    flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (ctx, f) => {
+      const adapter = solanaAdapter(ctx, f);
+      const rpc = adapter.rpc();
+      const hot = adapter.deps.keys.hotWallet().address;
+      const usdc = adapter.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
+      const [confirmed, finalized, cursor, accounts] = await Promise.all([
+        rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
+        rpc.request<number>('getSlot', [{ commitment: 'finalized' }]),
+        ctx.db.selectFrom('solana_cursors').selectAll().where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst(),
+        Promise.all(usdc.map((t) => associatedTokenAccount(hot, t.contract!))).then((keys) =>
+          rpc.request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [[hot, ...keys], { encoding: 'base64', commitment: 'confirmed' }]),
+        ),
+      ]);
+      return {
+        chain: adapter.network.id,
+        mode: adapter.mode,
+        confirmed_slot: String(confirmed),
+        finalized_slot: String(finalized),
+        cursor_slot: cursor ? String(cursor.slot) : null,
+        final_slot: cursor ? String(cursor.final_slot) : null,
+        behind_slots: cursor ? String(BigInt(confirmed) - BigInt(cursor.slot)) : null,
+        hot_wallet: hot,
+        hot_wallet_path: HOT_WALLET_PATH,
+        hot_wallet_lamports: String(accounts.value[0]?.lamports ?? 0),
+        hot_wallet_tokens: Object.fromEntries(usdc.map((t, i) => [t.id, String(readTokenAccount(accounts.value[i + 1] ?? null)?.amount ?? 0n)])),
+        treasury: adapter.settings.treasury,
+      };
+    },
+  },
+];

@@ -1,0 +1,508 @@
+/**
+ * The Solana hot-wallet sender of one network in one mode: refunds and payouts (`OutgoingSender`), the associated
+ * token accounts of USDC coin choices, sweeps, and relayed USDC payments leave through here.
+ *
+ * A transfer is a row in `solana_transfers` with a plan (what to build) and moves `pending` → `signed` →
+ * `broadcast` → `sent` | `failed`, each step a short database write between RPC calls (never a transaction held
+ * across one):
+ *   pending    the plan is built against a recent blockhash and balances are checked (an underfunded hot wallet
+ *              waits); the signed transaction is STORED as a version (signature, raw bytes, blockhash,
+ *              last valid block height) before anything is sent.
+ *   signed     the newest version is sent byte for byte (also after a crash): preflight refusals keep it here and
+ *              retry; "already processed" and "blockhash not found" move on to the check.
+ *   broadcast  the signatures of every version are looked up (with history). One that landed settles the transfer
+ *              at `finalized`: `sent`, or `failed` with the chain's error. None landed: while the newest version's
+ *              blockhash can still land (finalized block height ≤ its last valid height) the same bytes are sent
+ *              again; only after it expired is the plan rebuilt with a new blockhash (a new version). So two
+ *              versions can never both land, and one request is never paid twice. A relayed payment cannot be
+ *              rebuilt (the payer signed it): it fails when it expires.
+ * Refunds and payouts (the transfers module's) are reported to its `TransferSink` once settled and marked reported
+ * after the sink accepted them (the sink is idempotent), so a crash in between reports again.
+ */
+import { sql, type Selectable } from 'kysely';
+import type { Address, Instruction, KeyPairSigner } from '@solana/kit';
+import type { Clock } from '../../core/clock.ts';
+import { formatUnits } from '../../core/money.ts';
+import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
+import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import type { NetworkConfig } from '../types.ts';
+import type { SolanaTransfersTable } from './schema.ts';
+import type { SolanaKeys } from './keys.ts';
+import { SolanaRpcError, type SolanaRpc } from './rpc.ts';
+import {
+  associatedTokenAccount,
+  emptyTokenAccountInstructions,
+  MAX_TRANSACTION_BYTES,
+  openTokenAccountInstruction,
+  readTokenAccount,
+  signerOf,
+  signInstructions,
+  solTransferInstruction,
+  transferInstructions,
+  type Lifetime,
+  type RpcAccount,
+  type SignedTransaction,
+} from './transactions.ts';
+
+export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
+export type SolanaTransferRow = Selectable<SolanaTransfersTable>;
+export type StepResult = 'progress' | 'wait' | 'done';
+
+export type Plan =
+  | { kind: 'transfer'; token: string; destination: string; amount: string }
+  | { kind: 'account'; owner: string; mint: string }
+  | { kind: 'sweep'; treasury: string; items: Array<{ index: string; address: string }>; built?: SweepSummary }
+  | { kind: 'relay' };
+
+/** A plan turned into instructions, or nothing to send (`skip`: settled as `ok` says), or not now (`wait`). */
+type Built = { instructions: Instruction[]; summary?: SweepSummary } | { skip: string; ok: boolean } | { wait: string };
+
+/** What a sweep version moves: lamports and token units to the treasury, token accounts closed, rent recovered. */
+export interface SweepSummary {
+  lamports: string;
+  tokens: Record<string, string>;
+  closed: string[];
+  rent: string;
+}
+
+export interface SolanaSenderDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  keys: SolanaKeys;
+  /** Where refunds and payouts (transfers of the transfers module) settle. */
+  sink: TransferSink;
+}
+
+export interface SolanaSenderOptions {
+  batch?: number;
+  leaseMs?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+}
+
+const OPEN = ['pending', 'signed', 'broadcast'] as const;
+/** NOTE: Solana's base fee, per signature (no priority fee is added). */
+export const LAMPORTS_PER_SIGNATURE = 5000n;
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export class SolanaSender implements OutgoingSender {
+  readonly network: NetworkConfig;
+  readonly mode: Mode;
+  private readonly opts: Required<SolanaSenderOptions>;
+  private readonly listeners: Array<() => void> = [];
+
+  constructor(
+    private readonly chain: { network: NetworkConfig; mode: Mode; rpc(): SolanaRpc },
+    private readonly deps: SolanaSenderDeps,
+    options: SolanaSenderOptions = {},
+  ) {
+    this.network = chain.network;
+    this.mode = chain.mode;
+    this.opts = { batch: options.batch ?? 50, leaseMs: options.leaseMs ?? 60_000, retryBaseMs: options.retryBaseMs ?? 2_000, retryMaxMs: options.retryMaxMs ?? 300_000 };
+  }
+
+  /** The hot wallet's address. */
+  get address(): Address {
+    return this.deps.keys.hotWallet().address;
+  }
+
+  onWork(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private rpc(): SolanaRpc {
+    return this.chain.rpc();
+  }
+
+  /** Records a refund or payout in the caller's transaction; idempotent on `transferId`. */
+  async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
+    if (request.purpose !== 'refund' && request.purpose !== 'payout') throw new Error(`SolanaSender cannot send transfers of purpose "${request.purpose}"`);
+    if (request.mode !== this.mode || request.token.chain !== this.network.id) throw new Error(`SolanaSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`);
+    if (request.amount <= 0n) throw new Error('an outgoing transfer moves a positive amount');
+    await this.record(tx, request.transferId, request.purpose, { kind: 'transfer', token: request.token.id, destination: request.destination, amount: request.amount.toString() }, { token: request.token.id, destination: request.destination, amount: request.amount });
+  }
+
+  /** Opens `owner`'s associated token account of `mint` from the hot wallet (one transfer per owner). */
+  async openTokenAccount(tx: Tx, owner: string, mint: string): Promise<void> {
+    await this.record(tx, `ata_${owner}`, 'account', { kind: 'account', owner, mint }, { destination: owner });
+  }
+
+  /** Records a sweep of deposit keys to `treasury`. */
+  async recordSweep(tx: Tx, id: string, treasury: string, items: Array<{ index: bigint; address: string }>): Promise<void> {
+    await this.record(tx, id, 'sweep', { kind: 'sweep', treasury, items: items.map((i) => ({ index: i.index.toString(), address: i.address })) }, { destination: treasury });
+  }
+
+  /** Records a payer-signed, hot-wallet co-signed transaction as version 0 of a `gasless` transfer (status signed). */
+  async recordRelay(tx: Tx, id: string, signed: SignedTransaction & Lifetime, what: { token: string; destination: string; amount: bigint }): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.record(tx, id, 'gasless', { kind: 'relay' }, what, { status: 'signed', signature: signed.signature });
+    await tx
+      .insertInto('solana_transfer_txs')
+      .values({ transfer_id: id, version: 0, signature: signed.signature, raw: signed.raw, blockhash: signed.blockhash, last_valid_block_height: signed.lastValidBlockHeight, created_at: now })
+      .execute();
+  }
+
+  private async record(tx: Tx, id: string, purpose: SolanaPurpose, plan: Plan, what: { token?: string; destination?: string; amount?: bigint }, initial: { status: 'pending' | 'signed'; signature?: string } = { status: 'pending' }): Promise<void> {
+    const now = this.deps.clock.now();
+    await tx
+      .insertInto('solana_transfers')
+      .values({
+        id,
+        mode: this.mode,
+        chain: this.network.id,
+        purpose,
+        status: initial.status,
+        plan: JSON.stringify(plan),
+        token: what.token ?? null,
+        destination: what.destination ?? null,
+        amount: what.amount?.toString() ?? null,
+        signature: initial.signature ?? null,
+        next_attempt_at: now,
+        created_at: now,
+        signed_at: initial.status === 'signed' ? now : null,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    afterCommit(tx, () => {
+      for (const l of this.listeners) l();
+    });
+  }
+
+  async get(id: string): Promise<SolanaTransferRow | undefined> {
+    return this.deps.db.selectFrom('solana_transfers').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async versions(id: string) {
+    return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
+  }
+
+  /** One worker pass over the due open transfers of this network, then unreported settlements. */
+  async runDue(): Promise<number> {
+    if (this.network.rpcUrls.length === 0) return 0;
+    const now = this.deps.clock.now();
+    const leased = await this.deps.db
+      .updateTable('solana_transfers')
+      .set({ locked_until: new Date(now.getTime() + this.opts.leaseMs) })
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('solana_transfers')
+          .select('id')
+          .where('mode', '=', this.mode)
+          .where('chain', '=', this.network.id)
+          .where('status', 'in', [...OPEN])
+          .where('next_attempt_at', '<=', now)
+          .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+          .orderBy('created_at')
+          .limit(this.opts.batch)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returning(['id', 'created_at'])
+      .execute();
+    leased.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+    for (const { id } of leased) {
+      try {
+        await this.drive(id);
+      } catch (err) {
+        this.deps.log.error({ err: errorText(err), transferId: id, chain: this.network.id, mode: this.mode }, 'solana sender step failed');
+      } finally {
+        await this.deps.db.updateTable('solana_transfers').set({ locked_until: null }).where('id', '=', id).execute();
+      }
+    }
+    await this.reportSettled();
+    return leased.length;
+  }
+
+  async drive(id: string): Promise<StepResult> {
+    let r: StepResult = 'progress';
+    for (let i = 0; i < 4 && r === 'progress'; i++) r = await this.step(id);
+    return r;
+  }
+
+  /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
+  async push(id: string): Promise<SolanaTransferRow> {
+    for (let i = 0; i < 3; i++) {
+      const row = await this.get(id);
+      if (!row || (row.status !== 'pending' && row.status !== 'signed')) break;
+      if ((await this.step(id)) !== 'progress') break;
+    }
+    return (await this.get(id))!;
+  }
+
+  /** Exactly one step (tests stop between steps to play a crash). */
+  async step(id: string): Promise<StepResult> {
+    const row = await this.get(id);
+    if (!row) throw new Error(`no solana transfer ${id}`);
+    switch (row.status) {
+      case 'pending':
+        return this.build(row, 'pending');
+      case 'signed':
+        return this.send(row);
+      case 'broadcast':
+        return this.check(row);
+      default:
+        await this.report(row);
+        return 'done';
+    }
+  }
+
+  private async lifetime(): Promise<Lifetime> {
+    const r = await this.rpc().request<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
+    return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight) };
+  }
+
+  private async accounts(keys: string[]): Promise<Array<RpcAccount | null>> {
+    const out: Array<RpcAccount | null> = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      const r = await this.rpc().request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [keys.slice(i, i + 100), { encoding: 'base64', commitment: 'confirmed' }]);
+      out.push(...r.value);
+    }
+    return out;
+  }
+
+  /** Builds, signs and stores a new version of `row`'s plan (from `pending`, or `broadcast` after an expiry). */
+  private async build(row: SolanaTransferRow, from: 'pending' | 'signed' | 'broadcast'): Promise<StepResult> {
+    const plan = row.plan as Plan;
+    if (plan.kind === 'relay') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: 'the payer-signed transaction expired before it landed; sign a new one' });
+    let built: Built;
+    let lifetime: Lifetime;
+    const hot = await signerOf(this.deps.keys.hotWallet());
+    try {
+      lifetime = await this.lifetime();
+      built = await this.instructions(plan, hot);
+    } catch (err) {
+      return this.retryLater(row, errorText(err));
+    }
+    if ('wait' in built) return this.retryLater(row, built.wait);
+    if ('skip' in built) return this.settle(row, from, { status: built.ok ? 'sent' : 'failed', signature: null, slot: null, error: built.ok ? null : built.skip });
+    const signed = await signInstructions(hot, built.instructions, lifetime);
+    if (signed.size > MAX_TRANSACTION_BYTES) return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: `the transaction is ${signed.size} bytes, over Solana's ${MAX_TRANSACTION_BYTES}` });
+    const now = this.deps.clock.now();
+    const stored = await withTx(this.deps.db, async (tx) => {
+      const current = await tx.selectFrom('solana_transfers').select(['status', 'signature']).where('id', '=', row.id).forUpdate().executeTakeFirst();
+      if (!current || current.status !== from || current.signature !== row.signature) return false;
+      const last = await tx.selectFrom('solana_transfer_txs').select('version').where('transfer_id', '=', row.id).orderBy('version', 'desc').limit(1).executeTakeFirst();
+      await tx
+        .insertInto('solana_transfer_txs')
+        .values({ transfer_id: row.id, version: last ? last.version + 1 : 0, signature: signed.signature, raw: signed.raw, blockhash: lifetime.blockhash, last_valid_block_height: lifetime.lastValidBlockHeight, created_at: now })
+        .execute();
+      await tx
+        .updateTable('solana_transfers')
+        .set({ status: 'signed', signature: signed.signature, signed_at: now, error: null, tries: 0, next_attempt_at: now, ...(built.summary ? { plan: JSON.stringify({ ...plan, built: built.summary }) } : {}) })
+        .where('id', '=', row.id)
+        .execute();
+      return true;
+    });
+    if (stored) this.deps.log.info({ transferId: row.id, purpose: row.purpose, chain: this.network.id, mode: this.mode, signature: signed.signature, rebuilt: from === 'broadcast' }, 'solana transfer signed');
+    return 'progress';
+  }
+
+  /** The instructions of a plan, after checking what they need; `skip` when nothing is to be sent. */
+  private async instructions(plan: Exclude<Plan, { kind: 'relay' }>, hot: KeyPairSigner): Promise<Built> {
+    if (plan.kind === 'account') {
+      const ata = await associatedTokenAccount(plan.owner, plan.mint);
+      const [existing] = await this.accounts([ata]);
+      if (existing) return { skip: 'the token account is already open', ok: true };
+      return { instructions: [openTokenAccountInstruction(hot, plan.owner, plan.mint, ata)] };
+    }
+    if (plan.kind === 'transfer') {
+      const token = this.network.tokens.find((t) => t.id === plan.token);
+      if (!token) return { skip: `${plan.token} is no longer configured`, ok: false };
+      const amount = BigInt(plan.amount);
+      const [wallet, tokenAccount] = await this.accounts([hot.address, ...(token.kind === 'spl' ? [await associatedTokenAccount(hot.address, token.contract!)] : [])]);
+      const lamports = BigInt(wallet?.lamports ?? 0);
+      const needLamports = (token.kind === 'native' ? amount : 0n) + 2n * LAMPORTS_PER_SIGNATURE + 2_039_280n;
+      if (lamports < needLamports) return { wait: `hot wallet ${hot.address} holds ${formatUnits(lamports, 9)} SOL; the transfer needs up to ${formatUnits(needLamports, 9)} SOL` };
+      if (token.kind === 'spl') {
+        const held = readTokenAccount(tokenAccount ?? null)?.amount ?? 0n;
+        if (held < amount) return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
+      }
+      return { instructions: await transferInstructions(hot, hot, token, plan.destination, amount) };
+    }
+    return this.sweepInstructions(plan, hot);
+  }
+
+  /** Everything the swept keys hold: token accounts of configured mints emptied to the treasury and closed, then SOL. */
+  private async sweepInstructions(plan: Extract<Plan, { kind: 'sweep' }>, hot: KeyPairSigner): Promise<Built> {
+    const mints = this.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
+    const keys: string[] = [];
+    const atas: Address[][] = [];
+    for (const item of plan.items) {
+      keys.push(item.address);
+      const list: Address[] = [];
+      for (const m of mints) list.push(await associatedTokenAccount(item.address, m.contract!));
+      atas.push(list);
+      keys.push(...list);
+    }
+    const accounts = await this.accounts(keys);
+    const byKey = new Map(keys.map((k, i) => [k, accounts[i] ?? null]));
+    const instructions: Instruction[] = [];
+    const summary: SweepSummary = { lamports: '0', tokens: {}, closed: [], rent: '0' };
+    const treasuryAtas = new Map<string, Address>();
+    let lamports = 0n;
+    let rent = 0n;
+    for (const [i, item] of plan.items.entries()) {
+      const owner = await signerOf(this.deps.keys.deposit(this.mode, BigInt(item.index)));
+      if (owner.address !== item.address) throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
+      for (const [j, m] of mints.entries()) {
+        const ata = atas[i]![j]!;
+        const acc = byKey.get(ata) ?? null;
+        const t = readTokenAccount(acc);
+        if (!t) continue;
+        let to = treasuryAtas.get(m.contract!);
+        if (!to && t.amount > 0n) {
+          to = await associatedTokenAccount(plan.treasury, m.contract!);
+          treasuryAtas.set(m.contract!, to);
+          instructions.push(openTokenAccountInstruction(hot, plan.treasury, m.contract!, to));
+        }
+        instructions.push(...emptyTokenAccountInstructions(owner, ata, m.contract!, m.decimals, t.amount, to ?? ata, hot.address));
+        if (t.amount > 0n) summary.tokens[m.id] = (BigInt(summary.tokens[m.id] ?? '0') + t.amount).toString();
+        summary.closed.push(ata);
+        rent += BigInt(acc!.lamports);
+      }
+      const balance = BigInt(byKey.get(item.address)?.lamports ?? 0);
+      if (balance > 0n) {
+        instructions.push(solTransferInstruction(owner, plan.treasury, balance));
+        lamports += balance;
+      }
+    }
+    summary.lamports = lamports.toString();
+    summary.rent = rent.toString();
+    if (instructions.length === 0) return { skip: 'nothing left to sweep', ok: true };
+    return { instructions, summary };
+  }
+
+  /** signed → broadcast: sends the newest stored version exactly as stored. */
+  private async send(row: SolanaTransferRow): Promise<StepResult> {
+    const newest = await this.newestVersion(row.id);
+    if (row.tries > 0 && (await this.expiredUnseen(row))) return this.expired(row);
+    try {
+      await this.rpc().request('sendTransaction', [newest.raw, { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 }]);
+    } catch (err) {
+      const landedOrStale = err instanceof SolanaRpcError && err.code === -32002 && ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
+      if (!landedOrStale) return this.retryLater(row, `send: ${errorText(err)}`);
+    }
+    const now = this.deps.clock.now();
+    const r = await this.deps.db
+      .updateTable('solana_transfers')
+      .set({ status: 'broadcast', broadcast_at: sql`coalesce(broadcast_at, ${now})`, tries: 0, error: null, next_attempt_at: now })
+      .where('id', '=', row.id)
+      .where('status', '=', 'signed')
+      .where('signature', '=', newest.signature)
+      .executeTakeFirst();
+    if (r.numUpdatedRows > 0n) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, signature: newest.signature, version: newest.version }, 'solana transfer sent');
+    return 'progress';
+  }
+
+  /** broadcast → sent | failed at finalized, a resend of the same bytes, or a rebuild after expiry. */
+  private async check(row: SolanaTransferRow): Promise<StepResult> {
+    const versions = await this.versions(row.id);
+    const r = await this.rpc().request<{ value: Array<{ slot: number; err: unknown; confirmationStatus: string | null } | null> }>('getSignatureStatuses', [
+      versions.map((v) => v.signature),
+      { searchTransactionHistory: true },
+    ]);
+    const i = r.value.findIndex((s) => s !== null);
+    if (i >= 0) {
+      const s = r.value[i]!;
+      if (s.confirmationStatus !== 'finalized') return 'wait';
+      return this.settle(row, 'broadcast', { status: s.err === null ? 'sent' : 'failed', signature: versions[i]!.signature, slot: BigInt(s.slot), error: s.err === null ? null : `the transaction failed on chain: ${JSON.stringify(s.err)}` });
+    }
+    if (await this.expiredUnseen(row, versions)) return this.expired(row);
+    const newest = versions[versions.length - 1]!;
+    await this.rpc()
+      .request('sendTransaction', [newest.raw, { encoding: 'base64', skipPreflight: true, maxRetries: 0 }])
+      .catch(() => {});
+    return 'wait';
+  }
+
+  /** True when no version landed and the newest one's blockhash can no longer land (finalized height past it). */
+  private async expiredUnseen(row: SolanaTransferRow, versions?: Awaited<ReturnType<SolanaSender['versions']>>): Promise<boolean> {
+    const all = versions ?? (await this.versions(row.id));
+    if (all.length === 0) return false;
+    const height = BigInt(await this.rpc().request<number>('getBlockHeight', [{ commitment: 'finalized' }]));
+    if (height <= BigInt(all[all.length - 1]!.last_valid_block_height)) return false;
+    if (!versions) {
+      const r = await this.rpc().request<{ value: unknown[] }>('getSignatureStatuses', [all.map((v) => v.signature), { searchTransactionHistory: true }]);
+      if (r.value.some((s) => s !== null)) return false;
+    }
+    return true;
+  }
+
+  private async expired(row: SolanaTransferRow): Promise<StepResult> {
+    this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, signature: row.signature }, 'solana transfer expired unseen; rebuilding with a new blockhash');
+    return this.build(row, row.status as 'pending' | 'signed' | 'broadcast');
+  }
+
+  private async newestVersion(id: string) {
+    return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version', 'desc').limit(1).executeTakeFirstOrThrow();
+  }
+
+  private async retryLater(row: SolanaTransferRow, error: string): Promise<StepResult> {
+    const delay = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(row.tries, 20));
+    await this.deps.db
+      .updateTable('solana_transfers')
+      .set({ tries: row.tries + 1, error, next_attempt_at: new Date(this.deps.clock.now().getTime() + delay) })
+      .where('id', '=', row.id)
+      .where('status', '=', row.status)
+      .execute();
+    this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, status: row.status, tries: row.tries + 1, error }, 'solana transfer waits');
+    return 'wait';
+  }
+
+  private async settle(row: SolanaTransferRow, from: SolanaTransferRow['status'], result: { status: 'sent' | 'failed'; signature: string | null; slot: bigint | null; error: string | null }): Promise<StepResult> {
+    const now = this.deps.clock.now();
+    const settled = await withTx(this.deps.db, async (tx) => {
+      const s = await tx
+        .updateTable('solana_transfers')
+        .set({ status: result.status, signature: result.signature, slot: result.slot, error: result.error, settled_at: now })
+        .where('id', '=', row.id)
+        .where('status', '=', from)
+        .returningAll()
+        .executeTakeFirst();
+      if (!s) return null;
+      const plan = s.plan as Plan;
+      if (s.purpose === 'gasless' && result.status === 'failed') await tx.updateTable('solana_gasless').set({ active: false }).where('transfer_id', '=', s.id).execute();
+      if (plan.kind === 'sweep' && result.status === 'sent' && result.slot !== null) {
+        const addresses = plan.items.map((i) => i.address);
+        await tx.updateTable('solana_addresses').set({ swept_slot: result.slot }).where('mode', '=', this.mode).where('chain', '=', this.network.id).where('address', 'in', addresses).execute();
+        const closed = plan.built?.closed ?? [];
+        if (closed.length > 0) await tx.updateTable('solana_addresses').set({ closed: true }).where('mode', '=', this.mode).where('chain', '=', this.network.id).where('token_account', 'in', closed).execute();
+      }
+      return s;
+    });
+    if (!settled) return 'progress';
+    const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
+    log({ transferId: row.id, purpose: row.purpose, chain: this.network.id, mode: this.mode, status: result.status, signature: result.signature, error: result.error }, 'solana transfer settled');
+    await this.report(settled);
+    return 'done';
+  }
+
+  private async report(row: SolanaTransferRow): Promise<void> {
+    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
+    if (row.purpose === 'refund' || row.purpose === 'payout') await this.deps.sink.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.signature, error: row.error });
+    await this.deps.db.updateTable('solana_transfers').set({ reported: true }).where('id', '=', row.id).execute();
+  }
+
+  private async reportSettled(): Promise<void> {
+    const rows = await this.deps.db
+      .selectFrom('solana_transfers')
+      .selectAll()
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.network.id)
+      .where('status', 'in', ['sent', 'failed'])
+      .where('reported', '=', false)
+      .limit(this.opts.batch)
+      .execute();
+    for (const row of rows) {
+      try {
+        await this.report(row);
+      } catch (err) {
+        this.deps.log.error({ err: errorText(err), transferId: row.id }, 'solana transfer settlement could not be reported');
+      }
+    }
+  }
+}
+

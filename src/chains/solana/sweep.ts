@@ -1,0 +1,85 @@
+/**
+ * Sweeps: what arrived at Solana deposit keys goes to the network's treasury. A key is due when a transfer to it
+ * is final (its slot at or below the watcher's final slot) and newer than its last sweep, or when the token account
+ * Kasse opened for it was never used and is older than `ata_close_after_s` (closing it recovers its rent). Each
+ * sweep transaction (a few keys, within Solana's size limit) is a `sweep` transfer of the crash-safe sender: the hot
+ * wallet pays the fees and the treasury's token account, every token account is emptied and closed (its rent back
+ * to the hot wallet), then each key's SOL goes to the treasury to the last lamport. Keys in a sweep still open are
+ * not taken again.
+ */
+import { sql } from 'kysely';
+import { ulid } from '../../core/ids.ts';
+import { withTx } from '../../db/index.ts';
+import type { SolanaAdapter } from './adapter.ts';
+import type { SweepSummary } from './sender.ts';
+
+export interface SweepOptions {
+  /** Deposit keys per transaction (each adds a signature). Default 4. */
+  batch?: number;
+  dryRun?: boolean;
+}
+
+export interface SweepReport {
+  chain: string;
+  mode: string;
+  treasury: string;
+  due: number;
+  addresses?: string[];
+  transfers: Array<{ id: string; addresses: string[] }>;
+  dry_run: boolean;
+}
+
+/** Deposit keys due for a sweep (see the header comment), oldest first. */
+export async function sweepDue(adapter: SolanaAdapter): Promise<Array<{ address: string; index: bigint }>> {
+  const { db, clock } = adapter.deps;
+  const cursor = await db.selectFrom('solana_cursors').select('final_slot').where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst();
+  const finalSlot = cursor ? BigInt(cursor.final_slot) : -1n;
+  const unusedBefore = new Date(clock.now().getTime() - adapter.settings.ataCloseAfterSeconds * 1000);
+  const { rows } = await sql<{ address: string; address_index: string | bigint }>`
+    SELECT a.address, a.address_index FROM solana_addresses a
+    WHERE a.mode = ${adapter.mode} AND a.chain = ${adapter.network.id}
+      AND (
+        (a.last_deposit_slot IS NOT NULL AND a.last_deposit_slot <= ${finalSlot.toString()}::bigint
+          AND (a.swept_slot IS NULL OR a.last_deposit_slot > a.swept_slot))
+        OR (a.token_account IS NOT NULL AND NOT a.closed AND a.last_deposit_slot IS NULL AND a.created_at <= ${unusedBefore})
+      )
+      AND a.address NOT IN (
+        SELECT item->>'address' FROM solana_transfers t, jsonb_array_elements(t.plan->'items') item
+        WHERE t.mode = ${adapter.mode} AND t.chain = ${adapter.network.id} AND t.purpose = 'sweep' AND t.status IN ('pending', 'signed', 'broadcast')
+      )
+    ORDER BY a.address_index`.execute(db);
+  return rows.map((r) => ({ address: r.address, index: BigInt(r.address_index) }));
+}
+
+/** Records sweep transfers for every due key (the sender sends them); returns what was recorded. */
+export async function recordSweeps(adapter: SolanaAdapter, opts: SweepOptions = {}): Promise<SweepReport> {
+  const treasury = adapter.settings.treasury;
+  if (!treasury) throw new Error(`${adapter.mode} network ${adapter.network.id} has no solana.treasury: sweeps need one`);
+  if (!adapter.sender) throw new Error(`${adapter.network.id} has no sender`);
+  const due = await sweepDue(adapter);
+  const report: SweepReport = { chain: adapter.network.id, mode: adapter.mode, treasury, due: due.length, transfers: [], dry_run: !!opts.dryRun };
+  if (opts.dryRun) return { ...report, addresses: due.map((d) => d.address) };
+  const size = Math.max(1, Math.min(opts.batch ?? 4, 8));
+  for (let i = 0; i < due.length; i += size) {
+    const items = due.slice(i, i + size);
+    const id = `swp_${ulid()}`;
+    await withTx(adapter.deps.db, (tx) => adapter.sender!.recordSweep(tx, id, treasury, items));
+    report.transfers.push({ id, addresses: items.map((x) => x.address) });
+  }
+  return report;
+}
+
+export interface SweepResult {
+  id: string;
+  status: string;
+  signature: string | null;
+  error: string | null;
+  moved: SweepSummary | null;
+}
+
+/** What became of recorded sweeps (after the sender worked on them). */
+export async function sweepResults(adapter: SolanaAdapter, ids: string[]): Promise<SweepResult[]> {
+  if (ids.length === 0) return [];
+  const rows = await adapter.deps.db.selectFrom('solana_transfers').select(['id', 'status', 'signature', 'error', 'plan']).where('id', 'in', ids).execute();
+  return rows.map((r) => ({ id: r.id, status: r.status, signature: r.signature, error: r.error, moved: (r.plan as { built?: SweepSummary }).built ?? null }));
+}

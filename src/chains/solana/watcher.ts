@@ -1,0 +1,525 @@
+/**
+ * The Solana deposit watcher of one network in one mode: it reads every confirmed block after a cursor stored in
+ * PostgreSQL, as Solana's exchange integration guide recommends, never an address's history.
+ *
+ * Each tick makes:
+ *   ONE `getBlocksWithLimit(cursor + 1, n, confirmed)` — the slots after the cursor that have a block (skipped
+ *        slots are simply absent), which also tells how far the confirmed chain reaches;
+ *   ONE `getBlock(slot, confirmed, transactionDetails: "accounts", rewards: false)` per block — signatures, account
+ *        keys and the pre/post SOL and token balances of each transaction, nothing else;
+ *   ONE `getBlocksWithLimit(final_slot + 1, n, finalized)` — the finality check, when a block with deposits awaits
+ *        it or blocks have piled up (so usually once per tick).
+ * So a tick costs (blocks + 2) calls whatever the number of open deposit addresses, and one batched
+ * `DepositSink.watchedAddresses` lookup for every recipient seen. Transfers are balance changes: a key whose lamports
+ * rose in a successful transaction received SOL, an SPL token account of a configured mint whose amount rose gave
+ * its owner tokens (whichever instruction moved them, inner instructions included). A recipient counts only when the
+ * sink knows it with exactly that spelling (base58 is case-sensitive).
+ *
+ * No slot is skipped unseen: each block must name the previous block read (slot and blockhash) as its parent, so a
+ * node that left out a block, or lags, is caught (retried on the next URL). A block whose parent is not the cursor is
+ * a fork: the watcher walks back through the blocks it stored to the newest one the node still has, tells the sink
+ * (`blocksRemoved`: those deposits become orphaned and what they paid is reversed) and reads on from there. The
+ * finality check compares the finalized chain's slots with the stored ones: those that match become final; a
+ * stored block the finalized chain left out is a fork found late and handled the same way.
+ *
+ * Deposits are reported with their slot as block number, and the head reported to the sink is
+ * `final_slot + finality_confirmations − 1`: a deposit reaches `finality_confirmations` (32) exactly when its slot is
+ * finalized, and counts 1 … 31 while it is confirmed and not yet final. A confirmation tier of 1 therefore pays at
+ * `confirmed`, a tier of 32 at `finalized` (docs/solana.md). No database transaction spans an RPC call; the cursor
+ * moves (compare-and-set) only after a batch's deposits are recorded.
+ */
+import { sql } from 'kysely';
+import type { Logger } from '../../core/log.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { Loop } from '../../core/loop.ts';
+import type { Mode } from '../../core/mode.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
+import type { DepositObservation, DepositSink } from '../ports.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
+import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
+
+export interface SolanaWatcherOptions {
+  db: Db;
+  log: Logger;
+  metrics?: Metrics;
+  network: NetworkConfig;
+  mode: Mode;
+  rpc: SolanaRpc;
+  sink: DepositSink;
+  /** Blocks read per tick at most (a tick that stops short is followed by another at once). Default 1000. */
+  maxSlotsPerTick?: number;
+  /** Blocks per batch (one getBlocksWithLimit). Default 100. */
+  batch?: number;
+  /** Parallel getBlock requests. Default 4. */
+  fetchConcurrency?: number;
+  /** First slot to read when no cursor is stored; default: the confirmed tip at first start. */
+  startSlot?: bigint | null;
+  /** Retries of a batch that got answers that do not fit together, within one tick. Default 3. */
+  inconsistencyRetries?: number;
+  retryBackoffMs?: number;
+  /** Read a block with deposits awaiting finality, or this many blocks without, before the finality check. Default 8. */
+  finalityEvery?: number;
+}
+
+export interface SolanaTickResult {
+  /** Newest confirmed slot seen. */
+  tip: bigint | null;
+  /** Blocks read in this tick. */
+  blocks: number;
+  deposits: number;
+  /** Newest slot known final after this tick. */
+  finalSlot: bigint | null;
+  /** Lowest slot removed by a fork in this tick. */
+  forkFrom: bigint | null;
+  behind: boolean;
+}
+
+interface Cursor {
+  slot: bigint;
+  blockhash: string;
+  finalSlot: bigint;
+  startSlot: bigint;
+}
+
+interface TokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner?: string;
+  uiTokenAmount: { amount: string };
+}
+
+interface AccountsTx {
+  meta: { err: unknown; preBalances: number[]; postBalances: number[]; preTokenBalances?: TokenBalance[] | null; postTokenBalances?: TokenBalance[] | null } | null;
+  transaction: { accountKeys: Array<{ pubkey: string; signer: boolean }>; signatures: string[] };
+}
+
+interface RpcBlock {
+  blockhash: string;
+  previousBlockhash: string;
+  parentSlot: number;
+  blockTime: number | null;
+  transactions?: AccountsTx[];
+}
+
+export class InconsistentChainError extends Error {}
+class CursorMovedError extends Error {}
+
+/** A transfer found in a block, before the sink says whether its recipient is watched. */
+export interface FoundTransfer {
+  to: string;
+  token: TokenConfig;
+  signature: string;
+  /** The account's position in the transaction (the watched key for SOL, the token account for SPL). */
+  index: number;
+  amount: bigint;
+  from: string | null;
+}
+
+/** Balance increases of the successful transactions of a block: SOL to any key, configured mints to token owners. */
+export function transfersOf(txs: AccountsTx[], native: TokenConfig | null, mints: Map<string, TokenConfig>): FoundTransfer[] {
+  const out: FoundTransfer[] = [];
+  for (const t of txs) {
+    if (!t.meta || t.meta.err !== null) continue;
+    const keys = t.transaction.accountKeys;
+    const signature = t.transaction.signatures[0]!;
+    if (native) {
+      const { preBalances: pre, postBalances: post } = t.meta;
+      let from: string | null = null;
+      let drop = 0;
+      for (let i = 0; i < keys.length; i++) {
+        const d = (pre[i] ?? 0) - (post[i] ?? 0);
+        if (d > drop) {
+          drop = d;
+          from = keys[i]!.pubkey;
+        }
+      }
+      for (let i = 0; i < keys.length; i++) {
+        const gain = BigInt(post[i] ?? 0) - BigInt(pre[i] ?? 0);
+        if (gain > 0n) out.push({ to: keys[i]!.pubkey, token: native, signature, index: i, amount: gain, from });
+      }
+    }
+    if (mints.size === 0) continue;
+    const preTokens = new Map((t.meta.preTokenBalances ?? []).map((b) => [b.accountIndex, b] as const));
+    const postTokens = t.meta.postTokenBalances ?? [];
+    for (const b of postTokens) {
+      const token = mints.get(b.mint);
+      if (!token || !b.owner) continue;
+      const before = preTokens.get(b.accountIndex);
+      const gain = BigInt(b.uiTokenAmount.amount) - (before && before.mint === b.mint ? BigInt(before.uiTokenAmount.amount) : 0n);
+      if (gain <= 0n) continue;
+      let from: string | null = null;
+      let drop = 0n;
+      for (const p of preTokens.values()) {
+        if (p.mint !== b.mint || !p.owner) continue;
+        const after = postTokens.find((x) => x.accountIndex === p.accountIndex);
+        const d = BigInt(p.uiTokenAmount.amount) - (after ? BigInt(after.uiTokenAmount.amount) : 0n);
+        if (d > drop) {
+          drop = d;
+          from = p.owner;
+        }
+      }
+      out.push({ to: b.owner, token, signature, index: b.accountIndex, amount: gain, from: from ?? keys[0]?.pubkey ?? null });
+    }
+  }
+  return out;
+}
+
+export class SolanaWatcher {
+  readonly network: NetworkConfig;
+  readonly mode: Mode;
+  private readonly chain: string;
+  private readonly native: TokenConfig | null;
+  private readonly mints: Map<string, TokenConfig>;
+  private readonly maxSlotsPerTick: number;
+  private readonly batch: number;
+  private readonly concurrency: number;
+  private readonly retries: number;
+  private readonly retryBackoffMs: number;
+  private readonly finalityEvery: number;
+  private loop: Loop | null = null;
+  private ticking: Promise<SolanaTickResult> | null = null;
+
+  constructor(private readonly opts: SolanaWatcherOptions) {
+    this.network = opts.network;
+    this.mode = opts.mode;
+    this.chain = opts.network.id;
+    this.native = opts.network.tokens.find((t) => t.kind === 'native') ?? null;
+    this.mints = new Map(opts.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t] as const));
+    this.maxSlotsPerTick = Math.max(1, opts.maxSlotsPerTick ?? 1000);
+    this.batch = Math.max(1, opts.batch ?? 100);
+    this.concurrency = Math.max(1, opts.fetchConcurrency ?? 4);
+    this.retries = opts.inconsistencyRetries ?? 3;
+    this.retryBackoffMs = opts.retryBackoffMs ?? 250;
+    this.finalityEvery = opts.finalityEvery ?? 8;
+  }
+
+  start(): this {
+    if (this.loop) return this;
+    this.loop = new Loop(`solana-watcher:${this.mode}:${this.chain}`, this.network.pollIntervalMs, async () => {
+      const r = await this.tick();
+      if (r.behind) this.loop?.wake();
+    }, this.opts.log);
+    this.loop.start();
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.loop?.stop();
+    this.loop = null;
+    await this.ticking?.catch(() => {});
+  }
+
+  /** One poll; concurrent calls share one run. */
+  tick(): Promise<SolanaTickResult> {
+    this.ticking ??= this.run().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
+  }
+
+  async cursor(): Promise<Cursor | null> {
+    const row = await this.opts.db.selectFrom('solana_cursors').selectAll().where('mode', '=', this.mode).where('chain', '=', this.chain).executeTakeFirst();
+    return row ? { slot: BigInt(row.slot), blockhash: row.blockhash, finalSlot: BigInt(row.final_slot), startSlot: BigInt(row.start_slot) } : null;
+  }
+
+  private async run(): Promise<SolanaTickResult> {
+    const result: SolanaTickResult = { tip: null, blocks: 0, deposits: 0, finalSlot: null, forkFrom: null, behind: false };
+    let cursor = (await this.cursor()) ?? (await this.initCursor());
+    let failures = 0;
+    let sinceFinality = 0;
+    let depositsAwaiting = await this.depositsAwaitingFinality(cursor);
+    for (;;) {
+      try {
+        const limit = Math.min(this.batch, this.maxSlotsPerTick - result.blocks);
+        const slots = limit > 0 ? await this.producedSlots(cursor.slot + 1n, limit, 'confirmed') : [];
+        if (slots.length > 0) {
+          const scan = await this.scan(cursor, slots);
+          if (scan === 'fork') {
+            cursor = await this.fork(cursor, 'confirmed', result);
+            continue;
+          }
+          result.blocks += slots.length;
+          result.deposits += scan.deposits;
+          if (scan.deposits > 0) depositsAwaiting = true;
+          sinceFinality += slots.length;
+          cursor = scan.cursor;
+          result.tip = cursor.slot;
+          failures = 0;
+        }
+        const more = slots.length === limit && limit > 0;
+        if (depositsAwaiting || sinceFinality >= this.finalityEvery || (!more && sinceFinality > 0)) {
+          const checked = await this.checkFinality(cursor, result);
+          sinceFinality = 0;
+          if (checked === 'fork') {
+            cursor = (await this.cursor())!;
+            depositsAwaiting = true;
+            continue;
+          }
+          cursor = checked;
+          depositsAwaiting = await this.depositsAwaitingFinality(cursor);
+        }
+        if (more && result.blocks < this.maxSlotsPerTick) continue;
+        result.behind = more;
+        result.tip ??= cursor.slot;
+        result.finalSlot = cursor.finalSlot;
+        await this.opts.sink.headAdvanced(this.mode, this.chain, this.reportedHead(cursor));
+        return result;
+      } catch (err) {
+        if (err instanceof CursorMovedError) {
+          this.opts.log.info({ chain: this.chain, mode: this.mode }, 'another watcher moved the solana cursor; yielding');
+          return result;
+        }
+        if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
+        failures++;
+        this.opts.log.warn({ chain: this.chain, mode: this.mode, err: err.message, retry: failures }, 'inconsistent chain data; retrying on the next rpc url');
+        this.opts.rpc.failover();
+        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1))));
+      }
+    }
+  }
+
+  /** The head the sink computes confirmations from (see the header comment). */
+  reportedHead(cursor: Pick<Cursor, 'finalSlot'>): bigint {
+    return cursor.finalSlot + BigInt(this.network.finalityConfirmations) - 1n;
+  }
+
+  private async producedSlots(from: bigint, limit: number, commitment: Commitment): Promise<bigint[]> {
+    const r = await this.opts.rpc.request<number[]>('getBlocksWithLimit', [Number(from), limit, { commitment }]);
+    return r.map((s) => BigInt(s));
+  }
+
+  private async block(slot: bigint, commitment: Commitment, details: 'accounts' | 'none'): Promise<RpcBlock> {
+    try {
+      return await this.opts.rpc.request<RpcBlock>('getBlock', [Number(slot), { commitment, encoding: 'json', transactionDetails: details, rewards: false, maxSupportedTransactionVersion: 0 }]);
+    } catch (err) {
+      if (err instanceof SolanaRpcError && err.code !== null && SKIPPED_SLOT_CODES.has(err.code)) throw new InconsistentChainError(`slot ${slot} was listed with a block, then reported skipped`);
+      throw err;
+    }
+  }
+
+  /** Reads `slots` (produced slots after the cursor, ascending), records their deposits and moves the cursor. */
+  private async scan(cursor: Cursor, slots: bigint[]): Promise<{ cursor: Cursor; deposits: number } | 'fork'> {
+    const blocks = await this.blocks(slots);
+    const first = blocks[0]!;
+    if (BigInt(first.parentSlot) !== cursor.slot || first.previousBlockhash !== cursor.blockhash) {
+      // A parent above the cursor means a block was left out of the list: the node is inconsistent, not forked.
+      if (BigInt(first.parentSlot) > cursor.slot) throw new InconsistentChainError(`block ${slots[0]} builds on slot ${first.parentSlot}, which was not listed`);
+      return 'fork';
+    }
+    for (let i = 1; i < blocks.length; i++) {
+      if (BigInt(blocks[i]!.parentSlot) !== slots[i - 1] || blocks[i]!.previousBlockhash !== blocks[i - 1]!.blockhash) {
+        throw new InconsistentChainError(`block ${slots[i]} does not build on block ${slots[i - 1]}`);
+      }
+    }
+    const found = blocks.map((b) => transfersOf(b.transactions ?? [], this.native, this.mints));
+    const candidates = [...new Set(found.flat().map((t) => t.to))];
+    const watched = candidates.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, candidates) : new Map<string, string>();
+    const observations: DepositObservation[] = [];
+    const perBlock = blocks.map(() => 0);
+    found.forEach((list, i) => {
+      const b = blocks[i]!;
+      for (const t of list) {
+        if (watched.get(t.to) !== t.to) continue;
+        perBlock[i]!++;
+        observations.push({
+          chain: this.chain,
+          address: t.to,
+          token: t.token.id,
+          txHash: t.signature,
+          index: t.index,
+          amount: t.amount,
+          from: t.from,
+          blockNumber: slots[i]!,
+          blockHash: b.blockhash,
+          blockTime: b.blockTime === null ? null : new Date(b.blockTime * 1000),
+        });
+      }
+    });
+    if (observations.length > 0) await this.opts.sink.recordDeposits(this.mode, observations);
+    const last = blocks[blocks.length - 1]!;
+    const next: Cursor = { ...cursor, slot: slots[slots.length - 1]!, blockhash: last.blockhash };
+    await withTx(this.opts.db, async (tx) => {
+      await this.moveCursor(tx, cursor, next);
+      await tx
+        .insertInto('solana_blocks')
+        .values(blocks.map((b, i) => ({ mode: this.mode, chain: this.chain, slot: slots[i]!, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: perBlock[i]! })))
+        .onConflict((oc) => oc.columns(['mode', 'chain', 'slot']).doUpdateSet((eb) => ({ blockhash: eb.ref('excluded.blockhash'), parent_slot: eb.ref('excluded.parent_slot'), deposits: eb.ref('excluded.deposits') })))
+        .execute();
+      if (observations.length > 0) {
+        const bySlot = new Map<string, bigint>();
+        for (const o of observations) if (o.blockNumber !== null && (bySlot.get(o.address) ?? -1n) < o.blockNumber) bySlot.set(o.address, o.blockNumber);
+        for (const [address, slot] of bySlot) {
+          await tx
+            .updateTable('solana_addresses')
+            .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${slot.toString()}::bigint)` })
+            .where('mode', '=', this.mode)
+            .where('chain', '=', this.chain)
+            .where('address', '=', address)
+            .execute();
+        }
+      }
+    });
+    this.opts.metrics?.chainBlocks.inc({ chain: this.chain }, blocks.length);
+    return { cursor: next, deposits: observations.length };
+  }
+
+  private async blocks(slots: bigint[]): Promise<RpcBlock[]> {
+    const out: RpcBlock[] = new Array(slots.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < slots.length) {
+        const i = next++;
+        out[i] = await this.block(slots[i]!, 'confirmed', 'accounts');
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.concurrency, slots.length) }, worker));
+    return out;
+  }
+
+  /**
+   * Compares the finalized chain after `final_slot` with the stored blocks. Matching blocks become final (the
+   * cursor's final slot moves, stored blocks below it are pruned); a stored block the finalized chain does not have
+   * (or a finalized block that was never read) is a fork: handled as in `fork`, and 'fork' is returned.
+   */
+  private async checkFinality(cursor: Cursor, result: SolanaTickResult): Promise<Cursor | 'fork'> {
+    const stored = await this.stored(cursor.finalSlot);
+    const final = await this.producedSlots(cursor.finalSlot + 1n, Math.max(64, stored.length + 64), 'finalized');
+    if (final.length === 0) return cursor;
+    const finalSet = new Set(final.map(String));
+    const top = final[final.length - 1]!;
+    let agreed = cursor.finalSlot;
+    for (const s of final) {
+      if (s > cursor.slot) break;
+      if (s > cursor.startSlot && !stored.some((b) => b.slot === s)) {
+        this.opts.log.warn({ chain: this.chain, mode: this.mode, slot: s.toString() }, 'finalized block was never read at confirmed: fork');
+        await this.fork(cursor, 'finalized', result);
+        return 'fork';
+      }
+      agreed = s;
+    }
+    for (const b of stored) {
+      if (b.slot > top) break;
+      if (!finalSet.has(String(b.slot))) {
+        await this.fork(cursor, 'finalized', result);
+        return 'fork';
+      }
+    }
+    if (agreed === cursor.finalSlot) return cursor;
+    const next = { ...cursor, finalSlot: agreed };
+    await withTx(this.opts.db, async (tx) => {
+      const r = await tx
+        .updateTable('solana_cursors')
+        .set({ final_slot: agreed, updated_at: sql`now()` })
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('final_slot', '=', cursor.finalSlot)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) throw new CursorMovedError();
+      await tx.deleteFrom('solana_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('slot', '<', agreed).execute();
+    });
+    return next;
+  }
+
+  private async stored(above: bigint): Promise<Array<{ slot: bigint; blockhash: string; deposits: number }>> {
+    const rows = await this.opts.db
+      .selectFrom('solana_blocks')
+      .select(['slot', 'blockhash', 'deposits'])
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .where('slot', '>', above)
+      .orderBy('slot')
+      .execute();
+    return rows.map((r) => ({ slot: BigInt(r.slot), blockhash: r.blockhash, deposits: r.deposits }));
+  }
+
+  private async depositsAwaitingFinality(cursor: Cursor): Promise<boolean> {
+    return (await this.stored(cursor.finalSlot)).some((b) => b.deposits > 0);
+  }
+
+  /**
+   * Walks back from the cursor through the stored blocks to the newest one the node still has at `commitment`
+   * (same slot, same blockhash), tells the sink that everything above it left the chain, and moves the cursor there.
+   * The sink is told first: a crash before the cursor moves finds the same fork again.
+   */
+  private async fork(cursor: Cursor, commitment: Commitment, result: SolanaTickResult): Promise<Cursor> {
+    const stored = (await this.stored(cursor.finalSlot)).reverse();
+    let ancestor: { slot: bigint; blockhash: string } | null = null;
+    for (const b of stored) {
+      let node: RpcBlock | null = null;
+      try {
+        node = await this.opts.rpc.request<RpcBlock>('getBlock', [Number(b.slot), { commitment, encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0 }]);
+      } catch (err) {
+        if (!(err instanceof SolanaRpcError && err.code !== null && (SKIPPED_SLOT_CODES.has(err.code) || err.code === -32004))) throw err;
+      }
+      if (node && node.blockhash === b.blockhash) {
+        ancestor = b;
+        break;
+      }
+    }
+    if (!ancestor) {
+      const final = await this.opts.db
+        .selectFrom('solana_blocks')
+        .select(['slot', 'blockhash'])
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('slot', '<=', cursor.finalSlot)
+        .orderBy('slot', 'desc')
+        .executeTakeFirst();
+      ancestor = final ? { slot: BigInt(final.slot), blockhash: final.blockhash } : null;
+      if (!ancestor) throw new Error(`${this.chain}: a fork below every block the watcher kept (wrong cluster, or a node far behind)`);
+    }
+    if (ancestor.slot === cursor.slot) throw new InconsistentChainError(`block ${cursor.slot} is both kept and replaced`);
+    const fromSlot = ancestor.slot + 1n;
+    this.opts.log.warn({ chain: this.chain, mode: this.mode, from: fromSlot.toString(), cursor: cursor.slot.toString(), commitment }, 'solana fork: blocks left the chain');
+    await this.opts.sink.blocksRemoved(this.mode, this.chain, fromSlot);
+    const next: Cursor = { ...cursor, slot: ancestor.slot, blockhash: ancestor.blockhash };
+    await withTx(this.opts.db, async (tx) => {
+      await this.moveCursor(tx, cursor, next);
+      await tx.deleteFrom('solana_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('slot', '>=', fromSlot).execute();
+    });
+    result.forkFrom = result.forkFrom === null || fromSlot < result.forkFrom ? fromSlot : result.forkFrom;
+    return next;
+  }
+
+  /** First start: the cursor is the block at the configured start slot's predecessor, or the confirmed tip. */
+  private async initCursor(): Promise<Cursor> {
+    const finalized = BigInt(await this.opts.rpc.request<number>('getSlot', [{ commitment: 'finalized' }]));
+    let at: bigint;
+    if (this.opts.startSlot != null) {
+      const before = this.opts.startSlot > 0n ? this.opts.startSlot - 1n : 0n;
+      // The newest block at or before the slot before start_slot.
+      const list = await this.opts.rpc.request<number[]>('getBlocks', [Number(before > 1000n ? before - 1000n : 0n), Number(before), { commitment: 'confirmed' }]);
+      if (list.length === 0) throw new Error(`${this.chain}: no block within 1000 slots before start_slot ${this.opts.startSlot}`);
+      at = BigInt(list[list.length - 1]!);
+    } else {
+      at = BigInt(await this.opts.rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]));
+    }
+    const b = await this.block(at, 'confirmed', 'none');
+    const finalSlot = finalized < at ? finalized : at;
+    await withTx(this.opts.db, async (tx) => {
+      await tx
+        .insertInto('solana_cursors')
+        .values({ mode: this.mode, chain: this.chain, slot: at, blockhash: b.blockhash, final_slot: finalSlot, start_slot: at })
+        .onConflict((oc) => oc.columns(['mode', 'chain']).doNothing())
+        .execute();
+      await tx
+        .insertInto('solana_blocks')
+        .values({ mode: this.mode, chain: this.chain, slot: at, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: 0 })
+        .onConflict((oc) => oc.columns(['mode', 'chain', 'slot']).doNothing())
+        .execute();
+    });
+    return (await this.cursor())!;
+  }
+
+  private async moveCursor(tx: Tx, prev: Cursor, next: Cursor): Promise<void> {
+    const r = await tx
+      .updateTable('solana_cursors')
+      .set({ slot: next.slot, blockhash: next.blockhash, updated_at: sql`now()` })
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .where('slot', '=', prev.slot)
+      .where('blockhash', '=', prev.blockhash)
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) throw new CursorMovedError();
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Kasse opens the token account of a USDC coin choice from its hot wallet (the payer needs none), and a sweep moves
+ * final deposits to the treasury, closes the emptied token accounts (their rent back to the hot wallet), sweeps SOL
+ * to the last lamport with the hot wallet paying the fees, and closes token accounts that were never used.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { HOUR } from '../../src/core/clock.ts';
+import { recordSweeps, sweepDue, sweepResults } from '../../src/chains/solana/sweep.ts';
+import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
+
+let k: SolanaKasse;
+
+before(async () => {
+  k = await startSolanaKasse();
+  await k.tick();
+});
+after(() => k?.close());
+
+async function choice(token: 'solana:sol' | 'solana:usdc', order: string) {
+  const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: order, chain: 'solana', token });
+  assert.equal(res.status, 201);
+  return { id: res.body.id as string, address: res.body.attempts[0].address as string, amount: BigInt(res.body.attempts[0].pay_amount) };
+}
+
+async function runSender() {
+  for (let i = 0; i < 6; i++) {
+    await k.send();
+    const open = await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('status', 'in', ['pending', 'signed', 'broadcast']).execute();
+    if (open.length === 0) return;
+    await k.chain.produce();
+    await k.chain.finalize();
+  }
+}
+
+test('the token account of a USDC coin choice is opened by the hot wallet; a sweep empties and closes it', async () => {
+  const usdc = await choice('solana:usdc', 'sweep-usdc');
+  const sol = await choice('solana:sol', 'sweep-sol');
+  const ata = await k.chain.ata(usdc.address);
+  assert.equal(await k.chain.exists(ata), false);
+  const hot0 = await k.chain.balance(k.hotWallet);
+  await runSender();
+  assert.equal(await k.chain.exists(ata), true, 'opened by Kasse');
+  const rent = BigInt((await k.chain.rpc('getAccountInfo', [ata, { encoding: 'base64' }])).value.lamports);
+  assert.equal(hot0 - (await k.chain.balance(k.hotWallet)), rent + 5000n, 'the hot wallet paid the rent and the fee');
+
+  const payer = await k.payer(10_000_000_000n, 50_000_000n);
+  await k.chain.sendUsdc(payer, usdc.address, usdc.amount); // no account creation: it exists
+  await k.chain.sendSol(payer, sol.address, sol.amount);
+  await k.chain.sendSol(payer, usdc.address, 20_000_000n); // SOL into the USDC choice too
+  await k.chain.produce();
+  await k.tick();
+  assert.equal((await k.m.test.get(`/payments/${usdc.id}`)).body.status, 'paid');
+  assert.deepEqual(await sweepDue(k.adapter), [], 'nothing is swept before it is final');
+  await k.chain.finalize();
+  await k.chain.produce();
+  await k.tick();
+  const due = (await sweepDue(k.adapter)).map((d) => d.address).sort();
+  assert.deepEqual(due, [usdc.address, sol.address].sort());
+
+  const dry = await recordSweeps(k.adapter, { dryRun: true });
+  assert.equal(dry.due, 2);
+  assert.equal(dry.transfers.length, 0);
+  const hot1 = await k.chain.balance(k.hotWallet);
+  const report = await recordSweeps(k.adapter);
+  assert.equal(report.transfers.length, 1);
+  assert.deepEqual(await sweepDue(k.adapter), [], 'keys in an open sweep are not taken twice');
+  await runSender();
+  const [result] = await sweepResults(k.adapter, report.transfers.map((t) => t.id));
+  assert.equal(result!.status, 'sent', result!.error ?? '');
+  assert.equal(await k.chain.tokenBalance(k.treasury), usdc.amount);
+  assert.equal(await k.chain.balance(k.treasury), sol.amount + 20_000_000n);
+  assert.equal(await k.chain.balance(usdc.address), 0n);
+  assert.equal(await k.chain.balance(sol.address), 0n);
+  assert.equal(await k.chain.exists(ata), false, 'closed');
+  assert.equal(result!.moved!.closed.length, 1);
+  const treasuryAtaRent = BigInt((await k.chain.rpc('getAccountInfo', [await k.chain.ata(k.treasury), { encoding: 'base64' }])).value.lamports);
+  const fee = 5000n * 3n;
+  assert.equal((await k.chain.balance(k.hotWallet)) - hot1, rent - treasuryAtaRent - fee, 'rent back, less the treasury account and the fees');
+  assert.deepEqual(await sweepDue(k.adapter), []);
+});
+
+test('a token account never used is closed by a sweep after ata_close_after_s, recovering its rent', async () => {
+  const unused = await choice('solana:usdc', 'never-paid');
+  await runSender();
+  const ata = await k.chain.ata(unused.address);
+  assert.equal(await k.chain.exists(ata), true);
+  assert.ok(!(await sweepDue(k.adapter)).some((d) => d.address === unused.address));
+  k.t.clock.advance(49 * HOUR);
+  assert.ok((await sweepDue(k.adapter)).some((d) => d.address === unused.address));
+  await recordSweeps(k.adapter);
+  await runSender();
+  assert.equal(await k.chain.exists(ata), false);
+  assert.deepEqual(await sweepDue(k.adapter), []);
+});
