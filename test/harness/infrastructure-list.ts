@@ -1,4 +1,5 @@
 /** Imports each chain harness so it registers its starter (see infrastructure.ts). */
 import './hardhat.ts';
+import './litecoind.ts';
 
 export {};

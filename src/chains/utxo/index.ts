@@ -1,0 +1,53 @@
+/**
+ * The UTXO chain family: Bitcoin and Litecoin (Bitcoin Core and Litecoin Core nodes, the same RPC). Networks of
+ * family `utxo` carry a `utxo` object naming the coin and network (config.ts); when Kasse opens, every such network
+ * of both modes gets a `UtxoAdapter` (BIP-84 deposit addresses from the master seed, BIP-21 URIs), and the workers
+ * role runs a watcher per network with RPC URLs. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
+ */
+import { bech32 } from '@scure/base';
+import { MODES } from '../../core/mode.ts';
+import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
+import { UtxoAdapter } from './adapter.ts';
+import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
+import { parseUtxoSettings, utxoSettings } from './config.ts';
+import * as m0024 from './migrations/0024_utxo.ts';
+import './schema.ts';
+
+export { UtxoAdapter } from './adapter.ts';
+
+function load(ctx: FamilyContext): LoadedFamily {
+  const adapters: UtxoAdapter[] = [];
+  for (const mode of MODES) {
+    for (const network of ctx.chains.networks(mode)) {
+      if (network.family === 'utxo') adapters.push(new UtxoAdapter(network, mode, ctx));
+    }
+  }
+  return { adapters, workers: () => workers(ctx, adapters) };
+}
+
+/** A watcher per network that is not paused and has RPC URLs. */
+function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
+  const out: FamilyWorker[] = [];
+  for (const adapter of adapters) {
+    if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
+    else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'utxo watcher not started (paused or no rpc_urls)');
+  }
+  return out;
+}
+
+const utxo: ChainFamily = {
+  name: 'utxo',
+  format: {
+    isValidAddress: (address, network) => (network ? isValidUtxoAddress(address, utxoSettings(network).params) : isValidOnAnyNetwork(address)),
+    addressFromBytes: (bytes, network) => {
+      const hrp = network ? utxoSettings(network).params.address.bech32 : 'bc';
+      return bech32.encode(hrp, [0, ...bech32.toWords(bytes.subarray(0, 20))]);
+    },
+    paymentUri: (network, token, address, amount) => bip21Uri(utxoSettings(network).params, address, amount, token.decimals),
+  },
+  networks: { settings: parseUtxoSettings },
+  migrations: { '0024_utxo': m0024 },
+  load,
+};
+
+export default utxo;
