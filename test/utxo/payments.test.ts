@@ -186,6 +186,19 @@ describe('payment outcomes', () => {
   });
 });
 
+describe('checkout', () => {
+  test('the hosted checkout shows the amount, the address, a QR code of the BIP-21 URI and no browser-wallet button', async () => {
+    const p = await createPayment(1000);
+    const res = await fetch(`${k.t.urls.checkout}/p/${p.id}`);
+    assert.equal(res.status, 200);
+    const page = await res.text();
+    assert.ok(page.includes(p.address));
+    assert.ok(page.includes(`href="litecoin:${p.address}?amount=0.1"`), 'deep link to a wallet app');
+    assert.ok(page.includes(`aria-label="QR code: send 0.1 LTC to ${p.address}"`));
+    assert.ok(!page.includes('k-btn k-alt'), 'no wallet buttons');
+  });
+});
+
 describe('mempool replacement', () => {
   test('an RBF replacement paying elsewhere orphans the first deposit', async () => {
     const p = await createPayment(1000);

@@ -1,8 +1,8 @@
 /**
  * The UTXO chain family: Bitcoin and Litecoin (Bitcoin Core and Litecoin Core nodes, the same RPC). Networks of
  * family `utxo` carry a `utxo` object naming the coin and network (config.ts); when Kasse opens, every such network
- * of both modes gets a `UtxoAdapter` (BIP-84 deposit addresses from the master seed, BIP-21 URIs), and the workers
- * role runs a watcher per network with RPC URLs. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
+ * of test mode, and of live mode where it has RPC URLs, gets a `UtxoAdapter` (BIP-84 deposit addresses from the
+ * master seed, BIP-21 URIs), and the workers role runs a watcher per network with RPC URLs. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
  */
 import { bech32 } from '@scure/base';
 import { MODES } from '../../core/mode.ts';
@@ -19,7 +19,14 @@ function load(ctx: FamilyContext): LoadedFamily {
   const adapters: UtxoAdapter[] = [];
   for (const mode of MODES) {
     for (const network of ctx.chains.networks(mode)) {
-      if (network.family === 'utxo') adapters.push(new UtxoAdapter(network, mode, ctx));
+      if (network.family !== 'utxo') continue;
+      // A live network needs a node to watch it before it takes payments; test mode always has the adapter's
+      // addresses (the simulator completes payments where no node is configured).
+      if (mode === 'live' && network.rpcUrls.length === 0) {
+        ctx.log.debug({ chain: network.id, mode }, 'utxo network without rpc_urls: no live adapter registered');
+        continue;
+      }
+      adapters.push(new UtxoAdapter(network, mode, ctx));
     }
   }
   return { adapters, workers: () => workers(ctx, adapters) };
