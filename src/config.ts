@@ -3,6 +3,13 @@
  * naming the variable. Everything else receives a typed `Config`, never `process.env`.
  */
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The Kasse directory (where package.json is). npm scripts run here, so the default data directory and a relative
+ * KASSE_DATA_DIR are taken from here: the server and the CLI find the same database wherever the CLI is run from.
+ */
+export const KASSE_HOME = fileURLToPath(new URL('..', import.meta.url));
 
 export type Role = 'api' | 'workers';
 
@@ -21,6 +28,8 @@ export interface Config {
   feeBps: number;
   secretsFile: string | null;
   networksFile: string | null;
+  /** Replaces the live set (`config/networks.live.json`), e.g. with a deployment's own copy. */
+  liveNetworksFile: string | null;
   prices: { coingeckoUrl: string; binanceUrl: string; maxAgeSeconds: number; refreshSeconds: number };
   webhooks: { timeoutMs: number; concurrency: number };
   bodyLimitBytes: number;
@@ -97,7 +106,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
   for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
   return {
     databaseUrl: env.DATABASE_URL || null,
-    dataDir: resolve(env.KASSE_DATA_DIR || './data'),
+    dataDir: resolve(KASSE_HOME, env.KASSE_DATA_DIR || 'data'),
     host: env.KASSE_HOST || '127.0.0.1',
     ports: {
       live: int(env, 'KASSE_LIVE_PORT', 8080, 0, 65535),
@@ -115,6 +124,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
     secretsFile: env.KASSE_SECRETS_FILE || null,
     networksFile: env.KASSE_NETWORKS_FILE || null,
+    liveNetworksFile: env.KASSE_LIVE_NETWORKS_FILE || null,
     prices: {
       coingeckoUrl: url(env, 'KASSE_COINGECKO_URL') ?? 'https://api.coingecko.com/api/v3',
       binanceUrl: url(env, 'KASSE_BINANCE_URL') ?? 'https://api.binance.com',

@@ -39,6 +39,8 @@ async function main(): Promise<void> {
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
   log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');
+  // One line per mode: which networks run and what the others are missing (GET /currencies has it per coin).
+  for (const mode of ['live', 'test'] as const) log[kasse.chains.anyAvailable(mode) ? 'info' : 'warn']({ mode }, kasse.chains.describe(mode));
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -1,7 +1,7 @@
 /**
- * Networks and coins: `config/networks.live.json` and `config/networks.test.json` (or the file named by
- * `KASSE_NETWORKS_FILE`, which replaces the test set) parsed into `NetworkConfig`/`TokenConfig` and validated once
- * at start. A bad file stops the program with a message naming the file and the field. File format: docs/payments.md.
+ * Networks and coins: `config/networks.live.json` and `config/networks.test.json` (or the files named by
+ * `KASSE_LIVE_NETWORKS_FILE` and `KASSE_NETWORKS_FILE`, which replace them) parsed into `NetworkConfig`/`TokenConfig`
+ * and validated once at start. A bad file stops the program with a message naming the file and the field. File format: docs/payments.md.
  *
  * A network's `family` is an installed chain family (or `none`: served by the test-mode simulator alone); the
  * family's rules check what is its own (a chain id, token contract addresses, its settings object).
@@ -20,9 +20,12 @@ const ID = /^[a-z0-9][a-z0-9-]{0,31}$/;
 const SYMBOL = /^[a-z0-9]{1,16}$/;
 
 /** The test-mode and live-mode network sets, as loaded from the configuration files. */
-export function loadNetworks(config: Pick<Config, 'networksFile'>, families: readonly ChainFamily[]): Record<Mode, NetworkConfig[]> {
+export function loadNetworks(
+  config: Pick<Config, 'networksFile'> & Partial<Pick<Config, 'liveNetworksFile'>>,
+  families: readonly ChainFamily[],
+): Record<Mode, NetworkConfig[]> {
   return {
-    live: readNetworks(new URL('networks.live.json', CONFIG_DIR).pathname, families),
+    live: readNetworks(config.liveNetworksFile ?? new URL('networks.live.json', CONFIG_DIR).pathname, families),
     test: readNetworks(config.networksFile ?? new URL('networks.test.json', CONFIG_DIR).pathname, families),
   };
 }

@@ -20,9 +20,21 @@ const SIMULATOR_FORMAT: AddressFormat = {
   paymentUri: () => null,
 };
 
+/**
+ * Where a network of a mode stands: `running` (a chain adapter serves it), `simulated` (test mode without an adapter:
+ * payments are issued and finished with the simulator, nothing is watched) or `paused` (no new coin choices).
+ * `reason` says why for the last two, in words an operator can act on.
+ */
+export interface NetworkStatus {
+  state: 'running' | 'simulated' | 'paused';
+  reason: string | null;
+}
+
 export class ChainRegistry {
   private readonly registered = new Map<string, ChainAdapter>();
   private readonly fallbacks = new Map<string, ChainAdapter>();
+  /** Why a family serves no adapter for a network (`mode:chain` → reason), as the family said. */
+  private readonly missing = new Map<string, string>();
   private readonly formats: Map<string, AddressFormat>;
 
   constructor(
@@ -96,6 +108,46 @@ export class ChainRegistry {
     const network = this.network(mode, chain);
     return !!network && !network.paused && (mode === 'test' || this.hasAdapter(mode, chain));
   }
+
+  /** A chain family tells why it registers no adapter for `chain` in `mode` (shown by `status` and at start). */
+  explainMissing(mode: Mode, chain: string, reason: string): void {
+    this.missing.set(`${mode}:${chain}`, reason);
+  }
+
+  /** Where `chain` stands in `mode`, and why when it is not running. Throws for unknown networks. */
+  status(mode: Mode, chain: string): NetworkStatus {
+    const network = this.network(mode, chain);
+    if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
+    if (network.paused) return { state: 'paused', reason: 'paused by the operator ("paused": true in the networks file)' };
+    if (this.hasAdapter(mode, chain)) return { state: 'running', reason: null };
+    const why = this.missing.get(`${mode}:${chain}`) ?? `no chain support for ${network.family} networks in this installation`;
+    return { state: mode === 'test' ? 'simulated' : 'paused', reason: why };
+  }
+
+  /** Whether any network of `mode` can take new coin choices. */
+  anyAvailable(mode: Mode): boolean {
+    return this.sets[mode].some((n) => this.available(mode, n.id));
+  }
+
+  /** One line for the operator: which networks of `mode` run, and what is missing for the rest. */
+  describe(mode: Mode): string {
+    const by: Record<NetworkStatus['state'], string[]> = { running: [], simulated: [], paused: [] };
+    const reasons = new Map<string, string[]>();
+    for (const n of this.sets[mode]) {
+      const { state, reason } = this.status(mode, n.id);
+      by[state].push(n.id);
+      if (reason) reasons.set(reason, [...(reasons.get(reason) ?? []), n.id]);
+    }
+    const parts = [
+      ...(this.anyAvailable(mode) ? [] : ['no network can take payments']),
+      ...(by.running.length > 0 ? [`running: ${by.running.join(', ')}`] : []),
+      ...(by.simulated.length > 0 ? [`simulator only (nothing watched on chain): ${by.simulated.join(', ')}`] : []),
+      ...(by.paused.length > 0 ? [`paused: ${by.paused.join(', ')}`] : []),
+    ];
+    const why = [...reasons].map(([reason, ids]) => `${ids.join(', ')}: ${reason}`);
+    return `${mode} mode: ${parts.join('; ')}.${why.length > 0 ? ` Why: ${why.join('; ')}.` : ''}${mode === 'live' && by.running.length < this.sets.live.length ? ' See "Going live" in the README.' : ''}`;
+  }
+
 }
 
 /** Addresses without keys, payment URIs and explorer links for a network that has no real adapter. */

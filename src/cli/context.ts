@@ -2,9 +2,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config.ts';
+import { loadSecrets } from '../core/secrets.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
-import type { Flags } from '../core/flags.ts';
+import { UsageError, type Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
 export { mode, optionalInt, requireString, UsageError, type Flags } from '../core/flags.ts';
@@ -17,12 +18,22 @@ export interface Command {
   run(kasse: Kasse, flags: Flags, positionals: string[]): Promise<unknown>;
 }
 
-/** Opens Kasse for one command; starts the embedded PostgreSQL if no server is running on the data directory. */
+/**
+ * Opens Kasse for one command on the server's database: the running server's embedded PostgreSQL, or the same one
+ * started for the command. It never creates a database or secrets: a data directory without them means this is not
+ * where the server keeps its data, and the command says which directory it looked at.
+ */
 export async function withKasse<T>(fn: (kasse: Kasse) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, { logLevel: 'warn' });
+  if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pg', 'PG_VERSION'))) {
+    throw new UsageError(
+      `no Kasse database in ${config.dataDir}. This command uses the server's database and creates none: start Kasse once (npm start), or give it the KASSE_DATA_DIR (or DATABASE_URL) the server runs with`,
+    );
+  }
+  const secrets = loadSecrets(config, { create: false });
   const log = createLogger(config.logLevel, process.stderr);
   const database = await resolveDatabase(config);
-  const kasse = await Kasse.open({ config, databaseUrl: database.url, log, listen: false, poolSize: 4 });
+  const kasse = await Kasse.open({ config, databaseUrl: database.url, log, secrets, listen: false, poolSize: 4 });
   // Links the CLI prints (set-up links) point at the running server's checkout host, which may have picked its port.
   const recorded = join(config.dataDir, 'urls.json');
   if (!config.publicUrls.checkout && existsSync(recorded)) {

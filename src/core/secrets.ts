@@ -32,7 +32,11 @@ function parseKey(hex: string, source: string): Buffer {
   return Buffer.from(hex, 'hex');
 }
 
-export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'secretsEnv'>): Secrets {
+/**
+ * The operator's secrets. With `create: false` (the CLI) a missing secrets file is an error naming it rather than a
+ * new file: new secrets would not decrypt what the server sealed, nor derive its deposit addresses.
+ */
+export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'secretsEnv'>, opts: { create?: boolean } = {}): Secrets {
   const env = config.secretsEnv;
   let file: SecretsFile | null = null;
   const path = config.secretsFile ?? join(config.dataDir, 'secrets.json');
@@ -44,6 +48,10 @@ export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'se
     }
   } else if (config.secretsFile) {
     throw new ConfigError(`KASSE_SECRETS_FILE: ${path} does not exist`);
+  } else if ((!env.secretKey || !env.masterSeed) && opts.create === false) {
+    throw new ConfigError(
+      `no secrets at ${path}. This command uses the server's secrets and makes no new ones: start Kasse once (npm start), or give it the KASSE_DATA_DIR (or KASSE_SECRETS_FILE, or KASSE_SECRET_KEY and KASSE_MASTER_SEED) the server runs with`,
+    );
   } else if (!env.secretKey || !env.masterSeed) {
     file = { secret_key: randomBytes(32).toString('hex'), master_seed: generateMnemonic(english) };
     mkdirSync(dirname(path), { recursive: true });

@@ -17,6 +17,8 @@ import { blockedRange } from '../core/addresses.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ErrorSchema, errorResponses } from './schemas/common.ts';
 import { baseFastify, instrument, sendError, type Hook } from './frame.ts';
+import { freeFormKeys } from '../core/json-schema.ts';
+import { closedQuery } from './validation.ts';
 
 export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -90,6 +92,10 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   // Every route needs a key of this listener's mode unless it is marked public.
   instrument(app, kasse, mode, keyGuard(kasse, mode));
   app.decorateRequest('auth', null as unknown as AuthenticatedKey);
+  // Every operation refuses query parameters it does not define, the same way (400, `param` naming it).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, querystring: closedQuery(route.schema?.querystring) };
+  });
 
   app.addSchema(ErrorSchema);
   await app.register(swagger, {
@@ -131,7 +137,7 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   const document = () => {
     const doc = app.swagger() as { paths?: Record<string, unknown> };
     const paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, ops]) => [p.replace(/^\/v1(?=\/)/, ''), ops]));
-    return { ...doc, servers: [{ url: kasse.apiBase(mode) }], paths };
+    return freeFormKeys({ ...doc, servers: [{ url: kasse.apiBase(mode) }], paths });
   };
   app.get('/v1/openapi.json', open, async () => document());
   app.get('/v1/docs', open, async (_req, reply) => {

@@ -9,7 +9,8 @@ import { ApiError } from '../core/errors.ts';
 import { requestIds } from '../core/ids.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { messageOf, paramOf, validatorCompiler } from './validation.ts';
+import { refuseUnparsable } from './client-errors.ts';
+import { buildSerializer, explainValidation, validatorCompiler } from './validation.ts';
 
 /** What the frame needs from the service container. */
 export interface FrameDeps {
@@ -29,15 +30,14 @@ export function errorHandler(log: Logger) {
   return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof ApiError) return sendError(reply, err);
     if (err.validation && err.validation.length > 0) {
-      const first = err.validation[0]!;
-      const param = paramOf(first as never, err.validationContext);
-      return sendError(reply, new ApiError('invalid_request', messageOf(first as never, param), param));
+      const { param, message } = explainValidation(err.validation as never, err.validationContext);
+      return sendError(reply, new ApiError('invalid_request', message, param));
     }
     switch (err.code) {
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendError(reply, new ApiError('invalid_request', 'Content-Type must be application/json'));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendError(reply, new ApiError('invalid_request', 'Request body is too large'));
+        return sendError(reply, new ApiError('invalid_request', `Request body is too large (at most ${req.routeOptions.bodyLimit} bytes)`));
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendError(reply, new ApiError('invalid_request', 'Content-Length does not match the body'));
     }
@@ -57,8 +57,13 @@ export function errorHandler(log: Logger) {
 }
 
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
+  if (lacksHost(req)) return sendError(reply, missingHost());
   return sendError(reply, new ApiError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`));
 }
+
+/** HTTP/1.1 requires a Host header (RFC 9112 §3.2); Node's own refusal of one without it has no body, so Kasse refuses it. */
+const lacksHost = (req: FastifyRequest) => req.headers.host === undefined && req.raw.httpVersion === '1.1';
+const missingHost = () => new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header.', 'Host');
 
 /** JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel). */
 function jsonParser(app: FastifyInstance) {
@@ -106,7 +111,8 @@ export function instrument(app: FastifyInstance, deps: FrameDeps, listener: stri
     const hook: Hook = (req, reply, done) => {
       reply.header('request-id', req.id);
       req.routeUrl = url;
-      if (check) check(req, reply, done);
+      if (lacksHost(req)) done(missingHost());
+      else if (check) check(req, reply, done);
       else done();
     };
     const own = route.onRequest ? [route.onRequest].flat() : [];
@@ -154,9 +160,13 @@ export function baseFastify(deps: FrameDeps): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true },
     // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
     // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never } },
-    // Errors Fastify raises before routing (a malformed URL) get the Error body too.
+    // The serialiser likewise, so that it reads the schemas as the validator does (`freeFormKeys`).
+    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never, buildSerializer: buildSerializer as never } },
+    // Errors Fastify raises before routing (a malformed URL) get the Error body too, and so do requests Node's HTTP
+    // parser refuses; an HTTP/1.1 request without Host reaches the routes, which refuse it the same way.
     frameworkErrors: (err, _req, reply) => sendError(reply, new ApiError('invalid_request', err.message)),
+    clientErrorHandler: refuseUnparsable(deps.log, nextRequestId),
+    http: { requireHostHeader: false },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler(deps.log));

@@ -3,9 +3,11 @@
  * Bodies are validated strictly (no type coercion, unknown properties rejected, nothing silently removed);
  * query strings, path parameters and headers are coerced from text as HTTP requires.
  */
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { freeFormKeys } from '../core/json-schema.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 
@@ -30,8 +32,26 @@ const coercingAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return ajv.compile(freeFormKeys(schema) as object) as ReturnType<FastifySchemaCompiler<unknown>>;
 };
+
+/**
+ * The query schema of an API route that refuses unknown parameters: an empty one for a route that defines none,
+ * and `additionalProperties: false` unless the route's schema says otherwise.
+ */
+export function closedQuery(schema: unknown): object {
+  if (schema === undefined || schema === null) return NO_QUERY;
+  const s = schema as Record<string, unknown>;
+  return s.additionalProperties === undefined ? { ...s, additionalProperties: false } : s;
+}
+
+const NO_QUERY = { type: 'object', properties: {}, additionalProperties: false };
+
+/** Fastify's response serialiser (fast-json-stringify), compiled from the same schemas after `freeFormKeys`. */
+export function buildSerializer(externalSchemas: unknown, options: unknown) {
+  const compile = SerializerSelector()(freeFormKeys(externalSchemas), options as never);
+  return (route: SerializerSelector.RouteDefinition) => compile({ ...route, schema: freeFormKeys(route.schema) });
+}
 
 /** Dotted path of the offending field (`items.3.destination`), or the header/parameter name. */
 export function paramOf(error: ErrorObject, context: string | undefined): string | null {
@@ -48,14 +68,41 @@ export function paramOf(error: ErrorObject, context: string | undefined): string
   return path.join('.');
 }
 
-export function messageOf(error: ErrorObject, param: string | null): string {
+/**
+ * The answer to a failed validation: the field and a message. Ajv reports each branch of a union (`"waiting" |
+ * "paid" | …`, a value or null) before the union itself, so the first error alone would name one allowed value; when
+ * every branch failed on the field itself, the message names them all.
+ */
+export function explainValidation(errors: ErrorObject[], context: string | undefined): { param: string | null; message: string } {
+  const first = errors[0]!;
+  const union = errors.find((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath && first.schemaPath.startsWith(`${e.schemaPath}/`));
+  if (union) {
+    const branches = errors.filter((e) => e !== union && e.schemaPath.startsWith(`${union.schemaPath}/`));
+    if (branches.every((e) => e.instancePath === union.instancePath && (e.keyword === 'const' || e.keyword === 'type' || e.keyword === 'enum'))) {
+      const param = paramOf(union, context);
+      const field = param ?? 'request body';
+      const values = branches.flatMap((e) => {
+        const p = e.params as Record<string, unknown>;
+        return e.keyword === 'const' ? [String(p.allowedValue)] : e.keyword === 'enum' ? (p.allowedValues as unknown[]).map(String) : [];
+      });
+      const types = branches.filter((e) => e.keyword === 'type').map((e) => String((e.params as Record<string, unknown>).type));
+      if (types.length === 0) return { param, message: `${field} must be one of ${values.join(', ')}` };
+      const kinds = [...values.map((v) => JSON.stringify(v)), ...types.map((t) => (t === 'null' ? 'null' : `of type ${t}`))];
+      return { param, message: `${field} must be ${kinds.join(' or ')}` };
+    }
+  }
+  const param = paramOf(first, context);
+  return { param, message: messageOf(first, param, context) };
+}
+
+export function messageOf(error: ErrorObject, param: string | null, context?: string): string {
   const params = error.params as Record<string, unknown>;
   const field = param ?? 'request body';
   switch (error.keyword) {
     case 'required':
       return `${field} is required`;
     case 'additionalProperties':
-      return `${field} is not a known property`;
+      return context === 'querystring' ? `${field} is not a known query parameter` : `${field} is not a known property`;
     case 'type':
       return `${field} must be of type ${String(params.type)}`;
     case 'const':

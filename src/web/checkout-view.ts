@@ -60,12 +60,24 @@ export function coinOptions(
   });
 }
 
-/** Whole coins with at most 6 decimals, for "≈" displays. */
-function approx(units: bigint, decimals: number): string {
-  const exact = formatUnits(units, decimals);
-  const m = /^(\d+)(?:\.(\d+))?$/.exec(exact)!;
-  const frac = (m[2] ?? '').slice(0, 6).replace(/0+$/, '');
-  return frac ? `${m[1]}.${frac}` : m[1]!;
+/** Symbols of coins on open networks that have no price now (they cannot be offered), each once. */
+export function unpricedSymbols(currencies: Array<{ symbol: string; rate: string | null; paused: boolean }>): string[] {
+  return [...new Set(currencies.filter((c) => !c.paused && c.rate === null).map((c) => c.symbol))];
+}
+
+/**
+ * An approximate amount in whole coins, formatted the same way for every coin: at least four significant digits and
+ * at least two decimals (never more than the coin has), rounded half up — `12.34`, `5000.00`, `0.004113`, `0.08227`.
+ */
+export function approx(units: bigint, decimals: number): string {
+  const digits = units.toString().padStart(decimals + 1, '0');
+  const whole = digits.slice(0, digits.length - decimals);
+  const firstSignificant = whole === '0' ? digits.slice(whole.length).search(/[1-9]/) : -1;
+  const wanted = whole !== '0' ? 4 - whole.length : firstSignificant < 0 ? 2 : firstSignificant + 4;
+  const shown = Math.min(decimals, Math.max(2, wanted));
+  const scale = 10n ** BigInt(decimals - shown);
+  const rounded = ((units + scale / 2n) / scale).toString().padStart(shown + 1, '0');
+  return shown > 0 ? `${rounded.slice(0, -shown)}.${rounded.slice(-shown)}` : rounded;
 }
 
 export interface CheckoutContext {
@@ -82,6 +94,10 @@ export interface CheckoutContext {
   parentOrigin: string | null;
   /** A message from a failed action, shown in the picker. */
   error?: string | null;
+  /** Coins left out of the picker because no price can be fetched now (their symbols). */
+  unpriced?: string[];
+  /** No network of this mode can take payments (a live installation not set up yet). */
+  closed?: boolean;
   /** Wallet buttons of the coin choice's chain family (hidden until its script shows them), if it offers any. */
   walletButtons: (choice: WalletChoice) => Html;
   /** The chain families' checkout scripts (asset names). */
@@ -94,7 +110,16 @@ export function viewKey(p: Payment): string {
   return createHash('sha256').update(JSON.stringify(shape)).digest('base64url').slice(0, 16);
 }
 
-/** The status line announced to screen readers (and shown) for the payment's state. */
+/**
+ * Whether the status line is only announced (to screen readers) rather than shown: whenever the page's main part
+ * already says the same in its own heading, so a payer never reads one message twice.
+ */
+export function quietStatus(p: Payment, view: 'checkout' | 'pos' = 'checkout'): boolean {
+  const phase = phaseOf(p);
+  return view === 'pos' ? phase !== 'pick' && phase !== 'pay' : phase !== 'pay';
+}
+
+/** The status line announced to screen readers (and shown while the payer is to send money) for the payment's state. */
 export function statusLine(p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
   const a = lastAttempt(p);
   const phase = phaseOf(p);
@@ -156,17 +181,24 @@ function picker(ctx: CheckoutContext, heading: boolean): Html {
   if (left <= 0) return html`<p class="k-note">This payment has used all ${MAX_ATTEMPTS} coin choices. Ask the merchant for a new payment.</p>`;
   return html`<form method="post" action="/p/${p.id}/attempts" class="k-pick" data-enhance>
 ${heading ? html`<h2>Choose a coin</h2>` : ''}${hidden}
-${ctx.coins.length === 0 ? html`<p class="k-note">No coin is available right now. Please try again in a minute.</p>` : ''}
+${ctx.coins.length === 0 && (ctx.unpriced ?? []).length === 0 ? html`<p class="k-note">No coin is available right now. Please try again in a minute.</p>` : ''}${unpricedNote(ctx.unpriced ?? [])}
 ${[...groups].map(
   ([network, coins]) => html`<fieldset><legend>${network}</legend>
 ${coins.map(
   (c) =>
-    html`<button type="submit" name="token" value="${c.token}" class="k-coin"${c.belowMin ? html` disabled` : ''}><b>${c.symbol}</b><span>${c.name}</span><span class="k-est">${c.belowMin ? 'below minimum' : html`≈ ${c.estimate}`}</span></button>\n`,
+    html`<button type="submit" name="token" value="${c.token}" class="k-coin"${c.belowMin ? html` disabled` : ''}><b>${c.symbol}</b><span>${c.name}</span><span class="k-est">${c.belowMin ? 'below minimum' : `≈ ${c.estimate} ${c.symbol}`}</span></button>\n`,
 )}</fieldset>
 `,
 )}<p class="k-hint">The amount is held for 10 minutes once you choose. ${left < MAX_ATTEMPTS ? `${left} more ${left === 1 ? 'choice' : 'choices'} left.` : ''}</p>
 <p class="k-error" role="alert">${ctx.error ?? ''}</p>
 </form>`;
+}
+
+/** Says which coins are missing from the picker because no price can be fetched, instead of leaving them out silently. */
+function unpricedNote(symbols: string[]): Html | string {
+  if (symbols.length === 0) return '';
+  const list = symbols.length === 1 ? symbols[0]! : `${symbols.slice(0, -1).join(', ')} and ${symbols[symbols.length - 1]}`;
+  return html`<p class="k-note" data-unpriced>${list} cannot be offered right now because ${symbols.length === 1 ? 'its price' : 'their prices'} cannot be fetched. Please choose another coin or try again in a few minutes.</p>`;
 }
 
 /** Address, exact amount, QR code, deep link, wallet buttons and the hold countdown for sending `units` of `a`'s coin. */
@@ -179,16 +211,17 @@ async function sendBlock(ctx: CheckoutContext, a: Attempt, units: bigint, uri: s
   const wallet = network && token
     ? ctx.walletButtons({ mode: ctx.mode, network, token, paymentId: ctx.payment.id, attemptId: a.id, address: a.address, amount: units, expiresAt: new Date(a.expires_at) })
     : '';
+  const networkName = network?.name ?? a.chain;
   return html`<div class="k-send">
+<div class="k-network" role="note"><span class="k-label" id="k-network-l">Network</span><strong class="k-netname" id="k-network" aria-describedby="k-network-l">${networkName}</strong><span class="k-netnote">Send ${symbol} on ${networkName} only. Money sent on another network or in another coin can be lost.</span></div>
 ${copyable('k-amount', `Amount (${symbol})`, amount, 'k-big')}
-<p class="k-on">${symbol} on ${network?.name ?? a.chain}</p>
 ${copyable('k-address', 'To address', a.address, 'k-addr')}
 <div class="k-qrbox">${qr}</div>
 ${uri ? html`<a class="k-btn" href="${uri}">Open in wallet app</a>` : ''}
 ${wallet}
 <p class="k-error" role="alert" data-wallet-error></p>
 <p class="k-timer">${timerLabel} ${countdown(a.expires_at, ctx.now)}</p>
-<p class="k-note">Send only ${symbol} on ${network?.name ?? a.chain}, in one transfer of exactly this amount. Another coin or network can be lost.</p>
+<p class="k-note">Send exactly this amount, in one transfer.</p>
 </div>`;
 }
 
@@ -200,12 +233,46 @@ function deposits(a: Attempt | undefined): Html | string {
   )}</ul>`;
 }
 
+/** How far the confirmations of a detected payment are. */
+function confirmationsLine(a: Attempt | undefined): Html | string {
+  const need = a?.confirmations_required ?? null;
+  const live = a?.deposits.filter((d) => d.status !== 'orphaned') ?? [];
+  if (need === null || live.length === 0) return '';
+  const have = Math.min(Number(need), ...live.map((d) => d.confirmations));
+  return html`<p class="k-confirms">${have} of ${need} confirmations</p>`;
+}
+
+/** "2026-03-01 12:00 UTC": the same for every payer, whatever their time zone. */
+const utcTime = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+
+/** "0x1234abcd…9f8e": a transaction hash short enough for a phone, the full hash in the link's title. */
+const shortHash = (h: string) => (h.length > 20 ? `${h.slice(0, 10)}…${h.slice(-6)}` : h);
+
+/** The paid page's receipt: what was paid, in which coin on which network, the transaction(s), when, and the reference. */
+function receipt(ctx: CheckoutContext): Html {
+  const p = ctx.payment;
+  const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? lastAttempt(p);
+  const network = a ? (ctx.chains.network(ctx.mode, a.chain)?.name ?? a.chain) : null;
+  const txs = (a?.deposits ?? []).filter((d) => d.status !== 'orphaned' && d.token === a!.token);
+  const row = (label: string, value: Html | string) => html`<div><dt>${label}</dt><dd>${value}</dd></div>`;
+  return html`<dl class="k-receipt" aria-label="Receipt">
+${row('Amount', usd(p.price_amount))}
+${a ? row('Paid with', `${a.received_amount_display} ${a.symbol ?? a.token} on ${network}`) : ''}
+${txs.map((d) => row('Transaction', d.explorer_url ? html`<a href="${d.explorer_url}" target="_blank" rel="noopener noreferrer" title="${d.tx_hash}">${shortHash(d.tx_hash)}</a>` : html`<code title="${d.tx_hash}">${shortHash(d.tx_hash)}</code>`))}
+${p.paid_at ? row('Date', utcTime(p.paid_at)) : ''}
+${row('Reference', p.order_id)}
+</dl>`;
+}
+
 /** The inside of `<main>` for the payment's current state. */
 export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
   const p = ctx.payment;
   const a = lastAttempt(p);
   switch (phaseOf(p)) {
     case 'pick':
+      if (ctx.closed) {
+        return html`<div class="k-state"><h2>This shop cannot take crypto payments yet</h2><p>${ctx.merchantName} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.</p></div>`;
+      }
       return html`${a ? html`<p class="k-note">The price for ${a.symbol} was held for 10 minutes and that time has ended.</p>` : ''}${picker(ctx, true)}`;
     case 'pay': {
       const block = await sendBlock(ctx, a!, BigInt(a!.pay_amount), a!.uri);
@@ -213,14 +280,14 @@ export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
       return html`<h2>Send exactly</h2>${block}${more}`;
     }
     case 'seen':
-      return html`<div class="k-state"><p class="k-icon" aria-hidden="true">⏳</p><h2>Payment detected</h2><p>We see your payment of ${a?.received_amount_display} ${a?.symbol}. It is paid once the network confirms it; you may close this page.</p>${deposits(a)}</div>`;
+      return html`<div class="k-state"><p class="k-icon" aria-hidden="true">⏳</p><h2>Payment detected</h2><p>We see your payment of ${a?.received_amount_display} ${a?.symbol}. It is paid once the network confirms it; you may close this page.</p>${confirmationsLine(a)}${deposits(a)}</div>`;
     case 'underpaid': {
       const missing = missingUnits(a!);
       const uri = ctx.chains.network(ctx.mode, a!.chain) && ctx.chains.token(ctx.mode, a!.token) ? ctx.chains.adapter(ctx.mode, a!.chain).paymentUri(ctx.chains.token(ctx.mode, a!.token)!, a!.address, missing) : null;
       return html`<h2>Part of the payment arrived</h2><p class="k-warn">Received ${a!.received_amount_display} of ${a!.pay_amount_display} ${a!.symbol}. <strong>${missingDisplay(a!)} ${a!.symbol} is missing.</strong> Send the rest to the same address:</p>${await sendBlock(ctx, a!, missing, uri, 'Send the rest within')}`;
     }
     case 'paid':
-      return html`<div class="k-state k-ok"><p class="k-icon" aria-hidden="true">✓</p><h2>Paid</h2><p>Thank you! Your payment of ${usd(p.price_amount)} is complete.</p>${
+      return html`<div class="k-state k-ok"><p class="k-icon" aria-hidden="true">✓</p><h2>Paid</h2><p>Thank you! Your payment of ${usd(p.price_amount)} is complete.</p>${receipt(ctx)}${
         p.success_url && !ctx.embed ? html`<a class="k-btn" href="${p.success_url}" data-success>Continue</a>` : ''
       }</div>`;
     case 'expired':
@@ -263,7 +330,7 @@ export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
 <p class="k-price">${usd(p.price_amount)}</p>
 ${p.description ? html`<h1 class="k-desc">${p.description}</h1>` : html`<h1 class="k-desc">Payment to ${ctx.merchantName}</h1>`}
 </header>
-<p id="k-status" class="k-status" role="status" aria-live="polite">${statusLine(p)}</p>
+<p id="k-status" class="k-status${quietStatus(p) ? ' k-sr' : ''}" role="status" aria-live="polite">${ctx.closed && phase === 'pick' ? 'This shop cannot take crypto payments yet.' : statusLine(p)}</p>
 <main id="k-main" data-events="/p/${p.id}/events?view=checkout${query}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="${p.success_url ?? ''}">
 ${await checkoutMain(ctx)}
 </main>
@@ -310,7 +377,7 @@ export async function posSalePage(ctx: PosSaleContext): Promise<string> {
   const p = ctx.payment;
   const body = html`<div class="k-card k-pos">
 <header class="k-head"><h1 class="k-title">${ctx.linkTitle}</h1><p class="k-price">${usd(p.price_amount)}</p><p class="k-order">Sale ${p.order_id}</p></header>
-<p id="k-status" class="k-status" role="status" aria-live="polite">${statusLine(p, 'pos')}</p>
+<p id="k-status" class="k-status${quietStatus(p, 'pos') ? ' k-sr' : ''}" role="status" aria-live="polite">${statusLine(p, 'pos')}</p>
 <main id="k-main" data-events="/p/${p.id}/events?view=pos&amp;slug=${ctx.slug}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="">
 ${await posMain(ctx)}
 </main>

@@ -9,15 +9,29 @@
  * answers never include the merchant's metadata.
  */
 import type { FastifyReply } from 'fastify';
-import { invalid, invalidState, notFound } from '../core/errors.ts';
+import { ApiError, invalid, invalidState, notFound } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
 import { sendError } from '../http/frame.ts';
 import type { Payment } from '../modules/payments/schema.ts';
-import { checkoutMain, checkoutPage, coinOptions, FINAL_STATUSES, phaseOf, posMain, statusLine, viewKey, type CheckoutContext, type CoinOption } from './checkout-view.ts';
+import {
+  checkoutMain,
+  checkoutPage,
+  coinOptions,
+  FINAL_STATUSES,
+  phaseOf,
+  posMain,
+  quietStatus,
+  statusLine,
+  unpricedSymbols,
+  viewKey,
+  type CheckoutContext,
+  type CoinOption,
+} from './checkout-view.ts';
 import type { PublicPayment } from '../modules/payments/reader.ts';
 import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, isJson, messagePage, sendPage, type Framing } from './page.ts';
+import { payerMessage } from './payer-text.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 interface PageQuery {
@@ -39,22 +53,24 @@ function parentOrigin(value: unknown): string | null {
 
 const framing = (found: PublicPayment): Framing => found.mode;
 
-/** Coins the payer may choose for this payment now (only fetched when the page shows a picker). */
-async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<CoinOption[]> {
+/** Coins the payer may choose for this payment now, and those left out for want of a price (only when the page shows a picker). */
+async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<{ coins: CoinOption[]; unpriced: string[] }> {
   const p = found.payment;
   const phase = phaseOf(p);
-  if (p.status !== 'waiting' || (phase !== 'pick' && phase !== 'pay')) return [];
-  return coinOptions(kasse.chains, found.mode, await kasse.payments.catalogue.currencies(found.mode), p.price_amount);
+  if (p.status !== 'waiting' || (phase !== 'pick' && phase !== 'pay')) return { coins: [], unpriced: [] };
+  const currencies = await kasse.payments.catalogue.currencies(found.mode);
+  return { coins: coinOptions(kasse.chains, found.mode, currencies, p.price_amount), unpriced: unpricedSymbols(currencies) };
 }
 
 async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; origin: string | null; error?: string | null }): Promise<CheckoutContext> {
   return {
+    ...(await coinsFor(kasse, found)),
+    closed: !kasse.chains.anyAvailable(found.mode),
     payment: found.payment,
     mode: found.mode,
     merchantName: found.merchantName,
     chains: kasse.chains,
     now: kasse.clock.now(),
-    coins: await coinsFor(kasse, found),
     embed: q.embed,
     parentOrigin: q.origin,
     error: q.error ?? null,
@@ -116,7 +132,9 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       const q = embed ? `?embed=1${origin ? `&origin=${encodeURIComponent(origin)}` : ''}` : '';
       return reply.code(303).header('location', `/p/${payment.id}${q}`).send();
     } catch (err) {
-      const e = asApiError(err);
+      const api = asApiError(err);
+      // The page's script shows the message to the payer as it is, so both answers carry the payer's wording.
+      const e = new ApiError(api.code, payerMessage(api), api.param, api.headers);
       if (json) return sendError(reply, e);
       if (!found) return e.status === 404 ? notFoundPage(reply) : sendPage(reply, e.status, messagePage('Something went wrong', e.message));
       const fresh = (await kasse.payments.reader.publicPayment(found.payment.id)) ?? found;
@@ -167,7 +185,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
             view === 'pos'
               ? await posMain({ payment: p, mode: found.mode, linkTitle: '', slug, now: kasse.clock.now() })
               : await checkoutMain(await context(kasse, found, { embed, origin: null }));
-          const data = { fp: key, status: p.status, phase: phaseOf(p), say: statusLine(p, view), final: FINAL_STATUSES.includes(p.status), redirect: view === 'checkout' && !embed ? p.success_url : null, html: main.value };
+          const data = { fp: key, status: p.status, phase: phaseOf(p), say: statusLine(p, view), quiet: quietStatus(p, view), final: FINAL_STATUSES.includes(p.status), redirect: view === 'checkout' && !embed ? p.success_url : null, html: main.value };
           res.write(`event: state\ndata: ${JSON.stringify(data)}\n\n`);
         } while (again);
       } catch (err) {

@@ -14,6 +14,7 @@ import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
+import { amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { posSalePage } from './checkout-view.ts';
 import { addFormParser, asApiError, assertSameOrigin, bodyFields, html, isJson, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
@@ -47,9 +48,11 @@ ${price}${link.description ? html`<p class="k-desc">${link.description}</p>` : '
 }
 
 /** The link's form for a payer (fixed, open, tip) or the staff keypad (pos). */
-function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): Html {
-  const { min, max } = kasse.links.bounds(link);
-  const range = `From ${usd(min)} to ${usd(max)}.`;
+/** The bounds the merchant set on the amount typed on a link page, and the smallest amount of any payment. */
+const boundsOf = (link: LinkRow): AmountBounds => ({ min: link.min_usd_cents, max: link.max_usd_cents, floor: LINK_LIMITS.centsMin });
+
+function linkForm(link: LinkRow, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): Html {
+  const range = amountHint(boundsOf(link));
   const email = link.collect_email
     ? html`<label for="k-email">Your email</label><input id="k-email" name="email" type="email" required maxlength="${LINK_LIMITS.emailMax}" autocomplete="email" value="${values.email ?? ''}" aria-describedby="k-email-h"><p class="k-hint" id="k-email-h">For your receipt; shared with the merchant.</p>`
     : '';
@@ -58,15 +61,15 @@ function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?
   const error = html`<p class="k-error" role="alert">${values.error ?? ''}</p>`;
   switch (link.kind) {
     case 'fixed':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${email}<button type="submit" class="k-btn">Pay ${usd(link.amount_usd_cents!)}</button>${error}</form>`;
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${email}<button type="submit" class="k-btn">Pay ${usd(link.amount_usd_cents!)}</button>${error}</form>`;
     case 'open':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${amountInput('Amount in US dollars', true)}${email}<button type="submit" class="k-btn">Continue to payment</button>${error}</form>`;
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${amountInput('Amount in US dollars', true)}${email}<button type="submit" class="k-btn">Continue to payment</button>${error}</form>`;
     case 'tip':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once>${email}<fieldset class="k-presets"><legend>Choose an amount</legend>${link.presets_usd_cents.map(
+      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${email}<fieldset class="k-presets"><legend>Choose an amount</legend>${link.presets_usd_cents.map(
         (c) => html`<button type="submit" name="amount_usd_cents" value="${c}" class="k-preset">${usd(c)}</button>`,
       )}</fieldset>${amountInput('Or another amount in US dollars', false)}<button type="submit" name="custom" value="1" class="k-btn k-alt">Pay this amount</button>${error}</form>`;
     case 'pos':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad><input type="hidden" name="_csrf" value="${values.csrf ?? ''}">
+      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad novalidate><input type="hidden" name="_csrf" value="${values.csrf ?? ''}">
 <label for="k-amount">Amount to charge (US$)</label>
 <div class="k-money k-display"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" required pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?" value="${values.amount ?? ''}" placeholder="0.00" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>
 <div class="k-keypad" hidden>${['1', '2', '3', '4', '5', '6', '7', '8', '9', '00', '0'].map((k) => html`<button type="button" data-key="${k}">${k}</button>`)}<button type="button" data-key="back" aria-label="Delete last digit">⌫</button></div>
@@ -75,19 +78,23 @@ function linkForm(kasse: Kasse, link: LinkRow, values: { amount?: string; email?
   }
 }
 
-function linkPage(kasse: Kasse, link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): string {
+function linkPage(link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): string {
   const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
-  const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(kasse, link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
+  const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
   return renderPage({ title: `${link.title} · ${merchant.name}`, body, test: link.mode === 'test' });
 }
 
-function unavailablePage(link: LinkRow, merchant: Merchant, message: string): string {
+function unavailablePage(link: LinkRow, merchant: Merchant, message: string, heading = 'Not available'): string {
   return renderPage({
     title: `${link.title} · ${merchant.name}`,
-    body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>Not available</h2><p>${message}</p></main></div>`,
+    body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>${heading}</h2><p>${message}</p></main></div>`,
     test: link.mode === 'test',
   });
 }
+
+/** The page of a link whose mode has no network that can take payments (a live installation not set up yet). */
+const closedPage = (link: LinkRow, merchant: Merchant) =>
+  unavailablePage(link, merchant, `${merchant.name} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.`, 'This shop cannot take crypto payments yet');
 
 const linkNotFound = (reply: FastifyReply) => sendPage(reply, 404, messagePage('Link not found', 'There is no payment link at this address. Check the link you were given.'));
 
@@ -144,7 +151,8 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     if (!gate) return reply;
     const availability = kasse.links.availability(link);
     if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
-    return sendPage(reply, 200, linkPage(kasse, link, merchant, { csrf: gate.csrf }));
+    if (!kasse.chains.anyAvailable(link.mode)) return sendPage(reply, 200, closedPage(link, merchant));
+    return sendPage(reply, 200, linkPage(link, merchant, { csrf: gate.csrf }));
   });
 
   app.post<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
@@ -157,6 +165,9 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     try {
       assertSameOrigin(req, kasse.urls.checkout);
       if (gate.staff) checkSessionCsrf(kasse, req, gate.staff.session, (req.body ?? {}) as Record<string, unknown>);
+      if (!kasse.chains.anyAvailable(link.mode)) {
+        throw new ApiError('chain_paused', `No network can take payments in ${link.mode} mode now; GET /v1/currencies on the ${link.mode} API says why.`);
+      }
       const input = payInput(req, link);
       values = { amount: input.amountText, email: input.email, csrf: gate.csrf };
       const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
@@ -173,8 +184,9 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       const fresh = (await kasse.links.bySlug(link.slug)) ?? link;
       const availability = kasse.links.availability(fresh);
       if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(fresh, merchant, unavailableMessage(availability)));
+      if (!kasse.chains.anyAvailable(fresh.mode)) return sendPage(reply, 503, closedPage(fresh, merchant));
       for (const [k, v] of Object.entries(e.headers)) reply.header(k, v);
-      return sendPage(reply, e.status, linkPage(kasse, fresh, merchant, { ...values, error: e.message }));
+      return sendPage(reply, e.status, linkPage(fresh, merchant, { ...values, error: payerMessage(e, boundsOf(fresh)) }));
     }
   });
 

@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { liveNetworksFile, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
 
 before(async () => {
-  t = await startTestKasse();
+  // Live mode with a network that can take payments, so live links create payments.
+  t = await startTestKasse({ env: { KASSE_LIVE_NETWORKS_FILE: liveNetworksFile() } });
   m = await t.merchant({ rateLimit: 100_000 });
 });
 after(() => t.close());

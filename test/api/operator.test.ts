@@ -4,17 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
+import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -23,10 +24,10 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>) => run(['bin/kasse.js', ...args], env);
+const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) => run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
 
-/** Starts `src/main.ts` and resolves once the three URL lines are printed. */
-function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number> }> {
+/** Starts `src/main.ts` and resolves once the three URL lines are printed; `output()` is its stdout so far. */
+function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
@@ -35,7 +36,7 @@ function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls
     child.stdout!.on('data', (d) => {
       out += d;
       for (const m of out.matchAll(/^(live api|test api|checkout): (\S+)$/gm)) urls[m[1]!] = m[2]!;
-      if (Object.keys(urls).length === 3) resolve({ child, urls, exited });
+      if (Object.keys(urls).length === 3) resolve({ child, urls, exited, output: () => out });
     });
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
@@ -53,7 +54,7 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
   try {
     const dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-'));
     dirs.push(dataDir);
-    const env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir };
+    const env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_SECRET_KEY: 'ab'.repeat(32), KASSE_MASTER_SEED: generateMnemonic(english) };
     const res = await kasse(['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'], env);
     assert.equal(res.code, 0, res.stderr);
     const lines = res.stdout.trim().split('\n');
@@ -80,32 +81,75 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
   }
 });
 
-test('npm start on the embedded PostgreSQL: URLs, CLI beside the server, restart keeps data, clean shutdown', async () => {
+test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
   dirs.push(dataDir);
-  const env = { KASSE_DATA_DIR: dataDir, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+  // Commands run from another directory, with the data directory given relative as beside `npm start` (which runs in
+  // the Kasse directory): they must find the server's database, not one of their own.
+  const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
+  dirs.push(elsewhere);
+  const env = { KASSE_DATA_DIR: relative(ROOT, dataDir), KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+
+  // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
+  const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+  assert.equal(refused.code, 2);
+  assert.equal(refused.stdout, '');
+  assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
+  assert.match(refused.stderr, /KASSE_DATA_DIR/);
+  assert.deepEqual(readdirSync(dataDir), []);
 
   const first = await start(env);
   assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   assert.match(first.urls['checkout']!, /^http:\/\/127\.0\.0\.1:\d+$/);
-  const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env);
+  const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
   assert.equal(created.code, 0, created.stderr);
   const { test_key } = JSON.parse(created.stdout);
   const account = await fetch(`${first.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
   assert.equal(account.status, 200);
+  // One line per mode says which networks run and what the others are missing.
+  const logged = () => first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  for (let i = 0; i < 100 && !logged().some((l) => /^test mode:/.test(l.msg)); i++) await new Promise((r) => setTimeout(r, 50));
+  const lines = logged();
+  const live = lines.filter((l) => /^live mode:/.test(l.msg));
+  const testMode = lines.filter((l) => /^test mode:/.test(l.msg));
+  assert.equal(live.length, 1);
+  assert.equal(testMode.length, 1);
+  assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
+  assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
+  assert.match(live[0].msg, /Going live/);
+  assert.equal(live[0].mode, 'live');
+  assert.match(testMode[0].msg, /^test mode: simulator only/);
   first.child.kill('SIGTERM');
   assert.equal(await first.exited, 0);
   assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
 
-  // The CLI starts the embedded server itself when Kasse is not running.
-  const listed = await kasse(['merchant', 'list', '--json'], env);
+  // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
+  const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
   assert.equal(listed.code, 0, listed.stderr);
-  assert.equal(JSON.parse(listed.stdout)[0].name, 'Beside');
+  const merchants = JSON.parse(listed.stdout);
+  assert.equal(merchants[0].name, 'Beside');
+  assert.deepEqual(Object.keys(merchants[0]), ['id', 'name', 'webhook_url_test', 'webhook_url_live', 'rate_limit_per_minute', 'fee_bps', 'created_at']);
+  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
 
   const second = await start(env);
   const again = await fetch(`${second.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
   assert.equal(again.status, 200);
   second.child.kill('SIGINT');
   assert.equal(await second.exited, 0);
+});
+
+test('the CLI makes no secrets of its own: without the server\'s it refuses, naming where it looked', async () => {
+  const db = await createTestDatabase();
+  try {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-nosecrets-'));
+    dirs.push(dataDir);
+    const res = await kasse(['merchant', 'list', '--json'], { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir });
+    assert.equal(res.code, 2);
+    assert.equal(res.stdout, '');
+    assert.match(res.stderr, new RegExp(`no secrets at ${join(dataDir, 'secrets.json')}`));
+    assert.deepEqual(readdirSync(dataDir), []);
+  } finally {
+    await db.drop();
+  }
 });

@@ -379,8 +379,11 @@ describe('currencies and estimates', () => {
       rate_source: 'peg',
       paused: false,
       gasless: true,
+      network_status: 'simulated',
+      network_status_reason: 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',
     });
     assert.equal((byToken.get('polygon:usdc') as any).paused, true);
+    assert.equal((byToken.get('polygon:usdc') as any).network_status, 'paused');
     assert.equal((byToken.get('ethereum:eth') as any).rate, '2000');
     for (const token of ['ethereum:eth', 'ethereum:usdc', 'ethereum:usdt', 'base:eth', 'polygon:pol', 'arbitrum:usdt', 'solana:sol', 'solana:usdc']) {
       assert.ok(byToken.has(token), token);

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -29,7 +30,8 @@ function kasse(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 before(async () => {
   db = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-users-'));
-  env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_CHECKOUT_URL: 'https://pay.shop.example' };
+  // Commands use the server's secrets and make none of their own: these stand for the server's.
+  env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_CHECKOUT_URL: 'https://pay.shop.example', KASSE_SECRET_KEY: 'cd'.repeat(32), KASSE_MASTER_SEED: generateMnemonic(english) };
 });
 after(async () => {
   rmSync(dataDir, { recursive: true, force: true });

@@ -3,7 +3,7 @@
  * HTTP clients that speak to the public API the way a merchant's server would.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { english, generateMnemonic } from 'viem/accounts';
@@ -156,4 +156,16 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
       if (!opts.databaseUrl) await db.drop();
     },
   };
+}
+
+/**
+ * A live networks file (`KASSE_LIVE_NETWORKS_FILE`) in which `chains` are set up: each gets a forwarder factory, so
+ * live mode runs them (addresses derive offline; nothing is watched unless workers start). The others stay as shipped.
+ */
+export function liveNetworksFile(chains: string[] = ['base']): string {
+  const doc = JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8')) as { networks: Array<{ id: string; evm?: unknown }> };
+  for (const n of doc.networks) if (chains.includes(n.id)) n.evm = { forwarder_factory: '0x5FbDB2315678afecb367f032d93F642f64180aa3' };
+  const file = join(mkdtempSync(join(tmpdir(), 'kasse-live-networks-')), 'networks.live.json');
+  writeFileSync(file, JSON.stringify(doc));
+  return file;
 }

@@ -42,7 +42,9 @@ const USDC = token('base:usdc', { decimals: 6, kind: 'erc20', contract: '0x83358
 const NO_IDS = token('foo:bar');
 
 const MAX_AGE = 5 * MINUTE;
-const TIMEOUT = 300;
+// Long enough for a first request on a machine busy with other work (300 ms timed out there); only the hang
+// tests wait for it.
+const TIMEOUT = 2000;
 
 let cg: PriceServer;
 let bn: PriceServer;
@@ -300,6 +302,47 @@ describe('PriceService', () => {
       ['price provider request failed', 'price provider request failed', 'no fresh price from any provider'],
     );
     assert.match(String((log.warnings[1]?.obj as { err: string }).err), /binance: rate limited/);
+  });
+
+  test('with no connection, a refresh every minute says once what is wrong, and again only when it changes or ends', async () => {
+    const notes: string[] = [];
+    const warnings: { obj: any; msg: string }[] = [];
+    const log = { warn: (obj: object, msg: string) => void warnings.push({ obj, msg }), info: (_obj: object, msg: string) => void notes.push(msg) };
+    // Nothing listens on port 1: every request fails as it does without a network.
+    const offline = [new CoinGeckoClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock }), new BinanceClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock })];
+    const s = new PriceService({ providers: offline, clock, maxAgeMs: MAX_AGE, logger: log });
+    for (let minute = 0; minute < 5; minute++) {
+      await s.refresh([ETH, SOL, USDC]);
+      await s.refresh([ETH]); // a request path asking for one cold coin
+      clock.advance(MINUTE);
+    }
+    assert.deepEqual(
+      warnings.map((w) => w.msg),
+      ['price provider request failed', 'price provider request failed', 'no fresh price from any provider'],
+    );
+    assert.match(warnings[0]!.obj.err, /coingecko: request failed/);
+    assert.deepEqual(warnings[2]!.obj.tokens, ['base:eth', 'solana:sol']);
+    assert.match(warnings[2]!.obj.effect, /not offered at checkout/);
+    assert.deepEqual(notes, []);
+
+    // A different failure is news; so is the end of it.
+    const online = [new CoinGeckoClient({ baseUrl: cg.url, timeoutMs: TIMEOUT, clock }), new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock })];
+    const s2 = new PriceService({ providers: online, clock, maxAgeMs: MAX_AGE, logger: log });
+    warnings.length = 0;
+    cg.failNext(2, 500);
+    bn.failNext(2, 500);
+    await s2.refresh([ETH]);
+    await s2.refresh([ETH]);
+    cg.failNext(1, 429);
+    bn.failNext(1, 500);
+    await s2.refresh([ETH]);
+    assert.deepEqual(
+      warnings.map((w) => `${w.obj.provider ?? '-'} ${w.msg}`),
+      ['coingecko price provider request failed', 'binance price provider request failed', '- no fresh price from any provider', 'coingecko price provider request failed'],
+    );
+    await s2.refresh([ETH]);
+    assert.deepEqual(notes, ['price provider answers again', 'every coin has a fresh price again']);
+    assert.equal(s2.quote(ETH)?.source, 'coingecko');
   });
 
   test('a price older than the maximum age is no price', async () => {

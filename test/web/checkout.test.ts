@@ -85,7 +85,7 @@ describe('checkout page', () => {
     await page.goto(payment.checkout_url);
     await page.getByRole('heading', { name: 'Send exactly' }).waitFor();
     assert.equal(await page.locator('#k-amount').textContent(), payment.attempts[0].pay_amount_display);
-    assert.match((await page.locator('.k-on').textContent())!, /ETH on Ethereum Sepolia/);
+    assert.equal(await page.locator('#k-network').textContent(), 'Ethereum Sepolia');
     // Another coin can still be chosen from the details disclosure.
     await page.getByText('Pay with another coin').click();
     assert.ok((await page.locator('details button.k-coin').count()) > 3);
@@ -141,11 +141,11 @@ describe('checkout page', () => {
     assert.match((await page.locator('.k-pick .k-hint').textContent())!, /2 more choices left/);
     await page.locator('fieldset', { hasText: 'Polygon' }).getByRole('button', { name: /USDT/ }).click();
     await page.getByRole('heading', { name: 'Send exactly' }).waitFor();
-    assert.match((await page.locator('.k-on').textContent())!, /USDT on Polygon/);
+    assert.match((await page.locator('.k-network').textContent())!, /Polygon Amoy.*Send USDT on Polygon Amoy only/);
     // The third choice from the disclosure; after it no more choices are offered.
     await page.getByText('Pay with another coin').click();
     await page.locator('details fieldset', { hasText: 'Arbitrum' }).getByRole('button', { name: /USDC/ }).click();
-    await page.waitForFunction(() => document.querySelector('.k-on')?.textContent?.includes('Arbitrum'));
+    await page.waitForFunction(() => document.querySelector('#k-network')?.textContent?.includes('Arbitrum'));
     assert.equal(await page.getByText('Pay with another coin').count(), 0);
     const api = await w.m.test.get(`/payments/${payment.id}`);
     assert.deepEqual(api.body.attempts.map((a: any) => a.token), ['base:usdc', 'polygon:usdt', 'arbitrum:usdc']);

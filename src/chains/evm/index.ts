@@ -32,7 +32,12 @@ function load(ctx: FamilyContext): LoadedFamily {
     for (const network of ctx.chains.networks(mode)) {
       if (network.family !== 'evm') continue;
       if (!evmSettings(network).forwarderFactory) {
-        ctx.log.debug({ chain: network.id, mode }, 'evm network without forwarder_factory: no adapter registered');
+        ctx.chains.explainMissing(mode, network.id, 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)');
+        continue;
+      }
+      if (mode === 'live' && network.rpcUrls.length === 0) {
+        // Deposits to addresses no watcher follows would never be seen.
+        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
         continue;
       }
       adapters.push(new EvmAdapter(network, mode, ctx));

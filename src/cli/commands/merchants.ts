@@ -1,6 +1,20 @@
-/** Merchant and API-key administration. */
+/** Merchant and API-key administration. Output is snake_case, as in the API. */
+import type { MerchantRecord } from '../../modules/merchants/service.ts';
 import type { Command } from '../context.ts';
 import { mode, optionalInt, requireString } from '../context.ts';
+
+/** A merchant as the CLI prints it: the API's field style; null limits and fees mean the configured defaults. */
+function merchantJson(m: MerchantRecord) {
+  return {
+    id: m.id,
+    name: m.name,
+    webhook_url_test: m.webhookUrl.test,
+    webhook_url_live: m.webhookUrl.live,
+    rate_limit_per_minute: m.rateLimitPerMinute,
+    fee_bps: m.feeBps,
+    created_at: m.createdAt,
+  };
+}
 
 export const merchantCommands: Command[] = [
   {
@@ -13,7 +27,7 @@ export const merchantCommands: Command[] = [
     name: 'merchant list',
     usage: 'merchant list [--json]',
     flags: { json: { type: 'boolean' } },
-    run: (kasse) => kasse.merchants.list(),
+    run: async (kasse) => (await kasse.merchants.list()).map(merchantJson),
   },
   {
     name: 'merchant update',
@@ -28,14 +42,15 @@ export const merchantCommands: Command[] = [
       'fee-bps': { type: 'string' },
       json: { type: 'boolean' },
     },
-    run: (kasse, f) => {
+    run: async (kasse, f) => {
       const both = f['webhook-url'] as string | undefined;
-      return kasse.merchants.update(requireString(f, 'merchant'), {
+      const updated = await kasse.merchants.update(requireString(f, 'merchant'), {
         webhookUrlTest: (f['webhook-url-test'] as string | undefined) ?? both,
         webhookUrlLive: (f['webhook-url-live'] as string | undefined) ?? both,
         rateLimitPerMinute: optionalInt(f, 'rate-limit'),
         feeBps: optionalInt(f, 'fee-bps'),
       });
+      return merchantJson(updated);
     },
   },
   {

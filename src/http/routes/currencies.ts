@@ -13,7 +13,7 @@ export default async function currencyRoutes(app: ApiApp, { kasse, mode }: ApiDe
     {
       schema: {
         summary: 'List networks and coins',
-        description: 'Every configured coin of this mode with its current rate (null without a fresh price) and `paused` (no new coin choices on that network now).',
+        description: 'Every configured coin of this mode with its current rate (null without a fresh price), `paused` (no new coin choices on that network now) and where its network stands (`network_status`, and `network_status_reason` saying why it is simulated or paused).',
         tags,
         response: { 200: Type.Object({ data: Type.Array(Type.Unsafe({ $ref: 'Currency#' })) }) },
       },

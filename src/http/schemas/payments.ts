@@ -26,6 +26,8 @@ export const CurrencySchema = Type.Object(
     rate_source: Nullable(RateSource),
     paused: Type.Boolean({ description: 'No new coin choices on this network now (503 chain_paused).' }),
     gasless: Type.Boolean({ description: 'Payable by signature alone (USDC).' }),
+    network_status: Enum(['running', 'simulated', 'paused'], 'Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices).'),
+    network_status_reason: Nullable(Type.String({ description: 'Why the network is simulated or paused (what the operator is missing); null when running.' })),
   },
   { $id: 'Currency', additionalProperties: false, description: 'A coin on a network.' },
 );

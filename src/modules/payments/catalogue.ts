@@ -37,7 +37,7 @@ export interface CatalogueDeps {
 export class Catalogue {
   constructor(private readonly deps: CatalogueDeps) {}
 
-  /** Every configured coin of the mode with its current rate (null without a fresh one) and whether it is paused. */
+  /** Every configured coin of the mode with its current rate (null without a fresh one) and its network's status. */
   async currencies(mode: Mode) {
     const { chains, prices } = this.deps;
     const tokens = chains.tokens(mode);
@@ -45,6 +45,7 @@ export class Catalogue {
     if (cold.length > 0) await prices.refresh(cold);
     return tokens.map((t) => {
       const q = prices.quote(t);
+      const network = chains.status(mode, t.chain);
       return {
         token: t.id,
         chain: t.chain,
@@ -57,6 +58,8 @@ export class Catalogue {
         rate_source: q?.source ?? null,
         paused: !chains.available(mode, t.chain),
         gasless: t.gasless,
+        network_status: network.state,
+        network_status_reason: network.reason,
       };
     });
   }
@@ -92,7 +95,9 @@ export class Catalogue {
   /** Prices a coin choice: 503 chain_paused, 503 price_unavailable, 422 amount_too_small. Network I/O; no transaction. */
   async price(mode: Mode, token: TokenConfig, priceCents: number): Promise<PricedCoin> {
     const network = this.deps.chains.network(mode, token.chain)!;
-    if (!this.deps.chains.available(mode, token.chain)) throw new ApiError('chain_paused', `The ${network.name} network is paused; choose another coin.`);
+    if (!this.deps.chains.available(mode, token.chain)) {
+      throw new ApiError('chain_paused', `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).reason}); choose another coin.`);
+    }
     const quote = await this.deps.prices.quoteFresh(token);
     if (!quote) throw new ApiError('price_unavailable', `No current price for ${token.symbol}; try again shortly or choose another coin.`);
     const payAmount = centsToUnits(priceCents, quote.rate, token.decimals);

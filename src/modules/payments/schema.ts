@@ -7,7 +7,7 @@
 import fastJson from 'fast-json-stringify';
 import { Type, type Static } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
+import { Amount, DateTime, Enum, freeFormKeys, Nullable, Ref } from '../../core/json-schema.ts';
 import { ATTEMPT_STATUSES, DEPOSIT_STATUSES, PAYMENT_STATUSES } from './model.ts';
 
 export const RATE_SOURCES = ['coingecko', 'binance', 'peg'] as const;
@@ -100,6 +100,6 @@ export type Refund = Static<typeof RefundSchema>;
 export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, PaymentSchema, RefundSchema] as const;
 
 /** JSON text of a Payment exactly as the API serialises it (the same schema, the same serializer). */
-export const serializePayment: (payment: Payment) => string = fastJson(PaymentSchema as never, {
-  schema: { Attempt: AttemptSchema, Deposit: DepositSchema } as never,
+export const serializePayment: (payment: Payment) => string = fastJson(freeFormKeys(PaymentSchema) as never, {
+  schema: freeFormKeys({ Attempt: AttemptSchema, Deposit: DepositSchema }) as never,
 }) as (payment: Payment) => string;

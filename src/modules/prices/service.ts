@@ -148,9 +148,10 @@ export function snippet(text: string, max = 120): string {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat || '(empty)';
 }
 
-/** pino-compatible subset used for warnings. */
+/** pino-compatible subset used for warnings (and, when present, `info` for recoveries). */
 export interface PriceLogger {
   warn(obj: object, msg: string): void;
+  info?(obj: object, msg: string): void;
 }
 
 export interface PriceServiceOptions {
@@ -184,6 +185,9 @@ export class PriceService {
   private inflight: Flight | null = null;
   private queued: Queued | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** What is wrong now (problem → what it looks like), so that a refresh every minute logs a problem once, then again only when it changes. */
+  private readonly problems = new Map<string, string>();
+  private readonly unpriced = new Set<string>();
 
   constructor(options: PriceServiceOptions) {
     if (!(options.maxAgeMs > 0)) throw new Error('PriceService: maxAgeMs must be positive');
@@ -293,9 +297,12 @@ export class PriceService {
       try {
         got = await provider.fetchRates(remaining);
       } catch (err) {
-        this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err) }, 'price provider request failed');
+        if (this.changed(provider.name, err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err))) {
+          this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err), repeats: 'logged again when the failure changes or ends' }, 'price provider request failed');
+        }
         continue;
       }
+      if (this.changed(provider.name, null)) this.note({ provider: provider.name }, 'price provider answers again');
       const oldest = this.clock.now().getTime() - this.maxAgeMs;
       const stale: string[] = [];
       const next: TokenConfig[] = [];
@@ -308,10 +315,40 @@ export class PriceService {
         }
         next.push(t);
       }
-      if (stale.length > 0) this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+      if (this.changed(`${provider.name}:stale`, stale.length > 0 ? stale.join() : null) && stale.length > 0) {
+        this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+      }
       remaining = next;
     }
-    if (remaining.length > 0) this.warn({ tokens: remaining.map((t) => t.id) }, 'no fresh price from any provider');
+    this.trackUnpriced(tokens, remaining);
+  }
+
+  /** Records what `problem` looks like now (null: gone); true when that differs from before. */
+  private changed(problem: string, looks: string | null): boolean {
+    if ((this.problems.get(problem) ?? null) === looks) return false;
+    if (looks === null) this.problems.delete(problem);
+    else this.problems.set(problem, looks);
+    return true;
+  }
+
+  /** Logs which coins have no price (they cannot be offered at checkout) when that set changes, and when it empties. */
+  private trackUnpriced(asked: TokenConfig[], missing: TokenConfig[]): void {
+    const before = [...this.unpriced].sort().join();
+    for (const t of asked) this.unpriced.delete(t.id);
+    for (const t of missing) this.unpriced.add(t.id);
+    const now = [...this.unpriced].sort();
+    if (now.join() === before) return;
+    if (now.length > 0) {
+      this.warn({ tokens: now, effect: 'not offered at checkout, and 503 price_unavailable, until a provider answers' }, 'no fresh price from any provider');
+    } else this.note({}, 'every coin has a fresh price again');
+  }
+
+  private note(obj: object, msg: string): void {
+    try {
+      this.logger?.info?.(obj, msg);
+    } catch {
+      // A broken logger must not break pricing.
+    }
   }
 
   private store(tokenId: string, provider: ProviderName, rate: ProviderRate): void {

@@ -12,7 +12,8 @@
 
   function $(s, el) { return (el || d).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
-  function say(text) { if (status) status.textContent = text; }
+  /* The status line is shown while the payer is to send money, and announced only when the page says the same. */
+  function say(text, quiet) { if (status) { status.textContent = text; status.classList.toggle('k-sr', !!quiet); } }
   w.kassePage = { say: say, onRender: function (fn) { rendered.push(fn); if (main && main.dataset.events) fn(); } };
 
   /* Tell the merchant page (checkout.js) the outcome, once. */
@@ -59,7 +60,7 @@
         main.dataset.status = s.status;
         main.innerHTML = s.html;
         setup();
-        say(s.say);
+        say(s.say, s.quiet);
         if (s.final) es.close();
         outcome(s.status, s.redirect);
       });
@@ -91,6 +92,7 @@
   /* Forms: one submission at a time; the coin picker speaks JSON so errors show in place. */
   d.addEventListener('submit', function (e) {
     var f = e.target, sub = e.submitter;
+    if (e.defaultPrevented) return;
     if (f.dataset.busy) { e.preventDefault(); return; }
     if (f.hasAttribute('data-enhance') && sub && sub.value && w.fetch) {
       e.preventDefault();
@@ -124,5 +126,13 @@
       show(c);
     };
     input.addEventListener('input', function () { var c = cents(); charge.textContent = c ? 'Charge $' + (c / 100).toFixed(2) : 'Charge'; });
+    /* Charging nothing says so instead of doing nothing. */
+    pad.addEventListener('submit', function (e) {
+      if (cents() > 0) return;
+      e.preventDefault();
+      var err = $('.k-error', pad);
+      if (err) err.textContent = 'Enter the amount to charge first.';
+      input.focus();
+    });
   }
 })();
