@@ -12,11 +12,12 @@ import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter } from '../plugin.ts';
-import type { DepositSink, OutgoingSender } from '../ports.ts';
+import type { DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { accountKey, bip21Uri, childKey, isValidUtxoAddress, p2wpkhAddress, rootKey } from './address.ts';
 import { utxoSettings, type UtxoSettings } from './config.ts';
 import { UtxoRpc } from './rpc.ts';
+import type { UtxoSender } from './sender.ts';
 import { UtxoWatcher, type UtxoWatcherOptions } from './watcher.ts';
 
 export interface UtxoAdapterDeps {
@@ -31,7 +32,8 @@ export class UtxoAdapter implements ChainAdapter {
   readonly settings: UtxoSettings;
   private account: HDKey | null = null;
   private client: UtxoRpc | null = null;
-  sender?: OutgoingSender;
+  /** Hot-wallet sender of refunds, payouts and sweeps (sender.ts); attached when the family loads, where a node is configured. */
+  sender?: UtxoSender;
 
   constructor(
     readonly network: NetworkConfig,
