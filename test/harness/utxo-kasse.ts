@@ -21,6 +21,7 @@ export interface UtxoKasseOptions {
   /** Confirmation tiers; default ≤ $100: 2, above: 4. */
   tiers?: Array<{ max_usd_cents: number | null; confirmations: number }>;
   finality?: number;
+  pollIntervalMs?: number;
   /** Extra settings for the network's `utxo` object. */
   utxo?: Record<string, unknown>;
   watcher?: Partial<UtxoWatcherOptions>;
@@ -47,7 +48,7 @@ export interface UtxoKasse {
   close(): Promise<void>;
 }
 
-export function utxoNetworksDocument(opts: { rpcUrl: string; tiers: Array<{ max_usd_cents: number | null; confirmations: number }>; finality: number; utxo?: Record<string, unknown> }) {
+export function utxoNetworksDocument(opts: { rpcUrl: string; tiers: Array<{ max_usd_cents: number | null; confirmations: number }>; finality: number; pollIntervalMs?: number; utxo?: Record<string, unknown> }) {
   return {
     networks: [
       {
@@ -59,7 +60,7 @@ export function utxoNetworksDocument(opts: { rpcUrl: string; tiers: Array<{ max_
         explorer_tx_url: 'https://litecoinspace.org/testnet/tx/{tx}',
         confirmation_tiers: opts.tiers,
         finality_confirmations: opts.finality,
-        poll_interval_ms: 10_000,
+        poll_interval_ms: opts.pollIntervalMs ?? 10_000,
         paused: false,
         tokens: [{ symbol: 'ltc', name: 'Litecoin', decimals: 8, kind: 'native', contract: null, min_amount: '0.0001', stable: false, coingecko_id: 'litecoin', binance_symbol: 'LTCUSDT', gasless: false }],
         utxo: { coin: 'litecoin', network: 'regtest', ...opts.utxo },
@@ -76,7 +77,7 @@ export async function startUtxoKasse(opts: UtxoKasseOptions): Promise<UtxoKasse>
     { max_usd_cents: 10000, confirmations: 2 },
     { max_usd_cents: null, confirmations: 4 },
   ];
-  writeFileSync(networksFile, JSON.stringify(utxoNetworksDocument({ rpcUrl: opts.rpcUrl, tiers, finality: opts.finality ?? 6, utxo: opts.utxo }), null, 2));
+  writeFileSync(networksFile, JSON.stringify(utxoNetworksDocument({ rpcUrl: opts.rpcUrl, tiers, finality: opts.finality ?? 6, pollIntervalMs: opts.pollIntervalMs, utxo: opts.utxo }), null, 2));
   const coingecko = await startCoinGeckoServer();
   const binance = await startBinanceServer();
   coingecko.setPrice('litecoin', LTC_USD);
