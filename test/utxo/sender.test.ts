@@ -180,6 +180,23 @@ describe('refunds', () => {
   });
 });
 
+describe('refusals', () => {
+  test('a refund the hot wallet cannot cover fails with the reason and spends nothing', async () => {
+    const status = await run(k.t.kasse, 'utxo status');
+    const p = await paidPayment(Number(BigInt(status.hot_wallet_balance) / 10_000n) + 1000); // 1 cent is 10,000 units at 100 USD
+    assert.ok(p.amount > BigInt(status.hot_wallet_balance));
+    const id = await refund(p.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+    assert.equal(await sender.step(id), 'done');
+    const t = (await sender.get(id))!;
+    assert.equal(t.status, 'failed');
+    assert.match(t.error!, /hot wallet holds/);
+    assert.equal((await sender.versions(id)).length, 0);
+    const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(row.status, 'failed');
+    assert.equal((await run(k.t.kasse, 'utxo status')).hot_wallet_balance, status.hot_wallet_balance);
+  });
+});
+
 describe('commands', () => {
   test('kasse utxo sweep moves confirmed deposits to the hot wallet; a second sweep finds nothing left', async () => {
     await paidPayment(1000);

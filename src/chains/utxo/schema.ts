@@ -50,6 +50,7 @@ export interface UtxoTransfersTable {
   txid: string | null;
   fee: Big | null;
   broadcast_height: Big | null;
+  bumped_height: Big | null;
   block_height: Big | null;
   error: string | null;
   tries: Generated<number>;

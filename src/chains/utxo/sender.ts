@@ -37,6 +37,8 @@ const INPUT_VB = 68n;
 const OUTPUT_VB = 31n;
 const OVERHEAD_VB = 11n;
 const OPEN = ['pending', 'signed', 'broadcast'] as const;
+/** Node answers meaning a transaction's inputs are spent by another one (mined, or in the mempool). */
+const CONFLICT = /missingorspent|missing inputs|mempool-conflict|insufficient fee|rejecting replacement/i;
 
 export type StepResult = 'progress' | 'wait' | 'done';
 
@@ -116,8 +118,10 @@ export class UtxoSender implements OutgoingSender {
       .insertInto('utxo_transfers')
       .values({ id, mode: this.mode, chain: this.network.id, purpose: 'sweep', status: 'pending', destination, amount: 0n, next_attempt_at: now, created_at: now })
       .execute();
-    const signed = await this.signFirst(id, coins, destination, null);
-    return signed ? id : null;
+    if (await this.signFirst(id, coins, destination, null)) return id;
+    // Another sweep took some of the coins first: this one never existed.
+    await this.deps.db.deleteFrom('utxo_transfers').where('id', '=', id).where('status', '=', 'pending').execute();
+    return null;
   }
 
   /** One worker pass over due transfers; returns how many it drove. */
@@ -166,6 +170,11 @@ export class UtxoSender implements OutgoingSender {
     const t = await this.get(id);
     if (!t || t.status === 'sent' || t.status === 'failed') {
       await this.reportSettled();
+      return 'done';
+    }
+    if (t.status === 'pending' && t.purpose === 'sweep') {
+      // A sweep is signed when it is made; one left pending (a crash in between) holds no coins and is dropped.
+      await this.settle(t.id, 'failed', null, 'the sweep was not signed');
       return 'done';
     }
     if (t.status === 'pending') return this.signPending(t);
@@ -281,12 +290,18 @@ export class UtxoSender implements OutgoingSender {
   private async broadcast(t: Row): Promise<StepResult> {
     const [newest] = await this.deps.db.selectFrom('utxo_transfer_txs').selectAll().where('transfer_id', '=', t.id).orderBy('version', 'desc').limit(1).execute();
     if (!newest) throw new Error(`${t.id} is signed but has no stored transaction`);
-    await this.send(newest.raw);
     const tip = await this.adapter.rpc().call<number>('getblockcount');
+    try {
+      await this.send(newest.raw);
+    } catch (err) {
+      // Its coins are spent already: an earlier version was mined (or is in the mempool). Following finds it.
+      if (!(err instanceof UtxoRpcError && newest.version > 0 && CONFLICT.test(err.message))) throw err;
+      this.deps.log.info({ transferId: t.id, err: err.message }, 'utxo replacement refused: an earlier version holds the coins');
+    }
     const now = this.deps.clock.now();
     await this.deps.db
       .updateTable('utxo_transfers')
-      .set({ status: 'broadcast', broadcast_height: tip, broadcast_at: now, next_attempt_at: now })
+      .set({ status: 'broadcast', broadcast_height: sql`coalesce(broadcast_height, ${tip})`, bumped_height: tip, broadcast_at: now, next_attempt_at: now })
       .where('id', '=', t.id)
       .where('status', '=', 'signed')
       .execute();
@@ -345,7 +360,7 @@ export class UtxoSender implements OutgoingSender {
       await this.send(newest.raw);
       return 'wait';
     }
-    if (tip - from >= this.settings.bumpAfterBlocks) return this.bump(t, newest, tip);
+    if (tip - Number(t.bumped_height ?? from) >= this.settings.bumpAfterBlocks) return this.bump(t, newest, tip);
     await this.deps.db.updateTable('utxo_transfers').set({ next_attempt_at: now }).where('id', '=', t.id).execute();
     return 'wait';
   }

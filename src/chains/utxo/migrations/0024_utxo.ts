@@ -65,8 +65,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- the newest signed version
       txid text,
       fee bigint,
-      -- tip height when the newest version was broadcast (bumping counts blocks from here)
+      -- tip height when the first version was broadcast (versions are looked for in blocks from here), and when the
+      -- newest was (bumping counts blocks from there)
       broadcast_height bigint,
+      bumped_height bigint,
       block_height bigint,
       error text,
       tries integer NOT NULL DEFAULT 0,
