@@ -11,10 +11,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerInfrastructure } from './infrastructure.ts';
+import { freePort } from './net.ts';
 
 export const LTC_RPC_ENV = 'KASSE_TEST_LTC_RPC';
 const LITECOIND = process.env.KASSE_LITECOIND ?? 'litecoind';
@@ -23,17 +23,6 @@ export interface LitecoinNode {
   /** RPC URL with user and password. */
   url: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** A JSON-RPC call to `url` (optionally a wallet path); throws with the node's message. */
