@@ -185,6 +185,10 @@ export class UtxoSender implements OutgoingSender {
   // ---- signing ----
 
   private async signPending(t: Row): Promise<StepResult> {
+    if (BigInt(t.amount) < DUST) {
+      await this.settle(t.id, 'failed', null, `${t.amount} units is below the network's dust limit of ${DUST}`);
+      return 'done';
+    }
     // Hot-wallet coins are taken largest first until the amount and the fee are covered.
     const coins = (await this.unspent([this.adapter.hotWalletAddress()], 1000)).map((c) => ({ ...c, index: null }));
     const feeRate = await this.feeRate();
@@ -264,14 +268,22 @@ export class UtxoSender implements OutgoingSender {
     if (amount !== null && !withChange) fee = total - amount;
     if (amount !== null && total < amount + fee) throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
     let built = attempt(withChange, fee);
-    // The estimate is an upper bound for P2WPKH; pay exactly the rate for the signed size when it is lower.
+    // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger).
     const exact = feeRate * BigInt(built.tx.vsize);
-    if (exact < fee && withChange) {
-      fee = exact;
-      built = attempt(true, fee);
-    } else if (exact < fee && amount === null) {
-      fee = exact;
-      built = attempt(false, fee);
+    if (exact !== fee) {
+      if (amount === null) {
+        fee = exact;
+        built = attempt(false, fee);
+      } else if (withChange && total - amount - exact >= DUST) {
+        fee = exact;
+        built = attempt(true, fee);
+      } else if (total - amount >= exact) {
+        // No change worth an output: the rest is the fee (at least the rate).
+        fee = total - amount;
+        built = attempt(false, fee);
+      } else {
+        throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${exact}`);
+      }
     }
     return { txid: built.tx.id, raw: built.tx.hex, fee, sent: built.pay };
   }
