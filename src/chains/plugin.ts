@@ -28,13 +28,16 @@ import type { NetworkConfig, TokenConfig } from './types.ts';
 
 /** What a family's addresses look like; used for every network of the family, with or without a running adapter. */
 export interface AddressFormat {
-  /** Whether `address` is a well-formed destination on the family's chains. */
-  isValidAddress(address: string): boolean;
+  /**
+   * Whether `address` is a well-formed destination on the family's chains; on `network` when it is given (families
+   * whose address encoding differs between networks check it).
+   */
+  isValidAddress(address: string, network?: NetworkConfig): boolean;
   /**
    * A keyless address in the family's format made from 32 pseudo-random bytes: what the test-mode simulator issues
-   * on a network that has no adapter running (nobody holds its key).
+   * on a network that has no adapter running (nobody holds its key), encoded for `network` when given.
    */
-  addressFromBytes(bytes: Uint8Array): string;
+  addressFromBytes(bytes: Uint8Array, network?: NetworkConfig): string;
   /** Payment URI (EIP-681, Solana Pay, BIP-21, …) asking for `amount` of `token` at `address`, or null. */
   paymentUri(network: NetworkConfig, token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null;
 }

@@ -160,7 +160,7 @@ class FallbackAdapter implements ChainAdapter {
   ) {}
 
   async deriveAddress(index: bigint): Promise<string> {
-    return this.format.addressFromBytes(createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest());
+    return this.format.addressFromBytes(createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest(), this.network);
   }
 
   paymentUri(token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null {
@@ -168,7 +168,7 @@ class FallbackAdapter implements ChainAdapter {
   }
 
   isValidAddress(address: string): boolean {
-    return this.format.isValidAddress(address);
+    return this.format.isValidAddress(address, this.network);
   }
 
   explorerUrl(txHash: string): string | null {

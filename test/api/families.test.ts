@@ -130,7 +130,7 @@ async function payment(order: string) {
 test('its settings, its table, its adapter: the payment gets the family\'s address and URI', async () => {
   assert.deepEqual(t.kasse.chains.network('test', 'toynet')!.settings, { greeting: 'hello' });
   assert.deepEqual((await sql`SELECT count(*)::int AS n FROM toy_sent`.execute(t.kasse.db)).rows, [{ n: 0 }]);
-  assert.deepEqual(t.kasse.families.map((f) => f.family.name), ['evm', 'solana', 'toy']);
+  assert.deepEqual(t.kasse.families.map((f) => f.family.name), ['evm', 'solana', 'utxo', 'toy']);
   const p = await payment('toy-1');
   const a = p.attempts[0];
   assert.match(a.address, /^toy1[0-9a-f]{40}$/);

@@ -11,7 +11,6 @@
  * node with `startHardhatNode()` (about a second) and stops it when done; nothing another file does can disturb it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -31,6 +30,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { artifact, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
 import { registerInfrastructure } from './infrastructure.ts';
+import { freePort } from './net.ts';
 
 /** Environment variable carrying the shared node's URL to test files. */
 export const EVM_RPC_ENV = 'KASSE_TEST_EVM_RPC';
@@ -49,17 +49,6 @@ export const hardhatChain: Chain = {
 export interface HardhatNode {
   url: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function rpcCall<T>(url: string, method: string, params: unknown[] = []): Promise<T> {

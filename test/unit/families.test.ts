@@ -78,3 +78,16 @@ test('Solana specifics live only under src/chains/solana', () => {
   }
   assert.deepEqual(offending, []);
 });
+
+test('Bitcoin-family specifics live only under src/chains/utxo', () => {
+  const offending: string[] = [];
+  for (const file of files(SRC)) {
+    if (relative(SRC, file).startsWith(join('chains', 'utxo'))) continue;
+    code(readFileSync(file, 'utf8'))
+      .split('\n')
+      .forEach((line, i) => {
+        if (/btc-signer|@scure\/bip32|bitcoin|litecoin|bech32|bip-?21|bip-?84|satoshi|\brbf\b/i.test(line)) offending.push(`${relative(SRC, file)}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(offending, []);
+});

@@ -1,0 +1,94 @@
+/**
+ * The UTXO chain family: Bitcoin and Litecoin (Bitcoin Core and Litecoin Core nodes, the same RPC). Networks of
+ * family `utxo` carry a `utxo` object naming the coin and network (config.ts); when Kasse opens, every such network
+ * of test mode, and of live mode where it has RPC URLs, gets a `UtxoAdapter` (BIP-84 deposit addresses from the
+ * master seed, BIP-21 URIs), and the workers role runs a watcher per network with RPC URLs. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
+ */
+import { bech32 } from '@scure/base';
+import { Loop } from '../../core/loop.ts';
+import { MODES } from '../../core/mode.ts';
+import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
+import { UtxoAdapter } from './adapter.ts';
+import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
+import { parseUtxoSettings, utxoSettings } from './config.ts';
+import * as m0024 from './migrations/0024_utxo.ts';
+import './schema.ts';
+import { UtxoSender } from './sender.ts';
+import { utxoCommands } from './commands.ts';
+
+/** How often the sender loop looks for due transfers when nothing woke it. */
+const SENDER_INTERVAL_MS = 5_000;
+
+export { UtxoAdapter } from './adapter.ts';
+
+function load(ctx: FamilyContext): LoadedFamily {
+  const adapters: UtxoAdapter[] = [];
+  for (const mode of MODES) {
+    for (const network of ctx.chains.networks(mode)) {
+      if (network.family !== 'utxo') continue;
+      // A live network needs a node to watch it before it takes payments; test mode always has the adapter's
+      // addresses (the simulator completes payments where no node is configured).
+      if (mode === 'live' && network.rpcUrls.length === 0) {
+        ctx.log.debug({ chain: network.id, mode }, 'utxo network without rpc_urls: no live adapter registered');
+        continue;
+      }
+      adapters.push(new UtxoAdapter(network, mode, ctx));
+    }
+  }
+  for (const adapter of adapters) {
+    if (adapter.network.rpcUrls.length === 0) continue; // test mode without a node: refunds are simulated
+    const { mode, network } = adapter;
+    adapter.sender = new UtxoSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, sink: ctx.transfers, fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id) });
+  }
+  return { adapters, workers: () => workers(ctx, adapters) };
+}
+
+/**
+ * A watcher per network that is not paused and has RPC URLs, and one sender loop driving every network's due
+ * transfers every 5 seconds, or at once when one was recorded in this process.
+ */
+function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
+  const out: FamilyWorker[] = [];
+  for (const adapter of adapters) {
+    if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
+    else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'utxo watcher not started (paused or no rpc_urls)');
+  }
+  const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
+  if (senders.length > 0) {
+    const loop = new Loop(
+      'utxo-sender',
+      SENDER_INTERVAL_MS,
+      async () => {
+        for (const sender of senders) {
+          try {
+            await sender.runDue();
+          } catch (err) {
+            ctx.log.error({ err, chain: sender.network.id, mode: sender.mode }, 'utxo sender pass failed');
+          }
+        }
+      },
+      ctx.log,
+    );
+    for (const sender of senders) sender.onWork(() => loop.wake());
+    out.push(loop);
+  }
+  return out;
+}
+
+const utxo: ChainFamily = {
+  name: 'utxo',
+  format: {
+    isValidAddress: (address, network) => (network ? isValidUtxoAddress(address, utxoSettings(network).params) : isValidOnAnyNetwork(address)),
+    addressFromBytes: (bytes, network) => {
+      const hrp = network ? utxoSettings(network).params.address.bech32 : 'bc';
+      return bech32.encode(hrp, [0, ...bech32.toWords(bytes.subarray(0, 20))]);
+    },
+    paymentUri: (network, token, address, amount) => bip21Uri(utxoSettings(network).params, address, amount, token.decimals),
+  },
+  networks: { settings: parseUtxoSettings },
+  migrations: { '0024_utxo': m0024 },
+  commands: utxoCommands,
+  load,
+};
+
+export default utxo;

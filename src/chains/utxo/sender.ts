@@ -1,0 +1,445 @@
+/**
+ * The UTXO hot-wallet sender of one network and mode: refunds and payouts (from the transfers module) and sweeps of
+ * deposit addresses (`kasse utxo sweep`), as transactions built and signed here with @scure/btc-signer.
+ *
+ * A transfer goes pending → signed → broadcast → sent (or failed):
+ *   - signing picks confirmed coins (the hot wallet's for a refund or payout, deposit addresses' for a sweep), pays
+ *     the node's fee estimate (`estimatesmartfee`, else the node's relay fee) capped at `max_fee_rate`, sends change
+ *     back to the hot wallet, and signals RBF. The signed transaction is stored, and its coins marked spent by the
+ *     transfer, in ONE database transaction, before anything is broadcast; a coin already marked cannot be taken,
+ *     so no two transfers ever spend one coin.
+ *   - broadcasting sends the newest stored version as it is, again after a crash or when the node lost it.
+ *   - a version left unconfirmed for `bump_after_blocks` is replaced by a new version spending the SAME coins with
+ *     a higher fee (taken from the change, or from the swept amount), stored before it is broadcast. All versions
+ *     conflict, so at most one is ever mined: one transfer, one spend.
+ *   - sent once a version has the network's first-tier confirmations; refunds and payouts are then reported to the
+ *     TransferSink (sweeps have no owner).
+ * Rows are leased (`locked_until`) while a worker drives them, so several worker processes can share them.
+ */
+import { Transaction } from '@scure/btc-signer';
+import { sql, type Selectable } from 'kysely';
+import type { Clock } from '../../core/clock.ts';
+import type { Logger } from '../../core/log.ts';
+import type { Mode } from '../../core/mode.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import type { NetworkConfig } from '../types.ts';
+import type { UtxoAdapter } from './adapter.ts';
+import { outputScript } from './address.ts';
+import type { UtxoSettings } from './config.ts';
+import { RPC_CODES, satoshis, UtxoRpcError } from './rpc.ts';
+import type { UtxoTransfersTable } from './schema.ts';
+
+/** Outputs below this many satoshis are not made (dust); change that small goes to the fee. */
+export const DUST = 546n;
+/** Estimated vbytes of a P2WPKH input, an output, and the transaction's fixed part (sizes are checked after signing). */
+const INPUT_VB = 68n;
+const OUTPUT_VB = 31n;
+const OVERHEAD_VB = 11n;
+const OPEN = ['pending', 'signed', 'broadcast'] as const;
+/** Node answers meaning a transaction's inputs are spent by another one (mined, or in the mempool). */
+const CONFLICT = /missingorspent|missing inputs|mempool-conflict|insufficient fee|rejecting replacement/i;
+
+export type StepResult = 'progress' | 'wait' | 'done';
+
+export interface UtxoSenderDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  sink: TransferSink;
+  /** Deposit address keys by address, for sweeps: the addresses holding confirmed deposits with their indexes. */
+  fundedAddresses(): Promise<Array<{ address: string; index: bigint }>>;
+}
+
+interface Coin {
+  txid: string;
+  vout: number;
+  address: string;
+  amount: bigint;
+  /** Key index of a deposit address; null for the hot wallet. */
+  index: bigint | null;
+}
+
+type Row = Selectable<UtxoTransfersTable>;
+
+export class UtxoSender implements OutgoingSender {
+  readonly network: NetworkConfig;
+  readonly mode: Mode;
+  private readonly settings: UtxoSettings;
+  private readonly blockTxids = new Map<string, Set<string>>();
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly adapter: UtxoAdapter,
+    private readonly deps: UtxoSenderDeps,
+    private readonly options: { leaseMs?: number; retryMs?: number } = {},
+  ) {
+    this.network = adapter.network;
+    this.mode = adapter.mode;
+    this.settings = adapter.settings;
+  }
+
+  onWork(fn: () => void): void {
+    this.wake = fn;
+  }
+
+  /** Records a refund or payout in the caller's transaction (no network I/O). Idempotent on the transfer id. */
+  async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
+    const now = this.deps.clock.now();
+    await tx
+      .insertInto('utxo_transfers')
+      .values({ id: request.transferId, mode: request.mode, chain: this.network.id, purpose: request.purpose, status: 'pending', destination: request.destination, amount: request.amount, next_attempt_at: now, created_at: now })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    this.wake?.();
+  }
+
+  async get(id: string): Promise<Row | undefined> {
+    return (await this.deps.db.selectFrom('utxo_transfers').selectAll().where('id', '=', id).executeTakeFirst()) as Row | undefined;
+  }
+
+  async versions(id: string) {
+    return this.deps.db.selectFrom('utxo_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
+  }
+
+  /**
+   * A sweep: every unspent confirmed coin of deposit addresses (up to `maxInputs`) to the treasury (or the hot
+   * wallet), signed and stored now (the sender broadcasts it). Returns the transfer's id, or null with nothing to sweep.
+   */
+  async sweep(id: string, maxInputs = 500): Promise<string | null> {
+    const funded = await this.deps.fundedAddresses();
+    if (funded.length === 0) return null;
+    const indexByAddress = new Map(funded.map((f) => [f.address.toLowerCase(), f.index]));
+    const coins = (await this.unspent([...indexByAddress.keys()], maxInputs)).map((c) => ({ ...c, index: indexByAddress.get(c.address)! }));
+    if (coins.length === 0) return null;
+    const destination = this.settings.treasury ?? this.adapter.hotWalletAddress();
+    const now = this.deps.clock.now();
+    await this.deps.db
+      .insertInto('utxo_transfers')
+      .values({ id, mode: this.mode, chain: this.network.id, purpose: 'sweep', status: 'pending', destination, amount: 0n, next_attempt_at: now, created_at: now })
+      .execute();
+    if (await this.signFirst(id, coins, destination, null)) return id;
+    // Another sweep took some of the coins first: this one never existed.
+    await this.deps.db.deleteFrom('utxo_transfers').where('id', '=', id).where('status', '=', 'pending').execute();
+    return null;
+  }
+
+  /** One worker pass over due transfers; returns how many it drove. */
+  async runDue(): Promise<number> {
+    if (this.network.rpcUrls.length === 0) return 0;
+    const now = this.deps.clock.now();
+    const leased = await this.deps.db
+      .updateTable('utxo_transfers')
+      .set({ locked_until: new Date(now.getTime() + (this.options.leaseMs ?? 60_000)) })
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('utxo_transfers')
+          .select('id')
+          .where('mode', '=', this.mode)
+          .where('chain', '=', this.network.id)
+          .where('status', 'in', [...OPEN])
+          .where('next_attempt_at', '<=', now)
+          .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+          .orderBy('created_at')
+          .limit(50)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returning('id')
+      .execute();
+    for (const { id } of leased) {
+      try {
+        for (let i = 0, r: StepResult = 'progress'; i < 4 && r === 'progress'; i++) r = await this.step(id);
+      } catch (err) {
+        this.deps.log.error({ err: (err as Error).message, transferId: id, chain: this.network.id, mode: this.mode }, 'utxo sender step failed');
+        await this.deps.db
+          .updateTable('utxo_transfers')
+          .set({ tries: sql`tries + 1`, error: (err as Error).message, next_attempt_at: new Date(now.getTime() + (this.options.retryMs ?? 10_000)) })
+          .where('id', '=', id)
+          .execute();
+      } finally {
+        await this.deps.db.updateTable('utxo_transfers').set({ locked_until: null }).where('id', '=', id).execute();
+      }
+    }
+    await this.reportSettled();
+    return leased.length;
+  }
+
+  /** Moves one transfer one step. */
+  async step(id: string): Promise<StepResult> {
+    const t = await this.get(id);
+    if (!t || t.status === 'sent' || t.status === 'failed') {
+      await this.reportSettled();
+      return 'done';
+    }
+    if (t.status === 'pending' && t.purpose === 'sweep') {
+      // A sweep is signed when it is made; one left pending (a crash in between) holds no coins and is dropped.
+      await this.settle(t.id, 'failed', null, 'the sweep was not signed');
+      return 'done';
+    }
+    if (t.status === 'pending') return this.signPending(t);
+    if (t.status === 'signed') return this.broadcast(t);
+    return this.follow(t);
+  }
+
+  // ---- signing ----
+
+  private async signPending(t: Row): Promise<StepResult> {
+    if (BigInt(t.amount) < DUST) {
+      await this.settle(t.id, 'failed', null, `${t.amount} units is below the network's dust limit of ${DUST}`);
+      return 'done';
+    }
+    // Hot-wallet coins are taken largest first until the amount and the fee are covered.
+    const coins = (await this.unspent([this.adapter.hotWalletAddress()], 1000)).map((c) => ({ ...c, index: null }));
+    const feeRate = await this.feeRate();
+    const picked: Coin[] = [];
+    let total = 0n;
+    for (const c of coins) {
+      picked.push(c);
+      total += c.amount;
+      if (total >= BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB * 2n)) break;
+    }
+    const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB);
+    if (total < need) {
+      await this.settle(t.id, 'failed', null, `the hot wallet holds ${total} of the ${need} units this transfer and its fee need`);
+      return 'done';
+    }
+    return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
+  }
+
+  /**
+   * Signs version 0 of a transfer over `coins` and stores it with the coins marked spent, in one transaction.
+   * `amount` null: everything less the fee goes to `destination` (a sweep). False when a coin was taken meanwhile.
+   */
+  private async signFirst(id: string, coins: Coin[], destination: string, amount: bigint | null, feeRate?: bigint): Promise<boolean> {
+    const rate = feeRate ?? (await this.feeRate());
+    const built = this.build(coins, destination, amount, rate);
+    const now = this.deps.clock.now();
+    return withTx(this.deps.db, async (tx) => {
+      const taken = await tx
+        .updateTable('utxo_coins')
+        .set({ spent_by: id })
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.network.id)
+        .where('spent_by', 'is', null)
+        .where(sql<boolean>`(txid, vout) IN (${sql.join(coins.map((c) => sql`(${c.txid}, ${c.vout})`))})`)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) !== coins.length) {
+        // Another transfer took one of them first: nothing is stored, the next pass picks again.
+        await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
+        return false;
+      }
+      await tx.insertInto('utxo_transfer_txs').values({ transfer_id: id, version: 0, txid: built.txid, raw: built.raw, fee: built.fee, fee_rate: rate, created_at: now }).execute();
+      await tx
+        .updateTable('utxo_transfers')
+        .set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, signed_at: now, error: null, tries: 0, next_attempt_at: now })
+        .where('id', '=', id)
+        .where('status', '=', 'pending')
+        .execute();
+      return true;
+    });
+  }
+
+  /** Builds and signs a transaction over `coins` paying `amount` (or everything less the fee) at `feeRate` sat/vB. */
+  private build(coins: Coin[], destination: string, amount: bigint | null, feeRate: bigint): { txid: string; raw: string; fee: bigint; sent: bigint } {
+    const params = this.settings.params;
+    const total = coins.reduce((s, c) => s + c.amount, 0n);
+    const attempt = (withChange: boolean, fee: bigint) => {
+      const tx = new Transaction({ allowUnknownOutputs: false });
+      for (const c of coins) {
+        tx.addInput({ txid: c.txid, index: c.vout, witnessUtxo: { script: outputScript(c.address, params), amount: c.amount }, sequence: 0xfffffffd });
+      }
+      const pay = amount ?? total - fee;
+      if (pay < DUST) throw new Error(`${pay} units after a fee of ${fee} is below the dust limit`);
+      tx.addOutputAddress(destination, pay, params.address);
+      const change = total - pay - fee;
+      if (withChange) tx.addOutputAddress(this.adapter.hotWalletAddress(), change, params.address);
+      for (let i = 0; i < coins.length; i++) {
+        const c = coins[i]!;
+        tx.signIdx(c.index === null ? this.adapter.hotWalletKey().privateKey! : this.adapter.depositKey(c.index).privateKey!, i);
+      }
+      tx.finalize();
+      return { tx, pay, change };
+    };
+    // Size with a change output first; drop it when the change would be dust.
+    const outputs = amount === null ? 1n : 2n;
+    let fee = feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(coins.length) + OUTPUT_VB * outputs);
+    let withChange = amount !== null && total - amount - fee >= DUST;
+    if (amount !== null && !withChange) fee = total - amount;
+    if (amount !== null && total < amount + fee) throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
+    let built = attempt(withChange, fee);
+    // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger).
+    const exact = feeRate * BigInt(built.tx.vsize);
+    if (exact !== fee) {
+      if (amount === null) {
+        fee = exact;
+        built = attempt(false, fee);
+      } else if (withChange && total - amount - exact >= DUST) {
+        fee = exact;
+        built = attempt(true, fee);
+      } else if (total - amount >= exact) {
+        // No change worth an output: the rest is the fee (at least the rate).
+        fee = total - amount;
+        built = attempt(false, fee);
+      } else {
+        throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${exact}`);
+      }
+    }
+    return { txid: built.tx.id, raw: built.tx.hex, fee, sent: built.pay };
+  }
+
+  /** The node's fee estimate in sat/vB (its relay fee when it has none), at most `max_fee_rate`, at least 1. */
+  async feeRate(): Promise<bigint> {
+    const rpc = this.adapter.rpc();
+    const est = await rpc.call<{ feerate?: string }>('estimatesmartfee', [this.settings.feeTargetBlocks]);
+    let perKvB = est.feerate !== undefined ? satoshis(est.feerate) : satoshis((await rpc.call<{ relayfee: string }>('getnetworkinfo')).relayfee);
+    const rate = (perKvB + 999n) / 1000n;
+    return rate < 1n ? 1n : rate > this.settings.maxFeeRate ? this.settings.maxFeeRate : rate;
+  }
+
+  // ---- broadcasting and following ----
+
+  private async broadcast(t: Row): Promise<StepResult> {
+    const [newest] = await this.deps.db.selectFrom('utxo_transfer_txs').selectAll().where('transfer_id', '=', t.id).orderBy('version', 'desc').limit(1).execute();
+    if (!newest) throw new Error(`${t.id} is signed but has no stored transaction`);
+    const tip = await this.adapter.rpc().call<number>('getblockcount');
+    try {
+      await this.send(newest.raw);
+    } catch (err) {
+      // Its coins are spent already: an earlier version was mined (or is in the mempool). Following finds it.
+      if (!(err instanceof UtxoRpcError && newest.version > 0 && CONFLICT.test(err.message))) throw err;
+      this.deps.log.info({ transferId: t.id, err: err.message }, 'utxo replacement refused: an earlier version holds the coins');
+    }
+    const now = this.deps.clock.now();
+    await this.deps.db
+      .updateTable('utxo_transfers')
+      .set({ status: 'broadcast', broadcast_height: sql`coalesce(broadcast_height, ${tip})`, bumped_height: tip, broadcast_at: now, next_attempt_at: now })
+      .where('id', '=', t.id)
+      .where('status', '=', 'signed')
+      .execute();
+    return 'progress';
+  }
+
+  /** Sends a raw transaction; one the node already has, or has in a block, counts as sent. */
+  private async send(raw: string): Promise<void> {
+    try {
+      await this.adapter.rpc().call('sendrawtransaction', [raw]);
+    } catch (err) {
+      if (err instanceof UtxoRpcError && (err.code === RPC_CODES.VERIFY_ALREADY_IN_CHAIN || /already in (the )?(block ?chain|mempool)|txn-already-known/i.test(err.message))) return;
+      throw err;
+    }
+  }
+
+  /** A broadcast transfer: settled when a version has the confirmations; rebroadcast when lost; bumped when stuck. */
+  private async follow(t: Row): Promise<StepResult> {
+    const rpc = this.adapter.rpc();
+    const versions = await this.versions(t.id);
+    const txids = new Set(versions.map((v) => v.txid));
+    const tip = await rpc.call<number>('getblockcount');
+    const from = Number(t.broadcast_height ?? tip);
+    let mined: { txid: string; height: number } | null = null;
+    for (let h = tip; h > from - 1 && h >= 0 && !mined; h--) {
+      const hash = await rpc.call<string>('getblockhash', [h]);
+      let ids = this.blockTxids.get(hash);
+      if (!ids) {
+        ids = new Set((await rpc.call<{ tx: string[] }>('getblock', [hash, 1])).tx);
+        this.blockTxids.set(hash, ids);
+        if (this.blockTxids.size > 200) this.blockTxids.delete(this.blockTxids.keys().next().value!);
+      }
+      for (const id of ids) if (txids.has(id)) mined = { txid: id, height: h };
+    }
+    const now = this.deps.clock.now();
+    if (mined) {
+      const confirmations = tip - mined.height + 1;
+      await this.deps.db.updateTable('utxo_transfers').set({ txid: mined.txid, block_height: mined.height }).where('id', '=', t.id).execute();
+      if (confirmations >= this.network.confirmationTiers[0]!.confirmations) {
+        await this.settle(t.id, 'sent', mined.txid, null);
+        return 'done';
+      }
+      return 'wait';
+    }
+    const newest = versions[versions.length - 1]!;
+    const inMempool = await rpc.call('getmempoolentry', [newest.txid]).then(
+      () => true,
+      (err) => {
+        if (err instanceof UtxoRpcError && err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY) return false;
+        throw err;
+      },
+    );
+    if (!inMempool) {
+      // Evicted, never arrived, or a reorg took it out of a block: the newest version again, as it is.
+      this.deps.log.warn({ transferId: t.id, txid: newest.txid, chain: this.network.id }, 'utxo transfer not in the mempool; broadcasting it again');
+      await this.send(newest.raw);
+      return 'wait';
+    }
+    if (tip - Number(t.bumped_height ?? from) >= this.settings.bumpAfterBlocks) return this.bump(t, newest, tip);
+    await this.deps.db.updateTable('utxo_transfers').set({ next_attempt_at: now }).where('id', '=', t.id).execute();
+    return 'wait';
+  }
+
+  /** Replaces a stuck version with one spending the same coins at a higher fee rate, stored before it is sent. */
+  private async bump(t: Row, newest: { version: number; raw: string; fee_rate: bigint | string | number; fee: bigint | string | number }, tip: number): Promise<StepResult> {
+    const old = BigInt(newest.fee_rate);
+    if (old >= this.settings.maxFeeRate) return 'wait';
+    const estimate = await this.feeRate();
+    // BIP-125: the replacement pays more in total and at least the relay fee for its own size on top.
+    let rate = old + old / 4n + 1n;
+    if (estimate > rate) rate = estimate;
+    if (rate > this.settings.maxFeeRate) rate = this.settings.maxFeeRate;
+    const coins = await this.deps.db.selectFrom('utxo_coins').selectAll().where('spent_by', '=', t.id).execute();
+    const funded = t.purpose === 'sweep' ? new Map((await this.deps.fundedAddresses()).map((f) => [f.address.toLowerCase(), f.index])) : null;
+    const inputs: Coin[] = coins.map((c) => ({ txid: c.txid, vout: c.vout, address: c.address, amount: BigInt(c.amount), index: funded ? (funded.get(c.address) ?? null) : null }));
+    const built = this.build(inputs, t.destination, t.purpose === 'sweep' ? null : BigInt(t.amount), rate);
+    const now = this.deps.clock.now();
+    await withTx(this.deps.db, async (tx) => {
+      await tx.insertInto('utxo_transfer_txs').values({ transfer_id: t.id, version: newest.version + 1, txid: built.txid, raw: built.raw, fee: built.fee, fee_rate: rate, created_at: now }).execute();
+      await tx.updateTable('utxo_transfers').set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, next_attempt_at: now }).where('id', '=', t.id).execute();
+    });
+    this.deps.log.info({ transferId: t.id, from: old.toString(), to: rate.toString(), tip }, 'utxo transfer stuck; replaced with a higher fee');
+    return 'progress';
+  }
+
+  // ---- settling ----
+
+  private async settle(id: string, status: 'sent' | 'failed', txid: string | null, error: string | null): Promise<void> {
+    const now = this.deps.clock.now();
+    await withTx(this.deps.db, async (tx) => {
+      await tx.updateTable('utxo_transfers').set({ status, txid, error, settled_at: now }).where('id', '=', id).where('status', 'in', [...OPEN]).execute();
+      // A failed transfer spent nothing: its coins are free again (only a transfer that never signed fails).
+      if (status === 'failed') await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
+    });
+    await this.reportSettled();
+  }
+
+  /** Hands settled refunds and payouts to the TransferSink (sweeps have no owner); idempotent. */
+  private async reportSettled(): Promise<void> {
+    const rows = await this.deps.db
+      .selectFrom('utxo_transfers')
+      .selectAll()
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.network.id)
+      .where('status', 'in', ['sent', 'failed'])
+      .where('reported', '=', false)
+      .execute();
+    for (const r of rows) {
+      if (r.purpose !== 'sweep') await this.deps.sink.transferSettled(this.mode, { transferId: r.id, status: r.status as 'sent' | 'failed', txHash: r.txid, error: r.error });
+      await this.deps.db.updateTable('utxo_transfers').set({ reported: true }).where('id', '=', r.id).execute();
+    }
+  }
+
+  /** Unspent coins in blocks paying `addresses`, largest first. */
+  private async unspent(addresses: string[], limit: number): Promise<Array<Omit<Coin, 'index'>>> {
+    if (addresses.length === 0) return [];
+    const rows = await this.deps.db
+      .selectFrom('utxo_coins')
+      .select(['txid', 'vout', 'address', 'amount'])
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.network.id)
+      .where('spent_by', 'is', null)
+      .where('address', 'in', addresses.map((a) => a.toLowerCase()))
+      .orderBy('amount', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ txid: r.txid, vout: r.vout, address: r.address, amount: BigInt(r.amount) }));
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * The UTXO hot-wallet sender and the operator's commands on the run's shared Litecoin Core regtest node (own node
+ * wallet; blocks mined by the other file only add confirmations, so these tests mine until what they wait for):
+ * a refund signed locally, stored before it is broadcast, confirmed and reported (payment `refunded`); a crash
+ * between signing and broadcasting (the restarted Kasse broadcasts the stored bytes, paid once); a stuck refund
+ * replaced with a higher fee (RBF) spending the same coins, only one version mined; `kasse utxo sweep` moving
+ * confirmed deposits to the hot wallet, and `kasse utxo status`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { utxoCommands } from '../../src/chains/utxo/commands.ts';
+import type { UtxoSender } from '../../src/chains/utxo/sender.ts';
+import type { Kasse } from '../../src/kasse.ts';
+import { startTestKasse } from '../harness/app.ts';
+import { sharedLitecoinRpc } from '../harness/litecoind.ts';
+import { startUtxoKasse, type UtxoKasse } from '../harness/utxo-kasse.ts';
+
+let k: UtxoKasse;
+let sender: UtxoSender;
+
+const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean> = {}) =>
+  utxoCommands.find((c) => c.name === name)!.run(kasse.familyContext, { mode: 'test', chain: 'litecoin', ...flags }, []) as Promise<any>;
+
+before(async () => {
+  k = await startUtxoKasse({ rpcUrl: sharedLitecoinRpc(), tiers: [{ max_usd_cents: null, confirmations: 2 }], utxo: { bump_after_blocks: 2 } });
+  sender = k.adapter.sender!;
+  assert.ok(sender, 'a sender runs where the network has a node');
+  await k.tick();
+  // Fund the hot wallet with two coins, seen by the watcher in a block.
+  await k.payer.send(k.adapter.hotWalletAddress(), 300_000_000n);
+  await k.payer.send(k.adapter.hotWalletAddress(), 200_000_000n);
+  await k.payer.mine(1);
+  await k.tick();
+  const status = await run(k.t.kasse, 'utxo status');
+  assert.equal(status.hot_wallet_balance, '500000000');
+});
+after(() => k?.close());
+
+let orderSeq = 0;
+async function paidPayment(cents: number) {
+  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `snd-${++orderSeq}`, chain: 'litecoin', token: 'litecoin:ltc' });
+  assert.equal(res.status, 201);
+  const a = res.body.attempts[0];
+  await k.payer.send(a.address, BigInt(a.pay_amount));
+  await mineUntil(async () => (await k.m.test.get(`/payments/${res.body.id}`)).body.status === 'paid');
+  return { id: res.body.id as string, amount: BigInt(a.pay_amount) };
+}
+
+/** Mines a block at a time (the watcher ticking after each) until `done`. */
+async function mineUntil(done: () => Promise<boolean>, max = 10): Promise<void> {
+  for (let i = 0; i < max; i++) {
+    await k.payer.mine(1);
+    await k.tick();
+    if (await done()) return;
+  }
+  assert.fail('not reached by mining');
+}
+
+async function refund(paymentId: string, destination: string): Promise<string> {
+  const res = await k.m.test.post(`/payments/${paymentId}/refund`, { destination, note: 'customer asked' });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body.id as string;
+}
+
+async function inMempool(txid: string): Promise<boolean> {
+  return (await k.payer.getRawMempool()).includes(txid);
+}
+
+async function received(address: string): Promise<bigint> {
+  const v = await k.payer.rpc<number>('getreceivedbyaddress', [address, 0]);
+  return BigInt(Math.round(v * 1e8));
+}
+
+async function expectRefunded(paymentId: string, refundId: string, txid: string) {
+  const pay = await k.m.test.get(`/payments/${paymentId}`);
+  assert.equal(pay.body.status, 'refunded');
+  const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', refundId).executeTakeFirstOrThrow();
+  assert.equal(row.status, 'sent');
+  assert.equal(row.tx_hash, txid);
+  await k.t.kasse.webhooks.drain();
+  assert.equal(k.eventTypes(paymentId).at(-1), 'payment.refunded');
+}
+
+describe('refunds', () => {
+  test('a refund is signed locally and stored before broadcast, then sent and reported: the payment is refunded', async () => {
+    const p = await paidPayment(1500);
+    const destination = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    const id = await refund(p.id, destination);
+    assert.equal((await sender.get(id))!.status, 'pending');
+
+    assert.equal(await sender.step(id), 'progress');
+    const signed = (await sender.get(id))!;
+    assert.equal(signed.status, 'signed');
+    const [v0] = await sender.versions(id);
+    assert.equal(v0!.txid, signed.txid);
+    assert.equal(await inMempool(v0!.txid), false, 'stored, not yet broadcast');
+    const decoded = await k.payer.rpc('decoderawtransaction', [v0!.raw]);
+    assert.ok(decoded.vin.every((i: { sequence: number }) => i.sequence < 0xfffffffe), 'signals RBF');
+    const toDestination = decoded.vout.find((o: any) => o.scriptPubKey.addresses?.[0] === destination || o.scriptPubKey.address === destination);
+    assert.equal(BigInt(Math.round(toDestination.value * 1e8)), BigInt(signed.amount));
+    const change = decoded.vout.find((o: any) => (o.scriptPubKey.addresses?.[0] ?? o.scriptPubKey.address) === k.adapter.hotWalletAddress());
+    assert.ok(change, 'change goes back to the hot wallet');
+    const accepted = await k.payer.rpc('testmempoolaccept', [[v0!.raw]]);
+    assert.equal(accepted[0].allowed, true, JSON.stringify(accepted[0]));
+    const vsize = accepted[0].vsize as number;
+    assert.ok(BigInt(v0!.fee) >= BigInt(vsize), 'pays at least 1 sat/vB');
+    assert.ok(BigInt(v0!.fee) <= 200n * BigInt(vsize), 'within max_fee_rate');
+
+    assert.equal(await sender.step(id), 'progress');
+    assert.equal((await sender.get(id))!.status, 'broadcast');
+    assert.equal(await inMempool(v0!.txid), true);
+    await mineUntil(async () => (await sender.step(id)) === 'done');
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    assert.equal(sent.txid, v0!.txid);
+    assert.equal(sent.reported, true);
+    assert.equal(await received(destination), BigInt(signed.amount));
+    await expectRefunded(p.id, id, v0!.txid);
+  });
+
+  test('crash between signing and broadcast: the restarted Kasse broadcasts the stored transaction; paid once', async () => {
+    const p = await paidPayment(900);
+    const destination = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    const id = await refund(p.id, destination);
+    await sender.step(id); // signed and stored …
+    const stored = (await sender.get(id))!;
+    assert.equal(stored.status, 'signed');
+    // … and the process dies here. A whole new Kasse on the same database:
+    const fresh = await startTestKasse({ databaseUrl: k.t.databaseUrl, clock: k.t.clock, env: { KASSE_NETWORKS_FILE: k.networksFile } });
+    try {
+      const s2 = (fresh.kasse.chains.adapter('test', 'litecoin') as typeof k.adapter).sender!;
+      await s2.runDue();
+      assert.equal(await inMempool(stored.txid!), true, 'the very transaction that was signed');
+      await mineUntil(async () => {
+        await s2.runDue();
+        return (await s2.get(id))!.status === 'sent';
+      });
+      const done = (await s2.get(id))!;
+      assert.equal(done.txid, stored.txid);
+      assert.equal((await s2.versions(id)).length, 1, 'never re-signed');
+      assert.equal(await received(destination), BigInt(stored.amount), 'paid exactly once');
+      await expectRefunded(p.id, id, stored.txid!);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test('a stuck refund is replaced with a higher fee spending the same coins; only the replacement is mined', async () => {
+    const p = await paidPayment(800);
+    const destination = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    const id = await refund(p.id, destination);
+    await sender.step(id);
+    await sender.step(id);
+    const first = (await sender.get(id))!;
+    assert.equal(first.status, 'broadcast');
+    // Miners ignore it: its fee counts as far below the minimum in this node's block template.
+    await k.payer.rpc('prioritisetransaction', [first.txid, 0, -10_000_000]);
+    await k.payer.mine(2);
+    await k.tick();
+    assert.equal(await sender.step(id), 'progress', 'stuck for bump_after_blocks: replaced');
+    const versions = await sender.versions(id);
+    assert.equal(versions.length, 2);
+    assert.ok(BigInt(versions[1]!.fee_rate) > BigInt(versions[0]!.fee_rate));
+    assert.ok(BigInt(versions[1]!.fee) > BigInt(versions[0]!.fee));
+    const [a, b] = await Promise.all(versions.map((v) => k.payer.rpc('decoderawtransaction', [v.raw])));
+    assert.deepEqual(
+      b.vin.map((i: any) => `${i.txid}:${i.vout}`),
+      a.vin.map((i: any) => `${i.txid}:${i.vout}`),
+      'the same coins: the two can never both be mined',
+    );
+    assert.equal(await sender.step(id), 'progress'); // broadcast the replacement
+    assert.equal(await inMempool(versions[1]!.txid), true);
+    assert.equal(await inMempool(versions[0]!.txid), false, 'replaced in the mempool');
+    await mineUntil(async () => (await sender.step(id)) === 'done');
+    const done = (await sender.get(id))!;
+    assert.equal(done.status, 'sent');
+    assert.equal(done.txid, versions[1]!.txid);
+    assert.equal(await received(destination), BigInt(done.amount), 'paid once');
+    await expectRefunded(p.id, id, versions[1]!.txid);
+  });
+});
+
+describe('refusals', () => {
+  test('a refund the hot wallet cannot cover fails with the reason and spends nothing', async () => {
+    const status = await run(k.t.kasse, 'utxo status');
+    const p = await paidPayment(Number(BigInt(status.hot_wallet_balance) / 10_000n) + 1000); // 1 cent is 10,000 units at 100 USD
+    assert.ok(p.amount > BigInt(status.hot_wallet_balance));
+    const id = await refund(p.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+    assert.equal(await sender.step(id), 'done');
+    const t = (await sender.get(id))!;
+    assert.equal(t.status, 'failed');
+    assert.match(t.error!, /hot wallet holds/);
+    assert.equal((await sender.versions(id)).length, 0);
+    const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(row.status, 'failed');
+    assert.equal((await run(k.t.kasse, 'utxo status')).hot_wallet_balance, status.hot_wallet_balance);
+  });
+});
+
+describe('commands', () => {
+  test('kasse utxo sweep moves confirmed deposits to the hot wallet; a second sweep finds nothing left', async () => {
+    await paidPayment(1000);
+    const before = await run(k.t.kasse, 'utxo status');
+    assert.ok(before.unswept_deposit_coins >= 1);
+    const sweep = await run(k.t.kasse, 'utxo sweep');
+    assert.equal(sweep.swept, true);
+    assert.equal(sweep.status, 'broadcast');
+    assert.equal(sweep.destination, k.adapter.hotWalletAddress());
+    assert.equal(sweep.inputs, before.unswept_deposit_coins);
+    assert.equal(BigInt(sweep.amount) + BigInt(sweep.fee), BigInt(sweep.input_total));
+    assert.equal(await inMempool(sweep.txid), true);
+    const again = await run(k.t.kasse, 'utxo sweep');
+    assert.equal(again.swept, false, 'coins taken by a sweep are not swept twice');
+    await mineUntil(async () => (await sender.step(sweep.transfer_id)) === 'done');
+    const after = await run(k.t.kasse, 'utxo status');
+    assert.equal(after.unswept_deposit_coins, 0);
+    assert.equal(BigInt(after.hot_wallet_balance), BigInt(before.hot_wallet_balance) + BigInt(sweep.amount));
+    assert.equal(after.behind, 0);
+    assert.equal(after.transfers.sent >= 4, true);
+  });
+
+  test('bad flags are usage errors', async () => {
+    await assert.rejects(run(k.t.kasse, 'utxo status', { chain: 'nope' }), /no test network "nope"/);
+  });
+});
