@@ -34,7 +34,9 @@ export const RESOURCES = {
   events: { list: op('listEvents'), retrieve: op('getEvent'), redeliver: op('redeliverEvent'), stream: op('streamEvents') },
   statements: { retrieve: op('getStatement') },
   taxInvoices: { create: op('createTaxInvoice'), list: op('listTaxInvoices'), retrieve: op('getTaxInvoice'), pdf: op('getTaxInvoicePdf') },
-  testHelpers: { payments: { simulate: op('simulatePayment') } },
+  subscriptions: { create: op('createSubscription'), list: op('listSubscriptions'), retrieve: op('getSubscription'), cancel: op('cancelSubscription') },
+  disbursements: { create: op('createDisbursement'), list: op('listDisbursements'), retrieve: op('getDisbursement'), cancel: op('cancelDisbursement') },
+  testHelpers: { payments: { simulate: op('simulatePayment') }, subscriptions: { advance: op('advanceSubscription') } },
 } as const;
 
 // ----------------------------------------------------------------------------------------------------------------

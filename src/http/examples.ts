@@ -276,6 +276,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, { summary: string; message: strin
   already_invoiced: { summary: 'The payment already has a tax invoice', message: 'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.', param: null },
   too_many_attempts: { summary: 'Already 3 coin choices', message: 'A payment has at most 3 coin choices; this one already has 3.', param: null },
   amount_too_small: { summary: 'Below the coin’s minimum', message: '0.0002 ETH is below the minimum of 0.0004 ETH for this coin.', param: null },
+  insufficient_balance: { summary: 'The available balance does not cover the batch', message: 'The batch needs $1,250.00 but the available balance is $900.00.', param: null },
   invalid_state: { summary: 'Not possible in the current state', message: 'This payment is paid; no new coin can be chosen.', param: null },
   rate_limited: { summary: 'Too many requests', message: 'Rate limit of 60 requests per minute exceeded; retry in 12 s.', param: null },
   internal_error: { summary: 'Unexpected failure', message: 'An unexpected error occurred. Quote request id req_01JQ3TC0000000000000000000 when reporting it.', param: null },

@@ -112,6 +112,8 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   { name: 'Statements', description: 'A month of the balance from the ledger: credits, conversions, held money, reversals, payouts, by coin, reconciled.' },
   { name: 'Tax invoices', description: 'Indian GST tax invoices for paid payments, consecutive per financial year, as JSON and PDF. The seller is the account’s tax profile (`PATCH /account`).' },
+  { name: 'Subscriptions', description: 'A customer billed the same amount every period: each period is an ordinary payment, emailed to the customer, with grace, past due and cancellation.' },
+  { name: 'Disbursements', description: 'Mass payouts of up to 500 items in the payout coin, released after a quorum of owners approves the batch on the dashboard.' },
   { name: 'Account', description: 'The merchant account behind the API key, and its tax profile.' },
   {
     name: 'Webhooks',

@@ -436,6 +436,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List subscriptions
+         * @description Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.
+         */
+        get: operations["listSubscriptions"];
+        put?: never;
+        /**
+         * Create a subscription
+         * @description Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. A period whose payment expires unpaid makes the subscription `past_due`; a fresh payment is emailed each day until `grace_days` have passed since the due time, then the subscription is cancelled. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.
+         */
+        post: operations["createSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a subscription
+         * @description With every payment issued for it (`invoices`).
+         */
+        get: operations["getSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a subscription
+         * @description Ends the subscription now (`cancelled`, final; `cancellation_reason` `merchant`): no more invoices; its payments still waiting are cancelled (payments with money on the way finish); the customer is emailed. 422 `invalid_state` when it is already cancelled.
+         */
+        post: operations["cancelSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/subscriptions/{id}/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Advance a subscription to its next due time (test API only)
+         * @description Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.
+         */
+        post: operations["advanceSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/test/events/stream": {
         parameters: {
             query?: never;
@@ -450,6 +534,70 @@ export interface paths {
         get: operations["streamEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/disbursements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List disbursements
+         * @description Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.
+         */
+        get: operations["listDisbursements"];
+        put?: never;
+        /**
+         * Create a disbursement
+         * @description Creates a batch of 1 to 500 payouts in the merchant's payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.
+         */
+        post: operations["createDisbursement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/disbursements/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a disbursement
+         * @description With every item, its payout and the batch's progress.
+         */
+        get: operations["getDisbursement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/disbursements/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a disbursement
+         * @description Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.
+         */
+        post: operations["cancelDisbursement"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2596,6 +2744,124 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** @description One payment issued for a subscription. */
+        SubscriptionInvoice: {
+            /** @description The payment issued (an ordinary payment: `GET /payments/{id}`). */
+            payment_id: string;
+            /** @description Billing period the payment is for; 1 is the first. A period that went unpaid past its payment's 24 hours has several payments. */
+            period: number;
+            /** @description The payment's status. */
+            status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
+            /** @description US cents. */
+            amount_usd_cents: number;
+            /** @description Hosted checkout page of the payment. */
+            checkout_url: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description End of the payment's 24 hours.
+             */
+            expires_at: string;
+            paid_at: string | null;
+        };
+        /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+        Subscription: {
+            id: string;
+            merchant_id: string;
+            customer: {
+                email: string;
+                name: string | null;
+            };
+            title: string;
+            /** @description US cents billed each period. */
+            amount_usd_cents: number;
+            interval: "week" | "month" | "year";
+            /** @description Periods are `interval_count` × `interval` long. */
+            interval_count: number;
+            /** @description Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled. */
+            grace_days: number;
+            /** @description `active`; `past_due` once a period's payment expired unpaid (back to `active` when paid); `cancelled` (final). */
+            status: "active" | "past_due" | "cancelled";
+            /**
+             * Format: date-time
+             * @description Due time of the first period.
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Due time of the next period to invoice (for a cancelled subscription: the one it would have been).
+             */
+            next_due_at: string;
+            periods_invoiced: number;
+            /** @description Periods with a paid payment; a period paid twice counts once. */
+            periods_paid: number;
+            last_payment_id: string | null;
+            success_url: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            cancelled_at: string | null;
+            cancellation_reason: ("merchant" | "customer" | "unpaid") | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description One per payment issued, oldest first. */
+            invoices: components["schemas"]["SubscriptionInvoice"][];
+        };
+        /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+        Disbursement: {
+            id: string;
+            merchant_id: string;
+            /** @description The payout coin (the merchant's `payout_token` at creation). */
+            token: string;
+            symbol: string;
+            chain: string;
+            title: string;
+            status: "pending_approval" | "approved" | "released" | "cancelled";
+            /** @description Sum of the items' `usd_cents`. */
+            total_usd_cents: number;
+            item_count: number;
+            /** @description Owner approvals needed (the merchant's quorum at creation). */
+            approvals_required: number;
+            approvals: {
+                user_id: string;
+                /** Format: date-time */
+                approved_at: string;
+            }[];
+            approval_mac: string | null;
+            released_at: string | null;
+            released_by: string | null;
+            cancelled_at: string | null;
+            /** @description The API key (`key_…`) or dashboard user (`usr_…`) that created it. */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            items: {
+                item_no: number;
+                destination: string;
+                usd_cents: number;
+                /** @description Amount of the payout coin, smallest units, priced at creation. */
+                amount: string;
+                /** @description Amount in whole coins, exact decimal. */
+                amount_display: string;
+                label: string | null;
+                payout: {
+                    /** @description `po_` + 26 characters; the outgoing transfer's id. */
+                    id: string;
+                    /** @description `pending` → `signed` → `broadcast` → `sent`, or `failed` (with `error`). */
+                    status: "pending" | "signed" | "broadcast" | "sent" | "failed";
+                    tx_hash: string | null;
+                    error: string | null;
+                    sent_at: string | null;
+                } | null;
+            }[];
+            progress: {
+                sent: number;
+                failed: number;
+                /** @description Items not yet sent or failed. */
+                open: number;
+            };
+        };
         /**
          * @description The body of a `payment.*` webhook: the event and the full Payment as it was at that moment.
          * @example {
@@ -4677,6 +4943,392 @@ export interface operations {
             };
         };
     };
+    listSubscriptions: {
+        parameters: {
+            query?: {
+                /** @example paid */
+                status?: "active" | "past_due" | "cancelled";
+                /** @description Exact address, any case. */
+                customer_email?: string;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+                /** @example 20 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Subscription"][];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 characters. Same key and body: 200 with the first payment; different body: 409. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @description Where each period's invoice is emailed.
+                     */
+                    customer_email: string;
+                    /** @description Shown in the emails. */
+                    customer_name?: string;
+                    /** @description What is billed; shown in the emails, on the checkout and as each payment's description. */
+                    title: string;
+                    /** @description US cents billed each period. */
+                    amount_usd_cents: number;
+                    /** @description Calendar unit of a period (UTC): `week`, `month` (month ends clamped), `year`. */
+                    interval: "week" | "month" | "year";
+                    /** @description Intervals per period (default 1). */
+                    interval_count?: number;
+                    /** @description Days after a due time an unpaid period may still be paid (default 0). */
+                    grace_days?: number;
+                    /**
+                     * Format: date-time
+                     * @description Due time of the first period (default: now, invoiced at once); not in the past, at most 5 years ahead.
+                     */
+                    start_at?: string;
+                    /**
+                     * Format: uri
+                     * @description Where the payer's browser goes after paying (https on the live API).
+                     */
+                    success_url?: string;
+                    /** @description Your data, up to 4 kB as JSON; returned as sent. */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    advanceSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     streamEvents: {
         parameters: {
             query?: {
@@ -4733,6 +5385,300 @@ export interface operations {
             };
             /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDisbursements: {
+        parameters: {
+            query?: {
+                /** @example paid */
+                status?: "pending_approval" | "approved" | "released" | "cancelled";
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+                /** @example 20 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Disbursement"][];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createDisbursement: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 characters. Same key and body: 200 with the first payment; different body: 409. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Shown to the owners who approve the batch. */
+                    title: string;
+                    /** @description 1 to 500 payouts; `item_no` is the position, from 1. */
+                    items: {
+                        /** @description Address the payout goes to. */
+                        destination: string;
+                        /** @description Value of the payout in US cents, priced in the payout coin at creation. */
+                        usd_cents: number;
+                        /** @description Your reference for the payee (shown to approvers). */
+                        label?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Disbursement"];
+                };
+            };
+            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Disbursement"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDisbursement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Disbursement id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Disbursement"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelDisbursement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Disbursement id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Disbursement"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,6 +23,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
     {
       bodyLimit: Math.max(CREATE_BODY_LIMIT, kasse.config.bodyLimitBytes),
       schema: {
+        operationId: 'createDisbursement',
         summary: 'Create a disbursement',
         description:
           'Creates a batch of 1 to 500 payouts in the merchant\'s payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.',
@@ -42,6 +43,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
     '/disbursements',
     {
       schema: {
+        operationId: 'listDisbursements',
         summary: 'List disbursements',
         description: 'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
@@ -54,7 +56,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
 
   app.get(
     '/disbursements/:id',
-    { schema: { summary: 'Get a disbursement', description: 'With every item, its payout and the batch\'s progress.', tags, params: DisbursementIdParam, response: { 200: DisbursementRef } } },
+    { schema: { operationId: 'getDisbursement', summary: 'Get a disbursement', description: 'With every item, its payout and the batch\'s progress.', tags, params: DisbursementIdParam, response: { 200: DisbursementRef } } },
     async (req) => kasse.disbursements.get(mode, req.auth.merchantId, req.params.id),
   );
 
@@ -62,6 +64,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
     '/disbursements/:id/cancel',
     {
       schema: {
+        operationId: 'cancelDisbursement',
         summary: 'Cancel a disbursement',
         description: 'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
         tags,
