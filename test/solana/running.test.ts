@@ -38,7 +38,7 @@ test('GET /currencies offers solana:sol and solana:usdc (gasless) on the test AP
   assert.equal(res.status, 200);
   const sol = res.body.data.find((c: { token: string }) => c.token === 'solana:sol');
   const usdc = res.body.data.find((c: { token: string }) => c.token === 'solana:usdc');
-  assert.deepEqual({ ...sol, rate: sol.rate }, { token: 'solana:sol', chain: 'solana', symbol: 'SOL', name: 'Solana', decimals: 9, min_amount: '7000000', min_amount_display: '0.007', rate: '150', rate_source: 'coingecko', paused: false, gasless: false });
+  assert.deepEqual({ ...sol, rate: sol.rate }, { token: 'solana:sol', chain: 'solana', symbol: 'SOL', name: 'Solana', decimals: 9, min_amount: '7000000', min_amount_display: '0.007', rate: '150', rate_source: 'coingecko', paused: false, gasless: false, network_status: 'running', network_status_reason: null });
   assert.equal(usdc.gasless, true);
   assert.equal(usdc.paused, false);
   assert.equal(usdc.rate_source, 'peg');
