@@ -14,6 +14,18 @@ const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
 const EVENT_ID = 'evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD';
 const ADDRESS = '0x39065a69608C0DA67c7D106301c1195C221a1802';
 const TX_HASH = '0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a';
+const SUBSCRIPTION_ID = 'sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F';
+
+const subscriptionInvoice = {
+  payment_id: PAYMENT_ID,
+  period: 1,
+  status: 'paid',
+  amount_usd_cents: 2400,
+  checkout_url: `https://pay.example.com/p/${PAYMENT_ID}`,
+  created_at: '2026-03-01T09:00:00.000Z',
+  expires_at: '2026-03-02T09:00:00.000Z',
+  paid_at: '2026-03-01T09:04:12.000Z',
+};
 
 const deposit = {
   tx_hash: TX_HASH,
@@ -104,6 +116,72 @@ const event = { id: EVENT_ID, type: 'payment.paid', created_at: '2026-03-01T12:0
 
 /** Examples of the component schemas, by schema name. */
 export const SCHEMA_EXAMPLES: Record<string, unknown> = {
+  SubscriptionInvoice: subscriptionInvoice,
+  Subscription: {
+    id: SUBSCRIPTION_ID,
+    merchant_id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
+    customer: { email: 'asha@example.com', name: 'Asha' },
+    title: 'Coffee beans, monthly',
+    amount_usd_cents: 2400,
+    interval: 'month',
+    interval_count: 1,
+    grace_days: 3,
+    status: 'active',
+    started_at: '2026-03-01T09:00:00.000Z',
+    next_due_at: '2026-04-01T09:00:00.000Z',
+    periods_invoiced: 1,
+    periods_paid: 1,
+    last_payment_id: PAYMENT_ID,
+    success_url: 'https://shop.example.com/subscriptions/thanks',
+    metadata: { customer_id: 'cus_42' },
+    cancelled_at: null,
+    cancellation_reason: null,
+    created_at: '2026-03-01T09:00:00.000Z',
+    invoices: [subscriptionInvoice],
+  },
+  Disbursement: {
+    id: 'dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V',
+    merchant_id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
+    token: 'base:usdc',
+    symbol: 'USDC',
+    chain: 'base',
+    title: 'March affiliate commissions',
+    status: 'released',
+    total_usd_cents: 17500,
+    item_count: 2,
+    approvals_required: 2,
+    approvals: [
+      { user_id: 'usr_01JQ3Y3A1B2C3D4E5F6G7H8J9K', approved_at: '2026-03-31T10:02:00.000Z' },
+      { user_id: 'usr_01JQ3Y3B9K8J7H6G5F4E3D2C1B', approved_at: '2026-03-31T10:05:00.000Z' },
+    ],
+    approval_mac: 'c2f1a0e9d8b7c6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1',
+    released_at: '2026-03-31T10:06:00.000Z',
+    released_by: 'usr_01JQ3Y3A1B2C3D4E5F6G7H8J9K',
+    cancelled_at: null,
+    created_by: 'key_01JQ3S1A2B3C4D5E6F7G8H9J0K',
+    created_at: '2026-03-31T09:58:00.000Z',
+    items: [
+      {
+        item_no: 1,
+        destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+        usd_cents: 12500,
+        amount: '125000000',
+        amount_display: '125',
+        label: 'Partner 17',
+        payout: { id: 'po_01JQ3Y4C6E8G0J2L4N6Q8S0U2W', status: 'sent', tx_hash: TX_HASH, error: null, sent_at: '2026-03-31T10:06:30.000Z' },
+      },
+      {
+        item_no: 2,
+        destination: '0x1f2E3d4C5b6A7980a1B2c3D4e5F60718293a4B5c',
+        usd_cents: 5000,
+        amount: '50000000',
+        amount_display: '50',
+        label: 'Partner 18',
+        payout: { id: 'po_01JQ3Y4D7F9H1K3M5P7R9T1V3X', status: 'broadcast', tx_hash: TX_HASH, error: null, sent_at: null },
+      },
+    ],
+    progress: { sent: 1, failed: 0, open: 1 },
+  },
   Error: { error: { code: 'invalid_request', message: 'price_amount must be >= 1', param: 'price_amount' } },
   Account: {
     id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
@@ -146,6 +224,8 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     rate_source: 'coingecko',
     paused: false,
     gasless: false,
+    network_status: 'running',
+    network_status_reason: null,
   },
   Estimate: {
     token: 'base:eth',
@@ -239,6 +319,23 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   createLink: { kind: 'fixed', title: 'Coffee beans, 1 kg', description: 'Single origin, roasted this week.', amount_usd_cents: 2400, collect_email: true, max_uses: 100 },
   updateLink: { active: false },
   updateAccount: { tax_profile: taxProfile },
+  createSubscription: {
+    customer_email: 'asha@example.com',
+    customer_name: 'Asha',
+    title: 'Coffee beans, monthly',
+    amount_usd_cents: 2400,
+    interval: 'month',
+    grace_days: 3,
+    success_url: 'https://shop.example.com/subscriptions/thanks',
+    metadata: { customer_id: 'cus_42' },
+  },
+  createDisbursement: {
+    title: 'March affiliate commissions',
+    items: [
+      { destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D', usd_cents: 12500, label: 'Partner 17' },
+      { destination: '0x1f2E3d4C5b6A7980a1B2c3D4e5F60718293a4B5c', usd_cents: 5000, label: 'Partner 18' },
+    ],
+  },
   createTaxInvoice: { customer_name: 'Asha Traders', customer_tax_id: '27AAACR5055K1Z7', customer_state_code: '27', place_of_supply: 'intra', fx_rate: '83.25' },
 };
 
@@ -248,6 +345,8 @@ export const ID_EXAMPLES: Record<string, string> = {
   evt: EVENT_ID,
   lnk: 'lnk_01JQ3W0A1B2C3D4E5F6G7H8J9K',
   txi: 'txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F',
+  sub: SUBSCRIPTION_ID,
+  dsb: 'dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V',
 };
 
 /** Examples of path parameters that are not ids, by name. */

@@ -100,5 +100,7 @@ export default async function referenceRoutes(app: FastifyInstance, { kasse, mod
     reply.header('content-type', 'text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-cache');
     return page(`Kasse ${mode} API reference`, prefix());
   });
-  app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/v1/docs/assets/:name', open, sendAsset);
+  // Asset URLs carry their content hash (`?v=`) so they can be cached for good; it is the one query parameter.
+  const asset = { ...open, schema: { hide: true, querystring: { type: 'object', properties: { v: { type: 'string' } }, additionalProperties: false } } };
+  app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/v1/docs/assets/:name', asset, sendAsset);
 }

@@ -6,13 +6,10 @@
 import fastJson from 'fast-json-stringify';
 import { Type, type Static } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { DateTime, Nullable } from '../../http/schemas/common.ts';
+import { DateTime, Enum, freeFormKeys, Nullable } from '../../core/json-schema.ts';
 import { PAYMENT_STATUSES } from '../payments/model.ts';
 import { INTERVALS } from './calendar.ts';
 import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES } from './model.ts';
-
-const Enum = <T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v)), description ? { description } : {}));
 
 export const SubscriptionInvoiceSchema = Type.Object(
   {
@@ -62,6 +59,6 @@ export type SubscriptionInvoice = Static<typeof SubscriptionInvoiceSchema>;
 export const SUBSCRIPTION_SCHEMAS = [SubscriptionInvoiceSchema, SubscriptionSchema] as const;
 
 /** JSON text of a Subscription exactly as the API serialises it. */
-export const serializeSubscription: (s: Subscription) => string = fastJson(SubscriptionSchema as never, {
-  schema: { SubscriptionInvoice: SubscriptionInvoiceSchema } as never,
+export const serializeSubscription: (s: Subscription) => string = fastJson(freeFormKeys(SubscriptionSchema) as never, {
+  schema: freeFormKeys({ SubscriptionInvoice: SubscriptionInvoiceSchema }) as never,
 }) as (s: Subscription) => string;
