@@ -116,7 +116,7 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   assert.equal(live.length, 1);
   assert.equal(testMode.length, 1);
   assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
-  assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
+  assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
   assert.match(live[0].msg, /Going live/);
   assert.equal(live[0].mode, 'live');
   assert.match(testMode[0].msg, /^test mode: simulator only/);

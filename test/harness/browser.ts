@@ -103,6 +103,10 @@ export async function startWebKasse(opts: { merchantName?: string; env?: Record<
   const binance = await startBinanceServer();
   for (const [id, usd] of [['ethereum', 3000], ['solana', 150], ['polygon-ecosystem-token', 0.5]] as const) coingecko.setPrice(id, usd);
   for (const [sym, usd] of [['ETHUSDT', 3000], ['SOLUSDT', 150], ['POLUSDT', 0.5]] as const) binance.setPrice(sym, usd);
+  for (const [id, sym, usd] of [['bitcoin', 'BTCUSDT', 60000], ['litecoin', 'LTCUSDT', 100]] as const) {
+    coingecko.setPrice(id, usd);
+    binance.setPrice(sym, usd);
+  }
   const t = await startTestKasse({ clock, env: { KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env } });
   const m = await t.merchant({ name: opts.merchantName ?? 'Corner Café' });
   return {

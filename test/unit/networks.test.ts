@@ -18,16 +18,17 @@ describe('networks files', () => {
     const sets = loadNetworks({ networksFile: null }, families);
     const ids = (mode: 'live' | 'test') => sets[mode].flatMap((n) => n.tokens.map((t) => t.id)).sort();
     assert.deepEqual(ids('live'), ids('test'));
-    assert.deepEqual(sets.live.map((n) => n.id), ['ethereum', 'base', 'polygon', 'arbitrum', 'solana']);
+    assert.deepEqual(sets.live.map((n) => n.id), ['ethereum', 'base', 'polygon', 'arbitrum', 'solana', 'bitcoin', 'litecoin']);
     const usdc = sets.live.find((n) => n.id === 'base')!.tokens.find((t) => t.id === 'base:usdc')!;
     assert.equal(usdc.symbol, 'USDC');
     assert.equal(usdc.minAmount, 1_000_000n);
     assert.equal(usdc.contract, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
     assert.equal(sets.live.find((n) => n.id === 'solana')!.tokens.find((t) => t.id === 'solana:usdc')!.contract, 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v');
-    assert.deepEqual(sets.live.map((n) => n.chainId), [1, 8453, 137, 42161, null]);
-    assert.deepEqual(sets.test.map((n) => n.chainId), [11155111, 84532, 80002, 421614, null]);
+    assert.deepEqual(sets.live.map((n) => n.chainId), [1, 8453, 137, 42161, null, null, null]);
+    assert.deepEqual(sets.test.map((n) => n.chainId), [11155111, 84532, 80002, 421614, null, null, null]);
     for (const n of [...sets.live, ...sets.test]) {
-      assert.ok(n.rpcUrls.length > 0 && n.finalityConfirmations >= n.confirmationTiers.at(-1)!.confirmations, n.id);
+      // Bitcoin and Litecoin are read from the operator's own node: their files ship without RPC URLs.
+      assert.ok((n.rpcUrls.length > 0 || n.family === 'utxo') && n.finalityConfirmations >= n.confirmationTiers.at(-1)!.confirmations, n.id);
       for (const t of n.tokens) if (t.stable) assert.ok(t.minAmount === 10n ** BigInt(t.decimals), `${t.id} minimum is 1 USD`);
     }
   });

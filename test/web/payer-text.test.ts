@@ -239,7 +239,14 @@ describe('a live mode that cannot take payments yet', () => {
     for (const c of live) {
       assert.equal(c.paused, true);
       assert.equal(c.network_status, 'paused');
-      assert.match(c.network_status_reason, c.chain === 'solana' ? /no treasury for sweeps .*solana\.treasury/ : /no forwarder factory configured .*kasse evm deploy-factory/);
+      assert.match(
+        c.network_status_reason,
+        c.chain === 'solana'
+          ? /no treasury for sweeps .*solana\.treasury/
+          : ['bitcoin', 'litecoin'].includes(c.chain)
+            ? /no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run/
+            : /no forwarder factory configured .*kasse evm deploy-factory/,
+      );
     }
     const testModes = (await w.m.test.get('/currencies')).body.data;
     assert.ok(testModes.every((c: any) => c.network_status === 'simulated' && c.paused === false && typeof c.network_status_reason === 'string'));
@@ -250,7 +257,7 @@ describe('a live mode that cannot take payments yet', () => {
     const t: TestKasse = await startTestKasse({ env: { KASSE_LIVE_NETWORKS_FILE: liveNetworksFile(['base']), KASSE_COINGECKO_URL: w.coingecko.url, KASSE_BINANCE_URL: w.binance.url } });
     try {
       const m = await t.merchant({ name: 'Live Shop' });
-      assert.match(t.kasse.chains.describe('live'), /^live mode: running: base; paused: ethereum, polygon, arbitrum, solana\. Why: ethereum, polygon, arbitrum: no forwarder factory configured/);
+      assert.match(t.kasse.chains.describe('live'), /^live mode: running: base; paused: ethereum, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, polygon, arbitrum: no forwarder factory configured/);
       const currencies = (await m.live.get('/currencies')).body.data;
       const base = currencies.filter((c: any) => c.chain === 'base');
       assert.ok(base.length > 0 && base.every((c: any) => c.network_status === 'running' && c.network_status_reason === null && !c.paused));

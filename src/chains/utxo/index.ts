@@ -1,8 +1,8 @@
 /**
  * The UTXO chain family: Bitcoin and Litecoin (Bitcoin Core and Litecoin Core nodes, the same RPC). Networks of
  * family `utxo` carry a `utxo` object naming the coin and network (config.ts); when Kasse opens, every such network
- * of test mode, and of live mode where it has RPC URLs, gets a `UtxoAdapter` (BIP-84 deposit addresses from the
- * master seed, BIP-21 URIs), and the workers role runs a watcher per network with RPC URLs. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
+ * with RPC URLs (a node of the operator's) gets a `UtxoAdapter` (BIP-84 deposit addresses from the master seed,
+ * BIP-21 URIs) with its sender, and the workers role runs a watcher per network and one sender loop. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
  */
 import { bech32 } from '@scure/base';
 import { Loop } from '../../core/loop.ts';
@@ -26,17 +26,16 @@ function load(ctx: FamilyContext): LoadedFamily {
   for (const mode of MODES) {
     for (const network of ctx.chains.networks(mode)) {
       if (network.family !== 'utxo') continue;
-      // A live network needs a node to watch it before it takes payments; test mode always has the adapter's
-      // addresses (the simulator completes payments where no node is configured).
-      if (mode === 'live' && network.rpcUrls.length === 0) {
-        ctx.log.debug({ chain: network.id, mode }, 'utxo network without rpc_urls: no live adapter registered');
+      // Served only with a node to watch it: without one, live mode is paused and test mode simulated (the
+      // simulator's addresses then have the network's prefix).
+      if (network.rpcUrls.length === 0) {
+        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run (docs/utxo.md)');
         continue;
       }
       adapters.push(new UtxoAdapter(network, mode, ctx));
     }
   }
   for (const adapter of adapters) {
-    if (adapter.network.rpcUrls.length === 0) continue; // test mode without a node: refunds are simulated
     const { mode, network } = adapter;
     adapter.sender = new UtxoSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, sink: ctx.transfers, fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id) });
   }
