@@ -2379,7 +2379,9 @@ export interface components {
          *       "rate": "3000",
          *       "rate_source": "coingecko",
          *       "paused": false,
-         *       "gasless": false
+         *       "gasless": false,
+         *       "network_status": "running",
+         *       "network_status_reason": null
          *     }
          */
         Currency: {
@@ -2744,7 +2746,19 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
-        /** @description One payment issued for a subscription. */
+        /**
+         * @description One payment issued for a subscription.
+         * @example {
+         *       "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *       "period": 1,
+         *       "status": "paid",
+         *       "amount_usd_cents": 2400,
+         *       "checkout_url": "https://pay.example.com/p/pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *       "created_at": "2026-03-01T09:00:00.000Z",
+         *       "expires_at": "2026-03-02T09:00:00.000Z",
+         *       "paid_at": "2026-03-01T09:04:12.000Z"
+         *     }
+         */
         SubscriptionInvoice: {
             /** @description The payment issued (an ordinary payment: `GET /payments/{id}`). */
             payment_id: string;
@@ -2765,7 +2779,47 @@ export interface components {
             expires_at: string;
             paid_at: string | null;
         };
-        /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+        /**
+         * @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed.
+         * @example {
+         *       "id": "sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F",
+         *       "merchant_id": "mer_01JQ3S0F4B7N2C9X5K8M1P6R3T",
+         *       "customer": {
+         *         "email": "asha@example.com",
+         *         "name": "Asha"
+         *       },
+         *       "title": "Coffee beans, monthly",
+         *       "amount_usd_cents": 2400,
+         *       "interval": "month",
+         *       "interval_count": 1,
+         *       "grace_days": 3,
+         *       "status": "active",
+         *       "started_at": "2026-03-01T09:00:00.000Z",
+         *       "next_due_at": "2026-04-01T09:00:00.000Z",
+         *       "periods_invoiced": 1,
+         *       "periods_paid": 1,
+         *       "last_payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *       "success_url": "https://shop.example.com/subscriptions/thanks",
+         *       "metadata": {
+         *         "customer_id": "cus_42"
+         *       },
+         *       "cancelled_at": null,
+         *       "cancellation_reason": null,
+         *       "created_at": "2026-03-01T09:00:00.000Z",
+         *       "invoices": [
+         *         {
+         *           "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *           "period": 1,
+         *           "status": "paid",
+         *           "amount_usd_cents": 2400,
+         *           "checkout_url": "https://pay.example.com/p/pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *           "created_at": "2026-03-01T09:00:00.000Z",
+         *           "expires_at": "2026-03-02T09:00:00.000Z",
+         *           "paid_at": "2026-03-01T09:04:12.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         Subscription: {
             id: string;
             merchant_id: string;
@@ -2808,7 +2862,74 @@ export interface components {
             /** @description One per payment issued, oldest first. */
             invoices: components["schemas"]["SubscriptionInvoice"][];
         };
-        /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+        /**
+         * @description A batch of payouts approved by the merchant's owners on the dashboard.
+         * @example {
+         *       "id": "dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V",
+         *       "merchant_id": "mer_01JQ3S0F4B7N2C9X5K8M1P6R3T",
+         *       "token": "base:usdc",
+         *       "symbol": "USDC",
+         *       "chain": "base",
+         *       "title": "March affiliate commissions",
+         *       "status": "released",
+         *       "total_usd_cents": 17500,
+         *       "item_count": 2,
+         *       "approvals_required": 2,
+         *       "approvals": [
+         *         {
+         *           "user_id": "usr_01JQ3Y3A1B2C3D4E5F6G7H8J9K",
+         *           "approved_at": "2026-03-31T10:02:00.000Z"
+         *         },
+         *         {
+         *           "user_id": "usr_01JQ3Y3B9K8J7H6G5F4E3D2C1B",
+         *           "approved_at": "2026-03-31T10:05:00.000Z"
+         *         }
+         *       ],
+         *       "approval_mac": "c2f1a0e9d8b7c6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1",
+         *       "released_at": "2026-03-31T10:06:00.000Z",
+         *       "released_by": "usr_01JQ3Y3A1B2C3D4E5F6G7H8J9K",
+         *       "cancelled_at": null,
+         *       "created_by": "key_01JQ3S1A2B3C4D5E6F7G8H9J0K",
+         *       "created_at": "2026-03-31T09:58:00.000Z",
+         *       "items": [
+         *         {
+         *           "item_no": 1,
+         *           "destination": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *           "usd_cents": 12500,
+         *           "amount": "125000000",
+         *           "amount_display": "125",
+         *           "label": "Partner 17",
+         *           "payout": {
+         *             "id": "po_01JQ3Y4C6E8G0J2L4N6Q8S0U2W",
+         *             "status": "sent",
+         *             "tx_hash": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+         *             "error": null,
+         *             "sent_at": "2026-03-31T10:06:30.000Z"
+         *           }
+         *         },
+         *         {
+         *           "item_no": 2,
+         *           "destination": "0x1f2E3d4C5b6A7980a1B2c3D4e5F60718293a4B5c",
+         *           "usd_cents": 5000,
+         *           "amount": "50000000",
+         *           "amount_display": "50",
+         *           "label": "Partner 18",
+         *           "payout": {
+         *             "id": "po_01JQ3Y4D7F9H1K3M5P7R9T1V3X",
+         *             "status": "broadcast",
+         *             "tx_hash": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+         *             "error": null,
+         *             "sent_at": null
+         *           }
+         *         }
+         *       ],
+         *       "progress": {
+         *         "sent": 1,
+         *         "failed": 0,
+         *         "open": 1
+         *       }
+         *     }
+         */
         Disbursement: {
             id: string;
             merchant_id: string;
@@ -5124,7 +5245,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription id */
+                /**
+                 * @description Subscription id
+                 * @example sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5194,7 +5318,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription id */
+                /**
+                 * @description Subscription id
+                 * @example sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5264,7 +5391,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription id */
+                /**
+                 * @description Subscription id
+                 * @example sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5564,7 +5694,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Disbursement id */
+                /**
+                 * @description Disbursement id
+                 * @example dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5634,7 +5767,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Disbursement id */
+                /**
+                 * @description Disbursement id
+                 * @example dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V
+                 */
                 id: string;
             };
             cookie?: never;
