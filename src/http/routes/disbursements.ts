@@ -28,6 +28,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         description:
           'Creates a batch of 1 to 500 payouts in the merchant\'s payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.',
         tags,
+        errors: ['idempotency_conflict', 'price_unavailable'],
         headers: IdempotencyHeaders,
         body: CreateDisbursementBody,
         response: { 201: DisbursementRef, 200: DisbursementRef },
@@ -68,6 +69,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         summary: 'Cancel a disbursement',
         description: 'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
         tags,
+        errors: ['invalid_state'],
         params: DisbursementIdParam,
         response: { 200: DisbursementRef },
       },

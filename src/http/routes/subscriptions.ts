@@ -58,6 +58,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         description:
           'Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. A period whose payment expires unpaid makes the subscription `past_due`; a fresh payment is emailed each day until `grace_days` have passed since the due time, then the subscription is cancelled. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.',
         tags,
+        errors: ['idempotency_conflict'],
         headers: IdempotencyHeaders,
         body: CreateSubscriptionBody,
         response: { 201: SubscriptionRef, 200: SubscriptionRef },
@@ -99,6 +100,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         description:
           'Ends the subscription now (`cancelled`, final; `cancellation_reason` `merchant`): no more invoices; its payments still waiting are cancelled (payments with money on the way finish); the customer is emailed. 422 `invalid_state` when it is already cancelled.',
         tags,
+        errors: ['invalid_state'],
         params: SubscriptionIdParam,
         response: { 200: SubscriptionRef },
       },
@@ -116,6 +118,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         description:
           'Moves this test subscription\'s own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription\'s times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.',
         tags: ['Test mode'],
+        errors: ['invalid_state'],
         params: SubscriptionIdParam,
         response: { 200: SubscriptionRef },
       },
