@@ -5227,6 +5227,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited — `rate_limited`: Too many requests. */
             429: {
                 headers: {
@@ -5373,6 +5382,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited — `rate_limited`: Too many requests. */
             429: {
                 headers: {
@@ -5439,6 +5457,15 @@ export interface operations {
             };
             /** @description Not found — `not_found`: No such object in this mode. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5676,11 +5703,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited — `rate_limited`: Too many requests. */
             429: {
                 headers: {
                     /** @description Seconds until a request may pass again. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable — `price_unavailable`: No current price for the coin. */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5815,6 +5860,15 @@ export interface operations {
             };
             /** @description Not found — `not_found`: No such object in this mode. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
