@@ -12,20 +12,37 @@ export interface LoadResult {
   server_cpu_us_per_request?: number;
 }
 
-export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string | ((i: number) => string); connections?: number; seconds?: number }): Promise<LoadResult> {
+export interface Target {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string | ((i: number) => string);
+  /** Sends `Idempotency-Key: <prefix>-<n>` with every request, a new key each time (as an integration does). */
+  idempotencyKeyPrefix?: string;
+  connections?: number;
+  seconds?: number;
+}
+
+export async function load(opts: Target): Promise<LoadResult> {
   let i = 0;
   const bodyFn = opts.body;
+  const keyed = opts.idempotencyKeyPrefix;
+  const setup = (req: Record<string, unknown>) => {
+    const n = i++;
+    return {
+      ...req,
+      ...(typeof bodyFn === 'function' ? { body: bodyFn(n) } : {}),
+      ...(keyed !== undefined ? { headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `${keyed}-${n}` } } : {}),
+    };
+  };
   const result = await autocannon({
     url: opts.url,
     method: opts.method ?? 'GET',
     headers: opts.headers,
     connections: opts.connections ?? 64,
     duration: opts.seconds ?? 10,
-    ...(typeof bodyFn === 'function'
-      ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodyFn(i++) }) }] }
-      : bodyFn !== undefined
-        ? { body: bodyFn }
-        : {}),
+    ...(typeof bodyFn === 'function' || keyed !== undefined ? { requests: [{ setupRequest: setup }] } : {}),
+    ...(typeof bodyFn === 'string' ? { body: bodyFn } : {}),
   });
   return {
     requests_per_sec: Math.round(result.requests.average),
@@ -38,35 +55,51 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers
 }
 
 /**
- * Measures two targets in alternating rounds and keeps each one's median round, so a neighbour's load on a shared
- * machine falls on both sides instead of skewing the ratio.
+ * Measures a baseline and one or more subjects in alternating rounds and keeps each one's median round, so a
+ * neighbour's load on a shared machine falls on every side instead of skewing the ratios.
  */
-export async function compare(
-  baseline: Parameters<typeof load>[0],
-  subject: Parameters<typeof load>[0],
+export async function compareAll(
+  baseline: Target,
+  subjects: Target[],
   opts: { rounds?: number; cpuUrl?: string } = {},
-): Promise<{ baseline: LoadResult; subject: LoadResult; ratio: number; rounds: number; cpu_ratio: number | null }> {
+): Promise<{ baseline: LoadResult; subjects: Array<{ result: LoadResult; ratio: number; cpu_ratio: number | null }>; rounds: number }> {
   const rounds = opts.rounds ?? 3;
   const cpu = async (): Promise<number> => {
     if (!opts.cpuUrl) return 0;
     const u = (await (await fetch(opts.cpuUrl)).json()) as { user: number; system: number };
     return u.user + u.system;
   };
-  const measure = async (target: Parameters<typeof load>[0]): Promise<LoadResult> => {
+  const measure = async (target: Target): Promise<LoadResult> => {
     const before = await cpu();
     const r = await load(target);
     const used = (await cpu()) - before;
     return opts.cpuUrl ? { ...r, server_cpu_us_per_request: Math.round((used / Math.max(1, r.total)) * 10) / 10 } : r;
   };
-  const a: LoadResult[] = [];
-  const b: LoadResult[] = [];
+  const runs: LoadResult[][] = [[], ...subjects.map(() => [])];
   for (let i = 0; i < rounds; i++) {
-    a.push(await measure(baseline));
-    b.push(await measure(subject));
+    for (const [j, target] of [baseline, ...subjects].entries()) runs[j]!.push(await measure(target));
   }
   const median = (xs: LoadResult[]) => [...xs].sort((x, y) => x.requests_per_sec - y.requests_per_sec)[Math.floor(xs.length / 2)]!;
-  const ma = median(a);
-  const mb = median(b);
-  const cpuRatio = ma.server_cpu_us_per_request && mb.server_cpu_us_per_request ? Math.round((ma.server_cpu_us_per_request / mb.server_cpu_us_per_request) * 100) / 100 : null;
-  return { baseline: ma, subject: mb, ratio: Math.round((mb.requests_per_sec / ma.requests_per_sec) * 100) / 100, rounds, cpu_ratio: cpuRatio };
+  const base = median(runs[0]!);
+  const round2 = (x: number) => Math.round(x * 100) / 100;
+  return {
+    baseline: base,
+    subjects: runs.slice(1).map((xs) => {
+      const m = median(xs);
+      const cpuRatio = base.server_cpu_us_per_request && m.server_cpu_us_per_request ? round2(base.server_cpu_us_per_request / m.server_cpu_us_per_request) : null;
+      return { result: m, ratio: round2(m.requests_per_sec / base.requests_per_sec), cpu_ratio: cpuRatio };
+    }),
+    rounds,
+  };
+}
+
+/** `compareAll` with one subject. */
+export async function compare(
+  baseline: Target,
+  subject: Target,
+  opts: { rounds?: number; cpuUrl?: string } = {},
+): Promise<{ baseline: LoadResult; subject: LoadResult; ratio: number; rounds: number; cpu_ratio: number | null }> {
+  const r = await compareAll(baseline, [subject], opts);
+  const s = r.subjects[0]!;
+  return { baseline: r.baseline, subject: s.result, ratio: s.ratio, rounds: r.rounds, cpu_ratio: s.cpu_ratio };
 }

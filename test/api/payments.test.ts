@@ -226,6 +226,37 @@ describe('idempotency', () => {
     assert.notEqual(a.body.id, b.body.id);
   });
 
+  test('the answer to a creation is the payment as stored, field for field, with and without a coin', async () => {
+    const metadata = { z: 1, a: { nested: [1, 'two', null] }, 'line\nbreak': true, '': 'empty key' };
+    for (const extra of [{}, { token: 'base:usdc' }, { chain: 'ethereum', token: 'ethereum:eth' }]) {
+      const created = await m.test.post('/payments', { ...base, order_id: 'as-stored', description: 'Tea <b>', metadata, success_url: 'https://shop.example/ok', ...extra }, { 'idempotency-key': `as-stored-${JSON.stringify(extra)}` });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const read = await m.test.get(`/payments/${created.body.id}`);
+      assert.deepEqual(read.body, created.body);
+      assert.deepEqual(Object.keys(read.body.metadata), Object.keys(metadata), 'metadata keeps its key order');
+      assert.equal(read.body.attempts.length, 'token' in extra ? 1 : 0);
+    }
+  });
+
+  test('a retry of a created payment with a coin replays even when that coin cannot be priced now', async () => {
+    const key = { 'idempotency-key': 'priced-then-stale' };
+    const body = { ...base, order_id: 'stale-price', chain: 'ethereum', token: 'ethereum:eth' };
+    const first = await m.test.post('/payments', body, key);
+    assert.equal(first.status, 201);
+    cg.removePrice('ethereum');
+    bn.removePrice('ETHUSDT');
+    t.clock.advance(10 * MINUTE); // the cached rate is now older than the 5-minute maximum age
+    try {
+      const again = await m.test.post('/payments', body, key);
+      assert.equal(again.status, 200, JSON.stringify(again.body));
+      assert.deepEqual(again.body, first.body);
+      assertError(await m.test.post('/payments', { ...body, order_id: 'stale-new' }, { 'idempotency-key': 'stale-new' }), 503, 'price_unavailable');
+    } finally {
+      cg.setPrice('ethereum', 2000);
+      bn.setPrice('ETHUSDT', 2000);
+    }
+  });
+
   test('concurrent requests with one key create exactly one payment', async () => {
     const body = { ...base, order_id: 'concurrent-1', token: 'base:usdc' };
     const results = await Promise.all(Array.from({ length: 6 }, () => m.test.post('/payments', body, { 'idempotency-key': 'race-1' })));

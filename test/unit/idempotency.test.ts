@@ -1,11 +1,12 @@
 /** The Idempotency-Key mechanism on a real PostgreSQL, independent of any route. */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { ApiError } from '../../src/core/errors.ts';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { idempotent, requestHash, validateKey } from '../../src/modules/idempotency/idempotency.ts';
+import { idempotent, once, requestHash, validateKey } from '../../src/modules/idempotency/idempotency.ts';
+import { writeTogether, type Write } from '../../src/db/statement.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
 let db: Db;
@@ -78,4 +79,43 @@ test('keys longer than 255 characters or empty are refused with param Idempotenc
   for (const bad of ['', 'a'.repeat(256)]) {
     assert.throws(() => validateKey(bad), (e: ApiError) => e.code === 'invalid_request' && e.param === 'Idempotency-Key');
   }
+});
+
+describe('once: the key written with the work, in one statement', () => {
+  const write = (note: string) => async (keyRow: Write | null) => {
+    await writeTogether(db, [{ sql: 'INSERT INTO created (note) VALUES ($1)', parameters: [note] }, ...(keyRow ? [keyRow] : [])]);
+  };
+  const scope = (key: string, body: unknown) => ({ merchantId, mode: 'test' as const, key, hash: requestHash('POST', '/x', body) });
+
+  test('a new key stores the answer; the same request replays it with 200; another request is 409', async () => {
+    const before = await count();
+    const first = await once(db, scope('once-1', { a: 1 }), 201, { note: 'first' }, write('first'));
+    assert.deepEqual(first, { status: 201, body: { note: 'first' }, replayed: false });
+    const again = await once(db, scope('once-1', { a: 1 }), 201, { note: 'second' }, write('second'));
+    assert.deepEqual(again, { status: 200, body: { note: 'first' }, replayed: true });
+    await assert.rejects(once(db, scope('once-1', { a: 2 }), 201, { note: 'third' }, write('third')), (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409);
+    assert.equal(await count(), before + 1, 'only the first request wrote');
+  });
+
+  test('concurrent requests with one key write once and replay the first answer', async () => {
+    const before = await count();
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => once(db, scope('once-race', { n: 1 }), 201, { i }, write(`race-${i}`))));
+    const created = results.filter((r) => !r.replayed);
+    assert.equal(created.length, 1);
+    for (const r of results) assert.deepEqual(r.body, created[0]!.body);
+    assert.equal(await count(), before + 1);
+  });
+
+  test('a write that fails stores no key, so the request can be retried; without a key every call writes', async () => {
+    const before = await count();
+    const failing = async (keyRow: Write | null) => {
+      await writeTogether(db, [keyRow!, { sql: `INSERT INTO created (id, note) VALUES (-1, 'x'), (-1, $1)`, parameters: ['duplicate'] }]);
+    };
+    await assert.rejects(once(db, scope('once-fail', {}), 201, {}, failing));
+    const retry = await once(db, scope('once-fail', {}), 201, { ok: true }, write('retried'));
+    assert.equal(retry.replayed, false);
+    await once(db, { ...scope('x', {}), key: null }, 201, {}, write('no key'));
+    await once(db, { ...scope('x', {}), key: null }, 201, {}, write('no key'));
+    assert.equal(await count(), before + 3);
+  });
 });

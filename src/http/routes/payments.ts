@@ -38,7 +38,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) => {
-      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req));
+      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req), req.auth.merchant.name);
       return reply.code(result.status as 200 | 201).send(result.payment);
     },
   );

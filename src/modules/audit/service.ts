@@ -4,16 +4,19 @@
  *
  * A row is written with the change it records, never after it, so neither can exist without the other:
  * - inside the change's own transaction: `record(tx, entry)`;
- * - for a change that is a single statement (creating a payment, the API's hot path), `statement(change, entry)`
- *   wraps it as `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` — one
- *   statement, so the audit row costs no extra round trip to the database.
+ * - for a change that is a single statement (creating a link), `statement(change, entry)` wraps it as
+ *   `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` — one statement, so the
+ *   audit row costs no extra round trip to the database;
+ * - for a change written as several writes in one statement (creating a payment, the API's hot path, through
+ *   db/statement.ts), `write(db, entry)` is one more of those writes.
  * Reads are scoped by merchant; owners see them on the dashboard. Rules: docs/dashboard.md (Audit log).
  */
-import { sql, type OperationNodeSource, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type OperationNodeSource, type RawBuilder } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
+import type { Write } from '../../db/statement.ts';
 
 /** Who made a change, and from where. */
 export interface Actor {
@@ -59,6 +62,9 @@ export interface AuditQuery {
   limit?: number;
 }
 
+const INSERT_ENTRY = `INSERT INTO audit_log (merchant_id, mode, at, actor_type, actor_id, actor_label, action, target_type, target_id, ip, details)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+
 export class AuditLog {
   constructor(
     private readonly db: Db,
@@ -67,22 +73,28 @@ export class AuditLog {
 
   /** Writes one entry in `db` (the change's transaction). */
   async record(db: DbOrTx, e: AuditEntry): Promise<void> {
-    await db
-      .insertInto('audit_log')
-      .values({
-        merchant_id: e.merchantId,
-        mode: e.mode,
-        at: this.clock.now(),
-        actor_type: e.actor.type,
-        actor_id: e.actor.id,
-        actor_label: e.actor.label ?? null,
-        action: e.action,
-        target_type: e.target?.type ?? null,
-        target_id: e.target?.id ?? null,
-        ip: e.actor.ip,
-        details: e.details ? JSON.stringify(e.details) : null,
-      })
-      .execute();
+    await db.executeQuery(CompiledQuery.raw(INSERT_ENTRY, this.values(e)));
+  }
+
+  /** The INSERT of one entry, to write it in the same statement as its change (db/statement.ts). */
+  write(e: AuditEntry): Write {
+    return { sql: INSERT_ENTRY, parameters: this.values(e) };
+  }
+
+  private values(e: AuditEntry): unknown[] {
+    return [
+      e.merchantId,
+      e.mode,
+      this.clock.now(),
+      e.actor.type,
+      e.actor.id,
+      e.actor.label ?? null,
+      e.action,
+      e.target?.type ?? null,
+      e.target?.id ?? null,
+      e.actor.ip,
+      e.details ? JSON.stringify(e.details) : null,
+    ];
   }
 
   /**

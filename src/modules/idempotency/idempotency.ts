@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import type { Write } from '../../db/statement.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -97,4 +98,49 @@ export async function idempotent<T>(
   });
   if (!result.replayed) afterCommit?.();
   return result;
+}
+
+const INSERT_KEY = 'INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, response_status, response_body) VALUES ($1, $2, $3, $4, $5, $6)';
+
+/** The key's row with its answer, as a write to run together with the work it guards (db/statement.ts). */
+function keyWrite(scope: KeyScope & { key: string }, status: number, body: unknown): Write {
+  return { sql: INSERT_KEY, parameters: [scope.merchantId, scope.mode, scope.key, scope.hash, status, JSON.stringify(body)] };
+}
+
+/** True for the unique violation of a key already stored (`idempotency_keys`' primary key). */
+function keyTaken(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
+}
+
+/**
+ * For work whose answer is known before it is written (ids and times made in the process): `write` gets the key's
+ * row, answer included, to write in the same statement or transaction as the work (null without a key). A key
+ * already stored makes that write fail as a whole; the stored answer is then replayed (200), or 409
+ * `idempotency_conflict` for a different request. A concurrent first request with the same key is waited for by
+ * PostgreSQL's unique check, so its answer is committed by the time this one reads it. The common case, a new key,
+ * costs no read and no transaction of its own.
+ */
+export async function once<T>(
+  db: Db,
+  scope: KeyScope,
+  status: number,
+  body: T,
+  write: (keyRow: Write | null) => Promise<void>,
+): Promise<IdempotentResult<T>> {
+  const key = scope.key;
+  if (key === null) {
+    await write(null);
+    return { status, body, replayed: false };
+  }
+  try {
+    await write(keyWrite({ ...scope, key }, status, body));
+    return { status, body, replayed: false };
+  } catch (err) {
+    if (!keyTaken(err)) throw err;
+  }
+  const used = await usedKey(db, { ...scope, key });
+  // Only an expired key removed between the two statements leaves nothing to replay; write again.
+  if (!used) return once(db, scope, status, body, write);
+  return { status: 200, body: used.body as T, replayed: true };
 }

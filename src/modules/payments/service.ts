@@ -12,7 +12,9 @@ import { encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
+import { writeTogether } from '../../db/statement.ts';
+import { newId } from '../../core/ids.ts';
+import { once, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import type { Actor } from '../audit/service.ts';
 import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
 import type { TransferService } from '../transfers/service.ts';
@@ -28,7 +30,7 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { insertAttempt, insertPayment, insertPaymentStatement, listPaymentIds, loadPayment, loadPayments, nextAddressIndex, type AttemptRow, type Loaded, type PaymentRow, type PaymentScope } from './store.ts';
+import { AddressIndexes, insertRows, listPaymentIds, loadPayment, loadPayments, merchantName, newAttemptRow, newPaymentRow, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;
@@ -82,6 +84,7 @@ export class PaymentService {
   /** Dashboard reads: search by date and coin, paid volume per day. */
   readonly reports: PaymentReports;
   private readonly due: PaymentDue;
+  private readonly addressIndexes: AddressIndexes;
 
   constructor(private readonly deps: PaymentModuleDeps) {
     this.engine = new PaymentEngine(deps);
@@ -92,6 +95,7 @@ export class PaymentService {
     this.reader = new PaymentsReader(this.engine);
     this.reports = new PaymentReports(this.engine);
     this.due = new PaymentDue(this.engine, this.deposits, this.refunds);
+    this.addressIndexes = new AddressIndexes(deps.db);
   }
 
   /**
@@ -109,51 +113,79 @@ export class PaymentService {
 
   /**
    * Creates a payment (201), or replays the first answer for a repeated Idempotency-Key with the same body (200).
-   * With `token` (and optionally `chain`) the first coin choice is issued in the same transaction.
+   * With `token` (and optionally `chain`) the first coin choice is issued in the same statement.
+   *
+   * The hot path of the API, so it is one round trip to the database: ids and times are made here, the answer is
+   * rendered from the rows before they are written, and the payment, its coin choice, its audit row and its key
+   * (with that answer) are written by one statement (db/statement.ts, idempotency `once`). A coin choice also takes
+   * an address index, from a block the process holds. `merchantName` (what a wallet shows as the payee) is the
+   * caller's when it has the merchant at hand; otherwise it is read.
    */
-  async create(mode: Mode, merchantId: string, input: CreatePaymentInput, idempotencyKey?: string, actor?: Actor): Promise<{ status: number; payment: Payment }> {
+  async create(
+    mode: Mode,
+    merchantId: string,
+    input: CreatePaymentInput,
+    idempotencyKey?: string,
+    actor?: Actor,
+    merchantName?: string,
+  ): Promise<{ status: number; payment: Payment }> {
     const key = validateKey(idempotencyKey);
     for (const field of ['success_url', 'cancel_url', 'webhook_url'] as const) {
       const url = input[field];
       if (url !== undefined) assertHttpUrl(url, field, mode === 'live');
     }
     const metadata = input.metadata ?? {};
-    if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > METADATA_MAX_BYTES) {
+    const metadataJson = JSON.stringify(metadata);
+    if (Buffer.byteLength(metadataJson, 'utf8') > METADATA_MAX_BYTES) {
       throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     }
     const coin = this.catalogue.resolve(mode, input);
     const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/payments', input) };
-    const prior = await storedResponse<Payment>(this.deps.db, scope);
-    if (prior) return { status: 200, payment: prior };
-    const issued = coin ? await this.issue(mode, coin, input.price_amount, { merchantId, description: input.description ?? null }) : null;
+    let issued: Issued | null = null;
+    if (coin) {
+      try {
+        issued = await this.issue(mode, coin, input.price_amount, { merchantId, merchantName, description: input.description ?? null });
+      } catch (err) {
+        // A retry of a request that succeeded gets its answer even when the coin cannot be priced now.
+        const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, scope) : null;
+        if (prior) return { status: 200, payment: prior };
+        throw err;
+      }
+    }
     const now = this.deps.clock.now();
-    const insert = async (db: DbOrTx): Promise<Payment> => {
-      const values = {
-        merchant_id: merchantId,
-        mode,
-        status: 'waiting',
-        price_amount: input.price_amount,
-        price_currency: 'USD',
-        order_id: input.order_id,
-        description: input.description ?? null,
-        success_url: input.success_url ?? null,
-        cancel_url: input.cancel_url ?? null,
-        webhook_url: input.webhook_url ?? null,
-        metadata: JSON.stringify(metadata),
-        expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
-        created_at: now,
-        updated_at: now,
-      } as const;
-      // The audit row of a change by key or user rides in the same statement: no extra round trip (see AuditLog).
-      const row = actor
-        ? (await this.deps.audit.statement<PaymentRow>(insertPaymentStatement(db, values), { merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: null }, details: { order_id: input.order_id, price_amount: input.price_amount } }).execute(db)).rows[0]!
-        : await insertPayment(db, values);
-      const attempts = issued ? [await this.insertAttempt(db as Tx, row.id, mode, issued, now)] : [];
-      return this.engine.json({ row, attempts, deposits: [] });
-    };
-    // One INSERT is atomic on its own; a key or a coin choice needs the transaction.
-    if (key === null && !issued) return { status: 201, payment: await insert(this.deps.db) };
-    const result = await idempotent(this.deps.db, scope, 201, insert);
+    const row = newPaymentRow(newId('pay'), {
+      merchant_id: merchantId,
+      mode,
+      status: 'waiting',
+      price_amount: input.price_amount,
+      price_currency: 'USD',
+      order_id: input.order_id,
+      description: input.description ?? null,
+      success_url: input.success_url ?? null,
+      cancel_url: input.cancel_url ?? null,
+      webhook_url: input.webhook_url ?? null,
+      metadata,
+      expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
+      created_at: now,
+      updated_at: now,
+    });
+    const attempts = issued ? [this.attemptRow(row.id, mode, issued, now)] : [];
+    const payment = this.engine.json({ row, attempts, deposits: [] });
+    const result = await once(this.deps.db, scope, 201, payment, async (keyRow) => {
+      const write = async (db: DbOrTx) => {
+        const writes = insertRows(row, attempts);
+        if (keyRow) writes.push(keyRow);
+        if (actor) writes.push(this.deps.audit.write({ merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: row.id }, details: { order_id: input.order_id, price_amount: input.price_amount } }));
+        await writeTogether(db, writes);
+      };
+      const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
+      if (!hook) return write(this.deps.db);
+      // A network that records work for a new address does so in the same transaction.
+      await this.deps.db.transaction().execute(async (tx) => {
+        await this.addressIssued(tx, mode, issued!);
+        await write(tx);
+      });
+    });
     return { status: result.status, payment: result.body };
   }
 
@@ -195,7 +227,9 @@ export class PaymentService {
     const issued = await this.issue(scope.mode, coin, l.row.price_amount, { merchantId: l.row.merchant_id, description: l.row.description });
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
-      const attempt = await this.insertAttempt(tx, id, scope.mode, issued, this.deps.clock.now());
+      await this.addressIssued(tx, scope.mode, issued);
+      const attempt = this.attemptRow(id, scope.mode, issued, this.deps.clock.now());
+      await writeTogether(tx, insertRows(null, [attempt]));
       if (actor) await this.deps.audit.record(tx, { merchantId: locked.row.merchant_id, mode: scope.mode, actor, action: 'payment.attempt', target: { type: 'payment', id }, details: { token: attempt.token, attempt_id: attempt.id } });
       return this.engine.json({ ...locked, attempts: [...locked.attempts, attempt] });
     });
@@ -231,18 +265,21 @@ export class PaymentService {
    * A priced coin choice plus a fresh deposit address (index from the sequence, derived by the chain's adapter).
    * The payment URI may carry what a wallet shows the payer: the merchant's name and the payment's description.
    */
-  private async issue(mode: Mode, token: TokenConfig, priceCents: number, payee: { merchantId: string; description: string | null }): Promise<Issued> {
+  private async issue(mode: Mode, token: TokenConfig, priceCents: number, payee: { merchantId: string; merchantName?: string; description: string | null }): Promise<Issued> {
     const priced = await this.catalogue.price(mode, token, priceCents);
-    const { index, merchantName: label } = await nextAddressIndex(this.deps.db, payee.merchantId);
+    const [index, label] = await Promise.all([this.addressIndexes.next(), payee.merchantName ?? merchantName(this.deps.db, payee.merchantId)]);
     const adapter = this.deps.chains.adapter(mode, token.chain);
     const address = await adapter.deriveAddress(index);
     return { ...priced, index, address, uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }) };
   }
 
-  /** Stores a coin choice; its network's adapter may record work for the new address in the same transaction. */
-  private async insertAttempt(tx: Tx, paymentId: string, mode: Mode, c: Issued, now: Date): Promise<AttemptRow> {
+  /** Lets the coin choice's network record work for its new address, in the transaction that stores the choice. */
+  private async addressIssued(tx: Tx, mode: Mode, c: Issued): Promise<void> {
     await this.deps.chains.adapter(mode, c.network.id).addressIssued?.(tx, { token: c.token, address: c.address, index: c.index });
-    return insertAttempt(tx, {
+  }
+
+  private attemptRow(paymentId: string, mode: Mode, c: Issued, now: Date): AttemptRow {
+    return newAttemptRow(newId('att'), {
       payment_id: paymentId,
       mode,
       chain: c.network.id,

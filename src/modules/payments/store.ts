@@ -9,7 +9,8 @@ import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import { decodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { DbOrTx, Tx } from '../../db/index.ts';
+import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import type { Write } from '../../db/statement.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../db/schema.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from './model.ts';
 
@@ -145,18 +146,6 @@ export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boole
 
 export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;
 
-/** The INSERT … RETURNING of a new payment, not yet run (the audit log wraps it into one statement). */
-export function insertPaymentStatement(db: DbOrTx, values: NewPayment) {
-  return db
-    .insertInto('payments')
-    .values({ id: newId('pay'), ...values })
-    .returningAll();
-}
-
-export async function insertPayment(db: DbOrTx, values: NewPayment): Promise<PaymentRow> {
-  return insertPaymentStatement(db, values).executeTakeFirstOrThrow();
-}
-
 /** Many new payments in one INSERT … RETURNING (payments other modules issue in their own transaction). */
 export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]): Promise<PaymentRow[]> {
   if (values.length === 0) return [];
@@ -175,23 +164,81 @@ export async function paymentStates(db: DbOrTx, mode: Mode, ids: readonly string
   return rows;
 }
 
-export type NewAttempt = Omit<Insertable<AttemptsTable>, 'id' | 'overpaid' | 'wrong_asset'>;
-
-export async function insertAttempt(db: DbOrTx, values: NewAttempt): Promise<AttemptRow> {
-  return db
-    .insertInto('attempts')
-    .values({ id: newId('att'), ...values })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+/**
+ * A new payment's complete row, made before it is written: every column given (none left to a default), so the row
+ * the API answers with is the row stored, and creating a payment needs nothing read back.
+ */
+export function newPaymentRow(id: string, values: Omit<PaymentRow, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty' | 'paid_at' | 'paid_attempt_id' | 'paid_amount'>): PaymentRow {
+  return { id, ...values, paid_at: null, paid_attempt_id: null, paid_amount: null, credit_seq: 0, credited: false, deposits_dirty: false };
 }
 
+/** A new coin choice's complete row (see `newPaymentRow`). */
+export function newAttemptRow(id: string, values: Omit<AttemptRow, 'id' | 'overpaid' | 'wrong_asset'>): AttemptRow {
+  return { id, ...values, overpaid: false, wrong_asset: false };
+}
+
+// The INSERTs of creation as constant texts: the API's hot path builds no query per call (db/statement.ts).
+const PAYMENT_COLUMNS = [
+  'id', 'merchant_id', 'mode', 'status', 'price_amount', 'price_currency', 'order_id', 'description', 'success_url', 'cancel_url', 'webhook_url',
+  'metadata', 'expires_at', 'paid_at', 'paid_attempt_id', 'paid_amount', 'credit_seq', 'credited', 'deposits_dirty', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof PaymentRow>;
+const ATTEMPT_COLUMNS = [
+  'id', 'payment_id', 'mode', 'chain', 'token', 'address', 'address_index', 'pay_amount', 'rate', 'rate_source', 'status', 'overpaid',
+  'wrong_asset', 'confirmation_tier', 'confirmations_required', 'expires_at', 'uri', 'created_at',
+] as const satisfies ReadonlyArray<keyof AttemptRow>;
+const insertText = (table: string, columns: readonly string[]) =>
+  `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`;
+const INSERT_PAYMENT = insertText('payments', PAYMENT_COLUMNS);
+const INSERT_ATTEMPT = insertText('attempts', ATTEMPT_COLUMNS);
+
+/** The INSERTs of complete rows made by `newPaymentRow` and `newAttemptRow`, to run together (db/statement.ts). */
+export function insertRows(payment: PaymentRow | null, attempts: readonly AttemptRow[]): Write[] {
+  const writes: Write[] = [];
+  if (payment) {
+    const row = { ...payment, metadata: JSON.stringify(payment.metadata) };
+    writes.push({ sql: INSERT_PAYMENT, parameters: PAYMENT_COLUMNS.map((c) => row[c]) });
+  }
+  for (const a of attempts) writes.push({ sql: INSERT_ATTEMPT, parameters: ATTEMPT_COLUMNS.map((c) => a[c]) });
+  return writes;
+}
+
+
 /**
- * The next deposit address index (one sequence for every chain and mode, so an index is never derived twice), with
- * the merchant's display name (what a wallet may show as the payee), in one round trip.
+ * Deposit address indexes, from one sequence for every chain and mode so an index is never derived twice. A
+ * process takes them a block at a time (one round trip per block, not per coin choice); indexes of a block left
+ * unused when the process stops are skipped, as a sequence skips values of rolled-back transactions — an index
+ * names an address, it does not count payments.
  */
-export async function nextAddressIndex(db: DbOrTx, merchantId: string): Promise<{ index: bigint; merchantName: string | null }> {
-  const { rows } = await sql<{ index: bigint; name: string | null }>`SELECT nextval('deposit_address_index') AS index, (SELECT name FROM merchants WHERE id = ${merchantId}) AS name`.execute(db);
-  return { index: rows[0]!.index, merchantName: rows[0]!.name };
+export class AddressIndexes {
+  private free: bigint[] = [];
+  private refill: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly block = 16,
+  ) {}
+
+  async next(): Promise<bigint> {
+    while (this.free.length === 0) {
+      this.refill ??= sql<{ index: bigint }>`SELECT nextval('deposit_address_index') AS index FROM generate_series(1, ${this.block}::int)`
+        .execute(this.db)
+        .then(({ rows }) => {
+          // Largest first: `pop` hands them out in ascending order.
+          this.free = rows.map((r) => r.index).sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+        })
+        .finally(() => {
+          this.refill = null;
+        });
+      await this.refill;
+    }
+    return this.free.pop()!;
+  }
+}
+
+/** The merchant's display name: what a wallet may show as the payee. */
+export async function merchantName(db: DbOrTx, merchantId: string): Promise<string | null> {
+  const row = await db.selectFrom('merchants').select('name').where('id', '=', merchantId).executeTakeFirst();
+  return row?.name ?? null;
 }
 
 export interface PaymentListQuery {
