@@ -5,17 +5,16 @@
  * Prints one JSON line with the URLs and a test key, then serves until killed.
  */
 import Fastify from 'fastify';
-import { pino } from 'pino';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/core/log.ts';
+import { createLogger, logDestination } from '../../src/core/log.ts';
 import { newId } from '../../src/core/ids.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { startListeners } from '../../src/server.ts';
 import { startWorkers } from '../../src/workers/index.ts';
 
 const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
-const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })) });
+const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', logDestination(2)) });
 await startListeners(kasse);
 startWorkers(kasse);
 const merchant = await kasse.merchants.create({ name: 'Bench' });

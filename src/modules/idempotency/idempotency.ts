@@ -133,14 +133,16 @@ export async function once<T>(
     await write(null);
     return { status, body, replayed: false };
   }
-  try {
-    await write(keyWrite({ ...scope, key }, status, body));
-    return { status, body, replayed: false };
-  } catch (err) {
-    if (!keyTaken(err)) throw err;
+  for (let tries = 1; ; tries++) {
+    try {
+      await write(keyWrite({ ...scope, key }, status, body));
+      return { status, body, replayed: false };
+    } catch (err) {
+      if (!keyTaken(err)) throw err;
+      const used = await usedKey(db, { ...scope, key });
+      if (used) return { status: 200, body: used.body as T, replayed: true };
+      // Only a key removed between the two statements leaves nothing to replay: write again, once.
+      if (tries === 2) throw err;
+    }
   }
-  const used = await usedKey(db, { ...scope, key });
-  // Only an expired key removed between the two statements leaves nothing to replay; write again.
-  if (!used) return once(db, scope, status, body, write);
-  return { status: 200, body: used.body as T, replayed: true };
 }
