@@ -18,38 +18,23 @@ import { startWorkers } from '../src/workers/index.ts';
 import { startEvmKasse, type EvmKasse } from '../test/harness/evm-kasse.ts';
 import { startHardhatNode, TestChain, type HardhatNode } from '../test/harness/hardhat.ts';
 import { benchDatabase } from './_pg.ts';
+import { growOpenAddresses, stats, type OpenAddresses } from './_watchers.ts';
 
 const SIZES = (process.env.BENCH_EVM_SIZES ?? '1000,100000,1000000').split(',').map(Number);
 const BLOCKS_PER_SIZE = Number(process.env.BENCH_EVM_BLOCKS ?? 10);
 const NOISE = 40;
+/** The open deposit addresses seeded in bulk (keys that never see money). */
+const OPEN: OpenAddresses = {
+  chain: 'base',
+  token: 'base:usdc',
+  address: sql`'0x' || substr(md5('a' || g), 1, 20) || substr(md5('b' || g), 1, 20)`,
+  firstIndex: 1_000_000_000_000,
+  rate: '1',
+  rateSource: 'peg',
+  confirmations: 3,
+};
 
 const randomAddress = (): Address => `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
-
-/** Grows the open attempts (deposit addresses) of `base` in test mode to `target` rows. */
-async function growOpenAddresses(k: EvmKasse, target: number): Promise<number> {
-  const db = k.t.kasse.db;
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM attempts WHERE id LIKE 'att_BENCH%'`.execute(db);
-  let have = Number(rows[0]!.n);
-  const started = performance.now();
-  while (have < target) {
-    const batch = Math.min(100_000, target - have);
-    const from = have;
-    await sql`
-      INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, metadata, expires_at, created_at, updated_at)
-      SELECT 'pay_BENCH' || lpad(g::text, 31, '0'), ${k.m.id}, 'test', 'waiting', 1000, 'USD', 'bench-' || g, '{}', now() + interval '1 day', now(), now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint, 1000) g`.execute(db);
-    await sql`
-      INSERT INTO attempts (id, payment_id, mode, chain, token, address, address_index, pay_amount, rate, rate_source, status,
-                            confirmation_tier, confirmations_required, expires_at, created_at)
-      SELECT 'att_BENCH' || lpad(g::text, 21, '0'), 'pay_BENCH' || lpad((g - g % 1000)::text, 31, '0'), 'test', 'base', 'base:usdc',
-             '0x' || substr(md5('a' || g), 1, 20) || substr(md5('b' || g), 1, 20), 1000000000000 + g, 10000000, '1', 'peg', 'waiting',
-             1, 3, now() + interval '10 minutes', now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint) g`.execute(db);
-    have += batch;
-  }
-  await sql`ANALYZE attempts`.execute(db);
-  return Math.round(performance.now() - started);
-}
 
 /** Queues NOISE USDC and NOISE ETH transfers to unwatched addresses plus one real payment, then mines one block. */
 async function busyBlock(k: EvmKasse, sender: Address, order: number): Promise<void> {
@@ -99,12 +84,6 @@ class TimedSink implements DepositSink {
   }
 }
 
-function stats(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  const mean = s.reduce((a, b) => a + b, 0) / s.length;
-  return { samples: s.length, mean: Math.round(mean), p50: Math.round(s[Math.floor(s.length / 2)]!), min: Math.round(s[0]!), max: Math.round(s.at(-1)!) };
-}
-
 async function perBlockCost(node: HardhatNode): Promise<object> {
   const k = await startEvmKasse({ rpcUrl: node.url, receiver: false });
   try {
@@ -119,7 +98,7 @@ async function perBlockCost(node: HardhatNode): Promise<object> {
     const bySize: Record<string, object> = {};
     let order = 0;
     for (const size of SIZES) {
-      const insertMs = await growOpenAddresses(k, size);
+      const insertMs = await growOpenAddresses(k.t.kasse.db, k.m.id, size, OPEN);
       const calls: number[] = [];
       const cpu: number[] = [];
       const wall: number[] = [];

@@ -19,45 +19,23 @@ import { spawnSolanaNode } from '../test/harness/solana.ts';
 import { startSolanaKasse, type SolanaKasse } from '../test/harness/solana-kasse.ts';
 import type { Wallet } from '../test/harness/solana-chain.ts';
 import { benchDatabase } from './_pg.ts';
+import { growOpenAddresses, stats, type OpenAddresses } from './_watchers.ts';
 
 const SIZES = (process.env.BENCH_SOLANA_SIZES ?? '1000,100000,1000000').split(',').map(Number);
 const TICKS = Number(process.env.BENCH_SOLANA_TICKS ?? 6);
 const SLOTS_PER_TICK = Number(process.env.BENCH_SOLANA_SLOTS ?? 25);
 const NOISE = Number(process.env.BENCH_SOLANA_NOISE ?? 8);
 const LATENCY_SAMPLES = Number(process.env.BENCH_SOLANA_LATENCY_SAMPLES ?? 5);
-
-function stats(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  const mean = s.reduce((a, b) => a + b, 0) / s.length;
-  const r = (n: number) => Math.round(n * 100) / 100;
-  return { samples: s.length, mean: r(mean), p50: r(s[Math.floor(s.length / 2)]!), min: r(s[0]!), max: r(s.at(-1)!) };
-}
-
-/** Grows the open solana attempts to `target` rows (deposit keys that never see money). */
-async function growOpenAddresses(k: SolanaKasse, target: number): Promise<number> {
-  const db = k.t.kasse.db;
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM attempts WHERE id LIKE 'att_BENCH%'`.execute(db);
-  let have = Number(rows[0]!.n);
-  const started = performance.now();
-  while (have < target) {
-    const batch = Math.min(100_000, target - have);
-    const from = have;
-    await sql`
-      INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, metadata, expires_at, created_at, updated_at)
-      SELECT 'pay_BENCH' || lpad(g::text, 31, '0'), ${k.m.id}, 'test', 'waiting', 1000, 'USD', 'bench-' || g, '{}', now() + interval '1 day', now(), now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint, 1000) g`.execute(db);
-    await sql`
-      INSERT INTO attempts (id, payment_id, mode, chain, token, address, address_index, pay_amount, rate, rate_source, status,
-                            confirmation_tier, confirmations_required, expires_at, created_at)
-      SELECT 'att_BENCH' || lpad(g::text, 21, '0'), 'pay_BENCH' || lpad((g - g % 1000)::text, 31, '0'), 'test', 'solana', 'solana:usdc',
-             'Bench' || substr(md5('a' || g), 1, 19) || substr(md5('b' || g), 1, 19), 1000000000 + g, 10000000, '1', 'peg', 'waiting',
-             1, 1, now() + interval '10 minutes', now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint) g`.execute(db);
-    have += batch;
-  }
-  await sql`ANALYZE attempts`.execute(db);
-  return Math.round(performance.now() - started);
-}
+/** The open deposit addresses seeded in bulk (keys that never see money). */
+const OPEN: OpenAddresses = {
+  chain: 'solana',
+  token: 'solana:usdc',
+  address: sql`'Bench' || substr(md5('a' || g), 1, 19) || substr(md5('b' || g), 1, 19)`,
+  firstIndex: 1_000_000_000,
+  rate: '1',
+  rateSource: 'peg',
+  confirmations: 1,
+};
 
 interface Noise {
   sol: Wallet[];
@@ -101,7 +79,7 @@ async function perSlotCost(): Promise<object> {
     const bySize: Record<string, object> = {};
     let order = 0;
     for (const size of SIZES) {
-      const insertMs = await growOpenAddresses(k, size);
+      const insertMs = await growOpenAddresses(k.t.kasse.db, k.m.id, size, OPEN);
       const calls: number[] = [];
       const cpu: number[] = [];
       const wall: number[] = [];
@@ -140,9 +118,9 @@ async function perSlotCost(): Promise<object> {
         slots_per_tick: SLOTS_PER_TICK,
         transactions_per_block: 2 * NOISE,
         deposits_found: deposits,
-        rpc_calls_per_slot: stats(calls),
-        cpu_ms_per_slot: stats(cpu),
-        wall_ms_per_tick: stats(wall),
+        rpc_calls_per_slot: stats(calls, 2),
+        cpu_ms_per_slot: stats(cpu, 2),
+        wall_ms_per_tick: stats(wall, 2),
       };
       process.stderr.write(`solana-watcher: ${size} open addresses: ${JSON.stringify(bySize[String(size)])}\n`);
     }
@@ -176,7 +154,7 @@ async function paidLatency(pollIntervalMs: number): Promise<object> {
       }
       out.push(performance.now() - finalizedAt);
     }
-    return { poll_interval_ms: pollIntervalMs, slot_ms: 400, finality_depth_blocks: 32, ms_from_finalized_to_webhook: stats(out) };
+    return { poll_interval_ms: pollIntervalMs, slot_ms: 400, finality_depth_blocks: 32, ms_from_finalized_to_webhook: stats(out, 2) };
   } finally {
     await k.chain.rpc('harness_autoProduce', [0]).catch(() => {});
     await workers.stop();

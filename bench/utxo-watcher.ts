@@ -18,38 +18,24 @@ import { startWorkers } from '../src/workers/index.ts';
 import { LitecoinWallet, startLitecoind, type LitecoinNode } from '../test/harness/litecoind.ts';
 import { startUtxoKasse, type UtxoKasse } from '../test/harness/utxo-kasse.ts';
 import { benchDatabase } from './_pg.ts';
+import { growOpenAddresses, stats, type OpenAddresses } from './_watchers.ts';
 
 const SIZES = (process.env.BENCH_UTXO_SIZES ?? '1000,100000,1000000').split(',').map(Number);
 const BLOCKS_PER_SIZE = Number(process.env.BENCH_UTXO_BLOCKS ?? 10);
 const NOISE_OUTPUTS = 40;
 const NOISE_TXS = 10;
+/** The open deposit addresses seeded in bulk (keys that never see money). */
+const OPEN: OpenAddresses = {
+  chain: 'litecoin',
+  token: 'litecoin:ltc',
+  address: sql`'rltc1q' || substr(md5('a' || g), 1, 20) || substr(md5('b' || g), 1, 18)`,
+  firstIndex: 1_000_000_000_000,
+  rate: '100',
+  rateSource: 'coingecko',
+  confirmations: 2,
+};
 const params = utxoParams('litecoin', 'regtest');
 const randomAddress = () => addressOfKeyHash(randomBytes(20), params);
-
-async function growOpenAddresses(k: UtxoKasse, target: number): Promise<number> {
-  const db = k.t.kasse.db;
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM attempts WHERE id LIKE 'att_BENCH%'`.execute(db);
-  let have = Number(rows[0]!.n);
-  const started = performance.now();
-  while (have < target) {
-    const batch = Math.min(100_000, target - have);
-    const from = have;
-    await sql`
-      INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, metadata, expires_at, created_at, updated_at)
-      SELECT 'pay_BENCH' || lpad(g::text, 31, '0'), ${k.m.id}, 'test', 'waiting', 1000, 'USD', 'bench-' || g, '{}', now() + interval '1 day', now(), now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint, 1000) g`.execute(db);
-    await sql`
-      INSERT INTO attempts (id, payment_id, mode, chain, token, address, address_index, pay_amount, rate, rate_source, status,
-                            confirmation_tier, confirmations_required, expires_at, created_at)
-      SELECT 'att_BENCH' || lpad(g::text, 21, '0'), 'pay_BENCH' || lpad((g - g % 1000)::text, 31, '0'), 'test', 'litecoin', 'litecoin:ltc',
-             'rltc1q' || substr(md5('a' || g), 1, 20) || substr(md5('b' || g), 1, 18), 1000000000000 + g, 10000000, '100', 'coingecko', 'waiting',
-             1, 2, now() + interval '10 minutes', now()
-      FROM generate_series(${from}::bigint, ${from + batch - 1}::bigint) g`.execute(db);
-    have += batch;
-  }
-  await sql`ANALYZE attempts`.execute(db);
-  return Math.round(performance.now() - started);
-}
 
 /** Sends the noise (a 40-output transaction and 10 single payments to strangers) and one real payment. */
 async function busyMempool(k: UtxoKasse, order: number): Promise<void> {
@@ -57,12 +43,6 @@ async function busyMempool(k: UtxoKasse, order: number): Promise<void> {
   for (let i = 0; i < NOISE_TXS; i++) await k.payer.send(randomAddress(), 20_000n);
   const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `bench-real-${order}`, chain: 'litecoin', token: 'litecoin:ltc' });
   await k.payer.send(res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount));
-}
-
-function stats(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  const mean = s.reduce((a, b) => a + b, 0) / s.length;
-  return { samples: s.length, mean: Math.round(mean * 10) / 10, p50: Math.round(s[Math.floor(s.length / 2)]! * 10) / 10, min: Math.round(s[0]! * 10) / 10, max: Math.round(s.at(-1)! * 10) / 10 };
 }
 
 const MEMPOOL_METHODS = new Set(['getrawmempool', 'batch:getrawtransaction']);
@@ -78,7 +58,7 @@ async function perBlockCost(node: LitecoinNode): Promise<object> {
     let order = 0;
     let mempoolPoll: object | null = null;
     for (const size of SIZES) {
-      const insertMs = await growOpenAddresses(k, size);
+      const insertMs = await growOpenAddresses(k.t.kasse.db, k.m.id, size, OPEN);
       const blockCalls: number[] = [];
       const pollCalls: number[] = [];
       const cpu: number[] = [];
@@ -118,8 +98,8 @@ async function perBlockCost(node: LitecoinNode): Promise<object> {
         rpc_calls_per_block: blockCalls.reduce((a, b) => a + b, 0) / blockCalls.length,
         rpc_calls_max: Math.max(...blockCalls),
         mempool_poll_calls_per_tick: pollCalls.reduce((a, b) => a + b, 0) / pollCalls.length,
-        cpu_ms_per_block: stats(cpu),
-        wall_ms_per_block: stats(wall),
+        cpu_ms_per_block: stats(cpu, 1),
+        wall_ms_per_block: stats(wall, 1),
       };
       process.stderr.write(`utxo-watcher: ${size} open addresses: ${JSON.stringify(bySize[String(size)])}\n`);
     }
@@ -148,7 +128,7 @@ async function detectLatency(node: LitecoinNode, payer: LitecoinWallet, pollInte
       out.push(performance.now() - sent);
     }
     await k.payer.mine(1);
-    return { poll_interval_ms: pollIntervalMs, ...stats(out) };
+    return { poll_interval_ms: pollIntervalMs, ...stats(out, 1) };
   } finally {
     await workers.stop();
     await k.close();

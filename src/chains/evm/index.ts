@@ -6,8 +6,8 @@
  * relay; and the `kasse evm …` commands. Everything EVM lives in this folder. Docs: docs/evm.md.
  */
 import { getAddress, isAddress, type LocalAccount } from 'viem';
-import { Loop } from '../../core/loop.ts';
 import { MODES } from '../../core/mode.ts';
+import { senderLoop } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { EvmAdapter } from './adapter.ts';
 import { eip681Uri, isValidEvmAddress } from './address.ts';
@@ -65,24 +65,7 @@ function workers(ctx: FamilyContext, adapters: EvmAdapter[]): FamilyWorker[] {
     else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'evm watcher not started (paused or no rpc_urls)');
   }
   const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
-  if (senders.length > 0) {
-    const loop = new Loop(
-      'evm-sender',
-      SENDER_INTERVAL_MS,
-      async () => {
-        for (const sender of senders) {
-          try {
-            await sender.runDue();
-          } catch (err) {
-            ctx.log.error({ err, chain: sender.network.id, mode: sender.mode }, 'evm sender pass failed');
-          }
-        }
-      },
-      ctx.log,
-    );
-    for (const sender of senders) sender.onWork(() => loop.wake());
-    out.push(loop);
-  }
+  out.push(...senderLoop('evm', senders, SENDER_INTERVAL_MS, ctx.log));
   return out;
 }
 

@@ -25,8 +25,8 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
-import { Loop } from '../../core/loop.ts';
 import type { Mode } from '../../core/mode.ts';
+import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { bloomMayContain } from './bloom.ts';
@@ -130,7 +130,7 @@ export const NATIVE_TRANSFER_INDEX = -1;
 const hexOf = (n: bigint): Hex => `0x${n.toString(16)}`;
 const topicAddress = (topic: Hex): string => `0x${topic.slice(26)}`.toLowerCase();
 
-export class EvmWatcher {
+export class EvmWatcher extends PollingWatcher<TickResult> {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly chain: string;
@@ -141,10 +141,9 @@ export class EvmWatcher {
   private readonly concurrency: number;
   private readonly retries: number;
   private readonly retryBackoffMs: number;
-  private loop: Loop | null = null;
-  private ticking: Promise<TickResult> | null = null;
 
   constructor(private readonly opts: EvmWatcherOptions) {
+    super(`evm-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
@@ -159,33 +158,6 @@ export class EvmWatcher {
     this.retryBackoffMs = opts.retryBackoffMs ?? 250;
   }
 
-  /** Polls every `network.pollIntervalMs` until stopped; a tick that fell behind is followed by another at once. */
-  start(): this {
-    if (this.loop) return this;
-    this.loop = new Loop(`evm-watcher:${this.mode}:${this.chain}`, this.network.pollIntervalMs, async () => {
-      const r = await this.tick();
-      if (r.behind) this.loop?.wake();
-    }, this.opts.log);
-    this.loop.start();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await this.loop?.stop();
-    this.loop = null;
-    await this.ticking?.catch(() => {});
-  }
-
-  /** One poll: head once, then batches up to the head (or maxBlocksPerTick). Concurrent calls share one run. */
-  tick(): Promise<TickResult> {
-    if (!this.ticking) {
-      this.ticking = this.run().finally(() => {
-        this.ticking = null;
-      });
-    }
-    return this.ticking;
-  }
-
   /** The stored cursor: the last block whose deposits are recorded (null before the first tick). */
   async cursor(): Promise<Cursor | null> {
     const row = await this.opts.db
@@ -197,7 +169,8 @@ export class EvmWatcher {
     return row ? { number: BigInt(row.block_number), hash: row.block_hash } : null;
   }
 
-  private async run(): Promise<TickResult> {
+  /** One poll: head once, then batches up to the head (or maxBlocksPerTick). */
+  protected async run(): Promise<TickResult> {
     const result: TickResult = { head: null, scanned: 0, deposits: 0, reorgFrom: null, lagging: false, behind: false };
     const head = BigInt(await this.opts.rpc.request<Hex>('eth_blockNumber'));
     result.head = head;

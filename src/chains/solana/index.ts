@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { Loop } from '../../core/loop.ts';
 import { MODES, type Mode } from '../../core/mode.ts';
+import { senderLoop } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { encodeBase58, isSolanaAddress } from './address.ts';
 import { SolanaAdapter } from './adapter.ts';
@@ -82,24 +83,7 @@ function workers(ctx: FamilyContext, adapters: SolanaAdapter[]): FamilyWorker[] 
     if (a.network.paused) ctx.log.info({ chain: a.network.id, mode: a.mode }, 'solana watcher not started (paused)');
     else out.push(a.watcher(ctx.deposits));
   }
-  if (adapters.length > 0) {
-    const sender = new Loop(
-      'solana-sender',
-      SENDER_INTERVAL_MS,
-      async () => {
-        for (const a of adapters) {
-          try {
-            await a.sender?.runDue();
-          } catch (err) {
-            ctx.log.error({ err, chain: a.network.id, mode: a.mode }, 'solana sender pass failed');
-          }
-        }
-      },
-      ctx.log,
-    );
-    for (const a of adapters) a.sender?.onWork(() => sender.wake());
-    out.push(sender);
-  }
+  out.push(...senderLoop('solana', adapters.flatMap((a) => (a.sender ? [a.sender] : [])), SENDER_INTERVAL_MS, ctx.log));
   for (const a of adapters) {
     if (a.settings.sweepIntervalSeconds <= 0 || !a.settings.treasury) continue;
     out.push(new Loop(`solana-sweep:${a.mode}:${a.network.id}`, a.settings.sweepIntervalSeconds * 1000, () => recordSweeps(a), ctx.log));

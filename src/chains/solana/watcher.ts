@@ -31,9 +31,9 @@
 import { sql } from 'kysely';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
-import { Loop } from '../../core/loop.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
@@ -164,7 +164,7 @@ export function transfersOf(txs: AccountsTx[], native: TokenConfig | null, mints
   return out;
 }
 
-export class SolanaWatcher {
+export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly chain: string;
@@ -176,10 +176,9 @@ export class SolanaWatcher {
   private readonly retries: number;
   private readonly retryBackoffMs: number;
   private readonly finalityEvery: number;
-  private loop: Loop | null = null;
-  private ticking: Promise<SolanaTickResult> | null = null;
 
   constructor(private readonly opts: SolanaWatcherOptions) {
+    super(`solana-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
@@ -193,36 +192,12 @@ export class SolanaWatcher {
     this.finalityEvery = opts.finalityEvery ?? 8;
   }
 
-  start(): this {
-    if (this.loop) return this;
-    this.loop = new Loop(`solana-watcher:${this.mode}:${this.chain}`, this.network.pollIntervalMs, async () => {
-      const r = await this.tick();
-      if (r.behind) this.loop?.wake();
-    }, this.opts.log);
-    this.loop.start();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await this.loop?.stop();
-    this.loop = null;
-    await this.ticking?.catch(() => {});
-  }
-
-  /** One poll; concurrent calls share one run. */
-  tick(): Promise<SolanaTickResult> {
-    this.ticking ??= this.run().finally(() => {
-      this.ticking = null;
-    });
-    return this.ticking;
-  }
-
   async cursor(): Promise<Cursor | null> {
     const row = await this.opts.db.selectFrom('solana_cursors').selectAll().where('mode', '=', this.mode).where('chain', '=', this.chain).executeTakeFirst();
     return row ? { slot: BigInt(row.slot), blockhash: row.blockhash, finalSlot: BigInt(row.final_slot), startSlot: BigInt(row.start_slot) } : null;
   }
 
-  private async run(): Promise<SolanaTickResult> {
+  protected async run(): Promise<SolanaTickResult> {
     const result: SolanaTickResult = { tip: null, blocks: 0, deposits: 0, finalSlot: null, forkFrom: null, behind: false };
     let cursor = (await this.cursor()) ?? (await this.initCursor());
     let failures = 0;

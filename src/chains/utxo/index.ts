@@ -5,8 +5,8 @@
  * BIP-21 URIs) with its sender, and the workers role runs a watcher per network and one sender loop. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
  */
 import { bech32 } from '@scure/base';
-import { Loop } from '../../core/loop.ts';
 import { MODES } from '../../core/mode.ts';
+import { senderLoop } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
 import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
@@ -53,24 +53,7 @@ function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
     else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'utxo watcher not started (paused or no rpc_urls)');
   }
   const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
-  if (senders.length > 0) {
-    const loop = new Loop(
-      'utxo-sender',
-      SENDER_INTERVAL_MS,
-      async () => {
-        for (const sender of senders) {
-          try {
-            await sender.runDue();
-          } catch (err) {
-            ctx.log.error({ err, chain: sender.network.id, mode: sender.mode }, 'utxo sender pass failed');
-          }
-        }
-      },
-      ctx.log,
-    );
-    for (const sender of senders) sender.onWork(() => loop.wake());
-    out.push(loop);
-  }
+  out.push(...senderLoop('utxo', senders, SENDER_INTERVAL_MS, ctx.log));
   return out;
 }
 

@@ -22,10 +22,10 @@
 import { sql } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
-import { Loop } from '../../core/loop.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { addressOfKeyHash } from './address.ts';
@@ -104,7 +104,7 @@ interface Paid {
 /** Another process moved the cursor while this one scanned: this tick stops, the next one re-reads it. */
 class CursorMovedError extends Error {}
 
-export class UtxoWatcher {
+export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly chain: string;
@@ -114,10 +114,9 @@ export class UtxoWatcher {
   private readonly mempoolBatch: number;
   /** Mempool transactions already examined (pruned to the mempool each poll; cleared by a reorg). */
   private examined = new Set<string>();
-  private loop: Loop | null = null;
-  private ticking: Promise<UtxoTickResult> | null = null;
 
   constructor(private readonly opts: UtxoWatcherOptions) {
+    super(`utxo-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
@@ -129,36 +128,12 @@ export class UtxoWatcher {
     this.mempoolBatch = Math.max(1, opts.mempoolBatch ?? 500);
   }
 
-  start(): this {
-    if (this.loop) return this;
-    this.loop = new Loop(`utxo-watcher:${this.mode}:${this.chain}`, this.network.pollIntervalMs, async () => {
-      const r = await this.tick();
-      if (r.behind) this.loop?.wake();
-    }, this.opts.log);
-    this.loop.start();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await this.loop?.stop();
-    this.loop = null;
-    await this.ticking?.catch(() => {});
-  }
-
-  /** One poll (concurrent calls share one run). */
-  tick(): Promise<UtxoTickResult> {
-    this.ticking ??= this.run().finally(() => {
-      this.ticking = null;
-    });
-    return this.ticking;
-  }
-
   async cursor(): Promise<Cursor | null> {
     const row = await this.opts.db.selectFrom('utxo_cursors').select(['height', 'hash']).where('mode', '=', this.mode).where('chain', '=', this.chain).executeTakeFirst();
     return row ? { height: Number(row.height), hash: row.hash } : null;
   }
 
-  private async run(): Promise<UtxoTickResult> {
+  protected async run(): Promise<UtxoTickResult> {
     const result: UtxoTickResult = { tip: null, scanned: 0, deposits: 0, mempoolDeposits: 0, dropped: 0, reorgFrom: null, behind: false };
     const mempool = new Set(await this.opts.rpc.call<string[]>('getrawmempool', [false]));
     const inBlocks = new Set<string>();
