@@ -12,6 +12,7 @@
  * alone. Rounds alternate between the sides so both see the same load; the load average is recorded with them.
  */
 import { readFileSync } from 'node:fs';
+import { execSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
@@ -183,7 +184,11 @@ async function kasseRound(kasse: Kasse, merchantId: string, events: number, roun
 
 const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
 
+/** `uptime`'s line (load averages over 1, 5 and 15 minutes): the machine is shared. */
+const uptime = () => execSync('uptime').toString().trim();
+
 export async function run(): Promise<object> {
+  const uptimeBefore = uptime();
   const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 20_000);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const pg = await benchDatabase();
@@ -215,7 +220,7 @@ export async function run(): Promise<object> {
       kasse: { ...summary(measured), rounds: measured },
       bare: { ...summary(bare), rounds: bare },
       ratio_to_bare: Math.round((mean(measured.map((x) => x.deliveries_per_sec)) / mean(bare.map((x) => x.deliveries_per_sec))) * 100) / 100,
-      load_average_after: Math.round(loadavg()[0]! * 10) / 10,
+      uptime: { before: uptimeBefore, after: uptime() },
       attempts_logged: Number(logged.rows[0]!.n),
       receiver_acknowledged: got.count - rounds * events,
       receiver_bad_signatures: got.bad,

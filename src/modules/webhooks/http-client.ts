@@ -156,20 +156,26 @@ export class MerchantHttpClient {
     try {
       const res = await this.agents[mode].request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal: abort.signal });
       status = res.statusCode;
-      let read = 0;
-      // Read the answer to keep the connection reusable; a longer one than DRAIN_BYTES closes it instead.
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        read += chunk.length;
-        if (kept < SNIPPET_BYTES) {
-          const part = chunk.subarray(0, SNIPPET_BYTES - kept);
-          chunks.push(part);
-          kept += part.length;
-        }
-        if (read > DRAIN_BYTES) {
-          res.body.destroy();
-          break;
-        }
-      }
+      // Read the answer to keep the connection reusable; a longer one than DRAIN_BYTES closes it instead. Past the
+      // deadline the body errors (aborted) and what arrived counts.
+      await new Promise<void>((resolve) => {
+        let read = 0;
+        res.body.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (kept < SNIPPET_BYTES) {
+            const part = chunk.subarray(0, SNIPPET_BYTES - kept);
+            chunks.push(part);
+            kept += part.length;
+          }
+          if (read > DRAIN_BYTES) {
+            res.body.destroy();
+            resolve();
+          }
+        });
+        res.body.on('end', resolve);
+        res.body.on('close', resolve);
+        res.body.on('error', () => resolve());
+      });
       return { attempt: answered() };
     } catch (caught) {
       // Past the deadline with a status in hand, the status counts (the merchant answered); otherwise a timeout.
