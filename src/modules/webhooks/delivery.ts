@@ -370,8 +370,8 @@ export class WebhookDelivery {
   }
 
   /**
-   * The merchant's webhook secrets as HMAC keys (two during a roll's overlap), cached briefly (decrypting on every delivery would
-   * dominate at volume). The cache never outlives the overlap window it was read in.
+   * The merchant's webhook secrets as HMAC keys (two during a roll's overlap), cached briefly (decrypting on every
+   * delivery would dominate at volume). The cache never outlives the overlap window it was read in.
    */
   private secret(merchantId: string): Promise<KeyObject[]> {
     const now = Date.now();
