@@ -196,7 +196,8 @@ export async function run(): Promise<object> {
         '(payments answered by both API processes, webhooks delivered by the worker process, one queue shared through PostgreSQL) ' +
         'and what it costs. POST /payments commits wait on the WAL flush (fsync) of a disk shared with other work on the machine, ' +
         'and the worker process commits delivery results on the same server, so payments per second follow the disk more than CPU. ' +
-        'The gain from the split comes from putting the processes on separate machines, with PostgreSQL on its own.',
+        'The gain from the split comes from putting the processes on separate machines, with PostgreSQL on its own. ' +
+        'When the load average is far above the two cores (see uptime), other work decides the figures: read them as a demonstration, not as a ratio.',
     };
   } finally {
     await kasse.close();
