@@ -273,6 +273,66 @@ describe('delivery', () => {
   });
 });
 
+describe('batches', () => {
+  test('in one pass, endpoints that fail do not hold back deliveries to the others', async () => {
+    const ok = await merchantWithReceiver();
+    const failing = await merchantWithReceiver();
+    const refusing = await merchantWithReceiver();
+    failing.r.failNext(1, 500);
+    refusing.r.failNext(1, 404);
+    const okIds: string[] = [];
+    for (let i = 0; i < 5; i++) okIds.push(await publish(t.kasse, { merchantId: ok.m.id }));
+    const failed = await publish(t.kasse, { merchantId: failing.m.id });
+    const refused = await publish(t.kasse, { merchantId: refusing.m.id });
+    assert.equal(await t.kasse.webhooks.runOnce(), 7, 'one claim holds all seven');
+    assert.deepEqual(ok.r.events.map((e) => e.id).sort(), [...okIds].sort());
+    for (const id of okIds) {
+      const d = (await eventDetail(t.kasse, ok.m.id, id)).deliveries[0]!;
+      assert.equal(d.status, 'delivered');
+      assert.deepEqual(d.attempts.map((a) => a.outcome), ['delivered']);
+    }
+    for (const [m, id, status] of [[failing.m, failed, 500], [refusing.m, refused, 404]] as const) {
+      const d = (await eventDetail(t.kasse, m.id, id)).deliveries[0]!;
+      assert.equal(d.status, 'pending');
+      assert.deepEqual(d.attempts.map((a) => [a.outcome, a.http_status]), [['http_error', status]]);
+    }
+    // Both are retried on schedule and then arrive.
+    t.clock.advance(MINUTE);
+    await t.kasse.webhooks.drain();
+    assert.deepEqual(failing.r.events.map((e) => e.id), [failed]);
+    assert.deepEqual(refusing.r.events.map((e) => e.id), [refused]);
+  });
+
+  test('a worker that crashed right after claiming sends nothing; the deliveries go once the lease runs out', async () => {
+    const { m, r } = await merchantWithReceiver();
+    const ids = [await publish(t.kasse, { merchantId: m.id }), await publish(t.kasse, { merchantId: m.id })];
+    const claimed = await t.kasse.webhooks.delivery.claim(100);
+    assert.deepEqual(claimed.map((c) => c.eventId).sort(), [...ids].sort());
+    assert.equal(await t.kasse.webhooks.drain(), 0, 'claimed rows are not claimed again while the lease holds');
+    t.clock.advance(LEASE_MS);
+    assert.equal(await t.kasse.webhooks.drain(), 2);
+    assert.deepEqual(r.events.map((e) => e.id).sort(), [...ids].sort());
+    for (const id of ids) {
+      const d = (await eventDetail(t.kasse, m.id, id)).deliveries[0]!;
+      assert.equal(d.status, 'delivered');
+      assert.equal(d.attempt_count, 1);
+    }
+  });
+
+  test('a receiver that closed its keep-alive connections still gets the next event on the first attempt', async () => {
+    const { m, r } = await merchantWithReceiver();
+    const first = await publish(t.kasse, { merchantId: m.id });
+    await t.kasse.webhooks.drain();
+    r.dropConnections();
+    const second = await publish(t.kasse, { merchantId: m.id });
+    await t.kasse.webhooks.drain();
+    assert.deepEqual(r.events.map((e) => e.id), [first, second]);
+    const d = (await eventDetail(t.kasse, m.id, second)).deliveries[0]!;
+    assert.equal(d.status, 'delivered');
+    assert.deepEqual(d.attempts.map((a) => a.outcome), ['delivered']);
+  });
+});
+
 describe('restart', () => {
   test('a restart in the middle of the retry schedule loses nothing and keeps the order', async () => {
     const db = await createTestDatabase();

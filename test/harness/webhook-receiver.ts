@@ -60,6 +60,8 @@ export interface WebhookReceiver {
    * Rejects after `timeoutMs` (real time) with what did arrive, so a missing webhook fails the test clearly.
    */
   next(n?: number, timeoutMs?: number): Promise<ReceivedEvent[]>;
+  /** Closes every open connection (idle keep-alive ones included) and keeps listening. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -186,6 +188,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
         wake();
       });
     },
+    dropConnections: () => server.closeAllConnections(),
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();

@@ -18,7 +18,7 @@
  *   requests finish) and overlap with sending; results are group-committed — whatever finished while the previous
  *   write ran is written in the next one.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
@@ -87,11 +87,17 @@ export function eventBody(e: { eventId: string; type: string; createdAt: Date; d
  * `Service-Signature` value: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. The key is the whole
  * webhook secret string, `whsec_` prefix included, as UTF-8 bytes. While a rolled secret's overlap lasts there are
  * two secrets and two `v1` entries (current first); a receiver accepts the delivery when any of them matches.
+ * The worker passes the secrets as prepared keys (`hmacKey`), so the key is not rebuilt for every delivery.
  */
-export function signatureHeader(secret: string | string[], t: number, body: string): string {
+export function signatureHeader(secret: string | KeyObject | Array<string | KeyObject>, t: number, body: string): string {
   let out = `t=${t}`;
-  for (const s of [secret].flat()) out += `,v1=${createHmac('sha256', s).update(`${t}.${body}`).digest('hex')}`;
+  for (const s of [secret].flat()) out += `,v1=${createHmac('sha256', s).update(`${t}.`).update(body).digest('hex')}`;
   return out;
+}
+
+/** A webhook secret as an HMAC key object (the UTF-8 bytes of the whole string). */
+export function hmacKey(secret: string): KeyObject {
+  return createSecretKey(Buffer.from(secret, 'utf8'));
 }
 
 export class WebhookDelivery {
@@ -109,7 +115,7 @@ export class WebhookDelivery {
   private writing: Promise<void> | null = null;
   private idleWaiters: Array<() => void> = [];
   private closed = false;
-  private secrets = new Map<string, { value: Promise<string[]>; until: number }>();
+  private secrets = new Map<string, { value: Promise<KeyObject[]>; until: number }>();
 
   constructor(private readonly o: DeliveryOptions) {}
 
@@ -364,15 +370,15 @@ export class WebhookDelivery {
   }
 
   /**
-   * The merchant's webhook secrets (two during a roll's overlap), cached briefly (decrypting on every delivery would
-   * dominate at volume). The cache never outlives the overlap window it was read in.
+   * The merchant's webhook secrets as HMAC keys (two during a roll's overlap), cached briefly (decrypting on every
+   * delivery would dominate at volume). The cache never outlives the overlap window it was read in.
    */
-  private secret(merchantId: string): Promise<string[]> {
+  private secret(merchantId: string): Promise<KeyObject[]> {
     const now = Date.now();
     const hit = this.secrets.get(merchantId);
     if (hit && hit.until > now) return hit.value;
     const read = this.o.merchants.webhookSecrets(merchantId, this.o.clock.now());
-    const value = read.then((r) => r.secrets);
+    const value = read.then((r) => r.secrets.map(hmacKey));
     value.catch(() => this.secrets.delete(merchantId));
     if (this.secrets.size > 10_000) this.secrets.clear();
     const entry = { value, until: now + SECRET_CACHE_MS };

@@ -1,7 +1,7 @@
 /**
  * The one HTTP client for merchant-controlled URLs (webhook deliveries; later anything else Kasse sends to a
- * merchant's server). Keep-alive connection pools per mode and scheme, a hard deadline per request, redirects not
- * followed (a 3xx is a failure like any other non-2xx).
+ * merchant's server). undici keep-alive connection pools, one per mode and destination origin with a bounded number
+ * of connections, a hard deadline per request, redirects not followed (a 3xx is a failure like any other non-2xx).
  *
  * Live mode refuses private networks (SSRF): the host is resolved with `dns.lookup` (every address), and if any
  * address lies in a refused range (`blockedRange` in core/addresses.ts: unspecified, loopback, private, CGNAT,
@@ -11,10 +11,9 @@
  * Literal IP hosts are checked directly. Test mode applies no address rule, so a developer's localhost works.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { Agent } from 'undici';
 import { blockedRange } from '../../core/addresses.ts';
 import type { Mode } from '../../core/mode.ts';
 
@@ -70,10 +69,13 @@ function checkedLookup(
 
 interface Target {
   protocol: 'http:' | 'https:';
+  /** `scheme://host:port`, the key of the connection pool. */
+  origin: string;
   /** Without the brackets of an IPv6 literal. */
   hostname: string;
   port: string;
   path: string;
+  /** `Authorization` header value for credentials in the URL. */
   auth?: string;
 }
 
@@ -85,8 +87,8 @@ function parseTarget(url: string): Target | string {
     return 'invalid URL';
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `unsupported scheme ${u.protocol}`;
-  const target: Target = { protocol: u.protocol, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: `${u.pathname}${u.search}` };
-  if (u.username || u.password) target.auth = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+  const target: Target = { protocol: u.protocol, origin: u.origin, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: `${u.pathname}${u.search}` };
+  if (u.username || u.password) target.auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
   return target;
 }
 
@@ -94,24 +96,36 @@ export interface MerchantHttpOptions {
   /** Deadline for the whole exchange: connect, send, response headers and body. */
   timeoutMs: number;
   userAgent: string;
+  /** Keep-alive connections held per destination origin at most (requests beyond wait for one). Default 64. */
+  connectionsPerOrigin?: number;
 }
 
+type Attempt = Omit<PostResult, 'durationMs'>;
+
+/** Socket errors that mean a pooled keep-alive connection was closed under the request, before any answer. */
+const STALE_SOCKET = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
 export class MerchantHttpClient {
-  private readonly agents: Record<Mode, { http: http.Agent; https: https.Agent }>;
+  /** One undici Agent per mode: a keep-alive Pool per destination origin inside it. */
+  private readonly agents: Record<Mode, Agent>;
   private readonly targets = new Map<string, Target | string>();
 
   constructor(private readonly opts: MerchantHttpOptions) {
-    const make = (mode: Mode) => {
-      const base = { keepAlive: true, timeout: 30_000, ...(mode === 'live' ? { lookup: checkedLookup } : {}) };
-      return { http: new http.Agent(base), https: new https.Agent(base) };
-    };
+    const make = (mode: Mode) =>
+      new Agent({
+        connections: opts.connectionsPerOrigin ?? 64,
+        pipelining: 1,
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+        connect: { timeout: opts.timeoutMs, ...(mode === 'live' ? { lookup: checkedLookup } : {}) },
+      });
     this.agents = { test: make('test'), live: make('live') };
   }
 
   /** POSTs `body` to `url`; never throws, every failure is a result. */
   async post(mode: Mode, url: string, body: string, headers: Record<string, string>): Promise<PostResult> {
     const started = performance.now();
-    const done = (r: Omit<PostResult, 'durationMs'>): PostResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
+    const done = (r: Attempt): PostResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
     const target = this.target(url);
     if (typeof target === 'string') return done({ outcome: 'network_error', status: null, error: target, body: null });
     if (mode === 'live' && isIP(target.hostname)) {
@@ -119,62 +133,34 @@ export class MerchantHttpClient {
       if (range) return done({ outcome: 'refused', status: null, error: refusal(target.hostname, target.hostname, range).message, body: null });
     }
     const deadline = started + this.opts.timeoutMs;
-    let result = await this.once(mode, target, body, headers, deadline);
-    if (result.retryOnFreshSocket) result = await this.once(mode, target, body, headers, deadline);
-    return done(result);
+    const request = { ...headers, 'user-agent': this.opts.userAgent, ...(target.auth ? { authorization: target.auth } : {}) };
+    let result = await this.once(mode, target, body, request, deadline);
+    // A keep-alive connection the server closed while idle fails at once, before any answer: worth one immediate
+    // retry on a new connection (at worst the receiver sees the event twice, which at-least-once allows).
+    if (result.stale && performance.now() < deadline) result = await this.once(mode, target, body, request, deadline);
+    return done(result.attempt);
   }
 
-  /**
-   * One request. A keep-alive socket the server closed while idle fails at once with ECONNRESET or EPIPE; that
-   * (and only that) is worth one immediate retry on a new connection.
-   */
-  private once(
-    mode: Mode,
-    target: Target,
-    body: string,
-    headers: Record<string, string>,
-    deadline: number,
-  ): Promise<Omit<PostResult, 'durationMs'> & { retryOnFreshSocket?: boolean }> {
-    const secure = target.protocol === 'https:';
-    const agent = secure ? this.agents[mode].https : this.agents[mode].http;
-    const headerLines = { ...headers, 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': this.opts.userAgent };
-    return new Promise((resolve) => {
-      let settled = false;
-      let gotResponse = false;
-      const settle = (r: Omit<PostResult, 'durationMs'> & { retryOnFreshSocket?: boolean }) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      const req = (secure ? https : http).request({ ...target, method: 'POST', agent, headers: headerLines });
-      // Past the deadline with a status in hand, the status counts (the merchant answered); otherwise a timeout.
-      let finishResponse: (() => void) | null = null;
-      const timer = setTimeout(() => {
-        finishResponse?.();
-        req.destroy(new Timeout());
-      }, Math.max(0, deadline - performance.now()));
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (err instanceof Timeout) {
-          return settle({ outcome: 'timeout', status: null, error: `no answer within ${this.opts.timeoutMs} ms`, body: null });
-        }
-        if (err instanceof RefusedDestination) return settle({ outcome: 'refused', status: null, error: err.message, body: null });
-        const stale = req.reusedSocket && !gotResponse && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
-        settle({ outcome: 'network_error', status: null, error: err.code ? `${err.code}: ${err.message}` : err.message, body: null, retryOnFreshSocket: stale });
-      });
-      req.on('response', (res) => {
-        gotResponse = true;
-        const status = res.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let kept = 0;
+  /** One request; the deadline covers waiting for a connection, connecting, sending, the answer and its body. */
+  private async once(mode: Mode, target: Target, body: string, headers: Record<string, string>, deadline: number): Promise<{ attempt: Attempt; stale?: boolean }> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Timeout()), Math.max(0, deadline - performance.now()));
+    let status: number | null = null;
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    const answered = (): Attempt => {
+      const ok = status! >= 200 && status! < 300;
+      const snippet = kept > 0 ? Buffer.concat(chunks).toString('utf8') : null;
+      return { outcome: ok ? 'delivered' : 'http_error', status, error: ok ? null : `HTTP ${status}`, body: snippet };
+    };
+    try {
+      const res = await this.agents[mode].request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal: abort.signal });
+      status = res.statusCode;
+      // Read the answer to keep the connection reusable; a longer one than DRAIN_BYTES closes it instead. Past the
+      // deadline the body errors (aborted) and what arrived counts.
+      await new Promise<void>((resolve) => {
         let read = 0;
-        const finish = () => {
-          const snippet = kept > 0 ? Buffer.concat(chunks).toString('utf8') : null;
-          const ok = status >= 200 && status < 300;
-          settle({ outcome: ok ? 'delivered' : 'http_error', status, error: ok ? null : `HTTP ${status}`, body: snippet });
-        };
-        finishResponse = finish;
-        res.on('data', (chunk: Buffer) => {
+        res.body.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (kept < SNIPPET_BYTES) {
             const part = chunk.subarray(0, SNIPPET_BYTES - kept);
@@ -182,19 +168,33 @@ export class MerchantHttpClient {
             kept += part.length;
           }
           if (read > DRAIN_BYTES) {
-            finish();
-            res.destroy();
+            res.body.destroy();
+            resolve();
           }
         });
-        res.on('end', finish);
-        res.on('close', finish);
-        res.on('error', () => finish());
+        res.body.on('end', resolve);
+        res.body.on('close', resolve);
+        res.body.on('error', () => resolve());
       });
-      req.end(body);
-    });
+      return { attempt: answered() };
+    } catch (caught) {
+      // Past the deadline with a status in hand, the status counts (the merchant answered); otherwise a timeout.
+      if (status !== null) return { attempt: answered() };
+      const err = (abort.signal.aborted ? abort.signal.reason : caught) as NodeJS.ErrnoException;
+      if (err instanceof Timeout || err?.code === 'UND_ERR_HEADERS_TIMEOUT' || err?.code === 'UND_ERR_CONNECT_TIMEOUT') {
+        return { attempt: { outcome: 'timeout', status: null, error: `no answer within ${this.opts.timeoutMs} ms`, body: null } };
+      }
+      const refused = err instanceof RefusedDestination ? err : err?.cause instanceof RefusedDestination ? err.cause : null;
+      if (refused) return { attempt: { outcome: 'refused', status: null, error: refused.message, body: null } };
+      const code = err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code;
+      const message = err instanceof Error ? err.message : String(err);
+      return { attempt: { outcome: 'network_error', status: null, error: code ? `${code}: ${message}` : message, body: null }, stale: code !== undefined && STALE_SOCKET.has(code) };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** Request options for a URL, parsed once per URL (a few merchants' URLs carry most traffic); or why not. */
+  /** Request target for a URL, parsed once per URL (a few merchants' URLs carry most traffic); or why not. */
   private target(url: string): Target | string {
     let t = this.targets.get(url);
     if (t === undefined) {
@@ -207,9 +207,6 @@ export class MerchantHttpClient {
 
   /** Closes pooled connections. */
   close(): void {
-    for (const pair of Object.values(this.agents)) {
-      pair.http.destroy();
-      pair.https.destroy();
-    }
+    for (const agent of Object.values(this.agents)) void agent.destroy().catch(() => {});
   }
 }

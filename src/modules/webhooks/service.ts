@@ -94,7 +94,7 @@ export class WebhookService implements EventPublisher {
     this.db = deps.db;
     this.clock = deps.clock;
     const { timeoutMs, concurrency } = deps.config.webhooks;
-    this.client = new MerchantHttpClient({ timeoutMs, userAgent: USER_AGENT });
+    this.client = new MerchantHttpClient({ timeoutMs, userAgent: USER_AGENT, connectionsPerOrigin: concurrency });
     this.delivery = new WebhookDelivery({
       db: deps.db,
       clock: deps.clock,
