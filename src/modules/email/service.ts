@@ -31,7 +31,10 @@ export const EMAIL_MAX_ATTEMPTS = EMAIL_RETRY_DELAYS_MS.length + 1;
 /** How long a worker's claim on a batch holds; a message is only offered with at least `SEND_MARGIN_MS` of it left. */
 const CLAIM_LEASE_MS = 10 * MINUTE;
 const SEND_MARGIN_MS = 3 * MINUTE;
-const BATCH = 10;
+/** Mails claimed per round (a worker that dies while offering them leaves at most this many `uncertain`). */
+const BATCH = 50;
+/** SMTP connections a worker sends a batch over at once. */
+export const SMTP_CONNECTIONS = 4;
 
 /** A mail to send. Every string is plain text; `html` is markup the caller built with escaping (see renderEmail). */
 export interface MailMessage {
@@ -138,14 +141,30 @@ export class EmailService {
     const ids = messages.map(() => newId('eml'));
     const host = this.deps.messageIdHost();
     const messageIds = ids.map((id) => `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${host}>`);
-    const col = <K extends keyof MailMessage>(k: K) => messages.map((m) => m[k] ?? null);
+    // The batch travels as one JSON parameter (serialised natively; large bodies need no array escaping).
+    const input = JSON.stringify(
+      messages.map((m, i) => ({
+        id: ids[i],
+        merchant_id: m.merchantId,
+        mode: m.mode,
+        kind: m.kind,
+        to_address: m.to,
+        to_name: m.toName ?? null,
+        subject: m.subject,
+        text_body: m.text,
+        html_body: m.html ?? null,
+        message_id: messageIds[i],
+        dedupe_key: m.dedupeKey ?? null,
+        sensitive: m.sensitive ?? false,
+        attachments: storedAttachments(m.attachments),
+      })),
+    );
     const { rows } = await sql<{ n: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at)
-        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, ${now}, ${now}
-        FROM unnest(${ids}::text[], ${col('merchantId')}::text[], ${col('mode')}::text[], ${col('kind')}::text[], ${col('to')}::text[], ${col('toName')}::text[],
-          ${col('subject')}::text[], ${col('text')}::text[], ${col('html')}::text[], ${messageIds}::text[], ${col('dedupeKey')}::text[], ${messages.map((m) => m.sensitive ?? false)}::boolean[])
-          AS u(id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive)
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
+        FROM json_to_recordset(${input}::json) AS u(id text, merchant_id text, mode text, kind text, to_address text, to_name text, subject text,
+          text_body text, html_body text, message_id text, dedupe_key text, sensitive boolean, attachments text)
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -270,65 +289,89 @@ export class EmailService {
     }
   }
 
+  /**
+   * Sends a claimed batch over up to `SMTP_CONNECTIONS` connections at once. The batch is marked `handed` in one
+   * statement before any of it is offered (a worker that dies from then on leaves the batch `uncertain`, never sent
+   * twice), each connection takes the next message as it is free, and the outcomes are written in one statement.
+   */
   private async sendBatch(transport: SmtpTransport, batch: RowOf[]): Promise<void> {
-    let session: SmtpSession | null = null;
-    try {
-      for (const row of batch) {
-        if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) {
-          await this.release(row, 'no', false, 'claim ran out before the message could be offered');
-          continue;
-        }
-        if (!session || !session.usable) {
-          session?.close();
-          session = null;
-          try {
-            session = await transport.open();
-          } catch (err) {
-            // Nothing was offered: every mail still in the batch is retried later.
-            const message = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
-            this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
-            for (const r of batch.slice(batch.indexOf(row))) await this.release(r, 'no', false, message);
-            return;
+    const ready: RowOf[] = [];
+    const outcomes: Outcome[] = [];
+    for (const row of batch) {
+      if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
+      else ready.push(row);
+    }
+    const handed = await this.markHanded(ready);
+    const queue = ready.filter((r) => handed.has(r.id));
+    let connectError: string | null = null;
+    const connection = async (): Promise<void> => {
+      let session: SmtpSession | null = null;
+      try {
+        for (let row = queue.shift(); row; row = queue.shift()) {
+          if (connectError !== null) {
+            outcomes.push(this.failure(row, 'no', false, connectError));
+            continue;
           }
+          if (!session || !session.usable) {
+            session?.close();
+            session = null;
+            try {
+              session = await transport.open();
+            } catch (err) {
+              // Nothing was offered on it: this mail, and every one not yet offered, is retried later.
+              connectError = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
+              this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
+              outcomes.push(this.failure(row, 'no', false, connectError));
+              continue;
+            }
+          }
+          const outcome = await session.send(this.outgoing(row));
+          outcomes.push(outcome.ok ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null } : this.failure(row, outcome.delivered, outcome.permanent, outcome.error));
         }
-        const handed = await this.deps.db
-          .updateTable('email_outbox')
-          .set({ status: 'handed' })
-          .where('id', '=', row.id)
-          .where('lease_token', '=', row.lease_token)
-          .where('status', '=', 'claimed')
-          .executeTakeFirst();
-        if (handed.numUpdatedRows === 0n) continue;
-        const outcome = await session.send(this.outgoing(row));
-        if (outcome.ok) {
-          await this.deps.db
-            .updateTable('email_outbox')
-            .set({ status: 'sent', sent_at: this.deps.clock.now(), smtp_response: outcome.response.slice(0, 500), locked_until: null, lease_token: null, last_error: null })
-            .where('id', '=', row.id)
-            .where('lease_token', '=', row.lease_token)
-            .execute();
-        } else {
-          await this.release(row, outcome.delivered, outcome.permanent, outcome.error);
-        }
+      } finally {
+        session?.close();
       }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(SMTP_CONNECTIONS, queue.length) }, connection));
     } finally {
-      session?.close();
+      await this.record(outcomes);
     }
   }
 
-  /** Records a failed try: uncertain, failed for good, or pending again after its backoff. */
-  private async release(row: RowOf, delivered: 'no' | 'unknown', permanent: boolean, error: string): Promise<void> {
-    const now = this.deps.clock.now();
+  /** Marks the claimed rows `handed` (about to be offered), one statement; returns those still held by this claim. */
+  private async markHanded(rows: readonly RowOf[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const { rows: done } = await sql<{ id: string }>`
+      UPDATE email_outbox AS o SET status = 'handed'
+      FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.lease_token)}::text[]) AS v(id, lease_token)
+      WHERE o.id = v.id AND o.lease_token = v.lease_token AND o.status = 'claimed'
+      RETURNING o.id`.execute(this.deps.db);
+    return new Set(done.map((r) => r.id));
+  }
+
+  /** What a failed try makes of a mail: uncertain, failed for good, or pending again after its backoff (logged). */
+  private failure(row: RowOf, delivered: 'no' | 'unknown', permanent: boolean, error: string): Outcome {
     const status = delivered === 'unknown' ? 'uncertain' : permanent || row.attempts >= EMAIL_MAX_ATTEMPTS ? 'failed' : 'pending';
-    const next = status === 'pending' ? new Date(now.getTime() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
-    await this.deps.db
-      .updateTable('email_outbox')
-      .set({ status, next_attempt_at: next, last_error: error, locked_until: null, lease_token: null })
-      .where('id', '=', row.id)
-      .where('lease_token', '=', row.lease_token)
-      .execute();
+    const next = status === 'pending' ? new Date(this.deps.clock.millis() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
     const level = status === 'pending' ? 'info' : 'warn';
     this.deps.log[level]({ mail: row.id, kind: row.kind, status, attempts: row.attempts, error }, status === 'uncertain' ? 'mail may or may not have been delivered; not resending it on its own' : status === 'failed' ? 'mail failed' : 'mail will be retried');
+    return { row, status, response: null, next, error };
+  }
+
+  /** The outcomes of a batch, one statement (only rows this claim still holds). */
+  private async record(outcomes: readonly Outcome[]): Promise<void> {
+    if (outcomes.length === 0) return;
+    const now = this.deps.clock.now();
+    const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+    await sql`
+      UPDATE email_outbox AS o SET status = v.status, next_attempt_at = v.next_attempt_at, last_error = v.last_error,
+        smtp_response = COALESCE(v.smtp_response, o.smtp_response), sent_at = CASE WHEN v.status = 'sent' THEN ${now}::timestamptz ELSE o.sent_at END,
+        locked_until = NULL, lease_token = NULL
+      FROM unnest(${col((o) => o.row.id)}::text[], ${col((o) => o.row.lease_token)}::text[], ${col((o) => o.status)}::text[],
+        ${col((o) => (o.next ? o.next.toISOString() : null))}::timestamptz[], ${col((o) => o.error)}::text[], ${col((o) => o.response)}::text[])
+        AS v(id, lease_token, status, next_attempt_at, last_error, smtp_response)
+      WHERE o.id = v.id AND o.lease_token = v.lease_token`.execute(this.deps.db);
   }
 
   private outgoing(row: RowOf): OutgoingMail {
@@ -346,6 +389,15 @@ export class EmailService {
 }
 
 type RowOf = Selectable<EmailOutboxTable>;
+
+/** What became of one mail of a batch, as written back to its row. */
+interface Outcome {
+  row: RowOf;
+  status: 'sent' | 'pending' | 'failed' | 'uncertain';
+  response: string | null;
+  next: Date | null;
+  error: string | null;
+}
 
 interface StoredAttachment {
   filename: string;
