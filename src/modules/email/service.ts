@@ -21,6 +21,7 @@ import type { Logger } from '../../core/log.ts';
 import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { EmailOutboxTable } from '../../db/schema.ts';
 import { SmtpTransport, type OutgoingMail, type SmtpSession } from './smtp.ts';
+import { renderEmail, type EmailContent } from './template.ts';
 
 /** NOTIFY channel: mail is due. */
 export const EMAIL_CHANNEL = 'kasse_email';
@@ -35,6 +36,8 @@ const SEND_MARGIN_MS = 3 * MINUTE;
 const BATCH = 50;
 /** SMTP connections a worker sends a batch over at once. */
 export const SMTP_CONNECTIONS = 4;
+/** …one more connection for every this many mails of the batch. */
+const MAILS_PER_CONNECTION = 10;
 
 /** A mail to send. Every string is plain text; `html` is markup the caller built with escaping (see renderEmail). */
 export interface MailMessage {
@@ -47,8 +50,14 @@ export interface MailMessage {
   to: string;
   toName?: string | null;
   subject: string;
-  text: string;
+  /** The plain-text part (or give `content`). */
+  text?: string;
   html?: string | null;
+  /**
+   * The mail as the shared layout's blocks instead of `text`/`html`: stored as they are (a few hundred bytes) and
+   * rendered with renderEmail when the mail is sent or shown — the same parts every time.
+   */
+  content?: EmailContent;
   /** At most one mail per key (e.g. `subscription:<id>:invoice:<period>`); a repeat enqueue is ignored. */
   dedupeKey?: string | null;
   /** The mail carries a credential (a sign-in link): the dashboard never shows its body. */
@@ -122,8 +131,8 @@ export class EmailService {
     const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
     const { rows } = await sql<{ id: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
-        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${m.text}, ${m.html ?? null}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${bodyOf(m)}, ${m.html ?? null}, ${contentOf(m)}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -151,8 +160,9 @@ export class EmailService {
         to_address: m.to,
         to_name: m.toName ?? null,
         subject: m.subject,
-        text_body: m.text,
+        text_body: bodyOf(m),
         html_body: m.html ?? null,
+        content: m.content ?? null,
         message_id: messageIds[i],
         dedupe_key: m.dedupeKey ?? null,
         sensitive: m.sensitive ?? false,
@@ -161,10 +171,10 @@ export class EmailService {
     );
     const { rows } = await sql<{ n: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
-        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
         FROM json_to_recordset(${input}::json) AS u(id text, merchant_id text, mode text, kind text, to_address text, to_name text, subject text,
-          text_body text, html_body text, message_id text, dedupe_key text, sensitive boolean, attachments text)
+          text_body text, html_body text, content json, message_id text, dedupe_key text, sensitive boolean, attachments text)
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -234,12 +244,18 @@ export class EmailService {
   async runOnce(): Promise<number> {
     await this.recover();
     let total = 0;
-    for (;;) {
-      const batch = await this.claim();
-      if (batch.length === 0) return total;
-      total += batch.length;
-      if (!this.transport) await this.keep(batch);
-      else await this.sendBatch(this.transport, batch);
+    // The pass's SMTP connections, kept from batch to batch and closed when nothing more is due.
+    const sessions: Array<SmtpSession | null> = [];
+    try {
+      for (;;) {
+        const batch = await this.claim();
+        if (batch.length === 0) return total;
+        total += batch.length;
+        if (!this.transport) await this.keep(batch);
+        else await this.sendBatch(this.transport, sessions, batch);
+      }
+    } finally {
+      for (const s of sessions) s?.close();
     }
   }
 
@@ -294,7 +310,7 @@ export class EmailService {
    * statement before any of it is offered (a worker that dies from then on leaves the batch `uncertain`, never sent
    * twice), each connection takes the next message as it is free, and the outcomes are written in one statement.
    */
-  private async sendBatch(transport: SmtpTransport, batch: RowOf[]): Promise<void> {
+  private async sendBatch(transport: SmtpTransport, sessions: Array<SmtpSession | null>, batch: RowOf[]): Promise<void> {
     const ready: RowOf[] = [];
     const outcomes: Outcome[] = [];
     for (const row of batch) {
@@ -304,8 +320,8 @@ export class EmailService {
     const handed = await this.markHanded(ready);
     const queue = ready.filter((r) => handed.has(r.id));
     let connectError: string | null = null;
-    const connection = async (): Promise<void> => {
-      let session: SmtpSession | null = null;
+    const connection = async (slot: number): Promise<void> => {
+      let session = sessions[slot] ?? null;
       try {
         for (let row = queue.shift(); row; row = queue.shift()) {
           if (connectError !== null) {
@@ -329,11 +345,13 @@ export class EmailService {
           outcomes.push(outcome.ok ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null } : this.failure(row, outcome.delivered, outcome.permanent, outcome.error));
         }
       } finally {
-        session?.close();
+        sessions[slot] = session;
       }
     };
     try {
-      await Promise.all(Array.from({ length: Math.min(SMTP_CONNECTIONS, queue.length) }, connection));
+      // A connection costs several round trips before its first message: a few mails go over one.
+      const connections = Math.min(SMTP_CONNECTIONS, Math.ceil(queue.length / MAILS_PER_CONNECTION));
+      await Promise.all(Array.from({ length: connections }, (_, slot) => connection(slot)));
     } finally {
       await this.record(outcomes);
     }
@@ -375,12 +393,13 @@ export class EmailService {
   }
 
   private outgoing(row: RowOf): OutgoingMail {
+    const body = bodiesOf(row);
     return {
       from: this.deps.mail.from,
       to: { address: row.to_address, name: row.to_name },
       subject: row.subject,
-      text: row.text_body,
-      html: row.html_body,
+      text: body.text,
+      html: body.html,
       messageId: row.message_id,
       date: row.created_at,
       attachments: attachmentsOf(row).map((a) => ({ filename: a.filename, contentType: a.content_type, content: Buffer.from(a.content_base64, 'base64') })),
@@ -414,7 +433,23 @@ function attachmentsOf(r: RowOf): StoredAttachment[] {
   return Array.isArray(r.attachments) ? (r.attachments as StoredAttachment[]) : [];
 }
 
+/** The mail's `text_body` column: its text, or null when it is stored as `content`. */
+function bodyOf(m: MailMessage): string | null {
+  if (m.content) return null;
+  if (m.text === undefined) throw new Error(`mail ${m.kind} has neither text nor content`);
+  return m.text;
+}
+
+const contentOf = (m: MailMessage): string | null => (m.content ? JSON.stringify(m.content) : null);
+
+/** The text and HTML parts of a stored mail: as written, or built from its layout blocks. */
+function bodiesOf(r: RowOf): { text: string; html: string | null } {
+  if (r.text_body !== null) return { text: r.text_body, html: r.html_body };
+  return renderEmail(r.content as EmailContent);
+}
+
 function toStored(r: RowOf): StoredMail {
+  const body = bodiesOf(r);
   return {
     id: r.id,
     merchant_id: r.merchant_id,
@@ -423,8 +458,8 @@ function toStored(r: RowOf): StoredMail {
     to: r.to_address,
     to_name: r.to_name,
     subject: r.subject,
-    text: r.text_body,
-    html: r.html_body,
+    text: body.text,
+    html: body.html,
     message_id: r.message_id,
     sensitive: r.sensitive,
     status: r.status,
