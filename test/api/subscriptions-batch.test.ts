@@ -107,18 +107,20 @@ describe('email sender batches', () => {
     for (let i = 0; i < 40; i++) ids.push((await t.kasse.email.enqueue(t.kasse.db, mail(`dropped ${i}`)))!.id);
     smtp.dropNext();
     await t.kasse.email.runOnce();
+    // Mail not yet offered when the connections went is retried after its backoff; the rest is settled.
+    t.clock.advance(48 * 60 * MINUTE);
+    await t.kasse.email.runOnce();
     const statuses = new Map<string, string>();
     for (const id of ids) statuses.set(id, (await t.kasse.email.get(id)).status);
     const counts = [...statuses.values()].reduce<Record<string, number>>((a, s) => ((a[s] = (a[s] ?? 0) + 1), a), {});
     assert.ok((counts.uncertain ?? 0) >= 1, JSON.stringify(counts));
     assert.equal((counts.sent ?? 0) + (counts.uncertain ?? 0), 40, JSON.stringify(counts));
     t.clock.advance(48 * 60 * MINUTE);
-    await t.kasse.email.runOnce();
+    assert.equal(await t.kasse.email.runOnce(), 0);
     for (let i = 0; i < 40; i++) {
       const received = smtp.messages.filter((x) => x.subject === `dropped ${i}`).length;
       if (statuses.get(ids[i]!) === 'sent') assert.equal(received, 1, `dropped ${i}`);
       else assert.ok(received <= 1, `dropped ${i}`);
-      assert.equal((await t.kasse.email.get(ids[i]!)).status, statuses.get(ids[i]!));
     }
   });
 });

@@ -148,6 +148,10 @@ export class SmtpTransport {
               // The server answered with a refusal: it did not take the message.
               return resolve({ ok: false, delivered: 'no', permanent: e.responseCode >= 500, error: describe(e) });
             }
+            if (e.command === 'API' && broken) {
+              // Refused by the client because the connection had already gone: nothing was offered.
+              return resolve({ ok: false, delivered: 'no', permanent: false, error: describe(e) });
+            }
             if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') {
               return resolve({ ok: false, delivered: 'no', permanent: true, error: describe(e) });
             }
