@@ -4,11 +4,13 @@
  * role) sends what is due through SMTP, or keeps it for the dashboard's Mail page when no SMTP server is configured.
  *
  * Delivery is at most once as far as SMTP allows (states in src/db/migrations/0010_email.ts): before a message is
- * offered to the server its row is marked `handed`; a refusal the server answered, or a failure before the offer,
+ * offered to the server its row is marked `handed` (a batch of them in one statement, before any of the batch is
+ * offered, so a worker that dies mid-batch leaves the batch `uncertain`, never sent twice); a refusal the server answered, or a failure before the offer,
  * puts it back to `pending` for a retry with backoff (1 min, 5 min, 15 min, 1 h, 3 h, 6 h, 12 h; then `failed`), a
  * 5xx refusal fails it at once. A connection lost while the server may have taken the message, or a worker that died
  * while it was `handed`, makes it `uncertain`: it is logged and never sent again on its own (an operator may resend
- * it with `kasse mail resend`; the copy carries the same Message-ID). Rules and the API: docs/email.md.
+ * it with `kasse mail resend`; the copy carries the same Message-ID). A mail may be stored as the layout's blocks
+ * (`content`) and rendered when sent or shown. Rules and the API: docs/email.md.
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';

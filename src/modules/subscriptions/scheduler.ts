@@ -3,7 +3,8 @@
  * after moving the fake clock) selects subscriptions whose `run_at` has come with `FOR UPDATE SKIP LOCKED` — so any
  * number of worker processes share them and none takes one another holds — and, for a batch of them in one
  * transaction, runs the pure plan (policy.ts) and writes what it says: the payments (through the payments module,
- * in this transaction), the invoice rows, the subscription rows, the `subscription.*` events and the customer mail.
+ * in this transaction), the invoice rows and subscription rows (through the store, one statement each per batch), the
+ * `subscription.*` events and the customer mail (stored as layout blocks, rendered when sent).
  * A period is invoiced once because its subscription's row is locked while it is written and `(subscription,
  * period, seq)` is unique; a crash before commit leaves nothing, a crash after leaves the mail in the outbox, which
  * the email worker sends once. Nothing is held in memory between passes.
