@@ -3,7 +3,8 @@
  * payment, its invoice row, the subscription's new state, a `subscription.invoiced` event and the invoice email in
  * the outbox, in transactions of the scheduler's batch size — against a bare INSERT of the same number of payment
  * rows in batches of the same size, in the same run, rounds alternating (goal: at least 0.5 of the bare inserts'
- * throughput); (2) the email sender's messages per second to a local SMTP receiver (BENCH_MAILS).
+ * throughput); (2) the email sender's messages per second to a local SMTP receiver (BENCH_MAILS), batches over
+ * several connections.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { createLogger } from '../src/core/log.ts';
 import { withTx } from '../src/db/index.ts';
 import { Kasse } from '../src/kasse.ts';
 import { SCHEDULER_BATCH } from '../src/modules/subscriptions/scheduler.ts';
+import { insertSubscriptions } from '../src/modules/subscriptions/store.ts';
 import { startChild } from './_child.ts';
 import { benchDatabase } from './_pg.ts';
 
@@ -47,7 +49,7 @@ async function seed(kasse: Kasse, merchantId: string, n: number, at: Date): Prom
       created_at: at,
       updated_at: at,
     }));
-    for (let k = 0; k < rows.length; k += 1000) await kasse.db.insertInto('subscriptions').values(rows.slice(k, k + 1000)).execute();
+    for (let k = 0; k < rows.length; k += 1000) await insertSubscriptions(kasse.db, rows.slice(k, k + 1000));
   }
 }
 

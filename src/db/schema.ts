@@ -302,7 +302,8 @@ export interface EmailOutboxTable {
   to_address: string;
   to_name: string | null;
   subject: string;
-  text_body: string;
+  /** null when the mail is stored as `content` (migration 0025). */
+  text_body: string | null;
   html_body: string | null;
   message_id: string;
   dedupe_key: string | null;
@@ -318,6 +319,8 @@ export interface EmailOutboxTable {
   created_at: Timestamp;
   /** Files sent with the mail (migration 0013): `[{ filename, content_type, content_base64 }]`. */
   attachments: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The layout blocks the text and HTML parts are built from when sent or shown (migration 0025). */
+  content: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 /** Dashboard users (migration 0011_dashboard; src/modules/users). */

@@ -150,8 +150,8 @@ describe('POST /disbursements', () => {
     const d = await create({ title: 'Mail <me>', items: items(3) });
     const mails = await t.kasse.db.selectFrom('email_outbox').selectAll().where('kind', '=', 'disbursement.approval').where('text_body', 'like', `%${d.id}%`).orderBy('to_address').execute();
     assert.deepEqual(mails.map((x) => x.to_address), ['ana@example.com', 'bo@example.com']);
-    assert.match(mails[0]!.text_body, new RegExp(`/dashboard/test/disbursements/${d.id}`));
-    assert.match(mails[0]!.text_body, /\$3\.00/);
+    assert.match(mails[0]!.text_body!, new RegExp(`/dashboard/test/disbursements/${d.id}`));
+    assert.match(mails[0]!.text_body!, /\$3\.00/);
     assert.ok(!mails[0]!.html_body!.includes('Mail <me>'), 'the title is escaped in HTML');
   });
 });

@@ -15,6 +15,7 @@ import * as m0016 from './0016_event_stream.ts';
 import * as m0013 from './0013_statement_emails.ts';
 import * as m0018 from './0018_subscriptions.ts';
 import * as m0020 from './0020_disbursements.ts';
+import * as m0025 from './0025_email_content.ts';
 import * as m0026 from './0026_creation_without_merchant_locks.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -30,5 +31,6 @@ export const migrations: Record<string, Migration> = {
   '0013_statement_emails': m0013,
   '0018_subscriptions': m0018,
   '0020_disbursements': m0020,
+  '0025_email_content': m0025,
   '0026_creation_without_merchant_locks': m0026,
 };

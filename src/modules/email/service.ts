@@ -4,11 +4,13 @@
  * role) sends what is due through SMTP, or keeps it for the dashboard's Mail page when no SMTP server is configured.
  *
  * Delivery is at most once as far as SMTP allows (states in src/db/migrations/0010_email.ts): before a message is
- * offered to the server its row is marked `handed`; a refusal the server answered, or a failure before the offer,
+ * offered to the server its row is marked `handed` (a batch of them in one statement, before any of the batch is
+ * offered, so a worker that dies mid-batch leaves the batch `uncertain`, never sent twice); a refusal the server answered, or a failure before the offer,
  * puts it back to `pending` for a retry with backoff (1 min, 5 min, 15 min, 1 h, 3 h, 6 h, 12 h; then `failed`), a
  * 5xx refusal fails it at once. A connection lost while the server may have taken the message, or a worker that died
  * while it was `handed`, makes it `uncertain`: it is logged and never sent again on its own (an operator may resend
- * it with `kasse mail resend`; the copy carries the same Message-ID). Rules and the API: docs/email.md.
+ * it with `kasse mail resend`; the copy carries the same Message-ID). A mail may be stored as the layout's blocks
+ * (`content`) and rendered when sent or shown. Rules and the API: docs/email.md.
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
@@ -21,6 +23,7 @@ import type { Logger } from '../../core/log.ts';
 import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { EmailOutboxTable } from '../../db/schema.ts';
 import { SmtpTransport, type OutgoingMail, type SmtpSession } from './smtp.ts';
+import { renderEmail, type EmailContent } from './template.ts';
 
 /** NOTIFY channel: mail is due. */
 export const EMAIL_CHANNEL = 'kasse_email';
@@ -31,7 +34,12 @@ export const EMAIL_MAX_ATTEMPTS = EMAIL_RETRY_DELAYS_MS.length + 1;
 /** How long a worker's claim on a batch holds; a message is only offered with at least `SEND_MARGIN_MS` of it left. */
 const CLAIM_LEASE_MS = 10 * MINUTE;
 const SEND_MARGIN_MS = 3 * MINUTE;
-const BATCH = 10;
+/** Mails claimed per round (a worker that dies while offering them leaves at most this many `uncertain`). */
+const BATCH = 50;
+/** SMTP connections a worker sends a batch over at once. */
+export const SMTP_CONNECTIONS = 4;
+/** …one more connection for every this many mails of the batch. */
+const MAILS_PER_CONNECTION = 10;
 
 /** A mail to send. Every string is plain text; `html` is markup the caller built with escaping (see renderEmail). */
 export interface MailMessage {
@@ -44,8 +52,14 @@ export interface MailMessage {
   to: string;
   toName?: string | null;
   subject: string;
-  text: string;
+  /** The plain-text part (or give `content`). */
+  text?: string;
   html?: string | null;
+  /**
+   * The mail as the shared layout's blocks instead of `text`/`html`: stored as they are (a few hundred bytes) and
+   * rendered with renderEmail when the mail is sent or shown — the same parts every time.
+   */
+  content?: EmailContent;
   /** At most one mail per key (e.g. `subscription:<id>:invoice:<period>`); a repeat enqueue is ignored. */
   dedupeKey?: string | null;
   /** The mail carries a credential (a sign-in link): the dashboard never shows its body. */
@@ -119,8 +133,8 @@ export class EmailService {
     const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
     const { rows } = await sql<{ id: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
-        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${m.text}, ${m.html ?? null}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${bodyOf(m)}, ${m.html ?? null}, ${contentOf(m)}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -138,14 +152,31 @@ export class EmailService {
     const ids = messages.map(() => newId('eml'));
     const host = this.deps.messageIdHost();
     const messageIds = ids.map((id) => `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${host}>`);
-    const col = <K extends keyof MailMessage>(k: K) => messages.map((m) => m[k] ?? null);
+    // The batch travels as one JSON parameter (serialised natively; large bodies need no array escaping).
+    const input = JSON.stringify(
+      messages.map((m, i) => ({
+        id: ids[i],
+        merchant_id: m.merchantId,
+        mode: m.mode,
+        kind: m.kind,
+        to_address: m.to,
+        to_name: m.toName ?? null,
+        subject: m.subject,
+        text_body: bodyOf(m),
+        html_body: m.html ?? null,
+        content: m.content ?? null,
+        message_id: messageIds[i],
+        dedupe_key: m.dedupeKey ?? null,
+        sensitive: m.sensitive ?? false,
+        attachments: storedAttachments(m.attachments),
+      })),
+    );
     const { rows } = await sql<{ n: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, next_attempt_at, created_at)
-        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive, ${now}, ${now}
-        FROM unnest(${ids}::text[], ${col('merchantId')}::text[], ${col('mode')}::text[], ${col('kind')}::text[], ${col('to')}::text[], ${col('toName')}::text[],
-          ${col('subject')}::text[], ${col('text')}::text[], ${col('html')}::text[], ${messageIds}::text[], ${col('dedupeKey')}::text[], ${messages.map((m) => m.sensitive ?? false)}::boolean[])
-          AS u(id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, message_id, dedupe_key, sensitive)
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
+        FROM json_to_recordset(${input}::json) AS u(id text, merchant_id text, mode text, kind text, to_address text, to_name text, subject text,
+          text_body text, html_body text, content json, message_id text, dedupe_key text, sensitive boolean, attachments text)
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -215,12 +246,18 @@ export class EmailService {
   async runOnce(): Promise<number> {
     await this.recover();
     let total = 0;
-    for (;;) {
-      const batch = await this.claim();
-      if (batch.length === 0) return total;
-      total += batch.length;
-      if (!this.transport) await this.keep(batch);
-      else await this.sendBatch(this.transport, batch);
+    // The pass's SMTP connections, kept from batch to batch and closed when nothing more is due.
+    const sessions: Array<SmtpSession | null> = [];
+    try {
+      for (;;) {
+        const batch = await this.claim();
+        if (batch.length === 0) return total;
+        total += batch.length;
+        if (!this.transport) await this.keep(batch);
+        else await this.sendBatch(this.transport, sessions, batch);
+      }
+    } finally {
+      for (const s of sessions) s?.close();
     }
   }
 
@@ -270,74 +307,101 @@ export class EmailService {
     }
   }
 
-  private async sendBatch(transport: SmtpTransport, batch: RowOf[]): Promise<void> {
-    let session: SmtpSession | null = null;
-    try {
-      for (const row of batch) {
-        if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) {
-          await this.release(row, 'no', false, 'claim ran out before the message could be offered');
-          continue;
-        }
-        if (!session || !session.usable) {
-          session?.close();
-          session = null;
-          try {
-            session = await transport.open();
-          } catch (err) {
-            // Nothing was offered: every mail still in the batch is retried later.
-            const message = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
-            this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
-            for (const r of batch.slice(batch.indexOf(row))) await this.release(r, 'no', false, message);
-            return;
+  /**
+   * Sends a claimed batch over up to `SMTP_CONNECTIONS` connections at once. The batch is marked `handed` in one
+   * statement before any of it is offered (a worker that dies from then on leaves the batch `uncertain`, never sent
+   * twice), each connection takes the next message as it is free, and the outcomes are written in one statement.
+   */
+  private async sendBatch(transport: SmtpTransport, sessions: Array<SmtpSession | null>, batch: RowOf[]): Promise<void> {
+    const ready: RowOf[] = [];
+    const outcomes: Outcome[] = [];
+    for (const row of batch) {
+      if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
+      else ready.push(row);
+    }
+    const handed = await this.markHanded(ready);
+    const queue = ready.filter((r) => handed.has(r.id));
+    let connectError: string | null = null;
+    const connection = async (slot: number): Promise<void> => {
+      let session = sessions[slot] ?? null;
+      try {
+        for (let row = queue.shift(); row; row = queue.shift()) {
+          if (connectError !== null) {
+            outcomes.push(this.failure(row, 'no', false, connectError));
+            continue;
           }
+          if (!session || !session.usable) {
+            session?.close();
+            session = null;
+            try {
+              session = await transport.open();
+            } catch (err) {
+              // Nothing was offered on it: this mail, and every one not yet offered, is retried later.
+              connectError = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
+              this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
+              outcomes.push(this.failure(row, 'no', false, connectError));
+              continue;
+            }
+          }
+          const outcome = await session.send(this.outgoing(row));
+          outcomes.push(outcome.ok ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null } : this.failure(row, outcome.delivered, outcome.permanent, outcome.error));
         }
-        const handed = await this.deps.db
-          .updateTable('email_outbox')
-          .set({ status: 'handed' })
-          .where('id', '=', row.id)
-          .where('lease_token', '=', row.lease_token)
-          .where('status', '=', 'claimed')
-          .executeTakeFirst();
-        if (handed.numUpdatedRows === 0n) continue;
-        const outcome = await session.send(this.outgoing(row));
-        if (outcome.ok) {
-          await this.deps.db
-            .updateTable('email_outbox')
-            .set({ status: 'sent', sent_at: this.deps.clock.now(), smtp_response: outcome.response.slice(0, 500), locked_until: null, lease_token: null, last_error: null })
-            .where('id', '=', row.id)
-            .where('lease_token', '=', row.lease_token)
-            .execute();
-        } else {
-          await this.release(row, outcome.delivered, outcome.permanent, outcome.error);
-        }
+      } finally {
+        sessions[slot] = session;
       }
+    };
+    try {
+      // A connection costs several round trips before its first message: a few mails go over one.
+      const connections = Math.min(SMTP_CONNECTIONS, Math.ceil(queue.length / MAILS_PER_CONNECTION));
+      await Promise.all(Array.from({ length: connections }, (_, slot) => connection(slot)));
     } finally {
-      session?.close();
+      await this.record(outcomes);
     }
   }
 
-  /** Records a failed try: uncertain, failed for good, or pending again after its backoff. */
-  private async release(row: RowOf, delivered: 'no' | 'unknown', permanent: boolean, error: string): Promise<void> {
-    const now = this.deps.clock.now();
+  /** Marks the claimed rows `handed` (about to be offered), one statement; returns those still held by this claim. */
+  private async markHanded(rows: readonly RowOf[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const { rows: done } = await sql<{ id: string }>`
+      UPDATE email_outbox AS o SET status = 'handed'
+      FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.lease_token)}::text[]) AS v(id, lease_token)
+      WHERE o.id = v.id AND o.lease_token = v.lease_token AND o.status = 'claimed'
+      RETURNING o.id`.execute(this.deps.db);
+    return new Set(done.map((r) => r.id));
+  }
+
+  /** What a failed try makes of a mail: uncertain, failed for good, or pending again after its backoff (logged). */
+  private failure(row: RowOf, delivered: 'no' | 'unknown', permanent: boolean, error: string): Outcome {
     const status = delivered === 'unknown' ? 'uncertain' : permanent || row.attempts >= EMAIL_MAX_ATTEMPTS ? 'failed' : 'pending';
-    const next = status === 'pending' ? new Date(now.getTime() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
-    await this.deps.db
-      .updateTable('email_outbox')
-      .set({ status, next_attempt_at: next, last_error: error, locked_until: null, lease_token: null })
-      .where('id', '=', row.id)
-      .where('lease_token', '=', row.lease_token)
-      .execute();
+    const next = status === 'pending' ? new Date(this.deps.clock.millis() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
     const level = status === 'pending' ? 'info' : 'warn';
     this.deps.log[level]({ mail: row.id, kind: row.kind, status, attempts: row.attempts, error }, status === 'uncertain' ? 'mail may or may not have been delivered; not resending it on its own' : status === 'failed' ? 'mail failed' : 'mail will be retried');
+    return { row, status, response: null, next, error };
+  }
+
+  /** The outcomes of a batch, one statement (only rows this claim still holds). */
+  private async record(outcomes: readonly Outcome[]): Promise<void> {
+    if (outcomes.length === 0) return;
+    const now = this.deps.clock.now();
+    const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+    await sql`
+      UPDATE email_outbox AS o SET status = v.status, next_attempt_at = v.next_attempt_at, last_error = v.last_error,
+        smtp_response = COALESCE(v.smtp_response, o.smtp_response), sent_at = CASE WHEN v.status = 'sent' THEN ${now}::timestamptz ELSE o.sent_at END,
+        locked_until = NULL, lease_token = NULL
+      FROM unnest(${col((o) => o.row.id)}::text[], ${col((o) => o.row.lease_token)}::text[], ${col((o) => o.status)}::text[],
+        ${col((o) => (o.next ? o.next.toISOString() : null))}::timestamptz[], ${col((o) => o.error)}::text[], ${col((o) => o.response)}::text[])
+        AS v(id, lease_token, status, next_attempt_at, last_error, smtp_response)
+      WHERE o.id = v.id AND o.lease_token = v.lease_token`.execute(this.deps.db);
   }
 
   private outgoing(row: RowOf): OutgoingMail {
+    const body = bodiesOf(row);
     return {
       from: this.deps.mail.from,
       to: { address: row.to_address, name: row.to_name },
       subject: row.subject,
-      text: row.text_body,
-      html: row.html_body,
+      text: body.text,
+      html: body.html,
       messageId: row.message_id,
       date: row.created_at,
       attachments: attachmentsOf(row).map((a) => ({ filename: a.filename, contentType: a.content_type, content: Buffer.from(a.content_base64, 'base64') })),
@@ -346,6 +410,15 @@ export class EmailService {
 }
 
 type RowOf = Selectable<EmailOutboxTable>;
+
+/** What became of one mail of a batch, as written back to its row. */
+interface Outcome {
+  row: RowOf;
+  status: 'sent' | 'pending' | 'failed' | 'uncertain';
+  response: string | null;
+  next: Date | null;
+  error: string | null;
+}
 
 interface StoredAttachment {
   filename: string;
@@ -362,7 +435,23 @@ function attachmentsOf(r: RowOf): StoredAttachment[] {
   return Array.isArray(r.attachments) ? (r.attachments as StoredAttachment[]) : [];
 }
 
+/** The mail's `text_body` column: its text, or null when it is stored as `content`. */
+function bodyOf(m: MailMessage): string | null {
+  if (m.content) return null;
+  if (m.text === undefined) throw new Error(`mail ${m.kind} has neither text nor content`);
+  return m.text;
+}
+
+const contentOf = (m: MailMessage): string | null => (m.content ? JSON.stringify(m.content) : null);
+
+/** The text and HTML parts of a stored mail: as written, or built from its layout blocks. */
+function bodiesOf(r: RowOf): { text: string; html: string | null } {
+  if (r.text_body !== null) return { text: r.text_body, html: r.html_body };
+  return renderEmail(r.content as EmailContent);
+}
+
 function toStored(r: RowOf): StoredMail {
+  const body = bodiesOf(r);
   return {
     id: r.id,
     merchant_id: r.merchant_id,
@@ -371,8 +460,8 @@ function toStored(r: RowOf): StoredMail {
     to: r.to_address,
     to_name: r.to_name,
     subject: r.subject,
-    text: r.text_body,
-    html: r.html_body,
+    text: body.text,
+    html: body.html,
     message_id: r.message_id,
     sensitive: r.sensitive,
     status: r.status,

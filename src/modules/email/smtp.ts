@@ -84,20 +84,28 @@ export class SmtpTransport {
       logger: false,
     });
     let broken = false;
-    conn.on('error', () => {
+    /** Settles the message in flight when the connection goes away without its callback (it may have been taken). */
+    let lost: ((why: string) => void) | null = null;
+    const gone = (why: string) => {
       broken = true;
-    });
-    conn.on('end', () => {
-      broken = true;
-    });
-    await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
-    if (this.server.auth) {
-      try {
-        await new Promise<void>((resolve, reject) => conn.login({ user: this.server.auth!.user, pass: this.server.auth!.pass }, (err) => (err ? reject(err) : resolve())));
-      } catch (err) {
-        conn.close();
-        throw err;
-      }
+      lost?.(why);
+    };
+    conn.on('error', (err: Error) => gone(describe(err as SmtpError)));
+    conn.on('end', () => gone('the connection closed'));
+    // Connecting and signing in end with their callback, or with the connection going away (nothing was offered).
+    const step = (run: (done: (err?: Error | null) => void) => void) =>
+      new Promise<void>((resolve, reject) => {
+        lost = (why) => reject(new Error(why));
+        run((err) => (err ? reject(err) : resolve()));
+      }).finally(() => {
+        lost = null;
+      });
+    try {
+      await step((done) => conn.connect(done));
+      if (this.server.auth) await step((done) => conn.login({ user: this.server.auth!.user, pass: this.server.auth!.pass }, done));
+    } catch (err) {
+      conn.close();
+      throw err;
     }
     return {
       get usable() {
@@ -124,12 +132,25 @@ export class SmtpTransport {
         }
         const from = /<([^<>]+)>\s*$/.exec(mail.from)?.[1] ?? mail.from;
         return new Promise<SendOutcome>((resolve) => {
+          let settled = false;
+          const settle = (o: SendOutcome) => {
+            if (settled) return;
+            settled = true;
+            lost = null;
+            resolve(o);
+          };
+          lost = (why) => settle({ ok: false, delivered: 'unknown', permanent: false, error: why });
           conn.send({ from, to: [mail.to.address] }, raw, (err, info) => {
+            const resolve = settle;
             if (!err) return resolve({ ok: true, response: info?.response ?? '' });
             const e = err as SmtpError;
             if (typeof e.responseCode === 'number') {
               // The server answered with a refusal: it did not take the message.
               return resolve({ ok: false, delivered: 'no', permanent: e.responseCode >= 500, error: describe(e) });
+            }
+            if (e.command === 'API' && broken) {
+              // Refused by the client because the connection had already gone: nothing was offered.
+              return resolve({ ok: false, delivered: 'no', permanent: false, error: describe(e) });
             }
             if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') {
               return resolve({ ok: false, delivered: 'no', permanent: true, error: describe(e) });

@@ -147,13 +147,27 @@ export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boole
 export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;
 
 /** Many new payments in one INSERT … RETURNING (payments other modules issue in their own transaction). */
+/**
+ * Many payments in one statement: each column bound as one array and `unnest`ed (a fixed number of parameters
+ * whatever the batch size; times as ISO text, which the driver does not have to format). Answers in `values` order.
+ */
 export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]): Promise<PaymentRow[]> {
   if (values.length === 0) return [];
-  return db
-    .insertInto('payments')
-    .values(values.map((v) => ({ id: newId('pay'), ...v })))
-    .returningAll()
-    .execute();
+  const ids = values.map(() => newId('pay'));
+  const col = <K extends keyof NewPayment>(k: K) => values.map((v) => v[k] ?? null);
+  const time = (k: 'expires_at' | 'paid_at' | 'created_at' | 'updated_at') => values.map((v) => (v[k] ? new Date(v[k] as Date | string).toISOString() : null));
+  const { rows } = await sql<PaymentRow>`
+    INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, description, success_url, cancel_url,
+      webhook_url, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at)
+    SELECT * FROM unnest(${ids}::text[], ${col('merchant_id')}::text[], ${col('mode')}::text[], ${col('status')}::text[],
+      ${col('price_amount')}::int[], ${col('price_currency')}::text[], ${col('order_id')}::text[], ${col('description')}::text[],
+      ${col('success_url')}::text[], ${col('cancel_url')}::text[], ${col('webhook_url')}::text[], ${col('metadata')}::json[],
+      ${time('expires_at')}::timestamptz[], ${time('paid_at')}::timestamptz[], ${col('paid_attempt_id')}::text[],
+      ${values.map((v) => (v.paid_amount == null ? null : String(v.paid_amount)))}::numeric[], ${time('created_at')}::timestamptz[],
+      ${time('updated_at')}::timestamptz[])
+    RETURNING *`.execute(db);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)!);
 }
 
 /** Status, amount and times of the payments `ids` of `mode` (those that exist), in one query. */

@@ -5,7 +5,7 @@
  */
 import { formatCents } from '../../core/money.ts';
 import type { MailMessage } from '../email/service.ts';
-import { renderEmail } from '../email/template.ts';
+import type { EmailContent } from '../email/template.ts';
 import { dueAt, type Interval } from './calendar.ts';
 import type { CancellationReason } from './model.ts';
 import type { SubscriptionRow } from './store.ts';
@@ -53,13 +53,14 @@ const footer = (c: MailContext) => [
 ];
 const manage = (c: MailContext) => [{ label: 'See or cancel your subscription', url: c.customerUrl }];
 
-function message(c: MailContext, kind: string, subject: string, body: ReturnType<typeof renderEmail>, dedupeKey: string): MailMessage {
-  return { merchantId: c.sub.merchant_id, mode: c.sub.mode, kind, to: c.sub.customer_email, toName: c.sub.customer_name, subject, text: body.text, html: body.html, dedupeKey };
+/** The mail goes into the outbox as its layout blocks; its parts are rendered when it is sent or shown. */
+function message(c: MailContext, kind: string, subject: string, content: EmailContent, dedupeKey: string): MailMessage {
+  return { merchantId: c.sub.merchant_id, mode: c.sub.mode, kind, to: c.sub.customer_email, toName: c.sub.customer_name, subject, content, dedupeKey };
 }
 
 /** The invoice of a period: merchant, amount, period, due date and the checkout link. */
 export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): MailMessage {
-  const body = renderEmail({
+  const body: EmailContent = {
     heading: `${c.merchantName}: invoice for ${c.sub.title}`,
     paragraphs: [`${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`],
     details: [
@@ -71,13 +72,13 @@ export function invoiceMail(c: MailContext, period: number, due: Date, payment: 
     action: { label: 'Pay now', url: payment.checkout_url },
     footer: footer(c),
     links: manage(c),
-  });
+  };
   return message(c, 'subscription.invoice', `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`, body, `subscription:${c.sub.id}:period:${period}:1`);
 }
 
 /** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
 export function reminderMail(c: MailContext, period: number, seq: number, due: Date, endsAt: Date, payment: InvoicePayment): MailMessage {
-  const body = renderEmail({
+  const body: EmailContent = {
     heading: `Payment overdue: ${c.sub.title}`,
     paragraphs: [
       `Your payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title}, due on ${day(due)}, has not arrived and is overdue.`,
@@ -92,7 +93,7 @@ export function reminderMail(c: MailContext, period: number, seq: number, due: D
     action: { label: 'Pay now', url: payment.checkout_url },
     footer: footer(c),
     links: manage(c),
-  });
+  };
   return message(c, 'subscription.reminder', `Overdue: ${c.sub.title} from ${c.merchantName}, ends ${day(endsAt)} unless paid`, body, `subscription:${c.sub.id}:period:${period}:${seq}`);
 }
 
@@ -104,12 +105,12 @@ const WHY: Record<CancellationReason, (c: MailContext) => string> = {
 
 /** The subscription ended (no more invoices). */
 export function cancelledMail(c: MailContext, reason: CancellationReason): MailMessage {
-  const body = renderEmail({
+  const body: EmailContent = {
     heading: `Subscription cancelled: ${c.sub.title}`,
     paragraphs: [`Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`, WHY[reason](c)],
     details: [['Amount', `${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}`]],
     footer: [`You receive this email because ${c.merchantName} billed you for ${c.sub.title} through Kasse.`],
     links: [{ label: 'See your subscription', url: c.customerUrl }],
-  });
+  };
   return message(c, 'subscription.cancelled', `Subscription cancelled: ${c.sub.title} from ${c.merchantName}`, body, `subscription:${c.sub.id}:cancelled`);
 }

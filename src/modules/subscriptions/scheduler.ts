@@ -3,7 +3,8 @@
  * after moving the fake clock) selects subscriptions whose `run_at` has come with `FOR UPDATE SKIP LOCKED` — so any
  * number of worker processes share them and none takes one another holds — and, for a batch of them in one
  * transaction, runs the pure plan (policy.ts) and writes what it says: the payments (through the payments module,
- * in this transaction), the invoice rows, the subscription rows, the `subscription.*` events and the customer mail.
+ * in this transaction), the invoice rows and subscription rows (through the store, one statement each per batch), the
+ * `subscription.*` events and the customer mail (stored as layout blocks, rendered when sent).
  * A period is invoiced once because its subscription's row is locked while it is written and `(subscription,
  * period, seq)` is unique; a crash before commit leaves nothing, a crash after leaves the mail in the outbox, which
  * the email worker sends once. Nothing is held in memory between passes.
@@ -12,7 +13,6 @@
  * while it holds subscriptions locked the scheduler only creates payments; open payments of a cancelled subscription
  * are withdrawn (cancelled) after the cancellation committed, one transaction each.
  */
-import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
@@ -28,7 +28,15 @@ import type { Presenter, SubscriptionEvent } from './presenter.ts';
 import type { Subscription } from './schema.ts';
 import {
   claimDue,
+  clearChecks,
+  clearWithdrawal,
   clockOf,
+  insertInvoices,
+  lockDue,
+  setClockOffset,
+  setInvoiceChecks,
+  setRunAt,
+  writeStates,
   invoicesOf,
   leaseWithdrawals,
   loadSubscription,
@@ -120,18 +128,12 @@ export class SubscriptionScheduler {
   private async one(id: string, wall: Date): Promise<DueResult> {
     try {
       return await withTx(this.deps.db, async (tx) => {
-        const { rows } = await sql<SubscriptionRow>`
-          SELECT * FROM subscriptions WHERE id = ${id} AND run_at <= ${wall} AND status <> 'cancelled' FOR UPDATE SKIP LOCKED`.execute(tx);
+        const rows = await lockDue(tx, id, wall);
         return rows.length === 0 ? zero() : this.apply(tx, rows, wall);
       });
     } catch (err) {
       this.deps.log.error({ err, subscriptionId: id }, 'subscription step failed; trying again later');
-      await this.deps.db
-        .updateTable('subscriptions')
-        .set({ run_at: new Date(wall.getTime() + DEFER_MS) })
-        .where('id', '=', id)
-        .where('status', '<>', 'cancelled')
-        .execute();
+      await setRunAt(this.deps.db, id, new Date(wall.getTime() + DEFER_MS));
       return zero();
     }
   }
@@ -200,7 +202,7 @@ export class SubscriptionScheduler {
 
   /** New invoice rows, and the check times the plans moved, settled or cleared. */
   private async writeInvoices(tx: Tx, work: Work[]): Promise<void> {
-    const inserts: InvoiceRow[] = [];
+    const inserts: Array<Omit<InvoiceRow, 'paid'>> = [];
     const checks = new Map<string, Date | null>();
     const cancelled: string[] = [];
     for (const w of work) {
@@ -215,7 +217,6 @@ export class SubscriptionScheduler {
             grace_ends_at: step.graceEndsAt,
             issued_at: w.now,
             check_at: step.checkAt,
-            paid: false,
           });
           if (step.kind === 'reissue') checks.set(step.replaces, null);
         } else if (step.kind === 'recheck') checks.set(step.paymentId, step.at);
@@ -223,22 +224,15 @@ export class SubscriptionScheduler {
         else if (step.kind === 'cancel') cancelled.push(w.row.id);
       }
     }
-    if (inserts.length > 0) await tx.insertInto('subscription_invoices').values(inserts).execute();
-    if (checks.size > 0) {
-      const values = [...checks].map(([id, at]) => sql`(${id}, ${at}::timestamptz)`);
-      await sql`
-        UPDATE subscription_invoices AS i SET check_at = v.check_at
-        FROM (VALUES ${sql.join(values)}) AS v(payment_id, check_at) WHERE i.payment_id = v.payment_id`.execute(tx);
-    }
-    if (cancelled.length > 0) {
-      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', 'in', cancelled).where('check_at', 'is not', null).execute();
-    }
+    await insertInvoices(tx, inserts);
+    await setInvoiceChecks(tx, checks);
+    await clearChecks(tx, cancelled);
   }
 
   /** Every planned subscription's new state in one statement; returns the rows as they now stand, by id. */
   private async writeSubscriptions(tx: Tx, work: Work[], wall: Date): Promise<Map<string, SubscriptionRow>> {
     const out = new Map<string, SubscriptionRow>();
-    const values = work.map((w) => {
+    for (const w of work) {
       const { row, plan: p } = w;
       const cancelled = p.status === 'cancelled';
       const issued = [...w.issued.values()];
@@ -255,14 +249,8 @@ export class SubscriptionScheduler {
         updated_at: wall,
       };
       out.set(row.id, next);
-      return sql`(${row.id}, ${next.status}, ${next.next_due_at}::timestamptz, ${next.periods_invoiced}::int, ${next.last_payment_id}, ${next.cancelled_at}::timestamptz, ${next.cancellation_reason}, ${next.run_at}::timestamptz)`;
-    });
-    await sql`
-      UPDATE subscriptions AS s SET status = v.status, next_due_at = v.next_due_at, periods_invoiced = v.periods_invoiced,
-        last_payment_id = v.last_payment_id, cancelled_at = v.cancelled_at, cancellation_reason = v.cancellation_reason,
-        run_at = v.run_at, updated_at = ${wall}
-      FROM (VALUES ${sql.join(values)}) AS v(id, status, next_due_at, periods_invoiced, last_payment_id, cancelled_at, cancellation_reason, run_at)
-      WHERE s.id = v.id`.execute(tx);
+    }
+    await writeStates(tx, [...out.values()], wall);
     return out;
   }
 
@@ -334,7 +322,7 @@ export class SubscriptionScheduler {
         if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
       }
     }
-    await this.deps.db.updateTable('subscriptions').set({ run_at: null }).where('id', '=', row.id).where('status', '=', 'cancelled').execute();
+    await clearWithdrawal(this.deps.db, row.id);
     return n;
   }
 
@@ -374,7 +362,7 @@ export class SubscriptionScheduler {
         const locked = (await loadSubscription(tx, scope, id, true))!;
         const wall = this.deps.clock.now();
         const offset = BigInt(Math.max(Number(locked.clock_offset_ms), at.getTime() - wall.getTime()));
-        await tx.updateTable('subscriptions').set({ clock_offset_ms: offset }).where('id', '=', id).execute();
+        await setClockOffset(tx, id, offset);
         await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
         if (i === 0 && actor) {
           const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };

@@ -24,7 +24,25 @@ import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type 
 import { Presenter, type SubscriptionDeps } from './presenter.ts';
 import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
 import type { Subscription } from './schema.ts';
-import { clockOf, findSubscription, listSubscriptionRows, loadSubscription, reschedule, type SubscriptionRow, type SubscriptionScope } from './store.ts';
+import {
+  clearPeriodChecks,
+  clockOf,
+  countPaid,
+  findSubscription,
+  hasOverdue,
+  insertSubscription,
+  invoiceOfPayment,
+  listSubscriptionRows,
+  loadSubscription,
+  markCancelled,
+  periodPaidBy,
+  reschedule,
+  setInvoiceCheck,
+  setInvoicePaid,
+  setRunAt,
+  type SubscriptionRow,
+  type SubscriptionScope,
+} from './store.ts';
 
 /** NOTE: metadata up to 4 kB as on payments (UTF-8 bytes of its JSON text). */
 export const METADATA_MAX_BYTES = 4096;
@@ -98,9 +116,7 @@ export class SubscriptionService {
     }
     const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/subscriptions', input) };
     const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
-      const row = await tx
-        .insertInto('subscriptions')
-        .values({
+      const row = await insertSubscription(tx, {
           id: newId('sub'),
           merchant_id: merchantId,
           mode,
@@ -119,9 +135,7 @@ export class SubscriptionService {
           run_at: start,
           created_at: now,
           updated_at: now,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+        });
       if (actor) {
         await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'subscription.create', target: { type: 'subscription', id: row.id }, details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval } });
       }
@@ -157,13 +171,7 @@ export class SubscriptionService {
       if (!locked) throw notFound('subscription');
       if (locked.status === 'cancelled') throw invalidState('This subscription is already cancelled.');
       const wall = this.deps.clock.now();
-      const cancelled = await tx
-        .updateTable('subscriptions')
-        .set({ status: 'cancelled', cancelled_at: clockOf(locked, wall), cancellation_reason: reason, run_at: wall, updated_at: wall })
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', id).where('check_at', 'is not', null).execute();
+      const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
       if (actor) await this.deps.audit.record(tx, { merchantId: scope.merchantId, mode: scope.mode, actor, action: 'subscription.cancel', target: { type: 'subscription', id }, details: { reason } });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
@@ -212,64 +220,39 @@ export class SubscriptionService {
   private async onPaymentChange(tx: Tx, change: PaymentChange): Promise<void> {
     if (typeof change.payment.metadata?.subscription_id !== 'string') return;
     // The invoice row, not the metadata (a merchant can write any metadata on its own payments), names the subscription.
-    const invoice = await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', change.payment.id).executeTakeFirst();
+    const invoice = await invoiceOfPayment(tx, change.payment.id);
     if (!invoice) return;
     const row = (await loadSubscription(tx, { mode: change.mode, merchantId: change.merchantId }, invoice.subscription_id, true))!;
     const wall = this.deps.clock.now();
     const paid = change.payment.status === 'paid';
     if (change.events.includes('payment.paid') && paid && !invoice.paid) {
-      await tx.updateTable('subscription_invoices').set({ paid: true }).where('payment_id', '=', invoice.payment_id).execute();
-      if (await this.periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
-      await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', row.id).where('period', '=', invoice.period).execute();
-      const overdue = await tx
-        .selectFrom('subscription_invoices')
-        .select('payment_id')
-        .where('subscription_id', '=', row.id)
-        .where('check_at', 'is not', null)
-        .where('seq', '>=', 2)
-        .executeTakeFirst();
-      const status = row.status === 'past_due' && !overdue ? 'active' : row.status;
-      const updated = await tx
-        .updateTable('subscriptions')
-        .set((eb) => ({ periods_paid: eb('periods_paid', '+', 1), status, updated_at: wall }))
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      await setInvoicePaid(tx, invoice.payment_id, true);
+      if (await periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
+      await clearPeriodChecks(tx, row.id, invoice.period);
+      const status = row.status === 'past_due' && !(await hasOverdue(tx, row.id)) ? 'active' : row.status;
+      const updated = await countPaid(tx, row.id, 1, status, wall);
       await reschedule(tx, row.id);
       const [json] = await this.p.present(tx, [updated]);
       await this.p.publish(tx, updated, json!, ['subscription.paid']);
       return;
     }
     if (change.events.includes('payment.reorged') && !paid && invoice.paid) {
-      await tx.updateTable('subscription_invoices').set({ paid: false }).where('payment_id', '=', invoice.payment_id).execute();
-      if (await this.periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
-      await tx.updateTable('subscriptions').set((eb) => ({ periods_paid: eb('periods_paid', '-', 1), updated_at: wall })).where('id', '=', row.id).execute();
+      await setInvoicePaid(tx, invoice.payment_id, false);
+      if (await periodPaidBy(tx, invoice.subscription_id, invoice.period, invoice.payment_id)) return;
+      await countPaid(tx, row.id, -1, null, wall);
       if (row.status !== 'cancelled') {
         // The period is open again: the scheduler looks at its payment now (money on its way is waited for).
-        await tx.updateTable('subscription_invoices').set({ check_at: clockOf(row, wall) }).where('payment_id', '=', invoice.payment_id).execute();
+        await setInvoiceCheck(tx, invoice.payment_id, clockOf(row, wall));
         await reschedule(tx, row.id);
       }
       return;
     }
     if (invoice.check_at !== null && invoice.check_at <= clockOf(row, wall) && row.status !== 'cancelled') {
-      await tx.updateTable('subscriptions').set({ run_at: wall }).where('id', '=', row.id).execute();
+      await setRunAt(tx, row.id, wall);
       afterCommit(tx, () => {
         for (const w of this.wakers) w();
       });
     }
-  }
-
-  /** Whether another payment of the period is paid. */
-  private async periodPaidBy(tx: Tx, subscriptionId: string, period: number, except: string): Promise<boolean> {
-    const other = await tx
-      .selectFrom('subscription_invoices')
-      .select('payment_id')
-      .where('subscription_id', '=', subscriptionId)
-      .where('period', '=', period)
-      .where('paid', '=', true)
-      .where('payment_id', '<>', except)
-      .executeTakeFirst();
-    return other !== undefined;
   }
 }
 

@@ -1,18 +1,24 @@
 /**
- * The subscriptions store: lookups on `subscriptions` and `subscription_invoices` and the scheduler's claims. Every
- * lookup for a merchant takes the mode and the merchant, so a test subscription never shows on the live API and the
- * reverse. (The writes are still in service.ts and scheduler.ts, inside the transactions that lock the rows.)
+ * The subscriptions store: the only code that reads or writes `subscriptions` and `subscription_invoices` — lookups,
+ * the scheduler's claims and leases, and every write the service, the payments hook and the scheduler make, each
+ * behind a named function that runs in the caller's transaction (the one holding the rows' locks). Every lookup for
+ * a merchant takes the mode and the merchant, so a test subscription never shows on the live API and the reverse.
+ * The scheduler's batch writes are one statement per batch each (arrays bound as parameters and `unnest`ed), so a
+ * batch of any size costs the same few round trips.
  */
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { decodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import type { SubscriptionInvoicesTable, SubscriptionsTable } from '../../db/schema.ts';
-import type { OpenInvoice, SubscriptionState, SubscriptionStatus } from './model.ts';
+import type { CancellationReason, OpenInvoice, SubscriptionState, SubscriptionStatus } from './model.ts';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type InvoiceRow = Selectable<SubscriptionInvoicesTable>;
+export type NewSubscription = Insertable<SubscriptionsTable>;
+
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
 export interface SubscriptionScope {
   mode: Mode;
@@ -125,4 +131,148 @@ export async function reschedule(tx: Tx, id: string): Promise<void> {
       SELECT min(i.check_at) FROM subscription_invoices i WHERE i.subscription_id = s.id AND i.check_at IS NOT NULL
     )) - s.clock_offset_ms * interval '1 millisecond'
     WHERE s.id = ${id} AND s.status <> 'cancelled'`.execute(tx);
+}
+
+// ---- Writes ----
+
+export async function insertSubscription(tx: Tx, values: NewSubscription): Promise<SubscriptionRow> {
+  return tx.insertInto('subscriptions').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Many subscriptions in one statement (bulk loads: the benchmark's seed). */
+export async function insertSubscriptions(db: DbOrTx, values: readonly NewSubscription[]): Promise<void> {
+  if (values.length > 0) await db.insertInto('subscriptions').values(values as NewSubscription[]).execute();
+}
+
+/** Locks the subscription `id` if its scheduler work is due at `wall` (skipping it when another worker holds it). */
+export async function lockDue(tx: Tx, id: string, wall: Date): Promise<SubscriptionRow[]> {
+  const { rows } = await sql<SubscriptionRow>`
+    SELECT * FROM subscriptions WHERE id = ${id} AND run_at <= ${wall} AND status <> 'cancelled' FOR UPDATE SKIP LOCKED`.execute(tx);
+  return rows;
+}
+
+/** Moves the scheduler's next look at a subscription that is not cancelled to `at` (wall clock). */
+export async function setRunAt(db: DbOrTx, id: string, at: Date): Promise<void> {
+  await db.updateTable('subscriptions').set({ run_at: at }).where('id', '=', id).where('status', '<>', 'cancelled').execute();
+}
+
+/** A cancelled subscription whose open payments are withdrawn: the scheduler has nothing more to do for it. */
+export async function clearWithdrawal(db: DbOrTx, id: string): Promise<void> {
+  await db.updateTable('subscriptions').set({ run_at: null }).where('id', '=', id).where('status', '=', 'cancelled').execute();
+}
+
+export async function setClockOffset(tx: Tx, id: string, offsetMs: bigint): Promise<void> {
+  await tx.updateTable('subscriptions').set({ clock_offset_ms: offsetMs }).where('id', '=', id).execute();
+}
+
+/** Cancels the subscription (final) and clears its invoices' check times; returns the row as it now stands. */
+export async function markCancelled(tx: Tx, id: string, at: Date, reason: CancellationReason, wall: Date): Promise<SubscriptionRow> {
+  const row = await tx
+    .updateTable('subscriptions')
+    .set({ status: 'cancelled', cancelled_at: at, cancellation_reason: reason, run_at: wall, updated_at: wall })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await clearChecks(tx, [id]);
+  return row;
+}
+
+/** The scheduler no longer looks at any invoice of these subscriptions. */
+export async function clearChecks(tx: Tx, subscriptionIds: readonly string[]): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', 'in', subscriptionIds as string[]).where('check_at', 'is not', null).execute();
+}
+
+/** The invoice a payment belongs to, if any. */
+export async function invoiceOfPayment(tx: Tx, paymentId: string): Promise<InvoiceRow | null> {
+  return (await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ?? null;
+}
+
+export async function setInvoicePaid(tx: Tx, paymentId: string, paid: boolean): Promise<void> {
+  await tx.updateTable('subscription_invoices').set({ paid }).where('payment_id', '=', paymentId).execute();
+}
+
+/** Sets (or with null clears) when the scheduler looks at an invoice's payment again (subscription's clock). */
+export async function setInvoiceCheck(tx: Tx, paymentId: string, at: Date | null): Promise<void> {
+  await tx.updateTable('subscription_invoices').set({ check_at: at }).where('payment_id', '=', paymentId).execute();
+}
+
+/** The period is settled: none of its invoices is looked at again. */
+export async function clearPeriodChecks(tx: Tx, subscriptionId: string, period: number): Promise<void> {
+  await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', subscriptionId).where('period', '=', period).execute();
+}
+
+/** Whether another payment of the period than `except` is paid. */
+export async function periodPaidBy(tx: Tx, subscriptionId: string, period: number, except: string): Promise<boolean> {
+  const other = await tx
+    .selectFrom('subscription_invoices')
+    .select('payment_id')
+    .where('subscription_id', '=', subscriptionId)
+    .where('period', '=', period)
+    .where('paid', '=', true)
+    .where('payment_id', '<>', except)
+    .executeTakeFirst();
+  return other !== undefined;
+}
+
+/** Whether some period of the subscription is still overdue (a fresh payment of it is open). */
+export async function hasOverdue(tx: Tx, subscriptionId: string): Promise<boolean> {
+  const row = await tx
+    .selectFrom('subscription_invoices')
+    .select('payment_id')
+    .where('subscription_id', '=', subscriptionId)
+    .where('check_at', 'is not', null)
+    .where('seq', '>=', 2)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Counts a period paid (`+1`) or un-paid (`-1`), with the status it now has; returns the row as it now stands. */
+export async function countPaid(tx: Tx, id: string, delta: 1 | -1, status: SubscriptionStatus | null, wall: Date): Promise<SubscriptionRow> {
+  return tx
+    .updateTable('subscriptions')
+    .set((eb) => ({ periods_paid: eb('periods_paid', '+', delta), ...(status ? { status } : {}), updated_at: wall }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The scheduler's new invoice rows, one statement for the batch. */
+export async function insertInvoices(tx: Tx, rows: readonly Omit<InvoiceRow, 'paid'>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const col = <K extends keyof Omit<InvoiceRow, 'paid'>>(k: K) => rows.map((r) => r[k]);
+  const time = (k: 'due_at' | 'grace_ends_at' | 'issued_at' | 'check_at') => rows.map((r) => isoOrNull(r[k]));
+  await sql`
+    INSERT INTO subscription_invoices (payment_id, subscription_id, period, seq, due_at, grace_ends_at, issued_at, check_at)
+    SELECT * FROM unnest(${col('payment_id')}::text[], ${col('subscription_id')}::text[], ${col('period')}::int[], ${col('seq')}::int[],
+      ${time('due_at')}::timestamptz[], ${time('grace_ends_at')}::timestamptz[], ${time('issued_at')}::timestamptz[], ${time('check_at')}::timestamptz[])`.execute(tx);
+}
+
+/** New check times (null: never again) of invoices, by payment id, one statement. */
+export async function setInvoiceChecks(tx: Tx, checks: ReadonlyMap<string, Date | null>): Promise<void> {
+  if (checks.size === 0) return;
+  await sql`
+    UPDATE subscription_invoices AS i SET check_at = v.check_at
+    FROM unnest(${[...checks.keys()]}::text[], ${[...checks.values()].map(isoOrNull)}::timestamptz[]) AS v(payment_id, check_at)
+    WHERE i.payment_id = v.payment_id`.execute(tx);
+}
+
+/** The scheduler's state of each subscription of a batch after its plan, one statement. */
+export type PlannedState = Pick<
+  SubscriptionRow,
+  'id' | 'status' | 'next_due_at' | 'periods_invoiced' | 'last_payment_id' | 'cancelled_at' | 'cancellation_reason' | 'run_at'
+>;
+
+export async function writeStates(tx: Tx, states: readonly PlannedState[], wall: Date): Promise<void> {
+  if (states.length === 0) return;
+  const col = <K extends keyof PlannedState>(k: K) => states.map((s) => s[k]);
+  await sql`
+    UPDATE subscriptions AS s SET status = v.status, next_due_at = v.next_due_at, periods_invoiced = v.periods_invoiced,
+      last_payment_id = v.last_payment_id, cancelled_at = v.cancelled_at, cancellation_reason = v.cancellation_reason,
+      run_at = v.run_at, updated_at = ${wall}
+    FROM unnest(${col('id')}::text[], ${col('status')}::text[], ${states.map((s) => s.next_due_at.toISOString())}::timestamptz[],
+      ${col('periods_invoiced')}::int[], ${col('last_payment_id')}::text[], ${states.map((s) => isoOrNull(s.cancelled_at))}::timestamptz[],
+      ${col('cancellation_reason')}::text[], ${states.map((s) => isoOrNull(s.run_at))}::timestamptz[])
+      AS v(id, status, next_due_at, periods_invoiced, last_payment_id, cancelled_at, cancellation_reason, run_at)
+    WHERE s.id = v.id`.execute(tx);
 }
