@@ -146,9 +146,8 @@ export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boole
 
 export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;
 
-/** Many new payments in one INSERT … RETURNING (payments other modules issue in their own transaction). */
 /**
- * Many payments in one statement: each column bound as one array and `unnest`ed (a fixed number of parameters
+ * Many new payments (those other modules issue in their own transaction) in one statement: each column bound as one array and `unnest`ed (a fixed number of parameters
  * whatever the batch size; times as ISO text, which the driver does not have to format). Answers in `values` order.
  */
 export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]): Promise<PaymentRow[]> {
