@@ -1,8 +1,9 @@
 /**
  * `npm run bench [name…]`: runs each benchmark module (bench/<name>.ts exporting `run()`), prints its result and
- * records it under bench/results/<name>.json together with the machine it ran on and the date.
+ * records it under bench/results/<name>.json together with the machine it ran on (and its load average before and
+ * after), and the date.
  */
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 
@@ -25,8 +26,11 @@ mkdirSync('bench/results', { recursive: true });
 for (const name of names) {
   const mod = (await import(`./${name}.ts`)) as { run(): Promise<object> };
   process.stdout.write(`bench ${name}: running\n`);
+  // The 1-minute load average before and after: other work on the same cores shows in absolute figures.
+  const loadBefore = Math.round(loadavg()[0]! * 100) / 100;
   const result = await mod.run();
-  const record = { benchmark: name, date: new Date().toISOString(), machine: machine(), result };
+  const load_average = { start: loadBefore, end: Math.round(loadavg()[0]! * 100) / 100 };
+  const record = { benchmark: name, date: new Date().toISOString(), machine: { ...machine(), load_average }, result };
   writeFileSync(`bench/results/${name}.json`, JSON.stringify(record, null, 2) + '\n');
   process.stdout.write(JSON.stringify(record, null, 2) + '\n');
 }
