@@ -8,7 +8,8 @@ import { benchDatabase } from './_pg.ts';
 import { startChild } from './_child.ts';
 import { compareAll, load, type Target } from './_load.ts';
 
-const body = (coin: object) => (i: number) =>
+/** What an integration sends to create a payment (the `i`-th request), with `extra` fields such as a coin. */
+export const paymentBody = (extra: object = {}) => (i: number) =>
   JSON.stringify({
     price_amount: 2500 + (i % 1000),
     price_currency: 'USD',
@@ -16,8 +17,8 @@ const body = (coin: object) => (i: number) =>
     description: 'Two mugs and a teapot',
     success_url: 'https://shop.example/thanks',
     cancel_url: 'https://shop.example/cart',
-    metadata: { customer: 'c_123', cart: [1, 2, 3] },
-    ...coin,
+    metadata: { customer: `c_${i % 5000}`, cart: [1, 2, 3], channel: 'web' },
+    ...extra,
   });
 
 export async function run(): Promise<object> {
@@ -27,9 +28,9 @@ export async function run(): Promise<object> {
     const seconds = Number(process.env.BENCH_SECONDS ?? 10);
     const headers = { authorization: `Bearer ${srv.info.key}`, 'content-type': 'application/json' };
     const run = Date.now().toString(36);
-    const bare: Target = { url: `${srv.info.bare}/bare-insert`, method: 'POST', headers, body: body({}), seconds };
-    const create: Target = { url: `${srv.info.test}/payments`, method: 'POST', headers, body: body({}), idempotencyKeyPrefix: `${run}-plain`, seconds };
-    const withCoin: Target = { ...create, body: body({ chain: 'base', token: 'base:usdc' }), idempotencyKeyPrefix: `${run}-coin` };
+    const bare: Target = { url: `${srv.info.bare}/bare-insert`, method: 'POST', headers, body: paymentBody(), seconds };
+    const create: Target = { url: `${srv.info.test}/payments`, method: 'POST', headers, body: paymentBody(), idempotencyKeyPrefix: `${run}-plain`, seconds };
+    const withCoin: Target = { ...create, body: paymentBody({ chain: 'base', token: 'base:usdc' }), idempotencyKeyPrefix: `${run}-coin` };
     for (const t of [bare, create, withCoin]) await load({ ...t, seconds: 2, idempotencyKeyPrefix: t.idempotencyKeyPrefix && `${t.idempotencyKeyPrefix}-warm` });
     const r = await compareAll(bare, [create, withCoin], { cpuUrl: `${srv.info.bare}/cpu` });
     const [plain, coin] = r.subjects;

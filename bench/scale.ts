@@ -24,6 +24,7 @@ import { createLogger } from '../src/core/log.ts';
 import { withTx } from '../src/db/index.ts';
 import { Kasse } from '../src/kasse.ts';
 import { startChild } from './_child.ts';
+import { paymentBody } from './payments.ts';
 import { benchDatabase } from './_pg.ts';
 
 const CONNECTIONS = 64;
@@ -48,16 +49,7 @@ function postgresCpu(postmaster: number): number {
   return total;
 }
 
-const paymentBody = (i: number) =>
-  JSON.stringify({
-    price_amount: 2500 + (i % 1000),
-    price_currency: 'USD',
-    order_id: `order-${i}`,
-    description: 'Two mugs and a teapot',
-    success_url: 'https://shop.example/thanks',
-    cancel_url: 'https://shop.example/cart',
-    metadata: { customer: `c_${i % 5000}`, cart: [1, 2, 3], channel: 'web' },
-  });
+const createBody = paymentBody();
 
 /** A Payment-like event body, about the size of a real one. */
 function eventData(i: number) {
@@ -82,7 +74,7 @@ async function createPayments(bases: string[], key: string, seconds: number): Pr
           {
             setupRequest: (req: Record<string, unknown>) => {
               const i = ++keySeq;
-              return { ...req, headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `scale-${i}` }, body: paymentBody(i) };
+              return { ...req, headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `scale-${i}` }, body: createBody(i) };
             },
           },
         ],

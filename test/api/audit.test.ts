@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { paymentStatements, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -57,24 +57,10 @@ test('changes by key are audited with the key, the object and the address; reads
 
 test('a payment and its audit row are written by one statement: both or neither', async () => {
   const before = (await entries(m.id, 'payment.create')).length;
-  const statements: string[] = [];
-  // Counts the statements executed (one result each).
-  const db = t.kasse.db.withPlugin({
-    transformQuery: (args) => args.node,
-    transformResult: async (args) => {
-      statements.push(`${args.result.rows.length} row(s)`);
-      return args.result;
-    },
-  });
   const actor = { type: 'key' as const, id: 'key_TEST', label: null, ip: '10.0.0.1' };
-  const payments = t.kasse.payments as unknown as { deps: { db: typeof db } };
-  const original = payments.deps.db;
-  payments.deps.db = db;
-  try {
+  const statements = await paymentStatements(t.kasse, async () => {
     await t.kasse.payments.create('test', m.id, { price_amount: 500, price_currency: 'USD', order_id: 'one-statement' }, undefined, actor);
-  } finally {
-    payments.deps.db = original;
-  }
+  });
   assert.equal(statements.length, 1, `statements: ${statements.join(', ')}`);
   const after = await entries(m.id, 'payment.create');
   assert.equal(after.length, before + 1);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MINUTE } from '../../src/core/clock.ts';
-import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { paymentStatements, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
@@ -258,32 +258,22 @@ describe('idempotency', () => {
   });
 
   test('a creation with a key and a coin is one statement; its replay one more read', async () => {
-    const statements: string[] = [];
-    const counting = t.kasse.db.withPlugin({
-      transformQuery: (args) => args.node,
-      transformResult: async (args) => {
-        statements.push(`${args.result.rows.length} row(s)`);
-        return args.result;
-      },
-    });
-    const payments = t.kasse.payments as unknown as { deps: { db: typeof counting } };
-    const original = payments.deps.db;
     const body = { ...base, order_id: 'one-trip', chain: 'base', token: 'base:usdc', metadata: { cart: 7 } };
     // The process holds a block of address indexes after its first coin choice.
     await t.kasse.payments.create('test', m.id, { ...body, order_id: 'warm' } as never, 'one-trip-warm');
-    payments.deps.db = counting;
-    try {
-      const first = await t.kasse.payments.create('test', m.id, body as never, 'one-trip', undefined, 'Shop');
-      assert.equal(first.status, 201);
-      assert.deepEqual(statements, ['1 row(s)'], 'one statement wrote the payment, its coin choice and its key');
+    let first: Awaited<ReturnType<typeof t.kasse.payments.create>> | undefined;
+    const creation = await paymentStatements(t.kasse, async () => {
+      first = await t.kasse.payments.create('test', m.id, body as never, 'one-trip', undefined, 'Shop');
+    });
+    assert.equal(first!.status, 201);
+    assert.deepEqual(creation, ['1 row(s)'], 'one statement wrote the payment, its coin choice and its key');
+    const replay = await paymentStatements(t.kasse, async () => {
       const again = await t.kasse.payments.create('test', m.id, body as never, 'one-trip', undefined, 'Shop');
       assert.equal(again.status, 200);
-      assert.deepEqual(again.payment, first.payment);
-      // The replay's write is refused by the key's unique index (no result to count), then the stored answer is read.
-      assert.equal(statements.length, 2, 'the replay reads the stored answer once');
-    } finally {
-      payments.deps.db = original;
-    }
+      assert.deepEqual(again.payment, first!.payment);
+    });
+    // The replay's write is refused by the key's unique index (no result to note), then the stored answer is read.
+    assert.deepEqual(replay, ['1 row(s)'], 'the replay reads the stored answer once');
   });
 
   test('concurrent requests with one key create exactly one payment', async () => {

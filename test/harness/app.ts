@@ -173,3 +173,27 @@ export function liveNetworksFile(chains: string[] = ['base']): string {
   writeFileSync(file, JSON.stringify(doc));
   return file;
 }
+
+/**
+ * Runs `fn` with the payments module on a database handle that notes each statement it executes (one entry per
+ * result, as `N row(s)`; a statement that fails has no result), and gives the notes back.
+ */
+export async function paymentStatements(kasse: Kasse, fn: () => Promise<void>): Promise<string[]> {
+  const statements: string[] = [];
+  const counting = kasse.db.withPlugin({
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      statements.push(`${args.result.rows.length} row(s)`);
+      return args.result;
+    },
+  });
+  const payments = kasse.payments as unknown as { deps: { db: typeof counting } };
+  const original = payments.deps.db;
+  payments.deps.db = counting;
+  try {
+    await fn();
+  } finally {
+    payments.deps.db = original;
+  }
+  return statements;
+}
