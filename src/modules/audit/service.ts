@@ -8,7 +8,7 @@
  *   `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` — one statement, so the
  *   audit row costs no extra round trip to the database;
  * - for a change written as several writes in one statement (creating a payment, the API's hot path, through
- *   db/statement.ts), `write(db, entry)` is one more of those writes.
+ *   db/statement.ts), `write(entry)` is one more of those writes.
  * Reads are scoped by merchant; owners see them on the dashboard. Rules: docs/dashboard.md (Audit log).
  */
 import { CompiledQuery, sql, type OperationNodeSource, type RawBuilder } from 'kysely';
