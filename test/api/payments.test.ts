@@ -276,6 +276,48 @@ describe('idempotency', () => {
     assert.deepEqual(replay, ['1 row(s)'], 'the replay reads the stored answer once');
   });
 
+  test('creations arriving together share statements; each answer is its payment as stored, and its key replays it', async () => {
+    const metadata = { z: 'last"first', a: [1, { b: null }], 'comma,key': '{}' };
+    const bodies = Array.from({ length: 30 }, (_, i) => ({ ...base, order_id: `together-${i}`, metadata, ...(i % 3 === 0 ? { token: 'base:usdc' } : {}) }));
+    const actor = { type: 'key' as const, id: null, label: 'test key', ip: '127.0.0.1' };
+    let created: Array<{ status: number; body: any }> = [];
+    const statements = await paymentStatements(t.kasse, async () => {
+      const results = await Promise.all(bodies.map((b, i) => t.kasse.payments.create('test', m.id, b as never, `together-${i}`, actor, 'Shop')));
+      created = results.map((r) => ({ status: r.status, body: JSON.parse(JSON.stringify(r.payment)) }));
+    });
+    assert.deepEqual(created.map((r) => r.status), bodies.map(() => 201));
+    assert.ok(statements.length < 30, `${statements.length} statements for 30 creations`);
+    for (const [i, c] of created.entries()) {
+      const read = await m.test.get(`/payments/${c.body.id}`);
+      assert.deepEqual(read.body, c.body);
+      assert.deepEqual(Object.keys(read.body.metadata), Object.keys(metadata));
+      assert.equal(read.body.attempts.length, i % 3 === 0 ? 1 : 0);
+      const again = await m.test.post('/payments', bodies[i], { 'idempotency-key': `together-${i}` });
+      assert.equal(again.status, 200);
+      assert.equal(JSON.stringify(again.body), JSON.stringify(c.body), 'the replay is the first answer, key order included');
+    }
+    const audited = await t.kasse.db.selectFrom('audit_log').select('target_id').where('action', '=', 'payment.create').where('target_id', 'in', created.map((c) => c.body.id)).execute();
+    assert.equal(audited.length, 30, 'each creation has its audit row');
+  });
+
+  test('a used key among creations arriving together fails only its own: replayed or refused, the others created', async () => {
+    const first = await m.test.post('/payments', { ...base, order_id: 'crowd-used' }, { 'idempotency-key': 'crowd-used' });
+    assert.equal(first.status, 201);
+    const fresh = Array.from({ length: 12 }, (_, i) => m.test.post('/payments', { ...base, order_id: `crowd-${i}` }, { 'idempotency-key': `crowd-${i}` }));
+    const [replay, conflict, ...others] = await Promise.all([
+      m.test.post('/payments', { ...base, order_id: 'crowd-used' }, { 'idempotency-key': 'crowd-used' }),
+      m.test.post('/payments', { ...base, order_id: 'crowd-other' }, { 'idempotency-key': 'crowd-used' }),
+      ...fresh,
+    ]);
+    assert.equal(replay!.status, 200);
+    assert.deepEqual(replay!.body, first.body);
+    assertError(conflict!, 409, 'idempotency_conflict', 'Idempotency-Key');
+    assert.deepEqual(others.map((r) => r.status), fresh.map(() => 201));
+    for (let i = 0; i < 12; i++) assert.equal((await m.test.get(`/payments?order_id=crowd-${i}`)).body.data.length, 1);
+    assert.equal((await m.test.get('/payments?order_id=crowd-used')).body.data.length, 1);
+    assert.equal((await m.test.get('/payments?order_id=crowd-other')).body.data.length, 0);
+  });
+
   test('concurrent requests with one key create exactly one payment', async () => {
     const body = { ...base, order_id: 'concurrent-1', token: 'base:usdc' };
     const results = await Promise.all(Array.from({ length: 6 }, () => m.test.post('/payments', body, { 'idempotency-key': 'race-1' })));

@@ -13,6 +13,7 @@ import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts'
 import { assertHttpUrl } from '../../core/urls.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import { writeTogether } from '../../db/statement.ts';
+import { writeCoalesced } from '../../db/coalesce.ts';
 import { newId } from '../../core/ids.ts';
 import { once, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import type { Actor } from '../audit/service.ts';
@@ -117,7 +118,8 @@ export class PaymentService {
    *
    * The hot path of the API, so it is one round trip to the database: ids and times are made here, the answer is
    * rendered from the rows before they are written, and the payment, its coin choice, its audit row and its key
-   * (with that answer) are written by one statement (db/statement.ts, idempotency `once`). A coin choice also takes
+   * (with that answer) are written by one statement (db/statement.ts, idempotency `once`), shared under load with
+   * the creations waiting at the same time (db/coalesce.ts). A coin choice also takes
    * an address index, from a block the process holds. `merchantName` (what a wallet shows as the payee) is the
    * caller's when it has the merchant at hand; otherwise it is read.
    */
@@ -172,18 +174,15 @@ export class PaymentService {
     const attempts = issued ? [this.attemptRow(row.id, mode, issued, now)] : [];
     const payment = this.engine.json({ row, attempts, deposits: [] });
     const result = await once(this.deps.db, scope, 201, payment, async (keyRow) => {
-      const write = async (db: DbOrTx) => {
-        const writes = insertRows(row, attempts);
-        if (keyRow) writes.push(keyRow);
-        if (actor) writes.push(this.deps.audit.write({ merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: row.id }, details: { order_id: input.order_id, price_amount: input.price_amount } }));
-        await writeTogether(db, writes);
-      };
+      const writes = insertRows(row, attempts);
+      if (keyRow) writes.push(keyRow);
+      if (actor) writes.push(this.deps.audit.write({ merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: row.id }, details: { order_id: input.order_id, price_amount: input.price_amount } }));
       const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
-      if (!hook) return write(this.deps.db);
+      if (!hook) return writeCoalesced(this.deps.db, writes);
       // A network that records work for a new address does so in the same transaction.
       await this.deps.db.transaction().execute(async (tx) => {
         await this.addressIssued(tx, mode, issued!);
-        await write(tx);
+        await writeTogether(tx, writes);
       });
     });
     return { status: result.status, payment: result.body };

@@ -1,0 +1,158 @@
+/**
+ * Concurrent changes coalesced into one statement. A change here is a list of single-row INSERTs (`Write`s whose
+ * text is `INSERT INTO t (a, b, …) VALUES ($1, $2, …)`), such as a payment with its key and audit row. While
+ * `CONCURRENCY` statements are in flight, further changes wait in a queue; the next statement then writes every
+ * waiting change of the same shape at once, each table's rows bound as whole columns:
+ * `WITH w0 AS (INSERT INTO t (a, b) SELECT * FROM unnest($1::text[], $2::bigint[])), … SELECT 1`.
+ *
+ * So under load a creation costs one row per table in a statement shared with its neighbours, instead of a statement,
+ * a round trip and a commit of its own; with nothing else in flight a change goes out at once, alone, as it would
+ * through `writeTogether`, and waits for nobody. Each caller's promise settles only when its rows are committed.
+ *
+ * A statement is atomic, so one failing row (an Idempotency-Key already taken, a constraint) fails its whole batch;
+ * every change of that batch is then written again on its own, and each caller gets its own outcome. Changes of
+ * other shapes, or with values that are not scalars (arrays, buffers), go out through `writeTogether` unchanged.
+ */
+import { CompiledQuery, sql } from 'kysely';
+import { prepare, type Db } from './index.ts';
+import { writeTogether, type Write } from './statement.ts';
+
+/** Statements in flight per database handle; the others' changes gather for the next one. */
+const CONCURRENCY = 2;
+/** Changes written by one statement at most. */
+const BATCH_MAX = 128;
+
+interface Insert {
+  table: string;
+  columns: string[];
+}
+
+const SINGLE_ROW = /^INSERT INTO (\w+) \(([\w, ]+)\)\s+VALUES \(([$\d, ]+)\)$/;
+const inserts = new Map<string, Insert | null>();
+
+/** The table and columns of a single-row INSERT whose values are $1…$n in column order; null for any other text. */
+function insertOf(text: string): Insert | null {
+  let found = inserts.get(text);
+  if (found !== undefined) return found;
+  const m = SINGLE_ROW.exec(text);
+  const columns = m ? m[2]!.split(',').map((c) => c.trim()) : [];
+  const values = m ? m[3]!.split(',').map((v) => v.trim()) : [];
+  found = m && columns.length === values.length && values.every((v, i) => v === `$${i + 1}`) ? { table: m[1]!, columns } : null;
+  if (inserts.size < 256) inserts.set(text, found);
+  return found;
+}
+
+const scalar = (v: unknown) => !Array.isArray(v) && !ArrayBuffer.isView(v);
+
+interface Pending {
+  writes: readonly Write[];
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+class Coalescer {
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  /** Column types per table, read once from the catalogue (for the casts of the column arrays). */
+  private readonly types = new Map<string, Promise<Map<string, string>>>();
+  /** The batch statement's text per shape (the changes' texts joined). */
+  private readonly texts = new Map<string, string>();
+
+  constructor(private readonly db: Db) {}
+
+  write(writes: readonly Write[]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ writes, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < CONCURRENCY && this.queue.length > 0) {
+      const batch = this.queue.splice(0, BATCH_MAX);
+      this.inFlight++;
+      void this.flush(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async flush(batch: Pending[]): Promise<void> {
+    const shapes = new Map<string, Pending[]>();
+    for (const p of batch) {
+      const shape = p.writes.map((w) => w.sql).join('\u0000');
+      const group = shapes.get(shape);
+      if (group) group.push(p);
+      else shapes.set(shape, [p]);
+    }
+    await Promise.all([...shapes].map(([shape, group]) => this.flushShape(shape, group)));
+  }
+
+  private async flushShape(shape: string, group: Pending[]): Promise<void> {
+    if (group.length > 1) {
+      try {
+        await this.db.executeQuery(CompiledQuery.raw(await this.text(shape, group[0]!.writes), columnsOf(group)));
+        for (const p of group) p.resolve();
+        return;
+      } catch {
+        // One change's rows failed the batch: each is written on its own below, with its own outcome.
+      }
+    }
+    await Promise.all(group.map((p) => writeTogether(this.db, p.writes).then(p.resolve, p.reject)));
+  }
+
+  private async text(shape: string, writes: readonly Write[]): Promise<string> {
+    let text = this.texts.get(shape);
+    if (text !== undefined) return text;
+    let n = 0;
+    const parts: string[] = [];
+    for (const [i, w] of writes.entries()) {
+      const { table, columns } = insertOf(w.sql)!;
+      const types = await this.columnTypes(table);
+      const arrays = columns.map((c) => `$${++n}::${types.get(c)}[]`);
+      parts.push(`w${i} AS (INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')}))`);
+    }
+    text = prepare(`WITH ${parts.join(', ')} SELECT 1`);
+    if (this.texts.size < 256) this.texts.set(shape, text);
+    return text;
+  }
+
+  private columnTypes(table: string): Promise<Map<string, string>> {
+    let types = this.types.get(table);
+    if (!types) {
+      types = sql<{ name: string; type: string }>`
+        SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+        WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped`
+        .execute(this.db)
+        .then(({ rows }) => new Map(rows.map((r) => [r.name, r.type])));
+      types.catch(() => this.types.delete(table));
+      this.types.set(table, types);
+    }
+    return types;
+  }
+}
+
+/** The group's values as one array per column of each write, in the order of the batch statement's parameters. */
+function columnsOf(group: readonly Pending[]): unknown[][] {
+  const columns: unknown[][] = [];
+  for (const [i, w] of group[0]!.writes.entries()) {
+    for (let j = 0; j < w.parameters.length; j++) columns.push(group.map((p) => p.writes[i]!.parameters[j]));
+  }
+  return columns;
+}
+
+const coalescers = new WeakMap<Db, Coalescer>();
+
+/**
+ * Writes a change (single-row INSERTs, run together as by `writeTogether`) in a statement shared with the other
+ * changes of its shape waiting at the same time. Resolves once its rows are committed; rejects with the error its
+ * rows alone would get. `db` must be the pool, not a transaction (a batch commits on its own).
+ */
+export function writeCoalesced(db: Db, writes: readonly Write[]): Promise<void> {
+  if (writes.length === 0) return Promise.resolve();
+  if (!writes.every((w) => insertOf(w.sql) !== null && w.parameters.every(scalar))) return writeTogether(db, writes);
+  let c = coalescers.get(db);
+  if (!c) coalescers.set(db, (c = new Coalescer(db)));
+  return c.write(writes);
+}
