@@ -1,15 +1,20 @@
 /** Load generation with autocannon, in the benchmark process while the servers run in a child process. */
 import autocannon from 'autocannon';
+import { postgresCpu } from './_cpu.ts';
 
 export interface LoadResult {
   requests_per_sec: number;
   p50_ms: number;
   p99_ms: number;
   non_2xx: number;
+  /** Answers by HTTP status (a keyed creation answered 200 was a replay, not a creation). */
+  statuses: Record<string, number>;
   errors: number;
   total: number;
   /** Server CPU (user + system) per answered request, when the server reports its CPU time. */
   server_cpu_us_per_request?: number;
+  /** PostgreSQL's CPU per answered request, when its postmaster is given. */
+  postgres_cpu_us_per_request?: number;
 }
 
 export interface Target {
@@ -17,16 +22,19 @@ export interface Target {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string | ((i: number) => string);
-  /** Sends `Idempotency-Key: <prefix>-<n>` with every request, a new key each time (as an integration does). */
+  /** Sends `Idempotency-Key: <prefix>-<load>-<n>` with every request, a new key each time (as an integration does). */
   idempotencyKeyPrefix?: string;
   connections?: number;
   seconds?: number;
 }
 
+/** Loads made so far: each load's keys are its own, so a later round of the same target sends no key twice. */
+let loads = 0;
+
 export async function load(opts: Target): Promise<LoadResult> {
   let i = 0;
   const bodyFn = opts.body;
-  const keyed = opts.idempotencyKeyPrefix;
+  const keyed = opts.idempotencyKeyPrefix === undefined ? undefined : `${opts.idempotencyKeyPrefix}-${++loads}`;
   const setup = (req: Record<string, unknown>) => {
     const n = i++;
     return {
@@ -49,6 +57,7 @@ export async function load(opts: Target): Promise<LoadResult> {
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
     non_2xx: result.non2xx,
+    statuses: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
     errors: result.errors,
     total: result.requests.total,
   };
@@ -61,7 +70,7 @@ export async function load(opts: Target): Promise<LoadResult> {
 export async function compareAll(
   baseline: Target,
   subjects: Target[],
-  opts: { rounds?: number; cpuUrl?: string } = {},
+  opts: { rounds?: number; cpuUrl?: string; postmaster?: number } = {},
 ): Promise<{ baseline: LoadResult; subjects: Array<{ result: LoadResult; ratio: number; cpu_ratio: number | null }>; rounds: number }> {
   const rounds = opts.rounds ?? 3;
   const cpu = async (): Promise<number> => {
@@ -69,11 +78,17 @@ export async function compareAll(
     const u = (await (await fetch(opts.cpuUrl)).json()) as { user: number; system: number };
     return u.user + u.system;
   };
+  const pgCpu = () => (opts.postmaster ? postgresCpu(opts.postmaster) * 1e6 : 0);
+  const perRequest = (us: number, r: LoadResult) => Math.round((us / Math.max(1, r.total)) * 10) / 10;
   const measure = async (target: Target): Promise<LoadResult> => {
-    const before = await cpu();
+    const before = { server: await cpu(), postgres: pgCpu() };
     const r = await load(target);
-    const used = (await cpu()) - before;
-    return opts.cpuUrl ? { ...r, server_cpu_us_per_request: Math.round((used / Math.max(1, r.total)) * 10) / 10 } : r;
+    const used = { server: (await cpu()) - before.server, postgres: pgCpu() - before.postgres };
+    return {
+      ...r,
+      ...(opts.cpuUrl ? { server_cpu_us_per_request: perRequest(used.server, r) } : {}),
+      ...(opts.postmaster ? { postgres_cpu_us_per_request: perRequest(used.postgres, r) } : {}),
+    };
   };
   const runs: LoadResult[][] = [[], ...subjects.map(() => [])];
   for (let i = 0; i < rounds; i++) {
@@ -97,7 +112,7 @@ export async function compareAll(
 export async function compare(
   baseline: Target,
   subject: Target,
-  opts: { rounds?: number; cpuUrl?: string } = {},
+  opts: { rounds?: number; cpuUrl?: string; postmaster?: number } = {},
 ): Promise<{ baseline: LoadResult; subject: LoadResult; ratio: number; rounds: number; cpu_ratio: number | null }> {
   const r = await compareAll(baseline, [subject], opts);
   const s = r.subjects[0]!;

@@ -14,7 +14,6 @@
  * CPU of every process (Kasse processes, PostgreSQL, receiver) as cores used. Each topology is started fresh for
  * its round and stopped after it, so only one runs at a time.
  */
-import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
@@ -26,28 +25,12 @@ import { Kasse } from '../src/kasse.ts';
 import { startChild } from './_child.ts';
 import { paymentBody } from './payments.ts';
 import { benchDatabase } from './_pg.ts';
+import { cpuSeconds, postgresCpu, postmasterOf } from './_cpu.ts';
 
 const CONNECTIONS = 64;
 type Topology = 'one_process' | 'split';
 const TOPOLOGIES: Record<Topology, string[]> = { one_process: ['api,workers'], split: ['api', 'api', 'workers'] };
 
-function cpuSeconds(pid: number, withChildren = false): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0)) / 100;
-}
-
-/** CPU seconds of the PostgreSQL server: the postmaster, its live children and those already gone. */
-function postgresCpu(postmaster: number): number {
-  let total = cpuSeconds(postmaster, true);
-  for (const c of readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)) {
-    try {
-      total += cpuSeconds(c);
-    } catch {
-      // exited meanwhile; counted in the postmaster's children time
-    }
-  }
-  return total;
-}
 
 const createBody = paymentBody();
 
@@ -125,8 +108,7 @@ export async function run(): Promise<object> {
   try {
     const merchant = await kasse.merchants.create({ name: 'Bench', webhookUrl: receiver.info.url });
     await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 });
-    const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(kasse.db);
-    const postmaster = Number(readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+    const postmaster = await postmasterOf(pg.url);
 
     const results: Record<Topology, object[]> = { one_process: [], split: [] };
     for (let r = 0; r < rounds; r++) {

@@ -11,7 +11,6 @@
  * a keep-alive undici pool at the same concurrency, with no database — what this machine gives for the HTTP part
  * alone. Rounds alternate between the sides so both see the same load; the load average is recorded with them.
  */
-import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { sql } from 'kysely';
@@ -24,6 +23,7 @@ import { Kasse } from '../src/kasse.ts';
 import { startWorkers } from '../src/workers/index.ts';
 import { startChild } from './_child.ts';
 import { benchDatabase } from './_pg.ts';
+import { cpuSeconds, postgresCpu, postmasterOf } from './_cpu.ts';
 
 function paymentLike(i: number) {
   const id = `pay_${String(i).padStart(36, '0')}`;
@@ -68,28 +68,6 @@ function paymentLike(i: number) {
   };
 }
 
-/** CPU seconds (user + system) a process has used, including its reaped children (PostgreSQL backends). */
-function cpuSeconds(pid: number, withChildren = false): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
-  return ticks / 100;
-}
-
-/** CPU seconds of the whole PostgreSQL server: the postmaster, its live children and those already gone. */
-async function postgresCpu(kasse: Kasse): Promise<number> {
-  const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(kasse.db);
-  const postmaster = Number(readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-  const children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  let total = cpuSeconds(postmaster, true);
-  for (const c of children) {
-    try {
-      total += cpuSeconds(c);
-    } catch {
-      // exited meanwhile; counted in the postmaster's children time
-    }
-  }
-  return total;
-}
 
 async function receivedCount(url: string): Promise<{ count: number; bad: number }> {
   return (await fetch(url)).json() as Promise<{ count: number; bad: number }>;
@@ -138,7 +116,7 @@ async function bareRound(url: string, events: number, concurrency: number, body:
 }
 
 /** The Kasse side: publish N events, then let the workers deliver them; the clock runs from start to last record. */
-async function kasseRound(kasse: Kasse, merchantId: string, events: number, round: number, receiverPid: number): Promise<Round & { publish_per_sec: number }> {
+async function kasseRound(kasse: Kasse, merchantId: string, events: number, round: number, receiverPid: number, postmaster: number): Promise<Round & { publish_per_sec: number }> {
   const publishStart = performance.now();
   const perTx = 1000;
   for (let i = 0; i < events; i += perTx) {
@@ -155,7 +133,7 @@ async function kasseRound(kasse: Kasse, merchantId: string, events: number, roun
   await sql`ANALYZE webhook_deliveries`.execute(kasse.db);
 
   const load = loadavg()[0]!;
-  const cpuBefore = { kasse: process.cpuUsage(), postgres: await postgresCpu(kasse), receiver: cpuSeconds(receiverPid) };
+  const cpuBefore = { kasse: process.cpuUsage(), postgres: postgresCpu(postmaster), receiver: cpuSeconds(receiverPid) };
   const start = performance.now();
   const workers = startWorkers(kasse);
   let pending = events;
@@ -169,7 +147,7 @@ async function kasseRound(kasse: Kasse, merchantId: string, events: number, roun
   const perDelivery = (cpuSecs: number) => Math.round((cpuSecs * 1e6) / events);
   const cpu = {
     kasse: perDelivery((kasseCpu.user + kasseCpu.system) / 1e6),
-    postgres: perDelivery((await postgresCpu(kasse)) - cpuBefore.postgres),
+    postgres: perDelivery(postgresCpu(postmaster) - cpuBefore.postgres),
     receiver: perDelivery(cpuSeconds(receiverPid) - cpuBefore.receiver),
   };
   await workers.stop();
@@ -196,6 +174,7 @@ export async function run(): Promise<object> {
   const config = loadConfig({ ...process.env, KASSE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
   const kasse = await Kasse.open({ config, databaseUrl: pg.url, log: createLogger(config.logLevel, process.stderr) });
   const pid = receiver.child.pid!;
+  const postmaster = await postmasterOf(pg.url);
   try {
     const merchant = await kasse.merchants.create({ name: 'Bench', webhookUrl: receiver.info.url });
     const sample = paymentLike(0);
@@ -204,7 +183,7 @@ export async function run(): Promise<object> {
     const measured: Array<Round & { publish_per_sec: number }> = [];
     for (let r = 0; r < rounds; r++) {
       bare.push(await bareRound(receiver.info.url, events, config.webhooks.concurrency, body, pid));
-      measured.push(await kasseRound(kasse, merchant.merchant_id, events, r, pid));
+      measured.push(await kasseRound(kasse, merchant.merchant_id, events, r, pid, postmaster));
     }
     const logged = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_attempts WHERE outcome = 'delivered'`.execute(kasse.db);
     const got = await receivedCount(receiver.info.url);
