@@ -1,8 +1,8 @@
 /**
  * Concurrent changes coalesced into one statement. A change here is a list of single-row INSERTs (`Write`s whose
  * text is `INSERT INTO t (a, b, …) VALUES ($1, $2, …)`), such as a payment with its key and audit row. While
- * `CONCURRENCY` statements are in flight, further changes wait in a queue; the next statement then writes every
- * waiting change of the same shape at once, each table's rows bound as whole columns:
+ * `CONCURRENCY` batches are being written, further changes wait in a queue; the next batch then writes every
+ * waiting change of the same shape with one statement, each table's rows bound as whole columns:
  * `WITH w0 AS (INSERT INTO t (a, b) SELECT * FROM unnest($1::text[], $2::bigint[])), … SELECT 1`.
  *
  * So under load a creation costs one row per table in a statement shared with its neighbours, instead of a statement,
@@ -10,14 +10,17 @@
  * through `writeTogether`, and waits for nobody. Each caller's promise settles only when its rows are committed.
  *
  * A statement is atomic, so one failing row (an Idempotency-Key already taken, a constraint) fails its whole batch;
- * every change of that batch is then written again on its own, and each caller gets its own outcome. Changes of
- * other shapes, or with values that are not scalars (arrays, buffers), go out through `writeTogether` unchanged.
+ * every change of that batch is then written again on its own, and each caller gets its own outcome. A batch's
+ * changes are written in the order of their `order` strings (an Idempotency-Key), so two batches that hold the same
+ * keys take their locks in the same order and cannot deadlock on them. A change that has to wait for a row another
+ * transaction holds (the same key, not yet committed) holds its batch until then. Changes of other shapes, with
+ * values that are not scalars (arrays, buffers), or inside a transaction go out through `writeTogether` unchanged.
  */
 import { CompiledQuery, sql } from 'kysely';
 import { prepare, type Db } from './index.ts';
 import { writeTogether, type Write } from './statement.ts';
 
-/** Statements in flight per database handle; the others' changes gather for the next one. */
+/** Batches being written per database handle; the changes arriving meanwhile gather for the next one. */
 const CONCURRENCY = 2;
 /** Changes written by one statement at most. */
 const BATCH_MAX = 128;
@@ -46,6 +49,7 @@ const scalar = (v: unknown) => !Array.isArray(v) && !ArrayBuffer.isView(v);
 
 interface Pending {
   writes: readonly Write[];
+  order: string;
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -53,16 +57,16 @@ interface Pending {
 class Coalescer {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
-  /** Column types per table, read once from the catalogue (for the casts of the column arrays). */
+  /** Column types per table, read once from the catalogue, without modifiers (the INSERT applies the column's own). */
   private readonly types = new Map<string, Promise<Map<string, string>>>();
   /** The batch statement's text per shape (the changes' texts joined). */
   private readonly texts = new Map<string, string>();
 
   constructor(private readonly db: Db) {}
 
-  write(writes: readonly Write[]): Promise<void> {
+  write(writes: readonly Write[], order: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ writes, resolve, reject });
+      this.queue.push({ writes, order, resolve, reject });
       this.pump();
     });
   }
@@ -91,6 +95,7 @@ class Coalescer {
 
   private async flushShape(shape: string, group: Pending[]): Promise<void> {
     if (group.length > 1) {
+      group.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
       try {
         await this.db.executeQuery(CompiledQuery.raw(await this.text(shape, group[0]!.writes), columnsOf(group)));
         for (const p of group) p.resolve();
@@ -110,7 +115,11 @@ class Coalescer {
     for (const [i, w] of writes.entries()) {
       const { table, columns } = insertOf(w.sql)!;
       const types = await this.columnTypes(table);
-      const arrays = columns.map((c) => `$${++n}::${types.get(c)}[]`);
+      const arrays = columns.map((c) => {
+        const type = types.get(c);
+        if (type === undefined) throw new Error(`no column ${c} in ${table}`);
+        return `$${++n}::${type}[]`;
+      });
       parts.push(`w${i} AS (INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')}))`);
     }
     text = prepare(`WITH ${parts.join(', ')} SELECT 1`);
@@ -122,7 +131,7 @@ class Coalescer {
     let types = this.types.get(table);
     if (!types) {
       types = sql<{ name: string; type: string }>`
-        SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+        SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute
         WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped`
         .execute(this.db)
         .then(({ rows }) => new Map(rows.map((r) => [r.name, r.type])));
@@ -147,12 +156,13 @@ const coalescers = new WeakMap<Db, Coalescer>();
 /**
  * Writes a change (single-row INSERTs, run together as by `writeTogether`) in a statement shared with the other
  * changes of its shape waiting at the same time. Resolves once its rows are committed; rejects with the error its
- * rows alone would get. `db` must be the pool, not a transaction (a batch commits on its own).
+ * rows alone would get. `order` places it within its batch (give the unique value two changes could share). In a
+ * transaction the change is written at once, alone, since a batch commits on its own.
  */
-export function writeCoalesced(db: Db, writes: readonly Write[]): Promise<void> {
+export function writeCoalesced(db: Db, writes: readonly Write[], order = ''): Promise<void> {
   if (writes.length === 0) return Promise.resolve();
-  if (!writes.every((w) => insertOf(w.sql) !== null && w.parameters.every(scalar))) return writeTogether(db, writes);
+  if (db.isTransaction || !writes.every((w) => insertOf(w.sql) !== null && w.parameters.every(scalar))) return writeTogether(db, writes);
   let c = coalescers.get(db);
   if (!c) coalescers.set(db, (c = new Coalescer(db)));
-  return c.write(writes);
+  return c.write(writes, order);
 }

@@ -301,21 +301,30 @@ describe('idempotency', () => {
   });
 
   test('a used key among creations arriving together fails only its own: replayed or refused, the others created', async () => {
-    const first = await m.test.post('/payments', { ...base, order_id: 'crowd-used' }, { 'idempotency-key': 'crowd-used' });
+    const create = (order: string, key: string) => t.kasse.payments.create('test', m.id, { ...base, order_id: order } as never, key, undefined, 'Shop');
+    const first = await create('crowd-used', 'crowd-used');
     assert.equal(first.status, 201);
-    const fresh = Array.from({ length: 12 }, (_, i) => m.test.post('/payments', { ...base, order_id: `crowd-${i}` }, { 'idempotency-key': `crowd-${i}` }));
-    const [replay, conflict, ...others] = await Promise.all([
-      m.test.post('/payments', { ...base, order_id: 'crowd-used' }, { 'idempotency-key': 'crowd-used' }),
-      m.test.post('/payments', { ...base, order_id: 'crowd-other' }, { 'idempotency-key': 'crowd-used' }),
-      ...fresh,
+    const outcomes = await Promise.allSettled([
+      ...Array.from({ length: 12 }, (_, i) => create(`crowd-${i}`, `crowd-${i}`)),
+      create('crowd-used', 'crowd-used'),
+      create('crowd-other', 'crowd-used'),
+      create('crowd-twice', 'crowd-twice'),
+      create('crowd-twice', 'crowd-twice'),
     ]);
-    assert.equal(replay!.status, 200);
-    assert.deepEqual(replay!.body, first.body);
-    assertError(conflict!, 409, 'idempotency_conflict', 'Idempotency-Key');
-    assert.deepEqual(others.map((r) => r.status), fresh.map(() => 201));
+    const fresh = outcomes.slice(0, 12);
+    const [replay, conflict, twiceA, twiceB] = outcomes.slice(12);
+    assert.deepEqual(fresh.map((o) => (o.status === 'fulfilled' ? o.value.status : o.reason)), fresh.map(() => 201));
+    assert.equal(replay!.status === 'fulfilled' && replay!.value.status, 200);
+    assert.deepEqual(replay!.status === 'fulfilled' && replay!.value.payment, first.payment);
+    assert.equal(conflict!.status === 'rejected' && (conflict!.reason as { code?: string }).code, 'idempotency_conflict');
+    // Two requests with one new key in the same batch: one creates, the other replays it.
+    const twice = [twiceA!, twiceB!].map((o) => (o.status === 'fulfilled' ? o.value : null));
+    assert.deepEqual(twice.map((x) => x?.status).sort(), [200, 201]);
+    assert.equal(twice[0]!.payment.id, twice[1]!.payment.id);
     for (let i = 0; i < 12; i++) assert.equal((await m.test.get(`/payments?order_id=crowd-${i}`)).body.data.length, 1);
-    assert.equal((await m.test.get('/payments?order_id=crowd-used')).body.data.length, 1);
-    assert.equal((await m.test.get('/payments?order_id=crowd-other')).body.data.length, 0);
+    for (const [order, n] of [['crowd-used', 1], ['crowd-other', 0], ['crowd-twice', 1]] as const) {
+      assert.equal((await m.test.get(`/payments?order_id=${order}`)).body.data.length, n, order);
+    }
   });
 
   test('concurrent requests with one key create exactly one payment', async () => {

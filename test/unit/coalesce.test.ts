@@ -87,3 +87,27 @@ test('a change with an array value, or of another kind of statement, is written 
   const rows = await sql<{ id: string; tags: string[] }>`SELECT id, tags FROM rows WHERE id LIKE 't%' AND id <> 'taken' ORDER BY id`.execute(db);
   assert.deepEqual(rows.rows, ['t1', 't2', 't3'].map((id) => ({ id, tags: ['a,b', 'c'] })));
 });
+
+test('a batch writes its changes in the order given, whatever order they arrived in', async () => {
+  const ids = ['u5', 'u1', 'u4', 'u2', 'u3', 'u0'];
+  // The first two go out alone (nothing in flight yet); the other four wait and form one batch.
+  await Promise.all(ids.map((id) => writeCoalesced(db, change(id, null), id)));
+  const { rows } = await sql<{ row_id: string }>`SELECT row_id FROM notes WHERE row_id LIKE 'u%' ORDER BY seq`.execute(db);
+  const written = rows.map((r) => r.row_id);
+  assert.deepEqual(written.slice(0, 2).sort(), ['u1', 'u5'], 'the two written alone, in either order');
+  assert.deepEqual(written.slice(2), ['u0', 'u2', 'u3', 'u4'], 'the batch, in order');
+});
+
+test('inside a transaction a change is written at once, in that transaction, and goes with its rollback', async () => {
+  await assert.rejects(
+    db.transaction().execute(async (tx) => {
+      await writeCoalesced(tx, change('in-tx', null));
+      const seen = await sql<{ n: string }>`SELECT count(*)::text AS n FROM rows WHERE id = 'in-tx'`.execute(tx);
+      assert.equal(seen.rows[0]!.n, '1', 'written in the transaction');
+      throw new Error('roll back');
+    }),
+    /roll back/,
+  );
+  const after = await sql<{ n: string }>`SELECT count(*)::text AS n FROM rows WHERE id = 'in-tx'`.execute(db);
+  assert.equal(after.rows[0]!.n, '0');
+});

@@ -178,7 +178,7 @@ export class PaymentService {
       if (keyRow) writes.push(keyRow);
       if (actor) writes.push(this.deps.audit.write({ merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: row.id }, details: { order_id: input.order_id, price_amount: input.price_amount } }));
       const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
-      if (!hook) return writeCoalesced(this.deps.db, writes);
+      if (!hook) return writeCoalesced(this.deps.db, writes, key === null ? '' : `${merchantId} ${mode} ${key}`);
       // A network that records work for a new address does so in the same transaction.
       await this.deps.db.transaction().execute(async (tx) => {
         await this.addressIssued(tx, mode, issued!);
