@@ -7,6 +7,7 @@
  * confirmed deposits to the hot wallet, and `kasse utxo status`.
  */
 import assert from 'node:assert/strict';
+import { Transaction } from '@scure/btc-signer';
 import { after, before, describe, test } from 'node:test';
 import { utxoCommands } from '../../src/chains/utxo/commands.ts';
 import type { UtxoSender } from '../../src/chains/utxo/sender.ts';
@@ -217,6 +218,20 @@ describe('commands', () => {
     assert.equal(BigInt(after.hot_wallet_balance), BigInt(before.hot_wallet_balance) + BigInt(sweep.amount));
     assert.equal(after.behind, 0);
     assert.equal(after.transfers.sent >= 4, true);
+  });
+
+  test('every transaction the sender signs pays at least its fee rate for its signed size', () => {
+    type Build = (coins: unknown[], destination: string, amount: bigint | null, rate: bigint) => { raw: string; fee: bigint; sent: bigint };
+    const build = (sender as unknown as { build: Build }).build.bind(sender);
+    const hot = k.adapter.hotWalletAddress();
+    for (let i = 0; i < 64; i++) {
+      const coins = Array.from({ length: 1 + (i % 3) }, (_, j) => ({ txid: (i * 7 + j + 1).toString(16).padStart(64, '0'), vout: j, address: hot, amount: 100_000n + BigInt(i * 977 + j * 131), index: null }));
+      const rate = BigInt(1 + (i % 5));
+      const built = build(coins, hot, i % 2 === 0 ? null : 50_000n + BigInt(i), rate);
+      const vsize = BigInt(Transaction.fromRaw(Buffer.from(built.raw, 'hex')).vsize);
+      assert.ok(built.fee >= rate * vsize, `fee ${built.fee} for ${vsize} vB at ${rate} per vB (try ${i})`);
+      assert.ok(built.fee <= rate * (vsize + 1n) || i % 2 === 1, `a sweep pays the rate, not more (try ${i})`);
+    }
   });
 
   test('bad flags are usage errors', async () => {

@@ -245,7 +245,8 @@ export class UtxoSender implements OutgoingSender {
     const params = this.settings.params;
     const total = coins.reduce((s, c) => s + c.amount, 0n);
     const attempt = (withChange: boolean, fee: bigint) => {
-      const tx = new Transaction({ allowUnknownOutputs: false });
+      // Low-R signatures (as Bitcoin Core makes them) are at most 71 bytes, so a re-signed transaction is not longer.
+      const tx = new Transaction({ allowUnknownOutputs: false, lowR: true });
       for (const c of coins) {
         tx.addInput({ txid: c.txid, index: c.vout, witnessUtxo: { script: outputScript(c.address, params), amount: c.amount }, sequence: 0xfffffffd });
       }
@@ -268,9 +269,12 @@ export class UtxoSender implements OutgoingSender {
     if (amount !== null && !withChange) fee = total - amount;
     if (amount !== null && total < amount + fee) throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
     let built = attempt(withChange, fee);
-    // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger).
-    const exact = feeRate * BigInt(built.tx.vsize);
-    if (exact !== fee) {
+    // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger). A new
+    // fee means new signatures, a byte shorter or longer, so the signed size is checked again until the fee covers it.
+    for (let pass = 0; ; pass++) {
+      const exact = feeRate * BigInt(built.tx.vsize);
+      if (exact === fee || (pass > 0 && exact < fee)) break;
+      if (pass === 3) throw new Error(`no fee settles for a transaction of ${built.tx.vsize} vB at ${feeRate} per vB`);
       if (amount === null) {
         fee = exact;
         built = attempt(false, fee);
