@@ -1,6 +1,6 @@
 /**
- * Concurrent changes coalesced into one statement. A change here is a list of single-row INSERTs (`Write`s whose
- * text is `INSERT INTO t (a, b, …) VALUES ($1, $2, …)`), such as a payment with its key and audit row. While
+ * Concurrent changes coalesced into one statement. A change here is a list of single-row INSERTs (`Write`s made by
+ * `rowWrite`, which name their table and columns), such as a payment with its key and audit row. While
  * `CONCURRENCY` batches are being written, further changes wait in a queue; the next batch then writes every
  * waiting change of the same shape with one statement, each table's rows bound as whole columns:
  * `WITH w0 AS (INSERT INTO t (a, b) SELECT * FROM unnest($1::text[], $2::bigint[])), … SELECT 1`.
@@ -24,26 +24,6 @@ import { writeTogether, type Write } from './statement.ts';
 const CONCURRENCY = 2;
 /** Changes written by one statement at most. */
 const BATCH_MAX = 128;
-
-interface Insert {
-  table: string;
-  columns: string[];
-}
-
-const SINGLE_ROW = /^INSERT INTO (\w+) \(([\w, ]+)\)\s+VALUES \(([$\d, ]+)\)$/;
-const inserts = new Map<string, Insert | null>();
-
-/** The table and columns of a single-row INSERT whose values are $1…$n in column order; null for any other text. */
-function insertOf(text: string): Insert | null {
-  let found = inserts.get(text);
-  if (found !== undefined) return found;
-  const m = SINGLE_ROW.exec(text);
-  const columns = m ? m[2]!.split(',').map((c) => c.trim()) : [];
-  const values = m ? m[3]!.split(',').map((v) => v.trim()) : [];
-  found = m && columns.length === values.length && values.every((v, i) => v === `$${i + 1}`) ? { table: m[1]!, columns } : null;
-  if (inserts.size < 256) inserts.set(text, found);
-  return found;
-}
 
 const scalar = (v: unknown) => !Array.isArray(v) && !ArrayBuffer.isView(v);
 
@@ -113,7 +93,7 @@ class Coalescer {
     let n = 0;
     const parts: string[] = [];
     for (const [i, w] of writes.entries()) {
-      const { table, columns } = insertOf(w.sql)!;
+      const { table, columns } = w.into!;
       const types = await this.columnTypes(table);
       const arrays = columns.map((c) => {
         const type = types.get(c);
@@ -154,14 +134,14 @@ function columnsOf(group: readonly Pending[]): unknown[][] {
 const coalescers = new WeakMap<Db, Coalescer>();
 
 /**
- * Writes a change (single-row INSERTs, run together as by `writeTogether`) in a statement shared with the other
+ * Writes a change (rows made by `rowWrite`, run together as by `writeTogether`) in a statement shared with the other
  * changes of its shape waiting at the same time. Resolves once its rows are committed; rejects with the error its
  * rows alone would get. `order` places it within its batch (give the unique value two changes could share). In a
  * transaction the change is written at once, alone, since a batch commits on its own.
  */
 export function writeCoalesced(db: Db, writes: readonly Write[], order = ''): Promise<void> {
   if (writes.length === 0) return Promise.resolve();
-  if (db.isTransaction || !writes.every((w) => insertOf(w.sql) !== null && w.parameters.every(scalar))) return writeTogether(db, writes);
+  if (db.isTransaction || !writes.every((w) => w.into !== undefined && w.parameters.every(scalar))) return writeTogether(db, writes);
   let c = coalescers.get(db);
   if (!c) coalescers.set(db, (c = new Coalescer(db)));
   return c.write(writes, order);

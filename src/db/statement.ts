@@ -15,6 +15,24 @@ import { prepare, type DbOrTx } from './index.ts';
 export interface Write {
   readonly sql: string;
   readonly parameters: readonly unknown[];
+  /** Set when the write is one row of `rowInsert(table, columns)`: its parameters are the columns' values, in order. */
+  readonly into?: RowInsert;
+}
+
+/** A single-row INSERT of fixed columns: `INSERT INTO table (a, b, …) VALUES ($1, $2, …)`, its text made once. */
+export interface RowInsert {
+  readonly table: string;
+  readonly columns: readonly string[];
+  readonly sql: string;
+}
+
+export function rowInsert(table: string, columns: readonly string[]): RowInsert {
+  return { table, columns, sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})` };
+}
+
+/** One row of `into`, its values in the order of `into.columns`. */
+export function rowWrite(into: RowInsert, values: readonly unknown[]): Write {
+  return { sql: into.sql, parameters: values, into };
 }
 
 const combined = new Map<string, string>();

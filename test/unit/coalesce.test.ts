@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { writeCoalesced } from '../../src/db/coalesce.ts';
-import type { Write } from '../../src/db/statement.ts';
+import { rowInsert, rowWrite, type Write } from '../../src/db/statement.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
 let db: Db;
@@ -22,12 +22,11 @@ after(async () => {
   await drop();
 });
 
-const ROW = 'INSERT INTO rows (id, n, at, doc, raw, flag, note) VALUES ($1, $2, $3, $4, $5, $6, $7)';
-const NOTE = `INSERT INTO notes (row_id, body)
-  VALUES ($1, $2)`;
+const ROW = rowInsert('rows', ['id', 'n', 'at', 'doc', 'raw', 'flag', 'note']);
+const NOTE = rowInsert('notes', ['row_id', 'body']);
 const change = (id: string, note: string | null, raw = '{"b":1,"a":[2,"x"]}'): Write[] => [
-  { sql: ROW, parameters: [id, 2n ** 62n + 7n, new Date('2026-02-28T23:59:59.123Z'), { z: 1, a: { q: 'x"y' } }, raw, false, note] },
-  { sql: NOTE, parameters: [id, `note of ${id}`] },
+  rowWrite(ROW, [id, 2n ** 62n + 7n, new Date('2026-02-28T23:59:59.123Z'), { z: 1, a: { q: 'x"y' } }, raw, false, note]),
+  rowWrite(NOTE, [id, `note of ${id}`]),
 ];
 
 /** A Db whose statements are counted. */
@@ -80,7 +79,7 @@ test('a change that fails fails alone: the others of its batch are written, and 
 
 test('a change with an array value, or of another kind of statement, is written on its own as before', async () => {
   const withTags = (id: string): Write[] => [
-    { sql: 'INSERT INTO rows (id, n, tags) VALUES ($1, $2, $3)', parameters: [id, 1n, ['a,b', 'c']] },
+    rowWrite(rowInsert('rows', ['id', 'n', 'tags']), [id, 1n, ['a,b', 'c']]),
     { sql: 'INSERT INTO notes (row_id, body) SELECT $1, $2', parameters: [id, 'by select'] },
   ];
   await Promise.all(['t1', 't2', 't3'].map((id) => writeCoalesced(db, withTags(id))));

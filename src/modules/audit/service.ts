@@ -16,7 +16,7 @@ import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
-import type { Write } from '../../db/statement.ts';
+import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 
 /** Who made a change, and from where. */
 export interface Actor {
@@ -62,8 +62,7 @@ export interface AuditQuery {
   limit?: number;
 }
 
-const INSERT_ENTRY = `INSERT INTO audit_log (merchant_id, mode, at, actor_type, actor_id, actor_label, action, target_type, target_id, ip, details)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const INSERT_ENTRY = rowInsert('audit_log', ['merchant_id', 'mode', 'at', 'actor_type', 'actor_id', 'actor_label', 'action', 'target_type', 'target_id', 'ip', 'details']);
 
 export class AuditLog {
   constructor(
@@ -73,12 +72,12 @@ export class AuditLog {
 
   /** Writes one entry in `db` (the change's transaction). */
   async record(db: DbOrTx, e: AuditEntry): Promise<void> {
-    await db.executeQuery(CompiledQuery.raw(INSERT_ENTRY, this.values(e)));
+    await db.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, this.values(e)));
   }
 
   /** The INSERT of one entry, to write it in the same statement as its change (db/statement.ts). */
   write(e: AuditEntry): Write {
-    return { sql: INSERT_ENTRY, parameters: this.values(e) };
+    return rowWrite(INSERT_ENTRY, this.values(e));
   }
 
   private values(e: AuditEntry): unknown[] {

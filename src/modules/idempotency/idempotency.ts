@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
-import type { Write } from '../../db/statement.ts';
+import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -100,11 +100,11 @@ export async function idempotent<T>(
   return result;
 }
 
-const INSERT_KEY = 'INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, response_status, response_body) VALUES ($1, $2, $3, $4, $5, $6)';
+const INSERT_KEY = rowInsert('idempotency_keys', ['merchant_id', 'mode', 'key', 'request_hash', 'response_status', 'response_body']);
 
 /** The key's row with its answer, as a write to run together with the work it guards (db/statement.ts). */
 function keyWrite(scope: KeyScope & { key: string }, status: number, body: unknown): Write {
-  return { sql: INSERT_KEY, parameters: [scope.merchantId, scope.mode, scope.key, scope.hash, status, JSON.stringify(body)] };
+  return rowWrite(INSERT_KEY, [scope.merchantId, scope.mode, scope.key, scope.hash, status, JSON.stringify(body)]);
 }
 
 /** True for the unique violation of a key already stored (`idempotency_keys`' primary key). */

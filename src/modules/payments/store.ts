@@ -10,7 +10,7 @@ import { decodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
-import type { Write } from '../../db/statement.ts';
+import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../db/schema.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from './model.ts';
 
@@ -199,22 +199,19 @@ const ATTEMPT_COLUMNS = [
   'id', 'payment_id', 'mode', 'chain', 'token', 'address', 'address_index', 'pay_amount', 'rate', 'rate_source', 'status', 'overpaid',
   'wrong_asset', 'confirmation_tier', 'confirmations_required', 'expires_at', 'uri', 'created_at',
 ] as const satisfies ReadonlyArray<keyof AttemptRow>;
-const insertText = (table: string, columns: readonly string[]) =>
-  `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`;
-const INSERT_PAYMENT = insertText('payments', PAYMENT_COLUMNS);
-const INSERT_ATTEMPT = insertText('attempts', ATTEMPT_COLUMNS);
+const INSERT_PAYMENT = rowInsert('payments', PAYMENT_COLUMNS);
+const INSERT_ATTEMPT = rowInsert('attempts', ATTEMPT_COLUMNS);
 
 /** The INSERTs of complete rows made by `newPaymentRow` and `newAttemptRow`, to run together (db/statement.ts). */
 export function insertRows(payment: PaymentRow | null, attempts: readonly AttemptRow[]): Write[] {
   const writes: Write[] = [];
   if (payment) {
     const row = { ...payment, metadata: JSON.stringify(payment.metadata) };
-    writes.push({ sql: INSERT_PAYMENT, parameters: PAYMENT_COLUMNS.map((c) => row[c]) });
+    writes.push(rowWrite(INSERT_PAYMENT, PAYMENT_COLUMNS.map((c) => row[c])));
   }
-  for (const a of attempts) writes.push({ sql: INSERT_ATTEMPT, parameters: ATTEMPT_COLUMNS.map((c) => a[c]) });
+  for (const a of attempts) writes.push(rowWrite(INSERT_ATTEMPT, ATTEMPT_COLUMNS.map((c) => a[c])));
   return writes;
 }
-
 
 /**
  * Deposit address indexes, from one sequence for every chain and mode so an index is never derived twice. A
