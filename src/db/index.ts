@@ -1,11 +1,12 @@
 /**
- * Database access: one Kysely instance over a `pg` pool, bigint for int8, and a transaction helper whose
+ * Database access: one Kysely instance over a `pg` pool, bigint for int8, timestamps by a fast parser, and a transaction helper whose
  * after-commit hooks run only once the transaction is durable (used to wake in-process workers; other processes
  * learn through NOTIFY, which PostgreSQL itself delivers at commit).
  */
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.ts';
+import { parseTimestamptz, TIMESTAMPTZ } from './timestamps.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -50,6 +51,7 @@ export function createDb(url: string, max = 20): { db: Db; pool: pg.Pool } {
       getTypeParser(oid: number, format?: 'text' | 'binary') {
         if (oid === INT8) return (v: string) => BigInt(v);
         if (oid === NUMERIC) return (v: string) => v;
+        if (oid === TIMESTAMPTZ && format !== 'binary') return parseTimestamptz;
         return pg.types.getTypeParser(oid, format as 'text');
       },
     } as pg.CustomTypesConfig,
