@@ -301,8 +301,9 @@ export interface EmailOutboxTable {
   kind: string;
   to_address: string;
   to_name: string | null;
-  subject: string;
-  /** null when the mail is stored as `content` (migration 0025). */
+  /** null when the mail is composed from `content_ref` (migration 0027). */
+  subject: string | null;
+  /** null when the mail is stored as `content` or `content_ref` (migrations 0025, 0027). */
   text_body: string | null;
   html_body: string | null;
   message_id: string;
@@ -321,6 +322,8 @@ export interface EmailOutboxTable {
   attachments: ColumnType<unknown, string | null | undefined, string | null>;
   /** The layout blocks the text and HTML parts are built from when sent or shown (migration 0025). */
   content: ColumnType<unknown, string | null | undefined, string | null>;
+  /** What the kind's composer builds the subject and blocks from when sent or shown (migration 0027). */
+  content_ref: string | null;
 }
 
 /** Dashboard users (migration 0011_dashboard; src/modules/users). */

@@ -172,6 +172,34 @@ describe('email outbox', () => {
     await smtp.waitFor((x) => x.subject === 'claimed then crash');
     assert.equal(smtp.messages.filter((x) => x.subject === 'handed then crash').length, 0);
   });
+
+  test('a mail stored by reference is composed by its kind\'s composer when shown and sent; one it cannot compose fails, unsent', async () => {
+    const calls: string[][] = [];
+    t.kasse.email.composeWith(['test.composed'], async (_db, refs) => {
+      calls.push(refs.map((r) => r.ref));
+      const out = new Map<string, { subject: string; content: { heading: string; paragraphs: string[] } }>();
+      for (const r of refs) if (r.ref !== 'gone' && r.merchantId === m.id) out.set(r.ref, { subject: `Composed <${r.ref}>`, content: { heading: `Hello from <i>${r.ref}</i>`, paragraphs: [`Mode ${r.mode}.`] } });
+      return out;
+    });
+    const ref = (r: string) => ({ merchantId: m.id, mode: 'test' as const, kind: 'test.composed', to: 'composed@example.com', ref: r, dedupeKey: `composed:${r}` });
+    await withTx(t.kasse.db, (tx) => t.kasse.email.enqueueMany(tx, [ref('one'), ref('two'), ref('gone')]));
+    const row = await t.kasse.db.selectFrom('email_outbox').select(['subject', 'text_body', 'content', 'content_ref']).where('dedupe_key', '=', 'composed:one').executeTakeFirstOrThrow();
+    assert.deepEqual(row, { subject: null, text_body: null, content: null, content_ref: 'one' });
+    // Shown as composed, the three of a page in one call.
+    const listed = (await t.kasse.email.list(m.id)).data.filter((x) => x.kind === 'test.composed');
+    assert.deepEqual(listed.map((x) => x.subject).sort(), ['(test.composed mail of gone: cannot be composed)', 'Composed <one>', 'Composed <two>']);
+    assert.equal(calls.length, 1);
+    assert.equal(await t.kasse.email.runOnce(), 3);
+    const got = await smtp.waitFor((x) => x.subject === 'Composed <two>');
+    assert.match(got.text, /Hello from <i>two<\/i>/);
+    assert.match(got.html, /Hello from &lt;i&gt;two&lt;\/i&gt;/);
+    await smtp.waitFor((x) => x.subject === 'Composed <one>');
+    assert.equal(smtp.messages.filter((x) => x.to === 'composed@example.com').length, 2);
+    const gone = (await t.kasse.email.byStatus('failed')).find((x) => x.kind === 'test.composed');
+    assert.ok(gone, 'the mail that cannot be composed failed');
+    assert.match(gone.last_error ?? '', /could not be composed/);
+    assert.equal(gone.attempts, 1);
+  });
 });
 
 describe('without an SMTP server', () => {

@@ -25,7 +25,7 @@ async function user(email: string, role: 'owner' | 'member'): Promise<UserRecord
 
 const mails = async () =>
   (await t.kasse.db.selectFrom('email_outbox').select(['id', 'to_address', 'subject', 'mode', 'dedupe_key']).where('kind', '=', 'statement.monthly').orderBy('created_at').orderBy('id').execute()).map(
-    (r) => `${r.mode} ${r.to_address}: ${r.subject.replace(/^.*statement for /, '')}`,
+    (r) => `${r.mode} ${r.to_address}: ${r.subject!.replace(/^.*statement for /, '')}`,
   );
 
 before(async () => {

@@ -17,6 +17,7 @@ import * as m0018 from './0018_subscriptions.ts';
 import * as m0020 from './0020_disbursements.ts';
 import * as m0025 from './0025_email_content.ts';
 import * as m0026 from './0026_creation_without_merchant_locks.ts';
+import * as m0027 from './0027_mail_by_reference.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0020_disbursements': m0020,
   '0025_email_content': m0025,
   '0026_creation_without_merchant_locks': m0026,
+  '0027_mail_by_reference': m0027,
 };

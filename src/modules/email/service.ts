@@ -10,7 +10,9 @@
  * 5xx refusal fails it at once. A connection lost while the server may have taken the message, or a worker that died
  * while it was `handed`, makes it `uncertain`: it is logged and never sent again on its own (an operator may resend
  * it with `kasse mail resend`; the copy carries the same Message-ID). A mail may be stored as the layout's blocks
- * (`content`) and rendered when sent or shown. Rules and the API: docs/email.md.
+ * (`content`) and rendered when sent or shown, or by reference (`ref`): a module registers a composer for its kinds
+ * (`composeWith`) that builds the subject and blocks of many mails at once when they are sent or shown. Rules and the
+ * API: docs/email.md.
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
@@ -68,6 +70,43 @@ export interface MailMessage {
   attachments?: MailAttachment[];
 }
 
+/**
+ * A mail stored by reference: its subject and blocks are built when it is sent or shown by the composer registered
+ * for its `kind` (`EmailService.composeWith`), from what `ref` names — a few dozen bytes in the outbox.
+ */
+export interface MailReference {
+  merchantId: string | null;
+  mode: Mode | null;
+  kind: string;
+  to: string;
+  toName?: string | null;
+  /** What the composer builds the mail from (e.g. a payment id); at most 200 characters. */
+  ref: string;
+  dedupeKey?: string | null;
+}
+
+/** A mail built by a composer. */
+export interface ComposedMail {
+  subject: string;
+  content: EmailContent;
+}
+
+/** A stored mail by reference, as its composer is given it. */
+export interface MailRef {
+  kind: string;
+  ref: string;
+  merchantId: string | null;
+  mode: Mode | null;
+}
+
+/**
+ * Builds the mails of its kinds stored by reference, many in one call (a batch being sent, a page being shown),
+ * keyed by `ref`. A ref it cannot build (what it names is gone) is left out: that mail fails and is not sent.
+ */
+export type MailComposer = (db: DbOrTx, mails: readonly MailRef[]) => Promise<Map<string, ComposedMail>>;
+
+const isReference = (m: MailMessage | MailReference): m is MailReference => 'ref' in m;
+
 export interface MailAttachment {
   filename: string;
   contentType: string;
@@ -113,9 +152,15 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export class EmailService {
   private readonly transport: SmtpTransport | null;
   private readonly wakers = new Set<() => void>();
+  private readonly composers = new Map<string, MailComposer>();
 
   constructor(private readonly deps: EmailServiceDeps) {
     this.transport = deps.mail.smtpUrl ? new SmtpTransport(deps.mail.smtpUrl) : null;
+  }
+
+  /** Registers the composer of mails of `kinds` stored by reference (at start, by the module that writes them). */
+  composeWith(kinds: readonly string[], composer: MailComposer): void {
+    for (const k of kinds) this.composers.set(k, composer);
   }
 
   /** Whether mail goes out over SMTP (else it is kept for the dashboard's Mail page). */
@@ -127,14 +172,15 @@ export class EmailService {
    * Writes a mail into the outbox in `db` — the caller's transaction, so it is sent only if that commits. Returns its
    * id, or null when `dedupeKey` was already used. One statement; workers in every process are woken at commit.
    */
-  async enqueue(db: DbOrTx, m: MailMessage): Promise<{ id: string } | null> {
+  async enqueue(db: DbOrTx, m: MailMessage | MailReference): Promise<{ id: string } | null> {
     const id = newId('eml');
     const now = this.deps.clock.now();
     const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
+    const r = stored(m);
     const { rows } = await sql<{ id: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
-        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${m.subject}, ${bodyOf(m)}, ${m.html ?? null}, ${contentOf(m)}, ${messageId}, ${m.dedupeKey ?? null}, ${m.sensitive ?? false}, ${now}, ${now}, ${storedAttachments(m.attachments)})
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, content_ref, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        VALUES (${id}, ${m.merchantId}, ${m.mode}, ${m.kind}, ${m.to}, ${m.toName ?? null}, ${r.subject}, ${r.text_body}, ${r.html_body}, ${r.content === null ? null : JSON.stringify(r.content)}, ${r.content_ref}, ${messageId}, ${m.dedupeKey ?? null}, ${r.sensitive}, ${now}, ${now}, ${r.attachments})
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -146,7 +192,7 @@ export class EmailService {
   }
 
   /** `enqueue` for many mails in one statement (a module mailing many customers in one change); skips used dedupe keys. */
-  async enqueueMany(tx: Tx, messages: readonly MailMessage[]): Promise<number> {
+  async enqueueMany(tx: Tx, messages: readonly (MailMessage | MailReference)[]): Promise<number> {
     if (messages.length === 0) return 0;
     const now = this.deps.clock.now();
     const ids = messages.map(() => newId('eml'));
@@ -161,22 +207,17 @@ export class EmailService {
         kind: m.kind,
         to_address: m.to,
         to_name: m.toName ?? null,
-        subject: m.subject,
-        text_body: bodyOf(m),
-        html_body: m.html ?? null,
-        content: m.content ?? null,
+        ...stored(m),
         message_id: messageIds[i],
         dedupe_key: m.dedupeKey ?? null,
-        sensitive: m.sensitive ?? false,
-        attachments: storedAttachments(m.attachments),
       })),
     );
     const { rows } = await sql<{ n: string }>`
       WITH m AS (
-        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
-        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
+        INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, content_ref, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
+        SELECT id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, content_ref, message_id, dedupe_key, sensitive, ${now}, ${now}, attachments::jsonb
         FROM json_to_recordset(${input}::json) AS u(id text, merchant_id text, mode text, kind text, to_address text, to_name text, subject text,
-          text_body text, html_body text, content json, message_id text, dedupe_key text, sensitive boolean, attachments text)
+          text_body text, html_body text, content json, content_ref text, message_id text, dedupe_key text, sensitive boolean, attachments text)
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id
       )
@@ -195,7 +236,7 @@ export class EmailService {
     if (opts.cursor) q = q.where('id', '<', decodeCursor(opts.cursor, /^eml_[0-9A-Z]{26}$/));
     const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
     const page = rows.slice(0, limit);
-    return { data: page.map(toStored), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    return { data: await this.stored(page), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
   }
 
   /** One mail; with `merchantId`, only that merchant's (else 404). */
@@ -204,13 +245,13 @@ export class EmailService {
     if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
     const row = await q.executeTakeFirst();
     if (!row) throw notFound('mail');
-    return toStored(row);
+    return (await this.stored([row]))[0]!;
   }
 
   /** Operator: every mail in a status (uncertain, failed, …), oldest first. */
   async byStatus(status: MailStatus, limit = 100): Promise<StoredMail[]> {
     const rows = await this.deps.db.selectFrom('email_outbox').selectAll().where('status', '=', status).orderBy('id').limit(limit).execute();
-    return rows.map(toStored);
+    return this.stored(rows);
   }
 
   /** Operator: sends an `uncertain` or `failed` mail again (the copy has the same Message-ID). */
@@ -227,7 +268,7 @@ export class EmailService {
       throw invalidState('Only an uncertain or failed mail can be sent again.');
     }
     this.nudge();
-    return toStored(row);
+    return (await this.stored([row]))[0]!;
   }
 
   onWork(waker: () => void): () => void {
@@ -296,6 +337,7 @@ export class EmailService {
   }
 
   private async keep(batch: RowOf[]): Promise<void> {
+    const parts = await this.parts(batch);
     await this.deps.db
       .updateTable('email_outbox')
       .set({ status: 'kept', locked_until: null, lease_token: null })
@@ -303,7 +345,7 @@ export class EmailService {
       .execute();
     for (const r of batch) {
       // The body is not logged: it may carry a sign-in link. `kasse mail show <id>` prints it.
-      this.deps.log.info({ mail: r.id, kind: r.kind, to: r.to_address, subject: r.subject }, 'mail kept, not sent (KASSE_SMTP_URL is not set); see the dashboard Mail page or `kasse mail show`');
+      this.deps.log.info({ mail: r.id, kind: r.kind, to: r.to_address, subject: parts.get(r.id)?.subject ?? null }, 'mail kept, not sent (KASSE_SMTP_URL is not set); see the dashboard Mail page or `kasse mail show`');
     }
   }
 
@@ -315,8 +357,10 @@ export class EmailService {
   private async sendBatch(transport: SmtpTransport, sessions: Array<SmtpSession | null>, batch: RowOf[]): Promise<void> {
     const ready: RowOf[] = [];
     const outcomes: Outcome[] = [];
+    const parts = await this.parts(batch);
     for (const row of batch) {
-      if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
+      if (!parts.has(row.id)) outcomes.push(this.failure(row, 'no', true, `the ${row.kind} mail could not be composed: what it refers to (${row.content_ref}) is gone`));
+      else if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
       else ready.push(row);
     }
     const handed = await this.markHanded(ready);
@@ -343,7 +387,7 @@ export class EmailService {
               continue;
             }
           }
-          const outcome = await session.send(this.outgoing(row));
+          const outcome = await session.send(this.outgoing(row, parts.get(row.id)!));
           outcomes.push(outcome.ok ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null } : this.failure(row, outcome.delivered, outcome.permanent, outcome.error));
         }
       } finally {
@@ -394,12 +438,39 @@ export class EmailService {
       WHERE o.id = v.id AND o.lease_token = v.lease_token`.execute(this.deps.db);
   }
 
-  private outgoing(row: RowOf): OutgoingMail {
-    const body = bodiesOf(row);
+  /**
+   * The subject and parts of stored mails, by id: as written, rendered from their blocks, or composed by their kind's
+   * composer (one call per kind). A mail whose composer is missing or could not build it has none.
+   */
+  private async parts(rows: readonly RowOf[]): Promise<Map<string, MailParts>> {
+    const out = new Map<string, MailParts>();
+    const byKind = new Map<string, RowOf[]>();
+    for (const r of rows) {
+      if (r.content_ref === null) out.set(r.id, { subject: r.subject!, ...bodiesOf(r) });
+      else byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r]);
+    }
+    for (const [kind, list] of byKind) {
+      const composer = this.composers.get(kind);
+      if (!composer) continue;
+      const made = await composer(this.deps.db, list.map((r) => ({ kind: r.kind, ref: r.content_ref!, merchantId: r.merchant_id, mode: r.mode })));
+      for (const r of list) {
+        const mail = made.get(r.content_ref!);
+        if (mail) out.set(r.id, { subject: mail.subject, ...renderEmail(mail.content) });
+      }
+    }
+    return out;
+  }
+
+  private async stored(rows: readonly RowOf[]): Promise<StoredMail[]> {
+    const parts = await this.parts(rows);
+    return rows.map((r) => toStored(r, parts.get(r.id) ?? { subject: `(${r.kind} mail of ${r.content_ref}: cannot be composed)`, text: '', html: null }));
+  }
+
+  private outgoing(row: RowOf, body: MailParts): OutgoingMail {
     return {
       from: this.deps.mail.from,
       to: { address: row.to_address, name: row.to_name },
-      subject: row.subject,
+      subject: body.subject,
       text: body.text,
       html: body.html,
       messageId: row.message_id,
@@ -410,6 +481,12 @@ export class EmailService {
 }
 
 type RowOf = Selectable<EmailOutboxTable>;
+
+interface MailParts {
+  subject: string;
+  text: string;
+  html: string | null;
+}
 
 /** What became of one mail of a batch, as written back to its row. */
 interface Outcome {
@@ -435,14 +512,23 @@ function attachmentsOf(r: RowOf): StoredAttachment[] {
   return Array.isArray(r.attachments) ? (r.attachments as StoredAttachment[]) : [];
 }
 
-/** The mail's `text_body` column: its text, or null when it is stored as `content`. */
-function bodyOf(m: MailMessage): string | null {
-  if (m.content) return null;
-  if (m.text === undefined) throw new Error(`mail ${m.kind} has neither text nor content`);
-  return m.text;
+/** The columns that hold what a mail says: its subject and parts, its blocks, or its reference. */
+function stored(m: MailMessage | MailReference) {
+  if (isReference(m)) {
+    if (m.ref.length === 0 || m.ref.length > 200) throw new Error(`mail ${m.kind}: a reference has 1 to 200 characters`);
+    return { subject: null, text_body: null, html_body: null, content: null, content_ref: m.ref, sensitive: false, attachments: null };
+  }
+  if (!m.content && m.text === undefined) throw new Error(`mail ${m.kind} has neither text nor content`);
+  return {
+    subject: m.subject,
+    text_body: m.content ? null : m.text!,
+    html_body: m.html ?? null,
+    content: m.content ?? null,
+    content_ref: null,
+    sensitive: m.sensitive ?? false,
+    attachments: storedAttachments(m.attachments),
+  };
 }
-
-const contentOf = (m: MailMessage): string | null => (m.content ? JSON.stringify(m.content) : null);
 
 /** The text and HTML parts of a stored mail: as written, or built from its layout blocks. */
 function bodiesOf(r: RowOf): { text: string; html: string | null } {
@@ -450,8 +536,7 @@ function bodiesOf(r: RowOf): { text: string; html: string | null } {
   return renderEmail(r.content as EmailContent);
 }
 
-function toStored(r: RowOf): StoredMail {
-  const body = bodiesOf(r);
+function toStored(r: RowOf, body: MailParts): StoredMail {
   return {
     id: r.id,
     merchant_id: r.merchant_id,
@@ -459,7 +544,7 @@ function toStored(r: RowOf): StoredMail {
     kind: r.kind,
     to: r.to_address,
     to_name: r.to_name,
-    subject: r.subject,
+    subject: body.subject,
     text: body.text,
     html: body.html,
     message_id: r.message_id,
