@@ -7,9 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { FakeClock, MINUTE } from '../../src/core/clock.ts';
+import { newId } from '../../src/core/ids.ts';
 import type { MailMessage } from '../../src/modules/email/service.ts';
 import { renderEmail } from '../../src/modules/email/template.ts';
+import { SCHEDULER_BATCH, SCHEDULER_LANES } from '../../src/modules/subscriptions/scheduler.ts';
+import { insertSubscriptions } from '../../src/modules/subscriptions/store.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 
@@ -68,6 +72,86 @@ describe('scheduler batches', () => {
     await t.kasse.email.runOnce();
     assert.equal((await sub(bad.id)).periods_invoiced, 1);
     for (const s of subs) assert.equal(smtp.messages.filter((x) => x.to === `batch${subs.indexOf(s)}@example.com`).length, 1);
+  });
+});
+
+describe('many due at once', () => {
+  test('more subscriptions than the pass writes at once: each invoiced once, with one event and one mail', async () => {
+    const shop = await t.merchant({ name: 'Bulk <shop>' });
+    const at = new Date('2026-06-01T00:00:00.000Z');
+    const n = SCHEDULER_BATCH * SCHEDULER_LANES + 37;
+    const rows = Array.from({ length: n }, (_, i) => ({
+      id: newId('sub'), merchant_id: shop.id, mode: 'test' as const, customer_email: `bulk${i}@example.com`, customer_name: null, title: `Plan ${i}`,
+      amount_usd_cents: 500 + i, interval: 'month' as const, interval_count: 1, grace_days: 3, status: 'active' as const, started_at: at, next_due_at: at,
+      success_url: null, metadata: '{}', run_at: at, created_at: at, updated_at: at,
+    }));
+    await insertSubscriptions(t.kasse.db, rows);
+    t.clock.set(at.toISOString());
+    const r = await t.kasse.subscriptions.runDue();
+    assert.equal(r.invoiced, n);
+    assert.equal((await t.kasse.subscriptions.runDue()).invoiced, 0);
+    const count = async (table: 'subscription_invoices' | 'events' | 'email_outbox', where: string, what = '*') =>
+      Number((await sql<{ n: string }>`SELECT count(${sql.raw(what)}) AS n FROM ${sql.table(table)} WHERE ${sql.raw(where)}`.execute(t.kasse.db)).rows[0]!.n);
+    const ids = rows.map((x) => `'${x.id}'`).join(',');
+    assert.equal(await count('subscription_invoices', `subscription_id IN (${ids})`), n);
+    assert.equal(await count('subscription_invoices', `subscription_id IN (${ids})`, 'DISTINCT subscription_id'), n);
+    assert.equal(await count('events', `type = 'subscription.invoiced' AND ordering_key IN (${ids})`), n);
+    assert.equal(await count('email_outbox', `kind = 'subscription.invoice' AND merchant_id = '${shop.id}'`), n);
+    // Every event shows its own subscription; every mail is composed for its own customer and amount.
+    const events = await t.kasse.db.selectFrom('events').select(['ordering_key', 'data']).where('type', '=', 'subscription.invoiced').where('merchant_id', '=', shop.id).execute();
+    for (const e of events) assert.equal((e.data as { id: string }).id, e.ordering_key);
+    const mails = (await t.kasse.email.list(shop.id, { limit: 100 })).data;
+    assert.equal(mails.length, 100);
+    for (const mail of mails) {
+      const i = Number(/^bulk(\d+)@/.exec(mail.to)![1]);
+      assert.equal(mail.subject, `Invoice from Bulk <shop>: Plan ${i}, $${((500 + i) / 100).toFixed(2)} due 1 June 2026`);
+    }
+  });
+
+  test("a subscription mail whose reference names another merchant's payment is not composed", async () => {
+    const other = await t.merchant({ name: 'Other shop' });
+    const due = new Date(t.clock.now().getTime() + MINUTE);
+    const s = await create(`ref-owner@example.com`, due.toISOString());
+    t.clock.set(due.toISOString());
+    await t.kasse.subscriptions.runDue();
+    const paymentId = (await sub(s.id)).invoices[0].payment_id;
+    const exp = Math.floor(Date.parse('2026-09-01T00:00:00Z') / 1000);
+    const forged = { merchantId: other.id, mode: 'test' as const, kind: 'subscription.invoice', to: 'someone@example.com', ref: `${paymentId}.${exp}`, dedupeKey: `forged:${paymentId}` };
+    await t.kasse.db.transaction().execute((tx) => t.kasse.email.enqueueMany(tx, [forged, { ...forged, mode: 'live', merchantId: m.id, dedupeKey: `forged-live:${paymentId}` }]));
+    const shown = [...(await t.kasse.email.list(other.id)).data, ...(await t.kasse.email.list(m.id)).data].filter((x) => x.to === 'someone@example.com');
+    assert.equal(shown.length, 2);
+    for (const x of shown) {
+      assert.match(x.subject, /cannot be composed/);
+      assert.equal(x.text, '');
+    }
+  });
+});
+
+describe('events in batches', () => {
+  test('events published together are stored in order, each body byte for byte as its serialiser wrote it', async () => {
+    const odd = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab', 'ünïcødé ✓ \u2028 and a NUL escape: \u0000', '{"looks":"like json"}', ''];
+    // Serialisers that write spacing and key order JSON.stringify would not: the stored text must be theirs.
+    const inputs = odd.map((text, i) => ({
+      mode: 'test' as const,
+      merchantId: m.id,
+      type: 'subscription.invoiced',
+      orderingKey: `sub_batch_${i}`,
+      data: { text, i },
+      serialize: (d: { text: string; i: number }) => `{ "z" : ${d.i},\n  "text": ${JSON.stringify(d.text)} }`,
+      destination: null,
+    }));
+    const before = await t.kasse.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('max')).executeTakeFirstOrThrow();
+    await t.kasse.db.transaction().execute((tx) => t.kasse.webhooks.publishMany(tx, inputs));
+    const rows = await t.kasse.db
+      .selectFrom('events')
+      .select(['seq', 'ordering_key', 'merchant_id', 'mode', 'type', 'destination', (eb) => eb.cast<string>('data', 'text').as('body')])
+      .where('seq', '>', before.max ?? 0n)
+      .orderBy('seq')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => [r.ordering_key, r.merchant_id, r.mode, r.type, r.destination, r.body]),
+      inputs.map((e) => [e.orderingKey, m.id, 'test', 'subscription.invoiced', null, e.serialize(e.data)]),
+    );
   });
 });
 

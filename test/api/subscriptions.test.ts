@@ -264,6 +264,8 @@ describe('the life of a subscription', () => {
     assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'waiting']]);
     assert.equal(s.periods_invoiced, 1);
     assert.equal(s.last_payment_id, s.invoices[1].payment_id);
+    // The fresh payment's event shows the Subscription exactly as the API does: both payments, each in its state.
+    assert.deepEqual(eventsOf(s.id).filter((e) => e.type === 'subscription.invoiced').at(-1)!.data, s);
     const reminder = await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
     assert.match(reminder.text, /has not arrived and is overdue/);
     const ends = new Date(start.getTime() + 3 * DAY_MS);

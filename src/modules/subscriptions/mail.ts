@@ -2,13 +2,36 @@
  * The emails a subscription sends its customer: the invoice of each period, the reminder with a fresh payment while
  * a period is overdue, and the notice that the subscription ended. Built with the shared email layout, so every
  * merchant and customer string is escaped in the HTML part; every mail carries the customer's signed link.
+ *
+ * They go into the outbox by reference (`subscriptionMail`): the invoice and the reminder name their payment, the
+ * notice its subscription, each with the expiry of the customer's link; the composer (composer.ts) builds them from
+ * the stored rows when they are sent or shown. So the merchant's name is the one it has when the mail is sent.
  */
 import { formatCents } from '../../core/money.ts';
-import type { MailMessage } from '../email/service.ts';
+import type { ComposedMail, MailReference } from '../email/service.ts';
 import type { EmailContent } from '../email/template.ts';
 import { dueAt, type Interval } from './calendar.ts';
 import type { CancellationReason } from './model.ts';
 import type { SubscriptionRow } from './store.ts';
+
+/** The kinds of subscription mail, all stored by reference. */
+export const MAIL_KINDS = { invoice: 'subscription.invoice', reminder: 'subscription.reminder', cancelled: 'subscription.cancelled' } as const;
+export type SubscriptionMailKind = (typeof MAIL_KINDS)[keyof typeof MAIL_KINDS];
+
+/**
+ * A subscription mail to enqueue: `about` is the payment (invoice, reminder) or the subscription (notice) it is
+ * built from, `linkExpires` when the customer's link it carries stops working. At most one per `dedupeKey`.
+ */
+export function subscriptionMail(sub: SubscriptionRow, kind: SubscriptionMailKind, about: string, linkExpires: Date, dedupeKey: string): MailReference {
+  const ref = `${about}.${Math.floor(linkExpires.getTime() / 1000)}`;
+  return { merchantId: sub.merchant_id, mode: sub.mode, kind, to: sub.customer_email, toName: sub.customer_name, ref, dedupeKey };
+}
+
+/** The payment or subscription and the link expiry a reference names; null for a malformed one. */
+export function parseMailRef(ref: string): { about: string; linkExpires: Date } | null {
+  const m = /^(pay_[0-9A-Z]{36}|sub_[0-9A-Z]{26})\.(\d{1,12})$/.exec(ref);
+  return m ? { about: m[1]!, linkExpires: new Date(Number(m[2]) * 1000) } : null;
+}
 
 export interface MailContext {
   merchantName: string;
@@ -19,7 +42,7 @@ export interface MailContext {
 
 export interface InvoicePayment {
   checkout_url: string;
-  expires_at: string;
+  expires_at: Date;
   price_amount: number;
 }
 
@@ -53,13 +76,8 @@ const footer = (c: MailContext) => [
 ];
 const manage = (c: MailContext) => [{ label: 'See or cancel your subscription', url: c.customerUrl }];
 
-/** The mail goes into the outbox as its layout blocks; its parts are rendered when it is sent or shown. */
-function message(c: MailContext, kind: string, subject: string, content: EmailContent, dedupeKey: string): MailMessage {
-  return { merchantId: c.sub.merchant_id, mode: c.sub.mode, kind, to: c.sub.customer_email, toName: c.sub.customer_name, subject, content, dedupeKey };
-}
-
 /** The invoice of a period: merchant, amount, period, due date and the checkout link. */
-export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): MailMessage {
+export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): ComposedMail {
   const body: EmailContent = {
     heading: `${c.merchantName}: invoice for ${c.sub.title}`,
     paragraphs: [`${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`],
@@ -67,17 +85,17 @@ export function invoiceMail(c: MailContext, period: number, due: Date, payment: 
       ['Amount', usd(payment.price_amount)],
       ['Period', `${period} (${periodRange(c.sub, period)})`],
       ['Due', moment(due)],
-      ['Pay by', moment(new Date(payment.expires_at))],
+      ['Pay by', moment(payment.expires_at)],
     ],
     action: { label: 'Pay now', url: payment.checkout_url },
     footer: footer(c),
     links: manage(c),
   };
-  return message(c, 'subscription.invoice', `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`, body, `subscription:${c.sub.id}:period:${period}:1`);
+  return { subject: `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`, content: body };
 }
 
 /** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
-export function reminderMail(c: MailContext, period: number, seq: number, due: Date, endsAt: Date, payment: InvoicePayment): MailMessage {
+export function reminderMail(c: MailContext, period: number, due: Date, endsAt: Date, payment: InvoicePayment): ComposedMail {
   const body: EmailContent = {
     heading: `Payment overdue: ${c.sub.title}`,
     paragraphs: [
@@ -94,7 +112,7 @@ export function reminderMail(c: MailContext, period: number, seq: number, due: D
     footer: footer(c),
     links: manage(c),
   };
-  return message(c, 'subscription.reminder', `Overdue: ${c.sub.title} from ${c.merchantName}, ends ${day(endsAt)} unless paid`, body, `subscription:${c.sub.id}:period:${period}:${seq}`);
+  return { subject: `Overdue: ${c.sub.title} from ${c.merchantName}, ends ${day(endsAt)} unless paid`, content: body };
 }
 
 const WHY: Record<CancellationReason, (c: MailContext) => string> = {
@@ -104,7 +122,7 @@ const WHY: Record<CancellationReason, (c: MailContext) => string> = {
 };
 
 /** The subscription ended (no more invoices). */
-export function cancelledMail(c: MailContext, reason: CancellationReason): MailMessage {
+export function cancelledMail(c: MailContext, reason: CancellationReason): ComposedMail {
   const body: EmailContent = {
     heading: `Subscription cancelled: ${c.sub.title}`,
     paragraphs: [`Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`, WHY[reason](c)],
@@ -112,5 +130,5 @@ export function cancelledMail(c: MailContext, reason: CancellationReason): MailM
     footer: [`You receive this email because ${c.merchantName} billed you for ${c.sub.title} through Kasse.`],
     links: [{ label: 'See your subscription', url: c.customerUrl }],
   };
-  return message(c, 'subscription.cancelled', `Subscription cancelled: ${c.sub.title} from ${c.merchantName}`, body, `subscription:${c.sub.id}:cancelled`);
+  return { subject: `Subscription cancelled: ${c.sub.title} from ${c.merchantName}`, content: body };
 }

@@ -1,19 +1,19 @@
 /**
  * What the subscriptions module's services share: the Subscription object rendered from its rows and its payments'
  * state (read through the payments module), `subscription.*` events published into the webhook outbox, and the
- * context every customer email needs (the merchant's name, the customer's signed link).
+ * customer mails put into the email outbox by reference (composer.ts builds them when sent).
  */
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import type { AuditLog } from '../audit/service.ts';
-import type { EmailService } from '../email/service.ts';
+import type { EmailService, MailReference } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { PaymentSummary } from '../payments/batch.ts';
 import type { PaymentService } from '../payments/service.ts';
 import type { EventInput, EventPublisher } from '../webhooks/types.ts';
 import type { CustomerLinks } from './customer-link.ts';
-import type { MailContext } from './mail.ts';
+import { subscriptionMail, type SubscriptionMailKind } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { serializeSubscription, type Subscription } from './schema.ts';
 import { invoicesOf, type InvoiceRow, type SubscriptionRow } from './store.ts';
@@ -111,18 +111,11 @@ export class Presenter {
   }
 
   /**
-   * Mail context per subscription: the merchant's name and a fresh customer link (expiry on the wall clock). Read in
-   * `tx`, the transaction that enqueues the mail.
+   * A subscription mail to enqueue, about `about` (the payment of an invoice or reminder, or the subscription): the
+   * customer's link it carries lasts from now as `CustomerLinks.expiry` says (wall clock).
    */
-  async mailContexts(tx: Tx, rows: readonly SubscriptionRow[]): Promise<Map<string, MailContext>> {
-    const names = await this.deps.merchants.names(rows.map((r) => r.merchant_id), tx);
-    const now = this.deps.clock.now();
-    return new Map(
-      rows.map((r) => {
-        const nextDueWall = new Date(r.next_due_at.getTime() - Number(r.clock_offset_ms));
-        const url = this.deps.links.url(r.id, this.deps.links.expiry(now, nextDueWall));
-        return [r.id, { merchantName: names.get(r.merchant_id) ?? '', sub: r, customerUrl: url }];
-      }),
-    );
+  mail(row: SubscriptionRow, kind: SubscriptionMailKind, about: string, dedupeKey: string): MailReference {
+    const nextDueWall = new Date(row.next_due_at.getTime() - Number(row.clock_offset_ms));
+    return subscriptionMail(row, kind, about, this.deps.links.expiry(this.deps.clock.now(), nextDueWall), dedupeKey);
   }
 }

@@ -4,7 +4,7 @@
  * number of worker processes share them and none takes one another holds — and, for a batch of them in one
  * transaction, runs the pure plan (policy.ts) and writes what it says: the payments (through the payments module,
  * in this transaction), the invoice rows and subscription rows (through the store, one statement each per batch), the
- * `subscription.*` events and the customer mail (stored as layout blocks, rendered when sent).
+ * `subscription.*` events and the customer mail (stored by reference, composed when sent: composer.ts).
  * A period is invoiced once because its subscription's row is locked while it is written and `(subscription,
  * period, seq)` is unique; a crash before commit leaves nothing, a crash after leaves the mail in the outbox, which
  * the email worker sends once. Nothing is held in memory between passes.
@@ -17,14 +17,14 @@ import type { Mode } from '../../core/mode.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import type { MailMessage } from '../email/service.ts';
+import type { MailReference } from '../email/service.ts';
 import type { Actor } from '../audit/service.ts';
 import type { IssuedPaymentInput, PaymentSummary } from '../payments/batch.ts';
 import type { Payment } from '../payments/schema.ts';
-import { cancelledMail, invoiceMail, reminderMail } from './mail.ts';
+import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
-import type { Presenter, SubscriptionEvent } from './presenter.ts';
+import { subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
 import type { Subscription } from './schema.ts';
 import {
   claimDue,
@@ -49,6 +49,11 @@ import {
 
 /** Subscriptions planned and written per transaction. */
 export const SCHEDULER_BATCH = 200;
+/**
+ * Batches one pass writes at once, each in its own transaction: while PostgreSQL writes one, the process plans and
+ * encodes the other, so a pass keeps both busy.
+ */
+export const SCHEDULER_LANES = 2;
 /** A subscription whose step failed is tried again after this long (logged as an error). */
 const DEFER_MS = 5 * MINUTE;
 /** How long a worker holds a cancelled subscription while it withdraws its open payments. */
@@ -85,6 +90,18 @@ const EVENT_OF: Partial<Record<Step['kind'], SubscriptionEventType>> = {
   cancel: 'subscription.cancelled',
 };
 
+/** What a batch knows of its subscriptions' invoices (by subscription, in period order) and their payments. */
+interface Known {
+  invoices: Map<string, InvoiceRow[]>;
+  payments: Map<string, PaymentSummary>;
+}
+
+function listOf(known: Known, subscriptionId: string): InvoiceRow[] {
+  let list = known.invoices.get(subscriptionId);
+  if (!list) known.invoices.set(subscriptionId, (list = []));
+  return list;
+}
+
 interface Work {
   row: SubscriptionRow;
   now: Date;
@@ -103,6 +120,13 @@ export class SubscriptionScheduler {
   /** One pass over everything due now: batches of due subscriptions, then withdrawals for cancelled ones. */
   async runDue(): Promise<DueResult> {
     const total = zero();
+    await Promise.all(Array.from({ length: SCHEDULER_LANES }, () => this.lane(total)));
+    total.withdrawn = await this.withdrawDue();
+    return total;
+  }
+
+  /** Batch after batch until nothing is due; the pass's lanes claim disjoint batches (SKIP LOCKED). */
+  private async lane(total: DueResult): Promise<void> {
     for (;;) {
       const wall = this.deps.clock.now();
       let claimed: string[] = [];
@@ -121,8 +145,6 @@ export class SubscriptionScheduler {
         for (const id of claimed) add(total, await this.one(id, wall));
       }
     }
-    total.withdrawn = await this.withdrawDue();
-    return total;
   }
 
   private async one(id: string, wall: Date): Promise<DueResult> {
@@ -143,21 +165,21 @@ export class SubscriptionScheduler {
    * locked by id), at wall-clock time `wall`.
    */
   async apply(tx: Tx, rows: readonly SubscriptionRow[], wall: Date): Promise<DueResult> {
-    const open = await openInvoicesOf(
-      tx,
-      rows.map((r) => r.id),
-    );
-    const statuses = await this.summaries(tx, rows, open);
+    // Every invoice of the batch and its payment's state, read once: the plan looks at the open ones, and the events'
+    // Subscriptions show them all with what this batch adds.
+    const invoices = await invoicesOf(tx, rows.map((r) => r.id));
+    const known: Known = { invoices: new Map(), payments: await this.summaries(tx, rows, invoices) };
+    for (const i of invoices) listOf(known, i.subscription_id).push(i);
     const work: Work[] = rows.map((row) => {
       const now = clockOf(row, wall);
-      const mine = open.filter((o) => o.subscription_id === row.id).map((o) => openInvoice(o, statuses.get(o.payment_id)!.status));
-      return { row, now, plan: plan(stateOf(row), mine, now), issued: new Map() };
+      const open = (known.invoices.get(row.id) ?? []).filter((i) => i.check_at !== null).map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
+      return { row, now, plan: plan(stateOf(row), open, now), issued: new Map() };
     });
 
-    await this.issuePayments(tx, work);
-    await this.writeInvoices(tx, work);
+    await this.issuePayments(tx, work, known);
+    await this.writeInvoices(tx, work, known);
     const updated = await this.writeSubscriptions(tx, work, wall);
-    await this.notify(tx, work, updated);
+    await this.notify(tx, work, updated, known);
 
     const result = zero();
     result.subscriptions = rows.length;
@@ -182,7 +204,7 @@ export class SubscriptionScheduler {
   }
 
   /** The payment of every invoice and reissue step, created through the payments module, one statement per mode. */
-  private async issuePayments(tx: Tx, work: Work[]): Promise<void> {
+  private async issuePayments(tx: Tx, work: Work[], known: Known): Promise<void> {
     const wanted: Array<{ w: Work; step: Extract<Step, { kind: 'invoice' | 'reissue' }> }> = [];
     for (const w of work) for (const step of w.plan.steps) if (step.kind === 'invoice' || step.kind === 'reissue') wanted.push({ w, step });
     for (const mode of ['test', 'live'] as Mode[]) {
@@ -197,11 +219,14 @@ export class SubscriptionScheduler {
       }));
       const payments = await this.deps.payments.createIn(tx, mode, inputs);
       mine.forEach((x, i) => x.w.issued.set(x.step, payments[i]!));
+      for (const p of payments) {
+        known.payments.set(p.id, { id: p.id, status: p.status, price_amount: p.price_amount, checkout_url: p.checkout_url, created_at: new Date(p.created_at), expires_at: new Date(p.expires_at), paid_at: null });
+      }
     }
   }
 
   /** New invoice rows, and the check times the plans moved, settled or cleared. */
-  private async writeInvoices(tx: Tx, work: Work[]): Promise<void> {
+  private async writeInvoices(tx: Tx, work: Work[], known: Known): Promise<void> {
     const inserts: Array<Omit<InvoiceRow, 'paid'>> = [];
     const checks = new Map<string, Date | null>();
     const cancelled: string[] = [];
@@ -225,6 +250,8 @@ export class SubscriptionScheduler {
       }
     }
     await insertInvoices(tx, inserts);
+    for (const i of inserts) listOf(known, i.subscription_id).push({ ...i, paid: false });
+    for (const list of known.invoices.values()) list.sort((a, b) => a.period - b.period || a.seq - b.seq);
     await setInvoiceChecks(tx, checks);
     await clearChecks(tx, cancelled);
   }
@@ -255,30 +282,23 @@ export class SubscriptionScheduler {
   }
 
   /** The events and the customer mail of every step that tells someone something. */
-  private async notify(tx: Tx, work: Work[], updated: Map<string, SubscriptionRow>): Promise<void> {
+  private async notify(tx: Tx, work: Work[], updated: Map<string, SubscriptionRow>, known: Known): Promise<void> {
     const telling = work.filter((w) => w.plan.steps.some((s) => EVENT_OF[s.kind]));
     if (telling.length === 0) return;
     const rows = telling.map((w) => updated.get(w.row.id)!);
-    const objects = await this.p.present(tx, rows);
-    const contexts = await this.p.mailContexts(tx, rows);
+    const objects = rows.map((r) => subscriptionJson(r, known.invoices.get(r.id) ?? [], known.payments));
     const events: SubscriptionEvent[] = [];
-    const mails: MailMessage[] = [];
+    const mails: MailReference[] = [];
     for (let i = 0; i < telling.length; i++) {
       const w = telling[i]!;
       const row = rows[i]!;
-      const ctx = contexts.get(row.id)!;
       const types = w.plan.steps.map((s) => EVENT_OF[s.kind]).filter((t): t is SubscriptionEventType => t !== undefined);
       for (const type of types) events.push({ row, data: objects[i]!, type });
       for (const step of w.plan.steps) {
-        const mail =
-          step.kind === 'invoice'
-            ? invoiceMail(ctx, step.period, step.dueAt, w.issued.get(step)!)
-            : step.kind === 'reissue'
-              ? reminderMail(ctx, step.period, step.seq, step.dueAt, step.endsAt, w.issued.get(step)!)
-              : step.kind === 'cancel'
-                ? cancelledMail(ctx, 'unpaid')
-                : null;
-        if (mail) mails.push(mail);
+        const key = `subscription:${row.id}`;
+        if (step.kind === 'invoice') mails.push(this.p.mail(row, MAIL_KINDS.invoice, w.issued.get(step)!.id, `${key}:period:${step.period}:1`));
+        else if (step.kind === 'reissue') mails.push(this.p.mail(row, MAIL_KINDS.reminder, w.issued.get(step)!.id, `${key}:period:${step.period}:${step.seq}`));
+        else if (step.kind === 'cancel') mails.push(this.p.mail(row, MAIL_KINDS.cancelled, row.id, `${key}:cancelled`));
       }
     }
     // One statement each for the batch's events and mail.

@@ -19,7 +19,8 @@ import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentChange } from '../payments/engine.ts';
 import type { Interval } from './calendar.ts';
 import type { LinkCheck } from './customer-link.ts';
-import { cancelledMail } from './mail.ts';
+import { subscriptionMailComposer } from './composer.ts';
+import { MAIL_KINDS } from './mail.ts';
 import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type SubscriptionStatus } from './model.ts';
 import { Presenter, type SubscriptionDeps } from './presenter.ts';
 import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
@@ -83,6 +84,7 @@ export class SubscriptionService {
     this.p = new Presenter(deps);
     this.scheduler = new SubscriptionScheduler(this.p);
     deps.payments.engine.observe((tx, change) => this.onPaymentChange(tx, change));
+    deps.email.composeWith(Object.values(MAIL_KINDS), subscriptionMailComposer(deps));
   }
 
   /** One due-work pass of the scheduler (what the workers run, and tests after moving the fake clock). */
@@ -175,8 +177,7 @@ export class SubscriptionService {
       if (actor) await this.deps.audit.record(tx, { merchantId: scope.merchantId, mode: scope.mode, actor, action: 'subscription.cancel', target: { type: 'subscription', id }, details: { reason } });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
-      const ctx = (await this.p.mailContexts(tx, [cancelled])).get(id)!;
-      await this.deps.email.enqueue(tx, cancelledMail(ctx, reason));
+      await this.deps.email.enqueue(tx, this.p.mail(cancelled, MAIL_KINDS.cancelled, id, `subscription:${id}:cancelled`));
       return cancelled;
     });
     // After the cancellation committed (lock order: payments before subscriptions); a worker retries if this fails.

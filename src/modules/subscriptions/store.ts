@@ -82,6 +82,18 @@ export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[])
     .execute();
 }
 
+/** The invoices of the payments `paymentIds` (those that are invoices). */
+export async function invoicesByPayment(db: DbOrTx, paymentIds: readonly string[]): Promise<InvoiceRow[]> {
+  if (paymentIds.length === 0) return [];
+  return db.selectFrom('subscription_invoices').selectAll().where('payment_id', 'in', paymentIds as string[]).execute();
+}
+
+/** The subscriptions `ids`, any merchant and mode (for what already names them: a stored mail's reference). */
+export async function subscriptionsByIds(db: DbOrTx, ids: readonly string[]): Promise<SubscriptionRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('subscriptions').selectAll().where('id', 'in', ids as string[]).execute();
+}
+
 /** The invoices the scheduler still has to look at (the latest unpaid one of each open period). */
 export async function openInvoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
   if (subscriptionIds.length === 0) return [];

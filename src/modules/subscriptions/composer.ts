@@ -1,0 +1,53 @@
+/**
+ * The composer of subscription mail (registered with the email outbox for the kinds in mail.ts): builds the
+ * invoices, reminders and notices of many stored mails at once from what their references name — the invoice row,
+ * its payment and subscription, the merchant's name — in a few queries whatever their number. A reference that
+ * names nothing of the mail's own merchant and mode builds nothing (that mail fails rather than say something wrong).
+ */
+import type { Mode } from '../../core/mode.ts';
+import type { DbOrTx } from '../../db/index.ts';
+import type { ComposedMail, MailComposer, MailRef } from '../email/service.ts';
+import type { PaymentSummary } from '../payments/batch.ts';
+import { cancelledMail, invoiceMail, MAIL_KINDS, parseMailRef, reminderMail, type MailContext } from './mail.ts';
+import { endsAt } from './policy.ts';
+import type { SubscriptionDeps } from './presenter.ts';
+import { invoicesByPayment, subscriptionsByIds, type InvoiceRow, type SubscriptionRow } from './store.ts';
+
+export function subscriptionMailComposer(deps: SubscriptionDeps): MailComposer {
+  return async (db: DbOrTx, mails: readonly MailRef[]): Promise<Map<string, ComposedMail>> => {
+    const parsed = mails.map((m) => ({ mail: m, ref: parseMailRef(m.ref) }));
+    const paymentIds = parsed.filter((p) => p.ref?.about.startsWith('pay_')).map((p) => p.ref!.about);
+    const invoices = new Map<string, InvoiceRow>((await invoicesByPayment(db, paymentIds)).map((i) => [i.payment_id, i]));
+    const subIds = new Set(parsed.filter((p) => p.ref?.about.startsWith('sub_')).map((p) => p.ref!.about));
+    for (const i of invoices.values()) subIds.add(i.subscription_id);
+    const subs = new Map<string, SubscriptionRow>((await subscriptionsByIds(db, [...subIds])).map((s) => [s.id, s]));
+    const payments = new Map<string, PaymentSummary>();
+    for (const mode of ['test', 'live'] as Mode[]) {
+      const ids = [...invoices.values()].filter((i) => subs.get(i.subscription_id)?.mode === mode).map((i) => i.payment_id);
+      for (const [id, s] of await deps.payments.summaries(db, mode, ids)) payments.set(id, s);
+    }
+    const names = await deps.merchants.names([...new Set([...subs.values()].map((s) => s.merchant_id))], db);
+
+    const out = new Map<string, ComposedMail>();
+    for (const { mail, ref } of parsed) {
+      if (!ref) continue;
+      const invoice = invoices.get(ref.about);
+      const sub = subs.get(invoice ? invoice.subscription_id : ref.about);
+      if (!sub || sub.merchant_id !== mail.merchantId || sub.mode !== mail.mode) continue;
+      const ctx: MailContext = { merchantName: names.get(sub.merchant_id) ?? '', sub, customerUrl: deps.links.url(sub.id, ref.linkExpires) };
+      const payment = invoice && payments.get(invoice.payment_id);
+      const composed =
+        mail.kind === MAIL_KINDS.cancelled && !invoice && sub.cancellation_reason
+          ? cancelledMail(ctx, sub.cancellation_reason)
+          : !invoice || !payment
+            ? null
+            : mail.kind === MAIL_KINDS.invoice
+              ? invoiceMail(ctx, invoice.period, invoice.due_at, payment)
+              : mail.kind === MAIL_KINDS.reminder
+                ? reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment)
+                : null;
+      if (composed) out.set(mail.ref, composed);
+    }
+    return out;
+  };
+}
