@@ -120,7 +120,9 @@ export class SubscriptionScheduler {
   /** One pass over everything due now: batches of due subscriptions, then withdrawals for cancelled ones. */
   async runDue(): Promise<DueResult> {
     const total = zero();
-    await Promise.all(Array.from({ length: SCHEDULER_LANES }, () => this.lane(total)));
+    // Both lanes end before the pass does, also when one fails (the next pass starts with nothing of this one running).
+    const lanes = await Promise.allSettled(Array.from({ length: SCHEDULER_LANES }, () => this.lane(total)));
+    for (const l of lanes) if (l.status === 'rejected') throw l.reason;
     total.withdrawn = await this.withdrawDue();
     return total;
   }
