@@ -1,10 +1,12 @@
 /**
  * Subscriptions: (1) the scheduler invoicing 100,000 subscriptions due at once (BENCH_SUBSCRIPTIONS) — for each a
  * payment, its invoice row, the subscription's new state, a `subscription.invoiced` event and the invoice email in
- * the outbox, in transactions of the scheduler's batch size — against a bare INSERT of the same number of payment
- * rows in batches of the same size, in the same run, rounds alternating (goal: at least 0.5 of the bare inserts'
- * throughput); (2) the email sender's messages per second to a local SMTP receiver (BENCH_MAILS), batches over
- * several connections.
+ * the outbox, in transactions of the scheduler's batch size, `SCHEDULER_LANES` of them at once — against a bare
+ * INSERT of the same number of payment rows in batches of the same size, one after another, in the same run, rounds
+ * alternating (goal: at least 0.5 of the bare inserts' throughput). The bare INSERT is also measured with as many
+ * batches at once as the scheduler writes, so the record shows what running batches side by side gives by itself;
+ * (2) the email sender's messages per second to a local SMTP receiver (BENCH_MAILS), batches over several
+ * connections.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -19,7 +21,7 @@ import { newId } from '../src/core/ids.ts';
 import { createLogger } from '../src/core/log.ts';
 import { withTx } from '../src/db/index.ts';
 import { Kasse } from '../src/kasse.ts';
-import { SCHEDULER_BATCH } from '../src/modules/subscriptions/scheduler.ts';
+import { SCHEDULER_BATCH, SCHEDULER_LANES } from '../src/modules/subscriptions/scheduler.ts';
 import { insertSubscriptions } from '../src/modules/subscriptions/store.ts';
 import { startChild } from './_child.ts';
 import { benchDatabase } from './_pg.ts';
@@ -53,10 +55,18 @@ async function seed(kasse: Kasse, merchantId: string, n: number, at: Date): Prom
   }
 }
 
-/** The baseline: `n` bare payment rows, INSERTed in batches of the scheduler's size, one transaction each. */
-async function bareInsert(kasse: Kasse, merchantId: string, n: number, at: Date): Promise<number> {
+/**
+ * The baseline: `n` bare payment rows, INSERTed in batches of the scheduler's size, one transaction each, by
+ * `streams` loops at once (1: one batch after another).
+ */
+async function bareInsert(kasse: Kasse, merchantId: string, n: number, at: Date, streams = 1): Promise<number> {
   const t0 = performance.now();
-  for (let i = 0; i < n; i += SCHEDULER_BATCH) {
+  await Promise.all(Array.from({ length: streams }, (_, k) => bareStream(kasse, merchantId, n, at, k, streams)));
+  return performance.now() - t0;
+}
+
+async function bareStream(kasse: Kasse, merchantId: string, n: number, at: Date, k: number, streams: number): Promise<void> {
+  for (let i = k * SCHEDULER_BATCH; i < n; i += SCHEDULER_BATCH * streams) {
     const rows = Array.from({ length: Math.min(SCHEDULER_BATCH, n - i) }, (_, j) => ({
       id: newId('pay'),
       merchant_id: merchantId,
@@ -76,7 +86,6 @@ async function bareInsert(kasse: Kasse, merchantId: string, n: number, at: Date)
     }));
     await withTx(kasse.db, (tx) => tx.insertInto('payments').values(rows).execute());
   }
-  return performance.now() - t0;
 }
 
 export async function run(): Promise<object> {
@@ -99,6 +108,7 @@ export async function run(): Promise<object> {
   });
   try {
     const bareMs: number[] = [];
+    const bareSideBySideMs: number[] = [];
     const schedulerMs: number[] = [];
     let invoiced = 0;
     for (let r = 0; r < rounds; r++) {
@@ -113,7 +123,10 @@ export async function run(): Promise<object> {
         if (result.invoiced !== n) throw new Error(`invoiced ${result.invoiced} of ${n}`);
         invoiced += result.invoiced;
       };
-      const bare = async () => bareMs.push(await bareInsert(kasse, merchantId, n, at));
+      const bare = async () => {
+        bareMs.push(await bareInsert(kasse, merchantId, n, at));
+        bareSideBySideMs.push(await bareInsert(kasse, merchantId, n, at, SCHEDULER_LANES));
+      };
       if (r % 2 === 0) {
         await bare();
         await scheduler();
@@ -124,6 +137,7 @@ export async function run(): Promise<object> {
       clock.advance(60_000);
     }
     const bareRate = n / (median(bareMs) / 1000);
+    const bareSideBySideRate = n / (median(bareSideBySideMs) / 1000);
     const schedulerRate = n / (median(schedulerMs) / 1000);
     const outbox = await sql<{ n: string }>`SELECT count(*) AS n FROM email_outbox WHERE kind = 'subscription.invoice'`.execute(kasse.db);
     if (Number(outbox.rows[0]!.n) !== invoiced) throw new Error(`expected ${invoiced} invoice mails, found ${outbox.rows[0]!.n}`);
@@ -142,12 +156,16 @@ export async function run(): Promise<object> {
     return {
       subscriptions: n,
       batch: SCHEDULER_BATCH,
+      lanes: SCHEDULER_LANES,
       rounds,
       bare_insert_ms: { median: Math.round(median(bareMs)), all: bareMs.map(Math.round) },
       scheduler_ms: { median: Math.round(median(schedulerMs)), all: schedulerMs.map(Math.round) },
       bare_rows_per_second: Math.round(bareRate),
       scheduler_invoices_per_second: Math.round(schedulerRate),
       ratio: Math.round((schedulerRate / bareRate) * 100) / 100,
+      bare_side_by_side_ms: { median: Math.round(median(bareSideBySideMs)), all: bareSideBySideMs.map(Math.round) },
+      bare_side_by_side_rows_per_second: Math.round(bareSideBySideRate),
+      ratio_to_side_by_side: Math.round((schedulerRate / bareSideBySideRate) * 100) / 100,
       goal_ratio: 0.5,
       email: { messages: mails, seconds: Math.round(mailSeconds * 100) / 100, per_second: Math.round(mails / mailSeconds) },
       load_average: { start: loadBefore, end: loadavg()[0]! },
