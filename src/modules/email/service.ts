@@ -176,7 +176,7 @@ export class EmailService {
     const id = newId('eml');
     const now = this.deps.clock.now();
     const messageId = `<${id.toLowerCase()}.${randomBytes(6).toString('hex')}@${this.deps.messageIdHost()}>`;
-    const r = stored(m);
+    const r = columnsOf(m);
     const { rows } = await sql<{ id: string }>`
       WITH m AS (
         INSERT INTO email_outbox (id, merchant_id, mode, kind, to_address, to_name, subject, text_body, html_body, content, content_ref, message_id, dedupe_key, sensitive, next_attempt_at, created_at, attachments)
@@ -207,7 +207,7 @@ export class EmailService {
         kind: m.kind,
         to_address: m.to,
         to_name: m.toName ?? null,
-        ...stored(m),
+        ...columnsOf(m),
         message_id: messageIds[i],
         dedupe_key: m.dedupeKey ?? null,
       })),
@@ -359,7 +359,7 @@ export class EmailService {
     const outcomes: Outcome[] = [];
     const parts = await this.parts(batch);
     for (const row of batch) {
-      if (!parts.has(row.id)) outcomes.push(this.failure(row, 'no', true, `the ${row.kind} mail could not be composed: what it refers to (${row.content_ref}) is gone`));
+      if (!parts.has(row.id)) outcomes.push(this.failure(row, 'no', true, `the ${row.kind} mail could not be composed from ${row.content_ref}: what it names is gone or not this mail's merchant and mode`));
       else if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
       else ready.push(row);
     }
@@ -447,7 +447,8 @@ export class EmailService {
     const byKind = new Map<string, RowOf[]>();
     for (const r of rows) {
       if (r.content_ref === null) out.set(r.id, { subject: r.subject!, ...bodiesOf(r) });
-      else byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r]);
+      else if (byKind.has(r.kind)) byKind.get(r.kind)!.push(r);
+      else byKind.set(r.kind, [r]);
     }
     for (const [kind, list] of byKind) {
       const composer = this.composers.get(kind);
@@ -513,7 +514,7 @@ function attachmentsOf(r: RowOf): StoredAttachment[] {
 }
 
 /** The columns that hold what a mail says: its subject and parts, its blocks, or its reference. */
-function stored(m: MailMessage | MailReference) {
+function columnsOf(m: MailMessage | MailReference) {
   if (isReference(m)) {
     if (m.ref.length === 0 || m.ref.length > 200) throw new Error(`mail ${m.kind}: a reference has 1 to 200 characters`);
     return { subject: null, text_body: null, html_body: null, content: null, content_ref: m.ref, sensitive: false, attachments: null };

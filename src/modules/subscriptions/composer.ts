@@ -35,19 +35,18 @@ export function subscriptionMailComposer(deps: SubscriptionDeps): MailComposer {
       const sub = subs.get(invoice ? invoice.subscription_id : ref.about);
       if (!sub || sub.merchant_id !== mail.merchantId || sub.mode !== mail.mode) continue;
       const ctx: MailContext = { merchantName: names.get(sub.merchant_id) ?? '', sub, customerUrl: deps.links.url(sub.id, ref.linkExpires) };
-      const payment = invoice && payments.get(invoice.payment_id);
-      const composed =
-        mail.kind === MAIL_KINDS.cancelled && !invoice && sub.cancellation_reason
-          ? cancelledMail(ctx, sub.cancellation_reason)
-          : !invoice || !payment
-            ? null
-            : mail.kind === MAIL_KINDS.invoice
-              ? invoiceMail(ctx, invoice.period, invoice.due_at, payment)
-              : mail.kind === MAIL_KINDS.reminder
-                ? reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment)
-                : null;
+      const composed = build(mail.kind, ctx, invoice, invoice && payments.get(invoice.payment_id));
       if (composed) out.set(mail.ref, composed);
     }
     return out;
   };
+}
+
+/** One mail of `kind`: the notice names its subscription; the invoice and the reminder their invoice's payment. */
+function build(kind: string, ctx: MailContext, invoice: InvoiceRow | undefined, payment: PaymentSummary | undefined): ComposedMail | null {
+  if (kind === MAIL_KINDS.cancelled) return !invoice && ctx.sub.cancellation_reason ? cancelledMail(ctx, ctx.sub.cancellation_reason) : null;
+  if (!invoice || !payment) return null;
+  if (kind === MAIL_KINDS.invoice) return invoiceMail(ctx, invoice.period, invoice.due_at, payment);
+  if (kind === MAIL_KINDS.reminder) return reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment);
+  return null;
 }
