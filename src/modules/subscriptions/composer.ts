@@ -4,16 +4,16 @@
  * its payment and subscription, the merchant's name — in a few queries whatever their number. A reference that
  * names nothing of the mail's own merchant and mode builds nothing (that mail fails rather than say something wrong).
  */
-import type { Mode } from '../../core/mode.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { ComposedMail, MailComposer, MailRef } from '../email/service.ts';
 import type { PaymentSummary } from '../payments/batch.ts';
 import { cancelledMail, invoiceMail, MAIL_KINDS, parseMailRef, reminderMail, type MailContext } from './mail.ts';
 import { endsAt } from './policy.ts';
-import type { SubscriptionDeps } from './presenter.ts';
+import type { Presenter } from './presenter.ts';
 import { invoicesByPayment, subscriptionsByIds, type InvoiceRow, type SubscriptionRow } from './store.ts';
 
-export function subscriptionMailComposer(deps: SubscriptionDeps): MailComposer {
+export function subscriptionMailComposer(p: Presenter): MailComposer {
+  const deps = p.deps;
   return async (db: DbOrTx, mails: readonly MailRef[]): Promise<Map<string, ComposedMail>> => {
     const parsed = mails.map((m) => ({ mail: m, ref: parseMailRef(m.ref) }));
     const paymentIds = parsed.filter((p) => p.ref?.about.startsWith('pay_')).map((p) => p.ref!.about);
@@ -21,11 +21,7 @@ export function subscriptionMailComposer(deps: SubscriptionDeps): MailComposer {
     const subIds = new Set(parsed.filter((p) => p.ref?.about.startsWith('sub_')).map((p) => p.ref!.about));
     for (const i of invoices.values()) subIds.add(i.subscription_id);
     const subs = new Map<string, SubscriptionRow>((await subscriptionsByIds(db, [...subIds])).map((s) => [s.id, s]));
-    const payments = new Map<string, PaymentSummary>();
-    for (const mode of ['test', 'live'] as Mode[]) {
-      const ids = [...invoices.values()].filter((i) => subs.get(i.subscription_id)?.mode === mode).map((i) => i.payment_id);
-      for (const [id, s] of await deps.payments.summaries(db, mode, ids)) payments.set(id, s);
-    }
+    const payments = await p.paymentsOf(db, subs.values(), invoices.values());
     const names = await deps.merchants.names([...new Set([...subs.values()].map((s) => s.merchant_id))], db);
 
     const out = new Map<string, ComposedMail>();

@@ -39,6 +39,18 @@ export interface SubscriptionEvent {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** Invoices by subscription, each list in period and seq order. */
+export function bySubscription(invoices: Iterable<InvoiceRow>): Map<string, InvoiceRow[]> {
+  const out = new Map<string, InvoiceRow[]>();
+  for (const i of invoices) {
+    const list = out.get(i.subscription_id);
+    if (list) list.push(i);
+    else out.set(i.subscription_id, [i]);
+  }
+  for (const list of out.values()) list.sort((a, b) => a.period - b.period || a.seq - b.seq);
+  return out;
+}
+
 /** The API's Subscription object, fields in the spec's order, every field present. */
 export function subscriptionJson(r: SubscriptionRow, invoices: readonly InvoiceRow[], payments: ReadonlyMap<string, PaymentSummary>): Subscription {
   return {
@@ -85,19 +97,22 @@ export class Presenter {
   async present(db: DbOrTx, rows: readonly SubscriptionRow[]): Promise<Subscription[]> {
     if (rows.length === 0) return [];
     const invoices = await invoicesOf(db, rows.map((r) => r.id));
-    const modeOf = new Map(rows.map((r) => [r.id, r.mode]));
-    const payments = new Map<string, PaymentSummary>();
-    for (const mode of ['test', 'live'] as const) {
-      const ids = invoices.filter((i) => modeOf.get(i.subscription_id) === mode).map((i) => i.payment_id);
-      for (const [id, s] of await this.deps.payments.summaries(db, mode, ids)) payments.set(id, s);
-    }
-    const bySub = new Map<string, InvoiceRow[]>();
-    for (const i of invoices) {
-      const list = bySub.get(i.subscription_id);
-      if (list) list.push(i);
-      else bySub.set(i.subscription_id, [i]);
-    }
+    const payments = await this.paymentsOf(db, rows, invoices);
+    const bySub = bySubscription(invoices);
     return rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], payments));
+  }
+
+  /** The state of the payments of `invoices`, whose subscriptions are among `subs` (any mix of modes): one query per mode. */
+  async paymentsOf(db: DbOrTx, subs: Iterable<Pick<SubscriptionRow, 'id' | 'mode'>>, invoices: Iterable<InvoiceRow>): Promise<Map<string, PaymentSummary>> {
+    const modeOf = new Map([...subs].map((s) => [s.id, s.mode]));
+    const ids: Record<'test' | 'live', string[]> = { test: [], live: [] };
+    for (const i of invoices) {
+      const mode = modeOf.get(i.subscription_id);
+      if (mode) ids[mode].push(i.payment_id);
+    }
+    const payments = new Map<string, PaymentSummary>();
+    for (const mode of ['test', 'live'] as const) for (const [id, s] of await this.deps.payments.summaries(db, mode, ids[mode])) payments.set(id, s);
+    return payments;
   }
 
   /** Publishes `types` for the subscription, each with `data` (its state after the change), in the caller's transaction. */

@@ -24,7 +24,7 @@ import type { Payment } from '../payments/schema.ts';
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
-import { subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
+import { bySubscription, subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
 import type { Subscription } from './schema.ts';
 import {
   claimDue,
@@ -90,16 +90,10 @@ const EVENT_OF: Partial<Record<Step['kind'], SubscriptionEventType>> = {
   cancel: 'subscription.cancelled',
 };
 
-/** What a batch knows of its subscriptions' invoices (by subscription, in period order) and their payments. */
+/** What a batch knows of its subscriptions' invoices and their payments: those it read, and those it wrote. */
 interface Known {
-  invoices: Map<string, InvoiceRow[]>;
+  invoices: InvoiceRow[];
   payments: Map<string, PaymentSummary>;
-}
-
-function listOf(known: Known, subscriptionId: string): InvoiceRow[] {
-  let list = known.invoices.get(subscriptionId);
-  if (!list) known.invoices.set(subscriptionId, (list = []));
-  return list;
 }
 
 interface Work {
@@ -170,11 +164,11 @@ export class SubscriptionScheduler {
     // Every invoice of the batch and its payment's state, read once: the plan looks at the open ones, and the events'
     // Subscriptions show them all with what this batch adds.
     const invoices = await invoicesOf(tx, rows.map((r) => r.id));
-    const known: Known = { invoices: new Map(), payments: await this.summaries(tx, rows, invoices) };
-    for (const i of invoices) listOf(known, i.subscription_id).push(i);
+    const known: Known = { invoices, payments: await this.p.paymentsOf(tx, rows, invoices) };
+    const bySub = bySubscription(invoices);
     const work: Work[] = rows.map((row) => {
       const now = clockOf(row, wall);
-      const open = (known.invoices.get(row.id) ?? []).filter((i) => i.check_at !== null).map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
+      const open = (bySub.get(row.id) ?? []).filter((i) => i.check_at !== null).map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
       return { row, now, plan: plan(stateOf(row), open, now), issued: new Map() };
     });
 
@@ -193,16 +187,6 @@ export class SubscriptionScheduler {
       }
     }
     return result;
-  }
-
-  private async summaries(tx: Tx, rows: readonly SubscriptionRow[], invoices: readonly InvoiceRow[]): Promise<Map<string, PaymentSummary>> {
-    const modeOf = new Map(rows.map((r) => [r.id, r.mode]));
-    const out = new Map<string, PaymentSummary>();
-    for (const mode of ['test', 'live'] as const) {
-      const ids = invoices.filter((i) => modeOf.get(i.subscription_id) === mode).map((i) => i.payment_id);
-      for (const [id, s] of await this.deps.payments.summaries(tx, mode, ids)) out.set(id, s);
-    }
-    return out;
   }
 
   /** The payment of every invoice and reissue step, created through the payments module, one statement per mode. */
@@ -252,8 +236,7 @@ export class SubscriptionScheduler {
       }
     }
     await insertInvoices(tx, inserts);
-    for (const i of inserts) listOf(known, i.subscription_id).push({ ...i, paid: false });
-    for (const list of known.invoices.values()) list.sort((a, b) => a.period - b.period || a.seq - b.seq);
+    for (const i of inserts) known.invoices.push({ ...i, paid: false });
     await setInvoiceChecks(tx, checks);
     await clearChecks(tx, cancelled);
   }
@@ -288,7 +271,8 @@ export class SubscriptionScheduler {
     const telling = work.filter((w) => w.plan.steps.some((s) => EVENT_OF[s.kind]));
     if (telling.length === 0) return;
     const rows = telling.map((w) => updated.get(w.row.id)!);
-    const objects = rows.map((r) => subscriptionJson(r, known.invoices.get(r.id) ?? [], known.payments));
+    const bySub = bySubscription(known.invoices);
+    const objects = rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], known.payments));
     const events: SubscriptionEvent[] = [];
     const mails: MailReference[] = [];
     for (let i = 0; i < telling.length; i++) {

@@ -84,7 +84,7 @@ export class SubscriptionService {
     this.p = new Presenter(deps);
     this.scheduler = new SubscriptionScheduler(this.p);
     deps.payments.engine.observe((tx, change) => this.onPaymentChange(tx, change));
-    deps.email.composeWith(Object.values(MAIL_KINDS), subscriptionMailComposer(deps));
+    deps.email.composeWith(Object.values(MAIL_KINDS), subscriptionMailComposer(this.p));
   }
 
   /** One due-work pass of the scheduler (what the workers run, and tests after moving the fake clock). */

@@ -82,6 +82,9 @@ const LEASE_MARGIN_MS = 60_000;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** An event's stored body: its object as its serialiser (the API's) writes it. */
+const bodyOf = <T>(e: EventInput<T>): string => (e.serialize ? e.serialize(e.data) : JSON.stringify(e.data));
+
 export class WebhookService implements EventPublisher {
   /** The delivery worker; the workers role runs `pump` in a loop, tests call `runOnce`/`drain`. */
   readonly delivery: WebhookDelivery;
@@ -115,7 +118,7 @@ export class WebhookService implements EventPublisher {
    */
   async publish<T>(tx: Tx, input: EventInput<T>): Promise<{ id: string }> {
     const id = newId('evt');
-    const data = input.serialize ? input.serialize(input.data) : JSON.stringify(input.data);
+    const data = bodyOf(input);
     const now = this.clock.now();
     const destination = input.destination || null;
     const { rows } = await sql`
@@ -150,7 +153,7 @@ export class WebhookService implements EventPublisher {
     let at = 1;
     for (let i = 0; i < inputs.length; i++) {
       const e = inputs[i]!;
-      const body = e.serialize ? e.serialize(e.data) : JSON.stringify(e.data);
+      const body = bodyOf(e);
       const bytes = Buffer.byteLength(body);
       heads[i] = JSON.stringify({ id: newId('evt'), delivery_id: newId('dlv'), merchant_id: e.merchantId, mode: e.mode, type: e.type, ordering_key: e.orderingKey, destination: e.destination || null, at, bytes });
       bodies[i] = body;
