@@ -157,6 +157,21 @@ describe('email outbox', () => {
     assert.equal(got.messageId, (await t.kasse.email.get(id)).message_id);
   });
 
+  test('the server closes the connection after taking a message: the rest is sent on a new one or retried, never failed', async () => {
+    const subjects = ['limit 1', 'limit 2', 'limit 3'];
+    const ids: string[] = [];
+    for (const subject of subjects) ids.push((await t.kasse.email.enqueue(t.kasse.db, mail({ subject })))!.id);
+    smtp.closeAfterNext(1);
+    await t.kasse.email.runOnce();
+    // Each mail offered after a close either went over a new connection or, when the client found the connection
+    // half-closed, was not offered and waits for its retry; none is given up.
+    for (const id of ids) assert.ok(['sent', 'pending'].includes(await status(id)), `${id}: ${await status(id)}`);
+    t.clock.advance(EMAIL_RETRY_DELAYS_MS[0]);
+    await t.kasse.email.runOnce();
+    for (const id of ids) assert.equal(await status(id), 'sent');
+    for (const subject of subjects) assert.equal(smtp.messages.filter((x) => x.subject === subject).length, 1, subject);
+  });
+
   test('a worker that died after claiming sends later; one that died while handing the message over leaves it uncertain', async () => {
     const claimed = (await t.kasse.email.enqueue(t.kasse.db, mail({ subject: 'claimed then crash' })))!.id;
     const handed = (await t.kasse.email.enqueue(t.kasse.db, mail({ subject: 'handed then crash' })))!.id;

@@ -5,7 +5,9 @@
  *
  * Faults for delivery tests: `refuseNext(code, n)` answers the next n messages' DATA with an SMTP error (4xx
  * temporary, 5xx permanent) after reading them; `dropNext(n)` reads the next n messages and closes the connection
- * without answering (the client cannot know whether the message was taken); `authFails` refuses every login.
+ * without answering (the client cannot know whether the message was taken); `closeAfterNext(n)` accepts the next n
+ * messages and then closes each one's connection in good order, as a server with a limit of messages per connection
+ * or an idle timeout does; `authFails` refuses every login.
  */
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
@@ -35,6 +37,7 @@ export interface SmtpReceiver {
   waitFor(match: (m: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   refuseNext(code: number, n?: number): void;
   dropNext(n?: number): void;
+  closeAfterNext(n?: number): void;
   authFails: boolean;
   close(): Promise<void>;
 }
@@ -47,6 +50,7 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
   const waiters: Array<{ match: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
   const refusals: number[] = [];
   let drops = 0;
+  let closes = 0;
   const receiver: SmtpReceiver = {
     url: '',
     messages,
@@ -69,6 +73,9 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
     },
     dropNext(n = 1) {
       drops += n;
+    },
+    closeAfterNext(n = 1) {
+      closes += n;
     },
     close: async () => {},
   };
@@ -117,6 +124,11 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
           messages.push(mail);
           receiver.offered++;
           cb();
+          if (closes > 0) {
+            closes--;
+            // The 250 is written; then the server ends this connection (FIN), without waiting for QUIT.
+            for (const conn of connections) if (conn.remotePort === session.remotePort) conn.end();
+          }
           for (const w of [...waiters]) {
             if (w.match(mail)) {
               waiters.splice(waiters.indexOf(w), 1);

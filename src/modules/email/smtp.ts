@@ -57,6 +57,22 @@ export function parseSmtpUrl(url: string): ServerOptions {
 
 type SmtpError = Error & { responseCode?: number; code?: string; command?: string; response?: string };
 
+/**
+ * What nodemailer's error for one message means (`gone`: the connection was seen to go before the message was given
+ * to it). A reply code is a refusal (5xx for good). An error raised by the client itself (`command` 'API') means
+ * nothing was offered: because the connection had gone (`ECONNECTION`, also when the server closed it — its idle
+ * timeout, its limit of messages per connection — and the socket is half-closed before nodemailer says 'end'), to
+ * be sent again; or because the message or envelope cannot be sent at all. Any other failure came while the server
+ * may have been taking the message.
+ */
+export function sendFailure(e: SmtpError, gone: boolean): Extract<SendOutcome, { ok: false }> {
+  const error = describe(e);
+  if (typeof e.responseCode === 'number') return { ok: false, delivered: 'no', permanent: e.responseCode >= 500, error };
+  if (e.command === 'API' && (gone || e.code === 'ECONNECTION')) return { ok: false, delivered: 'no', permanent: false, error };
+  if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') return { ok: false, delivered: 'no', permanent: true, error };
+  return { ok: false, delivered: 'unknown', permanent: false, error };
+}
+
 /** One line for logs and the outbox row: no credentials ever appear in nodemailer's messages. */
 function describe(err: SmtpError): string {
   return (err.message || String(err)).replace(/\s+/g, ' ').slice(0, 500);
@@ -141,22 +157,10 @@ export class SmtpTransport {
           };
           lost = (why) => settle({ ok: false, delivered: 'unknown', permanent: false, error: why });
           conn.send({ from, to: [mail.to.address] }, raw, (err, info) => {
-            const resolve = settle;
-            if (!err) return resolve({ ok: true, response: info?.response ?? '' });
-            const e = err as SmtpError;
-            if (typeof e.responseCode === 'number') {
-              // The server answered with a refusal: it did not take the message.
-              return resolve({ ok: false, delivered: 'no', permanent: e.responseCode >= 500, error: describe(e) });
-            }
-            if (e.command === 'API' && broken) {
-              // Refused by the client because the connection had already gone: nothing was offered.
-              return resolve({ ok: false, delivered: 'no', permanent: false, error: describe(e) });
-            }
-            if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') {
-              return resolve({ ok: false, delivered: 'no', permanent: true, error: describe(e) });
-            }
-            broken = true;
-            resolve({ ok: false, delivered: 'unknown', permanent: false, error: describe(e) });
+            if (!err) return settle({ ok: true, response: info?.response ?? '' });
+            const outcome = sendFailure(err as SmtpError, broken);
+            if (outcome.delivered === 'unknown' || (err as SmtpError).code === 'ECONNECTION') broken = true;
+            settle(outcome);
           });
         });
       },
