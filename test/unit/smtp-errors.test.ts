@@ -34,13 +34,16 @@ function errorOf(conn: SMTPConnection, to = 'customer@example.com'): Promise<Err
   return new Promise((resolve, reject) => conn.send({ from: 'shop@example.com', to: [to] }, RAW, (err) => (err ? resolve(err) : reject(new Error('sent')))));
 }
 
+/** Whether the mail may have been taken, and whether sending it again cannot help. */
+const verdict = (o: ReturnType<typeof sendFailure>) => ({ delivered: o.delivered, permanent: o.permanent });
+
 test('a connection the server closed, found half-closed before nodemailer says so: not offered, sent again later', async () => {
   const conn = await connected();
   // What the server's FIN leaves until the socket's close is reported: the client's side is ended, `'end'` not yet emitted.
   (conn as unknown as { _socket: { end(): void } })._socket.end();
   const offered = smtp.offered;
   const outcome = sendFailure(await errorOf(conn), false);
-  assert.deepEqual({ delivered: outcome.delivered, permanent: outcome.permanent }, { delivered: 'no', permanent: false });
+  assert.deepEqual(verdict(outcome), { delivered: 'no', permanent: false });
   assert.match(outcome.error, /half-closed/);
   assert.equal(smtp.offered, offered);
   conn.close();
@@ -50,24 +53,24 @@ test('a connection already closed: not offered, sent again later', async () => {
   const conn = await connected();
   conn.close();
   const outcome = sendFailure(await errorOf(conn), false);
-  assert.deepEqual({ delivered: outcome.delivered, permanent: outcome.permanent }, { delivered: 'no', permanent: false });
+  assert.deepEqual(verdict(outcome), { delivered: 'no', permanent: false });
 });
 
 test('refusals the server answered: 4xx sent again later, 5xx never', async () => {
   const conn = await connected();
   smtp.refuseNext(451);
   const temporary = sendFailure(await errorOf(conn), false);
-  assert.deepEqual({ delivered: temporary.delivered, permanent: temporary.permanent }, { delivered: 'no', permanent: false });
+  assert.deepEqual(verdict(temporary), { delivered: 'no', permanent: false });
   smtp.refuseNext(550);
   const permanent = sendFailure(await errorOf(conn), false);
-  assert.deepEqual({ delivered: permanent.delivered, permanent: permanent.permanent }, { delivered: 'no', permanent: true });
+  assert.deepEqual(verdict(permanent), { delivered: 'no', permanent: true });
   conn.close();
 });
 
 test('an envelope the client cannot send: not offered, and sending it again cannot help', async () => {
   const conn = await connected();
   const outcome = sendFailure(await errorOf(conn, 'not an address'), false);
-  assert.deepEqual({ delivered: outcome.delivered, permanent: outcome.permanent }, { delivered: 'no', permanent: true });
+  assert.deepEqual(verdict(outcome), { delivered: 'no', permanent: true });
   conn.close();
 });
 
@@ -75,5 +78,5 @@ test('the connection drops while the server reads the message: it may have been 
   const conn = await connected();
   smtp.dropNext();
   const outcome = sendFailure(await errorOf(conn), false);
-  assert.deepEqual({ delivered: outcome.delivered, permanent: outcome.permanent }, { delivered: 'unknown', permanent: false });
+  assert.deepEqual(verdict(outcome), { delivered: 'unknown', permanent: false });
 });
