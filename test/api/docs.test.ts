@@ -6,7 +6,7 @@
  * variables config.ts reads.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { commandTable, readCommandLine } from '../../src/cli/program.ts';
@@ -163,4 +163,17 @@ test('every environment variable the docs name is read by Kasse, and the README 
   const configured = new Set(section.split('\n').filter((l) => l.startsWith('| `')).flatMap((l) => [...l.split('|')[1]!.matchAll(VARIABLE)].map((m) => m[1]!)));
   const config = variablesRead(readFileSync(join(ROOT, 'src/config.ts'), 'utf8'));
   assert.deepEqual([...configured].sort(), [...config].sort(), "the README's configuration table against src/config.ts");
+});
+
+test('every file or folder of the code the docs point at exists', () => {
+  const wrong: string[] = [];
+  for (const { file, text } of DOCS) {
+    // `src/web/page.ts`, `test/harness/`; not a glob (`config/networks.*.json`) nor prose ("a test/live switch").
+    for (const m of text.matchAll(/(?<![/\w$}.-])((?:src|test|bench|sdk|config|contracts|bin)\/[\w./-]*[\w/])(?![\w.]*\*)/g)) {
+      const path = m[1]!;
+      if (!/\/$|\.\w+$|\/.*\//.test(path)) continue;
+      if (!existsSync(join(ROOT, path))) wrong.push(`${file}: ${path}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
 });
