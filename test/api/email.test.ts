@@ -210,7 +210,7 @@ describe('email outbox', () => {
     assert.match(got.html, /Hello from &lt;i&gt;two&lt;\/i&gt;/);
     await smtp.waitFor((x) => x.subject === 'Composed <one>');
     assert.equal(smtp.messages.filter((x) => x.to === 'composed@example.com').length, 2);
-    const gone = (await t.kasse.email.byStatus('failed')).find((x) => x.kind === 'test.composed');
+    const gone = (await t.kasse.email.forOperator({ status: 'failed' })).data.find((x) => x.kind === 'test.composed');
     assert.ok(gone, 'the mail that cannot be composed failed');
     assert.match(gone.last_error ?? '', /could not be composed/);
     assert.equal(gone.attempts, 1);

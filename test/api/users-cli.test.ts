@@ -69,3 +69,14 @@ test('kasse user create --json prints one JSON object with a one-time set-up lin
   const again = JSON.parse((await kasse(['user', 'setup-link', '--email', 'owner@shop.example', '--json'])).stdout);
   assert.notEqual(again.setup_url, out.setup_url);
 });
+
+test('kasse user create --help and kasse help user create print the usage and exit 0, without touching the database', async () => {
+  for (const args of [['user', 'create', '--help'], ['help', 'user', 'create'], ['user', 'create', '--merchant', 'mer_X', '-h']]) {
+    const res = await kasse(args);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /^usage: kasse user create --merchant ID --email EMAIL --role owner\|member\|viewer/);
+    assert.equal(res.stderr, '');
+  }
+  const users = JSON.parse((await kasse(['user', 'list', '--merchant', 'mer_X', '--json'])).stdout);
+  assert.deepEqual(users.data, []);
+});

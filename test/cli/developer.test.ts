@@ -186,6 +186,21 @@ describe('kasse --help', () => {
     assert.match(operatorPart, /kasse merchant create/);
     assert.doesNotMatch(operatorPart, /kasse (listen|trigger)/);
   });
+
+  test('kasse listen --help and kasse trigger --help print their usage and exit 0, with no key given', async () => {
+    const noKey = Object.fromEntries(Object.entries(env(m.testKey)).filter(([k]) => k !== 'KASSE_API_KEY'));
+    for (const [args, usage] of [
+      [['listen', '--help'], /^usage: kasse listen --forward-to URL/],
+      [['trigger', '--help'], /^usage: kasse trigger EVENT/],
+      [['help', 'listen'], /^usage: kasse listen --forward-to URL/],
+    ] as const) {
+      const res = await kasse([...args], noKey);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, usage);
+      assert.match(res.stdout, /--api-key kasse_test_/);
+      assert.equal(res.stderr, '');
+    }
+  });
 });
 
 describe('kasse listen', () => {

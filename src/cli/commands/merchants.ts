@@ -1,7 +1,7 @@
 /** Merchant and API-key administration. Output is snake_case, as in the API. */
 import type { MerchantRecord } from '../../modules/merchants/service.ts';
 import type { Command } from '../context.ts';
-import { mode, optionalInt, requireString } from '../context.ts';
+import { mode, optionalInt, requireString, UsageError } from '../context.ts';
 
 /** A merchant as the CLI prints it: the API's field style; null limits and fees mean the configured defaults. */
 function merchantJson(m: MerchantRecord) {
@@ -64,7 +64,7 @@ export const merchantCommands: Command[] = [
     usage: 'key revoke KEY_ID_OR_KEY [--json]',
     flags: { json: { type: 'boolean' } },
     run: (kasse, _f, pos) => {
-      if (!pos[0]) throw new Error('give the key id (key_…) or the key itself');
+      if (!pos[0]) throw new UsageError('give the key id (key_…) or the key itself');
       return kasse.merchants.revokeKey(pos[0]);
     },
   },

@@ -5,7 +5,7 @@
  *   kasse user list [--merchant mer_…] [--json]
  *   kasse user setup-link --email E [--json]      a fresh one-time link (set-up, or password reset)
  *   kasse user reset-2fa --email E [--json]       removes a lost second factor; the user enrols again at sign-in
- *   kasse mail list [--status uncertain|failed|kept|…] [--json]
+ *   kasse mail list [--status uncertain|failed|kept|…] [--limit N] [--json]   every mail, newest first
  *   kasse mail show ID [--json]                   a stored mail with its body (mail kept without SMTP)
  *   kasse mail resend ID [--json]                 sends an uncertain or failed mail again (same Message-ID)
  *
@@ -13,10 +13,12 @@
  */
 import type { Actor } from '../../modules/audit/service.ts';
 import type { MailStatus } from '../../modules/email/service.ts';
-import { requireString, UsageError, type Command } from '../context.ts';
+import { optionalInt, requireString, UsageError, type Command } from '../context.ts';
 
 const operator: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };
 const STATUSES: MailStatus[] = ['pending', 'claimed', 'handed', 'sent', 'failed', 'uncertain', 'kept'];
+/** The most `mail list --limit` shows at once. */
+const MAIL_LIST_MAX = 1000;
 
 export const userCommands: Command[] = [
   {
@@ -51,13 +53,15 @@ export const userCommands: Command[] = [
   },
   {
     name: 'mail list',
-    usage: `mail list [--status ${STATUSES.join('|')}] [--json]`,
-    flags: { status: { type: 'string' }, json: { type: 'boolean' } },
+    usage: `mail list [--status ${STATUSES.join('|')}] [--limit N] [--json]   (every merchant's mail, newest first; bodies with mail show)`,
+    flags: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
     run: async (kasse, f) => {
-      const status = (f.status ?? 'uncertain') as MailStatus;
-      if (!STATUSES.includes(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
-      const data = await kasse.email.byStatus(status);
-      return { data: data.map(({ text: _t, html: _h, ...m }) => m) };
+      const status = f.status as MailStatus | undefined;
+      if (status !== undefined && !STATUSES.includes(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
+      const limit = optionalInt(f, 'limit') ?? 100;
+      if (limit < 1 || limit > MAIL_LIST_MAX) throw new UsageError(`--limit must be between 1 and ${MAIL_LIST_MAX}`);
+      const { data, has_more } = await kasse.email.forOperator({ status, limit });
+      return { data: data.map(({ text: _t, html: _h, ...m }) => m), has_more };
     },
   },
   {

@@ -248,10 +248,13 @@ export class EmailService {
     return (await this.stored([row]))[0]!;
   }
 
-  /** Operator: every mail in a status (uncertain, failed, …), oldest first. */
-  async byStatus(status: MailStatus, limit = 100): Promise<StoredMail[]> {
-    const rows = await this.deps.db.selectFrom('email_outbox').selectAll().where('status', '=', status).orderBy('id').limit(limit).execute();
-    return this.stored(rows);
+  /** Operator: every merchant's mail, or only that in one status (uncertain, failed, …), newest first. */
+  async forOperator(opts: { status?: MailStatus; limit?: number } = {}): Promise<{ data: StoredMail[]; has_more: boolean }> {
+    const limit = opts.limit ?? 100;
+    let q = this.deps.db.selectFrom('email_outbox').selectAll();
+    if (opts.status) q = q.where('status', '=', opts.status);
+    const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+    return { data: await this.stored(rows.slice(0, limit)), has_more: rows.length > limit };
   }
 
   /** Operator: sends an `uncertain` or `failed` mail again (the copy has the same Message-ID). */
