@@ -10,7 +10,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { installedFamilies } from '../src/chains/families.ts';
 import { startEmbedded } from '../src/db/embedded.ts';
+import { createDb } from '../src/db/index.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 import { startInfrastructure } from './harness/infrastructure.ts';
 
 function findTests(dir: string): string[] {
@@ -21,6 +26,26 @@ function findTests(dir: string): string[] {
     else if (name.endsWith('.test.ts')) out.push(p);
   }
   return out.sort();
+}
+
+/**
+ * One database migrated with every installed family, which test files copy instead of migrating their own
+ * (test/harness/db.ts): a copy takes a fraction of the migrations' time.
+ */
+async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop(): Promise<void> }> {
+  const name = `kasse_template_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    await c.query(sql).finally(() => c.end());
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const { db } = createDb(url.toString(), 1);
+  const families = await installedFamilies();
+  await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {}))).finally(() => db.destroy());
+  return { name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 async function main(): Promise<number> {
@@ -45,6 +70,7 @@ async function main(): Promise<number> {
     adminUrl = pg.url;
     stopPg = pg.stop;
   }
+  const template = await migratedTemplate(adminUrl);
   const infra = await startInfrastructure(files);
 
   const tapFile = join(mkdtempSync(join(tmpdir(), 'kasse-tap-')), 'results.tap');
@@ -62,13 +88,14 @@ async function main(): Promise<number> {
       `--test-reporter-destination=${tapFile}`,
       ...files,
     ],
-    { stdio: 'inherit', env: { ...process.env, ...infra.env, KASSE_TEST_DATABASE_URL: adminUrl } },
+    { stdio: 'inherit', env: { ...process.env, ...infra.env, KASSE_TEST_DATABASE_URL: adminUrl, KASSE_TEST_TEMPLATE: template.name } },
   );
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await infra.stop();
   const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
   const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
   process.stdout.write(`${count('pass')} passed, ${count('fail') + count('cancelled')} failed, ${count('skipped')} skipped\n`);
+  await template.drop();
   await stopPg();
   if (pgDir) rmSync(pgDir, { recursive: true, force: true });
   return code;

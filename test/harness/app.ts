@@ -102,7 +102,7 @@ export interface TestKasseOptions {
 const secretsByDatabase = new Map<string, Secrets>();
 
 export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestKasse> {
-  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await createTestDatabase();
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await createTestDatabase({ migrated: !opts.families });
   const config = loadConfig({
     KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-data-')),
     KASSE_LIVE_PORT: '0',
