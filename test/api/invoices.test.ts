@@ -75,6 +75,54 @@ describe('tax profile', () => {
     await ok(other.test.patch('/account', { tax_profile: PROFILE }));
     assert.equal((await ok(other.test.patch('/account', { tax_profile: null }))).tax_profile, null);
   });
+
+  test('concurrent changes of different fields all stay, and each answer is the profile its own change left', async () => {
+    const shop = await t.merchant({ rateLimit: 100_000 });
+    await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
+    const changes: Array<Partial<Record<string, unknown>>> = [
+      { seller_name: 'Chai & Co Two' },
+      { legal_name: 'Chai and Company LLP' },
+      { address: '14 Marine Drive, Mumbai 400002' },
+      { invoice_prefix: 'CC' },
+      { sac: '998314' },
+      { tax_rate_bps: 500 },
+      { tax_inclusive: false },
+    ];
+    for (let round = 0; round < 3; round++) {
+      const want = Object.assign({}, ...changes);
+      const answers = await Promise.all(changes.map((c) => ok(shop.test.patch('/account', { tax_profile: c }))));
+      answers.forEach((a, i) => {
+        const [field, value] = Object.entries(changes[i]!)[0]!;
+        assert.equal(a.tax_profile[field], value, `answer ${i} shows its own ${field}`);
+      });
+      assert.deepEqual((await ok(shop.test.get('/account'))).tax_profile, { ...PROFILE, sac: '997158', tax_rate_bps: 1800, tax_inclusive: true, ...want }, `round ${round}: every field kept`);
+      const audit = await sql<{ details: Record<string, unknown> }>`
+        SELECT details FROM audit_log WHERE merchant_id = ${shop.id} AND action = 'settings.tax_profile' ORDER BY seq DESC LIMIT ${changes.length}`.execute(t.kasse.db);
+      assert.deepEqual(audit.rows.map((r) => Object.keys(r.details)).flat().sort(), changes.map((c) => Object.keys(c)[0]!).sort(), 'each audit row names the one field its change changed');
+      // Back to the start for the next round, so every change changes something again.
+      await ok(shop.test.patch('/account', { tax_profile: null }));
+      await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
+    }
+  });
+
+  test('lengths are counted in characters (code points): 200 emoji are 200 characters', async () => {
+    const shop = await t.merchant({ rateLimit: 100_000 });
+    const emoji = (n: number) => '😀'.repeat(n);
+    const set = await ok(shop.test.patch('/account', { tax_profile: { ...PROFILE, seller_name: emoji(200), legal_name: emoji(200), address: emoji(500) } }));
+    assert.equal(set.tax_profile.seller_name, emoji(200));
+    assert.equal(set.tax_profile.address, emoji(500));
+    for (const [field, n] of [['seller_name', 201], ['legal_name', 201], ['address', 501]] as const) {
+      const r = await shop.test.patch('/account', { tax_profile: { [field]: emoji(n) } });
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.equal(r.body.error.param, `tax_profile.${field}`);
+      assert.match(r.body.error.message, new RegExp(`${n - 1} characters`));
+    }
+    const payment = await paid(shop, 1000);
+    const invoice = await ok(shop.test.post(`/payments/${payment}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(200) }), 201);
+    assert.equal(invoice.customer.name, emoji(200));
+    const payment2 = await paid(shop, 1000);
+    await refused(shop.test.post(`/payments/${payment2}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(201) }), 400, 'invalid_request', 'customer_name');
+  });
 });
 
 describe('tax invoices', () => {
