@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
+import { withTx } from '../../src/db/index.ts';
 import { after, before, describe, test } from 'node:test';
 import { gstinCheckChar } from '../../src/modules/invoices/gst.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
@@ -103,6 +104,36 @@ describe('tax profile', () => {
       await ok(shop.test.patch('/account', { tax_profile: null }));
       await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
     }
+  });
+
+  test('dashboard settings: a change waits for a concurrent one on the same merchant and reports what that one wrote', async () => {
+    const shop = await t.merchant({ name: 'Original' });
+    const { merchants } = t.kasse;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const first = new Promise<void>((r) => (locked = r));
+    const a = withTx(t.kasse.db, async (tx) => {
+      await merchants.updateSettings(tx, shop.id, { name: 'First' }, []);
+      locked();
+      await held;
+    });
+    await first;
+    const b = withTx(t.kasse.db, (tx) => merchants.updateSettings(tx, shop.id, { approvalsRequired: 1 }, []));
+    // b is blocked on a's row lock (polled, bounded), then a commits.
+    for (let i = 0; ; i++) {
+      const waiting = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(t.kasse.db);
+      if (Number(waiting.rows[0]!.n) > 0) break;
+      assert.ok(i < 200, 'the second change waits for the first');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    release();
+    await a;
+    const { before, after } = await b;
+    assert.equal(before.name, 'First', 'the second change saw the first one’s name');
+    assert.equal(after.name, 'First');
+    assert.equal(after.approvalsRequired, 1);
+    assert.equal((await merchants.get(shop.id)).name, 'First');
   });
 
   test('lengths are counted in characters (code points): 200 emoji are 200 characters', async () => {
