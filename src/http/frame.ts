@@ -10,7 +10,7 @@ import { requestIds } from '../core/ids.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { refuseUnparsable } from './client-errors.ts';
-import { buildSerializer, explainValidation, validatorCompiler } from './validation.ts';
+import { buildSerializer, explainValidation, refuseIllFormedText, validatorCompiler } from './validation.ts';
 
 /** What the frame needs from the service container. */
 export interface FrameDeps {
@@ -65,12 +65,15 @@ export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
 const lacksHost = (req: FastifyRequest) => req.headers.host === undefined && req.raw.httpVersion === '1.1';
 const missingHost = () => new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header.', 'Host');
 
-/** JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel). */
+/**
+ * JSON bodies: the framework's safe parser, but an empty body counts as no body (POST …/cancel), and text that is not
+ * well-formed Unicode is refused here, before validation, for every route (`refuseIllFormedText`).
+ */
 function jsonParser(app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error');
   return (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
     if (body === '' || /^\s+$/.test(body)) return done(null, undefined);
-    parse(req, body, done);
+    parse(req, body, (err, value) => (err ? done(err) : done(refuseIllFormedText(body, value), value)));
   };
 }
 

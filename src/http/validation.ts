@@ -7,7 +7,9 @@ import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { ApiError } from '../core/errors.ts';
 import { freeFormKeys } from '../core/json-schema.ts';
+import { illFormedText, mayHoldSurrogateEscape } from '../core/text.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 
@@ -66,6 +68,22 @@ export function paramOf(error: ErrorObject, context: string | undefined): string
   // Header names are case-insensitive and arrive lower-cased; name them the way the API documents them.
   if (context === 'headers') return path.join('.').replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
   return path.join('.');
+}
+
+/**
+ * Text that is not well-formed Unicode in a JSON body (a lone UTF-16 surrogate, spelt `\ud800` in JSON), for every
+ * operation of every listener before anything reads the body: 400 `invalid_request` naming the field (`metadata.note`,
+ * `items.3.label`), or for a bad key the object holding it (`metadata`; none for the body itself). Null when all the
+ * text is well-formed. `json` is the raw body, so nearly every body is passed without a walk.
+ */
+export function refuseIllFormedText(json: string, body: unknown): ApiError | null {
+  if (!mayHoldSurrogateEscape(json)) return null;
+  const found = illFormedText(body);
+  if (!found) return null;
+  const param = found.path.length > 0 ? found.path.join('.') : null;
+  const why = 'is not valid Unicode text (it holds an unpaired UTF-16 surrogate)';
+  if (!found.key) return new ApiError('invalid_request', `${param ?? 'request body'} ${why}`, param);
+  return new ApiError('invalid_request', `A property name in ${param ?? 'the request body'} ${why}`, param);
 }
 
 /**

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { buildSerializer, explainValidation, validatorCompiler } from '../../src/http/validation.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
@@ -264,5 +265,82 @@ describe('requests the HTTP parser refuses', () => {
 
   test('the listener keeps serving after refusing', async () => {
     assert.equal((await new ApiClient(t.urls.test, m.testKey).get('/account')).status, 200);
+  });
+});
+
+describe('text that is not valid Unicode', () => {
+  /** Rows of everything a request could create or change, to show a refused request changed nothing. */
+  const snapshot = async () => {
+    const counts = await sql<{ n: string }>`
+      SELECT (SELECT count(*) FROM payments) || ',' || (SELECT count(*) FROM links) || ',' || (SELECT count(*) FROM subscriptions) || ',' ||
+             (SELECT count(*) FROM disbursements) || ',' || (SELECT count(*) FROM idempotency_keys) || ',' || (SELECT count(*) FROM audit_log) AS n`.execute(t.kasse.db);
+    const profile = await sql<{ p: string }>`SELECT coalesce(tax_profile_test::text, '') || coalesce(tax_profile_live::text, '') AS p FROM merchants WHERE id = ${m.id}`.execute(t.kasse.db);
+    return `${counts.rows[0]!.n} ${profile.rows[0]!.p}`;
+  };
+  const dest = (i: number) => `0x${i.toString(16).padStart(40, '0')}`;
+  // A lone surrogate in a value or a key; JSON.stringify writes it as the escape `\ud800`, as a client's JSON would.
+  const cases: Array<[string, string, unknown, string | null]> = [
+    ['POST', '/payments', { ...base, description: '\ud800x' }, 'description'],
+    ['POST', '/payments', { ...base, order_id: 'a\udc00' }, 'order_id'],
+    ['POST', '/payments', { ...base, metadata: { note: 'x\ud83d' } }, 'metadata.note'],
+    ['POST', '/payments', { ...base, metadata: { deep: [1, { y: '\udfff' }] } }, 'metadata.deep.1.y'],
+    ['POST', '/payments', { ...base, metadata: { 'key\ud800': 1 } }, 'metadata'],
+    ['POST', '/payments', { ...base, '\ud800': 1 }, null],
+    ['POST', '/subscriptions', { title: 'Coffee\ud800', amount_usd_cents: 1500, interval: 'month', customer_email: 'c@example.com' }, 'title'],
+    ['POST', '/disbursements', { title: 'March', items: [0, 1, 2, 3].map((i) => ({ destination: i === 3 ? 'x\udbff' : dest(i + 1), usd_cents: 100 })) }, 'items.3.destination'],
+    ['POST', '/links', { kind: 'fixed', title: 'Mug\ud800', amount_usd_cents: 1200 }, 'title'],
+    ['PATCH', '/account', { tax_profile: { seller_name: '\ud800' } }, 'tax_profile.seller_name'],
+  ];
+
+  test('in any string of a creation or change, on both APIs, with or without a key: 400 naming the field, nothing stored', async () => {
+    const before = await snapshot();
+    for (const client of [m.test, m.live]) {
+      for (const [method, path, body, param] of cases) {
+        for (const headers of [{}, { 'Idempotency-Key': `bad-text-${param}` }] as Record<string, string>[]) {
+          const res = await client.request(method, path, body, headers);
+          const what = `${client.baseUrl} ${method} ${path} ${JSON.stringify(headers)} → ${res.status} ${JSON.stringify(res.body)}`;
+          assert.equal(res.status, 400, what);
+          assertErrorBody(res.body, 'invalid_request', param);
+          assert.match(res.body.error.message, /not valid Unicode text/, what);
+        }
+      }
+    }
+    assert.equal(await snapshot(), before, 'nothing was stored');
+  });
+
+  test('every operation that takes a body refuses it the same way, before anything else reads the body', async () => {
+    for (const client of [m.test, m.live]) {
+      const doc = (await client.get('/openapi.json')).body;
+      const withBody = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+        Object.entries(ops).filter(([, op]) => op.requestBody).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+      );
+      assert.ok(withBody.length >= 8, 'the document lists the operations with a body');
+      for (const { method, path, op } of withBody) {
+        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => samplePathValue(op.parameters?.find((p: any) => p.name === name)?.schema?.pattern));
+        const res = await client.request(method, url, { note: 'ok', 'x\udc00': 'y' });
+        const what = `${method} ${path} → ${res.status} ${JSON.stringify(res.body)}`;
+        assert.equal(res.status, 400, what);
+        assertErrorBody(res.body, 'invalid_request', null);
+        assert.equal(res.body.error.message, 'A property name in the request body is not valid Unicode text (it holds an unpaired UTF-16 surrogate)', what);
+      }
+    }
+  });
+
+  test('well-formed text passes: surrogate pairs, as escapes or as UTF-8, and U+FFFD itself', async () => {
+    const raw = `{"price_amount":2500,"price_currency":"USD","order_id":"pair-\\ud83d\\ude00","description":"\\uD83D\\uDE00 ☕ 😀 \ufffd","metadata":{"\\ud83d\\ude00":"\\u00e9"}}`;
+    const res = await m.test.post('/payments', raw);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.order_id, 'pair-😀');
+    assert.equal(res.body.description, '😀 ☕ 😀 \ufffd');
+    assert.deepEqual(res.body.metadata, { '😀': 'é' });
+  });
+
+  test('URLs cannot carry one: an undecodable path segment is 400, an undecodable query value stays as sent', async () => {
+    const path = await m.test.get('/payments/pay_%ED%A0%80');
+    assert.equal(path.status, 400, JSON.stringify(path.body));
+    assertErrorBody(path.body, 'invalid_request');
+    const query = await m.test.get('/payments?order_id=%ED%A0%80');
+    assert.equal(query.status, 200, JSON.stringify(query.body));
+    assert.deepEqual(query.body.data, []);
   });
 });

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
+import { withTx } from '../../src/db/index.ts';
 import { after, before, describe, test } from 'node:test';
 import { gstinCheckChar } from '../../src/modules/invoices/gst.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
@@ -74,6 +75,84 @@ describe('tax profile', () => {
     const other = await t.merchant();
     await ok(other.test.patch('/account', { tax_profile: PROFILE }));
     assert.equal((await ok(other.test.patch('/account', { tax_profile: null }))).tax_profile, null);
+  });
+
+  test('concurrent changes of different fields all stay, and each answer is the profile its own change left', async () => {
+    const shop = await t.merchant({ rateLimit: 100_000 });
+    await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
+    const changes: Array<Partial<Record<string, unknown>>> = [
+      { seller_name: 'Chai & Co Two' },
+      { legal_name: 'Chai and Company LLP' },
+      { address: '14 Marine Drive, Mumbai 400002' },
+      { invoice_prefix: 'CC' },
+      { sac: '998314' },
+      { tax_rate_bps: 500 },
+      { tax_inclusive: false },
+    ];
+    for (let round = 0; round < 3; round++) {
+      const want = Object.assign({}, ...changes);
+      const answers = await Promise.all(changes.map((c) => ok(shop.test.patch('/account', { tax_profile: c }))));
+      answers.forEach((a, i) => {
+        const [field, value] = Object.entries(changes[i]!)[0]!;
+        assert.equal(a.tax_profile[field], value, `answer ${i} shows its own ${field}`);
+      });
+      assert.deepEqual((await ok(shop.test.get('/account'))).tax_profile, { ...PROFILE, sac: '997158', tax_rate_bps: 1800, tax_inclusive: true, ...want }, `round ${round}: every field kept`);
+      const audit = await sql<{ details: Record<string, unknown> }>`
+        SELECT details FROM audit_log WHERE merchant_id = ${shop.id} AND action = 'settings.tax_profile' ORDER BY seq DESC LIMIT ${changes.length}`.execute(t.kasse.db);
+      assert.deepEqual(audit.rows.map((r) => Object.keys(r.details)).flat().sort(), changes.map((c) => Object.keys(c)[0]!).sort(), 'each audit row names the one field its change changed');
+      // Back to the start for the next round, so every change changes something again.
+      await ok(shop.test.patch('/account', { tax_profile: null }));
+      await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
+    }
+  });
+
+  test('dashboard settings: a change waits for a concurrent one on the same merchant and reports what that one wrote', async () => {
+    const shop = await t.merchant({ name: 'Original' });
+    const { merchants } = t.kasse;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const first = new Promise<void>((r) => (locked = r));
+    const a = withTx(t.kasse.db, async (tx) => {
+      await merchants.updateSettings(tx, shop.id, { name: 'First' }, []);
+      locked();
+      await held;
+    });
+    await first;
+    const b = withTx(t.kasse.db, (tx) => merchants.updateSettings(tx, shop.id, { approvalsRequired: 1 }, []));
+    // b is blocked on a's row lock (polled, bounded), then a commits.
+    for (let i = 0; ; i++) {
+      const waiting = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(t.kasse.db);
+      if (Number(waiting.rows[0]!.n) > 0) break;
+      assert.ok(i < 200, 'the second change waits for the first');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    release();
+    await a;
+    const { before, after } = await b;
+    assert.equal(before.name, 'First', 'the second change saw the first one’s name');
+    assert.equal(after.name, 'First');
+    assert.equal(after.approvalsRequired, 1);
+    assert.equal((await merchants.get(shop.id)).name, 'First');
+  });
+
+  test('lengths are counted in characters (code points): 200 emoji are 200 characters', async () => {
+    const shop = await t.merchant({ rateLimit: 100_000 });
+    const emoji = (n: number) => '😀'.repeat(n);
+    const set = await ok(shop.test.patch('/account', { tax_profile: { ...PROFILE, seller_name: emoji(200), legal_name: emoji(200), address: emoji(500) } }));
+    assert.equal(set.tax_profile.seller_name, emoji(200));
+    assert.equal(set.tax_profile.address, emoji(500));
+    for (const [field, n] of [['seller_name', 201], ['legal_name', 201], ['address', 501]] as const) {
+      const r = await shop.test.patch('/account', { tax_profile: { [field]: emoji(n) } });
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.equal(r.body.error.param, `tax_profile.${field}`);
+      assert.match(r.body.error.message, new RegExp(`${n - 1} characters`));
+    }
+    const payment = await paid(shop, 1000);
+    const invoice = await ok(shop.test.post(`/payments/${payment}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(200) }), 201);
+    assert.equal(invoice.customer.name, emoji(200));
+    const payment2 = await paid(shop, 1000);
+    await refused(shop.test.post(`/payments/${payment2}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(201) }), 400, 'invalid_request', 'customer_name');
   });
 });
 

@@ -53,7 +53,7 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
         operationId: 'updateAccount',
         summary: 'Update the account',
         description:
-          'Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Invoices already issued keep the seller they were issued with.',
+          'Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Lengths are in characters (code points). Concurrent requests that set different fields all keep theirs, and the answer is the account as this request’s change left it. Invoices already issued keep the seller they were issued with.',
         tags: ['Account'],
         body: Type.Object({ tax_profile: Type.Optional(Nullable(TaxProfilePatch)) }, { additionalProperties: false }),
         response: { 200: Type.Unsafe({ $ref: 'Account#' }) },

@@ -5,6 +5,7 @@
  */
 import { parse } from 'csv-parse/sync';
 import { DESTINATION_PATTERN, DISBURSEMENT_LIMITS as L, type CreateDisbursementInput } from './schema.ts';
+import { textLength } from '../../core/text.ts';
 
 export interface CsvRow {
   /** Line in the file, from 1. */
@@ -42,7 +43,7 @@ export function parseDisbursementCsv(text: string): ParsedCsv {
     if (!/^\d{1,9}$/.test(usdCents) || Number(usdCents) < L.centsMin || Number(usdCents) > L.centsMax) {
       errors.push(`usd_cents must be a whole number of cents from ${L.centsMin} to ${L.centsMax}`);
     }
-    if (label.length > L.labelMax) errors.push(`label must be at most ${L.labelMax} characters`);
+    if (textLength(label) > L.labelMax) errors.push(`label must be at most ${L.labelMax} characters`);
     if (extra.some((c) => c !== '')) errors.push('a row has three columns: destination, usd_cents, label');
     return { line: i + 1 + (header ? 1 : 0), destination, usdCents, label, errors };
   });

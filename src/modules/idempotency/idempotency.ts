@@ -13,6 +13,7 @@ import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
+import { textLength } from '../../core/text.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -32,7 +33,7 @@ export function requestHash(method: string, route: string, body: unknown): strin
 
 export function validateKey(key: string | undefined): string | null {
   if (key === undefined) return null;
-  if (key.length < 1 || key.length > IDEMPOTENCY_KEY_MAX) {
+  if (key.length < 1 || textLength(key) > IDEMPOTENCY_KEY_MAX) {
     throw new ApiError('invalid_request', `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`, 'Idempotency-Key');
   }
   return key;

@@ -4,6 +4,7 @@
  * state code matching the GSTIN, an invoice prefix short enough that every number fits in 16 characters.
  */
 import { invalid } from '../../core/errors.ts';
+import { textLength } from '../../core/text.ts';
 import { gstinProblem, isSellerState, PREFIX_MAX } from './gst.ts';
 
 export interface TaxProfile {
@@ -42,7 +43,7 @@ export function mergeProfile(current: TaxProfile | null, patch: Partial<TaxProfi
       return null;
     }
     if (typeof v !== 'string') throw bad(f, 'must be a string');
-    if (v.trim().length > max) throw bad(f, `must be at most ${max} characters`);
+    if (textLength(v.trim()) > max) throw bad(f, `must be at most ${max} characters`);
     return v.trim();
   };
   const sellerName = text('seller_name', 200, true)!;

@@ -10,6 +10,7 @@ import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { textLength } from '../../core/text.ts';
 import { withTx, type Db } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
@@ -49,15 +50,17 @@ export class InvoiceService {
 
   /**
    * PATCH /account's `tax_profile` (and the dashboard's Settings): merged over the current profile and checked whole;
-   * null removes it. With an `actor`, the change is in the audit log (`settings.tax_profile`, the fields that changed).
+   * null removes it. The merge reads the profile under the merchant row's lock, so concurrent changes of different
+   * fields all stay; the answer is the merchant as this change left it. With an `actor`, the change is in the audit
+   * log (`settings.tax_profile`, the fields that changed).
    */
   async setProfile(merchantId: string, mode: Mode, patch: Partial<TaxProfile> | null, actor?: Actor): Promise<MerchantRecord> {
-    const before = this.profile(await this.deps.merchants.get(merchantId), mode);
-    const after = patch === null ? null : mergeProfile(before, patch);
     return this.deps.merchants.update(
       merchantId,
-      { taxProfile: { mode, value: after } },
-      actor && ((tx) => this.deps.audit.record(tx, { merchantId, mode, actor, action: 'settings.tax_profile', details: profileChanges(before, after) })),
+      (current) => ({ taxProfile: { mode, value: patch === null ? null : mergeProfile(this.profile(current, mode), patch) } }),
+      actor &&
+        ((tx, { before, after }) =>
+          this.deps.audit.record(tx, { merchantId, mode, actor, action: 'settings.tax_profile', details: profileChanges(this.profile(before, mode), this.profile(after, mode)) })),
     );
   }
 
@@ -183,7 +186,7 @@ export class InvoiceService {
 function checkInput(input: CreateInvoiceInput): void {
   const text = (f: 'customer_name' | 'customer_tax_id', max: number) => {
     const v = input[f];
-    if (v !== undefined && (typeof v !== 'string' || v.length > max)) throw invalid(`${f} must be a string of at most ${max} characters`, f);
+    if (v !== undefined && (typeof v !== 'string' || textLength(v) > max)) throw invalid(`${f} must be a string of at most ${max} characters`, f);
   };
   text('customer_name', 200);
   text('customer_tax_id', 40);

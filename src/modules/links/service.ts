@@ -18,6 +18,7 @@ import { assertHttpUrl } from '../../core/urls.ts';
 import type { PaymentService } from '../payments/service.ts';
 import type { Payment } from '../payments/schema.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
+import { textLength } from '../../core/text.ts';
 
 export const LINK_KINDS = ['fixed', 'open', 'tip', 'pos'] as const;
 export type LinkKind = (typeof LINK_KINDS)[number];
@@ -209,7 +210,7 @@ export class LinkService {
     if (link.collect_email) {
       email = (input.email ?? '').trim();
       if (email.length === 0) throw invalid('email is required', 'email');
-      if (email.length > LINK_LIMITS.emailMax || !EMAIL.test(email)) throw invalid('email must be an email address', 'email');
+      if (textLength(email) > LINK_LIMITS.emailMax || !EMAIL.test(email)) throw invalid('email must be an email address', 'email');
     }
     const now = this.deps.clock.now();
     const admitted = await this.deps.db

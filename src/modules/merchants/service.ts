@@ -8,6 +8,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { textLength } from '../../core/text.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
@@ -63,6 +64,18 @@ export interface MerchantSettingsPatch {
   webhookUrlTest?: string | null;
   webhookUrlLive?: string | null;
 }
+
+/** An operator or API change (`update`); `taxProfile` replaces one mode's profile (null removes it). */
+export interface MerchantPatch {
+  webhookUrlTest?: string | null;
+  webhookUrlLive?: string | null;
+  rateLimitPerMinute?: number | null;
+  feeBps?: number | null;
+  taxProfile?: { mode: Mode; value: object | null };
+}
+
+/** NOTE: a merchant's display name is 1 to 120 characters. */
+export const NAME_MAX = 120;
 
 /** NOTE: after a webhook secret is rolled, deliveries are signed with the previous one too for this long. */
 export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -177,12 +190,16 @@ export class MerchantService {
     return { webhook_secret: secret, previous_valid_until: until.toISOString() };
   }
 
-  /** Applies dashboard settings in `db` (the caller's transaction). 400 for a bad value. */
-  async updateSettings(db: DbOrTx, merchantId: string, patch: MerchantSettingsPatch, payoutTokens: readonly string[]): Promise<MerchantRecord> {
+  /**
+   * Applies dashboard settings in `db` (the caller's transaction) under the merchant row's lock: only the fields
+   * given change, and `before` is the row as it was when locked, so a concurrent change is neither lost nor
+   * misreported. `after` is the row as this change left it. 400 for a bad value.
+   */
+  async updateSettings(db: DbOrTx, merchantId: string, patch: MerchantSettingsPatch, payoutTokens: readonly string[]): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
     const values: Record<string, unknown> = {};
     if (patch.name !== undefined) {
       const name = patch.name.trim();
-      if (!name || name.length > 120) throw new ApiError('invalid_request', 'name must be 1 to 120 characters', 'name');
+      if (!name || textLength(name) > NAME_MAX) throw new ApiError('invalid_request', `name must be 1 to ${NAME_MAX} characters`, 'name');
       values.name = name;
     }
     if (patch.payoutToken !== undefined) {
@@ -202,41 +219,44 @@ export class MerchantService {
       if (n !== null && (!Number.isInteger(n) || n < 1 || n > 20)) throw new ApiError('invalid_request', 'approvals_required must be 1 to 20', 'approvals_required');
       values.approvals_required = n;
     }
-    const row =
-      Object.keys(values).length > 0
-        ? await db.updateTable('merchants').set(values).where('id', '=', merchantId).returningAll().executeTakeFirst()
-        : await db.selectFrom('merchants').selectAll().where('id', '=', merchantId).executeTakeFirst();
-    if (!row) throw notFound('merchant');
+    const change = await this.change(db, merchantId, () => values);
     if (Object.keys(values).length > 0) await this.broadcastKeyChange('*');
-    return toRecord(row);
+    return change;
   }
 
-  /** Applies an operator or API change; `also` runs in the same transaction (the caller's audit row). */
-  async update(
-    merchantId: string,
-    patch: { webhookUrlTest?: string | null; webhookUrlLive?: string | null; rateLimitPerMinute?: number | null; feeBps?: number | null; taxProfile?: { mode: Mode; value: object | null } },
-    also?: (tx: Tx) => Promise<unknown>,
-  ): Promise<MerchantRecord> {
-    if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
-    if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
-    if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== null && !(patch.rateLimitPerMinute >= 1)) {
-      throw new ApiError('invalid_request', 'rate limit must be at least 1 per minute', 'rate_limit_per_minute');
-    }
-    const values: Record<string, unknown> = {};
-    if (patch.webhookUrlTest !== undefined) values.webhook_url_test = patch.webhookUrlTest;
-    if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
-    if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
-    if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
-    if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
-    if (Object.keys(values).length > 0) {
-      await withTx(this.db, async (tx) => {
-        const r = await tx.updateTable('merchants').set(values).where('id', '=', merchantId).executeTakeFirst();
-        if (r.numUpdatedRows === 0n) throw notFound('merchant');
-        await also?.(tx);
+  /**
+   * Applies an operator or API change under the merchant row's lock. `patch` may be a function of the merchant as
+   * locked, so a merge over stored settings (the tax profile) loses no concurrent change; it may throw to refuse.
+   * `also` runs in the same transaction with the merchant before and after (the caller's audit row). Answers the
+   * merchant as this change left it, read in its transaction (not another request's later change).
+   */
+  async update(merchantId: string, patch: MerchantPatch | ((current: MerchantRecord) => MerchantPatch), also?: (tx: Tx, change: { before: MerchantRecord; after: MerchantRecord }) => Promise<unknown>): Promise<MerchantRecord> {
+    if (typeof patch !== 'function') checkPatch(patch);
+    let written = false;
+    const { after } = await withTx(this.db, async (tx) => {
+      const change = await this.change(tx, merchantId, (current) => {
+        const p = typeof patch === 'function' ? patch(current) : patch;
+        if (typeof patch === 'function') checkPatch(p);
+        const values = patchValues(p);
+        written = Object.keys(values).length > 0;
+        return values;
       });
-      await this.broadcastKeyChange('*');
-    }
-    return this.get(merchantId);
+      if (written) await also?.(tx, change);
+      return change;
+    });
+    if (written) await this.broadcastKeyChange('*');
+    return after;
+  }
+
+  /** Locks the merchant row, then writes the columns `values` gives for it (none: no write). 404 for no merchant. */
+  private async change(db: DbOrTx, merchantId: string, values: (current: MerchantRecord) => Record<string, unknown>): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
+    const row = await db.selectFrom('merchants').selectAll().where('id', '=', merchantId).forUpdate().executeTakeFirst();
+    if (!row) throw notFound('merchant');
+    const before = toRecord(row);
+    const set = values(before);
+    if (Object.keys(set).length === 0) return { before, after: before };
+    const updated = await db.updateTable('merchants').set(set).where('id', '=', merchantId).returningAll().executeTakeFirstOrThrow();
+    return { before, after: toRecord(updated) };
   }
 
   /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
@@ -368,6 +388,26 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     payoutToken: row.payout_token,
     approvalsRequired: row.approvals_required,
   };
+}
+
+/** 400 for a value `update` cannot store. */
+function checkPatch(patch: MerchantPatch): void {
+  if (patch.webhookUrlTest) assertHttpUrl(patch.webhookUrlTest, 'webhook_url_test');
+  if (patch.webhookUrlLive) assertHttpUrl(patch.webhookUrlLive, 'webhook_url_live', true);
+  if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== null && !(patch.rateLimitPerMinute >= 1)) {
+    throw new ApiError('invalid_request', 'rate limit must be at least 1 per minute', 'rate_limit_per_minute');
+  }
+}
+
+/** The merchants columns a patch sets. */
+function patchValues(patch: MerchantPatch): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  if (patch.webhookUrlTest !== undefined) values.webhook_url_test = patch.webhookUrlTest;
+  if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
+  if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
+  if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+  if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
+  return values;
 }
 
 function unauthorized(): ApiError {

@@ -7,6 +7,7 @@ import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import { Secret, TOTP } from 'otpauth';
 import { invalid } from '../../core/errors.ts';
+import { textLength } from '../../core/text.ts';
 
 /** NOTE: password rules. */
 export const PASSWORD_MIN = 10;
@@ -48,8 +49,8 @@ function strength(): Promise<Checker> {
  * easy variation of one (zxcvbn score below 2, which also counts the user's own email as a guess).
  */
 export async function assertPasswordAcceptable(password: string, email: string, param = 'password'): Promise<void> {
-  if (password.length < PASSWORD_MIN) throw invalid(`Passwords need at least ${PASSWORD_MIN} characters.`, param);
-  if (password.length > PASSWORD_MAX) throw invalid(`Passwords can have at most ${PASSWORD_MAX} characters.`, param);
+  if (textLength(password) < PASSWORD_MIN) throw invalid(`Passwords need at least ${PASSWORD_MIN} characters.`, param);
+  if (textLength(password) > PASSWORD_MAX) throw invalid(`Passwords can have at most ${PASSWORD_MAX} characters.`, param);
   const { score } = await (await strength()).checkAsync(password.slice(0, 100), [email, ...email.split(/[@.]/)]);
   if (score < 2) throw invalid('This password is one of the most common passwords, or close to one. Choose another.', param);
 }

@@ -37,6 +37,7 @@ import {
 } from './credentials.ts';
 import { ROLES, type Role } from './permissions.ts';
 import { SigninThrottle, THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
+import { textLength } from '../../core/text.ts';
 
 /** NOTE: lifetimes. */
 export const SESSION_IDLE_MS = 1 * HOUR;
@@ -134,7 +135,7 @@ export class UserService {
    */
   async create(input: { merchantId: string; email: string; role: string; actor: Actor; invite: boolean }): Promise<{ user: UserRecord; setup_url: string; expires_at: string }> {
     const email = normalEmail(input.email);
-    if (email.length > 254 || !EMAIL.test(email)) throw invalid('Enter an email address.', 'email');
+    if (textLength(email) > 254 || !EMAIL.test(email)) throw invalid('Enter an email address.', 'email');
     if (!(ROLES as readonly string[]).includes(input.role)) throw invalid('role must be owner, member or viewer', 'role');
     const merchant = await this.deps.merchants.get(input.merchantId);
     const now = this.now();

@@ -20,6 +20,7 @@ import { withTx } from '../../../db/index.ts';
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
+import { textLength } from '../../../core/text.ts';
 
 interface Shown {
   /** A new API key, shown once. */
@@ -125,7 +126,7 @@ export function developerPages(r: Router): void {
   r.action('/developers/webhook-url', 'webhooks.write', async (ctx, form) => {
     const url = (form.webhook_url ?? '').trim() || null;
     try {
-      if (url && url.length > 2048) throw invalid('too long', 'webhook_url');
+      if (url && textLength(url) > 2048) throw invalid('too long', 'webhook_url');
       await withTx(kasse.db, async (tx) => {
         await kasse.merchants.updateSettings(tx, ctx.merchant.id, ctx.mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url }, []);
         await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'webhook_url.update', details: { url } });

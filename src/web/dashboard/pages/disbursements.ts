@@ -19,6 +19,7 @@ import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disburs
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
+import { textLength } from '../../../core/text.ts';
 
 const CODE_FIELD = (told: Told | null, name: string) =>
   field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
@@ -129,7 +130,7 @@ export function disbursementPages(r: Router): void {
     const checked = parseDisbursementCsv(form.csv ?? '');
     try {
       const title = (form.title ?? '').trim();
-      if (!title || title.length > DISBURSEMENT_LIMITS.titleMax) throw invalid('title', 'title');
+      if (!title || textLength(title) > DISBURSEMENT_LIMITS.titleMax) throw invalid('title', 'title');
       if (!checked.items) return listPage(ctx, form, null, checked);
       const { disbursement } = await kasse.disbursements.create(ctx.mode, ctx.merchant.id, { title, items: checked.items }, undefined, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${disbursement.id}`, 'dsb_created');

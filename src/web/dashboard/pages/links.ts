@@ -15,6 +15,7 @@ import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
+import { textLength } from '../../../core/text.ts';
 
 type Link = Awaited<ReturnType<Ctx['kasse']['links']['get']>>;
 
@@ -67,7 +68,7 @@ function createInput(form: Form): CreateLinkInput {
   const kind = form.kind as CreateLinkInput['kind'];
   if (!(LINK_KINDS as readonly string[]).includes(kind)) throw invalid('kind', 'kind');
   const input: CreateLinkInput = { kind, title: (form.title ?? '').trim() };
-  if (!input.title || input.title.length > LINK_LIMITS.titleMax) throw invalid('title', 'title');
+  if (!input.title || textLength(input.title) > LINK_LIMITS.titleMax) throw invalid('title', 'title');
   const description = (form.description ?? '').trim();
   if (description) input.description = description;
   if (kind === 'fixed') input.amount_usd_cents = dollars(form.amount, 'amount_usd_cents') ?? (() => { throw invalid('amount', 'amount_usd_cents'); })();
@@ -188,9 +189,9 @@ export function linkPages(r: Router): void {
         key = patch.active ? 'link_on' : 'link_off';
       } else {
         patch.title = (form.title ?? '').trim();
-        if (!patch.title || patch.title.length > LINK_LIMITS.titleMax) throw invalid('title', 'title');
+        if (!patch.title || textLength(patch.title) > LINK_LIMITS.titleMax) throw invalid('title', 'title');
         const d = (form.description ?? '').trim();
-        if (d.length > LINK_LIMITS.descriptionMax) throw invalid('description', 'description');
+        if (textLength(d) > LINK_LIMITS.descriptionMax) throw invalid('description', 'description');
         patch.description = d || null;
         patch.success_url = (form.success_url ?? '').trim() || null;
         patch.max_uses = wholeNumber(form.max_uses, 'max_uses') ?? null;

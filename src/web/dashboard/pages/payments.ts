@@ -20,6 +20,7 @@ import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
 import { actionForm, badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
+import { textLength } from '../../../core/text.ts';
 
 const PAGE = 25;
 
@@ -293,7 +294,7 @@ ${paymentsTable(ctx, list.data)}
       const destination = (form.destination ?? '').trim();
       if (!destination) throw invalid('destination is required', 'destination');
       const note = (form.note ?? '').trim();
-      if (note.length > 500) throw invalid('note is too long', 'note');
+      if (textLength(note) > 500) throw invalid('note is too long', 'note');
       await kasse.payments.refunds.create({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id!, { destination, ...(note ? { note } : {}) }, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'refund');
     } catch (err) {

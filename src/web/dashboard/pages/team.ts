@@ -176,8 +176,7 @@ export function teamPages(r: Router): void {
           const owners = await kasse.users.ownerCount(tx, ctx.merchant.id);
           if (approvals > owners) throw invalid(`The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`, 'approvals_required');
         }
-        const before = ctx.merchant;
-        const after = await kasse.merchants.updateSettings(tx, ctx.merchant.id, { name: form.name ?? before.name, payoutToken: form.payout_token ?? before.payoutToken, approvalsRequired: approvals }, tokens);
+        const { before, after } = await kasse.merchants.updateSettings(tx, ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens);
         const changed: Record<string, unknown> = {};
         if (after.name !== before.name) changed.name = { from: before.name, to: after.name };
         if (after.payoutToken !== before.payoutToken) changed.payout_token = { from: before.payoutToken, to: after.payoutToken };
