@@ -136,6 +136,16 @@ describe('tax profile', () => {
     assert.equal((await merchants.get(shop.id)).name, 'First');
   });
 
+  test('dashboard settings: a request answered while the change is uncommitted does not keep the old merchant cached', async () => {
+    const shop = await t.merchant({ name: 'Before' });
+    await withTx(t.kasse.db, async (tx) => {
+      await t.kasse.merchants.updateSettings(tx, shop.id, { name: 'After' }, []);
+      // Authenticated while the change is not yet committed: the key's merchant is cached as it was.
+      assert.equal((await ok(shop.test.get('/account'))).name, 'Before');
+    });
+    assert.equal((await ok(shop.test.get('/account'))).name, 'After', 'the commit drops the cached merchant');
+  });
+
   test('lengths are counted in characters (code points): 200 emoji are 200 characters', async () => {
     const shop = await t.merchant({ rateLimit: 100_000 });
     const emoji = (n: number) => '😀'.repeat(n);

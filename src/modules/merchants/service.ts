@@ -11,7 +11,7 @@ import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
-import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from '../../db/schema.ts';
 
 export interface AuthenticatedKey {
@@ -220,7 +220,7 @@ export class MerchantService {
       values.approvals_required = n;
     }
     const change = await this.change(db, merchantId, () => values);
-    if (Object.keys(values).length > 0) await this.broadcastKeyChange('*');
+    if (Object.keys(values).length > 0) await this.broadcastKeyChange('*', db);
     return change;
   }
 
@@ -370,9 +370,15 @@ export class MerchantService {
     for (const [token, entry] of this.cache) if (entry.hash === hash) this.cache.delete(token);
   }
 
-  private async broadcastKeyChange(hash: string): Promise<void> {
+  /**
+   * Drops cached keys here and in every process. Inside the caller's transaction the notice goes out at its commit
+   * (PostgreSQL delivers NOTIFY then) and this process forgets again after it, so no request can cache the merchant
+   * as it was before the change between the two.
+   */
+  private async broadcastKeyChange(hash: string, db: DbOrTx = this.db): Promise<void> {
     this.invalidate(hash);
-    await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${hash})`.execute(this.db);
+    await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${hash})`.execute(db);
+    if (db.isTransaction) afterCommit(db as Tx, () => this.invalidate(hash));
   }
 }
 
