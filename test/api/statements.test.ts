@@ -15,7 +15,7 @@ import { statementCsv, statementPdf } from '../../src/modules/statements/render.
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { readPdf } from '../harness/pdf.ts';
 import { startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
-import { assertStatementsReconcile } from '../harness/statements.ts';
+import { assertAddsUp, assertStatementsReconcile, csvBalance, pdfBalance } from '../harness/statements.ts';
 
 const REFUND_TO = '0x000000000000000000000000000000000000dEaD';
 let t: TestKasse;
@@ -84,6 +84,7 @@ async function paidThenReorged(m: TestMerchant, cents: number): Promise<void> {
 describe('statements', () => {
   let m: TestMerchant;
   let march: any;
+  let may: any;
   let underpaidId: string;
 
   test('a month with every kind of movement, figure by figure', async () => {
@@ -152,7 +153,7 @@ describe('statements', () => {
     payoutLog.push({ id: payout.payoutId, merchantId: shop.id, releasedAt, sentAt: t.clock.now(), usdCents: 1980, token: 'base:usdc', amount: 19_800_000n, destination: '0x00000000000000000000000000000000000000b0', txHash: `0x${'ef'.repeat(32)}` });
     await refund(shop, paid.id);
 
-    const may = await ok(shop.test.get('/statements/2026-05'));
+    may = await ok(shop.test.get('/statements/2026-05'));
     assert.deepEqual(may.payouts, {
       count: 1,
       usd_cents: 1980,
@@ -166,6 +167,31 @@ describe('statements', () => {
     assert.equal(may.reconciliation_gap_usd_cents, 0);
     assert.equal((await ok(shop.test.get('/balance'))).available_usd_cents, -1980);
     await assertStatementsReconcile(t.kasse, 'test', shop.id, { payoutsTaken: (month) => (month === '2026-05' ? 1980 : 0) });
+  });
+
+  test('the PDF and CSV balance add up to the closing: reversals and payouts are signed, from the same lines', async () => {
+    // May of the payouts test: +19.80 credited, −19.80 refunded, −19.80 paid out, closing −19.80.
+    // A month of five releases of 25.00, one failed and given back: payouts took 100.00, not the 125.00 released.
+    const failed = {
+      ...march,
+      payouts: { count: 4, usd_cents: 10_000, requested_count: 5, requested_usd_cents: 12_500, items: [] },
+      closing_balance_usd_cents: march.closing_balance_usd_cents - 10_000,
+      clawback_change_usd_cents: 10_000 - march.closing_balance_usd_cents,
+    };
+    for (const [name, s, payouts] of [['may', may, -1980], ['failed-payout', failed, -10_000]] as const) {
+      const pdf = pdfBalance(readPdf(await statementPdf(s, { merchantName: 'Payout shop', mode: 'test' }), `statement-signs-${name}`).text);
+      assert.deepEqual(
+        pdf.labels.map((l) => l.split(/[:(]/)[0]!.trim()),
+        ['Opening balance', 'Credits in stablecoins', 'Conversions from other coins', 'Reversals', 'Payouts', 'Closing balance'],
+        name,
+      );
+      assert.equal(assertAddsUp(pdf, `${name} PDF`), s.closing_balance_usd_cents);
+      assert.equal(pdf.cents[3], -s.reversals.net_usd_cents, `${name}: reversals take from the balance`);
+      assert.equal(pdf.cents[4], payouts, `${name}: payouts take what they took (releases less failures)`);
+      const csv = csvBalance(statementCsv(s));
+      assert.deepEqual(csv.labels, ['opening', 'credits', 'conversions', 'reversals', 'payouts', 'closing']);
+      assert.deepEqual(csv.cents, pdf.cents, `${name}: the CSV has the PDF's signed figures`);
+    }
   });
 
   test('a broken posting shows as a reconciliation gap', async () => {
@@ -217,13 +243,28 @@ describe('statements', () => {
     const csv = statementCsv(march);
     const lines = csv.trimEnd().split('\r\n');
     assert.equal(lines[0], 'section,item,count,usd,token,amount,destination,tx_hash,time');
-    for (const row of ['balance,opening,,0.00', 'credits,value,3,85.00', 'credits,fee,,0.85', 'conversions,swap_fee,,0.25', 'reversals,net,2,64.35', 'balance,closing,,69.05', 'held,value,3,25.80', 'coin,ETH,1,50.00,base:eth,0.025', 'reconciliation,gap,,0.00']) {
+    for (const row of [
+      'balance,opening,,0.00',
+      'balance,credits,3,84.15',
+      'balance,conversions,1,49.25',
+      'balance,reversals,2,-64.35',
+      'balance,payouts,0,0.00',
+      'balance,closing,,69.05',
+      'credits,value,3,85.00',
+      'credits,fee,,0.85',
+      'conversions,swap_fee,,0.25',
+      'reversals,net,2,64.35',
+      'clawback,change,,0.00',
+      'held,value,3,25.80',
+      'coin,ETH,1,50.00,base:eth,0.025',
+      'reconciliation,gap,,0.00',
+    ]) {
       assert.ok(lines.includes(row), `CSV has ${row}`);
     }
     const pdf = readPdf(await statementPdf(march, { merchantName: 'Chai & Co', mode: 'test' }), 'statement-2026-03');
     assert.equal(pdf.pages, 1);
     assert.match(pdf.pageSize, /A4/);
-    for (const text of ['Statement — March 2026', 'Chai & Co', 'TEST MODE', 'Opening balance', 'Closing balance', '69.05', 'Conversions (1)', '+49.25', 'Reversals (2)', '64.35', 'Held at the end of the period', '25.80', 'ETH on base', '0.025 ETH received']) {
+    for (const text of ['Statement — March 2026', 'Chai & Co', 'TEST MODE', 'Opening balance', 'Closing balance', '69.05', 'Conversions from other coins (1 payment)', '+49.25', 'Reversals (2 refunds and reorgs)', '−64.35', 'Held at the end of the period', '25.80', 'ETH on base', '0.025 ETH received']) {
       assert.ok(pdf.text.includes(text), `PDF shows ${text}\n${pdf.text}`);
     }
   });

@@ -383,6 +383,107 @@ describe('the life of a subscription', () => {
   });
 });
 
+describe('dunning starts when the payment ends, not at its 24-hour check', () => {
+  /** Counts the times this process is told scheduler work is due now (what wakes the worker loop at once). */
+  function wakes(): { count: number; off: () => void } {
+    const w = { count: 0, off: () => {} };
+    w.off = t.kasse.subscriptions.onWork(() => void w.count++);
+    return w;
+  }
+
+  test('expired through the simulator: past due at once, a fresh payment and a reminder; paying it makes it active', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, grace_days: 3 });
+    const first = s.invoices[0].payment_id;
+    const wake = wakes();
+    const res = await m.test.post(`/test/payments/${first}/simulate`, { outcome: 'expired' });
+    wake.off();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(wake.count, 1, 'the worker loop is woken when the change commits');
+    // The clock has not moved: the scheduler's next pass, from what the payment's transaction stored, starts dunning.
+    const r = await pump();
+    assert.equal(r.reissued, 1);
+    s = await sub(s.id);
+    assert.equal(s.status, 'past_due');
+    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'waiting']]);
+    assert.equal(s.invoices[1].created_at, t.clock.now().toISOString());
+    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced']);
+    const reminder = await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
+    assert.ok(reminder.text.includes(`Pay now: ${s.invoices[1].checkout_url}`), reminder.text);
+    await pay(s.invoices[1].payment_id);
+    s = await sub(s.id);
+    assert.equal(s.status, 'active');
+    assert.equal(s.periods_paid, 1);
+  });
+
+  test('no grace: expired through the simulator cancels it at once (reason unpaid), with the email', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, interval: 'week' });
+    assert.equal((await m.test.post(`/test/payments/${s.invoices[0].payment_id}/simulate`, { outcome: 'expired' })).status, 200);
+    await pump();
+    s = await sub(s.id);
+    assert.equal(s.status, 'cancelled');
+    assert.equal(s.cancellation_reason, 'unpaid');
+    assert.equal(s.cancelled_at, t.clock.now().toISOString());
+    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.cancelled']);
+    await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
+  });
+
+  test('live mode: the merchant cancels the period\'s payment; dunning starts at once', async () => {
+    const email = customer();
+    const created = await m.live.post('/subscriptions', { customer_email: email, title: 'Coffee club', amount_usd_cents: 1500, interval: 'month', grace_days: 2 });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id;
+    const cancelled = await m.live.post(`/payments/${created.body.invoices[0].payment_id}/cancel`);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    await pump();
+    const s = (await m.live.get(`/subscriptions/${id}`)).body;
+    assert.equal(s.status, 'past_due');
+    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'cancelled'], [1, 'waiting']]);
+    await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
+  });
+
+  test('expired by time after the scheduler already looked: taken up at once, not a minute later', async () => {
+    let s = await create({ customer_email: customer(), grace_days: 3 });
+    t.clock.advance(DAY_MS);
+    // The scheduler's check comes before the payments module expired the payment: still waiting, look again soon.
+    await t.kasse.subscriptions.runDue();
+    s = await sub(s.id);
+    assert.deepEqual([s.status, s.invoices.map((i: any) => i.status)], ['active', ['waiting']]);
+    await t.kasse.payments.runDue();
+    assert.equal((await sub(s.id)).invoices[0].status, 'expired');
+    await t.kasse.subscriptions.runDue();
+    s = await sub(s.id);
+    assert.deepEqual([s.status, s.invoices.map((i: any) => i.status)], ['past_due', ['expired', 'waiting']]);
+  });
+});
+
+describe('refunding a paid period', () => {
+  test('the period stays paid and the subscription active; billing goes on until the merchant cancels', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, grace_days: 2, amount_usd_cents: 1000 });
+    const paid = s.invoices[0].payment_id;
+    await pay(paid);
+    const refund = await m.test.post(`/payments/${paid}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    assert.equal(refund.status, 202, JSON.stringify(refund.body));
+    await pump();
+    assert.equal((await m.test.get(`/payments/${paid}`)).body.status, 'refunded');
+    s = await sub(s.id);
+    assert.equal(s.status, 'active');
+    assert.equal(s.periods_paid, 1);
+    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'refunded']]);
+    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.paid']);
+    assert.equal(mailsTo(email).filter((x) => /^Overdue|^Subscription cancelled/.test(x.subject)).length, 0);
+    // The next period is billed as usual; cancelling is the merchant's call.
+    t.clock.set(s.next_due_at);
+    await pump();
+    s = await sub(s.id);
+    assert.equal(s.periods_invoiced, 2);
+    assert.equal(s.status, 'active');
+    assert.equal((await m.test.post(`/subscriptions/${s.id}/cancel`)).body.status, 'cancelled');
+  });
+});
+
 describe('reading, listing and cancelling', () => {
   test('cancel through the API: cancelled (reason merchant), its open payment withdrawn, the customer told; again → 422', async () => {
     const email = customer();

@@ -46,3 +46,52 @@ export async function assertEveryMerchantReconciles(kasse: Kasse): Promise<numbe
   for (const { id } of merchants) for (const mode of ['test', 'live'] as const) await assertStatementsReconcile(kasse, mode, id);
   return merchants.length;
 }
+
+/** "−$1,234.56", "+84.15", "-64.35", "0.00" as signed cents (either minus sign; "$" and "," ignored). */
+export function centsOf(amount: string): number {
+  const m = /^([+−-]?)\$?([\d,]+)\.(\d{2})$/.exec(amount.trim());
+  assert.ok(m, `an amount: ${amount}`);
+  const cents = Number(m[2]!.replace(/,/g, '')) * 100 + Number(m[3]);
+  return m[1] === '−' || m[1] === '-' ? -cents : cents;
+}
+
+/** A balance as a reader adds it up: each line's label and signed cents, opening first, closing last. */
+export interface ReadBalance {
+  labels: string[];
+  cents: number[];
+}
+
+/** Checks that opening + every movement = closing, and returns the closing. */
+export function assertAddsUp(b: ReadBalance, what: string): number {
+  assert.ok(b.cents.length >= 3, `${what}: an opening, movements and a closing\n${b.labels.join('\n')}`);
+  const total = b.cents.slice(0, -1).reduce((s, c) => s + c, 0);
+  assert.equal(total, b.cents.at(-1), `${what}: opening + each line = closing (${b.cents.join(' ')})`);
+  return total;
+}
+
+/** The Balance section of a statement PDF read back with `pdftotext -layout`: every line ending in an amount. */
+export function pdfBalance(text: string): ReadBalance {
+  const start = /^\s*Balance\s*$/m.exec(text);
+  const end = /^\s*Activity\s*$/m.exec(text);
+  assert.ok(start && end, `the PDF has Balance and Activity sections\n${text}`);
+  const out: ReadBalance = { labels: [], cents: [] };
+  for (const line of text.slice(start.index + start[0].length, end.index).split('\n')) {
+    const m = /^\s*(.*?)\s{2,}([+−-]?[\d,]+\.\d{2})\s*$/.exec(line);
+    if (!m) continue;
+    out.labels.push(m[1]!);
+    out.cents.push(centsOf(m[2]!));
+  }
+  return out;
+}
+
+/** The `balance` rows of a statement CSV (simple fields, as the balance rows are). */
+export function csvBalance(csv: string): ReadBalance {
+  const out: ReadBalance = { labels: [], cents: [] };
+  for (const row of csv.split('\r\n')) {
+    const [section, item, , usd] = row.split(',');
+    if (section !== 'balance') continue;
+    out.labels.push(item!);
+    out.cents.push(centsOf(usd!));
+  }
+  return out;
+}

@@ -17,6 +17,7 @@ import { foreignRequests, launchBrowser, screenshot, startWebKasse, type Recorde
 import { createUser, csrfOf, get, post, setUpAccount, signIn, type DashboardUser } from '../harness/dashboard.ts';
 import { startFxServer, type FxServer } from '../harness/fx-server.ts';
 import { readPdf } from '../harness/pdf.ts';
+import { assertAddsUp, centsOf, csvBalance, pdfBalance, type ReadBalance } from '../harness/statements.ts';
 import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 
 const SELLER_GSTIN = '27AAPFU0939F1ZV'; // Maharashtra
@@ -76,10 +77,14 @@ const statementMails = async () =>
 describe('statements on the dashboard', () => {
   test('the months of the account, a month with its figures, CSV and PDF, for every role; other months refused', async () => {
     await paid(2500, 'M-1');
+    const refunded = await paid(4000, 'M-2');
+    assert.equal((await w.m.test.post(`/payments/${refunded}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' })).status, 202);
+    await w.t.kasse.payments.refunds.settleSimulated();
     w.t.clock.set(new Date('2026-04-02T09:00:00Z'));
     await paid(1000, 'A-1');
     const march = (await w.m.test.get('/statements/2026-03')).body;
-    assert.equal(march.credits.count, 1);
+    assert.equal(march.credits.count, 2);
+    assert.equal(march.reversals.net_usd_cents, 3960);
 
     const owner = await as('owner', '/dashboard/test/statements');
     assert.equal(await owner.page.getByRole('heading', { level: 1 }).textContent(), 'Statements');
@@ -89,18 +94,26 @@ describe('statements on the dashboard', () => {
     assert.equal(await owner.page.getByRole('heading', { level: 1 }).textContent(), 'Statement — March 2026');
     const balance = (await owner.page.locator('.d-statement').textContent())!;
     assert.match(balance, /Opening balance\s*\$0\.00/);
-    assert.ok(balance.includes(`Credits in stablecoins (1 payment)`), balance);
+    assert.ok(balance.includes(`Credits in stablecoins (2 payments)`), balance);
     assert.ok(balance.includes(`+${dollars(march.credits.net_usd_cents)}`), balance);
     assert.ok(balance.includes(`Closing balance${dollars(march.closing_balance_usd_cents)}`), balance);
     assert.match((await owner.page.locator('main').textContent())!, /Reconciliation gap\$0\.00/);
     await screenshot(owner.page, 'dashboard-statement-desktop');
+    const page: ReadBalance = { labels: [], cents: [] };
+    for (const row of await owner.page.locator('.d-statement tr').all()) {
+      page.labels.push((await row.locator('th').evaluate((th) => th.firstChild!.textContent!)).trim());
+      page.cents.push(centsOf((await row.locator('td').textContent())!));
+    }
+    assert.equal(assertAddsUp(page, 'page'), march.closing_balance_usd_cents);
+    assert.equal(page.cents[3], -3960, 'the refund takes from the balance');
 
     const csv = await download(owner, 'Download CSV');
     assert.equal(csv.filename, 'statement-2026-03-test.csv');
     const lines = csv.bytes.toString('utf8').split('\r\n');
     assert.equal(lines[0], 'section,item,count,usd,token,amount,destination,tx_hash,time');
-    assert.ok(lines.includes('credits,value,1,25.00'), lines.join('\n'));
+    assert.ok(lines.includes('credits,value,2,65.00'), lines.join('\n'));
     assert.ok(lines.includes(`balance,closing,,${(march.closing_balance_usd_cents / 100).toFixed(2)}`), lines.join('\n'));
+    assert.deepEqual(csvBalance(lines.join('\r\n')).cents, page.cents, 'the CSV has the page\'s signed figures');
 
     const pdf = await download(owner, 'Download PDF');
     assert.equal(pdf.filename, 'statement-2026-03-test.pdf');
@@ -110,6 +123,9 @@ describe('statements on the dashboard', () => {
     assert.ok(read.text.includes(`Chai ${XSS}`), 'the merchant name as typed');
     assert.match(read.text, /TEST MODE/);
     assert.match(read.text, new RegExp(`Closing balance\\s+${(march.closing_balance_usd_cents / 100).toFixed(2)}`));
+    const inPdf = pdfBalance(read.text);
+    assert.deepEqual(inPdf.cents, page.cents, 'the PDF has the page\'s signed figures');
+    assert.deepEqual(inPdf.labels.map((l) => l.split(':')[0]), page.labels, 'line for line');
 
     // The month after is linked; the month in progress runs to now; a month ahead or malformed is refused.
     await owner.page.getByRole('link', { name: 'Next month →' }).click();
@@ -131,7 +147,7 @@ describe('statements on the dashboard', () => {
       assert.equal(await rec.page.getByRole('heading', { level: 1 }).textContent(), 'Statement — March 2026');
       const res = await get(rec.page, `${base}/dashboard/test/statements/2026-03/csv`);
       assert.equal(res.status, 200);
-      assert.ok(res.body.includes('credits,value,1,25.00'));
+      assert.ok(res.body.includes('credits,value,2,65.00'));
       await rec.context.close();
     }
     const live = await as('viewer', '/dashboard/live/statements/2026-03');

@@ -13,11 +13,14 @@ export function usd(cents: number): string {
   return `${sign}${whole!.replace('-', '').replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${frac}`;
 }
 
-/** One CSV field: quoted when needed; text that a spreadsheet would run as a formula is prefixed with '. */
+/**
+ * One CSV field: quoted when needed; text that a spreadsheet would run as a formula is prefixed with ' (a plain
+ * negative amount such as -64.35 is a number, left as it is).
+ */
 function field(v: string | number | null): string {
   if (v === null) return '';
   let s = String(v);
-  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s) && !/^-\d+(\.\d+)?$/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
@@ -31,48 +34,86 @@ export function payoutsTaken(s: Statement): number {
   return s.opening_balance_usd_cents + s.credits.net_usd_cents + s.conversions.net_usd_cents - s.reversals.net_usd_cents - s.closing_balance_usd_cents;
 }
 
-/** One line of the balance: opening, each movement with its sign, closing — they add up. */
+/**
+ * One line of the balance: opening, each movement signed as it moves the balance, closing. Opening plus the
+ * movements' `cents` is the closing, so every rendering that only formats these lines adds up.
+ */
 export interface BalanceLine {
+  /** Stable name of the line (the CSV's `item`): opening, credits, conversions, reversals, payouts, closing. */
+  key: 'opening' | 'credits' | 'conversions' | 'reversals' | 'payouts' | 'closing';
   label: string;
   /** How it was made up, e.g. "value $85.00, fees $0.85". */
   detail: string | null;
+  /** The number of postings behind a movement; null for a balance. */
+  count: number | null;
+  /** Signed US cents: a balance as it is; a movement positive when it adds to the balance, negative when it takes. */
   cents: number;
-  /** +1 adds to the balance, −1 takes from it, 0 is a balance (opening, closing). */
-  sign: 1 | -1 | 0;
+  /** A balance (opening, closing) or a movement of it. */
+  kind: 'balance' | 'movement';
 }
 
-/** A line's amount with its direction ("+$24.75", "−$10.00"); balances, and movements of nothing, as they are. */
-export function signedAmount(l: Pick<BalanceLine, 'cents' | 'sign'>): string {
-  return l.sign === 0 || l.cents === 0 ? dollars(l.cents) : `${l.sign === 1 ? '+' : '−'}${dollars(l.cents).replace('−', '')}`;
+/**
+ * A line's amount as people read it: a movement with its direction ("+$24.75", "−$10.00"; nothing moved is
+ * "$0.00"), a balance as it is ("−$19.80" below zero). `format` writes the unsigned amount (`dollars` or `usd`).
+ */
+export function signedAmount(l: Pick<BalanceLine, 'cents' | 'kind'>, format: (cents: number) => string = dollars): string {
+  const sign = l.cents < 0 ? '−' : l.kind === 'movement' && l.cents > 0 ? '+' : '';
+  return `${sign}${format(Math.abs(l.cents))}`;
 }
 
-/** The balance of a statement as the dashboard and the email show it: opening ± movements = closing. */
+/** The balance of a statement, line by line: the one set of signed figures the page, the email, CSV and PDF show. */
 export function balanceLines(s: Statement): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
   return [
-    { label: 'Opening balance', detail: null, cents: s.opening_balance_usd_cents, sign: 0 },
-    { label: `Credits in stablecoins (${n(s.credits.count, 'payment')})`, detail: `value ${dollars(s.credits.value_usd_cents)}, fees ${dollars(s.credits.fee_usd_cents)}`, cents: s.credits.net_usd_cents, sign: 1 },
+    { key: 'opening', label: 'Opening balance', detail: null, count: null, cents: s.opening_balance_usd_cents, kind: 'balance' },
     {
+      key: 'credits',
+      label: `Credits in stablecoins (${n(s.credits.count, 'payment')})`,
+      detail: `value ${dollars(s.credits.value_usd_cents)}, fees ${dollars(s.credits.fee_usd_cents)}`,
+      count: s.credits.count,
+      cents: s.credits.net_usd_cents,
+      kind: 'movement',
+    },
+    {
+      key: 'conversions',
       label: `Conversions from other coins (${n(s.conversions.count, 'payment')})`,
       detail: `value ${dollars(s.conversions.value_usd_cents)}, spread ${dollars(s.conversions.swap_fee_usd_cents)}, fees ${dollars(s.conversions.fee_usd_cents)}`,
+      count: s.conversions.count,
       cents: s.conversions.net_usd_cents,
-      sign: 1,
+      kind: 'movement',
     },
-    { label: `Reversals (${n(s.reversals.count, 'refund or reorg', 'refunds and reorgs')})`, detail: 'credits undone, fees returned with them', cents: s.reversals.net_usd_cents, sign: -1 },
-    { label: `Payouts (${n(s.payouts.requested_count, 'release')})`, detail: 'released, less failed payouts given back', cents: payoutsTaken(s), sign: -1 },
-    { label: 'Closing balance', detail: null, cents: s.closing_balance_usd_cents, sign: 0 },
+    {
+      key: 'reversals',
+      label: `Reversals (${n(s.reversals.count, 'refund or reorg', 'refunds and reorgs')})`,
+      detail: 'credits undone, fees returned with them',
+      count: s.reversals.count,
+      cents: -s.reversals.net_usd_cents,
+      kind: 'movement',
+    },
+    {
+      key: 'payouts',
+      label: `Payouts (${n(s.payouts.requested_count, 'release')})`,
+      detail: 'released, less failed payouts given back',
+      count: s.payouts.requested_count,
+      cents: -payoutsTaken(s),
+      kind: 'movement',
+    },
+    { key: 'closing', label: 'Closing balance', detail: null, count: null, cents: s.closing_balance_usd_cents, kind: 'balance' },
   ];
 }
 
 const HEADER = ['section', 'item', 'count', 'usd', 'token', 'amount', 'destination', 'tx_hash', 'time'];
 
-/** The statement as CSV (RFC 4180, CRLF line ends, header row first). */
+/**
+ * The statement as CSV (RFC 4180, CRLF line ends, header row first). The `balance` rows are the balance lines,
+ * signed (their `usd` adds up to the closing); the other sections give the statement's figures as the API does.
+ */
 export function statementCsv(s: Statement): string {
   const out: Array<Array<string | number | null>> = [HEADER];
   const row = (section: string, item: string, count: number | null, cents: number | null, rest: Array<string | null> = []) =>
     out.push([section, item, count, cents === null ? null : formatCents(cents), ...rest]);
   row('period', s.month, null, null, [null, null, null, null, `${s.from}/${s.to}`]);
-  row('balance', 'opening', null, s.opening_balance_usd_cents);
+  for (const l of balanceLines(s)) row('balance', l.key, l.count, l.cents);
   row('payments', 'gross', s.payments.count, s.payments.gross_usd_cents);
   row('credits', 'value', s.credits.count, s.credits.value_usd_cents);
   row('credits', 'fee', null, s.credits.fee_usd_cents);
@@ -84,8 +125,7 @@ export function statementCsv(s: Statement): string {
   row('reversals', 'net', s.reversals.count, s.reversals.net_usd_cents);
   row('payouts', 'requested', s.payouts.requested_count, s.payouts.requested_usd_cents);
   row('payouts', 'sent', s.payouts.count, s.payouts.usd_cents);
-  row('balance', 'closing', null, s.closing_balance_usd_cents);
-  row('balance', 'clawback_change', null, s.clawback_change_usd_cents);
+  row('clawback', 'change', null, s.clawback_change_usd_cents);
   row('held', 'value', s.held.count, s.held.value_usd_cents);
   row('reconciliation', 'gap', null, s.reconciliation_gap_usd_cents);
   for (const c of s.by_coin) row('coin', c.symbol, c.payments, c.value_usd_cents, [c.token, c.received_display]);
@@ -116,21 +156,14 @@ export async function statementPdf(s: Statement, who: { merchantName: string; mo
     doc.moveDown(0.3);
   };
   section('Balance');
-  rows(doc, [
-    ['Opening balance', usd(s.opening_balance_usd_cents)],
-    [`Credits in stablecoins (${s.credits.count}): value ${usd(s.credits.value_usd_cents)}, fees ${usd(s.credits.fee_usd_cents)}`, `+${usd(s.credits.net_usd_cents)}`],
-    [
-      `Conversions (${s.conversions.count}): value ${usd(s.conversions.value_usd_cents)}, spread ${usd(s.conversions.swap_fee_usd_cents)}, fees ${usd(s.conversions.fee_usd_cents)}`,
-      `+${usd(s.conversions.net_usd_cents)}`,
-    ],
-    [`Reversals (${s.reversals.count})`, `−${usd(s.reversals.net_usd_cents)}`],
-    [`Payouts released (${s.payouts.requested_count})`, usd(s.payouts.requested_usd_cents)],
-    ['Closing balance', usd(s.closing_balance_usd_cents)],
-    ['Change of the balance below zero (clawback)', usd(s.clawback_change_usd_cents)],
-  ]);
+  rows(
+    doc,
+    balanceLines(s).map((l): [string, string] => [l.detail ? `${l.label}: ${l.detail}` : l.label, signedAmount(l, usd)]),
+  );
   section('Activity');
   rows(doc, [
     [`Payments credited (${s.payments.count})`, usd(s.payments.gross_usd_cents)],
+    ['Change of the balance below zero (clawback)', usd(s.clawback_change_usd_cents)],
     [`Held at the end of the period, not credited (${s.held.count})`, usd(s.held.value_usd_cents)],
     [`Payouts sent (${s.payouts.count})`, usd(s.payouts.usd_cents)],
     ['Reconciliation gap', usd(s.reconciliation_gap_usd_cents)],

@@ -7,7 +7,8 @@
  * Rules (docs/subscriptions.md):
  * - At each due time a period is invoiced: one payment, checked again when its 24 hours end.
  * - At that check, a payment that ended unpaid (expired, cancelled, refunded) makes the subscription `past_due` and
- *   a fresh payment for the same period is issued — each day — until the period's grace has ended; at the first check
+ *   a fresh payment for the same period is issued (the payments hook makes the check due at once when the payment
+ *   ends early) — each day — until the period's grace has ended; at the first check
  *   at or after the end of grace the subscription is cancelled (reason `unpaid`). With no grace it is cancelled at
  *   the first check, without passing through `past_due`.
  * - A payment still waiting at its check has not been expired by the payments module yet: look again shortly (the
@@ -44,7 +45,8 @@ export interface Plan {
   nextRunAt: Date | null;
 }
 
-const UNPAID = new Set(['expired', 'cancelled', 'refunded']);
+/** A payment in one of these states ended without paying its period (refunded: money that never paid it went back). */
+export const ENDED_UNPAID: ReadonlySet<string> = new Set(['expired', 'cancelled', 'refunded']);
 const SETTLING = new Set(['detected', 'confirming']);
 const SHORT = new Set(['underpaid', 'late']);
 
@@ -92,7 +94,7 @@ export function plan(sub: SubscriptionState, open: readonly OpenInvoice[], now: 
       } else if (SHORT.has(s) && t < due.graceEndsAt.getTime()) {
         due.checkAt = due.graceEndsAt;
         steps.push({ kind: 'recheck', paymentId: due.paymentId, at: due.checkAt });
-      } else if (UNPAID.has(s) || SHORT.has(s)) {
+      } else if (ENDED_UNPAID.has(s) || SHORT.has(s)) {
         if (t >= due.graceEndsAt.getTime()) {
           status = 'cancelled';
           steps.push({ kind: 'cancel' });

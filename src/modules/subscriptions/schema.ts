@@ -35,7 +35,7 @@ export const SubscriptionSchema = Type.Object(
     interval: Enum(INTERVALS),
     interval_count: Type.Integer({ description: 'Periods are `interval_count` × `interval` long.' }),
     grace_days: Type.Integer({ description: 'Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled.' }),
-    status: Enum(SUBSCRIPTION_STATUSES, '`active`; `past_due` once a period\'s payment expired unpaid (back to `active` when paid); `cancelled` (final).'),
+    status: Enum(SUBSCRIPTION_STATUSES, '`active`; `past_due` as soon as a period\'s payment ended unpaid with grace left (back to `active` when paid); `cancelled` (final).'),
     started_at: DateTime('Due time of the first period.'),
     next_due_at: DateTime('Due time of the next period to invoice (for a cancelled subscription: the one it would have been).'),
     periods_invoiced: Type.Integer({ minimum: 0 }),

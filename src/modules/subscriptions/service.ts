@@ -22,6 +22,7 @@ import type { LinkCheck } from './customer-link.ts';
 import { subscriptionMailComposer } from './composer.ts';
 import { MAIL_KINDS } from './mail.ts';
 import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type SubscriptionStatus } from './model.ts';
+import { ENDED_UNPAID } from './policy.ts';
 import { Presenter, type SubscriptionDeps } from './presenter.ts';
 import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
 import type { Subscription } from './schema.ts';
@@ -216,7 +217,11 @@ export class SubscriptionService {
    * Runs inside every payment change (payment row locked). A subscription's payment that became paid pays its
    * period — once, however many of the period's payments are paid — makes a past-due subscription active again
    * when no other period is overdue, and sends `subscription.paid`; a paid one that a reorg took back un-pays the
-   * period (the scheduler looks at it again); any other change of a payment the scheduler is waiting for wakes it.
+   * period (the scheduler looks at it again); a payment that ended unpaid (expired, cancelled, refunded) before its
+   * check makes the check due now, so past due, the fresh payment and the reminder (or, with no grace left, the
+   * cancellation) follow at once. It is written here, in the payment's transaction, so a process that dies after the
+   * change commits leaves the work due for any worker; the wake only makes this process's worker run sooner. Any
+   * other change of a payment whose check is due wakes the scheduler too.
    */
   private async onPaymentChange(tx: Tx, change: PaymentChange): Promise<void> {
     if (typeof change.payment.metadata?.subscription_id !== 'string') return;
@@ -248,12 +253,17 @@ export class SubscriptionService {
       }
       return;
     }
-    if (invoice.check_at !== null && invoice.check_at <= clockOf(row, wall) && row.status !== 'cancelled') {
-      await setRunAt(tx, row.id, wall);
-      afterCommit(tx, () => {
-        for (const w of this.wakers) w();
-      });
+    if (invoice.check_at === null || row.status === 'cancelled') return;
+    const now = clockOf(row, wall);
+    if (invoice.check_at > now) {
+      if (!ENDED_UNPAID.has(change.payment.status)) return;
+      // The payment ended unpaid before its check: dunning starts now, not when its 24 hours would have ended.
+      await setInvoiceCheck(tx, invoice.payment_id, now);
     }
+    await setRunAt(tx, row.id, wall);
+    afterCommit(tx, () => {
+      for (const w of this.wakers) w();
+    });
   }
 }
 
