@@ -20,13 +20,13 @@
  * after the sink accepted them (the sink is idempotent), so a crash in between reports again.
  */
 import { sql, type Selectable } from 'kysely';
-import type { Address, Instruction, KeyPairSigner } from '@solana/kit';
+import { address, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
-import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { PermanentTransferError, stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
@@ -101,6 +101,15 @@ const OPEN = ['pending', 'signed', 'broadcast'] as const;
 /** NOTE: Solana's base fee, per signature (no priority fee is added). */
 export const LAMPORTS_PER_SIGNATURE = 5000n;
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** A transfer's destination as an address; one that is not fails the transfer for good. */
+function destinationOf(destination: string): Address {
+  try {
+    return address(destination);
+  } catch (err) {
+    throw new PermanentTransferError(`${destination} is not a Solana address: ${errorText(err)}`);
+  }
+}
 
 export class SolanaSender implements OutgoingSender {
   readonly network: NetworkConfig;
@@ -288,7 +297,9 @@ export class SolanaSender implements OutgoingSender {
       lifetime = await this.lifetime();
       built = await this.instructions(plan, hot);
     } catch (err) {
-      return this.retryLater(row, errorText(err));
+      const failure = stepFailure(err);
+      if (failure.permanent && from !== 'broadcast') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: failure.reason });
+      return this.retryLater(row, failure.reason);
     }
     if ('wait' in built) return this.retryLater(row, built.wait);
     if ('skip' in built) {
@@ -337,7 +348,7 @@ export class SolanaSender implements OutgoingSender {
         const held = readTokenAccount(tokenAccount ?? null)?.amount ?? 0n;
         if (held < amount) return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
       }
-      return { instructions: await transferInstructions(hot, hot, token, plan.destination, amount) };
+      return { instructions: await transferInstructions(hot, hot, token, destinationOf(plan.destination), amount) };
     }
     return this.sweepInstructions(plan, hot);
   }
@@ -412,7 +423,12 @@ export class SolanaSender implements OutgoingSender {
       await this.rpc().request('sendTransaction', [newest.raw, { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 }]);
     } catch (err) {
       const landedOrStale = err instanceof SolanaRpcError && err.code === -32002 && ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
-      if (!landedOrStale) return this.retryLater(row, `send: ${errorText(err)}`);
+      if (!landedOrStale) {
+        // Refused by preflight, it was not forwarded; an earlier version cannot land either once it was rebuilt.
+        const failure = stepFailure(err);
+        if (failure.permanent && row.purpose !== 'gasless') return this.settle(row, 'signed', { status: 'failed', signature: null, slot: null, error: `send: ${failure.reason}` });
+        return this.retryLater(row, `send: ${failure.reason}`);
+      }
     }
     const now = this.deps.clock.now();
     const r = await this.deps.db

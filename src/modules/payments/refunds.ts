@@ -16,7 +16,7 @@ import { confirmedAmount, refundJson } from './render.ts';
 import type { Refund } from './schema.ts';
 import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
-import { insertRefund, loadPayment, lockRefund, openRefund, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { insertRefund, loadPayment, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
 /** The purpose refunds carry in the transfers module. */
 export const REFUND_PURPOSE = 'refund';
@@ -85,6 +85,12 @@ export class RefundService implements TransferOwner {
     });
     if (!refund) throw notFound('payment');
     return refundJson(refund, chains);
+  }
+
+  /** The payment's refunds (every status, oldest first), as Refund objects. */
+  async list(scope: PaymentScope, paymentId: string): Promise<Refund[]> {
+    const { db, chains } = this.engine.deps;
+    return (await paymentRefunds(db, scope, paymentId)).map((r) => refundJson(r, chains));
   }
 
   /** The transfers module settled a refund's transfer (once); runs inside its transaction. */
