@@ -10,9 +10,13 @@
  *                   Implemented by the payments module.
  *   TransferSink    where a family's sender reports how an outgoing transfer ended. Implemented by the transfers
  *                   module, which hands transfers to senders through `OutgoingSender`.
+ *
+ * Beside them, `stepFailure`: the one rule by which every family's sender tells a failed step it retries from one
+ * that ends the transfer `failed`.
  */
 import type { Mode } from '../core/mode.ts';
 import type { Tx } from '../db/index.ts';
+import { JsonRpcError } from './jsonrpc.ts';
 import type { TokenConfig } from './types.ts';
 
 // ---- Deposits ----
@@ -152,4 +156,45 @@ export interface TransferSink {
  */
 export interface OutgoingSender {
   enqueue(tx: Tx, request: TransferRequest): Promise<void>;
+}
+
+// ---- Failed steps: retry, or fail the transfer ----
+
+/**
+ * A transfer step failed for a reason no retry can cure (a destination its chain cannot pay, a transaction that can
+ * never be valid). Family code throws it where it knows; the sender ends the transfer `failed` with its message.
+ */
+export class PermanentTransferError extends Error {
+  override name = 'PermanentTransferError';
+}
+
+/**
+ * Node verdicts (any family) on a transaction that mean it can never be accepted as it is: an EVM revert; Core's
+ * policy refusals of an output or of the transaction's shape (not its fee, its inputs or the mempool); Solana's
+ * "the recipient would be left below rent-exempt". Matched in the node's message and, for Solana, its `err` data.
+ */
+const PERMANENT_VERDICTS =
+  /execution reverted|\brevert|scriptpubkey|\bdust\b|tx-size|bad-txns-(?:vout-negative|vout-toolarge|txouttotal-toolarge|oversize)|mandatory-script-verify-flag-failed|InsufficientFundsForRent/i;
+
+/** Why a step failed, and whether trying again can cure it. */
+export interface StepFailure {
+  /** True: the transfer ends `failed` with `reason`. False: it stays where it is and is tried again later. */
+  permanent: boolean;
+  reason: string;
+}
+
+/**
+ * The one rule every sender applies to a failed step. Permanent: a `PermanentTransferError`, or a node's verdict (an
+ * answer another node or a later try would repeat, `retryable` false) matching the verdicts above. Everything else
+ * — network errors, timeouts, nodes behind or down, a hot wallet short of funds, fee and mempool refusals, database
+ * errors — is retried. A sender fails a transfer on a permanent failure only while nothing of it can still land.
+ */
+export function stepFailure(err: unknown): StepFailure {
+  const reason = err instanceof Error ? err.message : String(err);
+  if (err instanceof PermanentTransferError) return { permanent: true, reason };
+  if (err instanceof JsonRpcError && !err.retryable) {
+    const data = err.data && typeof err.data === 'object' && 'err' in err.data ? JSON.stringify((err.data as { err: unknown }).err) : '';
+    return { permanent: PERMANENT_VERDICTS.test(`${reason} ${data}`), reason: data && !reason.includes(data) ? `${reason}: ${data}` : reason };
+  }
+  return { permanent: false, reason };
 }

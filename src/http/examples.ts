@@ -210,6 +210,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     amount_display: '25',
     tx_hash: null,
     note: 'Customer returned the mugs',
+    error: null,
     created_at: '2026-03-03T08:15:00.000Z',
   },
   Currency: {

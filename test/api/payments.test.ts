@@ -555,7 +555,7 @@ describe('cancel, accept and refund', () => {
     assertError(await shop.test.post(`/payments/${p.id}/refund`, {}), 400, 'invalid_request', 'destination');
     const res = await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD', note: 'out of stock' });
     assert.equal(res.status, 202);
-    assert.deepEqual(Object.keys(res.body), ['id', 'payment_id', 'status', 'destination', 'token', 'amount', 'amount_display', 'tx_hash', 'note', 'created_at']);
+    assert.deepEqual(Object.keys(res.body), ['id', 'payment_id', 'status', 'destination', 'token', 'amount', 'amount_display', 'tx_hash', 'note', 'error', 'created_at']);
     assert.match(res.body.id, /^rfd_[0-9A-Z]{26}$/);
     assert.equal(res.body.payment_id, p.id);
     assert.equal(res.body.status, 'pending');

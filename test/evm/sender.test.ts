@@ -277,6 +277,32 @@ describe('stuck and reverted transactions', () => {
     assert.equal(await k.chain.tokenBalance(k.usdc, d3), 5_000_000n);
   });
 
+  test('a refund whose transfer reverts deterministically fails with the reason: refund.failed is sent, the payment is unchanged, a new refund is accepted', async () => {
+    const p = await paidPayment('base:eth');
+    const nonce0 = await hotNonce();
+    // The USDC contract has no receive function: ETH sent to it always reverts.
+    const res = await k.m.test.post(`/payments/${p.id}/refund`, { destination: k.usdc });
+    assert.equal(res.status, 202);
+    assert.equal(res.body.error, null);
+    assert.equal(await sender.step(res.body.id), 'done');
+    const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();
+    assert.equal(row.status, 'failed');
+    assert.match(row.error!, /would revert/);
+    assert.equal(await hotNonce(), nonce0, 'nothing was sent');
+    await k.t.kasse.webhooks.drain();
+    const event = k.receiver!.events.find((e) => e.type === 'refund.failed' && e.data?.id === res.body.id);
+    assert.ok(event, 'refund.failed was delivered');
+    assert.deepEqual(Object.keys(event.data).sort(), Object.keys(res.body).sort(), 'data is the Refund object');
+    assert.equal(event.data.status, 'failed');
+    assert.match(event.data.error, /would revert/);
+    assert.equal((await k.m.test.get(`/payments/${p.id}`)).body.status, 'paid');
+    const again = await k.m.test.post(`/payments/${p.id}/refund`, { destination: freshAddress() });
+    assert.equal(again.status, 202, JSON.stringify(again.body));
+    assert.equal(again.body.status, 'pending');
+    // Settle it so later passes do not see it.
+    await k.t.kasse.db.updateTable('evm_transfers').set({ status: 'failed', reported: true }).where('id', '=', again.body.id).execute();
+  });
+
   test('a transfer whose estimate reverts fails before it takes a nonce; an underfunded hot wallet waits', async () => {
     await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, sender.address, 1_000_000n));
     const nonce0 = await hotNonce();

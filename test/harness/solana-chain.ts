@@ -24,6 +24,7 @@ import { getCreateAccountInstruction, getTransferSolInstruction } from '@solana-
 import {
   findAssociatedTokenPda,
   getCreateAssociatedTokenIdempotentInstruction,
+  getInitializeAccount3Instruction,
   getInitializeMint2Instruction,
   getMintSize,
   getMintToCheckedInstruction,
@@ -125,17 +126,43 @@ export class SolanaTestChain {
 
   /** Creates the USDC-like mint (6 decimals) in the open slot. */
   async createUsdc(funder: Wallet): Promise<Address> {
+    const { mint, authority } = await this.createMint(funder, 6);
+    this.mintAuthority = authority;
+    this.usdc = mint;
+    return mint;
+  }
+
+  /** Creates a mint of `decimals` in the open slot; returns it with its mint authority. */
+  async createMint(funder: Wallet, decimals: number): Promise<{ mint: Address; authority: Wallet }> {
     const mint = await generateKeyPairSigner();
-    this.mintAuthority = await generateKeyPairSigner();
+    const authority = await generateKeyPairSigner();
     const rent = BigInt(await this.rpc<number>('getMinimumBalanceForRentExemption', [getMintSize()]));
     await this.send(
       await this.sign(funder, [
         getCreateAccountInstruction({ payer: funder, newAccount: mint, lamports: rent, space: getMintSize(), programAddress: TOKEN_PROGRAM_ADDRESS }),
-        getInitializeMint2Instruction({ mint: mint.address, decimals: 6, mintAuthority: this.mintAuthority.address }),
+        getInitializeMint2Instruction({ mint: mint.address, decimals, mintAuthority: authority.address }),
       ]),
     );
-    this.usdc = mint.address;
-    return mint.address;
+    return { mint: mint.address, authority };
+  }
+
+  /**
+   * Opens a token account of `mint` owned by `owner` that is NOT its associated one (a fresh keypair account, as a
+   * wallet or a program may make), paid by `payer`; then, when given, puts `fill.amount` into it: minted by
+   * `fill.authority`, or else moved from the payer's associated account of the mint.
+   */
+  async openOtherTokenAccount(payer: Wallet, owner: string, mintKey: string, fill?: { amount: bigint; decimals: number; authority?: Wallet }): Promise<Address> {
+    const mint = address(mintKey);
+    const account = await generateKeyPairSigner();
+    const rent = BigInt(await this.rpc<number>('getMinimumBalanceForRentExemption', [165]));
+    const ixs: Instruction[] = [
+      getCreateAccountInstruction({ payer, newAccount: account, lamports: rent, space: 165, programAddress: TOKEN_PROGRAM_ADDRESS }),
+      getInitializeAccount3Instruction({ account: account.address, mint, owner: address(owner) }),
+    ];
+    if (fill?.authority) ixs.push(getMintToCheckedInstruction({ mint, token: account.address, mintAuthority: fill.authority, amount: fill.amount, decimals: fill.decimals }));
+    else if (fill) ixs.push(getTransferCheckedInstruction({ source: await this.ata(payer.address, mint), mint, destination: account.address, authority: payer, amount: fill.amount, decimals: fill.decimals }));
+    await this.send(await this.sign(payer, ixs));
+    return account.address;
   }
 
   async ata(owner: string, mint: string = this.usdc!): Promise<Address> {

@@ -392,6 +392,21 @@ export class SolanaValidator {
     return { mint, owner: b58.decode(a.data.subarray(32, 64)), amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true), decimals };
   }
 
+  /** Every SPL Token account whose owner field is `owner` (what getTokenAccountsByOwner scans), by address. */
+  tokenAccountsOf(owner: string): Array<{ pubkey: string; mint: string; amount: bigint }> {
+    return this.svm
+      .getProgramAccounts(address(TOKEN_PROGRAM))
+      .filter((a) => a.data.length === 165 && b58.decode(a.data.subarray(32, 64)) === owner)
+      .map((a) => ({ pubkey: a.address as string, mint: b58.decode(a.data.subarray(0, 32)), amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true) }))
+      .sort((x, y) => (x.pubkey < y.pubkey ? -1 : 1));
+  }
+
+  /** Whether `key` is an SPL Token mint. */
+  tokenMint(key: string): boolean {
+    const a = this.svm.getAccount(address(key));
+    return a.exists && a.programAddress === TOKEN_PROGRAM && a.data.length === 82;
+  }
+
   /** Sends `lamports` from the harness faucet as a real transfer (it lands in the next block). */
   async airdrop(to: string, amount: bigint): Promise<string> {
     const kit = await import('@solana/kit');

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { address, getBase58Decoder, getBase58Encoder, getBase64Decoder, getBase64Encoder, getTransactionDecoder } from '@solana/kit';
 import { registerInfrastructure } from './infrastructure.ts';
-import { BLOCKHASH_VALIDITY, RpcFailure, SolanaValidator, uiAmount, type Block, type Commitment, type LedgerTx } from './solana-validator.ts';
+import { BLOCKHASH_VALIDITY, RpcFailure, SolanaValidator, TOKEN_PROGRAM, uiAmount, type Block, type Commitment, type LedgerTx } from './solana-validator.ts';
 
 export const SOLANA_RPC_ENV = 'KASSE_TEST_SOLANA_RPC';
 
@@ -128,6 +128,21 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         const keys = p[0];
         if (!Array.isArray(keys) || keys.length > 100) throw new RpcFailure(-32602, 'Invalid params: at most 100 pubkeys');
         return { context: context(commitmentOf(cfg(p, 1))), value: keys.map((k) => account(String(k), cfg(p, 1).encoding)) };
+      },
+      getTokenAccountsByOwner: (p) => {
+        const owner = String(p[0]);
+        const filter = (p[1] ?? {}) as { mint?: string; programId?: string };
+        const c = cfg(p, 2);
+        if (typeof filter.mint !== 'string' && typeof filter.programId !== 'string') throw new RpcFailure(-32602, 'Invalid params: expected a mint or programId filter');
+        if (filter.programId !== undefined && filter.programId !== TOKEN_PROGRAM) throw new RpcFailure(-32602, `Invalid param: unrecognized Token program id`);
+        if (filter.mint !== undefined && !validator.tokenMint(filter.mint)) throw new RpcFailure(-32602, 'Invalid param: could not find mint');
+        const encoding = c.encoding ?? 'binary';
+        if (encoding !== 'base64' && encoding !== 'base58') throw new RpcFailure(-32602, `Invalid params: encoding ${encoding} is not supported by this node`);
+        const value = validator
+          .tokenAccountsOf(owner)
+          .filter((t) => filter.mint === undefined || t.mint === filter.mint)
+          .map((t) => ({ pubkey: t.pubkey, account: account(t.pubkey, encoding) }));
+        return { context: context(commitmentOf(c)), value };
       },
       getTokenAccountBalance: (p) => {
         const t = validator.tokenAccount(String(p[0]));

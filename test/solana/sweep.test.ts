@@ -93,3 +93,49 @@ test('a token account never used is closed by a sweep after ata_close_after_s, r
   assert.equal(await k.chain.exists(ata), false);
   assert.deepEqual(await sweepDue(k.adapter), []);
 });
+
+test('a payment into a token account the payer opened for the key (not its associated one) is swept; other mints are reported left', async () => {
+  const usdc = await choice('solana:usdc', 'own-account');
+  await runSender(); // Kasse opens the associated account; the payer does not use it
+  const payer = await k.payer(10_000_000_000n, 50_000_000n);
+  const own = await k.chain.openOtherTokenAccount(payer, usdc.address, k.usdc, { amount: usdc.amount, decimals: 6 });
+  const other = await k.chain.createMint(payer, 2);
+  const stray = await k.chain.openOtherTokenAccount(payer, usdc.address, other.mint, { amount: 1234n, decimals: 2, authority: other.authority });
+  await k.chain.produce();
+  await k.tick();
+  assert.equal((await k.m.test.get(`/payments/${usdc.id}`)).body.status, 'paid', 'the watcher credits a transfer into any token account the key owns');
+  await k.chain.finalize();
+  await k.chain.produce();
+  await k.tick();
+  assert.ok((await sweepDue(k.adapter)).some((d) => d.address === usdc.address));
+
+  const treasury0 = await k.chain.tokenBalance(k.treasury);
+  const report = await recordSweeps(k.adapter);
+  await runSender();
+  const results = await sweepResults(k.adapter, report.transfers.map((t) => t.id));
+  const result = results.find((r) => r.moved?.closed.includes(own));
+  assert.ok(result, `a sweep moved the payer-opened account: ${JSON.stringify(results)}`);
+  assert.equal(result.status, 'sent', result.error ?? '');
+  assert.equal((await k.chain.tokenBalance(k.treasury)) - treasury0, usdc.amount, 'the treasury got the credited USDC');
+  assert.equal(await k.chain.exists(own), false, 'the emptied account is closed');
+  assert.equal(await k.chain.exists(await k.chain.ata(usdc.address)), false, 'the unused associated account is closed too');
+  assert.deepEqual(result.left, [{ account: stray, mint: other.mint, amount: '1234', reason: 'the mint is not configured on this network' }], 'what the sweep cannot move is reported');
+  assert.equal(await k.chain.exists(stray), true);
+  assert.deepEqual(await sweepDue(k.adapter), []);
+});
+
+test('the test node answers getTokenAccountsByOwner in the wire format of a Solana node', async () => {
+  const payer = await k.payer(10_000_000_000n, 7n);
+  const owner = (await k.chain.newWallet(0n)).address;
+  const own = await k.chain.openOtherTokenAccount(payer, owner, k.usdc, { amount: 7n, decimals: 6 });
+  const byMint = await k.chain.rpc('getTokenAccountsByOwner', [owner, { mint: k.usdc }, { encoding: 'base64', commitment: 'processed' }]);
+  assert.equal(typeof byMint.context.slot, 'number');
+  assert.equal(byMint.value.length, 1);
+  assert.equal(byMint.value[0].pubkey, own);
+  assert.equal(byMint.value[0].account.owner, 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
+  assert.equal(byMint.value[0].account.data[1], 'base64');
+  assert.equal(Buffer.from(byMint.value[0].account.data[0], 'base64').readBigUInt64LE(64), 7n);
+  const byProgram = await k.chain.rpc('getTokenAccountsByOwner', [owner, { programId: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' }, { encoding: 'base64' }]);
+  assert.deepEqual(byProgram.value.map((v: { pubkey: string }) => v.pubkey), [own]);
+  await assert.rejects(k.chain.rpc('getTokenAccountsByOwner', [owner, {}, { encoding: 'base64' }]), (err: { code: number }) => err.code === -32602);
+});

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { secp256k1 } from '@noble/curves/secp256k1';
-import { hex } from '@scure/base';
+import { bech32m, hex } from '@scure/base';
 import { p2wpkh, SigHash, Transaction, WIF } from '@scure/btc-signer';
 import { accountKey, bip21Uri, childKey, isValidOnAnyNetwork, isValidUtxoAddress, p2wpkhAddress, rootKey } from '../../src/chains/utxo/address.ts';
 import { parseUtxoSettings } from '../../src/chains/utxo/config.ts';
@@ -77,6 +77,14 @@ describe('address checks', () => {
     assert.equal(isValidUtxoAddress('3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy', btc), true);
     assert.equal(isValidUtxoAddress('bc1p5d7rjq7g6rdk2yhzks9smlaqtedr4dekq08ge8ztwac72sfr9rusxg3297', btc), true);
     assert.equal(isValidUtxoAddress('ltc1qcr8te4kr609gcawutmrza0j4xv80jy8zuqy4w0', btc), false);
+    // Well-formed bech32m that no output script can pay: a taproot program off the curve, other versions/lengths.
+    const rltc = utxoParams('litecoin', 'regtest');
+    const witness = (version: number, program: Uint8Array) => bech32m.encode('rltc', [version, ...bech32m.toWords(program)]);
+    assert.equal(isValidUtxoAddress(witness(1, new Uint8Array(32).fill(0xff)), rltc), false, 'taproot program that is not an x-only key');
+    assert.equal(isValidUtxoAddress(witness(1, new Uint8Array(20).fill(0x11)), rltc), false, 'witness v1 of 20 bytes');
+    assert.equal(isValidUtxoAddress(witness(2, new Uint8Array(32).fill(0x11)), rltc), false, 'witness v2');
+    const xOnly = secp256k1.getPublicKey(new Uint8Array(32).fill(7), true).subarray(1);
+    assert.equal(isValidUtxoAddress(witness(1, xOnly), rltc), true, 'taproot to a valid x-only key');
     assert.equal(isValidUtxoAddress('', btc), false);
     assert.equal(isValidUtxoAddress('0x52908400098527886E0F7030069857D2E4169EE7', btc), false);
   });

@@ -7,6 +7,7 @@
  * confirmed deposits to the hot wallet, and `kasse utxo status`.
  */
 import assert from 'node:assert/strict';
+import { bech32m } from '@scure/base';
 import { Transaction } from '@scure/btc-signer';
 import { after, before, describe, test } from 'node:test';
 import { utxoCommands } from '../../src/chains/utxo/commands.ts';
@@ -195,6 +196,48 @@ describe('refusals', () => {
     const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.equal(row.status, 'failed');
     assert.equal((await run(k.t.kasse, 'utxo status')).hot_wallet_balance, status.hot_wallet_balance);
+  });
+});
+
+/** A bech32m (witness v1) regtest address whose 32-byte program is not an x-only key: Core calls it valid and pays it. */
+const BAD_TAPROOT = bech32m.encode('rltc', [1, ...bech32m.toWords(new Uint8Array(32).fill(0xff))]);
+
+describe('destinations that cannot be paid', () => {
+  test('Litecoin Core takes the address, but a refund to it answers 400 on destination and records nothing', async () => {
+    assert.equal((await k.payer.rpc<{ isvalid: boolean }>('validateaddress', [BAD_TAPROOT])).isvalid, true);
+    const p = await paidPayment(500);
+    const before = await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute();
+    const res = await k.m.test.post(`/payments/${p.id}/refund`, { destination: BAD_TAPROOT });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.equal(res.body.error.param, 'destination');
+    assert.deepEqual(await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute(), before);
+    assert.equal((await k.m.test.get(`/payments/${p.id}`)).body.status, 'paid');
+  });
+
+  test('a refund already recorded to such an address fails for good with the reason; refund.failed is sent; a new refund is accepted', async () => {
+    const p = await paidPayment(500);
+    const first = await refund(p.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+    // As a Kasse that did not check the script stored it: the destination no output script can pay.
+    await k.t.kasse.db.updateTable('utxo_transfers').set({ destination: BAD_TAPROOT }).where('id', '=', first).execute();
+    await sender.runDue();
+    const t = (await sender.get(first))!;
+    assert.equal(t.status, 'failed');
+    assert.match(t.error!, /wrong taproot public key/);
+    assert.equal((await sender.versions(first)).length, 0, 'nothing was signed');
+    assert.equal((await k.t.kasse.db.selectFrom('utxo_coins').select('txid').where('spent_by', '=', first).execute()).length, 0, 'no coin is held');
+    await k.tick();
+    const event = k.receiver!.events.find((e) => e.type === 'refund.failed' && e.data?.id === first);
+    assert.ok(event, 'refund.failed was delivered');
+    assert.equal(event.data.status, 'failed');
+    assert.equal(event.data.payment_id, p.id);
+    assert.match(event.data.error, /wrong taproot public key/);
+    assert.equal((await k.m.test.get(`/payments/${p.id}`)).body.status, 'paid', 'the payment is unchanged');
+
+    const again = await refund(p.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+    assert.notEqual(again, first);
+    await sender.runDue();
+    assert.equal((await sender.get(again))!.status, 'broadcast');
   });
 });
 

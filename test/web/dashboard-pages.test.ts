@@ -187,6 +187,27 @@ describe('dashboard pages', () => {
     await context.close();
   });
 
+  test('a failed refund is listed with its reason on the payment page, and the merchant can request it again', async () => {
+    const api = w.m.test;
+    const p = (await api.post('/payments', { price_currency: 'USD', price_amount: 700, order_id: 'R-1' })).body;
+    await api.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
+    const first = await api.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    assert.equal(first.status, 202);
+    // The network's sender reports that it can never be sent (the reason is a node's text: shown inert).
+    await w.t.kasse.transfers.transferSettled('test', { transferId: first.body.id, status: 'failed', txHash: null, error: `the destination refused it ${XSS}` });
+    const { page, context } = await signedIn('desktop');
+    await page.goto(`${base}/dashboard/test/payments/${p.id}`);
+    const row = page.locator('#refunds tbody tr').first();
+    await row.locator('.d-s-failed').waitFor();
+    assert.equal(await row.locator('.d-refund-error').textContent(), `the destination refused it ${XSS}`);
+    assert.equal(await page.locator('#refunds img').count(), 0, 'the reason is escaped');
+    await page.getByLabel('Destination address on base').fill('0x000000000000000000000000000000000000bEEF');
+    await page.getByRole('button', { name: /^Refund / }).click();
+    await page.getByText('The refund was requested.').waitFor();
+    await page.locator('#refunds tbody tr').nth(1).locator('.d-s-pending').waitFor();
+    await context.close();
+  });
+
   test('links: create every kind, edit, turn off; QR code; POS terminal opens for the signed-in user', async () => {
     const { page, context } = await signedIn('desktop');
     await page.goto(`${base}/dashboard/test/links`);

@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a payment
-         * @description Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent.
+         * @description Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.
          */
         post: operations["refundPayment"];
         delete?: never;
@@ -2348,6 +2348,7 @@ export interface components {
          *       "amount_display": "25",
          *       "tx_hash": null,
          *       "note": "Customer returned the mugs",
+         *       "error": null,
          *       "created_at": "2026-03-03T08:15:00.000Z"
          *     }
          */
@@ -2363,6 +2364,7 @@ export interface components {
             amount_display: string;
             tx_hash: string | null;
             note: string | null;
+            error: string | null;
             /** Format: date-time */
             created_at: string;
         };

@@ -40,7 +40,7 @@ import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
 import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
@@ -397,8 +397,10 @@ export class EvmSender implements OutgoingSender {
         return this.retryLater(row, `hot wallet ${this.address} holds ${formatUnits(balance, 18)} of the native coin, the transfer needs up to ${formatUnits(needed, 18)} for value and gas`);
       }
     } catch (err) {
-      if (isRevert(err)) return this.settle(row, 'pending', { status: 'failed', txHash: null, error: `the transfer would revert: ${errorText(err)}` });
-      return this.retryLater(row, errorText(err));
+      // Nothing is signed yet (no nonce taken), so a failure retrying cannot cure ends the transfer here.
+      const failure = stepFailure(err);
+      if (failure.permanent) return this.settle(row, 'pending', { status: 'failed', txHash: null, error: isRevert(err) ? `the transfer would revert: ${failure.reason}` : failure.reason });
+      return this.retryLater(row, failure.reason);
     }
     const now = this.deps.clock.now();
     const signed = await withTx(this.deps.db, async (tx) => {
@@ -431,7 +433,9 @@ export class EvmSender implements OutgoingSender {
       await this.rpc().request('eth_sendRawTransaction', [newest.raw]);
     } catch (err) {
       // The node already has it or an older version of it, or the nonce is used (by it or by another): the check
-      // step finds out which from receipts. Anything else is retried later with the same bytes.
+      // step finds out which from receipts. Anything else is retried later with the same bytes: a signed transfer
+      // holds its nonce, and failing it would leave a gap every later transfer waits behind (NOTE: a refusal no
+      // retry cures therefore waits for the operator; see docs/evm.md).
       if (!(err instanceof RpcError) || !/already known|known transaction|nonce too low|underpriced/i.test(err.message)) {
         return this.retryLater(row, `broadcast: ${errorText(err)}`);
       }

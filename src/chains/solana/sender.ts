@@ -20,13 +20,13 @@
  * after the sink accepted them (the sink is idempotent), so a crash in between reports again.
  */
 import { sql, type Selectable } from 'kysely';
-import type { Address, Instruction, KeyPairSigner } from '@solana/kit';
+import { address, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
-import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { PermanentTransferError, stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
@@ -44,6 +44,7 @@ import {
   type Lifetime,
   type RpcAccount,
   type SignedTransaction,
+  TOKEN_PROGRAM_ADDRESS,
 } from './transactions.ts';
 
 export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
@@ -57,15 +58,28 @@ export type Plan =
   | { kind: 'relay' };
 
 /** A plan turned into instructions, or nothing to send (`skip`: settled as `ok` says), or not now (`wait`). */
-type Built = { instructions: Instruction[]; summary?: SweepSummary } | { skip: string; ok: boolean } | { wait: string };
+type Built = { instructions: Instruction[]; summary?: SweepSummary } | { skip: string; ok: boolean; summary?: SweepSummary } | { wait: string };
 
-/** What a sweep version moves: lamports and token units to the treasury, token accounts closed, rent recovered. */
+/**
+ * What a sweep version moves: lamports and token units to the treasury, token accounts closed, rent recovered; and
+ * the token balances it leaves because no sweep can move them (`left`).
+ */
 export interface SweepSummary {
   lamports: string;
   tokens: Record<string, string>;
   closed: string[];
   rent: string;
+  left: SweepLeft[];
 }
+
+/** A token balance a sweep cannot move: a mint the network does not configure, or a frozen account. */
+export interface SweepLeft {
+  account: string;
+  mint: string;
+  amount: string;
+  reason: string;
+}
+
 
 export interface SolanaSenderDeps {
   db: Db;
@@ -87,6 +101,15 @@ const OPEN = ['pending', 'signed', 'broadcast'] as const;
 /** NOTE: Solana's base fee, per signature (no priority fee is added). */
 export const LAMPORTS_PER_SIGNATURE = 5000n;
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** A transfer's destination as an address; one that is not fails the transfer for good. */
+function destinationOf(destination: string): Address {
+  try {
+    return address(destination);
+  } catch (err) {
+    throw new PermanentTransferError(`${destination} is not a Solana address: ${errorText(err)}`);
+  }
+}
 
 export class SolanaSender implements OutgoingSender {
   readonly network: NetworkConfig;
@@ -274,10 +297,15 @@ export class SolanaSender implements OutgoingSender {
       lifetime = await this.lifetime();
       built = await this.instructions(plan, hot);
     } catch (err) {
-      return this.retryLater(row, errorText(err));
+      const failure = stepFailure(err);
+      if (failure.permanent && from !== 'broadcast') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: failure.reason });
+      return this.retryLater(row, failure.reason);
     }
     if ('wait' in built) return this.retryLater(row, built.wait);
-    if ('skip' in built) return this.settle(row, from, { status: built.ok ? 'sent' : 'failed', signature: null, slot: null, error: built.ok ? null : built.skip });
+    if ('skip' in built) {
+      if (built.summary) await this.deps.db.updateTable('solana_transfers').set({ plan: JSON.stringify({ ...plan, built: built.summary }) }).where('id', '=', row.id).where('status', '=', from).execute();
+      return this.settle(row, from, { status: built.ok ? 'sent' : 'failed', signature: null, slot: null, error: built.ok ? null : built.skip });
+    }
     const signed = await signInstructions(hot, built.instructions, lifetime);
     if (signed.size > MAX_TRANSACTION_BYTES) return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: `the transaction is ${signed.size} bytes, over Solana's ${MAX_TRANSACTION_BYTES}` });
     const now = this.deps.clock.now();
@@ -320,50 +348,51 @@ export class SolanaSender implements OutgoingSender {
         const held = readTokenAccount(tokenAccount ?? null)?.amount ?? 0n;
         if (held < amount) return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
       }
-      return { instructions: await transferInstructions(hot, hot, token, plan.destination, amount) };
+      return { instructions: await transferInstructions(hot, hot, token, destinationOf(plan.destination), amount) };
     }
     return this.sweepInstructions(plan, hot);
   }
 
-  /** Everything the swept keys hold: token accounts of configured mints emptied to the treasury and closed, then SOL. */
+  /**
+   * Everything the swept keys hold: every token account of a configured mint a key owns (its associated one, and any
+   * other a payer opened for it; found with getTokenAccountsByOwner) emptied to the treasury and closed, then SOL.
+   * What cannot be moved (another mint, a frozen account) is left and listed in the summary's `left`.
+   */
   private async sweepInstructions(plan: Extract<Plan, { kind: 'sweep' }>, hot: KeyPairSigner): Promise<Built> {
-    const mints = this.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
-    const keys: string[] = [];
-    const atas: Address[][] = [];
-    for (const item of plan.items) {
-      keys.push(item.address);
-      const list: Address[] = [];
-      for (const m of mints) list.push(await associatedTokenAccount(item.address, m.contract!));
-      atas.push(list);
-      keys.push(...list);
-    }
-    const accounts = await this.accounts(keys);
-    const byKey = new Map(keys.map((k, i) => [k, accounts[i] ?? null]));
+    const mints = new Map(this.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t]));
+    const wallets = await this.accounts(plan.items.map((i) => i.address));
     const instructions: Instruction[] = [];
-    const summary: SweepSummary = { lamports: '0', tokens: {}, closed: [], rent: '0' };
+    const summary: SweepSummary = { lamports: '0', tokens: {}, closed: [], rent: '0', left: [] };
     const treasuryAtas = new Map<string, Address>();
     let lamports = 0n;
     let rent = 0n;
     for (const [i, item] of plan.items.entries()) {
       const owner = await signerOf(this.deps.keys.deposit(this.mode, BigInt(item.index)));
       if (owner.address !== item.address) throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
-      for (const [j, m] of mints.entries()) {
-        const ata = atas[i]![j]!;
-        const acc = byKey.get(ata) ?? null;
-        const t = readTokenAccount(acc);
+      for (const { pubkey, account } of await this.tokenAccountsOf(item.address)) {
+        const t = readTokenAccount(account);
         if (!t) continue;
-        let to = treasuryAtas.get(m.contract!);
-        if (!to && t.amount > 0n) {
-          to = await associatedTokenAccount(plan.treasury, m.contract!);
-          treasuryAtas.set(m.contract!, to);
-          instructions.push(openTokenAccountInstruction(hot, plan.treasury, m.contract!, to));
+        const m = mints.get(t.mint);
+        if (!m || t.frozen) {
+          if (t.amount > 0n) summary.left.push({ account: pubkey, mint: t.mint, amount: t.amount.toString(), reason: m ? 'the account is frozen' : 'the mint is not configured on this network' });
+          continue;
         }
-        instructions.push(...emptyTokenAccountInstructions(owner, ata, m.contract!, m.decimals, t.amount, to ?? ata, hot.address));
+        let to = treasuryAtas.get(t.mint);
+        if (!to && t.amount > 0n) {
+          to = await associatedTokenAccount(plan.treasury, t.mint);
+          treasuryAtas.set(t.mint, to);
+          instructions.push(openTokenAccountInstruction(hot, plan.treasury, t.mint, to));
+        }
+        // An account whose close authority is someone else is emptied but stays open (its rent is not Kasse's).
+        const closable = t.closeAuthority === null || t.closeAuthority === item.address;
+        instructions.push(...emptyTokenAccountInstructions(owner, pubkey, t.mint, m.decimals, t.amount, to ?? pubkey, closable ? hot.address : null));
         if (t.amount > 0n) summary.tokens[m.id] = (BigInt(summary.tokens[m.id] ?? '0') + t.amount).toString();
-        summary.closed.push(ata);
-        rent += BigInt(acc!.lamports);
+        if (closable) {
+          summary.closed.push(pubkey);
+          rent += BigInt(account.lamports);
+        }
       }
-      const balance = BigInt(byKey.get(item.address)?.lamports ?? 0);
+      const balance = BigInt(wallets[i]?.lamports ?? 0);
       if (balance > 0n) {
         instructions.push(solTransferInstruction(owner, plan.treasury, balance));
         lamports += balance;
@@ -371,8 +400,19 @@ export class SolanaSender implements OutgoingSender {
     }
     summary.lamports = lamports.toString();
     summary.rent = rent.toString();
-    if (instructions.length === 0) return { skip: 'nothing left to sweep', ok: true };
+    if (summary.left.length > 0) this.deps.log.warn({ chain: this.network.id, mode: this.mode, left: summary.left }, 'solana sweep leaves token balances it cannot move');
+    if (instructions.length === 0) return { skip: 'nothing left to sweep', ok: true, summary };
     return { instructions, summary };
+  }
+
+  /** The SPL Token accounts whose owner is `owner` (any mint). */
+  private async tokenAccountsOf(owner: string): Promise<Array<{ pubkey: Address; account: RpcAccount }>> {
+    const r = await this.rpc().request<{ value: Array<{ pubkey: Address; account: RpcAccount }> }>('getTokenAccountsByOwner', [
+      owner,
+      { programId: TOKEN_PROGRAM_ADDRESS },
+      { encoding: 'base64', commitment: 'confirmed' },
+    ]);
+    return r.value;
   }
 
   /** signed → broadcast: sends the newest stored version exactly as stored. */
@@ -383,7 +423,12 @@ export class SolanaSender implements OutgoingSender {
       await this.rpc().request('sendTransaction', [newest.raw, { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 }]);
     } catch (err) {
       const landedOrStale = err instanceof SolanaRpcError && err.code === -32002 && ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
-      if (!landedOrStale) return this.retryLater(row, `send: ${errorText(err)}`);
+      if (!landedOrStale) {
+        // Refused by preflight, it was not forwarded; an earlier version cannot land either once it was rebuilt.
+        const failure = stepFailure(err);
+        if (failure.permanent && row.purpose !== 'gasless') return this.settle(row, 'signed', { status: 'failed', signature: null, slot: null, error: `send: ${failure.reason}` });
+        return this.retryLater(row, `send: ${failure.reason}`);
+      }
     }
     const now = this.deps.clock.now();
     const r = await this.deps.db

@@ -3,15 +3,16 @@
  * is final (its slot at or below the watcher's final slot) and newer than its last sweep, or when the token account
  * Kasse opened for it was never used and is older than `ata_close_after_s` (closing it recovers its rent). Each
  * sweep transaction (a few keys, within Solana's size limit) is a `sweep` transfer of the crash-safe sender: the hot
- * wallet pays the fees and the treasury's token account, every token account is emptied and closed (its rent back
- * to the hot wallet), then each key's SOL goes to the treasury to the last lamport. Keys in a sweep still open are
- * not taken again.
+ * wallet pays the fees and the treasury's token account, every token account of a configured mint the key owns (its
+ * associated one or any other, found with getTokenAccountsByOwner) is emptied and closed (its rent back to the hot
+ * wallet), then each key's SOL goes to the treasury to the last lamport. Balances no sweep can move (another mint, a
+ * frozen account) are reported in the result's `left`. Keys in a sweep still open are not taken again.
  */
 import { sql } from 'kysely';
 import { ulid } from '../../core/ids.ts';
 import { withTx } from '../../db/index.ts';
 import type { SolanaAdapter } from './adapter.ts';
-import type { SweepSummary } from './sender.ts';
+import type { SweepLeft, SweepSummary } from './sender.ts';
 
 export interface SweepOptions {
   /** Deposit keys per transaction (each adds a signature). Default 4. */
@@ -75,11 +76,16 @@ export interface SweepResult {
   signature: string | null;
   error: string | null;
   moved: SweepSummary | null;
+  /** Token balances of the swept keys that no sweep can move (another mint, a frozen account): the operator's to deal with. */
+  left: SweepLeft[];
 }
 
 /** What became of recorded sweeps (after the sender worked on them). */
 export async function sweepResults(adapter: SolanaAdapter, ids: string[]): Promise<SweepResult[]> {
   if (ids.length === 0) return [];
   const rows = await adapter.deps.db.selectFrom('solana_transfers').select(['id', 'status', 'signature', 'error', 'plan']).where('id', 'in', ids).execute();
-  return rows.map((r) => ({ id: r.id, status: r.status, signature: r.signature, error: r.error, moved: (r.plan as { built?: SweepSummary }).built ?? null }));
+  return rows.map((r) => {
+    const moved = (r.plan as { built?: SweepSummary }).built ?? null;
+    return { id: r.id, status: r.status, signature: r.signature, error: r.error, moved, left: moved?.left ?? [] };
+  });
 }

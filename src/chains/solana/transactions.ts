@@ -23,6 +23,7 @@ import {
 } from '@solana/kit';
 import { getTransferSolInstruction } from '@solana-program/system';
 import {
+  AccountState,
   findAssociatedTokenPda,
   getCloseAccountInstruction,
   getCreateAssociatedTokenIdempotentInstruction,
@@ -98,11 +99,14 @@ export function openTokenAccountInstruction(payer: KeyPairSigner, owner: string,
   return getCreateAssociatedTokenIdempotentInstruction({ payer, ata, owner: address(owner), mint: address(mint) });
 }
 
-/** Moves a token account's whole `amount` to `to` (an existing token account) and closes it, its rent to `rentTo`. */
-export function emptyTokenAccountInstructions(owner: KeyPairSigner, account: Address, mint: string, decimals: number, amount: bigint, to: Address, rentTo: string): Instruction[] {
+/**
+ * Moves a token account's whole `amount` to `to` (an existing token account) and closes it, its rent to `rentTo`
+ * (null: the account stays open).
+ */
+export function emptyTokenAccountInstructions(owner: KeyPairSigner, account: Address, mint: string, decimals: number, amount: bigint, to: Address, rentTo: string | null): Instruction[] {
   const out: Instruction[] = [];
   if (amount > 0n) out.push(getTransferCheckedInstruction({ source: account, mint: address(mint), destination: to, authority: owner, amount, decimals }));
-  out.push(getCloseAccountInstruction({ account, destination: address(rentTo), owner }));
+  if (rentTo !== null) out.push(getCloseAccountInstruction({ account, destination: address(rentTo), owner }));
   return out;
 }
 
@@ -120,13 +124,13 @@ export interface RpcAccount {
 const b64 = getBase64Decoder();
 const tokenDecoder = getTokenDecoder();
 
-/** The amount and mint of an SPL Token account; null when the account is not one. */
-export function readTokenAccount(account: RpcAccount | null): { mint: string; owner: string; amount: bigint } | null {
+/** An SPL Token account's mint, owner, amount, whether it is frozen and who may close it; null when it is not one. */
+export function readTokenAccount(account: RpcAccount | null): { mint: string; owner: string; amount: bigint; frozen: boolean; closeAuthority: string | null } | null {
   if (!account || account.owner !== TOKEN_PROGRAM_ADDRESS) return null;
   const bytes = Buffer.from(account.data[0], 'base64');
   if (bytes.length !== TOKEN_ACCOUNT_SIZE) return null;
   const t = tokenDecoder.decode(bytes);
-  return { mint: t.mint, owner: t.owner, amount: t.amount };
+  return { mint: t.mint, owner: t.owner, amount: t.amount, frozen: t.state === AccountState.Frozen, closeAuthority: t.closeAuthority.__option === 'Some' ? t.closeAuthority.value : null };
 }
 
-export { b64 as base64Decoder };
+export { b64 as base64Decoder, TOKEN_PROGRAM_ADDRESS };

@@ -47,13 +47,16 @@ export function addressOfKeyHash(hash: Uint8Array, params: UtxoParams): string {
 }
 
 /**
- * Whether `address` is a valid destination on the network: native SegWit (any witness version, checksum by BIP-173
- * or BIP-350) with the network's prefix, or a base58check P2PKH/P2SH address with the network's version byte.
+ * Whether `address` is a destination the sender can pay on the network: its output script is built exactly as the
+ * sender builds it (`outputScript`), so an address that decodes but cannot be paid is refused here, not found out
+ * when the transfer is signed. Accepted: P2WPKH and P2WSH (BIP-173), P2TR whose program is a valid x-only key
+ * (BIP-350), base58check P2PKH/P2SH, each with the network's prefix or version byte. Refused: other witness versions
+ * and lengths, and a taproot program that is not a point on the curve (nodes accept those; nobody can spend them).
  */
 export function isValidUtxoAddress(address: string, params: UtxoParams): boolean {
   if (typeof address !== 'string' || address.length < 14 || address.length > 90) return false;
   try {
-    Address(params.address).decode(address);
+    outputScript(address, params);
     return true;
   } catch {
     return false;
@@ -65,7 +68,7 @@ export function isValidOnAnyNetwork(address: string): boolean {
   return ALL_PARAMS.some((p) => isValidUtxoAddress(address, p));
 }
 
-/** The output script paying `address` (already validated for the network). */
+/** The output script paying `address` on the network; throws when there is none (the one check of a destination). */
 export function outputScript(address: string, params: UtxoParams): Uint8Array {
   return OutScript.encode(Address(params.address).decode(address));
 }

@@ -22,7 +22,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { PermanentTransferError, stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { UtxoAdapter } from './adapter.ts';
 import { outputScript } from './address.ts';
@@ -151,7 +151,9 @@ export class UtxoSender implements OutgoingSender {
       try {
         for (let i = 0, r: StepResult = 'progress'; i < 4 && r === 'progress'; i++) r = await this.step(id);
       } catch (err) {
-        this.deps.log.error({ err: (err as Error).message, transferId: id, chain: this.network.id, mode: this.mode }, 'utxo sender step failed');
+        const failure = stepFailure(err);
+        if (failure.permanent && (await this.failPermanently(id, failure.reason))) continue;
+        this.deps.log.error({ err: failure.reason, transferId: id, chain: this.network.id, mode: this.mode }, 'utxo sender step failed');
         await this.deps.db
           .updateTable('utxo_transfers')
           .set({ tries: sql`tries + 1`, error: (err as Error).message, next_attempt_at: new Date(now.getTime() + (this.options.retryMs ?? 10_000)) })
@@ -244,6 +246,8 @@ export class UtxoSender implements OutgoingSender {
   private build(coins: Coin[], destination: string, amount: bigint | null, feeRate: bigint): { txid: string; raw: string; fee: bigint; sent: bigint } {
     const params = this.settings.params;
     const total = coins.reduce((s, c) => s + c.amount, 0n);
+    const payTo = destinationScript(destination, params);
+    const changeTo = outputScript(this.adapter.hotWalletAddress(), params);
     const attempt = (withChange: boolean, fee: bigint) => {
       // Low-R signatures (as Bitcoin Core makes them) are at most 71 bytes, so a re-signed transaction is not longer.
       const tx = new Transaction({ allowUnknownOutputs: false, lowR: true });
@@ -252,9 +256,9 @@ export class UtxoSender implements OutgoingSender {
       }
       const pay = amount ?? total - fee;
       if (pay < DUST) throw new Error(`${pay} units after a fee of ${fee} is below the dust limit`);
-      tx.addOutputAddress(destination, pay, params.address);
+      tx.addOutput({ script: payTo, amount: pay });
       const change = total - pay - fee;
-      if (withChange) tx.addOutputAddress(this.adapter.hotWalletAddress(), change, params.address);
+      if (withChange) tx.addOutput({ script: changeTo, amount: change });
       for (let i = 0; i < coins.length; i++) {
         const c = coins[i]!;
         tx.signIdx(c.index === null ? this.adapter.hotWalletKey().privateKey! : this.adapter.depositKey(c.index).privateKey!, i);
@@ -405,6 +409,18 @@ export class UtxoSender implements OutgoingSender {
 
   // ---- settling ----
 
+  /**
+   * A step failed for good (`stepFailure`): the transfer fails with `reason` if nothing of it can still be mined (not
+   * signed yet, or its only version never handed to a node). False when it may still land: it keeps going.
+   */
+  private async failPermanently(id: string, reason: string): Promise<boolean> {
+    const t = await this.get(id);
+    if (!t || t.purpose === 'sweep' || !(t.status === 'pending' || (t.status === 'signed' && t.broadcast_height === null && (await this.versions(id)).length === 1))) return false;
+    this.deps.log.warn({ transferId: id, chain: this.network.id, mode: this.mode, reason }, 'utxo transfer failed for good');
+    await this.settle(id, 'failed', null, reason);
+    return true;
+  }
+
   private async settle(id: string, status: 'sent' | 'failed', txid: string | null, error: string | null): Promise<void> {
     const now = this.deps.clock.now();
     await withTx(this.deps.db, async (tx) => {
@@ -445,5 +461,14 @@ export class UtxoSender implements OutgoingSender {
       .limit(limit)
       .execute();
     return rows.map((r) => ({ txid: r.txid, vout: r.vout, address: r.address, amount: BigInt(r.amount) }));
+  }
+}
+
+/** The output script paying a transfer's destination; an address no script can pay fails the transfer for good. */
+function destinationScript(destination: string, params: UtxoSettings['params']): Uint8Array {
+  try {
+    return outputScript(destination, params);
+  } catch (err) {
+    throw new PermanentTransferError(`${destination} cannot be paid: ${(err as Error).message}`);
   }
 }

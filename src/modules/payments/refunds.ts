@@ -5,7 +5,8 @@
  * transaction (no network I/O): a chain family's sender, the simulated sender in test mode, or in live mode
  * nothing until a sender runs. Refunds are the transfers module's `refund` owner: when the transfer settles, the
  * refund settles in the same transaction; when it was sent, the payment becomes `refunded`, `payment.refunded` is
- * published and any standing credit is reversed in the ledger.
+ * published and any standing credit is reversed in the ledger; when it failed, the refund keeps the reason
+ * (`error`), `refund.failed` is published with the Refund, and the payment may be refunded again.
  */
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
@@ -15,10 +16,15 @@ import { confirmedAmount, refundJson } from './render.ts';
 import type { Refund } from './schema.ts';
 import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
-import { insertRefund, loadPayment, lockRefund, openRefund, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { insertRefund, loadPayment, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
 /** The purpose refunds carry in the transfers module. */
 export const REFUND_PURPOSE = 'refund';
+/**
+ * The event of a refund that failed: `data` is the Refund (`status` `failed`, `error` says why), delivered like the
+ * payment's own events (its `webhook_url`, in order with them). The payment is unchanged; a new refund may be asked.
+ */
+export const REFUND_FAILED_EVENT = 'refund.failed';
 
 export interface RefundInput {
   destination: string;
@@ -81,17 +87,25 @@ export class RefundService implements TransferOwner {
     return refundJson(refund, chains);
   }
 
+  /** The payment's refunds (every status, oldest first), as Refund objects. */
+  async list(scope: PaymentScope, paymentId: string): Promise<Refund[]> {
+    const { db, chains } = this.engine.deps;
+    return (await paymentRefunds(db, scope, paymentId)).map((r) => refundJson(r, chains));
+  }
+
   /** The transfers module settled a refund's transfer (once); runs inside its transaction. */
   async transferSettled(tx: Tx, transfer: SettledTransfer): Promise<void> {
-    const { clock, log } = this.engine.deps;
+    const { clock, log, events, chains } = this.engine.deps;
     const paymentId = await refundPayment(tx, transfer.mode, transfer.id);
     if (!paymentId) return;
     await this.engine.lockedIn(tx, { mode: transfer.mode, merchantId: null }, paymentId, async (tx, l) => {
       const refund = await lockRefund(tx, transfer.id);
       if (refund.status !== 'pending') return;
-      await settleRefund(tx, refund.id, { status: transfer.status, tx_hash: transfer.txHash, error: transfer.error, settled_at: clock.now() });
+      const settled = { status: transfer.status, tx_hash: transfer.txHash, error: transfer.status === 'failed' ? (transfer.error ?? 'the transfer failed') : null, settled_at: clock.now() };
+      await settleRefund(tx, refund.id, settled);
       if (transfer.status !== 'sent') {
-        log.warn({ refundId: refund.id, error: transfer.error }, 'refund failed');
+        log.warn({ refundId: refund.id, paymentId: l.row.id, error: settled.error }, 'refund failed');
+        await events.publish(tx, { mode: transfer.mode, merchantId: l.row.merchant_id, type: REFUND_FAILED_EVENT, orderingKey: l.row.id, data: refundJson({ ...refund, ...settled }, chains), destination: l.row.webhook_url });
         return;
       }
       try {

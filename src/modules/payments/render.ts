@@ -108,6 +108,7 @@ export function refundJson(r: RefundRow, chains: ChainRegistry): Refund {
     amount_display: formatUnits(amount, chains.token(r.mode, r.token)?.decimals ?? 0),
     tx_hash: r.tx_hash,
     note: r.note,
+    error: r.status === 'failed' ? r.error : null,
     created_at: r.created_at.toISOString(),
   };
 }

@@ -89,6 +89,7 @@ export const RefundSchema = Type.Object(
     amount_display: Type.String(),
     tx_hash: Nullable(Type.String()),
     note: Nullable(Type.String()),
+    error: Nullable(Type.String({ description: 'Why the refund failed (`failed` only; null otherwise). A new refund may be requested after a failed one.' })),
     created_at: DateTime(),
   },
   { $id: 'Refund', additionalProperties: false, description: 'A refund of a payment\'s money.' },

@@ -519,6 +519,13 @@ export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>
     .executeTakeFirstOrThrow();
 }
 
+/** The payment's refunds in the scope's merchant and mode, oldest first. */
+export async function paymentRefunds(db: DbOrTx, scope: PaymentScope, paymentId: string): Promise<RefundRow[]> {
+  let q = db.selectFrom('refunds').selectAll().where('payment_id', '=', paymentId).where('mode', '=', scope.mode);
+  if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
+  return q.orderBy('created_at').orderBy('id').execute();
+}
+
 /** The coins sent back by the payment's refunds that were sent. */
 export async function sentRefunds(db: DbOrTx, paymentId: string): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
   return db.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', paymentId).where('status', '=', 'sent').execute();

@@ -16,6 +16,7 @@ import { developerPages } from './pages/developers.ts';
 import { disbursementPages } from './pages/disbursements.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
+import './pages/refunds.ts';
 import { subscriptionPages } from './pages/subscriptions.ts';
 import { teamPages } from './pages/team.ts';
 import { statementPages } from './pages/statements.ts';
