@@ -11,6 +11,7 @@
  * A refused permission is in the audit log (`permission.refused`). Addresses under /dashboard that match nothing get
  * the dashboard's own 404 page (`notFound`).
  */
+import { gunzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html } from '../../core/html.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -92,10 +93,13 @@ export class Router {
   private async redirectFailure(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const ctx = this.actions.get(req);
     const type = String(reply.getHeader('content-type') ?? '');
-    if (!ctx || reply.statusCode < 400 || typeof payload !== 'string' || !type.startsWith('text/html') || payload.length > NOTE_PAGE_MAX) return payload;
+    if (!ctx || reply.statusCode < 400 || !type.startsWith('text/html')) return payload;
+    // sendPage gzips larger pages for browsers that take it.
+    const doc = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) && reply.getHeader('content-encoding') === 'gzip' ? gunzipSync(payload).toString('utf8') : null;
+    if (doc === null || doc.length > NOTE_PAGE_MAX) return payload;
     const to = this.backTo(ctx.mode, pathOf(req.url));
-    const id = await this.kasse.users.notes.putPage(ctx.session.id, to, { status: reply.statusCode, body: payload });
-    reply.code(303).header('location', `${to}?form=${id}`).header('cache-control', 'no-store').removeHeader('content-type');
+    const id = await this.kasse.users.notes.putPage(ctx.session.id, to, { status: reply.statusCode, body: doc });
+    reply.code(303).header('location', `${to}?form=${id}`).header('cache-control', 'no-store').removeHeader('content-type').removeHeader('content-encoding');
     return '';
   }
 
