@@ -50,13 +50,15 @@ export class Router {
     const segments = `/dashboard/:mode${path}`.split('/').map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
     this.pages.push(new RegExp(`^${segments.join('/')}$`));
     this.app.get<{ Params: Params; Querystring: Record<string, string> }>(`/dashboard/:mode${path}`, async (req, reply) => {
-      const ctx = await this.enter(req, reply, permission);
+      const ctx = await this.enter(req, reply);
       if (!ctx) return reply;
       const { form, ...query } = (req.query ?? {}) as Record<string, string>;
+      // A failed form's answer was made for this session (a refusal included), so it is shown before the page's own check.
       if (form && !crossSite(req)) {
         const kept = await this.kasse.users.notes.takePage(ctx.session.id, pathOf(req.url), form);
         if (kept) return send(reply.header('cache-control', 'no-store'), kept.status, kept.body);
       }
+      if (!ctx.can(permission)) return this.refuse(ctx, permission, 'Your role does not allow this page. Ask an owner of the account.');
       return handler(ctx, req.params, query);
     });
   }
@@ -64,16 +66,17 @@ export class Router {
   /** POST /dashboard/:mode<path>: CSRF-checked, permission-checked; a failed form's page is shown after a redirect. */
   action(path: string, permission: Permission, handler: (ctx: Ctx, form: Form, params: Params) => Promise<unknown>): void {
     this.app.post<{ Params: Params }>(`/dashboard/:mode${path}`, { onSend: (req, reply, payload) => this.redirectFailure(req, reply, payload) }, async (req, reply) => {
-      const ctx = await this.enter(req, reply, null);
+      const ctx = await this.enter(req, reply);
       if (!ctx) return reply;
-      this.actions.set(req, ctx);
       const form = formOf(req.body);
       try {
         checkSessionCsrf(this.kasse, req, ctx.session, form);
       } catch (err) {
+        // Not a form of this session (forged, or from an expired page): answered as it is, nothing kept for it.
         const told = tell(err, {}, true);
         return send(reply, 403, shell(ctx, { title: 'Form refused', active: null, body: html`${errorBox(told)}<p><a href="${`/dashboard/${ctx.mode}`}">Back to the dashboard</a></p>` }));
       }
+      this.actions.set(req, ctx);
       if (!ctx.can(permission)) return this.refuse(ctx, permission, 'Your role does not allow this action. Ask an owner of the account.');
       return handler(ctx, form, req.params);
     });
@@ -103,19 +106,14 @@ export class Router {
     return '';
   }
 
-  private async enter(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, permission: Permission | null): Promise<Ctx | null> {
+  /** The signed-in context for a page or action under a valid mode, or null when the answer is already given. */
+  private async enter(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<Ctx | null> {
     const mode = modeOf(req.params.mode);
     if (!mode) {
       await notFound(this.kasse, req, reply);
       return null;
     }
-    const ctx = await loadCtx(this.kasse, req, reply, mode);
-    if (!ctx) return null;
-    if (permission && !ctx.can(permission)) {
-      await this.refuse(ctx, permission, 'Your role does not allow this page. Ask an owner of the account.');
-      return null;
-    }
-    return ctx;
+    return loadCtx(this.kasse, req, reply, mode);
   }
 
   /** 403 page for a permission the user's role lacks; the refusal is in the audit log. */
