@@ -372,6 +372,19 @@ export interface SessionsTable {
   revoked_at: Timestamp | null;
 }
 
+/** What a dashboard session sees once on its next page (migration 0028; src/modules/users/notes.ts). */
+export interface SessionNotesTable {
+  id: string;
+  session_id: string;
+  kind: 'key' | 'page';
+  mode: 'test' | 'live' | null;
+  path: string | null;
+  status: number | null;
+  body: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
 export interface SigninThrottleTable {
   key: string;
   window_start: Timestamp;
@@ -418,6 +431,7 @@ export interface Database {
   user_tokens: UserTokensTable;
   user_recovery_codes: UserRecoveryCodesTable;
   sessions: SessionsTable;
+  session_notes: SessionNotesTable;
   signin_throttle: SigninThrottleTable;
   audit_log: AuditLogTable;
   statement_subscribers: StatementSubscribersTable;

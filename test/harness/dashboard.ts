@@ -93,10 +93,19 @@ export async function csrfOf(page: Page): Promise<string> {
   return token;
 }
 
-/** A form POST with the browser's cookies (not following redirects): status, location and body. */
-export async function post(page: Page, url: string, form: Record<string, string>): Promise<{ status: number; location: string | null; body: string }> {
+/**
+ * A form POST with the browser's cookies: status, location and body. A success's redirect is not followed; a failed
+ * form's redirect (303 to `…?form=<id>`, POST/redirect/GET) is, as the browser does, and the answer is the page that
+ * shows the failure, with its status (`redirected` says so).
+ */
+export async function post(page: Page, url: string, form: Record<string, string>): Promise<{ status: number; location: string | null; body: string; redirected: boolean }> {
   const res = await page.context().request.post(url, { form, maxRedirects: 0, headers: { origin: new URL(url).origin } });
-  return { status: res.status(), location: res.headers()['location'] ?? null, body: await res.text() };
+  const location = res.headers()['location'] ?? null;
+  if (res.status() === 303 && location && /[?&]form=/.test(location)) {
+    const shown = await get(page, new URL(location, url).toString());
+    return { status: shown.status, location, body: shown.body, redirected: true };
+  }
+  return { status: res.status(), location, body: await res.text(), redirected: false };
 }
 
 /** A GET with the browser's cookies. */

@@ -261,7 +261,7 @@ describe('tax invoices on the dashboard', () => {
     assert.equal(await form.getByLabel('SAC (services accounting code)').inputValue(), '997158');
     assert.equal(await form.getByLabel('GST rate').inputValue(), '1800');
     assert.equal(await form.getByLabel('Prices').inputValue(), 'true');
-    const [res] = await Promise.all([owner.page.waitForResponse((r) => r.url().endsWith('/settings/tax_profile')), form.getByRole('button', { name: 'Save tax profile' }).click()]);
+    const [res] = await Promise.all([owner.page.waitForResponse((r) => /\/settings\?form=/.test(r.url())), form.getByRole('button', { name: 'Save tax profile' }).click()]);
     assert.equal(res.status(), 400);
     assert.match((await owner.page.locator('.d-error').textContent())!, /Enter the GSTIN as registered[\s\S]*invalid_request on tax_profile\.tax_id/);
     assert.equal(await owner.page.locator('[name="tax_profile.tax_id"]').getAttribute('aria-invalid'), 'true');
@@ -271,7 +271,7 @@ describe('tax invoices on the dashboard', () => {
     // A state that differs from the GSTIN's.
     await form.getByLabel('GSTIN', { exact: true }).fill(SELLER_GSTIN);
     await form.getByLabel('State', { exact: true }).selectOption('29');
-    const [mismatch] = await Promise.all([owner.page.waitForResponse((r) => r.url().endsWith('/settings/tax_profile')), form.getByRole('button', { name: 'Save tax profile' }).click()]);
+    const [mismatch] = await Promise.all([owner.page.waitForResponse((r) => /\/settings\?form=/.test(r.url())), form.getByRole('button', { name: 'Save tax profile' }).click()]);
     assert.equal(mismatch.status(), 400);
     await owner.page.waitForLoadState('domcontentloaded');
     assert.match((await owner.page.locator('.d-error').textContent())!, /on tax_profile\.state_code/);
@@ -321,7 +321,7 @@ describe('tax invoices on the dashboard', () => {
     // Inter-state with no place of supply: refused on the field, nothing issued.
     await section.getByLabel('Supply', { exact: true }).selectOption('inter');
     await section.getByLabel('Rupees per US dollar (optional)').fill('83.25');
-    const [refusedInter] = await Promise.all([member.page.waitForResponse((r) => r.url().endsWith('/tax_invoice')), section.getByRole('button', { name: 'Issue tax invoice' }).click()]);
+    const [refusedInter] = await Promise.all([member.page.waitForResponse((r) => /\/payments\/pay_[0-9A-Z]+\?form=/.test(r.url())), section.getByRole('button', { name: 'Issue tax invoice' }).click()]);
     assert.equal(refusedInter.status(), 400);
     await member.page.waitForLoadState('domcontentloaded');
     assert.match((await member.page.locator('.d-error').textContent())!, /Choose the customer’s state[\s\S]*on customer_state_code/);

@@ -54,6 +54,8 @@ export interface AuditRecord {
 export interface AuditQuery {
   /** Actions starting with this (e.g. `payment.` or `signin.`). */
   action?: string;
+  /** Actions starting with any of these; `*` stands for any characters (`*refused`). */
+  actions?: string[];
   actorId?: string;
   mode?: Mode;
   from?: Date;
@@ -63,6 +65,11 @@ export interface AuditQuery {
 }
 
 const INSERT_ENTRY = rowInsert('audit_log', ['merchant_id', 'mode', 'at', 'actor_type', 'actor_id', 'actor_label', 'action', 'target_type', 'target_id', 'ip', 'details']);
+
+/** A LIKE pattern for actions starting with `prefix`, in which `*` matches any characters. */
+function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%')}%`;
+}
 
 export class AuditLog {
   constructor(
@@ -116,7 +123,11 @@ export class AuditLog {
   async list(merchantId: string, q: AuditQuery = {}): Promise<{ data: AuditRecord[]; next_cursor: string | null }> {
     const limit = q.limit ?? 50;
     let query = this.db.selectFrom('audit_log').selectAll().where('merchant_id', '=', merchantId);
-    if (q.action) query = query.where('action', 'like', `${q.action.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    if (q.action) query = query.where('action', 'like', likePrefix(q.action));
+    if (q.actions) {
+      const patterns = q.actions.map(likePrefix);
+      query = query.where((eb) => eb.or(patterns.map((p) => eb('action', 'like', p))));
+    }
     if (q.actorId) query = query.where('actor_id', '=', q.actorId);
     if (q.mode) query = query.where('mode', '=', q.mode);
     if (q.from) query = query.where('at', '>=', q.from);

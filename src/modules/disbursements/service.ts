@@ -29,7 +29,7 @@ import { centsToUnits, formatCents, formatUnits } from '../../core/money.ts';
 import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { DisbursementItemsTable, DisbursementsTable } from '../../db/schema.ts';
 import type { TransferProgress } from '../../chains/ports.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditEntry, AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
@@ -183,6 +183,23 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * since the owner saw it, or when this owner approved already. At quorum: `approved` with `approval_mac`.
    */
   async approve(mode: Mode, merchantId: string, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
+    return this.auditRefusal({ merchantId, mode, actor, action: 'disbursement.approve_refused', target: { type: 'disbursement', id } }, () => this.approveIn(mode, merchantId, id, userId, digest, actor));
+  }
+
+  /**
+   * Runs an owner's action; when it is refused (an ApiError other than not_found: already approved, no balance, …)
+   * the refusal is in the audit log, written after the action's transaction rolled back, with the reason.
+   */
+  private async auditRefusal<T>(entry: AuditEntry, action: () => Promise<T>): Promise<T> {
+    try {
+      return await action();
+    } catch (err) {
+      if (err instanceof ApiError && err.code !== 'not_found') await this.deps.audit.record(this.deps.db, { ...entry, details: { reason: err.message, code: err.code } });
+      throw err;
+    }
+  }
+
+  private async approveIn(mode: Mode, merchantId: string, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
       await assertOwner(tx, merchantId, userId);
@@ -216,7 +233,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * a payout handed to the sender.
    */
   async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
-    const outcome = await withTx(this.deps.db, async (tx) => {
+    const outcome = await this.auditRefusal({ merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id } }, () => withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
       await assertOwner(tx, merchantId, userId);
       if (row.status !== 'approved') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`);
@@ -250,7 +267,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       const d = await this.loadIn(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.released');
       return d;
-    });
+    }));
     if (outcome === 'changed') throw invalidState('This batch changed after it was approved, so it was not released. The attempt is in the audit log; cancel the batch and create a new one.');
     return outcome;
   }

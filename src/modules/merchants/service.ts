@@ -260,7 +260,7 @@ export class MerchantService {
   }
 
   /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
-  async rollKey(merchantId: string, mode: Mode, also?: (tx: Tx, keyId: string) => Promise<unknown>): Promise<{ key_id: string; key: string }> {
+  async rollKey(merchantId: string, mode: Mode, also?: (tx: Tx, keyId: string, key: string) => Promise<unknown>): Promise<{ key_id: string; key: string }> {
     await this.get(merchantId);
     const key = generateApiKey(mode);
     const keyId = newId('key');
@@ -274,7 +274,7 @@ export class MerchantService {
         .returning('key_hash')
         .execute();
       await tx.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) }).execute();
-      await also?.(tx, keyId);
+      await also?.(tx, keyId, key);
       return old.map((o) => o.key_hash);
     });
     for (const h of revoked) await this.broadcastKeyChange(h);

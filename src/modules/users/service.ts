@@ -36,6 +36,7 @@ import {
   verifyPassword,
 } from './credentials.ts';
 import { ROLES, type Role } from './permissions.ts';
+import { SessionNotes } from './notes.ts';
 import { SigninThrottle, THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
 import { textLength } from '../../core/text.ts';
 
@@ -114,9 +115,12 @@ export function toUserRecord(u: UserRow): UserRecord {
 
 export class UserService {
   readonly throttle: SigninThrottle;
+  /** What a session sees once on its next page (a new API key, a failed form's page). */
+  readonly notes: SessionNotes;
 
   constructor(private readonly deps: UserDeps) {
     this.throttle = new SigninThrottle(deps.db, deps.clock);
+    this.notes = new SessionNotes(deps.db, deps.clock, deps.secretKey);
   }
 
   private now(): Date {
@@ -351,7 +355,10 @@ export class UserService {
       await this.revokeAll(tx, user.id);
       const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
       await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor, action: purpose === 'setup' ? 'user.setup' : 'user.password_reset', target: { type: 'user', id: user.id } });
-      const session = await this.startSession(tx, user, meta, this.stageAfterPassword(user));
+      const stage = this.stageAfterPassword(user);
+      const session = await this.startSession(tx, user, meta, stage);
+      // A member or viewer without a second factor is signed in by the link itself; others when their factor is given.
+      if (stage === 'full') await this.signedIn(tx, user, meta, purpose === 'setup' ? 'setup_link' : 'reset_link');
       return { user, session };
     });
   }

@@ -8,7 +8,11 @@
  *      from this host;
  *   4. the user's role must have the permission (else 403) — on the server, for every page and action.
  *
- * Cookies are HttpOnly and SameSite=Strict, and Secure with the `__Host-` prefix when the checkout URL is https.
+ * Cookies are HttpOnly, and Secure with the `__Host-` prefix when the checkout URL is https. The session cookie is
+ * SameSite=Lax, so a link from a mail client or another site (a top-level GET) opens the page signed in; requests
+ * from other sites that change anything are POSTs, which carry no Lax cookie and must carry the CSRF token anyway.
+ * GET requests change nothing (a note kept for the session is not shown to a request another site started).
+ * The other cookies are SameSite=Strict.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -60,7 +64,7 @@ export function cookieName(kasse: Kasse, base: 'session' | 'pre' | 'device' | 'm
 }
 
 export function setCookie(reply: FastifyReply, kasse: Kasse, base: 'session' | 'pre' | 'device' | 'mode', value: string, maxAgeSeconds?: number): void {
-  const attrs = [`${cookieName(kasse, base)}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Strict'];
+  const attrs = [`${cookieName(kasse, base)}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', `SameSite=${base === 'session' ? 'Lax' : 'Strict'}`];
   if (secureCookies(kasse)) attrs.push('Secure');
   if (maxAgeSeconds !== undefined) attrs.push(`Max-Age=${maxAgeSeconds}`);
   const prior = reply.getHeader('set-cookie');
@@ -160,6 +164,21 @@ export async function loadCtx(kasse: Kasse, req: FastifyRequest, reply: FastifyR
     reply.code(303).header('location', step).send();
     return null;
   }
+  return ctxOf(kasse, req, reply, mode, found);
+}
+
+/** The context of a request with a full session, or null (no redirect): for pages shown signed in or not (404). */
+export async function optionalCtx(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, mode: Mode): Promise<Ctx | null> {
+  const found = await currentSession(kasse, req);
+  return found && !pendingStep(found.session) ? ctxOf(kasse, req, reply, mode, found) : null;
+}
+
+/** Whether another site started this request (a link or form there): such a request is shown nothing kept for later. */
+export function crossSite(req: FastifyRequest): boolean {
+  return req.headers['sec-fetch-site'] === 'cross-site';
+}
+
+async function ctxOf(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, mode: Mode, found: { session: SessionRow; user: UserRow }): Promise<Ctx> {
   const meta = clientMeta(req);
   const merchant = await kasse.merchants.get(found.user.merchant_id);
   return {

@@ -13,6 +13,7 @@ import { authRoutes } from './auth.ts';
 import { cookieName, parseCookies, setCookie } from './context.ts';
 import { auditPages } from './pages/audit.ts';
 import { developerPages } from './pages/developers.ts';
+import { goingLivePages } from './pages/going-live.ts';
 import { disbursementPages } from './pages/disbursements.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
@@ -21,10 +22,10 @@ import { subscriptionPages } from './pages/subscriptions.ts';
 import { teamPages } from './pages/team.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
-import { Router, type DashboardModule } from './routing.ts';
+import { notFound, Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
-export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages];
+export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages, goingLivePages];
 dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
@@ -37,6 +38,13 @@ const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   });
   const router = new Router(app, kasse);
   for (const mod of dashboardModules) mod(router);
+  // Any other address under /dashboard, with any method: the dashboard's own 404 page, never the API's JSON.
+  await app.register(
+    async (child) => {
+      child.setNotFoundHandler((req, reply) => notFound(kasse, req, reply));
+    },
+    { prefix: '/dashboard' },
+  );
 };
 
 export default dashboard;

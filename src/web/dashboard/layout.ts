@@ -74,6 +74,7 @@ const DONE: Record<string, string> = {
   link_on: 'The link was turned back on.',
   webhook_saved: 'The webhook URL was saved.',
   redelivered: 'A new delivery of the event was queued.',
+  key_rolled: 'The key was rolled: the previous keys of this mode stopped working. The new key is shown only once, right after rolling.',
   key_revoked: 'The key was revoked. Requests with it now get 401.',
   invited: 'The invitation was sent.',
   resent: 'A new invitation was sent; the earlier link no longer works.',
@@ -185,13 +186,43 @@ ${o.body}
 `.value;
 }
 
-/** A signed-in page: header (merchant, mode switch, user), navigation, then the content. */
-export function shell(ctx: Ctx, o: { title: string; active: string; body: Html; wide?: boolean }): string {
+/** Where the dashboard shows the README's "Going live" section (pages/going-live.ts). */
+export const GOING_LIVE_PATH = '/dashboard/live/going-live';
+
+/**
+ * Live mode's warning when a live network takes no payments: each such network with the reason `GET /currencies`
+ * gives as `network_status_reason` (the same function, `ChainRegistry.status`), and a link to "Going live".
+ */
+export function liveBanner(ctx: Pick<Ctx, 'kasse' | 'mode'>): Html | string {
+  if (ctx.mode !== 'live') return '';
+  const { chains } = ctx.kasse;
+  const reasons = new Map<string, string[]>();
+  for (const n of chains.networks('live')) {
+    const s = chains.status('live', n.id);
+    if (s.state === 'running') continue;
+    const why = s.reason ?? s.state;
+    reasons.set(why, [...(reasons.get(why) ?? []), n.name]);
+  }
+  if (reasons.size === 0) return '';
+  const none = !chains.anyAvailable('live');
+  const lead = none
+    ? 'Live mode cannot take payments: no network is running. Payments and payment links made now cannot be paid.'
+    : 'Some networks take no live payments; payers cannot choose their coins.';
+  return html`<div class="d-livebar" role="note" data-live-banner><p><strong>${lead}</strong></p><ul>${[...reasons].map(
+    ([why, names]) => html`<li>${names.join(', ')}: ${why}</li>`,
+  )}</ul><p><a href="${GOING_LIVE_PATH}">Going live: what to set up →</a></p></div>`;
+}
+
+/**
+ * A signed-in page: header (merchant, mode switch, user), navigation, then the content. `active` is the navigation
+ * entry to mark (its path), or null for pages that belong to none (not found, refused).
+ */
+export function shell(ctx: Ctx, o: { title: string; active: string | null; body: Html; wide?: boolean }): string {
   const base = `/dashboard/${ctx.mode}`;
   const entries = navigation.filter((n) => ctx.can(n.permission) && (!n.modes || n.modes.includes(ctx.mode)));
   // The switch keeps the page when it exists in the other mode (the Mail page does not), else goes Home.
-  const pageIn = (m: Mode) => (navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active);
-  const body = html`${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : ''}
+  const pageIn = (m: Mode) => (o.active === null || navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active);
+  const body = html`${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : liveBanner(ctx)}
 <header class="d-top">
 <a class="d-brand" href="${base}">Kasse</a>
 <span class="d-merchant">${ctx.merchant.name}</span>
@@ -220,6 +251,7 @@ export function done(reply: FastifyReply, path: string, key?: string): FastifyRe
 
 /** A page for a refusal (403) or a missing object (404). */
 export function refusal(ctx: Ctx, status: 403 | 404, message: string): FastifyReply {
-  return send(ctx.reply, status, shell(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', active: '', body: html`<p class="d-empty">${message}</p>` }));
+  const home = html`<p><a href="/dashboard/${ctx.mode}">Back to Home</a></p>`;
+  return send(ctx.reply, status, shell(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', active: null, body: html`<p class="d-empty">${message}</p>${home}` }));
 }
 

@@ -1,9 +1,15 @@
 /**
  * Developers: API keys, the webhook URL and secret, and the event log — per mode.
  *
- *   GET  /dashboard/<mode>/developers                    keys, webhook URL, secret controls
- *   POST /dashboard/<mode>/developers/keys/roll          owner: a new key (shown once), the mode's old keys revoked
+ *   GET  /dashboard/<mode>/developers                    keys (a new one shown once), webhook URL, secret controls
+ *   GET  /dashboard/<mode>/developers/keys/roll          owner: what rolling does, and the form (live: with a code)
+ *   POST /dashboard/<mode>/developers/keys/roll          owner: a new key, the mode's old keys revoked; redirects to
+ *                                                        the Developers page, which shows the key once (kept sealed
+ *                                                        as a session note until then), so a reload rolls nothing
+ *   GET  /dashboard/<mode>/developers/keys/<id>/revoke   owner: what revoking does, and the form (live: with a code)
  *   POST /dashboard/<mode>/developers/keys/<id>/revoke   owner
+ *
+ * Live keys are rolled and revoked only after a confirmation page and the owner's current TOTP code.
  *   POST /dashboard/<mode>/developers/webhook-url        owner, member
  *   POST /dashboard/<mode>/developers/secret/reveal      owner, with a fresh TOTP code
  *   POST /dashboard/<mode>/developers/secret/roll        owner, with a fresh TOTP code: deliveries carry two `v1`
@@ -17,7 +23,7 @@ import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { withTx } from '../../../db/index.ts';
-import type { Ctx } from '../context.ts';
+import { crossSite, type Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -32,6 +38,26 @@ interface Shown {
 const TOTP_FIELD = (ctx: Ctx, told: Told | null, name = 'code') =>
   field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
 
+/** Whether rolling and revoking keys of `mode` asks for a confirmation page and a TOTP code (live money). */
+const confirmed = (mode: Ctx['mode']) => mode === 'live';
+
+/**
+ * The page that confirms rolling (`keyId` null) or revoking a key: what happens, and the form — with the owner's
+ * current code in live mode.
+ */
+function keyConfirmPage(ctx: Ctx, keyId: string | null, told: Told | null = null, status = 200) {
+  const base = `/dashboard/${ctx.mode}/developers`;
+  const roll = keyId === null;
+  const what = roll
+    ? html`<p>Rolling issues a new ${ctx.mode} key, shown once on the next page, and <strong>revokes every current ${ctx.mode} key at once</strong>: requests with them get 401 from then on. Put the new key where your integration reads it right after.</p>`
+    : html`<p>Revoking the ${ctx.mode} key <code class="d-mono">${keyId}</code> stops it at once: requests with it get 401 from then on.</p>`;
+  const body = html`${errorBox(told)}<section class="d-panel">${what}<form method="post" action="${roll ? `${base}/keys/roll` : `${base}/keys/${keyId}/revoke`}" class="d-form">${csrfField(ctx.csrf)}${
+    confirmed(ctx.mode) ? TOTP_FIELD(ctx, told) : ''
+  }<button type="submit" class="d-btn d-danger">${roll ? `Roll ${ctx.mode} key` : 'Revoke key'}</button> <a href="${base}">Cancel</a></form></section>`;
+  ctx.reply.header('cache-control', 'no-store');
+  return send(ctx.reply, status, shell(ctx, { title: roll ? `Roll the ${ctx.mode} key` : `Revoke a ${ctx.mode} key`, active: '/developers', body }));
+}
+
 async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = null, status = 200) {
   const { kasse, mode } = ctx;
   const keys = (await kasse.merchants.listKeys(ctx.merchant.id)).filter((k) => k.mode === mode);
@@ -45,12 +71,16 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
   }<table class="d-table"><thead><tr><th>Key</th><th>Created</th><th>Status</th><th></th></tr></thead><tbody>${keys.map(
     (k) => html`<tr><td data-label="Key"><code class="d-mono">kasse_${mode}_…${k.key_hint}</code></td><td data-label="Created">${when(k.created_at)}</td><td data-label="Status">${badge(k.revoked_at ? 'revoked' : 'active')}</td><td>${
       owner && !k.revoked_at
-        ? html`<form method="post" action="${base}/keys/${k.id}/revoke" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger d-small">Revoke</button></form>`
+        ? confirmed(mode)
+          ? html`<a class="d-btn d-danger d-small" href="${base}/keys/${k.id}/revoke">Revoke</a>`
+          : html`<form method="post" action="${base}/keys/${k.id}/revoke" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger d-small">Revoke</button></form>`
         : ''
     }</td></tr>`,
   )}</tbody></table>${
     owner
-      ? html`<form method="post" action="${base}/keys/roll" class="d-form">${csrfField(ctx.csrf)}<p class="d-hint">Rolling issues a new key and revokes this mode's current keys at once.</p><button type="submit" class="d-btn">Roll ${mode} key</button></form>`
+      ? confirmed(mode)
+        ? html`<p class="d-hint">Rolling issues a new key and revokes this mode's current keys at once. You confirm it with your current 6-digit code.</p><p><a class="d-btn" href="${base}/keys/roll">Roll ${mode} key</a></p>`
+        : html`<form method="post" action="${base}/keys/roll" class="d-form">${csrfField(ctx.csrf)}<p class="d-hint">Rolling issues a new key and revokes this mode's current keys at once.</p><button type="submit" class="d-btn">Roll ${mode} key</button></form>`
       : html`<p class="d-hint">Only owners can roll or revoke keys.</p>`
   }</section>`;
   const urlPanel = html`<section class="d-panel"><h2>Webhook URL (${mode})</h2>${
@@ -99,27 +129,52 @@ function deliveries(e: Awaited<ReturnType<Ctx['kasse']['webhooks']['get']>>): Ht
 export function developerPages(r: Router): void {
   const { kasse } = r;
 
-  r.page('/developers', 'read', async (ctx) => developersPage(ctx));
-
-  r.action('/developers/keys/roll', 'keys.manage', async (ctx) => {
-    const k = await kasse.merchants.rollKey(ctx.merchant.id, ctx.mode, (tx, keyId) =>
-      kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.roll', target: { type: 'key', id: keyId } }),
-    );
-    return developersPage(ctx, { key: k.key });
+  r.page('/developers', 'read', async (ctx) => {
+    const key = !crossSite(ctx.req) ? await kasse.users.notes.takeKey(ctx.session.id, ctx.mode) : null;
+    return developersPage(ctx, key ? { key } : {});
   });
 
-  r.action('/developers/keys/:id/revoke', 'keys.manage', async (ctx, _f, p) => {
+  /** The mode's active key `id`, or null. */
+  const activeKey = async (ctx: Ctx, id: string) =>
+    /^key_[0-9A-Z]{26}$/.test(id) ? ((await kasse.merchants.listKeys(ctx.merchant.id)).find((k) => k.id === id && k.mode === ctx.mode && !k.revoked_at) ?? null) : null;
+  const NO_KEY = 'That key is not an active key of this mode of your account.';
+  /** Live mode: the owner's current code, checked (throttled, a failure audited). */
+  const confirmCode = async (ctx: Ctx, form: Record<string, string>, purpose: string) => {
+    if (confirmed(ctx.mode)) await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
+  };
+
+  r.page('/developers/keys/roll', 'keys.manage', async (ctx) => keyConfirmPage(ctx, null));
+
+  r.action('/developers/keys/roll', 'keys.manage', async (ctx, form) => {
     try {
-      if (!/^key_[0-9A-Z]{26}$/.test(p.id!)) throw invalid('bad key id', 'key');
-      const keys = await kasse.merchants.listKeys(ctx.merchant.id);
-      if (!keys.some((k) => k.id === p.id && k.mode === ctx.mode)) throw invalid('not a key of this mode', 'key');
+      await confirmCode(ctx, form, 'key.roll');
+      let key = '';
+      // The new key is kept for the next page in the rolling transaction: no key is issued that nobody can see.
+      await kasse.merchants.rollKey(ctx.merchant.id, ctx.mode, async (tx, keyId, plain) => {
+        key = plain;
+        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.roll', target: { type: 'key', id: keyId } });
+        await kasse.users.notes.putKey(ctx.session.id, ctx.mode, key, tx);
+      });
+      return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_rolled');
+    } catch (err) {
+      const told = tell(err, {}, true);
+      return keyConfirmPage(ctx, null, told, told.status);
+    }
+  });
+
+  r.page('/developers/keys/:id/revoke', 'keys.manage', async (ctx, p) => ((await activeKey(ctx, p.id!)) ? keyConfirmPage(ctx, p.id!) : refusal(ctx, 404, NO_KEY)));
+
+  r.action('/developers/keys/:id/revoke', 'keys.manage', async (ctx, form, p) => {
+    if (!(await activeKey(ctx, p.id!))) return refusal(ctx, 404, NO_KEY);
+    try {
+      await confirmCode(ctx, form, 'key.revoke');
       await kasse.merchants.revokeKey(p.id!, ctx.merchant.id, (tx) =>
         kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.revoke', target: { type: 'key', id: p.id! } }),
       );
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_revoked');
     } catch (err) {
-      const told = tell(err, { key: 'That key is not an active key of this mode of your account.', not_found: 'That key is not an active key of this mode of your account.' });
-      return developersPage(ctx, {}, told, told.status === 400 ? 404 : told.status);
+      const told = tell(err, { not_found: NO_KEY }, true);
+      return keyConfirmPage(ctx, p.id!, told, told.status);
     }
   });
 

@@ -1,0 +1,62 @@
+/**
+ * The README's "Going live" section inside the dashboard, linked from live mode's banner when a network takes no
+ * payments (the installation may have no way out to the internet, so the dashboard shows the README it ships with).
+ *
+ *   GET /dashboard/<mode>/going-live
+ */
+import { readFile } from 'node:fs/promises';
+import { html, type Html } from '../../../core/html.ts';
+import { send, shell } from '../layout.ts';
+import type { Router } from '../routing.ts';
+
+const README = new URL('../../../../README.md', import.meta.url);
+
+/** The text of a `## <title>` section of the README, or null when the file or section is missing. */
+export async function readmeSection(title: string): Promise<string | null> {
+  const text = await readFile(README, 'utf8').catch(() => null);
+  const m = text ? new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## |(?![\\s\\S]))`, 'm').exec(text) : null;
+  return m ? m[1]!.trim() : null;
+}
+
+/** `code` spans and **bold** of one line of Markdown, escaped. */
+function inline(text: string): Html {
+  return html`${text.split(/(`[^`]+`|\*\*[^*]+\*\*)/).map((part) =>
+    part.startsWith('`') && part.length > 1 ? html`<code>${part.slice(1, -1)}</code>` : part.startsWith('**') && part.length > 3 ? html`<strong>${part.slice(2, -2)}</strong>` : part.replace(/\[([^\]]+)\]\([^)]+\)/g, '$1'),
+  )}`;
+}
+
+/** The README's Markdown as the few blocks it uses: paragraphs, a numbered list, fenced code. */
+export function markdownBlocks(md: string): Html {
+  const blocks: Html[] = [];
+  const items: Html[] = [];
+  const flush = () => {
+    if (items.length) blocks.push(html`<ol>${items.splice(0)}</ol>`);
+  };
+  for (const block of md.split(/\n\s*\n/)) {
+    const body = block.replace(/^ {3}/gm, '');
+    if (/^\s*```/.test(body)) {
+      const code = html`<pre class="d-pre">${body.replace(/^\s*```\w*\n?|\n?\s*```\s*$/g, '')}</pre>`;
+      if (items.length) items[items.length - 1] = html`${items[items.length - 1]!}${code}`;
+      else blocks.push(code);
+    } else if (/^\d+\. /.test(block)) {
+      items.push(html`<li>${inline(block.replace(/^\d+\. /, '').replace(/\s*\n\s*/g, ' '))}</li>`);
+    } else if (/^ {3}/.test(block) && items.length) {
+      items[items.length - 1] = html`${items[items.length - 1]!}<p>${inline(body.replace(/\s*\n\s*/g, ' '))}</p>`;
+    } else {
+      flush();
+      blocks.push(html`<p>${inline(block.replace(/\s*\n\s*/g, ' '))}</p>`);
+    }
+  }
+  flush();
+  return html`${blocks}`;
+}
+
+export function goingLivePages(r: Router): void {
+  r.page('/going-live', 'read', async (ctx) => {
+    const section = await readmeSection('Going live');
+    const body = section
+      ? html`<section class="d-panel d-doc">${markdownBlocks(section)}</section>`
+      : html`<p>See the section "Going live" in the README.md that came with Kasse.</p>`;
+    return send(ctx.reply, 200, shell(ctx, { title: 'Going live', active: null, body, wide: true }));
+  });
+}
