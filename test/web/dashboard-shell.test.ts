@@ -111,6 +111,18 @@ describe('dashboard shell', () => {
     const postUnknown = await page.context().request.post(`${base}/dashboard/test/nope`, { form: { _csrf: 'x' }, maxRedirects: 0 });
     assert.equal(postUnknown.status(), 404);
     assert.match(postUnknown.headers()['content-type']!, /^text\/html/);
+    // A request that fails before any page handles it (too large, a type no form sends) is a dashboard page too.
+    const action = `${base}/dashboard/live/developers/webhook-url`;
+    const tooLarge = await page.context().request.post(action, { form: { _csrf: 'x', webhook_url: 'h'.repeat(2_000_000) }, maxRedirects: 0 });
+    const oddType = await page.context().request.post(action, { data: 'webhook_url=x', headers: { 'content-type': 'text/plain' }, maxRedirects: 0 });
+    for (const [res, status, words] of [[tooLarge, 413, /too large/], [oddType, 415, /could not be read|Content-Type/]] as const) {
+      assert.equal(res.status(), status);
+      assert.match(res.headers()['content-type']!, /^text\/html/);
+      const text = await res.text();
+      assert.match(text, words);
+      assert.doesNotMatch(text, /"error"/);
+    }
+    assert.equal((await w.t.kasse.merchants.get(w.m.id)).webhookUrl.live, null, 'nothing was saved');
     // The live Mail page does not exist: 404, Home is not highlighted.
     const mail = await page.goto(`${base}/dashboard/live/mail`);
     assert.equal(mail!.status(), 404);

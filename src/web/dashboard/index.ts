@@ -6,6 +6,7 @@
  * Capabilities add their pages as a `DashboardModule` in `dashboardModules` and a `navigation` entry (layout.ts).
  * Docs: docs/dashboard.md.
  */
+import type { FastifyError } from 'fastify';
 import type { Kasse } from '../../kasse.ts';
 import { addFormParser } from '../page.ts';
 import type { CheckoutRoute } from '../routes.ts';
@@ -22,7 +23,7 @@ import { subscriptionPages } from './pages/subscriptions.ts';
 import { teamPages } from './pages/team.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
-import { notFound, Router, type DashboardModule } from './routing.ts';
+import { errorPage, notFound, Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
 export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages, goingLivePages];
@@ -30,6 +31,8 @@ dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);
+  // Whatever fails outside a page's own handling still answers a dashboard page, never the API's JSON.
+  app.setErrorHandler((err, req, reply) => errorPage(kasse, err as FastifyError, req, reply));
   // The last mode looked at is where `/dashboard` and sign-in land next time.
   app.addHook('onRequest', (req, reply, next) => {
     const m = /^\/dashboard\/(test|live)(?:[/?]|$)/.exec(req.url);

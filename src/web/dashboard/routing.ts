@@ -12,8 +12,9 @@
  * the dashboard's own 404 page (`notFound`).
  */
 import { gunzipSync } from 'node:zlib';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html } from '../../core/html.ts';
+import { ApiError } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Kasse } from '../../kasse.ts';
 import { NOTE_PAGE_MAX } from '../../modules/users/notes.ts';
@@ -145,6 +146,33 @@ export async function notFound(kasse: Kasse, req: FastifyRequest, reply: Fastify
       title: 'Page not found',
       bare: true,
       body: html`<main class="d-card" id="main"><p class="d-brand">Kasse</p><h1>Page not found</h1><p>${message}</p><p><a class="d-btn" href="/dashboard">Go to the dashboard</a></p></main>`,
+    }),
+  );
+}
+
+/**
+ * The dashboard's page for a request that failed before or outside its page's own handling (a body over the size
+ * limit, a content type no form sends, an unexpected fault): an HTML card with what happened, never the API's JSON.
+ * A fault is logged with the request id the page quotes.
+ */
+export function errorPage(kasse: Kasse, err: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const status = err instanceof ApiError ? err.status : typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+  let message: string;
+  if (status >= 500) {
+    kasse.log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled dashboard error');
+    message = `Something went wrong on our side. Nothing was changed by this request; try again, and quote request id ${req.id} if it happens again.`;
+  } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    message = 'What was sent is too large. Nothing was changed.';
+  } else {
+    message = err instanceof ApiError ? err.message : 'The request could not be read. Nothing was changed.';
+  }
+  return send(
+    reply,
+    status,
+    documentOf({
+      title: status >= 500 ? 'Something went wrong' : 'Request refused',
+      bare: true,
+      body: html`<main class="d-card" id="main"><p class="d-brand">Kasse</p><h1>${status >= 500 ? 'Something went wrong' : 'Request refused'}</h1><p>${message}</p><p><a class="d-btn" href="/dashboard">Go to the dashboard</a></p></main>`,
     }),
   );
 }
