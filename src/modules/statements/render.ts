@@ -46,9 +46,13 @@ export function signedAmount(l: Pick<BalanceLine, 'cents' | 'sign'>): string {
   return l.sign === 0 || l.cents === 0 ? dollars(l.cents) : `${l.sign === 1 ? '+' : '−'}${dollars(l.cents).replace('−', '')}`;
 }
 
-/** The balance of a statement as the dashboard and the email show it: opening ± movements = closing. */
-export function balanceLines(s: Statement): BalanceLine[] {
+/**
+ * The balance of a statement as the dashboard and the email show it: opening ± movements = closing. `releases` is the
+ * number of batches released in the month, when the caller knows it (the statement counts payouts, not batches).
+ */
+export function balanceLines(s: Statement, releases?: number): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+  const released = `${n(s.payouts.requested_count, 'payout')} released`;
   return [
     { label: 'Opening balance', detail: null, cents: s.opening_balance_usd_cents, sign: 0 },
     { label: `Credits in stablecoins (${n(s.credits.count, 'payment')})`, detail: `value ${dollars(s.credits.value_usd_cents)}, fees ${dollars(s.credits.fee_usd_cents)}`, cents: s.credits.net_usd_cents, sign: 1 },
@@ -59,7 +63,7 @@ export function balanceLines(s: Statement): BalanceLine[] {
       sign: 1,
     },
     { label: `Reversals (${n(s.reversals.count, 'refund or reorg', 'refunds and reorgs')})`, detail: 'credits undone, fees returned with them', cents: s.reversals.net_usd_cents, sign: -1 },
-    { label: `Payouts (${n(s.payouts.requested_count, 'release')})`, detail: 'released, less failed payouts given back', cents: payoutsTaken(s), sign: -1 },
+    { label: `Payouts (${releases === undefined ? released : `${n(releases, 'release')}, ${released}`})`, detail: 'released, less failed payouts given back', cents: payoutsTaken(s), sign: -1 },
     { label: 'Closing balance', detail: null, cents: s.closing_balance_usd_cents, sign: 0 },
   ];
 }
@@ -103,6 +107,7 @@ export function monthName(month: string): string {
 
 /** The statement as an A4 PDF. */
 export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
+  const n = (count: number, one: string) => `${count} ${count === 1 ? one : `${one}s`}`;
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
@@ -124,7 +129,7 @@ export async function statementPdf(s: Statement, who: { merchantName: string; mo
       `+${usd(s.conversions.net_usd_cents)}`,
     ],
     [`Reversals (${s.reversals.count})`, `−${usd(s.reversals.net_usd_cents)}`],
-    [`Payouts released (${s.payouts.requested_count})`, usd(s.payouts.requested_usd_cents)],
+    [`Payouts released (${n(s.payouts.requested_count, 'payout')})`, usd(s.payouts.requested_usd_cents)],
     ['Closing balance', usd(s.closing_balance_usd_cents)],
     ['Change of the balance below zero (clawback)', usd(s.clawback_change_usd_cents)],
   ]);
