@@ -247,7 +247,7 @@ describe('dashboard sign-in', () => {
     ] as const) {
       await page.getByLabel('Email').fill(email);
       await page.getByLabel('Role', { exact: true }).selectOption('viewer');
-      await page.getByRole('button', { name: 'Send invitation' }).click();
+      await page.getByRole('button', { name: 'Send invitation', exact: true }).click();
       await page.locator('.d-error').waitFor();
       const told = await page.locator('.d-error').innerText();
       assert.match(told, said);
