@@ -108,8 +108,8 @@ export async function post(page: Page, url: string, form: Record<string, string>
   return { status: res.status(), location, body: await res.text(), redirected: false };
 }
 
-/** A GET with the browser's cookies. */
-export async function get(page: Page, url: string): Promise<{ status: number; location: string | null; body: string }> {
+/** A GET with the browser's cookies (response headers with lower-case names). */
+export async function get(page: Page, url: string): Promise<{ status: number; location: string | null; body: string; headers: Record<string, string> }> {
   const res = await page.context().request.get(url, { maxRedirects: 0 });
-  return { status: res.status(), location: res.headers()['location'] ?? null, body: await res.text() };
+  return { status: res.status(), location: res.headers()['location'] ?? null, body: await res.text(), headers: res.headers() };
 }

@@ -239,6 +239,22 @@ describe('dashboard sign-in', () => {
     await page.getByLabel('Role', { exact: true }).selectOption('member');
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByText('The invitation was sent.').waitFor();
+    // Someone already on the team is told so, not asked for an email address; nothing is sent or created.
+    const team = (await w.t.kasse.users.list(w.m.id)).length;
+    for (const [email, said] of [
+      [' New.Member@Example.com', /new\.member@example\.com is already on your team as member \(invited, not yet signed in: use Resend invitation/],
+      ['OWNER@example.com', /owner@example\.com is already on your team as owner\./],
+    ] as const) {
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+      await page.getByRole('button', { name: 'Send invitation', exact: true }).click();
+      await page.locator('.d-error').waitFor();
+      const told = await page.locator('.d-error').innerText();
+      assert.match(told, said);
+      assert.doesNotMatch(told, /Enter the email address/);
+      assert.equal(await page.locator('#f-email[aria-invalid=true]').count(), 1);
+    }
+    assert.equal((await w.t.kasse.users.list(w.m.id)).length, team);
     await w.t.kasse.email.runOnce();
     const mail = await smtp.waitFor((m) => m.to === 'new.member@example.com');
     assert.match(mail.subject, /invited to Corner Café/);

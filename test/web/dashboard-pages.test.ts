@@ -138,11 +138,18 @@ describe('dashboard pages', () => {
     // CSV of a filter, and of everything.
     const csv = await get(page, `${base}/dashboard/test/payments.csv?status=paid`);
     assert.equal(csv.status, 200);
+    assert.equal(csv.headers['content-disposition'], 'attachment; filename="payments-test-status-paid-2026-03-01.csv"', 'the file name names the filter');
     const lines = csv.body.trim().split('\r\n');
-    assert.equal(lines[0], 'id,created_at,status,price_usd,price_amount,order_id,description,token,pay_amount,received_amount,paid_at,tx_hashes');
+    assert.equal(lines[0], 'id,created_at,status,price_usd,price_amount,order_id,description,token,pay_amount,received_amount,paid_at,fee_usd,swap_fee_usd,net_usd,tx_hashes');
     assert.equal(lines.length, 2);
     assert.match(lines[1]!, new RegExp(`^"${ids.paid}",".+","paid","25.00","2500","A-1 <img src=x onerror=""alert\\(1\\)"">"`));
-    const all = (await get(page, `${base}/dashboard/test/payments.csv`)).body.trim().split('\r\n');
+    assert.match(lines[1]!, /,"0\.25","0\.00","24\.75","0x/, 'the fee (1 %) and the net credited');
+    const filtered = await get(page, `${base}/dashboard/test/payments.csv?token=base%3Ausdc&from=2026-03-01&to=2026-03-01&order_id=A%2F3%20x`);
+    assert.equal(filtered.headers['content-disposition'], 'attachment; filename="payments-test-order-a-3-x-token-base-usdc-from-2026-03-01-to-2026-03-01-2026-03-01.csv"');
+    const allCsv = await get(page, `${base}/dashboard/test/payments.csv`);
+    assert.equal(allCsv.headers['content-disposition'], 'attachment; filename="payments-test-2026-03-01.csv"');
+    const all = allCsv.body.trim().split('\r\n');
+    assert.match(all.find((l) => l.startsWith(`"${ids.formula}"`))!, /,"","","","[^"]*"$/, 'no fee or net for a payment never credited');
     assert.equal(all.length, 35);
     const formula = all.find((l) => l.startsWith(`"${ids.formula}"`))!;
     assert.ok(formula.includes(`"'=HYPERLINK(""http://evil.example"")"`), 'a formula is defused');
@@ -170,13 +177,18 @@ describe('dashboard pages', () => {
     assert.doesNotMatch(late.body, /Transition|not allowed from/i);
     // Refund: the amount is shown; a bad address is refused with the field marked.
     await page.goto(`${base}/dashboard/test/payments/${ids.paid}`);
-    await page.getByText(/Returns 25 USDC to an address on base/).waitFor();
-    await page.getByLabel('Destination address on base').fill('not-an-address');
+    assert.equal(await page.locator('[data-fee]').innerText(), '$0.25');
+    assert.equal(await page.locator('[data-net]').innerText(), '$24.75');
+    assert.match(await page.locator('.d-facts').innerText(), /Metadata/, 'metadata that is there is shown');
+    assert.match(await page.locator('main').innerText(), /USDC on Base Sepolia/, 'the coin by name');
+    assert.doesNotMatch(await page.locator('main').innerText(), /base:usdc/);
+    await page.getByText(/Returns 25 USDC on Base Sepolia to an address on Base Sepolia/).waitFor();
+    await page.getByLabel('Destination address on Base Sepolia').fill('not-an-address');
     await page.getByRole('button', { name: 'Refund 25 USDC' }).click();
     await page.getByRole('alert').filter({ hasText: 'Enter a valid address on the network the money came in on.' }).waitFor();
     assert.equal(await page.locator('#f-destination[aria-invalid=true]').count(), 1);
     await screenshot(page, 'dashboard-refund-error-phone');
-    await page.getByLabel('Destination address on base').fill('0x000000000000000000000000000000000000dEaD');
+    await page.getByLabel('Destination address on Base Sepolia').fill('0x000000000000000000000000000000000000dEaD');
     await page.getByLabel('Note (optional)').fill('Customer returned the mugs');
     await page.getByRole('button', { name: 'Refund 25 USDC' }).click();
     await page.getByText('The refund was requested.').waitFor();
@@ -184,6 +196,12 @@ describe('dashboard pages', () => {
     await page.reload();
     await page.locator('.d-facts .d-s-refunded').waitFor();
     assert.equal((await w.m.test.get(`/payments/${ids.paid}`)).body.status, 'refunded');
+    assert.equal(await page.locator('[data-net]').innerText(), '$0.00 the credit was reversed (refund or reorg)');
+    // A payment with no metadata has no empty metadata box, and no fee until it is credited.
+    await page.goto(`${base}/dashboard/test/payments/${ids.waiting}`);
+    assert.doesNotMatch(await page.locator('.d-facts').innerText(), /Metadata|\{\}/);
+    assert.equal(await page.locator('.d-pre').count(), 0);
+    assert.equal(await page.locator('[data-net]').innerText(), '— not credited');
     await context.close();
   });
 

@@ -263,10 +263,22 @@ describe('tax invoices on the dashboard', () => {
     assert.equal(await form.getByLabel('Prices').inputValue(), 'true');
     const [res] = await Promise.all([owner.page.waitForResponse((r) => /\/settings\?form=/.test(r.url())), form.getByRole('button', { name: 'Save tax profile' }).click()]);
     assert.equal(res.status(), 400);
-    assert.match((await owner.page.locator('.d-error').textContent())!, /Enter the GSTIN as registered[\s\S]*invalid_request on tax_profile\.tax_id/);
+    const told = (await owner.page.locator('.d-error').textContent())!;
+    assert.match(told, /The last character of the GSTIN is its check character, and A does not match the first 14 characters\. Look for a typing mistake\.[\s\S]*invalid_request on tax_profile\.tax_id/);
+    assert.doesNotMatch(told, /15 characters/, 'a GSTIN of the right length is not told its length');
     assert.equal(await owner.page.locator('[name="tax_profile.tax_id"]').getAttribute('aria-invalid'), 'true');
     assert.equal(await owner.page.locator('[name="tax_profile.address"]').inputValue(), PROFILE['tax_profile.address'], 'what was typed stays');
     assert.equal((await w.m.test.get('/account')).body.tax_profile, null, 'nothing saved');
+    // The API says the same in its message; a GSTIN of the wrong length is told its shape.
+    const api = await w.m.test.patch('/account', { tax_profile: { ...Object.fromEntries(Object.entries(PROFILE).filter(([k]) => k.startsWith('tax_profile.')).map(([k, v]) => [k.slice(12), v])), tax_id: '27AAPFU0939F1ZA', state_code: '27' } });
+    assert.equal(api.status, 400);
+    assert.deepEqual([api.body.error.code, api.body.error.param], ['invalid_request', 'tax_profile.tax_id']);
+    assert.match(api.body.error.message, /^tax_profile\.tax_id has a wrong check character: its last character, A, does not match the first 14/);
+    assert.doesNotMatch(api.body.error.message, /15 characters/);
+    await form.getByLabel('GSTIN', { exact: true }).fill('27AAPFU0939F1');
+    await Promise.all([owner.page.waitForResponse((r) => r.url().endsWith('/settings/tax_profile')), form.getByRole('button', { name: 'Save tax profile' }).click()]);
+    await owner.page.waitForLoadState('domcontentloaded');
+    assert.match((await owner.page.locator('.d-error').textContent())!, /Enter the GSTIN as registered: 15 characters/);
     await screenshot(owner.page, 'dashboard-tax-profile-error-desktop');
     // A state that differs from the GSTIN's.
     await form.getByLabel('GSTIN', { exact: true }).fill(SELLER_GSTIN);
@@ -371,7 +383,43 @@ describe('tax invoices on the dashboard', () => {
     assert.match(inter, /IGST₹262\.68/);
     assert.match(inter, /Total₹1,722\.00/);
     assert.match(inter, /reference rate/);
+
+    // A customer GSTIN with a wrong check character is told so.
+    const fourth = await paid(400, 'INV-4');
+    await owner.page.goto(`${base}/dashboard/test/payments/${fourth}`);
+    const wrong = BUYER_GSTIN.slice(0, 14) + (BUYER_GSTIN[14] === 'A' ? 'B' : 'A');
+    await owner.page.locator('#tax-invoice').getByLabel('Customer GSTIN (optional)').fill(wrong);
+    await owner.page.locator('#tax-invoice').getByLabel('Supply', { exact: true }).selectOption('inter');
+    await owner.page.locator('#tax-invoice').getByRole('button', { name: 'Issue tax invoice' }).click();
+    await owner.page.locator('.d-error').waitFor();
+    assert.match((await owner.page.locator('.d-error').textContent())!, new RegExp(`The last character of the customer’s GSTIN is its check character, and ${wrong[14]} does not match[\\s\\S]*on customer_tax_id`));
     await owner.context.close();
+
+    // The Tax invoices page: the month's invoices, each with its PDF; another month has none.
+    const list = await as('viewer', '/dashboard/test');
+    await list.page.getByRole('link', { name: 'Tax invoices' }).click();
+    assert.equal(await list.page.getByRole('heading', { level: 1 }).textContent(), 'Tax invoices');
+    const month = (await list.page.getByLabel('Month').inputValue());
+    assert.match(month, /^2026-\d\d$/);
+    assert.deepEqual(await list.page.locator('tbody td[data-label=Number]').allTextContents(), ['KS/26-27/000002', 'KS/26-27/000001']);
+    assert.match((await list.page.locator('tbody tr').first().textContent())!, /\$20\.00[\s\S]*₹1,722\.00/);
+    const first = await (async () => {
+      const [dl] = await Promise.all([list.page.waitForEvent('download'), list.page.locator('tbody tr').nth(1).getByRole('link', { name: 'Download PDF' }).click()]);
+      return { bytes: readFileSync((await dl.path())!), filename: dl.suggestedFilename() };
+    })();
+    assert.equal(first.filename, 'KS-26-27-000001.pdf');
+    assert.match(readPdf(first.bytes, 'dashboard-tax-invoice-list').text, /KS\/26-27\/000001/);
+    await screenshot(list.page, 'dashboard-tax-invoices-desktop');
+    await list.page.getByLabel('Month').fill('2026-03');
+    await list.page.getByRole('button', { name: 'Show' }).click();
+    await list.page.waitForURL(/month=2026-03/);
+    assert.equal(await list.page.locator('tbody tr').count(), 0);
+    assert.match((await list.page.locator('main').textContent())!, /No tax invoices issued in 2026-03/);
+    const bad = await list.page.goto(`${base}/dashboard/test/tax_invoices?month=2026-13`);
+    assert.equal(bad!.status(), 400);
+    assert.match((await list.page.locator('.d-error').textContent())!, /Choose a month, like 2026-04\.[\s\S]*on month/);
+    assert.equal((await get(list.page, `${base}/dashboard/live/tax_invoices?month=${month}`)).body.includes('KS/26-27'), false, 'live mode has its own');
+    await list.context.close();
 
     // Viewers see the invoice and download it, but cannot issue one.
     const third = await paid(300, 'INV-3');

@@ -69,7 +69,7 @@ export function gstinCheckChar(first14: string): string {
 export function gstinProblem(gstin: string): string | null {
   if (!GSTIN_SHAPE.test(gstin)) return 'is not a GSTIN (15 characters: state code, PAN, entity number, Z or a letter, check character)';
   if (!isSellerState(gstin.slice(0, 2))) return `starts with ${gstin.slice(0, 2)}, which is not a GST state code`;
-  if (gstinCheckChar(gstin.slice(0, 14)) !== gstin[14]) return 'has a wrong check character';
+  if (gstinCheckChar(gstin.slice(0, 14)) !== gstin[14]) return `has a wrong check character: its last character, ${gstin[14]}, does not match the first 14 (look for a typing mistake)`;
   return null;
 }
 

@@ -148,11 +148,13 @@ export class InvoiceService {
     return row;
   }
 
-  /** Newest first; `next_cursor` is opaque and null on the last page. */
-  async list(mode: Mode, merchantId: string, q: { cursor?: string; limit?: number; payment_id?: string }) {
+  /** Newest first; `next_cursor` is opaque and null on the last page. `from`/`to`: issued at or after, before. */
+  async list(mode: Mode, merchantId: string, q: { cursor?: string; limit?: number; payment_id?: string; from?: Date; to?: Date }) {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
     let query = this.deps.db.selectFrom('tax_invoices').selectAll().where('merchant_id', '=', merchantId).where('mode', '=', mode);
     if (q.payment_id !== undefined) query = query.where('payment_id', '=', q.payment_id);
+    if (q.from !== undefined) query = query.where('issued_at', '>=', q.from);
+    if (q.to !== undefined) query = query.where('issued_at', '<', q.to);
     if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, /^txi_[0-9A-Z]{26}$/));
     const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
     const page = rows.slice(0, limit);

@@ -97,6 +97,13 @@ export interface PaymentCredit {
   conversion?: { swapFeeBps: number } | null;
 }
 
+/** A payment's credits less their reversals, in US cents (`LedgerService.paymentCredits`). */
+export interface PaymentCreditTotals {
+  feeUsdCents: bigint;
+  swapFeeUsdCents: bigint;
+  netUsdCents: bigint;
+}
+
 export interface CustodyLine {
   token: string;
   amount: bigint;
@@ -191,6 +198,25 @@ export class LedgerService {
       .where('currency', '=', currency)
       .executeTakeFirstOrThrow();
     return BigInt(row.sum);
+  }
+
+  /**
+   * What each of `paymentIds` (of this merchant and mode) adds to the balance now: its credits less their reversals,
+   * as the service fee, the conversion spread and the net to the merchant, in US cents. A payment never credited is
+   * absent; a credited one whose credit was reversed (refund, reorg) is present with zeros.
+   */
+  async paymentCredits(mode: Mode, merchantId: string, paymentIds: string[]): Promise<Map<string, PaymentCreditTotals>> {
+    if (paymentIds.length === 0) return new Map();
+    const { rows } = await sql<{ payment_id: string; fee: string; swap_fee: string; net: string }>`
+      SELECT t.payment_id,
+        -coalesce(sum(e.amount) FILTER (WHERE e.account = ${accounts.fees(mode)}), 0) AS fee,
+        -coalesce(sum(e.amount) FILTER (WHERE e.account = ${accounts.conversion(mode)}), 0) AS swap_fee,
+        -coalesce(sum(e.amount) FILTER (WHERE e.account = ${accounts.merchant(mode, merchantId)}), 0) AS net
+      FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+      WHERE t.mode = ${mode} AND t.merchant_id = ${merchantId} AND t.payment_id = ANY(${paymentIds}::text[])
+        AND t.kind = ANY(${[...CREDIT_KINDS, ...REVERSAL_KINDS]}::text[]) AND e.currency = ${USD}
+      GROUP BY t.payment_id`.execute(this.db);
+    return new Map(rows.map((r) => [r.payment_id, { feeUsdCents: BigInt(r.fee), swapFeeUsdCents: BigInt(r.swap_fee), netUsdCents: BigInt(r.net) }]));
   }
 
   /** What the merchant is owed in US cents, and the coins held for it by token. */

@@ -1,12 +1,13 @@
 /**
- * Reads for the merchant dashboard: payments searched by more than the API's filters (creation date, coin) and the
- * paid volume per day for the Home chart. Scoped by merchant and mode like every read; uses the same loading and
+ * Reads for the merchant dashboard: payments searched by more than the API's filters (creation date, coin), the fee
+ * and net each payment credited (from the ledger), and the paid volume per day for the Home chart. Scoped by merchant and mode like every read; uses the same loading and
  * rendering as the API, so the dashboard shows exactly the Payment the API would.
  */
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
+import type { PaymentCreditTotals } from '../ledger/ledger.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
@@ -50,6 +51,11 @@ export class PaymentReports {
     const page = rows.slice(0, limit).map((r) => r.id);
     const loaded = await loadPayments(db, { mode, merchantId }, page);
     return { data: loaded.map((l) => this.engine.json(l)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+  }
+
+  /** The fee and the net credited of each payment that was credited (the ledger's figures; absent when never credited). */
+  credits(mode: Mode, merchantId: string, paymentIds: string[]): Promise<Map<string, PaymentCreditTotals>> {
+    return this.engine.deps.ledger.paymentCredits(mode, merchantId, paymentIds);
   }
 
   /** Paid price per UTC day for the `days` days ending with `now`'s day (every day present, zero when none). */

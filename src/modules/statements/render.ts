@@ -61,9 +61,14 @@ export function signedAmount(l: Pick<BalanceLine, 'cents' | 'kind'>, format: (ce
   return `${sign}${format(Math.abs(l.cents))}`;
 }
 
-/** The balance of a statement, line by line: the one set of signed figures the page, the email, CSV and PDF show. */
-export function balanceLines(s: Statement): BalanceLine[] {
+/**
+ * The balance of a statement, line by line: the one set of signed figures the page, the email, CSV and PDF show.
+ * `releases` is the number of batches released in the month, when the caller knows it (the statement counts
+ * payouts, not batches).
+ */
+export function balanceLines(s: Statement, releases?: number): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+  const released = `${n(s.payouts.requested_count, 'payout')} released`;
   return [
     { key: 'opening', label: 'Opening balance', detail: null, count: null, cents: s.opening_balance_usd_cents, kind: 'balance' },
     {
@@ -92,7 +97,7 @@ export function balanceLines(s: Statement): BalanceLine[] {
     },
     {
       key: 'payouts',
-      label: `Payouts (${n(s.payouts.requested_count, 'release')})`,
+      label: `Payouts (${releases === undefined ? released : `${n(releases, 'release')}, ${released}`})`,
       detail: 'released, less failed payouts given back',
       count: s.payouts.requested_count,
       cents: -payoutsTaken(s),
@@ -143,6 +148,7 @@ export function monthName(month: string): string {
 
 /** The statement as an A4 PDF. */
 export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
+  const n = (count: number, one: string) => `${count} ${count === 1 ? one : `${one}s`}`;
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;

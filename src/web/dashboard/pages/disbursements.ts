@@ -1,11 +1,13 @@
 /**
  * Disbursements: every role sees the batches; owners create them from a CSV file, approve them with a fresh TOTP
  * code (each owner once, of the digest the page showed), release approved ones (again with a code) and cancel them.
+ * A batch the available balance does not cover shows its shortfall on the CSV check and on its page while it waits,
+ * so nobody spends a second-factor code on a release that would be refused (the release still checks it).
  *
  *   GET  /dashboard/<mode>/disbursements                  the batches, and (owners) the CSV form
  *   POST /dashboard/<mode>/disbursements/check            (owners) every CSV row with its problems; Create when all good
  *   POST /dashboard/<mode>/disbursements                  (owners) create from a checked CSV
- *   GET  /dashboard/<mode>/disbursements/<id>             title, total, fingerprint, approvals, every item
+ *   GET  /dashboard/<mode>/disbursements/<id>             title, total, fingerprint, approvals, shortfall, completion, every item
  *   POST /dashboard/<mode>/disbursements/<id>/approve     (owners) code + digest
  *   POST /dashboard/<mode>/disbursements/<id>/release     (owners) code
  *   POST /dashboard/<mode>/disbursements/<id>/cancel      (owners) before release
@@ -16,6 +18,7 @@ import { html, type Html } from '../../../core/html.ts';
 import { fingerprint } from '../../../modules/disbursements/approval.ts';
 import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursements/csv.ts';
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
+import { coinName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
@@ -41,33 +44,52 @@ function listTable(ctx: Ctx, list: Disbursement[]): Html {
 
 function progressText(d: Disbursement): string {
   if (d.status !== 'released') return '—';
+  if (d.progress.open === 0) return `completed: ${d.progress.sent} sent · ${d.progress.failed} failed`;
   return `${d.progress.sent} sent · ${d.progress.failed} failed · ${d.progress.open} open`;
 }
 
-function csvForm(ctx: Ctx, values: Form, told: Told | null, checked: ParsedCsv | null): Html {
+const payouts = (n: number) => `${n} ${n === 1 ? 'payout' : 'payouts'}`;
+
+/** The available balance, in cents, that a release would take a batch's total from. */
+async function available(ctx: Ctx): Promise<number> {
+  return (await ctx.kasse.payments.balance(ctx.mode, ctx.merchant.id)).available_usd_cents;
+}
+
+/** A warning when `total` is more than the available balance (a release would be refused with insufficient_balance). */
+function shortfall(total: number, balance: number, later: string): Html | string {
+  if (total <= balance) return '';
+  return html`<div class="d-warn" role="alert" data-shortfall><p>This batch needs ${usd(total)} but the available balance is ${usd(balance)}: <strong>${usd(total - balance)} short</strong>.</p><p>${later}</p></div>`;
+}
+
+/** A row's amount in dollars when it is a whole number of cents, else as typed (the row's problem says why). */
+const rowAmount = (cents: string) => (/^\d{1,9}$/.test(cents) ? usd(Number(cents)) : cents);
+
+function csvForm(ctx: Ctx, values: Form, told: Told | null, checked: ParsedCsv | null, balance: number | null): Html {
   const rows = checked?.rows ?? [];
   const ok = checked?.items != null;
   const preview = checked
     ? html`<div class="d-csvcheck" data-csv-check>${checked.errors.map((e) => html`<p class="d-error" role="alert">${e}</p>`)}
-<p>${rows.length} ${rows.length === 1 ? 'row' : 'rows'}, ${rows.filter((r) => r.errors.length > 0).length} with problems.</p>
-<table class="d-table"><thead><tr><th class="d-num">Line</th><th>Destination</th><th class="d-num">Cents</th><th>Label</th><th>Problems</th></tr></thead><tbody>${rows.map(
-        (r) => html`<tr${r.errors.length ? html` class="d-badrow"` : ''}><td class="d-num">${r.line}</td><td><code class="d-mono">${r.destination}</code></td><td class="d-num">${r.usdCents}</td><td>${r.label}</td><td>${r.errors.length ? r.errors.join('; ') : 'OK'}</td></tr>`,
+<p>${rows.length} ${rows.length === 1 ? 'row' : 'rows'}, ${rows.filter((r) => r.errors.length > 0).length} with problems. Total <strong data-csv-total>${usd(checked.totalUsdCents)}</strong> in ${coinName(ctx.kasse.chains, ctx.mode, ctx.merchant.payoutToken)}.</p>
+${ok && balance !== null ? shortfall(checked.totalUsdCents, balance, 'You can still create it and have it approved, but it cannot be released until the balance covers it.') : ''}
+<table class="d-table"><thead><tr><th class="d-num">Line</th><th>Destination</th><th class="d-num">Amount</th><th>Label</th><th>Problems</th></tr></thead><tbody>${rows.map(
+        (r) => html`<tr${r.errors.length ? html` class="d-badrow"` : ''}><td data-label="Line" class="d-num">${r.line}</td><td data-label="Destination"><code class="d-mono">${r.destination}</code></td><td data-label="Amount" class="d-num">${rowAmount(r.usdCents)}</td><td data-label="Label">${r.label}</td><td data-label="Problems">${r.errors.length ? r.errors.join('; ') : 'OK'}</td></tr>`,
       )}</tbody></table></div>`
     : '';
   const base = `/dashboard/${ctx.mode}/disbursements`;
   return html`<section class="d-panel" id="new"><h2>New disbursement from a CSV file</h2>${errorBox(told)}
-<p class="d-hint">One payout per row: <code>destination,usd_cents,label</code> (label optional; a header row is skipped). At most ${DISBURSEMENT_LIMITS.itemsMax} rows, each ${usd(DISBURSEMENT_LIMITS.centsMin)} to ${usd(DISBURSEMENT_LIMITS.centsMax)}, paid in ${ctx.merchant.payoutToken}.</p>
+<p class="d-hint">One payout per row: <code>destination,usd_cents,label</code> (label optional; a header row is skipped). At most ${DISBURSEMENT_LIMITS.itemsMax} rows, each ${usd(DISBURSEMENT_LIMITS.centsMin)} to ${usd(DISBURSEMENT_LIMITS.centsMax)} written in cents (2500 is $25.00), paid in ${coinName(ctx.kasse.chains, ctx.mode, ctx.merchant.payoutToken)}.</p>
 <form method="post" action="${ok ? base : `${base}/check`}" class="d-form">${csrfField(ctx.csrf)}
 ${field({ name: 'title', label: 'Title', value: values.title ?? '', required: true, told, attrs: html` maxlength="${DISBURSEMENT_LIMITS.titleMax}"` })}
 <div class="d-field"><label for="f-csv">Payouts (CSV)</label><input type="file" accept=".csv,text/csv" data-csv-file aria-label="CSV file"><textarea id="f-csv" name="csv" rows="8"${ok ? html` readonly` : ''}>${values.csv ?? ''}</textarea></div>
 ${preview}
-<button type="submit" class="d-btn">${ok ? `Create disbursement of ${rows.length} payouts` : 'Check rows'}</button>${ok ? html` <a href="${base}#new">Start over</a>` : ''}
+<button type="submit" class="d-btn">${ok ? `Create disbursement of ${payouts(rows.length)}` : 'Check rows'}</button>${ok ? html` <a href="${base}#new">Start over</a>` : ''}
 </form></section>`;
 }
 
 async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, checked: ParsedCsv | null = null) {
   const { data } = await ctx.kasse.disbursements.list(ctx.mode, ctx.merchant.id, { limit: 100 });
-  const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
+  const balance = checked?.items ? await available(ctx) : null;
+  const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked, balance) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
   return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Disbursements', active: '/disbursements', body, wide: true }));
 }
 
@@ -75,9 +97,11 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
   const { kasse } = ctx;
   let d: Disbursement;
   let digest: string;
+  let completedAt: string | null;
   try {
     d = await kasse.disbursements.get(ctx.mode, ctx.merchant.id, id);
     digest = await kasse.disbursements.digest(ctx.mode, ctx.merchant.id, id);
+    completedAt = await kasse.disbursements.completedAt(ctx.mode, ctx.merchant.id, id);
   } catch (err) {
     tell(err);
     return refusal(ctx, 404, NOT_FOUND);
@@ -86,12 +110,24 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
   const base = `/dashboard/${ctx.mode}/disbursements/${d.id}`;
   const owner = ctx.can('disbursements.approve');
   const mine = d.approvals.some((a) => a.user_id === ctx.user.id);
+  const coin = coinName(kasse.chains, ctx.mode, d.token);
+  const waiting = d.status === 'pending_approval' || d.status === 'approved';
+  const short = waiting
+    ? shortfall(
+        d.total_usd_cents,
+        await available(ctx),
+        d.status === 'approved'
+          ? 'Releasing it will be refused until more payments are credited. Wait for them, or cancel it and send a smaller batch.'
+          : 'It can still be approved, but releasing it will be refused until more payments are credited. Wait for them, or cancel it and send a smaller batch.',
+      )
+    : '';
+  const left = d.approvals_required - d.approvals.length;
   let actions: Html | string = '';
   if (owner && d.status === 'pending_approval' && !mine) {
     actions = html`<form method="post" action="${base}/approve" class="d-form" data-approve>${csrfField(ctx.csrf)}<input type="hidden" name="digest" value="${digest}">
-<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${d.item_count} payouts, ${usd(d.total_usd_cents)} in ${d.symbol}.</p>${CODE_FIELD(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
+<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${payouts(d.item_count)}, ${usd(d.total_usd_cents)} in ${coin}.</p>${CODE_FIELD(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
   } else if (owner && d.status === 'pending_approval') {
-    actions = html`<p class="d-hint">You approved this batch. It needs ${d.approvals_required - d.approvals.length} more owner ${d.approvals_required - d.approvals.length === 1 ? 'approval' : 'approvals'}.</p>`;
+    actions = html`<p class="d-hint">You approved this batch. It needs ${left} more owner ${left === 1 ? 'approval' : 'approvals'}.</p>`;
   } else if (owner && d.status === 'approved') {
     actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${CODE_FIELD(told, 'release_code')}<button type="submit" class="d-btn">Release</button></form>`;
   }
@@ -99,17 +135,20 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
     owner && (d.status === 'pending_approval' || d.status === 'approved')
       ? html`<form method="post" action="${base}/cancel" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger">Cancel batch</button></form>`
       : '';
-  const body = html`${errorBox(told)}
+  const complete = d.status === 'released' && completedAt !== null;
+  const body = html`${errorBox(told)}${short}
 <section class="d-panel"><dl class="d-facts">
-<dt>Status</dt><dd>${badge(d.status)}</dd><dt>Total</dt><dd>${usd(d.total_usd_cents)} in ${d.symbol} on ${d.chain}</dd><dt>Items</dt><dd>${d.item_count}</dd>
+<dt>Status</dt><dd>${badge(d.status)}${complete ? html` ${badge('completed')}` : ''}</dd><dt>Total</dt><dd>${usd(d.total_usd_cents)} in ${coin}</dd><dt>Items</dt><dd>${d.item_count}</dd>
 <dt>Fingerprint</dt><dd><code class="d-mono" data-fingerprint>${fingerprint(digest)}</code></dd>
 <dt>Approvals</dt><dd>${d.approvals.length} of ${d.approvals_required}${d.approvals.map((a) => html`<br>${users.get(a.user_id) ?? a.user_id} · ${when(a.approved_at)}`)}</dd>
 <dt>Created</dt><dd>${when(d.created_at)} by ${users.get(d.created_by) ?? d.created_by}</dd>
-${d.released_at ? html`<dt>Released</dt><dd>${when(d.released_at)} by ${users.get(d.released_by ?? '') ?? d.released_by}</dd><dt>Progress</dt><dd data-progress>${progressText(d)}</dd>` : ''}
+${d.released_at ? html`<dt>Released</dt><dd>${when(d.released_at)} by ${users.get(d.released_by ?? '') ?? d.released_by}</dd>${
+  complete ? html`<dt>Completed</dt><dd data-completed>${when(completedAt)}: every payout settled</dd>` : ''
+}<dt>Progress</dt><dd data-progress>${progressText(d)}</dd>` : ''}
 ${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''}
 </dl>${actions}${cancel}</section>
 <section class="d-panel"><h2>Payouts</h2><table class="d-table"><thead><tr><th class="d-num">#</th><th>Destination</th><th>Label</th><th class="d-num">USD</th><th class="d-num">${d.symbol}</th><th>Payout</th></tr></thead><tbody>${d.items.map(
-    (i) => html`<tr><td class="d-num">${i.item_no}</td><td><code class="d-mono">${i.destination}</code></td><td>${i.label ?? ''}</td><td class="d-num">${usd(i.usd_cents)}</td><td class="d-num">${i.amount_display}</td><td>${
+    (i) => html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${i.amount_display}</td><td data-label="Payout">${
       i.payout ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}` : '—'
     }</td></tr>`,
   )}</tbody></table></section>`;

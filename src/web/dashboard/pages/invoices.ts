@@ -1,7 +1,9 @@
 /**
- * GST tax invoices on the dashboard: the mode's tax profile on the Settings page, and a paid payment's tax invoice on
- * its page (issue it, see its figures, download the PDF).
+ * GST tax invoices on the dashboard: the mode's tax profile on the Settings page, a paid payment's tax invoice on
+ * its page (issue it, see its figures, download the PDF), and the list of the mode's invoices by month.
  *
+ *   GET  /dashboard/<mode>/tax_invoices[?month=YYYY-MM]  every role: the invoices, newest first, of a month (the
+ *                                                        invoice date in India, as printed), each with its PDF
  *   POST /dashboard/<mode>/settings/tax_profile          owner: the seller details printed on the mode's invoices
  *   POST /dashboard/<mode>/payments/<id>/tax_invoice     owner, member: issue the payment's invoice (CreateInvoice)
  *   GET  /dashboard/<mode>/tax_invoices/<id>/pdf         every role: the invoice as PDF
@@ -11,13 +13,13 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { financialYear, invoiceNumber, isSellerState, rupeesGrouped, STATE_NAMES } from '../../../modules/invoices/gst.ts';
+import { financialYear, gstinProblem, invoiceNumber, istDate, isSellerState, rupeesGrouped, STATE_NAMES } from '../../../modules/invoices/gst.ts';
 import { invoicePdf } from '../../../modules/invoices/pdf.ts';
 import { PROFILE_DEFAULTS, PROFILE_FIELDS, type TaxProfile } from '../../../modules/invoices/profile.ts';
 import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/service.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
-import { csrfField, done, field, refusal, select, tell, usd, when, type Told } from '../layout.ts';
+import { csrfField, done, errorBox, field, navigation, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
 import { settingsForms, settingsPage } from './team.ts';
@@ -33,7 +35,6 @@ const stateOptions = (codes: string[]): Array<[string, string]> => codes.map((c)
 const PROFILE_HINTS: Record<string, string> = {
   [P('seller_name')]: 'Enter the trade name printed on invoices (1 to 200 characters).',
   [P('legal_name')]: 'Keep the legal name under 200 characters, or leave it empty.',
-  [P('tax_id')]: 'Enter the GSTIN as registered: 15 characters, the last one its check character.',
   [P('address')]: 'Enter the address of the place of business (1 to 500 characters).',
   [P('state_code')]: 'Choose the state of the GSTIN: its first two digits.',
   [P('invoice_prefix')]: 'Use 1 to 3 letters or digits, so every invoice number fits in 16 characters.',
@@ -84,9 +85,19 @@ function profilePatch(form: Form): Partial<TaxProfile> {
   return patch as Partial<TaxProfile>;
 }
 
+/** What is wrong with a GSTIN typed into a form, for people: its shape, its state, or its check character. */
+function gstinHint(typed: string | undefined, whose: string): string {
+  const gstin = (typed ?? '').trim().toUpperCase();
+  const problem = gstinProblem(gstin);
+  if (problem?.startsWith('has a wrong check character')) {
+    return `The last character of ${whose} GSTIN is its check character, and ${gstin[14]} does not match the first 14 characters. Look for a typing mistake.`;
+  }
+  if (problem?.startsWith('starts with')) return `${whose[0]!.toUpperCase()}${whose.slice(1)} GSTIN starts with ${gstin.slice(0, 2)}, which is not a GST state code.`;
+  return `Enter ${whose} GSTIN as registered: 15 characters, e.g. 27AAPFU0939F1ZV.`;
+}
+
 const INVOICE_HINTS: Record<string, string> = {
   customer_name: 'Keep the customer name under 200 characters.',
-  customer_tax_id: 'Enter the customer’s GSTIN as registered (15 characters), or leave it empty for an unregistered customer.',
   customer_state_code: 'Choose the customer’s state: the seller’s state for an intra-state supply, any other (or outside India) for inter-state.',
   place_of_supply: 'Choose intra-state or inter-state.',
   fx_rate: 'Enter the rupees per US dollar with up to 6 decimals, e.g. 83.25, or leave it empty for the reference rate.',
@@ -149,6 +160,41 @@ function invoiceInput(form: Form): CreateInvoiceInput {
 
 paymentSections.push(invoiceSection);
 settingsForms.push(profileForm);
+navigation.splice(navigation.findIndex((n) => n.path === '/payments') + 1, 0, { path: '/tax_invoices', label: 'Tax invoices', permission: 'read' });
+
+const IST_OFFSET_MS = (5 * 60 + 30) * 60 * 1000;
+
+/** The instants a month of invoice dates (IST) runs between. */
+function istMonth(month: string): { from: Date; to: Date } {
+  const [y, m] = month.split('-').map(Number) as [number, number];
+  return { from: new Date(Date.UTC(y, m - 1, 1) - IST_OFFSET_MS), to: new Date(Date.UTC(y, m, 1) - IST_OFFSET_MS) };
+}
+
+const INVOICE_PAGE = 50;
+
+/** The mode's tax invoices of one month (invoice dates in IST), newest first, each with its PDF. */
+async function invoiceListPage(ctx: Ctx, q: Record<string, string>) {
+  const month = q.month ?? istDate(ctx.kasse.clock.now()).slice(0, 7);
+  let told: Told | null = null;
+  let page: Awaited<ReturnType<Ctx['kasse']['invoices']['list']>> = { data: [], next_cursor: null };
+  try {
+    if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw invalid('month must be YYYY-MM', 'month');
+    page = await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, { ...istMonth(month), limit: INVOICE_PAGE, ...(q.cursor ? { cursor: q.cursor } : {}) });
+  } catch (err) {
+    told = tell(err, { month: 'Choose a month, like 2026-04.', cursor: 'That page link is not valid; start from the first page.' });
+  }
+  const base = `/dashboard/${ctx.mode}/tax_invoices`;
+  const rows = page.data.map(
+    (i) => html`<tr><td data-label="Number"><a href="${base}/${i.id}/pdf" download>${i.number}</a></td><td data-label="Date">${istDate(new Date(i.issued_at))}</td><td data-label="Customer">${i.customer.name ?? '—'}${i.customer.tax_id ? html` <code class="d-mono">${i.customer.tax_id}</code>` : ''}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${usd(i.usd_cents)}</a></td><td data-label="Total" class="d-num">${inr(i.total)}</td><td data-label="PDF"><a href="${base}/${i.id}/pdf" download>Download PDF</a></td></tr>`,
+  );
+  const body = html`${errorBox(told)}<form method="get" action="${base}" class="d-filters">${field({ name: 'month', label: 'Month', type: 'month', value: month, told, hint: 'By the invoice date, in India (IST).' })}<div class="d-filter-actions"><button type="submit" class="d-btn">Show</button></div></form>
+${
+  rows.length
+    ? html`<table class="d-table"><thead><tr><th>Number</th><th>Date</th><th>Customer</th><th>Payment</th><th class="d-num">Total</th><th>PDF</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<p class="d-empty">No tax invoices issued in ${month}. Issue one from a paid payment’s page.</p>`
+}${page.next_cursor ? html`<nav class="d-pager" aria-label="Pages"><a href="${base}?month=${month}&amp;cursor=${page.next_cursor}" rel="next">Older invoices →</a></nav>` : ''}`;
+  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true }));
+}
 
 export function invoicePages(r: Router): void {
   const { kasse } = r;
@@ -158,7 +204,7 @@ export function invoicePages(r: Router): void {
       await kasse.invoices.setProfile(ctx.merchant.id, ctx.mode, profilePatch(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'tax_profile');
     } catch (err) {
-      const told = tell(err, PROFILE_HINTS);
+      const told = tell(err, { ...PROFILE_HINTS, [P('tax_id')]: gstinHint(form[P('tax_id')], 'the') });
       return settingsPage(ctx, told, form, told.status);
     }
   });
@@ -169,10 +215,13 @@ export function invoicePages(r: Router): void {
       await kasse.invoices.create(ctx.mode, ctx.merchant.id, p.id!, invoiceInput(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'invoiced');
     } catch (err) {
-      const told = tell(err, INVOICE_HINTS);
+      const taxId = form.customer_tax_id?.trim();
+      const told = tell(err, { ...INVOICE_HINTS, customer_tax_id: taxId ? gstinHint(taxId, 'the customer’s') : 'Enter the customer’s GSTIN, or leave it empty for an unregistered customer.' });
       return paymentPage(ctx, p.id!, told, form, told.status);
     }
   });
+
+  r.page('/tax_invoices', 'read', async (ctx, _p, q) => invoiceListPage(ctx, q));
 
   r.page('/tax_invoices/:id/pdf', 'read', async (ctx, p) => {
     const row = /^txi_[0-9A-Z]{26}$/.test(p.id!) ? await kasse.invoices.get(ctx.mode, ctx.merchant.id, p.id!).catch(() => null) : null;

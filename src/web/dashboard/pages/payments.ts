@@ -3,8 +3,9 @@
  *
  *   GET  /dashboard/<mode>                          balances, custody by coin, 30-day paid volume (SVG), recent payments
  *   GET  /dashboard/<mode>/payments                 filters (status, order id, dates, coin) and cursor paging
- *   GET  /dashboard/<mode>/payments.csv             the filtered list as CSV (streamed)
- *   GET  /dashboard/<mode>/payments/<id>            attempts, deposits (explorer links), event timeline with deliveries
+ *   GET  /dashboard/<mode>/payments.csv             the filtered list as CSV (streamed; the file name names the filter)
+ *   GET  /dashboard/<mode>/payments/<id>            fee and net credited, attempts, deposits (explorer links), event
+ *                                                   timeline with deliveries
  *   POST /dashboard/<mode>/payments/<id>/accept|cancel|refund
  *
  * Everything goes through the payments and webhooks services with the merchant and mode of the session.
@@ -14,9 +15,12 @@ import type { Mode } from '../../../core/mode.ts';
 import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
+import { formatCents } from '../../../core/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../../modules/payments/model.ts';
+import type { PaymentCreditTotals } from '../../../modules/ledger/ledger.ts';
 import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
+import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
 import { actionForm, badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
@@ -30,16 +34,16 @@ const PAGE = 25;
  */
 export const paymentSections: Array<(ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>) => Promise<Html | string>> = [];
 
-/** The coin a payment was paid in, else its latest choice. */
-function coinOf(p: Payment): string {
+/** The coin a payment was paid in, else its latest choice: "25.00 USDC on Base". */
+function coinOf(ctx: Ctx, p: Payment): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
-  return a ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${a.symbol ?? a.token}` : '—';
+  return a ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${coinName(ctx.kasse.chains, ctx.mode, a.token)}` : '—';
 }
 
 export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
   if (payments.length === 0) return html`<p class="d-empty">No payments${ctx.mode === 'test' ? ' in test mode yet. Create one with a test key, or through a payment link' : ' yet'}.</p>`;
   return html`<table class="d-table"><thead><tr><th>Created</th><th>Order</th><th>Description</th><th class="d-num">Amount</th><th>Status</th><th>Coin</th></tr></thead><tbody>${payments.map(
-    (p) => html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(p)}</td></tr>`,
+    (p) => html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(ctx, p)}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -95,7 +99,7 @@ function filterQuery(f: Filters, extra: Record<string, string> = {}): string {
 }
 
 function filterForm(ctx: Ctx, f: Filters, told: Told | null): Html {
-  const tokens = ctx.kasse.chains.tokens(ctx.mode).map((t) => [t.id, `${t.symbol} (${t.chain})`] as [string, string]);
+  const tokens = ctx.kasse.chains.tokens(ctx.mode).map((t) => [t.id, coinName(ctx.kasse.chains, ctx.mode, t.id)] as [string, string]);
   return html`<form method="get" action="/dashboard/${ctx.mode}/payments" class="d-filters">
 ${select({ name: 'status', label: 'Status', value: f.status, options: [['', 'Any'], ...PAYMENT_STATUSES.map((s) => [s, s] as [string, string])], told })}
 ${field({ name: 'order_id', label: 'Order id', value: f.order_id, told })}
@@ -113,29 +117,53 @@ function csvField(v: string | number | null): string {
   return `"${s.replace(/"/g, '""')}"`;
 }
 
-const CSV_HEADER = ['id', 'created_at', 'status', 'price_usd', 'price_amount', 'order_id', 'description', 'token', 'pay_amount', 'received_amount', 'paid_at', 'tx_hashes'];
+/** `fee_usd`, `swap_fee_usd` and `net_usd` are what the payment's credit took and left (empty when never credited). */
+const CSV_HEADER = ['id', 'created_at', 'status', 'price_usd', 'price_amount', 'order_id', 'description', 'token', 'pay_amount', 'received_amount', 'paid_at', 'fee_usd', 'swap_fee_usd', 'net_usd', 'tx_hashes'];
 
-function csvRow(p: Payment): string {
+function csvRow(p: Payment, credit: PaymentCreditTotals | undefined): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
-  return [p.id, p.created_at, p.status, (p.price_amount / 100).toFixed(2), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at, hashes].map(csvField).join(',') + '\r\n';
+  const money = (c: bigint | undefined) => (c === undefined ? null : formatCents(c));
+  return [
+    p.id, p.created_at, p.status, formatCents(p.price_amount), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at,
+    money(credit?.feeUsdCents), money(credit?.swapFeeUsdCents), money(credit?.netUsdCents), hashes,
+  ].map(csvField).join(',') + '\r\n';
+}
+
+/** The export's file name: mode, each filter in use, and the day, e.g. `payments-test-status-paid-from-2026-03-01-2026-03-31.csv`. */
+function csvFileName(mode: Mode, f: Filters, today: string): string {
+  const parts = ['payments', mode];
+  for (const k of ['status', 'order_id', 'token', 'from', 'to'] as const) {
+    const v = f[k].toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+    if (v) parts.push(k === 'order_id' ? 'order' : k, v);
+  }
+  return `${parts.join('-')}-${today}.csv`;
 }
 
 /** The attempt whose confirmed money a refund would return, and that amount for display. */
-function refundable(p: Payment): { amount: string; symbol: string; chain: string } | null {
+function refundable(p: Payment): { amount: string; token: string; chain: string } | null {
   if (p.status === 'refunded' || p.status === 'cancelled') return null;
   for (const a of [...p.attempts].sort((x, y) => (x.id === p.paid_attempt_id ? -1 : y.id === p.paid_attempt_id ? 1 : 0))) {
     const confirmed = a.deposits.filter((d) => d.token === a.token && (d.status === 'confirmed' || d.status === 'final'));
-    if (confirmed.length > 0) return { amount: a.received_amount_display, symbol: a.symbol ?? a.token, chain: a.chain };
+    if (confirmed.length > 0) return { amount: a.received_amount_display, token: a.token, chain: a.chain };
   }
   const wrong = p.attempts.flatMap((a) => a.deposits.filter((d) => d.token !== a.token && (d.status === 'confirmed' || d.status === 'final')).map((d) => ({ d, a })));
-  return wrong[0] ? { amount: wrong[0].d.amount_display, symbol: wrong[0].d.token.split(':')[1]!.toUpperCase(), chain: wrong[0].a.chain } : null;
+  return wrong[0] ? { amount: wrong[0].d.amount_display, token: wrong[0].d.token, chain: wrong[0].a.chain } : null;
 }
 
 const REFUND_HINTS = {
   destination: 'Enter a valid address on the network the money came in on.',
   invalid_state: 'This payment cannot be refunded now: no confirmed money arrived, it is already refunded, or a refund is pending.',
 };
+
+/** The fee and the net credited to the balance, once the payment was credited (a reversed credit shows zeros and says so). */
+function creditFacts(c: PaymentCreditTotals | undefined): Html | string {
+  if (!c) return html`<dt>Fee</dt><dd data-fee>—</dd><dt>Net credited</dt><dd data-net>— <span class="d-muted">not credited</span></dd>`;
+  const reversed = c.netUsdCents === 0n && c.feeUsdCents === 0n;
+  return html`<dt>Fee</dt><dd data-fee>${usd(c.feeUsdCents)}${c.swapFeeUsdCents > 0n ? html` <span class="d-muted">and ${usd(c.swapFeeUsdCents)} conversion spread</span>` : ''}</dd><dt>Net credited</dt><dd data-net>${usd(c.netUsdCents)}${
+    reversed ? html` <span class="d-muted">the credit was reversed (refund or reorg)</span>` : ''
+  }</dd>`;
+}
 
 /** A payment's page; `told` and `values` show a failed form again (with `status`). */
 export async function paymentPage(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
@@ -150,23 +178,25 @@ export async function paymentPage(ctx: Ctx, id: string, told: Told | null = null
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
   const staff = ctx.can('payments.write');
   const money = refundable(p);
+  const { chains } = ctx.kasse;
+  const credit = (await ctx.kasse.payments.reports.credits(ctx.mode, ctx.merchant.id, [p.id])).get(p.id);
   const actions: Html[] = [];
   if (staff && (p.status === 'underpaid' || p.status === 'late')) actions.push(actionForm(ctx, `${base}/accept`, 'Accept as paid'));
   if (staff && p.status === 'waiting' && p.attempts.every((a) => a.deposits.length === 0)) actions.push(actionForm(ctx, `${base}/cancel`, 'Cancel payment', { danger: true }));
   const refundForm =
     staff && money
-      ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${money.amount} ${money.symbol}</strong> to an address on ${money.chain}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
+      ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${money.amount} ${coinName(chains, ctx.mode, money.token)}</strong> to an address on ${networkName(chains, ctx.mode, money.chain)}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
 <form method="post" action="${base}/refund" class="d-form">${csrfField(ctx.csrf)}
-${field({ name: 'destination', label: `Destination address on ${money.chain}`, value: values.destination ?? '', required: true, told, attrs: html` autocomplete="off" spellcheck="false"` })}
+${field({ name: 'destination', label: `Destination address on ${networkName(chains, ctx.mode, money.chain)}`, value: values.destination ?? '', required: true, told, attrs: html` autocomplete="off" spellcheck="false"` })}
 ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told, attrs: html` maxlength="500"` })}
-<button type="submit" class="d-btn d-danger">Refund ${money.amount} ${money.symbol}</button></form></section>`
+<button type="submit" class="d-btn d-danger">Refund ${money.amount} ${coinSymbol(chains, ctx.mode, money.token)}</button></form></section>`
       : '';
   const attempts = p.attempts.length
     ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Address</th><th class="d-num">Asked</th><th class="d-num">Received</th><th>Status</th><th>Deposits</th></tr></thead><tbody>${p.attempts.map(
-        (a) => html`<tr><td data-label="Coin">${a.symbol ?? a.token} <span class="d-muted">${a.chain}</span></td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
+        (a) => html`<tr><td data-label="Coin">${coinName(chains, ctx.mode, a.token)}</td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
           a.deposits.length
             ? html`<ul class="d-plain">${a.deposits.map(
-                (d) => html`<li>${d.amount_display} ${d.token.split(':')[1]!.toUpperCase()} · ${badge(d.status)} · ${d.confirmations} conf. · ${
+                (d) => html`<li>${d.amount_display} ${coinSymbol(chains, ctx.mode, d.token)} · ${badge(d.status)} · ${d.confirmations} conf. · ${
                   d.explorer_url ? html`<a href="${d.explorer_url}" rel="noopener noreferrer" target="_blank"><code class="d-mono">${d.tx_hash.slice(0, 18)}…</code></a>` : html`<code class="d-mono">${d.tx_hash.slice(0, 18)}…</code>`
                 }</li>`,
               )}</ul>`
@@ -188,11 +218,12 @@ ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told
   const body = html`${errorBox(told)}
 <section class="d-panel"><dl class="d-facts">
 <dt>Amount</dt><dd>${usd(p.price_amount)}</dd><dt>Status</dt><dd>${badge(p.status)}</dd>
+${creditFacts(credit)}
 <dt>Order id</dt><dd>${p.order_id}</dd><dt>Description</dt><dd>${p.description ?? '—'}</dd>
 <dt>Created</dt><dd>${when(p.created_at)}</dd><dt>Expires</dt><dd>${when(p.expires_at)}</dd><dt>Paid</dt><dd>${when(p.paid_at)}</dd>
 <dt>Payment id</dt><dd><code class="d-mono">${p.id}</code> <button type="button" class="d-copy" data-copy="${p.id}">Copy</button></dd>
 <dt>Checkout</dt><dd><a href="${p.checkout_url}" target="_blank" rel="noopener noreferrer">${p.checkout_url}</a></dd>
-<dt>Metadata</dt><dd><pre class="d-pre">${JSON.stringify(p.metadata, null, 2)}</pre></dd>
+${Object.keys(p.metadata).length > 0 ? html`<dt>Metadata</dt><dd><pre class="d-pre">${JSON.stringify(p.metadata, null, 2)}</pre></dd>` : ''}
 </dl>${actions.length ? html`<div class="d-actions">${actions}</div>` : ''}</section>
 ${refundForm}${extra}
 <section class="d-panel"><h2>Coin choices and deposits</h2>${attempts}</section>
@@ -217,7 +248,7 @@ export function paymentPages(r: Router): void {
 <section class="d-panel"><h2>Custody by coin</h2>${
       balance.custody.length
         ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Held</th></tr></thead><tbody>${balance.custody.map(
-            (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${c.chain}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
+            (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(kasse.chains, ctx.mode, c.chain)}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
           )}</tbody></table>`
         : html`<p class="d-empty">No coins held yet.</p>`
     }</section>
@@ -247,8 +278,9 @@ ${paymentsTable(ctx, list.data)}
 
   r.page('/payments.csv', 'read', async (ctx, _p, q) => {
     let search: PaymentSearch;
+    let f: Filters;
     try {
-      search = filtersOf(q).search;
+      ({ search, f } = filtersOf(q));
     } catch (err) {
       const told = tell(err);
       return ctx.reply.code(told.status).header('content-type', 'text/plain; charset=utf-8').send(`${told.message} (${told.code})\n`);
@@ -260,13 +292,14 @@ ${paymentsTable(ctx, list.data)}
       let cursor: string | undefined;
       do {
         const page = await kasse.payments.reports.search(mode, merchantId, { ...search, cursor, limit: 500 });
-        yield page.data.map(csvRow).join('');
+        const credits = await kasse.payments.reports.credits(mode, merchantId, page.data.map((p) => p.id));
+        yield page.data.map((p) => csvRow(p, credits.get(p.id))).join('');
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
     }
     return ctx.reply
       .header('content-type', 'text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="payments-${mode}-${kasse.clock.now().toISOString().slice(0, 10)}.csv"`)
+      .header('content-disposition', `attachment; filename="${csvFileName(mode, f, kasse.clock.now().toISOString().slice(0, 10))}"`)
       .header('cache-control', 'no-store')
       .send(Readable.from(rows()));
   });

@@ -15,6 +15,7 @@ import { html, type Html } from '../../../core/html.ts';
 import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
 import { balanceLines, dollars, monthName, signedAmount, statementCsv, statementPdf } from '../../../modules/statements/render.ts';
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
+import { networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
 import { actionForm, done, errorBox, refusal, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
@@ -71,9 +72,11 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
     s.month < current ? html`<a href="${base}/${nextMonth(s.month)}" rel="next">Next month →</a>` : ''
   }</nav>`;
   const gap = s.reconciliation_gap_usd_cents;
+  const range = monthRange(s.month);
+  const releases = await ctx.kasse.disbursements.releasedCount(ctx.mode, ctx.merchant.id, range.from, range.end);
   return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
-<section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
+<section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s, releases).map(
     (l) => html`<tr${l.kind === 'balance' ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signedAmount(l)}</td></tr>`,
   )}</tbody></table></section>
 <section class="d-panel"><h2>Activity</h2><dl class="d-facts">
@@ -86,7 +89,7 @@ ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payme
 ${
   s.by_coin.length
     ? html`<section class="d-panel"><h2>By coin</h2><table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Payments</th><th class="d-num">Received</th><th class="d-num">Value</th></tr></thead><tbody>${s.by_coin.map(
-        (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${c.chain}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${c.received_display}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
+        (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(ctx.kasse.chains, ctx.mode, c.chain)}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${c.received_display}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
       )}</tbody></table></section>`
     : ''
 }${

@@ -13,6 +13,7 @@ import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { withTx } from '../../../db/index.ts';
 import { ROLES } from '../../../modules/users/permissions.ts';
+import { normalEmail } from '../../../modules/users/service.ts';
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, select, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
@@ -124,10 +125,15 @@ export function teamPages(r: Router): void {
 
   r.action('/team/invite', 'team.manage', async (ctx, form) => {
     try {
+      const member = (await kasse.users.list(ctx.merchant.id)).find((u) => u.email === normalEmail(form.email ?? ''));
+      if (member) {
+        const told: Told = { status: 400, code: 'invalid_request', field: 'email', message: `${member.email} is already on your team as ${member.role}${member.status === 'invited' ? ' (invited, not yet signed in: use Resend invitation to send a new link)' : ''}.` };
+        return teamPage(ctx, told, form, told.status);
+      }
       await kasse.users.create({ merchantId: ctx.merchant.id, email: form.email ?? '', role: form.role ?? '', actor: ctx.actor, invite: true });
       return done(ctx.reply, base(ctx), 'invited');
     } catch (err) {
-      const told = tell(err, HINTS, true);
+      const told = tell(err, { role: HINTS.role }, true);
       return teamPage(ctx, told, form, told.status);
     }
   });
