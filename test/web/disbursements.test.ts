@@ -200,7 +200,7 @@ describe('disbursements on the dashboard', () => {
     assert.match(await bo.page.locator('table.d-table').innerText(), /completed: 3 sent · 0 failed/);
     // The month's statement counts one release of three payouts.
     await bo.page.goto(`${base}/dashboard/test/statements/${w.t.clock.now().toISOString().slice(0, 7)}`);
-    assert.match(await bo.page.locator('.d-statement').innerText(), /Payouts \(1 release, 3 payouts released\)/);
+    assert.match(await bo.page.locator('.d-statement').innerText(), /Payouts \(3 payouts released\)/);
     const audit = (await w.t.kasse.audit.list(w.m.id, { action: 'disbursement.release' })).data.filter((a) => a.action === 'disbursement.release');
     assert.equal(audit.length, 1);
     assert.equal(audit[0]!.actor.id, users.bo.id);

@@ -161,19 +161,6 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     return (await this.row(this.deps.db, mode, merchantId, id)).completed_at?.toISOString() ?? null;
   }
 
-  /** How many batches were released in [from, to): the releases a statement counts (one per batch, not per payout). */
-  async releasedCount(mode: Mode, merchantId: string, from: Date, to: Date): Promise<number> {
-    const r = await this.deps.db
-      .selectFrom('disbursements')
-      .select(sql<string>`count(*)`.as('n'))
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
-      .where('released_at', '>=', from)
-      .where('released_at', '<', to)
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
-  }
-
   /** The SHA-256 digest of the batch as stored now: what an owner approves (approval.ts). */
   async digest(mode: Mode, merchantId: string, id: string): Promise<string> {
     const row = await this.row(this.deps.db, mode, merchantId, id);

@@ -61,14 +61,9 @@ export function signedAmount(l: Pick<BalanceLine, 'cents' | 'kind'>, format: (ce
   return `${sign}${format(Math.abs(l.cents))}`;
 }
 
-/**
- * The balance of a statement, line by line: the one set of signed figures the page, the email, CSV and PDF show.
- * `releases` is the number of batches released in the month, when the caller knows it (the statement counts
- * payouts, not batches).
- */
-export function balanceLines(s: Statement, releases?: number): BalanceLine[] {
+/** The balance of a statement, line by line: the one set of signed figures the page, the email, CSV and PDF show. */
+export function balanceLines(s: Statement): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
-  const released = `${n(s.payouts.requested_count, 'payout')} released`;
   return [
     { key: 'opening', label: 'Opening balance', detail: null, count: null, cents: s.opening_balance_usd_cents, kind: 'balance' },
     {
@@ -97,7 +92,7 @@ export function balanceLines(s: Statement, releases?: number): BalanceLine[] {
     },
     {
       key: 'payouts',
-      label: `Payouts (${releases === undefined ? released : `${n(releases, 'release')}, ${released}`})`,
+      label: `Payouts (${n(s.payouts.requested_count, 'payout')} released)`,
       detail: 'released, less failed payouts given back',
       count: s.payouts.requested_count,
       cents: -payoutsTaken(s),

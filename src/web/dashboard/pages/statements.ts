@@ -72,11 +72,9 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
     s.month < current ? html`<a href="${base}/${nextMonth(s.month)}" rel="next">Next month →</a>` : ''
   }</nav>`;
   const gap = s.reconciliation_gap_usd_cents;
-  const range = monthRange(s.month);
-  const releases = await ctx.kasse.disbursements.releasedCount(ctx.mode, ctx.merchant.id, range.from, range.end);
   return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
-<section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s, releases).map(
+<section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
     (l) => html`<tr${l.kind === 'balance' ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signedAmount(l)}</td></tr>`,
   )}</tbody></table></section>
 <section class="d-panel"><h2>Activity</h2><dl class="d-facts">
