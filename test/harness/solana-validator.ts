@@ -281,7 +281,7 @@ export class SolanaValidator {
     if (Object.values(tx.signatures).some((s) => s === null)) throw new RpcFailure(-32003, 'Transaction signature verification failure');
     if (!opts.skipPreflight) {
       const sim = this.simulate(tx, true);
-      if (sim.err !== null) throw preflight(sim.err, `Error processing ${describe(sim.err)}`, sim.logs);
+      if (sim.err !== null) throw preflight(sim.err, describe(sim.err), sim.logs);
     }
     this.execute(tx, wire);
     return signature;
@@ -445,12 +445,37 @@ function errOf(text: string): unknown {
   return errJson(m ? m[1]! : text);
 }
 
+/** What a Solana node says of a transaction error (the `Display` of Agave's `TransactionError`), as preflight messages read. */
+const ERROR_TEXT: Record<string, string | ((fields: Record<string, unknown>) => string)> = {
+  AccountInUse: 'Account in use',
+  AccountLoadedTwice: 'Account loaded twice',
+  AccountNotFound: 'Attempt to debit an account but found no record of a prior credit.',
+  ProgramAccountNotFound: 'Attempt to load a program that does not exist',
+  InsufficientFundsForFee: 'Insufficient funds for fee',
+  InvalidAccountForFee: 'This account may not be used to pay transaction fees',
+  AlreadyProcessed: 'This transaction has already been processed',
+  BlockhashNotFound: 'Blockhash not found',
+  MissingSignatureForFee: 'Transaction requires a fee but has no signature present',
+  InvalidAccountIndex: 'Transaction contains an invalid account reference',
+  SignatureFailure: 'Transaction did not pass signature verification',
+  InvalidProgramForExecution: 'This program may not be used for executing instructions',
+  SanitizeFailure: 'Transaction failed to sanitize accounts offsets correctly',
+  UnsupportedVersion: 'Transaction version is unsupported',
+  InvalidWritableAccount: 'Transaction loads a writable account that cannot be written',
+  TooManyAccountLocks: 'Transaction locked too many accounts',
+  InsufficientFundsForRent: (f) => `Transaction results in an account (${f.account_index}) with insufficient funds for rent`,
+  ProgramExecutionTemporarilyRestricted: (f) => `Execution of the program referenced by account at index ${f.account_index} is temporarily restricted.`,
+};
+
 function describe(err: unknown): string {
   if (err && typeof err === 'object' && 'InstructionError' in err) {
     const [i, e] = (err as { InstructionError: [number, unknown] }).InstructionError;
-    return `Instruction ${i}: ${typeof e === 'object' && e && 'Custom' in e ? `custom program error: 0x${Number((e as { Custom: number }).Custom).toString(16)}` : String(e)}`;
+    return `Error processing Instruction ${i}: ${typeof e === 'object' && e && 'Custom' in e ? `custom program error: 0x${Number((e as { Custom: number }).Custom).toString(16)}` : String(e)}`;
   }
-  return typeof err === 'string' ? err : JSON.stringify(err);
+  const [name, fields] = typeof err === 'string' ? [err, {}] : err && typeof err === 'object' ? (Object.entries(err)[0] ?? ['', {}]) : ['', {}];
+  const text = ERROR_TEXT[name];
+  if (typeof text === 'function') return text(fields && typeof fields === 'object' ? (fields as Record<string, unknown>) : {});
+  return text ?? (typeof err === 'string' ? err : JSON.stringify(err));
 }
 
 export function uiAmount(amount: bigint, decimals: number): TokenBalance['uiTokenAmount'] {

@@ -9,7 +9,8 @@
  * Controls are JSON-RPC methods too (`harness_*`), so a test drives a shared node (started once per `npm test`
  * run when a selected file path contains `/solana/`, URLs in KASSE_TEST_SOLANA_RPC) the same way as a private one
  * (`startSolanaNode()`, in process, about 100 ms): produce slots, skip slots, drop a transaction before finality,
- * finalize, set block time, produce slots on a timer, set listener faults, read call counts.
+ * finalize, set block time, set the cluster's rent (lamports per byte-year at a 1-year exemption threshold; null:
+ * the default), produce slots on a timer, set listener faults, read call counts.
  *
  * Sharing: files running at the same time share the shared node's ledger, so a file that asserts exact slots,
  * finality or drops starts a private node.
@@ -19,6 +20,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Rent } from 'litesvm';
 import { address, getBase58Decoder, getBase58Encoder, getBase64Decoder, getBase64Encoder, getTransactionDecoder } from '@solana/kit';
 import { registerInfrastructure } from './infrastructure.ts';
 import { BLOCKHASH_VALIDITY, RpcFailure, SolanaValidator, TOKEN_PROGRAM, uiAmount, type Block, type Commitment, type LedgerTx } from './solana-validator.ts';
@@ -238,6 +240,10 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       harness_setFinalityDepth: (p) => {
         validator.finalityDepth = Number(p[0]);
         return validator.finalityDepth;
+      },
+      harness_setRent: (p) => {
+        validator.svm.setRent(p[0] === null || p[0] === undefined ? Rent.default() : new Rent(BigInt(Number(p[0])), 1, 50));
+        return num(validator.svm.minimumBalanceForRentExemption(0n));
       },
       harness_setTime: (p) => {
         validator.time = p[0] === null ? null : Number(p[0]);

@@ -1,7 +1,8 @@
 /**
  * The Solana test node speaks a Solana RPC node's wire format and its controls do what the chain tests rely on:
- * blocks with balances and token balances, skipped slots, commitment levels, blockhash expiry, preflight errors,
- * a transaction dropped before finality (state rolled back, others replayed), and listeners that are down or lag.
+ * blocks with balances and token balances, skipped slots, commitment levels, blockhash expiry, preflight errors (in
+ * a node's words), the cluster's rent, a transaction dropped before finality (state rolled back, others replayed),
+ * and listeners that are down or lag.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -93,6 +94,28 @@ test('preflight: an expired blockhash and a repeated transaction are refused; sk
   await assert.rejects(chain.send(stale), (e: any) => e.code === -32002 && e.data.err === 'BlockhashNotFound');
   const { value } = await chain.rpc('isBlockhashValid', [(await chain.latestBlockhash()).blockhash, { commitment: 'processed' }]);
   assert.equal(value, true);
+});
+
+test('preflight words a rent refusal as a node does; the cluster\'s rent can be raised and restored', async () => {
+  const w = await chain.newWallet(1_000_000_000n);
+  await chain.produce();
+  const fresh = (await chain.newWallet(0n)).address;
+  const refused = (e: any) =>
+    e.code === -32002 &&
+    /Transaction simulation failed: Transaction results in an account \(1\) with insufficient funds for rent$/.test(e.message) &&
+    JSON.stringify(e.data.err) === '{"InsufficientFundsForRent":{"account_index":1}}' &&
+    Array.isArray(e.data.logs);
+  await assert.rejects(chain.sendSol(w, fresh, 1000n), refused);
+  assert.equal(await chain.rpc('harness_setRent', [1_000_000]), 128_000_000);
+  assert.equal(await chain.rpc('getMinimumBalanceForRentExemption', [0]), 128_000_000);
+  try {
+    await assert.rejects(chain.sendSol(w, fresh, 100_000_000n), refused);
+  } finally {
+    assert.equal(await chain.rpc('harness_setRent', [null]), 890_880);
+  }
+  await chain.sendSol(w, fresh, 100_000_000n);
+  await chain.produce();
+  assert.equal(await chain.balance(fresh), 100_000_000n);
 });
 
 test('a transaction dropped before finality: its slot leaves the chain, its effects are undone, the others land again', async () => {
