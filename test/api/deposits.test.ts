@@ -343,7 +343,7 @@ describe('refunds through a chain sender', () => {
     await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
     await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
     assert.equal((await get(p.id)).status, 'refunded');
-    assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
+    assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'refund.failed', 'payment.refunded'], 'the failed refund is told once, the sent one once');
     assert.equal(await available(), before);
   });
 });
