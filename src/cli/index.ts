@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { KasseError } from '../../sdk/src/index.ts';
 import { installedFamilies } from '../chains/families.ts';
 import { ApiError } from '../core/errors.ts';
-import { UsageError } from '../core/flags.ts';
+import { CommandError, UsageError } from '../core/flags.ts';
 import { ConfigError } from '../config.ts';
 import type { Command } from './context.ts';
 import { developerCommands } from './commands/dev.ts';
@@ -73,7 +73,7 @@ run(process.argv.slice(2)).then(
       process.stderr.write(`kasse: ${err.message}\n`);
       process.exit(2);
     }
-    process.stderr.write(`kasse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`kasse: ${err instanceof CommandError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },
 );

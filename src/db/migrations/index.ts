@@ -18,6 +18,7 @@ import * as m0020 from './0020_disbursements.ts';
 import * as m0025 from './0025_email_content.ts';
 import * as m0026 from './0026_creation_without_merchant_locks.ts';
 import * as m0027 from './0027_mail_by_reference.ts';
+import * as m0028 from './0028_chain_health.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0025_email_content': m0025,
   '0026_creation_without_merchant_locks': m0026,
   '0027_mail_by_reference': m0027,
+  '0028_chain_health': m0028,
 };
