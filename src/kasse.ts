@@ -8,6 +8,7 @@
  * (`FamilyContext`) and registers its adapters; its workers, checkout extensions and commands are used by the roles.
  */
 import { installedFamilies } from './chains/families.ts';
+import { HEALTH_CHANNEL, NetworkHealth } from './chains/health.ts';
 import { loadNetworks } from './chains/networks.ts';
 import type { ChainFamily, FamilyContext, LoadedFamily } from './chains/plugin.ts';
 import { ChainRegistry } from './chains/registry.ts';
@@ -73,6 +74,8 @@ export class Kasse {
   readonly webhooks: WebhookService;
   /** Configured networks and coins per mode, and the chain adapter serving each. */
   readonly chains: ChainRegistry;
+  /** Whether each watched network's nodes answer (recorded by the watchers, read by every process). */
+  readonly health: NetworkHealth;
   /** USD rates with failover (CoinGecko, Binance); stablecoins pegged. */
   readonly prices: PriceService;
   /** The double-entry ledger. */
@@ -126,7 +129,8 @@ export class Kasse {
     this.users = new UserService({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
-    this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families);
+    this.health = new NetworkHealth({ db, clock, log });
+    this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families, this.health);
     this.prices = createPriceService(config.prices, { clock, logger: log });
     this.ledger = new LedgerService(db, clock);
     this.transfers = new TransferService({ db, clock, log, chains: this.chains });
@@ -185,6 +189,7 @@ export class Kasse {
       metrics: this.metrics,
       secrets,
       chains: this.chains,
+      health: this.health,
       deposits: this.payments.deposits,
       payments: this.payments.reader,
       transfers: this.transfers,
@@ -210,13 +215,16 @@ export class Kasse {
     await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
     const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier, families);
+    await kasse.health.load();
     if (notifier) {
+      await notifier.listen(HEALTH_CHANNEL, () => void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read')));
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
       await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
       await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       await notifier.listen(EVENT_STREAM_CHANNEL, (payload) => kasse.eventStream.announce(payload));
       notifier.onReconnect = () => {
+        void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read'));
         kasse.merchants.invalidate('*');
         kasse.eventStream.closeAll();
       };

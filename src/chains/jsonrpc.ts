@@ -216,7 +216,9 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
         text = await res.text();
       } catch (err) {
         if (controller.signal.aborted) return fail('timeout', `timed out after ${this.timeoutMs} ms`);
-        return fail('error', (err as Error).message);
+        // fetch says only "fetch failed"; its cause says why (ECONNREFUSED, ENOTFOUND, …).
+        const cause = (err as { cause?: { code?: unknown } }).cause?.code;
+        return fail('error', `${(err as Error).message}${typeof cause === 'string' ? ` (${cause})` : ''}`);
       }
       if (res.status === 429) return fail('rate_limited', 'HTTP 429', 429, retryAfter(res.headers.get('retry-after')));
       if (!res.ok && !this.dialect.errorsWithHttpStatus) return fail('error', `HTTP ${res.status}`, res.status);
@@ -264,13 +266,22 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
   }
 }
 
+/** A node URL as logs and messages may show it: its origin (no user, password, path or query, which may hold a key). */
+export function shownUrl(raw: string): string {
+  try {
+    return new URL(raw).origin;
+  } catch {
+    return '[invalid url]';
+  }
+}
+
 /** An endpoint from a configured URL: user and password move into a basic auth header. */
 function endpoint(raw: string): Endpoint {
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    return { url: raw, auth: null, shown: '[invalid url]' };
+    return { url: raw, auth: null, shown: shownUrl(raw) };
   }
   if (!u.username && !u.password) return { url: raw, auth: null, shown: u.origin };
   const auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;

@@ -6,6 +6,8 @@
 import { Loop } from '../core/loop.ts';
 import type { Logger } from '../core/log.ts';
 import type { Mode } from '../core/mode.ts';
+import type { HealthReport } from './health.ts';
+import { JsonRpcError } from './jsonrpc.ts';
 import type { FamilyWorker } from './plugin.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -46,7 +48,8 @@ export function senderLoop(family: string, senders: DueSender[], intervalMs: num
 
 /**
  * A watcher that polls its chain: `run` is one pass from the stored cursor, and says whether it stopped short of the
- * chain's tip (`behind`), in which case another pass follows at once instead of after the interval.
+ * chain's tip (`behind`), in which case another pass follows at once instead of after the interval. Each pass is
+ * reported to the network's health (health.ts): passed, or failed on a node call.
  */
 export abstract class PollingWatcher<R extends { behind: boolean }> implements FamilyWorker {
   private loop: Loop | null = null;
@@ -56,6 +59,7 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
     private readonly loopName: string,
     private readonly intervalMs: number,
     private readonly loopLog: Logger,
+    private readonly health?: HealthReport,
   ) {}
 
   /** One pass over the chain from the stored cursor. */
@@ -86,9 +90,21 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
 
   /** One pass; concurrent calls share one run. */
   tick(): Promise<R> {
-    this.ticking ??= this.run().finally(() => {
+    this.ticking ??= this.reported().finally(() => {
       this.ticking = null;
     });
     return this.ticking;
+  }
+
+  private async reported(): Promise<R> {
+    let r: R;
+    try {
+      r = await this.run();
+    } catch (err) {
+      if (err instanceof JsonRpcError) await this.health?.failed(err);
+      throw err;
+    }
+    await this.health?.passed();
+    return r;
   }
 }

@@ -22,6 +22,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
 import type { Secrets } from '../core/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
+import type { NetworkHealth } from './health.ts';
 import type { DepositSink, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
@@ -81,6 +82,8 @@ export interface FamilyContext {
   secrets: Secrets;
   /** Configured networks and coins of both modes, and the adapters registered so far. */
   chains: ChainRegistry;
+  /** Whether each network's nodes answer: watchers report every pass to it; operator commands read it. */
+  health: NetworkHealth;
   /** Where watchers report deposits. */
   deposits: DepositSink;
   /** Read-only payment data. */

@@ -8,6 +8,7 @@
  * unavailable (503 `chain_paused`).
  */
 import { createHmac } from 'node:crypto';
+import type { NetworkHealth } from './health.ts';
 import { explorerTxUrl, NO_FAMILY } from './networks.ts';
 import type { AddressFormat, ChainAdapter, PaymentUriContext } from './plugin.ts';
 import type { OutgoingSender } from './ports.ts';
@@ -22,8 +23,9 @@ const SIMULATOR_FORMAT: AddressFormat = {
 
 /**
  * Where a network of a mode stands: `running` (a chain adapter serves it), `simulated` (test mode without an adapter:
- * payments are issued and finished with the simulator, nothing is watched) or `paused` (no new coin choices).
- * `reason` says why for the last two, in words an operator can act on.
+ * payments are issued and finished with the simulator, nothing is watched) or `paused` (no new coin choices: paused
+ * by the operator, no adapter in live mode, or its nodes do not answer its watcher). `reason` says why for the last
+ * two, in words an operator can act on.
  */
 export interface NetworkStatus {
   state: 'running' | 'simulated' | 'paused';
@@ -42,6 +44,8 @@ export class ChainRegistry {
     private readonly secretKey: Buffer,
     /** The address format of each installed family, by family name. */
     formats: ReadonlyArray<{ name: string; format: AddressFormat }>,
+    /** Whether the networks' nodes answer their watchers; without it every served network counts as answering. */
+    private readonly health?: NetworkHealth,
   ) {
     this.formats = new Map([[NO_FAMILY, SIMULATOR_FORMAT], ...formats.map((f) => [f.name, f.format] as const)]);
   }
@@ -103,10 +107,12 @@ export class ChainRegistry {
     return fallback;
   }
 
-  /** Whether new coin choices can be issued on `chain`: configured, not paused, and (live mode) served by a real adapter. */
+  /**
+   * Whether new coin choices can be issued on `chain`: configured, not paused, (live mode) served by a real adapter,
+   * and its nodes answering.
+   */
   available(mode: Mode, chain: string): boolean {
-    const network = this.network(mode, chain);
-    return !!network && !network.paused && (mode === 'test' || this.hasAdapter(mode, chain));
+    return !!this.network(mode, chain) && this.status(mode, chain).state !== 'paused';
   }
 
   /** A chain family tells why it registers no adapter for `chain` in `mode` (shown by `status` and at start). */
@@ -119,7 +125,12 @@ export class ChainRegistry {
     const network = this.network(mode, chain);
     if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
     if (network.paused) return { state: 'paused', reason: 'paused by the operator ("paused": true in the networks file)' };
-    if (this.hasAdapter(mode, chain)) return { state: 'running', reason: null };
+    if (this.hasAdapter(mode, chain)) {
+      const down = this.health?.down(mode, chain);
+      if (!down) return { state: 'running', reason: null };
+      const since = down.failingSince ? ` since ${down.failingSince.toISOString()}` : '';
+      return { state: 'paused', reason: `${network.rpcUrls.length > 1 ? 'none of its nodes answers' : 'its node does not answer'}${since}; new coin choices resume when it does (\`kasse ${network.family} status\` says more)` };
+    }
     const why = this.missing.get(`${mode}:${chain}`) ?? `no chain support for ${network.family} networks in this installation`;
     return { state: mode === 'test' ? 'simulated' : 'paused', reason: why };
   }

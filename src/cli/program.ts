@@ -8,7 +8,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { KasseError } from '../../sdk/src/index.ts';
 import { installedFamilies } from '../chains/families.ts';
 import { ApiError } from '../core/errors.ts';
-import { UsageError } from '../core/flags.ts';
+import { CommandError, UsageError } from '../core/flags.ts';
 import { ConfigError } from '../config.ts';
 import type { Command } from './context.ts';
 import { developerCommands, type DeveloperCommand } from './commands/dev.ts';
@@ -179,7 +179,8 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
       output.err(`kasse: ${(err as Error).message}\n`);
       return 2;
     }
-    output.err(`kasse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    // A command that failed for a reason it can say in words (a node that does not answer) prints only that.
+    output.err(`kasse: ${err instanceof CommandError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return 1;
   }
 }

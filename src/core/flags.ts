@@ -4,6 +4,9 @@ import type { Mode } from './mode.ts';
 /** A command was called wrongly; the CLI prints the message and exits with status 2. */
 export class UsageError extends Error {}
 
+/** A command could not do its work for a reason outside it (a node that does not answer); the CLI prints the message, exits 1. */
+export class CommandError extends Error {}
+
 export type Flags = Record<string, string | boolean | undefined>;
 
 export function requireString(flags: Flags, name: string): string {

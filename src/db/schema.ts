@@ -441,6 +441,18 @@ export interface Database {
   disbursements: DisbursementsTable;
   disbursement_items: DisbursementItemsTable;
   disbursement_approvals: DisbursementApprovalsTable;
+  chain_health: ChainHealthTable;
+}
+
+/** How a watched network's nodes answered its watcher (migration 0028; src/chains/health.ts). */
+export interface ChainHealthTable {
+  mode: 'test' | 'live';
+  chain: string;
+  ok_at: Timestamp | null;
+  failed_at: Timestamp | null;
+  failing_since: Timestamp | null;
+  failures: number;
+  error: string | null;
 }
 
 /** Owners who receive a mode's monthly statement by email (migration 0013; src/modules/statements/emails.ts). */

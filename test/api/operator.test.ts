@@ -4,11 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
+import pg from 'pg';
 import { english, generateMnemonic } from 'viem/accounts';
+import { startEmbedded } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -27,9 +29,10 @@ function run(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{
 const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) => run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
 
 /** Starts `src/main.ts` and resolves once the three URL lines are printed; `output()` is its stdout so far. */
-function start(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
+function start(env: Record<string, string>, opts: { detached?: boolean } = {}): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: in a process group of its own (with the embedded PostgreSQL it starts), for the group to be killed.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached === true });
     const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
     let out = '';
     const urls: Record<string, string> = {};
@@ -151,5 +154,144 @@ test('the CLI makes no secrets of its own: without the server\'s it refuses, nam
     assert.deepEqual(readdirSync(dataDir), []);
   } finally {
     await db.drop();
+  }
+});
+
+/** A small seeded generator (mulberry32): the same "random" kill moments on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('a crash of the whole process group at random moments, restarted at once ten times: every start comes up, nothing is lost', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kasse-crash-'));
+  dirs.push(dataDir);
+  const env = { KASSE_DATA_DIR: dataDir, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '', KASSE_LOG_LEVEL: 'warn' };
+  let running = await start(env, { detached: true });
+  try {
+    const created = await kasse(['merchant', 'create', '--name', 'Crashes', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const auth = { authorization: `Bearer ${JSON.parse(created.stdout).test_key}` };
+    const pay = (base: string, cents: number) =>
+      fetch(`${base}/payments`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ price_amount: cents, price_currency: 'USD', order_id: `crash-${cents}` }) });
+    const random = seeded(33);
+    const kept: string[] = [];
+    for (let round = 1; round <= 10; round++) {
+      const base = running.urls['test api']!;
+      // A payment answered before the kill must be there after it; another is on its way when the kill comes.
+      const answered = await pay(base, 1000 + round);
+      assert.equal(answered.status, 201);
+      kept.push(((await answered.json()) as { id: string }).id);
+      void pay(base, 5000 + round).catch(() => {});
+      await new Promise((r) => setTimeout(r, Math.floor(random() * 400)));
+      process.kill(-running.child.pid!, 'SIGKILL');
+      await running.exited;
+
+      running = await start(env, { detached: true });
+      const root = running.urls['test api']!.replace(/\/v1$/, '');
+      const ready = await fetch(`${root}/readyz`);
+      assert.equal(ready.status, 200, `round ${round}: /readyz after the restart`);
+      for (const id of kept) {
+        const got = await fetch(`${running.urls['test api']}/payments/${id}`, { headers: auth });
+        assert.equal(got.status, 200, `round ${round}: payment ${id} after the restart`);
+      }
+    }
+    running.child.kill('SIGTERM');
+    assert.equal(await running.exited, 0);
+  } finally {
+    try {
+      process.kill(-running.child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/** Polls `check` every 50 ms until it holds; fails after `ms`. */
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`);
+
+/**
+ * An embedded PostgreSQL with a row in it, killed with SIGKILL: its `postmaster.pid` (and the port in it) stays behind,
+ * as after a crash of Kasse's process group.
+ */
+async function crashedCluster(): Promise<{ dataDir: string; pidFile: string; port: number }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kasse-pg-crash-'));
+  dirs.push(dataDir);
+  const first = await startEmbedded(dataDir);
+  const client = new pg.Client({ connectionString: first.url });
+  await client.connect();
+  await client.query("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before the crash')");
+  await client.end();
+  const pidFile = join(dataDir, 'pg', 'postmaster.pid');
+  const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
+  process.kill(Number(pid), 'SIGKILL');
+  await until(() => !alive(Number(pid)), 10_000, 'the killed postmaster to be gone');
+  return { dataDir, pidFile, port: Number(port) };
+}
+
+/** Names process `pid` in the left-behind `postmaster.pid`, as a pid that is a zombie or was reused would be. */
+function namePid(pidFile: string, pid: number): void {
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  lines[0] = String(pid);
+  writeFileSync(pidFile, lines.join('\n'));
+}
+
+async function keptRow(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query('SELECT v FROM kept')).rows[0].v;
+  } finally {
+    await client.end();
+  }
+}
+
+test('the embedded PostgreSQL after a crash whose postmaster is a zombie not yet reaped: waited for, then started again', async () => {
+  const { dataDir, pidFile, port } = await crashedCluster();
+  // A zombie: the background `sleep` exits after its parent (`sh`, become `sleep 3`) stopped reaping; it stays a zombie
+  // until its parent ends.
+  const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const zombie = await new Promise<number>((resolve) => parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+  await until(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'), 5_000, 'the zombie');
+  namePid(pidFile, zombie);
+
+  const again = await startEmbedded(dataDir);
+  try {
+    assert.ok(!alive(zombie), 'started only once the old postmaster was gone');
+    assert.notEqual(new URL(again.url).port, String(port), 'a new server, not the dead port');
+    assert.equal(await keptRow(again.url), 'before the crash');
+  } finally {
+    await again.stop();
+  }
+});
+
+test('the embedded PostgreSQL after a crash whose pid another process took: started again, that process untouched', async () => {
+  const { dataDir, pidFile } = await crashedCluster();
+  const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    namePid(pidFile, other.pid!);
+    const again = await startEmbedded(dataDir);
+    try {
+      assert.equal(await keptRow(again.url), 'before the crash');
+      assert.ok(alive(other.pid!));
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    other.kill('SIGKILL');
   }
 });

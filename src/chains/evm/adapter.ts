@@ -10,6 +10,7 @@ import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter } from '../plugin.ts';
+import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
 import type { Mode, NetworkConfig, TokenConfig } from '../types.ts';
 import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEvmAddress } from './address.ts';
@@ -19,6 +20,8 @@ import type { EvmSender } from './sender.ts';
 import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
 
 export interface EvmAdapterDeps {
+  /** Where its watcher reports whether the nodes answer. */
+  health?: NetworkHealth;
   db: Db;
   log: Logger;
   metrics?: Metrics;
@@ -99,6 +102,7 @@ export class EvmAdapter implements ChainAdapter {
   watcher(sink: DepositSink, overrides: Partial<EvmWatcherOptions> = {}): EvmWatcher {
     return new EvmWatcher({
       db: this.deps.db,
+      health: this.deps.health,
       log: this.deps.log,
       metrics: this.deps.metrics,
       network: this.network,

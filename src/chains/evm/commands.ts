@@ -1,6 +1,7 @@
 /** EVM operator commands (`kasse evm …`): deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
 import { getAddress, type Address, type Hex } from 'viem';
 import { mode, optionalInt, requireString, UsageError, type Flags } from '../../core/flags.ts';
+import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
@@ -72,9 +73,10 @@ export const evmCommands: FamilyCommand[] = [
       const m = mode(f);
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
       const account = hotWalletAccount(ctx.secrets);
-      const [head, balance, cursor] = await Promise.all([
-        rpc.request<Hex>('eth_blockNumber').then(BigInt),
-        rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt),
+      const [[head, balance], cursor] = await Promise.all([
+        fromNodes(network, m, ctx.health, () =>
+          Promise.all([rpc.request<Hex>('eth_blockNumber').then(BigInt), rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt)]),
+        ),
         ctx.db.selectFrom('evm_cursors').selectAll().where('mode', '=', m).where('chain', '=', network.id).executeTakeFirst(),
       ]);
       return {

@@ -26,6 +26,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { NetworkHealth } from '../health.ts';
 import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
@@ -37,6 +38,8 @@ export const TRANSFER_TOPIC: Hex = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163
 
 export interface EvmWatcherOptions {
   db: Db;
+  /** Where each pass is reported (health.ts); none in some tests. */
+  health?: NetworkHealth;
   log: Logger;
   metrics?: Metrics;
   network: NetworkConfig;
@@ -143,7 +146,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   private readonly retryBackoffMs: number;
 
   constructor(private readonly opts: EvmWatcherOptions) {
-    super(`evm-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
+    super(`evm-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;

@@ -12,6 +12,7 @@ import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter, IssuedAddress, PaymentUriContext } from '../plugin.ts';
+import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { isSolanaAddress } from './address.ts';
@@ -24,6 +25,8 @@ import { associatedTokenAccount } from './transactions.ts';
 import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
 
 export interface SolanaAdapterDeps {
+  /** Where its watcher reports whether the nodes answer. */
+  health?: NetworkHealth;
   db: Db;
   clock: Clock;
   log: Logger;
@@ -88,6 +91,7 @@ export class SolanaAdapter implements ChainAdapter {
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {
     return new SolanaWatcher({
       db: this.deps.db,
+      health: this.deps.health,
       log: this.deps.log,
       metrics: this.deps.metrics,
       network: this.network,

@@ -1,5 +1,6 @@
 /** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { SolanaAdapter } from './adapter.ts';
 import { HOT_WALLET_PATH } from './keys.ts';
@@ -44,13 +45,17 @@ export const solanaCommands: FamilyCommand[] = [
       const rpc = adapter.rpc();
       const hot = adapter.deps.keys.hotWallet().address;
       const usdc = adapter.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
-      const [confirmed, finalized, cursor, accounts] = await Promise.all([
-        rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
-        rpc.request<number>('getSlot', [{ commitment: 'finalized' }]),
-        ctx.db.selectFrom('solana_cursors').selectAll().where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst(),
-        Promise.all(usdc.map((t) => associatedTokenAccount(hot, t.contract!))).then((keys) =>
-          rpc.request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [[hot, ...keys], { encoding: 'base64', commitment: 'confirmed' }]),
+      const [[confirmed, finalized, accounts], cursor] = await Promise.all([
+        fromNodes(adapter.network, adapter.mode, ctx.health, () =>
+          Promise.all([
+            rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
+            rpc.request<number>('getSlot', [{ commitment: 'finalized' }]),
+            Promise.all(usdc.map((t) => associatedTokenAccount(hot, t.contract!))).then((keys) =>
+              rpc.request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [[hot, ...keys], { encoding: 'base64', commitment: 'confirmed' }]),
+            ),
+          ]),
         ),
+        ctx.db.selectFrom('solana_cursors').selectAll().where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst(),
       ]);
       return {
         chain: adapter.network.id,

@@ -57,7 +57,7 @@ function load(ctx: FamilyContext): LoadedFamily {
         ctx.chains.explainMissing(mode, network.id, 'no treasury for sweeps (set "solana.treasury" in the networks file)');
         continue;
       }
-      const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys });
+      const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys, health: ctx.health });
       adapter.sender = new SolanaSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, keys, sink: ctx.transfers });
       adapters.push(adapter);
     }

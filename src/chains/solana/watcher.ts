@@ -33,6 +33,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import type { NetworkHealth } from '../health.ts';
 import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
@@ -40,6 +41,8 @@ import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } f
 
 export interface SolanaWatcherOptions {
   db: Db;
+  /** Where each pass is reported (health.ts); none in some tests. */
+  health?: NetworkHealth;
   log: Logger;
   metrics?: Metrics;
   network: NetworkConfig;
@@ -178,7 +181,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private readonly finalityEvery: number;
 
   constructor(private readonly opts: SolanaWatcherOptions) {
-    super(`solana-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
+    super(`solana-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;

@@ -12,6 +12,7 @@ import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter } from '../plugin.ts';
+import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { accountKey, bip21Uri, childKey, isValidUtxoAddress, p2wpkhAddress, rootKey } from './address.ts';
@@ -21,6 +22,8 @@ import type { UtxoSender } from './sender.ts';
 import { UtxoWatcher, type UtxoWatcherOptions } from './watcher.ts';
 
 export interface UtxoAdapterDeps {
+  /** Where its watcher reports whether the nodes answer. */
+  health?: NetworkHealth;
   db: Db;
   clock: Clock;
   log: Logger;
@@ -89,6 +92,7 @@ export class UtxoAdapter implements ChainAdapter {
   watcher(sink: DepositSink, overrides: Partial<UtxoWatcherOptions> = {}): UtxoWatcher {
     return new UtxoWatcher({
       db: this.deps.db,
+      health: this.deps.health,
       clock: this.deps.clock,
       log: this.deps.log,
       metrics: this.deps.metrics,

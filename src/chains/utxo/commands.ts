@@ -1,6 +1,7 @@
 /** UTXO operator commands (`kasse utxo …`): sweep deposit addresses, and the watcher's and hot wallet's status. */
 import { newId } from '../../core/ids.ts';
 import { mode, optionalInt, requireString, UsageError, type Flags } from '../../core/flags.ts';
+import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
 import { satoshis } from './rpc.ts';
@@ -44,9 +45,10 @@ export const utxoCommands: FamilyCommand[] = [
       const m = adapter.mode;
       const chain = adapter.network.id;
       const hot = adapter.hotWalletAddress();
-      const [tip, mempool, cursor, coins, transfers] = await Promise.all([
-        adapter.rpc().call<number>('getblockcount'),
-        adapter.rpc().call<{ size: number; mempoolminfee: string }>('getmempoolinfo'),
+      const [[tip, mempool], cursor, coins, transfers] = await Promise.all([
+        fromNodes(adapter.network, m, ctx.health, () =>
+          Promise.all([adapter.rpc().call<number>('getblockcount'), adapter.rpc().call<{ size: number; mempoolminfee: string }>('getmempoolinfo')]),
+        ),
         ctx.db.selectFrom('utxo_cursors').selectAll().where('mode', '=', m).where('chain', '=', chain).executeTakeFirst(),
         ctx.db
           .selectFrom('utxo_coins')

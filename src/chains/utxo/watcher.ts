@@ -25,6 +25,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import type { NetworkHealth } from '../health.ts';
 import { PollingWatcher } from '../loops.ts';
 import type { DepositObservation, DepositSink } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
@@ -34,6 +35,8 @@ import { RPC_CODES, satoshis, UtxoRpcError, type UtxoRpc } from './rpc.ts';
 
 export interface UtxoWatcherOptions {
   db: Db;
+  /** Where each pass is reported (health.ts); none in some tests. */
+  health?: NetworkHealth;
   clock: Clock;
   log: Logger;
   metrics?: Metrics;
@@ -116,7 +119,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   private examined = new Set<string>();
 
   constructor(private readonly opts: UtxoWatcherOptions) {
-    super(`utxo-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log);
+    super(`utxo-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
