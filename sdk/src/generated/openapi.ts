@@ -19,7 +19,7 @@ export interface paths {
         head?: never;
         /**
          * Update the account
-         * @description Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Invoices already issued keep the seller they were issued with.
+         * @description Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Lengths are in characters (code points). Concurrent requests that set different fields all keep theirs, and the answer is the account as this request’s change left it. Invoices already issued keep the seller they were issued with.
          */
         patch: operations["updateAccount"];
         trace?: never;
@@ -451,7 +451,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription
-         * @description Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. A period whose payment expires unpaid makes the subscription `past_due`; a fresh payment is emailed each day until `grace_days` have passed since the due time, then the subscription is cancelled. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.
+         * @description Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period's payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period's payment changes neither the period's count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.
          */
         post: operations["createSubscription"];
         delete?: never;
@@ -2837,7 +2837,7 @@ export interface components {
             interval_count: number;
             /** @description Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled. */
             grace_days: number;
-            /** @description `active`; `past_due` once a period's payment expired unpaid (back to `active` when paid); `cancelled` (final). */
+            /** @description `active`; `past_due` as soon as a period's payment ended unpaid with grace left (back to `active` when paid); `cancelled` (final). */
             status: "active" | "past_due" | "cancelled";
             /**
              * Format: date-time
