@@ -3,19 +3,18 @@
  * (one PostgreSQL server; chain nodes where suites need them), then runs every `*.test.ts` file with Node's test
  * runner, two files at a time. Each test file creates its own database on the shared server.
  *
- *   npm test                      all files
+ * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
+ * `--unit` runs them all without the type-check, for a quick loop.
+ *
+ *   npm test                           all files
  *   npm test -- test/api/foo.test.ts   some files
+ *   npm run test:unit                  the pure files (test/unit/), no type-check
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { installedFamilies } from '../src/chains/families.ts';
-import { startEmbedded } from '../src/db/embedded.ts';
-import { createDb } from '../src/db/index.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
 import { startInfrastructure } from './harness/infrastructure.ts';
 
 function findTests(dir: string): string[] {
@@ -33,6 +32,12 @@ function findTests(dir: string): string[] {
  * (test/harness/db.ts): a copy takes a fraction of the migrations' time.
  */
 async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop(): Promise<void> }> {
+  const [{ default: pg }, { installedFamilies }, { createDb }, { migrateToLatest }] = await Promise.all([
+    import('pg'),
+    import('../src/chains/families.ts'),
+    import('../src/db/index.ts'),
+    import('../src/db/migrate.ts'),
+  ]);
   const name = `kasse_template_${randomBytes(4).toString('hex')}`;
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: adminUrl });
@@ -48,11 +53,49 @@ async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop(
   return { name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
+const UNIT_DIR = join('test', 'unit');
+
+/** A pure test file: under test/unit/, it needs neither PostgreSQL nor any other infrastructure. */
+function isUnit(file: string): boolean {
+  return !relative(UNIT_DIR, file).startsWith('..');
+}
+
+/** The run's PostgreSQL server (KASSE_TEST_DATABASE_URL's, or an embedded one) with its migrated template. */
+async function startDatabase(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  let adminUrl = process.env.KASSE_TEST_DATABASE_URL;
+  let stopPg = async () => {};
+  let pgDir: string | null = null;
+  if (!adminUrl) {
+    pgDir = mkdtempSync(join(tmpdir(), 'kasse-test-pg-'));
+    const { startEmbedded } = await import('../src/db/embedded.ts');
+    const pg = await startEmbedded(pgDir, 'postgres');
+    adminUrl = pg.url;
+    stopPg = pg.stop;
+  }
+  const template = await migratedTemplate(adminUrl);
+  return {
+    env: { KASSE_TEST_DATABASE_URL: adminUrl, KASSE_TEST_TEMPLATE: template.name },
+    stop: async () => {
+      await template.drop();
+      await stopPg();
+      if (pgDir) rmSync(pgDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const NOTHING = { env: {}, stop: async () => {} };
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
-  const files = args.length > 0 ? args : findTests('test').map((f) => relative('.', f));
+  const unitOnly = args[0] === '--unit';
+  const named = unitOnly ? args.slice(1) : args;
+  const files = named.length > 0 ? named : findTests(unitOnly ? UNIT_DIR : 'test').map((f) => relative('.', f));
+  if (unitOnly && !files.every(isUnit)) {
+    process.stderr.write(`--unit runs only files under ${UNIT_DIR}/\n`);
+    return 1;
+  }
 
-  if (!process.env.KASSE_SKIP_TYPECHECK) {
+  if (!unitOnly && !process.env.KASSE_SKIP_TYPECHECK) {
     process.stdout.write('typecheck: tsc --noEmit\n');
     const tsc = spawnSync('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], { stdio: 'inherit' });
     if (tsc.status !== 0) {
@@ -61,17 +104,9 @@ async function main(): Promise<number> {
     }
   }
 
-  let adminUrl = process.env.KASSE_TEST_DATABASE_URL;
-  let stopPg = async () => {};
-  let pgDir: string | null = null;
-  if (!adminUrl) {
-    pgDir = mkdtempSync(join(tmpdir(), 'kasse-test-pg-'));
-    const pg = await startEmbedded(pgDir, 'postgres');
-    adminUrl = pg.url;
-    stopPg = pg.stop;
-  }
-  const template = await migratedTemplate(adminUrl);
-  const infra = await startInfrastructure(files);
+  const pure = files.every(isUnit);
+  const database = pure ? NOTHING : await startDatabase();
+  const infra = pure ? NOTHING : await startInfrastructure(files);
 
   const tapFile = join(mkdtempSync(join(tmpdir(), 'kasse-tap-')), 'results.tap');
   const child = spawn(
@@ -88,16 +123,14 @@ async function main(): Promise<number> {
       `--test-reporter-destination=${tapFile}`,
       ...files,
     ],
-    { stdio: 'inherit', env: { ...process.env, ...infra.env, KASSE_TEST_DATABASE_URL: adminUrl, KASSE_TEST_TEMPLATE: template.name } },
+    { stdio: 'inherit', env: { ...process.env, ...infra.env, ...database.env } },
   );
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await infra.stop();
   const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
   const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
   process.stdout.write(`${count('pass')} passed, ${count('fail') + count('cancelled')} failed, ${count('skipped')} skipped\n`);
-  await template.drop();
-  await stopPg();
-  if (pgDir) rmSync(pgDir, { recursive: true, force: true });
+  await database.stop();
   return code;
 }
 

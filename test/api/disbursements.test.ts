@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Actor } from '../../src/modules/audit/service.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { createUser } from '../harness/dashboard.ts';
+import { assertError } from '../harness/expect.ts';
 import { assertStatementsReconcile } from '../harness/statements.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -43,13 +44,6 @@ const FIELDS = [
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
 const items = (n: number, cents = 100) => Array.from({ length: n }, (_, i) => ({ destination: addr(i + 1), usd_cents: cents, label: `payee ${i + 1}` }));
-
-function assertError(res: { status: number; body: any }, status: number, code: string, param: string | null) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.deepEqual(Object.keys(res.body), ['error']);
-  assert.equal(res.body.error.code, code);
-  assert.equal(res.body.error.param, param, res.body.error.message);
-}
 
 async function create(body: unknown, client = m.test, headers?: Record<string, string>) {
   const res = await client.post('/disbursements', body, headers);

@@ -11,6 +11,7 @@ import { createSseParser, type SseMessage } from '../../sdk/src/index.ts';
 import { withTx } from '../../src/db/index.ts';
 import { MAX_STREAMS_PER_MERCHANT } from '../../src/modules/webhooks/stream.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
 import { startWebhookReceiver } from '../harness/webhook-receiver.ts';
 
 let t: TestKasse;
@@ -226,7 +227,7 @@ describe('the event stream', () => {
       for (const s of open) s.close();
     }
     // Closed streams free their places.
-    await waitFor(() => t.kasse.eventStream.size === 0);
+    await eventually('every stream closed', () => t.kasse.eventStream.size === 0, { timeoutMs: 5_000, intervalMs: 25 });
     const again = await openStream(m.testKey);
     assert.equal(again.status, 200);
     again.close();
@@ -278,8 +279,3 @@ describe('the event stream', () => {
     await s.ended;
   });
 });
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 25));
-  assert.ok(condition());
-}

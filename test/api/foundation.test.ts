@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/core/log.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
 
 function assertErrorBody(body: any, code: string, param: string | null = null) {
   assert.deepEqual(Object.keys(body), ['error']);
@@ -306,8 +307,7 @@ describe('OpenAPI and operations', () => {
     assert.deepEqual([ok.status, refused.status, created.status], [200, 401, 201]);
     const logged = (res: { headers: Headers }) => logLines.filter((l) => l.msg === 'request' && l.reqId === res.headers.get('request-id'));
     // The line is written once the response has finished, which can be after the client has read it.
-    const until = Date.now() + 5_000;
-    while ((logged(created).length === 0 || logged(refused).length === 0) && Date.now() < until) await new Promise((r) => setImmediate(r));
+    await eventually('both lines', () => logged(created).length > 0 && logged(refused).length > 0, { intervalMs: 0 });
     assert.deepEqual(logged(ok), []);
     assert.deepEqual(
       [...logged(refused), ...logged(created)].map((l) => [l.level, l.method, l.route, l.status]),

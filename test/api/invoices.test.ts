@@ -10,6 +10,7 @@ import { withTx } from '../../src/db/index.ts';
 import { after, before, describe, test } from 'node:test';
 import { gstinCheckChar } from '../../src/modules/invoices/gst.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { ok, refused } from '../harness/expect.ts';
 import { startFxServer, type FxServer } from '../harness/fx-server.ts';
 import { readPdf } from '../harness/pdf.ts';
 
@@ -32,19 +33,6 @@ after(async () => {
   await t.close();
   await fx.close();
 });
-
-async function ok(res: Promise<{ status: number; body: any }>, status = 200): Promise<any> {
-  const r = await res;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body;
-}
-
-async function refused(res: Promise<{ status: number; body: any }>, status: number, code: string, param?: string | null): Promise<void> {
-  const r = await res;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  assert.equal(r.body.error.code, code, JSON.stringify(r.body));
-  if (param !== undefined) assert.equal(r.body.error.param, param, JSON.stringify(r.body));
-}
 
 async function paid(shop: TestMerchant, cents: number, description = 'Masala chai subscription'): Promise<string> {
   const p = await ok(shop.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: 'inv', description }), 201);

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { liveNetworksFile, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertError } from '../harness/expect.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -21,14 +22,6 @@ const FIELDS = [
   'id', 'slug', 'url', 'kind', 'title', 'description', 'amount_usd_cents', 'min_usd_cents', 'max_usd_cents', 'presets_usd_cents',
   'collect_email', 'success_url', 'max_uses', 'uses', 'expires_at', 'active', 'created_at',
 ];
-
-function assertError(res: { status: number; body: any }, status: number, code: string, param: string | null) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.deepEqual(Object.keys(res.body), ['error']);
-  assert.equal(res.body.error.code, code);
-  assert.equal(res.body.error.param, param, res.body.error.message);
-  assert.ok(res.body.error.message.length > 0);
-}
 
 describe('POST /links', () => {
   test('creates a link with every field present', async () => {

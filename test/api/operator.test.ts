@@ -12,6 +12,7 @@ import pg from 'pg';
 import { english, generateMnemonic } from 'viem/accounts';
 import { startEmbedded } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../harness/db.ts';
+import { eventually } from '../harness/expect.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -112,7 +113,7 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   assert.equal(account.status, 200);
   // One line per mode says which networks run and what the others are missing.
   const logged = () => first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-  for (let i = 0; i < 100 && !logged().some((l) => /^test mode:/.test(l.msg)); i++) await new Promise((r) => setTimeout(r, 50));
+  await eventually('the test mode line', () => logged().some((l) => /^test mode:/.test(l.msg)));
   const lines = logged();
   const live = lines.filter((l) => /^live mode:/.test(l.msg));
   const testMode = lines.filter((l) => /^test mode:/.test(l.msg));

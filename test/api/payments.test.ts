@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MINUTE } from '../../src/core/clock.ts';
 import { paymentStatements, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertError } from '../harness/expect.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
@@ -19,14 +20,6 @@ let bn: PriceServer;
 
 const PAY_ID = /^pay_[0-9A-Z]{36}$/;
 const base = { price_amount: 1234, price_currency: 'USD', order_id: 'order-1' };
-
-function assertError(res: { status: number; body: any }, status: number, code: string, param: string | null = null) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.deepEqual(Object.keys(res.body), ['error']);
-  assert.equal(res.body.error.code, code);
-  assert.equal(res.body.error.param, param);
-  assert.ok(res.body.error.message.length > 0);
-}
 
 async function count(merchantId = m.id): Promise<number> {
   const row = await t.kasse.db.selectFrom('payments').select((eb) => eb.fn.countAll<string>().as('n')).where('merchant_id', '=', merchantId).executeTakeFirstOrThrow();

@@ -20,6 +20,7 @@ import { FakeClock, HOUR, MINUTE, SECOND } from '../../src/core/clock.ts';
 import { accounts } from '../../src/modules/ledger/ledger.ts';
 import { ApiClient, startTestKasse, type TestKasse } from '../harness/app.ts';
 import { createTestDatabase } from '../harness/db.ts';
+import { ok, refused } from '../harness/expect.ts';
 import { assertStatementsReconcile } from '../harness/statements.ts';
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -92,18 +93,6 @@ async function withRestarts(
     await running?.close();
     await db.drop();
   }
-}
-
-async function ok(res: Promise<{ status: number; body: any }>, status = 200): Promise<any> {
-  const r = await res;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body;
-}
-
-async function refused(res: Promise<{ status: number; body: any }>, status: number, code: string): Promise<void> {
-  const r = await res;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  assert.equal(r.body.error.code, code);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { postPayoutRelease, postPayoutSent } from '../../src/modules/ledger/payo
 import type { SentPayout } from '../../src/modules/statements/payouts.ts';
 import { statementCsv, statementPdf } from '../../src/modules/statements/render.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { ok } from '../harness/expect.ts';
 import { readPdf } from '../harness/pdf.ts';
 import { startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { assertAddsUp, assertStatementsReconcile, csvBalance, pdfBalance } from '../harness/statements.ts';
@@ -40,12 +41,6 @@ after(async () => {
   await t.close();
   await cg.close();
 });
-
-async function ok(res: Promise<{ status: number; body: any }>, status = 200): Promise<any> {
-  const r = await res;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body;
-}
 
 async function pay(m: TestMerchant, cents: number, token: string, outcome: string): Promise<any> {
   const p = await ok(m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `o-${cents}`, token }), 201);

@@ -12,6 +12,7 @@ import { DAY_MS } from '../../src/modules/subscriptions/calendar.ts';
 import { FakeClock, HOUR } from '../../src/core/clock.ts';
 import type { DepositObservation } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertError } from '../harness/expect.ts';
 import { linkIn, startSmtpReceiver, type ReceivedMail, type SmtpReceiver } from '../harness/smtp.ts';
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -74,12 +75,6 @@ async function pay(paymentId: string) {
 const mailsTo = (to: string) => smtp.messages.filter((x) => x.to === to);
 const eventsOf = (id: string): ReceivedEvent[] => hook.events.filter((e) => e.data?.id === id || e.data?.metadata?.subscription_id === id);
 const subEvents = (id: string) => eventsOf(id).filter((e) => e.type.startsWith('subscription.')).map((e) => e.type);
-
-function assertError(res: { status: number; body: any }, status: number, code: string, param: string | null) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.equal(res.body.error.code, code);
-  assert.equal(res.body.error.param, param, res.body.error.message);
-}
 
 describe('POST /subscriptions', () => {
   test('201 with every field of the Subscription; the first period is invoiced at once as an ordinary payment', async () => {

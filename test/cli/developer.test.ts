@@ -17,6 +17,7 @@ import { sql } from 'kysely';
 import { Kasse, type KasseEvent } from '../../sdk/src/index.ts';
 import { startWorkers, type Workers } from '../../src/workers/index.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -317,8 +318,8 @@ describe('kasse trigger', () => {
       assert.equal(event.type, type);
       assert.equal(event.data.id, paymentId);
       assert.equal(event.data.metadata.kasse_trigger, type);
-      await waitFor(() => local.events.some((e) => e.event.id === eventId), 'forwarded by kasse listen');
-      await waitFor(() => webhooks.events.some((e) => e.id === eventId), 'delivered to the webhook URL');
+      await eventually('forwarded by kasse listen', () => local.events.some((e) => e.event.id === eventId), { timeoutMs: 30_000 });
+      await eventually('delivered to the webhook URL', () => webhooks.events.some((e) => e.id === eventId), { timeoutMs: 30_000 });
     });
   }
 
@@ -346,9 +347,3 @@ describe('kasse trigger', () => {
     assert.equal(live.code, 2);
   });
 });
-
-/** Waits (up to 30 s) for something another process does. */
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600 && !condition(); i++) await new Promise((r) => setTimeout(r, 50));
-  assert.ok(condition(), what);
-}

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startWorkers, type Workers } from '../../src/workers/index.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
+import { eventually } from '../harness/expect.ts';
 import { sharedEvmRpc } from '../harness/hardhat.ts';
 
 let k: EvmKasse;
@@ -20,26 +21,16 @@ after(async () => {
   await k?.close();
 });
 
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test('the workers role watches the chain on its poll interval and the payment is paid without manual ticks', async () => {
   workers = startWorkers(k.t.kasse);
   const res = await k.m.test.post('/payments', { price_amount: 700, price_currency: 'USD', order_id: 'workers-1', chain: 'base', token: 'base:usdc' });
   assert.equal(res.status, 201);
   const id = res.body.id as string;
   await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount)));
-  await until('payment.detected', async () => k.eventTypes(id).includes('payment.detected'));
+  await eventually('payment.detected', async () => k.eventTypes(id).includes('payment.detected'), { timeoutMs: 15_000 });
   await k.chain.mine(2);
-  await until('paid', async () => (await k.m.test.get(`/payments/${id}`)).body.status === 'paid');
-  await until('payment.paid webhook', async () => k.eventTypes(id).includes('payment.paid'));
+  await eventually('paid', async () => (await k.m.test.get(`/payments/${id}`)).body.status === 'paid', { timeoutMs: 15_000 });
+  await eventually('payment.paid webhook', async () => k.eventTypes(id).includes('payment.paid'), { timeoutMs: 15_000 });
 
   await workers.stop();
   workers = null;

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { SolanaAdapter } from '../../src/chains/solana/adapter.ts';
 import { solanaCommands } from '../../src/chains/solana/commands.ts';
 import { startWorkers, type Workers } from '../../src/workers/index.ts';
+import { eventually } from '../harness/expect.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 
 let k: SolanaKasse;
@@ -22,16 +23,6 @@ after(async () => {
   await workers?.stop();
   await k?.close();
 });
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test('GET /currencies offers solana:sol and solana:usdc (gasless) on the test API, served by the Solana adapter', async () => {
   const res = await k.m.test.get('/currencies');
@@ -53,10 +44,10 @@ test('with the workers running, the token account is opened and the payment foun
     const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'running-1', chain: 'solana', token: 'solana:usdc' });
     const a = res.body.attempts[0];
     const ata = await k.chain.ata(a.address);
-    await until('the token account', () => k.chain.exists(ata));
+    await eventually('the token account', () => k.chain.exists(ata), { timeoutMs: 30_000 });
     const payer = await k.payer(1_000_000_000n, 50_000_000n);
     await k.chain.sendUsdc(payer, a.address, BigInt(a.pay_amount));
-    await until('payment.paid', async () => k.receiver!.events.some((e) => e.data?.id === res.body.id && e.type === 'payment.paid'));
+    await eventually('payment.paid', async () => k.receiver!.events.some((e) => e.data?.id === res.body.id && e.type === 'payment.paid'), { timeoutMs: 30_000 });
     assert.equal((await k.m.test.get(`/payments/${res.body.id}`)).body.status, 'paid');
   } finally {
     await k.chain.rpc('harness_autoProduce', [0]);

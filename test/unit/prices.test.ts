@@ -13,6 +13,7 @@ import {
   PriceProviderError,
   PriceService,
 } from '../../src/modules/prices/index.ts';
+import { eventually } from '../harness/expect.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 
 function token(id: string, over: Partial<TokenConfig> = {}): TokenConfig {
@@ -415,16 +416,11 @@ describe('PriceService', () => {
   test('start() refreshes now and periodically; stop() ends it', async () => {
     const s = service();
     const n = cg.requests;
-    const waitFor = async (cond: () => boolean) => {
-      for (let waited = 0; !cond() && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
-    };
     s.start([ETH, USDC], 60_000);
-    await waitFor(() => s.quote(ETH) !== null);
-    s.stop();
+    await eventually('the first refresh', () => s.quote(ETH) !== null, { intervalMs: 10 }).finally(() => s.stop());
     assert.equal(s.quote(ETH)?.rate, '3456.78', 'start() refreshes at once');
     s.start([ETH, USDC], 40);
-    for (let waited = 0; cg.requests - n < 3 && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
-    s.stop();
+    await eventually('three refreshes', () => cg.requests - n >= 3, { intervalMs: 10 }).finally(() => s.stop());
     await new Promise((r) => setTimeout(r, 20));
     const after = cg.requests;
     assert.ok(after - n >= 3, `expected at least 3 refreshes, got ${after - n}`);
