@@ -44,7 +44,7 @@ export const settingsSections: SettingsSection[] = [
   {
     title: 'Disbursements',
     render: async (ctx, told, values) => {
-      const owners = await ctx.kasse.users.ownerCount(ctx.kasse.db, ctx.merchant.id);
+      const owners = await ctx.kasse.users.team.ownerCount(ctx.kasse.db, ctx.merchant.id);
       const quorum: Array<[string, string]> = [['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`]];
       for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++) quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
       return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin; destinations are addresses of its network.' })}
@@ -82,7 +82,7 @@ export function settingsPages(r: Router): void {
       const tokens = payoutTokens(ctx).map(([id]) => id);
       await withTx(kasse.db, async (tx) => {
         if (approvals !== null) {
-          const owners = await kasse.users.ownerCount(tx, ctx.merchant.id);
+          const owners = await kasse.users.team.ownerCount(tx, ctx.merchant.id);
           if (approvals > owners) throw invalid(`The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`, 'approvals_required');
         }
         const { before, after } = await kasse.merchants.updateSettings(tx, ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens);

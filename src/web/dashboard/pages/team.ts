@@ -10,7 +10,7 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { ROLES } from '../../../modules/users/permissions.ts';
-import { normalEmail } from '../../../modules/users/service.ts';
+import { normalEmail } from '../../../modules/users/records.ts';
 import type { Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, select, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
@@ -22,7 +22,7 @@ const ROLE_TEXT: Record<string, string> = {
 };
 
 async function teamPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
-  const users = await ctx.kasse.users.list(ctx.merchant.id);
+  const users = await ctx.kasse.users.team.list(ctx.merchant.id);
   const manage = ctx.can('team.manage');
   const base = `/dashboard/${ctx.mode}/team`;
   const rows = users.map(
@@ -66,12 +66,12 @@ export function teamPages(r: Router): void {
 
   r.action('/team/invite', 'team.manage', async (ctx, form) => {
     try {
-      const member = (await kasse.users.list(ctx.merchant.id)).find((u) => u.email === normalEmail(form.email ?? ''));
+      const member = (await kasse.users.team.list(ctx.merchant.id)).find((u) => u.email === normalEmail(form.email ?? ''));
       if (member) {
         const told: Told = { status: 400, code: 'invalid_request', field: 'email', message: `${member.email} is already on your team as ${member.role}${member.status === 'invited' ? ' (invited, not yet signed in: use Resend invitation to send a new link)' : ''}.` };
         return teamPage(ctx, told, form, told.status);
       }
-      await kasse.users.create({ merchantId: ctx.merchant.id, email: form.email ?? '', role: form.role ?? '', actor: ctx.actor, invite: true });
+      await kasse.users.team.create({ merchantId: ctx.merchant.id, email: form.email ?? '', role: form.role ?? '', actor: ctx.actor, invite: true });
       return done(ctx.reply, base(ctx), 'invited');
     } catch (err) {
       const told = tell(err, { role: HINTS.role }, true);
@@ -81,7 +81,7 @@ export function teamPages(r: Router): void {
 
   r.action('/team/:id/role', 'team.manage', async (ctx, form, p) => {
     try {
-      await kasse.users.changeRole(ctx.merchant.id, userId(p.id), form.role ?? '', ctx.actor);
+      await kasse.users.team.changeRole(ctx.merchant.id, userId(p.id), form.role ?? '', ctx.actor);
       return done(ctx.reply, base(ctx), 'role');
     } catch (err) {
       const told = tell(err, HINTS, true);
@@ -91,7 +91,7 @@ export function teamPages(r: Router): void {
 
   r.action('/team/:id/remove', 'team.manage', async (ctx, _f, p) => {
     try {
-      await kasse.users.remove(ctx.merchant.id, userId(p.id), ctx.actor);
+      await kasse.users.team.remove(ctx.merchant.id, userId(p.id), ctx.actor);
       if (p.id === ctx.user.id) return ctx.reply.code(303).header('location', '/dashboard/signin').send();
       return done(ctx.reply, base(ctx), 'removed');
     } catch (err) {
@@ -102,7 +102,7 @@ export function teamPages(r: Router): void {
 
   r.action('/team/:id/resend', 'team.manage', async (ctx, _f, p) => {
     try {
-      await kasse.users.resendInvite(ctx.merchant.id, userId(p.id), ctx.actor);
+      await kasse.users.team.resendInvite(ctx.merchant.id, userId(p.id), ctx.actor);
       return done(ctx.reply, base(ctx), 'resent');
     } catch (err) {
       const told = tell(err, HINTS, true);
