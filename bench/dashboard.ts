@@ -99,9 +99,9 @@ export async function run(): Promise<object> {
     await seed(kasse, m.merchant_id, clock.now());
     const seedSeconds = Math.round((Date.now() - started) / 100) / 10;
     // A signed-in member (no second factor needed) with a session cookie.
-    const created = await kasse.users.create({ merchantId: m.merchant_id, email: 'bench@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
+    const created = await kasse.users.team.create({ merchantId: m.merchant_id, email: 'bench@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
     const token = created.setup_url.split('/').pop()!;
-    const { session } = await kasse.users.redeemToken(token, 'setup', 'bench-member-passphrase-1', { ip: null, userAgent: null });
+    const { session } = await kasse.users.links.redeemToken(token, 'setup', 'bench-member-passphrase-1', { ip: null, userAgent: null });
     const cookie = `kasse_session=${session.token}`;
     const checkout = kasse.urls.checkout;
     const api = kasse.apiBase('test');

@@ -53,8 +53,8 @@ export async function run(): Promise<object> {
     const fixed = await kasse.links.create('test', m.merchant_id, { kind: 'fixed', title: 'Espresso beans', description: '250 g', amount_usd_cents: 1500 });
     const pos = await kasse.links.create('test', m.merchant_id, { kind: 'pos', title: 'Counter 1' });
     // The POS terminal is for signed-in staff: a member's session cookie.
-    const staff = await kasse.users.create({ merchantId: m.merchant_id, email: 'till@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
-    const { session } = await kasse.users.redeemToken(staff.setup_url.split('/').pop()!, 'setup', 'bench-till-passphrase-1', { ip: null, userAgent: null });
+    const staff = await kasse.users.team.create({ merchantId: m.merchant_id, email: 'till@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
+    const { session } = await kasse.users.links.redeemToken(staff.setup_url.split('/').pop()!, 'setup', 'bench-till-passphrase-1', { ip: null, userAgent: null });
     const pages = {
       checkout_picker: picker.checkout_url,
       checkout_address: address.checkout_url,

@@ -34,7 +34,7 @@ import { StatementEmails } from './modules/statements/emails.ts';
 import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
 import { AuditLog } from './modules/audit/service.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
-import { UserService } from './modules/users/service.ts';
+import { Users } from './modules/users/index.ts';
 import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.ts';
 import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
@@ -104,8 +104,8 @@ export class Kasse {
   readonly audit: AuditLog;
   /** The email outbox (`enqueue` in the causing transaction) and its SMTP worker. */
   readonly email: EmailService;
-  /** Dashboard users, sessions, second factor, one-time links. */
-  readonly users: UserService;
+  /** Dashboard users: team, one-time links, sign-in, second factor, sessions (each its own service). */
+  readonly users: Users;
   /** Subscriptions: scheduled invoices emailed to a customer, their scheduler and the customer's signed links. */
   readonly subscriptions: SubscriptionService;
   readonly subscriptionLinks: CustomerLinks;
@@ -126,7 +126,7 @@ export class Kasse {
     this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
     this.audit = new AuditLog(db, clock);
     this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
-    this.users = new UserService({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
+    this.users = new Users({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
     this.health = new NetworkHealth({ db, clock, log });
@@ -155,7 +155,7 @@ export class Kasse {
       log,
       statements: this.statements,
       email: this.email,
-      users: this.users,
+      users: this.users.team,
       merchants: this.merchants,
       audit: this.audit,
       dashboardUrl: (path) => `${this.urls.checkout}/dashboard${path}`,

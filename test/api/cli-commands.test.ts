@@ -99,9 +99,9 @@ test('kasse mail list shows every mail unless --status picks one; --limit pages 
   const m = await t.merchant({ name: 'Mail Shop' });
   const operator = { type: 'operator', id: null, label: 'test', ip: null } as const;
   // Two invitations: the worker keeps them (no SMTP configured); a third still waits to be sent.
-  for (const email of ['first@mail.example', 'second@mail.example']) await t.kasse.users.create({ merchantId: m.id, email, role: 'member', actor: operator, invite: true });
+  for (const email of ['first@mail.example', 'second@mail.example']) await t.kasse.users.team.create({ merchantId: m.id, email, role: 'member', actor: operator, invite: true });
   await t.kasse.email.runOnce();
-  await t.kasse.users.create({ merchantId: m.id, email: 'third@mail.example', role: 'viewer', actor: operator, invite: true });
+  await t.kasse.users.team.create({ merchantId: m.id, email: 'third@mail.example', role: 'viewer', actor: operator, invite: true });
 
   const all = await mail({});
   assert.deepEqual(

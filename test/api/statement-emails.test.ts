@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
 import { ApiError } from '../../src/core/errors.ts';
 import { statementEmailDue } from '../../src/modules/statements/emails.ts';
-import type { UserRecord } from '../../src/modules/users/service.ts';
+import type { UserRecord } from '../../src/modules/users/records.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 
 const OPERATOR = { type: 'operator' as const, id: null, label: 'test', ip: null };
@@ -18,9 +18,9 @@ const users: Record<string, UserRecord> = {};
 
 /** A user whose account is set up (the set-up link redeemed). */
 async function user(email: string, role: 'owner' | 'member'): Promise<UserRecord> {
-  const { setup_url } = await t.kasse.users.create({ merchantId: m.id, email, role, actor: OPERATOR, invite: false });
-  await t.kasse.users.redeemToken(setup_url.split('/').pop()!, 'setup', 'correct-horse-battery-staple-42', { ip: null, userAgent: null });
-  return (await t.kasse.users.list(m.id)).find((u) => u.email === email)!;
+  const { setup_url } = await t.kasse.users.team.create({ merchantId: m.id, email, role, actor: OPERATOR, invite: false });
+  await t.kasse.users.links.redeemToken(setup_url.split('/').pop()!, 'setup', 'correct-horse-battery-staple-42', { ip: null, userAgent: null });
+  return (await t.kasse.users.team.list(m.id)).find((u) => u.email === email)!;
 }
 
 const mails = async () =>
@@ -48,7 +48,7 @@ describe('statement emails', () => {
     await t.kasse.statementEmails.subscribe(users.bo!, 'live', OPERATOR);
     assert.deepEqual(await t.kasse.statementEmails.next(m.id, 'test'), { month: '2026-03', dueAt: statementEmailDue('2026-03') });
     assert.equal(statementEmailDue('2026-03').toISOString(), '2026-04-01T00:15:00.000Z');
-    await t.kasse.users.changeRole(m.id, users.bo!.id, 'member', OPERATOR);
+    await t.kasse.users.team.changeRole(m.id, users.bo!.id, 'member', OPERATOR);
 
     t.clock.set(statementEmailDue('2026-03'));
     assert.equal(await t.kasse.statementEmails.runOnce(), 2, 'test and live');
@@ -67,7 +67,7 @@ describe('statement emails', () => {
   });
 
   test('a worker that was down sends every month it missed, oldest first, once', async () => {
-    await t.kasse.users.changeRole(m.id, users.bo!.id, 'owner', OPERATOR);
+    await t.kasse.users.team.changeRole(m.id, users.bo!.id, 'owner', OPERATOR);
     t.clock.set(new Date('2026-07-02T08:00:00Z'));
     assert.equal(await t.kasse.statementEmails.runOnce(), 6, 'April, May and June in each mode');
     assert.equal(await t.kasse.statementEmails.runOnce(), 0);

@@ -29,7 +29,7 @@ export function totpCode(secret: string, clock: FakeClock): string {
 
 /** Creates a user as the operator's CLI does; returns the one-time set-up link. */
 export async function createUser(kasse: Kasse, merchantId: string, email: string, role: 'owner' | 'member' | 'viewer'): Promise<{ id: string; setupUrl: string }> {
-  const r = await kasse.users.create({ merchantId, email, role, actor: { type: 'operator', id: null, label: 'test', ip: null }, invite: false });
+  const r = await kasse.users.team.create({ merchantId, email, role, actor: { type: 'operator', id: null, label: 'test', ip: null }, invite: false });
   return { id: r.user.id, setupUrl: r.setup_url };
 }
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
-import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/modules/users/service.ts';
+import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/modules/users/sessions.ts';
 import { THROTTLE_LIMITS, THROTTLE_WINDOW_MS } from '../../src/modules/users/throttle.ts';
 import { launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 import { createUser, csrfOf, enrol, get, PASSWORD, post, setUpAccount, signIn, signOut, totpCode, type DashboardUser } from '../harness/dashboard.ts';
@@ -240,7 +240,7 @@ describe('dashboard sign-in', () => {
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByText('The invitation was sent.').waitFor();
     // Someone already on the team is told so, not asked for an email address; nothing is sent or created.
-    const team = (await w.t.kasse.users.list(w.m.id)).length;
+    const team = (await w.t.kasse.users.team.list(w.m.id)).length;
     for (const [email, said] of [
       [' New.Member@Example.com', /new\.member@example\.com is already on your team as member \(invited, not yet signed in: use Resend invitation/],
       ['OWNER@example.com', /owner@example\.com is already on your team as owner\./],
@@ -254,7 +254,7 @@ describe('dashboard sign-in', () => {
       assert.doesNotMatch(told, /Enter the email address/);
       assert.equal(await page.locator('#f-email[aria-invalid=true]').count(), 1);
     }
-    assert.equal((await w.t.kasse.users.list(w.m.id)).length, team);
+    assert.equal((await w.t.kasse.users.team.list(w.m.id)).length, team);
     await w.t.kasse.email.runOnce();
     const mail = await smtp.waitFor((m) => m.to === 'new.member@example.com');
     assert.match(mail.subject, /invited to Corner Café/);

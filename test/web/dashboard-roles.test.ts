@@ -80,7 +80,7 @@ describe('dashboard roles', () => {
       }
       // Nothing changed.
       assert.equal((await w.m.test.get(`/payments/${ids.waiting}`)).body.status, 'waiting');
-      assert.equal((await w.t.kasse.users.list(w.m.id)).length, 3);
+      assert.equal((await w.t.kasse.users.team.list(w.m.id)).length, 3);
       // Owner-only pages.
       assert.equal((await get(rec.page, `${base}/dashboard/test/audit`)).status, 403);
       assert.equal((await get(rec.page, `${base}/dashboard/test/mail`)).status, 403);
@@ -136,7 +136,7 @@ describe('dashboard roles', () => {
     const remove = await post(owner.page, `${base}/dashboard/test/team/${self}/remove`, { _csrf: owner.token });
     assert.equal(remove.status, 422);
     assert.match(remove.body, /The last owner cannot be removed/);
-    assert.equal((await w.t.kasse.users.list(w.m.id)).find((u) => u.id === self)!.role, 'owner');
+    assert.equal((await w.t.kasse.users.team.list(w.m.id)).find((u) => u.id === self)!.role, 'owner');
     // With a second owner, the first may step down.
     assert.equal((await post(owner.page, `${base}/dashboard/test/team/${users.member.id}/role`, { _csrf: owner.token, role: 'owner' })).status, 303);
     assert.equal((await post(owner.page, `${base}/dashboard/test/team/${users.member.id}/role`, { _csrf: owner.token, role: 'member' })).status, 303);
@@ -159,7 +159,7 @@ describe('dashboard roles', () => {
     const role = await post(s.page, `${base}/dashboard/test/team/${users.viewer.id}/role`, { _csrf: s.token, role: 'owner' });
     assert.equal(role.status, 404);
     assert.equal((await w.m.test.get(`/payments/${ids.waiting}`)).body.status, 'waiting');
-    assert.equal((await w.t.kasse.users.list(w.m.id)).find((u) => u.id === users.viewer.id)!.role, 'viewer');
+    assert.equal((await w.t.kasse.users.team.list(w.m.id)).find((u) => u.id === users.viewer.id)!.role, 'viewer');
     // Nor the other way round.
     const o = await as('owner');
     await o.page.goto(`${base}/dashboard/test/payments`);

@@ -209,7 +209,7 @@ describe('dashboard shell', () => {
       const rows = (await audit('signin.succeeded')).filter((a) => a.actor.id === users[name].id);
       assert.equal(rows[rows.length - 1]?.details?.method, 'setup_link', name);
     }
-    assert.ok((await w.t.kasse.users.list(w.m.id)).every((u) => u.last_signin_at !== null), 'every user shows a last sign-in');
+    assert.ok((await w.t.kasse.users.team.list(w.m.id)).every((u) => u.last_signin_at !== null), 'every user shows a last sign-in');
     // A permission refused.
     const viewer = await as('viewer');
     await viewer.page.goto(`${base}/dashboard/test/developers`);

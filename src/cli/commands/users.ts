@@ -26,7 +26,7 @@ export const userCommands: Command[] = [
     usage: 'user create --merchant ID --email EMAIL --role owner|member|viewer [--json]   (prints a one-time set-up link, valid 24 hours)',
     flags: { merchant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } },
     run: async (kasse, f) => {
-      const r = await kasse.users.create({ merchantId: requireString(f, 'merchant'), email: requireString(f, 'email'), role: requireString(f, 'role'), actor: operator, invite: false });
+      const r = await kasse.users.team.create({ merchantId: requireString(f, 'merchant'), email: requireString(f, 'email'), role: requireString(f, 'role'), actor: operator, invite: false });
       return { user_id: r.user.id, merchant_id: r.user.merchant_id, email: r.user.email, role: r.user.role, setup_url: r.setup_url, expires_at: r.expires_at };
     },
   },
@@ -34,14 +34,14 @@ export const userCommands: Command[] = [
     name: 'user list',
     usage: 'user list [--merchant ID] [--json]',
     flags: { merchant: { type: 'string' }, json: { type: 'boolean' } },
-    run: async (kasse, f) => ({ data: await kasse.users.listAll(typeof f.merchant === 'string' ? f.merchant : undefined) }),
+    run: async (kasse, f) => ({ data: await kasse.users.team.listAll(typeof f.merchant === 'string' ? f.merchant : undefined) }),
   },
   {
     name: 'user setup-link',
     usage: 'user setup-link --email EMAIL [--json]   (a new one-time link; earlier links stop working)',
     flags: { email: { type: 'string' }, json: { type: 'boolean' } },
     run: async (kasse, f) => {
-      const r = await kasse.users.setupLink(requireString(f, 'email'), operator);
+      const r = await kasse.users.links.setupLink(requireString(f, 'email'), operator);
       return { user_id: r.user.id, email: r.user.email, setup_url: r.setup_url, expires_at: r.expires_at };
     },
   },
@@ -49,7 +49,7 @@ export const userCommands: Command[] = [
     name: 'user reset-2fa',
     usage: 'user reset-2fa --email EMAIL [--json]   (lost phone and recovery codes: signs the user out; they enrol again)',
     flags: { email: { type: 'string' }, json: { type: 'boolean' } },
-    run: (kasse, f) => kasse.users.resetSecondFactor(requireString(f, 'email'), operator),
+    run: (kasse, f) => kasse.users.factors.resetSecondFactor(requireString(f, 'email'), operator),
   },
   {
     name: 'mail list',

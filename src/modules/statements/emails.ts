@@ -24,7 +24,7 @@ import type { Actor, AuditLog } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
-import type { UserService } from '../users/service.ts';
+import type { Team } from '../users/team.ts';
 import { balanceLines, dollars, monthName, signedAmount, statementPdf } from './render.ts';
 import { monthRange, type StatementService } from './service.ts';
 
@@ -39,7 +39,7 @@ export interface StatementEmailDeps {
   log: Logger;
   statements: StatementService;
   email: Pick<EmailService, 'enqueue'>;
-  users: Pick<UserService, 'list'>;
+  users: Pick<Team, 'list'>;
   merchants: Pick<MerchantService, 'get'>;
   audit: AuditLog;
   /** Absolute URL of a dashboard path (`/test/statements/2026-03`). */

@@ -16,7 +16,7 @@ import { invalid } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
 import type { Kasse } from '../../kasse.ts';
 import { PASSWORD_MIN } from '../../modules/users/credentials.ts';
-import type { SessionRow, UserRow } from '../../modules/users/service.ts';
+import type { SessionRow, UserRow } from '../../modules/users/records.ts';
 import { qrSvg } from '../page.ts';
 import {
   checkPreCsrf,
@@ -86,7 +86,7 @@ ${field({ name: 'code', label: 'Code', required: true, told: o.told, attrs: html
 }
 
 async function enrolPage(kasse: Kasse, session: SessionRow, user: UserRow, o: { told?: Told | null; next: string | null }): Promise<string> {
-  const t = kasse.users.pendingEnrolment(user, ISSUER) ?? (await kasse.users.beginEnrolment(user, ISSUER));
+  const t = kasse.users.factors.pendingEnrolment(user, ISSUER) ?? (await kasse.users.factors.beginEnrolment(user, ISSUER));
   const grouped = t.secret.replace(/(.{4})/g, '$1 ').trim();
   const intro =
     user.role === 'owner' && session.stage === 'enrol'
@@ -149,9 +149,9 @@ export function authRoutes(r: Router): void {
     const next = safeNext(form.next);
     try {
       checkPreCsrf(kasse, req, form);
-      const { user, session } = await kasse.users.signIn(form.email ?? '', form.password ?? '', { ...clientMeta(req), device: parseCookies(req)[cookieName(kasse, 'device')] });
+      const { user, session } = await kasse.users.signin.signIn(form.email ?? '', form.password ?? '', { ...clientMeta(req), device: parseCookies(req)[cookieName(kasse, 'device')] });
       startSession(kasse, reply, session.token);
-      setCookie(reply, kasse, 'device', kasse.users.deviceCookie(user.id), DEVICE_COOKIE_SECONDS);
+      setCookie(reply, kasse, 'device', kasse.users.signin.deviceCookie(user.id), DEVICE_COOKIE_SECONDS);
       const step = pendingStep(session.session);
       return reply.code(303).header('location', step ? step + nextQuery(next) : landing(kasse, req, next)).send();
     } catch (err) {
@@ -174,7 +174,7 @@ export function authRoutes(r: Router): void {
     if (!found || found.session.stage !== 'password') return reply.code(303).header('location', '/dashboard/signin').send();
     try {
       checkSessionCsrf(kasse, req, found.session, form);
-      const { recoveryCodesLeft } = await kasse.users.secondFactor(found.session, found.user, form.code ?? '', clientMeta(req));
+      const { recoveryCodesLeft } = await kasse.users.factors.secondFactor(found.session, found.user, form.code ?? '', clientMeta(req));
       const to = recoveryCodesLeft !== null ? `${landing(kasse, req, null)}/account?done=recovery_used` : landing(kasse, req, next);
       return reply.code(303).header('location', to).send();
     } catch (err) {
@@ -199,7 +199,7 @@ export function authRoutes(r: Router): void {
     if (!found || found.session.stage === 'password') return reply.code(303).header('location', '/dashboard/signin').send();
     try {
       checkSessionCsrf(kasse, req, found.session, form);
-      const codes = await kasse.users.confirmEnrolment(found.session, found.user, form.code ?? '', clientMeta(req));
+      const codes = await kasse.users.factors.confirmEnrolment(found.session, found.user, form.code ?? '', clientMeta(req));
       return send(reply, 200, recoveryCodesPage(codes, landing(kasse, req, next)));
     } catch (err) {
       const told = tell(err, {}, true);
@@ -211,21 +211,21 @@ export function authRoutes(r: Router): void {
   for (const purpose of ['setup', 'reset'] as const) {
     const title = purpose === 'setup' ? 'Set up your account' : 'Choose a new password';
     app.get<{ Params: { token: string } }>(`/dashboard/${purpose}/:token`, async (req, reply) => {
-      const user = await kasse.users.checkToken(req.params.token, purpose);
+      const user = await kasse.users.links.checkToken(req.params.token, purpose);
       if (!user) return send(reply, 404, linkGone());
       const intro = purpose === 'setup' ? `Choose a password for ${user.email}.` : `Choose a new password for ${user.email}. Every session of the account will be signed out.`;
       return send(reply, 200, passwordPage(kasse, req, reply, { title, action: `/dashboard/${purpose}/${req.params.token}`, user, intro }));
     });
     app.post<{ Params: { token: string } }>(`/dashboard/${purpose}/:token`, async (req, reply) => {
       const form = formOf(req.body);
-      const user = await kasse.users.checkToken(req.params.token, purpose);
+      const user = await kasse.users.links.checkToken(req.params.token, purpose);
       if (!user) return send(reply, 404, linkGone());
       try {
         checkPreCsrf(kasse, req, form);
         if ((form.password ?? '') !== (form.confirm ?? '')) {
           throw invalid('The two passwords are not the same.', 'confirm');
         }
-        const { session } = await kasse.users.redeemToken(req.params.token, purpose, form.password ?? '', clientMeta(req));
+        const { session } = await kasse.users.links.redeemToken(req.params.token, purpose, form.password ?? '', clientMeta(req));
         startSession(kasse, reply, session.token);
         const step = pendingStep(session.session);
         return reply.code(303).header('location', step ?? `${landing(kasse, req, null)}?done=password_set`).send();
@@ -252,7 +252,7 @@ ${field({ name: 'email', label: 'Email', type: 'email', value: email, required: 
     const form = formOf(req.body);
     try {
       checkPreCsrf(kasse, req, form);
-      await kasse.users.requestReset(form.email ?? '', clientMeta(req));
+      await kasse.users.links.requestReset(form.email ?? '', clientMeta(req));
       return reply.code(303).header('location', '/dashboard/signin?done=reset_sent').send();
     } catch (err) {
       const told = tell(err, {}, true);
@@ -269,7 +269,7 @@ ${field({ name: 'email', label: 'Email', type: 'email', value: email, required: 
       } catch (err) {
         return send(reply, 403, card('Form refused', html`${errorBox(tell(err, {}, true))}`));
       }
-      await kasse.users.signOut(found.session, found.user, clientMeta(req));
+      await kasse.users.sessions.signOut(found.session, found.user, clientMeta(req));
     }
     clearCookie(reply, kasse, 'session');
     return reply.code(303).header('location', '/dashboard/signin?done=signed_out').send();
@@ -301,7 +301,7 @@ ${field({ name: 'code', label: 'Current 6-digit code', required: true, told: o.t
 
   r.action('/account/password', 'read', async (ctx, form) => {
     try {
-      const s = await kasse.users.changePassword(ctx.session, ctx.user, form.current_password ?? '', form.new_password ?? '', ctx.meta);
+      const s = await kasse.users.signin.changePassword(ctx.session, ctx.user, form.current_password ?? '', form.new_password ?? '', ctx.meta);
       startSession(kasse, ctx.reply, s.token);
       return done(ctx.reply, `/dashboard/${ctx.mode}/account`, 'password');
     } catch (err) {
@@ -312,7 +312,7 @@ ${field({ name: 'code', label: 'Current 6-digit code', required: true, told: o.t
 
   r.action('/account/recovery-codes', 'read', async (ctx, form) => {
     try {
-      const codes = await kasse.users.regenerateRecoveryCodes(ctx.session, ctx.user, form.code ?? '', ctx.meta);
+      const codes = await kasse.users.factors.regenerateRecoveryCodes(ctx.session, ctx.user, form.code ?? '', ctx.meta);
       return send(ctx.reply, 200, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { codes }) }));
     } catch (err) {
       const told = tell(err, {}, true);

@@ -22,7 +22,7 @@ import type { Kasse } from '../../kasse.ts';
 import type { Actor } from '../../modules/audit/service.ts';
 import type { MerchantRecord } from '../../modules/merchants/service.ts';
 import { can, type Permission } from '../../modules/users/permissions.ts';
-import type { ClientMeta, SessionRow, UserRow } from '../../modules/users/service.ts';
+import type { ClientMeta, SessionRow, UserRow } from '../../modules/users/records.ts';
 import { assertSameOrigin } from '../page.ts';
 
 export const MODES: readonly Mode[] = ['test', 'live'];
@@ -127,7 +127,7 @@ export function checkSessionCsrf(kasse: Kasse, req: FastifyRequest, session: Ses
 // ---- sessions -----------------------------------------------------------------------------------------------------
 
 export async function currentSession(kasse: Kasse, req: FastifyRequest): Promise<{ session: SessionRow; user: UserRow } | null> {
-  return kasse.users.load(parseCookies(req)[cookieName(kasse, 'session')]);
+  return kasse.users.sessions.load(parseCookies(req)[cookieName(kasse, 'session')]);
 }
 
 /** Where a session that is not yet full must go next, or null when it is full. */

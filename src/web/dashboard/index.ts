@@ -20,13 +20,14 @@ import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
 import './pages/refunds.ts';
 import { subscriptionPages } from './pages/subscriptions.ts';
+import { settingsPages } from './pages/settings.ts';
 import { teamPages } from './pages/team.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
 import { errorPage, notFound, Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
-export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, auditPages, statementPages, invoicePages, subscriptionPages, goingLivePages];
+export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, settingsPages, auditPages, statementPages, invoicePages, subscriptionPages, goingLivePages];
 dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {

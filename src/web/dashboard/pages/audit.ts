@@ -97,7 +97,7 @@ export function auditPages(r: Router): void {
   r.page('/audit', 'audit.read', async (ctx, _p, q) => {
     let told: Told | null = null;
     let page: Awaited<ReturnType<typeof kasse.audit.list>> = { data: [], next_cursor: null };
-    const users = await kasse.users.list(ctx.merchant.id);
+    const users = await kasse.users.team.list(ctx.merchant.id);
     const f = { action: q.action ?? '', actor: q.actor ?? '', from: q.from ?? '', to: q.to ?? '' };
     try {
       const query: AuditQuery = { limit: 50 };

@@ -140,7 +140,7 @@ export function developerPages(r: Router): void {
   const NO_KEY = 'That key is not an active key of this mode of your account.';
   /** Live mode: the owner's current code, checked (throttled, a failure audited). */
   const confirmCode = async (ctx: Ctx, form: Record<string, string>, purpose: string) => {
-    if (confirmed(ctx.mode)) await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
+    if (confirmed(ctx.mode)) await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
   };
 
   r.page('/developers/keys/roll', 'keys.manage', async (ctx) => keyConfirmPage(ctx, null));
@@ -195,7 +195,7 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/reveal', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'webhook_secret.reveal');
+      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'webhook_secret.reveal');
       const { secrets, previousUntil } = await kasse.merchants.webhookSecrets(ctx.merchant.id, kasse.clock.now());
       await kasse.audit.record(kasse.db, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.reveal' });
       return developersPage(ctx, { secrets: { current: secrets[0]!, previous: secrets[1] ?? null, previousUntil: previousUntil?.toISOString() ?? null, rolled: false } });
@@ -207,7 +207,7 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.roll_code ?? '', ctx.meta, 'webhook_secret.roll');
+      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.roll_code ?? '', ctx.meta, 'webhook_secret.roll');
       const rolled = await kasse.merchants.rollWebhookSecret(ctx.merchant.id, kasse.clock.now(), (tx) =>
         kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.roll' }),
       );

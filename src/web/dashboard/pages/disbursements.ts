@@ -106,7 +106,7 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
     tell(err);
     return refusal(ctx, 404, NOT_FOUND);
   }
-  const users = new Map((await kasse.users.list(ctx.merchant.id)).map((u) => [u.id, u.email]));
+  const users = new Map((await kasse.users.team.list(ctx.merchant.id)).map((u) => [u.id, u.email]));
   const base = `/dashboard/${ctx.mode}/disbursements/${d.id}`;
   const owner = ctx.can('disbursements.approve');
   const mine = d.approvals.some((a) => a.user_id === ctx.user.id);
@@ -185,7 +185,7 @@ export function disbursementPages(r: Router): void {
     'disbursements.approve',
     withId(async (ctx, form, id) => {
       try {
-        await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'disbursement.approve');
+        await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'disbursement.approve');
         await kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor);
         return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_approved');
       } catch (err) {
@@ -199,7 +199,7 @@ export function disbursementPages(r: Router): void {
     'disbursements.approve',
     withId(async (ctx, form, id) => {
       try {
-        await kasse.users.confirmSecondFactor(ctx.session, ctx.user, form.release_code ?? '', ctx.meta, 'disbursement.release');
+        await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.release_code ?? '', ctx.meta, 'disbursement.release');
         await kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor);
         return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_released');
       } catch (err) {

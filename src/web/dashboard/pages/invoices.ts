@@ -22,7 +22,7 @@ import type { Ctx } from '../context.ts';
 import { csrfField, done, errorBox, field, navigation, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
-import { settingsForms, settingsPage } from './team.ts';
+import { settingsForms, settingsPage } from './settings.ts';
 
 const P = (f: (typeof PROFILE_FIELDS)[number]) => `tax_profile.${f}`;
 

@@ -1,0 +1,101 @@
+/**
+ * Settings.
+ *
+ *   GET  /dashboard/<mode>/settings                merchant name, payout coin, disbursement quorum, tax profile
+ *   POST /dashboard/<mode>/settings                owner
+ *
+ * Other capabilities add their forms below the settings (`settingsForms`: the tax profile, from invoices).
+ */
+import { invalid } from '../../../core/errors.ts';
+import { html, type Html } from '../../../core/html.ts';
+import { withTx } from '../../../db/index.ts';
+import type { Ctx } from '../context.ts';
+import { csrfField, done, errorBox, field, select, send, shell, tell, type Told } from '../layout.ts';
+import type { Form, Router } from '../routing.ts';
+
+/** A settings section: the fields it shows and how it saves them (in the settings transaction). */
+export interface SettingsSection {
+  title: string;
+  render(ctx: Ctx, told: Told | null, values: Form): Promise<Html> | Html;
+}
+
+/** Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`). */
+function payoutTokens(ctx: Ctx): Array<[string, string]> {
+  const seen = new Map<string, string>();
+  const paying = new Set(ctx.kasse.families.filter((f) => f.family.payouts).map((f) => f.family.name));
+  for (const mode of ['live', 'test'] as const) {
+    for (const t of ctx.kasse.chains.tokens(mode)) {
+      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id)) seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
+    }
+  }
+  return [...seen];
+}
+
+/**
+ * Sections of the Settings page, in order. The tax profile for invoices is set on `PATCH /account` and gets its
+ * section here (marked below) from the invoices capability.
+ */
+export const settingsSections: SettingsSection[] = [
+  {
+    title: 'Business',
+    render: (ctx, told, values) =>
+      field({ name: 'name', label: 'Merchant name (shown to payers)', value: values.name ?? ctx.merchant.name, required: true, told, attrs: html` maxlength="120"${ctx.can('settings.write') ? '' : html` disabled`}` }),
+  },
+  {
+    title: 'Disbursements',
+    render: async (ctx, told, values) => {
+      const owners = await ctx.kasse.users.team.ownerCount(ctx.kasse.db, ctx.merchant.id);
+      const quorum: Array<[string, string]> = [['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`]];
+      for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++) quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
+      return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin; destinations are addresses of its network.' })}
+${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. The account has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
+    },
+  },
+];
+
+/**
+ * Forms other capabilities add below the settings, each posting to its own action (the tax profile, which is set per
+ * mode). Each is given the error of a failed form and the values typed into it.
+ */
+export const settingsForms: Array<(ctx: Ctx, told: Told | null, values: Form) => Promise<Html> | Html> = [];
+
+/** The Settings page; `told` and `values` show a failed form again (with `status`). */
+export async function settingsPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
+  const write = ctx.can('settings.write');
+  const sections = await Promise.all(settingsSections.map(async (s) => html`<fieldset class="d-panel"><legend>${s.title}</legend>${await s.render(ctx, told, values)}</fieldset>`));
+  const body = html`${errorBox(told)}<form method="post" action="/dashboard/${ctx.mode}/settings" class="d-form">${csrfField(ctx.csrf)}${sections}
+${write ? html`<button type="submit" class="d-btn">Save settings</button>` : html`<p class="d-hint">Only owners can change settings.</p>`}</form>
+${await Promise.all(settingsForms.map((f) => f(ctx, told, values)))}`;
+  return send(ctx.reply, status, shell(ctx, { title: 'Settings', active: '/settings', body }));
+}
+
+export function settingsPages(r: Router): void {
+  const { kasse } = r;
+
+  r.page('/settings', 'read', async (ctx) => settingsPage(ctx));
+
+  r.action('/settings', 'settings.write', async (ctx, form) => {
+    try {
+      const q = form.approvals_required ?? '';
+      if (q !== '' && !/^\d{1,2}$/.test(q)) throw invalid('approvals_required must be 1 to 20', 'approvals_required');
+      const approvals = q === '' ? null : Number(q);
+      const tokens = payoutTokens(ctx).map(([id]) => id);
+      await withTx(kasse.db, async (tx) => {
+        if (approvals !== null) {
+          const owners = await kasse.users.team.ownerCount(tx, ctx.merchant.id);
+          if (approvals > owners) throw invalid(`The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`, 'approvals_required');
+        }
+        const { before, after } = await kasse.merchants.updateSettings(tx, ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens);
+        const changed: Record<string, unknown> = {};
+        if (after.name !== before.name) changed.name = { from: before.name, to: after.name };
+        if (after.payoutToken !== before.payoutToken) changed.payout_token = { from: before.payoutToken, to: after.payoutToken };
+        if (after.approvalsRequired !== before.approvalsRequired) changed.approvals_required = { from: before.approvalsRequired, to: after.approvalsRequired };
+        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'settings.update', details: changed });
+      });
+      return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'settings');
+    } catch (err) {
+      const told = tell(err, { name: 'Enter a name of 1 to 120 characters.', payout_token: 'Choose a coin from the list.' }, true);
+      return settingsPage(ctx, told, form, told.status);
+    }
+  });
+}
