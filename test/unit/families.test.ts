@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { installedFamilies } from '../../src/chains/families.ts';
+import { checkHotWalletKey, installedFamilies } from '../../src/chains/families.ts';
+import { ConfigError } from '../../src/config.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -38,6 +39,17 @@ test('families are found by folder, named like it, and their migrations keep the
     assert.equal(typeof f.format.isValidAddress, 'function', f.name);
     for (const c of f.commands ?? []) assert.ok(c.name.startsWith(`${f.name} `), `${c.name} is under its family's name`);
   }
+});
+
+test('an explicit hot-wallet key is checked against the formats the families declare', async () => {
+  const families = await installedFamilies();
+  checkHotWalletKey(null, families);
+  checkHotWalletKey(`0x${'ab'.repeat(32)}`, families);
+  const refused = (key: string, list = families) => assert.throws(() => checkHotWalletKey(key, list), ConfigError);
+  refused('ab'.repeat(32));
+  assert.throws(() => checkHotWalletKey('0x12', families), { message: 'KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters' });
+  assert.throws(() => checkHotWalletKey(`0x${'ab'.repeat(32)}`, families.filter((f) => !f.hotWalletKey)), /no installed chain family takes an explicit hot-wallet key/);
+  refused(`0x${'ab'.repeat(32)}`, []);
 });
 
 test('nothing under src/chains imports src/modules, src/web or the container', () => {

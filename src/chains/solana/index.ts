@@ -104,6 +104,7 @@ const solana: ChainFamily = {
     contract: { canonical: (value) => (isSolanaAddress(value) ? value : null), name: 'a Solana address' },
     settings: parseSolanaSettings,
   },
+  tokenKinds: ['spl'],
   migrations: { '0014_solana': m0014 },
   commands: solanaCommands,
   load,
