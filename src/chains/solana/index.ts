@@ -20,6 +20,7 @@ import { solanaCommands } from './commands.ts';
 import { parseSolanaSettings, solanaSettings } from './config.ts';
 import { SolanaKeys } from './keys.ts';
 import * as m0014 from './migrations/0014_solana.ts';
+import * as m0001 from './migrations/0001_block_transfers.ts';
 import { transferRequestUri } from './pay.ts';
 import './schema.ts';
 import { SolanaSender } from './sender.ts';
@@ -105,7 +106,7 @@ const solana: ChainFamily = {
     settings: parseSolanaSettings,
   },
   tokenKinds: ['spl'],
-  migrations: { '0014_solana': m0014 },
+  migrations: { '0014_solana': m0014, 'solana/0001_block_transfers': m0001 },
   commands: solanaCommands,
   load,
 };
