@@ -7,7 +7,7 @@
  * are migrated with the core's, their networks read with the family's rules, and each family is given the ports
  * (`FamilyContext`) and registers its adapters; its workers, checkout extensions and commands are used by the roles.
  */
-import { installedFamilies } from './chains/families.ts';
+import { checkHotWalletKey, installedFamilies } from './chains/families.ts';
 import { HEALTH_CHANNEL, NetworkHealth } from './chains/health.ts';
 import { loadNetworks } from './chains/networks.ts';
 import type { ChainFamily, FamilyContext, LoadedFamily } from './chains/plugin.ts';
@@ -211,6 +211,7 @@ export class Kasse {
     const log = opts.log ?? createLogger(opts.config.logLevel);
     const secrets = opts.secrets ?? loadSecrets(opts.config);
     const families = opts.families ?? (await installedFamilies());
+    checkHotWalletKey(secrets.hotWalletKey, families);
     const { db, pool } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
     await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);

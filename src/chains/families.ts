@@ -4,6 +4,7 @@
  * container, is what makes a new family a new folder and nothing else. Read once per process.
  */
 import { existsSync, readdirSync } from 'node:fs';
+import { ConfigError } from '../config.ts';
 import type { ChainFamily } from './plugin.ts';
 
 const HERE = new URL('./', import.meta.url);
@@ -28,4 +29,16 @@ async function discover(): Promise<ChainFamily[]> {
     families.push(family);
   }
   return families;
+}
+
+/**
+ * Refuses an explicit hot-wallet key (`KASSE_HOT_WALLET_KEY`) no installed family accepts, naming the formats the
+ * families declare (`ChainFamily.hotWalletKey`).
+ */
+export function checkHotWalletKey(key: string | null, families: readonly ChainFamily[]): void {
+  if (key === null) return;
+  const formats = families.flatMap((f) => (f.hotWalletKey ? [f.hotWalletKey] : []));
+  if (formats.some((f) => f.isValid(key))) return;
+  if (formats.length === 0) throw new ConfigError('KASSE_HOT_WALLET_KEY is set, but no installed chain family takes an explicit hot-wallet key');
+  throw new ConfigError(`KASSE_HOT_WALLET_KEY must be ${[...new Set(formats.map((f) => f.description))].join(' or ')}`);
 }

@@ -4,7 +4,8 @@
  * and validated once at start. A bad file stops the program with a message naming the file and the field. File format: docs/payments.md.
  *
  * A network's `family` is an installed chain family (or `none`: served by the test-mode simulator alone); the
- * family's rules check what is its own (a chain id, token contract addresses, its settings object).
+ * family's rules check what is its own (a chain id, token contract addresses, its settings object), and a token's
+ * `kind` is `native` or one of the token kinds the family declares (any installed family's on a `none` network).
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError, type Config } from '../config.ts';
@@ -15,7 +16,6 @@ import type { ConfirmationTier, Mode, NetworkConfig, TokenConfig } from './types
 const CONFIG_DIR = new URL('../../config/', import.meta.url);
 /** The family of networks no installed family serves: test-mode simulator addresses only. */
 export const NO_FAMILY = 'none';
-const KINDS = ['native', 'erc20', 'spl', 'utxo'] as const;
 const ID = /^[a-z0-9][a-z0-9-]{0,31}$/;
 const SYMBOL = /^[a-z0-9]{1,16}$/;
 
@@ -46,12 +46,15 @@ export function parseNetworks(raw: unknown, source: string, families: readonly C
   const list = doc.networks;
   if (!Array.isArray(list) || list.length === 0) throw new ConfigError(`${source}: "networks" must be a non-empty array`);
   const seen = new Set<string>();
-  return list.map((n, i) => {
+  const networks = list.map((n, i) => {
     const net = parseNetwork(n, `${source}: networks[${i}]`, families);
     if (seen.has(net.id)) throw new ConfigError(`${source}: network id "${net.id}" appears twice`);
     seen.add(net.id);
     return net;
   });
+  const defaults = networks.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id));
+  if (defaults.length > 1) throw new ConfigError(`${source}: only one token may be "default": true (${defaults.join(', ')} are)`);
+  return networks;
 }
 
 function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]): NetworkConfig {
@@ -76,7 +79,8 @@ function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]
   const paused = n.paused ?? false;
   if (typeof paused !== 'boolean') throw new ConfigError(`${at}.paused must be true or false`);
   if (!Array.isArray(n.tokens) || n.tokens.length === 0) throw new ConfigError(`${at}.tokens must be a non-empty array`);
-  const tokens = n.tokens.map((t, i) => parseToken(t, id, rules, `${at}.tokens[${i}]`));
+  const kinds = ['native', ...(family === NO_FAMILY ? families : families.filter((f) => f.name === family)).flatMap((f) => f.tokenKinds ?? [])];
+  const tokens = n.tokens.map((t, i) => parseToken(t, id, rules, kinds, `${at}.tokens[${i}]`));
   if (new Set(tokens.map((t) => t.id)).size !== tokens.length) throw new ConfigError(`${at}.tokens: a symbol appears twice`);
   return {
     id,
@@ -110,14 +114,14 @@ function parseTiers(raw: unknown, at: string): ConfirmationTier[] {
   return tiers;
 }
 
-function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily['networks']>, at: string): TokenConfig {
+function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily['networks']>, kinds: readonly string[], at: string): TokenConfig {
   const t = obj(raw, at);
   const symbol = str(t, 'symbol', at);
   if (!SYMBOL.test(symbol)) throw new ConfigError(`${at}.symbol: "${symbol}" must be lower case letters and digits`);
   at = `${at} (${chain}:${symbol})`;
   const decimals = t.decimals;
   if (!Number.isInteger(decimals) || (decimals as number) < 0 || (decimals as number) > 36) throw new ConfigError(`${at}.decimals must be an integer from 0 to 36`);
-  const kind = oneOf(t, 'kind', KINDS, at);
+  const kind = oneOf(t, 'kind', [...new Set(kinds)], at);
   let contract = t.contract ?? null;
   if (contract !== null && typeof contract !== 'string') throw new ConfigError(`${at}.contract must be a string or null`);
   if (kind === 'native' && contract !== null) throw new ConfigError(`${at}.contract must be null for a native coin`);
@@ -135,7 +139,8 @@ function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily[
   if (minAmount <= 0n) throw new ConfigError(`${at}.min_amount must be positive`);
   const stable = t.stable ?? false;
   const gasless = t.gasless ?? false;
-  if (typeof stable !== 'boolean' || typeof gasless !== 'boolean') throw new ConfigError(`${at}: stable and gasless must be true or false`);
+  const isDefault = t.default ?? false;
+  if (typeof stable !== 'boolean' || typeof gasless !== 'boolean' || typeof isDefault !== 'boolean') throw new ConfigError(`${at}: stable, gasless and default must be true or false`);
   const coingeckoId = optStr(t, 'coingecko_id', at);
   const binanceSymbol = optStr(t, 'binance_symbol', at);
   if (!stable && coingeckoId === null && binanceSymbol === null) throw new ConfigError(`${at}: a coin that is not stable needs coingecko_id or binance_symbol`);
@@ -152,6 +157,7 @@ function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily[
     coingeckoId,
     binanceSymbol,
     gasless,
+    default: isDefault,
   };
 }
 

@@ -51,6 +51,13 @@ export interface PaymentUriContext {
   message?: string | null;
 }
 
+/** A hot-wallet key format a family accepts. */
+export interface HotWalletKeyFormat {
+  /** What a valid key looks like, completing "KASSE_HOT_WALLET_KEY must be …". */
+  description: string;
+  isValid(key: string): boolean;
+}
+
 /** A coin choice just issued on an adapter's network (`ChainAdapter.addressIssued`). */
 export interface IssuedAddress {
   token: TokenConfig;
@@ -191,7 +198,15 @@ export interface ChainFamily {
   readonly name: string;
   readonly format: AddressFormat;
   readonly networks?: NetworkRules;
-  /** The family's own tables, merged into Kasse's migrations (names keep their global order, e.g. `0004_<family>`). */
+  /** Its token standards: the `kind` values its networks' tokens may have besides `native` (e.g. a contract standard). */
+  readonly tokenKinds?: readonly string[];
+  /** The explicit hot-wallet key it accepts (`KASSE_HOT_WALLET_KEY`), where its hot wallet can take one. */
+  readonly hotWalletKey?: HotWalletKeyFormat;
+  /**
+   * The family's own tables, merged into Kasse's migrations. New ones are named in the family's namespace,
+   * `<family>/<NNNN>_<what>`, numbered within the family; they run after every pending core migration, in name order
+   * (src/db/migrate.ts). Names a database has already recorded never change.
+   */
   readonly migrations?: Record<string, Migration>;
   readonly commands?: FamilyCommand[];
   /** Its senders pay out disbursements (a merchant's payout coin must be on such a family). */

@@ -15,8 +15,8 @@ export interface TokenConfig {
   symbol: string;
   name: string;
   decimals: number;
-  /** `native` for the chain's own coin, else the kind of token contract (`erc20`, `spl`, …). */
-  kind: 'native' | 'erc20' | 'spl' | 'utxo';
+  /** `native` for the chain's own coin, else a token kind its family declares (`ChainFamily.tokenKinds`). */
+  kind: string;
   /** Token contract address where `kind` has one. */
   contract: string | null;
   /** Smallest amount accepted, in smallest units. */
@@ -28,6 +28,8 @@ export interface TokenConfig {
   binanceSymbol: string | null;
   /** Payable by the payer's signature alone, the hot wallet paying the network fee (USDC; docs of the family). */
   gasless: boolean;
+  /** The coin the test-mode simulator issues a coin choice on when none was chosen (`"default": true`, one per file). */
+  default?: boolean;
 }
 
 export interface ConfirmationTier {

@@ -17,7 +17,10 @@ export interface Secrets {
   secretKey: Buffer;
   /** BIP-39 mnemonic: deposit addresses and (unless given) hot wallets derive from it. */
   masterSeed: string;
-  /** Optional explicit hot-wallet private key (0x + 64 hex, secp256k1) instead of the account derived from the seed. */
+  /**
+   * Optional explicit hot-wallet private key instead of the account derived from the seed, in a format a chain family
+   * declares (`ChainFamily.hotWalletKey`; checked when Kasse opens with its families, `checkHotWalletKey`).
+   */
   hotWalletKey: string | null;
 }
 
@@ -63,7 +66,6 @@ export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'se
   if (!seed) throw new ConfigError('KASSE_MASTER_SEED is not set');
   if (seed.trim().split(/\s+/).length < 12) throw new ConfigError('KASSE_MASTER_SEED must be a BIP-39 mnemonic of 12 or more words');
   const hot = env.hotWalletKey ?? file?.hot_wallet_key ?? null;
-  if (hot !== null && !/^0x[0-9a-fA-F]{64}$/.test(hot)) throw new ConfigError('KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters');
   return { secretKey: parseKey(keyHex, 'KASSE_SECRET_KEY'), masterSeed: seed.trim(), hotWalletKey: hot };
 }
 

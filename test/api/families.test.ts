@@ -1,8 +1,9 @@
 /**
  * The chain family contract, end to end, with a family that is not EVM ("toy"): loaded beside the installed ones,
- * it reads its own settings block from the networks file, migrates its own table, registers an adapter whose
+ * it reads its own settings block from the networks file and declares its own token kind, migrates its own table
+ * (in its own migration namespace), registers an adapter whose
  * addresses and payment URIs the payments use, reports deposits through the DepositSink (a mempool sighting, then
- * its commitment), receives a refund through its sender and reports it to the TransferSink, adds wallet buttons,
+ * its commitment), pays in a token kind of its own, receives a refund through its sender and reports it to the TransferSink, adds wallet buttons,
  * a script and a rate-limited relay endpoint to the checkout, runs its worker in the workers role and adds an
  * operator command. Nothing outside this file knows the family.
  */
@@ -12,12 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { installedFamilies } from '../../src/chains/families.ts';
 import type { ChainAdapter, ChainFamily, FamilyContext } from '../../src/chains/plugin.ts';
 import type { TransferRequest } from '../../src/chains/ports.ts';
+import { parseNetworks } from '../../src/chains/networks.ts';
 import { ConfigError } from '../../src/config.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { invalidState } from '../../src/core/errors.ts';
 import { familyCommands } from '../../src/cli/commands/index.ts';
 import { startWorkers } from '../../src/workers/index.ts';
@@ -46,7 +49,8 @@ const toy: ChainFamily = {
       return { greeting: (raw as { greeting?: string } | undefined)?.greeting ?? 'hi' };
     },
   },
-  migrations: { '0099_toy': { up: async (db) => void (await sql`CREATE TABLE toy_sent (id text PRIMARY KEY)`.execute(db)) } },
+  tokenKinds: ['toytoken'],
+  migrations: { 'toy/0001_sent': { up: async (db) => void (await sql`CREATE TABLE toy_sent (id text PRIMARY KEY)`.execute(db)) } },
   commands: [
     {
       name: 'toy networks',
@@ -112,7 +116,10 @@ before(async () => {
     explorer_tx_url: null,
     confirmation_tiers: [{ max_usd_cents: null, confirmations: 2 }],
     finality_confirmations: 4,
-    tokens: [{ symbol: 'usd', name: 'Toy dollar', decimals: 6, kind: 'native', contract: null, min_amount: '1', stable: true }],
+    tokens: [
+      { symbol: 'usd', name: 'Toy dollar', decimals: 6, kind: 'native', contract: null, min_amount: '1', stable: true },
+      { symbol: 'tok', name: 'Toy token', decimals: 2, kind: 'toytoken', contract: 'toy-mint-1', min_amount: '1', stable: true },
+    ],
     toy: { greeting: 'hello' },
   };
   writeFileSync(networks, JSON.stringify({ networks: [network] }));
@@ -136,6 +143,29 @@ test('its settings, its table, its adapter: the payment gets the family\'s addre
   assert.match(a.address, /^toy1[0-9a-f]{40}$/);
   assert.equal(a.address, toyAddress(BigInt(parseInt(a.address.slice(4), 16))), 'derived by the registered adapter, not the fallback');
   assert.equal(a.uri, `toy:${a.address}?amount=10000000`);
+});
+
+test('its own token kind: accepted on its networks, refused on others; a payment in it gets the family\'s URI', async () => {
+  const tok = t.kasse.chains.token('test', 'toynet:tok')!;
+  assert.deepEqual([tok.kind, tok.contract], ['toytoken', 'toy-mint-1']);
+  const others = await installedFamilies();
+  const doc = (family: string, kind: string) => ({ networks: [{ id: 'n', name: 'N', family, chain_id: family === 'evm' ? 1 : null, confirmation_tiers: [{ max_usd_cents: null, confirmations: 1 }], finality_confirmations: 1, tokens: [{ symbol: 'tok', name: 'T', decimals: 2, kind, contract: null, min_amount: '1', stable: true }] }] });
+  assert.equal(parseNetworks(doc('toy', 'toytoken'), 'f', [...others, toy])[0]!.tokens[0]!.kind, 'toytoken');
+  assert.throws(() => parseNetworks(doc('utxo', 'toytoken'), 'f', [...others, toy]), /\(n:tok\)\.kind must be one of native$/);
+  assert.throws(() => parseNetworks(doc('toy', 'toytoken'), 'f', [...others, { ...toy, tokenKinds: [] }]), /kind must be one of native$/);
+  const res = await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'toy-tok', token: 'toynet:tok' });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  assert.equal(res.body.attempts[0].uri, `toy:${res.body.attempts[0].address}?amount=1000`);
+});
+
+test('its migrations are in its namespace: a core migration released after them still runs on this database', async () => {
+  const recorded = await sql<{ name: string }>`SELECT name FROM kasse_migrations WHERE name LIKE 'toy/%'`.execute(t.kasse.db);
+  assert.deepEqual(recorded.rows, [{ name: 'toy/0001_sent' }]);
+  const families = Object.assign({}, ...t.kasse.families.map((f) => f.family.migrations ?? {}));
+  const later = { up: async (db: Kysely<unknown>) => void (await sql`CREATE TABLE toy_later_core (id int)`.execute(db)) };
+  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), ['0098_released_later']);
+  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), [], 'nothing runs twice');
+  await sql`DROP TABLE toy_later_core`.execute(t.kasse.db);
 });
 
 test('deposits through the sink: a mempool sighting, then the commitment; a refund through its sender', async () => {

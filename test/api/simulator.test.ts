@@ -3,6 +3,9 @@
  * ledger, the events recorded (only the outcome's own), and that a real signed webhook is delivered.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { after, before, describe, test } from 'node:test';
 import { HOUR, MINUTE } from '../../src/core/clock.ts';
@@ -250,6 +253,24 @@ describe('rules', () => {
     assert.equal(res.status, 422);
     assert.equal(res.body.error.code, 'amount_too_small');
     assert.equal((await simulate(p.id, 'expired')).body.status, 'expired');
+  });
+
+  test('the auto-picked coin is the networks file\'s "default" coin', async () => {
+    const doc = JSON.parse(readFileSync(new URL('../../config/networks.test.json', import.meta.url), 'utf8'));
+    for (const n of doc.networks) for (const tok of n.tokens) tok.default = n.id === 'solana' && tok.symbol === 'usdc';
+    const file = join(mkdtempSync(join(tmpdir(), 'kasse-default-')), 'networks.test.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const other = await startTestKasse({ env: { KASSE_NETWORKS_FILE: file } });
+    try {
+      const om = await other.merchant();
+      const p = (await om.test.post('/payments', base)).body;
+      const res = await om.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.status, 'paid');
+      assert.equal(res.body.attempts[0].token, 'solana:usdc');
+    } finally {
+      await other.close();
+    }
   });
 
   test('every ledger transaction balances', assertLedgerBalanced);

@@ -82,7 +82,7 @@ describe('payment flow', () => {
     assert.ok(f.finalSlot! >= BigInt(slot));
     const after = (await get(p.id)).attempts[0].deposits[0];
     assert.equal(after.status, 'final');
-    assert.equal(after.confirmations, 32 + (Number(f.finalSlot) - slot));
+    assert.equal(after.confirmations, 32, 'final at the finalized commitment: finality_confirmations');
   });
 
   test('solana:usdc above 100 USD: detected at confirmed, paid only at finalized, credited once', async () => {
@@ -215,6 +215,29 @@ describe('chain events', () => {
     const r = await k.tick();
     assert.ok(r.blocks >= 2);
     assert.equal((await get(p.id)).status, 'paid');
+  });
+
+  test('finality is the chain\'s commitment, not a slot count: a deposit confirmed 40 skipped slots past the finalized block pays at once', async () => {
+    await k.chain.finalize();
+    await k.chain.produce();
+    await k.tick();
+    const p = await createPayment('solana:sol', 1000);
+    const payer = await k.payer();
+    await k.chain.skip(40);
+    await k.chain.sendSol(payer, p.address, p.amount);
+    const slot = await k.chain.produce();
+    const state = await k.chain.state();
+    assert.ok(slot - state.finalized > 40, `the finalized slot ${state.finalized} is more than 31 slots behind the deposit's ${slot}`);
+    await k.tick();
+    const pay = await get(p.id);
+    assert.equal(pay.status, 'paid', 'confirmed is one confirmation, whatever the finalized slot');
+    assert.deepEqual([pay.attempts[0].deposits[0].status, pay.attempts[0].deposits[0].confirmations], ['confirmed', 1]);
+    // As if read before blocks kept their deposits' signatures: the finality check reads the block again.
+    await k.t.kasse.db.updateTable('solana_blocks').set({ transfers: null }).where('slot', '=', BigInt(slot)).execute();
+    await k.chain.finalize();
+    await k.chain.produce();
+    await k.tick();
+    assert.deepEqual([(await get(p.id)).attempts[0].deposits[0].status, (await get(p.id)).attempts[0].deposits[0].confirmations], ['final', 32]);
   });
 
   test('a transaction dropped before finality: deposit orphaned, payment.reorged, ledger reversed; paid again when it lands again', async () => {

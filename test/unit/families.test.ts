@@ -1,6 +1,6 @@
 /**
  * Chain families are plugins: each folder under src/chains/ with an index.ts is found and loaded by name, its
- * migrations keep their place among the core's, and the house rules hold — chain code reaches payment data only
+ * released migrations keep their names and new ones are named in its namespace, and the house rules hold — chain code reaches payment data only
  * through the ports (nothing under src/chains imports src/modules or src/web), and EVM specifics live only under
  * src/chains/evm, Solana's only under src/chains/solana (comments aside).
  */
@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { installedFamilies } from '../../src/chains/families.ts';
+import { checkHotWalletKey, installedFamilies } from '../../src/chains/families.ts';
+import { ConfigError } from '../../src/config.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -26,7 +27,7 @@ function code(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
-test('families are found by folder, named like it, and their migrations keep the global order', async () => {
+test('families are found by folder, named like it, and their migrations keep their names or take their namespace', async () => {
   const families = await installedFamilies();
   const folders = readdirSync(join(SRC, 'chains')).filter((d) => statSync(join(SRC, 'chains', d)).isDirectory()).sort();
   assert.deepEqual(families.map((f) => f.name), folders);
@@ -34,10 +35,28 @@ test('families are found by folder, named like it, and their migrations keep the
   const names = [...Object.keys(migrations), ...families.flatMap((f) => Object.keys(f.migrations ?? {}))];
   assert.equal(new Set(names).size, names.length, 'no two migrations share a name');
   assert.deepEqual(names.sort().slice(0, 7), ['0001_foundation', '0002_payments', '0003_webhooks', '0004_evm', '0005_links', '0006_evm_sender', '0007_transfers']);
+  // Released names stay as the databases recorded them; every new one is in its family's namespace.
+  const released = ['0004_evm', '0006_evm_sender', '0020_evm_disperse', '0014_solana', '0024_utxo'];
+  for (const f of families) {
+    for (const name of Object.keys(f.migrations ?? {})) {
+      assert.ok(released.includes(name) || new RegExp(`^${f.name}/\\d{4}_[a-z0-9_]+$`).test(name), `${name}: a new migration of ${f.name} is named ${f.name}/NNNN_<what>`);
+    }
+  }
   for (const f of families) {
     assert.equal(typeof f.format.isValidAddress, 'function', f.name);
     for (const c of f.commands ?? []) assert.ok(c.name.startsWith(`${f.name} `), `${c.name} is under its family's name`);
   }
+});
+
+test('an explicit hot-wallet key is checked against the formats the families declare', async () => {
+  const families = await installedFamilies();
+  checkHotWalletKey(null, families);
+  checkHotWalletKey(`0x${'ab'.repeat(32)}`, families);
+  const refused = (key: string, list = families) => assert.throws(() => checkHotWalletKey(key, list), ConfigError);
+  refused('ab'.repeat(32));
+  assert.throws(() => checkHotWalletKey('0x12', families), { message: 'KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters' });
+  assert.throws(() => checkHotWalletKey(`0x${'ab'.repeat(32)}`, families.filter((f) => !f.hotWalletKey)), /no installed chain family takes an explicit hot-wallet key/);
+  refused(`0x${'ab'.repeat(32)}`, []);
 });
 
 test('nothing under src/chains imports src/modules, src/web or the container', () => {
@@ -54,12 +73,13 @@ test('nothing under src/chains imports src/modules, src/web or the container', (
 });
 
 /**
- * Each family's specifics (libraries, wallet APIs, standards, units) appear in code only under its own folder.
+ * Each family's specifics (libraries, wallet APIs, token standards, address shapes, units) appear in code only under
+ * its own folder.
  * The reference's example answers (http/examples.ts) are data a reader sees, and show a real payment URI.
  */
 const FAMILY_WORDS: Array<[family: string, words: RegExp]> = [
-  ['evm', /viem|ethereum|eip-?3009|eip-?712|evm/i],
-  ['solana', /@solana\/|@solana-program\/|litesvm|window\.solana|wallet-standard|lamports?\b|solana_|solana[A-Z]|Solana[A-Z]/],
+  ['evm', /viem|ethereum|eip-?3009|eip-?712|evm|erc-?20|0x[0-9a-f]{40}\b/i],
+  ['solana', /@solana\/|@solana-program\/|litesvm|window\.solana|wallet-standard|lamports?\b|solana_|solana[A-Z]|Solana[A-Z]|\bspl\b|\bSPL\b/],
   ['utxo', /btc-signer|@scure\/bip32|bitcoin|litecoin|bech32|bip-?21|bip-?84|satoshi|\brbf\b/i],
 ];
 for (const [family, words] of FAMILY_WORDS) {

@@ -33,6 +33,15 @@ describe('networks files', () => {
     }
   });
 
+  test('token kinds are the families\' own; the test file names the simulator\'s default coin', () => {
+    const sets = loadNetworks({ networksFile: null }, families);
+    const kinds = (family: string) => [...new Set(sets.live.filter((n) => n.family === family).flatMap((n) => n.tokens.map((t) => t.kind)))].sort();
+    assert.deepEqual(kinds('evm'), ['erc20', 'native']);
+    assert.deepEqual(kinds('solana'), ['native', 'spl']);
+    assert.deepEqual(sets.test.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)), ['base:usdc']);
+    assert.deepEqual(sets.live.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)), []);
+  });
+
   test('tiers pick confirmations by price; explorer templates', () => {
     const eth = loadNetworks({ networksFile: null }, families).live[0]!;
     assert.deepEqual(confirmationTier(eth, 10_000), { tier: 1, confirmations: 3 });
@@ -59,6 +68,11 @@ describe('networks files', () => {
       [(d) => (d.networks[0].finality_confirmations = 2), /finality_confirmations must be at least/],
       [(d) => Object.assign(d.networks[0].tokens[0], { coingecko_id: null, binance_symbol: null }), /needs coingecko_id or binance_symbol/],
       [(d) => (d.networks[0].family = 'cosmos'), /family must be one of/],
+      [(d) => (d.networks[0].tokens[1].kind = 'spl'), /\(ethereum:usdc\)\.kind must be one of native, erc20$/],
+      [(d) => (d.networks[4].tokens[1].kind = 'erc20'), /\(solana:usdc\)\.kind must be one of native, spl$/],
+      [(d) => (d.networks[5].tokens[0].kind = 'erc20'), /\(bitcoin:btc\)\.kind must be one of native$/],
+      [(d) => Object.assign(d.networks[0].tokens[1], { default: true }) && Object.assign(d.networks[1].tokens[1], { default: true }), /only one token may be "default": true \(ethereum:usdc, base:usdc are\)/],
+      [(d) => (d.networks[0].tokens[1].default = 'yes'), /\(ethereum:usdc\): stable, gasless and default must be true or false/],
     ];
     for (const [mutate, message] of cases) {
       const doc = live();

@@ -81,6 +81,9 @@ const evm: ChainFamily = {
     contract: { canonical: (value) => (isAddress(value, { strict: false }) ? getAddress(value) : null), name: 'an EVM address' },
     settings: parseEvmSettings,
   },
+  tokenKinds: ['erc20'],
+  // A private key of the hot-wallet account instead of the one derived from the master seed (wallet.ts).
+  hotWalletKey: { description: '0x + 64 hex characters', isValid: (key) => /^0x[0-9a-fA-F]{64}$/.test(key) },
   migrations: { '0004_evm': m0004, '0006_evm_sender': m0006, '0020_evm_disperse': m0020 },
   commands: evmCommands,
   payouts: true,

@@ -20,6 +20,7 @@ import { solanaCommands } from './commands.ts';
 import { parseSolanaSettings, solanaSettings } from './config.ts';
 import { SolanaKeys } from './keys.ts';
 import * as m0014 from './migrations/0014_solana.ts';
+import * as m0001 from './migrations/0001_block_transfers.ts';
 import { transferRequestUri } from './pay.ts';
 import './schema.ts';
 import { SolanaSender } from './sender.ts';
@@ -104,7 +105,8 @@ const solana: ChainFamily = {
     contract: { canonical: (value) => (isSolanaAddress(value) ? value : null), name: 'a Solana address' },
     settings: parseSolanaSettings,
   },
-  migrations: { '0014_solana': m0014 },
+  tokenKinds: ['spl'],
+  migrations: { '0014_solana': m0014, 'solana/0001_block_transfers': m0001 },
   commands: solanaCommands,
   load,
 };

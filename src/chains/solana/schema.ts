@@ -1,5 +1,5 @@
 /**
- * Row types of the Solana family's tables (migrations/0014_solana.ts), added to Kasse's `Database` type by
+ * Row types of the Solana family's tables (migrations/0014_solana.ts and the later solana/… ones), added to Kasse's `Database` type by
  * declaration merging, so the family's queries are typed like the core's.
  */
 import type { ColumnType, Generated } from 'kysely';
@@ -25,6 +25,8 @@ export interface SolanaBlocksTable {
   blockhash: string;
   parent_slot: bigint;
   deposits: Generated<number>;
+  /** Its deposits as [signature, index] pairs (migrations/0001_block_transfers.ts); null when read before that. */
+  transfers: ColumnType<Array<[string, number]> | null, string | null | undefined, string | null>;
 }
 
 export interface SolanaAddressesTable {

@@ -22,10 +22,11 @@
  * finality check compares the finalized chain's slots with the stored ones: those that match become final; a
  * stored block the finalized chain left out is a fork found late and handled the same way.
  *
- * Deposits are reported with their slot as block number, and the head reported to the sink is
- * `final_slot + finality_confirmations − 1`: a deposit reaches `finality_confirmations` (32) exactly when its slot is
- * finalized, and counts 1 … 31 while it is confirmed and not yet final. A confirmation tier of 1 therefore pays at
- * `confirmed`, a tier of 32 at `finalized` (docs/solana.md). No database transaction spans an RPC call; the cursor
+ * Finality is Solana's commitment, reported through `DepositSink.depositsProgressed`, never a depth: a deposit is
+ * recorded with its slot as block number and 1 confirmation when its block is read at `confirmed`, and becomes final
+ * with `finality_confirmations` (32) when the finality check sees its slot finalized (the blocks stored keep their
+ * deposits' signatures for that). A confirmation tier of 1 therefore pays at `confirmed`, a tier of 32 at
+ * `finalized` (docs/solana.md). No database transaction spans an RPC call; the cursor
  * moves (compare-and-set) only after a batch's deposits are recorded.
  */
 import { sql } from 'kysely';
@@ -35,7 +36,7 @@ import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { NetworkHealth } from '../health.ts';
 import { PollingWatcher } from '../loops.ts';
-import type { DepositObservation, DepositSink } from '../ports.ts';
+import type { DepositObservation, DepositSink, TransferKey } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
 
@@ -75,6 +76,14 @@ export interface SolanaTickResult {
   /** Lowest slot removed by a fork in this tick. */
   forkFrom: bigint | null;
   behind: boolean;
+}
+
+interface StoredBlock {
+  slot: bigint;
+  blockhash: string;
+  deposits: number;
+  /** Its deposits as [signature, index]; null for a block stored before they were. */
+  transfers: Array<[string, number]> | null;
 }
 
 interface Cursor {
@@ -240,7 +249,6 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         result.behind = more;
         result.tip ??= cursor.slot;
         result.finalSlot = cursor.finalSlot;
-        await this.opts.sink.headAdvanced(this.mode, this.chain, this.reportedHead(cursor));
         return result;
       } catch (err) {
         if (err instanceof CursorMovedError) {
@@ -254,11 +262,6 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         await new Promise((r) => setTimeout(r, Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1))));
       }
     }
-  }
-
-  /** The head the sink computes confirmations from (see the header comment). */
-  reportedHead(cursor: Pick<Cursor, 'finalSlot'>): bigint {
-    return cursor.finalSlot + BigInt(this.network.finalityConfirmations) - 1n;
   }
 
   private async producedSlots(from: bigint, limit: number, commitment: Commitment): Promise<bigint[]> {
@@ -293,12 +296,12 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     const candidates = [...new Set(found.flat().map((t) => t.to))];
     const watched = candidates.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, candidates) : new Map<string, string>();
     const observations: DepositObservation[] = [];
-    const perBlock = blocks.map(() => 0);
+    const perBlock: Array<Array<[string, number]>> = blocks.map(() => []);
     found.forEach((list, i) => {
       const b = blocks[i]!;
       for (const t of list) {
         if (watched.get(t.to) !== t.to) continue;
-        perBlock[i]!++;
+        perBlock[i]!.push([t.signature, t.index]);
         observations.push({
           chain: this.chain,
           address: t.to,
@@ -313,15 +316,21 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         });
       }
     });
-    if (observations.length > 0) await this.opts.sink.recordDeposits(this.mode, observations);
+    if (observations.length > 0) {
+      await this.opts.sink.recordDeposits(this.mode, observations);
+      // In a confirmed block: one confirmation, not final; the finality check reports them final (checkFinality).
+      await this.opts.sink.depositsProgressed(this.mode, this.chain, observations.map((o) => ({ txHash: o.txHash, index: o.index, confirmations: 1, final: false })));
+    }
     const last = blocks[blocks.length - 1]!;
     const next: Cursor = { ...cursor, slot: slots[slots.length - 1]!, blockhash: last.blockhash };
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, next);
       await tx
         .insertInto('solana_blocks')
-        .values(blocks.map((b, i) => ({ mode: this.mode, chain: this.chain, slot: slots[i]!, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: perBlock[i]! })))
-        .onConflict((oc) => oc.columns(['mode', 'chain', 'slot']).doUpdateSet((eb) => ({ blockhash: eb.ref('excluded.blockhash'), parent_slot: eb.ref('excluded.parent_slot'), deposits: eb.ref('excluded.deposits') })))
+        .values(blocks.map((b, i) => ({ mode: this.mode, chain: this.chain, slot: slots[i]!, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: perBlock[i]!.length, transfers: JSON.stringify(perBlock[i]) })))
+        .onConflict((oc) =>
+          oc.columns(['mode', 'chain', 'slot']).doUpdateSet((eb) => ({ blockhash: eb.ref('excluded.blockhash'), parent_slot: eb.ref('excluded.parent_slot'), deposits: eb.ref('excluded.deposits'), transfers: eb.ref('excluded.transfers') })),
+        )
         .execute();
       if (observations.length > 0) {
         const bySlot = new Map<string, bigint>();
@@ -383,6 +392,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
       }
     }
     if (agreed === cursor.finalSlot) return cursor;
+    await this.reportFinal(stored.filter((b) => b.slot <= agreed && b.deposits > 0));
     const next = { ...cursor, finalSlot: agreed };
     await withTx(this.opts.db, async (tx) => {
       const r = await tx
@@ -398,16 +408,38 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     return next;
   }
 
-  private async stored(above: bigint): Promise<Array<{ slot: bigint; blockhash: string; deposits: number }>> {
+  /**
+   * Tells the sink the deposits of newly finalized blocks are final (confirmations: the network's
+   * `finality_confirmations`). A block stored without its transfers (read before they were stored) is read again.
+   */
+  private async reportFinal(blocks: StoredBlock[]): Promise<void> {
+    const keys: TransferKey[] = [];
+    for (const b of blocks) {
+      const pairs = b.transfers ?? (await this.depositsIn(b.slot));
+      keys.push(...pairs.map(([txHash, index]) => ({ txHash, index })));
+    }
+    if (keys.length === 0) return;
+    const confirmations = this.network.finalityConfirmations;
+    await this.opts.sink.depositsProgressed(this.mode, this.chain, keys.map((k) => ({ ...k, confirmations, final: true })));
+  }
+
+  /** The deposits of a finalized block, read again from the node. */
+  private async depositsIn(slot: bigint): Promise<Array<[string, number]>> {
+    const found = transfersOf((await this.block(slot, 'finalized', 'accounts')).transactions ?? [], this.native, this.mints);
+    const watched = found.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(found.map((t) => t.to))]) : new Map<string, string>();
+    return found.filter((t) => watched.get(t.to) === t.to).map((t) => [t.signature, t.index]);
+  }
+
+  private async stored(above: bigint): Promise<StoredBlock[]> {
     const rows = await this.opts.db
       .selectFrom('solana_blocks')
-      .select(['slot', 'blockhash', 'deposits'])
+      .select(['slot', 'blockhash', 'deposits', 'transfers'])
       .where('mode', '=', this.mode)
       .where('chain', '=', this.chain)
       .where('slot', '>', above)
       .orderBy('slot')
       .execute();
-    return rows.map((r) => ({ slot: BigInt(r.slot), blockhash: r.blockhash, deposits: r.deposits }));
+    return rows.map((r) => ({ slot: BigInt(r.slot), blockhash: r.blockhash, deposits: r.deposits, transfers: r.transfers }));
   }
 
   private async depositsAwaitingFinality(cursor: Cursor): Promise<boolean> {

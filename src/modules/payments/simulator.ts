@@ -15,9 +15,6 @@ import type { Payment } from './schema.ts';
 import type { PaymentService } from './service.ts';
 import { loadPayment, type Loaded, type NewDeposit } from './store.ts';
 
-/** The coin picked for the payer when none was chosen yet, if its network is available. */
-const PREFERRED_COIN = 'base:usdc';
-
 const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
   paid: 'payment.paid',
   underpaid: 'payment.underpaid',
@@ -39,7 +36,7 @@ export class Simulator {
     const first = await loadPayment(this.engine.deps.db, scope, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
-    if (outcome !== 'expired' && first.attempts.length === 0) await this.payments.createAttempt(scope, id, { token: this.pickStablecoin().id });
+    if (outcome !== 'expired' && first.attempts.length === 0) await this.payments.createAttempt(scope, id, { token: this.defaultCoin().id });
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       assertWaiting(l);
       const applied = outcome === 'expired' || outcome === 'late' ? await this.closeWindow(tx, l, outcome) : await this.deposit(tx, l, outcome);
@@ -86,11 +83,11 @@ export class Simulator {
     return this.engine.apply(tx, withMoney, { kind: 'deposits_changed' }, afterHold);
   }
 
-  private pickStablecoin(): TokenConfig {
+  /** The networks file's `default` coin, else the first stablecoin, on an available test network. */
+  private defaultCoin(): TokenConfig {
     const { chains } = this.engine.deps;
-    const preferred = chains.token('test', PREFERRED_COIN);
-    if (preferred && chains.available('test', preferred.chain)) return preferred;
-    const any = chains.tokens('test').find((t) => t.stable && chains.available('test', t.chain));
+    const usable = chains.tokens('test').filter((t) => chains.available('test', t.chain));
+    const any = usable.find((t) => t.default) ?? usable.find((t) => t.stable);
     if (!any) throw invalidState('No stablecoin on an available test network to simulate with; choose a coin first.');
     return any;
   }
