@@ -23,6 +23,7 @@ import type { SessionsTable, UsersTable } from '../../db/schema.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import { renderEmail } from '../email/template.ts';
+import { approvalsRequired } from '../merchants/lookup.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import {
   assertPasswordAcceptable,
@@ -269,9 +270,9 @@ export class UserService {
   private async assertOwnersAfter(tx: Tx, merchantId: string, what: 'demote' | 'remove'): Promise<void> {
     const owners = (await this.ownerCount(tx, merchantId)) - 1;
     if (owners < 1) throw invalidState(`The last owner cannot be ${what === 'remove' ? 'removed' : 'given another role'}. Make another user an owner first.`);
-    const m = await tx.selectFrom('merchants').select('approvals_required').where('id', '=', merchantId).executeTakeFirstOrThrow();
-    if (m.approvals_required !== null && owners < m.approvals_required) {
-      throw invalidState(`Disbursements need ${m.approvals_required} owner approvals; lower the quorum in Settings before leaving fewer owners.`);
+    const quorum = await approvalsRequired(tx, merchantId);
+    if (quorum !== null && owners < quorum) {
+      throw invalidState(`Disbursements need ${quorum} owner approvals; lower the quorum in Settings before leaving fewer owners.`);
     }
   }
 
