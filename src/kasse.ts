@@ -25,6 +25,7 @@ import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
 import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
+import { MerchantSettings } from './modules/merchants/settings.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
@@ -69,6 +70,8 @@ export interface PublicUrls {
 export class Kasse {
   readonly metrics: Metrics;
   readonly merchants: MerchantService;
+  /** The account's changes made from the dashboard (Settings, Developers), each with its audit row. */
+  readonly merchantSettings: MerchantSettings;
   readonly rateLimiter: RateLimiter;
   /** Event outbox (`publish`), events API and webhook delivery. */
   readonly webhooks: WebhookService;
@@ -127,6 +130,7 @@ export class Kasse {
     this.audit = new AuditLog(db, clock);
     this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
     this.users = new Users({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
+    this.merchantSettings = new MerchantSettings({ db, clock, merchants: this.merchants, audit: this.audit, users: this.users });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
     this.health = new NetworkHealth({ db, clock, log });

@@ -13,6 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
+import { merchantName } from '../modules/merchants/lookup.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { posSalePage } from './checkout-view.ts';
@@ -35,8 +36,7 @@ interface Merchant {
 }
 
 async function merchantOf(kasse: Kasse, link: LinkRow): Promise<Merchant> {
-  const m = await kasse.db.selectFrom('merchants').select('name').where('id', '=', link.merchant_id).executeTakeFirst();
-  return { name: m?.name ?? '' };
+  return { name: (await merchantName(kasse.db, link.merchant_id)) ?? '' };
 }
 
 function header(link: LinkRow, merchant: Merchant, price: Html | string = ''): Html {

@@ -35,10 +35,12 @@ import { renderEmail } from '../email/template.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import { accounts, USD, type LedgerService } from '../ledger/ledger.ts';
 import { postPayoutFailed, postPayoutRelease, postPayoutSent } from '../ledger/payouts.ts';
+import { lockMerchant } from '../merchants/lookup.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { PriceService } from '../prices/service.ts';
 import type { PayoutRecords, SentPayout } from '../statements/payouts.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
+import { isOwner, ownerEmails } from '../users/owners.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
 import { approvalKey, approvalMac, batchDigest, macMatches, type CanonicalBatch } from './approval.ts';
 import { DISBURSEMENT_LIMITS, DisbursementSchema, type CreateDisbursementInput, type Disbursement, type DisbursementStatus } from './schema.ts';
@@ -109,7 +111,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     const id = newId('dsb');
 
     const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
-      const owners = await ownersOf(tx, merchantId);
+      const owners = await ownerEmails(tx, merchantId);
       const required = merchant.approvalsRequired ?? (owners.length >= 2 ? 2 : 1);
       await tx
         .insertInto('disbursements')
@@ -251,7 +253,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       const token = this.token(row);
       if (!token) throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
       // One release at a time per merchant: the balance read below stays true until this transaction commits.
-      await tx.selectFrom('merchants').select('id').where('id', '=', merchantId).forUpdate().executeTakeFirstOrThrow();
+      await lockMerchant(tx, merchantId);
       const available = -(await this.deps.ledger.accountBalance(tx, accounts.merchant(mode, merchantId), USD));
       const total = BigInt(row.total_usd_cents);
       if (available < total) {
@@ -455,7 +457,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   }
 
   /** Mails every owner that a batch waits for approval (in the creating transaction: the outbox sends it). */
-  private async mailOwners(tx: Tx, mode: Mode, d: Disbursement, owners: Array<{ email: string }>): Promise<void> {
+  private async mailOwners(tx: Tx, mode: Mode, d: Disbursement, owners: readonly string[]): Promise<void> {
     const url = `${this.deps.checkoutBase()}/dashboard/${mode}/disbursements/${d.id}`;
     const content = renderEmail({
       heading: `A disbursement waits for your approval`,
@@ -470,16 +472,16 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         ['Items', String(d.item_count)],
       ],
     });
-    for (const o of owners) {
+    for (const email of owners) {
       await this.deps.email.enqueue(tx, {
         merchantId: d.merchant_id,
         mode: mode,
         kind: 'disbursement.approval',
-        to: o.email,
+        to: email,
         subject: `Approve disbursement: ${d.title}`,
         text: content.text,
         html: content.html,
-        dedupeKey: `disbursement:${d.id}:approval:${o.email}`,
+        dedupeKey: `disbursement:${d.id}:approval:${email}`,
       });
     }
   }
@@ -493,12 +495,7 @@ function assertItems(input: CreateDisbursementInput): void {
 
 /** Approvals and releases are owners' alone (the dashboard checks the role too; this holds for any caller). */
 async function assertOwner(db: DbOrTx, merchantId: string, userId: string): Promise<void> {
-  const user = await db.selectFrom('users').select('role').where('id', '=', userId).where('merchant_id', '=', merchantId).where('removed_at', 'is', null).executeTakeFirst();
-  if (user?.role !== 'owner') throw invalidState('Only an owner of the account can approve or release a disbursement.');
-}
-
-async function ownersOf(db: DbOrTx, merchantId: string) {
-  return db.selectFrom('users').select(['email']).where('merchant_id', '=', merchantId).where('role', '=', 'owner').where('removed_at', 'is', null).orderBy('id').execute();
+  if (!(await isOwner(db, merchantId, userId))) throw invalidState('Only an owner of the account can approve or release a disbursement.');
 }
 
 function usdText(cents: bigint): string {

@@ -16,6 +16,7 @@ import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
 import type { MerchantRecord, MerchantService } from '../merchants/service.ts';
+import { invoiceablePayment, lockForInvoice } from '../payments/store.ts';
 import { financialYear, gstinProblem, invoiceFigures, invoiceNumber, istDate, rupees, STATE_NAMES } from './gst.ts';
 import { mergeProfile, PROFILE_FIELDS, type TaxProfile } from './profile.ts';
 
@@ -71,7 +72,7 @@ export class InvoiceService {
   async create(mode: Mode, merchantId: string, paymentId: string, input: CreateInvoiceInput, actor?: Actor): Promise<TaxInvoiceJson> {
     const { db, clock } = this.deps;
     checkInput(input);
-    const payment = await db.selectFrom('payments').select(['id', 'status', 'paid_at', 'price_amount', 'description']).where('id', '=', paymentId).where('mode', '=', mode).where('merchant_id', '=', merchantId).executeTakeFirst();
+    const payment = await invoiceablePayment(db, mode, merchantId, paymentId);
     if (!payment) throw notFound('payment');
     if (payment.status !== 'paid' || !payment.paid_at) throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);
     const profile = this.profile(await this.deps.merchants.get(merchantId), mode);
@@ -83,8 +84,8 @@ export class InvoiceService {
     const figures = invoiceFigures(payment.price_amount, fx.rate, profile.tax_rate_bps, profile.tax_inclusive, input.place_of_supply);
     const row = await withTx(db, async (tx) => {
       // Serializes with a refund or another invoice of the same payment.
-      const locked = await tx.selectFrom('payments').select(['status']).where('id', '=', paymentId).forUpdate().executeTakeFirstOrThrow();
-      if (locked.status !== 'paid') throw invalidState(`Only a paid payment can be invoiced; this payment is ${locked.status}.`);
+      const locked = await lockForInvoice(tx, paymentId);
+      if (locked !== 'paid') throw invalidState(`Only a paid payment can be invoiced; this payment is ${locked}.`);
       if (await tx.selectFrom('tax_invoices').select('id').where('payment_id', '=', paymentId).executeTakeFirst()) throw alreadyInvoiced();
       const now = clock.now();
       const fy = financialYear(now);

@@ -10,6 +10,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
 import { syncHeld } from '../ledger/holds.ts';
+import { merchantFeeBps } from '../merchants/lookup.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
@@ -146,7 +147,6 @@ export class PaymentEngine {
   }
 
   private async feeBps(tx: Tx, merchantId: string): Promise<number> {
-    const m = await tx.selectFrom('merchants').select('fee_bps').where('id', '=', merchantId).executeTakeFirst();
-    return m?.fee_bps ?? this.deps.feeBps;
+    return (await merchantFeeBps(tx, merchantId)) ?? this.deps.feeBps;
   }
 }

@@ -6,6 +6,7 @@
 import type { CoinChoice, FundedAddress, PaymentsPort } from '../../chains/ports.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
+import { merchantName } from '../merchants/lookup.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
@@ -28,10 +29,11 @@ export class PaymentsReader implements PaymentsPort {
   /** A payment by id in either mode; null when there is none (or the id is malformed). */
   async publicPayment(id: string): Promise<PublicPayment | null> {
     if (!PAY_ID.test(id)) return null;
-    const owner = await publicOwner(this.engine.deps.db, id);
+    const { db } = this.engine.deps;
+    const owner = await publicOwner(db, id);
     if (!owner) return null;
-    const l = await loadPayment(this.engine.deps.db, { mode: owner.mode, merchantId: owner.merchantId }, id);
-    return l ? { ...owner, payment: this.engine.json(l) } : null;
+    const [name, l] = await Promise.all([merchantName(db, owner.merchantId), loadPayment(db, owner, id)]);
+    return l ? { ...owner, merchantName: name ?? '', payment: this.engine.json(l) } : null;
   }
 
   /** A fingerprint per payment that changes whenever what its payer sees may have changed; one query for all. */

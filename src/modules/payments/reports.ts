@@ -3,15 +3,13 @@
  * and net each payment credited (from the ledger), and the paid volume per day for the Home chart. Scoped by merchant and mode like every read; uses the same loading and
  * rendering as the API, so the dashboard shows exactly the Payment the API would.
  */
-import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
-import { ID_PATTERNS } from '../../core/ids.ts';
+import { encodeCursor } from '../../core/cursor.ts';
 import type { PaymentCreditTotals } from '../ledger/ledger.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
-import { loadPayments } from './store.ts';
+import { loadPayments, paidVolume, searchPaymentIds } from './store.ts';
 
 export interface PaymentSearch {
   status?: PaymentStatus;
@@ -40,15 +38,8 @@ export class PaymentReports {
   async search(mode: Mode, merchantId: string, q: PaymentSearch): Promise<{ data: Payment[]; next_cursor: string | null }> {
     const { db } = this.engine.deps;
     const limit = q.limit ?? 25;
-    let query = db.selectFrom('payments as p').select('p.id').where('p.merchant_id', '=', merchantId).where('p.mode', '=', mode);
-    if (q.status) query = query.where('p.status', '=', q.status);
-    if (q.order_id) query = query.where('p.order_id', '=', q.order_id);
-    if (q.from) query = query.where('p.created_at', '>=', q.from);
-    if (q.to) query = query.where('p.created_at', '<', q.to);
-    if (q.token) query = query.where((eb) => eb.exists(eb.selectFrom('attempts as a').select(sql`1`.as('one')).whereRef('a.payment_id', '=', 'p.id').where('a.token', '=', q.token!)));
-    if (q.cursor) query = query.where('p.id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
-    const rows = await query.orderBy('p.id', 'desc').limit(limit + 1).execute();
-    const page = rows.slice(0, limit).map((r) => r.id);
+    const rows = await searchPaymentIds(db, mode, merchantId, { ...q, limit });
+    const page = rows.slice(0, limit);
     const loaded = await loadPayments(db, { mode, merchantId }, page);
     return { data: loaded.map((l) => this.engine.json(l)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null };
   }
@@ -62,12 +53,7 @@ export class PaymentReports {
   async paidVolumeByDay(mode: Mode, merchantId: string, days: number, now: Date): Promise<DayVolume[]> {
     const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + 86_400_000;
     const start = end - days * 86_400_000;
-    const { rows } = await sql<{ day: string; cents: string; count: string }>`
-      SELECT to_char(date_trunc('day', paid_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, sum(price_amount) AS cents, count(*) AS count
-      FROM payments
-      WHERE merchant_id = ${merchantId} AND mode = ${mode} AND paid_at IS NOT NULL AND paid_at >= ${new Date(start)} AND paid_at < ${new Date(end)}
-        AND status IN ('paid', 'refunded')
-      GROUP BY 1`.execute(this.engine.deps.db);
+    const rows = await paidVolume(this.engine.deps.db, mode, merchantId, new Date(start), new Date(end));
     const byDay = new Map(rows.map((r) => [r.day, r]));
     return Array.from({ length: days }, (_, i) => {
       const day = new Date(start + i * 86_400_000).toISOString().slice(0, 10);

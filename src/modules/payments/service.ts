@@ -19,6 +19,7 @@ import { once, requestHash, storedResponse, validateKey } from '../idempotency/i
 import type { Actor } from '../audit/service.ts';
 import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
 import type { TransferService } from '../transfers/service.ts';
+import { merchantName } from '../merchants/lookup.ts';
 import { merchantBalance } from './balance.ts';
 import { Catalogue, type CoinChoiceInput, type PricedCoin } from './catalogue.ts';
 import { DepositRecorder } from './deposits.ts';
@@ -31,7 +32,7 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { AddressIndexes, insertRows, listPaymentIds, loadPayment, loadPayments, merchantName, newAttemptRow, newPaymentRow, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { AddressIndexes, insertRows, listPaymentIds, loadPayment, loadPayments, newAttemptRow, newPaymentRow, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;

@@ -12,6 +12,7 @@ import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../db/schema.ts';
+import type { PaymentSearch } from './reports.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from './model.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
@@ -245,12 +246,6 @@ export class AddressIndexes {
   }
 }
 
-/** The merchant's display name: what a wallet may show as the payee. */
-export async function merchantName(db: DbOrTx, merchantId: string): Promise<string | null> {
-  const row = await db.selectFrom('merchants').select('name').where('id', '=', merchantId).executeTakeFirst();
-  return row?.name ?? null;
-}
-
 export interface PaymentListQuery {
   order_id?: string;
   status?: PaymentStatus;
@@ -265,6 +260,29 @@ export async function listPaymentIds(db: DbOrTx, mode: Mode, merchantId: string,
   if (q.status !== undefined) query = query.where('status', '=', q.status);
   if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
   return (await query.orderBy('id', 'desc').limit(q.limit + 1).execute()).map((r) => r.id);
+}
+
+/** Ids of the dashboard's search (see PaymentSearch), newest first: one more than `q.limit` when there is a next page. */
+export async function searchPaymentIds(db: DbOrTx, mode: Mode, merchantId: string, q: PaymentSearch & { limit: number }): Promise<string[]> {
+  let query = db.selectFrom('payments as p').select('p.id').where('p.merchant_id', '=', merchantId).where('p.mode', '=', mode);
+  if (q.status) query = query.where('p.status', '=', q.status);
+  if (q.order_id) query = query.where('p.order_id', '=', q.order_id);
+  if (q.from) query = query.where('p.created_at', '>=', q.from);
+  if (q.to) query = query.where('p.created_at', '<', q.to);
+  if (q.token) query = query.where((eb) => eb.exists(eb.selectFrom('attempts as a').select(sql`1`.as('one')).whereRef('a.payment_id', '=', 'p.id').where('a.token', '=', q.token!)));
+  if (q.cursor) query = query.where('p.id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
+  return (await query.orderBy('p.id', 'desc').limit(q.limit + 1).execute()).map((r) => r.id);
+}
+
+/** Paid price (US cents) and count per UTC day (YYYY-MM-DD) of payments paid in [from, to) and not reversed since; days without any are absent. */
+export async function paidVolume(db: DbOrTx, mode: Mode, merchantId: string, from: Date, to: Date): Promise<Array<{ day: string; cents: string; count: string }>> {
+  const { rows } = await sql<{ day: string; cents: string; count: string }>`
+    SELECT to_char(date_trunc('day', paid_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, sum(price_amount) AS cents, count(*) AS count
+    FROM payments
+    WHERE merchant_id = ${merchantId} AND mode = ${mode} AND paid_at IS NOT NULL AND paid_at >= ${from} AND paid_at < ${to}
+      AND status IN ('paid', 'refunded')
+    GROUP BY 1`.execute(db);
+  return rows;
 }
 
 // ---- Deposits (what chain watchers report) ----
@@ -537,6 +555,22 @@ export async function refundPayment(db: DbOrTx, mode: Mode, refundId: string): P
   return row?.payment_id ?? null;
 }
 
+// ---- For tax invoices ----
+
+/** What a tax invoice of a payment is made from; null when the merchant has no such payment in the mode. */
+export async function invoiceablePayment(db: DbOrTx, mode: Mode, merchantId: string, id: string) {
+  return db.selectFrom('payments').select(['id', 'status', 'paid_at', 'price_amount', 'description']).where('id', '=', id).where('mode', '=', mode).where('merchant_id', '=', merchantId).executeTakeFirst() ?? null;
+}
+
+/**
+ * Locks the payment for its invoice until `tx` ends (serializing with a refund or another invoice of it) and answers
+ * its status as locked.
+ */
+export async function lockForInvoice(tx: Tx, id: string): Promise<string> {
+  const row = await tx.selectFrom('payments').select('status').where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+  return row.status;
+}
+
 /** Locks a refund row (its payment is locked first). */
 export async function lockRefund(tx: Tx, refundId: string): Promise<RefundRow> {
   return tx.selectFrom('refunds').selectAll().where('id', '=', refundId).forUpdate().executeTakeFirstOrThrow();
@@ -548,15 +582,10 @@ export async function settleRefund(tx: Tx, refundId: string, set: { status: 'sen
 
 // ---- Public reads (checkout pages, chain families) ----
 
-/** A payment's mode, merchant and the merchant's display name, by the payment id alone; null when there is none. */
-export async function publicOwner(db: DbOrTx, id: string): Promise<{ mode: Mode; merchantId: string; merchantName: string } | null> {
-  const row = await db
-    .selectFrom('payments')
-    .innerJoin('merchants', 'merchants.id', 'payments.merchant_id')
-    .select(['payments.mode', 'payments.merchant_id', 'merchants.name'])
-    .where('payments.id', '=', id)
-    .executeTakeFirst();
-  return row ? { mode: row.mode, merchantId: row.merchant_id, merchantName: row.name } : null;
+/** A payment's mode and merchant, by the payment id alone; null when there is none. */
+export async function publicOwner(db: DbOrTx, id: string): Promise<{ mode: Mode; merchantId: string } | null> {
+  const row = await db.selectFrom('payments').select(['mode', 'merchant_id']).where('id', '=', id).executeTakeFirst();
+  return row ? { mode: row.mode, merchantId: row.merchant_id } : null;
 }
 
 /**

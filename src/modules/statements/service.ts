@@ -14,6 +14,7 @@ import { formatUnits } from '../../core/money.ts';
 import type { Db } from '../../db/index.ts';
 import { balanceBefore } from '../ledger/checkpoints.ts';
 import { accounts, CREDIT_KINDS, REVERSAL_KINDS, USD } from '../ledger/ledger.ts';
+import { firstPosting, heldAt, postingGroups, type PostingGroup } from '../ledger/months.ts';
 import { PAYOUT_KINDS } from '../ledger/payouts.ts';
 import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
 
@@ -55,16 +56,6 @@ export function monthRange(month: string): { from: Date; end: Date } {
   return { from: new Date(Date.UTC(year, mon - 1, 1)), end: new Date(Date.UTC(year, mon, 1)) };
 }
 
-/** A flat aggregate of the month's postings: one row per kind, coin, account and currency. */
-interface Group {
-  kind: string;
-  token: string | null;
-  account: string;
-  currency: string;
-  n: number;
-  sum: bigint;
-}
-
 const n = (v: bigint) => Number(v);
 
 export class StatementService {
@@ -78,16 +69,8 @@ export class StatementService {
   }
 
   /** When the merchant's first posting in the mode was made (the first month with a statement to show), or null. */
-  async firstPosting(mode: Mode, merchantId: string): Promise<Date | null> {
-    const row = await this.deps.db
-      .selectFrom('ledger_transactions')
-      .select('created_at')
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
-      .orderBy('created_at')
-      .limit(1)
-      .executeTakeFirst();
-    return row?.created_at ?? null;
+  firstPosting(mode: Mode, merchantId: string): Promise<Date | null> {
+    return firstPosting(this.deps.db, mode, merchantId);
   }
 
   /** The statement of `month` for a merchant; the month in progress runs to now, a month in the future is 400. */
@@ -101,17 +84,17 @@ export class StatementService {
     const merchant = accounts.merchant(mode, merchantId);
 
     const [groups, openingDebit, held, operational, payoutItems] = await Promise.all([
-      this.groups(mode, merchantId, from, until),
+      postingGroups(this.deps.db, mode, merchantId, from, until),
       balanceBefore(this.deps.db, merchant, USD, from, now),
-      this.held(mode, merchantId, until),
+      heldAt(this.deps.db, mode, merchantId, until),
       this.operational(mode, merchantId, from, until),
       this.payoutRecords.sent(mode, merchantId, from, until),
     ]);
 
     const pick = (kinds: readonly string[], account: string, currency = USD) =>
       groups.filter((g) => kinds.includes(g.kind) && g.account === account && g.currency === currency);
-    const total = (gs: Group[]) => gs.reduce((s, g) => s + g.sum, 0n);
-    const count = (gs: Group[]) => gs.reduce((s, g) => s + g.n, 0);
+    const total = (gs: PostingGroup[]) => gs.reduce((s, g) => s + g.sum, 0n);
+    const count = (gs: PostingGroup[]) => gs.reduce((s, g) => s + g.n, 0);
     const settlement = accounts.settlement(mode);
     const fees = accounts.fees(mode);
     const conversion = accounts.conversion(mode);
@@ -203,31 +186,6 @@ export class StatementService {
     const t = this.deps.chains.token(mode, token);
     const [chain = token, symbol = token] = token.split(':');
     return t ? { symbol: t.symbol, chain: t.chain, decimals: t.decimals } : { symbol: symbol.toUpperCase(), chain, decimals: 0 };
-  }
-
-  /** The month's postings of the merchant in one pass, grouped by kind, coin, account and currency. */
-  private async groups(mode: Mode, merchantId: string, from: Date, to: Date): Promise<Group[]> {
-    const { rows } = await sql<{ kind: string; token: string | null; account: string; currency: string; n: string; sum: string }>`
-      SELECT t.kind, t.token, e.account, e.currency, count(*)::text AS n, sum(e.amount)::text AS sum
-      FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
-      WHERE t.merchant_id = ${merchantId} AND t.mode = ${mode} AND t.created_at >= ${from} AND t.created_at < ${to}
-      GROUP BY 1, 2, 3, 4`.execute(this.deps.db);
-    return rows.map((r) => ({ kind: r.kind, token: r.token, account: r.account, currency: r.currency, n: Number(r.n), sum: BigInt(r.sum) }));
-  }
-
-  /** Payments holding money in suspense at `to`, and its value at their attempts' rates. */
-  private async held(mode: Mode, merchantId: string, to: Date): Promise<{ count: number; value: bigint }> {
-    const { rows } = await sql<{ count: string; value: string }>`
-      SELECT count(*)::text AS count, coalesce(sum(value), 0)::text AS value FROM (
-        SELECT payment_id, -sum(amount) FILTER (WHERE currency = ${USD}) AS value FROM (
-          SELECT t.payment_id, e.currency, sum(e.amount) AS amount
-          FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id
-          WHERE e.account IN (${accounts.held(mode, merchantId)}, ${accounts.suspense(mode, merchantId)}) AND t.created_at < ${to}
-          GROUP BY 1, 2
-        ) per_currency
-        GROUP BY 1 HAVING bool_or(amount <> 0)
-      ) per_payment`.execute(this.deps.db);
-    return { count: Number(rows[0]!.count), value: BigInt(rows[0]!.value) };
   }
 
   /**

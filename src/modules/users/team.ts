@@ -10,6 +10,7 @@ import { textLength } from '../../core/text.ts';
 import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
+import { approvalsRequired } from '../merchants/lookup.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
 import { EMAIL, normalEmail, toUserRecord, type UserDeps, type UserRecord, type UserRow } from './records.ts';
@@ -133,9 +134,9 @@ export class Team {
   private async assertOwnersAfter(tx: Tx, merchantId: string, what: 'demote' | 'remove'): Promise<void> {
     const owners = (await this.ownerCount(tx, merchantId)) - 1;
     if (owners < 1) throw invalidState(`The last owner cannot be ${what === 'remove' ? 'removed' : 'given another role'}. Make another user an owner first.`);
-    const m = await tx.selectFrom('merchants').select('approvals_required').where('id', '=', merchantId).executeTakeFirstOrThrow();
-    if (m.approvals_required !== null && owners < m.approvals_required) {
-      throw invalidState(`Disbursements need ${m.approvals_required} owner approvals; lower the quorum in Settings before leaving fewer owners.`);
+    const quorum = await approvalsRequired(tx, merchantId);
+    if (quorum !== null && owners < quorum) {
+      throw invalidState(`Disbursements need ${quorum} owner approvals; lower the quorum in Settings before leaving fewer owners.`);
     }
   }
 

@@ -17,6 +17,7 @@ import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import { defaultWebhookUrl } from '../merchants/lookup.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
@@ -266,12 +267,7 @@ export class WebhookService implements EventPublisher {
   async redeliver(merchantId: string, mode: Mode, id: string, audited?: { audit: AuditLog; actor: Actor }): Promise<DeliveryObject> {
     return withTx(this.db, async (tx, onCommit) => {
       const event = await this.findEvent(tx, merchantId, mode, id);
-      const merchant = await tx
-        .selectFrom('merchants')
-        .select(['webhook_url_test', 'webhook_url_live'])
-        .where('id', '=', merchantId)
-        .executeTakeFirstOrThrow();
-      const url = event.destination ?? (mode === 'live' ? merchant.webhook_url_live : merchant.webhook_url_test);
+      const url = event.destination ?? (await defaultWebhookUrl(tx, merchantId, mode));
       if (!url) throw invalidState(`No webhook URL is set for ${mode} mode, so the event cannot be sent.`);
       const now = this.clock.now();
       const row = await tx

@@ -22,7 +22,6 @@
 import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { withTx } from '../../../db/index.ts';
 import { crossSite, type Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
@@ -148,13 +147,8 @@ export function developerPages(r: Router): void {
   r.action('/developers/keys/roll', 'keys.manage', async (ctx, form) => {
     try {
       await confirmCode(ctx, form, 'key.roll');
-      let key = '';
       // The new key is kept for the next page in the rolling transaction: no key is issued that nobody can see.
-      await kasse.merchants.rollKey(ctx.merchant.id, ctx.mode, async (tx, keyId, plain) => {
-        key = plain;
-        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.roll', target: { type: 'key', id: keyId } });
-        await kasse.users.notes.putKey(ctx.session.id, ctx.mode, key, tx);
-      });
+      await kasse.merchantSettings.rollKey(ctx.merchant.id, ctx.mode, ctx.actor, ctx.session.id);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_rolled');
     } catch (err) {
       const told = tell(err, {}, true);
@@ -168,9 +162,7 @@ export function developerPages(r: Router): void {
     if (!(await activeKey(ctx, p.id!))) return refusal(ctx, 404, NO_KEY);
     try {
       await confirmCode(ctx, form, 'key.revoke');
-      await kasse.merchants.revokeKey(p.id!, ctx.merchant.id, (tx) =>
-        kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'key.revoke', target: { type: 'key', id: p.id! } }),
-      );
+      await kasse.merchantSettings.revokeKey(ctx.merchant.id, ctx.mode, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_revoked');
     } catch (err) {
       const told = tell(err, { not_found: NO_KEY }, true);
@@ -182,10 +174,7 @@ export function developerPages(r: Router): void {
     const url = (form.webhook_url ?? '').trim() || null;
     try {
       if (url && textLength(url) > 2048) throw invalid('too long', 'webhook_url');
-      await withTx(kasse.db, async (tx) => {
-        await kasse.merchants.updateSettings(tx, ctx.merchant.id, ctx.mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url }, []);
-        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: ctx.mode, actor: ctx.actor, action: 'webhook_url.update', details: { url } });
-      });
+      await kasse.merchantSettings.setWebhookUrl(ctx.merchant.id, ctx.mode, url, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'webhook_saved');
     } catch (err) {
       const told = tell(err, { webhook_url: ctx.mode === 'live' ? 'Enter a full https:// URL (live webhooks go only to https).' : 'Enter a full http:// or https:// URL.' });
@@ -196,8 +185,7 @@ export function developerPages(r: Router): void {
   r.action('/developers/secret/reveal', 'keys.manage', async (ctx, form) => {
     try {
       await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'webhook_secret.reveal');
-      const { secrets, previousUntil } = await kasse.merchants.webhookSecrets(ctx.merchant.id, kasse.clock.now());
-      await kasse.audit.record(kasse.db, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.reveal' });
+      const { secrets, previousUntil } = await kasse.merchantSettings.revealWebhookSecret(ctx.merchant.id, ctx.actor);
       return developersPage(ctx, { secrets: { current: secrets[0]!, previous: secrets[1] ?? null, previousUntil: previousUntil?.toISOString() ?? null, rolled: false } });
     } catch (err) {
       const told = tell(err, {}, true);
@@ -208,9 +196,7 @@ export function developerPages(r: Router): void {
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
       await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.roll_code ?? '', ctx.meta, 'webhook_secret.roll');
-      const rolled = await kasse.merchants.rollWebhookSecret(ctx.merchant.id, kasse.clock.now(), (tx) =>
-        kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'webhook_secret.roll' }),
-      );
+      const rolled = await kasse.merchantSettings.rollWebhookSecret(ctx.merchant.id, ctx.actor);
       kasse.webhooks.delivery.forgetSecrets();
       return developersPage(ctx, { secrets: { current: rolled.webhook_secret, previous: null, previousUntil: rolled.previous_valid_until, rolled: true } });
     } catch (err) {

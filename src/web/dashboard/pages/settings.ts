@@ -8,7 +8,6 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { withTx } from '../../../db/index.ts';
 import type { Ctx } from '../context.ts';
 import { csrfField, done, errorBox, field, select, send, shell, tell, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
@@ -80,18 +79,7 @@ export function settingsPages(r: Router): void {
       if (q !== '' && !/^\d{1,2}$/.test(q)) throw invalid('approvals_required must be 1 to 20', 'approvals_required');
       const approvals = q === '' ? null : Number(q);
       const tokens = payoutTokens(ctx).map(([id]) => id);
-      await withTx(kasse.db, async (tx) => {
-        if (approvals !== null) {
-          const owners = await kasse.users.team.ownerCount(tx, ctx.merchant.id);
-          if (approvals > owners) throw invalid(`The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`, 'approvals_required');
-        }
-        const { before, after } = await kasse.merchants.updateSettings(tx, ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens);
-        const changed: Record<string, unknown> = {};
-        if (after.name !== before.name) changed.name = { from: before.name, to: after.name };
-        if (after.payoutToken !== before.payoutToken) changed.payout_token = { from: before.payoutToken, to: after.payoutToken };
-        if (after.approvalsRequired !== before.approvalsRequired) changed.approvals_required = { from: before.approvalsRequired, to: after.approvalsRequired };
-        await kasse.audit.record(tx, { merchantId: ctx.merchant.id, mode: null, actor: ctx.actor, action: 'settings.update', details: changed });
-      });
+      await kasse.merchantSettings.save(ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'settings');
     } catch (err) {
       const told = tell(err, { name: 'Enter a name of 1 to 120 characters.', payout_token: 'Choose a coin from the list.' }, true);

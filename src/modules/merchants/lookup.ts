@@ -1,0 +1,40 @@
+/**
+ * What other modules need from a merchant's row, in the caller's transaction when it holds one: the fee, the display
+ * name, the default webhook URL of a mode, the disbursement quorum, and the row lock that serializes a merchant's
+ * balance-changing work. The merchants module is the only code on its tables; others ask here.
+ */
+import type { Mode } from '../../core/mode.ts';
+import { notFound } from '../../core/errors.ts';
+import type { DbOrTx, Tx } from '../../db/index.ts';
+
+/** The merchant's own fee in basis points; null when it has none (the operator's default applies) or no such merchant. */
+export async function merchantFeeBps(db: DbOrTx, merchantId: string): Promise<number | null> {
+  const row = await db.selectFrom('merchants').select('fee_bps').where('id', '=', merchantId).executeTakeFirst();
+  return row?.fee_bps ?? null;
+}
+
+/** The merchant's display name (what payers and wallets see as the payee); null when there is no such merchant. */
+export async function merchantName(db: DbOrTx, merchantId: string): Promise<string | null> {
+  const row = await db.selectFrom('merchants').select('name').where('id', '=', merchantId).executeTakeFirst();
+  return row?.name ?? null;
+}
+
+/** The merchant's default webhook URL for `mode` (null when none is set). 404 for no merchant. */
+export async function defaultWebhookUrl(db: DbOrTx, merchantId: string, mode: Mode): Promise<string | null> {
+  const row = await db.selectFrom('merchants').select(['webhook_url_test', 'webhook_url_live']).where('id', '=', merchantId).executeTakeFirst();
+  if (!row) throw notFound('merchant');
+  return mode === 'live' ? row.webhook_url_live : row.webhook_url_test;
+}
+
+/** How many owners must approve a disbursement (null: not fixed, every owner). 404 for no merchant. */
+export async function approvalsRequired(db: DbOrTx, merchantId: string): Promise<number | null> {
+  const row = await db.selectFrom('merchants').select('approvals_required').where('id', '=', merchantId).executeTakeFirst();
+  if (!row) throw notFound('merchant');
+  return row.approvals_required;
+}
+
+/** Locks the merchant's row until `tx` ends: one such transaction at a time per merchant. 404 for no merchant. */
+export async function lockMerchant(tx: Tx, merchantId: string): Promise<void> {
+  const row = await tx.selectFrom('merchants').select('id').where('id', '=', merchantId).forUpdate().executeTakeFirst();
+  if (!row) throw notFound('merchant');
+}
