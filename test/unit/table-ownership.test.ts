@@ -49,6 +49,7 @@ const OWNERS: Record<string, string> = {
   disbursements: 'modules/disbursements/',
   disbursement_items: 'modules/disbursements/',
   disbursement_approvals: 'modules/disbursements/',
+  chain_health: 'chains/health.ts',
 };
 
 /** Reads across modules that are the design. Only plain reads: no code writes or locks another module's rows. */
