@@ -83,6 +83,12 @@ export class Metrics {
     labelNames: ['chain'] as const,
     registers: [this.registry],
   });
+  readonly transferSteps = new Counter({
+    name: 'kasse_chain_transfer_steps_total',
+    help: 'Steps of outgoing hot-wallet transfers, by chain and outcome (progress, wait, done, retry)',
+    labelNames: ['chain', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly rpcCalls = new Counter({
     name: 'kasse_chain_rpc_calls_total',
     help: 'JSON-RPC calls made by chain code, by chain and outcome',

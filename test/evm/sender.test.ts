@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { getAddress, parseEther, parseTransaction, type Address, type Hex } from 'viem';
-import { EvmSender, evmSenders } from '../../src/chains/evm/sender.ts';
+import { EvmSender, evmSenders, SENDER_DEFAULTS } from '../../src/chains/evm/sender.ts';
+import { hotWalletAccount } from '../../src/chains/evm/wallet.ts';
 import { newId } from '../../src/core/ids.ts';
 import { withTx } from '../../src/db/index.ts';
 import { startTestKasse } from '../harness/app.ts';
@@ -132,6 +133,37 @@ describe('refunds', () => {
     assert.equal(sent.status, 'sent');
     await expectRefunded(p.id, id, sent.tx_hash!);
     assert.equal(await sender.runDue(), 0, 'nothing left to do');
+  });
+});
+
+describe('a node that cannot be reached', () => {
+  test('a broadcast refund whose node is down waits with backoff, its tries counted and the reason kept; then it settles once', async () => {
+    const p = await paidPayment('base:usdc', 700);
+    const destination = freshAddress();
+    const id = await refund(p.id, destination);
+    assert.equal(await sender.step(id), 'progress');
+    assert.equal(await sender.step(id), 'progress');
+    assert.equal(await status(id), 'broadcast');
+    // The same network and hot wallet behind a node that refuses every connection.
+    const unreachable = { request: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:9')) };
+    const cut = new EvmSender(
+      { network: sender.network, mode: sender.mode, rpc: () => unreachable as never },
+      { db: k.t.kasse.db, clock: k.t.clock, log: k.t.kasse.log, account: () => hotWalletAccount(k.t.kasse.secrets), sink: k.t.kasse.transfers },
+    );
+    assert.equal(await cut.step(id), 'wait');
+    const waiting = (await sender.get(id))!;
+    assert.equal(waiting.status, 'broadcast');
+    assert.equal(waiting.tries, 1);
+    assert.match(waiting.error!, /ECONNREFUSED/);
+    assert.equal(waiting.next_attempt_at.getTime(), k.t.clock.now().getTime() + SENDER_DEFAULTS.retryBaseMs, 'backed off');
+    assert.equal(await sender.runDue(), 0, 'not due during the backoff');
+    k.t.clock.advance(SENDER_DEFAULTS.retryBaseMs);
+    await k.chain.mine(1);
+    await sender.runDue();
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    assert.equal(await k.chain.tokenBalance(k.usdc, destination), p.amount, 'paid once');
+    await expectRefunded(p.id, id, sent.tx_hash!);
   });
 });
 

@@ -46,7 +46,7 @@ function load(ctx: FamilyContext): LoadedFamily {
   }
   // One hot wallet for every EVM network, derived on first use (an HD derivation costs a few hundred ms).
   let account: LocalAccount | null = null;
-  const senderDeps = { db: ctx.db, clock: ctx.clock, log: ctx.log, account: () => (account ??= hotWalletAccount(ctx.secrets)), sink: ctx.transfers };
+  const senderDeps = { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, account: () => (account ??= hotWalletAccount(ctx.secrets)), sink: ctx.transfers };
   for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
   const relay = new GaslessRelay({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains, payments: ctx.payments });
   return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay) };

@@ -13,19 +13,11 @@
  *              network's confirmations (`sent`, or `failed` when it reverted). Unmined after `replaceAfterBlocks`
  *              blocks, a replacement with the same nonce and a higher fee is signed and stored (back to `signed`).
  *              When the nonce was used by a transaction that is not one of ours, the transfer failed unsent.
- * A settled refund or payout is reported to the `TransferSink` (the transfers module, which calls back the module
- * that asked), and marked reported only after the sink accepted it, so a crash in between reports it again (the sink
- * is idempotent). A gasless relay is the family's own business and is only recorded.
- *
- * Batches. Where the network names a Disperse contract (`evm.disperse`, contracts/Disperse.sol), pending ERC-20
- * payouts of one token are gathered, in one database transaction, into a batch: a transfer of its own (purpose
- * `disperse`, id `dsp_…`) calling `disperseToken` with every member's destination and amount, driven through the same
- * steps as any transfer (one nonce, the stored bytes re-broadcast after a crash). Members wait, `pending`, holding the
- * batch's id, and are never sent alone while they hold it; when the batch settles they settle with it in the same
- * database transaction — `sent`, or `failed` where the contract reported a `Failed(index)` (the token refused that
- * transfer; the others went out). A batch that sent nothing (its estimate or its transaction reverted, its nonce was
- * taken) hands its members back to go out one by one (`unbatched`), so a payout is sent once or not at all. The hot
- * wallet's allowance to the contract is one `approve` transaction, made when a batch first needs it.
+ * The transfers queue (../queue.ts) leases the rows (in nonce order, so broadcasts keep it), drives these steps,
+ * applies the failure rule (a refusal no retry cures fails a transfer not yet signed; everything else waits a
+ * backoff) and reports settled refunds and payouts to the `TransferSink` (the transfers module, which calls back the
+ * module that asked). A gasless relay is the family's own business and is only recorded. Where the network names a
+ * Disperse contract, ERC-20 payouts go out in batches (disperse.ts).
  *
  * NOTE: a reverted transaction consumed its nonce on chain like any other; the counter simply moves on and the
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
@@ -33,27 +25,28 @@
  */
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
-import { decodeFunctionData, decodeFunctionResult, encodeFunctionData, getAddress, keccak256, maxUint256, parseEventLogs, parseGwei, type Address, type Hex, type LocalAccount } from 'viem';
-import { newId } from '../../core/ids.ts';
+import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, parseGwei, type Address, type Hex, type LocalAccount } from 'viem';
 import type { Clock } from '../../core/clock.ts';
+import type { Metrics } from '../../core/metrics.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
-import { stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { reportsToSink, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
-import { disperseAbi, erc20Abi } from './contracts.ts';
+import { erc20Abi } from './contracts.ts';
+import { BATCH_GAS_EXTRA, DisperseBatches } from './disperse.ts';
 import type { EvmTransfersTable } from './schema.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
 
 export type TransferPurpose = 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
 export type TransferRow = Selectable<EvmTransfersTable>;
 
-/** What a step did: moved the transfer on (run the next step now), nothing to do until later, or settled. */
-export type StepResult = 'progress' | 'wait' | 'done';
+export type { StepResult };
 
 /** A call from the hot wallet to record: the transaction (to, value, data) and what it moves to whom. */
 export interface OutgoingCall {
@@ -74,6 +67,7 @@ export interface EvmSenderDeps {
   db: Db;
   clock: Clock;
   log: Logger;
+  metrics?: Metrics;
   /** The hot wallet (wallet.ts), derived on first use (an HD derivation costs a few hundred ms). Never logged. */
   account: () => LocalAccount;
   /** Where settled refunds and payouts are reported (the transfers module); gasless relays are only recorded. */
@@ -113,11 +107,19 @@ const BUMP_DEN = 1000n;
 const GAS_MARGIN_NUM = 12n;
 const GAS_MARGIN_DEN = 10n;
 
-const OPEN = ['pending', 'signed', 'broadcast'] as const;
-
 interface Fees {
   maxFeePerGas: bigint;
   maxPriorityFeePerGas: bigint;
+}
+
+/** How a transfer settles (a batch's logs say which of its payouts the token refused). */
+export interface Settlement {
+  status: 'sent' | 'failed';
+  txHash: string | null;
+  error: string | null;
+  blockNumber?: bigint;
+  gasUsed?: bigint;
+  logs?: RpcReceipt['logs'];
 }
 
 interface RpcReceipt {
@@ -127,14 +129,9 @@ interface RpcReceipt {
   logs?: Array<{ address: Hex; topics: [Hex, ...Hex[]]; data: Hex }>;
 }
 
-/** Purposes reported to the TransferSink (the others are the sender's own business). */
-const REPORTED: readonly string[] = ['refund', 'payout'];
-/** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
-const BATCH_GAS_EXTRA = 100_000n;
 
 const hex = (n: bigint): Hex => `0x${n.toString(16)}`;
 const ceilBump = (n: bigint): bigint => (n * BUMP_NUM + BUMP_DEN - 1n) / BUMP_DEN;
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** A JSON-RPC answer saying the call reverted (estimateGas, eth_call). */
 export function isRevert(err: unknown): boolean {
@@ -184,9 +181,10 @@ export class EvmSender implements OutgoingSender {
   readonly maxFeePerGas: bigint;
   readonly replaceAfterBlocks: number;
   readonly confirmations: number;
-  private readonly opts: Required<Pick<EvmSenderOptions, 'batch' | 'leaseMs' | 'retryBaseMs' | 'retryMaxMs'>>;
   /** The Disperse contract payouts are batched through, and the most payouts per batch; null: one by one. */
   readonly disperse: { contract: Address; maxItems: number } | null;
+  private readonly batches: DisperseBatches | null;
+  private readonly queue: TransferQueue<TransferRow>;
   private readonly listeners: Array<() => void> = [];
   private hotAddress: Address | null = null;
 
@@ -203,12 +201,29 @@ export class EvmSender implements OutgoingSender {
     this.confirmations = options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
     const settings = evmSettings(this.network);
     this.disperse = settings.disperse ? { contract: getAddress(settings.disperse), maxItems: settings.disperseMaxItems ?? 200 } : null;
-    this.opts = {
+    this.batches = this.disperse ? new DisperseBatches(this, deps, this.disperse.contract, this.disperse.maxItems) : null;
+    const queue: QueueOptions = {
       batch: options.batch ?? SENDER_DEFAULTS.batch,
       leaseMs: options.leaseMs ?? SENDER_DEFAULTS.leaseMs,
       retryBaseMs: options.retryBaseMs ?? SENDER_DEFAULTS.retryBaseMs,
       retryMaxMs: options.retryMaxMs ?? SENDER_DEFAULTS.retryMaxMs,
     };
+    this.queue = new TransferQueue<TransferRow>('evm', 'evm_transfers', chain, deps, queue, {
+      sign: (row) => this.sign(row),
+      broadcast: (row) => this.broadcast(row),
+      follow: (row) => this.check(row),
+      // Once signed a transfer holds its nonce: failing it would leave a gap every later transfer waits behind, so
+      // only a transfer not signed yet fails for good (NOTE: a refusal no retry cures then waits for the operator).
+      unsent: async (row) => row.status === 'pending',
+      fail: async (row, reason) => void (await this.settle(row, 'pending', { status: 'failed', txHash: null, error: reason })),
+      describe: (row, err, failure) =>
+        row.status === 'signed' ? `broadcast: ${failure.reason}` : failure.permanent && isRevert(err) ? `the transfer would revert: ${failure.reason}` : failure.reason,
+      hash: (row) => row.tx_hash,
+      carried: async (row) => (row.purpose === 'disperse' && this.batches ? this.batches.members(row.id) : []),
+      beforePass: async () => void (await this.batches?.form()),
+      // Payouts waiting in a batch go out with it, never alone.
+      lease: { where: sql<boolean>`(batch_id IS NULL OR unbatched)`, order: sql`nonce NULLS LAST` },
+    });
   }
 
   /** The hot wallet's address (checksummed). */
@@ -271,86 +286,32 @@ export class EvmSender implements OutgoingSender {
   }
 
   /**
-   * One worker pass: leases the due open transfers of this network (in nonce order, so broadcasts keep it), drives
-   * each as far as it goes now, and reports settled ones not yet reported. Returns how many transfers it drove.
+   * One worker pass (the queue's): leases the due open transfers of this network in nonce order, drives each as far as
+   * it goes now, and reports settled ones not yet reported. Returns how many transfers it drove.
    */
-  async runDue(): Promise<number> {
-    if (this.network.rpcUrls.length === 0) return 0;
-    if (this.disperse) await this.formBatches();
-    const now = this.deps.clock.now();
-    const leased = await this.deps.db
-      .updateTable('evm_transfers')
-      .set({ locked_until: new Date(now.getTime() + this.opts.leaseMs) })
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('evm_transfers')
-          .select('id')
-          .where('mode', '=', this.mode)
-          .where('chain', '=', this.network.id)
-          .where('status', 'in', [...OPEN])
-          .where('next_attempt_at', '<=', now)
-          .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-          .where((w) => w.or([w('batch_id', 'is', null), w('unbatched', '=', true)]))
-          .orderBy(sql`nonce NULLS LAST`)
-          .orderBy('created_at')
-          .limit(this.opts.batch)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .returning(['id', 'nonce', 'created_at'])
-      .execute();
-    leased.sort((a, b) => (a.nonce === null ? (b.nonce === null ? a.created_at.getTime() - b.created_at.getTime() : 1) : b.nonce === null ? -1 : Number(a.nonce - b.nonce)));
-    for (const { id } of leased) {
-      try {
-        await this.drive(id);
-      } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: id, chain: this.network.id, mode: this.mode }, 'evm sender step failed');
-      } finally {
-        await this.deps.db.updateTable('evm_transfers').set({ locked_until: null }).where('id', '=', id).execute();
-      }
-    }
-    await this.reportSettled();
-    return leased.length;
+  runDue(): Promise<number> {
+    return this.queue.runDue();
   }
 
-  /** Runs steps on one transfer until it waits or settles (at most a few, so one transfer cannot hog a pass). */
-  async drive(id: string): Promise<StepResult> {
-    let result: StepResult = 'progress';
-    for (let i = 0; i < 4 && result === 'progress'; i++) result = await this.step(id);
-    return result;
+  /** Runs steps on one transfer until it waits or settles. */
+  drive(id: string): Promise<StepResult> {
+    return this.queue.drive(id);
   }
 
   /**
    * Signs and broadcasts one transfer now, without waiting for the worker (the gasless request path): steps until it
    * is `broadcast` or has to wait. Returns the transfer as stored afterwards.
    */
-  async push(id: string): Promise<TransferRow> {
-    for (let i = 0; i < 3; i++) {
-      const row = await this.get(id);
-      if (!row || (row.status !== 'pending' && row.status !== 'signed')) break;
-      if ((await this.step(id)) !== 'progress') break;
-    }
-    return (await this.get(id))!;
+  push(id: string): Promise<TransferRow> {
+    return this.queue.push(id);
   }
 
   /** Exactly one step of one transfer (tests stop between steps to simulate a crash). */
-  async step(id: string): Promise<StepResult> {
-    const row = await this.get(id);
-    if (!row) throw new Error(`no evm transfer ${id}`);
-    switch (row.status) {
-      case 'pending':
-        return this.sign(row);
-      case 'signed':
-        return this.broadcast(row);
-      case 'broadcast':
-        return this.check(row);
-      default:
-        await this.report(row);
-        return 'done';
-    }
+  step(id: string): Promise<StepResult> {
+    return this.queue.step(id);
   }
 
-  private rpc(): RpcClient {
+  rpc(): RpcClient {
     return this.chain.rpc();
   }
 
@@ -374,33 +335,27 @@ export class EvmSender implements OutgoingSender {
   }
 
   /** pending → signed: read fees, balances and gas; then allocate the nonce, sign and store in one transaction. */
-  private async sign(row: TransferRow): Promise<StepResult> {
+  private async sign(row: TransferRow): Promise<StepOutcome> {
     const rpc = this.rpc();
     const value = BigInt(row.value);
-    let fees: Fees;
-    let gas: bigint;
-    let chainNonce: bigint;
-    try {
-      fees = await this.fees();
-      chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
-      const tokenMoved = REPORTED.includes(row.purpose) && value === 0n ? (row.to_address as Address) : row.purpose === 'disperse' ? batchToken(row) : null;
-      if (tokenMoved) {
-        const held = await this.tokenBalance(tokenMoved);
-        if (held < BigInt(row.amount)) return this.retryLater(row, `hot wallet ${this.address} holds ${held} of ${row.token}, the transfer needs ${row.amount}`);
-      }
-      if (row.purpose === 'disperse' && (await this.allowance(tokenMoved!)) < BigInt(row.amount)) return this.awaitApproval(row, tokenMoved!);
-      const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: this.address, to: row.to_address, value: hex(value), data: row.data }]));
-      gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (row.purpose === 'disperse' ? BATCH_GAS_EXTRA : 0n);
-      const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
-      const needed = value + gas * fees.maxFeePerGas;
-      if (balance < needed) {
-        return this.retryLater(row, `hot wallet ${this.address} holds ${formatUnits(balance, 18)} of the native coin, the transfer needs up to ${formatUnits(needed, 18)} for value and gas`);
-      }
-    } catch (err) {
-      // Nothing is signed yet (no nonce taken), so a failure retrying cannot cure ends the transfer here.
-      const failure = stepFailure(err);
-      if (failure.permanent) return this.settle(row, 'pending', { status: 'failed', txHash: null, error: isRevert(err) ? `the transfer would revert: ${failure.reason}` : failure.reason });
-      return this.retryLater(row, failure.reason);
+    const fees = await this.fees();
+    const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
+    const batch = row.purpose === 'disperse' ? this.batches : null;
+    const tokenMoved = reportsToSink(row.purpose) && value === 0n ? (row.to_address as Address) : batch ? batch.token(row) : null;
+    if (tokenMoved) {
+      const held = await this.tokenBalance(tokenMoved);
+      if (held < BigInt(row.amount)) return { retry: `hot wallet ${this.address} holds ${held} of ${row.token}, the transfer needs ${row.amount}` };
+    }
+    if (batch && (await batch.allowance(tokenMoved!)) < BigInt(row.amount)) {
+      const refused = await batch.approve(row, tokenMoved!);
+      return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
+    }
+    const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: this.address, to: row.to_address, value: hex(value), data: row.data }]));
+    const gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (batch ? BATCH_GAS_EXTRA : 0n);
+    const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
+    const needed = value + gas * fees.maxFeePerGas;
+    if (balance < needed) {
+      return { retry: `hot wallet ${this.address} holds ${formatUnits(balance, 18)} of the native coin, the transfer needs up to ${formatUnits(needed, 18)} for value and gas` };
     }
     const now = this.deps.clock.now();
     const signed = await withTx(this.deps.db, async (tx) => {
@@ -421,24 +376,20 @@ export class EvmSender implements OutgoingSender {
     });
     if (signed) {
       this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
-      await this.progress(row, 'signed', signed.hash);
+      await this.queue.progressed(row, 'signed', signed.hash);
     }
     return 'progress';
   }
 
   /** signed → broadcast: sends the newest stored raw transaction exactly as stored. */
-  private async broadcast(row: TransferRow): Promise<StepResult> {
+  private async broadcast(row: TransferRow): Promise<StepOutcome> {
     const newest = await this.newestVersion(row.id);
     try {
       await this.rpc().request('eth_sendRawTransaction', [newest.raw]);
     } catch (err) {
       // The node already has it or an older version of it, or the nonce is used (by it or by another): the check
-      // step finds out which from receipts. Anything else is retried later with the same bytes: a signed transfer
-      // holds its nonce, and failing it would leave a gap every later transfer waits behind (NOTE: a refusal no
-      // retry cures therefore waits for the operator; see docs/evm.md).
-      if (!(err instanceof RpcError) || !/already known|known transaction|nonce too low|underpriced/i.test(err.message)) {
-        return this.retryLater(row, `broadcast: ${errorText(err)}`);
-      }
+      // step finds out which from receipts. Anything else is retried later with the same bytes (see docs/evm.md).
+      if (!(err instanceof RpcError) || !/already known|known transaction|nonce too low|underpriced/i.test(err.message)) throw err;
     }
     const head = await this.head();
     const now = this.deps.clock.now();
@@ -451,7 +402,7 @@ export class EvmSender implements OutgoingSender {
       .executeTakeFirst();
     if (r.numUpdatedRows > 0n) {
       this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
-      await this.progress(row, 'broadcast', newest.tx_hash);
+      await this.queue.progressed(row, 'broadcast', newest.tx_hash);
     }
     return 'progress';
   }
@@ -466,7 +417,7 @@ export class EvmSender implements OutgoingSender {
       if (!receipt?.blockNumber) continue;
       const confirmations = head - BigInt(receipt.blockNumber) + 1n;
       if (confirmations < BigInt(this.confirmations)) {
-        await this.progress(row, 'broadcast', v.tx_hash);
+        await this.queue.progressed(row, 'broadcast', v.tx_hash);
         return 'wait';
       }
       const ok = BigInt(receipt.status) === 1n;
@@ -556,27 +507,10 @@ export class EvmSender implements OutgoingSender {
     return decodeFunctionResult({ abi: erc20Abi, functionName: 'balanceOf', data: out });
   }
 
-  /** Keeps the transfer in its state and tries again after a backoff; the reason is stored and logged. */
-  private async retryLater(row: TransferRow, error: string): Promise<StepResult> {
-    const delay = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(row.tries, 20));
-    await this.deps.db
-      .updateTable('evm_transfers')
-      .set({ tries: row.tries + 1, error, next_attempt_at: new Date(this.deps.clock.now().getTime() + delay) })
-      .where('id', '=', row.id)
-      .where('status', '=', row.status)
-      .execute();
-    this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, status: row.status, tries: row.tries + 1, error }, 'evm transfer waits');
-    return 'wait';
-  }
-
-  /** Settles a transfer that is still `from`; then reports it. */
-  private async settle(
-    row: TransferRow,
-    from: 'pending' | 'broadcast',
-    result: { status: 'sent' | 'failed'; txHash: string | null; error: string | null; blockNumber?: bigint; gasUsed?: bigint; logs?: RpcReceipt['logs'] },
-  ): Promise<StepResult> {
+  /** Settles a transfer (a batch with its payouts) that is still `from`; the queue reports it. */
+  private async settle(row: TransferRow, from: 'pending' | 'broadcast', result: Settlement): Promise<StepResult> {
     const now = this.deps.clock.now();
-    if (row.purpose === 'disperse') return this.settleBatch(row, from, result);
+    if (row.purpose === 'disperse' && this.batches) return (await this.batches.settle(row, from, result)) ? 'done' : 'progress';
     const settled = await this.deps.db
       .updateTable('evm_transfers')
       .set({
@@ -594,186 +528,21 @@ export class EvmSender implements OutgoingSender {
     if (!settled) return 'progress';
     const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
     log({ transferId: row.id, chain: this.network.id, mode: this.mode, status: result.status, txHash: result.txHash, error: result.error }, 'evm transfer settled');
-    await this.report(settled);
     return 'done';
   }
-
-  /**
-   * Tells the sink a refund or payout was signed or broadcast. Best effort: a report lost to a crash or an error is
-   * made good by the next step's report or by the settlement.
-   */
-  private async progress(row: TransferRow, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
-    if (!this.deps.sink) return;
-    const ids = REPORTED.includes(row.purpose) ? [row.id] : row.purpose === 'disperse' ? (await this.members(row.id)).map((m) => m.id) : [];
-    for (const id of ids) {
-      try {
-        await this.deps.sink.transferProgressed(this.mode, { transferId: id, status, txHash });
-      } catch (err) {
-        this.deps.log.warn({ err: errorText(err), transferId: id, status }, 'evm transfer progress could not be reported');
-      }
-    }
-  }
-
-  /** Hands a settled refund or payout to the sink, then marks it reported. */
-  private async report(row: TransferRow): Promise<void> {
-    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (REPORTED.includes(row.purpose)) await this.deps.sink?.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.tx_hash, error: row.error });
-    await this.deps.db.updateTable('evm_transfers').set({ reported: true }).where('id', '=', row.id).execute();
-  }
-
-  // ---- batches through the Disperse contract ----
 
   /** The payouts a batch carries, in batch order. */
   async members(batchId: string): Promise<TransferRow[]> {
-    return this.deps.db.selectFrom('evm_transfers').selectAll().where('batch_id', '=', batchId).orderBy('batch_index').execute();
+    return this.batches?.members(batchId) ?? [];
   }
 
-  /**
-   * Gathers due ERC-20 payouts that are not in a batch into batches of one token (at least two payouts, at most
-   * `maxItems`), each with its members, in one database transaction (the first part of every worker pass).
-   */
+  /** Gathers due ERC-20 payouts into batches (disperse.ts); the first part of every worker pass. */
   async formBatches(): Promise<void> {
-    const { contract, maxItems } = this.disperse!;
-    const now = this.deps.clock.now();
-    await withTx(this.deps.db, async (tx) => {
-      const rows = await tx
-        .selectFrom('evm_transfers')
-        .select(['id', 'token', 'to_address', 'destination', 'amount'])
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.network.id)
-        .where('purpose', '=', 'payout')
-        .where('status', '=', 'pending')
-        .where('batch_id', 'is', null)
-        .where('unbatched', '=', false)
-        .where('value', '=', '0')
-        .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(maxItems * 5)
-        .forUpdate()
-        .skipLocked()
-        .execute();
-      const byToken = new Map<string, typeof rows>();
-      for (const r of rows) byToken.set(r.to_address, [...(byToken.get(r.to_address) ?? []), r]);
-      for (const [tokenContract, all] of byToken) {
-        for (let i = 0; i < all.length; i += maxItems) {
-          const chunk = all.slice(i, i + maxItems);
-          if (chunk.length < 2) continue;
-          const id = newId('dsp');
-          const data = encodeFunctionData({
-            abi: disperseAbi,
-            functionName: 'disperseToken',
-            args: [getAddress(tokenContract), chunk.map((m) => getAddress(m.destination)), chunk.map((m) => BigInt(m.amount))],
-          });
-          const amount = chunk.reduce((sum, m) => sum + BigInt(m.amount), 0n);
-          await this.record(tx, { id, purpose: 'disperse', to: contract, value: 0n, data, token: chunk[0]!.token, destination: contract, amount });
-          await sql`
-            UPDATE evm_transfers AS t SET batch_id = ${id}, batch_index = v.i
-            FROM (SELECT unnest(${chunk.map((m) => m.id)}::text[]) AS id, generate_series(0, ${chunk.length - 1}) AS i) AS v
-            WHERE t.id = v.id`.execute(tx);
-          this.deps.log.info({ batchId: id, chain: this.network.id, mode: this.mode, payouts: chunk.length }, 'evm payouts batched');
-        }
-      }
-    });
-  }
-
-  /** The hot wallet's allowance of `token` to the Disperse contract. */
-  private async allowance(token: Address): Promise<bigint> {
-    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'allowance', args: [this.address, this.disperse!.contract] });
-    const out = await this.rpc().request<Hex>('eth_call', [{ to: token, data }, 'latest']);
-    return decodeFunctionResult({ abi: erc20Abi, functionName: 'allowance', data: out });
-  }
-
-  /**
-   * A batch needs the hot wallet's allowance first: records the one `approve` transaction per token and contract (a
-   * no-op once recorded) and waits for it to confirm. If it failed, the batch hands its payouts back to go alone.
-   */
-  private async awaitApproval(row: TransferRow, token: Address): Promise<StepResult> {
-    const contract = this.disperse!.contract;
-    const id = `approve_${this.mode}_${this.network.id}_${token.toLowerCase()}_${contract.toLowerCase()}`;
-    await withTx(this.deps.db, (tx) =>
-      this.record(tx, { id, purpose: 'approve', to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [contract, maxUint256] }), token: row.token, destination: contract, amount: maxUint256 }),
-    );
-    const approval = await this.get(id);
-    if (approval?.status === 'failed') return this.settle(row, 'pending', { status: 'failed', txHash: null, error: `the hot wallet could not approve ${contract}: ${approval.error}` });
-    return 'wait';
-  }
-
-  /**
-   * Settles a batch and, in the same database transaction, its members: sent, or failed where the contract reported
-   * `Failed(index)`. A batch that failed sent nothing: its members go out one by one.
-   */
-  private async settleBatch(
-    row: TransferRow,
-    from: 'pending' | 'broadcast',
-    result: { status: 'sent' | 'failed'; txHash: string | null; error: string | null; blockNumber?: bigint; gasUsed?: bigint; logs?: RpcReceipt['logs'] },
-  ): Promise<StepResult> {
-    const now = this.deps.clock.now();
-    const refused = new Set<number>();
-    if (result.status === 'sent') {
-      const logs = (result.logs ?? []).filter((l) => l.address.toLowerCase() === this.disperse?.contract.toLowerCase());
-      for (const e of parseEventLogs({ abi: disperseAbi, eventName: 'Failed', logs: logs as never })) refused.add(Number(e.args.index));
-    }
-    const settled = await withTx(this.deps.db, async (tx) => {
-      const done = await tx
-        .updateTable('evm_transfers')
-        .set({ status: result.status, tx_hash: result.txHash, error: result.error, block_number: result.blockNumber ?? null, gas_used: result.gasUsed ?? null, settled_at: now })
-        .where('id', '=', row.id)
-        .where('status', '=', from)
-        .returning('id')
-        .executeTakeFirst();
-      if (!done) return false;
-      const members = await tx.selectFrom('evm_transfers').select(['id', 'batch_index']).where('batch_id', '=', row.id).where('status', '=', 'pending').forUpdate().execute();
-      if (result.status === 'failed') {
-        await tx.updateTable('evm_transfers').set({ unbatched: true, next_attempt_at: now }).where('batch_id', '=', row.id).where('status', '=', 'pending').execute();
-        return true;
-      }
-      const failed = members.filter((m) => refused.has(m.batch_index!)).map((m) => m.id);
-      const sent = members.filter((m) => !refused.has(m.batch_index!)).map((m) => m.id);
-      const common = { tx_hash: result.txHash, block_number: result.blockNumber ?? null, settled_at: now, signed_at: row.signed_at, broadcast_at: row.broadcast_at };
-      if (sent.length) await tx.updateTable('evm_transfers').set({ ...common, status: 'sent', error: null }).where('id', 'in', sent).execute();
-      if (failed.length) {
-        await tx.updateTable('evm_transfers').set({ ...common, status: 'failed', error: 'the token refused the transfer to this destination (the batch sent the others)' }).where('id', 'in', failed).execute();
-      }
-      return true;
-    });
-    if (!settled) return 'progress';
-    const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
-    log({ batchId: row.id, chain: this.network.id, mode: this.mode, status: result.status, txHash: result.txHash, refused: refused.size, error: result.error }, 'evm batch settled');
-    if (result.status === 'sent') for (const m of await this.members(row.id)) await this.report(m);
-    await this.deps.db.updateTable('evm_transfers').set({ reported: true }).where('id', '=', row.id).execute();
-    return 'done';
-  }
-
-  /** Reports settled transfers a crash left unreported. */
-  private async reportSettled(): Promise<void> {
-    const rows = await this.deps.db
-      .selectFrom('evm_transfers')
-      .selectAll()
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.network.id)
-      .where('status', 'in', ['sent', 'failed'])
-      .where('reported', '=', false)
-      .limit(this.opts.batch)
-      .execute();
-    for (const row of rows) {
-      try {
-        await this.report(row);
-      } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: row.id }, 'evm transfer settlement could not be reported');
-      }
-    }
+    await this.batches?.form();
   }
 }
 
 /** The senders of every registered EVM adapter, both modes. */
-/** The ERC-20 contract a batch pays out (from its calldata). */
-function batchToken(row: Pick<TransferRow, 'data'>): Address {
-  const { args } = decodeFunctionData({ abi: disperseAbi, data: row.data as Hex });
-  return getAddress(args[0]);
-}
-
 export function evmSenders(kasse: { chains: ChainRegistry }): EvmSender[] {
   const out: EvmSender[] = [];
   for (const mode of ['live', 'test'] as const) {

@@ -59,7 +59,7 @@ function load(ctx: FamilyContext): LoadedFamily {
         continue;
       }
       const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys, health: ctx.health });
-      adapter.sender = new SolanaSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, keys, sink: ctx.transfers });
+      adapter.sender = new SolanaSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys, sink: ctx.transfers });
       adapters.push(adapter);
     }
   }

@@ -16,8 +16,9 @@
  *              again; only after it expired is the plan rebuilt with a new blockhash (a new version). So two
  *              versions can never both land, and one request is never paid twice. A relayed payment cannot be
  *              rebuilt (the payer signed it): it fails when it expires.
- * Refunds and payouts (the transfers module's) are reported to its `TransferSink` once settled and marked reported
- * after the sink accepted them (the sink is idempotent), so a crash in between reports again.
+ * The transfers queue (../queue.ts) leases the rows, drives these steps, applies the failure rule (a refusal no retry
+ * cures fails a transfer nothing of which can land; the rest waits a backoff) and reports settled refunds and payouts
+ * to the `TransferSink`; this file supplies the steps and the versions.
  */
 import { sql, type Selectable } from 'kysely';
 import { address, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
@@ -26,7 +27,9 @@ import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
-import { PermanentTransferError, stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import { errorText, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
@@ -49,7 +52,7 @@ import {
 
 export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
 export type SolanaTransferRow = Selectable<SolanaTransfersTable>;
-export type StepResult = 'progress' | 'wait' | 'done';
+export type { StepResult };
 
 export type Plan =
   | { kind: 'transfer'; token: string; destination: string; amount: string }
@@ -85,22 +88,17 @@ export interface SolanaSenderDeps {
   db: Db;
   clock: Clock;
   log: Logger;
+  metrics?: Metrics;
   keys: SolanaKeys;
   /** Where refunds and payouts (transfers of the transfers module) settle. */
   sink: TransferSink;
 }
 
-export interface SolanaSenderOptions {
-  batch?: number;
-  leaseMs?: number;
-  retryBaseMs?: number;
-  retryMaxMs?: number;
-}
+export type SolanaSenderOptions = Partial<QueueOptions>;
 
-const OPEN = ['pending', 'signed', 'broadcast'] as const;
+const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 2_000, retryMaxMs: 300_000 };
 /** NOTE: Solana's base fee, per signature (no priority fee is added). */
 export const LAMPORTS_PER_SIGNATURE = 5000n;
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** A transfer's destination as an address; one that is not fails the transfer for good. */
 function destinationOf(destination: string): Address {
@@ -114,7 +112,7 @@ function destinationOf(destination: string): Address {
 export class SolanaSender implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
-  private readonly opts: Required<SolanaSenderOptions>;
+  private readonly queue: TransferQueue<SolanaTransferRow>;
   private readonly listeners: Array<() => void> = [];
 
   constructor(
@@ -124,7 +122,17 @@ export class SolanaSender implements OutgoingSender {
   ) {
     this.network = chain.network;
     this.mode = chain.mode;
-    this.opts = { batch: options.batch ?? 50, leaseMs: options.leaseMs ?? 60_000, retryBaseMs: options.retryBaseMs ?? 2_000, retryMaxMs: options.retryMaxMs ?? 300_000 };
+    this.queue = new TransferQueue<SolanaTransferRow>('solana', 'solana_transfers', chain, deps, { ...QUEUE_DEFAULTS, ...options }, {
+      sign: (row) => this.build(row, 'pending'),
+      broadcast: (row) => this.send(row),
+      follow: (row) => this.check(row),
+      // Not sent yet, or rebuilt and refused by preflight (an earlier version cannot land once it was rebuilt); a
+      // relayed payment the payer signed ends only when it expires.
+      unsent: async (row) => row.status === 'pending' || (row.status === 'signed' && row.purpose !== 'gasless'),
+      fail: async (row, reason) => void (await this.settle(row, row.status, { status: 'failed', signature: null, slot: null, error: reason })),
+      describe: (row, _err, failure) => (row.status === 'signed' ? `send: ${failure.reason}` : failure.reason),
+      hash: (row) => row.signature,
+    });
   }
 
   /** The hot wallet's address. */
@@ -195,81 +203,30 @@ export class SolanaSender implements OutgoingSender {
   }
 
   async get(id: string): Promise<SolanaTransferRow | undefined> {
-    return this.deps.db.selectFrom('solana_transfers').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.queue.get(id);
   }
 
   async versions(id: string) {
     return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
   }
 
-  /** One worker pass over the due open transfers of this network, then unreported settlements. */
-  async runDue(): Promise<number> {
-    if (this.network.rpcUrls.length === 0) return 0;
-    const now = this.deps.clock.now();
-    const leased = await this.deps.db
-      .updateTable('solana_transfers')
-      .set({ locked_until: new Date(now.getTime() + this.opts.leaseMs) })
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('solana_transfers')
-          .select('id')
-          .where('mode', '=', this.mode)
-          .where('chain', '=', this.network.id)
-          .where('status', 'in', [...OPEN])
-          .where('next_attempt_at', '<=', now)
-          .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-          .orderBy('created_at')
-          .limit(this.opts.batch)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .returning(['id', 'created_at'])
-      .execute();
-    leased.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
-    for (const { id } of leased) {
-      try {
-        await this.drive(id);
-      } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: id, chain: this.network.id, mode: this.mode }, 'solana sender step failed');
-      } finally {
-        await this.deps.db.updateTable('solana_transfers').set({ locked_until: null }).where('id', '=', id).execute();
-      }
-    }
-    await this.reportSettled();
-    return leased.length;
+  /** One worker pass over the due open transfers of this network (the queue's), then unreported settlements. */
+  runDue(): Promise<number> {
+    return this.queue.runDue();
   }
 
-  async drive(id: string): Promise<StepResult> {
-    let r: StepResult = 'progress';
-    for (let i = 0; i < 4 && r === 'progress'; i++) r = await this.step(id);
-    return r;
+  drive(id: string): Promise<StepResult> {
+    return this.queue.drive(id);
   }
 
   /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
-  async push(id: string): Promise<SolanaTransferRow> {
-    for (let i = 0; i < 3; i++) {
-      const row = await this.get(id);
-      if (!row || (row.status !== 'pending' && row.status !== 'signed')) break;
-      if ((await this.step(id)) !== 'progress') break;
-    }
-    return (await this.get(id))!;
+  push(id: string): Promise<SolanaTransferRow> {
+    return this.queue.push(id);
   }
 
   /** Exactly one step (tests stop between steps to play a crash). */
-  async step(id: string): Promise<StepResult> {
-    const row = await this.get(id);
-    if (!row) throw new Error(`no solana transfer ${id}`);
-    switch (row.status) {
-      case 'pending':
-        return this.build(row, 'pending');
-      case 'signed':
-        return this.send(row);
-      case 'broadcast':
-        return this.check(row);
-      default:
-        await this.report(row);
-        return 'done';
-    }
+  step(id: string): Promise<StepResult> {
+    return this.queue.step(id);
   }
 
   private async lifetime(): Promise<Lifetime> {
@@ -287,21 +244,13 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** Builds, signs and stores a new version of `row`'s plan (from `pending`, or `broadcast` after an expiry). */
-  private async build(row: SolanaTransferRow, from: 'pending' | 'signed' | 'broadcast'): Promise<StepResult> {
+  private async build(row: SolanaTransferRow, from: 'pending' | 'signed' | 'broadcast'): Promise<StepOutcome> {
     const plan = row.plan as Plan;
     if (plan.kind === 'relay') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: 'the payer-signed transaction expired before it landed; sign a new one' });
-    let built: Built;
-    let lifetime: Lifetime;
     const hot = await signerOf(this.deps.keys.hotWallet());
-    try {
-      lifetime = await this.lifetime();
-      built = await this.instructions(plan, hot);
-    } catch (err) {
-      const failure = stepFailure(err);
-      if (failure.permanent && from !== 'broadcast') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: failure.reason });
-      return this.retryLater(row, failure.reason);
-    }
-    if ('wait' in built) return this.retryLater(row, built.wait);
+    const lifetime = await this.lifetime();
+    const built = await this.instructions(plan, hot);
+    if ('wait' in built) return { retry: built.wait };
     if ('skip' in built) {
       if (built.summary) await this.deps.db.updateTable('solana_transfers').set({ plan: JSON.stringify({ ...plan, built: built.summary }) }).where('id', '=', row.id).where('status', '=', from).execute();
       return this.settle(row, from, { status: built.ok ? 'sent' : 'failed', signature: null, slot: null, error: built.ok ? null : built.skip });
@@ -416,19 +365,15 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** signed → broadcast: sends the newest stored version exactly as stored. */
-  private async send(row: SolanaTransferRow): Promise<StepResult> {
+  private async send(row: SolanaTransferRow): Promise<StepOutcome> {
     const newest = await this.newestVersion(row.id);
     if (row.tries > 0 && (await this.expiredUnseen(row))) return this.expired(row);
     try {
       await this.rpc().request('sendTransaction', [newest.raw, { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 }]);
     } catch (err) {
       const landedOrStale = err instanceof SolanaRpcError && err.code === -32002 && ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
-      if (!landedOrStale) {
-        // Refused by preflight, it was not forwarded; an earlier version cannot land either once it was rebuilt.
-        const failure = stepFailure(err);
-        if (failure.permanent && row.purpose !== 'gasless') return this.settle(row, 'signed', { status: 'failed', signature: null, slot: null, error: `send: ${failure.reason}` });
-        return this.retryLater(row, `send: ${failure.reason}`);
-      }
+      // Refused by preflight, it was not forwarded: the queue retries it, or fails it when no retry can cure it.
+      if (!landedOrStale) throw err;
     }
     const now = this.deps.clock.now();
     const r = await this.deps.db
@@ -443,7 +388,7 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** broadcast → sent | failed at finalized, a resend of the same bytes, or a rebuild after expiry. */
-  private async check(row: SolanaTransferRow): Promise<StepResult> {
+  private async check(row: SolanaTransferRow): Promise<StepOutcome> {
     const versions = await this.versions(row.id);
     const r = await this.rpc().request<{ value: Array<{ slot: number; err: unknown; confirmationStatus: string | null } | null> }>('getSignatureStatuses', [
       versions.map((v) => v.signature),
@@ -476,25 +421,13 @@ export class SolanaSender implements OutgoingSender {
     return true;
   }
 
-  private async expired(row: SolanaTransferRow): Promise<StepResult> {
+  private async expired(row: SolanaTransferRow): Promise<StepOutcome> {
     this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, signature: row.signature }, 'solana transfer expired unseen; rebuilding with a new blockhash');
     return this.build(row, row.status as 'pending' | 'signed' | 'broadcast');
   }
 
   private async newestVersion(id: string) {
     return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version', 'desc').limit(1).executeTakeFirstOrThrow();
-  }
-
-  private async retryLater(row: SolanaTransferRow, error: string): Promise<StepResult> {
-    const delay = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(row.tries, 20));
-    await this.deps.db
-      .updateTable('solana_transfers')
-      .set({ tries: row.tries + 1, error, next_attempt_at: new Date(this.deps.clock.now().getTime() + delay) })
-      .where('id', '=', row.id)
-      .where('status', '=', row.status)
-      .execute();
-    this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, status: row.status, tries: row.tries + 1, error }, 'solana transfer waits');
-    return 'wait';
   }
 
   private async settle(row: SolanaTransferRow, from: SolanaTransferRow['status'], result: { status: 'sent' | 'failed'; signature: string | null; slot: bigint | null; error: string | null }): Promise<StepResult> {
@@ -521,33 +454,6 @@ export class SolanaSender implements OutgoingSender {
     if (!settled) return 'progress';
     const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
     log({ transferId: row.id, purpose: row.purpose, chain: this.network.id, mode: this.mode, status: result.status, signature: result.signature, error: result.error }, 'solana transfer settled');
-    await this.report(settled);
     return 'done';
   }
-
-  private async report(row: SolanaTransferRow): Promise<void> {
-    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (row.purpose === 'refund' || row.purpose === 'payout') await this.deps.sink.transferSettled(this.mode, { transferId: row.id, status: row.status, txHash: row.signature, error: row.error });
-    await this.deps.db.updateTable('solana_transfers').set({ reported: true }).where('id', '=', row.id).execute();
-  }
-
-  private async reportSettled(): Promise<void> {
-    const rows = await this.deps.db
-      .selectFrom('solana_transfers')
-      .selectAll()
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.network.id)
-      .where('status', 'in', ['sent', 'failed'])
-      .where('reported', '=', false)
-      .limit(this.opts.batch)
-      .execute();
-    for (const row of rows) {
-      try {
-        await this.report(row);
-      } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: row.id }, 'solana transfer settlement could not be reported');
-      }
-    }
-  }
 }
-

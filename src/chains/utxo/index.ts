@@ -37,7 +37,7 @@ function load(ctx: FamilyContext): LoadedFamily {
   }
   for (const adapter of adapters) {
     const { mode, network } = adapter;
-    adapter.sender = new UtxoSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, sink: ctx.transfers, fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id) });
+    adapter.sender = new UtxoSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, sink: ctx.transfers, fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id) });
   }
   return { adapters, workers: () => workers(ctx, adapters) };
 }

@@ -12,9 +12,9 @@
  *   - a version left unconfirmed for `bump_after_blocks` is replaced by a new version spending the SAME coins with
  *     a higher fee (taken from the change, or from the swept amount), stored before it is broadcast. All versions
  *     conflict, so at most one is ever mined: one transfer, one spend.
- *   - sent once a version has the network's first-tier confirmations; refunds and payouts are then reported to the
- *     TransferSink (sweeps have no owner).
- * Rows are leased (`locked_until`) while a worker drives them, so several worker processes can share them.
+ *   - sent once a version has the network's first-tier confirmations.
+ * The transfers queue (../queue.ts) leases the rows, drives these steps, retries failed ones and reports settled
+ * refunds and payouts to the TransferSink (sweeps have no owner); this file supplies the steps and the versions.
  */
 import { Transaction } from '@scure/btc-signer';
 import { sql, type Selectable } from 'kysely';
@@ -22,7 +22,9 @@ import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import { PermanentTransferError, stepFailure, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import { TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { UtxoAdapter } from './adapter.ts';
 import { outputScript } from './address.ts';
@@ -37,15 +39,17 @@ const INPUT_VB = 68n;
 const OUTPUT_VB = 31n;
 const OVERHEAD_VB = 11n;
 const OPEN = ['pending', 'signed', 'broadcast'] as const;
+const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 10_000, retryMaxMs: 600_000 };
 /** Node answers meaning a transaction's inputs are spent by another one (mined, or in the mempool). */
 const CONFLICT = /missingorspent|missing inputs|mempool-conflict|insufficient fee|rejecting replacement/i;
 
-export type StepResult = 'progress' | 'wait' | 'done';
+export type { StepResult };
 
 export interface UtxoSenderDeps {
   db: Db;
   clock: Clock;
   log: Logger;
+  metrics?: Metrics;
   sink: TransferSink;
   /** Deposit address keys by address, for sweeps: the addresses holding confirmed deposits with their indexes. */
   fundedAddresses(): Promise<Array<{ address: string; index: bigint }>>;
@@ -68,15 +72,24 @@ export class UtxoSender implements OutgoingSender {
   private readonly settings: UtxoSettings;
   private readonly blockTxids = new Map<string, Set<string>>();
   private wake: (() => void) | null = null;
+  private readonly queue: TransferQueue<Row>;
 
   constructor(
     private readonly adapter: UtxoAdapter,
     private readonly deps: UtxoSenderDeps,
-    private readonly options: { leaseMs?: number; retryMs?: number } = {},
+    options: Partial<QueueOptions> = {},
   ) {
     this.network = adapter.network;
     this.mode = adapter.mode;
     this.settings = adapter.settings;
+    this.queue = new TransferQueue<Row>('utxo', 'utxo_transfers', adapter, deps, { ...QUEUE_DEFAULTS, ...options }, {
+      sign: (t) => this.signPending(t),
+      broadcast: (t) => this.broadcast(t),
+      follow: (t) => this.follow(t),
+      unsent: (t) => this.unsent(t),
+      fail: (t, reason) => this.settle(t.id, 'failed', null, reason),
+      hash: (t) => t.txid,
+    });
   }
 
   onWork(fn: () => void): void {
@@ -95,7 +108,7 @@ export class UtxoSender implements OutgoingSender {
   }
 
   async get(id: string): Promise<Row | undefined> {
-    return (await this.deps.db.selectFrom('utxo_transfers').selectAll().where('id', '=', id).executeTakeFirst()) as Row | undefined;
+    return this.queue.get(id);
   }
 
   async versions(id: string) {
@@ -124,69 +137,24 @@ export class UtxoSender implements OutgoingSender {
     return null;
   }
 
-  /** One worker pass over due transfers; returns how many it drove. */
-  async runDue(): Promise<number> {
-    if (this.network.rpcUrls.length === 0) return 0;
-    const now = this.deps.clock.now();
-    const leased = await this.deps.db
-      .updateTable('utxo_transfers')
-      .set({ locked_until: new Date(now.getTime() + (this.options.leaseMs ?? 60_000)) })
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('utxo_transfers')
-          .select('id')
-          .where('mode', '=', this.mode)
-          .where('chain', '=', this.network.id)
-          .where('status', 'in', [...OPEN])
-          .where('next_attempt_at', '<=', now)
-          .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-          .orderBy('created_at')
-          .limit(50)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .returning('id')
-      .execute();
-    for (const { id } of leased) {
-      try {
-        for (let i = 0, r: StepResult = 'progress'; i < 4 && r === 'progress'; i++) r = await this.step(id);
-      } catch (err) {
-        const failure = stepFailure(err);
-        if (failure.permanent && (await this.failPermanently(id, failure.reason))) continue;
-        this.deps.log.error({ err: failure.reason, transferId: id, chain: this.network.id, mode: this.mode }, 'utxo sender step failed');
-        await this.deps.db
-          .updateTable('utxo_transfers')
-          .set({ tries: sql`tries + 1`, error: (err as Error).message, next_attempt_at: new Date(now.getTime() + (this.options.retryMs ?? 10_000)) })
-          .where('id', '=', id)
-          .execute();
-      } finally {
-        await this.deps.db.updateTable('utxo_transfers').set({ locked_until: null }).where('id', '=', id).execute();
-      }
-    }
-    await this.reportSettled();
-    return leased.length;
+  /** One worker pass over due transfers (the queue's); returns how many it drove. */
+  runDue(): Promise<number> {
+    return this.queue.runDue();
   }
 
   /** Moves one transfer one step. */
-  async step(id: string): Promise<StepResult> {
-    const t = await this.get(id);
-    if (!t || t.status === 'sent' || t.status === 'failed') {
-      await this.reportSettled();
-      return 'done';
-    }
-    if (t.status === 'pending' && t.purpose === 'sweep') {
-      // A sweep is signed when it is made; one left pending (a crash in between) holds no coins and is dropped.
-      await this.settle(t.id, 'failed', null, 'the sweep was not signed');
-      return 'done';
-    }
-    if (t.status === 'pending') return this.signPending(t);
-    if (t.status === 'signed') return this.broadcast(t);
-    return this.follow(t);
+  step(id: string): Promise<StepResult> {
+    return this.queue.step(id);
   }
 
   // ---- signing ----
 
-  private async signPending(t: Row): Promise<StepResult> {
+  private async signPending(t: Row): Promise<StepOutcome> {
+    if (t.purpose === 'sweep') {
+      // A sweep is signed when it is made; one left pending (a crash in between) holds no coins and is dropped.
+      await this.settle(t.id, 'failed', null, 'the sweep was not signed');
+      return 'done';
+    }
     if (BigInt(t.amount) < DUST) {
       await this.settle(t.id, 'failed', null, `${t.amount} units is below the network's dust limit of ${DUST}`);
       return 'done';
@@ -410,15 +378,11 @@ export class UtxoSender implements OutgoingSender {
   // ---- settling ----
 
   /**
-   * A step failed for good (`stepFailure`): the transfer fails with `reason` if nothing of it can still be mined (not
-   * signed yet, or its only version never handed to a node). False when it may still land: it keeps going.
+   * Nothing of the transfer can still be mined (not signed yet, or its only version never handed to a node), so a
+   * step failing for good fails it. A sweep never fails so: its coins are the merchants' deposits.
    */
-  private async failPermanently(id: string, reason: string): Promise<boolean> {
-    const t = await this.get(id);
-    if (!t || t.purpose === 'sweep' || !(t.status === 'pending' || (t.status === 'signed' && t.broadcast_height === null && (await this.versions(id)).length === 1))) return false;
-    this.deps.log.warn({ transferId: id, chain: this.network.id, mode: this.mode, reason }, 'utxo transfer failed for good');
-    await this.settle(id, 'failed', null, reason);
-    return true;
+  private async unsent(t: Row): Promise<boolean> {
+    return t.purpose !== 'sweep' && (t.status === 'pending' || (t.status === 'signed' && t.broadcast_height === null && (await this.versions(t.id)).length === 1));
   }
 
   private async settle(id: string, status: 'sent' | 'failed', txid: string | null, error: string | null): Promise<void> {
@@ -428,23 +392,6 @@ export class UtxoSender implements OutgoingSender {
       // A failed transfer spent nothing: its coins are free again (only a transfer that never signed fails).
       if (status === 'failed') await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
     });
-    await this.reportSettled();
-  }
-
-  /** Hands settled refunds and payouts to the TransferSink (sweeps have no owner); idempotent. */
-  private async reportSettled(): Promise<void> {
-    const rows = await this.deps.db
-      .selectFrom('utxo_transfers')
-      .selectAll()
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.network.id)
-      .where('status', 'in', ['sent', 'failed'])
-      .where('reported', '=', false)
-      .execute();
-    for (const r of rows) {
-      if (r.purpose !== 'sweep') await this.deps.sink.transferSettled(this.mode, { transferId: r.id, status: r.status as 'sent' | 'failed', txHash: r.txid, error: r.error });
-      await this.deps.db.updateTable('utxo_transfers').set({ reported: true }).where('id', '=', r.id).execute();
-    }
   }
 
   /** Unspent coins in blocks paying `addresses`, largest first. */

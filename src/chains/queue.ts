@@ -1,0 +1,290 @@
+/**
+ * The one durable queue of outgoing hot-wallet transfers every family's sender runs on. A transfer is a row of the
+ * family's own transfers table (`<family>_transfers`, with the columns of `QueuedTransfer`) and moves `pending` →
+ * `signed` → `broadcast` → `sent` | `failed`. The queue owns what is the same on every chain:
+ *   - leasing: a pass takes the due open rows of its network and mode with `FOR UPDATE SKIP LOCKED` and holds them
+ *     (`locked_until`) while it drives them, so several worker processes share the rows;
+ *   - the step loop: one step per status (`TransferSteps`: sign, broadcast, follow), a few per pass per transfer;
+ *   - failed steps: the one place `stepFailure` (ports.ts) is applied. A permanent failure ends the transfer `failed`
+ *     with its reason while nothing of it can still land (the family says when: `unsent`); anything else is tried
+ *     again after a backoff (base·2^tries, at most max), `tries` counted and the reason stored;
+ *   - settlement reporting: refunds and payouts (the transfers module's purposes) are handed to the `TransferSink`
+ *     once settled, then marked `reported`; a crash in between reports again (the sink is idempotent);
+ *   - metrics: steps by chain and outcome.
+ * A family supplies only its steps and its storage of signed versions (its own tables).
+ */
+import type { Kysely, RawBuilder } from 'kysely';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/log.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Mode } from '../core/mode.ts';
+import type { Db } from '../db/index.ts';
+import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
+import type { NetworkConfig } from './types.ts';
+
+/** What a step did: moved the transfer on (run the next step now), nothing to do until later, or settled. */
+export type StepResult = 'progress' | 'wait' | 'done';
+
+/** A step's answer: a StepResult, or `retry`: not now, for this reason (tried again after the backoff). */
+export type StepOutcome = StepResult | { retry: string };
+
+export type TransferStatus = 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
+const OPEN = ['pending', 'signed', 'broadcast'] as const;
+
+/** The columns the queue reads and writes in a family's transfers table. */
+export interface QueuedTransfer {
+  id: string;
+  mode: Mode;
+  chain: string;
+  purpose: string;
+  status: TransferStatus;
+  error: string | null;
+  tries: number;
+  next_attempt_at: Date;
+  locked_until: Date | null;
+  reported: boolean;
+  created_at: Date;
+}
+
+/** The purposes a sender is handed by the transfers module, and so reports to its sink; the rest are the family's. */
+const SINK_PURPOSES: readonly string[] = ['refund', 'payout'];
+export const reportsToSink = (purpose: string): boolean => SINK_PURPOSES.includes(purpose);
+
+/** What a family supplies: its steps, and how its rows settle. */
+export interface TransferSteps<R extends QueuedTransfer> {
+  /** pending → signed: build, sign and store version 0 (or settle when nothing is to be sent). */
+  sign(row: R): Promise<StepOutcome>;
+  /** signed → broadcast: send the newest stored version as stored. */
+  broadcast(row: R): Promise<StepOutcome>;
+  /** broadcast → sent | failed once it landed; resend, or replace with a new version (back to signed) when stuck. */
+  follow(row: R): Promise<StepOutcome>;
+  /** Nothing of the transfer can still land (so a permanent failure may end it `failed`). */
+  unsent(row: R): Promise<boolean>;
+  /** The settled transaction's hash (signature, txid) as the chain names it; null when none was sent. */
+  hash(row: R): string | null;
+  /** Ends a transfer that is still as `row` says `failed` with `reason`, releasing what it held (no report). */
+  fail(row: R, reason: string): Promise<void>;
+  /** How a failed step's reason is stored (e.g. which step it was); default the reason itself. */
+  describe?(row: R, err: unknown, failure: StepFailure): string;
+  /** Settled rows reported with `row` (a batch's members); default none. */
+  carried?(row: R): Promise<R[]>;
+  /** Runs at the start of every pass, before leasing (e.g. gathering batches). */
+  beforePass?(): Promise<void>;
+  /** Further condition on the rows a pass leases, and their order (after it, creation order). */
+  lease?: { where?: RawBuilder<boolean>; order?: RawBuilder<unknown> };
+}
+
+export interface QueueOptions {
+  /** Transfers a pass takes, and how long it holds them. */
+  batch: number;
+  leaseMs: number;
+  /** Backoff after a failed try: base·2^tries, at most max. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export interface QueueDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  metrics?: Metrics;
+  /** Where refunds and payouts settle; null: nothing is reported (only marked). */
+  sink: TransferSink | null;
+}
+
+/** The queue of one family's transfers on one network in one mode. */
+export class TransferQueue<R extends QueuedTransfer> {
+  private readonly db: Kysely<Record<string, QueuedTransfer>>;
+
+  constructor(
+    readonly family: string,
+    private readonly table: string,
+    private readonly where: { network: NetworkConfig; mode: Mode },
+    private readonly deps: QueueDeps,
+    readonly options: QueueOptions,
+    private readonly steps: TransferSteps<R>,
+  ) {
+    this.db = deps.db as unknown as Kysely<Record<string, QueuedTransfer>>;
+  }
+
+  private get chain(): string {
+    return this.where.network.id;
+  }
+
+  /** A transfer as stored. */
+  async get(id: string): Promise<R | undefined> {
+    return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
+  }
+
+  /**
+   * One worker pass: leases the due open transfers of this network, drives each as far as it goes now, and reports
+   * settled ones not yet reported. Returns how many transfers it drove.
+   */
+  async runDue(): Promise<number> {
+    if (this.where.network.rpcUrls.length === 0) return 0;
+    await this.steps.beforePass?.();
+    const now = this.deps.clock.now();
+    const due = this.db
+      .selectFrom(this.table)
+      .select('id')
+      .where('mode', '=', this.where.mode)
+      .where('chain', '=', this.chain)
+      .where('status', 'in', [...OPEN])
+      .where('next_attempt_at', '<=', now)
+      .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+      .$if(this.steps.lease?.where !== undefined, (q) => q.where(this.steps.lease!.where!))
+      .$if(this.steps.lease?.order !== undefined, (q) => q.orderBy(this.steps.lease!.order!))
+      .orderBy('created_at')
+      .limit(this.options.batch)
+      .forUpdate()
+      .skipLocked();
+    const leased = await this.db
+      .updateTable(this.table)
+      .set({ locked_until: new Date(now.getTime() + this.options.leaseMs) })
+      .where('id', 'in', due)
+      .returning('id')
+      .execute();
+    for (const id of await this.inOrder(leased.map((r) => r.id))) {
+      try {
+        await this.drive(id);
+      } catch (err) {
+        this.deps.log.error({ err: errorText(err), transferId: id, chain: this.chain, mode: this.where.mode }, `${this.family} sender step failed`);
+      } finally {
+        await this.db.updateTable(this.table).set({ locked_until: null }).where('id', '=', id).execute();
+      }
+    }
+    await this.reportSettled();
+    return leased.length;
+  }
+
+  /** Leased ids in the order the pass drives them (the family's order, then creation). */
+  private async inOrder(ids: string[]): Promise<string[]> {
+    if (ids.length < 2) return ids;
+    const rows = await this.db
+      .selectFrom(this.table)
+      .select('id')
+      .where('id', 'in', ids)
+      .$if(this.steps.lease?.order !== undefined, (q) => q.orderBy(this.steps.lease!.order!))
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Runs steps on one transfer until it waits or settles (at most a few, so one transfer cannot hog a pass). */
+  async drive(id: string): Promise<StepResult> {
+    let result: StepResult = 'progress';
+    for (let i = 0; i < 4 && result === 'progress'; i++) result = await this.step(id);
+    return result;
+  }
+
+  /**
+   * Sends one transfer now, without waiting for the worker (a relay's request path): steps until it is `broadcast`
+   * or has to wait. Returns the transfer as stored afterwards.
+   */
+  async push(id: string): Promise<R> {
+    for (let i = 0; i < 3; i++) {
+      const row = await this.get(id);
+      if (!row || (row.status !== 'pending' && row.status !== 'signed')) break;
+      if ((await this.step(id)) !== 'progress') break;
+    }
+    return (await this.get(id))!;
+  }
+
+  /** Exactly one step of one transfer (tests stop between steps to play a crash). */
+  async step(id: string): Promise<StepResult> {
+    const row = await this.get(id);
+    if (!row) throw new Error(`no ${this.family} transfer ${id}`);
+    if (row.status === 'sent' || row.status === 'failed') {
+      await this.report(row);
+      return 'done';
+    }
+    let outcome: StepOutcome;
+    try {
+      outcome = row.status === 'pending' ? await this.steps.sign(row) : row.status === 'signed' ? await this.steps.broadcast(row) : await this.steps.follow(row);
+    } catch (err) {
+      outcome = await this.failed(row, err);
+    }
+    const result = typeof outcome === 'string' ? outcome : await this.retryLater(row, outcome.retry);
+    this.deps.metrics?.transferSteps.inc({ chain: this.chain, outcome: typeof outcome === 'string' ? outcome : 'retry' });
+    if (result === 'done') await this.reportWith(id);
+    return result;
+  }
+
+  /** The failure rule: a permanent failure of a transfer nothing of which can land fails it; the rest is retried. */
+  private async failed(row: R, err: unknown): Promise<StepOutcome> {
+    const failure = stepFailure(err);
+    const reason = this.steps.describe?.(row, err, failure) ?? failure.reason;
+    if (!failure.permanent || !(await this.steps.unsent(row))) return { retry: reason };
+    this.deps.log.warn({ transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, reason }, `${this.family} transfer failed for good`);
+    await this.steps.fail(row, reason);
+    return 'done';
+  }
+
+  /** Keeps the transfer in its state and tries again after a backoff; the reason is stored and logged. */
+  private async retryLater(row: R, error: string): Promise<StepResult> {
+    const delay = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** Math.min(row.tries, 20));
+    await this.db
+      .updateTable(this.table)
+      .set({ tries: row.tries + 1, error, next_attempt_at: new Date(this.deps.clock.now().getTime() + delay) })
+      .where('id', '=', row.id)
+      .where('status', '=', row.status)
+      .execute();
+    this.deps.log.warn({ transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, tries: row.tries + 1, error }, `${this.family} transfer waits`);
+    return 'wait';
+  }
+
+  /** Reports a transfer that just settled, and what it carried. */
+  private async reportWith(id: string): Promise<void> {
+    const row = await this.get(id);
+    if (!row) return;
+    for (const carried of (await this.steps.carried?.(row)) ?? []) await this.report(carried);
+    await this.report(row);
+  }
+
+  /** Hands a settled refund or payout to the sink, then marks it reported (other purposes are only marked). */
+  private async report(row: R): Promise<void> {
+    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
+    if (reportsToSink(row.purpose)) await this.deps.sink?.transferSettled(this.where.mode, { transferId: row.id, status: row.status, txHash: this.steps.hash(row), error: row.error });
+    await this.db.updateTable(this.table).set({ reported: true }).where('id', '=', row.id).execute();
+  }
+
+  /** Reports settled transfers a crash left unreported, a pass's batch at a time. */
+  async reportSettled(): Promise<void> {
+    const rows = (await this.db
+      .selectFrom(this.table)
+      .selectAll()
+      .where('mode', '=', this.where.mode)
+      .where('chain', '=', this.chain)
+      .where('status', 'in', ['sent', 'failed'])
+      .where('reported', '=', false)
+      .orderBy('created_at')
+      .limit(this.options.batch)
+      .execute()) as R[];
+    for (const row of rows) {
+      try {
+        await this.report(row);
+      } catch (err) {
+        this.deps.log.error({ err: errorText(err), transferId: row.id }, `${this.family} transfer settlement could not be reported`);
+      }
+    }
+  }
+
+  /**
+   * Tells the sink a refund or payout (or the ones `row` carries) was signed or broadcast. Best effort: a report lost
+   * to a crash or an error is made good by the next one or by the settlement.
+   */
+  async progressed(row: R, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
+    if (!this.deps.sink) return;
+    const ids = reportsToSink(row.purpose) ? [row.id] : ((await this.steps.carried?.(row)) ?? []).map((m) => m.id);
+    for (const id of ids) {
+      try {
+        await this.deps.sink.transferProgressed(this.where.mode, { transferId: id, status, txHash });
+      } catch (err) {
+        this.deps.log.warn({ err: errorText(err), transferId: id, status }, `${this.family} transfer progress could not be reported`);
+      }
+    }
+  }
+}
+
+export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
