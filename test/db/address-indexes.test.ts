@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { AddressIndexes } from '../../src/modules/payments/store.ts';
+import { AddressIndexes } from '../../src/modules/payments/store/create.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
 let db: Db;

@@ -1,7 +1,7 @@
 /**
  * Modules own their tables: every table (src/db/schema.ts and each chain family's schema.ts) has one owner — a
- * module folder, or a single file where a module keeps one home for its rows (the payments store, the subscriptions
- * store) — and no other code names it in a query. Others ask the owner through its API (merchants/lookup.ts,
+ * module folder, or the one home where a module keeps its rows (the payments store's folder, the subscriptions
+ * store's file) — and no other code names it in a query. Others ask the owner through its API (merchants/lookup.ts,
  * users/owners.ts, the payments store's functions, …). The few reads across modules that are the design are listed
  * in ALLOWED with their reason and their exact number of uses, so a new one fails here until it is argued for.
  * Migrations create every table and are not scanned.
@@ -20,10 +20,10 @@ const OWNERS: Record<string, string> = {
   api_keys: 'modules/merchants/',
   rate_limit_windows: 'modules/ratelimit/',
   idempotency_keys: 'modules/idempotency/',
-  payments: 'modules/payments/store.ts',
-  attempts: 'modules/payments/store.ts',
-  deposits: 'modules/payments/store.ts',
-  refunds: 'modules/payments/store.ts',
+  payments: 'modules/payments/store/',
+  attempts: 'modules/payments/store/',
+  deposits: 'modules/payments/store/',
+  refunds: 'modules/payments/store/',
   ledger_transactions: 'modules/ledger/',
   ledger_entries: 'modules/ledger/',
   ledger_checkpoints: 'modules/ledger/',

@@ -16,7 +16,7 @@ import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
 import type { MerchantRecord, MerchantService } from '../merchants/service.ts';
-import { invoiceablePayment, lockForInvoice } from '../payments/store.ts';
+import { invoiceablePayment, lockForInvoice } from '../payments/store/reads.ts';
 import { financialYear, gstinProblem, invoiceFigures, invoiceNumber, istDate, rupees, STATE_NAMES } from './gst.ts';
 import { mergeProfile, PROFILE_FIELDS, type TaxProfile } from './profile.ts';
 

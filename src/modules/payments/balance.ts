@@ -4,7 +4,7 @@ import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
-import { pendingCents } from './store.ts';
+import { pendingCents } from './store/reads.ts';
 
 export interface BalanceDeps {
   db: DbOrTx;

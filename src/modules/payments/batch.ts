@@ -10,7 +10,8 @@ import type { DbOrTx } from '../../db/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
-import { insertPayments, paymentStates, type NewPayment } from './store.ts';
+import { insertPayments, type NewPayment } from './store/create.ts';
+import { paymentStates } from './store/reads.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 const METADATA_MAX_BYTES = 4096;

@@ -25,11 +25,10 @@ import {
   setConfirmations,
   upsertDeposit,
   withDeposits,
-  type AttemptRow,
   type DepositSelection,
-  type Loaded,
   type NewDeposit,
-} from './store.ts';
+} from './store/deposits.ts';
+import type { AttemptRow, Loaded } from './store/payments.ts';
 
 export class DepositRecorder implements DepositSink {
   constructor(private readonly engine: PaymentEngine) {}

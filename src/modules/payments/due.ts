@@ -10,7 +10,8 @@ import type { DepositRecorder } from './deposits.ts';
 import type { PaymentEngine } from './engine.ts';
 import { LATE_ACCEPT_WINDOW_MS } from './model.ts';
 import type { RefundService } from './refunds.ts';
-import { dueHold, dueLate, dueLifetime, lockPayment, type DueRow } from './store.ts';
+import { dueHold, dueLate, dueLifetime, type DueRow } from './store/due.ts';
+import { lockPayment } from './store/payments.ts';
 
 export interface DueResult {
   /** Payments run through the state machine. */

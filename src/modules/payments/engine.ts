@@ -20,7 +20,7 @@ import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
 import { next, type Trigger } from './state.ts';
-import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store.ts';
+import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store/payments.ts';
 
 export interface PaymentDeps {
   db: Db;

@@ -7,7 +7,8 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
 import type { HeldLot, HeldTarget } from '../ledger/holds.ts';
-import { sentRefunds, type Loaded } from './store.ts';
+import type { Loaded } from './store/payments.ts';
+import { sentRefunds } from './store/refunds.ts';
 
 const settled = (status: string) => status === 'confirmed' || status === 'final';
 

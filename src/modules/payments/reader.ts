@@ -11,7 +11,9 @@ import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
 import { isFinal } from './state.ts';
-import { attemptOfPayment, fingerprints, fundedAddresses, loadPayment, publicOwner } from './store.ts';
+import { fundedAddresses } from './store/deposits.ts';
+import { loadPayment } from './store/payments.ts';
+import { attemptOfPayment, fingerprints, publicOwner } from './store/reads.ts';
 
 /** A payment found by id alone, with its mode, merchant and the merchant's display name. */
 export interface PublicPayment {

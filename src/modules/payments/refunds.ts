@@ -16,7 +16,8 @@ import { confirmedAmount, refundJson } from './render.ts';
 import type { Refund } from './schema.ts';
 import type { Actor } from '../audit/service.ts';
 import { next, TransitionError } from './state.ts';
-import { insertRefund, loadPayment, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund, toState, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { loadPayment, toState, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
+import { insertRefund, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund } from './store/refunds.ts';
 
 /** The purpose refunds carry in the transfers module. */
 export const REFUND_PURPOSE = 'refund';

@@ -8,7 +8,7 @@ import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { AttemptStatus, DepositStatus, PaymentStatus } from './model.ts';
 import type { Payment, RATE_SOURCES, Refund } from './schema.ts';
-import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store.ts';
+import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store/payments.ts';
 
 type RateSourceName = (typeof RATE_SOURCES)[number];
 

@@ -9,7 +9,8 @@ import type { PaymentCreditTotals } from '../ledger/ledger.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
-import { loadPayments, paidVolume, searchPaymentIds } from './store.ts';
+import { loadPayments } from './store/payments.ts';
+import { paidVolume, searchPaymentIds } from './store/reads.ts';
 
 export interface PaymentSearch {
   status?: PaymentStatus;

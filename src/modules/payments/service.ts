@@ -32,7 +32,9 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { AddressIndexes, insertRows, listPaymentIds, loadPayment, loadPayments, newAttemptRow, newPaymentRow, type AttemptRow, type Loaded, type PaymentScope } from './store.ts';
+import { AddressIndexes, insertRows, newAttemptRow, newPaymentRow } from './store/create.ts';
+import { loadPayment, loadPayments, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
+import { listPaymentIds } from './store/reads.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
 export const METADATA_MAX_BYTES = 4096;

@@ -13,7 +13,8 @@ import type { PaymentEngine } from './engine.ts';
 import type { PaymentEventType, SimulateOutcome } from './model.ts';
 import type { Payment } from './schema.ts';
 import type { PaymentService } from './service.ts';
-import { loadPayment, type Loaded, type NewDeposit } from './store.ts';
+import type { NewDeposit } from './store/deposits.ts';
+import { loadPayment, type Loaded } from './store/payments.ts';
 
 const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
   paid: 'payment.paid',

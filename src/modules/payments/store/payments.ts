@@ -1,0 +1,140 @@
+/**
+ * The payments store's core: the row types of the payment tables, loading a payment with its attempts and deposits
+ * (optionally locked), mapping rows to the state machine's `PaymentState` and writing back what it changed. The
+ * store (this folder) is the only code that reads or writes the payment tables (`payments`, `attempts`,
+ * `deposits`, `refunds`), one file per job: this core, creation (create.ts), lists and the reads others ask for
+ * (reads.ts), deposits and their confirmations (deposits.ts), the due work (due.ts) and refunds (refunds.ts). Every
+ * lookup takes the mode, and the merchant wherever the caller acts for one, so test objects never show on the live
+ * API and the reverse.
+ */
+import type { Selectable } from 'kysely';
+import type { Mode } from '../../../core/mode.ts';
+import type { DbOrTx, Tx } from '../../../db/index.ts';
+import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../../db/schema.ts';
+import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from '../model.ts';
+
+export type PaymentRow = Selectable<PaymentsTable>;
+export type AttemptRow = Selectable<AttemptsTable>;
+export type DepositRow = Selectable<DepositsTable>;
+export type RefundRow = Selectable<RefundsTable>;
+
+/** A payment as stored: its row, its attempts (creation order) and their deposits (order seen). */
+export interface Loaded {
+  row: PaymentRow;
+  attempts: AttemptRow[];
+  deposits: DepositRow[];
+}
+
+export interface PaymentScope {
+  mode: Mode;
+  /** null only for callers that act for no merchant (watchers, workers, checkout pages). */
+  merchantId: string | null;
+}
+
+export async function loadPayments(db: DbOrTx, scope: PaymentScope, ids: string[], forUpdate = false): Promise<Loaded[]> {
+  if (ids.length === 0) return [];
+  let q = db.selectFrom('payments').selectAll().where('mode', '=', scope.mode).where('id', 'in', ids);
+  if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
+  if (forUpdate) q = q.orderBy('id').forUpdate();
+  const rows = await q.execute();
+  if (rows.length === 0) return [];
+  const found = rows.map((r) => r.id);
+  const [attempts, deposits] = await Promise.all([
+    db.selectFrom('attempts').selectAll().where('payment_id', 'in', found).orderBy('id').execute(),
+    db.selectFrom('deposits').selectAll().where('payment_id', 'in', found).orderBy('seen_at').orderBy('id').execute(),
+  ]);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => {
+    const row = byId.get(id);
+    if (!row) return [];
+    return [{ row, attempts: attempts.filter((a) => a.payment_id === id), deposits: deposits.filter((d) => d.payment_id === id) }];
+  });
+}
+
+export async function loadPayment(db: DbOrTx, scope: PaymentScope, id: string): Promise<Loaded | null> {
+  return (await loadPayments(db, scope, [id]))[0] ?? null;
+}
+
+/** Loads a payment with `SELECT … FOR UPDATE` on its row, so concurrent changes to one payment serialize. */
+export async function lockPayment(tx: Tx, scope: PaymentScope, id: string): Promise<Loaded | null> {
+  return (await loadPayments(tx, scope, [id], true))[0] ?? null;
+}
+
+export function toState(l: Loaded): PaymentState {
+  return {
+    id: l.row.id,
+    status: l.row.status as PaymentStatus,
+    createdAt: l.row.created_at,
+    expiresAt: l.row.expires_at,
+    paidAt: l.row.paid_at,
+    paidAttemptId: l.row.paid_attempt_id,
+    paidAmount: l.row.paid_amount === null ? null : BigInt(l.row.paid_amount),
+    attempts: l.attempts.map(
+      (a): AttemptState => ({
+        id: a.id,
+        token: a.token,
+        status: a.status as AttemptStatus,
+        payAmount: BigInt(a.pay_amount),
+        rate: a.rate,
+        expiresAt: a.expires_at,
+        overpaid: a.overpaid,
+        wrongAsset: a.wrong_asset,
+        deposits: l.deposits
+          .filter((d) => d.attempt_id === a.id)
+          .map((d) => ({
+            id: d.id,
+            token: d.token,
+            amount: BigInt(d.amount),
+            status: d.status as DepositStatus,
+            confirmations: d.confirmations,
+            seenAt: d.seen_at,
+            valueCents: d.value_cents,
+            atLeastTokenMinimum: d.at_least_min,
+          })),
+      }),
+    ),
+  };
+}
+
+/**
+ * Writes what the state machine changed (payment row and attempts; deposits are written by their own paths) and
+ * returns the payment as it now stands, built from `l` and `after` without reading it back.
+ */
+export async function persist(tx: Tx, l: Loaded, before: PaymentState, after: PaymentState, now: Date): Promise<Loaded> {
+  let row = l.row;
+  const changed =
+    before.status !== after.status ||
+    before.paidAt?.getTime() !== after.paidAt?.getTime() ||
+    before.paidAttemptId !== after.paidAttemptId ||
+    (before.paidAmount ?? null) !== (after.paidAmount ?? null);
+  if (changed) {
+    const set = {
+      status: after.status,
+      paid_at: after.paidAt,
+      paid_attempt_id: after.paidAttemptId,
+      paid_amount: after.paidAmount == null ? null : after.paidAmount.toString(),
+      updated_at: now,
+    };
+    await tx.updateTable('payments').set(set).where('id', '=', after.id).execute();
+    row = { ...row, ...set };
+  }
+  const attempts: AttemptRow[] = [];
+  for (const a of l.attempts) {
+    const s = after.attempts.find((x) => x.id === a.id);
+    if (!s || (a.status === s.status && a.overpaid === s.overpaid && a.wrong_asset === s.wrongAsset)) {
+      attempts.push(a);
+      continue;
+    }
+    const set = { status: s.status, overpaid: s.overpaid, wrong_asset: s.wrongAsset };
+    await tx.updateTable('attempts').set(set).where('id', '=', a.id).execute();
+    attempts.push({ ...a, ...set });
+  }
+  return { row, attempts, deposits: l.deposits };
+}
+
+/** Records the ledger bookkeeping of a payment: how many credits it had and whether one stands now. */
+export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boolean): Promise<Loaded> {
+  if (seq === l.row.credit_seq && credited === l.row.credited) return l;
+  await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', l.row.id).execute();
+  return { ...l, row: { ...l.row, credit_seq: seq, credited } };
+}

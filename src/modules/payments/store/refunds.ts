@@ -1,0 +1,47 @@
+/** Refunds: a payment's open, sent and listed refunds, recording one, and locking and settling it. */
+import type { Insertable } from 'kysely';
+import { newId } from '../../../core/ids.ts';
+import type { Mode } from '../../../core/mode.ts';
+import type { DbOrTx, Tx } from '../../../db/index.ts';
+import type { RefundsTable } from '../../../db/schema.ts';
+import type { PaymentScope, RefundRow } from './payments.ts';
+
+/** The payment's refund that has not failed, if any (a payment has at most one at a time). */
+export async function openRefund(db: DbOrTx, paymentId: string): Promise<Pick<RefundRow, 'status'> | undefined> {
+  return db.selectFrom('refunds').select('status').where('payment_id', '=', paymentId).where('status', '<>', 'failed').executeTakeFirst();
+}
+
+export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>, 'id'>): Promise<RefundRow> {
+  return tx
+    .insertInto('refunds')
+    .values({ id: newId('rfd'), ...values })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The payment's refunds in the scope's merchant and mode, oldest first. */
+export async function paymentRefunds(db: DbOrTx, scope: PaymentScope, paymentId: string): Promise<RefundRow[]> {
+  let q = db.selectFrom('refunds').selectAll().where('payment_id', '=', paymentId).where('mode', '=', scope.mode);
+  if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
+  return q.orderBy('created_at').orderBy('id').execute();
+}
+
+/** The coins sent back by the payment's refunds that were sent. */
+export async function sentRefunds(db: DbOrTx, paymentId: string): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
+  return db.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', paymentId).where('status', '=', 'sent').execute();
+}
+
+/** The payment a refund belongs to, in `mode`. */
+export async function refundPayment(db: DbOrTx, mode: Mode, refundId: string): Promise<string | null> {
+  const row = await db.selectFrom('refunds').select('payment_id').where('id', '=', refundId).where('mode', '=', mode).executeTakeFirst();
+  return row?.payment_id ?? null;
+}
+
+/** Locks a refund row (its payment is locked first). */
+export async function lockRefund(tx: Tx, refundId: string): Promise<RefundRow> {
+  return tx.selectFrom('refunds').selectAll().where('id', '=', refundId).forUpdate().executeTakeFirstOrThrow();
+}
+
+export async function settleRefund(tx: Tx, refundId: string, set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date }): Promise<void> {
+  await tx.updateTable('refunds').set(set).where('id', '=', refundId).execute();
+}
