@@ -1,7 +1,7 @@
 /* Kasse checkout.js: Kasse.open(paymentIdOrCheckoutUrl) shows the hosted checkout in a modal and resolves with
    { status: 'paid' | 'expired' | 'cancelled' | 'closed' }. The result is a hint for the page only: never fulfil an
    order from it. The webhook or GET /v1/payments/{id} on your server is the truth. Docs: docs/checkout.md */
-(function () {
+(() => {
   'use strict';
   var d = document, w = window;
   var me = d.currentScript || d.querySelector('script[src*="/checkout.js"]');
@@ -24,7 +24,7 @@
   }
 
   function open(target) {
-    return new Promise(function (resolve) {
+    return new Promise((resolve) => {
       var url = checkoutUrl(String(target));
       if (current) current('closed');
       var before = d.activeElement, overflow = d.documentElement.style.overflow;
@@ -61,7 +61,7 @@
       function onFocus(e) {
         if (!overlay.contains(e.target)) frame.focus();
       }
-      close.addEventListener('click', function () { done('closed'); });
+      close.addEventListener('click', () => { done('closed'); });
       w.addEventListener('message', onMessage);
       d.addEventListener('keydown', onKey, true);
       d.addEventListener('focusin', onFocus);
