@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   if (listeners) {
     // The CLI prints links (user set-up) against the bound checkout URL, also when a port was picked (0).
     mkdirSync(config.dataDir, { recursive: true });
-    writeFileSync(join(config.dataDir, 'urls.json'), JSON.stringify(kasse.urls) + '\n');
+    writeFileSync(join(config.dataDir, 'urls.json'), `${JSON.stringify(kasse.urls)}\n`);
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
   log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');

@@ -191,7 +191,7 @@ describe('tax invoices', () => {
     const before = await count();
     await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25', customer_state_code: '29' }), 400, 'invalid_request', 'customer_state_code');
     await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25' }), 400, 'invalid_request', 'customer_state_code');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25', customer_tax_id: KARNATAKA_BUYER.slice(0, 14) + 'A' }), 400, 'invalid_request', 'customer_tax_id');
+    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25', customer_tax_id: `${KARNATAKA_BUYER.slice(0, 14)}A` }), 400, 'invalid_request', 'customer_tax_id');
     await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25', customer_tax_id: KARNATAKA_BUYER, customer_state_code: '07' }), 400, 'invalid_request', 'customer_state_code');
     await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '0', customer_state_code: '29' }), 400, 'invalid_request', 'fx_rate');
     await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.1234567', customer_state_code: '29' }), 400, 'invalid_request', 'fx_rate');

@@ -10,10 +10,10 @@
   var current = null;
 
   function checkoutUrl(x) {
-    if (ID.test(x)) return base + '/p/' + x;
+    if (ID.test(x)) return `${base}/p/${x}`;
     var u = new URL(x, base), m = /^\/p\/(pay_[0-9A-Z]{36})\/?$/.exec(u.pathname);
-    if (u.origin !== base || !m) throw new TypeError('Kasse.open: expected a payment id or a checkout URL of ' + base);
-    return base + '/p/' + m[1];
+    if (u.origin !== base || !m) throw new TypeError(`Kasse.open: expected a payment id or a checkout URL of ${base}`);
+    return `${base}/p/${m[1]}`;
   }
 
   function el(tag, style, attrs) {
@@ -33,7 +33,7 @@
         { role: 'dialog', 'aria-modal': 'true', 'aria-label': 'Checkout' });
       var box = el('div', { position: 'relative', width: wide ? '28rem' : '100%', height: wide ? 'min(46rem, 92vh)' : '100%', background: '#fff', borderRadius: wide ? '1rem' : '0', overflow: 'hidden', boxShadow: '0 10px 40px rgba(0,0,0,.3)' });
       var frame = el('iframe', { width: '100%', height: '100%', border: '0', display: 'block' },
-        { src: url + '?embed=1&origin=' + encodeURIComponent(location.origin), title: 'Checkout', allow: 'clipboard-write' });
+        { src: `${url}?embed=1&origin=${encodeURIComponent(location.origin)}`, title: 'Checkout', allow: 'clipboard-write' });
       var close = el('button', { position: 'absolute', top: '.4rem', right: '.4rem', width: '2.75rem', height: '2.75rem', border: '0', borderRadius: '50%', background: '#f1f3f6', color: '#16181d', font: '600 1.5rem/1 system-ui,sans-serif', cursor: 'pointer' },
         { type: 'button', 'aria-label': 'Close checkout' });
       close.textContent = '\u00d7';

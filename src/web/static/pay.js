@@ -41,7 +41,7 @@
   function tick() {
     $$('time[data-expires]').forEach((t) => {
       var left = Math.max(0, Math.floor((Date.parse(t.dataset.expires) - Date.now() - offset) / 1000));
-      var text = Math.floor(left / 60) + ':' + String(left % 60).padStart(2, '0');
+      var text = `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
       if (t.textContent !== text) t.textContent = text;
       if (!left && !t.dataset.over) { t.dataset.over = 1; say('The price hold has ended.'); }
     });
@@ -52,7 +52,7 @@
     setInterval(tick, 1000);
     outcome(main.dataset.status, main.dataset.redirect);
     if (FINAL.indexOf(main.dataset.status) < 0 && w.EventSource) {
-      var es = new EventSource(main.dataset.events + '&fp=' + encodeURIComponent(main.dataset.fp));
+      var es = new EventSource(`${main.dataset.events}&fp=${encodeURIComponent(main.dataset.fp)}`);
       es.addEventListener('state', (e) => {
         var s = JSON.parse(e.data);
         if (s.fp === main.dataset.fp) return;
@@ -116,7 +116,7 @@
     var cents = () => Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0;
     var show = (c) => {
       input.value = c ? (c / 100).toFixed(2) : '';
-      charge.textContent = c ? 'Charge $' + (c / 100).toFixed(2) : 'Charge';
+      charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge';
     };
     key = (k) => {
       var c = cents();
@@ -125,7 +125,7 @@
       else if (c < 1e8) c = c * 10 ** k.length + Number(k);
       show(c);
     };
-    input.addEventListener('input', () => { var c = cents(); charge.textContent = c ? 'Charge $' + (c / 100).toFixed(2) : 'Charge'; });
+    input.addEventListener('input', () => { var c = cents(); charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge'; });
     /* Charging nothing says so instead of doing nothing. */
     pad.addEventListener('submit', (e) => {
       if (cents() > 0) return;

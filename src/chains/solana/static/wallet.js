@@ -34,7 +34,7 @@
   function unb64(text) { var s = atob(text), out = new Uint8Array(s.length); for (var i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
   function post(url, body) {
     return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), credentials: 'same-origin' })
-      .then((r) => r.json().then((j) => { if (!r.ok) throw new Error((j.error && j.error.message) || ('HTTP ' + r.status)); return j; }));
+      .then((r) => r.json().then((j) => { if (!r.ok) throw new Error((j.error && j.error.message) || (`HTTP ${r.status}`)); return j; }));
   }
 
   d.addEventListener('click', (e) => {
@@ -48,13 +48,13 @@
       .then((r) => {
         account = (r && r.accounts && r.accounts[0]) || wallet.accounts[0];
         if (!account) throw new Error('The wallet shared no account.');
-        return post(base + '/transaction', { attempt_id: b.dataset.attempt, account: account.address, gasless: gasless });
+        return post(`${base}/transaction`, { attempt_id: b.dataset.attempt, account: account.address, gasless: gasless });
       })
       .then((built) => {
         var tx = unb64(built.transaction);
         if (gasless) {
           return wallet.features['solana:signTransaction'].signTransaction({ account: account, transaction: tx, chain: chain })
-            .then((out) => post(base + '/relay', { attempt_id: b.dataset.attempt, transaction: b64((out[0] || out).signedTransaction) }));
+            .then((out) => post(`${base}/relay`, { attempt_id: b.dataset.attempt, transaction: b64((out[0] || out).signedTransaction) }));
         }
         return wallet.features['solana:signAndSendTransaction'].signAndSendTransaction({ account: account, transaction: tx, chain: chain });
       })
