@@ -3,6 +3,7 @@
    Kasse to relay (POST /p/<id>/gasless). Both buttons stay hidden without a wallet. Loaded after pay.js, whose
    window.kassePage it uses (onRender, say). Progressive enhancement only; no dependencies. */
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window, page = w.kassePage;
   if (!page) return;
@@ -40,7 +41,7 @@
   function word(hex, i) { return parseInt(hex.substr(i * 64, 64), 16); }
   function abiString(hex, head) {
     var at = word(hex, head) / 32, len = word(hex, at), bytes = new Uint8Array(len);
-    for (var i = 0; i < len; i++) bytes[i] = parseInt(hex.substr((at + 1) * 64 + i * 2, 2), 16);
+    for (let i = 0; i < len; i++) bytes[i] = parseInt(hex.substr((at + 1) * 64 + i * 2, 2), 16);
     return new TextDecoder().decode(bytes);
   }
   function call(to, data) { return eth('eth_call', [{ to: to, data: data }, 'latest']).then((r) => r.slice(2)); }

@@ -2,6 +2,7 @@
    { status: 'paid' | 'expired' | 'cancelled' | 'closed' }. The result is a hint for the page only: never fulfil an
    order from it. The webhook or GET /v1/payments/{id} on your server is the truth. Docs: docs/checkout.md */
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window;
   var me = d.currentScript || d.querySelector('script[src*="/checkout.js"]');

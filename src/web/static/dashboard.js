@@ -2,6 +2,7 @@
    chosen for a disbursement read into its text box.
    Progressive enhancement only: every page and form works without this file. No dependencies. */
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document;
   function all(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
@@ -16,7 +17,7 @@
 
   all('time[data-local]').forEach((t) => {
     var at = new Date(t.getAttribute('datetime'));
-    if (!isNaN(at)) { t.title = t.textContent; t.textContent = at.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }); }
+    if (!Number.isNaN(at.getTime())) { t.title = t.textContent; t.textContent = at.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }); }
   });
 
   all('[data-link-form]').forEach((f) => {

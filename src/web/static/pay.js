@@ -3,6 +3,7 @@
    page, say(text) announces a status. Progressive enhancement only: every page works without this file. No
    dependencies. */
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, root = d.documentElement, w = window;
   var embed = root.dataset.embed === '1', parentOrigin = root.dataset.parentOrigin;
@@ -52,7 +53,7 @@
     setInterval(tick, 1000);
     outcome(main.dataset.status, main.dataset.redirect);
     if (FINAL.indexOf(main.dataset.status) < 0 && w.EventSource) {
-      var es = new EventSource(`${main.dataset.events}&fp=${encodeURIComponent(main.dataset.fp)}`);
+      const es = new EventSource(`${main.dataset.events}&fp=${encodeURIComponent(main.dataset.fp)}`);
       es.addEventListener('state', (e) => {
         var s = JSON.parse(e.data);
         if (s.fp === main.dataset.fp) return;
@@ -75,7 +76,7 @@
       r.selectNodeContents(b.previousElementSibling);
       s.removeAllRanges();
       s.addRange(r);
-      try { if (d.execCommand('copy')) done(); } catch (e) { /* selected: the payer copies by hand */ }
+      try { if (d.execCommand('copy')) done(); } catch { /* selected: the payer copies by hand */ }
     }
     if (navigator.clipboard) navigator.clipboard.writeText(v).then(done, fallback); else fallback();
   }
@@ -97,8 +98,8 @@
     if (f.hasAttribute('data-enhance') && sub && sub.value && w.fetch) {
       e.preventDefault();
       f.dataset.busy = 1;
-      var err = $('.k-error', f);
-      var fail = (m) => { delete f.dataset.busy; if (err) err.textContent = m; };
+      const err = $('.k-error', f);
+      const fail = (m) => { delete f.dataset.busy; if (err) err.textContent = m; };
       fetch(f.action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: sub.value }) })
         .then((r) => r.json().then((body) => { if (r.ok) location.reload(); else fail(body.error.message); }))
         .catch(() => { fail('Network error. Please try again.'); });
@@ -111,10 +112,10 @@
   /* POS keypad: digits shift in from the right as cents, like a card terminal. */
   var pad = $('form[data-keypad]');
   if (pad) {
-    var input = $('input[name=amount]', pad), charge = $('.k-charge', pad);
+    const input = $('input[name=amount]', pad), charge = $('.k-charge', pad);
     $$('.k-keypad,[data-key=clear]', pad).forEach((el) => { el.hidden = false; });
-    var cents = () => Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0;
-    var show = (c) => {
+    const cents = () => Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0;
+    const show = (c) => {
       input.value = c ? (c / 100).toFixed(2) : '';
       charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge';
     };

@@ -4,6 +4,7 @@
    hot wallet pays the fee, the payer needs no SOL) and posts it to Kasse's relay. Both buttons stay hidden without
    such a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say). No dependencies. */
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window, wallets = [], page = w.kassePage;
   if (!page) return;
@@ -12,14 +13,14 @@
     return x && x.features && x.features['standard:connect'] && (x.features['solana:signTransaction'] || x.features['solana:signAndSendTransaction']) &&
       (x.chains || []).some((c) => String(c).indexOf('solana:') === 0);
   }
-  function register() {
-    Array.prototype.slice.call(arguments).forEach((x) => { if (solanaWallet(x) && wallets.indexOf(x) < 0) wallets.push(x); });
+  function register(...found) {
+    found.forEach((x) => { if (solanaWallet(x) && wallets.indexOf(x) < 0) wallets.push(x); });
     show();
     return () => {};
   }
   var api = Object.freeze({ register: register });
-  w.addEventListener('wallet-standard:register-wallet', (e) => { try { e.detail(api); } catch (err) { /* a broken wallet */ } });
-  try { w.dispatchEvent(new CustomEvent('wallet-standard:app-ready', { detail: api })); } catch (err) { /* old browser */ }
+  w.addEventListener('wallet-standard:register-wallet', (e) => { try { e.detail(api); } catch { /* a broken wallet */ } });
+  try { w.dispatchEvent(new CustomEvent('wallet-standard:app-ready', { detail: api })); } catch { /* old browser */ }
 
   function buttons() { return Array.prototype.slice.call(d.querySelectorAll('[data-solana-pay],[data-solana-gasless]')); }
   function show() {
@@ -30,8 +31,8 @@
     });
   }
   function error(text) { var e = d.querySelector('[data-wallet-error]'); if (e) e.textContent = text; }
-  function b64(bytes) { var s = ''; for (var i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]); return btoa(s); }
-  function unb64(text) { var s = atob(text), out = new Uint8Array(s.length); for (var i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
+  function b64(bytes) { var s = ''; for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]); return btoa(s); }
+  function unb64(text) { var s = atob(text), out = new Uint8Array(s.length); for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
   function post(url, body) {
     return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), credentials: 'same-origin' })
       .then((r) => r.json().then((j) => { if (!r.ok) throw new Error((j.error && j.error.message) || (`HTTP ${r.status}`)); return j; }));
