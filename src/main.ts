@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './core/log.ts';
 import { resolveDatabase } from './db/resolve.ts';
 import { Kasse } from './kasse.ts';
@@ -13,7 +13,7 @@ import { startListeners, type Listeners } from './server.ts';
 import { startWorkers, type Workers } from './workers/index.ts';
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {

@@ -93,6 +93,7 @@ function errorResponse(status: number, codes: ErrorCode[], requiredField: string
 // ---------------------------------------------------------------------------------------------------------------
 // The served document
 
+// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document, walked loosely node by node (its shape is @fastify/swagger's)
 type Json = Record<string, any>;
 
 /** Sections of the reference, in the order the sidebar shows them (tags not listed follow). */

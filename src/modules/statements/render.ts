@@ -143,7 +143,6 @@ export function monthName(month: string): string {
 
 /** The statement as an A4 PDF. */
 export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
-  const n = (count: number, one: string) => `${count} ${count === 1 ? one : `${one}s`}`;
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
