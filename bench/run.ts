@@ -31,7 +31,7 @@ for (const name of names) {
   const result = await mod.run();
   const load_average = { start: loadBefore, end: Math.round(loadavg()[0]! * 100) / 100 };
   const record = { benchmark: name, date: new Date().toISOString(), machine: { ...machine(), load_average }, result };
-  writeFileSync(`bench/results/${name}.json`, JSON.stringify(record, null, 2) + '\n');
-  process.stdout.write(JSON.stringify(record, null, 2) + '\n');
+  writeFileSync(`bench/results/${name}.json`, `${JSON.stringify(record, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
 }
 process.exit(0);

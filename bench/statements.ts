@@ -61,10 +61,10 @@ export async function load(kasse: Kasse, merchantId: string, n: number, start: s
     CROSS JOIN LATERAL (VALUES ('led_C' || lpad(i::text, 22, '0'), 1), ('led_R' || lpad(i::text, 22, '0'), -1)) t(tx, sign)
     CROSS JOIN LATERAL (VALUES
       ('test:settlement', 'USD', price::numeric),
-      (${'test:merchant:' + merchantId}, 'USD', -(price - fee - swap)::numeric),
+      (${`test:merchant:${merchantId}`}, 'USD', -(price - fee - swap)::numeric),
       ('test:fees', 'USD', -fee::numeric),
       ('test:conversion', 'USD', -swap::numeric),
-      (${'test:custody:' + merchantId}, token, coins::numeric),
+      (${`test:custody:${merchantId}`}, token, coins::numeric),
       ('test:payers', token, -coins::numeric)
     ) l(account, currency, amount)
     WHERE amount <> 0 AND (sign = 1 OR reorged)`.execute(db);

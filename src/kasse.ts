@@ -40,7 +40,6 @@ import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.
 import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { DisbursementService } from './modules/disbursements/service.ts';
-import type pg from 'pg';
 
 export interface KasseOptions {
   config: Config;
@@ -119,7 +118,6 @@ export class Kasse {
     readonly config: Config,
     readonly secrets: Secrets,
     readonly db: Db,
-    private readonly pool: pg.Pool,
     readonly clock: Clock,
     readonly log: Logger,
     readonly notifier: Notifier | null,
@@ -216,10 +214,10 @@ export class Kasse {
     const secrets = opts.secrets ?? loadSecrets(opts.config);
     const families = opts.families ?? (await installedFamilies());
     checkHotWalletKey(secrets.hotWalletKey, families);
-    const { db, pool } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
+    const { db } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
     await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
-    const kasse = new Kasse(opts.config, secrets, db, pool, opts.clock ?? systemClock, log, notifier, families);
+    const kasse = new Kasse(opts.config, secrets, db, opts.clock ?? systemClock, log, notifier, families);
     await kasse.health.load();
     if (notifier) {
       await notifier.listen(HEALTH_CHANNEL, () => void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read')));

@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './core/log.ts';
 import { resolveDatabase } from './db/resolve.ts';
 import { Kasse } from './kasse.ts';
@@ -13,7 +13,7 @@ import { startListeners, type Listeners } from './server.ts';
 import { startWorkers, type Workers } from './workers/index.ts';
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   if (listeners) {
     // The CLI prints links (user set-up) against the bound checkout URL, also when a port was picked (0).
     mkdirSync(config.dataDir, { recursive: true });
-    writeFileSync(join(config.dataDir, 'urls.json'), JSON.stringify(kasse.urls) + '\n');
+    writeFileSync(join(config.dataDir, 'urls.json'), `${JSON.stringify(kasse.urls)}\n`);
     process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
   }
   log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');

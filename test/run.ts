@@ -1,14 +1,14 @@
 /**
- * The test command (`npm test`): type-checks, starts the shared local infrastructure once for the whole run
- * (one PostgreSQL server; chain nodes where suites need them), then runs every `*.test.ts` file with Node's test
- * runner, two files at a time. Each test file creates its own database on the shared server.
+ * The test command (`npm test`): type-checks, lints (`biome check .`: biome.json's formatting and lint rules),
+ * starts the shared local infrastructure once for the whole run (one PostgreSQL server; chain nodes where suites need
+ * them), then runs every `*.test.ts` file with Node's test runner, two files at a time. Each test file creates its own database on the shared server.
  *
  * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
- * `--unit` runs them all without the type-check, for a quick loop.
+ * `--unit` runs them all without the type-check and lint, for a quick loop. KASSE_SKIP_TYPECHECK=1 skips both too.
  *
  *   npm test                           all files
  *   npm test -- test/api/foo.test.ts   some files
- *   npm run test:unit                  the pure files (test/unit/), no type-check
+ *   npm run test:unit                  the pure files (test/unit/), no type-check or lint
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -96,11 +96,16 @@ async function main(): Promise<number> {
   }
 
   if (!unitOnly && !process.env.KASSE_SKIP_TYPECHECK) {
-    process.stdout.write('typecheck: tsc --noEmit\n');
-    const tsc = spawnSync('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], { stdio: 'inherit' });
-    if (tsc.status !== 0) {
-      process.stdout.write('0 passed, 1 failed\n');
-      return 1;
+    const checks = [
+      { title: 'typecheck: tsc --noEmit', command: ['tsc', '--noEmit', '-p', 'tsconfig.json'] },
+      { title: 'lint: biome check .', command: ['biome', 'check', '.'] },
+    ];
+    for (const { title, command } of checks) {
+      process.stdout.write(`${title}\n`);
+      if (spawnSync('npx', command, { stdio: 'inherit' }).status !== 0) {
+        process.stdout.write('0 passed, 1 failed\n');
+        return 1;
+      }
     }
   }
 

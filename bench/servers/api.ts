@@ -38,6 +38,6 @@ await bare.listen({ port: 0, host: '127.0.0.1' });
 const { port } = bare.server.address() as { port: number };
 
 process.stdout.write(
-  JSON.stringify({ test: kasse.apiBase('test'), checkout: kasse.urls.checkout, bare: `http://127.0.0.1:${port}`, key: merchant.test_key, merchant: merchant.merchant_id }) + '\n',
+  `${JSON.stringify({ test: kasse.apiBase('test'), checkout: kasse.urls.checkout, bare: `http://127.0.0.1:${port}`, key: merchant.test_key, merchant: merchant.merchant_id })}\n`,
 );
 process.on('SIGINT', () => process.exit(0));

@@ -14,5 +14,5 @@ const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_POR
 const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })) });
 if (config.roles.includes('api')) await startListeners(kasse);
 if (config.roles.includes('workers')) startWorkers(kasse);
-process.stdout.write(JSON.stringify({ test: config.roles.includes('api') ? kasse.apiBase('test') : null }) + '\n');
+process.stdout.write(`${JSON.stringify({ test: config.roles.includes('api') ? kasse.apiBase('test') : null })}\n`);
 process.on('SIGINT', () => process.exit(0));

@@ -25,5 +25,5 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as { port: number };
-  process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${port}/webhooks` }) + '\n');
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}/webhooks` })}\n`);
 });

@@ -12,6 +12,7 @@
  */
 import openapiTS, { astToString } from 'openapi-typescript';
 
+// biome-ignore lint/suspicious/noExplicitAny: the served OpenAPI document, read loosely node by node
 type Json = Record<string, any>;
 
 export interface OperationMeta {

@@ -203,6 +203,7 @@ function build(core: KasseClientCore, table: object): Record<string, unknown> {
 
 export interface Kasse extends Resources {}
 
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the resource methods declared by the interface are built from the table in the constructor
 export class Kasse {
   /** Webhook signature checks: `Kasse.webhooks.constructEvent(rawBody, signatureHeader, secret)`. */
   static readonly webhooks = webhooks;

@@ -17,6 +17,7 @@ export class PagePromise<P extends Page<Item>, Item = P['data'][number]> impleme
     return (this.first ??= this.fetchPage(undefined));
   }
 
+  // biome-ignore lint/suspicious/noThenProperty: deliberately a thenable: awaiting a list call gives its first page
   then<A = P, B = never>(onFulfilled?: ((page: P) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
     return this.firstPage().then(onFulfilled, onRejected);
   }

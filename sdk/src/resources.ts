@@ -47,6 +47,7 @@ type Meta<Id extends OperationId> = (typeof OPERATIONS)[Id];
 /** One string argument per `{param}` of the path, in order. */
 type PathArgs<P extends string> = P extends `${string}{${string}}${infer Rest}` ? [string, ...PathArgs<Rest>] : [];
 
+// biome-ignore lint/complexity/noBannedTypes: `{} extends T` holds exactly when T has no required field
 type Optional<T> = {} extends T ? true : false;
 
 /** The body (or, for reads, the query parameters); optional when every field of it is. */

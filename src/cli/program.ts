@@ -149,7 +149,7 @@ export function overview(table: CommandTable): string {
 }
 
 function print(value: unknown, json: boolean, output: Output): void {
-  output.out(JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), json ? undefined : 2) + '\n');
+  output.out(`${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), json ? undefined : 2)}\n`);
 }
 
 /** Runs one command line; resolves to the exit code (0 done, 1 failed, 2 called wrongly). */
@@ -160,10 +160,10 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
     const reading = readCommandLine(argv, table);
     switch (reading.kind) {
       case 'overview':
-        (reading.exitCode === 0 ? output.out : output.err)(overview(table) + '\n');
+        (reading.exitCode === 0 ? output.out : output.err)(`${overview(table)}\n`);
         return reading.exitCode;
       case 'help':
-        (reading.exitCode === 0 ? output.out : output.err)(reading.text + '\n');
+        (reading.exitCode === 0 ? output.out : output.err)(`${reading.text}\n`);
         return reading.exitCode;
       case 'developer':
         return await reading.command.run(reading.flags, reading.positionals);

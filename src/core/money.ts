@@ -6,10 +6,10 @@
 /** Exact decimal string of `units` smallest units with `decimals` places, trailing zeros trimmed ("1.5", "0.000001"). */
 export function formatUnits(units: bigint, decimals: number): string {
   const negative = units < 0n;
-  let abs = negative ? -units : units;
+  const abs = negative ? -units : units;
   const base = 10n ** BigInt(decimals);
   const whole = abs / base;
-  let frac = (abs % base).toString().padStart(decimals, '0').replace(/0+$/, '');
+  const frac = (abs % base).toString().padStart(decimals, '0').replace(/0+$/, '');
   const text = frac.length > 0 ? `${whole}.${frac}` : `${whole}`;
   return negative ? `-${text}` : text;
 }

@@ -58,7 +58,7 @@ export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'se
   } else if (!env.secretKey || !env.masterSeed) {
     file = { secret_key: randomBytes(32).toString('hex'), master_seed: generateMnemonic(english) };
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
+    writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   }
   const keyHex = env.secretKey ?? file?.secret_key;
   const seed = env.masterSeed ?? file?.master_seed;

@@ -5,7 +5,7 @@
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import { sql } from 'kysely';
 import type { Mode } from '../core/mode.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
@@ -20,7 +20,7 @@ import { ErrorSchema } from './schemas/common.ts';
 import { baseFastify, instrument, sendError, type Hook } from './frame.ts';
 import { closedQuery } from './validation.ts';
 
-export type ApiApp = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -93,6 +93,7 @@ function errorResponse(status: number, codes: ErrorCode[], requiredField: string
 // ---------------------------------------------------------------------------------------------------------------
 // The served document
 
+// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document, walked loosely node by node (its shape is @fastify/swagger's)
 type Json = Record<string, any>;
 
 /** Sections of the reference, in the order the sidebar shows them (tags not listed follow). */
@@ -215,7 +216,7 @@ function curlSample(method: string, path: string, op: Json, serverUrl: string): 
   const params = (op.parameters ?? []) as Json[];
   let url = serverUrl + path.replace(/\{(\w+)\}/g, (_m, name: string) => String(params.find((p) => p.in === 'path' && p.name === name)?.example ?? `<${name}>`));
   const query = params.filter((p) => p.in === 'query' && p.required && p.example !== undefined);
-  if (query.length > 0) url += '?' + query.map((p) => `${p.name}=${encodeURIComponent(String(p.example))}`).join('&');
+  if (query.length > 0) url += `?${query.map((p) => `${p.name}=${encodeURIComponent(String(p.example))}`).join('&')}`;
   const lines = [`curl ${method === 'get' ? '' : `-X ${method.toUpperCase()} `}"${url}"`, `  -H "Authorization: Bearer $KASSE_API_KEY"`];
   if (params.some((p) => p.in === 'header' && p.name === 'Idempotency-Key')) lines.push(`  -H "Idempotency-Key: order-1001"`);
   const body = op.requestBody?.content?.['application/json']?.schema?.examples?.[0];

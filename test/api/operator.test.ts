@@ -105,7 +105,7 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   const first = await start(env);
   assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
-  assert.match(first.urls['checkout']!, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
   const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
   assert.equal(created.code, 0, created.stderr);
   const { test_key } = JSON.parse(created.stdout);

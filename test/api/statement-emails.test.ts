@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
-import { ApiError } from '../../src/core/errors.ts';
+import type { ApiError } from '../../src/core/errors.ts';
 import { statementEmailDue } from '../../src/modules/statements/emails.ts';
 import type { UserRecord } from '../../src/modules/users/records.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';

@@ -196,7 +196,10 @@ describe('email sender batches', () => {
     await t.kasse.email.runOnce();
     const statuses = new Map<string, string>();
     for (const id of ids) statuses.set(id, (await t.kasse.email.get(id)).status);
-    const counts = [...statuses.values()].reduce<Record<string, number>>((a, s) => ((a[s] = (a[s] ?? 0) + 1), a), {});
+    const counts = [...statuses.values()].reduce<Record<string, number>>((a, s) => {
+      a[s] = (a[s] ?? 0) + 1;
+      return a;
+    }, {});
     assert.ok((counts.uncertain ?? 0) >= 1, JSON.stringify(counts));
     assert.equal((counts.sent ?? 0) + (counts.uncertain ?? 0), 40, JSON.stringify(counts));
     t.clock.advance(48 * 60 * MINUTE);

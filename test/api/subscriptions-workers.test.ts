@@ -56,7 +56,10 @@ function worker(crash?: 'in-transaction' | 'after-commit'): Worker {
   const lines = createInterface({ input: child.stdout });
   const printed: string[] = [];
   let onLine: (() => void) | null = null;
-  lines.on('line', (l) => (printed.push(l), onLine?.()));
+  lines.on('line', (l) => {
+    printed.push(l);
+    onLine?.();
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const ready = new Promise<void>((resolve, reject) => {
     onLine = () => printed.includes('ready') && resolve();

@@ -13,7 +13,7 @@ import { FakeClock, HOUR } from '../../src/core/clock.ts';
 import type { DepositObservation } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError } from '../harness/expect.ts';
-import { linkIn, startSmtpReceiver, type ReceivedMail, type SmtpReceiver } from '../harness/smtp.ts';
+import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
 let t: TestKasse;

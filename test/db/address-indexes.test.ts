@@ -34,6 +34,7 @@ test('two processes drawing at once never get the same index, and each hands its
     for (let i = 1; i < xs.length; i++) assert.ok(xs[i]! > xs[i - 1]!, 'ascending within a process');
   }
   // 50 draws take 4 blocks of 16 per process, so the sequence moved by 128 at most.
+  // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const max = all.reduce((m, x) => (x > m ? x : m), 0n);
   assert.ok(max <= 128n, `sequence at ${max}`);
 });

@@ -32,7 +32,10 @@ const change = (id: string, note: string | null, raw = '{"b":1,"a":[2,"x"]}'): W
 /** A Db whose statements are counted. */
 function counted(): { db: Db; count(): number } {
   let n = 0;
-  const c = db.withPlugin({ transformQuery: (a) => a.node, transformResult: async (a) => (n++, a.result) });
+  const c = db.withPlugin({ transformQuery: (a) => a.node, transformResult: async (a) => {
+    n++;
+    return a.result;
+  } });
   return { db: c, count: () => n };
 }
 

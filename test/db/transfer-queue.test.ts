@@ -66,9 +66,18 @@ async function row(id: string): Promise<Row> {
 function steps(over: Partial<TransferSteps<Row>> = {}): TransferSteps<Row> {
   const move = (id: string, status: string, hash?: string) => sql`UPDATE queue_transfers SET status = ${status}, tx_hash = coalesce(${hash ?? null}, tx_hash) WHERE id = ${id}`.execute(db);
   return {
-    sign: async (r) => (await move(r.id, 'signed', `0x${r.id}`), 'progress'),
-    broadcast: async (r) => (await move(r.id, 'broadcast'), 'progress'),
-    follow: async (r) => (await move(r.id, 'sent'), 'done'),
+    sign: async (r) => {
+      await move(r.id, 'signed', `0x${r.id}`);
+      return 'progress';
+    },
+    broadcast: async (r) => {
+      await move(r.id, 'broadcast');
+      return 'progress';
+    },
+    follow: async (r) => {
+      await move(r.id, 'sent');
+      return 'done';
+    },
     unsent: async (r) => r.status === 'pending',
     fail: async (r, reason) => void (await sql`UPDATE queue_transfers SET status = 'failed', error = ${reason} WHERE id = ${r.id} AND status = ${r.status}`.execute(db)),
     hash: (r) => r.tx_hash,

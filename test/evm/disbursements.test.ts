@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeFunctionData, getAddress, type Address } from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
-import { EvmSender } from '../../src/chains/evm/sender.ts';
+import type { EvmSender } from '../../src/chains/evm/sender.ts';
 import type { Actor } from '../../src/modules/audit/service.ts';
 import { createUser } from '../harness/dashboard.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';

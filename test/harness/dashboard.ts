@@ -100,7 +100,7 @@ export async function csrfOf(page: Page): Promise<string> {
  */
 export async function post(page: Page, url: string, form: Record<string, string>): Promise<{ status: number; location: string | null; body: string; redirected: boolean }> {
   const res = await page.context().request.post(url, { form, maxRedirects: 0, headers: { origin: new URL(url).origin } });
-  const location = res.headers()['location'] ?? null;
+  const location = res.headers().location ?? null;
   if (res.status() === 303 && location && /[?&]form=/.test(location)) {
     const shown = await get(page, new URL(location, url).toString());
     return { status: shown.status, location, body: shown.body, redirected: true };
@@ -111,5 +111,5 @@ export async function post(page: Page, url: string, form: Record<string, string>
 /** A GET with the browser's cookies (response headers with lower-case names). */
 export async function get(page: Page, url: string): Promise<{ status: number; location: string | null; body: string; headers: Record<string, string> }> {
   const res = await page.context().request.get(url, { maxRedirects: 0 });
-  return { status: res.status(), location: res.headers()['location'] ?? null, body: await res.text(), headers: res.headers() };
+  return { status: res.status(), location: res.headers().location ?? null, body: await res.text(), headers: res.headers() };
 }

@@ -189,5 +189,5 @@ export function coins(sats: bigint): string {
 
 function toSats(value: number | string): bigint {
   const [w, f = ''] = String(value).split('.');
-  return BigInt(w!) * 100_000_000n + BigInt((f + '00000000').slice(0, 8));
+  return BigInt(w!) * 100_000_000n + BigInt((`${f}00000000`).slice(0, 8));
 }

@@ -76,9 +76,15 @@ async function listen(handle: Handler, failure: (res: ServerResponse, status: nu
         res.end('<html><body>Bad gateway</body></html>');
         return;
       }
-      if (typeof mode === 'number') return failure(res, mode);
+      if (typeof mode === 'number') {
+        failure(res, mode);
+        return;
+      }
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      if (req.method !== 'GET') return sendJson(res, 405, JSON.stringify({ error: 'method not allowed' }));
+      if (req.method !== 'GET') {
+        sendJson(res, 405, JSON.stringify({ error: 'method not allowed' }));
+        return;
+      }
       handle(req, url, res);
     };
     if (core.delayMs > 0) setTimeout(answer, core.delayMs);

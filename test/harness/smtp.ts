@@ -60,7 +60,10 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
       const found = messages.find(match);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const w = { match, resolve: (m: ReceivedMail) => (clearTimeout(timer), resolve(m)) };
+        const w = { match, resolve: (m: ReceivedMail) => {
+          clearTimeout(timer);
+          resolve(m);
+        } };
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(w), 1);
           reject(new Error(`no matching mail arrived within ${timeoutMs} ms (received: ${messages.map((m) => m.subject).join(' | ') || 'none'})`));

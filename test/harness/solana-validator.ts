@@ -326,7 +326,9 @@ export class SolanaValidator {
     const err = failed ? errOf(result.toString()) : null;
     if (failed && typeof err === 'string' && REJECTED.test(err)) {
       // Not executed: restore anything LiteSVM touched and keep it out of the ledger.
-      keys.forEach((k, i) => this.restore(k.pubkey, before[i]!));
+      keys.forEach((k, i) => {
+        this.restore(k.pubkey, before[i]!);
+      });
       return null;
     }
     const after = keys.map((k) => this.svm.getAccount(address(k.pubkey)));
@@ -363,7 +365,9 @@ export class SolanaValidator {
   }
 
   private rollBack(tx: LedgerTx): void {
-    tx.accountKeys.forEach((k, i) => this.restore(k.pubkey, tx.before[i]!));
+    tx.accountKeys.forEach((k, i) => {
+      this.restore(k.pubkey, tx.before[i]!);
+    });
   }
 
   private restore(pubkey: string, account: MaybeEncodedAccount): void {

@@ -49,6 +49,8 @@ type Params = unknown[];
 type Config = { commitment?: Commitment; encoding?: string; transactionDetails?: string; rewards?: boolean; maxSupportedTransactionVersion?: number; skipPreflight?: boolean; sigVerify?: boolean; searchTransactionHistory?: boolean; replaceRecentBlockhash?: boolean; accounts?: { addresses: string[]; encoding?: string } };
 
 const num = (n: bigint | number): number => Number(n);
+/** u64::MAX, the rent epoch of a rent-exempt account, as the JSON number Solana's RPC sends (a double: 2^64). */
+const RENT_EPOCH_EXEMPT = 2 ** 64;
 
 /** Serves `validator` over JSON-RPC on `listeners` loopback ports. */
 export async function serveSolana(validator: SolanaValidator, listeners = 1): Promise<SolanaNode> {
@@ -76,7 +78,7 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       const a = validator.svm.getAccount(address(key));
       if (!a.exists) return null;
       const data = encoding === 'base58' ? [b58.decode(a.data), 'base58'] : [b64.decode(a.data), 'base64'];
-      return { data, executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: 18446744073709551615, space: a.data.length };
+      return { data, executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: RENT_EPOCH_EXEMPT, space: a.data.length };
     };
     const slotArg = (v: unknown): bigint => {
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RpcFailure(-32602, 'Invalid params: invalid type: expected u64.');
@@ -220,7 +222,7 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         const post = new Map(sim.postAccounts.map((a) => [a.address as string, a]));
         const accounts = c.accounts?.addresses.map((k) => {
           const a = post.get(k);
-          return a ? { data: [b64.decode(a.data), 'base64'], executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: 18446744073709551615, space: a.data.length } : account(k);
+          return a ? { data: [b64.decode(a.data), 'base64'], executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: RENT_EPOCH_EXEMPT, space: a.data.length } : account(k);
         });
         return { context: context('processed'), value: { err: sim.err, logs: sim.logs, accounts: accounts ?? null, unitsConsumed: num(sim.unitsConsumed), returnData: null, innerInstructions: null } };
       },

@@ -12,8 +12,9 @@ import type { Statement } from '../../src/modules/statements/service.ts';
 /** `YYYY-MM` of every UTC month from `first` to `last`, in order. */
 export function monthsBetween(first: Date, last: Date): string[] {
   const out: string[] = [];
-  for (let y = first.getUTCFullYear(), m = first.getUTCMonth(); y < last.getUTCFullYear() || (y === last.getUTCFullYear() && m <= last.getUTCMonth()); m === 11 ? (y++, (m = 0)) : m++) {
-    out.push(`${y}-${String(m + 1).padStart(2, '0')}`);
+  const end = last.getUTCFullYear() * 12 + last.getUTCMonth();
+  for (let i = first.getUTCFullYear() * 12 + first.getUTCMonth(); i <= end; i++) {
+    out.push(`${Math.floor(i / 12)}-${String((i % 12) + 1).padStart(2, '0')}`);
   }
   return out;
 }

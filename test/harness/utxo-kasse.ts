@@ -11,7 +11,7 @@ import { UtxoAdapter } from '../../src/chains/utxo/adapter.ts';
 import type { UtxoTickResult, UtxoWatcher, UtxoWatcherOptions } from '../../src/chains/utxo/watcher.ts';
 import { startTestKasse, testSecrets, type TestKasse, type TestMerchant } from './app.ts';
 import { LitecoinWallet } from './litecoind.ts';
-import { startBinanceServer, startCoinGeckoServer, type PriceServer } from './price-servers.ts';
+import { startBinanceServer, startCoinGeckoServer } from './price-servers.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.ts';
 
 export const LTC_USD = '100';

@@ -22,7 +22,7 @@ describe('GSTIN', () => {
     assert.match(gstinProblem('27AAPFU0939F1ZA')!, /check character/);
     assert.match(gstinProblem('27AAPFU0939F1Z')!, /not a GSTIN/);
     assert.match(gstinProblem('27aapfu0939f1zv')!, /not a GSTIN/, 'callers upper-case first');
-    assert.match(gstinProblem('99AAPFU0939F1Z' + gstinCheckChar('99AAPFU0939F1Z'))!, /not a GST state code/);
+    assert.match(gstinProblem(`99AAPFU0939F1Z${gstinCheckChar('99AAPFU0939F1Z')}`)!, /not a GST state code/);
   });
 });
 

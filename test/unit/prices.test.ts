@@ -97,6 +97,7 @@ describe('decimal strings', () => {
     assert.equal(decimalFromNumber(1e-7), '0.0000001');
     assert.equal(decimalFromNumber(1.234e-7), '0.0000001234');
     assert.equal(decimalFromNumber(0.00001234), '0.00001234');
+    // biome-ignore lint/correctness/noPrecisionLoss: more digits than a double holds, as a provider's JSON may send
     assert.equal(decimalFromNumber(123456789.123456789), '123456789.12345679');
     assert.equal(decimalFromNumber(3000), '3000');
     assert.equal(decimalFromNumber(2.5e21), '2500000000000000000000');
@@ -271,7 +272,7 @@ describe('PriceService', () => {
       assert.deepEqual(s.quote(ETH), { rate: '3455.1', source: 'binance', at: clock.now() });
       assert.deepEqual(s.quote(SOL), { rate: '187.2', source: 'binance', at: clock.now() });
       assert.equal(log.warnings[0]?.msg, 'price provider request failed');
-      assert.equal((log.warnings[0]?.obj as { provider: string }).provider, 'coingecko');
+      assert.equal((log.warnings[0]!.obj as { provider: string }).provider, 'coingecko');
     });
   }
 
@@ -302,7 +303,7 @@ describe('PriceService', () => {
       log.warnings.map((w) => w.msg),
       ['price provider request failed', 'price provider request failed', 'no fresh price from any provider'],
     );
-    assert.match(String((log.warnings[1]?.obj as { err: string }).err), /binance: rate limited/);
+    assert.match(String((log.warnings[1]!.obj as { err: string }).err), /binance: rate limited/);
   });
 
   test('with no connection, a refresh every minute says once what is wrong, and again only when it changes or ends', async () => {

@@ -1,4 +1,2 @@
 /** Registers the utxo family's test infrastructure (test/harness/infrastructure.ts finds this file by its name). */
 import '../harness/litecoind.ts';
-
-export {};

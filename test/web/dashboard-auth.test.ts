@@ -126,7 +126,7 @@ describe('dashboard sign-in', () => {
     await page.goto(`${base}/dashboard/test/settings`);
     const token = await csrfOf(page);
     const before = (await w.t.kasse.merchants.get(w.m.id)).name;
-    for (const form of [{ name: 'Hijacked' }, { name: 'Hijacked', _csrf: 'x'.repeat(43) }, { name: 'Hijacked', _csrf: token.slice(0, -2) + 'AA' }] as Array<Record<string, string>>) {
+    for (const form of [{ name: 'Hijacked' }, { name: 'Hijacked', _csrf: 'x'.repeat(43) }, { name: 'Hijacked', _csrf: `${token.slice(0, -2)}AA` }] as Array<Record<string, string>>) {
       const res = await post(page, `${base}/dashboard/test/settings`, form);
       assert.equal(res.status, 403);
       assert.match(res.body, /This form has expired or did not come from the dashboard/);

@@ -254,8 +254,8 @@ describe('dashboard pages', () => {
     const links = (await w.m.test.get('/links')).body.data as Array<{ id: string; kind: string; title: string; url: string; amount_usd_cents: number | null; presets_usd_cents: number[]; min_usd_cents: number | null }>;
     const byTitle = Object.fromEntries(links.map((l) => [l.title, l]));
     assert.equal(byTitle['Espresso beans']!.amount_usd_cents, 1550);
-    assert.equal(byTitle['Donation']!.min_usd_cents, 500);
-    assert.deepEqual(byTitle['Tips']!.presets_usd_cents, [300, 500, 800]);
+    assert.equal(byTitle.Donation!.min_usd_cents, 500);
+    assert.deepEqual(byTitle.Tips!.presets_usd_cents, [300, 500, 800]);
     assert.equal(byTitle['Counter 1']!.kind, 'pos');
     // Edit and turn off.
     await page.goto(`${base}/dashboard/test/links/${byTitle['Espresso beans']!.id}`);

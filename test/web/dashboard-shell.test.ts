@@ -132,7 +132,7 @@ describe('dashboard shell', () => {
     await page.goto(`${base}/dashboard/live/developers`);
     const raw = await page.context().request.post(`${base}/dashboard/live/developers/webhook-url`, { form: { _csrf: await csrfOf(page), webhook_url: 'http://shop.example/hook' }, maxRedirects: 0, headers: { origin: base } });
     assert.equal(raw.status(), 303);
-    assert.match(raw.headers()['location']!, /^\/dashboard\/live\/developers\?form=[A-Za-z0-9_-]{22}$/);
+    assert.match(raw.headers().location!, /^\/dashboard\/live\/developers\?form=[A-Za-z0-9_-]{22}$/);
     await page.getByLabel('Events are POSTed here').fill('http://shop.example/hook');
     await page.getByRole('button', { name: 'Save URL' }).click();
     await page.waitForURL(/\/dashboard\/live\/developers\?form=/);

@@ -21,7 +21,7 @@ import { assertAddsUp, centsOf, csvBalance, pdfBalance, type ReadBalance } from 
 import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 
 const SELLER_GSTIN = '27AAPFU0939F1ZV'; // Maharashtra
-const BUYER_GSTIN = '29AAGCB7383J1Z' + gstinCheckChar('29AAGCB7383J1Z'); // Karnataka
+const BUYER_GSTIN = `29AAGCB7383J1Z${gstinCheckChar('29AAGCB7383J1Z')}`; // Karnataka
 const XSS = '<img src=x onerror="alert(1)">';
 
 let w: WebKasse;

@@ -117,8 +117,8 @@ describe('disbursements on the dashboard', () => {
     await page.goto(`${base}/dashboard/test/disbursements`);
     await page.getByLabel('Title').fill('Broken');
     for (const [csv, expected] of [
-      [`${addr(1)},2500,Ann\n${addr(2)},2500,"Bob\n${addr(3)},100,Cy\n`, /^Line 2: a quote \(\"\) opens a field that is never closed/],
-      [`${addr(1)},2500,Ann\n\n${addr(2)},25"00,Bob\n`, /^Line 3: a quote \(\"\) is inside a field that does not start with one/],
+      [`${addr(1)},2500,Ann\n${addr(2)},2500,"Bob\n${addr(3)},100,Cy\n`, /^Line 2: a quote \("\) opens a field that is never closed/],
+      [`${addr(1)},2500,Ann\n\n${addr(2)},25"00,Bob\n`, /^Line 3: a quote \("\) is inside a field that does not start with one/],
       [`${addr(1)},2500,"Ann" the designer\n`, /^Line 1: text follows the closing quote of a field/],
     ] as const) {
       await page.locator('textarea[name=csv]').fill(csv);

@@ -139,7 +139,7 @@ describe('checkout.js modal', () => {
 
   test('Kasse.open refuses addresses that are not a checkout of this host', async () => {
     const rec = await b.open('phone');
-    await rec.page.goto(`${shop.url}/shop?p=${encodeURIComponent('https://evil.example/p/pay_' + '0'.repeat(36))}`);
+    await rec.page.goto(`${shop.url}/shop?p=${encodeURIComponent(`https://evil.example/p/pay_${'0'.repeat(36)}`)}`);
     await rec.page.getByRole('button', { name: 'Pay with crypto' }).click();
     assert.match(await result(rec), /^error: Kasse\.open: expected a payment id or a checkout URL/);
     assert.equal(await rec.page.getByRole('dialog').count(), 0);

@@ -116,7 +116,7 @@ describe('browser wallet', () => {
     let posted: any = null;
     await page.route(`**/p/${p.id}/gasless`, async (route) => {
       posted = route.request().postDataJSON();
-      await route.fulfill({ status: 202, contentType: 'application/json', body: JSON.stringify({ tx_hash: '0x' + 'cd'.repeat(32), status: 'broadcast' }) });
+      await route.fulfill({ status: 202, contentType: 'application/json', body: JSON.stringify({ tx_hash: `0x${'cd'.repeat(32)}`, status: 'broadcast' }) });
     });
     await page.goto(p.checkout_url);
     await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).click();
@@ -140,7 +140,7 @@ describe('browser wallet', () => {
       valid_after: 0,
       valid_before: Number(validBefore),
       nonce: typed.message.nonce,
-      signature: '0x' + '12'.repeat(64) + '1b',
+      signature: `0x${'12'.repeat(64)}1b`,
     });
     assert.match(posted.nonce, /^0x[0-9a-f]{64}$/);
     await page.context().close();

@@ -2,7 +2,8 @@
    provider (window.ethereum); "Pay by signature" has the wallet sign an EIP-3009 TransferWithAuthorization for
    Kasse to relay (POST /p/<id>/gasless). Both buttons stay hidden without a wallet. Loaded after pay.js, whose
    window.kassePage it uses (onRender, say). Progressive enhancement only; no dependencies. */
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window, page = w.kassePage;
   if (!page) return;
@@ -10,16 +11,16 @@
   function $(s, el) { return (el || d).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
 
-  page.onRender(function () {
-    if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach(function (b) { b.hidden = false; });
+  page.onRender(() => {
+    if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach((b) => { b.hidden = false; });
   });
 
   function eth(method, params) { return w.ethereum.request({ method: method, params: params || [] }); }
   function connect(chain) {
     var from;
-    return eth('eth_requestAccounts').then(function (a) { from = a[0]; return eth('eth_chainId'); })
-      .then(function (c) { return c === chain ? null : eth('wallet_switchEthereumChain', [{ chainId: chain }]); })
-      .then(function () { return from; });
+    return eth('eth_requestAccounts').then((a) => { from = a[0]; return eth('eth_chainId'); })
+      .then((c) => c === chain ? null : eth('wallet_switchEthereumChain', [{ chainId: chain }]))
+      .then(() => from);
   }
   function failed(b, err) {
     var p = $('[data-wallet-error]');
@@ -29,33 +30,31 @@
   function walletPay(b) {
     var ds = b.dataset;
     b.disabled = true;
-    connect(ds.chain).then(function (from) {
+    connect(ds.chain).then((from) => {
       var tx = { from: from, to: ds.to, value: ds.value };
       if (ds.data) tx.data = ds.data;
       return eth('eth_sendTransaction', [tx]);
-    }).then(function () { page.say('Transaction sent. Waiting for the network to see it.'); }, function (err) { failed(b, err); });
+    }).then(() => { page.say('Transaction sent. Waiting for the network to see it.'); }, (err) => { failed(b, err); });
   }
 
   /* Pay by signature: EIP-3009 TransferWithAuthorization, relayed by Kasse (POST /p/<id>/gasless). */
   function word(hex, i) { return parseInt(hex.substr(i * 64, 64), 16); }
   function abiString(hex, head) {
     var at = word(hex, head) / 32, len = word(hex, at), bytes = new Uint8Array(len);
-    for (var i = 0; i < len; i++) bytes[i] = parseInt(hex.substr((at + 1) * 64 + i * 2, 2), 16);
+    for (let i = 0; i < len; i++) bytes[i] = parseInt(hex.substr((at + 1) * 64 + i * 2, 2), 16);
     return new TextDecoder().decode(bytes);
   }
-  function call(to, data) { return eth('eth_call', [{ to: to, data: data }, 'latest']).then(function (r) { return r.slice(2); }); }
+  function call(to, data) { return eth('eth_call', [{ to: to, data: data }, 'latest']).then((r) => r.slice(2)); }
   function domain(token, chain) {
     var base = { chainId: parseInt(chain, 16), verifyingContract: token };
-    return call(token, '0x84b0196e').then(function (r) { base.name = abiString(r, 1); base.version = abiString(r, 2); return base; }, function () {
-      return Promise.all([call(token, '0x06fdde03'), call(token, '0x54fd4d50')]).then(function (r) { base.name = abiString(r[0], 0); base.version = abiString(r[1], 0); return base; });
-    });
+    return call(token, '0x84b0196e').then((r) => { base.name = abiString(r, 1); base.version = abiString(r, 2); return base; }, () => Promise.all([call(token, '0x06fdde03'), call(token, '0x54fd4d50')]).then((r) => { base.name = abiString(r[0], 0); base.version = abiString(r[1], 0); return base; }));
   }
   function gaslessPay(b) {
     var ds = b.dataset, from, nonce = '0x';
-    crypto.getRandomValues(new Uint8Array(32)).forEach(function (x) { nonce += (x + 256).toString(16).slice(1); });
+    crypto.getRandomValues(new Uint8Array(32)).forEach((x) => { nonce += (x + 256).toString(16).slice(1); });
     var msg;
     b.disabled = true;
-    connect(ds.chain).then(function (f) { from = f; return domain(ds.token, ds.chain); }).then(function (dom) {
+    connect(ds.chain).then((f) => { from = f; return domain(ds.token, ds.chain); }).then((dom) => {
       msg = { from: from, to: ds.to, value: ds.value, validAfter: '0', validBefore: ds.validBefore, nonce: nonce };
       var a = 'address', u = 'uint256';
       var types = {
@@ -63,21 +62,17 @@
         TransferWithAuthorization: [{ name: 'from', type: a }, { name: 'to', type: a }, { name: 'value', type: u }, { name: 'validAfter', type: u }, { name: 'validBefore', type: u }, { name: 'nonce', type: 'bytes32' }]
       };
       return eth('eth_signTypedData_v4', [from, JSON.stringify({ types: types, primaryType: 'TransferWithAuthorization', domain: dom, message: msg })]);
-    }).then(function (sig) {
-      return fetch(ds.gasless, {
+    }).then((sig) => fetch(ds.gasless, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ attempt_id: ds.attempt, from: from, to: ds.to, value: ds.value, valid_after: 0, valid_before: Number(ds.validBefore), nonce: nonce, signature: sig })
-      });
-    }).then(function (r) {
-      return r.json().then(function (body) {
+      })).then((r) => r.json().then((body) => {
         if (!r.ok) throw new Error(body.error ? body.error.message : 'The payment could not be sent.');
         page.say('Signed. Kasse is sending your payment.');
-      });
-    }).catch(function (err) { failed(b, err); });
+      })).catch((err) => { failed(b, err); });
   }
 
-  d.addEventListener('click', function (e) {
+  d.addEventListener('click', (e) => {
     var b = e.target.closest('button');
     if (!b) return;
     if (b.hasAttribute('data-wallet')) walletPay(b);

@@ -89,7 +89,7 @@ export function compileContracts(): Record<string, ContractArtifact> {
 
 /** The artifact text exactly as written to disk (stable key order, trailing newline). */
 export function artifactJson(artifact: ContractArtifact): string {
-  return JSON.stringify(artifact, null, 2) + '\n';
+  return `${JSON.stringify(artifact, null, 2)}\n`;
 }
 
 function main(): void {

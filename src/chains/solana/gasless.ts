@@ -54,7 +54,7 @@ import { withTx } from '../../db/index.ts';
 import type { TokenConfig } from '../types.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { keyPairOf } from './keys.ts';
-import { LAMPORTS_PER_SIGNATURE } from './sender.ts';
+import { LAMPORTS_PER_SIGNATURE, type SolanaTransferRow } from './sender.ts';
 import { associatedTokenAccount, MAX_TRANSACTION_BYTES, type Lifetime } from './transactions.ts';
 
 /** What the checkout knows of a coin choice (from the payments module's read-only port). */
@@ -134,7 +134,7 @@ export async function checkRelayTransaction(base64: string, expect: RelayExpecta
     throw refuse('is not a base64 Solana wire transaction.');
   }
   if (bytes.length > MAX_TRANSACTION_BYTES) throw refuse(`is ${bytes.length} bytes; at most ${MAX_TRANSACTION_BYTES}.`);
-  let message;
+  let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>;
   try {
     message = getCompiledTransactionMessageDecoder().decode(tx.messageBytes);
   } catch {
@@ -232,7 +232,7 @@ export class RelayService {
       throw err;
     }
     adapter.deps.log.info({ transferId: id, paymentId: attempt.paymentId, attemptId: attempt.id, chain: adapter.network.id, mode: adapter.mode, signature }, 'solana gasless payment accepted');
-    let row;
+    let row: SolanaTransferRow | undefined;
     try {
       row = await sender.push(id);
     } catch (err) {

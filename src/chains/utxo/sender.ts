@@ -237,7 +237,7 @@ export class UtxoSender implements OutgoingSender {
     // Size with a change output first; drop it when the change would be dust.
     const outputs = amount === null ? 1n : 2n;
     let fee = feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(coins.length) + OUTPUT_VB * outputs);
-    let withChange = amount !== null && total - amount - fee >= DUST;
+    const withChange = amount !== null && total - amount - fee >= DUST;
     if (amount !== null && !withChange) fee = total - amount;
     if (amount !== null && total < amount + fee) throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
     let built = attempt(withChange, fee);
@@ -268,7 +268,7 @@ export class UtxoSender implements OutgoingSender {
   async feeRate(): Promise<bigint> {
     const rpc = this.adapter.rpc();
     const est = await rpc.call<{ feerate?: string }>('estimatesmartfee', [this.settings.feeTargetBlocks]);
-    let perKvB = est.feerate !== undefined ? satoshis(est.feerate) : satoshis((await rpc.call<{ relayfee: string }>('getnetworkinfo')).relayfee);
+    const perKvB = est.feerate !== undefined ? satoshis(est.feerate) : satoshis((await rpc.call<{ relayfee: string }>('getnetworkinfo')).relayfee);
     const rate = (perKvB + 999n) / 1000n;
     return rate < 1n ? 1n : rate > this.settings.maxFeeRate ? this.settings.maxFeeRate : rate;
   }

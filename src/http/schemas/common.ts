@@ -1,5 +1,5 @@
 /** Schemas shared by routes: the Error body, pagination, id patterns. Registered as OpenAPI components. */
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 
 export const ErrorSchema = Type.Object(

@@ -4,7 +4,6 @@
  */
 import { Type, type TSchema } from 'typebox';
 import type { ApiApp } from '../api.ts';
-import { ID_PATTERNS } from '../../core/ids.ts';
 import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/idempotency.ts';
 import { PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/model.ts';
 import { PAYMENT_SCHEMAS, RateSource, type Payment } from '../../modules/payments/schema.ts';

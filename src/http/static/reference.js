@@ -1,10 +1,8 @@
 // Starts Redoc on the API reference page (served with it from this host; see src/http/reference.ts).
-(function () {
+(() => {
   // Redoc's sidebar footer shows a logo from its CDN. The page's CSP would block the request; this keeps the browser
   // from even trying (React sets an image's src through the property), so nothing is asked of another host.
-  var foreign = function (value) {
-    return new URL(String(value), location.href).origin !== location.origin && !/^(data|blob):/.test(String(value));
-  };
+  var foreign = (value) => new URL(String(value), location.href).origin !== location.origin && !/^(data|blob):/.test(String(value));
   var src = Object.getOwnPropertyDescriptor(HTMLImageElement.prototype, 'src');
   Object.defineProperty(HTMLImageElement.prototype, 'src', {
     configurable: true,

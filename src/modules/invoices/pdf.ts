@@ -66,7 +66,9 @@ export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'li
   const header = ['Description', 'SAC', 'Rate', 'Amount (INR)'];
   doc.rect(left, y - 4, width, 18).fillColor('#eee').fill().fillColor('black');
   doc.font('bold').fontSize(9);
-  header.forEach((h, i) => doc.text(h, cols[i]!, y, { width: i === 3 ? width - (cols[3]! - left) : cols[i + 1]! - cols[i]! - 6, align: i === 3 ? 'right' : 'left' }));
+  header.forEach((h, i) => {
+    doc.text(h, cols[i]!, y, { width: i === 3 ? width - (cols[3]! - left) : cols[i + 1]! - cols[i]! - 6, align: i === 3 ? 'right' : 'left' });
+  });
   y += 20;
   const line = (label: string, sac: string, rate: string, amount: string, bold = false) => {
     doc.font(bold ? 'bold' : 'regular').fontSize(9);

@@ -365,7 +365,10 @@ export class MerchantService {
 
   /** Drops cached keys: those with one hash, or everything for '*'. Called locally and by the NOTIFY listener. */
   invalidate(hash: string): void {
-    if (hash === '*') return this.cache.clear();
+    if (hash === '*') {
+      this.cache.clear();
+      return;
+    }
     // Key changes are rare; a scan keeps the hot path free of a second map.
     for (const [token, entry] of this.cache) if (entry.hash === hash) this.cache.delete(token);
   }

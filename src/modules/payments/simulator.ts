@@ -62,6 +62,7 @@ export class Simulator {
       const amount = outcome === 'paid' ? payAmount : payAmount / 2n;
       if (amount === 0n) throw invalidState('The pay amount is too small to simulate an underpayment.');
       // Seen within the coin hold even if the fake clock has passed it: the outcome is paid, not late.
+      // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
       d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now);
     }
     return this.engine.apply(tx, await this.deposits.store(tx, l, attempt, { ...d, confirmations: attempt.confirmations_required }), { kind: 'deposits_changed' });
@@ -75,6 +76,7 @@ export class Simulator {
   private async closeWindow(tx: Tx, l: Loaded, outcome: 'expired' | 'late') {
     const now = this.engine.deps.clock.now();
     if (outcome === 'expired') {
+      // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
       const end = l.row.expires_at > now ? l.row.expires_at : now;
       return this.engine.apply(tx, l, { kind: 'tick' }, end);
     }

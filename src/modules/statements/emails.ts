@@ -170,6 +170,7 @@ export class StatementEmails {
   /** The mail of a month's statement: figures in the text, the PDF attached, a link to the dashboard page. */
   private async compose(merchantId: string, mode: Mode, month: string) {
     const [statement, merchant] = await Promise.all([this.deps.statements.get(mode, merchantId, month), this.deps.merchants.get(merchantId)]);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is taken out of the name
     const name = merchant.name.replace(/[\u0000-\u001f\u007f]+/g, ' ');
     const period = monthName(month);
     const modeText = mode === 'test' ? ' (test mode)' : '';

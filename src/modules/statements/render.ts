@@ -130,7 +130,7 @@ export function statementCsv(s: Statement): string {
   row('reconciliation', 'gap', null, s.reconciliation_gap_usd_cents);
   for (const c of s.by_coin) row('coin', c.symbol, c.payments, c.value_usd_cents, [c.token, c.received_display]);
   for (const p of s.payouts.items) row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
-  return out.map((r) => r.map(field).join(',')).join('\r\n') + '\r\n';
+  return `${out.map((r) => r.map(field).join(',')).join('\r\n')}\r\n`;
 }
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
@@ -143,7 +143,6 @@ export function monthName(month: string): string {
 
 /** The statement as an A4 PDF. */
 export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
-  const n = (count: number, one: string) => `${count} ${count === 1 ? one : `${one}s`}`;
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;

@@ -78,6 +78,7 @@ export class StatementService {
     const { from, end } = monthRange(month);
     const now = this.deps.clock.now();
     if (from > now) throw invalid(`month ${month} has not begun`, 'month');
+    // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
     const to = end <= now ? end : now;
     // Postings are stamped with the clock: the month in progress includes those made at this very millisecond.
     const until = end <= now ? end : new Date(now.getTime() + 1);

@@ -204,7 +204,9 @@ export class SubscriptionScheduler {
         metadata: { subscription_id: w.row.id, period: step.period },
       }));
       const payments = await this.deps.payments.createIn(tx, mode, inputs);
-      mine.forEach((x, i) => x.w.issued.set(x.step, payments[i]!));
+      mine.forEach((x, i) => {
+        x.w.issued.set(x.step, payments[i]!);
+      });
       for (const p of payments) {
         known.payments.set(p.id, { id: p.id, status: p.status, price_amount: p.price_amount, checkout_url: p.checkout_url, created_at: new Date(p.created_at), expires_at: new Date(p.expires_at), paid_at: null });
       }

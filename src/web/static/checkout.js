@@ -1,7 +1,8 @@
 /* Kasse checkout.js: Kasse.open(paymentIdOrCheckoutUrl) shows the hosted checkout in a modal and resolves with
    { status: 'paid' | 'expired' | 'cancelled' | 'closed' }. The result is a hint for the page only: never fulfil an
    order from it. The webhook or GET /v1/payments/{id} on your server is the truth. Docs: docs/checkout.md */
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window;
   var me = d.currentScript || d.querySelector('script[src*="/checkout.js"]');
@@ -10,10 +11,10 @@
   var current = null;
 
   function checkoutUrl(x) {
-    if (ID.test(x)) return base + '/p/' + x;
+    if (ID.test(x)) return `${base}/p/${x}`;
     var u = new URL(x, base), m = /^\/p\/(pay_[0-9A-Z]{36})\/?$/.exec(u.pathname);
-    if (u.origin !== base || !m) throw new TypeError('Kasse.open: expected a payment id or a checkout URL of ' + base);
-    return base + '/p/' + m[1];
+    if (u.origin !== base || !m) throw new TypeError(`Kasse.open: expected a payment id or a checkout URL of ${base}`);
+    return `${base}/p/${m[1]}`;
   }
 
   function el(tag, style, attrs) {
@@ -24,7 +25,7 @@
   }
 
   function open(target) {
-    return new Promise(function (resolve) {
+    return new Promise((resolve) => {
       var url = checkoutUrl(String(target));
       if (current) current('closed');
       var before = d.activeElement, overflow = d.documentElement.style.overflow;
@@ -33,7 +34,7 @@
         { role: 'dialog', 'aria-modal': 'true', 'aria-label': 'Checkout' });
       var box = el('div', { position: 'relative', width: wide ? '28rem' : '100%', height: wide ? 'min(46rem, 92vh)' : '100%', background: '#fff', borderRadius: wide ? '1rem' : '0', overflow: 'hidden', boxShadow: '0 10px 40px rgba(0,0,0,.3)' });
       var frame = el('iframe', { width: '100%', height: '100%', border: '0', display: 'block' },
-        { src: url + '?embed=1&origin=' + encodeURIComponent(location.origin), title: 'Checkout', allow: 'clipboard-write' });
+        { src: `${url}?embed=1&origin=${encodeURIComponent(location.origin)}`, title: 'Checkout', allow: 'clipboard-write' });
       var close = el('button', { position: 'absolute', top: '.4rem', right: '.4rem', width: '2.75rem', height: '2.75rem', border: '0', borderRadius: '50%', background: '#f1f3f6', color: '#16181d', font: '600 1.5rem/1 system-ui,sans-serif', cursor: 'pointer' },
         { type: 'button', 'aria-label': 'Close checkout' });
       close.textContent = '\u00d7';
@@ -61,7 +62,7 @@
       function onFocus(e) {
         if (!overlay.contains(e.target)) frame.focus();
       }
-      close.addEventListener('click', function () { done('closed'); });
+      close.addEventListener('click', () => { done('closed'); });
       w.addEventListener('message', onMessage);
       d.addEventListener('keydown', onKey, true);
       d.addEventListener('focusin', onFocus);

@@ -2,19 +2,20 @@
    scripts load after this one and use window.kassePage: onRender(fn) runs fn now and after every live update of the
    page, say(text) announces a status. Progressive enhancement only: every page works without this file. No
    dependencies. */
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, root = d.documentElement, w = window;
   var embed = root.dataset.embed === '1', parentOrigin = root.dataset.parentOrigin;
   var FINAL = ['paid', 'expired', 'cancelled', 'refunded'];
   var status = d.getElementById('k-status'), main = d.getElementById('k-main');
-  var offset = 0, told = false, key = function () {}, rendered = [];
+  var offset = 0, told = false, key = () => {}, rendered = [];
 
   function $(s, el) { return (el || d).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
   /* The status line is shown while the payer is to send money, and announced only when the page says the same. */
   function say(text, quiet) { if (status) { status.textContent = text; status.classList.toggle('k-sr', !!quiet); } }
-  w.kassePage = { say: say, onRender: function (fn) { rendered.push(fn); if (main && main.dataset.events) fn(); } };
+  w.kassePage = { say: say, onRender: (fn) => { rendered.push(fn); if (main && main.dataset.events) fn(); } };
 
   /* Tell the merchant page (checkout.js) the outcome, once. */
   function tell(result) {
@@ -25,8 +26,8 @@
 
   function outcome(st, redirect) {
     if (st === 'paid') {
-      if (embed) setTimeout(function () { tell('paid'); }, 1200);
-      else if (redirect && /^https?:\/\//i.test(redirect)) setTimeout(function () { location.assign(redirect); }, 1500);
+      if (embed) setTimeout(() => { tell('paid'); }, 1200);
+      else if (redirect && /^https?:\/\//i.test(redirect)) setTimeout(() => { location.assign(redirect); }, 1500);
     } else if (st === 'expired' || st === 'cancelled') tell(st);
   }
 
@@ -34,14 +35,14 @@
   function setup() {
     var t = $('time[data-expires]');
     if (t) offset = Date.parse(t.dataset.now) - Date.now();
-    rendered.forEach(function (fn) { fn(); });
+    rendered.forEach((fn) => { fn(); });
     var f = $('[data-autofocus]');
     if (f) f.focus();
   }
   function tick() {
-    $$('time[data-expires]').forEach(function (t) {
+    $$('time[data-expires]').forEach((t) => {
       var left = Math.max(0, Math.floor((Date.parse(t.dataset.expires) - Date.now() - offset) / 1000));
-      var text = Math.floor(left / 60) + ':' + String(left % 60).padStart(2, '0');
+      var text = `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
       if (t.textContent !== text) t.textContent = text;
       if (!left && !t.dataset.over) { t.dataset.over = 1; say('The price hold has ended.'); }
     });
@@ -52,8 +53,8 @@
     setInterval(tick, 1000);
     outcome(main.dataset.status, main.dataset.redirect);
     if (FINAL.indexOf(main.dataset.status) < 0 && w.EventSource) {
-      var es = new EventSource(main.dataset.events + '&fp=' + encodeURIComponent(main.dataset.fp));
-      es.addEventListener('state', function (e) {
+      const es = new EventSource(`${main.dataset.events}&fp=${encodeURIComponent(main.dataset.fp)}`);
+      es.addEventListener('state', (e) => {
         var s = JSON.parse(e.data);
         if (s.fp === main.dataset.fp) return;
         main.dataset.fp = s.fp;
@@ -69,18 +70,18 @@
 
   function copy(b) {
     var v = b.dataset.copy, label = b.textContent;
-    function done() { b.textContent = 'Copied'; setTimeout(function () { b.textContent = label; }, 1500); }
+    function done() { b.textContent = 'Copied'; setTimeout(() => { b.textContent = label; }, 1500); }
     function fallback() {
       var r = d.createRange(), s = getSelection();
       r.selectNodeContents(b.previousElementSibling);
       s.removeAllRanges();
       s.addRange(r);
-      try { if (d.execCommand('copy')) done(); } catch (e) { /* selected: the payer copies by hand */ }
+      try { if (d.execCommand('copy')) done(); } catch { /* selected: the payer copies by hand */ }
     }
     if (navigator.clipboard) navigator.clipboard.writeText(v).then(done, fallback); else fallback();
   }
 
-  d.addEventListener('click', function (e) {
+  d.addEventListener('click', (e) => {
     var b = e.target.closest('button,a');
     if (!b) return;
     var ds = b.dataset;
@@ -90,44 +91,44 @@
   });
 
   /* Forms: one submission at a time; the coin picker speaks JSON so errors show in place. */
-  d.addEventListener('submit', function (e) {
+  d.addEventListener('submit', (e) => {
     var f = e.target, sub = e.submitter;
     if (e.defaultPrevented) return;
     if (f.dataset.busy) { e.preventDefault(); return; }
     if (f.hasAttribute('data-enhance') && sub && sub.value && w.fetch) {
       e.preventDefault();
       f.dataset.busy = 1;
-      var err = $('.k-error', f);
-      var fail = function (m) { delete f.dataset.busy; if (err) err.textContent = m; };
+      const err = $('.k-error', f);
+      const fail = (m) => { delete f.dataset.busy; if (err) err.textContent = m; };
       fetch(f.action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: sub.value }) })
-        .then(function (r) { return r.json().then(function (body) { if (r.ok) location.reload(); else fail(body.error.message); }); })
-        .catch(function () { fail('Network error. Please try again.'); });
+        .then((r) => r.json().then((body) => { if (r.ok) location.reload(); else fail(body.error.message); }))
+        .catch(() => { fail('Network error. Please try again.'); });
     } else if (f.hasAttribute('data-once')) f.dataset.busy = 1;
   });
   /* In the modal, Escape closes it like its close button. */
-  d.addEventListener('keydown', function (e) { if (e.key === 'Escape') tell('closed'); });
-  w.addEventListener('pageshow', function () { $$('form[data-busy]').forEach(function (f) { delete f.dataset.busy; }); });
+  d.addEventListener('keydown', (e) => { if (e.key === 'Escape') tell('closed'); });
+  w.addEventListener('pageshow', () => { $$('form[data-busy]').forEach((f) => { delete f.dataset.busy; }); });
 
   /* POS keypad: digits shift in from the right as cents, like a card terminal. */
   var pad = $('form[data-keypad]');
   if (pad) {
-    var input = $('input[name=amount]', pad), charge = $('.k-charge', pad);
-    $$('.k-keypad,[data-key=clear]', pad).forEach(function (el) { el.hidden = false; });
-    var cents = function () { return Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0; };
-    var show = function (c) {
+    const input = $('input[name=amount]', pad), charge = $('.k-charge', pad);
+    $$('.k-keypad,[data-key=clear]', pad).forEach((el) => { el.hidden = false; });
+    const cents = () => Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0;
+    const show = (c) => {
       input.value = c ? (c / 100).toFixed(2) : '';
-      charge.textContent = c ? 'Charge $' + (c / 100).toFixed(2) : 'Charge';
+      charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge';
     };
-    key = function (k) {
+    key = (k) => {
       var c = cents();
       if (k === 'back') c = Math.floor(c / 10);
       else if (k === 'clear') c = 0;
-      else if (c < 1e8) c = c * Math.pow(10, k.length) + Number(k);
+      else if (c < 1e8) c = c * 10 ** k.length + Number(k);
       show(c);
     };
-    input.addEventListener('input', function () { var c = cents(); charge.textContent = c ? 'Charge $' + (c / 100).toFixed(2) : 'Charge'; });
+    input.addEventListener('input', () => { var c = cents(); charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge'; });
     /* Charging nothing says so instead of doing nothing. */
-    pad.addEventListener('submit', function (e) {
+    pad.addEventListener('submit', (e) => {
       if (cents() > 0) return;
       e.preventDefault();
       var err = $('.k-error', pad);

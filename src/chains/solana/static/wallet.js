@@ -3,41 +3,42 @@
    signs it. "Pay with Solana wallet" signs and sends it from the wallet; "Pay USDC by signature" only signs (Kasse's
    hot wallet pays the fee, the payer needs no SOL) and posts it to Kasse's relay. Both buttons stay hidden without
    such a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say). No dependencies. */
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
   var d = document, w = window, wallets = [], page = w.kassePage;
   if (!page) return;
 
   function solanaWallet(x) {
     return x && x.features && x.features['standard:connect'] && (x.features['solana:signTransaction'] || x.features['solana:signAndSendTransaction']) &&
-      (x.chains || []).some(function (c) { return String(c).indexOf('solana:') === 0; });
+      (x.chains || []).some((c) => String(c).indexOf('solana:') === 0);
   }
-  function register() {
-    Array.prototype.slice.call(arguments).forEach(function (x) { if (solanaWallet(x) && wallets.indexOf(x) < 0) wallets.push(x); });
+  function register(...found) {
+    found.forEach((x) => { if (solanaWallet(x) && wallets.indexOf(x) < 0) wallets.push(x); });
     show();
-    return function () {};
+    return () => {};
   }
   var api = Object.freeze({ register: register });
-  w.addEventListener('wallet-standard:register-wallet', function (e) { try { e.detail(api); } catch (err) { /* a broken wallet */ } });
-  try { w.dispatchEvent(new CustomEvent('wallet-standard:app-ready', { detail: api })); } catch (err) { /* old browser */ }
+  w.addEventListener('wallet-standard:register-wallet', (e) => { try { e.detail(api); } catch { /* a broken wallet */ } });
+  try { w.dispatchEvent(new CustomEvent('wallet-standard:app-ready', { detail: api })); } catch { /* old browser */ }
 
   function buttons() { return Array.prototype.slice.call(d.querySelectorAll('[data-solana-pay],[data-solana-gasless]')); }
   function show() {
-    buttons().forEach(function (b) {
+    buttons().forEach((b) => {
       var wallet = wallets[0];
       var can = wallet && (b.hasAttribute('data-solana-gasless') ? wallet.features['solana:signTransaction'] : wallet.features['solana:signAndSendTransaction']);
       b.hidden = !can;
     });
   }
   function error(text) { var e = d.querySelector('[data-wallet-error]'); if (e) e.textContent = text; }
-  function b64(bytes) { var s = ''; for (var i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]); return btoa(s); }
-  function unb64(text) { var s = atob(text), out = new Uint8Array(s.length); for (var i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
+  function b64(bytes) { var s = ''; for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]); return btoa(s); }
+  function unb64(text) { var s = atob(text), out = new Uint8Array(s.length); for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
   function post(url, body) {
     return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), credentials: 'same-origin' })
-      .then(function (r) { return r.json().then(function (j) { if (!r.ok) throw new Error((j.error && j.error.message) || ('HTTP ' + r.status)); return j; }); });
+      .then((r) => r.json().then((j) => { if (!r.ok) throw new Error((j.error && j.error.message) || (`HTTP ${r.status}`)); return j; }));
   }
 
-  d.addEventListener('click', function (e) {
+  d.addEventListener('click', (e) => {
     var b = e.target && e.target.closest && e.target.closest('[data-solana-pay],[data-solana-gasless]');
     if (!b || !wallets[0]) return;
     var wallet = wallets[0], gasless = b.hasAttribute('data-solana-gasless'), base = b.dataset.base, chain = b.dataset.cluster;
@@ -45,21 +46,21 @@
     error('');
     var account;
     wallet.features['standard:connect'].connect()
-      .then(function (r) {
+      .then((r) => {
         account = (r && r.accounts && r.accounts[0]) || wallet.accounts[0];
         if (!account) throw new Error('The wallet shared no account.');
-        return post(base + '/transaction', { attempt_id: b.dataset.attempt, account: account.address, gasless: gasless });
+        return post(`${base}/transaction`, { attempt_id: b.dataset.attempt, account: account.address, gasless: gasless });
       })
-      .then(function (built) {
+      .then((built) => {
         var tx = unb64(built.transaction);
         if (gasless) {
           return wallet.features['solana:signTransaction'].signTransaction({ account: account, transaction: tx, chain: chain })
-            .then(function (out) { return post(base + '/relay', { attempt_id: b.dataset.attempt, transaction: b64((out[0] || out).signedTransaction) }); });
+            .then((out) => post(`${base}/relay`, { attempt_id: b.dataset.attempt, transaction: b64((out[0] || out).signedTransaction) }));
         }
         return wallet.features['solana:signAndSendTransaction'].signAndSendTransaction({ account: account, transaction: tx, chain: chain });
       })
-      .then(function () { b.textContent = 'Payment sent; waiting for the network…'; page.say('Transaction sent. Waiting for the network to see it.'); })
-      .catch(function (err) { b.disabled = false; error(String((err && err.message) || err)); });
+      .then(() => { b.textContent = 'Payment sent; waiting for the network…'; page.say('Transaction sent. Waiting for the network to see it.'); })
+      .catch((err) => { b.disabled = false; error(String((err && err.message) || err)); });
   });
 
   page.onRender(show);

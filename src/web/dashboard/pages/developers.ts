@@ -25,6 +25,7 @@ import { html, type Html } from '../../../core/html.ts';
 import { crossSite, type Ctx } from '../context.ts';
 import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
+import type { EventWithDeliveries } from '../../../modules/webhooks/service.ts';
 import { textLength } from '../../../core/text.ts';
 
 interface Shown {
@@ -34,7 +35,7 @@ interface Shown {
   secrets?: { current: string; previous: string | null; previousUntil: string | null; rolled: boolean };
 }
 
-const TOTP_FIELD = (ctx: Ctx, told: Told | null, name = 'code') =>
+const TOTP_FIELD = (told: Told | null, name = 'code') =>
   field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
 
 /** Whether rolling and revoking keys of `mode` asks for a confirmation page and a TOTP code (live money). */
@@ -51,7 +52,7 @@ function keyConfirmPage(ctx: Ctx, keyId: string | null, told: Told | null = null
     ? html`<p>Rolling issues a new ${ctx.mode} key, shown once on the next page, and <strong>revokes every current ${ctx.mode} key at once</strong>: requests with them get 401 from then on. Put the new key where your integration reads it right after.</p>`
     : html`<p>Revoking the ${ctx.mode} key <code class="d-mono">${keyId}</code> stops it at once: requests with it get 401 from then on.</p>`;
   const body = html`${errorBox(told)}<section class="d-panel">${what}<form method="post" action="${roll ? `${base}/keys/roll` : `${base}/keys/${keyId}/revoke`}" class="d-form">${csrfField(ctx.csrf)}${
-    confirmed(ctx.mode) ? TOTP_FIELD(ctx, told) : ''
+    confirmed(ctx.mode) ? TOTP_FIELD(told) : ''
   }<button type="submit" class="d-btn d-danger">${roll ? `Roll ${ctx.mode} key` : 'Revoke key'}</button> <a href="${base}">Cancel</a></form></section>`;
   ctx.reply.header('cache-control', 'no-store');
   return send(ctx.reply, status, shell(ctx, { title: roll ? `Roll the ${ctx.mode} key` : `Revoke a ${ctx.mode} key`, active: '/developers', body }));
@@ -103,8 +104,8 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
       : ''
   }${
     owner
-      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(ctx, told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
-<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(ctx, told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
+      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
+<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
       : html`<p class="d-hint">Only owners can reveal or roll the secret.</p>`
   }</section>`;
   const body = html`${errorBox(told)}${keyPanel}${urlPanel}${secretPanel}<section class="d-panel"><h2>Events</h2><p><a href="${base}/events">Event log with every delivery attempt →</a></p></section>`;
@@ -228,7 +229,7 @@ export function developerPages(r: Router): void {
   });
 
   const eventPage = async (ctx: Ctx, id: string, told: Told | null = null, status = 200) => {
-    let e;
+    let e: EventWithDeliveries;
     try {
       if (!new RegExp(ID_PATTERNS.evt).test(id)) throw invalid('bad id', 'id');
       e = await kasse.webhooks.get(ctx.merchant.id, ctx.mode, id);

@@ -124,10 +124,10 @@ function csvRow(p: Payment, credit: PaymentCreditTotals | undefined): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
   const money = (c: bigint | undefined) => (c === undefined ? null : formatCents(c));
-  return [
+  return `${[
     p.id, p.created_at, p.status, formatCents(p.price_amount), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at,
     money(credit?.feeUsdCents), money(credit?.swapFeeUsdCents), money(credit?.netUsdCents), hashes,
-  ].map(csvField).join(',') + '\r\n';
+  ].map(csvField).join(',')}\r\n`;
 }
 
 /** The export's file name: mode, each filter in use, and the day, e.g. `payments-test-status-paid-from-2026-03-01-2026-03-31.csv`. */
@@ -288,7 +288,7 @@ ${paymentsTable(ctx, list.data)}
     const mode: Mode = ctx.mode;
     const merchantId = ctx.merchant.id;
     async function* rows() {
-      yield CSV_HEADER.join(',') + '\r\n';
+      yield `${CSV_HEADER.join(',')}\r\n`;
       let cursor: string | undefined;
       do {
         const page = await kasse.payments.reports.search(mode, merchantId, { ...search, cursor, limit: 500 });

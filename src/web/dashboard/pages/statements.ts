@@ -17,7 +17,7 @@ import { balanceLines, dollars, monthName, signedAmount, statementCsv, statement
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
 import { networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { actionForm, done, errorBox, refusal, send, shell, tell, when, type Told } from '../layout.ts';
+import { actionForm, done, errorBox, send, shell, tell, when, type Told } from '../layout.ts';
 import type { Router } from '../routing.ts';
 
 const MONTH_HINTS = { month: 'Choose a month from the list: statements exist for months that have begun.' };
