@@ -10,6 +10,7 @@ import { utxoCommands } from '../../src/chains/utxo/commands.ts';
 import { CommandError } from '../../src/core/flags.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { sharedLitecoinRpc } from '../harness/litecoind.ts';
+import { eventually } from '../harness/expect.ts';
 import { startTcpRelay, type TcpRelay } from '../harness/net.ts';
 import { startUtxoKasse, type UtxoKasse } from '../harness/utxo-kasse.ts';
 
@@ -26,19 +27,12 @@ before(async () => {
 after(async () => {
   await other?.close();
   await k?.close();
-  await relay?.up().catch(() => {});
+  await relay?.down(); // closes the relay's port and connections, so the file can end
 });
 
 const litecoin = async () => ((await k.m.test.get('/currencies')).body.data as any[]).find((c) => c.token === 'litecoin:ltc');
 const status = () => utxoCommands.find((c) => c.name === 'utxo status')!.run(k.t.kasse.familyContext, { chain: 'litecoin', mode: 'test' }, []);
 const choose = () => k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `o-${Math.random()}`, chain: 'litecoin', token: 'litecoin:ltc' });
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; !check(); i++) {
-    if (i > 200) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test('the node stops answering: paused with a reason, a coin choice refused, the status command says which node; back when it answers', async () => {
   await k.tick();
@@ -61,7 +55,7 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
   assert.equal(refused.body.error.code, 'chain_paused');
   assert.equal(k.t.kasse.chains.available('test', 'litecoin'), false);
   // The other process learns it from the database.
-  await until(() => other.chains.status('test', 'litecoin').state === 'paused', 'the other process to see the outage');
+  await eventually('the other process to see the outage', () => other.chains.status('test', 'litecoin').state === 'paused');
   assert.equal(other.chains.status('test', 'litecoin').reason, down.network_status_reason);
 
   const origin = new URL(relay.url).origin;
@@ -80,7 +74,7 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
   assert.equal(back.network_status_reason, null);
   assert.equal(back.paused, false);
   assert.equal((await choose()).status, 201);
-  await until(() => other.chains.status('test', 'litecoin').state === 'running', 'the other process to see the recovery');
+  await eventually('the other process to see the recovery', () => other.chains.status('test', 'litecoin').state === 'running');
   const answered = (await status()) as { tip: number };
   assert.ok(answered.tip > 0);
 });
