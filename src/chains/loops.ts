@@ -6,9 +6,12 @@
 import { Loop } from '../core/loop.ts';
 import type { Logger } from '../core/log.ts';
 import type { Mode } from '../core/mode.ts';
-import type { HealthReport } from './health.ts';
+import type { Db } from '../db/index.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { HealthReport, NetworkHealth } from './health.ts';
 import { JsonRpcError } from './jsonrpc.ts';
 import type { FamilyWorker } from './plugin.ts';
+import type { DepositSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
 
 /** A hot-wallet sender as its loop drives it: one network and mode, a pass over its due transfers, a wake-up call. */
@@ -44,6 +47,23 @@ export function senderLoop(family: string, senders: DueSender[], intervalMs: num
   );
   for (const sender of senders) sender.onWork(() => loop.wake());
   return [loop];
+}
+
+/** What every family's watcher is given, besides its node client and its own settings. */
+export interface WatcherBasics {
+  db: Db;
+  /** Where each pass is reported (health.ts); none in some tests. */
+  health?: NetworkHealth;
+  log: Logger;
+  metrics?: Metrics;
+  network: NetworkConfig;
+  mode: Mode;
+  sink: DepositSink;
+}
+
+/** A family adapter's basics for a watcher of its network and mode reporting to `sink`. */
+export function watcherBasics(deps: Pick<WatcherBasics, 'db' | 'health' | 'log' | 'metrics'>, network: NetworkConfig, mode: Mode, sink: DepositSink): WatcherBasics {
+  return { db: deps.db, health: deps.health, log: deps.log, metrics: deps.metrics, network, mode, sink };
 }
 
 /**

@@ -13,12 +13,13 @@
  *   - metrics: steps by chain and outcome.
  * A family supplies only its steps and its storage of signed versions (its own tables).
  */
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Generated, Kysely, RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
 import type { Db } from '../db/index.ts';
+import type { Timestamp } from '../db/schema.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -44,6 +45,23 @@ export interface QueuedTransfer {
   locked_until: Date | null;
   reported: boolean;
   created_at: Date;
+}
+
+/** Those columns (and the times of each step) as a family's transfers table declares them (its schema.ts). */
+export interface TransferQueueColumns {
+  id: string;
+  mode: Mode;
+  chain: string;
+  status: TransferStatus;
+  error: string | null;
+  tries: Generated<number>;
+  next_attempt_at: Timestamp;
+  locked_until: Timestamp | null;
+  reported: Generated<boolean>;
+  created_at: Timestamp;
+  signed_at: Timestamp | null;
+  broadcast_at: Timestamp | null;
+  settled_at: Timestamp | null;
 }
 
 /** The purposes a sender is handed by the transfers module, and so reports to its sink; the rest are the family's. */

@@ -14,6 +14,13 @@ import { assetUrl } from './assets.ts';
 
 export { Html, html, raw };
 
+/** The start of every page's head (checkout and dashboard): charset, viewport, no referrer, not indexed, no icon. */
+export const PAGE_HEAD = raw(`<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<link rel="icon" href="data:,">`);
+
 /** "$12.34" for 1234 cents. */
 export const usd = (cents: number) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
 
@@ -55,11 +62,7 @@ export function renderPage(o: PageOptions): string {
   return html`<!doctype html>
 <html lang="en"${o.rootAttrs ?? ''}>
 <head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<link rel="icon" href="data:,">
+${PAGE_HEAD}
 <title>${o.title}</title>
 <link rel="stylesheet" href="${assetUrl('kasse.css')}">
 <script src="${assetUrl('pay.js')}" defer></script>

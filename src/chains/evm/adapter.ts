@@ -18,6 +18,7 @@ import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
 import type { EvmSender } from './sender.ts';
 import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
+import { watcherBasics } from '../loops.ts';
 
 export interface EvmAdapterDeps {
   /** Where its watcher reports whether the nodes answer. */
@@ -101,14 +102,8 @@ export class EvmAdapter implements ChainAdapter {
   /** A watcher reporting to `sink`, not started (tests call `tick()` on it directly). */
   watcher(sink: DepositSink, overrides: Partial<EvmWatcherOptions> = {}): EvmWatcher {
     return new EvmWatcher({
-      db: this.deps.db,
-      health: this.deps.health,
-      log: this.deps.log,
-      metrics: this.deps.metrics,
-      network: this.network,
-      mode: this.mode,
+      ...watcherBasics(this.deps, this.network, this.mode, sink),
       rpc: this.rpc(),
-      sink,
       blocksPerBatch: this.settings.blocksPerBatch,
       startBlock: this.settings.startBlock,
       ...overrides,

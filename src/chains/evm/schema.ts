@@ -4,6 +4,7 @@
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Numeric, Timestamp } from '../../db/schema.ts';
+import type { TransferQueueColumns } from '../queue.ts';
 
 /** EVM watcher cursor: the last block whose deposits are recorded (migration 0004_evm). */
 export interface EvmCursorsTable {
@@ -50,12 +51,8 @@ export interface EvmSweepItemsTable {
 }
 
 /** An outgoing hot-wallet transfer (migration 0006_evm_sender; src/chains/evm/sender.ts). */
-export interface EvmTransfersTable {
-  id: string;
-  mode: 'test' | 'live';
-  chain: string;
+export interface EvmTransfersTable extends TransferQueueColumns {
   purpose: 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
-  status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
   from_address: string;
   to_address: string;
   value: Numeric;
@@ -69,15 +66,6 @@ export interface EvmTransfersTable {
   broadcast_block: ColumnType<bigint, bigint | string, bigint | string> | null;
   block_number: ColumnType<bigint, bigint | string, bigint | string> | null;
   gas_used: Numeric | null;
-  error: string | null;
-  tries: Generated<number>;
-  next_attempt_at: Timestamp;
-  locked_until: Timestamp | null;
-  reported: Generated<boolean>;
-  created_at: Timestamp;
-  signed_at: Timestamp | null;
-  broadcast_at: Timestamp | null;
-  settled_at: Timestamp | null;
   /** Migration 0020_evm_disperse: the batch carrying a payout, its position there, and whether it must go alone. */
   batch_id: Generated<string | null>;
   batch_index: Generated<number | null>;

@@ -21,14 +21,11 @@
  */
 import { sql } from 'kysely';
 import type { Hex } from 'viem';
-import type { Logger } from '../../core/log.ts';
-import type { Metrics } from '../../core/metrics.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import type { Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { NetworkHealth } from '../health.ts';
-import { PollingWatcher } from '../loops.ts';
-import type { DepositObservation, DepositSink } from '../ports.ts';
+import { PollingWatcher, type WatcherBasics } from '../loops.ts';
+import type { DepositObservation } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { bloomMayContain } from './bloom.ts';
 import type { RpcClient } from './rpc.ts';
@@ -36,16 +33,8 @@ import type { RpcClient } from './rpc.ts';
 /** keccak256("Transfer(address,address,uint256)") */
 export const TRANSFER_TOPIC: Hex = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 
-export interface EvmWatcherOptions {
-  db: Db;
-  /** Where each pass is reported (health.ts); none in some tests. */
-  health?: NetworkHealth;
-  log: Logger;
-  metrics?: Metrics;
-  network: NetworkConfig;
-  mode: Mode;
+export interface EvmWatcherOptions extends WatcherBasics {
   rpc: RpcClient;
-  sink: DepositSink;
   /** Blocks per batch when behind (one eth_getLogs per batch). Default 20. */
   blocksPerBatch?: number;
   /** Blocks scanned per tick at most before yielding (the loop runs again at once). Default 1000. */

@@ -23,6 +23,7 @@ import { SolanaRpc } from './rpc.ts';
 import type { SolanaSender } from './sender.ts';
 import { associatedTokenAccount } from './transactions.ts';
 import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
+import { watcherBasics } from '../loops.ts';
 
 export interface SolanaAdapterDeps {
   /** Where its watcher reports whether the nodes answer. */
@@ -90,14 +91,8 @@ export class SolanaAdapter implements ChainAdapter {
 
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {
     return new SolanaWatcher({
-      db: this.deps.db,
-      health: this.deps.health,
-      log: this.deps.log,
-      metrics: this.deps.metrics,
-      network: this.network,
-      mode: this.mode,
+      ...watcherBasics(this.deps, this.network, this.mode, sink),
       rpc: this.rpc(),
-      sink,
       maxSlotsPerTick: this.settings.maxSlotsPerTick,
       startSlot: this.settings.startSlot,
       ...overrides,

@@ -4,6 +4,7 @@
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp } from '../../db/schema.ts';
+import type { TransferQueueColumns } from '../queue.ts';
 
 type Json = ColumnType<unknown, string, string>;
 
@@ -42,27 +43,14 @@ export interface SolanaAddressesTable {
   closed: Generated<boolean>;
 }
 
-export interface SolanaTransfersTable {
-  id: string;
-  mode: 'test' | 'live';
-  chain: string;
+export interface SolanaTransfersTable extends TransferQueueColumns {
   purpose: 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
-  status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
   plan: Json;
   token: string | null;
   destination: string | null;
   amount: string | null;
   signature: string | null;
   slot: bigint | null;
-  error: string | null;
-  tries: Generated<number>;
-  next_attempt_at: Timestamp;
-  locked_until: Timestamp | null;
-  reported: Generated<boolean>;
-  created_at: Timestamp;
-  signed_at: Timestamp | null;
-  broadcast_at: Timestamp | null;
-  settled_at: Timestamp | null;
 }
 
 export interface SolanaTransferTxsTable {

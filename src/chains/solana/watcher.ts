@@ -30,26 +30,15 @@
  * moves (compare-and-set) only after a batch's deposits are recorded.
  */
 import { sql } from 'kysely';
-import type { Logger } from '../../core/log.ts';
-import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db, type Tx } from '../../db/index.ts';
-import type { NetworkHealth } from '../health.ts';
-import { PollingWatcher } from '../loops.ts';
-import type { DepositObservation, DepositSink, TransferKey } from '../ports.ts';
+import { withTx, type Tx } from '../../db/index.ts';
+import { PollingWatcher, type WatcherBasics } from '../loops.ts';
+import type { DepositObservation, TransferKey } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
 
-export interface SolanaWatcherOptions {
-  db: Db;
-  /** Where each pass is reported (health.ts); none in some tests. */
-  health?: NetworkHealth;
-  log: Logger;
-  metrics?: Metrics;
-  network: NetworkConfig;
-  mode: Mode;
+export interface SolanaWatcherOptions extends WatcherBasics {
   rpc: SolanaRpc;
-  sink: DepositSink;
   /** Blocks read per tick at most (a tick that stops short is followed by another at once). Default 1000. */
   maxSlotsPerTick?: number;
   /** Blocks per batch (one getBlocksWithLimit). Default 100. */

@@ -20,6 +20,7 @@ import { utxoSettings, type UtxoSettings } from './config.ts';
 import { UtxoRpc } from './rpc.ts';
 import type { UtxoSender } from './sender.ts';
 import { UtxoWatcher, type UtxoWatcherOptions } from './watcher.ts';
+import { watcherBasics } from '../loops.ts';
 
 export interface UtxoAdapterDeps {
   /** Where its watcher reports whether the nodes answer. */
@@ -91,16 +92,10 @@ export class UtxoAdapter implements ChainAdapter {
   /** A watcher reporting to `sink`, not started (tests tick it by hand). */
   watcher(sink: DepositSink, overrides: Partial<UtxoWatcherOptions> = {}): UtxoWatcher {
     return new UtxoWatcher({
-      db: this.deps.db,
-      health: this.deps.health,
+      ...watcherBasics(this.deps, this.network, this.mode, sink),
       clock: this.deps.clock,
-      log: this.deps.log,
-      metrics: this.deps.metrics,
-      network: this.network,
-      mode: this.mode,
       params: this.settings.params,
       rpc: this.rpc(),
-      sink,
       ownAddresses: [this.hotWalletAddress()],
       startHeight: this.settings.startHeight,
       ...overrides,

@@ -1,6 +1,7 @@
 /** Row types of the UTXO family's tables (migrations/0024_utxo.ts), merged into Kasse's `Database` type. */
 import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp } from '../../db/schema.ts';
+import type { TransferQueueColumns } from '../queue.ts';
 
 type Mode = 'test' | 'live';
 type Big = ColumnType<bigint, bigint | string | number, bigint | string | number>;
@@ -39,12 +40,8 @@ export interface UtxoCoinsTable {
   spent_by: string | null;
 }
 
-export interface UtxoTransfersTable {
-  id: string;
-  mode: Mode;
-  chain: string;
+export interface UtxoTransfersTable extends TransferQueueColumns {
   purpose: string;
-  status: 'pending' | 'signed' | 'broadcast' | 'sent' | 'failed';
   destination: string;
   amount: Big;
   txid: string | null;
@@ -52,15 +49,6 @@ export interface UtxoTransfersTable {
   broadcast_height: Big | null;
   bumped_height: Big | null;
   block_height: Big | null;
-  error: string | null;
-  tries: Generated<number>;
-  next_attempt_at: Timestamp;
-  locked_until: Timestamp | null;
-  reported: Generated<boolean>;
-  created_at: Timestamp;
-  signed_at: Timestamp | null;
-  broadcast_at: Timestamp | null;
-  settled_at: Timestamp | null;
 }
 
 export interface UtxoTransferTxsTable {

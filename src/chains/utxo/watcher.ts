@@ -21,30 +21,19 @@
  */
 import { sql } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
-import type { Logger } from '../../core/log.ts';
-import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db, type Tx } from '../../db/index.ts';
-import type { NetworkHealth } from '../health.ts';
-import { PollingWatcher } from '../loops.ts';
-import type { DepositObservation, DepositSink } from '../ports.ts';
+import { withTx, type Tx } from '../../db/index.ts';
+import { PollingWatcher, type WatcherBasics } from '../loops.ts';
+import type { DepositObservation } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { addressOfKeyHash } from './address.ts';
 import type { UtxoParams } from './params.ts';
 import { RPC_CODES, satoshis, UtxoRpcError, type UtxoRpc } from './rpc.ts';
 
-export interface UtxoWatcherOptions {
-  db: Db;
-  /** Where each pass is reported (health.ts); none in some tests. */
-  health?: NetworkHealth;
+export interface UtxoWatcherOptions extends WatcherBasics {
   clock: Clock;
-  log: Logger;
-  metrics?: Metrics;
-  network: NetworkConfig;
-  mode: Mode;
   params: UtxoParams;
   rpc: UtxoRpc;
-  sink: DepositSink;
   /** Addresses of Kasse's own that are not deposit addresses (the hot wallet): their coins are stored too. */
   ownAddresses: string[];
   /** First height scanned when no cursor is stored; default: the tip at first start. */

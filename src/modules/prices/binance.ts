@@ -6,16 +6,7 @@
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
-import {
-  isPositiveDecimal,
-  normalizeDecimal,
-  parseProviderJson,
-  PriceProviderError,
-  providerGet,
-  snippet,
-  type PriceProvider,
-  type ProviderRate,
-} from './service.ts';
+import { isPositiveDecimal, normalizeDecimal, parseProviderJson, PriceProviderError, providerGet, snippet, tokensByKey, type PriceProvider, type ProviderRate } from './service.ts';
 
 export interface BinanceClientOptions {
   /** Host root (default https://api.binance.com); `/api/v3/ticker/price` is appended. */
@@ -41,14 +32,7 @@ export class BinanceClient implements PriceProvider {
 
   /** Rates for the tokens that have a `binanceSymbol`; tokens sharing a symbol share its rate. */
   async fetchRates(tokens: TokenConfig[]): Promise<Map<string, ProviderRate>> {
-    const bySymbol = new Map<string, string[]>();
-    for (const t of tokens) {
-      if (!t.binanceSymbol) continue;
-      const symbol = t.binanceSymbol.trim().toUpperCase();
-      const list = bySymbol.get(symbol);
-      if (list) list.push(t.id);
-      else bySymbol.set(symbol, [t.id]);
-    }
+    const bySymbol = tokensByKey(tokens, (t) => (t.binanceSymbol ? t.binanceSymbol.trim().toUpperCase() : undefined));
     const out = new Map<string, ProviderRate>();
     if (bySymbol.size === 0) return out;
 

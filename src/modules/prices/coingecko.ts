@@ -14,6 +14,7 @@ import {
   PriceProviderError,
   providerGet,
   snippet,
+  tokensByKey,
   type PriceProvider,
   type ProviderRate,
 } from './service.ts';
@@ -46,14 +47,7 @@ export class CoinGeckoClient implements PriceProvider {
 
   /** Rates for the tokens that have a `coingeckoId`; tokens sharing an id share its rate. */
   async fetchRates(tokens: TokenConfig[]): Promise<Map<string, ProviderRate>> {
-    const byId = new Map<string, string[]>();
-    for (const t of tokens) {
-      if (!t.coingeckoId) continue;
-      const id = t.coingeckoId.trim().toLowerCase();
-      const list = byId.get(id);
-      if (list) list.push(t.id);
-      else byId.set(id, [t.id]);
-    }
+    const byId = tokensByKey(tokens, (t) => (t.coingeckoId ? t.coingeckoId.trim().toLowerCase() : undefined));
     const out = new Map<string, ProviderRate>();
     if (byId.size === 0) return out;
 

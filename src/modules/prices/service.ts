@@ -133,6 +133,19 @@ export async function providerGet(provider: ProviderName, url: string, timeoutMs
   }
 }
 
+/** The ids of the tokens that have a provider key (`keyOf`, normalised; undefined: skipped), grouped by that key. */
+export function tokensByKey(tokens: TokenConfig[], keyOf: (t: TokenConfig) => string | undefined): Map<string, string[]> {
+  const byKey = new Map<string, string[]>();
+  for (const t of tokens) {
+    const key = keyOf(t);
+    if (key === undefined) continue;
+    const list = byKey.get(key);
+    if (list) list.push(t.id);
+    else byKey.set(key, [t.id]);
+  }
+  return byKey;
+}
+
 /** Parses a provider body as JSON or throws a `malformed` `PriceProviderError`. */
 export function parseProviderJson(provider: ProviderName, res: ProviderResponse): unknown {
   try {

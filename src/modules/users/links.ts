@@ -9,25 +9,16 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
-import { EMAIL, newToken, normalEmail, sha256, toUserRecord, type ClientMeta, type NewSession, type UserDeps, type UserRecord, type UserRow } from './records.ts';
-import { stageAfterPassword, type Sessions } from './sessions.ts';
-import { THROTTLE_LIMITS, type SigninThrottle } from './throttle.ts';
+import { EMAIL, newToken, normalEmail, sha256, toUserRecord, type ClientMeta, type NewSession, type UserRecord, type UserRow } from './records.ts';
+import { stageAfterPassword } from './sessions.ts';
+import { THROTTLE_LIMITS } from './throttle.ts';
+import { SigninService } from './signin-service.ts';
 
 /** NOTE: lifetimes. */
 export const SETUP_LINK_MS = 24 * HOUR;
 export const RESET_LINK_MS = 1 * HOUR;
 
-export class OneTimeLinks {
-  constructor(
-    private readonly deps: UserDeps,
-    private readonly sessions: Sessions,
-    private readonly throttle: SigninThrottle,
-  ) {}
-
-  private now(): Date {
-    return this.deps.clock.now();
-  }
-
+export class OneTimeLinks extends SigninService {
   private dashboardUrl(path: string): string {
     return `${this.deps.checkoutBase()}/dashboard${path}`;
   }

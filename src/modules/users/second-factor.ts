@@ -9,24 +9,14 @@ import { decryptSecret, encryptSecret } from '../../core/secrets.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { looksLikeRecoveryCode, newRecoveryCodes, newTotp, recoveryCodeHash, totpStep, totpUri } from './credentials.ts';
-import { normalEmail, toUserRecord, type ClientMeta, type SessionRow, type UserDeps, type UserRecord, type UserRow } from './records.ts';
-import type { Sessions } from './sessions.ts';
-import { THROTTLE_LIMITS, type SigninThrottle } from './throttle.ts';
+import { normalEmail, toUserRecord, type ClientMeta, type SessionRow, type UserRecord, type UserRow } from './records.ts';
+import { THROTTLE_LIMITS } from './throttle.ts';
+import { SigninService } from './signin-service.ts';
 
 /** A second-factor check before a sensitive action counts for this long. */
 export const FRESH_SECOND_FACTOR_MS = 5 * MINUTE;
 
-export class SecondFactor {
-  constructor(
-    private readonly deps: UserDeps,
-    private readonly sessions: Sessions,
-    private readonly throttle: SigninThrottle,
-  ) {}
-
-  private now(): Date {
-    return this.deps.clock.now();
-  }
-
+export class SecondFactor extends SigninService {
   /**
    * The second step: a TOTP code or one of the recovery codes (each works once). 429 while throttled, 400 (param
    * `code`) for a wrong code. The session becomes full.

@@ -8,21 +8,12 @@ import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
-import { normalEmail, type ClientMeta, type NewSession, type SessionRow, type UserDeps, type UserRow } from './records.ts';
-import { stageAfterPassword, type Sessions } from './sessions.ts';
-import { THROTTLE_LIMITS, type SigninThrottle, type ThrottleKey } from './throttle.ts';
+import { normalEmail, type ClientMeta, type NewSession, type SessionRow, type UserRow } from './records.ts';
+import { stageAfterPassword } from './sessions.ts';
+import { THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
+import { SigninService } from './signin-service.ts';
 
-export class SignIn {
-  constructor(
-    private readonly deps: UserDeps,
-    private readonly sessions: Sessions,
-    private readonly throttle: SigninThrottle,
-  ) {}
-
-  private now(): Date {
-    return this.deps.clock.now();
-  }
-
+export class SignIn extends SigninService {
   /** A signed value naming a browser that signed in as `userId` (the device cookie). */
   deviceCookie(userId: string): string {
     const id = randomBytes(12).toString('base64url');

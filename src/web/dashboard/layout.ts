@@ -13,7 +13,7 @@ import { html, type Html } from '../../core/html.ts';
 import { formatCents } from '../../core/money.ts';
 import type { Permission } from '../../modules/users/permissions.ts';
 import { assetUrl } from '../assets.ts';
-import { sendPage } from '../page.ts';
+import { PAGE_HEAD, sendPage } from '../page.ts';
 import type { Ctx } from './context.ts';
 
 /** A page in the navigation. Capabilities add theirs here (e.g. Disbursements), in the order shown. */
@@ -170,11 +170,7 @@ export function documentOf(o: { title: string; body: Html; test?: boolean; bare?
   return html`<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<link rel="icon" href="data:,">
+${PAGE_HEAD}
 <title>${o.title} · Kasse</title>
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">
 <script src="${assetUrl('dashboard.js')}" defer></script>
