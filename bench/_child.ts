@@ -1,8 +1,14 @@
 /** Starts a benchmark server child process and reads the JSON line it prints when ready. */
 import { spawn, type ChildProcess } from 'node:child_process';
 
-export async function startChild<T>(script: string, env: Record<string, string>): Promise<{ info: T; child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
+export async function startChild<T>(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ info: T; child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const info = await new Promise<T>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {

@@ -23,7 +23,11 @@ export async function postmasterOf(url: string): Promise<number> {
 /** CPU seconds of the whole PostgreSQL server: the postmaster, its live children and those already gone. */
 export function postgresCpu(postmaster: number): number {
   let total = cpuSeconds(postmaster, true);
-  for (const c of readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)) {
+  for (const c of readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)) {
     try {
       total += cpuSeconds(c);
     } catch {

@@ -40,7 +40,9 @@ export async function load(opts: Target): Promise<LoadResult> {
     return {
       ...req,
       ...(typeof bodyFn === 'function' ? { body: bodyFn(n) } : {}),
-      ...(keyed !== undefined ? { headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `${keyed}-${n}` } } : {}),
+      ...(keyed !== undefined
+        ? { headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `${keyed}-${n}` } }
+        : {}),
     };
   };
   const result = await autocannon({
@@ -71,7 +73,11 @@ export async function compareAll(
   baseline: Target,
   subjects: Target[],
   opts: { rounds?: number; cpuUrl?: string; postmaster?: number } = {},
-): Promise<{ baseline: LoadResult; subjects: Array<{ result: LoadResult; ratio: number; cpu_ratio: number | null }>; rounds: number }> {
+): Promise<{
+  baseline: LoadResult;
+  subjects: Array<{ result: LoadResult; ratio: number; cpu_ratio: number | null }>;
+  rounds: number;
+}> {
   const rounds = opts.rounds ?? 3;
   const cpu = async (): Promise<number> => {
     if (!opts.cpuUrl) return 0;
@@ -94,14 +100,18 @@ export async function compareAll(
   for (let i = 0; i < rounds; i++) {
     for (const [j, target] of [baseline, ...subjects].entries()) runs[j]!.push(await measure(target));
   }
-  const median = (xs: LoadResult[]) => [...xs].sort((x, y) => x.requests_per_sec - y.requests_per_sec)[Math.floor(xs.length / 2)]!;
+  const median = (xs: LoadResult[]) =>
+    [...xs].sort((x, y) => x.requests_per_sec - y.requests_per_sec)[Math.floor(xs.length / 2)]!;
   const base = median(runs[0]!);
   const round2 = (x: number) => Math.round(x * 100) / 100;
   return {
     baseline: base,
     subjects: runs.slice(1).map((xs) => {
       const m = median(xs);
-      const cpuRatio = base.server_cpu_us_per_request && m.server_cpu_us_per_request ? round2(base.server_cpu_us_per_request / m.server_cpu_us_per_request) : null;
+      const cpuRatio =
+        base.server_cpu_us_per_request && m.server_cpu_us_per_request
+          ? round2(base.server_cpu_us_per_request / m.server_cpu_us_per_request)
+          : null;
       return { result: m, ratio: round2(m.requests_per_sec / base.requests_per_sec), cpu_ratio: cpuRatio };
     }),
     rounds,

@@ -10,7 +10,9 @@ import { compare, load } from './_load.ts';
 
 export async function run(): Promise<object> {
   const pg = await benchDatabase();
-  const srv = await startChild<{ test: string; bare: string; key: string }>('bench/servers/api.ts', { DATABASE_URL: pg.url });
+  const srv = await startChild<{ test: string; bare: string; key: string }>('bench/servers/api.ts', {
+    DATABASE_URL: pg.url,
+  });
   try {
     const seconds = Number(process.env.BENCH_SECONDS ?? 10);
     // Both routes get the same request, key included; the bare route ignores it.
@@ -20,7 +22,16 @@ export async function run(): Promise<object> {
     await load({ ...bare, seconds: 2 }); // warm-up
     await load({ ...account, seconds: 2 });
     const r = await compare(bare, account, { cpuUrl: `${srv.info.bare}/cpu`, rounds: 5 });
-    return { connections: 64, seconds_per_round: seconds, rounds: r.rounds, cpu_ratio: r.cpu_ratio, bare_route: r.baseline, authenticated_get: r.subject, ratio: r.ratio, goal_ratio: 0.8 };
+    return {
+      connections: 64,
+      seconds_per_round: seconds,
+      rounds: r.rounds,
+      cpu_ratio: r.cpu_ratio,
+      bare_route: r.baseline,
+      authenticated_get: r.subject,
+      ratio: r.ratio,
+      goal_ratio: 0.8,
+    };
   } finally {
     await srv.stop();
     await pg.stop();

@@ -90,7 +90,13 @@ export async function run(): Promise<object> {
     KASSE_BINANCE_URL: 'http://127.0.0.1:9',
   });
   const clock = new FakeClock(new Date());
-  const kasse = await Kasse.open({ config, databaseUrl: pg.url, secrets: testSecrets(), log: createLogger('silent'), clock });
+  const kasse = await Kasse.open({
+    config,
+    databaseUrl: pg.url,
+    secrets: testSecrets(),
+    log: createLogger('silent'),
+    clock,
+  });
   const listeners = await startListeners(kasse);
   try {
     const m = await kasse.merchants.create({ name: 'Bench Shop', webhookUrl: null });
@@ -99,9 +105,18 @@ export async function run(): Promise<object> {
     await seed(kasse, m.merchant_id, clock.now());
     const seedSeconds = Math.round((Date.now() - started) / 100) / 10;
     // A signed-in member (no second factor needed) with a session cookie.
-    const created = await kasse.users.team.create({ merchantId: m.merchant_id, email: 'bench@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
+    const created = await kasse.users.team.create({
+      merchantId: m.merchant_id,
+      email: 'bench@example.com',
+      role: 'member',
+      actor: { type: 'operator', id: null, ip: null },
+      invite: false,
+    });
     const token = created.setup_url.split('/').pop()!;
-    const { session } = await kasse.users.links.redeemToken(token, 'setup', 'bench-member-passphrase-1', { ip: null, userAgent: null });
+    const { session } = await kasse.users.links.redeemToken(token, 'setup', 'bench-member-passphrase-1', {
+      ip: null,
+      userAgent: null,
+    });
     const cookie = `kasse_session=${session.token}`;
     const checkout = kasse.urls.checkout;
     const api = kasse.apiBase('test');
@@ -111,7 +126,10 @@ export async function run(): Promise<object> {
       balance_api: { url: `${api}/balance`, headers: { authorization: `Bearer ${m.test_key}` } },
       payments: { url: `${checkout}/dashboard/test/payments`, headers: { cookie } },
       payments_api: { url: `${api}/payments?limit=25`, headers: { authorization: `Bearer ${m.test_key}` } },
-      payments_filtered: { url: `${checkout}/dashboard/test/payments?status=paid&token=base%3Ausdc&from=${new Date(clock.millis() - 7 * 86_400_000).toISOString().slice(0, 10)}`, headers: { cookie } },
+      payments_filtered: {
+        url: `${checkout}/dashboard/test/payments?status=paid&token=base%3Ausdc&from=${new Date(clock.millis() - 7 * 86_400_000).toISOString().slice(0, 10)}`,
+        headers: { cookie },
+      },
     } as const;
     const times: Record<string, number[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
     const wire: Record<string, number> = {};
@@ -126,7 +144,8 @@ export async function run(): Promise<object> {
       return ms;
     };
     // Warm-up (JIT, pool, plan cache), then rounds alternating page and baseline.
-    for (const name of Object.keys(targets) as Array<keyof typeof targets>) for (let i = 0; i < 3; i++) await once(name);
+    for (const name of Object.keys(targets) as Array<keyof typeof targets>)
+      for (let i = 0; i < 3; i++) await once(name);
     const load: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       load.push(loadavg()[0]!);
@@ -135,7 +154,10 @@ export async function run(): Promise<object> {
       }
     }
     const stats = Object.fromEntries(
-      Object.entries(times).map(([k, xs]) => [k, { median_ms: pct(xs, 50), p95_ms: pct(xs, 95), requests: xs.length, response_bytes: wire[k] }]),
+      Object.entries(times).map(([k, xs]) => [
+        k,
+        { median_ms: pct(xs, 50), p95_ms: pct(xs, 95), requests: xs.length, response_bytes: wire[k] },
+      ]),
     );
     const sizes = assetSizes();
     return {
@@ -151,7 +173,10 @@ export async function run(): Promise<object> {
         payments_vs_list_api: Math.round((stats.payments!.median_ms / stats.payments_api!.median_ms) * 100) / 100,
       },
       assets_gzip_bytes: { 'dashboard.js': sizes['dashboard.js']!.gzip, 'dashboard.css': sizes['dashboard.css']!.gzip },
-      assets_raw_bytes: { 'dashboard.js': sizes['dashboard.js']!.bytes, 'dashboard.css': sizes['dashboard.css']!.bytes },
+      assets_raw_bytes: {
+        'dashboard.js': sizes['dashboard.js']!.bytes,
+        'dashboard.css': sizes['dashboard.css']!.bytes,
+      },
     };
   } finally {
     await listeners.close();

@@ -50,7 +50,14 @@ async function batchRun(k: EvmKasse, owner: { id: string }, size: number) {
       if (now.progress.failed > 0) throw new Error(`${now.progress.failed} payouts failed`);
       const hashes = new Set(now.items.map((i) => i.payout!.tx_hash!));
       const gas = await gasOf(k, hashes);
-      return { payouts: size, transactions: hashes.size, gas_total: Number(gas), gas_per_payout: Math.round(Number(gas) / size), wall_ms: Math.round(ms), worker_passes: passes };
+      return {
+        payouts: size,
+        transactions: hashes.size,
+        gas_total: Number(gas),
+        gas_per_payout: Math.round(Number(gas) / size),
+        wall_ms: Math.round(ms),
+        worker_passes: passes,
+      };
     }
     if (passes > 100) throw new Error('payouts still open after 100 passes');
     await k.chain.mine(1);
@@ -63,12 +70,28 @@ async function plainRun(k: EvmKasse, count: number) {
   const t0 = performance.now();
   const hashes: Hex[] = [];
   for (let i = 0; i < count; i++) {
-    hashes.push(await wallet.sendTransaction({ to: k.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [fresh(), 1_000_000n + BigInt(i % 50) * 10_000n] }), account, chain: hardhatChain }));
+    hashes.push(
+      await wallet.sendTransaction({
+        to: k.usdc,
+        data: encodeFunctionData({
+          abi: erc20Abi,
+          functionName: 'transfer',
+          args: [fresh(), 1_000_000n + BigInt(i % 50) * 10_000n],
+        }),
+        account,
+        chain: hardhatChain,
+      }),
+    );
   }
   for (const h of hashes) await k.chain.receipt(h);
   const ms = performance.now() - t0;
   const gas = await gasOf(k, hashes);
-  return { transfers: count, gas_total: Number(gas), gas_per_transfer: Math.round(Number(gas) / count), wall_ms: Math.round(ms) };
+  return {
+    transfers: count,
+    gas_total: Number(gas),
+    gas_per_transfer: Math.round(Number(gas) / count),
+    wall_ms: Math.round(ms),
+  };
 }
 
 export async function run(): Promise<object> {
@@ -79,14 +102,28 @@ export async function run(): Promise<object> {
   try {
     const chain = new TestChain(node.url);
     const disperse = await chain.deployDisperse(await chain.newWallet());
-    const k = await startEvmKasse({ rpcUrl: node.url, receiver: false, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 4, evm: { disperse, disperse_max_items: 500 } });
+    const k = await startEvmKasse({
+      rpcUrl: node.url,
+      receiver: false,
+      tiers: [{ max_usd_cents: null, confirmations: 2 }],
+      finality: 4,
+      evm: { disperse, disperse_max_items: 500 },
+    });
     try {
       const sender = k.adapter.sender!;
       await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, sender.address, 10n ** 13n));
       const owner = await createUser(k.t.kasse, k.m.id, 'bench@example.com', 'owner');
       // The merchant's balance: one real USDC payment of $10,000 seen by the watcher.
-      const pay = await k.m.test.post('/payments', { price_amount: 1_000_000, price_currency: 'USD', order_id: 'bench-funds', chain: 'base', token: 'base:usdc' });
-      await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, pay.body.attempts[0].address, BigInt(pay.body.attempts[0].pay_amount)));
+      const pay = await k.m.test.post('/payments', {
+        price_amount: 1_000_000,
+        price_currency: 'USD',
+        order_id: 'bench-funds',
+        chain: 'base',
+        token: 'base:usdc',
+      });
+      await k.chain.receipt(
+        await k.chain.sendToken(k.payer, k.usdc, pay.body.attempts[0].address, BigInt(pay.body.attempts[0].pay_amount)),
+      );
       for (let i = 0; i < 6; i++) {
         await k.tick();
         await k.chain.mine(1);
@@ -106,13 +143,13 @@ export async function run(): Promise<object> {
       const plainGas = (plain[0] as { gas_per_transfer: number }).gas_per_transfer;
       const largest = batches[batches.length - 1] as { gas_per_payout: number };
       return {
-        goal: 'a payout in a batch costs at most 0.6 of a plain ERC-20 transfer\'s gas',
+        goal: "a payout in a batch costs at most 0.6 of a plain ERC-20 transfer's gas",
         batches,
         plain_transfers: plain,
         ratio_gas_per_payout_largest_batch_to_plain: Math.round((largest.gas_per_payout / plainGas) * 1000) / 1000,
         load_average_1m_during_run: load.map((l) => l[0]!.toFixed(1)),
         machine_uptime_s: Math.round(uptime()),
-        note: 'A batch of 1 is sent as a plain transfer (batches start at two payouts). Batches of 50 and 500 are one Disperse transaction each (disperse_max_items 500 here; the default is 200). Gas is from the receipts; wall time includes Kasse\'s database work, the confirmations and Hardhat on the same two cores.',
+        note: "A batch of 1 is sent as a plain transfer (batches start at two payouts). Batches of 50 and 500 are one Disperse transaction each (disperse_max_items 500 here; the default is 200). Gas is from the receipts; wall time includes Kasse's database work, the confirmations and Hardhat on the same two cores.",
       };
     } finally {
       await k.close();

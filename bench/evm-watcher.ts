@@ -34,27 +34,57 @@ const OPEN: OpenAddresses = {
   confirmations: 3,
 };
 
-const randomAddress = (): Address => `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
+const randomAddress = (): Address =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
 
 /** Queues NOISE USDC and NOISE ETH transfers to unwatched addresses plus one real payment, then mines one block. */
 async function busyBlock(k: EvmKasse, sender: Address, order: number): Promise<void> {
   const chain = k.chain;
   const sends: Promise<unknown>[] = [];
   for (let i = 0; i < NOISE; i++) {
-    sends.push(chain.rpc('eth_sendTransaction', [{ from: sender, to: k.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [randomAddress(), 1_000n] }) }]));
+    sends.push(
+      chain.rpc('eth_sendTransaction', [
+        {
+          from: sender,
+          to: k.usdc,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [randomAddress(), 1_000n] }),
+        },
+      ]),
+    );
     sends.push(chain.rpc('eth_sendTransaction', [{ from: sender, to: randomAddress(), value: '0x1' }]));
   }
   await Promise.all(sends);
-  const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `bench-real-${order}`, chain: 'base', token: 'base:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 500,
+    price_currency: 'USD',
+    order_id: `bench-real-${order}`,
+    chain: 'base',
+    token: 'base:usdc',
+  });
   await chain.rpc('eth_sendTransaction', [
-    { from: sender, to: k.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount)] }) },
+    {
+      from: sender,
+      to: k.usdc,
+      data: encodeFunctionData({
+        abi: erc20Abi,
+        functionName: 'transfer',
+        args: [res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount)],
+      }),
+    },
   ]);
   await chain.rpc('evm_mine');
 }
 
 /** A DepositSink that forwards to the payments module and adds up the time spent in each method. */
 class TimedSink implements DepositSink {
-  readonly ms: Record<keyof DepositSink, number> = { watchedAddresses: 0, recordDeposits: 0, headAdvanced: 0, depositsProgressed: 0, blocksRemoved: 0, depositsDropped: 0 };
+  readonly ms: Record<keyof DepositSink, number> = {
+    watchedAddresses: 0,
+    recordDeposits: 0,
+    headAdvanced: 0,
+    depositsProgressed: 0,
+    blocksRemoved: 0,
+    depositsDropped: 0,
+  };
   constructor(private readonly inner: DepositSink) {}
   private async time<T>(name: keyof DepositSink, fn: () => Promise<T>): Promise<T> {
     const t0 = performance.now();
@@ -89,7 +119,13 @@ async function perBlockCost(node: HardhatNode): Promise<object> {
   try {
     const chain = new TestChain(node.url);
     const [sender] = await chain.rpc<Address[]>('eth_accounts');
-    await chain.rpc('eth_sendTransaction', [{ from: sender, to: k.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'mint', args: [sender!, 10n ** 15n] }) }]);
+    await chain.rpc('eth_sendTransaction', [
+      {
+        from: sender,
+        to: k.usdc,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'mint', args: [sender!, 10n ** 15n] }),
+      },
+    ]);
     await chain.setAutomine(false);
     const sink = new TimedSink(k.t.kasse.payments.deposits);
     const watcher = k.adapter.watcher(sink);
@@ -129,7 +165,10 @@ async function perBlockCost(node: HardhatNode): Promise<object> {
         wall_ms_per_block: stats(wall),
         // Of the wall time: the one batched address lookup, and the payments module's work per block.
         sink_ms_per_block: Object.fromEntries(
-          (['watchedAddresses', 'recordDeposits', 'headAdvanced'] as const).map((m) => [m, Math.round(((sink.ms[m] - sinkBefore[m]) / BLOCKS_PER_SIZE) * 10) / 10]),
+          (['watchedAddresses', 'recordDeposits', 'headAdvanced'] as const).map((m) => [
+            m,
+            Math.round(((sink.ms[m] - sinkBefore[m]) / BLOCKS_PER_SIZE) * 10) / 10,
+          ]),
         ),
       };
       process.stderr.write(`evm-watcher: ${size} open addresses: ${JSON.stringify(bySize[String(size)])}\n`);
@@ -142,7 +181,13 @@ async function perBlockCost(node: HardhatNode): Promise<object> {
     const callsBefore = rpc.totalCalls;
     const t0 = performance.now();
     const r = await watcher.tick();
-    const catchUp = { blocks: r.scanned, deposits: r.deposits, rpc_calls: rpc.totalCalls - callsBefore, rpc_calls_per_block: (rpc.totalCalls - callsBefore) / r.scanned, ms_per_block: Math.round(((performance.now() - t0) / r.scanned) * 10) / 10 };
+    const catchUp = {
+      blocks: r.scanned,
+      deposits: r.deposits,
+      rpc_calls: rpc.totalCalls - callsBefore,
+      rpc_calls_per_block: (rpc.totalCalls - callsBefore) / r.scanned,
+      ms_per_block: Math.round(((performance.now() - t0) / r.scanned) * 10) / 10,
+    };
     return { by_open_addresses: bySize, catch_up: catchUp };
   } finally {
     await k.chain.setAutomine(true);
@@ -158,11 +203,22 @@ async function detectLatency(node: HardhatNode, pollIntervalMs: number, samples:
     const chain = new TestChain(node.url);
     const out: number[] = [];
     for (let i = 0; i < samples; i++) {
-      const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `lat-${pollIntervalMs}-${i}`, chain: 'base', token: 'base:usdc' });
+      const res = await k.m.test.post('/payments', {
+        price_amount: 500,
+        price_currency: 'USD',
+        order_id: `lat-${pollIntervalMs}-${i}`,
+        chain: 'base',
+        token: 'base:usdc',
+      });
       const id = res.body.id as string;
       // Send at a random phase of the poll cycle.
       await new Promise((r) => setTimeout(r, Math.random() * pollIntervalMs));
-      const hash = await chain.sendToken(k.payer, k.usdc, res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount));
+      const hash = await chain.sendToken(
+        k.payer,
+        k.usdc,
+        res.body.attempts[0].address,
+        BigInt(res.body.attempts[0].pay_amount),
+      );
       await chain.receipt(hash);
       const mined = performance.now();
       for (;;) {
@@ -191,8 +247,7 @@ export async function run(): Promise<object> {
       goal: 'same cost per block at every number of open addresses; at most 3 RPC calls per block per network',
       per_block: cost,
       detect_latency_ms: { default_poll: latency10, poll_1s: latency1 },
-      note:
-        'cpu_ms_per_block is the whole Kasse process (watcher, payments module, PostgreSQL client); wall_ms_per_block adds Hardhat (same 2 cores) and PostgreSQL. sink_ms_per_block splits out the one batched address lookup (watchedAddresses) and the payments module (recordDeposits for the one real deposit, headAdvanced for the ~8 deposits not yet final).',
+      note: 'cpu_ms_per_block is the whole Kasse process (watcher, payments module, PostgreSQL client); wall_ms_per_block adds Hardhat (same 2 cores) and PostgreSQL. sink_ms_per_block splits out the one batched address lookup (watchedAddresses) and the payments module (recordDeposits for the one real deposit, headAdvanced for the ~8 deposits not yet final).',
     };
   } finally {
     await node.stop();

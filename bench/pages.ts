@@ -48,13 +48,44 @@ export async function run(): Promise<object> {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
   try {
     const m = await kasse.merchants.create({ name: 'Corner Café', webhookUrl: null });
-    const picker = (await kasse.payments.create('test', m.merchant_id, { price_amount: 1234, price_currency: 'USD', order_id: 'b1', description: 'Two flat whites' })).payment;
-    const address = (await kasse.payments.create('test', m.merchant_id, { price_amount: 1234, price_currency: 'USD', order_id: 'b2', chain: 'base', token: 'base:usdc' })).payment;
-    const fixed = await kasse.links.create('test', m.merchant_id, { kind: 'fixed', title: 'Espresso beans', description: '250 g', amount_usd_cents: 1500 });
+    const picker = (
+      await kasse.payments.create('test', m.merchant_id, {
+        price_amount: 1234,
+        price_currency: 'USD',
+        order_id: 'b1',
+        description: 'Two flat whites',
+      })
+    ).payment;
+    const address = (
+      await kasse.payments.create('test', m.merchant_id, {
+        price_amount: 1234,
+        price_currency: 'USD',
+        order_id: 'b2',
+        chain: 'base',
+        token: 'base:usdc',
+      })
+    ).payment;
+    const fixed = await kasse.links.create('test', m.merchant_id, {
+      kind: 'fixed',
+      title: 'Espresso beans',
+      description: '250 g',
+      amount_usd_cents: 1500,
+    });
     const pos = await kasse.links.create('test', m.merchant_id, { kind: 'pos', title: 'Counter 1' });
     // The POS terminal is for signed-in staff: a member's session cookie.
-    const staff = await kasse.users.team.create({ merchantId: m.merchant_id, email: 'till@example.com', role: 'member', actor: { type: 'operator', id: null, ip: null }, invite: false });
-    const { session } = await kasse.users.links.redeemToken(staff.setup_url.split('/').pop()!, 'setup', 'bench-till-passphrase-1', { ip: null, userAgent: null });
+    const staff = await kasse.users.team.create({
+      merchantId: m.merchant_id,
+      email: 'till@example.com',
+      role: 'member',
+      actor: { type: 'operator', id: null, ip: null },
+      invite: false,
+    });
+    const { session } = await kasse.users.links.redeemToken(
+      staff.setup_url.split('/').pop()!,
+      'setup',
+      'bench-till-passphrase-1',
+      { ip: null, userAgent: null },
+    );
     const pages = {
       checkout_picker: picker.checkout_url,
       checkout_address: address.checkout_url,
@@ -69,7 +100,8 @@ export async function run(): Promise<object> {
       let weight = { html_bytes: 0, html_wire: 0, js_gzip: 0, css_gzip: 0, requests: 0 };
       for (let i = 0; i < loads + 1; i++) {
         const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-        if (name === 'pos_terminal') await context.addCookies([{ name: 'kasse_session', value: session.token, url: kasse.urls.checkout }]);
+        if (name === 'pos_terminal')
+          await context.addCookies([{ name: 'kasse_session', value: session.token, url: kasse.urls.checkout }]);
         const page = await context.newPage();
         await page.goto(url, { waitUntil: 'load' });
         await page.waitForFunction(() => performance.getEntriesByName('first-contentful-paint').length > 0);
@@ -93,7 +125,12 @@ export async function run(): Promise<object> {
         ttfb.push(t.ttfb);
         weight = { html_bytes: t.htmlRaw, html_wire: t.html, js_gzip: t.js, css_gzip: t.css, requests: t.requests };
       }
-      result[name] = { ...weight, fcp_ms_median: median(fcp), fcp_ms_min: Math.round(Math.min(...fcp) * 10) / 10, ttfb_ms_median: median(ttfb) };
+      result[name] = {
+        ...weight,
+        fcp_ms_median: median(fcp),
+        fcp_ms_min: Math.round(Math.min(...fcp) * 10) / 10,
+        ttfb_ms_median: median(ttfb),
+      };
     }
     return { loads_per_page: loads, viewport: '390x844', pages: result, assets: assetSizes() };
   } finally {

@@ -18,7 +18,13 @@ function machine() {
   } catch {
     // not Linux
   }
-  return { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, os };
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    os,
+  };
 }
 
 const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ALL;

@@ -31,19 +31,33 @@ const CONNECTIONS = 64;
 type Topology = 'one_process' | 'split';
 const TOPOLOGIES: Record<Topology, string[]> = { one_process: ['api,workers'], split: ['api', 'api', 'workers'] };
 
-
 const createBody = paymentBody();
 
 /** A Payment-like event body, about the size of a real one. */
 function eventData(i: number) {
   const id = `pay_scale_${i}`;
-  return { id, status: 'paid', price_amount: 2500, price_currency: 'USD', order_id: `order-${i}`, description: 'Two mugs and a teapot', metadata: { customer: 'c_1', cart: [1, 2, 3] }, checkout_url: `https://checkout.example/p/${id}`, paid_at: '2026-03-01T12:03:00.000Z', created_at: '2026-03-01T12:00:00.000Z' };
+  return {
+    id,
+    status: 'paid',
+    price_amount: 2500,
+    price_currency: 'USD',
+    order_id: `order-${i}`,
+    description: 'Two mugs and a teapot',
+    metadata: { customer: 'c_1', cart: [1, 2, 3] },
+    checkout_url: `https://checkout.example/p/${id}`,
+    paid_at: '2026-03-01T12:03:00.000Z',
+    created_at: '2026-03-01T12:00:00.000Z',
+  };
 }
 
 let keySeq = 0;
 
 /** POST /payments at `CONNECTIONS` connections spread evenly over the API base URLs, all at once. */
-async function createPayments(bases: string[], key: string, seconds: number): Promise<{ created: number; non_2xx: number; errors: number; p99_ms: number[] }> {
+async function createPayments(
+  bases: string[],
+  key: string,
+  seconds: number,
+): Promise<{ created: number; non_2xx: number; errors: number; p99_ms: number[] }> {
   const per = CONNECTIONS / bases.length;
   const runs = await Promise.all(
     bases.map((base) =>
@@ -57,7 +71,11 @@ async function createPayments(bases: string[], key: string, seconds: number): Pr
           {
             setupRequest: (req: Record<string, unknown>) => {
               const i = ++keySeq;
-              return { ...req, headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `scale-${i}` }, body: createBody(i) };
+              return {
+                ...req,
+                headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `scale-${i}` },
+                body: createBody(i),
+              };
             },
           },
         ],
@@ -73,7 +91,9 @@ async function createPayments(bases: string[], key: string, seconds: number): Pr
 }
 
 async function count(kasse: Kasse, status: string): Promise<number> {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = ${status}`.execute(kasse.db);
+  const { rows } = await sql<{
+    n: string;
+  }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = ${status}`.execute(kasse.db);
   return Number(rows[0]!.n);
 }
 
@@ -84,7 +104,14 @@ async function topUp(kasse: Kasse, merchantId: string, backlog: number): Promise
       const batch = [];
       for (let j = i; j < Math.min(missing, i + 1000); j++) {
         const data = eventData(++keySeq);
-        batch.push({ mode: 'test' as const, merchantId, type: 'payment.paid', orderingKey: data.id, data, destination: null });
+        batch.push({
+          mode: 'test' as const,
+          merchantId,
+          type: 'payment.paid',
+          orderingKey: data.id,
+          data,
+          destination: null,
+        });
       }
       await kasse.webhooks.publishMany(tx, batch);
     });
@@ -104,7 +131,13 @@ export async function run(): Promise<object> {
   const receiver = await startChild<{ url: string }>('bench/servers/webhook-receiver.ts', {});
   const config = loadConfig({ ...process.env, KASSE_LOG_LEVEL: 'warn' });
   // The bench's own connection: migrations, the merchant, the backlog, the counts. No roles run here.
-  const kasse = await Kasse.open({ config, databaseUrl: pg.url, log: createLogger('warn', process.stderr), listen: false, poolSize: 2 });
+  const kasse = await Kasse.open({
+    config,
+    databaseUrl: pg.url,
+    log: createLogger('warn', process.stderr),
+    listen: false,
+    poolSize: 2,
+  });
   try {
     const merchant = await kasse.merchants.create({ name: 'Bench', webhookUrl: receiver.info.url });
     await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 });
@@ -116,14 +149,24 @@ export async function run(): Promise<object> {
         await topUp(kasse, merchant.merchant_id, backlog);
         const procs = [];
         for (const roles of TOPOLOGIES[topology]) {
-          procs.push({ roles, ...(await startChild<{ test: string | null }>('bench/servers/role.ts', { DATABASE_URL: pg.url, KASSE_ROLES: roles })) });
+          procs.push({
+            roles,
+            ...(await startChild<{ test: string | null }>('bench/servers/role.ts', {
+              DATABASE_URL: pg.url,
+              KASSE_ROLES: roles,
+            })),
+          });
         }
         try {
           const bases = procs.flatMap((p) => (p.info.test ? [p.info.test] : []));
           await createPayments(bases, merchant.test_key, 2); // warm-up
           const load = loadavg()[0]!;
           const deliveredBefore = await count(kasse, 'delivered');
-          const cpu0 = { kasse: procs.map((p) => cpuSeconds(p.child.pid!)), postgres: postgresCpu(postmaster), receiver: cpuSeconds(receiver.child.pid!) };
+          const cpu0 = {
+            kasse: procs.map((p) => cpuSeconds(p.child.pid!)),
+            postgres: postgresCpu(postmaster),
+            receiver: cpuSeconds(receiver.child.pid!),
+          };
           const start = performance.now();
           const created = await createPayments(bases, merchant.test_key, seconds);
           const elapsed = (performance.now() - start) / 1000;
@@ -148,8 +191,12 @@ export async function run(): Promise<object> {
         }
       }
     }
-    const mean = (xs: object[], k: string) => Math.round(xs.reduce((n, x) => n + (x as Record<string, number>)[k]!, 0) / xs.length);
-    const summary = (t: Topology) => ({ payments_per_sec: mean(results[t], 'payments_per_sec'), webhook_deliveries_per_sec: mean(results[t], 'webhook_deliveries_per_sec') });
+    const mean = (xs: object[], k: string) =>
+      Math.round(xs.reduce((n, x) => n + (x as Record<string, number>)[k]!, 0) / xs.length);
+    const summary = (t: Topology) => ({
+      payments_per_sec: mean(results[t], 'payments_per_sec'),
+      webhook_deliveries_per_sec: mean(results[t], 'webhook_deliveries_per_sec'),
+    });
     const one = summary('one_process');
     const split = summary('split');
     return {

@@ -58,11 +58,28 @@ async function noiseWallets(k: SolanaKasse): Promise<Noise> {
 /** One slot's traffic: NOISE SOL transfers to fresh addresses and NOISE USDC transfers among the noise wallets. */
 async function busySlot(k: SolanaKasse, noise: Noise, real: Instruction[] | null, payer: Wallet | null): Promise<void> {
   const sends: Promise<unknown>[] = [];
-  for (const w of noise.sol) sends.push(k.chain.sign(w, [getTransferSolInstruction({ source: w, destination: (await generateKeyPairSigner()).address, amount: 1_000_000n })]).then((tx) => k.chain.send(tx)));
+  for (const w of noise.sol)
+    sends.push(
+      k.chain
+        .sign(w, [
+          getTransferSolInstruction({
+            source: w,
+            destination: (await generateKeyPairSigner()).address,
+            amount: 1_000_000n,
+          }),
+        ])
+        .then((tx) => k.chain.send(tx)),
+    );
   for (let i = 0; i < noise.usdc.length; i++) {
     const from = noise.usdc[i]!;
     const to = noise.usdc[(i + 1) % noise.usdc.length]!;
-    sends.push(k.chain.sign(from, [k.chain.usdcTransfer(from, await k.chain.ata(from.address), await k.chain.ata(to.address), 1_000n)]).then((tx) => k.chain.send(tx)));
+    sends.push(
+      k.chain
+        .sign(from, [
+          k.chain.usdcTransfer(from, await k.chain.ata(from.address), await k.chain.ata(to.address), 1_000n),
+        ])
+        .then((tx) => k.chain.send(tx)),
+    );
   }
   if (real && payer) sends.push(k.chain.sign(payer, real).then((tx) => k.chain.send(tx)));
   await Promise.all(sends);
@@ -86,9 +103,22 @@ async function perSlotCost(): Promise<object> {
       let deposits = 0;
       let slots = 0;
       for (let t = 0; t < TICKS; t++) {
-        const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `bench-real-${order++}`, chain: 'solana', token: 'solana:usdc' });
+        const res = await k.m.test.post('/payments', {
+          price_amount: 500,
+          price_currency: 'USD',
+          order_id: `bench-real-${order++}`,
+          chain: 'solana',
+          token: 'solana:usdc',
+        });
         const a = res.body.attempts[0];
-        const real = [k.chain.usdcTransfer(payer, await k.chain.ata(payer.address), await k.chain.ata(a.address), BigInt(a.pay_amount))];
+        const real = [
+          k.chain.usdcTransfer(
+            payer,
+            await k.chain.ata(payer.address),
+            await k.chain.ata(a.address),
+            BigInt(a.pay_amount),
+          ),
+        ];
         await k.send(); // opens the deposit key's token account
         const before = (await k.chain.state()).tip;
         for (let s = 0; s < SLOTS_PER_TICK; s++) {
@@ -141,7 +171,13 @@ async function paidLatency(pollIntervalMs: number): Promise<object> {
     const payer = await k.payer(10n ** 12n, 10n ** 12n);
     await k.chain.rpc('harness_autoProduce', [400]);
     for (let i = 0; i < LATENCY_SAMPLES; i++) {
-      const res = await k.m.test.post('/payments', { price_amount: 20_000, price_currency: 'USD', order_id: `lat-${pollIntervalMs}-${i}`, chain: 'solana', token: 'solana:usdc' });
+      const res = await k.m.test.post('/payments', {
+        price_amount: 20_000,
+        price_currency: 'USD',
+        order_id: `lat-${pollIntervalMs}-${i}`,
+        chain: 'solana',
+        token: 'solana:usdc',
+      });
       const id = res.body.id as string;
       const a = res.body.attempts[0];
       const sig = await k.chain.sendUsdc(payer, a.address, BigInt(a.pay_amount), { createAta: true });
@@ -154,7 +190,12 @@ async function paidLatency(pollIntervalMs: number): Promise<object> {
       }
       out.push(performance.now() - finalizedAt);
     }
-    return { poll_interval_ms: pollIntervalMs, slot_ms: 400, finality_depth_blocks: 32, ms_from_finalized_to_webhook: stats(out, 2) };
+    return {
+      poll_interval_ms: pollIntervalMs,
+      slot_ms: 400,
+      finality_depth_blocks: 32,
+      ms_from_finalized_to_webhook: stats(out, 2),
+    };
   } finally {
     await k.chain.rpc('harness_autoProduce', [0]).catch(() => {});
     await workers.stop();

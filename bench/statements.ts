@@ -24,7 +24,14 @@ import { benchDatabase } from './_pg.ts';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Loads `n` payments of `merchantId` spread over [start, start + days), with their postings and events. */
-export async function load(kasse: Kasse, merchantId: string, n: number, start: string, days: number, offset: number): Promise<void> {
+export async function load(
+  kasse: Kasse,
+  merchantId: string,
+  n: number,
+  start: string,
+  days: number,
+  offset: number,
+): Promise<void> {
   const step = (days * 86_400) / n;
   const base = sql`SELECT i, ${start}::timestamptz + (i - ${offset}) * make_interval(secs => ${step}::float8) AS ts,
       100 + (i % 9900) AS price, i % 10 = 0 AS eth, i % 100 = 0 AS reorged
@@ -76,7 +83,10 @@ export async function run(): Promise<object> {
   // The machine is shared: its load (1-minute average) at the start and the end says how busy it was.
   const loadBefore = loadavg()[0]!;
   const pg = await benchDatabase();
-  const config = loadConfig({ KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-bench-data-')), KASSE_LOG_LEVEL: 'silent' });
+  const config = loadConfig({
+    KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-bench-data-')),
+    KASSE_LOG_LEVEL: 'silent',
+  });
   const clock = new FakeClock('2026-04-15T00:00:00Z');
   const kasse = await Kasse.open({
     config,
@@ -99,12 +109,16 @@ export async function run(): Promise<object> {
     const loadSeconds = (performance.now() - started) / 1000;
     const rows = await sql<{ transactions: string; entries: string }>`
       SELECT count(DISTINCT t.id) AS transactions, count(*) AS entries FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
-      WHERE t.merchant_id = ${merchantId} AND t.mode = 'test' AND t.created_at >= '2026-03-01' AND t.created_at < '2026-04-01'`.execute(kasse.db);
+      WHERE t.merchant_id = ${merchantId} AND t.mode = 'test' AND t.created_at >= '2026-03-01' AND t.created_at < '2026-04-01'`.execute(
+      kasse.db,
+    );
 
     const bare = async () => {
       const t0 = performance.now();
       await sql`SELECT sum(e.amount) FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
-        WHERE t.merchant_id = ${merchantId} AND t.mode = 'test' AND t.created_at >= '2026-03-01' AND t.created_at < '2026-04-01'`.execute(kasse.db);
+        WHERE t.merchant_id = ${merchantId} AND t.mode = 'test' AND t.created_at >= '2026-03-01' AND t.created_at < '2026-04-01'`.execute(
+        kasse.db,
+      );
       return performance.now() - t0;
     };
     let statement: Awaited<ReturnType<typeof kasse.statements.get>> | null = null;
@@ -127,7 +141,8 @@ export async function run(): Promise<object> {
       }
     }
     const s = statement!;
-    if (s.reconciliation_gap_usd_cents !== 0) throw new Error(`reconciliation gap ${s.reconciliation_gap_usd_cents} on the bench data`);
+    if (s.reconciliation_gap_usd_cents !== 0)
+      throw new Error(`reconciliation gap ${s.reconciliation_gap_usd_cents} on the bench data`);
     const ratio = Math.round((median(statementMs) / median(bareMs)) * 100) / 100;
     return {
       payments: n,
@@ -139,7 +154,15 @@ export async function run(): Promise<object> {
       ratio,
       goal_ratio: 3,
       load_average: { start: loadBefore, end: loadavg()[0]! },
-      statement: { payments: s.payments, credits: s.credits, conversions: s.conversions, reversals: s.reversals, opening: s.opening_balance_usd_cents, closing: s.closing_balance_usd_cents, gap: s.reconciliation_gap_usd_cents },
+      statement: {
+        payments: s.payments,
+        credits: s.credits,
+        conversions: s.conversions,
+        reversals: s.reversals,
+        opening: s.opening_balance_usd_cents,
+        closing: s.closing_balance_usd_cents,
+        gap: s.reconciliation_gap_usd_cents,
+      },
     };
   } finally {
     await kasse.close();

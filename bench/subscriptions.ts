@@ -65,7 +65,14 @@ async function bareInsert(kasse: Kasse, merchantId: string, n: number, at: Date,
   return performance.now() - t0;
 }
 
-async function bareStream(kasse: Kasse, merchantId: string, n: number, at: Date, k: number, streams: number): Promise<void> {
+async function bareStream(
+  kasse: Kasse,
+  merchantId: string,
+  n: number,
+  at: Date,
+  k: number,
+  streams: number,
+): Promise<void> {
   for (let i = k * SCHEDULER_BATCH; i < n; i += SCHEDULER_BATCH * streams) {
     const rows = Array.from({ length: Math.min(SCHEDULER_BATCH, n - i) }, (_, j) => ({
       id: newId('pay'),
@@ -95,7 +102,12 @@ export async function run(): Promise<object> {
   const loadBefore = loadavg()[0]!;
   const pg = await benchDatabase();
   const receiver = await startChild<{ url: string; countUrl: string }>('bench/servers/smtp-receiver.ts', {});
-  const config = loadConfig({ KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-bench-data-')), KASSE_LOG_LEVEL: 'silent', KASSE_SMTP_URL: receiver.info.url, KASSE_MAIL_FROM: 'Bench <bench@example.com>' });
+  const config = loadConfig({
+    KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-bench-data-')),
+    KASSE_LOG_LEVEL: 'silent',
+    KASSE_SMTP_URL: receiver.info.url,
+    KASSE_MAIL_FROM: 'Bench <bench@example.com>',
+  });
   const clock = new FakeClock('2026-04-01T00:00:00Z');
   const kasse = await Kasse.open({
     config,
@@ -139,8 +151,11 @@ export async function run(): Promise<object> {
     const bareRate = n / (median(bareMs) / 1000);
     const bareSideBySideRate = n / (median(bareSideBySideMs) / 1000);
     const schedulerRate = n / (median(schedulerMs) / 1000);
-    const outbox = await sql<{ n: string }>`SELECT count(*) AS n FROM email_outbox WHERE kind = 'subscription.invoice'`.execute(kasse.db);
-    if (Number(outbox.rows[0]!.n) !== invoiced) throw new Error(`expected ${invoiced} invoice mails, found ${outbox.rows[0]!.n}`);
+    const outbox = await sql<{
+      n: string;
+    }>`SELECT count(*) AS n FROM email_outbox WHERE kind = 'subscription.invoice'`.execute(kasse.db);
+    if (Number(outbox.rows[0]!.n) !== invoiced)
+      throw new Error(`expected ${invoiced} invoice mails, found ${outbox.rows[0]!.n}`);
 
     // The email sender: `mails` invoice emails from the outbox to the local receiver, one worker pass.
     await sql`DELETE FROM email_outbox`.execute(kasse.db);
@@ -167,7 +182,11 @@ export async function run(): Promise<object> {
       bare_side_by_side_rows_per_second: Math.round(bareSideBySideRate),
       ratio_to_side_by_side: Math.round((schedulerRate / bareSideBySideRate) * 100) / 100,
       goal_ratio: 0.5,
-      email: { messages: mails, seconds: Math.round(mailSeconds * 100) / 100, per_second: Math.round(mails / mailSeconds) },
+      email: {
+        messages: mails,
+        seconds: Math.round(mailSeconds * 100) / 100,
+        per_second: Math.round(mails / mailSeconds),
+      },
       load_average: { start: loadBefore, end: loadavg()[0]! },
     };
   } finally {

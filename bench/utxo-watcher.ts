@@ -41,7 +41,13 @@ const randomAddress = () => addressOfKeyHash(randomBytes(20), params);
 async function busyMempool(k: UtxoKasse, order: number): Promise<void> {
   await k.payer.sendMany(Array.from({ length: NOISE_OUTPUTS }, () => [randomAddress(), 10_000n] as [string, bigint]));
   for (let i = 0; i < NOISE_TXS; i++) await k.payer.send(randomAddress(), 20_000n);
-  const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `bench-real-${order}`, chain: 'litecoin', token: 'litecoin:ltc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 500,
+    price_currency: 'USD',
+    order_id: `bench-real-${order}`,
+    chain: 'litecoin',
+    token: 'litecoin:ltc',
+  });
   await k.payer.send(res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount));
 }
 
@@ -53,7 +59,8 @@ async function perBlockCost(node: LitecoinNode): Promise<object> {
     const watcher = k.adapter.watcher(k.t.kasse.payments.deposits);
     await watcher.tick();
     const rpc = k.adapter.rpc();
-    const count = (pred: (m: string) => boolean) => [...rpc.counts].filter(([m]) => pred(m)).reduce((n, [, v]) => n + v, 0);
+    const count = (pred: (m: string) => boolean) =>
+      [...rpc.counts].filter(([m]) => pred(m)).reduce((n, [, v]) => n + v, 0);
     const bySize: Record<string, object> = {};
     let order = 0;
     let mempoolPoll: object | null = null;
@@ -73,7 +80,14 @@ async function perBlockCost(node: LitecoinNode): Promise<object> {
           const t0 = performance.now();
           const r = await watcher.tick();
           const c = process.cpuUsage(c0);
-          if (size === SIZES[0]) mempoolPoll = { new_transactions: NOISE_TXS + 2, rpc_calls: count(MEMPOOL_METHODS.has.bind(MEMPOOL_METHODS)) - before, deposits_found: r.mempoolDeposits, cpu_ms: Math.round((c.user + c.system) / 100) / 10, wall_ms: Math.round(performance.now() - t0) };
+          if (size === SIZES[0])
+            mempoolPoll = {
+              new_transactions: NOISE_TXS + 2,
+              rpc_calls: count(MEMPOOL_METHODS.has.bind(MEMPOOL_METHODS)) - before,
+              deposits_found: r.mempoolDeposits,
+              cpu_ms: Math.round((c.user + c.system) / 100) / 10,
+              wall_ms: Math.round(performance.now() - t0),
+            };
         }
         await k.payer.mine(1);
         const blockBefore = count((m) => !MEMPOOL_METHODS.has(m));
@@ -110,13 +124,24 @@ async function perBlockCost(node: LitecoinNode): Promise<object> {
 }
 
 /** Payment broadcast → payment.detected webhook received, with the workers running on their timers. */
-async function detectLatency(node: LitecoinNode, payer: LitecoinWallet, pollIntervalMs: number, samples: number): Promise<object> {
+async function detectLatency(
+  node: LitecoinNode,
+  payer: LitecoinWallet,
+  pollIntervalMs: number,
+  samples: number,
+): Promise<object> {
   const k = await startUtxoKasse({ rpcUrl: node.url, pollIntervalMs, payer });
   const workers = startWorkers(k.t.kasse);
   try {
     const out: number[] = [];
     for (let i = 0; i < samples; i++) {
-      const res = await k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `lat-${pollIntervalMs}-${i}`, chain: 'litecoin', token: 'litecoin:ltc' });
+      const res = await k.m.test.post('/payments', {
+        price_amount: 500,
+        price_currency: 'USD',
+        order_id: `lat-${pollIntervalMs}-${i}`,
+        chain: 'litecoin',
+        token: 'litecoin:ltc',
+      });
       const id = res.body.id as string;
       await new Promise((r) => setTimeout(r, Math.random() * pollIntervalMs));
       const sent = performance.now();
@@ -148,8 +173,7 @@ export async function run(): Promise<object> {
       goal: 'same cost per block at every number of open addresses; at most 3 RPC calls per block plus the mempool poll',
       per_block: cost,
       detect_latency_ms: { default_poll: latency10, poll_1s: latency1 },
-      note:
-        'rpc_calls_per_block counts getbestblockhash, getblockheader of the cursor and getblock of the new block; the mempool poll (getrawmempool, and one batched getrawtransaction when new transactions wait) is counted apart. cpu_ms_per_block is the whole Kasse process (watcher, payments module, PostgreSQL client); wall_ms_per_block adds litecoind and PostgreSQL on the same 2 cores.',
+      note: 'rpc_calls_per_block counts getbestblockhash, getblockheader of the cursor and getblock of the new block; the mempool poll (getrawmempool, and one batched getrawtransaction when new transactions wait) is counted apart. cpu_ms_per_block is the whole Kasse process (watcher, payments module, PostgreSQL client); wall_ms_per_block adds litecoind and PostgreSQL on the same 2 cores.',
     };
   } finally {
     await node.stop();

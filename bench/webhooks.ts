@@ -68,7 +68,6 @@ function paymentLike(i: number) {
   };
 }
 
-
 async function receivedCount(url: string): Promise<{ count: number; bad: number }> {
   return (await fetch(url)).json() as Promise<{ count: number; bad: number }>;
 }
@@ -81,7 +80,13 @@ interface Round {
 }
 
 /** The bare side: signed POSTs of a stored body, no database. */
-async function bareRound(url: string, events: number, concurrency: number, body: string, receiverPid: number): Promise<Round> {
+async function bareRound(
+  url: string,
+  events: number,
+  concurrency: number,
+  body: string,
+  receiverPid: number,
+): Promise<Round> {
   const target = new URL(url);
   const pool = new Pool(target.origin, { connections: concurrency });
   const load = loadavg()[0]!;
@@ -97,7 +102,12 @@ async function bareRound(url: string, events: number, concurrency: number, body:
         const res = await pool.request({
           path: target.pathname,
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'service-signature': sig, 'service-event-id': `evt_${i}`, 'service-event-type': 'payment.paid' },
+          headers: {
+            'content-type': 'application/json',
+            'service-signature': sig,
+            'service-event-id': `evt_${i}`,
+            'service-event-type': 'payment.paid',
+          },
           body,
         });
         await res.body.text();
@@ -110,13 +120,23 @@ async function bareRound(url: string, events: number, concurrency: number, body:
   return {
     deliveries_per_sec: Math.round(events / seconds),
     seconds: Math.round(seconds * 100) / 100,
-    cpu_us_per_delivery: { kasse: Math.round((self.user + self.system) / events), receiver: Math.round(((cpuSeconds(receiverPid) - cpu0.receiver) * 1e6) / events) },
+    cpu_us_per_delivery: {
+      kasse: Math.round((self.user + self.system) / events),
+      receiver: Math.round(((cpuSeconds(receiverPid) - cpu0.receiver) * 1e6) / events),
+    },
     load_average: Math.round(load * 10) / 10,
   };
 }
 
 /** The Kasse side: publish N events, then let the workers deliver them; the clock runs from start to last record. */
-async function kasseRound(kasse: Kasse, merchantId: string, events: number, round: number, receiverPid: number, postmaster: number): Promise<Round & { publish_per_sec: number }> {
+async function kasseRound(
+  kasse: Kasse,
+  merchantId: string,
+  events: number,
+  round: number,
+  receiverPid: number,
+  postmaster: number,
+): Promise<Round & { publish_per_sec: number }> {
   const publishStart = performance.now();
   const perTx = 1000;
   for (let i = 0; i < events; i += perTx) {
@@ -124,7 +144,14 @@ async function kasseRound(kasse: Kasse, merchantId: string, events: number, roun
       const batch = [];
       for (let j = i; j < Math.min(events, i + perTx); j++) {
         const data = paymentLike(round * events + j);
-        batch.push({ mode: 'test' as const, merchantId, type: 'payment.paid', orderingKey: data.id, data, destination: null });
+        batch.push({
+          mode: 'test' as const,
+          merchantId,
+          type: 'payment.paid',
+          orderingKey: data.id,
+          data,
+          destination: null,
+        });
       }
       await kasse.webhooks.publishMany(tx, batch);
     });
@@ -139,7 +166,9 @@ async function kasseRound(kasse: Kasse, merchantId: string, events: number, roun
   let pending = events;
   while (pending > 0) {
     await new Promise((r) => setTimeout(r, 50));
-    const row = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`.execute(kasse.db);
+    const row = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`.execute(
+      kasse.db,
+    );
     pending = Number(row.rows[0]!.n);
   }
   const seconds = (performance.now() - start) / 1000;
@@ -185,11 +214,18 @@ export async function run(): Promise<object> {
       bare.push(await bareRound(receiver.info.url, events, config.webhooks.concurrency, body, pid));
       measured.push(await kasseRound(kasse, merchant.merchant_id, events, r, pid, postmaster));
     }
-    const logged = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_attempts WHERE outcome = 'delivered'`.execute(kasse.db);
+    const logged = await sql<{
+      n: string;
+    }>`SELECT count(*) AS n FROM webhook_attempts WHERE outcome = 'delivered'`.execute(kasse.db);
     const got = await receivedCount(receiver.info.url);
     const summary = (xs: Round[]) => ({
       deliveries_per_sec: mean(xs.map((x) => x.deliveries_per_sec)),
-      cpu_us_per_delivery: Object.fromEntries(Object.keys(xs[0]!.cpu_us_per_delivery).map((k) => [k, mean(xs.map((x) => (x.cpu_us_per_delivery as Record<string, number>)[k]!))])),
+      cpu_us_per_delivery: Object.fromEntries(
+        Object.keys(xs[0]!.cpu_us_per_delivery).map((k) => [
+          k,
+          mean(xs.map((x) => (x.cpu_us_per_delivery as Record<string, number>)[k]!)),
+        ]),
+      ),
     });
     return {
       events_per_round: events,
@@ -198,7 +234,10 @@ export async function run(): Promise<object> {
       body_bytes: Buffer.byteLength(body),
       kasse: { ...summary(measured), rounds: measured },
       bare: { ...summary(bare), rounds: bare },
-      ratio_to_bare: Math.round((mean(measured.map((x) => x.deliveries_per_sec)) / mean(bare.map((x) => x.deliveries_per_sec))) * 100) / 100,
+      ratio_to_bare:
+        Math.round(
+          (mean(measured.map((x) => x.deliveries_per_sec)) / mean(bare.map((x) => x.deliveries_per_sec))) * 100,
+        ) / 100,
       uptime: { before: uptimeBefore, after: uptime() },
       attempts_logged: Number(logged.rows[0]!.n),
       receiver_acknowledged: got.count - rounds * events,

@@ -102,8 +102,12 @@ function url(env: Env, name: string): string | null {
 }
 
 export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
-  const roles = (env.KASSE_ROLES ?? 'api,workers').split(',').map((r) => r.trim()).filter(Boolean);
-  for (const r of roles) if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
+  const roles = (env.KASSE_ROLES ?? 'api,workers')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of roles)
+    if (r !== 'api' && r !== 'workers') throw new ConfigError(`KASSE_ROLES: unknown role "${r}" (use api, workers)`);
   return {
     databaseUrl: env.DATABASE_URL || null,
     dataDir: resolve(KASSE_HOME, env.KASSE_DATA_DIR || 'data'),
@@ -143,7 +147,10 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
       hotWalletKey: env.KASSE_HOT_WALLET_KEY || null,
     },
     swapFeeBps: int(env, 'KASSE_SWAP_FEE_BPS', 50, 0, 10000),
-    fx: { url: url(env, 'KASSE_FX_URL') ?? 'https://api.frankfurter.dev/v1', timeoutMs: int(env, 'KASSE_FX_TIMEOUT_MS', 5000, 100) },
+    fx: {
+      url: url(env, 'KASSE_FX_URL') ?? 'https://api.frankfurter.dev/v1',
+      timeoutMs: int(env, 'KASSE_FX_TIMEOUT_MS', 5000, 100),
+    },
     mail: { smtpUrl: smtpUrl(env, 'KASSE_SMTP_URL'), from: mailbox(env, 'KASSE_MAIL_FROM', 'Kasse <kasse@localhost>') },
   };
 }

@@ -126,9 +126,30 @@ export class Kasse {
     this.metrics = new Metrics(true);
     this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
     this.audit = new AuditLog(db, clock);
-    this.email = new EmailService({ db, clock, log, mail: config.mail, messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse' });
-    this.users = new Users({ db, clock, log, secretKey: secrets.secretKey, email: this.email, audit: this.audit, merchants: this.merchants, checkoutBase: () => this.urls.checkout });
-    this.merchantSettings = new MerchantSettings({ db, clock, merchants: this.merchants, audit: this.audit, users: this.users });
+    this.email = new EmailService({
+      db,
+      clock,
+      log,
+      mail: config.mail,
+      messageIdHost: () => new URL(this.urls.checkout).hostname || 'kasse',
+    });
+    this.users = new Users({
+      db,
+      clock,
+      log,
+      secretKey: secrets.secretKey,
+      email: this.email,
+      audit: this.audit,
+      merchants: this.merchants,
+      checkoutBase: () => this.urls.checkout,
+    });
+    this.merchantSettings = new MerchantSettings({
+      db,
+      clock,
+      merchants: this.merchants,
+      audit: this.audit,
+      users: this.users,
+    });
     this.rateLimiter = new RateLimiter(db, clock);
     this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
     this.health = new NetworkHealth({ db, clock, log });
@@ -164,10 +185,26 @@ export class Kasse {
     });
     const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });
     this.invoices = new InvoiceService({ db, clock, merchants: this.merchants, fx, audit: this.audit });
-    this.links = new LinkService({ db, clock, payments: this.payments, audit: this.audit, checkoutBase: () => this.urls.checkout });
+    this.links = new LinkService({
+      db,
+      clock,
+      payments: this.payments,
+      audit: this.audit,
+      checkoutBase: () => this.urls.checkout,
+    });
     this.eventStream = new EventStreamHub(db);
     this.subscriptionLinks = new CustomerLinks(secrets.secretKey, () => this.urls.checkout);
-    this.subscriptions = new SubscriptionService({ db, clock, log, payments: this.payments, events: this.webhooks, email: this.email, audit: this.audit, merchants: this.merchants, links: this.subscriptionLinks });
+    this.subscriptions = new SubscriptionService({
+      db,
+      clock,
+      log,
+      payments: this.payments,
+      events: this.webhooks,
+      email: this.email,
+      audit: this.audit,
+      merchants: this.merchants,
+      links: this.subscriptionLinks,
+    });
     this.disbursements = new DisbursementService({
       db,
       clock,
@@ -220,7 +257,10 @@ export class Kasse {
     const kasse = new Kasse(opts.config, secrets, db, opts.clock ?? systemClock, log, notifier, families);
     await kasse.health.load();
     if (notifier) {
-      await notifier.listen(HEALTH_CHANNEL, () => void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read')));
+      await notifier.listen(
+        HEALTH_CHANNEL,
+        () => void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read')),
+      );
       await notifier.listen(KEYS_CHANNEL, (hash) => kasse.merchants.invalidate(hash));
       await notifier.listen(WEBHOOKS_CHANNEL, () => kasse.webhooks.nudge());
       await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());

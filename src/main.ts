@@ -36,11 +36,22 @@ async function main(): Promise<void> {
     // The CLI prints links (user set-up) against the bound checkout URL, also when a port was picked (0).
     mkdirSync(config.dataDir, { recursive: true });
     writeFileSync(join(config.dataDir, 'urls.json'), `${JSON.stringify(kasse.urls)}\n`);
-    process.stdout.write(`live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`);
+    process.stdout.write(
+      `live api: ${kasse.apiBase('live')}\ntest api: ${kasse.apiBase('test')}\ncheckout: ${kasse.urls.checkout}\n`,
+    );
   }
-  log.info({ roles: config.roles, urls: kasse.urls, embedded: !config.databaseUrl, chain_families: kasse.families.map((f) => f.family.name) }, 'kasse started');
+  log.info(
+    {
+      roles: config.roles,
+      urls: kasse.urls,
+      embedded: !config.databaseUrl,
+      chain_families: kasse.families.map((f) => f.family.name),
+    },
+    'kasse started',
+  );
   // One line per mode: which networks run and what the others are missing (GET /currencies has it per coin).
-  for (const mode of ['live', 'test'] as const) log[kasse.chains.anyAvailable(mode) ? 'info' : 'warn']({ mode }, kasse.chains.describe(mode));
+  for (const mode of ['live', 'test'] as const)
+    log[kasse.chains.anyAvailable(mode) ? 'info' : 'warn']({ mode }, kasse.chains.describe(mode));
 
   let stopping = false;
   const shutdown = async (signal: string) => {

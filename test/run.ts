@@ -134,7 +134,9 @@ async function main(): Promise<number> {
   await infra.stop();
   const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
   const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
-  process.stdout.write(`${count('pass')} passed, ${count('fail') + count('cancelled')} failed, ${count('skipped')} skipped\n`);
+  process.stdout.write(
+    `${count('pass')} passed, ${count('fail') + count('cancelled')} failed, ${count('skipped')} skipped\n`,
+  );
   await database.stop();
   return code;
 }

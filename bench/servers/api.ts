@@ -14,7 +14,11 @@ import { startListeners } from '../../src/server.ts';
 import { startWorkers } from '../../src/workers/index.ts';
 
 const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
-const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', logDestination(2)) });
+const kasse = await Kasse.open({
+  config,
+  databaseUrl: process.env.DATABASE_URL!,
+  log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', logDestination(2)),
+});
 await startListeners(kasse);
 startWorkers(kasse);
 const merchant = await kasse.merchants.create({ name: 'Bench' });
@@ -27,8 +31,11 @@ await sql`CREATE TABLE IF NOT EXISTS bench_rows (id text PRIMARY KEY, merchant_i
   order_id text, description text, metadata jsonb, expires_at timestamptz, created_at timestamptz)`.execute(kasse.db);
 bare.post('/bare-insert', async (req) => {
   const body = req.body as { price_amount: number; order_id: string; description?: string; metadata?: unknown };
-  const { rows } = await sql`INSERT INTO bench_rows VALUES (${newId('pay')}, ${merchant.merchant_id}, 'test', 'waiting', ${body.price_amount},
-    ${body.order_id}, ${body.description ?? null}, ${JSON.stringify(body.metadata ?? {})}, now() + interval '1 day', now()) RETURNING *`.execute(kasse.db);
+  const { rows } =
+    await sql`INSERT INTO bench_rows VALUES (${newId('pay')}, ${merchant.merchant_id}, 'test', 'waiting', ${body.price_amount},
+    ${body.order_id}, ${body.description ?? null}, ${JSON.stringify(body.metadata ?? {})}, now() + interval '1 day', now()) RETURNING *`.execute(
+      kasse.db,
+    );
   const row = rows[0] as Record<string, unknown>;
   return { ...row, price_amount: Number(row.price_amount) };
 });

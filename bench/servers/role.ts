@@ -11,7 +11,11 @@ import { startListeners } from '../../src/server.ts';
 import { startWorkers } from '../../src/workers/index.ts';
 
 const config = loadConfig({ ...process.env, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0' });
-const kasse = await Kasse.open({ config, databaseUrl: process.env.DATABASE_URL!, log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })) });
+const kasse = await Kasse.open({
+  config,
+  databaseUrl: process.env.DATABASE_URL!,
+  log: createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: 2, sync: false })),
+});
 if (config.roles.includes('api')) await startListeners(kasse);
 if (config.roles.includes('workers')) startWorkers(kasse);
 process.stdout.write(`${JSON.stringify({ test: config.roles.includes('api') ? kasse.apiBase('test') : null })}\n`);

@@ -28,6 +28,8 @@ smtp.listen(0, '127.0.0.1', () => {
   const smtpPort = (smtp.server.address() as { port: number }).port;
   http.listen(0, '127.0.0.1', () => {
     const { port } = http.address() as { port: number };
-    process.stdout.write(`${JSON.stringify({ url: `smtp://127.0.0.1:${smtpPort}`, countUrl: `http://127.0.0.1:${port}/count` })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ url: `smtp://127.0.0.1:${smtpPort}`, countUrl: `http://127.0.0.1:${port}/count` })}\n`,
+    );
   });
 });

@@ -21,7 +21,13 @@ async function documentFromTemporaryKasse(): Promise<Record<string, unknown>> {
   const pg = await startEmbedded(dir, 'postgres');
   try {
     const config = loadConfig({ KASSE_DATA_DIR: dir, KASSE_LOG_LEVEL: 'silent' });
-    const kasse = await Kasse.open({ config, databaseUrl: pg.url, log: createLogger('silent'), listen: false, poolSize: 2 });
+    const kasse = await Kasse.open({
+      config,
+      databaseUrl: pg.url,
+      log: createLogger('silent'),
+      listen: false,
+      poolSize: 2,
+    });
     try {
       const app = await buildApiServer({ kasse, mode: 'test' });
       const res = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
@@ -37,7 +43,9 @@ async function documentFromTemporaryKasse(): Promise<Record<string, unknown>> {
 }
 
 const { values } = parseArgs({ options: { from: { type: 'string' } } });
-const doc = values.from ? ((await (await fetch(values.from)).json()) as Record<string, unknown>) : await documentFromTemporaryKasse();
+const doc = values.from
+  ? ((await (await fetch(values.from)).json()) as Record<string, unknown>)
+  : await documentFromTemporaryKasse();
 const out = new URL('../src/generated/', import.meta.url);
 for (const [name, text] of Object.entries(await generatedFiles(doc))) {
   writeFileSync(new URL(name, out), text);

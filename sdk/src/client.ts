@@ -80,8 +80,10 @@ export class KasseClientCore {
   private readonly maxRetryDelay: number;
 
   constructor(apiKey: string, options: KasseOptions) {
-    if (typeof apiKey !== 'string' || apiKey === '') throw new TypeError('new Kasse(key, { baseUrl }): the API key is required');
-    if (!options || typeof options.baseUrl !== 'string') throw new TypeError('new Kasse(key, { baseUrl }): baseUrl is required, e.g. http://127.0.0.1:8081/v1');
+    if (typeof apiKey !== 'string' || apiKey === '')
+      throw new TypeError('new Kasse(key, { baseUrl }): the API key is required');
+    if (!options || typeof options.baseUrl !== 'string')
+      throw new TypeError('new Kasse(key, { baseUrl }): baseUrl is required, e.g. http://127.0.0.1:8081/v1');
     this.apiKey = apiKey;
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.fetch = options.fetch ?? globalThis.fetch;
@@ -124,7 +126,10 @@ export class KasseClientCore {
   async request<T>(meta: Meta, pathArgs: unknown[], input: unknown, options: RequestOptions = {}): Promise<T> {
     const hasBody = meta.body && input !== undefined;
     const url = this.url(meta, pathArgs, meta.body ? undefined : (input as Record<string, unknown> | undefined));
-    const headers = this.headers(meta, options, { accept: meta.binary ? '*/*' : 'application/json', ...(hasBody ? { 'content-type': 'application/json' } : {}) });
+    const headers = this.headers(meta, options, {
+      accept: meta.binary ? '*/*' : 'application/json',
+      ...(hasBody ? { 'content-type': 'application/json' } : {}),
+    });
     const body = hasBody ? JSON.stringify(input) : undefined;
     const idempotent = meta.method === 'get' || meta.idempotencyKey;
     const maxRetries = options.maxRetries ?? this.maxRetries;
@@ -139,13 +144,23 @@ export class KasseClientCore {
           continue;
         }
         const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-        throw new KasseConnectionError({ message: `No answer from ${this.baseUrl} (${cause}): ${(err as Error).message}`, status: null, code: null, param: null, requestId: null });
+        throw new KasseConnectionError({
+          message: `No answer from ${this.baseUrl} (${cause}): ${(err as Error).message}`,
+          status: null,
+          code: null,
+          param: null,
+          requestId: null,
+        });
       }
-      if (res.ok) return (res.status === 204 ? undefined : meta.binary ? new Uint8Array(await res.arrayBuffer()) : await res.json()) as T;
+      if (res.ok)
+        return (
+          res.status === 204 ? undefined : meta.binary ? new Uint8Array(await res.arrayBuffer()) : await res.json()
+        ) as T;
       const retry = attempt < maxRetries && (res.status === 429 || (idempotent && RETRYABLE_STATUS.has(res.status)));
       if (retry) {
         await res.body?.cancel();
-        const wait = res.status === 429 ? (retryAfterMs(res.headers) ?? this.backoff(attempt + 1)) : this.backoff(attempt + 1);
+        const wait =
+          res.status === 429 ? (retryAfterMs(res.headers) ?? this.backoff(attempt + 1)) : this.backoff(attempt + 1);
         await sleep(Math.min(wait, this.maxRetryDelay), options.signal);
         continue;
       }
@@ -159,21 +174,40 @@ export class KasseClientCore {
   }
 
   /** A list call: the first page when awaited, every item when iterated. */
-  list(meta: Meta, pathArgs: unknown[], query: Record<string, unknown> | undefined, options?: RequestOptions): PagePromise<Page<unknown>> {
+  list(
+    meta: Meta,
+    pathArgs: unknown[],
+    query: Record<string, unknown> | undefined,
+    options?: RequestOptions,
+  ): PagePromise<Page<unknown>> {
     return new PagePromise((cursor) => this.request(meta, pathArgs, cursor ? { ...query, cursor } : query, options));
   }
 
   /** A stream call: server-sent events, reconnecting with Last-Event-ID. */
-  stream(meta: Meta, pathArgs: unknown[], query: Record<string, unknown> | undefined, options: StreamOptions & RequestOptions = {}): EventStream {
+  stream(
+    meta: Meta,
+    pathArgs: unknown[],
+    query: Record<string, unknown> | undefined,
+    options: StreamOptions & RequestOptions = {},
+  ): EventStream {
     const url = this.url(meta, pathArgs, query);
     return new EventStream(async (lastEventId, signal) => {
-      const headers = this.headers(meta, options, { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) });
+      const headers = this.headers(meta, options, {
+        accept: 'text/event-stream',
+        ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+      });
       let res: Response;
       try {
         res = await this.fetch(url, { headers, signal });
       } catch (err) {
         if (signal?.aborted) throw err;
-        throw new KasseConnectionError({ message: `No answer from ${this.baseUrl}: ${(err as Error).message}`, status: null, code: null, param: null, requestId: null });
+        throw new KasseConnectionError({
+          message: `No answer from ${this.baseUrl}: ${(err as Error).message}`,
+          status: null,
+          code: null,
+          param: null,
+          requestId: null,
+        });
       }
       if (!res.ok || !res.body) throw errorFromResponse(res.status, res.headers, await res.json().catch(() => null));
       return res;
@@ -197,7 +231,10 @@ function methodFor(core: KasseClientCore, id: OperationId) {
 
 function build(core: KasseClientCore, table: object): Record<string, unknown> {
   return Object.fromEntries(
-    Object.entries(table).map(([name, entry]) => [name, 'operationId' in entry ? methodFor(core, (entry as Endpoint<OperationId>).operationId) : build(core, entry)]),
+    Object.entries(table).map(([name, entry]) => [
+      name,
+      'operationId' in entry ? methodFor(core, (entry as Endpoint<OperationId>).operationId) : build(core, entry),
+    ]),
   );
 }
 

@@ -24,6 +24,14 @@ export { PagePromise, type Page } from './pagination.ts';
 export { RESOURCES, type Endpoint, type Method, type Resources } from './resources.ts';
 export { EventStream, type StreamMessage, type StreamOptions } from './stream.ts';
 export { createSseParser, type SseMessage } from './sse.ts';
-export { constructEvent, DEFAULT_TOLERANCE, KasseSignatureVerificationError, sign, webhooks, type ConstructEventOptions, type SignatureFailure } from './webhooks.ts';
+export {
+  constructEvent,
+  DEFAULT_TOLERANCE,
+  KasseSignatureVerificationError,
+  sign,
+  webhooks,
+  type ConstructEventOptions,
+  type SignatureFailure,
+} from './webhooks.ts';
 export { OPERATIONS } from './generated/operations.ts';
 export type * from './types.ts';

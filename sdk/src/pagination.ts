@@ -8,7 +8,9 @@ export interface Page<Item> {
   next_cursor?: string | null;
 }
 
-export class PagePromise<P extends Page<Item>, Item = P['data'][number]> implements PromiseLike<P>, AsyncIterable<Item> {
+export class PagePromise<P extends Page<Item>, Item = P['data'][number]>
+  implements PromiseLike<P>, AsyncIterable<Item>
+{
   private first: Promise<P> | undefined;
 
   constructor(private readonly fetchPage: (cursor: string | undefined) => Promise<P>) {}
@@ -18,7 +20,10 @@ export class PagePromise<P extends Page<Item>, Item = P['data'][number]> impleme
   }
 
   // biome-ignore lint/suspicious/noThenProperty: deliberately a thenable: awaiting a list call gives its first page
-  then<A = P, B = never>(onFulfilled?: ((page: P) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+  then<A = P, B = never>(
+    onFulfilled?: ((page: P) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
     return this.firstPage().then(onFulfilled, onRejected);
   }
 

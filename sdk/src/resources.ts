@@ -31,11 +31,31 @@ export const RESOURCES = {
     refund: op('refundPayment'),
   },
   links: { create: op('createLink'), list: op('listLinks'), retrieve: op('getLink'), update: op('updateLink') },
-  events: { list: op('listEvents'), retrieve: op('getEvent'), redeliver: op('redeliverEvent'), stream: op('streamEvents') },
+  events: {
+    list: op('listEvents'),
+    retrieve: op('getEvent'),
+    redeliver: op('redeliverEvent'),
+    stream: op('streamEvents'),
+  },
   statements: { retrieve: op('getStatement') },
-  taxInvoices: { create: op('createTaxInvoice'), list: op('listTaxInvoices'), retrieve: op('getTaxInvoice'), pdf: op('getTaxInvoicePdf') },
-  subscriptions: { create: op('createSubscription'), list: op('listSubscriptions'), retrieve: op('getSubscription'), cancel: op('cancelSubscription') },
-  disbursements: { create: op('createDisbursement'), list: op('listDisbursements'), retrieve: op('getDisbursement'), cancel: op('cancelDisbursement') },
+  taxInvoices: {
+    create: op('createTaxInvoice'),
+    list: op('listTaxInvoices'),
+    retrieve: op('getTaxInvoice'),
+    pdf: op('getTaxInvoicePdf'),
+  },
+  subscriptions: {
+    create: op('createSubscription'),
+    list: op('listSubscriptions'),
+    retrieve: op('getSubscription'),
+    cancel: op('cancelSubscription'),
+  },
+  disbursements: {
+    create: op('createDisbursement'),
+    list: op('listDisbursements'),
+    retrieve: op('getDisbursement'),
+    cancel: op('cancelDisbursement'),
+  },
   testHelpers: { payments: { simulate: op('simulatePayment') }, subscriptions: { advance: op('advanceSubscription') } },
 } as const;
 
@@ -71,9 +91,13 @@ type Returns<Id extends OperationId> = Meta<Id>['stream'] extends true
       ? PagePromise<ResponseBody<Id> & { data: Array<Item<Id>> }, Item<Id>>
       : Promise<ResponseBody<Id>>;
 
-type Options<Id extends OperationId> = Meta<Id>['stream'] extends true ? StreamOptions & RequestOptions : RequestOptions;
+type Options<Id extends OperationId> = Meta<Id>['stream'] extends true
+  ? StreamOptions & RequestOptions
+  : RequestOptions;
 
-export type Method<Id extends OperationId> = (...args: [...PathArgs<Meta<Id>['path']>, ...InputArgs<Id>, options?: Options<Id>]) => Returns<Id>;
+export type Method<Id extends OperationId> = (
+  ...args: [...PathArgs<Meta<Id>['path']>, ...InputArgs<Id>, options?: Options<Id>]
+) => Returns<Id>;
 
 type MethodsOf<T> = { readonly [K in keyof T]: T[K] extends Endpoint<infer Id> ? Method<Id> : MethodsOf<T[K]> };
 

@@ -17,7 +17,10 @@ export interface SseParser {
   push(text: string): void;
 }
 
-export function createSseParser(onMessage: (m: SseMessage) => void, onRetry: (ms: number) => void = () => {}): SseParser {
+export function createSseParser(
+  onMessage: (m: SseMessage) => void,
+  onRetry: (ms: number) => void = () => {},
+): SseParser {
   let buffer = '';
   let lastId: string | undefined;
   let event = '';

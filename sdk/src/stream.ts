@@ -49,7 +49,9 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /** Errors a new connection may get past: no answer, rate limited, the server failing. */
 const transient = (err: unknown) =>
-  err instanceof KasseConnectionError || err instanceof KasseRateLimitError || (err instanceof KasseError && (err.status ?? 0) >= 500);
+  err instanceof KasseConnectionError ||
+  err instanceof KasseRateLimitError ||
+  (err instanceof KasseError && (err.status ?? 0) >= 500);
 
 export class EventStream implements AsyncIterable<StreamMessage> {
   /** The id of the last message received: where a new stream would resume. */
@@ -89,7 +91,16 @@ export class EventStream implements AsyncIterable<StreamMessage> {
       } catch (err) {
         if (signal?.aborted) return;
         if (!transient(err) && err instanceof KasseError && err.status !== null) throw err;
-        reason = err instanceof KasseError ? err : new KasseConnectionError({ message: `The event stream broke: ${(err as Error).message}`, status: null, code: null, param: null, requestId: null });
+        reason =
+          err instanceof KasseError
+            ? err
+            : new KasseConnectionError({
+                message: `The event stream broke: ${(err as Error).message}`,
+                status: null,
+                code: null,
+                param: null,
+                requestId: null,
+              });
         failures++;
       }
       if (!reconnect || signal?.aborted) {

@@ -34,24 +34,29 @@ export type OperationId = keyof operations;
 
 /** The JSON body an operation takes (never when it takes none). */
 export type RequestBody<Id extends OperationId> =
-  NonNullable<operations[Id] extends { requestBody?: infer R } ? R : never> extends { content: { 'application/json': infer B } } ? B : never;
+  NonNullable<operations[Id] extends { requestBody?: infer R } ? R : never> extends {
+    content: { 'application/json': infer B };
+  }
+    ? B
+    : never;
 
 /** The query parameters an operation takes (never when it takes none). */
-export type QueryParams<Id extends OperationId> = NonNullable<operations[Id] extends { parameters: { query?: infer Q } } ? Q : never>;
+export type QueryParams<Id extends OperationId> = NonNullable<
+  operations[Id] extends { parameters: { query?: infer Q } } ? Q : never
+>;
 
 /** What an operation answers on success (JSON), or the text of a stream. */
-export type ResponseBody<Id extends OperationId> =
-  operations[Id] extends { responses: infer R }
-    ? {
-        [S in keyof R]: S extends 200 | 201 | 202
-          ? R[S] extends { content: { 'application/json': infer T } }
+export type ResponseBody<Id extends OperationId> = operations[Id] extends { responses: infer R }
+  ? {
+      [S in keyof R]: S extends 200 | 201 | 202
+        ? R[S] extends { content: { 'application/json': infer T } }
+          ? T
+          : R[S] extends { content: { 'text/event-stream': infer T } }
             ? T
-            : R[S] extends { content: { 'text/event-stream': infer T } }
-              ? T
-              : never
-          : never;
-      }[keyof R]
-    : never;
+            : never
+        : never;
+    }[keyof R]
+  : never;
 
 export type CreatePaymentParams = RequestBody<'createPayment'>;
 export type ListPaymentsParams = QueryParams<'listPayments'>;

@@ -10,7 +10,12 @@ import type { KasseEvent } from './types.ts';
 /** Seconds a signature's `t` may differ from the receiver's clock. */
 export const DEFAULT_TOLERANCE = 300;
 
-export type SignatureFailure = 'missing_header' | 'malformed_header' | 'timestamp_out_of_tolerance' | 'signature_mismatch' | 'malformed_body';
+export type SignatureFailure =
+  | 'missing_header'
+  | 'malformed_header'
+  | 'timestamp_out_of_tolerance'
+  | 'signature_mismatch'
+  | 'malformed_body';
 
 /** The delivery is not authentic (or not readable): answer it with 400 and do not act on it. */
 export class KasseSignatureVerificationError extends Error {
@@ -50,10 +55,14 @@ export function constructEvent(
   secret: string,
   options: ConstructEventOptions = {},
 ): KasseEvent {
-  const header = Array.isArray(signatureHeader) ? signatureHeader.join(',') : (signatureHeader as string | null | undefined);
+  const header = Array.isArray(signatureHeader)
+    ? signatureHeader.join(',')
+    : (signatureHeader as string | null | undefined);
   if (!header) throw new KasseSignatureVerificationError('missing_header', 'No Service-Signature header');
   if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) {
-    throw new TypeError('constructEvent needs the raw body as a string or bytes, exactly as received (not parsed JSON)');
+    throw new TypeError(
+      'constructEvent needs the raw body as a string or bytes, exactly as received (not parsed JSON)',
+    );
   }
   let t: string | undefined;
   const signatures: string[] = [];
@@ -61,24 +70,35 @@ export function constructEvent(
     const eq = part.indexOf('=');
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (eq < 0) throw new KasseSignatureVerificationError('malformed_header', 'Service-Signature is not a list of key=value pairs');
+    if (eq < 0)
+      throw new KasseSignatureVerificationError(
+        'malformed_header',
+        'Service-Signature is not a list of key=value pairs',
+      );
     if (key === 't') t = value;
     else if (key === 'v1') {
-      if (!/^[0-9a-fA-F]{64}$/.test(value)) throw new KasseSignatureVerificationError('malformed_header', 'A v1 signature is not 64 hex characters');
+      if (!/^[0-9a-fA-F]{64}$/.test(value))
+        throw new KasseSignatureVerificationError('malformed_header', 'A v1 signature is not 64 hex characters');
       signatures.push(value.toLowerCase());
     }
   }
-  if (t === undefined || !/^\d{1,15}$/.test(t)) throw new KasseSignatureVerificationError('malformed_header', 'Service-Signature has no valid t= timestamp');
-  if (signatures.length === 0) throw new KasseSignatureVerificationError('malformed_header', 'Service-Signature has no v1 signature');
+  if (t === undefined || !/^\d{1,15}$/.test(t))
+    throw new KasseSignatureVerificationError('malformed_header', 'Service-Signature has no valid t= timestamp');
+  if (signatures.length === 0)
+    throw new KasseSignatureVerificationError('malformed_header', 'Service-Signature has no v1 signature');
   const tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
   const now = options.now ?? Math.floor(Date.now() / 1000);
   if (Math.abs(now - Number(t)) > tolerance) {
-    throw new KasseSignatureVerificationError('timestamp_out_of_tolerance', `The signature's timestamp is more than ${tolerance} seconds from now`);
+    throw new KasseSignatureVerificationError(
+      'timestamp_out_of_tolerance',
+      `The signature's timestamp is more than ${tolerance} seconds from now`,
+    );
   }
   const expected = mac(secret, t, rawBody);
   let matched = false;
   for (const s of signatures) if (timingSafeEqual(Buffer.from(s, 'hex'), expected)) matched = true;
-  if (!matched) throw new KasseSignatureVerificationError('signature_mismatch', 'No signature matches the body and the secret');
+  if (!matched)
+    throw new KasseSignatureVerificationError('signature_mismatch', 'No signature matches the body and the secret');
   try {
     return JSON.parse(typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody)) as KasseEvent;
   } catch {

@@ -25,7 +25,8 @@ async function discover(): Promise<ChainFamily[]> {
   const families: ChainFamily[] = [];
   for (const name of names) {
     const family = ((await import(new URL(`${name}/index.ts`, HERE).href)) as { default?: ChainFamily }).default;
-    if (!family || family.name !== name) throw new Error(`src/chains/${name}/index.ts must default-export the chain family named "${name}"`);
+    if (!family || family.name !== name)
+      throw new Error(`src/chains/${name}/index.ts must default-export the chain family named "${name}"`);
     families.push(family);
   }
   return families;
@@ -39,6 +40,9 @@ export function checkHotWalletKey(key: string | null, families: readonly ChainFa
   if (key === null) return;
   const formats = families.flatMap((f) => (f.hotWalletKey ? [f.hotWalletKey] : []));
   if (formats.some((f) => f.isValid(key))) return;
-  if (formats.length === 0) throw new ConfigError('KASSE_HOT_WALLET_KEY is set, but no installed chain family takes an explicit hot-wallet key');
+  if (formats.length === 0)
+    throw new ConfigError(
+      'KASSE_HOT_WALLET_KEY is set, but no installed chain family takes an explicit hot-wallet key',
+    );
   throw new ConfigError(`KASSE_HOT_WALLET_KEY must be ${[...new Set(formats.map((f) => f.description))].join(' or ')}`);
 }

@@ -49,7 +49,13 @@ interface Row {
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
-const health = (r: Row): NodeHealth => ({ okAt: date(r.ok_at), failedAt: date(r.failed_at), error: r.error, failingSince: date(r.failing_since), failures: r.failures });
+const health = (r: Row): NodeHealth => ({
+  okAt: date(r.ok_at),
+  failedAt: date(r.failed_at),
+  error: r.error,
+  failingSince: date(r.failing_since),
+  failures: r.failures,
+});
 
 export class NetworkHealth {
   private readonly known = new Map<string, NodeHealth>();
@@ -75,7 +81,12 @@ export class NetworkHealth {
 
   /** The stored health of one network, read now (operator commands). */
   async read(mode: Mode, chain: string): Promise<NodeHealth | null> {
-    const r = await this.deps.db.selectFrom('chain_health').selectAll().where('mode', '=', mode).where('chain', '=', chain).executeTakeFirst();
+    const r = await this.deps.db
+      .selectFrom('chain_health')
+      .selectAll()
+      .where('mode', '=', mode)
+      .where('chain', '=', chain)
+      .executeTakeFirst();
     return r ? health(r as Row) : null;
   }
 
@@ -88,25 +99,34 @@ export class NetworkHealth {
     const now = this.deps.clock.now();
     const h = this.get(mode, chain);
     if (h && h.failures === 0 && h.okAt && now.getTime() - h.okAt.getTime() < OK_REFRESH_MS) return;
-    await this.write(mode, chain, sql`
+    await this.write(
+      mode,
+      chain,
+      sql`
       INSERT INTO chain_health AS h (mode, chain, ok_at, failures) VALUES (${mode}, ${chain}, ${now}, 0)
       ON CONFLICT (mode, chain) DO UPDATE SET ok_at = excluded.ok_at, failures = 0, failing_since = NULL
-      RETURNING h.*`);
+      RETURNING h.*`,
+    );
   }
 
   private async failed(mode: Mode, chain: string, err: JsonRpcError): Promise<void> {
     const now = this.deps.clock.now();
-    await this.write(mode, chain, sql`
+    await this.write(
+      mode,
+      chain,
+      sql`
       INSERT INTO chain_health AS h (mode, chain, failed_at, failing_since, failures, error) VALUES (${mode}, ${chain}, ${now}, ${now}, 1, ${err.message})
       ON CONFLICT (mode, chain) DO UPDATE SET failed_at = excluded.failed_at, error = excluded.error, failures = h.failures + 1,
         failing_since = COALESCE(h.failing_since, excluded.failing_since)
-      RETURNING h.*`);
+      RETURNING h.*`,
+    );
   }
 
   /** Runs the upsert, keeps its row and announces it to the other processes; a failed write is logged, never thrown. */
   private async write(mode: Mode, chain: string, upsert: ReturnType<typeof sql>): Promise<void> {
     try {
-      const { rows } = await sql<Row>`WITH w AS (${upsert}) SELECT w.*, pg_notify(${HEALTH_CHANNEL}, '') FROM w`.execute(this.deps.db);
+      const { rows } =
+        await sql<Row>`WITH w AS (${upsert}) SELECT w.*, pg_notify(${HEALTH_CHANNEL}, '') FROM w`.execute(this.deps.db);
       if (rows[0]) this.known.set(`${mode}:${chain}`, health(rows[0]));
     } catch (err) {
       this.deps.log.warn({ err, chain, mode }, 'network health not recorded');
@@ -123,14 +143,24 @@ export function shownNodes(network: NetworkConfig): string {
  * Runs an operator command's node calls; a node that does not answer becomes a CommandError naming the network, its
  * nodes and the error, and when the watcher last reached them.
  */
-export async function fromNodes<T>(network: NetworkConfig, mode: Mode, healthOf: NetworkHealth, calls: () => Promise<T>): Promise<T> {
+export async function fromNodes<T>(
+  network: NetworkConfig,
+  mode: Mode,
+  healthOf: NetworkHealth,
+  calls: () => Promise<T>,
+): Promise<T> {
   try {
     return await calls();
   } catch (err) {
     if (!(err instanceof JsonRpcError)) throw err;
     const h = await healthOf.read(mode, network.id).catch(() => null);
-    const nodes = network.rpcUrls.length === 1 ? `its node at ${shownNodes(network)} does` : `none of its nodes (${shownNodes(network)}) does`;
+    const nodes =
+      network.rpcUrls.length === 1
+        ? `its node at ${shownNodes(network)} does`
+        : `none of its nodes (${shownNodes(network)}) does`;
     const last = h?.okAt ? ` The watcher last reached it at ${h.okAt.toISOString()}.` : '';
-    throw new CommandError(`${network.name} (${mode} network ${network.id}): ${nodes} not answer: ${err.message}.${last}`);
+    throw new CommandError(
+      `${network.name} (${mode} network ${network.id}): ${nodes} not answer: ${err.message}.${last}`,
+    );
   }
 }

@@ -59,7 +59,12 @@ export interface ErrorAnswer {
 /** What a family's nodes speak beyond plain JSON-RPC. */
 export interface JsonRpcDialect<E extends JsonRpcError> {
   /** The error class thrown (and returned for failed batch items). */
-  error: new (message: string, code: number | null, retryable: boolean, data?: unknown) => E;
+  error: new (
+    message: string,
+    code: number | null,
+    retryable: boolean,
+    data?: unknown,
+  ) => E;
   /** Whether an error answer may go differently elsewhere or later (failover), and whether it asks to slow down. */
   classify(answer: ErrorAnswer, message: string): { retryable: boolean; rateLimited?: boolean };
   /** `"jsonrpc"` of requests; default "2.0". */
@@ -145,7 +150,9 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
   /** Calls `method`; retries and fails over as described above; throws the dialect's error when out of attempts. */
   async request<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
     const id = this.nextId++;
-    const answer = await this.send(method, method, { jsonrpc: this.version, id, method, params }, (body) => this.single(method, id, body));
+    const answer = await this.send(method, method, { jsonrpc: this.version, id, method, params }, (body) =>
+      this.single(method, id, body),
+    );
     return answer as T;
   }
 
@@ -158,7 +165,9 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
     const first = this.nextId;
     this.nextId += paramsList.length;
     const payload = paramsList.map((params, i) => ({ jsonrpc: this.version, id: first + i, method, params }));
-    const answers = (await this.send(`batch:${method}`, method, payload, (body) => this.batchAnswer(method, body))) as Answer[];
+    const answers = (await this.send(`batch:${method}`, method, payload, (body) =>
+      this.batchAnswer(method, body),
+    )) as Answer[];
     const byId = new Map(answers.filter((a) => a !== null && typeof a === 'object').map((a) => [a.id, a]));
     return paramsList.map((_, i) => {
       const a = byId.get(first + i);
@@ -172,7 +181,12 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
   }
 
   /** Posts `payload` until an attempt answers or the attempts run out. */
-  private async send(counted: string, method: string, payload: unknown, read: (body: unknown) => { value: unknown } | Failure<E>): Promise<unknown> {
+  private async send(
+    counted: string,
+    method: string,
+    payload: unknown,
+    read: (body: unknown) => { value: unknown } | Failure<E>,
+  ): Promise<unknown> {
     let last: E | null = null;
     for (let attempt = 0; attempt < this.attempts; attempt++) {
       const index = this.current;
@@ -183,7 +197,10 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
       last = r.error;
       if (!r.error.retryable) throw r.error;
       if (this.current === index) this.current = (index + 1) % this.endpoints.length;
-      this.opts.log?.debug({ chain: this.chain, method: counted, url: ep.shown, attempt, outcome: r.outcome, err: r.error.message }, 'rpc attempt failed');
+      this.opts.log?.debug(
+        { chain: this.chain, method: counted, url: ep.shown, attempt, outcome: r.outcome, err: r.error.message },
+        'rpc attempt failed',
+      );
       if (attempt + 1 < this.attempts) {
         const cap = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
         const jitter = Math.floor(this.random() * cap);
@@ -194,9 +211,20 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
     throw last ?? new this.dialect.error(`${method}: no attempt made`, null, true);
   }
 
-  private async attempt(ep: Endpoint, counted: string, method: string, payload: unknown, read: (body: unknown) => { value: unknown } | Failure<E>): Promise<{ value: unknown } | Failure<E>> {
+  private async attempt(
+    ep: Endpoint,
+    counted: string,
+    method: string,
+    payload: unknown,
+    read: (body: unknown) => { value: unknown } | Failure<E>,
+  ): Promise<{ value: unknown } | Failure<E>> {
     this.counts.set(counted, (this.counts.get(counted) ?? 0) + 1);
-    const fail = (outcome: Outcome, message: string, code: number | null = null, retryAfterMs: number | null = null): Failure<E> => ({
+    const fail = (
+      outcome: Outcome,
+      message: string,
+      code: number | null = null,
+      retryAfterMs: number | null = null,
+    ): Failure<E> => ({
       error: new this.dialect.error(`${method}: ${message}`, code, true),
       outcome,
       retryAfterMs,
@@ -209,7 +237,11 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
       try {
         res = await fetch(ep.url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', ...(ep.auth ? { authorization: ep.auth } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json',
+            ...(ep.auth ? { authorization: ep.auth } : {}),
+          },
           body: JSON.stringify(payload),
           signal: controller.signal,
         });
@@ -239,12 +271,20 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
     if (Array.isArray(body)) return { value: body };
     const answer = body as Answer | null;
     if (answer?.error) return this.errorAnswer(method, answer.error);
-    return { error: new this.dialect.error(`${method}: the node did not answer the batch`, null, true), outcome: 'error', retryAfterMs: null };
+    return {
+      error: new this.dialect.error(`${method}: the node did not answer the batch`, null, true),
+      outcome: 'error',
+      retryAfterMs: null,
+    };
   }
 
   /** Reads a single call's answer. */
   private single(method: string, id: number, body: unknown): { value: unknown } | Failure<E> {
-    const malformed = (message: string): Failure<E> => ({ error: new this.dialect.error(`${method}: ${message}`, null, true), outcome: 'error', retryAfterMs: null });
+    const malformed = (message: string): Failure<E> => ({
+      error: new this.dialect.error(`${method}: ${message}`, null, true),
+      outcome: 'error',
+      retryAfterMs: null,
+    });
     if (body === null || typeof body !== 'object' || Array.isArray(body)) return malformed('malformed response');
     const answer = body as Answer;
     if (answer.error) return this.errorAnswer(method, answer.error);
@@ -259,7 +299,11 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
 
   /** A node's error answer as the family's error. */
   private nodeError(method: string, raw: NonNullable<Answer['error']>): { error: E; rateLimited: boolean } {
-    const answer: ErrorAnswer = { code: typeof raw.code === 'number' ? raw.code : null, message: typeof raw.message === 'string' ? raw.message : 'error', data: raw.data };
+    const answer: ErrorAnswer = {
+      code: typeof raw.code === 'number' ? raw.code : null,
+      message: typeof raw.message === 'string' ? raw.message : 'error',
+      data: raw.data,
+    };
     const message = `${method}: ${answer.message}${answer.code !== null ? ` (${answer.code})` : ''}`;
     const { retryable, rateLimited = false } = this.dialect.classify(answer, message);
     return { error: new this.dialect.error(message, answer.code, retryable, answer.data), rateLimited };

@@ -62,7 +62,12 @@ export interface WatcherBasics {
 }
 
 /** A family adapter's basics for a watcher of its network and mode reporting to `sink`. */
-export function watcherBasics(deps: Pick<WatcherBasics, 'db' | 'health' | 'log' | 'metrics'>, network: NetworkConfig, mode: Mode, sink: DepositSink): WatcherBasics {
+export function watcherBasics(
+  deps: Pick<WatcherBasics, 'db' | 'health' | 'log' | 'metrics'>,
+  network: NetworkConfig,
+  mode: Mode,
+  sink: DepositSink,
+): WatcherBasics {
   return { db: deps.db, health: deps.health, log: deps.log, metrics: deps.metrics, network, mode, sink };
 }
 

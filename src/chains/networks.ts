@@ -35,7 +35,9 @@ export function readNetworks(path: string, families: readonly ChainFamily[]): Ne
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new ConfigError(`${path}: ${err instanceof SyntaxError ? 'not valid JSON' : 'cannot be read'} (${(err as Error).message})`);
+    throw new ConfigError(
+      `${path}: ${err instanceof SyntaxError ? 'not valid JSON' : 'cannot be read'} (${(err as Error).message})`,
+    );
   }
   return parseNetworks(raw, path, families);
 }
@@ -44,7 +46,8 @@ export function readNetworks(path: string, families: readonly ChainFamily[]): Ne
 export function parseNetworks(raw: unknown, source: string, families: readonly ChainFamily[]): NetworkConfig[] {
   const doc = obj(raw, source);
   const list = doc.networks;
-  if (!Array.isArray(list) || list.length === 0) throw new ConfigError(`${source}: "networks" must be a non-empty array`);
+  if (!Array.isArray(list) || list.length === 0)
+    throw new ConfigError(`${source}: "networks" must be a non-empty array`);
   const seen = new Set<string>();
   const networks = list.map((n, i) => {
     const net = parseNetwork(n, `${source}: networks[${i}]`, families);
@@ -53,7 +56,8 @@ export function parseNetworks(raw: unknown, source: string, families: readonly C
     return net;
   });
   const defaults = networks.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id));
-  if (defaults.length > 1) throw new ConfigError(`${source}: only one token may be "default": true (${defaults.join(', ')} are)`);
+  if (defaults.length > 1)
+    throw new ConfigError(`${source}: only one token may be "default": true (${defaults.join(', ')} are)`);
   return networks;
 }
 
@@ -65,23 +69,32 @@ function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]
   const family = oneOf(n, 'family', [...families.map((f) => f.name), NO_FAMILY], at);
   const rules = families.find((f) => f.name === family)?.networks ?? {};
   const chainId = n.chain_id ?? null;
-  if (chainId !== null && !(Number.isSafeInteger(chainId) && (chainId as number) > 0)) throw new ConfigError(`${at}.chain_id must be a positive integer or null`);
-  if (rules.requiresChainId && chainId === null) throw new ConfigError(`${at}.chain_id is required for networks of the ${family} family`);
+  if (chainId !== null && !(Number.isSafeInteger(chainId) && (chainId as number) > 0))
+    throw new ConfigError(`${at}.chain_id must be a positive integer or null`);
+  if (rules.requiresChainId && chainId === null)
+    throw new ConfigError(`${at}.chain_id is required for networks of the ${family} family`);
   const rpcUrls = n.rpc_urls ?? [];
   if (!Array.isArray(rpcUrls) || !rpcUrls.every((u) => typeof u === 'string' && /^(https?|wss?):\/\/./.test(u))) {
     throw new ConfigError(`${at}.rpc_urls must be an array of http(s) or ws(s) URLs`);
   }
   const explorer = n.explorer_tx_url ?? null;
-  if (explorer !== null && (typeof explorer !== 'string' || !/^https?:\/\//.test(explorer))) throw new ConfigError(`${at}.explorer_tx_url must be an http(s) URL or null`);
+  if (explorer !== null && (typeof explorer !== 'string' || !/^https?:\/\//.test(explorer)))
+    throw new ConfigError(`${at}.explorer_tx_url must be an http(s) URL or null`);
   const tiers = parseTiers(n.confirmation_tiers, `${at}.confirmation_tiers`);
   const finality = posInt(n, 'finality_confirmations', at);
-  if (finality < tiers[tiers.length - 1]!.confirmations) throw new ConfigError(`${at}.finality_confirmations must be at least the largest tier's confirmations`);
+  if (finality < tiers[tiers.length - 1]!.confirmations)
+    throw new ConfigError(`${at}.finality_confirmations must be at least the largest tier's confirmations`);
   const paused = n.paused ?? false;
   if (typeof paused !== 'boolean') throw new ConfigError(`${at}.paused must be true or false`);
-  if (!Array.isArray(n.tokens) || n.tokens.length === 0) throw new ConfigError(`${at}.tokens must be a non-empty array`);
-  const kinds = ['native', ...(family === NO_FAMILY ? families : families.filter((f) => f.name === family)).flatMap((f) => f.tokenKinds ?? [])];
+  if (!Array.isArray(n.tokens) || n.tokens.length === 0)
+    throw new ConfigError(`${at}.tokens must be a non-empty array`);
+  const kinds = [
+    'native',
+    ...(family === NO_FAMILY ? families : families.filter((f) => f.name === family)).flatMap((f) => f.tokenKinds ?? []),
+  ];
   const tokens = n.tokens.map((t, i) => parseToken(t, id, rules, kinds, `${at}.tokens[${i}]`));
-  if (new Set(tokens.map((t) => t.id)).size !== tokens.length) throw new ConfigError(`${at}.tokens: a symbol appears twice`);
+  if (new Set(tokens.map((t) => t.id)).size !== tokens.length)
+    throw new ConfigError(`${at}.tokens: a symbol appears twice`);
   return {
     id,
     name: str(n, 'name', at),
@@ -103,27 +116,38 @@ function parseTiers(raw: unknown, at: string): ConfirmationTier[] {
   const tiers = raw.map((t, i) => {
     const o = obj(t, `${at}[${i}]`);
     const max = o.max_usd_cents ?? null;
-    if (max !== null && !(Number.isSafeInteger(max) && (max as number) > 0)) throw new ConfigError(`${at}[${i}].max_usd_cents must be a positive integer or null`);
+    if (max !== null && !(Number.isSafeInteger(max) && (max as number) > 0))
+      throw new ConfigError(`${at}[${i}].max_usd_cents must be a positive integer or null`);
     return { maxUsdCents: max as number | null, confirmations: posInt(o, 'confirmations', `${at}[${i}]`) };
   });
   tiers.forEach((t, i) => {
     const last = i === tiers.length - 1;
-    if ((t.maxUsdCents === null) !== last) throw new ConfigError(`${at}: exactly the last tier must have max_usd_cents null`);
-    if (i > 0 && t.maxUsdCents !== null && t.maxUsdCents <= tiers[i - 1]!.maxUsdCents!) throw new ConfigError(`${at}: max_usd_cents must ascend`);
+    if ((t.maxUsdCents === null) !== last)
+      throw new ConfigError(`${at}: exactly the last tier must have max_usd_cents null`);
+    if (i > 0 && t.maxUsdCents !== null && t.maxUsdCents <= tiers[i - 1]!.maxUsdCents!)
+      throw new ConfigError(`${at}: max_usd_cents must ascend`);
   });
   return tiers;
 }
 
-function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily['networks']>, kinds: readonly string[], at: string): TokenConfig {
+function parseToken(
+  raw: unknown,
+  chain: string,
+  rules: NonNullable<ChainFamily['networks']>,
+  kinds: readonly string[],
+  at: string,
+): TokenConfig {
   const t = obj(raw, at);
   const symbol = str(t, 'symbol', at);
   if (!SYMBOL.test(symbol)) throw new ConfigError(`${at}.symbol: "${symbol}" must be lower case letters and digits`);
   at = `${at} (${chain}:${symbol})`;
   const decimals = t.decimals;
-  if (!Number.isInteger(decimals) || (decimals as number) < 0 || (decimals as number) > 36) throw new ConfigError(`${at}.decimals must be an integer from 0 to 36`);
+  if (!Number.isInteger(decimals) || (decimals as number) < 0 || (decimals as number) > 36)
+    throw new ConfigError(`${at}.decimals must be an integer from 0 to 36`);
   const kind = oneOf(t, 'kind', [...new Set(kinds)], at);
   let contract = t.contract ?? null;
-  if (contract !== null && typeof contract !== 'string') throw new ConfigError(`${at}.contract must be a string or null`);
+  if (contract !== null && typeof contract !== 'string')
+    throw new ConfigError(`${at}.contract must be a string or null`);
   if (kind === 'native' && contract !== null) throw new ConfigError(`${at}.contract must be null for a native coin`);
   if (contract !== null && rules.contract) {
     const canonical = rules.contract.canonical(contract as string);
@@ -140,10 +164,12 @@ function parseToken(raw: unknown, chain: string, rules: NonNullable<ChainFamily[
   const stable = t.stable ?? false;
   const gasless = t.gasless ?? false;
   const isDefault = t.default ?? false;
-  if (typeof stable !== 'boolean' || typeof gasless !== 'boolean' || typeof isDefault !== 'boolean') throw new ConfigError(`${at}: stable, gasless and default must be true or false`);
+  if (typeof stable !== 'boolean' || typeof gasless !== 'boolean' || typeof isDefault !== 'boolean')
+    throw new ConfigError(`${at}: stable, gasless and default must be true or false`);
   const coingeckoId = optStr(t, 'coingecko_id', at);
   const binanceSymbol = optStr(t, 'binance_symbol', at);
-  if (!stable && coingeckoId === null && binanceSymbol === null) throw new ConfigError(`${at}: a coin that is not stable needs coingecko_id or binance_symbol`);
+  if (!stable && coingeckoId === null && binanceSymbol === null)
+    throw new ConfigError(`${at}: a coin that is not stable needs coingecko_id or binance_symbol`);
   return {
     id: `${chain}:${symbol}`,
     chain,

@@ -40,7 +40,13 @@ export interface AddressFormat {
    */
   addressFromBytes(bytes: Uint8Array, network?: NetworkConfig): string;
   /** Payment URI (EIP-681, Solana Pay, BIP-21, …) asking for `amount` of `token` at `address`, or null. */
-  paymentUri(network: NetworkConfig, token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null;
+  paymentUri(
+    network: NetworkConfig,
+    token: TokenConfig,
+    address: string,
+    amount: bigint,
+    context?: PaymentUriContext,
+  ): string | null;
 }
 
 /** What a wallet may show the payer beside a payment URI, for URI formats that carry it (Solana Pay's label, message). */

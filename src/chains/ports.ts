@@ -193,8 +193,14 @@ export function stepFailure(err: unknown): StepFailure {
   const reason = err instanceof Error ? err.message : String(err);
   if (err instanceof PermanentTransferError) return { permanent: true, reason };
   if (err instanceof JsonRpcError && !err.retryable) {
-    const data = err.data && typeof err.data === 'object' && 'err' in err.data ? JSON.stringify((err.data as { err: unknown }).err) : '';
-    return { permanent: PERMANENT_VERDICTS.test(`${reason} ${data}`), reason: data && !reason.includes(data) ? `${reason}: ${data}` : reason };
+    const data =
+      err.data && typeof err.data === 'object' && 'err' in err.data
+        ? JSON.stringify((err.data as { err: unknown }).err)
+        : '';
+    return {
+      permanent: PERMANENT_VERDICTS.test(`${reason} ${data}`),
+      reason: data && !reason.includes(data) ? `${reason}: ${data}` : reason,
+    };
   }
   return { permanent: false, reason };
 }

@@ -166,7 +166,10 @@ export class TransferQueue<R extends QueuedTransfer> {
       try {
         await this.drive(id);
       } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: id, chain: this.chain, mode: this.where.mode }, `${this.family} sender step failed`);
+        this.deps.log.error(
+          { err: errorText(err), transferId: id, chain: this.chain, mode: this.where.mode },
+          `${this.family} sender step failed`,
+        );
       } finally {
         await this.db.updateTable(this.table).set({ locked_until: null }).where('id', '=', id).execute();
       }
@@ -219,12 +222,20 @@ export class TransferQueue<R extends QueuedTransfer> {
     }
     let outcome: StepOutcome;
     try {
-      outcome = row.status === 'pending' ? await this.steps.sign(row) : row.status === 'signed' ? await this.steps.broadcast(row) : await this.steps.follow(row);
+      outcome =
+        row.status === 'pending'
+          ? await this.steps.sign(row)
+          : row.status === 'signed'
+            ? await this.steps.broadcast(row)
+            : await this.steps.follow(row);
     } catch (err) {
       outcome = await this.failed(row, err);
     }
     const result = typeof outcome === 'string' ? outcome : await this.retryLater(row, outcome.retry);
-    this.deps.metrics?.transferSteps.inc({ chain: this.chain, outcome: typeof outcome === 'string' ? outcome : 'retry' });
+    this.deps.metrics?.transferSteps.inc({
+      chain: this.chain,
+      outcome: typeof outcome === 'string' ? outcome : 'retry',
+    });
     if (result === 'done') await this.reportWith(id);
     return result;
   }
@@ -234,7 +245,10 @@ export class TransferQueue<R extends QueuedTransfer> {
     const failure = stepFailure(err);
     const reason = this.steps.describe?.(row, err, failure) ?? failure.reason;
     if (!failure.permanent || !(await this.steps.unsent(row))) return { retry: reason };
-    this.deps.log.warn({ transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, reason }, `${this.family} transfer failed for good`);
+    this.deps.log.warn(
+      { transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, reason },
+      `${this.family} transfer failed for good`,
+    );
     await this.steps.fail(row, reason);
     return 'done';
   }
@@ -248,7 +262,10 @@ export class TransferQueue<R extends QueuedTransfer> {
       .where('id', '=', row.id)
       .where('status', '=', row.status)
       .execute();
-    this.deps.log.warn({ transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, tries: row.tries + 1, error }, `${this.family} transfer waits`);
+    this.deps.log.warn(
+      { transferId: row.id, chain: this.chain, mode: this.where.mode, status: row.status, tries: row.tries + 1, error },
+      `${this.family} transfer waits`,
+    );
     return 'wait';
   }
 
@@ -263,7 +280,13 @@ export class TransferQueue<R extends QueuedTransfer> {
   /** Hands a settled refund or payout to the sink, then marks it reported (other purposes are only marked). */
   private async report(row: R): Promise<void> {
     if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (reportsToSink(row.purpose)) await this.deps.sink?.transferSettled(this.where.mode, { transferId: row.id, status: row.status, txHash: this.steps.hash(row), error: row.error });
+    if (reportsToSink(row.purpose))
+      await this.deps.sink?.transferSettled(this.where.mode, {
+        transferId: row.id,
+        status: row.status,
+        txHash: this.steps.hash(row),
+        error: row.error,
+      });
     await this.db.updateTable(this.table).set({ reported: true }).where('id', '=', row.id).execute();
   }
 
@@ -283,7 +306,10 @@ export class TransferQueue<R extends QueuedTransfer> {
       try {
         await this.report(row);
       } catch (err) {
-        this.deps.log.error({ err: errorText(err), transferId: row.id }, `${this.family} transfer settlement could not be reported`);
+        this.deps.log.error(
+          { err: errorText(err), transferId: row.id },
+          `${this.family} transfer settlement could not be reported`,
+        );
       }
     }
   }
@@ -299,7 +325,10 @@ export class TransferQueue<R extends QueuedTransfer> {
       try {
         await this.deps.sink.transferProgressed(this.where.mode, { transferId: id, status, txHash });
       } catch (err) {
-        this.deps.log.warn({ err: errorText(err), transferId: id, status }, `${this.family} transfer progress could not be reported`);
+        this.deps.log.warn(
+          { err: errorText(err), transferId: id, status },
+          `${this.family} transfer progress could not be reported`,
+        );
       }
     }
   }

@@ -124,14 +124,19 @@ export class ChainRegistry {
   status(mode: Mode, chain: string): NetworkStatus {
     const network = this.network(mode, chain);
     if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
-    if (network.paused) return { state: 'paused', reason: 'paused by the operator ("paused": true in the networks file)' };
+    if (network.paused)
+      return { state: 'paused', reason: 'paused by the operator ("paused": true in the networks file)' };
     if (this.hasAdapter(mode, chain)) {
       const down = this.health?.down(mode, chain);
       if (!down) return { state: 'running', reason: null };
       const since = down.failingSince ? ` since ${down.failingSince.toISOString()}` : '';
-      return { state: 'paused', reason: `${network.rpcUrls.length > 1 ? 'none of its nodes answers' : 'its node does not answer'}${since}; new coin choices resume when it does (\`kasse ${network.family} status\` says more)` };
+      return {
+        state: 'paused',
+        reason: `${network.rpcUrls.length > 1 ? 'none of its nodes answers' : 'its node does not answer'}${since}; new coin choices resume when it does (\`kasse ${network.family} status\` says more)`,
+      };
     }
-    const why = this.missing.get(`${mode}:${chain}`) ?? `no chain support for ${network.family} networks in this installation`;
+    const why =
+      this.missing.get(`${mode}:${chain}`) ?? `no chain support for ${network.family} networks in this installation`;
     return { state: mode === 'test' ? 'simulated' : 'paused', reason: why };
   }
 
@@ -158,7 +163,6 @@ export class ChainRegistry {
     const why = [...reasons].map(([reason, ids]) => `${ids.join(', ')}: ${reason}`);
     return `${mode} mode: ${parts.join('; ')}.${why.length > 0 ? ` Why: ${why.join('; ')}.` : ''}${mode === 'live' && by.running.length < this.sets.live.length ? ' See "Going live" in the README.' : ''}`;
   }
-
 }
 
 /** Addresses without keys, payment URIs and explorer links for a network that has no real adapter. */
@@ -171,7 +175,10 @@ class FallbackAdapter implements ChainAdapter {
   ) {}
 
   async deriveAddress(index: bigint): Promise<string> {
-    return this.format.addressFromBytes(createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest(), this.network);
+    return this.format.addressFromBytes(
+      createHmac('sha256', this.secretKey).update(`${this.mode}|${this.network.id}|${index}`).digest(),
+      this.network,
+    );
   }
 
   paymentUri(token: TokenConfig, address: string, amount: bigint, context?: PaymentUriContext): string | null {

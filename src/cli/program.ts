@@ -40,7 +40,10 @@ const DATABASE_NOTE = "the server's database (DATABASE_URL, or the embedded one 
 // Operator commands open the server's world (database, chains) when they run; their modules are loaded only when a
 // command line needs them, so developer commands start quickly on a machine that has none of it.
 async function operatorCommands(): Promise<Command[]> {
-  const [{ merchantCommands }, { extraCommands, familyCommands }] = await Promise.all([import('./commands/merchants.ts'), import('./commands/index.ts')]);
+  const [{ merchantCommands }, { extraCommands, familyCommands }] = await Promise.all([
+    import('./commands/merchants.ts'),
+    import('./commands/index.ts'),
+  ]);
   return [...merchantCommands, ...extraCommands, ...familyCommands(await installedFamilies())];
 }
 
@@ -91,7 +94,12 @@ export function readCommandLine(argv: readonly string[], table: CommandTable): R
   }
   return table.developer.includes(command as DeveloperCommand)
     ? { kind: 'developer', command: command as DeveloperCommand, flags: parsed.values, positionals: parsed.positionals }
-    : { kind: 'operator', command: command as Command, flags: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+    : {
+        kind: 'operator',
+        command: command as Command,
+        flags: parsed.values as Record<string, string | boolean | undefined>,
+        positionals: parsed.positionals,
+      };
 }
 
 const isHelp = (arg: string) => arg === '--help' || arg === '-h';
@@ -120,7 +128,9 @@ export function commandHelp(c: CommandEntry, table: CommandTable): string {
     `usage: ${synopsis}`,
     ...(about ? ['', `  ${about}`] : []),
     '',
-    developer ? `  Runs from any machine against a Kasse test API: ${REMOTE_NOTE}.` : `  Runs on the server, against ${DATABASE_NOTE}.`,
+    developer
+      ? `  Runs from any machine against a Kasse test API: ${REMOTE_NOTE}.`
+      : `  Runs on the server, against ${DATABASE_NOTE}.`,
     ...(Object.hasOwn(c.flags, 'json') ? ['  --json prints exactly one JSON object on stdout.'] : []),
   ].join('\n');
 }
@@ -129,7 +139,13 @@ export function commandHelp(c: CommandEntry, table: CommandTable): string {
 function groupHelp(words: string, table: CommandTable): string | null {
   const members = all(table).filter((c) => c.name.startsWith(`${words} `));
   if (members.length === 0) return null;
-  return [`usage: kasse ${words} <command> [flags]`, '', ...members.map((c) => `  kasse ${c.usage}`), '', `kasse help ${words} <command> shows one command's usage.`].join('\n');
+  return [
+    `usage: kasse ${words} <command> [flags]`,
+    '',
+    ...members.map((c) => `  kasse ${c.usage}`),
+    '',
+    `kasse help ${words} <command> shows one command's usage.`,
+  ].join('\n');
 }
 
 /** Every command with its usage line, developer commands apart from operator commands. */
@@ -175,12 +191,20 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
       }
     }
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof ApiError || err instanceof KasseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ConfigError ||
+      err instanceof ApiError ||
+      err instanceof KasseError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       output.err(`kasse: ${(err as Error).message}\n`);
       return 2;
     }
     // A command that failed for a reason it can say in words (a node that does not answer) prints only that.
-    output.err(`kasse: ${err instanceof CommandError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    output.err(
+      `kasse: ${err instanceof CommandError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     return 1;
   }
 }

@@ -50,6 +50,7 @@ export interface ErrorBody {
   error: { code: string; message: string; param: string | null };
 }
 
-export const invalid = (message: string, param: string | null = null) => new ApiError('invalid_request', message, param);
+export const invalid = (message: string, param: string | null = null) =>
+  new ApiError('invalid_request', message, param);
 export const notFound = (what: string) => new ApiError('not_found', `No such ${what}.`);
 export const invalidState = (message: string) => new ApiError('invalid_state', message);

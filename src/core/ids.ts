@@ -49,7 +49,25 @@ export function ulid(now: number = Date.now()): string {
   return timeChars + randomText;
 }
 
-export type IdPrefix = 'pay' | 'att' | 'dep' | 'evt' | 'mer' | 'key' | 'lnk' | 'sub' | 'dsb' | 'rfd' | 'po' | 'txi' | 'usr' | 'led' | 'dlv' | 'swp' | 'eml' | 'dsp';
+export type IdPrefix =
+  | 'pay'
+  | 'att'
+  | 'dep'
+  | 'evt'
+  | 'mer'
+  | 'key'
+  | 'lnk'
+  | 'sub'
+  | 'dsb'
+  | 'rfd'
+  | 'po'
+  | 'txi'
+  | 'usr'
+  | 'led'
+  | 'dlv'
+  | 'swp'
+  | 'eml'
+  | 'dsp';
 
 function randomBase32(chars: number): string {
   let out = '';

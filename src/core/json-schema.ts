@@ -4,10 +4,12 @@
  */
 import { Type, type TSchema } from 'typebox';
 
-export const DateTime = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+export const DateTime = (description?: string) =>
+  Type.String({ format: 'date-time', ...(description ? { description } : {}) });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** A bigint amount in smallest units, as a decimal string. */
-export const Amount = (description?: string) => Type.String({ pattern: '^\\d+$', ...(description ? { description } : {}) });
+export const Amount = (description?: string) =>
+  Type.String({ pattern: '^\\d+$', ...(description ? { description } : {}) });
 /** One of a closed list of strings (`anyOf` of `const`s), typed as their union. */
 export const Enum = <T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>(
@@ -31,7 +33,9 @@ export function freeFormKeys<T>(node: T): T {
   if (node === null || typeof node !== 'object') return node;
   let out = normalised.get(node);
   if (!out) {
-    out = Array.isArray(node) ? node.map((v) => freeFormKeys(v)) : normaliseObject(node as Record<string, unknown>, false);
+    out = Array.isArray(node)
+      ? node.map((v) => freeFormKeys(v))
+      : normaliseObject(node as Record<string, unknown>, false);
     normalised.set(node, out);
   }
   return out as T;
@@ -48,11 +52,15 @@ function normaliseObject(node: Record<string, unknown>, names: boolean): Record<
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
     if (!names && DATA_KEYWORDS.has(k)) out[k] = v;
-    else if (!names && NAME_MAPS.has(k) && v !== null && typeof v === 'object' && !Array.isArray(v)) out[k] = normaliseObject(v as Record<string, unknown>, true);
+    else if (!names && NAME_MAPS.has(k) && v !== null && typeof v === 'object' && !Array.isArray(v))
+      out[k] = normaliseObject(v as Record<string, unknown>, true);
     else out[k] = freeFormKeys(v);
   }
   const patterns = out.patternProperties as Record<string, unknown> | undefined;
-  const catchAll = !names && patterns && out.additionalProperties === undefined ? Object.keys(patterns).find((p) => CATCH_ALL.has(p)) : undefined;
+  const catchAll =
+    !names && patterns && out.additionalProperties === undefined
+      ? Object.keys(patterns).find((p) => CATCH_ALL.has(p))
+      : undefined;
   if (catchAll !== undefined) {
     const { [catchAll]: any, ...rest } = patterns!;
     out.additionalProperties = any;

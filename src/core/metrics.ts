@@ -30,20 +30,28 @@ export class HttpMetrics {
       ),
     );
     registry.registerMetric(
-      metric('kasse_http_request_duration_seconds', 'HTTP request duration, by listener, route and status', 'histogram', () =>
-        this.series.flatMap((s) => {
-          let cumulative = 0;
-          const buckets = s.buckets.map((n, i) => {
-            cumulative += n;
-            const le = i < DURATION_BUCKETS.length ? String(DURATION_BUCKETS[i]) : '+Inf';
-            return { metricName: 'kasse_http_request_duration_seconds_bucket', labels: { ...s.labels, le }, value: cumulative };
-          });
-          return [
-            ...buckets,
-            { metricName: 'kasse_http_request_duration_seconds_sum', labels: s.labels, value: s.sum },
-            { metricName: 'kasse_http_request_duration_seconds_count', labels: s.labels, value: cumulative },
-          ];
-        }),
+      metric(
+        'kasse_http_request_duration_seconds',
+        'HTTP request duration, by listener, route and status',
+        'histogram',
+        () =>
+          this.series.flatMap((s) => {
+            let cumulative = 0;
+            const buckets = s.buckets.map((n, i) => {
+              cumulative += n;
+              const le = i < DURATION_BUCKETS.length ? String(DURATION_BUCKETS[i]) : '+Inf';
+              return {
+                metricName: 'kasse_http_request_duration_seconds_bucket',
+                labels: { ...s.labels, le },
+                value: cumulative,
+              };
+            });
+            return [
+              ...buckets,
+              { metricName: 'kasse_http_request_duration_seconds_sum', labels: s.labels, value: s.sum },
+              { metricName: 'kasse_http_request_duration_seconds_count', labels: s.labels, value: cumulative },
+            ];
+          }),
       ),
     );
   }
@@ -56,7 +64,11 @@ export class HttpMetrics {
       if (!byStatus) byRoute.set(route, (byStatus = new Map()));
       let s = byStatus.get(status);
       if (!s) {
-        s = { labels: { listener, route, status: String(status) }, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0 };
+        s = {
+          labels: { listener, route, status: String(status) },
+          buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0),
+          sum: 0,
+        };
         byStatus.set(status, s);
         this.series.push(s);
       }

@@ -56,7 +56,9 @@ export function unitsToCents(units: bigint, rate: string, decimals: number): big
 
 /** "12.34" for 1234 cents. */
 export function formatCents(cents: bigint | number): string {
-  return formatUnits(BigInt(cents), 2).replace(/^(-?\d+)$/, '$1.00').replace(/^(-?\d+\.\d)$/, '$10');
+  return formatUnits(BigInt(cents), 2)
+    .replace(/^(-?\d+)$/, '$1.00')
+    .replace(/^(-?\d+\.\d)$/, '$10');
 }
 
 /** Fee in cents for a basis-point rate, rounded half up. */

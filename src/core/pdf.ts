@@ -13,7 +13,11 @@ export type Pdf = PDFKit.PDFDocument;
 
 /** A4 portrait, 40 pt margins, fonts `regular` and `bold` registered, document info set. */
 export function newPdf(info: { title: string; author: string }): Pdf {
-  const doc = new PDFDocument({ size: 'A4', margin: 40, info: { Title: info.title, Author: info.author, Creator: 'Kasse' } });
+  const doc = new PDFDocument({
+    size: 'A4',
+    margin: 40,
+    info: { Title: info.title, Author: info.author, Creator: 'Kasse' },
+  });
   doc.registerFont('regular', `${fontDir}DejaVuSans.ttf`);
   doc.registerFont('bold', `${fontDir}DejaVuSans-Bold.ttf`);
   doc.font('regular');
@@ -32,14 +36,21 @@ export function pdfBytes(doc: Pdf): Promise<Buffer> {
 }
 
 /** Draws label/value rows as two columns from the current position; returns the y below them. */
-export function rows(doc: Pdf, items: Array<[string, string]>, opts: { x?: number; width?: number; labelWidth?: number; size?: number } = {}): number {
+export function rows(
+  doc: Pdf,
+  items: Array<[string, string]>,
+  opts: { x?: number; width?: number; labelWidth?: number; size?: number } = {},
+): number {
   const x = opts.x ?? doc.page.margins.left;
   const width = opts.width ?? doc.page.width - doc.page.margins.left - doc.page.margins.right;
   const labelWidth = opts.labelWidth ?? width * 0.55;
   let y = doc.y;
   doc.fontSize(opts.size ?? 9);
   for (const [label, value] of items) {
-    const h = Math.max(doc.heightOfString(label, { width: labelWidth - 6 }), doc.heightOfString(value, { width: width - labelWidth }));
+    const h = Math.max(
+      doc.heightOfString(label, { width: labelWidth - 6 }),
+      doc.heightOfString(value, { width: width - labelWidth }),
+    );
     doc.font('regular').text(label, x, y, { width: labelWidth - 6 });
     doc.text(value, x + labelWidth, y, { width: width - labelWidth, align: 'right' });
     y += h + 3;

@@ -39,7 +39,10 @@ function parseKey(hex: string, source: string): Buffer {
  * The operator's secrets. With `create: false` (the CLI) a missing secrets file is an error naming it rather than a
  * new file: new secrets would not decrypt what the server sealed, nor derive its deposit addresses.
  */
-export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'secretsEnv'>, opts: { create?: boolean } = {}): Secrets {
+export function loadSecrets(
+  config: Pick<Config, 'secretsFile' | 'dataDir' | 'secretsEnv'>,
+  opts: { create?: boolean } = {},
+): Secrets {
   const env = config.secretsEnv;
   let file: SecretsFile | null = null;
   const path = config.secretsFile ?? join(config.dataDir, 'secrets.json');
@@ -64,7 +67,8 @@ export function loadSecrets(config: Pick<Config, 'secretsFile' | 'dataDir' | 'se
   const seed = env.masterSeed ?? file?.master_seed;
   if (!keyHex) throw new ConfigError('KASSE_SECRET_KEY is not set');
   if (!seed) throw new ConfigError('KASSE_MASTER_SEED is not set');
-  if (seed.trim().split(/\s+/).length < 12) throw new ConfigError('KASSE_MASTER_SEED must be a BIP-39 mnemonic of 12 or more words');
+  if (seed.trim().split(/\s+/).length < 12)
+    throw new ConfigError('KASSE_MASTER_SEED must be a BIP-39 mnemonic of 12 or more words');
   const hot = env.hotWalletKey ?? file?.hot_wallet_key ?? null;
   return { secretKey: parseKey(keyHex, 'KASSE_SECRET_KEY'), masterSeed: seed.trim(), hotWalletKey: hot };
 }

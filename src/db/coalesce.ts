@@ -141,7 +141,8 @@ const coalescers = new WeakMap<Db, Coalescer>();
  */
 export function writeCoalesced(db: Db, writes: readonly Write[], order = ''): Promise<void> {
   if (writes.length === 0) return Promise.resolve();
-  if (db.isTransaction || !writes.every((w) => w.into !== undefined && w.parameters.every(scalar))) return writeTogether(db, writes);
+  if (db.isTransaction || !writes.every((w) => w.into !== undefined && w.parameters.every(scalar)))
+    return writeTogether(db, writes);
   let c = coalescers.get(db);
   if (!c) coalescers.set(db, (c = new Coalescer(db)));
   return c.write(writes, order);

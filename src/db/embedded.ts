@@ -80,7 +80,14 @@ function processState(pid: number): 'gone' | 'dead' | 'other' | 'postgres' {
 
 /** Whether a PostgreSQL on `port` lets Kasse's user in now (false while it refuses, starts up or shuts down). */
 async function answers(port: number): Promise<boolean> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: 2_000 });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: USER,
+    password: PASSWORD,
+    database: 'postgres',
+    connectionTimeoutMillis: 2_000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -116,7 +123,8 @@ async function runningPort(dir: string, deadline: number): Promise<number | null
       writeFileSync(file, lines.join('\n'));
       return null;
     }
-    if (state === 'postgres' && Number.isInteger(found.port) && found.port > 0 && (await answers(found.port))) return found.port;
+    if (state === 'postgres' && Number.isInteger(found.port) && found.port > 0 && (await answers(found.port)))
+      return found.port;
     if (Date.now() >= deadline) {
       throw new Error(
         state === 'dead'
@@ -128,7 +136,11 @@ async function runningPort(dir: string, deadline: number): Promise<number | null
   }
 }
 
-export async function startEmbedded(dataDir: string, database = 'kasse', log: (msg: string) => void = () => {}): Promise<EmbeddedHandle> {
+export async function startEmbedded(
+  dataDir: string,
+  database = 'kasse',
+  log: (msg: string) => void = () => {},
+): Promise<EmbeddedHandle> {
   const dir = join(dataDir, 'pg');
   const url = (port: number) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
   const deadline = Date.now() + START_WAIT_MS;
@@ -145,7 +157,12 @@ export async function startEmbedded(dataDir: string, database = 'kasse', log: (m
 }
 
 /** Starts the cluster in `dir` on a free port; what PostgreSQL said last when it exited instead. */
-async function startCluster(dataDir: string, dir: string, database: string, log: (msg: string) => void): Promise<{ port: number; stop: () => Promise<void> } | string> {
+async function startCluster(
+  dataDir: string,
+  dir: string,
+  database: string,
+  log: (msg: string) => void,
+): Promise<{ port: number; stop: () => Promise<void> } | string> {
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {

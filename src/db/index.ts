@@ -28,7 +28,8 @@ const PREPARED_MAX = 256;
  * texts made once per shape, not per call: the number kept is bounded, and texts past the bound run unnamed.
  */
 export function prepare(text: string): string {
-  if (!preparedNames.has(text) && preparedNames.size < PREPARED_MAX) preparedNames.set(text, `kasse_${preparedNames.size + 1}`);
+  if (!preparedNames.has(text) && preparedNames.size < PREPARED_MAX)
+    preparedNames.set(text, `kasse_${preparedNames.size + 1}`);
   return text;
 }
 
@@ -36,7 +37,8 @@ export function prepare(text: string): string {
 class PreparingClient extends pg.Client {
   override query(...args: unknown[]): never {
     const [text, values] = args;
-    const name = typeof text === 'string' && Array.isArray(values) && args.length === 2 ? preparedNames.get(text) : undefined;
+    const name =
+      typeof text === 'string' && Array.isArray(values) && args.length === 2 ? preparedNames.get(text) : undefined;
     const query = super.query as unknown as (...a: unknown[]) => never;
     return name ? query.call(this, { name, text, values }) : query.apply(this, args);
   }
@@ -65,7 +67,10 @@ export function createDb(url: string, max = 20): { db: Db; pool: pg.Pool } {
 const txHooks = new WeakMap<Tx, Array<() => void>>();
 
 /** Runs `fn` in a transaction; hooks registered through `afterCommit` run after a successful commit. */
-export async function withTx<T>(db: Db, fn: (tx: Tx, afterCommit: (hook: () => void) => void) => Promise<T>): Promise<T> {
+export async function withTx<T>(
+  db: Db,
+  fn: (tx: Tx, afterCommit: (hook: () => void) => void) => Promise<T>,
+): Promise<T> {
   const hooks: Array<() => void> = [];
   const result = await db.transaction().execute((tx) => {
     txHooks.set(tx, hooks);

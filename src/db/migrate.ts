@@ -29,7 +29,13 @@ export async function migrateToLatest(db: Db, extra: Record<string, Migration> =
     if (all[name]) throw new Error(`two migrations are named ${name}`);
     all[name] = m;
   }
-  const migrator = new Migrator({ db, provider: new StaticProvider(all), migrationTableName: 'kasse_migrations', migrationLockTableName: 'kasse_migrations_lock', allowUnorderedMigrations: true });
+  const migrator = new Migrator({
+    db,
+    provider: new StaticProvider(all),
+    migrationTableName: 'kasse_migrations',
+    migrationLockTableName: 'kasse_migrations_lock',
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

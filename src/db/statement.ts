@@ -27,7 +27,11 @@ export interface RowInsert {
 }
 
 export function rowInsert(table: string, columns: readonly string[]): RowInsert {
-  return { table, columns, sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})` };
+  return {
+    table,
+    columns,
+    sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+  };
 }
 
 /** One row of `into`, its values in the order of `into.columns`. */

@@ -33,7 +33,9 @@ export function parseTimestamptz(s: string): Date | number | null {
   const sign = s.charCodeAt(i);
   if ((sign !== 43 && sign !== 45) || (n !== i + 3 && !(n === i + 6 && s.charCodeAt(i + 3) === 58))) return general(s);
   const offsetMin = (two(s, i + 1) * 60 + (n === i + 6 ? two(s, i + 4) : 0)) * (sign === 43 ? 1 : -1);
-  const t = Date.UTC(two(s, 0) * 100 + two(s, 2), two(s, 5) - 1, two(s, 8), two(s, 11), two(s, 14), two(s, 17), ms) - offsetMin * 60_000;
+  const t =
+    Date.UTC(two(s, 0) * 100 + two(s, 2), two(s, 5) - 1, two(s, 8), two(s, 11), two(s, 14), two(s, 17), ms) -
+    offsetMin * 60_000;
   return Number.isNaN(t) ? general(s) : new Date(t);
 }
 

@@ -5,7 +5,15 @@
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import { sql } from 'kysely';
 import type { Mode } from '../core/mode.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
@@ -20,7 +28,13 @@ import { ErrorSchema } from './schemas/common.ts';
 import { baseFastify, instrument, sendError, type Hook } from './frame.ts';
 import { closedQuery } from './validation.ts';
 
-export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type ApiApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -52,15 +66,23 @@ function keyGuard(kasse: Kasse, mode: Mode): Hook {
     reply.header('ratelimit-remaining', String(rate.remaining));
     reply.header('ratelimit-reset', String(rate.resetSeconds));
     if (!rate.allowed) {
-      throw new ApiError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, null, {
-        'Retry-After': String(rate.resetSeconds),
-      });
+      throw new ApiError(
+        'rate_limited',
+        `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`,
+        null,
+        {
+          'Retry-After': String(rate.resetSeconds),
+        },
+      );
     }
     req.auth = key;
   };
   const checkMode = (key: AuthenticatedKey) => {
     if (key.mode !== mode) {
-      throw new ApiError('wrong_mode', `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`);
+      throw new ApiError(
+        'wrong_mode',
+        `A ${key.mode} key cannot be used on the ${mode} API; use a kasse_${mode}_ key.`,
+      );
     }
   };
   const admitSlowly = async (req: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
@@ -106,10 +128,14 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
         version: '1',
         description: `Crypto payments API (${mode} mode). Authenticate with \`Authorization: Bearer kasse_${mode}_…\`. Every non-2xx answer carries the Error body.`,
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: `A kasse_${mode}_ API key` } } },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: `A kasse_${mode}_ API key` } },
+      },
       security: [{ bearer: [] }],
     },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
   });
 
   // Operations probes live outside /v1 and need no key.
@@ -125,8 +151,11 @@ export async function buildApiServer({ kasse, mode }: ApiDeps): Promise<ApiApp> 
   });
   app.get('/metrics', open, async (req, reply) => {
     const token = kasse.config.metricsToken;
-    const ok = token ? req.headers.authorization === `Bearer ${token}` : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
-    if (!ok) return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
+    const ok = token
+      ? req.headers.authorization === `Bearer ${token}`
+      : req.socket.remoteAddress !== undefined && blockedRange(req.socket.remoteAddress) === 'loopback';
+    if (!ok)
+      return sendError(reply, new ApiError('unauthorized', 'Metrics need KASSE_METRICS_TOKEN or a loopback client'));
     reply.header('content-type', kasse.metrics.registry.contentType);
     return kasse.metrics.registry.metrics();
   });

@@ -168,7 +168,13 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
         amount: '125000000',
         amount_display: '125',
         label: 'Partner 17',
-        payout: { id: 'po_01JQ3Y4C6E8G0J2L4N6Q8S0U2W', status: 'sent', tx_hash: TX_HASH, error: null, sent_at: '2026-03-31T10:06:30.000Z' },
+        payout: {
+          id: 'po_01JQ3Y4C6E8G0J2L4N6Q8S0U2W',
+          status: 'sent',
+          tx_hash: TX_HASH,
+          error: null,
+          sent_at: '2026-03-31T10:06:30.000Z',
+        },
       },
       {
         item_no: 2,
@@ -177,7 +183,13 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
         amount: '50000000',
         amount_display: '50',
         label: 'Partner 18',
-        payout: { id: 'po_01JQ3Y4D7F9H1K3M5P7R9T1V3X', status: 'broadcast', tx_hash: TX_HASH, error: null, sent_at: null },
+        payout: {
+          id: 'po_01JQ3Y4D7F9H1K3M5P7R9T1V3X',
+          status: 'broadcast',
+          tx_hash: TX_HASH,
+          error: null,
+          sent_at: null,
+        },
       },
     ],
     progress: { sent: 1, failed: 0, open: 1 },
@@ -257,7 +269,9 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     conversions: { count: 0, value_usd_cents: 0, swap_fee_usd_cents: 0, fee_usd_cents: 0, net_usd_cents: 0 },
     reversals: { count: 0, net_usd_cents: 0 },
     payouts: { count: 0, usd_cents: 0, requested_count: 0, requested_usd_cents: 0, items: [] },
-    by_coin: [{ token: 'base:usdc', symbol: 'USDC', chain: 'base', payments: 1, received_display: '25', value_usd_cents: 2500 }],
+    by_coin: [
+      { token: 'base:usdc', symbol: 'USDC', chain: 'base', payments: 1, received_display: '25', value_usd_cents: 2500 },
+    ],
   },
   TaxInvoice: {
     id: 'txi_01JQ3X4N6P8R0T2V4X6Z8B0D2F',
@@ -278,7 +292,13 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     tax_inclusive: true,
     sac: '997158',
     description: 'Two mugs',
-    seller: { name: 'Corner Café', legal_name: 'Corner Cafe Private Limited', tax_id: '27AAPFU0939F1ZV', address: '12 Hill Road, Bandra West, Mumbai 400050', state_code: '27' },
+    seller: {
+      name: 'Corner Café',
+      legal_name: 'Corner Cafe Private Limited',
+      tax_id: '27AAPFU0939F1ZV',
+      address: '12 Hill Road, Bandra West, Mumbai 400050',
+      state_code: '27',
+    },
     created_at: '2026-03-01T12:30:00.000Z',
   },
   PaymentLink: {
@@ -317,7 +337,14 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   refundPayment: { destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D', note: 'Customer returned the mugs' },
   simulatePayment: { outcome: 'paid' },
   redeliverEvent: {},
-  createLink: { kind: 'fixed', title: 'Coffee beans, 1 kg', description: 'Single origin, roasted this week.', amount_usd_cents: 2400, collect_email: true, max_uses: 100 },
+  createLink: {
+    kind: 'fixed',
+    title: 'Coffee beans, 1 kg',
+    description: 'Single origin, roasted this week.',
+    amount_usd_cents: 2400,
+    collect_email: true,
+    max_uses: 100,
+  },
   updateLink: { active: false },
   updateAccount: { tax_profile: taxProfile },
   createSubscription: {
@@ -337,7 +364,13 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
       { destination: '0x1f2E3d4C5b6A7980a1B2c3D4e5F60718293a4B5c', usd_cents: 5000, label: 'Partner 18' },
     ],
   },
-  createTaxInvoice: { customer_name: 'Asha Traders', customer_tax_id: '27AAACR5055K1Z7', customer_state_code: '27', place_of_supply: 'intra', fx_rate: '83.25' },
+  createTaxInvoice: {
+    customer_name: 'Asha Traders',
+    customer_tax_id: '27AAACR5055K1Z7',
+    customer_state_code: '27',
+    place_of_supply: 'intra',
+    fx_rate: '83.25',
+  },
 };
 
 /** Example ids of path parameters, by the id's prefix. */
@@ -368,20 +401,77 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
 
 /** Example answers of each error code: a typical message and `param`. */
 export const ERROR_EXAMPLES: Record<ErrorCode, { summary: string; message: string; param: string | null }> = {
-  invalid_request: { summary: 'A field is missing or invalid', message: 'price_amount must be >= 1', param: 'price_amount' },
-  unauthorized: { summary: 'Missing, unknown or revoked key', message: 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.', param: null },
-  wrong_mode: { summary: 'A key of the other mode', message: 'A live key cannot be used on the test API; use a kasse_test_ key.', param: null },
+  invalid_request: {
+    summary: 'A field is missing or invalid',
+    message: 'price_amount must be >= 1',
+    param: 'price_amount',
+  },
+  unauthorized: {
+    summary: 'Missing, unknown or revoked key',
+    message: 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.',
+    param: null,
+  },
+  wrong_mode: {
+    summary: 'A key of the other mode',
+    message: 'A live key cannot be used on the test API; use a kasse_test_ key.',
+    param: null,
+  },
   not_found: { summary: 'No such object in this mode', message: 'No such payment.', param: null },
-  idempotency_conflict: { summary: 'Idempotency-Key reused with another body', message: 'This Idempotency-Key was already used with a different request.', param: 'Idempotency-Key' },
-  already_invoiced: { summary: 'The payment already has a tax invoice', message: 'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.', param: null },
-  too_many_attempts: { summary: 'Already 3 coin choices', message: 'A payment has at most 3 coin choices; this one already has 3.', param: null },
-  amount_too_small: { summary: 'Below the coin’s minimum', message: '0.0002 ETH is below the minimum of 0.0004 ETH for this coin.', param: null },
-  insufficient_balance: { summary: 'The available balance does not cover the batch', message: 'The batch needs $1,250.00 but the available balance is $900.00.', param: null },
-  invalid_state: { summary: 'Not possible in the current state', message: 'This payment is paid; no new coin can be chosen.', param: null },
-  rate_limited: { summary: 'Too many requests', message: 'Rate limit of 60 requests per minute exceeded; retry in 12 s.', param: null },
-  internal_error: { summary: 'Unexpected failure', message: 'An unexpected error occurred. Quote request id req_01JQ3TC0000000000000000000 when reporting it.', param: null },
-  price_unavailable: { summary: 'No current price for the coin', message: 'No current price for ETH; try again shortly or choose another coin.', param: null },
-  chain_paused: { summary: 'The network is paused', message: 'The Base network is paused; choose another coin.', param: null },
-  fx_unavailable: { summary: 'No FX reference rate', message: 'No FX reference rate is available for 2026-03-01: the provider did not answer. Try again later or send fx_rate.', param: null },
+  idempotency_conflict: {
+    summary: 'Idempotency-Key reused with another body',
+    message: 'This Idempotency-Key was already used with a different request.',
+    param: 'Idempotency-Key',
+  },
+  already_invoiced: {
+    summary: 'The payment already has a tax invoice',
+    message: 'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.',
+    param: null,
+  },
+  too_many_attempts: {
+    summary: 'Already 3 coin choices',
+    message: 'A payment has at most 3 coin choices; this one already has 3.',
+    param: null,
+  },
+  amount_too_small: {
+    summary: 'Below the coin’s minimum',
+    message: '0.0002 ETH is below the minimum of 0.0004 ETH for this coin.',
+    param: null,
+  },
+  insufficient_balance: {
+    summary: 'The available balance does not cover the batch',
+    message: 'The batch needs $1,250.00 but the available balance is $900.00.',
+    param: null,
+  },
+  invalid_state: {
+    summary: 'Not possible in the current state',
+    message: 'This payment is paid; no new coin can be chosen.',
+    param: null,
+  },
+  rate_limited: {
+    summary: 'Too many requests',
+    message: 'Rate limit of 60 requests per minute exceeded; retry in 12 s.',
+    param: null,
+  },
+  internal_error: {
+    summary: 'Unexpected failure',
+    message: 'An unexpected error occurred. Quote request id req_01JQ3TC0000000000000000000 when reporting it.',
+    param: null,
+  },
+  price_unavailable: {
+    summary: 'No current price for the coin',
+    message: 'No current price for ETH; try again shortly or choose another coin.',
+    param: null,
+  },
+  chain_paused: {
+    summary: 'The network is paused',
+    message: 'The Base network is paused; choose another coin.',
+    param: null,
+  },
+  fx_unavailable: {
+    summary: 'No FX reference rate',
+    message:
+      'No FX reference rate is available for 2026-03-01: the provider did not answer. Try again later or send fx_rate.',
+    param: null,
+  },
   service_unavailable: { summary: 'Kasse cannot serve now', message: 'Database is not reachable', param: null },
 };

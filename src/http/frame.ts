@@ -4,7 +4,14 @@
  * log (`instrument`), and the one error envelope — every failure, whatever raised it, answers with the Error body
  * and its request id. The API listeners add their key guard through `instrument`; the other listeners use it as is.
  */
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { ApiError } from '../core/errors.ts';
 import { requestIds } from '../core/ids.ts';
 import type { Logger } from '../core/log.ts';
@@ -37,7 +44,10 @@ export function errorHandler(log: Logger) {
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendError(reply, new ApiError('invalid_request', 'Content-Type must be application/json'));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendError(reply, new ApiError('invalid_request', `Request body is too large (at most ${req.routeOptions.bodyLimit} bytes)`));
+        return sendError(
+          reply,
+          new ApiError('invalid_request', `Request body is too large (at most ${req.routeOptions.bodyLimit} bytes)`),
+        );
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendError(reply, new ApiError('invalid_request', 'Content-Length does not match the body'));
     }
@@ -46,13 +56,22 @@ export function errorHandler(log: Logger) {
     }
     // PostgreSQL data exceptions (class 22: a NUL character in text, a value out of range) are bad input, not faults.
     if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code)) {
-      return sendError(reply, new ApiError('invalid_request', 'A value in the request cannot be stored (for example a NUL character or an out-of-range number).'));
+      return sendError(
+        reply,
+        new ApiError(
+          'invalid_request',
+          'A value in the request cannot be stored (for example a NUL character or an out-of-range number).',
+        ),
+      );
     }
     if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, new ApiError('invalid_request', err.message));
     }
     log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled error');
-    return sendError(reply, new ApiError('internal_error', `An unexpected error occurred. Quote request id ${req.id} when reporting it.`));
+    return sendError(
+      reply,
+      new ApiError('internal_error', `An unexpected error occurred. Quote request id ${req.id} when reporting it.`),
+    );
   };
 }
 
@@ -129,7 +148,10 @@ export function instrument(app: FastifyInstance, deps: FrameDeps, listener: stri
     record(route, status, ms / 1000);
     const level = (req.method === 'GET' || req.method === 'HEAD') && status < 400 && ms < SLOW_MS ? 'debug' : 'info';
     if (deps.log.isLevelEnabled(level)) {
-      deps.log[level]({ reqId: req.id, listener, method: req.method, route, status, ms: Math.round(ms * 10) / 10 }, 'request');
+      deps.log[level](
+        { reqId: req.id, listener, method: req.method, route, status, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
     }
     done();
   });
@@ -164,7 +186,9 @@ export function baseFastify(deps: FrameDeps): FastifyInstance {
     // Through the factory, not only setValidatorCompiler: a plugin that calls addSchema gets a validator rebuilt
     // from the factory, which would otherwise be Fastify's default Ajv (strips unknown properties instead of 400).
     // The serialiser likewise, so that it reads the schemas as the validator does (`freeFormKeys`).
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler as never, buildSerializer: buildSerializer as never } },
+    schemaController: {
+      compilersFactory: { buildValidator: () => validatorCompiler as never, buildSerializer: buildSerializer as never },
+    },
     // Errors Fastify raises before routing (a malformed URL) get the Error body too, and so do requests Node's HTTP
     // parser refuses; an HTTP/1.1 request without Host reaches the routes, which refuse it the same way.
     frameworkErrors: (err, _req, reply) => sendError(reply, new ApiError('invalid_request', err.message)),
@@ -179,4 +203,3 @@ export function baseFastify(deps: FrameDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
   return app;
 }
-

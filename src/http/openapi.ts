@@ -17,7 +17,14 @@ import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
 import { freeFormKeys } from '../core/json-schema.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
 import { EVENT_TYPES } from '../modules/payments/model.ts';
-import { ERROR_EXAMPLES, ID_EXAMPLES, PARAMETER_EXAMPLES, PATH_EXAMPLES, REQUEST_EXAMPLES, SCHEMA_EXAMPLES } from './examples.ts';
+import {
+  ERROR_EXAMPLES,
+  ID_EXAMPLES,
+  PARAMETER_EXAMPLES,
+  PATH_EXAMPLES,
+  REQUEST_EXAMPLES,
+  SCHEMA_EXAMPLES,
+} from './examples.ts';
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -70,15 +77,24 @@ export function documentErrors(route: { url: string; schema?: FastifySchema; con
 
 /** The 400 example names a required field of the body, else an unknown query parameter. */
 function invalidRequestExample(requiredField: string | undefined) {
-  return requiredField ? { message: `${requiredField} is required`, param: requiredField } : { message: 'expand is not a known property', param: 'expand' };
+  return requiredField
+    ? { message: `${requiredField} is required`, param: requiredField }
+    : { message: 'expand is not a known property', param: 'expand' };
 }
 
 function errorResponse(status: number, codes: ErrorCode[], requiredField: string | undefined) {
-  const example = (c: ErrorCode) => ({ code: c, ...(c === 'invalid_request' ? invalidRequestExample(requiredField) : { message: ERROR_EXAMPLES[c].message, param: ERROR_EXAMPLES[c].param }) });
+  const example = (c: ErrorCode) => ({
+    code: c,
+    ...(c === 'invalid_request'
+      ? invalidRequestExample(requiredField)
+      : { message: ERROR_EXAMPLES[c].message, param: ERROR_EXAMPLES[c].param }),
+  });
   const explained = codes.map((c) => `\`${c}\`: ${ERROR_EXAMPLES[c].summary}`);
   return {
     description: `${STATUS_TEXT[status] ?? 'Error'} — ${explained.join('; ')}.`,
-    ...(status === 429 ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds until a request may pass again.' } } } : {}),
+    ...(status === 429
+      ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds until a request may pass again.' } } }
+      : {}),
     content: {
       'application/json': {
         schema: { $ref: 'Error#' },
@@ -103,18 +119,41 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'A payment is priced in US cents. The payer picks a network and coin on the hosted checkout (`checkout_url`), or you pick it with `token` when creating the payment or with a coin choice (an attempt); each attempt has its own deposit address and exact amount, held for 10 minutes. Kasse watches the chain and sends a webhook on every change. `GET /payments/{id}` is the truth.',
   },
-  { name: 'Payment links', description: 'Reusable public pages that create ordinary payments: `fixed`, `open`, `tip` and `pos` (a staff terminal).' },
-  { name: 'Currencies', description: 'The networks and coins payers can use now, with their rates, and what a price costs in a coin.' },
+  {
+    name: 'Payment links',
+    description:
+      'Reusable public pages that create ordinary payments: `fixed`, `open`, `tip` and `pos` (a staff terminal).',
+  },
+  {
+    name: 'Currencies',
+    description: 'The networks and coins payers can use now, with their rates, and what a price costs in a coin.',
+  },
   { name: 'Balance', description: 'What Kasse owes you: credited payments less fees and reversals.' },
   {
     name: 'Events',
     description:
       'Every change is recorded as an event and sent to your webhook URL (see Webhooks below). These operations list events, show each delivery attempt and send an event again.',
   },
-  { name: 'Statements', description: 'A month of the balance from the ledger: credits, conversions, held money, reversals, payouts, by coin, reconciled.' },
-  { name: 'Tax invoices', description: 'Indian GST tax invoices for paid payments, consecutive per financial year, as JSON and PDF. The seller is the account’s tax profile (`PATCH /account`).' },
-  { name: 'Subscriptions', description: 'A customer billed the same amount every period: each period is an ordinary payment, emailed to the customer, with grace, past due and cancellation.' },
-  { name: 'Disbursements', description: 'Mass payouts of up to 500 items in the payout coin, released after a quorum of owners approves the batch on the dashboard.' },
+  {
+    name: 'Statements',
+    description:
+      'A month of the balance from the ledger: credits, conversions, held money, reversals, payouts, by coin, reconciled.',
+  },
+  {
+    name: 'Tax invoices',
+    description:
+      'Indian GST tax invoices for paid payments, consecutive per financial year, as JSON and PDF. The seller is the account’s tax profile (`PATCH /account`).',
+  },
+  {
+    name: 'Subscriptions',
+    description:
+      'A customer billed the same amount every period: each period is an ordinary payment, emailed to the customer, with grace, past due and cancellation.',
+  },
+  {
+    name: 'Disbursements',
+    description:
+      'Mass payouts of up to 500 items in the payout coin, released after a quorum of owners approves the batch on the dashboard.',
+  },
   { name: 'Account', description: 'The merchant account behind the API key, and its tax profile.' },
   {
     name: 'Webhooks',
@@ -131,13 +170,18 @@ const TAGS: Array<{ name: string; description: string }> = [
 const EVENT_MEANINGS: Record<(typeof EVENT_TYPES)[number], string> = {
   'payment.detected': 'Money was seen on the network and is not confirmed yet.',
   'payment.confirming': 'Confirmations are counting.',
-  'payment.paid': 'Confirmed and enough: fulfil the order. Sent again if a payment is paid again after `payment.reorged`.',
-  'payment.underpaid': 'Confirmed but short. The payer can send the rest within the coin’s 10 minutes, or you can accept it (`POST /payments/{id}/accept`).',
+  'payment.paid':
+    'Confirmed and enough: fulfil the order. Sent again if a payment is paid again after `payment.reorged`.',
+  'payment.underpaid':
+    'Confirmed but short. The payer can send the rest within the coin’s 10 minutes, or you can accept it (`POST /payments/{id}/accept`).',
   'payment.overpaid': 'More than asked arrived; sent in addition to `payment.paid` (the attempt’s `overpaid` is true).',
   'payment.expired': 'Nothing arrived within the payment’s 24 hours.',
-  'payment.late': 'Money arrived after the coin’s 10 minutes ended. Accepted automatically within 24 hours when the coin’s price moved 3 % or less; otherwise accept or refund it.',
-  'payment.wrong_asset': 'A different coin arrived, worth at least that coin’s minimum (the attempt’s `wrong_asset` is true). Refund it or ask the payer to pay again.',
-  'payment.reorged': 'The transaction of a paid payment left the chain: pause fulfilment until `payment.paid` comes again.',
+  'payment.late':
+    'Money arrived after the coin’s 10 minutes ended. Accepted automatically within 24 hours when the coin’s price moved 3 % or less; otherwise accept or refund it.',
+  'payment.wrong_asset':
+    'A different coin arrived, worth at least that coin’s minimum (the attempt’s `wrong_asset` is true). Refund it or ask the payer to pay again.',
+  'payment.reorged':
+    'The transaction of a paid payment left the chain: pause fulfilment until `payment.paid` comes again.',
   'payment.refunded': 'A refund was sent.',
   'payment.cancelled': 'You cancelled the payment before any money was seen.',
 };
@@ -152,8 +196,20 @@ const SIGNATURE_HEADERS = [
     schema: { type: 'string' },
     example: 't=1772366652,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
   },
-  { name: 'Service-Event-Id', in: 'header', required: true, description: 'The event id (`evt_…`): deduplicate on it, deliveries are at least once.', schema: { type: 'string' } },
-  { name: 'Service-Event-Type', in: 'header', required: true, description: 'The event type.', schema: { type: 'string' } },
+  {
+    name: 'Service-Event-Id',
+    in: 'header',
+    required: true,
+    description: 'The event id (`evt_…`): deduplicate on it, deliveries are at least once.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'Service-Event-Type',
+    in: 'header',
+    required: true,
+    description: 'The event type.',
+    schema: { type: 'string' },
+  },
 ];
 
 function webhooks(): Json {
@@ -168,10 +224,18 @@ function webhooks(): Json {
         parameters: SIGNATURE_HEADERS,
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/PaymentEvent' }, example: { ...(SCHEMA_EXAMPLES.PaymentEvent as Json), type } } },
+          content: {
+            'application/json': {
+              schema: { $ref: '#/components/schemas/PaymentEvent' },
+              example: { ...(SCHEMA_EXAMPLES.PaymentEvent as Json), type },
+            },
+          },
         },
         responses: {
-          '2XX': { description: 'Acknowledge with any 2xx within 10 seconds. Anything else is retried after 1 min, 5 min, 30 min, 2 h, 6 h and 12 h.' },
+          '2XX': {
+            description:
+              'Acknowledge with any 2xx within 10 seconds. Anything else is retried after 1 min, 5 min, 30 min, 2 h, 6 h and 12 h.',
+          },
         },
       },
     };
@@ -214,11 +278,19 @@ function intro(mode: Mode, serverUrl: string): string {
 /** A shell-quoted curl call of the operation with its examples. */
 function curlSample(method: string, path: string, op: Json, serverUrl: string): string {
   const params = (op.parameters ?? []) as Json[];
-  let url = serverUrl + path.replace(/\{(\w+)\}/g, (_m, name: string) => String(params.find((p) => p.in === 'path' && p.name === name)?.example ?? `<${name}>`));
+  let url =
+    serverUrl +
+    path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+      String(params.find((p) => p.in === 'path' && p.name === name)?.example ?? `<${name}>`),
+    );
   const query = params.filter((p) => p.in === 'query' && p.required && p.example !== undefined);
   if (query.length > 0) url += `?${query.map((p) => `${p.name}=${encodeURIComponent(String(p.example))}`).join('&')}`;
-  const lines = [`curl ${method === 'get' ? '' : `-X ${method.toUpperCase()} `}"${url}"`, `  -H "Authorization: Bearer $KASSE_API_KEY"`];
-  if (params.some((p) => p.in === 'header' && p.name === 'Idempotency-Key')) lines.push(`  -H "Idempotency-Key: order-1001"`);
+  const lines = [
+    `curl ${method === 'get' ? '' : `-X ${method.toUpperCase()} `}"${url}"`,
+    `  -H "Authorization: Bearer $KASSE_API_KEY"`,
+  ];
+  if (params.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'))
+    lines.push(`  -H "Idempotency-Key: order-1001"`);
   const body = op.requestBody?.content?.['application/json']?.schema?.examples?.[0];
   if (body !== undefined && Object.keys(body).length > 0) {
     lines.push(`  -H "Content-Type: application/json"`, `  -d '${JSON.stringify(body).replace(/'/g, "'\\''")}'`);
@@ -228,19 +300,23 @@ function curlSample(method: string, path: string, op: Json, serverUrl: string): 
 
 /** Capitalised the way the API documents them (`Idempotency-Key`); Fastify keeps header schemas in lower case. */
 const headerName = (name: string) =>
-  name === 'last-event-id' ? 'Last-Event-ID' : name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+  name === 'last-event-id'
+    ? 'Last-Event-ID'
+    : name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
 
 function decorateOperation(method: string, path: string, op: Json, serverUrl: string): void {
   for (const p of (op.parameters ?? []) as Json[]) {
     if (p.in === 'header') p.name = headerName(p.name);
-    if (p.in === 'query' && p.example === undefined && PARAMETER_EXAMPLES[p.name] !== undefined) p.example = PARAMETER_EXAMPLES[p.name];
+    if (p.in === 'query' && p.example === undefined && PARAMETER_EXAMPLES[p.name] !== undefined)
+      p.example = PARAMETER_EXAMPLES[p.name];
     if (p.in === 'path' && p.example === undefined) {
       const prefix = /^\^(\w+)_/.exec(p.schema?.pattern ?? '')?.[1];
       p.example = (prefix && ID_EXAMPLES[prefix]) || PATH_EXAMPLES[p.name];
     }
   }
   const body = op.requestBody?.content?.['application/json']?.schema;
-  if (body && body.examples === undefined && op.operationId && REQUEST_EXAMPLES[op.operationId] !== undefined) body.examples = [REQUEST_EXAMPLES[op.operationId]];
+  if (body && body.examples === undefined && op.operationId && REQUEST_EXAMPLES[op.operationId] !== undefined)
+    body.examples = [REQUEST_EXAMPLES[op.operationId]];
   op['x-codeSamples'] = [{ lang: 'Shell', label: 'curl', source: curlSample(method, path, op, serverUrl) }];
 }
 
@@ -259,16 +335,24 @@ export function referenceDocument(generated: Json, mode: Mode, serverUrl: string
   const schemas: Json = { ...(doc.components?.schemas ?? {}), PaymentEvent: PAYMENT_EVENT };
   const hooks = webhooks();
   for (const [name, schema] of Object.entries<Json>(schemas)) {
-    if (schema.examples === undefined && SCHEMA_EXAMPLES[name] !== undefined) schemas[name] = { ...schema, examples: [SCHEMA_EXAMPLES[name]] };
+    if (schema.examples === undefined && SCHEMA_EXAMPLES[name] !== undefined)
+      schemas[name] = { ...schema, examples: [SCHEMA_EXAMPLES[name]] };
   }
-  const used = new Set([...Object.values<Json>(paths), ...Object.values<Json>(hooks)].flatMap((ops) => Object.values<Json>(ops).flatMap((op) => (op.tags ?? []) as string[])));
+  const used = new Set(
+    [...Object.values<Json>(paths), ...Object.values<Json>(hooks)].flatMap((ops) =>
+      Object.values<Json>(ops).flatMap((op) => (op.tags ?? []) as string[]),
+    ),
+  );
   introduction ??= conventions();
   // Free-form keys (metadata) as `additionalProperties`, as the validator and the serialiser read them.
   return freeFormKeys({
     ...doc,
     info: { ...doc.info, description: `${intro(mode, serverUrl)}\n\n${introduction}` },
     servers: [{ url: serverUrl }],
-    tags: [...TAGS.filter((t) => used.has(t.name)), ...[...used].filter((n) => !TAGS.some((t) => t.name === n)).map((name) => ({ name }))],
+    tags: [
+      ...TAGS.filter((t) => used.has(t.name)),
+      ...[...used].filter((n) => !TAGS.some((t) => t.name === n)).map((name) => ({ name })),
+    ],
     paths,
     webhooks: hooks,
     components: { ...doc.components, schemas },

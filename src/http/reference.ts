@@ -44,13 +44,20 @@ function asset(name: string): Asset {
   let a = assets.get(name);
   if (!a) {
     const body = readFileSync(FILES[name]!());
-    a = { body, gzip: gzipSync(body, { level: 9 }), hash: createHash('sha256').update(body).digest('hex').slice(0, 12) };
+    a = {
+      body,
+      gzip: gzipSync(body, { level: 9 }),
+      hash: createHash('sha256').update(body).digest('hex').slice(0, 12),
+    };
     assets.set(name, a);
   }
   return a;
 }
 
-function sendAsset(req: FastifyRequest<{ Params: { name: string }; Querystring: { v?: string } }>, reply: FastifyReply) {
+function sendAsset(
+  req: FastifyRequest<{ Params: { name: string }; Querystring: { v?: string } }>,
+  reply: FastifyReply,
+) {
   const name = req.params.name;
   if (!Object.hasOwn(FILES, name)) return reply.callNotFound();
   const a = asset(name);
@@ -61,7 +68,8 @@ function sendAsset(req: FastifyRequest<{ Params: { name: string }; Querystring: 
     .header('etag', etag)
     .header('vary', 'Accept-Encoding');
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
-  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(a.gzip);
+  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? '')))
+    return reply.header('content-encoding', 'gzip').send(a.gzip);
   return reply.send(a.body);
 }
 
@@ -92,15 +100,25 @@ export default async function referenceRoutes(app: FastifyInstance, { kasse, mod
   const open = { schema: { hide: true }, config: { public: true } };
   // Built on first use: with port 0 the server URL is known only after listen; routes do not change after that.
   let doc: Record<string, unknown> | undefined;
-  const document = () => (doc ??= referenceDocument(app.swagger() as Record<string, unknown>, mode, kasse.apiBase(mode)));
+  const document = () =>
+    (doc ??= referenceDocument(app.swagger() as Record<string, unknown>, mode, kasse.apiBase(mode)));
   const prefix = () => new URL(kasse.apiBase(mode)).pathname.replace(/\/$/, '');
 
   app.get('/v1/openapi.json', open, async () => document());
   app.get('/v1/docs', open, async (_req, reply) => {
-    reply.header('content-type', 'text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-cache');
+    reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', CSP)
+      .header('cache-control', 'no-cache');
     return page(`Kasse ${mode} API reference`, prefix());
   });
   // Asset URLs carry their content hash (`?v=`) so they can be cached for good; it is the one query parameter.
-  const asset = { ...open, schema: { hide: true, querystring: { type: 'object', properties: { v: { type: 'string' } }, additionalProperties: false } } };
+  const asset = {
+    ...open,
+    schema: {
+      hide: true,
+      querystring: { type: 'object', properties: { v: { type: 'string' } }, additionalProperties: false },
+    },
+  };
   app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/v1/docs/assets/:name', asset, sendAsset);
 }

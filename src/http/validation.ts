@@ -63,10 +63,12 @@ export function paramOf(error: ErrorObject, context: string | undefined): string
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const params = error.params as Record<string, unknown>;
   if (error.keyword === 'required' && typeof params.missingProperty === 'string') path.push(params.missingProperty);
-  if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') path.push(params.additionalProperty);
+  if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string')
+    path.push(params.additionalProperty);
   if (path.length === 0) return context === 'body' ? null : (context ?? null);
   // Header names are case-insensitive and arrive lower-cased; name them the way the API documents them.
-  if (context === 'headers') return path.join('.').replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+  if (context === 'headers')
+    return path.join('.').replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
   return path.join('.');
 }
 
@@ -91,21 +93,42 @@ export function refuseIllFormedText(json: string, body: unknown): ApiError | nul
  * "paid" | …`, a value or null) before the union itself, so the first error alone would name one allowed value; when
  * every branch failed on the field itself, the message names them all.
  */
-export function explainValidation(errors: ErrorObject[], context: string | undefined): { param: string | null; message: string } {
+export function explainValidation(
+  errors: ErrorObject[],
+  context: string | undefined,
+): { param: string | null; message: string } {
   const first = errors[0]!;
-  const union = errors.find((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath && first.schemaPath.startsWith(`${e.schemaPath}/`));
+  const union = errors.find(
+    (e) =>
+      e.keyword === 'anyOf' && e.instancePath === first.instancePath && first.schemaPath.startsWith(`${e.schemaPath}/`),
+  );
   if (union) {
     const branches = errors.filter((e) => e !== union && e.schemaPath.startsWith(`${union.schemaPath}/`));
-    if (branches.every((e) => e.instancePath === union.instancePath && (e.keyword === 'const' || e.keyword === 'type' || e.keyword === 'enum'))) {
+    if (
+      branches.every(
+        (e) =>
+          e.instancePath === union.instancePath &&
+          (e.keyword === 'const' || e.keyword === 'type' || e.keyword === 'enum'),
+      )
+    ) {
       const param = paramOf(union, context);
       const field = param ?? 'request body';
       const values = branches.flatMap((e) => {
         const p = e.params as Record<string, unknown>;
-        return e.keyword === 'const' ? [String(p.allowedValue)] : e.keyword === 'enum' ? (p.allowedValues as unknown[]).map(String) : [];
+        return e.keyword === 'const'
+          ? [String(p.allowedValue)]
+          : e.keyword === 'enum'
+            ? (p.allowedValues as unknown[]).map(String)
+            : [];
       });
-      const types = branches.filter((e) => e.keyword === 'type').map((e) => String((e.params as Record<string, unknown>).type));
+      const types = branches
+        .filter((e) => e.keyword === 'type')
+        .map((e) => String((e.params as Record<string, unknown>).type));
       if (types.length === 0) return { param, message: `${field} must be one of ${values.join(', ')}` };
-      const kinds = [...values.map((v) => JSON.stringify(v)), ...types.map((t) => (t === 'null' ? 'null' : `of type ${t}`))];
+      const kinds = [
+        ...values.map((v) => JSON.stringify(v)),
+        ...types.map((t) => (t === 'null' ? 'null' : `of type ${t}`)),
+      ];
       return { param, message: `${field} must be ${kinds.join(' or ')}` };
     }
   }

@@ -28,7 +28,12 @@ function load(name: string): Asset {
   let a = assets.get(name);
   if (!a) {
     const body = readFileSync(files.get(name) ?? new URL(name, DIR));
-    a = { body, gzip: gzipSync(body, { level: 9 }), hash: createHash('sha256').update(body).digest('hex').slice(0, 12), type: TYPES[name.split('.').pop()!]! };
+    a = {
+      body,
+      gzip: gzipSync(body, { level: 9 }),
+      hash: createHash('sha256').update(body).digest('hex').slice(0, 12),
+      type: TYPES[name.split('.').pop()!]!,
+    };
     assets.set(name, a);
   }
   return a;
@@ -52,16 +57,23 @@ export function assetUrl(name: string): string {
 
 /** Sizes in bytes (raw and gzip) of every asset, the families' scripts included; for the benchmark. */
 export function assetSizes(): Record<string, { bytes: number; gzip: number }> {
-  return Object.fromEntries([...files.keys(), 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]));
+  return Object.fromEntries(
+    [...files.keys(), 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]),
+  );
 }
 
 function send(req: FastifyRequest, reply: FastifyReply, a: Asset, cacheControl: string) {
   const etag = `"${a.hash}"`;
-  reply.header('content-type', a.type).header('cache-control', cacheControl).header('etag', etag).header('vary', 'Accept-Encoding');
+  reply
+    .header('content-type', a.type)
+    .header('cache-control', cacheControl)
+    .header('etag', etag)
+    .header('vary', 'Accept-Encoding');
   // Merchant pages embed checkout.js; sites isolating themselves with COEP still may.
   reply.header('cross-origin-resource-policy', 'cross-origin');
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
-  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(a.gzip);
+  if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? '')))
+    return reply.header('content-encoding', 'gzip').send(a.gzip);
   return reply.send(a.body);
 }
 

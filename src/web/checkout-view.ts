@@ -50,13 +50,31 @@ export interface CoinOption {
 export function coinOptions(
   chains: ChainRegistry,
   mode: Mode,
-  currencies: Array<{ token: string; chain: string; symbol: string; name: string; decimals: number; min_amount: string; rate: string | null; paused: boolean }>,
+  currencies: Array<{
+    token: string;
+    chain: string;
+    symbol: string;
+    name: string;
+    decimals: number;
+    min_amount: string;
+    rate: string | null;
+    paused: boolean;
+  }>,
   cents: number,
 ): CoinOption[] {
   return currencies.flatMap((c) => {
     if (c.paused || c.rate === null) return [];
     const units = centsToUnits(cents, c.rate, c.decimals);
-    return [{ token: c.token, symbol: c.symbol, name: c.name, networkName: chains.network(mode, c.chain)?.name ?? c.chain, estimate: approx(units, c.decimals), belowMin: units < BigInt(c.min_amount) }];
+    return [
+      {
+        token: c.token,
+        symbol: c.symbol,
+        name: c.name,
+        networkName: chains.network(mode, c.chain)?.name ?? c.chain,
+        estimate: approx(units, c.decimals),
+        belowMin: units < BigInt(c.min_amount),
+      },
+    ];
   });
 }
 
@@ -106,7 +124,11 @@ export interface CheckoutContext {
 
 /** Changes whenever what the payer sees changes (not with the time): the stream sends only then. */
 export function viewKey(p: Payment): string {
-  const shape = [phaseOf(p), p.status, p.attempts.map((a) => [a.id, a.status, a.received_amount, a.deposits.map((d) => [d.status, d.confirmations])])];
+  const shape = [
+    phaseOf(p),
+    p.status,
+    p.attempts.map((a) => [a.id, a.status, a.received_amount, a.deposits.map((d) => [d.status, d.confirmations])]),
+  ];
   return createHash('sha256').update(JSON.stringify(shape)).digest('base64url').slice(0, 16);
 }
 
@@ -132,7 +154,9 @@ export function statusLine(p: Payment, view: 'checkout' | 'pos' = 'checkout'): s
     case 'seen': {
       const need = a?.confirmations_required ?? null;
       const have = Math.min(...(a?.deposits.filter((d) => d.status !== 'orphaned').map((d) => d.confirmations) ?? [0]));
-      return need === null ? 'Payment detected. Waiting for confirmations.' : `Payment detected. ${Math.min(have, Number(need))} of ${need} confirmations.`;
+      return need === null
+        ? 'Payment detected. Waiting for confirmations.'
+        : `Payment detected. ${Math.min(have, Number(need))} of ${need} confirmations.`;
     }
     case 'underpaid':
       return `Part of the payment arrived. ${missingDisplay(a!)} ${a!.symbol} is missing.`;
@@ -177,8 +201,11 @@ function picker(ctx: CheckoutContext, heading: boolean): Html {
   const left = MAX_ATTEMPTS - p.attempts.length;
   const groups = new Map<string, CoinOption[]>();
   for (const c of ctx.coins) groups.set(c.networkName, [...(groups.get(c.networkName) ?? []), c]);
-  const hidden = ctx.embed ? html`<input type="hidden" name="embed" value="1">${ctx.parentOrigin ? html`<input type="hidden" name="origin" value="${ctx.parentOrigin}">` : ''}` : '';
-  if (left <= 0) return html`<p class="k-note">This payment has used all ${MAX_ATTEMPTS} coin choices. Ask the merchant for a new payment.</p>`;
+  const hidden = ctx.embed
+    ? html`<input type="hidden" name="embed" value="1">${ctx.parentOrigin ? html`<input type="hidden" name="origin" value="${ctx.parentOrigin}">` : ''}`
+    : '';
+  if (left <= 0)
+    return html`<p class="k-note">This payment has used all ${MAX_ATTEMPTS} coin choices. Ask the merchant for a new payment.</p>`;
   return html`<form method="post" action="/p/${p.id}/attempts" class="k-pick" data-enhance>
 ${heading ? html`<h2>Choose a coin</h2>` : ''}${hidden}
 ${ctx.coins.length === 0 && (ctx.unpriced ?? []).length === 0 ? html`<p class="k-note">No coin is available right now. Please try again in a minute.</p>` : ''}${unpricedNote(ctx.unpriced ?? [])}
@@ -197,20 +224,41 @@ ${coins.map(
 /** Says which coins are missing from the picker because no price can be fetched, instead of leaving them out silently. */
 function unpricedNote(symbols: string[]): Html | string {
   if (symbols.length === 0) return '';
-  const list = symbols.length === 1 ? symbols[0]! : `${symbols.slice(0, -1).join(', ')} and ${symbols[symbols.length - 1]}`;
+  const list =
+    symbols.length === 1 ? symbols[0]! : `${symbols.slice(0, -1).join(', ')} and ${symbols[symbols.length - 1]}`;
   return html`<p class="k-note" data-unpriced>${list} cannot be offered right now because ${symbols.length === 1 ? 'its price' : 'their prices'} cannot be fetched. Please choose another coin or try again in a few minutes.</p>`;
 }
 
 /** Address, exact amount, QR code, deep link, wallet buttons and the hold countdown for sending `units` of `a`'s coin. */
-async function sendBlock(ctx: CheckoutContext, a: Attempt, units: bigint, uri: string | null, timerLabel = 'Price held for'): Promise<Html> {
+async function sendBlock(
+  ctx: CheckoutContext,
+  a: Attempt,
+  units: bigint,
+  uri: string | null,
+  timerLabel = 'Price held for',
+): Promise<Html> {
   const token = ctx.chains.token(ctx.mode, a.token);
   const network = ctx.chains.network(ctx.mode, a.chain);
-  const amount = token ? formatUnits(units, token.decimals) : units === BigInt(a.pay_amount) ? a.pay_amount_display : units.toString();
+  const amount = token
+    ? formatUnits(units, token.decimals)
+    : units === BigInt(a.pay_amount)
+      ? a.pay_amount_display
+      : units.toString();
   const symbol = a.symbol ?? a.token;
   const qr = await qrSvg(uri ?? a.address, `QR code: send ${amount} ${symbol} to ${a.address}`);
-  const wallet = network && token
-    ? ctx.walletButtons({ mode: ctx.mode, network, token, paymentId: ctx.payment.id, attemptId: a.id, address: a.address, amount: units, expiresAt: new Date(a.expires_at) })
-    : '';
+  const wallet =
+    network && token
+      ? ctx.walletButtons({
+          mode: ctx.mode,
+          network,
+          token,
+          paymentId: ctx.payment.id,
+          attemptId: a.id,
+          address: a.address,
+          amount: units,
+          expiresAt: new Date(a.expires_at),
+        })
+      : '';
   const networkName = network?.name ?? a.chain;
   return html`<div class="k-send">
 <div class="k-network" role="note"><span class="k-label" id="k-network-l">Network</span><strong class="k-netname" id="k-network" aria-describedby="k-network-l">${networkName}</strong><span class="k-netnote">Send ${symbol} on ${networkName} only. Money sent on another network or in another coin can be lost.</span></div>
@@ -276,14 +324,22 @@ export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
       return html`${a ? html`<p class="k-note">The price for ${a.symbol} was held for 10 minutes and that time has ended.</p>` : ''}${picker(ctx, true)}`;
     case 'pay': {
       const block = await sendBlock(ctx, a!, BigInt(a!.pay_amount), a!.uri);
-      const more = p.attempts.length < MAX_ATTEMPTS ? html`<details class="k-more"><summary>Pay with another coin</summary>${picker(ctx, false)}</details>` : '';
+      const more =
+        p.attempts.length < MAX_ATTEMPTS
+          ? html`<details class="k-more"><summary>Pay with another coin</summary>${picker(ctx, false)}</details>`
+          : '';
       return html`<h2>Send exactly</h2>${block}${more}`;
     }
     case 'seen':
       return html`<div class="k-state"><p class="k-icon" aria-hidden="true">⏳</p><h2>Payment detected</h2><p>We see your payment of ${a?.received_amount_display} ${a?.symbol}. It is paid once the network confirms it; you may close this page.</p>${confirmationsLine(a)}${deposits(a)}</div>`;
     case 'underpaid': {
       const missing = missingUnits(a!);
-      const uri = ctx.chains.network(ctx.mode, a!.chain) && ctx.chains.token(ctx.mode, a!.token) ? ctx.chains.adapter(ctx.mode, a!.chain).paymentUri(ctx.chains.token(ctx.mode, a!.token)!, a!.address, missing) : null;
+      const uri =
+        ctx.chains.network(ctx.mode, a!.chain) && ctx.chains.token(ctx.mode, a!.token)
+          ? ctx.chains
+              .adapter(ctx.mode, a!.chain)
+              .paymentUri(ctx.chains.token(ctx.mode, a!.token)!, a!.address, missing)
+          : null;
       return html`<h2>Part of the payment arrived</h2><p class="k-warn">Received ${a!.received_amount_display} of ${a!.pay_amount_display} ${a!.symbol}. <strong>${missingDisplay(a!)} ${a!.symbol} is missing.</strong> Send the rest to the same address:</p>${await sendBlock(ctx, a!, missing, uri, 'Send the rest within')}`;
     }
     case 'paid':
@@ -309,8 +365,10 @@ function rootAttrs(ctx: { embed: boolean; parentOrigin: string | null }): Html |
 
 /** A no-JS page refreshes itself while something may still change; a paid page forwards to success_url. */
 function noscriptHead(p: Payment, phase: Phase, embed: boolean): Html | undefined {
-  if (phase === 'paid' && p.success_url && !embed) return html`<noscript><meta http-equiv="refresh" content="3;url=${p.success_url}"></noscript>\n`;
-  if (phase === 'pay' || phase === 'seen' || phase === 'underpaid') return html`<noscript><meta http-equiv="refresh" content="15"></noscript>\n`;
+  if (phase === 'paid' && p.success_url && !embed)
+    return html`<noscript><meta http-equiv="refresh" content="3;url=${p.success_url}"></noscript>\n`;
+  if (phase === 'pay' || phase === 'seen' || phase === 'underpaid')
+    return html`<noscript><meta http-equiv="refresh" content="15"></noscript>\n`;
   return undefined;
 }
 

@@ -30,7 +30,16 @@ import {
 import type { PublicPayment } from '../modules/payments/reader.ts';
 import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
-import { addFormParser, asApiError, assertSameOrigin, bodyFields, isJson, messagePage, sendPage, type Framing } from './page.ts';
+import {
+  addFormParser,
+  asApiError,
+  assertSameOrigin,
+  bodyFields,
+  isJson,
+  messagePage,
+  sendPage,
+  type Framing,
+} from './page.ts';
 import { payerMessage } from './payer-text.ts';
 import type { CheckoutRoute } from './routes.ts';
 
@@ -59,10 +68,17 @@ async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<{ coins: Co
   const phase = phaseOf(p);
   if (p.status !== 'waiting' || (phase !== 'pick' && phase !== 'pay')) return { coins: [], unpriced: [] };
   const currencies = await kasse.payments.catalogue.currencies(found.mode);
-  return { coins: coinOptions(kasse.chains, found.mode, currencies, p.price_amount), unpriced: unpricedSymbols(currencies) };
+  return {
+    coins: coinOptions(kasse.chains, found.mode, currencies, p.price_amount),
+    unpriced: unpricedSymbols(currencies),
+  };
 }
 
-async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; origin: string | null; error?: string | null }): Promise<CheckoutContext> {
+async function context(
+  kasse: Kasse,
+  found: PublicPayment,
+  q: { embed: boolean; origin: string | null; error?: string | null },
+): Promise<CheckoutContext> {
   return {
     ...(await coinsFor(kasse, found)),
     closed: !kasse.chains.anyAvailable(found.mode),
@@ -80,7 +96,11 @@ async function context(kasse: Kasse, found: PublicPayment, q: { embed: boolean; 
 }
 
 function notFoundPage(reply: FastifyReply) {
-  return sendPage(reply, 404, messagePage('Payment not found', 'There is no payment at this address. Check the link you were given.'));
+  return sendPage(
+    reply,
+    404,
+    messagePage('Payment not found', 'There is no payment at this address. Check the link you were given.'),
+  );
 }
 
 /** The fields of the public answer to choosing a coin: the payment's state and the new coin choice, no metadata. */
@@ -89,7 +109,17 @@ function publicAttempt(p: Payment) {
   return {
     payment_id: p.id,
     status: p.status,
-    attempt: { id: a.id, chain: a.chain, token: a.token, symbol: a.symbol, address: a.address, pay_amount: a.pay_amount, pay_amount_display: a.pay_amount_display, expires_at: a.expires_at, uri: a.uri },
+    attempt: {
+      id: a.id,
+      chain: a.chain,
+      token: a.token,
+      symbol: a.symbol,
+      address: a.address,
+      pay_amount: a.pay_amount,
+      pay_amount_display: a.pay_amount_display,
+      expires_at: a.expires_at,
+      uri: a.uri,
+    },
   };
 }
 
@@ -106,7 +136,11 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
     const found = await kasse.payments.reader.publicPayment(req.params.id);
     if (!found) return notFoundPage(reply);
     const embed = req.query.embed === '1';
-    const ctx = await context(kasse, found, { embed, origin: embed ? parentOrigin(req.query.origin) : null, error: null });
+    const ctx = await context(kasse, found, {
+      embed,
+      origin: embed ? parentOrigin(req.query.origin) : null,
+      error: null,
+    });
     return sendPage(reply, 200, await checkoutPage(ctx), framing(found));
   });
 
@@ -121,9 +155,12 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       found = await kasse.payments.reader.publicPayment(req.params.id);
       if (!found) throw notFound('payment');
       const token = fields.token;
-      if (typeof token !== 'string' || token.length === 0 || token.length > 64) throw invalid('token is required', 'token');
-      if (fields.chain !== undefined && typeof fields.chain !== 'string') throw invalid('chain must be a string', 'chain');
-      if (found.payment.status !== 'waiting') throw invalidState(`This payment is ${found.payment.status}; no coin can be chosen now.`);
+      if (typeof token !== 'string' || token.length === 0 || token.length > 64)
+        throw invalid('token is required', 'token');
+      if (fields.chain !== undefined && typeof fields.chain !== 'string')
+        throw invalid('chain must be a string', 'chain');
+      if (found.payment.status !== 'waiting')
+        throw invalidState(`This payment is ${found.payment.status}; no coin can be chosen now.`);
       const payment = await kasse.payments.createAttempt({ mode: found.mode, merchantId: null }, found.payment.id, {
         token,
         ...(typeof fields.chain === 'string' ? { chain: fields.chain } : {}),
@@ -136,75 +173,89 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       // The page's script shows the message to the payer as it is, so both answers carry the payer's wording.
       const e = new ApiError(api.code, payerMessage(api), api.param, api.headers);
       if (json) return sendError(reply, e);
-      if (!found) return e.status === 404 ? notFoundPage(reply) : sendPage(reply, e.status, messagePage('Something went wrong', e.message));
+      if (!found)
+        return e.status === 404
+          ? notFoundPage(reply)
+          : sendPage(reply, e.status, messagePage('Something went wrong', e.message));
       const fresh = (await kasse.payments.reader.publicPayment(found.payment.id)) ?? found;
       const ctx = await context(kasse, fresh, { embed, origin, error: e.message });
       return sendPage(reply, e.status, await checkoutPage(ctx), framing(fresh));
     }
   });
 
-  app.get<{ Params: { id: string }; Querystring: { view?: string; fp?: string; embed?: string; slug?: string } }>('/p/:id/events', async (req, reply) => {
-    const id = req.params.id;
-    const first = await kasse.payments.reader.publicPayment(id);
-    if (!first) return sendError(reply, notFound('payment'));
-    const view = req.query.view === 'pos' ? 'pos' : 'checkout';
-    const embed = req.query.embed === '1';
-    const slug = typeof req.query.slug === 'string' && /^[0-9a-z]{12}$/.test(req.query.slug) ? req.query.slug : '';
-    let lastKey = typeof req.query.fp === 'string' ? req.query.fp : '';
-    // Behind EventSource's automatic reconnect (retry), a restarted server resumes the stream from the stored state.
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-accel-buffering': 'no',
-      'content-security-policy': "default-src 'none'",
-      'x-content-type-options': 'nosniff',
-    });
-    res.write('retry: 2000\n\n');
-    streams.add(reply);
+  app.get<{ Params: { id: string }; Querystring: { view?: string; fp?: string; embed?: string; slug?: string } }>(
+    '/p/:id/events',
+    async (req, reply) => {
+      const id = req.params.id;
+      const first = await kasse.payments.reader.publicPayment(id);
+      if (!first) return sendError(reply, notFound('payment'));
+      const view = req.query.view === 'pos' ? 'pos' : 'checkout';
+      const embed = req.query.embed === '1';
+      const slug = typeof req.query.slug === 'string' && /^[0-9a-z]{12}$/.test(req.query.slug) ? req.query.slug : '';
+      let lastKey = typeof req.query.fp === 'string' ? req.query.fp : '';
+      // Behind EventSource's automatic reconnect (retry), a restarted server resumes the stream from the stored state.
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+        'content-security-policy': "default-src 'none'",
+        'x-content-type-options': 'nosniff',
+      });
+      res.write('retry: 2000\n\n');
+      streams.add(reply);
 
-    let busy = false;
-    let again = false;
-    const push = async (): Promise<void> => {
-      if (busy) {
-        again = true;
-        return;
-      }
-      busy = true;
-      try {
-        do {
-          again = false;
-          const found = await kasse.payments.reader.publicPayment(id);
-          if (!found || res.writableEnded) return;
-          const key = viewKey(found.payment);
-          if (key === lastKey) continue;
-          lastKey = key;
-          const p = found.payment;
-          const main =
-            view === 'pos'
-              ? await posMain({ payment: p, mode: found.mode, linkTitle: '', slug, now: kasse.clock.now() })
-              : await checkoutMain(await context(kasse, found, { embed, origin: null }));
-          const data = { fp: key, status: p.status, phase: phaseOf(p), say: statusLine(p, view), quiet: quietStatus(p, view), final: FINAL_STATUSES.includes(p.status), redirect: view === 'checkout' && !embed ? p.success_url : null, html: main.value };
-          res.write(`event: state\ndata: ${JSON.stringify(data)}\n\n`);
-        } while (again);
-      } catch (err) {
-        kasse.log.warn({ err, paymentId: id }, 'checkout status push failed');
-      } finally {
-        busy = false;
-      }
-    };
-    const unsubscribe = watch.subscribe(id, () => void push());
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
-    heartbeat.unref();
-    req.raw.on('close', () => {
-      clearInterval(heartbeat);
-      unsubscribe();
-      streams.delete(reply);
-    });
-    await push();
-  });
+      let busy = false;
+      let again = false;
+      const push = async (): Promise<void> => {
+        if (busy) {
+          again = true;
+          return;
+        }
+        busy = true;
+        try {
+          do {
+            again = false;
+            const found = await kasse.payments.reader.publicPayment(id);
+            if (!found || res.writableEnded) return;
+            const key = viewKey(found.payment);
+            if (key === lastKey) continue;
+            lastKey = key;
+            const p = found.payment;
+            const main =
+              view === 'pos'
+                ? await posMain({ payment: p, mode: found.mode, linkTitle: '', slug, now: kasse.clock.now() })
+                : await checkoutMain(await context(kasse, found, { embed, origin: null }));
+            const data = {
+              fp: key,
+              status: p.status,
+              phase: phaseOf(p),
+              say: statusLine(p, view),
+              quiet: quietStatus(p, view),
+              final: FINAL_STATUSES.includes(p.status),
+              redirect: view === 'checkout' && !embed ? p.success_url : null,
+              html: main.value,
+            };
+            res.write(`event: state\ndata: ${JSON.stringify(data)}\n\n`);
+          } while (again);
+        } catch (err) {
+          kasse.log.warn({ err, paymentId: id }, 'checkout status push failed');
+        } finally {
+          busy = false;
+        }
+      };
+      const unsubscribe = watch.subscribe(id, () => void push());
+      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
+      heartbeat.unref();
+      req.raw.on('close', () => {
+        clearInterval(heartbeat);
+        unsubscribe();
+        streams.delete(reply);
+      });
+      await push();
+    },
+  );
 };
 
 export default checkoutRoutes;
-

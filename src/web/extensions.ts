@@ -45,7 +45,10 @@ const extensionRoutes: CheckoutRoute = async (app, { kasse }) => {
         { schema: { params: Type.Object({ id: Type.String({ pattern: ID_PATTERNS.pay }) }), body: e.body } },
         async (req, reply) => {
           const rate = await kasse.rateLimiter.take(`${e.path}:${req.ip}`, e.limit.perMinute);
-          if (!rate.allowed) throw new ApiError('rate_limited', e.limit.message(rate.resetSeconds), null, { 'Retry-After': String(rate.resetSeconds) });
+          if (!rate.allowed)
+            throw new ApiError('rate_limited', e.limit.message(rate.resetSeconds), null, {
+              'Retry-After': String(rate.resetSeconds),
+            });
           return reply.code(e.status).send(await e.handle(req.params.id, req.body as never));
         },
       );

@@ -17,7 +17,19 @@ import { merchantName } from '../modules/merchants/lookup.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { posSalePage } from './checkout-view.ts';
-import { addFormParser, asApiError, assertSameOrigin, bodyFields, html, isJson, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
+import {
+  addFormParser,
+  asApiError,
+  assertSameOrigin,
+  bodyFields,
+  html,
+  isJson,
+  messagePage,
+  renderPage,
+  sendPage,
+  usd,
+  type Html,
+} from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
 import { actorOf, checkSessionCsrf, clientMeta, posAccess } from './dashboard/context.ts';
 
@@ -49,9 +61,16 @@ ${price}${link.description ? html`<p class="k-desc">${link.description}</p>` : '
 
 /** The link's form for a payer (fixed, open, tip) or the staff keypad (pos). */
 /** The bounds the merchant set on the amount typed on a link page, and the smallest amount of any payment. */
-const boundsOf = (link: LinkRow): AmountBounds => ({ min: link.min_usd_cents, max: link.max_usd_cents, floor: LINK_LIMITS.centsMin });
+const boundsOf = (link: LinkRow): AmountBounds => ({
+  min: link.min_usd_cents,
+  max: link.max_usd_cents,
+  floor: LINK_LIMITS.centsMin,
+});
 
-function linkForm(link: LinkRow, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): Html {
+function linkForm(
+  link: LinkRow,
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+): Html {
   const range = amountHint(boundsOf(link));
   const email = link.collect_email
     ? html`<label for="k-email">Your email</label><input id="k-email" name="email" type="email" required maxlength="${LINK_LIMITS.emailMax}" autocomplete="email" value="${values.email ?? ''}" aria-describedby="k-email-h"><p class="k-hint" id="k-email-h">For your receipt; shared with the merchant.</p>`
@@ -78,7 +97,11 @@ function linkForm(link: LinkRow, values: { amount?: string; email?: string; erro
   }
 }
 
-function linkPage(link: LinkRow, merchant: Merchant, values: { amount?: string; email?: string; error?: string | null; csrf?: string }): string {
+function linkPage(
+  link: LinkRow,
+  merchant: Merchant,
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+): string {
   const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
   const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
   return renderPage({ title: `${link.title} · ${merchant.name}`, body, test: link.mode === 'test' });
@@ -94,24 +117,39 @@ function unavailablePage(link: LinkRow, merchant: Merchant, message: string, hea
 
 /** The page of a link whose mode has no network that can take payments (a live installation not set up yet). */
 const closedPage = (link: LinkRow, merchant: Merchant) =>
-  unavailablePage(link, merchant, `${merchant.name} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.`, 'This shop cannot take crypto payments yet');
+  unavailablePage(
+    link,
+    merchant,
+    `${merchant.name} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.`,
+    'This shop cannot take crypto payments yet',
+  );
 
-const linkNotFound = (reply: FastifyReply) => sendPage(reply, 404, messagePage('Link not found', 'There is no payment link at this address. Check the link you were given.'));
+const linkNotFound = (reply: FastifyReply) =>
+  sendPage(
+    reply,
+    404,
+    messagePage('Link not found', 'There is no payment link at this address. Check the link you were given.'),
+  );
 
 /** Amount in cents and email from a JSON body (`amount_usd_cents`) or a form (`amount_usd_cents` preset, or `amount` in dollars). */
 function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; email?: string; amountText?: string } {
   const json = isJson(req);
-  const f = bodyFields(req, json ? ['amount_usd_cents', 'email', '_csrf'] : ['amount_usd_cents', 'amount', 'email', 'custom', '_csrf']);
+  const f = bodyFields(
+    req,
+    json ? ['amount_usd_cents', 'email', '_csrf'] : ['amount_usd_cents', 'amount', 'email', 'custom', '_csrf'],
+  );
   if (f.email !== undefined && typeof f.email !== 'string') throw invalid('email must be a string', 'email');
   const email = f.email as string | undefined;
   if (link.kind === 'fixed') return { email };
   if (json) {
-    if (f.amount_usd_cents !== undefined && !Number.isSafeInteger(f.amount_usd_cents)) throw invalid('amount_usd_cents must be an integer', 'amount_usd_cents');
+    if (f.amount_usd_cents !== undefined && !Number.isSafeInteger(f.amount_usd_cents))
+      throw invalid('amount_usd_cents must be an integer', 'amount_usd_cents');
     return { amountCents: f.amount_usd_cents as number | undefined, email };
   }
   const amountText = typeof f.amount === 'string' ? f.amount.trim() : '';
   if (typeof f.amount_usd_cents === 'string' && f.custom === undefined) {
-    if (!/^\d{1,9}$/.test(f.amount_usd_cents)) throw invalid('amount_usd_cents must be a whole number of cents', 'amount_usd_cents');
+    if (!/^\d{1,9}$/.test(f.amount_usd_cents))
+      throw invalid('amount_usd_cents must be a whole number of cents', 'amount_usd_cents');
     return { amountCents: Number(f.amount_usd_cents), email, amountText };
   }
   if (amountText === '') throw invalid('Enter an amount.', 'amount');
@@ -129,12 +167,24 @@ async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, l
   const access = await posAccess(kasse, req, link.merchant_id);
   if (access === 'signin') {
     if (json) sendError(reply, new ApiError('unauthorized', 'Sign in to the dashboard to use this POS terminal.'));
-    else reply.code(303).header('location', `/dashboard/signin?next=${encodeURIComponent(`/l/${link.slug}`)}`).send();
+    else
+      reply
+        .code(303)
+        .header('location', `/dashboard/signin?next=${encodeURIComponent(`/l/${link.slug}`)}`)
+        .send();
     return null;
   }
   if (access === 'forbidden') {
     if (json) sendError(reply, notFound('payment link'));
-    else sendPage(reply, 403, messagePage('Not your terminal', 'This POS terminal belongs to another account. Sign in as a user of that account to use it.'));
+    else
+      sendPage(
+        reply,
+        403,
+        messagePage(
+          'Not your terminal',
+          'This POS terminal belongs to another account. Sign in as a user of that account to use it.',
+        ),
+      );
     return null;
   }
   return { csrf: access.csrf, staff: access };
@@ -150,7 +200,8 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     const gate = await posGate(kasse, req, reply, link);
     if (!gate) return reply;
     const availability = kasse.links.availability(link);
-    if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
+    if (availability !== 'ok')
+      return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
     if (!kasse.chains.anyAvailable(link.mode)) return sendPage(reply, 200, closedPage(link, merchant));
     return sendPage(reply, 200, linkPage(link, merchant, { csrf: gate.csrf }));
   });
@@ -166,27 +217,50 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       assertSameOrigin(req, kasse.urls.checkout);
       if (gate.staff) checkSessionCsrf(kasse, req, gate.staff.session, (req.body ?? {}) as Record<string, unknown>);
       if (!kasse.chains.anyAvailable(link.mode)) {
-        throw new ApiError('chain_paused', `No network can take payments in ${link.mode} mode now; GET /v1/currencies on the ${link.mode} API says why.`);
+        throw new ApiError(
+          'chain_paused',
+          `No network can take payments in ${link.mode} mode now; GET /v1/currencies on the ${link.mode} API says why.`,
+        );
       }
       const input = payInput(req, link);
       values = { amount: input.amountText, email: input.email, csrf: gate.csrf };
       const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
       if (!rate.allowed) {
-        throw new ApiError('rate_limited', `Too many payments from this address; retry in ${rate.resetSeconds} s.`, null, { 'Retry-After': String(rate.resetSeconds) });
+        throw new ApiError(
+          'rate_limited',
+          `Too many payments from this address; retry in ${rate.resetSeconds} s.`,
+          null,
+          { 'Retry-After': String(rate.resetSeconds) },
+        );
       }
-      const payment = await kasse.links.pay(link, input, gate.staff ? actorOf(gate.staff.user, clientMeta(req)) : undefined);
-      if (json) return reply.code(201).send({ payment_id: payment.id, checkout_url: payment.checkout_url, order_id: payment.order_id });
-      return reply.code(303).header('location', link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`).send();
+      const payment = await kasse.links.pay(
+        link,
+        input,
+        gate.staff ? actorOf(gate.staff.user, clientMeta(req)) : undefined,
+      );
+      if (json)
+        return reply
+          .code(201)
+          .send({ payment_id: payment.id, checkout_url: payment.checkout_url, order_id: payment.order_id });
+      return reply
+        .code(303)
+        .header('location', link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`)
+        .send();
     } catch (err) {
       const e = asApiError(err);
       if (json) return sendError(reply, e);
       const merchant = await merchantOf(kasse, link);
       const fresh = (await kasse.links.bySlug(link.slug)) ?? link;
       const availability = kasse.links.availability(fresh);
-      if (availability !== 'ok') return sendPage(reply, 410, unavailablePage(fresh, merchant, unavailableMessage(availability)));
+      if (availability !== 'ok')
+        return sendPage(reply, 410, unavailablePage(fresh, merchant, unavailableMessage(availability)));
       if (!kasse.chains.anyAvailable(fresh.mode)) return sendPage(reply, 503, closedPage(fresh, merchant));
       for (const [k, v] of Object.entries(e.headers)) reply.header(k, v);
-      return sendPage(reply, e.status, linkPage(fresh, merchant, { ...values, error: payerMessage(e, boundsOf(fresh)) }));
+      return sendPage(
+        reply,
+        e.status,
+        linkPage(fresh, merchant, { ...values, error: payerMessage(e, boundsOf(fresh)) }),
+      );
     }
   });
 
@@ -197,7 +271,17 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       return sendPage(reply, 404, messagePage('Sale not found', 'There is no such sale on this terminal.'));
     }
     if (!(await posGate(kasse, req, reply, link))) return reply;
-    return sendPage(reply, 200, await posSalePage({ payment: found.payment, mode: found.mode, linkTitle: link.title, slug: link.slug, now: kasse.clock.now() }));
+    return sendPage(
+      reply,
+      200,
+      await posSalePage({
+        payment: found.payment,
+        mode: found.mode,
+        linkTitle: link.title,
+        slug: link.slug,
+        now: kasse.clock.now(),
+      }),
+    );
   });
 };
 

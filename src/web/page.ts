@@ -121,7 +121,10 @@ export function assertSameOrigin(req: FastifyRequest, checkoutBase: string): voi
   const ok =
     site !== undefined
       ? site === 'same-origin' || site === 'none'
-      : origin === undefined || origin === 'null' || origin === `${req.protocol}://${req.host}` || origin === new URL(checkoutBase).origin;
+      : origin === undefined ||
+        origin === 'null' ||
+        origin === `${req.protocol}://${req.host}` ||
+        origin === new URL(checkoutBase).origin;
   if (!ok) throw invalid('Cross-site requests are not accepted here.', 'Origin');
 }
 

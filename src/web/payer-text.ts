@@ -25,7 +25,9 @@ export function amountHint(b: AmountBounds): string {
 /** What to ask for when the amount is out of bounds. */
 function amountRequest(b: AmountBounds): string {
   const min = b.min ?? b.floor;
-  return b.max !== null ? `Enter an amount from ${usd(min)} to ${usd(b.max)}.` : `Enter an amount of ${usd(min)} or more.`;
+  return b.max !== null
+    ? `Enter an amount from ${usd(min)} to ${usd(b.max)}.`
+    : `Enter an amount of ${usd(min)} or more.`;
 }
 
 /** The payer's version of an error raised while starting a payment or choosing a coin. */

@@ -14,7 +14,8 @@ export async function buildCheckoutServer(kasse: Kasse): Promise<FastifyInstance
   app.addHook('onSend', async (_req, reply) => {
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Referrer-Policy', 'no-referrer');
-    if (!reply.hasHeader('X-Frame-Options') && !reply.hasHeader('Content-Security-Policy')) reply.header('X-Frame-Options', 'DENY');
+    if (!reply.hasHeader('X-Frame-Options') && !reply.hasHeader('Content-Security-Policy'))
+      reply.header('X-Frame-Options', 'DENY');
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   for (const route of checkoutRoutes) await app.register(route, { kasse });

@@ -13,7 +13,17 @@ import { ApiError } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
 import { day, every, moment } from '../modules/subscriptions/mail.ts';
 import type { CustomerView } from '../modules/subscriptions/service.ts';
-import { addFormParser, asApiError, assertSameOrigin, html, messagePage, renderPage, sendPage, usd, type Html } from './page.ts';
+import {
+  addFormParser,
+  asApiError,
+  assertSameOrigin,
+  html,
+  messagePage,
+  renderPage,
+  sendPage,
+  usd,
+  type Html,
+} from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 const STATUS_TEXT: Record<string, string> = {
@@ -37,11 +47,14 @@ const PAYMENT_TEXT: Record<string, string> = {
 function subscriptionPage(token: string, v: CustomerView, o: { notice?: string; error?: string } = {}): string {
   const s = v.subscription;
   const cancelled = s.status === 'cancelled';
-  const payments: Html = html`<ul class="k-invoices">${[...s.invoices].reverse().map(
-    (i) => html`<li><span>Period ${i.period} · ${day(new Date(i.created_at))}</span><span>${usd(i.amount_usd_cents)}</span><span class="k-inv-${i.status}">${PAYMENT_TEXT[i.status] ?? i.status}</span>${
-      i.status === 'waiting' ? html`<a class="k-small" href="${i.checkout_url}">Pay</a>` : ''
-    }</li>`,
-  )}</ul>`;
+  const payments: Html = html`<ul class="k-invoices">${[...s.invoices]
+    .reverse()
+    .map(
+      (i) =>
+        html`<li><span>Period ${i.period} · ${day(new Date(i.created_at))}</span><span>${usd(i.amount_usd_cents)}</span><span class="k-inv-${i.status}">${PAYMENT_TEXT[i.status] ?? i.status}</span>${
+          i.status === 'waiting' ? html`<a class="k-small" href="${i.checkout_url}">Pay</a>` : ''
+        }</li>`,
+    )}</ul>`;
   const body = html`<div class="k-card"><header class="k-head">
 <p class="k-merchant">${v.merchantName}</p>
 <h1 class="k-title">${s.title}</h1>
@@ -66,9 +79,23 @@ ${
 
 function refused(reply: FastifyReply, reason: 'invalid' | 'expired' | 'missing'): FastifyReply {
   if (reason === 'expired') {
-    return sendPage(reply, 410, messagePage('Link expired', 'This subscription link has expired. Every email about your subscription carries a fresh one: open the link in the most recent email.'));
+    return sendPage(
+      reply,
+      410,
+      messagePage(
+        'Link expired',
+        'This subscription link has expired. Every email about your subscription carries a fresh one: open the link in the most recent email.',
+      ),
+    );
   }
-  return sendPage(reply, 404, messagePage('Link not valid', 'This subscription link is not valid. Open the link from an email about your subscription exactly as it was sent.'));
+  return sendPage(
+    reply,
+    404,
+    messagePage(
+      'Link not valid',
+      'This subscription link is not valid. Open the link from an email about your subscription exactly as it was sent.',
+    ),
+  );
 }
 
 const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
@@ -79,7 +106,10 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     if (!check.ok) return refused(reply, check.reason);
     const view = await kasse.subscriptions.forCustomer(check);
     if (!view) return refused(reply, 'missing');
-    const notice = req.query.done === 'cancelled' ? 'Your subscription is cancelled. A confirmation is on its way by email.' : undefined;
+    const notice =
+      req.query.done === 'cancelled'
+        ? 'Your subscription is cancelled. A confirmation is on its way by email.'
+        : undefined;
     return sendPage(reply, 200, subscriptionPage(req.params.token, view, { notice }));
   });
 
@@ -94,7 +124,12 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
       const e = asApiError(err);
       const view = await kasse.subscriptions.forCustomer(check);
       if (!view) return refused(reply, 'missing');
-      const message = e.code === 'invalid_state' ? 'This subscription was already cancelled.' : e instanceof ApiError && e.param === 'Origin' ? 'The cancellation must be sent from this page.' : 'That did not work. Try again.';
+      const message =
+        e.code === 'invalid_state'
+          ? 'This subscription was already cancelled.'
+          : e instanceof ApiError && e.param === 'Origin'
+            ? 'The cancellation must be sent from this page.'
+            : 'That did not work. Try again.';
       return sendPage(reply, e.status, subscriptionPage(req.params.token, view, { error: message }));
     }
   });

@@ -18,16 +18,35 @@ before(async () => {
 });
 after(async () => t?.close());
 
-const entries = async (merchantId: string, action?: string) => (await t.kasse.audit.list(merchantId, action ? { action } : {})).data;
+const entries = async (merchantId: string, action?: string) =>
+  (await t.kasse.audit.list(merchantId, action ? { action } : {})).data;
 
 test('changes by key are audited with the key, the object and the address; reads and failures are not', async () => {
   const keyId = (await t.kasse.merchants.listKeys(m.id)).find((k) => k.mode === 'test')!.id;
   const p = (await m.test.post('/payments', { price_amount: 1200, price_currency: 'USD', order_id: 'A-1' })).body;
-  const q = (await m.test.post('/payments', { price_amount: 1300, price_currency: 'USD', order_id: 'A-2', chain: 'base', token: 'base:usdc' }, { 'Idempotency-Key': 'k-1' })).body;
+  const q = (
+    await m.test.post(
+      '/payments',
+      { price_amount: 1300, price_currency: 'USD', order_id: 'A-2', chain: 'base', token: 'base:usdc' },
+      { 'Idempotency-Key': 'k-1' },
+    )
+  ).body;
   // A replay creates nothing and writes nothing.
-  assert.equal((await m.test.post('/payments', { price_amount: 1300, price_currency: 'USD', order_id: 'A-2', chain: 'base', token: 'base:usdc' }, { 'Idempotency-Key': 'k-1' })).status, 200);
+  assert.equal(
+    (
+      await m.test.post(
+        '/payments',
+        { price_amount: 1300, price_currency: 'USD', order_id: 'A-2', chain: 'base', token: 'base:usdc' },
+        { 'Idempotency-Key': 'k-1' },
+      )
+    ).status,
+    200,
+  );
   await m.test.get(`/payments/${p.id}`);
-  assert.equal((await m.test.post('/payments', { price_amount: 0, price_currency: 'USD', order_id: 'bad' })).status, 400);
+  assert.equal(
+    (await m.test.post('/payments', { price_amount: 0, price_currency: 'USD', order_id: 'bad' })).status,
+    400,
+  );
   assert.equal((await m.test.post(`/payments/${q.id}/accept`)).status, 422);
   await m.test.post(`/payments/${p.id}/cancel`);
   const l = (await m.test.post('/links', { kind: 'fixed', title: 'Mug', amount_usd_cents: 900 })).body;
@@ -59,13 +78,27 @@ test('a payment and its audit row are written by one statement: both or neither'
   const before = (await entries(m.id, 'payment.create')).length;
   const actor = { type: 'key' as const, id: 'key_TEST', label: null, ip: '10.0.0.1' };
   const statements = await paymentStatements(t.kasse, async () => {
-    await t.kasse.payments.create('test', m.id, { price_amount: 500, price_currency: 'USD', order_id: 'one-statement' }, undefined, actor);
+    await t.kasse.payments.create(
+      'test',
+      m.id,
+      { price_amount: 500, price_currency: 'USD', order_id: 'one-statement' },
+      undefined,
+      actor,
+    );
   });
   assert.equal(statements.length, 1, `statements: ${statements.join(', ')}`);
   const after = await entries(m.id, 'payment.create');
   assert.equal(after.length, before + 1);
   assert.equal(after[0]!.actor.ip, '10.0.0.1');
   // The audit row cannot outlive a change that failed: a bad insert writes neither.
-  await assert.rejects(t.kasse.payments.create('test', m.id, { price_amount: 500, price_currency: 'USD', order_id: 'x\u0000y' }, undefined, actor));
+  await assert.rejects(
+    t.kasse.payments.create(
+      'test',
+      m.id,
+      { price_amount: 500, price_currency: 'USD', order_id: 'x\u0000y' },
+      undefined,
+      actor,
+    ),
+  );
   assert.equal((await entries(m.id, 'payment.create')).length, before + 1);
 });

@@ -17,18 +17,30 @@ before(async () => {
 });
 after(() => t.close());
 
-const run = (name: string, flags: Flags, positionals: string[] = []) => merchantCommands.find((c) => c.name === name)!.run(t.kasse, { json: true, ...flags }, positionals);
+const run = (name: string, flags: Flags, positionals: string[] = []) =>
+  merchantCommands.find((c) => c.name === name)!.run(t.kasse, { json: true, ...flags }, positionals);
 
 /** Every key of a JSON value (as the CLI prints it), at any depth. */
 const keysOf = (v: unknown): string[] =>
-  Array.isArray(v) ? v.flatMap(keysOf) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => [k, ...keysOf(x)]) : [];
+  Array.isArray(v)
+    ? v.flatMap(keysOf)
+    : v !== null && typeof v === 'object'
+      ? Object.entries(v).flatMap(([k, x]) => [k, ...keysOf(x)])
+      : [];
 
 test('every merchant and key command answers in snake_case', async () => {
-  const created = (await run('merchant create', { name: 'Snake Shop', 'webhook-url': 'https://shop.example/hook' })) as { merchant_id: string; test_key: string };
+  const created = (await run('merchant create', {
+    name: 'Snake Shop',
+    'webhook-url': 'https://shop.example/hook',
+  })) as { merchant_id: string; test_key: string };
   const outputs: Record<string, unknown> = {
     'merchant create': created,
     'merchant list': await run('merchant list', {}),
-    'merchant update': await run('merchant update', { merchant: created.merchant_id, 'rate-limit': '120', 'fee-bps': '50' }),
+    'merchant update': await run('merchant update', {
+      merchant: created.merchant_id,
+      'rate-limit': '120',
+      'fee-bps': '50',
+    }),
     'key list': await run('key list', { merchant: created.merchant_id }),
     'key roll': await run('key roll', { merchant: created.merchant_id, mode: 'live' }),
     'key revoke': await run('key revoke', {}, [created.test_key]),
@@ -61,11 +73,26 @@ test('every command answers --help, -h and kasse help COMMAND with its usage, an
   const table = await commandTable();
   const names = [...table.developer, ...table.operator].map((c) => c.name);
   // The table is every command there is: developer, merchants and keys, users and mail, the chain families'.
-  for (const name of ['listen', 'trigger', 'merchant create', 'user create', 'mail list', 'evm status', 'solana sweep', 'utxo sweep']) assert.ok(names.includes(name), name);
+  for (const name of [
+    'listen',
+    'trigger',
+    'merchant create',
+    'user create',
+    'mail list',
+    'evm status',
+    'solana sweep',
+    'utxo sweep',
+  ])
+    assert.ok(names.includes(name), name);
   for (const name of names) {
     const words = name.split(' ');
     const usage = new RegExp(`^usage: kasse ${name}( |$)`, 'm');
-    for (const args of [[...words, '--help'], [...words, '-h'], ['help', ...words], [...words, '--json', '--help']]) {
+    for (const args of [
+      [...words, '--help'],
+      [...words, '-h'],
+      ['help', ...words],
+      [...words, '--json', '--help'],
+    ]) {
       const res = await kasse(args);
       assert.equal(res.code, 0, `kasse ${args.join(' ')}: ${res.stderr}`);
       assert.match(res.stdout, usage, `kasse ${args.join(' ')}`);
@@ -75,7 +102,8 @@ test('every command answers --help, -h and kasse help COMMAND with its usage, an
   // A group lists its commands; a group alone is a wrong call (exit 2) that still shows them.
   const group = await kasse(['help', 'user']);
   assert.equal(group.code, 0);
-  for (const name of names.filter((n) => n.startsWith('user '))) assert.match(group.stdout, new RegExp(`kasse ${name} `));
+  for (const name of names.filter((n) => n.startsWith('user ')))
+    assert.match(group.stdout, new RegExp(`kasse ${name} `));
   const bare = await kasse(['user']);
   assert.equal(bare.code, 2);
   assert.match(bare.stderr, /kasse user create /);
@@ -95,13 +123,24 @@ test('every command answers --help, -h and kasse help COMMAND with its usage, an
 });
 
 test('kasse mail list shows every mail unless --status picks one; --limit pages from the newest', async () => {
-  const mail = (flags: Flags) => userCommands.find((c) => c.name === 'mail list')!.run(t.kasse, { json: true, ...flags }, []) as Promise<{ data: Array<{ id: string; to: string; status: string; text?: string }>; has_more: boolean }>;
+  const mail = (flags: Flags) =>
+    userCommands.find((c) => c.name === 'mail list')!.run(t.kasse, { json: true, ...flags }, []) as Promise<{
+      data: Array<{ id: string; to: string; status: string; text?: string }>;
+      has_more: boolean;
+    }>;
   const m = await t.merchant({ name: 'Mail Shop' });
   const operator = { type: 'operator', id: null, label: 'test', ip: null } as const;
   // Two invitations: the worker keeps them (no SMTP configured); a third still waits to be sent.
-  for (const email of ['first@mail.example', 'second@mail.example']) await t.kasse.users.team.create({ merchantId: m.id, email, role: 'member', actor: operator, invite: true });
+  for (const email of ['first@mail.example', 'second@mail.example'])
+    await t.kasse.users.team.create({ merchantId: m.id, email, role: 'member', actor: operator, invite: true });
   await t.kasse.email.runOnce();
-  await t.kasse.users.team.create({ merchantId: m.id, email: 'third@mail.example', role: 'viewer', actor: operator, invite: true });
+  await t.kasse.users.team.create({
+    merchantId: m.id,
+    email: 'third@mail.example',
+    role: 'viewer',
+    actor: operator,
+    invite: true,
+  });
 
   const all = await mail({});
   assert.deepEqual(
@@ -113,10 +152,17 @@ test('kasse mail list shows every mail unless --status picks one; --limit pages 
     ],
   );
   assert.equal(all.has_more, false);
-  assert.ok(all.data.every((x) => x.text === undefined), 'bodies only with mail show');
-  assert.deepEqual((await mail({ status: 'kept' })).data.map((x) => x.to), ['second@mail.example', 'first@mail.example']);
+  assert.ok(
+    all.data.every((x) => x.text === undefined),
+    'bodies only with mail show',
+  );
+  assert.deepEqual(
+    (await mail({ status: 'kept' })).data.map((x) => x.to),
+    ['second@mail.example', 'first@mail.example'],
+  );
   assert.deepEqual((await mail({ status: 'uncertain' })).data, []);
   const page = await mail({ limit: '2' });
   assert.deepEqual([page.data.map((x) => x.to), page.has_more], [['third@mail.example', 'second@mail.example'], true]);
-  for (const flags of [{ status: 'lost' }, { limit: '0' }, { limit: 'ten' }]) await assert.rejects(mail(flags), UsageError, JSON.stringify(flags));
+  for (const flags of [{ status: 'lost' }, { limit: '0' }, { limit: 'ten' }])
+    await assert.rejects(mail(flags), UsageError, JSON.stringify(flags));
 });

@@ -21,12 +21,23 @@ before(async () => {
 after(() => t.close());
 
 async function create(body: Record<string, unknown> = {}) {
-  const res = await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'dep', token: 'base:usdc', ...body });
+  const res = await m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: 'dep',
+    token: 'base:usdc',
+    ...body,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
 
-function obs(attempt: { chain: string; address: string; token: string }, amount: bigint, block: bigint, extra: Partial<DepositObservation> = {}): DepositObservation {
+function obs(
+  attempt: { chain: string; address: string; token: string },
+  amount: bigint,
+  block: bigint,
+  extra: Partial<DepositObservation> = {},
+): DepositObservation {
   return {
     chain: attempt.chain,
     address: attempt.address.toLowerCase(),
@@ -46,7 +57,12 @@ async function get(id: string) {
 }
 
 async function eventTypes(paymentId: string): Promise<string[]> {
-  const rows = await t.kasse.db.selectFrom('events').select('type').where('ordering_key', '=', paymentId).orderBy('seq').execute();
+  const rows = await t.kasse.db
+    .selectFrom('events')
+    .select('type')
+    .where('ordering_key', '=', paymentId)
+    .orderBy('seq')
+    .execute();
   return rows.map((e) => e.type);
 }
 
@@ -60,7 +76,10 @@ describe('DepositSink', () => {
   test('watchedAddresses finds issued addresses in any case and returns them canonical', async () => {
     const p = await create();
     const a = p.attempts[0];
-    const found = await sink().watchedAddresses('test', 'base', [a.address.toLowerCase(), '0x2222222222222222222222222222222222222222']);
+    const found = await sink().watchedAddresses('test', 'base', [
+      a.address.toLowerCase(),
+      '0x2222222222222222222222222222222222222222',
+    ]);
     assert.deepEqual([...found], [[a.address.toLowerCase(), a.address]]);
     assert.equal((await sink().watchedAddresses('live', 'base', [a.address])).size, 0);
     assert.equal((await sink().watchedAddresses('test', 'ethereum', [a.address])).size, 0);
@@ -128,10 +147,25 @@ describe('DepositSink', () => {
     now = await get(p.id);
     assert.equal(now.status, 'paid');
     assert.equal(now.attempts[0].deposits[0].block_number, '1002');
-    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.paid', 'payment.reorged', 'payment.detected', 'payment.paid']);
+    assert.deepEqual(await eventTypes(p.id), [
+      'payment.detected',
+      'payment.paid',
+      'payment.reorged',
+      'payment.detected',
+      'payment.paid',
+    ]);
     assert.equal((await available()) - before, 990);
-    const kinds = await t.kasse.db.selectFrom('ledger_transactions').select('kind').where('payment_id', '=', p.id).orderBy('created_at').orderBy('id').execute();
-    assert.deepEqual(kinds.map((k) => k.kind), ['payment_credit', 'payment_reorg', 'payment_credit']);
+    const kinds = await t.kasse.db
+      .selectFrom('ledger_transactions')
+      .select('kind')
+      .where('payment_id', '=', p.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      kinds.map((k) => k.kind),
+      ['payment_credit', 'payment_reorg', 'payment_credit'],
+    );
   });
 
   test('short money is underpaid; the rest within the hold pays it; more than asked is overpaid', async () => {
@@ -146,7 +180,12 @@ describe('DepositSink', () => {
     assert.equal(now.status, 'paid');
     assert.equal(now.attempts[0].overpaid, true);
     assert.equal(now.attempts[0].received_amount, '11000000');
-    assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.underpaid', 'payment.paid', 'payment.overpaid']);
+    assert.deepEqual(await eventTypes(p.id), [
+      'payment.detected',
+      'payment.underpaid',
+      'payment.paid',
+      'payment.overpaid',
+    ]);
   });
 
   test('the rest after the 10-minute hold is late, auto-accepted on the next pass when the price held', async () => {
@@ -167,12 +206,20 @@ describe('DepositSink', () => {
     const p = await create();
     await sink().recordDeposits('test', [obs(p.attempts[0], 10_000_000n, 5000n)]);
     // What headAdvanced's one statement leaves behind if the process dies right after it commits:
-    await t.kasse.db.updateTable('deposits').set({ confirmations: 20, status: 'confirmed' }).where('payment_id', '=', p.id).execute();
+    await t.kasse.db
+      .updateTable('deposits')
+      .set({ confirmations: 20, status: 'confirmed' })
+      .where('payment_id', '=', p.id)
+      .execute();
     await t.kasse.db.updateTable('payments').set({ deposits_dirty: true }).where('id', '=', p.id).execute();
     assert.equal((await get(p.id)).status, 'detected');
     await t.kasse.payments.runDue();
     assert.equal((await get(p.id)).status, 'paid');
-    const row = await t.kasse.db.selectFrom('payments').select('deposits_dirty').where('id', '=', p.id).executeTakeFirstOrThrow();
+    const row = await t.kasse.db
+      .selectFrom('payments')
+      .select('deposits_dirty')
+      .where('id', '=', p.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.deposits_dirty, false);
   });
 
@@ -206,16 +253,38 @@ describe('DepositSink', () => {
   });
 
   test('transfers to addresses Kasse did not issue are ignored', async () => {
-    await sink().recordDeposits('test', [obs({ chain: 'base', address: '0x3333333333333333333333333333333333333333', token: 'base:usdc' }, 1n, 1n)]);
-    const n = await t.kasse.db.selectFrom('deposits').select('id').where('from_address', '=', '0x1111111111111111111111111111111111111111').where('block_number', '=', 1n).execute();
+    await sink().recordDeposits('test', [
+      obs({ chain: 'base', address: '0x3333333333333333333333333333333333333333', token: 'base:usdc' }, 1n, 1n),
+    ]);
+    const n = await t.kasse.db
+      .selectFrom('deposits')
+      .select('id')
+      .where('from_address', '=', '0x1111111111111111111111111111111111111111')
+      .where('block_number', '=', 1n)
+      .execute();
     assert.equal(n.length, 0);
   });
 });
 
 describe('DepositSink for chains that are not EVM: mempool sightings, commitment finality, dropped transfers', () => {
   /** A transfer on the Solana test network, not in a block yet unless `extra` gives one. */
-  function sighting(attempt: { address: string; token: string }, amount: bigint, extra: Partial<DepositObservation> = {}): DepositObservation {
-    return { chain: 'solana', address: attempt.address, token: attempt.token, txHash: `sig${++txSeq}`, index: 0, amount, from: null, blockNumber: null, blockHash: null, ...extra };
+  function sighting(
+    attempt: { address: string; token: string },
+    amount: bigint,
+    extra: Partial<DepositObservation> = {},
+  ): DepositObservation {
+    return {
+      chain: 'solana',
+      address: attempt.address,
+      token: attempt.token,
+      txHash: `sig${++txSeq}`,
+      index: 0,
+      amount,
+      from: null,
+      blockNumber: null,
+      blockHash: null,
+      ...extra,
+    };
   }
 
   test('a transfer seen before any block holds it is detected; reported again in its block it counts confirmations', async () => {
@@ -245,7 +314,9 @@ describe('DepositSink for chains that are not EVM: mempool sightings, commitment
     const o = sighting(p.attempts[0], 10_000_000n, { blockNumber: 900n, blockHash: 'slot900' });
     await sink().recordDeposits('test', [o]);
     assert.equal((await get(p.id)).status, 'detected');
-    await sink().depositsProgressed('test', 'solana', [{ txHash: 'sig-unknown', index: 0, confirmations: 1, final: true }]);
+    await sink().depositsProgressed('test', 'solana', [
+      { txHash: 'sig-unknown', index: 0, confirmations: 1, final: true },
+    ]);
     assert.equal((await get(p.id)).status, 'detected', 'progress of a transfer Kasse does not hold changes nothing');
 
     await sink().depositsProgressed('test', 'solana', [{ txHash: o.txHash, index: 0, confirmations: 1, final: false }]);
@@ -336,14 +407,33 @@ describe('refunds through a chain sender', () => {
     assert.equal(sent[0]!.amount, 10_000_000n);
     assert.equal(sent[0]!.token.id, 'arbitrum:usdc');
     assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'a chain sender settles it, not the simulated one');
-    await t.kasse.transfers.transferSettled('test', { transferId: first.id, status: 'failed', txHash: null, error: 'insufficient gas' });
+    await t.kasse.transfers.transferSettled('test', {
+      transferId: first.id,
+      status: 'failed',
+      txHash: null,
+      error: 'insufficient gas',
+    });
     assert.equal((await get(p.id)).status, 'paid');
 
     const second = (await m.test.post(`/payments/${p.id}/refund`, { destination })).body;
-    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
-    await t.kasse.transfers.transferSettled('test', { transferId: second.id, status: 'sent', txHash: '0xabc', error: null });
+    await t.kasse.transfers.transferSettled('test', {
+      transferId: second.id,
+      status: 'sent',
+      txHash: '0xabc',
+      error: null,
+    });
+    await t.kasse.transfers.transferSettled('test', {
+      transferId: second.id,
+      status: 'sent',
+      txHash: '0xabc',
+      error: null,
+    });
     assert.equal((await get(p.id)).status, 'refunded');
-    assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'refund.failed', 'payment.refunded'], 'the failed refund is told once, the sent one once');
+    assert.deepEqual(
+      await eventTypes(p.id),
+      ['payment.paid', 'refund.failed', 'payment.refunded'],
+      'the failed refund is told once, the sent one once',
+    );
     assert.equal(await available(), before);
   });
 });

@@ -13,7 +13,12 @@ import { commandTable, readCommandLine } from '../../src/cli/program.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)].map((file) => ({
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+].map((file) => ({
   file,
   text: readFileSync(join(ROOT, file), 'utf8'),
 }));
@@ -32,7 +37,8 @@ function codeOf(markdown: string): string[] {
     return '';
   });
   // Spans pair up within a paragraph; one may be broken over two of its lines.
-  for (const paragraph of prose.split(/\n\s*\n/)) for (const m of paragraph.matchAll(/`([^`]+)`/g)) out.push(m[1]!.replace(/\s+/g, ' '));
+  for (const paragraph of prose.split(/\n\s*\n/))
+    for (const m of paragraph.matchAll(/`([^`]+)`/g)) out.push(m[1]!.replace(/\s+/g, ' '));
   return out;
 }
 
@@ -88,11 +94,17 @@ test('every kasse command line in the docs names a command and only its flags', 
   assert.deepEqual(wrong, []);
   assert.ok(checked > 30, `${checked} command lines read`);
   // The reading is strict: what the docs could get wrong is refused.
-  for (const words of [['merchant', 'create', '--nmae', 'Shop'], ['mail', 'lsit'], ['evm', 'status', '--chain']]) assert.throws(() => readCommandLine(words, table), words.join(' '));
+  for (const words of [
+    ['merchant', 'create', '--nmae', 'Shop'],
+    ['mail', 'lsit'],
+    ['evm', 'status', '--chain'],
+  ])
+    assert.throws(() => readCommandLine(words, table), words.join(' '));
 });
 
 /** Checkout-host pages, probes and the API's own documents: paths the docs name that are not API operations. */
-const NOT_OPERATIONS = /^\/(p|l|s|dashboard|assets)(\/|$)|^\/(checkout\.js|healthz|readyz|metrics|docs|openapi\.json)(\/|$)/;
+const NOT_OPERATIONS =
+  /^\/(p|l|s|dashboard|assets)(\/|$)|^\/(checkout\.js|healthz|readyz|metrics|docs|openapi\.json)(\/|$)/;
 
 /** API paths the docs name: `METHOD /path`, `…/v1/path`, `$API/path`, `{base_url}/path`. */
 function apiPaths(markdown: string): Array<{ method: string | null; path: string }> {
@@ -103,7 +115,9 @@ function apiPaths(markdown: string): Array<{ method: string | null; path: string
     const path = clean(m[2]!.replace(/^\/v1(?=\/)/, ''));
     if (!NOT_OPERATIONS.test(path)) found.push({ method: m[1]!, path });
   }
-  for (const m of markdown.matchAll(/(?<!(GET|POST|PATCH|PUT|DELETE) )(?:\/v1|\$API|\{base_url\})(\/[^\s`'"),;*?\]]*)/g)) {
+  for (const m of markdown.matchAll(
+    /(?<!(GET|POST|PATCH|PUT|DELETE) )(?:\/v1|\$API|\{base_url\})(\/[^\s`'"),;*?\]]*)/g,
+  )) {
     const path = clean(m[2]!);
     if (!NOT_OPERATIONS.test(path)) found.push({ method: null, path });
   }
@@ -111,7 +125,9 @@ function apiPaths(markdown: string): Array<{ method: string | null; path: string
 }
 
 test('every API path the docs name is an operation of the OpenAPI document', async () => {
-  const doc = (await (await fetch(`${t.urls.test}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const doc = (await (await fetch(`${t.urls.test}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
   // `/payments/{id}` matches `/payments/{id}`, `/payments/<id>` and `/payments/pay_…`.
   const operations = Object.entries(doc.paths).map(([path, ops]) => ({
     path,
@@ -125,7 +141,8 @@ test('every API path the docs name is an operation of the OpenAPI document', asy
       checked++;
       const op = operations.find((o) => o.re.test(path));
       if (!op) wrong.push(`${file}: ${method ?? ''} ${path} is no path of the API`);
-      else if (method && !op.methods.includes(method)) wrong.push(`${file}: ${method} ${path} — the API has ${op.methods.join(', ')} ${op.path}`);
+      else if (method && !op.methods.includes(method))
+        wrong.push(`${file}: ${method} ${path} — the API has ${op.methods.join(', ')} ${op.path}`);
     }
   }
   assert.deepEqual(wrong, []);
@@ -151,25 +168,41 @@ const SAMPLE_APP_VARIABLES = new Set(['KASSE_WEBHOOK_SECRET']);
 
 test('every environment variable the docs name is read by Kasse, and the README configures every one config.ts reads', () => {
   // Kasse reads them in src/; the test command and its harness read the KASSE_TEST_* ones the docs describe.
-  const read = new Set([...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'test')), ...sources(join(ROOT, 'bench'))].flatMap((f) => [...variablesRead(readFileSync(f, 'utf8'))]));
+  const read = new Set(
+    [...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'test')), ...sources(join(ROOT, 'bench'))].flatMap((f) => [
+      ...variablesRead(readFileSync(f, 'utf8')),
+    ]),
+  );
   const wrong: string[] = [];
   for (const { file, text } of DOCS) {
-    for (const m of text.matchAll(VARIABLE)) if (!read.has(m[1]!) && !SAMPLE_APP_VARIABLES.has(m[1]!)) wrong.push(`${file}: ${m[1]} is read nowhere`);
+    for (const m of text.matchAll(VARIABLE))
+      if (!read.has(m[1]!) && !SAMPLE_APP_VARIABLES.has(m[1]!)) wrong.push(`${file}: ${m[1]} is read nowhere`);
   }
   assert.deepEqual([...new Set(wrong)], []);
 
   const readme = DOCS.find((d) => d.file === 'README.md')!.text;
   const section = /^## Configuration\n([\s\S]*?)^## /m.exec(readme)![1]!;
-  const configured = new Set(section.split('\n').filter((l) => l.startsWith('| `')).flatMap((l) => [...l.split('|')[1]!.matchAll(VARIABLE)].map((m) => m[1]!)));
+  const configured = new Set(
+    section
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .flatMap((l) => [...l.split('|')[1]!.matchAll(VARIABLE)].map((m) => m[1]!)),
+  );
   const config = variablesRead(readFileSync(join(ROOT, 'src/config.ts'), 'utf8'));
-  assert.deepEqual([...configured].sort(), [...config].sort(), "the README's configuration table against src/config.ts");
+  assert.deepEqual(
+    [...configured].sort(),
+    [...config].sort(),
+    "the README's configuration table against src/config.ts",
+  );
 });
 
 test('every file or folder of the code the docs point at exists', () => {
   const wrong: string[] = [];
   for (const { file, text } of DOCS) {
     // `src/web/page.ts`, `test/harness/`; not a glob (`config/networks.*.json`) nor prose ("a test/live switch").
-    for (const m of text.matchAll(/(?<![/\w$}.-])((?:src|test|bench|sdk|config|contracts|bin)\/[\w./-]*[\w/])(?![\w.]*\*)/g)) {
+    for (const m of text.matchAll(
+      /(?<![/\w$}.-])((?:src|test|bench|sdk|config|contracts|bin)\/[\w./-]*[\w/])(?![\w.]*\*)/g,
+    )) {
       const path = m[1]!;
       if (!/\/$|\.\w+$|\/.*\//.test(path)) continue;
       if (!existsSync(join(ROOT, path))) wrong.push(`${file}: ${path}`);

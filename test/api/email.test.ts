@@ -24,7 +24,9 @@ let smtp: SmtpReceiver;
 
 before(async () => {
   smtp = await startSmtpReceiver();
-  t = await startTestKasse({ env: { KASSE_SMTP_URL: smtp.url, KASSE_MAIL_FROM: 'Kasse Payments <billing@kasse.test>' } });
+  t = await startTestKasse({
+    env: { KASSE_SMTP_URL: smtp.url, KASSE_MAIL_FROM: 'Kasse Payments <billing@kasse.test>' },
+  });
   m = await t.merchant({ name: 'Corner <b>Café</b>' });
 });
 after(async () => {
@@ -33,8 +35,23 @@ after(async () => {
 });
 
 const mail = (over: Partial<MailMessage> = {}): MailMessage => {
-  const body = renderEmail({ heading: 'Your invoice from Corner <b>Café</b>', paragraphs: ['Pay <script>alert(1)</script> by Friday.'], action: { label: 'Pay now', url: 'https://pay.example/i/1?a=1&b=2' }, details: [['Amount', '$12.50']] });
-  return { merchantId: m.id, mode: 'test', kind: 'test.notice', to: 'customer@example.com', toName: 'Ana "A" Ruiz', subject: 'Invoice <1>', text: body.text, html: body.html, ...over };
+  const body = renderEmail({
+    heading: 'Your invoice from Corner <b>Café</b>',
+    paragraphs: ['Pay <script>alert(1)</script> by Friday.'],
+    action: { label: 'Pay now', url: 'https://pay.example/i/1?a=1&b=2' },
+    details: [['Amount', '$12.50']],
+  });
+  return {
+    merchantId: m.id,
+    mode: 'test',
+    kind: 'test.notice',
+    to: 'customer@example.com',
+    toName: 'Ana "A" Ruiz',
+    subject: 'Invoice <1>',
+    text: body.text,
+    html: body.html,
+    ...over,
+  };
 };
 
 const status = async (id: string) => (await t.kasse.email.get(id)).status;
@@ -178,8 +195,16 @@ describe('email outbox', () => {
     const handed = (await t.kasse.email.enqueue(t.kasse.db, mail({ subject: 'handed then crash' })))!.id;
     // What a worker leaves behind when its process dies at those two points.
     const lease = new Date(t.clock.millis() + 10 * MINUTE);
-    await t.kasse.db.updateTable('email_outbox').set({ status: 'claimed', locked_until: lease, lease_token: 'dead', attempts: 1 }).where('id', '=', claimed).execute();
-    await t.kasse.db.updateTable('email_outbox').set({ status: 'handed', locked_until: lease, lease_token: 'dead', attempts: 1 }).where('id', '=', handed).execute();
+    await t.kasse.db
+      .updateTable('email_outbox')
+      .set({ status: 'claimed', locked_until: lease, lease_token: 'dead', attempts: 1 })
+      .where('id', '=', claimed)
+      .execute();
+    await t.kasse.db
+      .updateTable('email_outbox')
+      .set({ status: 'handed', locked_until: lease, lease_token: 'dead', attempts: 1 })
+      .where('id', '=', handed)
+      .execute();
     assert.equal(await t.kasse.email.runOnce(), 0, 'claims hold until their lease ends');
     t.clock.advance(10 * MINUTE);
     await t.kasse.email.runOnce();
@@ -189,21 +214,41 @@ describe('email outbox', () => {
     assert.equal(smtp.messages.filter((x) => x.subject === 'handed then crash').length, 0);
   });
 
-  test('a mail stored by reference is composed by its kind\'s composer when shown and sent; one it cannot compose fails, unsent', async () => {
+  test("a mail stored by reference is composed by its kind's composer when shown and sent; one it cannot compose fails, unsent", async () => {
     const calls: string[][] = [];
     t.kasse.email.composeWith(['test.composed'], async (_db, refs) => {
       calls.push(refs.map((r) => r.ref));
       const out = new Map<string, { subject: string; content: { heading: string; paragraphs: string[] } }>();
-      for (const r of refs) if (r.ref !== 'gone' && r.merchantId === m.id) out.set(r.ref, { subject: `Composed <${r.ref}>`, content: { heading: `Hello from <i>${r.ref}</i>`, paragraphs: [`Mode ${r.mode}.`] } });
+      for (const r of refs)
+        if (r.ref !== 'gone' && r.merchantId === m.id)
+          out.set(r.ref, {
+            subject: `Composed <${r.ref}>`,
+            content: { heading: `Hello from <i>${r.ref}</i>`, paragraphs: [`Mode ${r.mode}.`] },
+          });
       return out;
     });
-    const ref = (r: string) => ({ merchantId: m.id, mode: 'test' as const, kind: 'test.composed', to: 'composed@example.com', ref: r, dedupeKey: `composed:${r}` });
+    const ref = (r: string) => ({
+      merchantId: m.id,
+      mode: 'test' as const,
+      kind: 'test.composed',
+      to: 'composed@example.com',
+      ref: r,
+      dedupeKey: `composed:${r}`,
+    });
     await withTx(t.kasse.db, (tx) => t.kasse.email.enqueueMany(tx, [ref('one'), ref('two'), ref('gone')]));
-    const row = await t.kasse.db.selectFrom('email_outbox').select(['subject', 'text_body', 'content', 'content_ref']).where('dedupe_key', '=', 'composed:one').executeTakeFirstOrThrow();
+    const row = await t.kasse.db
+      .selectFrom('email_outbox')
+      .select(['subject', 'text_body', 'content', 'content_ref'])
+      .where('dedupe_key', '=', 'composed:one')
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { subject: null, text_body: null, content: null, content_ref: 'one' });
     // Shown as composed, the three of a page in one call.
     const listed = (await t.kasse.email.list(m.id)).data.filter((x) => x.kind === 'test.composed');
-    assert.deepEqual(listed.map((x) => x.subject).sort(), ['(test.composed mail of gone: cannot be composed)', 'Composed <one>', 'Composed <two>']);
+    assert.deepEqual(listed.map((x) => x.subject).sort(), [
+      '(test.composed mail of gone: cannot be composed)',
+      'Composed <one>',
+      'Composed <two>',
+    ]);
     assert.equal(calls.length, 1);
     assert.equal(await t.kasse.email.runOnce(), 3);
     const got = await smtp.waitFor((x) => x.subject === 'Composed <two>');
@@ -235,12 +280,23 @@ describe('without an SMTP server', () => {
   test('mail is kept, listed for the merchant and logged without its body', async () => {
     const merchant = await k.merchant({ name: 'Kept shop' });
     const other = await k.merchant({ name: 'Other shop' });
-    const id = (await k.kasse.email.enqueue(k.kasse.db, { merchantId: merchant.id, mode: 'test', kind: 'user.password_reset', to: 'a@example.com', subject: 'Reset', text: 'secret link https://x/reset/abc', sensitive: true }))!.id;
+    const id = (await k.kasse.email.enqueue(k.kasse.db, {
+      merchantId: merchant.id,
+      mode: 'test',
+      kind: 'user.password_reset',
+      to: 'a@example.com',
+      subject: 'Reset',
+      text: 'secret link https://x/reset/abc',
+      sensitive: true,
+    }))!.id;
     assert.equal(await k.kasse.email.runOnce(), 1);
     const kept = await k.kasse.email.get(id);
     assert.equal(kept.status, 'kept');
     assert.equal(kept.sensitive, true);
-    assert.deepEqual((await k.kasse.email.list(merchant.id)).data.map((x) => x.id), [id]);
+    assert.deepEqual(
+      (await k.kasse.email.list(merchant.id)).data.map((x) => x.id),
+      [id],
+    );
     assert.deepEqual((await k.kasse.email.list(other.id)).data, []);
     await assert.rejects(k.kasse.email.get(id, other.id), /No such mail/);
     const logged = lines.map((l) => JSON.parse(l)).find((l) => l.mail === id);

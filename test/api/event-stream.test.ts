@@ -32,11 +32,17 @@ interface OpenStream {
   close(): void;
 }
 
-async function openStream(key: string, opts: { types?: string; lastEventId?: string; base?: string } = {}): Promise<OpenStream> {
+async function openStream(
+  key: string,
+  opts: { types?: string; lastEventId?: string; base?: string } = {},
+): Promise<OpenStream> {
   const ctl = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'text/event-stream' };
   if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
-  const res = await fetch(`${opts.base ?? t.urls.test}/test/events/stream${opts.types ? `?types=${opts.types}` : ''}`, { headers, signal: ctl.signal });
+  const res = await fetch(`${opts.base ?? t.urls.test}/test/events/stream${opts.types ? `?types=${opts.types}` : ''}`, {
+    headers,
+    signal: ctl.signal,
+  });
   const messages: SseMessage[] = [];
   let taken = 0;
   let wake = () => {};
@@ -49,7 +55,15 @@ async function openStream(key: string, opts: { types?: string; lastEventId?: str
     next(n) {
       const want = (taken += n);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`expected ${want} messages, got ${messages.length}: ${messages.map((m) => m.event).join(', ')}`)), 10_000);
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `expected ${want} messages, got ${messages.length}: ${messages.map((m) => m.event).join(', ')}`,
+              ),
+            ),
+          10_000,
+        );
         const check = () => {
           if (messages.length < want) return void (wake = check);
           clearTimeout(timer);
@@ -87,8 +101,10 @@ async function openStream(key: string, opts: { types?: string; lastEventId?: str
   return s;
 }
 
-const newPayment = (m: TestMerchant, orderId = 'o-1') => m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: orderId }).then((r) => r.body);
-const simulate = (m: TestMerchant, id: string, outcome: string) => m.test.post(`/test/payments/${id}/simulate`, { outcome });
+const newPayment = (m: TestMerchant, orderId = 'o-1') =>
+  m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: orderId }).then((r) => r.body);
+const simulate = (m: TestMerchant, id: string, outcome: string) =>
+  m.test.post(`/test/payments/${id}/simulate`, { outcome });
 
 describe('the event stream', () => {
   test('sends each test event as it is committed, with the exact body its webhook carries, in commit order', async () => {
@@ -120,7 +136,10 @@ describe('the event stream', () => {
       await t.kasse.webhooks.drain();
       const delivered = await r.next(3);
       const byId = (list: Array<{ id: string; body: string }>) => Object.fromEntries(list.map((x) => [x.id, x.body]));
-      assert.deepEqual(byId(got.map((x) => ({ id: x.id!, body: x.data }))), byId(delivered.map((d) => ({ id: d.id, body: d.rawBody }))));
+      assert.deepEqual(
+        byId(got.map((x) => ({ id: x.id!, body: x.data }))),
+        byId(delivered.map((d) => ({ id: d.id, body: d.rawBody }))),
+      );
     } finally {
       s.close();
       await r.close();
@@ -134,7 +153,8 @@ describe('the event stream', () => {
     try {
       await simulate(other, (await newPayment(other)).id, 'paid');
       await other.test.post(`/payments/${(await newPayment(other)).id}/cancel`);
-      const live = (await m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live' })).body;
+      const live = (await m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live' }))
+        .body;
       await m.live.post(`/payments/${live.id}/cancel`);
       const mine = await newPayment(m, 'mine');
       await m.test.post(`/payments/${mine.id}/cancel`);
@@ -184,7 +204,9 @@ describe('the event stream', () => {
         ['missed-1', 'missed-3'],
       );
       // Events committed while the stream replays and after it.
-      const racing = await Promise.all(['live-1', 'live-2', 'live-3'].map(async (o) => m.test.post(`/payments/${(await newPayment(m, o)).id}/cancel`)));
+      const racing = await Promise.all(
+        ['live-1', 'live-2', 'live-3'].map(async (o) => m.test.post(`/payments/${(await newPayment(m, o)).id}/cancel`)),
+      );
       assert.ok(racing.every((x) => x.status === 200));
       const live = await s.next(3);
       assert.deepEqual(live.map((x) => JSON.parse(x.data).data.order_id).sort(), ['live-1', 'live-2', 'live-3']);
@@ -239,7 +261,14 @@ describe('the event stream', () => {
     try {
       await assert.rejects(
         withTx(t.kasse.db, async (tx) => {
-          await t.kasse.webhooks.publish(tx, { mode: 'test', merchantId: m.id, type: 'payment.paid', orderingKey: 'pay_rolled_back', data: { id: 'rolled back' }, destination: null });
+          await t.kasse.webhooks.publish(tx, {
+            mode: 'test',
+            merchantId: m.id,
+            type: 'payment.paid',
+            orderingKey: 'pay_rolled_back',
+            data: { id: 'rolled back' },
+            destination: null,
+          });
           throw new Error('rollback');
         }),
       );
@@ -258,7 +287,9 @@ describe('the event stream', () => {
     const s = await openStream(m.testKey);
     await m.test.post(`/payments/${(await newPayment(m, 'before')).id}/cancel`);
     const [last] = await s.next(1);
-    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(t.kasse.db);
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(
+      t.kasse.db,
+    );
     await s.ended;
     await m.test.post(`/payments/${(await newPayment(m, 'during')).id}/cancel`);
     const resumed = await openStream(m.testKey, { lastEventId: last!.id });

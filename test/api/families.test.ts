@@ -45,18 +45,25 @@ const toy: ChainFamily = {
   },
   networks: {
     settings: (raw, at) => {
-      if (raw !== undefined && (typeof raw !== 'object' || raw === null)) throw new ConfigError(`${at} must be an object`);
+      if (raw !== undefined && (typeof raw !== 'object' || raw === null))
+        throw new ConfigError(`${at} must be an object`);
       return { greeting: (raw as { greeting?: string } | undefined)?.greeting ?? 'hi' };
     },
   },
   tokenKinds: ['toytoken'],
-  migrations: { 'toy/0001_sent': { up: async (db) => void (await sql`CREATE TABLE toy_sent (id text PRIMARY KEY)`.execute(db)) } },
+  migrations: {
+    'toy/0001_sent': { up: async (db) => void (await sql`CREATE TABLE toy_sent (id text PRIMARY KEY)`.execute(db)) },
+  },
   commands: [
     {
       name: 'toy networks',
       usage: 'toy networks',
       flags: {},
-      run: async (c) => c.chains.networks('test').filter((n) => n.family === 'toy').map((n) => n.id),
+      run: async (c) =>
+        c.chains
+          .networks('test')
+          .filter((n) => n.family === 'toy')
+          .map((n) => n.id),
     },
   ],
   load(c) {
@@ -83,7 +90,12 @@ const toy: ChainFamily = {
       workers: () => [{ start: () => void worker.started++, stop: async () => void worker.stopped++ }],
       checkout: {
         script: pathToFileURL(script),
-        walletButtons: (choice) => [{ label: 'Pay with <Toy> wallet', data: { 'toy-pay': choice.address, amount: choice.amount.toString(), note: '"><script>' } }],
+        walletButtons: (choice) => [
+          {
+            label: 'Pay with <Toy> wallet',
+            data: { 'toy-pay': choice.address, amount: choice.amount.toString(), note: '"><script>' },
+          },
+        ],
         endpoints: [
           {
             path: 'toy-relay',
@@ -118,7 +130,15 @@ before(async () => {
     finality_confirmations: 4,
     tokens: [
       { symbol: 'usd', name: 'Toy dollar', decimals: 6, kind: 'native', contract: null, min_amount: '1', stable: true },
-      { symbol: 'tok', name: 'Toy token', decimals: 2, kind: 'toytoken', contract: 'toy-mint-1', min_amount: '1', stable: true },
+      {
+        symbol: 'tok',
+        name: 'Toy token',
+        decimals: 2,
+        kind: 'toytoken',
+        contract: 'toy-mint-1',
+        min_amount: '1',
+        stable: true,
+      },
     ],
     toy: { greeting: 'hello' },
   };
@@ -129,51 +149,110 @@ before(async () => {
 after(() => t?.close());
 
 async function payment(order: string) {
-  const res = await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: order, token: 'toynet:usd' });
+  const res = await m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: order,
+    token: 'toynet:usd',
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
 
-test('its settings, its table, its adapter: the payment gets the family\'s address and URI', async () => {
+test("its settings, its table, its adapter: the payment gets the family's address and URI", async () => {
   assert.deepEqual(t.kasse.chains.network('test', 'toynet')!.settings, { greeting: 'hello' });
   assert.deepEqual((await sql`SELECT count(*)::int AS n FROM toy_sent`.execute(t.kasse.db)).rows, [{ n: 0 }]);
-  assert.deepEqual(t.kasse.families.map((f) => f.family.name), ['evm', 'solana', 'utxo', 'toy']);
+  assert.deepEqual(
+    t.kasse.families.map((f) => f.family.name),
+    ['evm', 'solana', 'utxo', 'toy'],
+  );
   const p = await payment('toy-1');
   const a = p.attempts[0];
   assert.match(a.address, /^toy1[0-9a-f]{40}$/);
-  assert.equal(a.address, toyAddress(BigInt(parseInt(a.address.slice(4), 16))), 'derived by the registered adapter, not the fallback');
+  assert.equal(
+    a.address,
+    toyAddress(BigInt(parseInt(a.address.slice(4), 16))),
+    'derived by the registered adapter, not the fallback',
+  );
   assert.equal(a.uri, `toy:${a.address}?amount=10000000`);
 });
 
-test('its own token kind: accepted on its networks, refused on others; a payment in it gets the family\'s URI', async () => {
+test("its own token kind: accepted on its networks, refused on others; a payment in it gets the family's URI", async () => {
   const tok = t.kasse.chains.token('test', 'toynet:tok')!;
   assert.deepEqual([tok.kind, tok.contract], ['toytoken', 'toy-mint-1']);
   const others = await installedFamilies();
-  const doc = (family: string, kind: string) => ({ networks: [{ id: 'n', name: 'N', family, chain_id: family === 'evm' ? 1 : null, confirmation_tiers: [{ max_usd_cents: null, confirmations: 1 }], finality_confirmations: 1, tokens: [{ symbol: 'tok', name: 'T', decimals: 2, kind, contract: null, min_amount: '1', stable: true }] }] });
+  const doc = (family: string, kind: string) => ({
+    networks: [
+      {
+        id: 'n',
+        name: 'N',
+        family,
+        chain_id: family === 'evm' ? 1 : null,
+        confirmation_tiers: [{ max_usd_cents: null, confirmations: 1 }],
+        finality_confirmations: 1,
+        tokens: [{ symbol: 'tok', name: 'T', decimals: 2, kind, contract: null, min_amount: '1', stable: true }],
+      },
+    ],
+  });
   assert.equal(parseNetworks(doc('toy', 'toytoken'), 'f', [...others, toy])[0]!.tokens[0]!.kind, 'toytoken');
-  assert.throws(() => parseNetworks(doc('utxo', 'toytoken'), 'f', [...others, toy]), /\(n:tok\)\.kind must be one of native$/);
-  assert.throws(() => parseNetworks(doc('toy', 'toytoken'), 'f', [...others, { ...toy, tokenKinds: [] }]), /kind must be one of native$/);
-  const res = await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'toy-tok', token: 'toynet:tok' });
+  assert.throws(
+    () => parseNetworks(doc('utxo', 'toytoken'), 'f', [...others, toy]),
+    /\(n:tok\)\.kind must be one of native$/,
+  );
+  assert.throws(
+    () => parseNetworks(doc('toy', 'toytoken'), 'f', [...others, { ...toy, tokenKinds: [] }]),
+    /kind must be one of native$/,
+  );
+  const res = await m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: 'toy-tok',
+    token: 'toynet:tok',
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   assert.equal(res.body.attempts[0].uri, `toy:${res.body.attempts[0].address}?amount=1000`);
 });
 
 test('its migrations are in its namespace: a core migration released after them still runs on this database', async () => {
-  const recorded = await sql<{ name: string }>`SELECT name FROM kasse_migrations WHERE name LIKE 'toy/%'`.execute(t.kasse.db);
+  const recorded = await sql<{ name: string }>`SELECT name FROM kasse_migrations WHERE name LIKE 'toy/%'`.execute(
+    t.kasse.db,
+  );
   assert.deepEqual(recorded.rows, [{ name: 'toy/0001_sent' }]);
   const families = Object.assign({}, ...t.kasse.families.map((f) => f.family.migrations ?? {}));
-  const later = { up: async (db: Kysely<unknown>) => void (await sql`CREATE TABLE toy_later_core (id int)`.execute(db)) };
-  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), ['0098_released_later']);
-  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), [], 'nothing runs twice');
+  const later = {
+    up: async (db: Kysely<unknown>) => void (await sql`CREATE TABLE toy_later_core (id int)`.execute(db)),
+  };
+  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), [
+    '0098_released_later',
+  ]);
+  assert.deepEqual(
+    await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }),
+    [],
+    'nothing runs twice',
+  );
   await sql`DROP TABLE toy_later_core`.execute(t.kasse.db);
 });
 
 test('deposits through the sink: a mempool sighting, then the commitment; a refund through its sender', async () => {
   const p = await payment('toy-2');
   const a = p.attempts[0];
-  await ctx.deposits.recordDeposits('test', [{ chain: 'toynet', address: a.address, token: a.token, txHash: 'toytx1', index: 0, amount: 10_000_000n, from: null, blockNumber: null, blockHash: null }]);
+  await ctx.deposits.recordDeposits('test', [
+    {
+      chain: 'toynet',
+      address: a.address,
+      token: a.token,
+      txHash: 'toytx1',
+      index: 0,
+      amount: 10_000_000n,
+      from: null,
+      blockNumber: null,
+      blockHash: null,
+    },
+  ]);
   assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'detected');
-  await ctx.deposits.depositsProgressed('test', 'toynet', [{ txHash: 'toytx1', index: 0, confirmations: 2, final: true }]);
+  await ctx.deposits.depositsProgressed('test', 'toynet', [
+    { txHash: 'toytx1', index: 0, confirmations: 2, final: true },
+  ]);
   const paid = (await m.test.get(`/payments/${p.id}`)).body;
   assert.equal(paid.status, 'paid');
   assert.equal(paid.attempts[0].deposits[0].status, 'final');
@@ -184,15 +263,40 @@ test('deposits through the sink: a mempool sighting, then the commitment; a refu
     enqueued.map((r) => [r.transferId, r.purpose, r.token.id, r.destination, r.amount]),
     [[refund.body.id, 'refund', 'toynet:usd', toyAddress(7n), 10_000_000n]],
   );
-  assert.deepEqual((await sql`SELECT id FROM toy_sent`.execute(t.kasse.db)).rows, [{ id: refund.body.id }], 'recorded in the refund\'s transaction');
+  assert.deepEqual(
+    (await sql`SELECT id FROM toy_sent`.execute(t.kasse.db)).rows,
+    [{ id: refund.body.id }],
+    "recorded in the refund's transaction",
+  );
   assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'the family sends it, not the simulator');
-  await ctx.transfers.transferSettled('test', { transferId: refund.body.id, status: 'sent', txHash: 'toytx2', error: null });
+  await ctx.transfers.transferSettled('test', {
+    transferId: refund.body.id,
+    status: 'sent',
+    txHash: 'toytx2',
+    error: null,
+  });
   assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
   const q = await payment('toy-2b');
-  await ctx.deposits.recordDeposits('test', [{ chain: 'toynet', address: q.attempts[0].address, token: q.attempts[0].token, txHash: 'toytx3', index: 0, amount: 10_000_000n, from: null, blockNumber: 5n, blockHash: 'b5' }]);
-  await ctx.deposits.depositsProgressed('test', 'toynet', [{ txHash: 'toytx3', index: 0, confirmations: 2, final: false }]);
-  const wrong = await m.test.post(`/payments/${q.id}/refund`, { destination: '0x000000000000000000000000000000000000bEEF' });
-  assert.equal(wrong.status, 400, 'destinations are checked in the family\'s address format');
+  await ctx.deposits.recordDeposits('test', [
+    {
+      chain: 'toynet',
+      address: q.attempts[0].address,
+      token: q.attempts[0].token,
+      txHash: 'toytx3',
+      index: 0,
+      amount: 10_000_000n,
+      from: null,
+      blockNumber: 5n,
+      blockHash: 'b5',
+    },
+  ]);
+  await ctx.deposits.depositsProgressed('test', 'toynet', [
+    { txHash: 'toytx3', index: 0, confirmations: 2, final: false },
+  ]);
+  const wrong = await m.test.post(`/payments/${q.id}/refund`, {
+    destination: '0x000000000000000000000000000000000000bEEF',
+  });
+  assert.equal(wrong.status, 400, "destinations are checked in the family's address format");
   assert.equal(wrong.body.error.param, 'destination');
 });
 
@@ -202,13 +306,23 @@ test('checkout: its script, its wallet buttons (escaped, hidden) and its rate-li
   const page = await (await fetch(`${t.urls.checkout}/p/${p.id}`)).text();
   const src = /<script src="(\/assets\/toy\.js\?v=[0-9a-f]+)" defer><\/script>/.exec(page);
   assert.ok(src, 'the family script is on the page');
-  assert.equal(await (await fetch(`${t.urls.checkout}${src[1]}`)).text(), '/* toy wallet */ window.toyLoaded = true;\n');
+  assert.equal(
+    await (await fetch(`${t.urls.checkout}${src[1]}`)).text(),
+    '/* toy wallet */ window.toyLoaded = true;\n',
+  );
   assert.ok(
-    page.includes(`<button type="button" class="k-btn k-alt" data-toy-pay="${a.address}" data-amount="10000000" data-note="&quot;&gt;&lt;script&gt;" hidden>Pay with &lt;Toy&gt; wallet</button>`),
+    page.includes(
+      `<button type="button" class="k-btn k-alt" data-toy-pay="${a.address}" data-amount="10000000" data-note="&quot;&gt;&lt;script&gt;" hidden>Pay with &lt;Toy&gt; wallet</button>`,
+    ),
     'the button, escaped and hidden',
   );
 
-  const post = (body: unknown, id = p.id) => fetch(`${t.urls.checkout}/p/${id}/toy-relay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body: unknown, id = p.id) =>
+    fetch(`${t.urls.checkout}/p/${id}/toy-relay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const ok = await post({ attempt_id: a.id });
   assert.equal(ok.status, 202);
   assert.deepEqual(await ok.json(), { address: a.address, open: true, pay_amount: '10000000' });
@@ -220,7 +334,10 @@ test('checkout: its script, its wallet buttons (escaped, hidden) and its rate-li
   const limited = await post({ attempt_id: a.id });
   assert.equal(limited.status, 429);
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
-  assert.match(((await limited.json()) as { error: { message: string } }).error.message, /^Slow down; retry in \d+ s\.$/);
+  assert.match(
+    ((await limited.json()) as { error: { message: string } }).error.message,
+    /^Slow down; retry in \d+ s\.$/,
+  );
 });
 
 test('its worker runs with the workers role; its command joins the CLI', async () => {

@@ -104,7 +104,14 @@ describe('authentication and modes', () => {
   test('a key revoked by another process stops working here through NOTIFY', async () => {
     const other = await t.merchant({ name: 'Elsewhere' });
     assert.equal((await other.test.get('/account')).status, 200);
-    const second = await Kasse.open({ config: t.config, databaseUrl: t.databaseUrl, clock: t.clock, secrets: testSecrets(), listen: false, poolSize: 2 });
+    const second = await Kasse.open({
+      config: t.config,
+      databaseUrl: t.databaseUrl,
+      clock: t.clock,
+      secrets: testSecrets(),
+      listen: false,
+      poolSize: 2,
+    });
     try {
       await second.merchants.revokeKey(other.testKey);
     } finally {
@@ -254,7 +261,9 @@ describe('OpenAPI and operations', () => {
       assert.equal(doc.servers[0].url, base);
       assert.ok(doc.paths['/account'], 'paths are relative to the server URL');
       assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/v1/')));
-      const viaDoc = await fetch(`${doc.servers[0].url}${'/account'}`, { headers: { authorization: `Bearer ${base === t.urls.test ? m.testKey : m.liveKey}` } });
+      const viaDoc = await fetch(`${doc.servers[0].url}${'/account'}`, {
+        headers: { authorization: `Bearer ${base === t.urls.test ? m.testKey : m.liveKey}` },
+      });
       assert.equal(viaDoc.status, 200);
       assert.ok(doc.components.schemas.Error);
       await SwaggerParser.validate(structuredClone(doc));
@@ -273,9 +282,14 @@ describe('OpenAPI and operations', () => {
     assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
     const scrape = async () => {
       const text = await (await fetch(`${base}/metrics`)).text();
-      const value = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      const value = (name: string, labels: string) =>
+        Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
       const labels = 'listener="test",route="/v1/account",status="200"';
-      const buckets = [...text.matchAll(new RegExp(`^kasse_http_request_duration_seconds_bucket\\{${labels},le="([^"]+)"\\} (\\d+)$`, 'gm'))];
+      const buckets = [
+        ...text.matchAll(
+          new RegExp(`^kasse_http_request_duration_seconds_bucket\\{${labels},le="([^"]+)"\\} (\\d+)$`, 'gm'),
+        ),
+      ];
       return {
         requests: value('kasse_http_requests_total', labels),
         count: value('kasse_http_request_duration_seconds_count', labels),
@@ -283,7 +297,12 @@ describe('OpenAPI and operations', () => {
         buckets: buckets.map((b) => [b[1], Number(b[2])] as const),
       };
     };
-    const unmatched = async () => Number(/^kasse_http_requests_total\{listener="test",route="unmatched",status="404"\} (\S+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const unmatched = async () =>
+      Number(
+        /^kasse_http_requests_total\{listener="test",route="unmatched",status="404"\} (\S+)$/m.exec(
+          await (await fetch(`${base}/metrics`)).text(),
+        )?.[1] ?? 0,
+      );
     const before = await scrape();
     const unmatchedBefore = await unmatched();
     for (let i = 0; i < 3; i++) assert.equal((await m.test.get('/account')).status, 200);
@@ -296,7 +315,10 @@ describe('OpenAPI and operations', () => {
     // Buckets are cumulative and end in +Inf, which equals the count.
     assert.equal(after.buckets.at(-1)?.[0], '+Inf');
     assert.equal(after.buckets.at(-1)?.[1], after.count);
-    assert.deepEqual(after.buckets.map((b) => b[1]), [...after.buckets.map((b) => b[1])].sort((x, y) => x - y));
+    assert.deepEqual(
+      after.buckets.map((b) => b[1]),
+      [...after.buckets.map((b) => b[1])].sort((x, y) => x - y),
+    );
     assert.equal((await fetch(`${t.urls.checkout}/healthz`)).status, 200);
   });
 
@@ -305,7 +327,8 @@ describe('OpenAPI and operations', () => {
     const refused = await new ApiClient(t.urls.test, null).get('/account');
     const created = await m.test.post('/links', { kind: 'fixed', title: 'Mug', amount_usd_cents: 900 });
     assert.deepEqual([ok.status, refused.status, created.status], [200, 401, 201]);
-    const logged = (res: { headers: Headers }) => logLines.filter((l) => l.msg === 'request' && l.reqId === res.headers.get('request-id'));
+    const logged = (res: { headers: Headers }) =>
+      logLines.filter((l) => l.msg === 'request' && l.reqId === res.headers.get('request-id'));
     // The line is written once the response has finished, which can be after the client has read it.
     await eventually('both lines', () => logged(created).length > 0 && logged(refused).length > 0, { intervalMs: 0 });
     assert.deepEqual(logged(ok), []);

@@ -59,7 +59,10 @@ const SAMPLES: Record<string, { body?: unknown; query?: string }> = {
 describe('unknown query parameters', () => {
   test('every operation of both APIs refuses them with 400 naming the parameter, and changes nothing', async () => {
     let strict = 0;
-    for (const [mode, client] of [['test', m.test], ['live', m.live]] as const) {
+    for (const [mode, client] of [
+      ['test', m.test],
+      ['live', m.live],
+    ] as const) {
       const doc = (await client.get('/openapi.json')).body;
       const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
         Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
@@ -67,7 +70,9 @@ describe('unknown query parameters', () => {
       assert.ok(operations.length >= 15, `${mode}: the document lists the operations`);
       for (const { method, path, op } of operations) {
         const sample = SAMPLES[`${method} ${path}`];
-        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => samplePathValue(op.parameters?.find((p: any) => p.name === name)?.schema?.pattern));
+        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+          samplePathValue(op.parameters?.find((p: any) => p.name === name)?.schema?.pattern),
+        );
         const query = sample?.query ? `${sample.query}&zz=1` : 'zz=1';
         const res = await client.request(method, `${url}?${query}`, sample?.body);
         const what = `${mode} ${method} ${path} → ${res.status} ${JSON.stringify(res.body)}`;
@@ -110,10 +115,18 @@ describe('free-form keys (metadata)', () => {
   };
 
   test('keys with line terminators come back from every answer that carries the payment, and in webhooks', async () => {
-    const created = await m.test.post('/payments', { ...base, order_id: 'meta-1', metadata }, { 'idempotency-key': 'meta-1' });
+    const created = await m.test.post(
+      '/payments',
+      { ...base, order_id: 'meta-1', metadata },
+      { 'idempotency-key': 'meta-1' },
+    );
     assert.equal(created.status, 201);
     assert.deepEqual(created.body.metadata, metadata);
-    const replay = await m.test.post('/payments', { ...base, order_id: 'meta-1', metadata }, { 'idempotency-key': 'meta-1' });
+    const replay = await m.test.post(
+      '/payments',
+      { ...base, order_id: 'meta-1', metadata },
+      { 'idempotency-key': 'meta-1' },
+    );
     assert.equal(replay.status, 200);
     assert.deepEqual(replay.body.metadata, metadata);
     assert.deepEqual((await m.test.get(`/payments/${created.body.id}`)).body.metadata, metadata);
@@ -138,10 +151,16 @@ describe('free-form keys (metadata)', () => {
   test('validation and serialisation treat any record schema the same way, whatever its keys', () => {
     const schema = Type.Object({ counts: Type.Record(Type.String(), Type.Integer()) });
     const validate = validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '/x' }) as any;
-    assert.equal(validate({ counts: { 'a\nb': 'not a number' } }), false, 'a value under a key with a line feed is checked');
+    assert.equal(
+      validate({ counts: { 'a\nb': 'not a number' } }),
+      false,
+      'a value under a key with a line feed is checked',
+    );
     assert.equal(validate({ counts: { 'a\nb': 2 } }), true);
     const serialize = buildSerializer({}, {})({ schema, method: 'GET', url: '/x', httpStatus: '200' });
-    assert.deepEqual(JSON.parse(serialize({ counts: { 'a\nb': 2, 'c\u2029': 3 } })), { counts: { 'a\nb': 2, 'c\u2029': 3 } });
+    assert.deepEqual(JSON.parse(serialize({ counts: { 'a\nb': 2, 'c\u2029': 3 } })), {
+      counts: { 'a\nb': 2, 'c\u2029': 3 },
+    });
   });
 });
 
@@ -149,7 +168,10 @@ describe('validation messages', () => {
   test('a field with several allowed values lists them all', async () => {
     const status = await m.test.get('/payments?status=done');
     assertErrorBody(status.body, 'invalid_request', 'status');
-    assert.equal(status.body.error.message, 'status must be one of waiting, detected, confirming, paid, underpaid, expired, late, refunded, cancelled');
+    assert.equal(
+      status.body.error.message,
+      'status must be one of waiting, detected, confirming, paid, underpaid, expired, late, refunded, cancelled',
+    );
     const p = (await m.test.post('/payments', { ...base, order_id: 'msg-1' })).body;
     const outcome = await m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'refunded' });
     assertErrorBody(outcome.body, 'invalid_request', 'outcome');
@@ -167,28 +189,44 @@ describe('validation messages', () => {
     const fields: Array<{ where: string; name: string; schema: any }> = [];
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, op] of Object.entries(ops)) {
-        for (const p of op.parameters ?? []) fields.push({ where: `${method} ${path} ${p.in}`, name: p.name, schema: p.schema });
+        for (const p of op.parameters ?? [])
+          fields.push({ where: `${method} ${path} ${p.in}`, name: p.name, schema: p.schema });
         const body = op.requestBody?.content?.['application/json']?.schema;
-        for (const [name, schema] of Object.entries(body?.properties ?? {})) fields.push({ where: `${method} ${path} body`, name, schema });
+        for (const [name, schema] of Object.entries(body?.properties ?? {}))
+          fields.push({ where: `${method} ${path} body`, name, schema });
       }
     }
     // A union of values is written `anyOf` of `const` (or of one-value `enum`, as the document shows a const).
     const valuesOf = (b: any): unknown[] | null => ('const' in b ? [b.const] : Array.isArray(b.enum) ? b.enum : null);
-    const unions = fields.filter((f) => Array.isArray(f.schema?.anyOf) && f.schema.anyOf.every((b: any) => valuesOf(b) !== null));
+    const unions = fields.filter(
+      (f) => Array.isArray(f.schema?.anyOf) && f.schema.anyOf.every((b: any) => valuesOf(b) !== null),
+    );
     assert.ok(unions.length >= 3, unions.map((u) => u.where).join(', '));
     for (const u of unions) {
       const values = u.schema.anyOf.flatMap((b: any) => valuesOf(b)!.map(String));
-      const validate = validatorCompiler({ schema: { type: 'object', properties: { [u.name]: u.schema } }, httpPart: 'body', method: 'POST', url: '/x' }) as any;
+      const validate = validatorCompiler({
+        schema: { type: 'object', properties: { [u.name]: u.schema } },
+        httpPart: 'body',
+        method: 'POST',
+        url: '/x',
+      }) as any;
       assert.equal(validate({ [u.name]: 'no-such-value' }), false);
       const { param, message } = explainValidation(validate.errors, 'body');
       assert.equal(param, u.name, u.where);
-      for (const v of values) assert.ok(message.includes(v), `${u.where} ${u.name}: "${message}" names ${v} (${JSON.stringify(validate.errors)})`);
+      for (const v of values)
+        assert.ok(
+          message.includes(v),
+          `${u.where} ${u.name}: "${message}" names ${v} (${JSON.stringify(validate.errors)})`,
+        );
     }
   });
 });
 
 /** Sends raw bytes to a listener and returns what came back before the server closed the connection. */
-function rawRequest(baseUrl: string, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: any; raw: string }> {
+function rawRequest(
+  baseUrl: string,
+  bytes: string,
+): Promise<{ status: number; headers: Record<string, string>; body: any; raw: string }> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => socket.write(bytes));
@@ -199,7 +237,9 @@ function rawRequest(baseUrl: string, bytes: string): Promise<{ status: number; h
     socket.on('close', () => {
       const [head, ...rest] = raw.split('\r\n\r\n');
       const lines = head!.split('\r\n');
-      const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       let body: any = rest.join('\r\n\r\n');
       try {
         body = JSON.parse(body);
@@ -216,13 +256,39 @@ describe('requests the HTTP parser refuses', () => {
   let key = '';
   const auth = () => `Authorization: Bearer ${key}\r\n`;
   const cases: Array<[string, () => string, RegExp]> = [
-    ['a control byte in a header', () => `GET /v1/account HTTP/1.1\r\nHost: x\r\n${auth()}X-Note: a\u0001b\r\n\r\n`, /character HTTP does not allow/],
-    ['a malformed chunked body', () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, /chunked/],
-    ['a Content-Length that is not a number', () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: abc\r\n\r\n`, /Content-Length/],
-    ['two different Content-Lengths', () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc`, /Content-Length/],
-    ['Content-Length with Transfer-Encoding', () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, /Transfer-Encoding/],
+    [
+      'a control byte in a header',
+      () => `GET /v1/account HTTP/1.1\r\nHost: x\r\n${auth()}X-Note: a\u0001b\r\n\r\n`,
+      /character HTTP does not allow/,
+    ],
+    [
+      'a malformed chunked body',
+      () =>
+        `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+      /chunked/,
+    ],
+    [
+      'a Content-Length that is not a number',
+      () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: abc\r\n\r\n`,
+      /Content-Length/,
+    ],
+    [
+      'two different Content-Lengths',
+      () => `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc`,
+      /Content-Length/,
+    ],
+    [
+      'Content-Length with Transfer-Encoding',
+      () =>
+        `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+      /Transfer-Encoding/,
+    ],
     ['a URL too large', () => `GET /v1/account?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, /too large/],
-    ['headers too large', () => `GET /v1/account HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, /too large/],
+    [
+      'headers too large',
+      () => `GET /v1/account HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      /too large/,
+    ],
     ['no HTTP method', () => `{"a":1}\r\n\r\n`, /HTTP method/],
     ['an HTTP version that does not exist', () => `GET /v1/account HTTP/9.9\r\nHost: x\r\n\r\n`, /version/],
     ['HTTP/1.1 without Host', () => `GET /v1/account HTTP/1.1\r\n${auth()}Connection: close\r\n\r\n`, /Host/],
@@ -230,7 +296,11 @@ describe('requests the HTTP parser refuses', () => {
 
   for (const [name, bytes, says] of cases) {
     test(`${name}: 400 invalid_request with the Error body and a request id, on every listener`, async () => {
-      for (const [listener, k] of [[t.urls.test, m.testKey], [t.urls.live, m.liveKey], [t.urls.checkout, '']]) {
+      for (const [listener, k] of [
+        [t.urls.test, m.testKey],
+        [t.urls.live, m.liveKey],
+        [t.urls.checkout, ''],
+      ]) {
         key = k!;
         const res = await rawRequest(listener!, bytes());
         assert.equal(res.status, 400, `${listener}: ${res.raw.slice(0, 300)}`);
@@ -245,7 +315,10 @@ describe('requests the HTTP parser refuses', () => {
   test('a Content-Length shorter than the body: the leftover bytes are refused with the Error body and nothing is created', async () => {
     key = m.testKey;
     const body = JSON.stringify({ ...base, order_id: 'short' });
-    const res = await rawRequest(t.urls.test, `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nContent-Length: 5\r\n\r\n${body}`);
+    const res = await rawRequest(
+      t.urls.test,
+      `POST /v1/payments HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nContent-Length: 5\r\n\r\n${body}`,
+    );
     const answers = res.raw.split(/(?=HTTP\/1\.1 )/);
     assert.ok(answers.length >= 1, res.raw);
     for (const a of answers) {
@@ -273,8 +346,14 @@ describe('text that is not valid Unicode', () => {
   const snapshot = async () => {
     const counts = await sql<{ n: string }>`
       SELECT (SELECT count(*) FROM payments) || ',' || (SELECT count(*) FROM links) || ',' || (SELECT count(*) FROM subscriptions) || ',' ||
-             (SELECT count(*) FROM disbursements) || ',' || (SELECT count(*) FROM idempotency_keys) || ',' || (SELECT count(*) FROM audit_log) AS n`.execute(t.kasse.db);
-    const profile = await sql<{ p: string }>`SELECT coalesce(tax_profile_test::text, '') || coalesce(tax_profile_live::text, '') AS p FROM merchants WHERE id = ${m.id}`.execute(t.kasse.db);
+             (SELECT count(*) FROM disbursements) || ',' || (SELECT count(*) FROM idempotency_keys) || ',' || (SELECT count(*) FROM audit_log) AS n`.execute(
+      t.kasse.db,
+    );
+    const profile = await sql<{
+      p: string;
+    }>`SELECT coalesce(tax_profile_test::text, '') || coalesce(tax_profile_live::text, '') AS p FROM merchants WHERE id = ${m.id}`.execute(
+      t.kasse.db,
+    );
     return `${counts.rows[0]!.n} ${profile.rows[0]!.p}`;
   };
   const dest = (i: number) => `0x${i.toString(16).padStart(40, '0')}`;
@@ -286,8 +365,21 @@ describe('text that is not valid Unicode', () => {
     ['POST', '/payments', { ...base, metadata: { deep: [1, { y: '\udfff' }] } }, 'metadata.deep.1.y'],
     ['POST', '/payments', { ...base, metadata: { 'key\ud800': 1 } }, 'metadata'],
     ['POST', '/payments', { ...base, '\ud800': 1 }, null],
-    ['POST', '/subscriptions', { title: 'Coffee\ud800', amount_usd_cents: 1500, interval: 'month', customer_email: 'c@example.com' }, 'title'],
-    ['POST', '/disbursements', { title: 'March', items: [0, 1, 2, 3].map((i) => ({ destination: i === 3 ? 'x\udbff' : dest(i + 1), usd_cents: 100 })) }, 'items.3.destination'],
+    [
+      'POST',
+      '/subscriptions',
+      { title: 'Coffee\ud800', amount_usd_cents: 1500, interval: 'month', customer_email: 'c@example.com' },
+      'title',
+    ],
+    [
+      'POST',
+      '/disbursements',
+      {
+        title: 'March',
+        items: [0, 1, 2, 3].map((i) => ({ destination: i === 3 ? 'x\udbff' : dest(i + 1), usd_cents: 100 })),
+      },
+      'items.3.destination',
+    ],
     ['POST', '/links', { kind: 'fixed', title: 'Mug\ud800', amount_usd_cents: 1200 }, 'title'],
     ['PATCH', '/account', { tax_profile: { seller_name: '\ud800' } }, 'tax_profile.seller_name'],
   ];
@@ -312,16 +404,24 @@ describe('text that is not valid Unicode', () => {
     for (const client of [m.test, m.live]) {
       const doc = (await client.get('/openapi.json')).body;
       const withBody = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
-        Object.entries(ops).filter(([, op]) => op.requestBody).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+        Object.entries(ops)
+          .filter(([, op]) => op.requestBody)
+          .map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
       );
       assert.ok(withBody.length >= 8, 'the document lists the operations with a body');
       for (const { method, path, op } of withBody) {
-        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => samplePathValue(op.parameters?.find((p: any) => p.name === name)?.schema?.pattern));
+        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+          samplePathValue(op.parameters?.find((p: any) => p.name === name)?.schema?.pattern),
+        );
         const res = await client.request(method, url, { note: 'ok', 'x\udc00': 'y' });
         const what = `${method} ${path} → ${res.status} ${JSON.stringify(res.body)}`;
         assert.equal(res.status, 400, what);
         assertErrorBody(res.body, 'invalid_request', null);
-        assert.equal(res.body.error.message, 'A property name in the request body is not valid Unicode text (it holds an unpaired UTF-16 surrogate)', what);
+        assert.equal(
+          res.body.error.message,
+          'A property name in the request body is not valid Unicode text (it holds an unpaired UTF-16 surrogate)',
+          what,
+        );
       }
     }
   });

@@ -18,7 +18,14 @@ const SELLER_GSTIN = '27AAPFU0939F1ZV'; // Maharashtra
 const gstin = (first14: string) => first14 + gstinCheckChar(first14);
 const KARNATAKA_BUYER = gstin('29AAGCB7383J1Z');
 const MAHARASHTRA_BUYER = gstin('27AAACR5055K1Z');
-const PROFILE = { seller_name: 'Chai & Co', legal_name: 'Chai and Company Private Limited', tax_id: SELLER_GSTIN, address: '12 Marine Drive, Mumbai 400002', state_code: '27', invoice_prefix: 'KS' };
+const PROFILE = {
+  seller_name: 'Chai & Co',
+  legal_name: 'Chai and Company Private Limited',
+  tax_id: SELLER_GSTIN,
+  address: '12 Marine Drive, Mumbai 400002',
+  state_code: '27',
+  invoice_prefix: 'KS',
+};
 
 let t: TestKasse;
 let fx: FxServer;
@@ -35,26 +42,70 @@ after(async () => {
 });
 
 async function paid(shop: TestMerchant, cents: number, description = 'Masala chai subscription'): Promise<string> {
-  const p = await ok(shop.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: 'inv', description }), 201);
+  const p = await ok(
+    shop.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: 'inv', description }),
+    201,
+  );
   await ok(shop.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' }));
   return p.id;
 }
 
-const count = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM tax_invoices`.execute(t.kasse.db)).rows[0]!.n);
+const count = async () =>
+  Number((await sql<{ n: string }>`SELECT count(*) AS n FROM tax_invoices`.execute(t.kasse.db)).rows[0]!.n);
 
 describe('tax profile', () => {
   test('unset, refused when incomplete or wrong, set with defaults, merged, per mode, removable', async () => {
     assert.equal((await ok(m.test.get('/account'))).tax_profile, null);
-    await refused(m.test.patch('/account', { tax_profile: { seller_name: 'Chai & Co' } }), 400, 'invalid_request', 'tax_profile.tax_id');
-    await refused(m.test.patch('/account', { tax_profile: { ...PROFILE, tax_id: '27AAPFU0939F1ZA' } }), 400, 'invalid_request', 'tax_profile.tax_id');
-    await refused(m.test.patch('/account', { tax_profile: { ...PROFILE, state_code: '29' } }), 400, 'invalid_request', 'tax_profile.state_code');
-    await refused(m.test.patch('/account', { tax_profile: { ...PROFILE, state_code: '1' } }), 400, 'invalid_request', 'tax_profile.state_code');
-    await refused(m.test.patch('/account', { tax_profile: { ...PROFILE, invoice_prefix: 'KASSE' } }), 400, 'invalid_request', 'tax_profile.invoice_prefix');
-    await refused(m.test.patch('/account', { tax_profile: { ...PROFILE, color: 'red' } }), 400, 'invalid_request', 'tax_profile.color');
+    await refused(
+      m.test.patch('/account', { tax_profile: { seller_name: 'Chai & Co' } }),
+      400,
+      'invalid_request',
+      'tax_profile.tax_id',
+    );
+    await refused(
+      m.test.patch('/account', { tax_profile: { ...PROFILE, tax_id: '27AAPFU0939F1ZA' } }),
+      400,
+      'invalid_request',
+      'tax_profile.tax_id',
+    );
+    await refused(
+      m.test.patch('/account', { tax_profile: { ...PROFILE, state_code: '29' } }),
+      400,
+      'invalid_request',
+      'tax_profile.state_code',
+    );
+    await refused(
+      m.test.patch('/account', { tax_profile: { ...PROFILE, state_code: '1' } }),
+      400,
+      'invalid_request',
+      'tax_profile.state_code',
+    );
+    await refused(
+      m.test.patch('/account', { tax_profile: { ...PROFILE, invoice_prefix: 'KASSE' } }),
+      400,
+      'invalid_request',
+      'tax_profile.invoice_prefix',
+    );
+    await refused(
+      m.test.patch('/account', { tax_profile: { ...PROFILE, color: 'red' } }),
+      400,
+      'invalid_request',
+      'tax_profile.color',
+    );
     assert.equal((await ok(m.test.get('/account'))).tax_profile, null, 'a refused change changes nothing');
 
-    const set = await ok(m.test.patch('/account', { tax_profile: { ...PROFILE, tax_id: SELLER_GSTIN.toLowerCase(), invoice_prefix: 'KSX' } }));
-    assert.deepEqual(set.tax_profile, { ...PROFILE, invoice_prefix: 'KSX', sac: '997158', tax_rate_bps: 1800, tax_inclusive: true });
+    const set = await ok(
+      m.test.patch('/account', {
+        tax_profile: { ...PROFILE, tax_id: SELLER_GSTIN.toLowerCase(), invoice_prefix: 'KSX' },
+      }),
+    );
+    assert.deepEqual(set.tax_profile, {
+      ...PROFILE,
+      invoice_prefix: 'KSX',
+      sac: '997158',
+      tax_rate_bps: 1800,
+      tax_inclusive: true,
+    });
     const merged = await ok(m.test.patch('/account', { tax_profile: { invoice_prefix: 'KS' } }));
     assert.deepEqual(merged.tax_profile, { ...PROFILE, sac: '997158', tax_rate_bps: 1800, tax_inclusive: true });
     assert.deepEqual((await ok(m.test.get('/account'))).tax_profile, merged.tax_profile);
@@ -84,10 +135,20 @@ describe('tax profile', () => {
         const [field, value] = Object.entries(changes[i]!)[0]!;
         assert.equal(a.tax_profile[field], value, `answer ${i} shows its own ${field}`);
       });
-      assert.deepEqual((await ok(shop.test.get('/account'))).tax_profile, { ...PROFILE, sac: '997158', tax_rate_bps: 1800, tax_inclusive: true, ...want }, `round ${round}: every field kept`);
+      assert.deepEqual(
+        (await ok(shop.test.get('/account'))).tax_profile,
+        { ...PROFILE, sac: '997158', tax_rate_bps: 1800, tax_inclusive: true, ...want },
+        `round ${round}: every field kept`,
+      );
       const audit = await sql<{ details: Record<string, unknown> }>`
-        SELECT details FROM audit_log WHERE merchant_id = ${shop.id} AND action = 'settings.tax_profile' ORDER BY seq DESC LIMIT ${changes.length}`.execute(t.kasse.db);
-      assert.deepEqual(audit.rows.flatMap((r) => Object.keys(r.details)).sort(), changes.map((c) => Object.keys(c)[0]!).sort(), 'each audit row names the one field its change changed');
+        SELECT details FROM audit_log WHERE merchant_id = ${shop.id} AND action = 'settings.tax_profile' ORDER BY seq DESC LIMIT ${changes.length}`.execute(
+        t.kasse.db,
+      );
+      assert.deepEqual(
+        audit.rows.flatMap((r) => Object.keys(r.details)).sort(),
+        changes.map((c) => Object.keys(c)[0]!).sort(),
+        'each audit row names the one field its change changed',
+      );
       // Back to the start for the next round, so every change changes something again.
       await ok(shop.test.patch('/account', { tax_profile: null }));
       await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
@@ -110,7 +171,11 @@ describe('tax profile', () => {
     const b = withTx(t.kasse.db, (tx) => merchants.updateSettings(tx, shop.id, { approvalsRequired: 1 }, []));
     // b is blocked on a's row lock (polled, bounded), then a commits.
     for (let i = 0; ; i++) {
-      const waiting = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(t.kasse.db);
+      const waiting = await sql<{
+        n: string;
+      }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(
+        t.kasse.db,
+      );
       if (Number(waiting.rows[0]!.n) > 0) break;
       assert.ok(i < 200, 'the second change waits for the first');
       await new Promise((r) => setTimeout(r, 10));
@@ -137,27 +202,59 @@ describe('tax profile', () => {
   test('lengths are counted in characters (code points): 200 emoji are 200 characters', async () => {
     const shop = await t.merchant({ rateLimit: 100_000 });
     const emoji = (n: number) => '😀'.repeat(n);
-    const set = await ok(shop.test.patch('/account', { tax_profile: { ...PROFILE, seller_name: emoji(200), legal_name: emoji(200), address: emoji(500) } }));
+    const set = await ok(
+      shop.test.patch('/account', {
+        tax_profile: { ...PROFILE, seller_name: emoji(200), legal_name: emoji(200), address: emoji(500) },
+      }),
+    );
     assert.equal(set.tax_profile.seller_name, emoji(200));
     assert.equal(set.tax_profile.address, emoji(500));
-    for (const [field, n] of [['seller_name', 201], ['legal_name', 201], ['address', 501]] as const) {
+    for (const [field, n] of [
+      ['seller_name', 201],
+      ['legal_name', 201],
+      ['address', 501],
+    ] as const) {
       const r = await shop.test.patch('/account', { tax_profile: { [field]: emoji(n) } });
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.error.param, `tax_profile.${field}`);
       assert.match(r.body.error.message, new RegExp(`${n - 1} characters`));
     }
     const payment = await paid(shop, 1000);
-    const invoice = await ok(shop.test.post(`/payments/${payment}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(200) }), 201);
+    const invoice = await ok(
+      shop.test.post(`/payments/${payment}/tax_invoice`, {
+        place_of_supply: 'intra',
+        fx_rate: '83.00',
+        customer_name: emoji(200),
+      }),
+      201,
+    );
     assert.equal(invoice.customer.name, emoji(200));
     const payment2 = await paid(shop, 1000);
-    await refused(shop.test.post(`/payments/${payment2}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.00', customer_name: emoji(201) }), 400, 'invalid_request', 'customer_name');
+    await refused(
+      shop.test.post(`/payments/${payment2}/tax_invoice`, {
+        place_of_supply: 'intra',
+        fx_rate: '83.00',
+        customer_name: emoji(201),
+      }),
+      400,
+      'invalid_request',
+      'customer_name',
+    );
   });
 });
 
 describe('tax invoices', () => {
   test('intra-state: the figures of the example, every field present; a second one is 409', async () => {
     const id = await paid(m, 1000);
-    const inv = await ok(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25', customer_name: 'Ravi Traders', customer_tax_id: MAHARASHTRA_BUYER }), 201);
+    const inv = await ok(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'intra',
+        fx_rate: '83.25',
+        customer_name: 'Ravi Traders',
+        customer_tax_id: MAHARASHTRA_BUYER,
+      }),
+      201,
+    );
     assert.match(inv.id, /^txi_[0-9A-Z]{26}$/);
     assert.deepEqual(inv, {
       id: inv.id,
@@ -178,10 +275,20 @@ describe('tax invoices', () => {
       tax_inclusive: true,
       sac: '997158',
       description: 'Masala chai subscription',
-      seller: { name: 'Chai & Co', legal_name: 'Chai and Company Private Limited', tax_id: SELLER_GSTIN, address: '12 Marine Drive, Mumbai 400002', state_code: '27' },
+      seller: {
+        name: 'Chai & Co',
+        legal_name: 'Chai and Company Private Limited',
+        tax_id: SELLER_GSTIN,
+        address: '12 Marine Drive, Mumbai 400002',
+        state_code: '27',
+      },
       created_at: t.clock.now().toISOString(),
     });
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25' }), 409, 'already_invoiced');
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25' }),
+      409,
+      'already_invoiced',
+    );
     assert.deepEqual(await ok(m.test.get(`/tax_invoices/${inv.id}`)), inv);
     assert.equal((await m.live.get(`/tax_invoices/${inv.id}`)).status, 404, 'test invoices are not on the live API');
   });
@@ -189,29 +296,108 @@ describe('tax invoices', () => {
   test('inter-state: IGST; place-of-supply rules and bad input are 400 and create nothing', async () => {
     const id = await paid(m, 12345);
     const before = await count();
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25', customer_state_code: '29' }), 400, 'invalid_request', 'customer_state_code');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25' }), 400, 'invalid_request', 'customer_state_code');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25', customer_tax_id: `${KARNATAKA_BUYER.slice(0, 14)}A` }), 400, 'invalid_request', 'customer_tax_id');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25', customer_tax_id: KARNATAKA_BUYER, customer_state_code: '07' }), 400, 'invalid_request', 'customer_state_code');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '0', customer_state_code: '29' }), 400, 'invalid_request', 'fx_rate');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.1234567', customer_state_code: '29' }), 400, 'invalid_request', 'fx_rate');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'abroad' }), 400, 'invalid_request', 'place_of_supply');
-    await refused(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', note: 'x' }), 400, 'invalid_request', 'note');
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'intra',
+        fx_rate: '83.25',
+        customer_state_code: '29',
+      }),
+      400,
+      'invalid_request',
+      'customer_state_code',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '83.25' }),
+      400,
+      'invalid_request',
+      'customer_state_code',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'inter',
+        fx_rate: '83.25',
+        customer_tax_id: `${KARNATAKA_BUYER.slice(0, 14)}A`,
+      }),
+      400,
+      'invalid_request',
+      'customer_tax_id',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'inter',
+        fx_rate: '83.25',
+        customer_tax_id: KARNATAKA_BUYER,
+        customer_state_code: '07',
+      }),
+      400,
+      'invalid_request',
+      'customer_state_code',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '0', customer_state_code: '29' }),
+      400,
+      'invalid_request',
+      'fx_rate',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'inter',
+        fx_rate: '83.1234567',
+        customer_state_code: '29',
+      }),
+      400,
+      'invalid_request',
+      'fx_rate',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'abroad' }),
+      400,
+      'invalid_request',
+      'place_of_supply',
+    );
+    await refused(
+      m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', note: 'x' }),
+      400,
+      'invalid_request',
+      'note',
+    );
     assert.equal(await count(), before);
     // 12345 cents × 84.5 = 10431.525 → 10431.53; ÷ 1.18 = 8840.2796… → 8840.28; IGST = 1591.25.
-    const inv = await ok(m.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'inter', fx_rate: '84.5', customer_tax_id: KARNATAKA_BUYER }), 201);
-    assert.deepEqual([inv.total, inv.taxable, inv.cgst, inv.sgst, inv.igst], ['10431.53', '8840.28', '0.00', '0.00', '1591.25']);
+    const inv = await ok(
+      m.test.post(`/payments/${id}/tax_invoice`, {
+        place_of_supply: 'inter',
+        fx_rate: '84.5',
+        customer_tax_id: KARNATAKA_BUYER,
+      }),
+      201,
+    );
+    assert.deepEqual(
+      [inv.total, inv.taxable, inv.cgst, inv.sgst, inv.igst],
+      ['10431.53', '8840.28', '0.00', '0.00', '1591.25'],
+    );
     assert.deepEqual(inv.customer, { name: null, tax_id: KARNATAKA_BUYER, state_code: '29' });
     assert.equal(inv.number, 'KS/25-26/000002');
   });
 
   test('not paid, or no tax profile: 422 invalid_state; another merchant’s payment: 404', async () => {
     const p = await ok(m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'w' }), 201);
-    await refused(m.test.post(`/payments/${p.id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }), 422, 'invalid_state');
+    await refused(
+      m.test.post(`/payments/${p.id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }),
+      422,
+      'invalid_state',
+    );
     const shop = await t.merchant({ rateLimit: 100_000 });
     const theirs = await paid(shop, 500);
-    await refused(shop.test.post(`/payments/${theirs}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }), 422, 'invalid_state');
-    await refused(m.test.post(`/payments/${theirs}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }), 404, 'not_found');
+    await refused(
+      shop.test.post(`/payments/${theirs}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }),
+      422,
+      'invalid_state',
+    );
+    await refused(
+      m.test.post(`/payments/${theirs}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }),
+      404,
+      'not_found',
+    );
   });
 
   test('without fx_rate: the FX provider’s reference rate for the paid day (IST); unreachable → 503 fx_unavailable', async () => {
@@ -237,7 +423,11 @@ describe('tax invoices', () => {
       await ok(shop.test.patch('/account', { tax_profile: PROFILE }));
       const p = await ok(shop.test.post('/payments', { price_amount: 700, price_currency: 'USD', order_id: 'x' }), 201);
       await ok(shop.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' }));
-      await refused(shop.test.post(`/payments/${p.id}/tax_invoice`, { place_of_supply: 'intra' }), 503, 'fx_unavailable');
+      await refused(
+        shop.test.post(`/payments/${p.id}/tax_invoice`, { place_of_supply: 'intra' }),
+        503,
+        'fx_unavailable',
+      );
     } finally {
       await down.close();
     }
@@ -247,16 +437,39 @@ describe('tax invoices', () => {
     const shop = await t.merchant({ rateLimit: 100_000 });
     await ok(shop.test.patch('/account', { tax_profile: { ...PROFILE, invoice_prefix: 'A' } }));
     t.clock.set('2027-03-31T18:29:59Z'); // 31 March 23:59:59 IST
-    const last = await ok(shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }), 201);
+    const last = await ok(
+      shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }),
+      201,
+    );
     t.clock.set('2027-03-31T18:30:00Z'); // 1 April 00:00 IST, still 31 March in UTC
-    const first = await ok(shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }), 201);
-    const second = await ok(shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }), 201);
-    assert.deepEqual([last.number, first.number, second.number], ['A/26-27/000001', 'A/27-28/000001', 'A/27-28/000002']);
+    const first = await ok(
+      shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }),
+      201,
+    );
+    const second = await ok(
+      shop.test.post(`/payments/${await paid(shop, 100)}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }),
+      201,
+    );
+    assert.deepEqual(
+      [last.number, first.number, second.number],
+      ['A/26-27/000001', 'A/27-28/000001', 'A/27-28/000002'],
+    );
     // The live mode counts on its own.
     await ok(shop.live.patch('/account', { tax_profile: { ...PROFILE, invoice_prefix: 'A' } }));
-    const live = await ok(shop.live.post('/payments', { price_amount: 100, price_currency: 'USD', order_id: 'l' }), 201);
-    await t.kasse.db.updateTable('payments').set({ status: 'paid', paid_at: t.clock.now() }).where('id', '=', live.id).execute();
-    assert.equal((await ok(shop.live.post(`/payments/${live.id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }), 201)).number, 'A/27-28/000001');
+    const live = await ok(
+      shop.live.post('/payments', { price_amount: 100, price_currency: 'USD', order_id: 'l' }),
+      201,
+    );
+    await t.kasse.db
+      .updateTable('payments')
+      .set({ status: 'paid', paid_at: t.clock.now() })
+      .where('id', '=', live.id)
+      .execute();
+    assert.equal(
+      (await ok(shop.live.post(`/payments/${live.id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '90' }), 201))
+        .number,
+      'A/27-28/000001',
+    );
   });
 
   test('concurrent requests get consecutive numbers without gaps; a failed transaction gives its number back', async () => {
@@ -265,24 +478,46 @@ describe('tax invoices', () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) ids.push(await paid(shop, 100 + i));
     // The same payment twice at once: one invoice, one 409.
-    const twice = await Promise.all([0, 1].map(() => shop.test.post(`/payments/${ids[0]}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' })));
+    const twice = await Promise.all(
+      [0, 1].map(() => shop.test.post(`/payments/${ids[0]}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' })),
+    );
     assert.deepEqual(twice.map((r) => r.status).sort(), [201, 409]);
-    const answers = await Promise.all(ids.slice(1, 10).map((id) => shop.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' })));
-    assert.deepEqual(answers.map((r) => r.status), Array(9).fill(201));
-    const serials = [twice.find((r) => r.status === 201)!.body, ...answers.map((r) => r.body)].map((b) => Number(b.number.split('/')[2])).sort((a, b) => a - b);
+    const answers = await Promise.all(
+      ids
+        .slice(1, 10)
+        .map((id) => shop.test.post(`/payments/${id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' })),
+    );
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      Array(9).fill(201),
+    );
+    const serials = [twice.find((r) => r.status === 201)!.body, ...answers.map((r) => r.body)]
+      .map((b) => Number(b.number.split('/')[2]))
+      .sort((a, b) => a - b);
     assert.deepEqual(serials, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 
     // A transaction that fails after taking its number (the insert is refused) leaves no gap.
-    await sql`CREATE FUNCTION refuse_invoice() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`.execute(t.kasse.db);
-    await sql`CREATE TRIGGER refuse_invoice BEFORE INSERT ON tax_invoices FOR EACH ROW WHEN (NEW.customer_name = 'explode') EXECUTE FUNCTION refuse_invoice()`.execute(t.kasse.db);
+    await sql`CREATE FUNCTION refuse_invoice() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`.execute(
+      t.kasse.db,
+    );
+    await sql`CREATE TRIGGER refuse_invoice BEFORE INSERT ON tax_invoices FOR EACH ROW WHEN (NEW.customer_name = 'explode') EXECUTE FUNCTION refuse_invoice()`.execute(
+      t.kasse.db,
+    );
     try {
-      const failed = await shop.test.post(`/payments/${ids[10]}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83', customer_name: 'explode' });
+      const failed = await shop.test.post(`/payments/${ids[10]}/tax_invoice`, {
+        place_of_supply: 'intra',
+        fx_rate: '83',
+        customer_name: 'explode',
+      });
       assert.equal(failed.status, 500);
       assert.equal(failed.body.error.code, 'internal_error');
     } finally {
       await sql`DROP TRIGGER refuse_invoice ON tax_invoices`.execute(t.kasse.db);
     }
-    const next = await ok(shop.test.post(`/payments/${ids[10]}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }), 201);
+    const next = await ok(
+      shop.test.post(`/payments/${ids[10]}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83' }),
+      201,
+    );
     assert.equal(next.number, 'C/27-28/000011');
   });
 
@@ -296,7 +531,10 @@ describe('tax invoices', () => {
       cursor = page.next_cursor;
     } while (cursor);
     assert.equal(all.length, 3);
-    assert.deepEqual(all.map((i) => i.number), ['KS/25-26/000003', 'KS/25-26/000002', 'KS/25-26/000001']);
+    assert.deepEqual(
+      all.map((i) => i.number),
+      ['KS/25-26/000003', 'KS/25-26/000002', 'KS/25-26/000001'],
+    );
     const one = await ok(m.test.get(`/tax_invoices?payment_id=${all[1].payment_id}`));
     assert.deepEqual(one, { data: [all[1]], next_cursor: null });
     await refused(m.test.get('/tax_invoices?cursor=nonsense'), 400, 'invalid_request', 'cursor');
@@ -306,7 +544,9 @@ describe('tax invoices', () => {
   test('the PDF: one A4 page with what Rule 46 asks for, read back with pdftotext', async () => {
     const list = await ok(m.test.get('/tax_invoices?limit=100'));
     const intra = list.data.find((i: any) => i.number === 'KS/25-26/000001');
-    const res = await fetch(`${t.urls.test}/tax_invoices/${intra.id}/pdf`, { headers: { authorization: `Bearer ${m.testKey}` } });
+    const res = await fetch(`${t.urls.test}/tax_invoices/${intra.id}/pdf`, {
+      headers: { authorization: `Bearer ${m.testKey}` },
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/pdf');
     const bytes = Buffer.from(await res.arrayBuffer());
@@ -338,9 +578,24 @@ describe('tax invoices', () => {
       assert.ok(text.includes(want), `PDF shows "${want}"\n${text}`);
     }
     const inter = list.data.find((i: any) => i.number === 'KS/25-26/000002');
-    const interPdf = readPdf(Buffer.from(await (await fetch(`${t.urls.test}/tax_invoices/${inter.id}/pdf`, { headers: { authorization: `Bearer ${m.testKey}` } })).arrayBuffer()), 'tax-invoice-inter');
+    const interPdf = readPdf(
+      Buffer.from(
+        await (
+          await fetch(`${t.urls.test}/tax_invoices/${inter.id}/pdf`, {
+            headers: { authorization: `Bearer ${m.testKey}` },
+          })
+        ).arrayBuffer(),
+      ),
+      'tax-invoice-inter',
+    );
     const interText = interPdf.text.replace(/[ \t]+/g, ' ');
-    for (const want of ['Place of supply Karnataka (29)', 'Inter-state', 'IGST 18% ₹1,591.25', 'Total ₹10,431.53', 'Rupees Ten Thousand Four Hundred Thirty-One and Fifty-Three Paise Only']) {
+    for (const want of [
+      'Place of supply Karnataka (29)',
+      'Inter-state',
+      'IGST 18% ₹1,591.25',
+      'Total ₹10,431.53',
+      'Rupees Ten Thousand Four Hundred Thirty-One and Fifty-Three Paise Only',
+    ]) {
       assert.ok(interText.includes(want), `PDF shows "${want}"\n${interText}`);
     }
     assert.equal((await new ApiClient(t.urls.test, null).get(`/tax_invoices/${intra.id}/pdf`)).status, 401);

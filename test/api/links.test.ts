@@ -19,8 +19,23 @@ before(async () => {
 after(() => t.close());
 
 const FIELDS = [
-  'id', 'slug', 'url', 'kind', 'title', 'description', 'amount_usd_cents', 'min_usd_cents', 'max_usd_cents', 'presets_usd_cents',
-  'collect_email', 'success_url', 'max_uses', 'uses', 'expires_at', 'active', 'created_at',
+  'id',
+  'slug',
+  'url',
+  'kind',
+  'title',
+  'description',
+  'amount_usd_cents',
+  'min_usd_cents',
+  'max_usd_cents',
+  'presets_usd_cents',
+  'collect_email',
+  'success_url',
+  'max_uses',
+  'uses',
+  'expires_at',
+  'active',
+  'created_at',
 ];
 
 describe('POST /links', () => {
@@ -35,8 +50,22 @@ describe('POST /links', () => {
     assert.deepEqual(
       { ...l, id: 0, slug: 0, url: 0 },
       {
-        id: 0, slug: 0, url: 0, kind: 'fixed', title: 'T-shirt', description: null, amount_usd_cents: 2500, min_usd_cents: null, max_usd_cents: null,
-        presets_usd_cents: [], collect_email: false, success_url: null, max_uses: null, uses: 0, expires_at: null, active: true,
+        id: 0,
+        slug: 0,
+        url: 0,
+        kind: 'fixed',
+        title: 'T-shirt',
+        description: null,
+        amount_usd_cents: 2500,
+        min_usd_cents: null,
+        max_usd_cents: null,
+        presets_usd_cents: [],
+        collect_email: false,
+        success_url: null,
+        max_uses: null,
+        uses: 0,
+        expires_at: null,
+        active: true,
         created_at: '2026-03-01T12:00:00.000Z',
       },
     );
@@ -45,7 +74,16 @@ describe('POST /links', () => {
   test('every kind with its options', async () => {
     const expires = '2026-06-01T00:00:00.000Z';
     const all = [
-      { kind: 'fixed', title: 'A', amount_usd_cents: 100, collect_email: true, success_url: 'https://shop.example/ok', max_uses: 3, expires_at: expires, description: 'd' },
+      {
+        kind: 'fixed',
+        title: 'A',
+        amount_usd_cents: 100,
+        collect_email: true,
+        success_url: 'https://shop.example/ok',
+        max_uses: 3,
+        expires_at: expires,
+        description: 'd',
+      },
       { kind: 'open', title: 'B', min_usd_cents: 500, max_usd_cents: 500 },
       { kind: 'open', title: 'B2' },
       { kind: 'tip', title: 'C', presets_usd_cents: [100, 200, 300, 400, 500, 100000000] },
@@ -76,7 +114,10 @@ describe('POST /links', () => {
       [{ kind: 'tip', title: 'x', presets_usd_cents: [100, 99] }, 'presets_usd_cents.1'],
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, collect_email: 'yes' }, 'collect_email'],
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: 'not a url' }, 'success_url'],
-      [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: `https://shop.example/${'a'.repeat(2048)}` }, 'success_url'],
+      [
+        { kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: `https://shop.example/${'a'.repeat(2048)}` },
+        'success_url',
+      ],
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, max_uses: 0 }, 'max_uses'],
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, max_uses: 1000001 }, 'max_uses'],
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, expires_at: 'tomorrow' }, 'expires_at'],
@@ -107,25 +148,70 @@ describe('POST /links', () => {
       [{ kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: 'ftp://shop.example' }, 'success_url'],
     ];
     for (const [body, param] of cases) assertError(await m.test.post('/links', body), 400, 'invalid_request', param);
-    assert.equal((await m.test.post('/links', { kind: 'fixed', title: 'x', amount_usd_cents: 100, expires_at: future })).status, 201);
+    assert.equal(
+      (await m.test.post('/links', { kind: 'fixed', title: 'x', amount_usd_cents: 100, expires_at: future })).status,
+      201,
+    );
     // The live API takes https only.
-    assertError(await m.live.post('/links', { kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: 'http://shop.example/ok' }), 400, 'invalid_request', 'success_url');
-    assert.equal((await m.live.post('/links', { kind: 'fixed', title: 'x', amount_usd_cents: 100, success_url: 'https://shop.example/ok' })).status, 201);
+    assertError(
+      await m.live.post('/links', {
+        kind: 'fixed',
+        title: 'x',
+        amount_usd_cents: 100,
+        success_url: 'http://shop.example/ok',
+      }),
+      400,
+      'invalid_request',
+      'success_url',
+    );
+    assert.equal(
+      (
+        await m.live.post('/links', {
+          kind: 'fixed',
+          title: 'x',
+          amount_usd_cents: 100,
+          success_url: 'https://shop.example/ok',
+        })
+      ).status,
+      201,
+    );
   });
 });
 
 describe('PATCH /links/{id}', () => {
   test('changes the allowed fields and clears nullable ones', async () => {
-    const l = (await m.test.post('/links', { kind: 'open', title: 'Old', description: 'desc', success_url: 'https://a.example', max_uses: 5, expires_at: '2026-05-01T00:00:00Z' })).body;
+    const l = (
+      await m.test.post('/links', {
+        kind: 'open',
+        title: 'Old',
+        description: 'desc',
+        success_url: 'https://a.example',
+        max_uses: 5,
+        expires_at: '2026-05-01T00:00:00Z',
+      })
+    ).body;
     let res = await m.test.patch(`/links/${l.id}`, { title: 'New', active: false });
     assert.equal(res.status, 200);
     assert.equal(res.body.title, 'New');
     assert.equal(res.body.active, false);
     assert.equal(res.body.description, 'desc');
-    res = await m.test.patch(`/links/${l.id}`, { description: null, success_url: null, max_uses: null, expires_at: null, active: true });
+    res = await m.test.patch(`/links/${l.id}`, {
+      description: null,
+      success_url: null,
+      max_uses: null,
+      expires_at: null,
+      active: true,
+    });
     assert.equal(res.status, 200);
-    assert.deepEqual([res.body.description, res.body.success_url, res.body.max_uses, res.body.expires_at, res.body.active], [null, null, null, null, true]);
-    res = await m.test.patch(`/links/${l.id}`, { max_uses: 10, expires_at: '2026-02-01T00:00:00Z', success_url: 'http://localhost/x' });
+    assert.deepEqual(
+      [res.body.description, res.body.success_url, res.body.max_uses, res.body.expires_at, res.body.active],
+      [null, null, null, null, true],
+    );
+    res = await m.test.patch(`/links/${l.id}`, {
+      max_uses: 10,
+      expires_at: '2026-02-01T00:00:00Z',
+      success_url: 'http://localhost/x',
+    });
     assert.equal(res.status, 200, 'a past expiry is allowed: it ends the link now');
     assert.equal(res.body.expires_at, '2026-02-01T00:00:00.000Z');
     res = await m.test.patch(`/links/${l.id}`, {});
@@ -147,8 +233,16 @@ describe('PATCH /links/{id}', () => {
       [{ expires_at: 'soon' }, 'expires_at'],
       [{ success_url: 'mailto:a@b.c' }, 'success_url'],
     ];
-    for (const [body, param] of cases) assertError(await m.test.patch(`/links/${l.id}`, body), 400, 'invalid_request', param);
-    assertError(await m.live.patch(`/links/${(await m.live.post('/links', { kind: 'pos', title: 'L' })).body.id}`, { success_url: 'http://x.example' }), 400, 'invalid_request', 'success_url');
+    for (const [body, param] of cases)
+      assertError(await m.test.patch(`/links/${l.id}`, body), 400, 'invalid_request', param);
+    assertError(
+      await m.live.patch(`/links/${(await m.live.post('/links', { kind: 'pos', title: 'L' })).body.id}`, {
+        success_url: 'http://x.example',
+      }),
+      400,
+      'invalid_request',
+      'success_url',
+    );
     assertError(await m.test.patch(`/links/lnk_${'0'.repeat(26)}`, { title: 'x' }), 404, 'not_found', null);
     assertError(await m.test.patch('/links/nope', { title: 'x' }), 400, 'invalid_request', 'id');
   });
@@ -184,7 +278,11 @@ describe('GET /links and isolation', () => {
 
   test('a live link creates live payments', async () => {
     const l = (await m.live.post('/links', { kind: 'fixed', title: 'Live mug', amount_usd_cents: 1200 })).body;
-    const res = await fetch(`${t.urls.checkout}/l/${l.slug}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${t.urls.checkout}/l/${l.slug}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(res.status, 201);
     const { payment_id } = await res.json();
     assert.equal((await m.live.get(`/payments/${payment_id}`)).body.order_id, `${l.slug}-1`);

@@ -16,9 +16,17 @@ import { eventually } from '../harness/expect.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-function run(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: Record<string, string>,
+  cwd = ROOT,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -27,13 +35,22 @@ function run(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) => run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
+const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) =>
+  run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
 
 /** Starts `src/main.ts` and resolves once the three URL lines are printed; `output()` is its stdout so far. */
-function start(env: Record<string, string>, opts: { detached?: boolean } = {}): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
+function start(
+  env: Record<string, string>,
+  opts: { detached?: boolean } = {},
+): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
     // detached: in a process group of its own (with the embedded PostgreSQL it starts), for the group to be killed.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached === true });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: opts.detached === true,
+    });
     const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
     let out = '';
     const urls: Record<string, string> = {};
@@ -58,8 +75,16 @@ test('kasse merchant create --json prints exactly one JSON object with the keys'
   try {
     const dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-'));
     dirs.push(dataDir);
-    const env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_SECRET_KEY: 'ab'.repeat(32), KASSE_MASTER_SEED: generateMnemonic(english) };
-    const res = await kasse(['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'], env);
+    const env = {
+      DATABASE_URL: db.url,
+      KASSE_DATA_DIR: dataDir,
+      KASSE_SECRET_KEY: 'ab'.repeat(32),
+      KASSE_MASTER_SEED: generateMnemonic(english),
+    };
+    const res = await kasse(
+      ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
+      env,
+    );
     assert.equal(res.code, 0, res.stderr);
     const lines = res.stdout.trim().split('\n');
     assert.equal(lines.length, 1);
@@ -92,7 +117,13 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   // the Kasse directory): they must find the server's database, not one of their own.
   const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
   dirs.push(elsewhere);
-  const env = { KASSE_DATA_DIR: relative(ROOT, dataDir), KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '' };
+  const env = {
+    KASSE_DATA_DIR: relative(ROOT, dataDir),
+    KASSE_LIVE_PORT: '0',
+    KASSE_TEST_PORT: '0',
+    KASSE_CHECKOUT_PORT: '0',
+    DATABASE_URL: '',
+  };
 
   // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
   const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
@@ -109,10 +140,17 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
   assert.equal(created.code, 0, created.stderr);
   const { test_key } = JSON.parse(created.stdout);
-  const account = await fetch(`${first.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
+  const account = await fetch(`${first.urls['test api']}/account`, {
+    headers: { authorization: `Bearer ${test_key}` },
+  });
   assert.equal(account.status, 200);
   // One line per mode says which networks run and what the others are missing.
-  const logged = () => first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const logged = () =>
+    first
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
   await eventually('the test mode line', () => logged().some((l) => /^test mode:/.test(l.msg)));
   const lines = logged();
   const live = lines.filter((l) => /^live mode:/.test(l.msg));
@@ -120,7 +158,10 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   assert.equal(live.length, 1);
   assert.equal(testMode.length, 1);
   assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
-  assert.match(live[0].msg, /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/);
+  assert.match(
+    live[0].msg,
+    /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/,
+  );
   assert.match(live[0].msg, /Going live/);
   assert.equal(live[0].mode, 'live');
   assert.match(testMode[0].msg, /^test mode: simulator only/);
@@ -133,7 +174,15 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   assert.equal(listed.code, 0, listed.stderr);
   const merchants = JSON.parse(listed.stdout);
   assert.equal(merchants[0].name, 'Beside');
-  assert.deepEqual(Object.keys(merchants[0]), ['id', 'name', 'webhook_url_test', 'webhook_url_live', 'rate_limit_per_minute', 'fee_bps', 'created_at']);
+  assert.deepEqual(Object.keys(merchants[0]), [
+    'id',
+    'name',
+    'webhook_url_test',
+    'webhook_url_live',
+    'rate_limit_per_minute',
+    'fee_bps',
+    'created_at',
+  ]);
   assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
 
   const second = await start(env);
@@ -143,7 +192,7 @@ test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside th
   assert.equal(await second.exited, 0);
 });
 
-test('the CLI makes no secrets of its own: without the server\'s it refuses, naming where it looked', async () => {
+test("the CLI makes no secrets of its own: without the server's it refuses, naming where it looked", async () => {
   const db = await createTestDatabase();
   try {
     const dataDir = mkdtempSync(join(tmpdir(), 'kasse-nosecrets-'));
@@ -173,14 +222,25 @@ function seeded(seed: number): () => number {
 test('a crash of the whole process group at random moments, restarted at once ten times: every start comes up, nothing is lost', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'kasse-crash-'));
   dirs.push(dataDir);
-  const env = { KASSE_DATA_DIR: dataDir, KASSE_LIVE_PORT: '0', KASSE_TEST_PORT: '0', KASSE_CHECKOUT_PORT: '0', DATABASE_URL: '', KASSE_LOG_LEVEL: 'warn' };
+  const env = {
+    KASSE_DATA_DIR: dataDir,
+    KASSE_LIVE_PORT: '0',
+    KASSE_TEST_PORT: '0',
+    KASSE_CHECKOUT_PORT: '0',
+    DATABASE_URL: '',
+    KASSE_LOG_LEVEL: 'warn',
+  };
   let running = await start(env, { detached: true });
   try {
     const created = await kasse(['merchant', 'create', '--name', 'Crashes', '--json'], env);
     assert.equal(created.code, 0, created.stderr);
     const auth = { authorization: `Bearer ${JSON.parse(created.stdout).test_key}` };
     const pay = (base: string, cents: number) =>
-      fetch(`${base}/payments`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ price_amount: cents, price_currency: 'USD', order_id: `crash-${cents}` }) });
+      fetch(`${base}/payments`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ price_amount: cents, price_currency: 'USD', order_id: `crash-${cents}` }),
+      });
     const random = seeded(33);
     const kept: string[] = [];
     for (let round = 1; round <= 10; round++) {
@@ -266,7 +326,9 @@ test('the embedded PostgreSQL after a crash whose postmaster is a zombie not yet
   // A zombie: the background `sleep` exits after its parent (`sh`, become `sleep 3`) stopped reaping; it stays a zombie
   // until its parent ends.
   const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const zombie = await new Promise<number>((resolve) => parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+  const zombie = await new Promise<number>((resolve) =>
+    parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
+  );
   await until(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'), 5_000, 'the zombie');
   namePid(pidFile, zombie);
 

@@ -22,12 +22,21 @@ const PAY_ID = /^pay_[0-9A-Z]{36}$/;
 const base = { price_amount: 1234, price_currency: 'USD', order_id: 'order-1' };
 
 async function count(merchantId = m.id): Promise<number> {
-  const row = await t.kasse.db.selectFrom('payments').select((eb) => eb.fn.countAll<string>().as('n')).where('merchant_id', '=', merchantId).executeTakeFirstOrThrow();
+  const row = await t.kasse.db
+    .selectFrom('payments')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('merchant_id', '=', merchantId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 async function eventTypes(paymentId: string): Promise<string[]> {
-  const rows = await t.kasse.db.selectFrom('events').select('type').where('ordering_key', '=', paymentId).orderBy('seq').execute();
+  const rows = await t.kasse.db
+    .selectFrom('events')
+    .select('type')
+    .where('ordering_key', '=', paymentId)
+    .orderBy('seq')
+    .execute();
   return rows.map((r) => r.type);
 }
 
@@ -44,7 +53,9 @@ before(async () => {
   doc.networks.find((n: any) => n.id === 'polygon').paused = true;
   const file = join(mkdtempSync(join(tmpdir(), 'kasse-nets-')), 'networks.json');
   writeFileSync(file, JSON.stringify(doc));
-  t = await startTestKasse({ env: { KASSE_COINGECKO_URL: cg.url, KASSE_BINANCE_URL: bn.url, KASSE_NETWORKS_FILE: file } });
+  t = await startTestKasse({
+    env: { KASSE_COINGECKO_URL: cg.url, KASSE_BINANCE_URL: bn.url, KASSE_NETWORKS_FILE: file },
+  });
   m = await t.merchant({ rateLimit: 100_000 });
 });
 after(async () => {
@@ -55,12 +66,29 @@ after(async () => {
 
 describe('creating payments', () => {
   test('a minimal payment is waiting with every field present', async () => {
-    const res = await m.test.post('/payments', { ...base, description: 'Two coffees', metadata: { cart: [1, 2], z: 1, a: 'x' } });
+    const res = await m.test.post('/payments', {
+      ...base,
+      description: 'Two coffees',
+      metadata: { cart: [1, 2], z: 1, a: 'x' },
+    });
     assert.equal(res.status, 201);
     const p = res.body;
     assert.deepEqual(Object.keys(p), [
-      'id', 'status', 'price_amount', 'price_currency', 'order_id', 'description', 'checkout_url', 'expires_at', 'paid_at',
-      'paid_attempt_id', 'success_url', 'cancel_url', 'metadata', 'created_at', 'attempts',
+      'id',
+      'status',
+      'price_amount',
+      'price_currency',
+      'order_id',
+      'description',
+      'checkout_url',
+      'expires_at',
+      'paid_at',
+      'paid_attempt_id',
+      'success_url',
+      'cancel_url',
+      'metadata',
+      'created_at',
+      'attempts',
     ]);
     assert.match(p.id, PAY_ID);
     assert.equal(p.status, 'waiting');
@@ -85,8 +113,25 @@ describe('creating payments', () => {
     assert.equal(res.status, 201);
     const [a] = res.body.attempts;
     assert.deepEqual(Object.keys(a), [
-      'id', 'chain', 'token', 'symbol', 'address', 'pay_amount', 'pay_amount_display', 'received_amount', 'received_amount_display', 'rate',
-      'rate_source', 'status', 'overpaid', 'wrong_asset', 'confirmation_tier', 'confirmations_required', 'expires_at', 'uri', 'deposits',
+      'id',
+      'chain',
+      'token',
+      'symbol',
+      'address',
+      'pay_amount',
+      'pay_amount_display',
+      'received_amount',
+      'received_amount_display',
+      'rate',
+      'rate_source',
+      'status',
+      'overpaid',
+      'wrong_asset',
+      'confirmation_tier',
+      'confirmations_required',
+      'expires_at',
+      'uri',
+      'deposits',
     ]);
     assert.match(a.id, /^att_[0-9A-Z]{26}$/);
     assert.equal(a.chain, 'base');
@@ -105,12 +150,20 @@ describe('creating payments', () => {
     assert.equal(a.confirmation_tier, 1);
     assert.equal(a.confirmations_required, 5);
     assert.equal(new Date(a.expires_at).getTime() - t.clock.now().getTime(), 10 * MINUTE);
-    assert.equal(a.uri, `ethereum:0x036CbD53842c5426634e7929541eC2318f3dCF7e@84532/transfer?address=${a.address}&uint256=12340000`);
+    assert.equal(
+      a.uri,
+      `ethereum:0x036CbD53842c5426634e7929541eC2318f3dCF7e@84532/transfer?address=${a.address}&uint256=12340000`,
+    );
     assert.deepEqual(a.deposits, []);
   });
 
   test('chain and token together; amounts of priced coins round up; tiers follow the price', async () => {
-    const res = await m.test.post('/payments', { ...base, price_amount: 1_000_01, chain: 'ethereum', token: 'ethereum:eth' });
+    const res = await m.test.post('/payments', {
+      ...base,
+      price_amount: 1_000_01,
+      chain: 'ethereum',
+      token: 'ethereum:eth',
+    });
     assert.equal(res.status, 201);
     const a = res.body.attempts[0];
     assert.equal(a.rate, '2000');
@@ -125,7 +178,10 @@ describe('creating payments', () => {
     // 10 / 150.5 = 0.066445182… SOL, rounded up to 9 decimals
     assert.equal(sol.body.attempts[0].pay_amount, '66445183');
     assert.match(sol.body.attempts[0].address, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
-    assert.match(sol.body.attempts[0].uri, /^solana:[1-9A-HJ-NP-Za-km-z]+\?amount=0\.066445183&reference=[1-9A-HJ-NP-Za-km-z]{32,44}&label=[^&]+(&message=[^&]+)?$/);
+    assert.match(
+      sol.body.attempts[0].uri,
+      /^solana:[1-9A-HJ-NP-Za-km-z]+\?amount=0\.066445183&reference=[1-9A-HJ-NP-Za-km-z]{32,44}&label=[^&]+(&message=[^&]+)?$/,
+    );
   });
 
   test('coin selection errors answer 400 with the field and create nothing', async () => {
@@ -137,7 +193,8 @@ describe('creating payments', () => {
       [{ token: 'nonsense' }, 'token'],
       [{ chain: 'dogechain', token: 'base:usdc' }, 'chain'],
     ];
-    for (const [extra, param] of cases) assertError(await m.test.post('/payments', { ...base, ...extra }), 400, 'invalid_request', param);
+    for (const [extra, param] of cases)
+      assertError(await m.test.post('/payments', { ...base, ...extra }), 400, 'invalid_request', param);
     assert.equal(await count(), before);
   });
 
@@ -184,12 +241,21 @@ describe('creating payments', () => {
   test('URLs must be https:// on the live API; http:// is also accepted on the test API', async () => {
     for (const field of ['success_url', 'cancel_url', 'webhook_url']) {
       const before = await count();
-      assertError(await m.live.post('/payments', { ...base, [field]: 'http://shop.example/done' }), 400, 'invalid_request', field);
+      assertError(
+        await m.live.post('/payments', { ...base, [field]: 'http://shop.example/done' }),
+        400,
+        'invalid_request',
+        field,
+      );
       assert.equal(await count(), before);
       assert.equal((await m.test.post('/payments', { ...base, [field]: 'http://shop.example/done' })).status, 201);
       assert.equal((await m.live.post('/payments', { ...base, [field]: 'https://shop.example/done' })).status, 201);
     }
-    const res = await m.test.post('/payments', { ...base, success_url: 'http://localhost:3000/ok', cancel_url: 'https://shop.example/back' });
+    const res = await m.test.post('/payments', {
+      ...base,
+      success_url: 'http://localhost:3000/ok',
+      cancel_url: 'https://shop.example/back',
+    });
     assert.equal(res.body.success_url, 'http://localhost:3000/ok');
     assert.equal(res.body.cancel_url, 'https://shop.example/back');
   });
@@ -204,7 +270,12 @@ describe('idempotency', () => {
     const again = await m.test.post('/payments', body, key);
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, first.body);
-    assertError(await m.test.post('/payments', { ...body, price_amount: 999 }, key), 409, 'idempotency_conflict', 'Idempotency-Key');
+    assertError(
+      await m.test.post('/payments', { ...body, price_amount: 999 }, key),
+      409,
+      'idempotency_conflict',
+      'Idempotency-Key',
+    );
     const list = await m.test.get('/payments?order_id=order-77');
     assert.equal(list.body.data.length, 1);
     // Keys are per mode: the same key on the live API is a different request.
@@ -212,7 +283,12 @@ describe('idempotency', () => {
   });
 
   test('a key over 255 characters is refused; 255 is fine; without a key each call creates a payment', async () => {
-    assertError(await m.test.post('/payments', base, { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_request', 'Idempotency-Key');
+    assertError(
+      await m.test.post('/payments', base, { 'idempotency-key': 'k'.repeat(256) }),
+      400,
+      'invalid_request',
+      'Idempotency-Key',
+    );
     assert.equal((await m.test.post('/payments', base, { 'idempotency-key': 'k'.repeat(255) })).status, 201);
     const a = await m.test.post('/payments', { ...base, order_id: 'same' });
     const b = await m.test.post('/payments', { ...base, order_id: 'same' });
@@ -222,7 +298,18 @@ describe('idempotency', () => {
   test('the answer to a creation is the payment as stored, field for field, with and without a coin', async () => {
     const metadata = { z: 1, a: { nested: [1, 'two', null] }, 'line\nbreak': true, '': 'empty key' };
     for (const extra of [{}, { token: 'base:usdc' }, { chain: 'ethereum', token: 'ethereum:eth' }]) {
-      const created = await m.test.post('/payments', { ...base, order_id: 'as-stored', description: 'Tea <b>', metadata, success_url: 'https://shop.example/ok', ...extra }, { 'idempotency-key': `as-stored-${JSON.stringify(extra)}` });
+      const created = await m.test.post(
+        '/payments',
+        {
+          ...base,
+          order_id: 'as-stored',
+          description: 'Tea <b>',
+          metadata,
+          success_url: 'https://shop.example/ok',
+          ...extra,
+        },
+        { 'idempotency-key': `as-stored-${JSON.stringify(extra)}` },
+      );
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const read = await m.test.get(`/payments/${created.body.id}`);
       assert.deepEqual(read.body, created.body);
@@ -243,7 +330,11 @@ describe('idempotency', () => {
       const again = await m.test.post('/payments', body, key);
       assert.equal(again.status, 200, JSON.stringify(again.body));
       assert.deepEqual(again.body, first.body);
-      assertError(await m.test.post('/payments', { ...body, order_id: 'stale-new' }, { 'idempotency-key': 'stale-new' }), 503, 'price_unavailable');
+      assertError(
+        await m.test.post('/payments', { ...body, order_id: 'stale-new' }, { 'idempotency-key': 'stale-new' }),
+        503,
+        'price_unavailable',
+      );
     } finally {
       cg.setPrice('ethereum', 2000);
       bn.setPrice('ETHUSDT', 2000);
@@ -271,14 +362,24 @@ describe('idempotency', () => {
 
   test('creations arriving together share statements; each answer is its payment as stored, and its key replays it', async () => {
     const metadata = { z: 'last"first', a: [1, { b: null }], 'comma,key': '{}' };
-    const bodies = Array.from({ length: 30 }, (_, i) => ({ ...base, order_id: `together-${i}`, metadata, ...(i % 3 === 0 ? { token: 'base:usdc' } : {}) }));
+    const bodies = Array.from({ length: 30 }, (_, i) => ({
+      ...base,
+      order_id: `together-${i}`,
+      metadata,
+      ...(i % 3 === 0 ? { token: 'base:usdc' } : {}),
+    }));
     const actor = { type: 'key' as const, id: null, label: 'test key', ip: '127.0.0.1' };
     let created: Array<{ status: number; body: any }> = [];
     const statements = await paymentStatements(t.kasse, async () => {
-      const results = await Promise.all(bodies.map((b, i) => t.kasse.payments.create('test', m.id, b as never, `together-${i}`, actor, 'Shop')));
+      const results = await Promise.all(
+        bodies.map((b, i) => t.kasse.payments.create('test', m.id, b as never, `together-${i}`, actor, 'Shop')),
+      );
       created = results.map((r) => ({ status: r.status, body: JSON.parse(JSON.stringify(r.payment)) }));
     });
-    assert.deepEqual(created.map((r) => r.status), bodies.map(() => 201));
+    assert.deepEqual(
+      created.map((r) => r.status),
+      bodies.map(() => 201),
+    );
     assert.ok(statements.length < 30, `${statements.length} statements for 30 creations`);
     for (const [i, c] of created.entries()) {
       const read = await m.test.get(`/payments/${c.body.id}`);
@@ -287,14 +388,28 @@ describe('idempotency', () => {
       assert.equal(read.body.attempts.length, i % 3 === 0 ? 1 : 0);
       const again = await m.test.post('/payments', bodies[i], { 'idempotency-key': `together-${i}` });
       assert.equal(again.status, 200);
-      assert.equal(JSON.stringify(again.body), JSON.stringify(c.body), 'the replay is the first answer, key order included');
+      assert.equal(
+        JSON.stringify(again.body),
+        JSON.stringify(c.body),
+        'the replay is the first answer, key order included',
+      );
     }
-    const audited = await t.kasse.db.selectFrom('audit_log').select('target_id').where('action', '=', 'payment.create').where('target_id', 'in', created.map((c) => c.body.id)).execute();
+    const audited = await t.kasse.db
+      .selectFrom('audit_log')
+      .select('target_id')
+      .where('action', '=', 'payment.create')
+      .where(
+        'target_id',
+        'in',
+        created.map((c) => c.body.id),
+      )
+      .execute();
     assert.equal(audited.length, 30, 'each creation has its audit row');
   });
 
   test('a used key among creations arriving together fails only its own: replayed or refused, the others created', async () => {
-    const create = (order: string, key: string) => t.kasse.payments.create('test', m.id, { ...base, order_id: order } as never, key, undefined, 'Shop');
+    const create = (order: string, key: string) =>
+      t.kasse.payments.create('test', m.id, { ...base, order_id: order } as never, key, undefined, 'Shop');
     const first = await create('crowd-used', 'crowd-used');
     assert.equal(first.status, 201);
     const outcomes = await Promise.allSettled([
@@ -306,28 +421,44 @@ describe('idempotency', () => {
     ]);
     const fresh = outcomes.slice(0, 12);
     const [replay, conflict, twiceA, twiceB] = outcomes.slice(12);
-    assert.deepEqual(fresh.map((o) => (o.status === 'fulfilled' ? o.value.status : o.reason)), fresh.map(() => 201));
+    assert.deepEqual(
+      fresh.map((o) => (o.status === 'fulfilled' ? o.value.status : o.reason)),
+      fresh.map(() => 201),
+    );
     assert.equal(replay!.status === 'fulfilled' && replay!.value.status, 200);
     assert.deepEqual(replay!.status === 'fulfilled' && replay!.value.payment, first.payment);
-    assert.equal(conflict!.status === 'rejected' && (conflict!.reason as { code?: string }).code, 'idempotency_conflict');
+    assert.equal(
+      conflict!.status === 'rejected' && (conflict!.reason as { code?: string }).code,
+      'idempotency_conflict',
+    );
     // Two requests with one new key in the same batch: one creates, the other replays it.
     const twice = [twiceA!, twiceB!].map((o) => (o.status === 'fulfilled' ? o.value : null));
     assert.deepEqual(twice.map((x) => x?.status).sort(), [200, 201]);
     assert.equal(twice[0]!.payment.id, twice[1]!.payment.id);
     for (let i = 0; i < 12; i++) assert.equal((await m.test.get(`/payments?order_id=crowd-${i}`)).body.data.length, 1);
-    for (const [order, n] of [['crowd-used', 1], ['crowd-other', 0], ['crowd-twice', 1]] as const) {
+    for (const [order, n] of [
+      ['crowd-used', 1],
+      ['crowd-other', 0],
+      ['crowd-twice', 1],
+    ] as const) {
       assert.equal((await m.test.get(`/payments?order_id=${order}`)).body.data.length, n, order);
     }
   });
 
   test('concurrent requests with one key create exactly one payment', async () => {
     const body = { ...base, order_id: 'concurrent-1', token: 'base:usdc' };
-    const results = await Promise.all(Array.from({ length: 6 }, () => m.test.post('/payments', body, { 'idempotency-key': 'race-1' })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => m.test.post('/payments', body, { 'idempotency-key': 'race-1' })),
+    );
     assert.deepEqual(results.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201]);
     assert.equal(new Set(results.map((r) => r.body.id)).size, 1);
     const list = await m.test.get('/payments?order_id=concurrent-1');
     assert.equal(list.body.data.length, 1);
-    const attempts = await t.kasse.db.selectFrom('attempts').select('id').where('payment_id', '=', results[0]!.body.id).execute();
+    const attempts = await t.kasse.db
+      .selectFrom('attempts')
+      .select('id')
+      .where('payment_id', '=', results[0]!.body.id)
+      .execute();
     assert.equal(attempts.length, 1);
   });
 });
@@ -349,14 +480,21 @@ describe('reading and listing', () => {
   test('newest first with an opaque cursor, default 20 and at most 100 per page', async () => {
     const shop = await t.merchant({ name: 'Lister', rateLimit: 100_000 });
     const ids: string[] = [];
-    for (let i = 0; i < 23; i++) ids.push((await shop.test.post('/payments', { ...base, order_id: `o-${i % 3}` })).body.id);
+    for (let i = 0; i < 23; i++)
+      ids.push((await shop.test.post('/payments', { ...base, order_id: `o-${i % 3}` })).body.id);
     const newest = [...ids].reverse();
     const first = await shop.test.get('/payments');
     assert.equal(first.status, 200);
     assert.deepEqual(Object.keys(first.body), ['data', 'next_cursor']);
-    assert.deepEqual(first.body.data.map((p: any) => p.id), newest.slice(0, 20));
+    assert.deepEqual(
+      first.body.data.map((p: any) => p.id),
+      newest.slice(0, 20),
+    );
     const second = await shop.test.get(`/payments?cursor=${first.body.next_cursor}`);
-    assert.deepEqual(second.body.data.map((p: any) => p.id), newest.slice(20));
+    assert.deepEqual(
+      second.body.data.map((p: any) => p.id),
+      newest.slice(20),
+    );
     assert.equal(second.body.next_cursor, null);
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -380,9 +518,18 @@ describe('reading and listing', () => {
     await shop.test.post('/payments', { ...base, order_id: 'B' });
     const c = (await shop.test.post('/payments', { ...base, order_id: 'A' })).body;
     await shop.test.post(`/payments/${a.id}/cancel`);
-    assert.deepEqual((await shop.test.get('/payments?order_id=A')).body.data.map((p: any) => p.id), [c.id, a.id]);
-    assert.deepEqual((await shop.test.get('/payments?status=cancelled')).body.data.map((p: any) => p.id), [a.id]);
-    assert.deepEqual((await shop.test.get('/payments?order_id=A&status=waiting')).body.data.map((p: any) => p.id), [c.id]);
+    assert.deepEqual(
+      (await shop.test.get('/payments?order_id=A')).body.data.map((p: any) => p.id),
+      [c.id, a.id],
+    );
+    assert.deepEqual(
+      (await shop.test.get('/payments?status=cancelled')).body.data.map((p: any) => p.id),
+      [a.id],
+    );
+    assert.deepEqual(
+      (await shop.test.get('/payments?order_id=A&status=waiting')).body.data.map((p: any) => p.id),
+      [c.id],
+    );
     assert.deepEqual((await shop.test.get('/payments?order_id=none')).body.data, []);
   });
 });
@@ -398,25 +545,62 @@ describe('coin choices', () => {
     }
     const addresses = new Set((await m.test.get(`/payments/${p.id}`)).body.attempts.map((a: any) => a.address));
     assert.equal(addresses.size, 3);
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:eth' }), 409, 'too_many_attempts');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:eth' }),
+      409,
+      'too_many_attempts',
+    );
   });
 
   test('request errors: both fields required, unknown coin, mismatched chain, unknown payment', async () => {
     const p = (await m.test.post('/payments', base)).body;
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { token: 'base:usdc' }), 400, 'invalid_request', 'chain');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { token: 'base:usdc' }),
+      400,
+      'invalid_request',
+      'chain',
+    );
     assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base' }), 400, 'invalid_request', 'token');
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:usdc', x: 1 }), 400, 'invalid_request', 'x');
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:doge' }), 400, 'invalid_request', 'token');
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'ethereum:usdc' }), 400, 'invalid_request', 'token');
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'mars', token: 'mars:usdc' }), 400, 'invalid_request', 'chain');
-    assertError(await m.test.post(`/payments/pay_${'1'.repeat(36)}/attempts`, { chain: 'base', token: 'base:usdc' }), 404, 'not_found');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:usdc', x: 1 }),
+      400,
+      'invalid_request',
+      'x',
+    );
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:doge' }),
+      400,
+      'invalid_request',
+      'token',
+    );
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'ethereum:usdc' }),
+      400,
+      'invalid_request',
+      'token',
+    );
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'mars', token: 'mars:usdc' }),
+      400,
+      'invalid_request',
+      'chain',
+    );
+    assertError(
+      await m.test.post(`/payments/pay_${'1'.repeat(36)}/attempts`, { chain: 'base', token: 'base:usdc' }),
+      404,
+      'not_found',
+    );
     assert.equal((await m.test.get(`/payments/${p.id}`)).body.attempts.length, 0);
   });
 
   test('a final payment takes no new coin choice (422 invalid_state)', async () => {
     const p = (await m.test.post('/payments', base)).body;
     await m.test.post(`/payments/${p.id}/cancel`);
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:usdc' }), 422, 'invalid_state');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:usdc' }),
+      422,
+      'invalid_state',
+    );
   });
 
   test('a paused network answers 503 chain_paused, on creation and on coin choice', async () => {
@@ -424,18 +608,30 @@ describe('coin choices', () => {
     assertError(await m.test.post('/payments', { ...base, token: 'polygon:usdc' }), 503, 'chain_paused');
     assert.equal(await count(), before);
     const p = (await m.test.post('/payments', base)).body;
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'polygon', token: 'polygon:pol' }), 503, 'chain_paused');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'polygon', token: 'polygon:pol' }),
+      503,
+      'chain_paused',
+    );
     // Live networks without a chain adapter are not available either: nobody could receive the money.
     assertError(await m.live.post('/payments', { ...base, token: 'base:usdc' }), 503, 'chain_paused');
   });
 
   test('below the coin minimum answers 422 amount_too_small', async () => {
     const before = await count();
-    assertError(await m.test.post('/payments', { ...base, price_amount: 99, token: 'base:usdc' }), 422, 'amount_too_small');
+    assertError(
+      await m.test.post('/payments', { ...base, price_amount: 99, token: 'base:usdc' }),
+      422,
+      'amount_too_small',
+    );
     assert.equal(await count(), before);
     assert.equal((await m.test.post('/payments', { ...base, price_amount: 100, token: 'base:usdc' })).status, 201);
     const p = (await m.test.post('/payments', { ...base, price_amount: 50 })).body;
-    assertError(await m.test.post(`/payments/${p.id}/attempts`, { chain: 'ethereum', token: 'ethereum:eth' }), 422, 'amount_too_small');
+    assertError(
+      await m.test.post(`/payments/${p.id}/attempts`, { chain: 'ethereum', token: 'ethereum:eth' }),
+      422,
+      'amount_too_small',
+    );
   });
 
   test('no fresh price from either provider answers 503 price_unavailable; stablecoins need none', async () => {
@@ -474,16 +670,29 @@ describe('currencies and estimates', () => {
       paused: false,
       gasless: true,
       network_status: 'simulated',
-      network_status_reason: 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',
+      network_status_reason:
+        'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',
     });
     assert.equal((byToken.get('polygon:usdc') as any).paused, true);
     assert.equal((byToken.get('polygon:usdc') as any).network_status, 'paused');
     assert.equal((byToken.get('ethereum:eth') as any).rate, '2000');
-    for (const token of ['ethereum:eth', 'ethereum:usdc', 'ethereum:usdt', 'base:eth', 'polygon:pol', 'arbitrum:usdt', 'solana:sol', 'solana:usdc']) {
+    for (const token of [
+      'ethereum:eth',
+      'ethereum:usdc',
+      'ethereum:usdt',
+      'base:eth',
+      'polygon:pol',
+      'arbitrum:usdt',
+      'solana:sol',
+      'solana:usdc',
+    ]) {
       assert.ok(byToken.has(token), token);
     }
     const live = await m.live.get('/currencies');
-    assert.ok(live.body.data.every((c: any) => c.paused), 'no live adapter is registered in this test');
+    assert.ok(
+      live.body.data.every((c: any) => c.paused),
+      'no live adapter is registered in this test',
+    );
   });
 
   test('GET /estimate previews the amount with the same errors as a coin choice', async () => {
@@ -502,7 +711,12 @@ describe('currencies and estimates', () => {
     assert.equal((await m.test.get('/estimate?price_amount=1234&token=base:usdc')).status, 200);
     assertError(await m.test.get('/estimate?price_amount=1234&token=base:doge'), 400, 'invalid_request', 'token');
     assertError(await m.test.get('/estimate?token=base:usdc'), 400, 'invalid_request', 'price_amount');
-    assertError(await m.test.get('/estimate?price_amount=1234&price_currency=EUR&token=base:usdc'), 400, 'invalid_request', 'price_currency');
+    assertError(
+      await m.test.get('/estimate?price_amount=1234&price_currency=EUR&token=base:usdc'),
+      400,
+      'invalid_request',
+      'price_currency',
+    );
     assertError(await m.test.get('/estimate?price_amount=1234&token=polygon:usdc'), 503, 'chain_paused');
     assertError(await m.test.get('/estimate?price_amount=50&token=base:usdc'), 422, 'amount_too_small');
   });
@@ -540,15 +754,47 @@ describe('cancel, accept and refund', () => {
   test('refund: 202 pending, sent on the next worker pass, payment refunded and the credit reversed', async () => {
     const shop = await t.merchant({ name: 'Refunds', rateLimit: 100_000 });
     const p = (await shop.test.post('/payments', { ...base, price_amount: 5000 })).body;
-    assertError(await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }), 422, 'invalid_state');
+    assertError(
+      await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }),
+      422,
+      'invalid_state',
+    );
     await shop.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
     assert.equal((await shop.test.get('/balance')).body.available_usd_cents, 4950);
-    assertError(await shop.test.post(`/payments/${p.id}/refund`, { destination: 'not-an-address' }), 400, 'invalid_request', 'destination');
-    assertError(await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dead', x: 1 }), 400, 'invalid_request', 'x');
+    assertError(
+      await shop.test.post(`/payments/${p.id}/refund`, { destination: 'not-an-address' }),
+      400,
+      'invalid_request',
+      'destination',
+    );
+    assertError(
+      await shop.test.post(`/payments/${p.id}/refund`, {
+        destination: '0x000000000000000000000000000000000000dead',
+        x: 1,
+      }),
+      400,
+      'invalid_request',
+      'x',
+    );
     assertError(await shop.test.post(`/payments/${p.id}/refund`, {}), 400, 'invalid_request', 'destination');
-    const res = await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD', note: 'out of stock' });
+    const res = await shop.test.post(`/payments/${p.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+      note: 'out of stock',
+    });
     assert.equal(res.status, 202);
-    assert.deepEqual(Object.keys(res.body), ['id', 'payment_id', 'status', 'destination', 'token', 'amount', 'amount_display', 'tx_hash', 'note', 'error', 'created_at']);
+    assert.deepEqual(Object.keys(res.body), [
+      'id',
+      'payment_id',
+      'status',
+      'destination',
+      'token',
+      'amount',
+      'amount_display',
+      'tx_hash',
+      'note',
+      'error',
+      'created_at',
+    ]);
     assert.match(res.body.id, /^rfd_[0-9A-Z]{26}$/);
     assert.equal(res.body.payment_id, p.id);
     assert.equal(res.body.status, 'pending');
@@ -557,7 +803,11 @@ describe('cancel, accept and refund', () => {
     assert.equal(res.body.amount_display, '50');
     assert.equal(res.body.tx_hash, null);
     assert.equal(res.body.note, 'out of stock');
-    assertError(await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }), 422, 'invalid_state');
+    assertError(
+      await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }),
+      422,
+      'invalid_state',
+    );
     assert.equal((await shop.test.get(`/payments/${p.id}`)).body.status, 'paid');
 
     assert.equal((await t.kasse.payments.runDue()).refunds, 1);
@@ -565,13 +815,21 @@ describe('cancel, accept and refund', () => {
     assert.equal(after.status, 'refunded');
     assert.equal(after.attempts[0].status, 'refunded');
     assert.deepEqual(await eventTypes(p.id), ['payment.paid', 'payment.refunded']);
-    const refund = await t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();
+    const refund = await t.kasse.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('id', '=', res.body.id)
+      .executeTakeFirstOrThrow();
     assert.equal(refund.status, 'sent');
     assert.match(refund.tx_hash!, /^0xsim[0-9a-f]{61}$/);
     const balance = (await shop.test.get('/balance')).body;
     assert.equal(balance.available_usd_cents, 0);
     assert.deepEqual(balance.custody, []);
-    assertError(await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }), 422, 'invalid_state');
+    assertError(
+      await shop.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }),
+      422,
+      'invalid_state',
+    );
     assert.equal((await t.kasse.payments.runDue()).refunds, 0);
   });
 
@@ -602,11 +860,24 @@ describe('test and live stay apart', () => {
 
   test('the OpenAPI document describes every payments operation with its components', async () => {
     const doc = (await m.test.get('/openapi.json')).body;
-    for (const path of ['/payments', '/payments/{id}', '/payments/{id}/attempts', '/payments/{id}/cancel', '/payments/{id}/accept', '/payments/{id}/refund', '/currencies', '/estimate', '/balance', '/test/payments/{id}/simulate']) {
+    for (const path of [
+      '/payments',
+      '/payments/{id}',
+      '/payments/{id}/attempts',
+      '/payments/{id}/cancel',
+      '/payments/{id}/accept',
+      '/payments/{id}/refund',
+      '/currencies',
+      '/estimate',
+      '/balance',
+      '/test/payments/{id}/simulate',
+    ]) {
       assert.ok(doc.paths[path], path);
-      for (const op of Object.values(doc.paths[path]) as any[]) assert.ok(op.summary && op.description, `${path} documented`);
+      for (const op of Object.values(doc.paths[path]) as any[])
+        assert.ok(op.summary && op.description, `${path} documented`);
     }
-    for (const name of ['Payment', 'Attempt', 'Deposit', 'Refund', 'Currency', 'Estimate', 'Balance']) assert.ok(doc.components.schemas[name], name);
+    for (const name of ['Payment', 'Attempt', 'Deposit', 'Refund', 'Currency', 'Estimate', 'Balance'])
+      assert.ok(doc.components.schemas[name], name);
     const live = (await m.live.get('/openapi.json')).body;
     assert.equal(live.paths['/test/payments/{id}/simulate'], undefined);
     assert.ok(live.paths['/payments']);

@@ -105,7 +105,11 @@ class Chain {
   constructor(private readonly tk: () => TestKasse) {}
 
   /** A transfer to the attempt's address in the next block, reported before any confirmation (detected). */
-  async transfer(attempt: { chain: string; address: string; token: string }, amount: bigint, token = attempt.token): Promise<DepositObservation> {
+  async transfer(
+    attempt: { chain: string; address: string; token: string },
+    amount: bigint,
+    token = attempt.token,
+  ): Promise<DepositObservation> {
     const block = this.head + 1n;
     const o: DepositObservation = {
       chain: attempt.chain,
@@ -125,7 +129,9 @@ class Chain {
   /** The same transfer mined again in a new block after a reorg. */
   async remine(o: DepositObservation): Promise<void> {
     const block = this.head + 1n;
-    await this.tk().kasse.payments.deposits.recordDeposits('test', [{ ...o, blockNumber: block, blockHash: blockHash(block, 'c') }]);
+    await this.tk().kasse.payments.deposits.recordDeposits('test', [
+      { ...o, blockNumber: block, blockHash: blockHash(block, 'c') },
+    ]);
   }
 
   /** `n` new blocks on top: every open deposit gains `n` confirmations. */
@@ -165,7 +171,10 @@ class Flow {
   ) {}
 
   static async create(shop: Shop, body: Record<string, unknown> = {}): Promise<Flow> {
-    const p = await ok(shop.api.post('/payments', { price_amount: PRICE, price_currency: 'USD', order_id: 'scenario', ...body }), 201);
+    const p = await ok(
+      shop.api.post('/payments', { price_amount: PRICE, price_currency: 'USD', order_id: 'scenario', ...body }),
+      201,
+    );
     assert.equal(p.status, 'waiting');
     return new Flow(shop, p.id);
   }
@@ -288,16 +297,26 @@ async function assertLedger(shop: Shop): Promise<void> {
   const payments: Payment[] = (await ok(shop.api.get('/payments?limit=100'))).data;
   let expected = 0;
   for (const p of payments) {
-    const txs = await db.selectFrom('ledger_transactions').selectAll().where('payment_id', '=', p.id).where('kind', '<>', 'payment_hold').orderBy('created_at').orderBy('id').execute();
+    const txs = await db
+      .selectFrom('ledger_transactions')
+      .selectAll()
+      .where('payment_id', '=', p.id)
+      .where('kind', '<>', 'payment_hold')
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     const credits = txs.filter((x) => x.kind === 'payment_credit');
     const reversals = txs.filter((x) => x.reverses !== null);
     assert.equal(credits.length + reversals.length, txs.length, `${p.id}: only credits and reversals`);
     const lines = async (id: string) =>
       new Map(
-        (await db.selectFrom('ledger_entries').select(['account', 'currency', 'amount']).where('transaction_id', '=', id).execute()).map((l) => [
-          `${l.account} ${l.currency}`,
-          BigInt(l.amount),
-        ]),
+        (
+          await db
+            .selectFrom('ledger_entries')
+            .select(['account', 'currency', 'amount'])
+            .where('transaction_id', '=', id)
+            .execute()
+        ).map((l) => [`${l.account} ${l.currency}`, BigInt(l.amount)]),
       );
     for (const r of reversals) {
       const original = credits.find((c) => c.id === r.reverses);
@@ -347,7 +366,11 @@ describe('payment scenarios', () => {
       const p = await ok(shop.api.post(`/payments/${flow.id}/attempts`, { chain: token.split(':')[0], token }), 201);
       assert.equal(p.attempts[p.attempts.length - 1].token, token);
     }
-    await refused(shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }), 409, 'too_many_attempts');
+    await refused(
+      shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }),
+      409,
+      'too_many_attempts',
+    );
     const a = await flow.attempt();
     assert.equal(a.pay_amount, PAY.toString());
 
@@ -378,7 +401,9 @@ describe('payment scenarios', () => {
     assert.equal(paid.attempts[0].overpaid, true);
     assert.equal(paid.attempts[0].received_amount, '30000000');
     const balance = await ok(shop.api.get('/balance'));
-    assert.deepEqual(balance.custody, [{ token: 'base:usdc', chain: 'base', symbol: 'USDC', amount: '30000000', amount_display: '30' }]);
+    assert.deepEqual(balance.custody, [
+      { token: 'base:usdc', chain: 'base', symbol: 'USDC', amount: '30000000', amount_display: '30' },
+    ]);
     await flow.finish(['payment.detected', 'payment.confirming', 'payment.paid', 'payment.overpaid']);
   });
 
@@ -418,7 +443,9 @@ describe('payment scenarios', () => {
   test('underpaid → accept: it never expires on its own; accepting credits the full price', async () => {
     const shop = await openShop();
     const flow = await Flow.create(shop);
-    const simulated = await flow.step(() => ok(shop.api.post(`/test/payments/${flow.id}/simulate`, { outcome: 'underpaid' })));
+    const simulated = await flow.step(() =>
+      ok(shop.api.post(`/test/payments/${flow.id}/simulate`, { outcome: 'underpaid' })),
+    );
     assert.equal(simulated.status, 'underpaid');
     const held = await flow.step(() => passTime(25 * HOUR));
     assert.equal(held.status, 'underpaid');
@@ -453,7 +480,9 @@ describe('payment scenarios', () => {
     const flow = await Flow.create(shop);
     const late = await flow.step(() => ok(shop.api.post(`/test/payments/${flow.id}/simulate`, { outcome: 'late' })));
     assert.equal(late.status, 'late');
-    const requested = await flow.step(() => ok(shop.api.post(`/payments/${flow.id}/refund`, { destination: REFUND_TO }), 202));
+    const requested = await flow.step(() =>
+      ok(shop.api.post(`/payments/${flow.id}/refund`, { destination: REFUND_TO }), 202),
+    );
     assert.equal(requested.status, 'late', 'requested, not yet sent');
     const refunded = await flow.step(() => t.kasse.payments.runDue());
     assert.equal(refunded.status, 'refunded');
@@ -472,7 +501,11 @@ describe('payment scenarios', () => {
     const expired = await flow.step(() => passTime(SECOND));
     assert.equal(expired.status, 'expired');
     await flow.step(() => t.kasse.payments.runDue());
-    await refused(shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }), 422, 'invalid_state');
+    await refused(
+      shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }),
+      422,
+      'invalid_state',
+    );
     await refused(shop.api.post(`/test/payments/${flow.id}/simulate`, { outcome: 'paid' }), 422, 'invalid_state');
     await flow.finish(['payment.expired']);
   });
@@ -484,7 +517,11 @@ describe('payment scenarios', () => {
     assert.equal(cancelled.status, 'cancelled');
     assert.equal(cancelled.attempts[0].status, 'expired');
     await refused(shop.api.post(`/payments/${flow.id}/cancel`), 422, 'invalid_state');
-    await refused(shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }), 422, 'invalid_state');
+    await refused(
+      shop.api.post(`/payments/${flow.id}/attempts`, { chain: 'base', token: 'base:usdc' }),
+      422,
+      'invalid_state',
+    );
     await flow.step(() => passTime(25 * HOUR));
     await flow.finish(['payment.cancelled']);
   });
@@ -518,14 +555,24 @@ describe('payment scenarios', () => {
     assert.equal(reorged.status, 'waiting');
     assert.equal(reorged.attempts[0].deposits[0].status, 'orphaned');
     assert.equal(reorged.attempts[0].received_amount, '0');
-    assert.equal((await ok(shop.api.get('/balance'))).available_usd_cents, 0, 'pause fulfilment: the credit is reversed');
+    assert.equal(
+      (await ok(shop.api.get('/balance'))).available_usd_cents,
+      0,
+      'pause fulfilment: the credit is reversed',
+    );
     await assertLedger(shop);
     const back = await flow.step(() => chain.remine(sent));
     assert.equal(back.attempts[0].deposits[0].status, 'pending');
     const again = await flow.step(() => chain.confirm(5));
     assert.equal(again.status, 'paid');
     assert.equal(again.attempts[0].deposits.length, 1, 'the same transfer, revived in its new block');
-    const kinds = await t.kasse.db.selectFrom('ledger_transactions').select('kind').where('payment_id', '=', flow.id).orderBy('created_at').orderBy('id').execute();
+    const kinds = await t.kasse.db
+      .selectFrom('ledger_transactions')
+      .select('kind')
+      .where('payment_id', '=', flow.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     assert.deepEqual(
       kinds.map((k) => k.kind),
       ['payment_credit', 'payment_reorg', 'payment_credit'],
@@ -538,7 +585,13 @@ describe('payment scenarios', () => {
     const flow = await Flow.create(shop);
     await flow.step(() => ok(shop.api.post(`/test/payments/${flow.id}/simulate`, { outcome: 'paid' })));
     let refund: any = null;
-    await flow.step(async () => (refund = await ok(shop.api.post(`/payments/${flow.id}/refund`, { destination: REFUND_TO, note: 'order cancelled' }), 202)));
+    await flow.step(
+      async () =>
+        (refund = await ok(
+          shop.api.post(`/payments/${flow.id}/refund`, { destination: REFUND_TO, note: 'order cancelled' }),
+          202,
+        )),
+    );
     assert.equal(refund.status, 'pending');
     assert.equal(refund.amount, PAY.toString());
     await refused(shop.api.post(`/payments/${flow.id}/refund`, { destination: REFUND_TO }), 422, 'invalid_state');

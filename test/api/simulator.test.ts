@@ -41,7 +41,12 @@ async function simulate(id: string, outcome: string) {
 }
 
 async function eventTypes(paymentId: string): Promise<string[]> {
-  const rows = await t.kasse.db.selectFrom('events').select('type').where('ordering_key', '=', paymentId).orderBy('seq').execute();
+  const rows = await t.kasse.db
+    .selectFrom('events')
+    .select('type')
+    .where('ordering_key', '=', paymentId)
+    .orderBy('seq')
+    .execute();
   return rows.map((e) => e.type);
 }
 
@@ -52,7 +57,9 @@ async function available(): Promise<number> {
 /** Every ledger transaction sums to zero per currency. */
 async function assertLedgerBalanced() {
   const { rows } = await sql<{ n: string }>`
-    SELECT count(*) AS n FROM (SELECT transaction_id, currency FROM ledger_entries GROUP BY 1, 2 HAVING sum(amount) <> 0) x`.execute(t.kasse.db);
+    SELECT count(*) AS n FROM (SELECT transaction_id, currency FROM ledger_entries GROUP BY 1, 2 HAVING sum(amount) <> 0) x`.execute(
+    t.kasse.db,
+  );
   assert.equal(Number(rows[0]!.n), 0);
 }
 
@@ -76,17 +83,20 @@ describe('outcomes', () => {
     assert.equal(a.deposits.length, 1);
     const d = a.deposits[0];
     assert.match(d.tx_hash, /^0xsim[0-9a-f]{61}$/);
-    assert.deepEqual({ ...d, tx_hash: 'x' }, {
-      tx_hash: 'x',
-      token: 'base:usdc',
-      amount: '25000000',
-      amount_display: '25',
-      from: null,
-      block_number: null,
-      status: 'confirmed',
-      confirmations: a.confirmations_required,
-      explorer_url: null,
-    });
+    assert.deepEqual(
+      { ...d, tx_hash: 'x' },
+      {
+        tx_hash: 'x',
+        token: 'base:usdc',
+        amount: '25000000',
+        amount_display: '25',
+        from: null,
+        block_number: null,
+        status: 'confirmed',
+        confirmations: a.confirmations_required,
+        explorer_url: null,
+      },
+    );
     assert.deepEqual((await m.test.get(`/payments/${p.id}`)).body, paid);
     assert.deepEqual(await eventTypes(p.id), ['payment.paid']);
     assert.equal((await available()) - before, 2475);
@@ -100,10 +110,17 @@ describe('outcomes', () => {
   });
 
   test('a webhook carries the Payment exactly as the API answers it: the same schema, the same serializer, the same bytes', async () => {
-    const p = await create({ order_id: 'sim-bytes', metadata: { cart: { items: [1, 'two', null], note: 'é "quoted"' }, n: 1.5 } });
+    const p = await create({
+      order_id: 'sim-bytes',
+      metadata: { cart: { items: [1, 'two', null], note: 'é "quoted"' }, n: 1.5 },
+    });
     await simulate(p.id, 'paid');
-    const api = await (await fetch(`${t.urls.test}/payments/${p.id}`, { headers: { authorization: `Bearer ${m.testKey}` } })).text();
-    const { rows } = await sql<{ data: string }>`SELECT data::text AS data FROM events WHERE ordering_key = ${p.id}`.execute(t.kasse.db);
+    const api = await (
+      await fetch(`${t.urls.test}/payments/${p.id}`, { headers: { authorization: `Bearer ${m.testKey}` } })
+    ).text();
+    const { rows } = await sql<{
+      data: string;
+    }>`SELECT data::text AS data FROM events WHERE ordering_key = ${p.id}`.execute(t.kasse.db);
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.data, api);
   });
@@ -189,7 +206,9 @@ describe('outcomes', () => {
   test('late can be refunded instead; a requested refund stops auto-acceptance', async () => {
     const p = await create();
     await simulate(p.id, 'late');
-    const refund = await m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    const refund = await m.test.post(`/payments/${p.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
     assert.equal(refund.status, 202);
     await t.kasse.payments.runDue();
     assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
@@ -219,7 +238,9 @@ describe('outcomes', () => {
     const before = await available();
     const p = await create();
     await simulate(p.id, 'wrong_asset');
-    const refund = await m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    const refund = await m.test.post(`/payments/${p.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
     assert.equal(refund.status, 202, JSON.stringify(refund.body));
     assert.equal(refund.body.token, 'base:eth');
     assert.equal(refund.body.amount, '400000000000000');

@@ -18,15 +18,30 @@ const users: Record<string, UserRecord> = {};
 
 /** A user whose account is set up (the set-up link redeemed). */
 async function user(email: string, role: 'owner' | 'member'): Promise<UserRecord> {
-  const { setup_url } = await t.kasse.users.team.create({ merchantId: m.id, email, role, actor: OPERATOR, invite: false });
-  await t.kasse.users.links.redeemToken(setup_url.split('/').pop()!, 'setup', 'correct-horse-battery-staple-42', { ip: null, userAgent: null });
+  const { setup_url } = await t.kasse.users.team.create({
+    merchantId: m.id,
+    email,
+    role,
+    actor: OPERATOR,
+    invite: false,
+  });
+  await t.kasse.users.links.redeemToken(setup_url.split('/').pop()!, 'setup', 'correct-horse-battery-staple-42', {
+    ip: null,
+    userAgent: null,
+  });
   return (await t.kasse.users.team.list(m.id)).find((u) => u.email === email)!;
 }
 
 const mails = async () =>
-  (await t.kasse.db.selectFrom('email_outbox').select(['id', 'to_address', 'subject', 'mode', 'dedupe_key']).where('kind', '=', 'statement.monthly').orderBy('created_at').orderBy('id').execute()).map(
-    (r) => `${r.mode} ${r.to_address}: ${r.subject!.replace(/^.*statement for /, '')}`,
-  );
+  (
+    await t.kasse.db
+      .selectFrom('email_outbox')
+      .select(['id', 'to_address', 'subject', 'mode', 'dedupe_key'])
+      .where('kind', '=', 'statement.monthly')
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+  ).map((r) => `${r.mode} ${r.to_address}: ${r.subject!.replace(/^.*statement for /, '')}`);
 
 before(async () => {
   t = await startTestKasse({ clock: new FakeClock('2026-03-10T12:00:00Z') });
@@ -41,12 +56,18 @@ after(async () => {
 
 describe('statement emails', () => {
   test('owners who opted in, per mode; someone no longer an owner stops receiving it; members cannot opt in', async () => {
-    await assert.rejects(t.kasse.statementEmails.subscribe(users.cy!, 'test', OPERATOR), (e: ApiError) => e.code === 'invalid_state');
+    await assert.rejects(
+      t.kasse.statementEmails.subscribe(users.cy!, 'test', OPERATOR),
+      (e: ApiError) => e.code === 'invalid_state',
+    );
     await t.kasse.statementEmails.subscribe(users.ana!, 'test', OPERATOR);
     await t.kasse.statementEmails.subscribe(users.ana!, 'test', OPERATOR); // twice: one subscription
     await t.kasse.statementEmails.subscribe(users.bo!, 'test', OPERATOR);
     await t.kasse.statementEmails.subscribe(users.bo!, 'live', OPERATOR);
-    assert.deepEqual(await t.kasse.statementEmails.next(m.id, 'test'), { month: '2026-03', dueAt: statementEmailDue('2026-03') });
+    assert.deepEqual(await t.kasse.statementEmails.next(m.id, 'test'), {
+      month: '2026-03',
+      dueAt: statementEmailDue('2026-03'),
+    });
     assert.equal(statementEmailDue('2026-03').toISOString(), '2026-04-01T00:15:00.000Z');
     await t.kasse.users.team.changeRole(m.id, users.bo!.id, 'member', OPERATOR);
 
@@ -56,7 +77,13 @@ describe('statement emails', () => {
 
     // No SMTP server: the mail is kept (the Mail page shows it) with its PDF.
     assert.equal(await t.kasse.email.runOnce(), 1);
-    const id = (await t.kasse.db.selectFrom('email_outbox').select('id').where('kind', '=', 'statement.monthly').executeTakeFirstOrThrow()).id;
+    const id = (
+      await t.kasse.db
+        .selectFrom('email_outbox')
+        .select('id')
+        .where('kind', '=', 'statement.monthly')
+        .executeTakeFirstOrThrow()
+    ).id;
     const kept = await t.kasse.email.get(id, m.id);
     assert.equal(kept.status, 'kept');
     assert.equal(kept.attachments.length, 1);

@@ -30,9 +30,12 @@ before(async () => {
   cg.setPrice('ethereum', 2000);
   t = await startTestKasse({ env: { KASSE_COINGECKO_URL: cg.url, KASSE_BINANCE_URL: 'http://127.0.0.1:9' } });
   t.kasse.statements.usePayouts({
-    sent: async (_mode, merchantId, from, to) => payoutLog.filter((p) => p.merchantId === merchantId && p.sentAt >= from && p.sentAt < to),
+    sent: async (_mode, merchantId, from, to) =>
+      payoutLog.filter((p) => p.merchantId === merchantId && p.sentAt >= from && p.sentAt < to),
     totals: async (_mode, merchantId, from, to) => ({
-      releasedUsdCents: payoutLog.filter((p) => p.merchantId === merchantId && p.releasedAt >= from && p.releasedAt < to).reduce((s, p) => s + BigInt(p.usdCents), 0n),
+      releasedUsdCents: payoutLog
+        .filter((p) => p.merchantId === merchantId && p.releasedAt >= from && p.releasedAt < to)
+        .reduce((s, p) => s + BigInt(p.usdCents), 0n),
       failedUsdCents: 0n,
     }),
   });
@@ -43,7 +46,10 @@ after(async () => {
 });
 
 async function pay(m: TestMerchant, cents: number, token: string, outcome: string): Promise<any> {
-  const p = await ok(m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `o-${cents}`, token }), 201);
+  const p = await ok(
+    m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `o-${cents}`, token }),
+    201,
+  );
   return ok(m.test.post(`/test/payments/${p.id}/simulate`, { outcome }));
 }
 
@@ -55,7 +61,10 @@ async function refund(m: TestMerchant, id: string): Promise<void> {
 
 /** A payment paid on Base Sepolia as a watcher reports it, then its block leaves the chain. */
 async function paidThenReorged(m: TestMerchant, cents: number): Promise<void> {
-  const p = await ok(m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: 'reorg', token: 'base:usdc' }), 201);
+  const p = await ok(
+    m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: 'reorg', token: 'base:usdc' }),
+    201,
+  );
   const a = p.attempts[0];
   const o: DepositObservation = {
     chain: 'base',
@@ -110,12 +119,30 @@ describe('statements', () => {
       reversals: { count: 2, net_usd_cents: 3960 + 2475 },
       payouts: { count: 0, usd_cents: 0, requested_count: 0, requested_usd_cents: 0, items: [] },
       by_coin: [
-        { token: 'base:eth', symbol: 'ETH', chain: 'base', payments: 1, received_display: '0.025', value_usd_cents: 5000 },
-        { token: 'base:usdc', symbol: 'USDC', chain: 'base', payments: 3, received_display: '85', value_usd_cents: 8500 },
+        {
+          token: 'base:eth',
+          symbol: 'ETH',
+          chain: 'base',
+          payments: 1,
+          received_display: '0.025',
+          value_usd_cents: 5000,
+        },
+        {
+          token: 'base:usdc',
+          symbol: 'USDC',
+          chain: 'base',
+          payments: 3,
+          received_display: '85',
+          value_usd_cents: 8500,
+        },
       ],
     });
     const balance = await ok(m.test.get('/balance'));
-    assert.equal(balance.available_usd_cents, march.closing_balance_usd_cents, 'the closing of the month in progress is the balance');
+    assert.equal(
+      balance.available_usd_cents,
+      march.closing_balance_usd_cents,
+      'the closing of the month in progress is the balance',
+    );
     const live = await ok(m.live.get('/statements/2026-03'));
     assert.equal(live.payments.count, 0, 'test money is not on the live statement');
     assert.equal(live.held.count, 0);
@@ -141,11 +168,27 @@ describe('statements', () => {
     const shop = await t.merchant({ name: 'Payout shop', rateLimit: 100_000 });
     const paid = await pay(shop, 2000, 'base:usdc', 'paid');
     const releasedAt = t.clock.now();
-    const payout = { mode: 'test' as const, merchantId: shop.id, payoutId: 'po_01K0000000000000000000PAY1', usdCents: 1980, token: 'base:usdc' };
+    const payout = {
+      mode: 'test' as const,
+      merchantId: shop.id,
+      payoutId: 'po_01K0000000000000000000PAY1',
+      usdCents: 1980,
+      token: 'base:usdc',
+    };
     await withTx(t.kasse.db, (tx) => postPayoutRelease(t.kasse.ledger, tx, payout));
     t.clock.advance(60_000);
     await withTx(t.kasse.db, (tx) => postPayoutSent(t.kasse.ledger, tx, { ...payout, amount: 19_800_000n }));
-    payoutLog.push({ id: payout.payoutId, merchantId: shop.id, releasedAt, sentAt: t.clock.now(), usdCents: 1980, token: 'base:usdc', amount: 19_800_000n, destination: '0x00000000000000000000000000000000000000b0', txHash: `0x${'ef'.repeat(32)}` });
+    payoutLog.push({
+      id: payout.payoutId,
+      merchantId: shop.id,
+      releasedAt,
+      sentAt: t.clock.now(),
+      usdCents: 1980,
+      token: 'base:usdc',
+      amount: 19_800_000n,
+      destination: '0x00000000000000000000000000000000000000b0',
+      txHash: `0x${'ef'.repeat(32)}`,
+    });
     await refund(shop, paid.id);
 
     may = await ok(shop.test.get('/statements/2026-05'));
@@ -154,14 +197,27 @@ describe('statements', () => {
       usd_cents: 1980,
       requested_count: 1,
       requested_usd_cents: 1980,
-      items: [{ id: payout.payoutId, sent_at: t.clock.now().toISOString(), usd_cents: 1980, token: 'base:usdc', symbol: 'USDC', amount_display: '19.8', destination: '0x00000000000000000000000000000000000000b0', tx_hash: `0x${'ef'.repeat(32)}` }],
+      items: [
+        {
+          id: payout.payoutId,
+          sent_at: t.clock.now().toISOString(),
+          usd_cents: 1980,
+          token: 'base:usdc',
+          symbol: 'USDC',
+          amount_display: '19.8',
+          destination: '0x00000000000000000000000000000000000000b0',
+          tx_hash: `0x${'ef'.repeat(32)}`,
+        },
+      ],
     });
     assert.deepEqual(may.reversals, { count: 1, net_usd_cents: 1980 });
     assert.equal(may.closing_balance_usd_cents, -1980, 'the refund came after the money was paid out');
     assert.equal(may.clawback_change_usd_cents, 1980);
     assert.equal(may.reconciliation_gap_usd_cents, 0);
     assert.equal((await ok(shop.test.get('/balance'))).available_usd_cents, -1980);
-    await assertStatementsReconcile(t.kasse, 'test', shop.id, { payoutsTaken: (month) => (month === '2026-05' ? 1980 : 0) });
+    await assertStatementsReconcile(t.kasse, 'test', shop.id, {
+      payoutsTaken: (month) => (month === '2026-05' ? 1980 : 0),
+    });
   });
 
   test('the PDF and CSV balance add up to the closing: reversals and payouts are signed, from the same lines', async () => {
@@ -173,11 +229,23 @@ describe('statements', () => {
       closing_balance_usd_cents: march.closing_balance_usd_cents - 10_000,
       clawback_change_usd_cents: 10_000 - march.closing_balance_usd_cents,
     };
-    for (const [name, s, payouts] of [['may', may, -1980], ['failed-payout', failed, -10_000]] as const) {
-      const pdf = pdfBalance(readPdf(await statementPdf(s, { merchantName: 'Payout shop', mode: 'test' }), `statement-signs-${name}`).text);
+    for (const [name, s, payouts] of [
+      ['may', may, -1980],
+      ['failed-payout', failed, -10_000],
+    ] as const) {
+      const pdf = pdfBalance(
+        readPdf(await statementPdf(s, { merchantName: 'Payout shop', mode: 'test' }), `statement-signs-${name}`).text,
+      );
       assert.deepEqual(
         pdf.labels.map((l) => l.split(/[:(]/)[0]!.trim()),
-        ['Opening balance', 'Credits in stablecoins', 'Conversions from other coins', 'Reversals', 'Payouts', 'Closing balance'],
+        [
+          'Opening balance',
+          'Credits in stablecoins',
+          'Conversions from other coins',
+          'Reversals',
+          'Payouts',
+          'Closing balance',
+        ],
         name,
       );
       assert.equal(assertAddsUp(pdf, `${name} PDF`), s.closing_balance_usd_cents);
@@ -198,17 +266,44 @@ describe('statements', () => {
     const settlement = accounts.settlement('test');
     // A second credit of a payment with no payment behind it.
     await withTx(t.kasse.db, (tx) =>
-      t.kasse.ledger.post(tx, { mode: 'test', merchantId: shop.id, kind: 'payment_credit', dedupeKey: 'broken:1', lines: [{ account: settlement, currency: USD, amount: 500n }, { account: merchant, currency: USD, amount: -500n }] }),
+      t.kasse.ledger.post(tx, {
+        mode: 'test',
+        merchantId: shop.id,
+        kind: 'payment_credit',
+        dedupeKey: 'broken:1',
+        lines: [
+          { account: settlement, currency: USD, amount: 500n },
+          { account: merchant, currency: USD, amount: -500n },
+        ],
+      }),
     );
     assert.equal((await ok(shop.test.get(`/statements/${month}`))).reconciliation_gap_usd_cents, 500);
     // A posting of a kind no operation explains moves the balance and shows.
     await withTx(t.kasse.db, (tx) =>
-      t.kasse.ledger.post(tx, { mode: 'test', merchantId: shop.id, kind: 'adjustment', dedupeKey: 'broken:2', lines: [{ account: settlement, currency: USD, amount: 100n }, { account: merchant, currency: USD, amount: -100n }] }),
+      t.kasse.ledger.post(tx, {
+        mode: 'test',
+        merchantId: shop.id,
+        kind: 'adjustment',
+        dedupeKey: 'broken:2',
+        lines: [
+          { account: settlement, currency: USD, amount: 100n },
+          { account: merchant, currency: USD, amount: -100n },
+        ],
+      }),
     );
     // A line on a merchant's balance outside that merchant's postings is refused, so none escapes the statement.
     await assert.rejects(
       withTx(t.kasse.db, (tx) =>
-        t.kasse.ledger.post(tx, { mode: 'test', merchantId: null, kind: 'adjustment', dedupeKey: 'broken:3', lines: [{ account: settlement, currency: USD, amount: 100n }, { account: merchant, currency: USD, amount: -100n }] }),
+        t.kasse.ledger.post(tx, {
+          mode: 'test',
+          merchantId: null,
+          kind: 'adjustment',
+          dedupeKey: 'broken:3',
+          lines: [
+            { account: settlement, currency: USD, amount: 100n },
+            { account: merchant, currency: USD, amount: -100n },
+          ],
+        }),
       ),
       UnbalancedPostingError,
     );
@@ -259,7 +354,22 @@ describe('statements', () => {
     const pdf = readPdf(await statementPdf(march, { merchantName: 'Chai & Co', mode: 'test' }), 'statement-2026-03');
     assert.equal(pdf.pages, 1);
     assert.match(pdf.pageSize, /A4/);
-    for (const text of ['Statement — March 2026', 'Chai & Co', 'TEST MODE', 'Opening balance', 'Closing balance', '69.05', 'Conversions from other coins (1 payment)', '+49.25', 'Reversals (2 refunds and reorgs)', '−64.35', 'Held at the end of the period', '25.80', 'ETH on base', '0.025 ETH received']) {
+    for (const text of [
+      'Statement — March 2026',
+      'Chai & Co',
+      'TEST MODE',
+      'Opening balance',
+      'Closing balance',
+      '69.05',
+      'Conversions from other coins (1 payment)',
+      '+49.25',
+      'Reversals (2 refunds and reorgs)',
+      '−64.35',
+      'Held at the end of the period',
+      '25.80',
+      'ETH on base',
+      '0.025 ETH received',
+    ]) {
       assert.ok(pdf.text.includes(text), `PDF shows ${text}\n${pdf.text}`);
     }
   });

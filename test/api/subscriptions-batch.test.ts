@@ -32,7 +32,13 @@ after(async () => {
 });
 
 async function create(email: string, startAt: string) {
-  const res = await m.test.post('/subscriptions', { title: 'Tea club', amount_usd_cents: 900, interval: 'month', customer_email: email, start_at: startAt });
+  const res = await m.test.post('/subscriptions', {
+    title: 'Tea club',
+    amount_usd_cents: 900,
+    interval: 'month',
+    customer_email: email,
+    start_at: startAt,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body as { id: string; periods_invoiced: number };
 }
@@ -40,14 +46,15 @@ async function create(email: string, startAt: string) {
 const sub = async (id: string) => (await m.test.get(`/subscriptions/${id}`)).body;
 
 describe('scheduler batches', () => {
-  test("a subscription whose payment cannot be created does not hold back the rest of its batch", async () => {
+  test('a subscription whose payment cannot be created does not hold back the rest of its batch', async () => {
     const due = '2026-05-02T08:00:00.000Z';
     const subs: Array<{ id: string; periods_invoiced: number }> = [];
     for (let i = 0; i < 6; i++) subs.push(await create(`batch${i}@example.com`, due));
     const bad = subs[3]!;
     const createIn = t.kasse.payments.createIn.bind(t.kasse.payments);
     t.kasse.payments.createIn = async (db, mode, items) => {
-      if (items.some((i) => i.metadata.subscription_id === bad.id)) throw new Error('the payments module refused this payment');
+      if (items.some((i) => i.metadata.subscription_id === bad.id))
+        throw new Error('the payments module refused this payment');
       return createIn(db, mode, items);
     };
     try {
@@ -71,7 +78,8 @@ describe('scheduler batches', () => {
     assert.equal((await t.kasse.subscriptions.runDue()).invoiced, 1);
     await t.kasse.email.runOnce();
     assert.equal((await sub(bad.id)).periods_invoiced, 1);
-    for (const s of subs) assert.equal(smtp.messages.filter((x) => x.to === `batch${subs.indexOf(s)}@example.com`).length, 1);
+    for (const s of subs)
+      assert.equal(smtp.messages.filter((x) => x.to === `batch${subs.indexOf(s)}@example.com`).length, 1);
   });
 });
 
@@ -81,9 +89,24 @@ describe('many due at once', () => {
     const at = new Date('2026-06-01T00:00:00.000Z');
     const n = SCHEDULER_BATCH * SCHEDULER_LANES + 37;
     const rows = Array.from({ length: n }, (_, i) => ({
-      id: newId('sub'), merchant_id: shop.id, mode: 'test' as const, customer_email: `bulk${i}@example.com`, customer_name: null, title: `Plan ${i}`,
-      amount_usd_cents: 500 + i, interval: 'month' as const, interval_count: 1, grace_days: 3, status: 'active' as const, started_at: at, next_due_at: at,
-      success_url: null, metadata: '{}', run_at: at, created_at: at, updated_at: at,
+      id: newId('sub'),
+      merchant_id: shop.id,
+      mode: 'test' as const,
+      customer_email: `bulk${i}@example.com`,
+      customer_name: null,
+      title: `Plan ${i}`,
+      amount_usd_cents: 500 + i,
+      interval: 'month' as const,
+      interval_count: 1,
+      grace_days: 3,
+      status: 'active' as const,
+      started_at: at,
+      next_due_at: at,
+      success_url: null,
+      metadata: '{}',
+      run_at: at,
+      created_at: at,
+      updated_at: at,
     }));
     await insertSubscriptions(t.kasse.db, rows);
     t.clock.set(at.toISOString());
@@ -91,20 +114,34 @@ describe('many due at once', () => {
     assert.equal(r.invoiced, n);
     assert.equal((await t.kasse.subscriptions.runDue()).invoiced, 0);
     const count = async (table: 'subscription_invoices' | 'events' | 'email_outbox', where: string, what = '*') =>
-      Number((await sql<{ n: string }>`SELECT count(${sql.raw(what)}) AS n FROM ${sql.table(table)} WHERE ${sql.raw(where)}`.execute(t.kasse.db)).rows[0]!.n);
+      Number(
+        (
+          await sql<{
+            n: string;
+          }>`SELECT count(${sql.raw(what)}) AS n FROM ${sql.table(table)} WHERE ${sql.raw(where)}`.execute(t.kasse.db)
+        ).rows[0]!.n,
+      );
     const ids = rows.map((x) => `'${x.id}'`).join(',');
     assert.equal(await count('subscription_invoices', `subscription_id IN (${ids})`), n);
     assert.equal(await count('subscription_invoices', `subscription_id IN (${ids})`, 'DISTINCT subscription_id'), n);
     assert.equal(await count('events', `type = 'subscription.invoiced' AND ordering_key IN (${ids})`), n);
     assert.equal(await count('email_outbox', `kind = 'subscription.invoice' AND merchant_id = '${shop.id}'`), n);
     // Every event shows its own subscription; every mail is composed for its own customer and amount.
-    const events = await t.kasse.db.selectFrom('events').select(['ordering_key', 'data']).where('type', '=', 'subscription.invoiced').where('merchant_id', '=', shop.id).execute();
+    const events = await t.kasse.db
+      .selectFrom('events')
+      .select(['ordering_key', 'data'])
+      .where('type', '=', 'subscription.invoiced')
+      .where('merchant_id', '=', shop.id)
+      .execute();
     for (const e of events) assert.equal((e.data as { id: string }).id, e.ordering_key);
     const mails = (await t.kasse.email.list(shop.id, { limit: 100 })).data;
     assert.equal(mails.length, 100);
     for (const mail of mails) {
       const i = Number(/^bulk(\d+)@/.exec(mail.to)![1]);
-      assert.equal(mail.subject, `Invoice from Bulk <shop>: Plan ${i}, $${((500 + i) / 100).toFixed(2)} due 1 June 2026`);
+      assert.equal(
+        mail.subject,
+        `Invoice from Bulk <shop>: Plan ${i}, $${((500 + i) / 100).toFixed(2)} due 1 June 2026`,
+      );
     }
   });
 
@@ -116,9 +153,25 @@ describe('many due at once', () => {
     await t.kasse.subscriptions.runDue();
     const paymentId = (await sub(s.id)).invoices[0].payment_id;
     const exp = Math.floor(Date.parse('2026-09-01T00:00:00Z') / 1000);
-    const forged = { merchantId: other.id, mode: 'test' as const, kind: 'subscription.invoice', to: 'someone@example.com', ref: `${paymentId}.${exp}`, dedupeKey: `forged:${paymentId}` };
-    await t.kasse.db.transaction().execute((tx) => t.kasse.email.enqueueMany(tx, [forged, { ...forged, mode: 'live', merchantId: m.id, dedupeKey: `forged-live:${paymentId}` }]));
-    const shown = [...(await t.kasse.email.list(other.id)).data, ...(await t.kasse.email.list(m.id)).data].filter((x) => x.to === 'someone@example.com');
+    const forged = {
+      merchantId: other.id,
+      mode: 'test' as const,
+      kind: 'subscription.invoice',
+      to: 'someone@example.com',
+      ref: `${paymentId}.${exp}`,
+      dedupeKey: `forged:${paymentId}`,
+    };
+    await t.kasse.db
+      .transaction()
+      .execute((tx) =>
+        t.kasse.email.enqueueMany(tx, [
+          forged,
+          { ...forged, mode: 'live', merchantId: m.id, dedupeKey: `forged-live:${paymentId}` },
+        ]),
+      );
+    const shown = [...(await t.kasse.email.list(other.id)).data, ...(await t.kasse.email.list(m.id)).data].filter(
+      (x) => x.to === 'someone@example.com',
+    );
     assert.equal(shown.length, 2);
     for (const x of shown) {
       assert.match(x.subject, /cannot be composed/);
@@ -129,7 +182,14 @@ describe('many due at once', () => {
 
 describe('events in batches', () => {
   test('events published together are stored in order, each body byte for byte as its serialiser wrote it', async () => {
-    const odd = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab', 'ünïcødé ✓ \u2028 and a NUL escape: \u0000', '{"looks":"like json"}', ''];
+    const odd = [
+      'plain',
+      'quote " and \\ backslash',
+      'line\nbreak\ttab',
+      'ünïcødé ✓ \u2028 and a NUL escape: \u0000',
+      '{"looks":"like json"}',
+      '',
+    ];
     // Serialisers that write spacing and key order JSON.stringify would not: the stored text must be theirs.
     const inputs = odd.map((text, i) => ({
       mode: 'test' as const,
@@ -140,11 +200,22 @@ describe('events in batches', () => {
       serialize: (d: { text: string; i: number }) => `{ "z" : ${d.i},\n  "text": ${JSON.stringify(d.text)} }`,
       destination: null,
     }));
-    const before = await t.kasse.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('max')).executeTakeFirstOrThrow();
+    const before = await t.kasse.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('seq').as('max'))
+      .executeTakeFirstOrThrow();
     await t.kasse.db.transaction().execute((tx) => t.kasse.webhooks.publishMany(tx, inputs));
     const rows = await t.kasse.db
       .selectFrom('events')
-      .select(['seq', 'ordering_key', 'merchant_id', 'mode', 'type', 'destination', (eb) => eb.cast<string>('data', 'text').as('body')])
+      .select([
+        'seq',
+        'ordering_key',
+        'merchant_id',
+        'mode',
+        'type',
+        'destination',
+        (eb) => eb.cast<string>('data', 'text').as('body'),
+      ])
       .where('seq', '>', before.max ?? 0n)
       .orderBy('seq')
       .execute();
@@ -156,15 +227,36 @@ describe('events in batches', () => {
 });
 
 describe('email sender batches', () => {
-  const mail = (subject: string): MailMessage => ({ merchantId: m.id, mode: 'test', kind: 'test.notice', to: 'many@example.com', subject, text: `Body of ${subject}` });
+  const mail = (subject: string): MailMessage => ({
+    merchantId: m.id,
+    mode: 'test',
+    kind: 'test.notice',
+    to: 'many@example.com',
+    subject,
+    text: `Body of ${subject}`,
+  });
 
   test('a mail stored as layout blocks is sent and shown exactly as the same mail rendered when written', async () => {
-    const content = { heading: 'Invoice from <Shop> & Co', paragraphs: ['Pay “now”, <b>please</b>.'], details: [['Amount', '$9.00']] as Array<[string, string]>, action: { label: 'Pay now', url: 'https://pay.example/p/1?a=1&b=2' }, footer: ['Why you get this'], links: [{ label: 'Manage', url: 'https://pay.example/s/1' }] };
+    const content = {
+      heading: 'Invoice from <Shop> & Co',
+      paragraphs: ['Pay “now”, <b>please</b>.'],
+      details: [['Amount', '$9.00']] as Array<[string, string]>,
+      action: { label: 'Pay now', url: 'https://pay.example/p/1?a=1&b=2' },
+      footer: ['Why you get this'],
+      links: [{ label: 'Manage', url: 'https://pay.example/s/1' }],
+    };
     const rendered = renderEmail(content);
     const a = (await t.kasse.email.enqueue(t.kasse.db, { ...mail('as blocks'), content }))!.id;
-    const b = (await t.kasse.email.enqueue(t.kasse.db, { ...mail('as parts'), text: rendered.text, html: rendered.html }))!.id;
+    const b = (await t.kasse.email.enqueue(t.kasse.db, {
+      ...mail('as parts'),
+      text: rendered.text,
+      html: rendered.html,
+    }))!.id;
     await t.kasse.email.runOnce();
-    const [gotA, gotB] = [await smtp.waitFor((x) => x.subject === 'as blocks'), await smtp.waitFor((x) => x.subject === 'as parts')];
+    const [gotA, gotB] = [
+      await smtp.waitFor((x) => x.subject === 'as blocks'),
+      await smtp.waitFor((x) => x.subject === 'as parts'),
+    ];
     assert.equal(gotA.text, gotB.text);
     assert.equal(gotA.html, gotB.html);
     const [storedA, storedB] = [await t.kasse.email.get(a), await t.kasse.email.get(b)];
@@ -177,7 +269,8 @@ describe('email sender batches', () => {
     const ids: string[] = [];
     for (let i = 0; i < 120; i++) ids.push((await t.kasse.email.enqueue(t.kasse.db, mail(`pooled ${i}`)))!.id);
     assert.equal(await t.kasse.email.runOnce(), 120);
-    for (let i = 0; i < 120; i++) assert.equal(smtp.messages.filter((x) => x.subject === `pooled ${i}`).length, 1, `pooled ${i}`);
+    for (let i = 0; i < 120; i++)
+      assert.equal(smtp.messages.filter((x) => x.subject === `pooled ${i}`).length, 1, `pooled ${i}`);
     for (const id of ids) {
       const s = await t.kasse.email.get(id);
       assert.equal(s.status, 'sent');

@@ -27,7 +27,8 @@ before(async () => {
   for (const w of Object.values(workers)) w.ready.catch(() => {});
 });
 after(async () => {
-  for (const w of Object.values(workers ?? {})) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill();
+  for (const w of Object.values(workers ?? {}))
+    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill();
   await t?.close();
   await smtp?.close();
 });
@@ -60,10 +61,14 @@ function worker(crash?: 'in-transaction' | 'after-commit'): Worker {
     printed.push(l);
     onLine?.();
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   const ready = new Promise<void>((resolve, reject) => {
     onLine = () => printed.includes('ready') && resolve();
-    void exited.then(({ code, signal }) => reject(new Error(`worker exited before ready (${code ?? signal}):\n${stderr}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`worker exited before ready (${code ?? signal}):\n${stderr}`)),
+    );
   });
   return {
     child,
@@ -81,7 +86,15 @@ function worker(crash?: 'in-transaction' | 'after-commit'): Worker {
 async function createMany(n: number, email: (i: number) => string) {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 10) {
-    const batch = Array.from({ length: Math.min(10, n - i) }, (_, j) => m.test.post('/subscriptions', { customer_email: email(i + j), title: 'Weekly box', amount_usd_cents: 1200, interval: 'week', grace_days: 7 }));
+    const batch = Array.from({ length: Math.min(10, n - i) }, (_, j) =>
+      m.test.post('/subscriptions', {
+        customer_email: email(i + j),
+        title: 'Weekly box',
+        amount_usd_cents: 1200,
+        interval: 'week',
+        grace_days: 7,
+      }),
+    );
     for (const res of await Promise.all(batch)) {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       ids.push(res.body.id);
@@ -114,14 +127,21 @@ describe('the scheduler across processes', () => {
     assert.equal(ra.result.invoiced + rb.result.invoiced, 210, JSON.stringify([ra.result, rb.result]));
     const counts = await invoiceCounts(ids);
     assert.equal(counts.length, 2 * 210);
-    assert.ok(counts.every((c) => Number(c.n) === 1), 'one payment per period');
+    assert.ok(
+      counts.every((c) => Number(c.n) === 1),
+      'one payment per period',
+    );
     // Nothing left for a third pass.
     assert.equal((await t.kasse.subscriptions.runDue()).invoiced, 0);
     await t.kasse.email.runOnce();
     for (let i = 0; i < 210; i += 37) {
       const to = `race${i}@example.com`;
       const mails = smtp.messages.filter((x) => x.to === to);
-      assert.deepEqual(mails.map((x) => /Period: (\d+)/.exec(x.text)![1]), ['1', '2'], to);
+      assert.deepEqual(
+        mails.map((x) => /Period: (\d+)/.exec(x.text)![1]),
+        ['1', '2'],
+        to,
+      );
     }
     assert.equal(smtp.messages.filter((x) => x.to.startsWith('race')).length, 2 * 210);
     const subs = await Promise.all(ids.slice(0, 5).map(async (id) => (await m.test.get(`/subscriptions/${id}`)).body));
@@ -153,7 +173,10 @@ describe('the scheduler across processes', () => {
     await t.kasse.email.runOnce();
     await t.kasse.email.runOnce();
     const mails = smtp.messages.filter((x) => x.to === 'crash-in-tx@example.com');
-    assert.deepEqual(mails.map((x) => /Period: (\d+)/.exec(x.text)![1]), ['1', '2']);
+    assert.deepEqual(
+      mails.map((x) => /Period: (\d+)/.exec(x.text)![1]),
+      ['1', '2'],
+    );
     assert.equal((await m.test.get(`/payments?order_id=${id}-2`)).body.data.length, 1);
   });
 
@@ -171,7 +194,10 @@ describe('the scheduler across processes', () => {
     await t.kasse.email.runOnce();
     await t.kasse.email.runOnce();
     const mails = smtp.messages.filter((x) => x.to === 'crash-after@example.com');
-    assert.deepEqual(mails.map((x) => /Period: (\d+)/.exec(x.text)![1]), ['1', '2']);
+    assert.deepEqual(
+      mails.map((x) => /Period: (\d+)/.exec(x.text)![1]),
+      ['1', '2'],
+    );
     assert.ok(mails[1]!.text.includes(`/p/${payments[0].id}`));
   });
 });

@@ -26,7 +26,10 @@ const XSS = '<img src=x onerror="alert(1)">';
 before(async () => {
   smtp = await startSmtpReceiver();
   hook = await startWebhookReceiver({ now: () => t.clock.now() });
-  t = await startTestKasse({ env: { KASSE_SMTP_URL: smtp.url, KASSE_MAIL_FROM: 'Billing <billing@kasse.test>' }, clock: new FakeClock('2026-01-31T09:00:00Z') });
+  t = await startTestKasse({
+    env: { KASSE_SMTP_URL: smtp.url, KASSE_MAIL_FROM: 'Billing <billing@kasse.test>' },
+    clock: new FakeClock('2026-01-31T09:00:00Z'),
+  });
   m = await t.merchant({ name: MERCHANT, webhookUrl: hook.url, rateLimit: 100_000 });
   hook.setSecret(m.webhookSecret);
 });
@@ -37,16 +40,47 @@ after(async () => {
 });
 
 const FIELDS = [
-  'id', 'merchant_id', 'customer', 'title', 'amount_usd_cents', 'interval', 'interval_count', 'grace_days', 'status', 'started_at', 'next_due_at',
-  'periods_invoiced', 'periods_paid', 'last_payment_id', 'success_url', 'metadata', 'cancelled_at', 'cancellation_reason', 'created_at', 'invoices',
+  'id',
+  'merchant_id',
+  'customer',
+  'title',
+  'amount_usd_cents',
+  'interval',
+  'interval_count',
+  'grace_days',
+  'status',
+  'started_at',
+  'next_due_at',
+  'periods_invoiced',
+  'periods_paid',
+  'last_payment_id',
+  'success_url',
+  'metadata',
+  'cancelled_at',
+  'cancellation_reason',
+  'created_at',
+  'invoices',
 ];
-const INVOICE_FIELDS = ['payment_id', 'period', 'status', 'amount_usd_cents', 'checkout_url', 'created_at', 'expires_at', 'paid_at'];
+const INVOICE_FIELDS = [
+  'payment_id',
+  'period',
+  'status',
+  'amount_usd_cents',
+  'checkout_url',
+  'created_at',
+  'expires_at',
+  'paid_at',
+];
 
 let customerSeq = 0;
 const customer = () => `customer${++customerSeq}@example.com`;
 
 async function create(body: Record<string, unknown>, headers?: Record<string, string>) {
-  const res = await m.test.post('/subscriptions', { title: 'Coffee club', amount_usd_cents: 1500, interval: 'month', ...body }, headers);
+  const res = await m.test.post(
+    '/subscriptions',
+    { title: 'Coffee club', amount_usd_cents: 1500, interval: 'month', ...body },
+    headers,
+  );
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
@@ -73,13 +107,23 @@ async function pay(paymentId: string) {
 }
 
 const mailsTo = (to: string) => smtp.messages.filter((x) => x.to === to);
-const eventsOf = (id: string): ReceivedEvent[] => hook.events.filter((e) => e.data?.id === id || e.data?.metadata?.subscription_id === id);
-const subEvents = (id: string) => eventsOf(id).filter((e) => e.type.startsWith('subscription.')).map((e) => e.type);
+const eventsOf = (id: string): ReceivedEvent[] =>
+  hook.events.filter((e) => e.data?.id === id || e.data?.metadata?.subscription_id === id);
+const subEvents = (id: string) =>
+  eventsOf(id)
+    .filter((e) => e.type.startsWith('subscription.'))
+    .map((e) => e.type);
 
 describe('POST /subscriptions', () => {
   test('201 with every field of the Subscription; the first period is invoiced at once as an ordinary payment', async () => {
     const email = customer();
-    const s = await create({ customer_email: email, customer_name: 'Ana Ruiz', grace_days: 3, success_url: 'https://shop.example/thanks', metadata: { plan: 'gold', n: [1, 2] } });
+    const s = await create({
+      customer_email: email,
+      customer_name: 'Ana Ruiz',
+      grace_days: 3,
+      success_url: 'https://shop.example/thanks',
+      metadata: { plan: 'gold', n: [1, 2] },
+    });
     assert.deepEqual(Object.keys(s), FIELDS);
     assert.match(s.id, /^sub_[0-9A-Z]{26}$/);
     assert.equal(s.merchant_id, m.id);
@@ -87,19 +131,45 @@ describe('POST /subscriptions', () => {
     assert.deepEqual(
       { ...s, id: 0, merchant_id: 0, customer: 0, invoices: 0, last_payment_id: 0 },
       {
-        id: 0, merchant_id: 0, customer: 0, invoices: 0, last_payment_id: 0, title: 'Coffee club', amount_usd_cents: 1500, interval: 'month', interval_count: 1,
-        grace_days: 3, status: 'active', started_at: '2026-01-31T09:00:00.000Z', next_due_at: '2026-02-28T09:00:00.000Z', periods_invoiced: 1, periods_paid: 0,
-        success_url: 'https://shop.example/thanks', metadata: { plan: 'gold', n: [1, 2] }, cancelled_at: null, cancellation_reason: null, created_at: '2026-01-31T09:00:00.000Z',
+        id: 0,
+        merchant_id: 0,
+        customer: 0,
+        invoices: 0,
+        last_payment_id: 0,
+        title: 'Coffee club',
+        amount_usd_cents: 1500,
+        interval: 'month',
+        interval_count: 1,
+        grace_days: 3,
+        status: 'active',
+        started_at: '2026-01-31T09:00:00.000Z',
+        next_due_at: '2026-02-28T09:00:00.000Z',
+        periods_invoiced: 1,
+        periods_paid: 0,
+        success_url: 'https://shop.example/thanks',
+        metadata: { plan: 'gold', n: [1, 2] },
+        cancelled_at: null,
+        cancellation_reason: null,
+        created_at: '2026-01-31T09:00:00.000Z',
       },
     );
     assert.equal(s.invoices.length, 1);
     const inv = s.invoices[0];
     assert.deepEqual(Object.keys(inv), INVOICE_FIELDS);
     assert.equal(s.last_payment_id, inv.payment_id);
-    assert.deepEqual({ ...inv, payment_id: 0 }, {
-      payment_id: 0, period: 1, status: 'waiting', amount_usd_cents: 1500, checkout_url: `${t.urls.checkout}/p/${inv.payment_id}`,
-      created_at: '2026-01-31T09:00:00.000Z', expires_at: '2026-02-01T09:00:00.000Z', paid_at: null,
-    });
+    assert.deepEqual(
+      { ...inv, payment_id: 0 },
+      {
+        payment_id: 0,
+        period: 1,
+        status: 'waiting',
+        amount_usd_cents: 1500,
+        checkout_url: `${t.urls.checkout}/p/${inv.payment_id}`,
+        created_at: '2026-01-31T09:00:00.000Z',
+        expires_at: '2026-02-01T09:00:00.000Z',
+        paid_at: null,
+      },
+    );
     // An ordinary payment: in GET /payments, with the subscription in its metadata and the period in its order id.
     const p = (await m.test.get(`/payments/${inv.payment_id}`)).body;
     assert.equal(p.order_id, `${s.id}-1`);
@@ -108,7 +178,10 @@ describe('POST /subscriptions', () => {
     assert.equal(p.success_url, 'https://shop.example/thanks');
     assert.equal(p.status, 'waiting');
     const listed = (await m.test.get(`/payments?order_id=${s.id}-1`)).body.data;
-    assert.deepEqual(listed.map((x: any) => x.id), [inv.payment_id]);
+    assert.deepEqual(
+      listed.map((x: any) => x.id),
+      [inv.payment_id],
+    );
     assert.deepEqual(await sub(s.id), s);
   });
 
@@ -128,8 +201,18 @@ describe('POST /subscriptions', () => {
     const b = await m.test.post('/subscriptions', body, { 'Idempotency-Key': 'sub-key-1' });
     assert.equal(b.status, 200);
     assert.deepEqual(b.body, a.body);
-    assertError(await m.test.post('/subscriptions', { ...body, amount_usd_cents: 901 }, { 'Idempotency-Key': 'sub-key-1' }), 409, 'idempotency_conflict', 'Idempotency-Key');
-    assertError(await m.test.post('/subscriptions', body, { 'Idempotency-Key': 'x'.repeat(256) }), 400, 'invalid_request', 'Idempotency-Key');
+    assertError(
+      await m.test.post('/subscriptions', { ...body, amount_usd_cents: 901 }, { 'Idempotency-Key': 'sub-key-1' }),
+      409,
+      'idempotency_conflict',
+      'Idempotency-Key',
+    );
+    assertError(
+      await m.test.post('/subscriptions', body, { 'Idempotency-Key': 'x'.repeat(256) }),
+      400,
+      'invalid_request',
+      'Idempotency-Key',
+    );
     const list = (await m.test.get(`/subscriptions?customer_email=${email}`)).body.data;
     assert.equal(list.length, 1, 'one subscription for the key');
     await t.kasse.email.runOnce();
@@ -168,9 +251,15 @@ describe('POST /subscriptions', () => {
       [{ customer_email: email, title: 'T', interval: 'month' }, 'amount_usd_cents'],
       [{ customer_email: email, title: 'T', amount_usd_cents: 100 }, 'interval'],
     ];
-    for (const [body, param] of cases) assertError(await m.test.post('/subscriptions', body), 400, 'invalid_request', param);
+    for (const [body, param] of cases)
+      assertError(await m.test.post('/subscriptions', body), 400, 'invalid_request', param);
     // https only on the live API.
-    assertError(await m.live.post('/subscriptions', { ...ok, success_url: 'http://shop.example/ok' }), 400, 'invalid_request', 'success_url');
+    assertError(
+      await m.live.post('/subscriptions', { ...ok, success_url: 'http://shop.example/ok' }),
+      400,
+      'invalid_request',
+      'success_url',
+    );
     assert.equal((await m.test.get(`/subscriptions?customer_email=${email}`)).body.data.length, 0);
     assert.equal((await m.live.get(`/subscriptions?customer_email=${email}`)).body.data.length, 0);
   });
@@ -178,7 +267,11 @@ describe('POST /subscriptions', () => {
 
 let txSeq = 0;
 /** A confirmed transfer of `amount` to a payment's coin choice, as a chain watcher reports it. */
-function deposit(attempt: { chain: string; address: string; token: string }, amount: bigint, block: bigint): DepositObservation {
+function deposit(
+  attempt: { chain: string; address: string; token: string },
+  amount: bigint,
+  block: bigint,
+): DepositObservation {
   return {
     chain: attempt.chain,
     address: attempt.address.toLowerCase(),
@@ -199,8 +292,19 @@ async function available(): Promise<number> {
 describe('the life of a subscription', () => {
   test('monthly, paid for four periods from 31 January: month ends clamped, an invoice email each period, counts kept true', async () => {
     const email = customer();
-    let s = await create({ customer_email: email, customer_name: `Ana ${XSS}`, title: `Beans ${XSS}`, amount_usd_cents: 2500 });
-    const dues = ['2026-01-31T09:00:00.000Z', '2026-02-28T09:00:00.000Z', '2026-03-31T09:00:00.000Z', '2026-04-30T09:00:00.000Z', '2026-05-31T09:00:00.000Z'];
+    let s = await create({
+      customer_email: email,
+      customer_name: `Ana ${XSS}`,
+      title: `Beans ${XSS}`,
+      amount_usd_cents: 2500,
+    });
+    const dues = [
+      '2026-01-31T09:00:00.000Z',
+      '2026-02-28T09:00:00.000Z',
+      '2026-03-31T09:00:00.000Z',
+      '2026-04-30T09:00:00.000Z',
+      '2026-05-31T09:00:00.000Z',
+    ];
     assert.equal(s.started_at, dues[0]);
     for (let period = 1; period <= 4; period++) {
       if (period > 1) {
@@ -220,7 +324,10 @@ describe('the life of a subscription', () => {
       // The invoice names the merchant, the amount, the period, the due date and the checkout link.
       assert.match(mail.subject, /^Invoice from Corner <b>Café<\/b>: Beans <img/);
       assert.match(mail.text, /Amount: \$25\.00/);
-      assert.ok(mail.text.includes(`Due: ${['31 January', '28 February', '31 March', '30 April'][period - 1]} 2026, 09:00 UTC`), mail.text);
+      assert.ok(
+        mail.text.includes(`Due: ${['31 January', '28 February', '31 March', '30 April'][period - 1]} 2026, 09:00 UTC`),
+        mail.text,
+      );
       assert.ok(mail.text.includes(`Pay now: ${inv.checkout_url}`));
       assert.ok(mail.text.includes('Corner <b>Café</b>'));
       assert.match(mail.html, /href="http:\/\/[^"]+\/p\/pay_/);
@@ -234,16 +341,31 @@ describe('the life of a subscription', () => {
     }
     assert.deepEqual(
       s.invoices.map((i: any) => [i.period, i.status]),
-      [[1, 'paid'], [2, 'paid'], [3, 'paid'], [4, 'paid']],
+      [
+        [1, 'paid'],
+        [2, 'paid'],
+        [3, 'paid'],
+        [4, 'paid'],
+      ],
     );
     assert.equal(mailsTo(email).length, 4);
-    assert.deepEqual(subEvents(s.id), ['subscription.created', ...Array(4).fill(['subscription.invoiced', 'subscription.paid']).flat()]);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      ...Array(4).fill(['subscription.invoiced', 'subscription.paid']).flat(),
+    ]);
     const paidEvents = eventsOf(s.id).filter((e) => e.type === 'subscription.paid');
-    assert.deepEqual(paidEvents.map((e) => e.data.periods_paid), [1, 2, 3, 4]);
-    for (const e of eventsOf(s.id).filter((x) => x.type.startsWith('subscription.'))) assert.deepEqual(Object.keys(e.data), FIELDS);
+    assert.deepEqual(
+      paidEvents.map((e) => e.data.periods_paid),
+      [1, 2, 3, 4],
+    );
+    for (const e of eventsOf(s.id).filter((x) => x.type.startsWith('subscription.')))
+      assert.deepEqual(Object.keys(e.data), FIELDS);
     // Each period's payment is an ordinary payment in webhooks too.
     const paymentPaid = eventsOf(s.id).filter((e) => e.type === 'payment.paid');
-    assert.deepEqual(paymentPaid.map((e) => e.data.metadata), [1, 2, 3, 4].map((period) => ({ subscription_id: s.id, period })));
+    assert.deepEqual(
+      paymentPaid.map((e) => e.data.metadata),
+      [1, 2, 3, 4].map((period) => ({ subscription_id: s.id, period })),
+    );
   });
 
   test('past due, then paid within grace: a reminder with a fresh payment, back to active', async () => {
@@ -256,11 +378,22 @@ describe('the life of a subscription', () => {
     assert.equal(r.reissued, 1);
     s = await sub(s.id);
     assert.equal(s.status, 'past_due');
-    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'waiting']]);
+    assert.deepEqual(
+      s.invoices.map((i: any) => [i.period, i.status]),
+      [
+        [1, 'expired'],
+        [1, 'waiting'],
+      ],
+    );
     assert.equal(s.periods_invoiced, 1);
     assert.equal(s.last_payment_id, s.invoices[1].payment_id);
     // The fresh payment's event shows the Subscription exactly as the API does: both payments, each in its state.
-    assert.deepEqual(eventsOf(s.id).filter((e) => e.type === 'subscription.invoiced').at(-1)!.data, s);
+    assert.deepEqual(
+      eventsOf(s.id)
+        .filter((e) => e.type === 'subscription.invoiced')
+        .at(-1)!.data,
+      s,
+    );
     const reminder = await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
     assert.match(reminder.text, /has not arrived and is overdue/);
     const ends = new Date(start.getTime() + 3 * DAY_MS);
@@ -270,7 +403,13 @@ describe('the life of a subscription', () => {
     s = await sub(s.id);
     assert.equal(s.status, 'active');
     assert.equal(s.periods_paid, 1);
-    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced', 'subscription.paid']);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.past_due',
+      'subscription.invoiced',
+      'subscription.paid',
+    ]);
     // The next period is billed as usual.
     t.clock.set(s.next_due_at);
     await pump();
@@ -297,12 +436,20 @@ describe('the life of a subscription', () => {
     assert.equal(s.status, 'cancelled');
     assert.equal(s.cancellation_reason, 'unpaid');
     assert.equal(s.cancelled_at, new Date(start.getTime() + 3 * DAY_MS).toISOString());
-    assert.deepEqual(s.invoices.map((i: any) => i.status), ['expired', 'expired', 'expired']);
+    assert.deepEqual(
+      s.invoices.map((i: any) => i.status),
+      ['expired', 'expired', 'expired'],
+    );
     const ended = await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
     assert.match(ended.text, /was not received before its grace period ended/);
     assert.equal(mailsTo(email).filter((x) => /^Overdue/.test(x.subject)).length, 2);
     assert.deepEqual(subEvents(s.id), [
-      'subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced', 'subscription.invoiced', 'subscription.cancelled',
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.past_due',
+      'subscription.invoiced',
+      'subscription.invoiced',
+      'subscription.cancelled',
     ]);
     const cancelled = eventsOf(s.id).find((e) => e.type === 'subscription.cancelled')!;
     assert.equal(cancelled.data.status, 'cancelled');
@@ -345,7 +492,10 @@ describe('the life of a subscription', () => {
     assert.equal((await m.test.post(`/payments/${first}/accept`)).body.status, 'paid');
     await pump();
     s = await sub(s.id);
-    assert.deepEqual(s.invoices.map((i: any) => i.status), ['paid', 'paid']);
+    assert.deepEqual(
+      s.invoices.map((i: any) => i.status),
+      ['paid', 'paid'],
+    );
     assert.equal(s.periods_paid, 1);
     assert.equal(s.status, 'active');
     assert.equal(subEvents(s.id).filter((x) => x === 'subscription.paid').length, 1);
@@ -353,10 +503,11 @@ describe('the life of a subscription', () => {
     assert.equal((await available()) - before, 2 * fee(1000), 'both payments credited (less the fee)');
   });
 
-  test('a reorg takes a period\'s payment back: the period is unpaid again, and paid again when the money returns', async () => {
+  test("a reorg takes a period's payment back: the period is unpaid again, and paid again when the money returns", async () => {
     let s = await create({ customer_email: customer(), grace_days: 2, amount_usd_cents: 1000 });
     const inv = s.invoices[0].payment_id;
-    const attempt = (await m.test.post(`/payments/${inv}/attempts`, { chain: 'base', token: 'base:usdc' })).body.attempts[0];
+    const attempt = (await m.test.post(`/payments/${inv}/attempts`, { chain: 'base', token: 'base:usdc' })).body
+      .attempts[0];
     const d = deposit(attempt, BigInt(attempt.pay_amount), 7_000n);
     await t.kasse.payments.deposits.recordDeposits('test', [d]);
     await t.kasse.payments.deposits.headAdvanced('test', 'base', 7_010n);
@@ -368,13 +519,20 @@ describe('the life of a subscription', () => {
     s = await sub(s.id);
     assert.equal(s.invoices[0].status, 'waiting');
     assert.equal(s.periods_paid, 0);
-    await t.kasse.payments.deposits.recordDeposits('test', [{ ...d, txHash: `0x${'f'.repeat(64)}`, blockNumber: 7_001n }]);
+    await t.kasse.payments.deposits.recordDeposits('test', [
+      { ...d, txHash: `0x${'f'.repeat(64)}`, blockNumber: 7_001n },
+    ]);
     await t.kasse.payments.deposits.headAdvanced('test', 'base', 7_020n);
     await pump();
     s = await sub(s.id);
     assert.equal(s.periods_paid, 1);
     assert.equal(s.status, 'active');
-    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.paid', 'subscription.paid']);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.paid',
+      'subscription.paid',
+    ]);
   });
 });
 
@@ -400,9 +558,20 @@ describe('dunning starts when the payment ends, not at its 24-hour check', () =>
     assert.equal(r.reissued, 1);
     s = await sub(s.id);
     assert.equal(s.status, 'past_due');
-    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'waiting']]);
+    assert.deepEqual(
+      s.invoices.map((i: any) => [i.period, i.status]),
+      [
+        [1, 'expired'],
+        [1, 'waiting'],
+      ],
+    );
     assert.equal(s.invoices[1].created_at, t.clock.now().toISOString());
-    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced']);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.past_due',
+      'subscription.invoiced',
+    ]);
     const reminder = await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
     assert.ok(reminder.text.includes(`Pay now: ${s.invoices[1].checkout_url}`), reminder.text);
     await pay(s.invoices[1].payment_id);
@@ -414,7 +583,10 @@ describe('dunning starts when the payment ends, not at its 24-hour check', () =>
   test('no grace: expired through the simulator cancels it at once (reason unpaid), with the email', async () => {
     const email = customer();
     let s = await create({ customer_email: email, interval: 'week' });
-    assert.equal((await m.test.post(`/test/payments/${s.invoices[0].payment_id}/simulate`, { outcome: 'expired' })).status, 200);
+    assert.equal(
+      (await m.test.post(`/test/payments/${s.invoices[0].payment_id}/simulate`, { outcome: 'expired' })).status,
+      200,
+    );
     await pump();
     s = await sub(s.id);
     assert.equal(s.status, 'cancelled');
@@ -424,9 +596,15 @@ describe('dunning starts when the payment ends, not at its 24-hour check', () =>
     await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
   });
 
-  test('live mode: the merchant cancels the period\'s payment; dunning starts at once', async () => {
+  test("live mode: the merchant cancels the period's payment; dunning starts at once", async () => {
     const email = customer();
-    const created = await m.live.post('/subscriptions', { customer_email: email, title: 'Coffee club', amount_usd_cents: 1500, interval: 'month', grace_days: 2 });
+    const created = await m.live.post('/subscriptions', {
+      customer_email: email,
+      title: 'Coffee club',
+      amount_usd_cents: 1500,
+      interval: 'month',
+      grace_days: 2,
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id;
     const cancelled = await m.live.post(`/payments/${created.body.invoices[0].payment_id}/cancel`);
@@ -434,7 +612,13 @@ describe('dunning starts when the payment ends, not at its 24-hour check', () =>
     await pump();
     const s = (await m.live.get(`/subscriptions/${id}`)).body;
     assert.equal(s.status, 'past_due');
-    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'cancelled'], [1, 'waiting']]);
+    assert.deepEqual(
+      s.invoices.map((i: any) => [i.period, i.status]),
+      [
+        [1, 'cancelled'],
+        [1, 'waiting'],
+      ],
+    );
     await smtp.waitFor((x) => x.to === email && /^Overdue/.test(x.subject));
   });
 
@@ -459,14 +643,19 @@ describe('refunding a paid period', () => {
     let s = await create({ customer_email: email, grace_days: 2, amount_usd_cents: 1000 });
     const paid = s.invoices[0].payment_id;
     await pay(paid);
-    const refund = await m.test.post(`/payments/${paid}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    const refund = await m.test.post(`/payments/${paid}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
     assert.equal(refund.status, 202, JSON.stringify(refund.body));
     await pump();
     assert.equal((await m.test.get(`/payments/${paid}`)).body.status, 'refunded');
     s = await sub(s.id);
     assert.equal(s.status, 'active');
     assert.equal(s.periods_paid, 1);
-    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'refunded']]);
+    assert.deepEqual(
+      s.invoices.map((i: any) => [i.period, i.status]),
+      [[1, 'refunded']],
+    );
     assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.paid']);
     assert.equal(mailsTo(email).filter((x) => /^Overdue|^Subscription cancelled/.test(x.subject)).length, 0);
     // The next period is billed as usual; cancelling is the merchant's call.
@@ -491,7 +680,11 @@ describe('reading, listing and cancelling', () => {
     assert.equal(s.status, 'cancelled');
     assert.equal(s.cancellation_reason, 'merchant');
     assert.equal(s.cancelled_at, t.clock.now().toISOString());
-    assert.equal((await m.test.get(`/payments/${open}`)).body.status, 'cancelled', 'a payment still waiting is withdrawn');
+    assert.equal(
+      (await m.test.get(`/payments/${open}`)).body.status,
+      'cancelled',
+      'a payment still waiting is withdrawn',
+    );
     assertError(await m.test.post(`/subscriptions/${s.id}/cancel`), 422, 'invalid_state', null);
     await pump();
     const notice = await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
@@ -519,7 +712,8 @@ describe('reading, listing and cancelling', () => {
   test('list: newest first, cursor paging, filters by status and customer email (any case)', async () => {
     const email = customer();
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await create({ customer_email: i === 2 ? email.toUpperCase() : email, title: `Plan ${i}` })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await create({ customer_email: i === 2 ? email.toUpperCase() : email, title: `Plan ${i}` })).id);
     await m.test.post(`/subscriptions/${ids[1]}/cancel`);
     const pages: string[] = [];
     let cursor: string | null = null;
@@ -531,10 +725,18 @@ describe('reading, listing and cancelling', () => {
       cursor = page.next_cursor;
     } while (cursor);
     assert.deepEqual(pages, [...ids].reverse());
-    const cancelled = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=cancelled`)).body.data;
-    assert.deepEqual(cancelled.map((x: any) => x.id), [ids[1]]);
-    const active = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=active`)).body.data;
-    assert.deepEqual(active.map((x: any) => x.id), [ids[4], ids[3], ids[2], ids[0]]);
+    const cancelled = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=cancelled`))
+      .body.data;
+    assert.deepEqual(
+      cancelled.map((x: any) => x.id),
+      [ids[1]],
+    );
+    const active = (await m.test.get(`/subscriptions?customer_email=${encodeURIComponent(email)}&status=active`)).body
+      .data;
+    assert.deepEqual(
+      active.map((x: any) => x.id),
+      [ids[4], ids[3], ids[2], ids[0]],
+    );
     assertError(await m.test.get('/subscriptions?status=paused'), 400, 'invalid_request', 'status');
     assertError(await m.test.get('/subscriptions?limit=101'), 400, 'invalid_request', 'limit');
     assertError(await m.test.get('/subscriptions?cursor=garbage'), 400, 'invalid_request', 'cursor');
@@ -550,23 +752,46 @@ describe('reading, listing and cancelling', () => {
     const page = await fetch(link);
     assert.equal(page.status, 200);
     const body = await page.text();
-    assert.ok(body.includes('Box &lt;img src=x onerror=&quot;alert(1)&quot;&gt;') || body.includes('Box &lt;img src=x onerror=&#34;alert(1)&#34;&gt;'), 'the title is escaped');
+    assert.ok(
+      body.includes('Box &lt;img src=x onerror=&quot;alert(1)&quot;&gt;') ||
+        body.includes('Box &lt;img src=x onerror=&#34;alert(1)&#34;&gt;'),
+      'the title is escaped',
+    );
     assert.ok(!body.includes(XSS));
     assert.ok(body.includes('Corner &lt;b&gt;Café&lt;/b&gt;'));
     assert.match(body, /Cancel subscription/);
     // Altered links: another subscription id under the same signature, a changed expiry, a cut signature.
     const [, exp, mac] = link.split('/s/')[1]!.split('.');
     const other = (await create({ customer_email: customer() })).id;
-    for (const bad of [`${other}.${exp}.${mac}`, `${s.id}.${Number(exp) + 1}.${mac}`, `${s.id}.${exp}.${mac!.slice(1)}`]) {
+    for (const bad of [
+      `${other}.${exp}.${mac}`,
+      `${s.id}.${Number(exp) + 1}.${mac}`,
+      `${s.id}.${exp}.${mac!.slice(1)}`,
+    ]) {
       assert.equal((await fetch(`${t.urls.checkout}/s/${bad}`)).status, 404, bad);
-      const post = await fetch(`${t.urls.checkout}/s/${bad}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout }, body: '', redirect: 'manual' });
+      const post = await fetch(`${t.urls.checkout}/s/${bad}/cancel`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout },
+        body: '',
+        redirect: 'manual',
+      });
       assert.equal(post.status, 404);
     }
     // Another site's form cannot cancel it.
-    const cross = await fetch(`${link}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' }, body: '', redirect: 'manual' });
+    const cross = await fetch(`${link}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+      body: '',
+      redirect: 'manual',
+    });
     assert.equal(cross.status, 400);
     assert.equal((await sub(s.id)).status, 'active');
-    const res = await fetch(`${link}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout }, body: '', redirect: 'manual' });
+    const res = await fetch(`${link}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: t.urls.checkout },
+      body: '',
+      redirect: 'manual',
+    });
     assert.equal(res.status, 303);
     const after = await sub(s.id);
     assert.equal(after.status, 'cancelled');
@@ -591,7 +816,11 @@ describe('reading, listing and cancelling', () => {
     await pump();
     await m.test.post(`/subscriptions/${s.id}/cancel`).catch(() => {});
     await pump();
-    const mails = await Promise.all([/^Invoice/, /^Overdue|^Subscription cancelled/].map((re) => smtp.waitFor((x) => x.to === email && re.test(x.subject))));
+    const mails = await Promise.all(
+      [/^Invoice/, /^Overdue|^Subscription cancelled/].map((re) =>
+        smtp.waitFor((x) => x.to === email && re.test(x.subject)),
+      ),
+    );
     assert.ok(mails.length >= 2);
     for (const mail of mailsTo(email)) {
       assert.ok(!mail.html.includes('<img'), `no live markup in ${mail.subject}`);
@@ -606,7 +835,13 @@ describe('reading, listing and cancelling', () => {
 describe('test mode: advance', () => {
   test('a year of weekly renewals in a minute: each advance invoices the next period, with the real email and webhooks', async () => {
     const email = customer();
-    let s = await create({ customer_email: email, interval: 'week', interval_count: 4, amount_usd_cents: 700, grace_days: 2 });
+    let s = await create({
+      customer_email: email,
+      interval: 'week',
+      interval_count: 4,
+      amount_usd_cents: 700,
+      grace_days: 2,
+    });
     const startedAt = new Date(s.started_at).getTime();
     await pay(s.invoices[0].payment_id);
     for (let period = 2; period <= 13; period++) {
@@ -621,7 +856,8 @@ describe('test mode: advance', () => {
     s = await sub(s.id);
     assert.equal(s.periods_paid, 13);
     await pump();
-    for (let period = 1; period <= 13; period++) await smtp.waitFor((x) => x.to === email && x.text.includes(`Period: ${period} (`));
+    for (let period = 1; period <= 13; period++)
+      await smtp.waitFor((x) => x.to === email && x.text.includes(`Period: ${period} (`));
     assert.equal(mailsTo(email).length, 13);
     assert.equal(subEvents(s.id).filter((x) => x === 'subscription.invoiced').length, 13);
     assert.equal(subEvents(s.id).filter((x) => x === 'subscription.paid').length, 13);
@@ -633,11 +869,23 @@ describe('test mode: advance', () => {
     s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
     assert.equal(s.status, 'cancelled');
     assert.equal(s.cancellation_reason, 'unpaid');
-    assert.deepEqual(s.invoices.map((i: any) => [i.period, i.status]), [[1, 'expired'], [1, 'expired']]);
+    assert.deepEqual(
+      s.invoices.map((i: any) => [i.period, i.status]),
+      [
+        [1, 'expired'],
+        [1, 'expired'],
+      ],
+    );
     await pump();
     assert.equal(mailsTo(email).filter((x) => /^Overdue/.test(x.subject)).length, 1);
     await smtp.waitFor((x) => x.to === email && /^Subscription cancelled/.test(x.subject));
-    assert.deepEqual(subEvents(s.id), ['subscription.created', 'subscription.invoiced', 'subscription.past_due', 'subscription.invoiced', 'subscription.cancelled']);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.past_due',
+      'subscription.invoiced',
+      'subscription.cancelled',
+    ]);
     assertError(await m.test.post(`/test/subscriptions/${s.id}/advance`), 422, 'invalid_state', null);
     const live = await m.live.post(`/test/subscriptions/${s.id}/advance`);
     assert.equal(live.status, 404);
@@ -650,7 +898,13 @@ describe('webhooks', () => {
     await pump();
     assert.equal(hook.rejected.length, 0, JSON.stringify(hook.rejected.map((r) => r.rejected)));
     const subs = hook.events.filter((e) => e.type.startsWith('subscription.'));
-    assert.deepEqual([...new Set(subs.map((e) => e.type))].sort(), ['subscription.cancelled', 'subscription.created', 'subscription.invoiced', 'subscription.paid', 'subscription.past_due']);
+    assert.deepEqual([...new Set(subs.map((e) => e.type))].sort(), [
+      'subscription.cancelled',
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.paid',
+      'subscription.past_due',
+    ]);
     for (const e of subs) {
       assert.deepEqual(Object.keys(e.data), FIELDS);
       assert.match(e.data.id, /^sub_[0-9A-Z]{26}$/);

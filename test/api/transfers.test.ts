@@ -32,13 +32,29 @@ async function transfer(id: string) {
 async function request(purpose: string, mode: Mode = 'test') {
   const id = newId('po');
   const token = t.kasse.chains.token(mode, 'base:usdc')!;
-  const delivery = await withTx(t.kasse.db, (tx) => t.kasse.transfers.request(tx, { transferId: id, mode, purpose, token, destination: DESTINATION, amount: 5_000_000n }));
+  const delivery = await withTx(t.kasse.db, (tx) =>
+    t.kasse.transfers.request(tx, {
+      transferId: id,
+      mode,
+      purpose,
+      token,
+      destination: DESTINATION,
+      amount: 5_000_000n,
+    }),
+  );
   return { id, delivery };
 }
 
 describe('refunds as transfers', () => {
   test('a refund is a transfer recorded with it; the simulated sender settles it and the refund and payment follow', async () => {
-    const p = (await m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'tr-1', token: 'base:usdc' })).body;
+    const p = (
+      await m.test.post('/payments', {
+        price_amount: 1000,
+        price_currency: 'USD',
+        order_id: 'tr-1',
+        token: 'base:usdc',
+      })
+    ).body;
     await m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
     const refund = (await m.test.post(`/payments/${p.id}/refund`, { destination: DESTINATION })).body;
     const pending = (await transfer(refund.id))!;
@@ -54,7 +70,11 @@ describe('refunds as transfers', () => {
     const sent = (await transfer(refund.id))!;
     assert.equal(sent.status, 'sent');
     assert.match(sent.tx_hash!, /^0xsim[0-9a-f]{61}$/);
-    const row = await t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', refund.id).executeTakeFirstOrThrow();
+    const row = await t.kasse.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('id', '=', refund.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.status, 'sent');
     assert.equal(row.tx_hash, sent.tx_hash);
     assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
@@ -72,7 +92,11 @@ describe('owners by purpose', () => {
           throw new Error('the owner could not record it');
         }
         // Inside the settling transaction: the transfer already shows as settled.
-        const row = await tx.selectFrom('transfers').select('status').where('id', '=', settled.id).executeTakeFirstOrThrow();
+        const row = await tx
+          .selectFrom('transfers')
+          .select('status')
+          .where('id', '=', settled.id)
+          .executeTakeFirstOrThrow();
         assert.equal(row.status, settled.status);
         calls.push(settled);
       },
@@ -87,7 +111,12 @@ describe('owners by purpose', () => {
       calls.filter((c) => c.id === id),
       [{ id, mode: 'test', purpose: 'rebate', status: 'sent', txHash: (await transfer(id))!.tx_hash, error: null }],
     );
-    await t.kasse.transfers.transferSettled('test', { transferId: id, status: 'failed', txHash: null, error: 'late report' });
+    await t.kasse.transfers.transferSettled('test', {
+      transferId: id,
+      status: 'failed',
+      txHash: null,
+      error: 'late report',
+    });
     assert.equal((await transfer(id))!.status, 'sent', 'a settled transfer stays as it settled');
     assert.equal(calls.filter((c) => c.id === id).length, 1);
   });
@@ -95,7 +124,10 @@ describe('owners by purpose', () => {
   test('an owner that fails leaves the transfer pending; the next report settles it', async () => {
     const { id } = await request('rebate');
     failNext = true;
-    await assert.rejects(t.kasse.transfers.transferSettled('test', { transferId: id, status: 'sent', txHash: '0xabc', error: null }), /could not record/);
+    await assert.rejects(
+      t.kasse.transfers.transferSettled('test', { transferId: id, status: 'sent', txHash: '0xabc', error: null }),
+      /could not record/,
+    );
     assert.equal((await transfer(id))!.status, 'pending');
     await t.kasse.transfers.transferSettled('test', { transferId: id, status: 'sent', txHash: '0xabc', error: null });
     assert.equal((await transfer(id))!.status, 'sent');
@@ -106,7 +138,12 @@ describe('owners by purpose', () => {
     const { id } = await request('rebate');
     await t.kasse.transfers.transferSettled('live', { transferId: id, status: 'sent', txHash: '0xdef', error: null });
     assert.equal((await transfer(id))!.status, 'pending');
-    await t.kasse.transfers.transferSettled('test', { transferId: 'po_NOSUCHTRANSFER00000000000', status: 'sent', txHash: '0xdef', error: null });
+    await t.kasse.transfers.transferSettled('test', {
+      transferId: 'po_NOSUCHTRANSFER00000000000',
+      status: 'sent',
+      txHash: '0xdef',
+      error: null,
+    });
     assert.equal(await transfer('po_NOSUCHTRANSFER00000000000'), undefined);
   });
 

@@ -18,7 +18,11 @@ let dataDir: string;
 
 function kasse(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/kasse.js', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/kasse.js', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -31,7 +35,13 @@ before(async () => {
   db = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-users-'));
   // Commands use the server's secrets and make none of their own: these stand for the server's.
-  env = { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir, KASSE_CHECKOUT_URL: 'https://pay.shop.example', KASSE_SECRET_KEY: 'cd'.repeat(32), KASSE_MASTER_SEED: generateMnemonic(english) };
+  env = {
+    DATABASE_URL: db.url,
+    KASSE_DATA_DIR: dataDir,
+    KASSE_CHECKOUT_URL: 'https://pay.shop.example',
+    KASSE_SECRET_KEY: 'cd'.repeat(32),
+    KASSE_MASTER_SEED: generateMnemonic(english),
+  };
 });
 after(async () => {
   rmSync(dataDir, { recursive: true, force: true });
@@ -42,7 +52,17 @@ test('kasse user create --json prints one JSON object with a one-time set-up lin
   const m = await kasse(['merchant', 'create', '--name', 'Corner Shop', '--json']);
   assert.equal(m.code, 0, m.stderr);
   const merchant = JSON.parse(m.stdout).merchant_id as string;
-  const res = await kasse(['user', 'create', '--merchant', merchant, '--email', 'Owner@Shop.example', '--role', 'owner', '--json']);
+  const res = await kasse([
+    'user',
+    'create',
+    '--merchant',
+    merchant,
+    '--email',
+    'Owner@Shop.example',
+    '--role',
+    'owner',
+    '--json',
+  ]);
   assert.equal(res.code, 0, res.stderr);
   assert.equal(res.stdout.trim().split('\n').length, 1);
   const out = JSON.parse(res.stdout);
@@ -65,13 +85,20 @@ test('kasse user create --json prints one JSON object with a one-time set-up lin
     assert.match(bad.stderr, /^kasse: /);
   }
   const list = JSON.parse((await kasse(['user', 'list', '--merchant', merchant, '--json'])).stdout);
-  assert.deepEqual(list.data.map((u: { email: string; status: string }) => [u.email, u.status]), [['owner@shop.example', 'invited']]);
+  assert.deepEqual(
+    list.data.map((u: { email: string; status: string }) => [u.email, u.status]),
+    [['owner@shop.example', 'invited']],
+  );
   const again = JSON.parse((await kasse(['user', 'setup-link', '--email', 'owner@shop.example', '--json'])).stdout);
   assert.notEqual(again.setup_url, out.setup_url);
 });
 
 test('kasse user create --help and kasse help user create print the usage and exit 0, without touching the database', async () => {
-  for (const args of [['user', 'create', '--help'], ['help', 'user', 'create'], ['user', 'create', '--merchant', 'mer_X', '-h']]) {
+  for (const args of [
+    ['user', 'create', '--help'],
+    ['help', 'user', 'create'],
+    ['user', 'create', '--merchant', 'mer_X', '-h'],
+  ]) {
     const res = await kasse(args);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /^usage: kasse user create --merchant ID --email EMAIL --role owner\|member\|viewer/);

@@ -52,7 +52,14 @@ function payment(id: string, status = 'paid') {
 async function publish(kasse: Kasse, input: Partial<EventInput> & { merchantId: string }): Promise<string> {
   const orderingKey = input.orderingKey ?? `pay_K${++keySeq}`;
   const { id } = await withTx(kasse.db, (tx) =>
-    kasse.webhooks.publish(tx, { mode: 'test', type: 'payment.paid', data: payment(orderingKey), destination: null, ...input, orderingKey }),
+    kasse.webhooks.publish(tx, {
+      mode: 'test',
+      type: 'payment.paid',
+      data: payment(orderingKey),
+      destination: null,
+      ...input,
+      orderingKey,
+    }),
   );
   return id;
 }
@@ -168,7 +175,10 @@ describe('delivery', () => {
       [1, 2, 3, 4, 5, 6, 7],
     );
     assert.ok(d.attempts.every((a) => a.outcome === 'http_error' && a.http_status === 500 && a.error === 'HTTP 500'));
-    const expectedStarts = [start, ...RETRY_DELAYS_MS.map((_, i) => start + RETRY_DELAYS_MS.slice(0, i + 1).reduce((a, b) => a + b, 0))];
+    const expectedStarts = [
+      start,
+      ...RETRY_DELAYS_MS.map((_, i) => start + RETRY_DELAYS_MS.slice(0, i + 1).reduce((a, b) => a + b, 0)),
+    ];
     assert.deepEqual(
       d.attempts.map((a) => a.started_at),
       expectedStarts.map((ms) => new Date(ms).toISOString()),
@@ -289,18 +299,33 @@ describe('batches', () => {
     for (const id of okIds) {
       const d = (await eventDetail(t.kasse, ok.m.id, id)).deliveries[0]!;
       assert.equal(d.status, 'delivered');
-      assert.deepEqual(d.attempts.map((a) => a.outcome), ['delivered']);
+      assert.deepEqual(
+        d.attempts.map((a) => a.outcome),
+        ['delivered'],
+      );
     }
-    for (const [m, id, status] of [[failing.m, failed, 500], [refusing.m, refused, 404]] as const) {
+    for (const [m, id, status] of [
+      [failing.m, failed, 500],
+      [refusing.m, refused, 404],
+    ] as const) {
       const d = (await eventDetail(t.kasse, m.id, id)).deliveries[0]!;
       assert.equal(d.status, 'pending');
-      assert.deepEqual(d.attempts.map((a) => [a.outcome, a.http_status]), [['http_error', status]]);
+      assert.deepEqual(
+        d.attempts.map((a) => [a.outcome, a.http_status]),
+        [['http_error', status]],
+      );
     }
     // Both are retried on schedule and then arrive.
     t.clock.advance(MINUTE);
     await t.kasse.webhooks.drain();
-    assert.deepEqual(failing.r.events.map((e) => e.id), [failed]);
-    assert.deepEqual(refusing.r.events.map((e) => e.id), [refused]);
+    assert.deepEqual(
+      failing.r.events.map((e) => e.id),
+      [failed],
+    );
+    assert.deepEqual(
+      refusing.r.events.map((e) => e.id),
+      [refused],
+    );
   });
 
   test('a worker that crashed right after claiming sends nothing; the deliveries go once the lease runs out', async () => {
@@ -326,10 +351,16 @@ describe('batches', () => {
     r.dropConnections();
     const second = await publish(t.kasse, { merchantId: m.id });
     await t.kasse.webhooks.drain();
-    assert.deepEqual(r.events.map((e) => e.id), [first, second]);
+    assert.deepEqual(
+      r.events.map((e) => e.id),
+      [first, second],
+    );
     const d = (await eventDetail(t.kasse, m.id, second)).deliveries[0]!;
     assert.equal(d.status, 'delivered');
-    assert.deepEqual(d.attempts.map((a) => a.outcome), ['delivered']);
+    assert.deepEqual(
+      d.attempts.map((a) => a.outcome),
+      ['delivered'],
+    );
   });
 });
 
@@ -423,7 +454,12 @@ describe('events API', () => {
     ({ m, r } = await merchantWithReceiver());
     const types = ['payment.detected', 'payment.confirming', 'payment.paid', 'payment.overpaid', 'payment.refunded'];
     for (const type of types) ids.push(await publish(t.kasse, { merchantId: m.id, orderingKey: 'pay_API', type }));
-    liveId = await publish(t.kasse, { merchantId: m.id, mode: 'live', orderingKey: 'pay_API_LIVE', destination: 'http://10.0.0.1/' });
+    liveId = await publish(t.kasse, {
+      merchantId: m.id,
+      mode: 'live',
+      orderingKey: 'pay_API_LIVE',
+      destination: 'http://10.0.0.1/',
+    });
     await t.kasse.webhooks.drain();
   });
 
@@ -432,7 +468,9 @@ describe('events API', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res: { status: number; body: any } = await m.test.get(`/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const res: { status: number; body: any } = await m.test.get(
+        `/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body), ['data', 'next_cursor']);
       assert.ok(res.body.data.length <= 2);
@@ -484,16 +522,37 @@ describe('events API', () => {
     assert.equal(res.body.type, 'payment.detected');
     assert.equal(res.body.deliveries.length, 1);
     const d = res.body.deliveries[0];
-    assert.deepEqual(Object.keys(d), ['id', 'url', 'status', 'attempt_count', 'next_attempt_at', 'delivered_at', 'created_at', 'attempts']);
+    assert.deepEqual(Object.keys(d), [
+      'id',
+      'url',
+      'status',
+      'attempt_count',
+      'next_attempt_at',
+      'delivered_at',
+      'created_at',
+      'attempts',
+    ]);
     assert.match(d.id, /^dlv_[0-9A-Z]{26}$/);
     assert.equal(d.status, 'delivered');
-    assert.deepEqual(Object.keys(d.attempts[0]), ['attempt', 'started_at', 'duration_ms', 'outcome', 'http_status', 'error', 'response_body']);
+    assert.deepEqual(Object.keys(d.attempts[0]), [
+      'attempt',
+      'started_at',
+      'duration_ms',
+      'outcome',
+      'http_status',
+      'error',
+      'response_body',
+    ]);
 
     const live = await m.live.get(`/events/${liveId}`);
     assert.equal(live.status, 200);
     assert.equal(live.body.deliveries[0].attempts[0].outcome, 'refused');
 
-    for (const res404 of [await m.live.get(`/events/${ids[0]}`), await m.test.get(`/events/${liveId}`), await (await t.merchant()).test.get(`/events/${ids[0]}`)]) {
+    for (const res404 of [
+      await m.live.get(`/events/${ids[0]}`),
+      await m.test.get(`/events/${liveId}`),
+      await (await t.merchant()).test.get(`/events/${ids[0]}`),
+    ]) {
       assert.equal(res404.status, 404);
       assert.equal(res404.body.error.code, 'not_found');
     }
@@ -548,7 +607,15 @@ describe('workers', () => {
   test('the delivery loop is woken by a commit in this process and by NOTIFY from another process', async () => {
     const { m, r } = await merchantWithReceiver();
     const workers = startWorkers(t.kasse);
-    const other = await Kasse.open({ config: t.config, databaseUrl: t.databaseUrl, clock: t.clock, secrets: testSecrets(), log: t.kasse.log, listen: false, poolSize: 2 });
+    const other = await Kasse.open({
+      config: t.config,
+      databaseUrl: t.databaseUrl,
+      clock: t.clock,
+      secrets: testSecrets(),
+      log: t.kasse.log,
+      listen: false,
+      poolSize: 2,
+    });
     try {
       const local = await publish(t.kasse, { merchantId: m.id });
       assert.equal((await r.next(1))[0]!.id, local);

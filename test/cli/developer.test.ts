@@ -26,13 +26,22 @@ const NO_DATA_DIR = join(tmpdir(), `kasse-developer-no-data-${process.pid}`);
 
 /** A developer's environment: the API's URL and key, nothing of the server's. */
 function env(key: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('KASSE_') && k !== 'DATABASE_URL'));
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('KASSE_') && k !== 'DATABASE_URL'),
+  );
   return { ...clean, KASSE_API_URL: t.urls.test, KASSE_API_KEY: key, KASSE_DATA_DIR: NO_DATA_DIR, ...extra };
 }
 
-function kasse(args: string[], environment: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+function kasse(
+  args: string[],
+  environment: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/kasse.js', ...args], { cwd: ROOT, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/kasse.js', ...args], {
+      cwd: ROOT,
+      env: environment,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -53,7 +62,11 @@ interface Listener {
 
 /** Starts `kasse listen` and resolves once it is connected. */
 async function listen(args: string[], environment: NodeJS.ProcessEnv): Promise<Listener> {
-  const child = spawn(process.execPath, ['bin/kasse.js', 'listen', ...args], { cwd: ROOT, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/kasse.js', 'listen', ...args], {
+    cwd: ROOT,
+    env: environment,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   let waiters: Array<() => void> = [];
   let buffer = '';
@@ -71,7 +84,10 @@ async function listen(args: string[], environment: NodeJS.ProcessEnv): Promise<L
   const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
   const line = (re: RegExp, from = 0) =>
     new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no line matching ${re} in:\n${lines.join('\n')}\n${stderr}`)), 30_000);
+      const timer = setTimeout(
+        () => reject(new Error(`no line matching ${re} in:\n${lines.join('\n')}\n${stderr}`)),
+        30_000,
+      );
       const check = () => {
         const found = lines.slice(from).find((l) => re.test(l));
         if (found) {
@@ -120,7 +136,10 @@ async function localReceiver(): Promise<LocalReceiver> {
     next(n) {
       const want = (taken += n);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`expected ${want} forwarded events, got ${r.events.length}`)), 30_000);
+        const timer = setTimeout(
+          () => reject(new Error(`expected ${want} forwarded events, got ${r.events.length}`)),
+          30_000,
+        );
         const check = () => {
           if (r.events.length < want) return void (wake = check);
           clearTimeout(timer);
@@ -133,17 +152,23 @@ async function localReceiver(): Promise<LocalReceiver> {
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
-      try {
-        const event = Kasse.webhooks.constructEvent(Buffer.concat(chunks), req.headers['service-signature'], r.secret);
-        r.events.push({ event, headers: req.headers });
-        res.writeHead(r.status).end();
-        wake();
-      } catch (err) {
-        r.rejected.push((err as Error).message);
-        res.writeHead(400).end();
-      }
-    });
+    req
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => {
+        try {
+          const event = Kasse.webhooks.constructEvent(
+            Buffer.concat(chunks),
+            req.headers['service-signature'],
+            r.secret,
+          );
+          r.events.push({ event, headers: req.headers });
+          res.writeHead(r.status).end();
+          wake();
+        } catch (err) {
+          r.rejected.push((err as Error).message);
+          res.writeHead(400).end();
+        }
+      });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
@@ -170,7 +195,8 @@ after(async () => {
   assert.ok(!existsSync(NO_DATA_DIR), 'no developer command opened a database');
 });
 
-const newPayment = async (orderId: string) => (await m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: orderId })).body;
+const newPayment = async (orderId: string) =>
+  (await m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: orderId })).body;
 
 describe('kasse --help', () => {
   test('tells developer commands from operator commands', async () => {
@@ -268,14 +294,18 @@ describe('kasse listen', () => {
       assert.equal(late!.type, 'payment.late');
       // The server ends its streams when its notification connection drops; listen reconnects with the last id.
       const mark = l.lines.length;
-      await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(t.kasse.db);
+      await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(
+        t.kasse.db,
+      );
       await l.line(/^Connection lost/, mark);
       const during = await newPayment('during-the-gap');
       await m.test.post(`/payments/${during.id}/cancel`);
       await l.line(/^Reconnected\./, mark);
       const [cancelled] = await local.next(1);
       assert.equal(cancelled!.data.id, during.id);
-      assert.ok(!local.events.some((e) => e.event.type === 'payment.paid' && e.event.data.order_id === 'not-forwarded'));
+      assert.ok(
+        !local.events.some((e) => e.event.type === 'payment.paid' && e.event.data.order_id === 'not-forwarded'),
+      );
     } finally {
       await l.stop();
     }
@@ -308,23 +338,49 @@ describe('kasse trigger', () => {
     await workers.stop();
   });
 
-  for (const type of ['payment.paid', 'payment.underpaid', 'payment.expired', 'payment.late', 'payment.wrong_asset', 'payment.cancelled', 'payment.refunded']) {
+  for (const type of [
+    'payment.paid',
+    'payment.underpaid',
+    'payment.expired',
+    'payment.late',
+    'payment.wrong_asset',
+    'payment.cancelled',
+    'payment.refunded',
+  ]) {
     test(`${type}: a test payment fires the real event, to the webhook URL and to kasse listen`, async () => {
       const res = await kasse(['trigger', type], env(m.testKey));
       assert.equal(res.code, 0, res.stderr);
-      const [, eventId, paymentId] = new RegExp(`^Triggered ${type.replace('.', '\\.')}: (evt_\\w+) for (pay_\\w+)`).exec(res.stdout) ?? [];
+      const [, eventId, paymentId] =
+        new RegExp(`^Triggered ${type.replace('.', '\\.')}: (evt_\\w+) for (pay_\\w+)`).exec(res.stdout) ?? [];
       assert.ok(eventId, res.stdout);
       const event = (await m.test.get(`/events/${eventId}`)).body;
       assert.equal(event.type, type);
       assert.equal(event.data.id, paymentId);
       assert.equal(event.data.metadata.kasse_trigger, type);
-      await eventually('forwarded by kasse listen', () => local.events.some((e) => e.event.id === eventId), { timeoutMs: 30_000 });
-      await eventually('delivered to the webhook URL', () => webhooks.events.some((e) => e.id === eventId), { timeoutMs: 30_000 });
+      await eventually('forwarded by kasse listen', () => local.events.some((e) => e.event.id === eventId), {
+        timeoutMs: 30_000,
+      });
+      await eventually('delivered to the webhook URL', () => webhooks.events.some((e) => e.id === eventId), {
+        timeoutMs: 30_000,
+      });
     });
   }
 
   test('--override sets the payment’s fields and metadata; --json prints one object', async () => {
-    const res = await kasse(['trigger', 'payment.paid', '--override', 'price_amount=5000', '--override', 'order_id=A-17', '--override', 'metadata.customer=42', '--json'], env(m.testKey));
+    const res = await kasse(
+      [
+        'trigger',
+        'payment.paid',
+        '--override',
+        'price_amount=5000',
+        '--override',
+        'order_id=A-17',
+        '--override',
+        'metadata.customer=42',
+        '--json',
+      ],
+      env(m.testKey),
+    );
     assert.equal(res.code, 0, res.stderr);
     const out = JSON.parse(res.stdout);
     assert.equal(out.event, 'payment.paid');

@@ -14,8 +14,12 @@ before(async () => {
   const t = await createTestDatabase();
   drop = t.drop;
   db = createDb(t.url, 8).db;
-  await sql`CREATE TABLE rows (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz, doc jsonb, raw json, flag boolean, note text, tags text[])`.execute(db);
-  await sql`CREATE TABLE notes (row_id text NOT NULL, seq bigint GENERATED ALWAYS AS IDENTITY, body text NOT NULL)`.execute(db);
+  await sql`CREATE TABLE rows (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz, doc jsonb, raw json, flag boolean, note text, tags text[])`.execute(
+    db,
+  );
+  await sql`CREATE TABLE notes (row_id text NOT NULL, seq bigint GENERATED ALWAYS AS IDENTITY, body text NOT NULL)`.execute(
+    db,
+  );
 });
 after(async () => {
   await db.destroy();
@@ -25,17 +29,28 @@ after(async () => {
 const ROW = rowInsert('rows', ['id', 'n', 'at', 'doc', 'raw', 'flag', 'note']);
 const NOTE = rowInsert('notes', ['row_id', 'body']);
 const change = (id: string, note: string | null, raw = '{"b":1,"a":[2,"x"]}'): Write[] => [
-  rowWrite(ROW, [id, 2n ** 62n + 7n, new Date('2026-02-28T23:59:59.123Z'), { z: 1, a: { q: 'x"y' } }, raw, false, note]),
+  rowWrite(ROW, [
+    id,
+    2n ** 62n + 7n,
+    new Date('2026-02-28T23:59:59.123Z'),
+    { z: 1, a: { q: 'x"y' } },
+    raw,
+    false,
+    note,
+  ]),
   rowWrite(NOTE, [id, `note of ${id}`]),
 ];
 
 /** A Db whose statements are counted. */
 function counted(): { db: Db; count(): number } {
   let n = 0;
-  const c = db.withPlugin({ transformQuery: (a) => a.node, transformResult: async (a) => {
-    n++;
-    return a.result;
-  } });
+  const c = db.withPlugin({
+    transformQuery: (a) => a.node,
+    transformResult: async (a) => {
+      n++;
+      return a.result;
+    },
+  });
   return { db: c, count: () => n };
 }
 
@@ -43,10 +58,20 @@ test('changes made at once share statements, and every value lands as a statemen
   const awkward = ['NULL', '', 'a,b', '{braces}', 'quote " and \\ backslash', 'line\nbreak', 'ünïcødé ✓', null];
   const c = counted();
   const ids = Array.from({ length: 40 }, (_, i) => `r${i}`);
-  await Promise.all(ids.map((id, i) => writeCoalesced(c.db, change(id, awkward[i % awkward.length]!, `{"k":${i}, "a" : "sp ace"}`))));
+  await Promise.all(
+    ids.map((id, i) => writeCoalesced(c.db, change(id, awkward[i % awkward.length]!, `{"k":${i}, "a" : "sp ace"}`))),
+  );
   assert.ok(c.count() < 40, `${c.count()} statements for 40 changes`);
 
-  const rows = await sql<{ id: string; n: bigint; at: Date; doc: unknown; raw: string; flag: boolean; note: string | null }>`
+  const rows = await sql<{
+    id: string;
+    n: bigint;
+    at: Date;
+    doc: unknown;
+    raw: string;
+    flag: boolean;
+    note: string | null;
+  }>`
     SELECT id, n, at, doc, raw::text AS raw, flag, note FROM rows WHERE id LIKE 'r%' ORDER BY id`.execute(db);
   assert.equal(rows.rows.length, 40);
   for (const r of rows.rows) {
@@ -65,16 +90,28 @@ test('changes made at once share statements, and every value lands as a statemen
 test('a change that fails fails alone: the others of its batch are written, and its own rows are not', async () => {
   await writeCoalesced(db, change('taken', 'first'));
   const ids = Array.from({ length: 12 }, (_, i) => `s${i}`);
-  const outcomes = await Promise.allSettled([...ids, 'taken', 's3'].map((id) => writeCoalesced(db, change(id, 'second'))));
-  const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [{ i, code: (o.reason as { code?: string }).code }] : []));
+  const outcomes = await Promise.allSettled(
+    [...ids, 'taken', 's3'].map((id) => writeCoalesced(db, change(id, 'second'))),
+  );
+  const failed = outcomes.flatMap((o, i) =>
+    o.status === 'rejected' ? [{ i, code: (o.reason as { code?: string }).code }] : [],
+  );
   // 'taken' was stored before; one of the two 's3' changes loses to the other.
   assert.equal(failed.length, 2, JSON.stringify(failed));
   assert.ok(failed.every((f) => f.code === '23505'));
-  assert.ok(failed.some((f) => f.i === 12), 'the change reusing a stored id failed');
-  const stored = await sql<{ id: string; note: string }>`SELECT id, note FROM rows WHERE id LIKE 's%' OR id = 'taken' ORDER BY id`.execute(db);
+  assert.ok(
+    failed.some((f) => f.i === 12),
+    'the change reusing a stored id failed',
+  );
+  const stored = await sql<{
+    id: string;
+    note: string;
+  }>`SELECT id, note FROM rows WHERE id LIKE 's%' OR id = 'taken' ORDER BY id`.execute(db);
   assert.equal(stored.rows.length, 13);
   assert.equal(stored.rows.find((r) => r.id === 'taken')!.note, 'first');
-  const notes = await sql<{ row_id: string }>`SELECT row_id FROM notes WHERE row_id LIKE 's%' OR row_id = 'taken'`.execute(db);
+  const notes = await sql<{
+    row_id: string;
+  }>`SELECT row_id FROM notes WHERE row_id LIKE 's%' OR row_id = 'taken'`.execute(db);
   assert.equal(notes.rows.filter((n) => n.row_id === 'taken').length, 1, 'the failed change wrote no note');
   assert.equal(notes.rows.filter((n) => n.row_id === 's3').length, 1);
   assert.equal(notes.rows.length, 13);
@@ -86,15 +123,23 @@ test('a change with an array value, or of another kind of statement, is written 
     { sql: 'INSERT INTO notes (row_id, body) SELECT $1, $2', parameters: [id, 'by select'] },
   ];
   await Promise.all(['t1', 't2', 't3'].map((id) => writeCoalesced(db, withTags(id))));
-  const rows = await sql<{ id: string; tags: string[] }>`SELECT id, tags FROM rows WHERE id LIKE 't%' AND id <> 'taken' ORDER BY id`.execute(db);
-  assert.deepEqual(rows.rows, ['t1', 't2', 't3'].map((id) => ({ id, tags: ['a,b', 'c'] })));
+  const rows = await sql<{
+    id: string;
+    tags: string[];
+  }>`SELECT id, tags FROM rows WHERE id LIKE 't%' AND id <> 'taken' ORDER BY id`.execute(db);
+  assert.deepEqual(
+    rows.rows,
+    ['t1', 't2', 't3'].map((id) => ({ id, tags: ['a,b', 'c'] })),
+  );
 });
 
 test('a batch writes its changes in the order given, whatever order they arrived in', async () => {
   const ids = ['u5', 'u1', 'u4', 'u2', 'u3', 'u0'];
   // The first two go out alone (nothing in flight yet); the other four wait and form one batch.
   await Promise.all(ids.map((id) => writeCoalesced(db, change(id, null), id)));
-  const { rows } = await sql<{ row_id: string }>`SELECT row_id FROM notes WHERE row_id LIKE 'u%' ORDER BY seq`.execute(db);
+  const { rows } = await sql<{ row_id: string }>`SELECT row_id FROM notes WHERE row_id LIKE 'u%' ORDER BY seq`.execute(
+    db,
+  );
   const written = rows.map((r) => r.row_id);
   assert.deepEqual(written.slice(0, 2).sort(), ['u1', 'u5'], 'the two written alone, in either order');
   assert.deepEqual(written.slice(2), ['u0', 'u2', 'u3', 'u4'], 'the batch, in order');

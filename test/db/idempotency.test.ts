@@ -30,7 +30,8 @@ const create = (note: string) => async (tx: Parameters<Parameters<typeof idempot
   const { rows } = await sql<{ id: number }>`INSERT INTO created (note) VALUES (${note}) RETURNING id`.execute(tx);
   return { id: rows[0]!.id, note };
 };
-const count = async () => Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM created`.execute(db)).rows[0]!.n);
+const count = async () =>
+  Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM created`.execute(db)).rows[0]!.n);
 
 test('same key and body replays the stored response with 200; a different body is 409', async () => {
   const hash = requestHash('POST', '/payments', { b: 1, a: [1, 2] });
@@ -44,7 +45,10 @@ test('same key and body replays the stored response with 200; a different body i
   assert.equal(again.replayed, true);
   assert.deepEqual(again.body, first.body);
   const other = requestHash('POST', '/payments', { b: 2 });
-  await assert.rejects(idempotent(db, { ...scope, hash: other }, 201, create('three')), (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409);
+  await assert.rejects(
+    idempotent(db, { ...scope, hash: other }, 201, create('three')),
+    (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409,
+  );
   // scoped by mode: the same key in live mode is a new request
   const live = await idempotent(db, { ...scope, mode: 'live' }, 201, create('live'));
   assert.equal(live.status, 201);
@@ -77,15 +81,26 @@ test('keys longer than 255 characters or empty are refused with param Idempotenc
   assert.equal(validateKey(undefined), null);
   assert.equal(validateKey('a'.repeat(255)), 'a'.repeat(255));
   for (const bad of ['', 'a'.repeat(256)]) {
-    assert.throws(() => validateKey(bad), (e: ApiError) => e.code === 'invalid_request' && e.param === 'Idempotency-Key');
+    assert.throws(
+      () => validateKey(bad),
+      (e: ApiError) => e.code === 'invalid_request' && e.param === 'Idempotency-Key',
+    );
   }
 });
 
 describe('once: the key written with the work, in one statement', () => {
   const write = (note: string) => async (keyRow: Write | null) => {
-    await writeTogether(db, [{ sql: 'INSERT INTO created (note) VALUES ($1)', parameters: [note] }, ...(keyRow ? [keyRow] : [])]);
+    await writeTogether(db, [
+      { sql: 'INSERT INTO created (note) VALUES ($1)', parameters: [note] },
+      ...(keyRow ? [keyRow] : []),
+    ]);
   };
-  const scope = (key: string, body: unknown) => ({ merchantId, mode: 'test' as const, key, hash: requestHash('POST', '/x', body) });
+  const scope = (key: string, body: unknown) => ({
+    merchantId,
+    mode: 'test' as const,
+    key,
+    hash: requestHash('POST', '/x', body),
+  });
 
   test('a new key stores the answer; the same request replays it with 200; another request is 409', async () => {
     const before = await count();
@@ -93,13 +108,18 @@ describe('once: the key written with the work, in one statement', () => {
     assert.deepEqual(first, { status: 201, body: { note: 'first' }, replayed: false });
     const again = await once(db, scope('once-1', { a: 1 }), 201, { note: 'second' }, write('second'));
     assert.deepEqual(again, { status: 200, body: { note: 'first' }, replayed: true });
-    await assert.rejects(once(db, scope('once-1', { a: 2 }), 201, { note: 'third' }, write('third')), (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409);
+    await assert.rejects(
+      once(db, scope('once-1', { a: 2 }), 201, { note: 'third' }, write('third')),
+      (e: ApiError) => e.code === 'idempotency_conflict' && e.status === 409,
+    );
     assert.equal(await count(), before + 1, 'only the first request wrote');
   });
 
   test('concurrent requests with one key write once and replay the first answer', async () => {
     const before = await count();
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => once(db, scope('once-race', { n: 1 }), 201, { i }, write(`race-${i}`))));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => once(db, scope('once-race', { n: 1 }), 201, { i }, write(`race-${i}`))),
+    );
     const created = results.filter((r) => !r.replayed);
     assert.equal(created.length, 1);
     for (const r of results) assert.deepEqual(r.body, created[0]!.body);
@@ -109,7 +129,10 @@ describe('once: the key written with the work, in one statement', () => {
   test('a write that fails stores no key, so the request can be retried; without a key every call writes', async () => {
     const before = await count();
     const failing = async (keyRow: Write | null) => {
-      await writeTogether(db, [keyRow!, { sql: `INSERT INTO created (id, note) VALUES (-1, 'x'), (-1, $1)`, parameters: ['duplicate'] }]);
+      await writeTogether(db, [
+        keyRow!,
+        { sql: `INSERT INTO created (id, note) VALUES (-1, 'x'), (-1, $1)`, parameters: ['duplicate'] },
+      ]);
     };
     await assert.rejects(once(db, scope('once-fail', {}), 201, {}, failing));
     const retry = await once(db, scope('once-fail', {}), 201, { ok: true }, write('retried'));

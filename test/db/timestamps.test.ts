@@ -45,7 +45,14 @@ test('fractions truncate to the millisecond, and forms off the plain one go to t
   assert.equal((parseTimestamptz('2026-03-31 23:59:59.9999+00') as Date).toISOString(), '2026-03-31T23:59:59.999Z');
   assert.equal((parseTimestamptz('2026-03-31 23:59:59.57+00') as Date).toISOString(), '2026-03-31T23:59:59.570Z');
   assert.equal((parseTimestamptz('2026-04-01 05:30:00+05:30') as Date).toISOString(), '2026-04-01T00:00:00.000Z');
-  for (const t of ['infinity', '-infinity', '0044-03-15 12:00:00+00 BC', '0099-12-31 00:00:00+00', '12026-01-01 00:00:00+00', '1883-11-18 12:00:00-04:56:02']) {
+  for (const t of [
+    'infinity',
+    '-infinity',
+    '0044-03-15 12:00:00+00 BC',
+    '0099-12-31 00:00:00+00',
+    '12026-01-01 00:00:00+00',
+    '1883-11-18 12:00:00-04:56:02',
+  ]) {
     const got = parseTimestamptz(t);
     const want = general(t);
     assert.equal(got instanceof Date ? got.getTime() : got, want instanceof Date ? want.getTime() : want, t);

@@ -13,7 +13,13 @@ import { Metrics } from '../../src/core/metrics.ts';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { JsonRpcError } from '../../src/chains/jsonrpc.ts';
 import { PermanentTransferError, type TransferResult, type TransferSink } from '../../src/chains/ports.ts';
-import { TransferQueue, type QueueOptions, type QueuedTransfer, type StepOutcome, type TransferSteps } from '../../src/chains/queue.ts';
+import {
+  TransferQueue,
+  type QueueOptions,
+  type QueuedTransfer,
+  type StepOutcome,
+  type TransferSteps,
+} from '../../src/chains/queue.ts';
 import type { NetworkConfig } from '../../src/chains/types.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
@@ -64,7 +70,10 @@ async function row(id: string): Promise<Row> {
 
 /** Steps that sign and send at once and settle when followed, unless `sign` is replaced. */
 function steps(over: Partial<TransferSteps<Row>> = {}): TransferSteps<Row> {
-  const move = (id: string, status: string, hash?: string) => sql`UPDATE queue_transfers SET status = ${status}, tx_hash = coalesce(${hash ?? null}, tx_hash) WHERE id = ${id}`.execute(db);
+  const move = (id: string, status: string, hash?: string) =>
+    sql`UPDATE queue_transfers SET status = ${status}, tx_hash = coalesce(${hash ?? null}, tx_hash) WHERE id = ${id}`.execute(
+      db,
+    );
   return {
     sign: async (r) => {
       await move(r.id, 'signed', `0x${r.id}`);
@@ -79,14 +88,28 @@ function steps(over: Partial<TransferSteps<Row>> = {}): TransferSteps<Row> {
       return 'done';
     },
     unsent: async (r) => r.status === 'pending',
-    fail: async (r, reason) => void (await sql`UPDATE queue_transfers SET status = 'failed', error = ${reason} WHERE id = ${r.id} AND status = ${r.status}`.execute(db)),
+    fail: async (r, reason) =>
+      void (await sql`UPDATE queue_transfers SET status = 'failed', error = ${reason} WHERE id = ${r.id} AND status = ${r.status}`.execute(
+        db,
+      )),
     hash: (r) => r.tx_hash,
     ...over,
   };
 }
 
-function queue(sink: TransferSink | null, over: Partial<TransferSteps<Row>> = {}, metrics?: Metrics): TransferQueue<Row> {
-  return new TransferQueue<Row>('test', 'queue_transfers', { network, mode: 'test' }, { db, clock, log, metrics, sink }, OPTIONS, steps(over));
+function queue(
+  sink: TransferSink | null,
+  over: Partial<TransferSteps<Row>> = {},
+  metrics?: Metrics,
+): TransferQueue<Row> {
+  return new TransferQueue<Row>(
+    'test',
+    'queue_transfers',
+    { network, mode: 'test' },
+    { db, clock, log, metrics, sink },
+    OPTIONS,
+    steps(over),
+  );
 }
 
 describe('leasing', () => {
@@ -98,11 +121,17 @@ describe('leasing', () => {
       driven.push(r.id);
       return sign(r);
     };
-    const [a, b] = await Promise.all([queue(null, { sign: signing }).runDue(), queue(null, { sign: signing }).runDue()]);
+    const [a, b] = await Promise.all([
+      queue(null, { sign: signing }).runDue(),
+      queue(null, { sign: signing }).runDue(),
+    ]);
     assert.ok(a <= OPTIONS.batch && b <= OPTIONS.batch, 'a pass takes at most its batch');
     await queue(null, { sign: signing }).runDue();
     assert.deepEqual([...driven].sort(), ['po_0', 'po_1', 'po_2', 'po_3', 'po_4'], 'each signed once');
-    assert.ok((await Promise.all(driven.map(row))).every((r) => r.status === 'sent' && r.locked_until === null), 'all sent, leases given back');
+    assert.ok(
+      (await Promise.all(driven.map(row))).every((r) => r.status === 'sent' && r.locked_until === null),
+      'all sent, leases given back',
+    );
   });
 
   test('a transfer another worker holds is left alone until its lease runs out', async () => {
@@ -121,12 +150,16 @@ describe('failed steps', () => {
     await insert('rfd_flaky', 'refund');
     let down = true;
     const metrics = new Metrics();
-    const q = queue(recordingSink(), {
-      follow: async (r) => {
-        if (down) throw new Error('connect ECONNREFUSED');
-        return steps().follow(r);
+    const q = queue(
+      recordingSink(),
+      {
+        follow: async (r) => {
+          if (down) throw new Error('connect ECONNREFUSED');
+          return steps().follow(r);
+        },
       },
-    }, metrics);
+      metrics,
+    );
     const start = clock.millis();
     await q.runDue();
     let r = await row('rfd_flaky');
@@ -156,8 +189,13 @@ describe('failed steps', () => {
     const q = queue(sink, { sign: () => Promise.reject(new PermanentTransferError('xyz is not an address')) });
     await q.runDue();
     const r = await row('rfd_bad');
-    assert.deepEqual({ status: r.status, error: r.error, reported: r.reported }, { status: 'failed', error: 'xyz is not an address', reported: true });
-    assert.deepEqual(sink.settled, [{ transferId: 'rfd_bad', status: 'failed', txHash: null, error: 'xyz is not an address' }]);
+    assert.deepEqual(
+      { status: r.status, error: r.error, reported: r.reported },
+      { status: 'failed', error: 'xyz is not an address', reported: true },
+    );
+    assert.deepEqual(sink.settled, [
+      { transferId: 'rfd_bad', status: 'failed', txHash: null, error: 'xyz is not an address' },
+    ]);
     await q.step('rfd_bad');
     assert.equal(sink.settled.length, 1, 'a settled transfer is not reported again');
   });
@@ -168,31 +206,53 @@ describe('failed steps', () => {
     const verdict = new JsonRpcError('execution reverted', 3, false);
     await queue(sink, { follow: () => Promise.reject(verdict) }).runDue();
     const r = await row('rfd_out');
-    assert.deepEqual({ status: r.status, tries: r.tries, error: r.error }, { status: 'broadcast', tries: 1, error: 'execution reverted' });
+    assert.deepEqual(
+      { status: r.status, tries: r.tries, error: r.error },
+      { status: 'broadcast', tries: 1, error: 'execution reverted' },
+    );
     assert.deepEqual(sink.settled, []);
   });
 });
 
 describe('settlement reports', () => {
-  test('refunds and payouts reach the sink; the family\'s own transfers are only marked reported', async () => {
-    for (const [id, purpose] of [['rfd_1', 'refund'], ['po_1', 'payout'], ['swp_1', 'sweep'], ['gl_1', 'gasless']]) await insert(id!, purpose!);
+  test("refunds and payouts reach the sink; the family's own transfers are only marked reported", async () => {
+    for (const [id, purpose] of [
+      ['rfd_1', 'refund'],
+      ['po_1', 'payout'],
+      ['swp_1', 'sweep'],
+      ['gl_1', 'gasless'],
+    ])
+      await insert(id!, purpose!);
     const sink = recordingSink();
     await queue(sink).runDue();
     await queue(sink).runDue();
-    assert.deepEqual(sink.settled.map((s) => [s.transferId, s.status, s.txHash]).sort(), [['po_1', 'sent', '0xpo_1'], ['rfd_1', 'sent', '0xrfd_1']]);
+    assert.deepEqual(sink.settled.map((s) => [s.transferId, s.status, s.txHash]).sort(), [
+      ['po_1', 'sent', '0xpo_1'],
+      ['rfd_1', 'sent', '0xrfd_1'],
+    ]);
     for (const id of ['rfd_1', 'po_1', 'swp_1', 'gl_1']) assert.equal((await row(id)).reported, true, id);
   });
 
   test('settlements a crash left unreported are reported a batch per pass; a sink that fails leaves them for the next', async () => {
     for (let i = 0; i < 5; i++) await insert(`po_${i}`, 'payout', 'sent', new Date(clock.millis() + i));
-    const failing: TransferSink = { transferSettled: () => Promise.reject(new Error('owner down')), transferProgressed: async () => {} };
+    const failing: TransferSink = {
+      transferSettled: () => Promise.reject(new Error('owner down')),
+      transferProgressed: async () => {},
+    };
     await queue(failing).runDue();
     const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM queue_transfers WHERE reported`.execute(db);
     assert.equal(Number(rows[0]!.n), 0);
     const sink = recordingSink();
     await queue(sink).runDue();
-    assert.deepEqual(sink.settled.map((s) => s.transferId), ['po_0', 'po_1', 'po_2'], 'a batch, oldest first');
+    assert.deepEqual(
+      sink.settled.map((s) => s.transferId),
+      ['po_0', 'po_1', 'po_2'],
+      'a batch, oldest first',
+    );
     await queue(sink).runDue();
-    assert.deepEqual(sink.settled.map((s) => s.transferId), ['po_0', 'po_1', 'po_2', 'po_3', 'po_4']);
+    assert.deepEqual(
+      sink.settled.map((s) => s.transferId),
+      ['po_0', 'po_1', 'po_2', 'po_3', 'po_4'],
+    );
   });
 });

@@ -12,7 +12,11 @@ test('recompiling the contracts gives the committed artifacts byte for byte', ()
   for (const a of Object.values(fresh)) {
     const committed = readFileSync(join(BUILD_DIR, `${a.contractName}.json`), 'utf8');
     const parsed = JSON.parse(committed);
-    assert.equal(parsed.bytecode, a.bytecode, `${a.contractName} bytecode differs: run node --import tsx src/chains/evm/compile.ts`);
+    assert.equal(
+      parsed.bytecode,
+      a.bytecode,
+      `${a.contractName} bytecode differs: run node --import tsx src/chains/evm/compile.ts`,
+    );
     assert.equal(parsed.deployedBytecode, a.deployedBytecode, `${a.contractName} deployed bytecode differs`);
     assert.equal(committed, artifactJson(a), `${a.contractName}.json differs`);
     assert.equal(a.compiler.settings.evmVersion, 'cancun');

@@ -9,9 +9,20 @@ import { randomBytes } from 'node:crypto';
 import { before, test } from 'node:test';
 import { encodeFunctionData, getAddress, parseEther, type Address, type Hex } from 'viem';
 import { english, generateMnemonic } from 'viem/accounts';
-import { forwarderAddress, forwarderImplementation, forwarderSalt, forwarderSaltKey } from '../../src/chains/evm/address.ts';
+import {
+  forwarderAddress,
+  forwarderImplementation,
+  forwarderSalt,
+  forwarderSaltKey,
+} from '../../src/chains/evm/address.ts';
 import { erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
-import { hardhatChain, sharedEvmRpc, TestChain, type TestWallet, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
+import {
+  hardhatChain,
+  sharedEvmRpc,
+  TestChain,
+  type TestWallet,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+} from '../harness/hardhat.ts';
 
 let chain: TestChain;
 let operator: TestWallet;
@@ -42,11 +53,20 @@ async function sweep(from: TestWallet, salts: Hex[], tokens: Address[]) {
 }
 
 test('offline derivation matches the factory and is deterministic per mode, chain and index', async () => {
-  const impl = await chain.client.readContract({ address: factory, abi: forwarderFactoryAbi, functionName: 'implementation' });
+  const impl = await chain.client.readContract({
+    address: factory,
+    abi: forwarderFactoryAbi,
+    functionName: 'implementation',
+  });
   assert.equal(impl, forwarderImplementation(factory));
   for (const index of [0n, 1n, 7n, 123456789n]) {
     const salt = forwarderSalt(saltKey, 'test', 'base', index);
-    const onChain = await chain.client.readContract({ address: factory, abi: forwarderFactoryAbi, functionName: 'forwarderAddress', args: [salt] });
+    const onChain = await chain.client.readContract({
+      address: factory,
+      abi: forwarderFactoryAbi,
+      functionName: 'forwarderAddress',
+      args: [salt],
+    });
     assert.equal(forwarderAddress(factory, salt), onChain);
   }
   const a = forwarderSalt(saltKey, 'test', 'base', 1n);
@@ -63,7 +83,8 @@ test('a batch sweep deploys forwarders and moves ERC-20 and native balances to t
   await chain.receipt(await chain.sendToken(payer, usdc, addrs[1]!, 2_500_000n));
   await chain.receipt(await chain.sendEth(payer, addrs[1]!, parseEther('0.5')));
   await chain.receipt(await chain.sendEth(payer, addrs[2]!, parseEther('0.25')));
-  for (const a of addrs) assert.equal(await chain.client.getCode({ address: a }), undefined, 'no code before the first sweep');
+  for (const a of addrs)
+    assert.equal(await chain.client.getCode({ address: a }), undefined, 'no code before the first sweep');
 
   const r = await sweep(operator, salts, [usdc]);
   assert.equal(await chain.tokenBalance(usdc, treasury), 12_500_000n);
@@ -93,7 +114,19 @@ test('only the owner sweeps, and only the factory can flush a forwarder', async 
     chain.receipt(
       await payer.sendTransaction({
         to: forwarder,
-        data: encodeFunctionData({ abi: [{ type: 'function', name: 'flush', inputs: [{ type: 'address[]' }, { type: 'address' }], outputs: [], stateMutability: 'nonpayable' }], functionName: 'flush', args: [[usdc], payer.address] }),
+        data: encodeFunctionData({
+          abi: [
+            {
+              type: 'function',
+              name: 'flush',
+              inputs: [{ type: 'address[]' }, { type: 'address' }],
+              outputs: [],
+              stateMutability: 'nonpayable',
+            },
+          ],
+          functionName: 'flush',
+          args: [[usdc], payer.address],
+        }),
         account: payer.account,
         chain: hardhatChain,
         gas: 200_000n,
@@ -106,7 +139,14 @@ test('TestUSDC: 6 decimals and EIP-3009 transferWithAuthorization, single use', 
   assert.equal(await chain.client.readContract({ address: usdc, abi: erc20Abi, functionName: 'decimals' }), 6);
   const to = getAddress(`0x${randomBytes(20).toString('hex')}`);
   const nonce = `0x${randomBytes(32).toString('hex')}` as Hex;
-  const message = { from: payer.address, to, value: 4_200_000n, validAfter: 0n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600), nonce };
+  const message = {
+    from: payer.address,
+    to,
+    value: 4_200_000n,
+    validAfter: 0n,
+    validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    nonce,
+  };
   const signature = await payer.signTypedData({
     account: payer.account,
     domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: usdc },
@@ -119,7 +159,11 @@ test('TestUSDC: 6 decimals and EIP-3009 transferWithAuthorization, single use', 
     chain.receipt(
       await relayer.sendTransaction({
         to: usdc,
-        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transferWithAuthorization', args: [message.from, message.to, message.value, message.validAfter, message.validBefore, nonce, signature] }),
+        data: encodeFunctionData({
+          abi: erc20Abi,
+          functionName: 'transferWithAuthorization',
+          args: [message.from, message.to, message.value, message.validAfter, message.validBefore, nonce, signature],
+        }),
         account: relayer.account,
         chain: hardhatChain,
         gas: 200_000n,
@@ -127,6 +171,14 @@ test('TestUSDC: 6 decimals and EIP-3009 transferWithAuthorization, single use', 
     );
   await submit();
   assert.equal(await chain.tokenBalance(usdc, to), 4_200_000n);
-  assert.equal(await chain.client.readContract({ address: usdc, abi: erc20Abi, functionName: 'authorizationState', args: [payer.address, nonce] }), true);
+  assert.equal(
+    await chain.client.readContract({
+      address: usdc,
+      abi: erc20Abi,
+      functionName: 'authorizationState',
+      args: [payer.address, nonce],
+    }),
+    true,
+  );
   await assert.rejects(submit(), 'a used authorization is refused');
 });

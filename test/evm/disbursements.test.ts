@@ -29,7 +29,12 @@ before(async () => {
   node = await startHardhatNode();
   const chain = new TestChain(node.url);
   disperse = await chain.deployDisperse(await chain.newWallet());
-  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 4, evm: { disperse, disperse_max_items: 200 } });
+  k = await startEvmKasse({
+    rpcUrl: node.url,
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+    finality: 4,
+    evm: { disperse, disperse_max_items: 200 },
+  });
   await k.tick();
   sender = k.adapter.sender!;
   assert.deepEqual(sender.disperse, { contract: getAddress(disperse), maxItems: 200 });
@@ -37,7 +42,13 @@ before(async () => {
   const u = await createUser(k.t.kasse, k.m.id, 'owner@example.com', 'owner');
   owner = { id: u.id, actor: { type: 'user', id: u.id, label: 'owner@example.com', ip: null } };
   // The merchant's balance: a real USDC payment of $10,000 seen by the watcher.
-  const res = await k.m.test.post('/payments', { price_amount: 1_000_000, price_currency: 'USD', order_id: 'funds', chain: 'base', token: 'base:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 1_000_000,
+    price_currency: 'USD',
+    order_id: 'funds',
+    chain: 'base',
+    token: 'base:usdc',
+  });
   const attempt = res.body.attempts[0];
   await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, attempt.address, BigInt(attempt.pay_amount)));
   await k.tick();
@@ -53,7 +64,11 @@ after(async () => {
 const fresh = (): Address => getAddress(`0x${randomBytes(20).toString('hex')}`);
 
 /** Creates, approves and releases a batch through the API and the owners' service; returns it released. */
-async function released(items: Array<{ destination: Address; usd_cents: number }>, kasse = k.t.kasse, client = k.m.test) {
+async function released(
+  items: Array<{ destination: Address; usd_cents: number }>,
+  kasse = k.t.kasse,
+  client = k.m.test,
+) {
   const res = await client.post('/disbursements', { title: `Batch of ${items.length}`, items });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const d = kasse.disbursements;
@@ -71,10 +86,23 @@ async function sendAll(s: EvmSender = sender, id?: string) {
     k.t.clock.advance(60_000);
     await s.runDue();
     if (id && (await get(id)).progress.open === 0) return;
-    if (!id && (await k.t.kasse.db.selectFrom('evm_transfers').select('id').where('status', 'in', ['pending', 'signed', 'broadcast']).executeTakeFirst()) === undefined) return;
+    if (
+      !id &&
+      (await k.t.kasse.db
+        .selectFrom('evm_transfers')
+        .select('id')
+        .where('status', 'in', ['pending', 'signed', 'broadcast'])
+        .executeTakeFirst()) === undefined
+    )
+      return;
     await k.chain.mine(1);
   }
-  const open = await k.t.kasse.db.selectFrom('evm_transfers').select(['id', 'purpose', 'status', 'error']).where('status', 'in', ['pending', 'signed', 'broadcast']).where('batch_id', 'is', null).execute();
+  const open = await k.t.kasse.db
+    .selectFrom('evm_transfers')
+    .select(['id', 'purpose', 'status', 'error'])
+    .where('status', 'in', ['pending', 'signed', 'broadcast'])
+    .where('batch_id', 'is', null)
+    .execute();
   throw new Error(`payouts still open after 40 passes: ${JSON.stringify(open)}`);
 }
 
@@ -115,10 +143,21 @@ describe('disbursements on chain', () => {
   test('a destination the token refuses fails alone, gives its amount back, and the others are sent', async () => {
     const blocked = fresh();
     const deployer = await k.chain.newWallet();
-    await k.chain.receipt(await deployer.sendTransaction({ to: k.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'setBlocked', args: [blocked, true] }), account: deployer.account, chain: hardhatChain }));
+    await k.chain.receipt(
+      await deployer.sendTransaction({
+        to: k.usdc,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'setBlocked', args: [blocked, true] }),
+        account: deployer.account,
+        chain: hardhatChain,
+      }),
+    );
     const others = [fresh(), fresh()];
     const before = (await k.m.test.get('/balance')).body.available_usd_cents;
-    const d = await released([{ destination: others[0]!, usd_cents: 1000 }, { destination: blocked, usd_cents: 2000 }, { destination: others[1]!, usd_cents: 3000 }]);
+    const d = await released([
+      { destination: others[0]!, usd_cents: 1000 },
+      { destination: blocked, usd_cents: 2000 },
+      { destination: others[1]!, usd_cents: 3000 },
+    ]);
     await sendAll(sender, d.id);
     const done = await get(d.id);
     assert.deepEqual(done.progress, { sent: 2, failed: 1, open: 0 });
@@ -128,18 +167,38 @@ describe('disbursements on chain', () => {
     assert.equal(await k.chain.tokenBalance(k.usdc, blocked), 0n);
     assert.equal(await k.chain.tokenBalance(k.usdc, others[0]!), 10_000_000n);
     assert.equal(await k.chain.tokenBalance(k.usdc, others[1]!), 30_000_000n);
-    assert.equal((await k.m.test.get('/balance')).body.available_usd_cents, before - 4000, 'the refused payout gave its $20 back');
+    assert.equal(
+      (await k.m.test.get('/balance')).body.available_usd_cents,
+      before - 4000,
+      'the refused payout gave its $20 back',
+    );
     await deliver();
     const types = k.receiver!.events.filter((e) => e.data.id === d.id).map((e) => e.type);
-    assert.deepEqual(types.filter((t) => t.startsWith('disbursement.')), ['disbursement.created', 'disbursement.approved', 'disbursement.released', 'disbursement.completed']);
-    assert.deepEqual(types.filter((t) => t.startsWith('payout.')).sort(), ['payout.failed', 'payout.sent', 'payout.sent']);
+    assert.deepEqual(
+      types.filter((t) => t.startsWith('disbursement.')),
+      ['disbursement.created', 'disbursement.approved', 'disbursement.released', 'disbursement.completed'],
+    );
+    assert.deepEqual(types.filter((t) => t.startsWith('payout.')).sort(), [
+      'payout.failed',
+      'payout.sent',
+      'payout.sent',
+    ]);
     assert.equal(k.receiver!.rejected.length, 0);
   });
 
   test('stopped between signing, broadcast and confirmation, a new Kasse sends the same batch once', async () => {
     // Two more Kasses on the same database stand for the processes started after each crash.
     const again = () =>
-      startEvmKasse({ rpcUrl: node.url, databaseUrl: k.t.databaseUrl, secrets: k.secrets, contracts: { usdc: k.usdc, factory: k.factory, treasury: k.treasury, hotWalletKey: k.hotWalletKey }, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 4, evm: { disperse }, receiver: false });
+      startEvmKasse({
+        rpcUrl: node.url,
+        databaseUrl: k.t.databaseUrl,
+        secrets: k.secrets,
+        contracts: { usdc: k.usdc, factory: k.factory, treasury: k.treasury, hotWalletKey: k.hotWalletKey },
+        tiers: [{ max_usd_cents: null, confirmations: 2 }],
+        finality: 4,
+        evm: { disperse },
+        receiver: false,
+      });
     const k2 = await again();
     const k3 = await again();
     await k.chain.setAutomine(false);
@@ -155,16 +214,28 @@ describe('disbursements on chain', () => {
       await sender.step(batchId);
       const signed = (await sender.get(batchId))!;
       assert.equal(signed.status, 'signed');
-      assert.deepEqual((await get(d.id)).items.map((i: any) => [i.payout.status, i.payout.tx_hash]), destinations.map(() => ['signed', signed.tx_hash]));
+      assert.deepEqual(
+        (await get(d.id)).items.map((i: any) => [i.payout.status, i.payout.tx_hash]),
+        destinations.map(() => ['signed', signed.tx_hash]),
+      );
 
       // The process dies here. A fresh Kasse on the same database picks the batch up and broadcasts the same bytes.
       {
         const s2 = k2.adapter.sender!;
         await s2.step(batchId);
         assert.equal((await s2.get(batchId))!.status, 'broadcast');
-        const pool = await k.chain.rpc<{ pending: Record<string, Record<string, { hash: string }>> }>('txpool_content').catch(() => null);
-        if (pool) assert.ok(JSON.stringify(pool).includes(signed.tx_hash!.toLowerCase()), 'the stored transaction is what was broadcast');
-        assert.deepEqual((await get(d.id)).items.map((i: any) => i.payout.status), ['broadcast', 'broadcast', 'broadcast']);
+        const pool = await k.chain
+          .rpc<{ pending: Record<string, Record<string, { hash: string }>> }>('txpool_content')
+          .catch(() => null);
+        if (pool)
+          assert.ok(
+            JSON.stringify(pool).includes(signed.tx_hash!.toLowerCase()),
+            'the stored transaction is what was broadcast',
+          );
+        assert.deepEqual(
+          (await get(d.id)).items.map((i: any) => i.payout.status),
+          ['broadcast', 'broadcast', 'broadcast'],
+        );
 
         // Dies again after the broadcast; the next one re-broadcasts the same bytes (harmless) and waits.
         {
@@ -180,7 +251,8 @@ describe('disbursements on chain', () => {
       }
       const done = await get(d.id);
       assert.deepEqual(done.progress, { sent: 3, failed: 0, open: 0 });
-      for (const dest of destinations) assert.equal(await k.chain.tokenBalance(k.usdc, dest), 5_000_000n, 'paid exactly once');
+      for (const dest of destinations)
+        assert.equal(await k.chain.tokenBalance(k.usdc, dest), 5_000_000n, 'paid exactly once');
       assert.equal((await hotNonce()) - nonceBefore, 1, 'one transaction');
       assert.equal(done.items[0].payout.tx_hash, signed.tx_hash);
     } finally {
@@ -218,9 +290,19 @@ describe('disbursements on chain', () => {
         return c;
       };
       const status = async () => {
-        const member = await k.t.kasse.db.selectFrom('evm_transfers').select('batch_id').where('id', '=', d.items[0]!.payout!.id).executeTakeFirst();
+        const member = await k.t.kasse.db
+          .selectFrom('evm_transfers')
+          .select('batch_id')
+          .where('id', '=', d.items[0]!.payout!.id)
+          .executeTakeFirst();
         if (!member?.batch_id) return null;
-        return (await k.t.kasse.db.selectFrom('evm_transfers').select('status').where('id', '=', member.batch_id).executeTakeFirstOrThrow()).status;
+        return (
+          await k.t.kasse.db
+            .selectFrom('evm_transfers')
+            .select('status')
+            .where('id', '=', member.batch_id)
+            .executeTakeFirstOrThrow()
+        ).status;
       };
       child = start();
       // Killed once the batch is out (broadcast, not mined: automine is off).
@@ -244,7 +326,8 @@ describe('disbursements on chain', () => {
       child = null;
       const done = await get(d.id);
       assert.deepEqual(done.progress, { sent: 30, failed: 0, open: 0 });
-      for (const [i, dest] of destinations.entries()) assert.equal(await k.chain.tokenBalance(k.usdc, dest), BigInt(100 + i) * 10_000n);
+      for (const [i, dest] of destinations.entries())
+        assert.equal(await k.chain.tokenBalance(k.usdc, dest), BigInt(100 + i) * 10_000n);
       assert.equal((await hotNonce()) - nonceBefore, 1, 'one batch transaction, sent once');
     } finally {
       if (child) child.kill('SIGKILL');

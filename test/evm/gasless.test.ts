@@ -15,7 +15,13 @@ import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { EvmSender } from '../../src/chains/evm/sender.ts';
 import { ApiClient } from '../harness/app.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
-import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
+import {
+  hardhatChain,
+  startHardhatNode,
+  type HardhatNode,
+  type TestWallet,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+} from '../harness/hardhat.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -45,10 +51,22 @@ after(async () => {
 
 let orderSeq = 0;
 async function createPayment(token: 'base:usdc' | 'base:eth' = 'base:usdc', cents = 1500) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `gasless-${++orderSeq}`, chain: 'base', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `gasless-${++orderSeq}`,
+    chain: 'base',
+    token,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const attempt = res.body.attempts[0];
-  return { id: res.body.id as string, attemptId: attempt.id as string, address: attempt.address as Address, amount: BigInt(attempt.pay_amount), expiresAt: new Date(attempt.expires_at) };
+  return {
+    id: res.body.id as string,
+    attemptId: attempt.id as string,
+    address: attempt.address as Address,
+    amount: BigInt(attempt.pay_amount),
+    expiresAt: new Date(attempt.expires_at),
+  };
 }
 
 const nowSeconds = () => Math.floor(k.t.clock.now().getTime() / 1000);
@@ -68,7 +86,15 @@ interface Authorization {
 /** A TransferWithAuthorization for `p` signed by `signer` (claiming `from`), with overrides. */
 async function authorize(
   p: Awaited<ReturnType<typeof createPayment>>,
-  o: { signer?: TestWallet; from?: Address; to?: Address; value?: bigint; validAfter?: number; validBefore?: number; nonce?: Hex } = {},
+  o: {
+    signer?: TestWallet;
+    from?: Address;
+    to?: Address;
+    value?: bigint;
+    validAfter?: number;
+    validBefore?: number;
+    nonce?: Hex;
+  } = {},
 ): Promise<Authorization> {
   const signer = o.signer ?? payer;
   const message = {
@@ -103,8 +129,14 @@ function submit(paymentId: string, body: unknown) {
 }
 
 async function counts() {
-  const t = await k.t.kasse.db.selectFrom('evm_transfers').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-  const g = await k.t.kasse.db.selectFrom('evm_gasless').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const t = await k.t.kasse.db
+    .selectFrom('evm_transfers')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  const g = await k.t.kasse.db
+    .selectFrom('evm_gasless')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return { transfers: Number(t.n), relays: Number(g.n) };
 }
 
@@ -139,7 +171,15 @@ describe('a valid authorization', () => {
     assert.ok((await k.chain.balance(sender.address)) < hotEthBefore, 'the hot wallet paid the gas');
 
     await sender.runDue();
-    const relay = (await sender.get((await k.t.kasse.db.selectFrom('evm_gasless').select('transfer_id').where('attempt_id', '=', p.attemptId).executeTakeFirstOrThrow()).transfer_id))!;
+    const relay = (await sender.get(
+      (
+        await k.t.kasse.db
+          .selectFrom('evm_gasless')
+          .select('transfer_id')
+          .where('attempt_id', '=', p.attemptId)
+          .executeTakeFirstOrThrow()
+      ).transfer_id,
+    ))!;
     assert.equal(relay.status, 'sent');
     assert.equal(relay.purpose, 'gasless');
     assert.equal(relay.tx_hash, res.body.tx_hash);
@@ -170,7 +210,12 @@ describe('refusals change nothing', () => {
     await refused(p.id, await authorize(p, { to: getAddress(`0x${randomBytes(20).toString('hex')}`) }), 400, 'to');
     await refused(p.id, await authorize(p, { value: p.amount - 1n }), 400, 'value');
     await refused(p.id, await authorize(p, { value: p.amount + 1n }), 400, 'value');
-    await refused(p.id, await authorize(p, { validBefore: Math.floor(p.expiresAt.getTime() / 1000) + 1 }), 400, 'valid_before');
+    await refused(
+      p.id,
+      await authorize(p, { validBefore: Math.floor(p.expiresAt.getTime() / 1000) + 1 }),
+      400,
+      'valid_before',
+    );
     await refused(p.id, await authorize(p, { validBefore: nowSeconds() - 1 }), 400, 'valid_before');
     await refused(p.id, await authorize(p, { validAfter: nowSeconds() + 60 }), 400, 'valid_after');
     assert.equal(await paymentStatus(p.id), 'waiting');
@@ -194,7 +239,15 @@ describe('refusals change nothing', () => {
         data: encodeFunctionData({
           abi: erc20Abi,
           functionName: 'transferWithAuthorization',
-          args: [payer.address, k.payer.address, BigInt(elsewhere.value), 0n, BigInt(elsewhere.valid_before), nonce, elsewhere.signature],
+          args: [
+            payer.address,
+            k.payer.address,
+            BigInt(elsewhere.value),
+            0n,
+            BigInt(elsewhere.valid_before),
+            nonce,
+            elsewhere.signature,
+          ],
         }),
         account: k.payer.account,
         chain: hardhatChain,
@@ -272,15 +325,25 @@ describe('one coin choice, one relay', () => {
     } finally {
       await k.chain.setAutomine(true);
     }
-    const transferId = (await k.t.kasse.db.selectFrom('evm_gasless').select('transfer_id').where('attempt_id', '=', p.attemptId).executeTakeFirstOrThrow()).transfer_id;
+    const transferId = (
+      await k.t.kasse.db
+        .selectFrom('evm_gasless')
+        .select('transfer_id')
+        .where('attempt_id', '=', p.attemptId)
+        .executeTakeFirstOrThrow()
+    ).transfer_id;
     await sender.runDue();
     const relay = (await sender.get(transferId))!;
     assert.equal(relay.status, 'failed');
     assert.match(relay.error!, /reverted/);
-    assert.equal(await k.chain.client.getTransactionCount({ address: sender.address }), nonce0 + 1, 'the reverted relay used its nonce');
+    assert.equal(
+      await k.chain.client.getTransactionCount({ address: sender.address }),
+      nonce0 + 1,
+      'the reverted relay used its nonce',
+    );
 
     await k.tick();
-    assert.equal(await paymentStatus(p.id), 'paid', 'the watcher saw the payer\'s own transfer');
+    assert.equal(await paymentStatus(p.id), 'paid', "the watcher saw the payer's own transfer");
   });
 });
 
@@ -288,7 +351,16 @@ describe('the public endpoint is limited per client address', () => {
   test('the 21st submission in a minute is 429 rate_limited with Retry-After; the next minute is open again', async () => {
     k.t.clock.set(Math.ceil(k.t.clock.now().getTime() / 60_000) * 60_000 + 60_000); // a fresh window
     const unknown = `pay_${'Z'.repeat(36)}`;
-    const body = { attempt_id: 'att_x', from: `0x${'1'.repeat(40)}`, to: `0x${'2'.repeat(40)}`, value: '1', valid_after: 0, valid_before: 1, nonce: `0x${'3'.repeat(64)}`, signature: `0x${'4'.repeat(130)}` };
+    const body = {
+      attempt_id: 'att_x',
+      from: `0x${'1'.repeat(40)}`,
+      to: `0x${'2'.repeat(40)}`,
+      value: '1',
+      valid_after: 0,
+      valid_before: 1,
+      nonce: `0x${'3'.repeat(64)}`,
+      signature: `0x${'4'.repeat(130)}`,
+    };
     for (let i = 0; i < 20; i++) assert.equal((await submit(unknown, body)).status, 404, `submission ${i + 1}`);
     const limited = await submit(unknown, body);
     assert.equal(limited.status, 429);

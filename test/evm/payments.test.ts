@@ -32,10 +32,21 @@ after(async () => {
 
 let orderSeq = 0;
 async function createPayment(token: 'base:usdc' | 'base:eth', cents = 1000) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `evm-${++orderSeq}`, chain: 'base', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `evm-${++orderSeq}`,
+    chain: 'base',
+    token,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const attempt = res.body.attempts[0];
-  return { id: res.body.id as string, address: attempt.address as Address, amount: BigInt(attempt.pay_amount), attempt };
+  return {
+    id: res.body.id as string,
+    address: attempt.address as Address,
+    amount: BigInt(attempt.pay_amount),
+    attempt,
+  };
 }
 
 async function get(id: string) {
@@ -57,7 +68,11 @@ describe('payment flow', () => {
     assert.equal(p.amount, 10_000_000n);
     assert.match(p.address, /^0x[0-9a-fA-F]{40}$/);
     assert.equal(p.attempt.uri, `ethereum:${getAddress(k.usdc)}@31337/transfer?address=${p.address}&uint256=10000000`);
-    assert.equal(await k.chain.client.getCode({ address: p.address }), undefined, 'a deposit address is an empty account');
+    assert.equal(
+      await k.chain.client.getCode({ address: p.address }),
+      undefined,
+      'a deposit address is an empty account',
+    );
 
     const hash = await k.chain.sendToken(k.payer, k.usdc, p.address, p.amount);
     const receipt = await k.chain.receipt(hash);
@@ -206,7 +221,9 @@ describe('scanning', () => {
     assert.equal(calls, 51);
     const statuses = await Promise.all(payments.map(async (p) => (await get(p.id)).status));
     assert.deepEqual(statuses, ['paid', 'paid', 'paid', 'confirming']);
-    const blocks = new Set((await Promise.all(payments.slice(0, 3).map(async (p) => (await get(p.id)).attempts[0].deposits[0].block_number))));
+    const blocks = new Set(
+      await Promise.all(payments.slice(0, 3).map(async (p) => (await get(p.id)).attempts[0].deposits[0].block_number)),
+    );
     assert.equal(blocks.size, 1, 'the first three were in one block');
   });
 
@@ -258,7 +275,12 @@ describe('reorgs', () => {
     assert.ok(k.eventTypes(p.id).includes('payment.reorged'));
     const balanceReorged = await balanceCents();
     assert.equal(balanceReorged, balance0, 'credit reversed');
-    const reversal = await k.t.kasse.db.selectFrom('ledger_transactions').selectAll().where('payment_id', '=', p.id).where('reverses', 'is not', null).execute();
+    const reversal = await k.t.kasse.db
+      .selectFrom('ledger_transactions')
+      .selectAll()
+      .where('payment_id', '=', p.id)
+      .where('reverses', 'is not', null)
+      .execute();
     assert.equal(reversal.length, 1, 'one reversing ledger transaction');
 
     // The same transaction is included again, in another block.
@@ -274,7 +296,12 @@ describe('reorgs', () => {
     assert.equal(pay.attempts[0].deposits[0].block_number, newBlock.toString());
     const types = k.eventTypes(p.id);
     // Back to what the remaining deposits justify (nothing: waiting), then the re-included transfer counts again.
-    assert.deepEqual(types.slice(types.indexOf('payment.reorged')), ['payment.reorged', 'payment.detected', 'payment.confirming', 'payment.paid']);
+    assert.deepEqual(types.slice(types.indexOf('payment.reorged')), [
+      'payment.reorged',
+      'payment.detected',
+      'payment.confirming',
+      'payment.paid',
+    ]);
     assert.equal(await balanceCents(), balancePaid, 'credited again');
   });
 

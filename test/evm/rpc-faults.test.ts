@@ -39,7 +39,13 @@ after(async () => {
 
 let orderSeq = 0;
 async function pay(cents = 500): Promise<{ id: string; address: Address }> {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `fault-${++orderSeq}`, chain: 'base', token: 'base:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `fault-${++orderSeq}`,
+    chain: 'base',
+    token: 'base:usdc',
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const p = { id: res.body.id as string, address: res.body.attempts[0].address as Address };
   await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, p.address, BigInt(res.body.attempts[0].pay_amount)));
@@ -126,7 +132,7 @@ describe('inconsistent answers are retried, never skipped', () => {
     assert.equal(await status(p.id), 'paid');
   });
 
-  test('a log answer missing a block\'s logs is caught by the block\'s bloom and completed', async () => {
+  test("a log answer missing a block's logs is caught by the block's bloom and completed", async () => {
     const p = await pay();
     primary.failNext(1, 'empty_logs', 'eth_getLogs');
     secondary.failNext(1, 'empty_logs', 'eth_getLogs');
@@ -168,7 +174,10 @@ describe('inconsistent answers are retried, never skipped', () => {
       .where('chain', '=', 'base')
       .orderBy('number')
       .execute();
-    assert.ok(BigInt(rows[0]!.number) < firstCursor, 'nothing pruned (finality 10000): the rows start below the first tick');
+    assert.ok(
+      BigInt(rows[0]!.number) < firstCursor,
+      'nothing pruned (finality 10000): the rows start below the first tick',
+    );
     for (let i = 1; i < rows.length; i++) {
       assert.equal(BigInt(rows[i]!.number), BigInt(rows[i - 1]!.number) + 1n, `gap after block ${rows[i - 1]!.number}`);
       assert.equal(rows[i]!.parent_hash, rows[i - 1]!.hash, `block ${rows[i]!.number} does not link`);
@@ -184,13 +193,22 @@ describe('RpcClient', () => {
   test('non-retryable errors (bad params) are thrown at once, without failover', async () => {
     const client = new RpcClient({ chain: 'base', urls: [primary.url, secondary.url], timeoutMs: 300, backoffMs: 1 });
     const before = primary.total + secondary.total;
-    await assert.rejects(client.request('eth_getBlockByNumber', ['not-a-number', false]), (err: RpcError) => err.retryable === false);
+    await assert.rejects(
+      client.request('eth_getBlockByNumber', ['not-a-number', false]),
+      (err: RpcError) => err.retryable === false,
+    );
     assert.equal(primary.total + secondary.total - before, 1);
   });
 
   test('Retry-After and exponential backoff: a 429 then success', async () => {
     const sleeps: number[] = [];
-    const client = new RpcClient({ chain: 'base', urls: [primary.url], backoffMs: 100, random: () => 0.5, sleep: async (ms) => void sleeps.push(ms) });
+    const client = new RpcClient({
+      chain: 'base',
+      urls: [primary.url],
+      backoffMs: 100,
+      random: () => 0.5,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
     primary.failNext(1, 'rate_limit');
     primary.failNext(1, 'http500');
     assert.match(await client.request<string>('eth_chainId'), /^0x/);

@@ -25,7 +25,12 @@ let sender: EvmSender;
 
 before(async () => {
   node = await startHardhatNode();
-  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 4, evm: { replace_after_blocks: 3 } });
+  k = await startEvmKasse({
+    rpcUrl: node.url,
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+    finality: 4,
+    evm: { replace_after_blocks: 3 },
+  });
   await k.tick();
   assert.ok(k.adapter.sender instanceof EvmSender, 'registerEvmAdapters attaches a sender');
   sender = k.adapter.sender;
@@ -44,12 +49,21 @@ const freshAddress = (): Address => getAddress(`0x${randomBytes(20).toString('he
 let orderSeq = 0;
 /** A payment paid in full on chain and seen by the watcher. */
 async function paidPayment(token: 'base:usdc' | 'base:eth', cents = 1000) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `refund-${++orderSeq}`, chain: 'base', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `refund-${++orderSeq}`,
+    chain: 'base',
+    token,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const attempt = res.body.attempts[0];
   const address = attempt.address as Address;
   const amount = BigInt(attempt.pay_amount);
-  const hash = token === 'base:usdc' ? await k.chain.sendToken(k.payer, k.usdc, address, amount) : await k.chain.sendEth(k.payer, address, amount);
+  const hash =
+    token === 'base:usdc'
+      ? await k.chain.sendToken(k.payer, k.usdc, address, amount)
+      : await k.chain.sendEth(k.payer, address, amount);
   await k.chain.receipt(hash);
   await k.tick();
   await k.chain.mine(1);
@@ -148,14 +162,24 @@ describe('a node that cannot be reached', () => {
     const unreachable = { request: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:9')) };
     const cut = new EvmSender(
       { network: sender.network, mode: sender.mode, rpc: () => unreachable as never },
-      { db: k.t.kasse.db, clock: k.t.clock, log: k.t.kasse.log, account: () => hotWalletAccount(k.t.kasse.secrets), sink: k.t.kasse.transfers },
+      {
+        db: k.t.kasse.db,
+        clock: k.t.clock,
+        log: k.t.kasse.log,
+        account: () => hotWalletAccount(k.t.kasse.secrets),
+        sink: k.t.kasse.transfers,
+      },
     );
     assert.equal(await cut.step(id), 'wait');
     const waiting = (await sender.get(id))!;
     assert.equal(waiting.status, 'broadcast');
     assert.equal(waiting.tries, 1);
     assert.match(waiting.error!, /ECONNREFUSED/);
-    assert.equal(waiting.next_attempt_at.getTime(), k.t.clock.now().getTime() + SENDER_DEFAULTS.retryBaseMs, 'backed off');
+    assert.equal(
+      waiting.next_attempt_at.getTime(),
+      k.t.clock.now().getTime() + SENDER_DEFAULTS.retryBaseMs,
+      'backed off',
+    );
     assert.equal(await sender.runDue(), 0, 'not due during the backoff');
     k.t.clock.advance(SENDER_DEFAULTS.retryBaseMs);
     await k.chain.mine(1);
@@ -170,7 +194,11 @@ describe('a node that cannot be reached', () => {
 describe('crash safety', () => {
   /** A second Kasse on the same database, as after a restart; the first one is never called again. */
   async function restart() {
-    const fresh = await startTestKasse({ databaseUrl: k.t.databaseUrl, clock: k.t.clock, env: { KASSE_NETWORKS_FILE: k.networksFile } });
+    const fresh = await startTestKasse({
+      databaseUrl: k.t.databaseUrl,
+      clock: k.t.clock,
+      env: { KASSE_NETWORKS_FILE: k.networksFile },
+    });
     const senders = evmSenders(fresh.kasse);
     assert.equal(senders.length, 1);
     return { fresh, sender: senders[0]! };
@@ -232,7 +260,14 @@ describe('stuck and reverted transactions', () => {
   async function payout(amount: bigint, destination: Address, token: 'base:usdc' | 'base:eth'): Promise<string> {
     const id = newId('po');
     await withTx(k.t.kasse.db, (tx) =>
-      sender.enqueue(tx, { transferId: id, token: k.t.kasse.chains.token('test', token)!, destination, amount, mode: 'test', purpose: 'payout' }),
+      sender.enqueue(tx, {
+        transferId: id,
+        token: k.t.kasse.chains.token('test', token)!,
+        destination,
+        amount,
+        mode: 'test',
+        purpose: 'payout',
+      }),
     );
     return id;
   }
@@ -257,7 +292,11 @@ describe('stuck and reverted transactions', () => {
       assert.equal(versions.length, 2);
       const [a, b] = versions.map((v) => parseTransaction(v.raw as Hex));
       assert.equal(b!.nonce, a!.nonce, 'same nonce');
-      assert.ok(b!.maxFeePerGas! * 10n >= a!.maxFeePerGas! * 11n && b!.maxPriorityFeePerGas! * 10n >= a!.maxPriorityFeePerGas! * 11n, 'at least +10 % on both fees');
+      assert.ok(
+        b!.maxFeePerGas! * 10n >= a!.maxFeePerGas! * 11n &&
+          b!.maxPriorityFeePerGas! * 10n >= a!.maxPriorityFeePerGas! * 11n,
+        'at least +10 % on both fees',
+      );
       assert.ok(b!.maxFeePerGas! <= sender.maxFeePerGas, 'within the cap');
       assert.equal((await sender.get(id))!.tx_hash, versions[1]!.tx_hash);
 
@@ -267,7 +306,11 @@ describe('stuck and reverted transactions', () => {
       const done = (await sender.get(id))!;
       assert.equal(done.status, 'sent');
       assert.equal(done.tx_hash, versions[1]!.tx_hash, 'the replacement was mined');
-      assert.equal(await k.chain.rpc('eth_getTransactionReceipt', [versions[0]!.tx_hash]), null, 'the original never was');
+      assert.equal(
+        await k.chain.rpc('eth_getTransactionReceipt', [versions[0]!.tx_hash]),
+        null,
+        'the original never was',
+      );
       assert.equal(await k.chain.balance(destination), parseEther('0.01'), 'paid once');
     } finally {
       await k.chain.setAutomine(true);
@@ -317,7 +360,11 @@ describe('stuck and reverted transactions', () => {
     assert.equal(res.status, 202);
     assert.equal(res.body.error, null);
     assert.equal(await sender.step(res.body.id), 'done');
-    const row = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();
+    const row = await k.t.kasse.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('id', '=', res.body.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.status, 'failed');
     assert.match(row.error!, /would revert/);
     assert.equal(await hotNonce(), nonce0, 'nothing was sent');
@@ -332,7 +379,11 @@ describe('stuck and reverted transactions', () => {
     assert.equal(again.status, 202, JSON.stringify(again.body));
     assert.equal(again.body.status, 'pending');
     // Settle it so later passes do not see it.
-    await k.t.kasse.db.updateTable('evm_transfers').set({ status: 'failed', reported: true }).where('id', '=', again.body.id).execute();
+    await k.t.kasse.db
+      .updateTable('evm_transfers')
+      .set({ status: 'failed', reported: true })
+      .where('id', '=', again.body.id)
+      .execute();
   });
 
   test('a transfer whose estimate reverts fails before it takes a nonce; an underfunded hot wallet waits', async () => {
@@ -360,7 +411,11 @@ describe('stuck and reverted transactions', () => {
     assert.match((await sender.get(noTokens))!.error!, /holds/);
     assert.equal(await hotNonce(), nonce0, 'nothing was sent');
     // Settle them so later passes do not see them (the operator would fund the wallet instead).
-    await k.t.kasse.db.updateTable('evm_transfers').set({ status: 'failed', reported: true }).where('id', 'in', [tooMuch, noTokens]).execute();
+    await k.t.kasse.db
+      .updateTable('evm_transfers')
+      .set({ status: 'failed', reported: true })
+      .where('id', 'in', [tooMuch, noTokens])
+      .execute();
   });
 });
 

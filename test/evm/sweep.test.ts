@@ -21,7 +21,8 @@ import { networksDocument, startEvmKasse, type EvmKasse } from '../harness/evm-k
 import { sharedEvmRpc, TestChain } from '../harness/hardhat.ts';
 
 const command = (name: string) => evmCommands.find((c) => c.name === name)!;
-const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean>) => command(name).run(kasse.familyContext, { mode: 'test', chain: 'base', ...flags }, []);
+const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean>) =>
+  command(name).run(kasse.familyContext, { mode: 'test', chain: 'base', ...flags }, []);
 
 let chain: TestChain;
 let k: EvmKasse;
@@ -41,11 +42,22 @@ before(async () => {
   // An operator's first start: the network is configured, the factory not yet deployed.
   const dir = mkdtempSync(join(tmpdir(), 'kasse-sweep-'));
   const file = join(dir, 'networks.json');
-  const doc = networksDocument({ rpcUrls: [sharedEvmRpc()], usdc, factory: treasury, treasury, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 20, pollIntervalMs: 10_000 });
+  const doc = networksDocument({
+    rpcUrls: [sharedEvmRpc()],
+    usdc,
+    factory: treasury,
+    treasury,
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+    finality: 20,
+    pollIntervalMs: 10_000,
+  });
   delete (doc.networks[0] as { evm?: unknown }).evm;
   writeFileSync(file, JSON.stringify(doc));
   const nowhere = 'http://127.0.0.1:9'; // no price provider is needed to deploy
-  const first = await startTestKasse({ env: { KASSE_NETWORKS_FILE: file, KASSE_COINGECKO_URL: nowhere, KASSE_BINANCE_URL: nowhere }, secrets: { ...testSecrets(), hotWalletKey } });
+  const first = await startTestKasse({
+    env: { KASSE_NETWORKS_FILE: file, KASSE_COINGECKO_URL: nowhere, KASSE_BINANCE_URL: nowhere },
+    secrets: { ...testSecrets(), hotWalletKey },
+  });
   try {
     assert.equal(first.kasse.chains.hasAdapter('test', 'base'), false, 'no factory, no EVM adapter');
     await assert.rejects(run(first.kasse, 'evm sweep', {}), /deploy-factory/);
@@ -53,7 +65,12 @@ before(async () => {
   } finally {
     await first.close();
   }
-  k = await startEvmKasse({ rpcUrl: sharedEvmRpc(), contracts: { usdc, factory: deployed.factory, treasury, hotWalletKey }, tiers: [{ max_usd_cents: null, confirmations: 2 }], finality: 20 });
+  k = await startEvmKasse({
+    rpcUrl: sharedEvmRpc(),
+    contracts: { usdc, factory: deployed.factory, treasury, hotWalletKey },
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+    finality: 20,
+  });
   await k.tick();
 });
 after(async () => {
@@ -61,11 +78,28 @@ after(async () => {
 });
 
 let orderSeq = 0;
-async function paid(token: 'base:usdc' | 'base:eth', cents: number, confirm = true): Promise<{ id: string; address: Address; amount: bigint }> {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `sweep-${++orderSeq}`, chain: 'base', token });
+async function paid(
+  token: 'base:usdc' | 'base:eth',
+  cents: number,
+  confirm = true,
+): Promise<{ id: string; address: Address; amount: bigint }> {
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `sweep-${++orderSeq}`,
+    chain: 'base',
+    token,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  const p = { id: res.body.id as string, address: res.body.attempts[0].address as Address, amount: BigInt(res.body.attempts[0].pay_amount) };
-  const hash = token === 'base:usdc' ? await k.chain.sendToken(k.payer, k.usdc, p.address, p.amount) : await k.chain.sendEth(k.payer, p.address, p.amount);
+  const p = {
+    id: res.body.id as string,
+    address: res.body.attempts[0].address as Address,
+    amount: BigInt(res.body.attempts[0].pay_amount),
+  };
+  const hash =
+    token === 'base:usdc'
+      ? await k.chain.sendToken(k.payer, k.usdc, p.address, p.amount)
+      : await k.chain.sendEth(k.payer, p.address, p.amount);
   await k.chain.receipt(hash);
   if (confirm) await k.chain.mine(2);
   await k.tick();
@@ -77,8 +111,13 @@ test('deploy-factory: the hot wallet owns the factory, which sweeps to the treas
   const hot = privateKeyToAccount(hotWalletKey).address;
   assert.equal(deployed.owner, hot);
   assert.equal(getAddress(deployed.treasury), getAddress(treasury));
-  assert.equal(await chain.client.readContract({ address: deployed.factory, abi: forwarderFactoryAbi, functionName: 'owner' }), hot);
-  assert.deepEqual((deployed as unknown as { networks_file: unknown }).networks_file, { evm: { forwarder_factory: deployed.factory, treasury: getAddress(treasury) } });
+  assert.equal(
+    await chain.client.readContract({ address: deployed.factory, abi: forwarderFactoryAbi, functionName: 'owner' }),
+    hot,
+  );
+  assert.deepEqual((deployed as unknown as { networks_file: unknown }).networks_file, {
+    evm: { forwarder_factory: deployed.factory, treasury: getAddress(treasury) },
+  });
 });
 
 test('sweep: confirmed deposits reach the treasury in batches; swept and pending addresses are left alone', async () => {
@@ -105,7 +144,12 @@ test('sweep: confirmed deposits reach the treasury in batches; swept and pending
   const swept = report.transactions.reduce((s, t) => s + BigInt(t.tokens['base:usdc'] ?? '0'), 0n);
   assert.equal(swept, usdcTotal);
 
-  const rows = await k.t.kasse.db.selectFrom('evm_sweeps').selectAll().where('mode', '=', 'test').where('chain', '=', 'base').execute();
+  const rows = await k.t.kasse.db
+    .selectFrom('evm_sweeps')
+    .selectAll()
+    .where('mode', '=', 'test')
+    .where('chain', '=', 'base')
+    .execute();
   assert.equal(rows.length, 2);
   assert.ok(rows.every((r) => r.status === 'confirmed' && r.block_number !== null));
   const items = await k.t.kasse.db.selectFrom('evm_sweep_items').selectAll().execute();
@@ -118,7 +162,11 @@ test('sweep: confirmed deposits reach the treasury in batches; swept and pending
 });
 
 test('money arriving at a swept (deployed) forwarder is seen and swept again', async () => {
-  const item = await k.t.kasse.db.selectFrom('evm_sweep_items').select(['address']).where('ok', '=', true).executeTakeFirstOrThrow();
+  const item = await k.t.kasse.db
+    .selectFrom('evm_sweep_items')
+    .select(['address'])
+    .where('ok', '=', true)
+    .executeTakeFirstOrThrow();
   const address = getAddress(item.address);
   assert.ok(((await chain.client.getCode({ address })) ?? '0x').length > 2, 'forwarder deployed');
   const before = await chain.balance(treasury);
@@ -126,7 +174,11 @@ test('money arriving at a swept (deployed) forwarder is seen and swept again', a
   await k.chain.receipt(hash);
   await k.chain.mine(2);
   await k.tick();
-  const dep = await k.t.kasse.db.selectFrom('deposits').selectAll().where('tx_hash', '=', hash).executeTakeFirstOrThrow();
+  const dep = await k.t.kasse.db
+    .selectFrom('deposits')
+    .selectAll()
+    .where('tx_hash', '=', hash)
+    .executeTakeFirstOrThrow();
   assert.equal(dep.status, 'confirmed');
   const report = (await run(k.t.kasse, 'evm sweep', {})) as SweepReport;
   assert.ok(report.due >= 1); // and the earlier pending payment, confirmed by now

@@ -14,7 +14,11 @@ let k: EvmKasse;
 let workers: Workers | null = null;
 
 before(async () => {
-  k = await startEvmKasse({ rpcUrl: sharedEvmRpc(), pollIntervalMs: 200, tiers: [{ max_usd_cents: null, confirmations: 2 }] });
+  k = await startEvmKasse({
+    rpcUrl: sharedEvmRpc(),
+    pollIntervalMs: 200,
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+  });
 });
 after(async () => {
   await workers?.stop();
@@ -23,14 +27,28 @@ after(async () => {
 
 test('the workers role watches the chain on its poll interval and the payment is paid without manual ticks', async () => {
   workers = startWorkers(k.t.kasse);
-  const res = await k.m.test.post('/payments', { price_amount: 700, price_currency: 'USD', order_id: 'workers-1', chain: 'base', token: 'base:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 700,
+    price_currency: 'USD',
+    order_id: 'workers-1',
+    chain: 'base',
+    token: 'base:usdc',
+  });
   assert.equal(res.status, 201);
   const id = res.body.id as string;
-  await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount)));
-  await eventually('payment.detected', async () => k.eventTypes(id).includes('payment.detected'), { timeoutMs: 15_000 });
+  await k.chain.receipt(
+    await k.chain.sendToken(k.payer, k.usdc, res.body.attempts[0].address, BigInt(res.body.attempts[0].pay_amount)),
+  );
+  await eventually('payment.detected', async () => k.eventTypes(id).includes('payment.detected'), {
+    timeoutMs: 15_000,
+  });
   await k.chain.mine(2);
-  await eventually('paid', async () => (await k.m.test.get(`/payments/${id}`)).body.status === 'paid', { timeoutMs: 15_000 });
-  await eventually('payment.paid webhook', async () => k.eventTypes(id).includes('payment.paid'), { timeoutMs: 15_000 });
+  await eventually('paid', async () => (await k.m.test.get(`/payments/${id}`)).body.status === 'paid', {
+    timeoutMs: 15_000,
+  });
+  await eventually('payment.paid webhook', async () => k.eventTypes(id).includes('payment.paid'), {
+    timeoutMs: 15_000,
+  });
 
   await workers.stop();
   workers = null;

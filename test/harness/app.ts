@@ -29,7 +29,12 @@ export class ApiClient {
     readonly key: string | null,
   ) {}
 
-  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const h: Record<string, string> = { ...headers };
     if (this.key) h.authorization = `Bearer ${this.key}`;
     let payload: string | undefined;
@@ -102,7 +107,9 @@ export interface TestKasseOptions {
 const secretsByDatabase = new Map<string, Secrets>();
 
 export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestKasse> {
-  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await createTestDatabase({ migrated: !opts.families });
+  const db = opts.databaseUrl
+    ? { url: opts.databaseUrl, drop: async () => {} }
+    : await createTestDatabase({ migrated: !opts.families });
   const config = loadConfig({
     KASSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'kasse-data-')),
     KASSE_LIVE_PORT: '0',
@@ -153,7 +160,10 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
       };
     },
     async close() {
-      const problem = await assertDocumentedErrors([urls.test, urls.live]).then(() => null, (err: unknown) => err);
+      const problem = await assertDocumentedErrors([urls.test, urls.live]).then(
+        () => null,
+        (err: unknown) => err,
+      );
       await listeners.close();
       await kasse.close();
       if (!opts.databaseUrl) await db.drop();
@@ -167,8 +177,11 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
  * live mode runs them (addresses derive offline; nothing is watched unless workers start). The others stay as shipped.
  */
 export function liveNetworksFile(chains: string[] = ['base']): string {
-  const doc = JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8')) as { networks: Array<{ id: string; evm?: unknown }> };
-  for (const n of doc.networks) if (chains.includes(n.id)) n.evm = { forwarder_factory: '0x5FbDB2315678afecb367f032d93F642f64180aa3' };
+  const doc = JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8')) as {
+    networks: Array<{ id: string; evm?: unknown }>;
+  };
+  for (const n of doc.networks)
+    if (chains.includes(n.id)) n.evm = { forwarder_factory: '0x5FbDB2315678afecb367f032d93F642f64180aa3' };
   const file = join(mkdtempSync(join(tmpdir(), 'kasse-live-networks-')), 'networks.live.json');
   writeFileSync(file, JSON.stringify(doc));
   return file;

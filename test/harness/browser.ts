@@ -58,7 +58,12 @@ export async function launchBrowser(): Promise<TestBrowser> {
   return {
     browser,
     async open(size: Size = 'phone') {
-      const context = await browser.newContext({ viewport: SIZES[size], deviceScaleFactor: 1, isMobile: false, hasTouch: size === 'phone' });
+      const context = await browser.newContext({
+        viewport: SIZES[size],
+        deviceScaleFactor: 1,
+        isMobile: false,
+        hasTouch: size === 'phone',
+      });
       const page = await context.newPage();
       const rec: RecordedPage = { page, context, requests: [], dialogs: [], errors: [] };
       context.on('request', (r) => rec.requests.push(r.url()));
@@ -97,17 +102,35 @@ export interface WebKasse {
 }
 
 /** The app with local price servers and one merchant ("Corner Café"). */
-export async function startWebKasse(opts: { merchantName?: string; env?: Record<string, string> } = {}): Promise<WebKasse> {
+export async function startWebKasse(
+  opts: { merchantName?: string; env?: Record<string, string> } = {},
+): Promise<WebKasse> {
   const clock = new FakeClock('2026-03-01T12:00:00Z');
   const coingecko = await startCoinGeckoServer({ now: () => clock.now() });
   const binance = await startBinanceServer();
-  for (const [id, usd] of [['ethereum', 3000], ['solana', 150], ['polygon-ecosystem-token', 0.5]] as const) coingecko.setPrice(id, usd);
-  for (const [sym, usd] of [['ETHUSDT', 3000], ['SOLUSDT', 150], ['POLUSDT', 0.5]] as const) binance.setPrice(sym, usd);
-  for (const [id, sym, usd] of [['bitcoin', 'BTCUSDT', 60000], ['litecoin', 'LTCUSDT', 100]] as const) {
+  for (const [id, usd] of [
+    ['ethereum', 3000],
+    ['solana', 150],
+    ['polygon-ecosystem-token', 0.5],
+  ] as const)
+    coingecko.setPrice(id, usd);
+  for (const [sym, usd] of [
+    ['ETHUSDT', 3000],
+    ['SOLUSDT', 150],
+    ['POLUSDT', 0.5],
+  ] as const)
+    binance.setPrice(sym, usd);
+  for (const [id, sym, usd] of [
+    ['bitcoin', 'BTCUSDT', 60000],
+    ['litecoin', 'LTCUSDT', 100],
+  ] as const) {
     coingecko.setPrice(id, usd);
     binance.setPrice(sym, usd);
   }
-  const t = await startTestKasse({ clock, env: { KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env } });
+  const t = await startTestKasse({
+    clock,
+    env: { KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env },
+  });
   const m = await t.merchant({ name: opts.merchantName ?? 'Corner Café' });
   return {
     t,
@@ -123,7 +146,9 @@ export async function startWebKasse(opts: { merchantName?: string; env?: Record<
 }
 
 /** A merchant's own web server: serves `pages` (path → HTML) and `scripts` (path → JS) on 127.0.0.1. */
-export async function startMerchantSite(files: Record<string, { type: string; body: string; headers?: Record<string, string> }>): Promise<{ url: string; close(): Promise<void> }> {
+export async function startMerchantSite(
+  files: Record<string, { type: string; body: string; headers?: Record<string, string> }>,
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     const f = files[path];

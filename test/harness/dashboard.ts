@@ -24,17 +24,39 @@ export const PASSWORD = 'correct-horse-battery-staple-42';
 /** A TOTP code for the app's current (fake) time; the clock moves 30 s first so no code is reused. */
 export function totpCode(secret: string, clock: FakeClock): string {
   clock.advance(30_000);
-  return TOTP.generate({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: clock.millis() });
+  return TOTP.generate({
+    secret: Secret.fromBase32(secret),
+    algorithm: 'SHA1',
+    digits: 6,
+    period: 30,
+    timestamp: clock.millis(),
+  });
 }
 
 /** Creates a user as the operator's CLI does; returns the one-time set-up link. */
-export async function createUser(kasse: Kasse, merchantId: string, email: string, role: 'owner' | 'member' | 'viewer'): Promise<{ id: string; setupUrl: string }> {
-  const r = await kasse.users.team.create({ merchantId, email, role, actor: { type: 'operator', id: null, label: 'test', ip: null }, invite: false });
+export async function createUser(
+  kasse: Kasse,
+  merchantId: string,
+  email: string,
+  role: 'owner' | 'member' | 'viewer',
+): Promise<{ id: string; setupUrl: string }> {
+  const r = await kasse.users.team.create({
+    merchantId,
+    email,
+    role,
+    actor: { type: 'operator', id: null, label: 'test', ip: null },
+    invite: false,
+  });
   return { id: r.user.id, setupUrl: r.setup_url };
 }
 
 /** Opens a set-up (or reset) link, chooses the password, and enrols TOTP when the page asks (owners). */
-export async function setUpAccount(page: Page, url: string, clock: FakeClock, o: { email: string; password?: string; enrol?: boolean; id?: string }): Promise<DashboardUser> {
+export async function setUpAccount(
+  page: Page,
+  url: string,
+  clock: FakeClock,
+  o: { email: string; password?: string; enrol?: boolean; id?: string },
+): Promise<DashboardUser> {
   const password = o.password ?? PASSWORD;
   await page.goto(url);
   await page.getByLabel('New password').fill(password);
@@ -66,7 +88,13 @@ export async function enrol(page: Page, clock: FakeClock, user: DashboardUser): 
 }
 
 /** Signs in through the form (and the second factor when the user has one). */
-export async function signIn(page: Page, base: string, clock: FakeClock, user: DashboardUser, o: { code?: string; next?: string } = {}): Promise<void> {
+export async function signIn(
+  page: Page,
+  base: string,
+  clock: FakeClock,
+  user: DashboardUser,
+  o: { code?: string; next?: string } = {},
+): Promise<void> {
   await page.goto(`${base}/dashboard/signin${o.next ? `?next=${encodeURIComponent(o.next)}` : ''}`);
   await page.getByLabel('Email').fill(user.email);
   await page.getByLabel('Password').fill(user.password);
@@ -98,8 +126,14 @@ export async function csrfOf(page: Page): Promise<string> {
  * form's redirect (303 to `…?form=<id>`, POST/redirect/GET) is, as the browser does, and the answer is the page that
  * shows the failure, with its status (`redirected` says so).
  */
-export async function post(page: Page, url: string, form: Record<string, string>): Promise<{ status: number; location: string | null; body: string; redirected: boolean }> {
-  const res = await page.context().request.post(url, { form, maxRedirects: 0, headers: { origin: new URL(url).origin } });
+export async function post(
+  page: Page,
+  url: string,
+  form: Record<string, string>,
+): Promise<{ status: number; location: string | null; body: string; redirected: boolean }> {
+  const res = await page
+    .context()
+    .request.post(url, { form, maxRedirects: 0, headers: { origin: new URL(url).origin } });
   const location = res.headers().location ?? null;
   if (res.status() === 303 && location && /[?&]form=/.test(location)) {
     const shown = await get(page, new URL(location, url).toString());
@@ -109,7 +143,15 @@ export async function post(page: Page, url: string, form: Record<string, string>
 }
 
 /** A GET with the browser's cookies (response headers with lower-case names). */
-export async function get(page: Page, url: string): Promise<{ status: number; location: string | null; body: string; headers: Record<string, string> }> {
+export async function get(
+  page: Page,
+  url: string,
+): Promise<{ status: number; location: string | null; body: string; headers: Record<string, string> }> {
   const res = await page.context().request.get(url, { maxRedirects: 0 });
-  return { status: res.status(), location: res.headers().location ?? null, body: await res.text(), headers: res.headers() };
+  return {
+    status: res.status(),
+    location: res.headers().location ?? null,
+    body: await res.text(),
+    headers: res.headers(),
+  };
 }

@@ -29,10 +29,14 @@ async function asAdmin(sql: string): Promise<void> {
  * Creates an empty database, or with `migrated` a copy of the run's migrated template (an empty one where the run
  * made none). Only a database that will be opened with every installed family may be `migrated`.
  */
-export async function createTestDatabase(opts: { migrated?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createTestDatabase(
+  opts: { migrated?: boolean } = {},
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `t_${randomBytes(6).toString('hex')}`;
   const template = opts.migrated ? process.env.KASSE_TEST_TEMPLATE : undefined;
-  await asAdmin(template ? `CREATE DATABASE ${name} TEMPLATE ${template} STRATEGY FILE_COPY` : `CREATE DATABASE ${name}`);
+  await asAdmin(
+    template ? `CREATE DATABASE ${name} TEMPLATE ${template} STRATEGY FILE_COPY` : `CREATE DATABASE ${name}`,
+  );
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
   return {

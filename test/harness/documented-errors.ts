@@ -29,7 +29,8 @@ function operationOf(doc: any, method: string, path: string): any {
   for (const [template, ops] of Object.entries<any>(doc.paths ?? {})) {
     const parts = template.split('/');
     if (parts.length !== segments.length || !ops[method]) continue;
-    if (parts.every((p, i) => (p.startsWith('{') && segments[i] !== '') || p === segments[i])) return { template, op: ops[method] };
+    if (parts.every((p, i) => (p.startsWith('{') && segments[i] !== '') || p === segments[i]))
+      return { template, op: ops[method] };
   }
   return null;
 }
@@ -46,8 +47,15 @@ export async function assertDocumentedErrors(bases: string[]): Promise<void> {
       const found = operationOf(doc, a.method, a.path);
       if (!found) continue;
       const examples = found.op.responses?.[String(a.status)]?.content?.['application/json']?.examples ?? {};
-      if (!(a.code in examples)) problems.add(`${a.method.toUpperCase()} ${found.template} answered ${a.status} ${a.code}, which its operation does not document`);
+      if (!(a.code in examples))
+        problems.add(
+          `${a.method.toUpperCase()} ${found.template} answered ${a.status} ${a.code}, which its operation does not document`,
+        );
     }
   }
-  assert.deepEqual([...problems], [], 'every error an operation answers is in its documented responses (add the code to the route schema\'s `errors`)');
+  assert.deepEqual(
+    [...problems],
+    [],
+    "every error an operation answers is in its documented responses (add the code to the route schema's `errors`)",
+  );
 }

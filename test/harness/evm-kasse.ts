@@ -89,8 +89,30 @@ export function networksDocument(opts: {
         poll_interval_ms: opts.pollIntervalMs,
         paused: false,
         tokens: [
-          { symbol: 'eth', name: 'Ether', decimals: 18, kind: 'native', contract: null, min_amount: '0.0004', stable: false, coingecko_id: 'ethereum', binance_symbol: 'ETHUSDT', gasless: false },
-          { symbol: 'usdc', name: 'USD Coin', decimals: 6, kind: 'erc20', contract: opts.usdc, min_amount: '1', stable: true, coingecko_id: 'usd-coin', binance_symbol: null, gasless: true },
+          {
+            symbol: 'eth',
+            name: 'Ether',
+            decimals: 18,
+            kind: 'native',
+            contract: null,
+            min_amount: '0.0004',
+            stable: false,
+            coingecko_id: 'ethereum',
+            binance_symbol: 'ETHUSDT',
+            gasless: false,
+          },
+          {
+            symbol: 'usdc',
+            name: 'USD Coin',
+            decimals: 6,
+            kind: 'erc20',
+            contract: opts.usdc,
+            min_amount: '1',
+            stable: true,
+            coingecko_id: 'usd-coin',
+            binance_symbol: null,
+            gasless: true,
+          },
         ],
         evm: { forwarder_factory: opts.factory, treasury: opts.treasury, ...opts.evm },
       },
@@ -141,7 +163,12 @@ export async function startEvmKasse(opts: EvmKasseOptions): Promise<EvmKasse> {
   binance.setPrice('ETHUSDT', ETH_USD);
   const secrets = opts.secrets ?? { ...testSecrets(), hotWalletKey: contracts.hotWalletKey };
   const t = await startTestKasse({
-    env: { KASSE_NETWORKS_FILE: networksFile, KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env },
+    env: {
+      KASSE_NETWORKS_FILE: networksFile,
+      KASSE_COINGECKO_URL: coingecko.url,
+      KASSE_BINANCE_URL: binance.url,
+      ...opts.env,
+    },
     secrets,
     databaseUrl: opts.databaseUrl,
   });
@@ -151,7 +178,8 @@ export async function startEvmKasse(opts: EvmKasseOptions): Promise<EvmKasse> {
   const m = await t.merchant({ webhookUrl: receiver?.url ?? null });
   receiver?.setSecret(m.webhookSecret);
   const adapter = t.kasse.chains.adapter('test', 'base');
-  if (!(adapter instanceof EvmAdapter)) throw new Error('base has no EvmAdapter: is the networks file missing evm.forwarder_factory?');
+  if (!(adapter instanceof EvmAdapter))
+    throw new Error('base has no EvmAdapter: is the networks file missing evm.forwarder_factory?');
   const watcher = adapter.watcher(t.kasse.payments.deposits, { retryBackoffMs: 10, ...opts.watcher });
 
   return {

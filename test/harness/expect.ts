@@ -32,7 +32,12 @@ export function assertError(res: Answer, status: number, code: string, param: st
 }
 
 /** `assertError` on an answer still to come. */
-export async function refused(res: Answer | Promise<Answer>, status: number, code: string, param: string | null = null): Promise<void> {
+export async function refused(
+  res: Answer | Promise<Answer>,
+  status: number,
+  code: string,
+  param: string | null = null,
+): Promise<void> {
   assertError(await res, status, code, param);
 }
 
@@ -47,7 +52,11 @@ export interface PollOptions {
  * Looks at `fn` until it gives a truthy value and returns that value; fails with "timed out waiting for `what`"
  * once `timeoutMs` has passed. `fn` may be synchronous (a flag another callback sets) or ask a server.
  */
-export async function eventually<T>(what: string, fn: () => T | Promise<T>, opts: PollOptions = {}): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
+export async function eventually<T>(
+  what: string,
+  fn: () => T | Promise<T>,
+  opts: PollOptions = {},
+): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
   const { timeoutMs = 5_000, intervalMs = 50 } = opts;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

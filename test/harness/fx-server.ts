@@ -36,8 +36,12 @@ export async function startFxServer(): Promise<FxServer> {
     if (!m) return send(res, 404, JSON.stringify({ message: 'not found' }));
     const base = url.searchParams.get('base') ?? 'EUR';
     const symbols = (url.searchParams.get('symbols') ?? '').split(',');
-    if (base !== 'USD' || !symbols.includes('INR')) return send(res, 422, JSON.stringify({ message: 'this stand-in knows USD→INR only' }));
-    const day = [...rates.keys()].filter((d) => d <= m[1]!).sort().pop();
+    if (base !== 'USD' || !symbols.includes('INR'))
+      return send(res, 422, JSON.stringify({ message: 'this stand-in knows USD→INR only' }));
+    const day = [...rates.keys()]
+      .filter((d) => d <= m[1]!)
+      .sort()
+      .pop();
     if (!day) return send(res, 404, JSON.stringify({ message: 'not found' }));
     send(res, 200, `{"amount":1.0,"base":"USD","date":"${day}","rates":{"INR":${rates.get(day)}}}`);
   });
@@ -50,9 +54,10 @@ export async function startFxServer(): Promise<FxServer> {
       for (let i = 0; i < n; i++) fails.push(mode);
     },
     requestLog,
-    close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

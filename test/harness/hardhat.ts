@@ -52,7 +52,11 @@ export interface HardhatNode {
 }
 
 async function rpcCall<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = (await res.json()) as { result?: T; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result as T;
@@ -62,11 +66,15 @@ async function rpcCall<T>(url: string, method: string, params: unknown[] = []): 
 export async function startHardhatNode(): Promise<HardhatNode> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, [HARDHAT_CLI, '--config', CONFIG, 'node', '--hostname', '127.0.0.1', '--port', String(port)], {
-    cwd: ROOT,
-    env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true', HARDHAT_TELEMETRY_DISABLED: 'true' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [HARDHAT_CLI, '--config', CONFIG, 'node', '--hostname', '127.0.0.1', '--port', String(port)],
+    {
+      cwd: ROOT,
+      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true', HARDHAT_TELEMETRY_DISABLED: 'true' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -160,21 +168,38 @@ export class TestChain {
   /** Deploys TestUSDC ("Test USDC", 6 decimals) from `from`. */
   async deployTestUsdc(from: TestWallet): Promise<Address> {
     const a = artifact('TestUSDC');
-    const hash = await from.deployContract({ abi: a.abi, bytecode: a.bytecode, args: ['Test USDC', 'USDC'], account: from.account, chain: hardhatChain });
+    const hash = await from.deployContract({
+      abi: a.abi,
+      bytecode: a.bytecode,
+      args: ['Test USDC', 'USDC'],
+      account: from.account,
+      chain: hardhatChain,
+    });
     return (await this.receipt(hash)).contractAddress!;
   }
 
   /** Deploys a ForwarderFactory owned by `from` (or `owner`) sweeping to `treasury`. */
   async deployFactory(from: TestWallet, treasury: Address, owner: Address = from.address): Promise<Address> {
     const a = artifact('ForwarderFactory');
-    const hash = await from.deployContract({ abi: forwarderFactoryAbi, bytecode: a.bytecode, args: [owner, treasury], account: from.account, chain: hardhatChain });
+    const hash = await from.deployContract({
+      abi: forwarderFactoryAbi,
+      bytecode: a.bytecode,
+      args: [owner, treasury],
+      account: from.account,
+      chain: hardhatChain,
+    });
     return (await this.receipt(hash)).contractAddress!;
   }
 
   /** Deploys the Disperse contract (batched ERC-20 payouts) from `from`. */
   async deployDisperse(from: TestWallet): Promise<Address> {
     const a = artifact('Disperse');
-    const hash = await from.deployContract({ abi: a.abi, bytecode: a.bytecode, account: from.account, chain: hardhatChain });
+    const hash = await from.deployContract({
+      abi: a.abi,
+      bytecode: a.bytecode,
+      account: from.account,
+      chain: hardhatChain,
+    });
     return (await this.receipt(hash)).contractAddress!;
   }
 
@@ -185,12 +210,22 @@ export class TestChain {
 
   /** TestUSDC.mint(to, amount) sent from `from`. */
   async mint(from: TestWallet, token: Address, to: Address, amount: bigint): Promise<Hash> {
-    return from.sendTransaction({ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'mint', args: [to, amount] }), account: from.account, chain: hardhatChain });
+    return from.sendTransaction({
+      to: token,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'mint', args: [to, amount] }),
+      account: from.account,
+      chain: hardhatChain,
+    });
   }
 
   /** ERC-20 transfer from `from`. */
   async sendToken(from: TestWallet, token: Address, to: Address, amount: bigint): Promise<Hash> {
-    return from.sendTransaction({ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }), account: from.account, chain: hardhatChain });
+    return from.sendTransaction({
+      to: token,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }),
+      account: from.account,
+      chain: hardhatChain,
+    });
   }
 
   /** Waits for a receipt; throws if the transaction reverted. */

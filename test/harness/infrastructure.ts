@@ -42,7 +42,10 @@ let registered: Promise<void> | null = null;
 /** Imports every `test/<folder>/infrastructure.ts`, once: each registers its family's starter. */
 function registerFamilyHarnesses(): Promise<void> {
   registered ??= (async () => {
-    const folders = readdirSync(TEST_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const folders = readdirSync(TEST_DIR, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     for (const name of folders) {
       const file = new URL(`${name}/infrastructure.ts`, TEST_DIR);
       if (existsSync(file)) await import(file.href);

@@ -26,13 +26,22 @@ export interface LitecoinNode {
 }
 
 /** A JSON-RPC call to `url` (optionally a wallet path); throws with the node's message. */
-export async function ltcRpc<T = any>(url: string, method: string, params: unknown[] = [], wallet?: string): Promise<T> {
+export async function ltcRpc<T = any>(
+  url: string,
+  method: string,
+  params: unknown[] = [],
+  wallet?: string,
+): Promise<T> {
   const u = new URL(url);
   const auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
   u.username = '';
   u.password = '';
   if (wallet) u.pathname = `/wallet/${encodeURIComponent(wallet)}`;
-  const res = await fetch(u, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }) });
+  const res = await fetch(u, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: auth },
+    body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }),
+  });
   const text = await res.text();
   let body: { result?: T; error?: { message: string; code: number } | null };
   try {
@@ -189,5 +198,5 @@ export function coins(sats: bigint): string {
 
 function toSats(value: number | string): bigint {
   const [w, f = ''] = String(value).split('.');
-  return BigInt(w!) * 100_000_000n + BigInt((`${f}00000000`).slice(0, 8));
+  return BigInt(w!) * 100_000_000n + BigInt(`${f}00000000`.slice(0, 8));
 }

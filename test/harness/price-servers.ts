@@ -53,11 +53,19 @@ interface Core {
 }
 
 function sendJson(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...headers,
+  });
   res.end(body);
 }
 
-async function listen(handle: Handler, failure: (res: ServerResponse, status: number) => void, basePath: string): Promise<Core> {
+async function listen(
+  handle: Handler,
+  failure: (res: ServerResponse, status: number) => void,
+  basePath: string,
+): Promise<Core> {
   const hung = new Set<ServerResponse>();
   const core: Core = { url: '', failQueue: [], delayMs: 0, requests: 0, requestLog: [], close: async () => {} };
   const server: Server = createServer((req, res) => {
@@ -106,7 +114,11 @@ async function listen(handle: Handler, failure: (res: ServerResponse, status: nu
   return core;
 }
 
-function handleFrom(core: Core, setPrice: PriceServer['setPrice'], removePrice: PriceServer['removePrice']): PriceServer {
+function handleFrom(
+  core: Core,
+  setPrice: PriceServer['setPrice'],
+  removePrice: PriceServer['removePrice'],
+): PriceServer {
   return {
     url: core.url,
     setPrice,
@@ -137,9 +149,14 @@ export async function startCoinGeckoServer(options: PriceServerOptions = {}): Pr
   const prices = new Map<string, { raw: string; at: Date | null }>();
   const core = await listen(
     (_req, url, res) => {
-      if (url.pathname === '/api/v3/ping') return sendJson(res, 200, JSON.stringify({ gecko_says: '(V3) To the Moon!' }));
+      if (url.pathname === '/api/v3/ping')
+        return sendJson(res, 200, JSON.stringify({ gecko_says: '(V3) To the Moon!' }));
       if (url.pathname !== '/api/v3/simple/price') {
-        return sendJson(res, 404, JSON.stringify({ error: 'Incorrect path. Please check https://www.coingecko.com/api/' }));
+        return sendJson(
+          res,
+          404,
+          JSON.stringify({ error: 'Incorrect path. Please check https://www.coingecko.com/api/' }),
+        );
       }
       const ids = url.searchParams.get('ids');
       const vs = url.searchParams.get('vs_currencies');
@@ -166,7 +183,8 @@ export async function startCoinGeckoServer(options: PriceServerOptions = {}): Pr
           JSON.stringify({
             status: {
               error_code: 429,
-              error_message: "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits.",
+              error_message:
+                "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits.",
             },
           }),
           { 'retry-after': '60' },
@@ -178,7 +196,8 @@ export async function startCoinGeckoServer(options: PriceServerOptions = {}): Pr
   );
   return handleFrom(
     core,
-    (id, value, at) => prices.set(id.toLowerCase(), { raw: typeof value === 'number' ? JSON.stringify(value) : value, at: at ?? null }),
+    (id, value, at) =>
+      prices.set(id.toLowerCase(), { raw: typeof value === 'number' ? JSON.stringify(value) : value, at: at ?? null }),
     (id) => prices.delete(id.toLowerCase()),
   );
 }
@@ -193,7 +212,11 @@ function binancePrice(value: number | string): string {
     const digits = m[1]! + (m[2] ?? '');
     const point = m[1]!.length + Number(m[3]);
     text =
-      point <= 0 ? `0.${'0'.repeat(-point)}${digits}` : point >= digits.length ? digits + '0'.repeat(point - digits.length) : `${digits.slice(0, point)}.${digits.slice(point)}`;
+      point <= 0
+        ? `0.${'0'.repeat(-point)}${digits}`
+        : point >= digits.length
+          ? digits + '0'.repeat(point - digits.length)
+          : `${digits.slice(0, point)}.${digits.slice(point)}`;
   }
   const [whole, frac = ''] = text.split('.');
   return `${whole}.${frac.length >= 8 ? frac : frac.padEnd(8, '0')}`;
@@ -222,18 +245,26 @@ export async function startBinanceServer(_options: PriceServerOptions = {}): Pro
         if (price === undefined) return sendJson(res, 400, invalidSymbol);
         return sendJson(res, 200, JSON.stringify({ symbol: one, price }));
       }
-      if (many === null) return sendJson(res, 200, JSON.stringify([...prices].map(([symbol, price]) => ({ symbol, price }))));
+      if (many === null)
+        return sendJson(res, 200, JSON.stringify([...prices].map(([symbol, price]) => ({ symbol, price }))));
       let symbols: unknown;
       try {
         symbols = JSON.parse(many);
       } catch {
         symbols = null;
       }
-      if (!Array.isArray(symbols) || symbols.length === 0 || !symbols.every((s) => typeof s === 'string' && /^[A-Z0-9-_.]{1,20}$/.test(s))) {
+      if (
+        !Array.isArray(symbols) ||
+        symbols.length === 0 ||
+        !symbols.every((s) => typeof s === 'string' && /^[A-Z0-9-_.]{1,20}$/.test(s))
+      ) {
         return sendJson(
           res,
           400,
-          JSON.stringify({ code: -1100, msg: `Illegal characters found in parameter 'symbols'; legal range is '^\\[("[A-Z0-9-_.]{1,20}"(,"[A-Z0-9-_.]{1,20}"){0,}){0,1}\\]$'.` }),
+          JSON.stringify({
+            code: -1100,
+            msg: `Illegal characters found in parameter 'symbols'; legal range is '^\\[("[A-Z0-9-_.]{1,20}"(,"[A-Z0-9-_.]{1,20}"){0,}){0,1}\\]$'.`,
+          }),
         );
       }
       const out: { symbol: string; price: string }[] = [];
@@ -256,7 +287,11 @@ export async function startBinanceServer(_options: PriceServerOptions = {}): Pro
           { 'retry-after': '30' },
         );
       }
-      sendJson(res, status, JSON.stringify({ code: -1000, msg: 'An unknown error occured while processing the request.' }));
+      sendJson(
+        res,
+        status,
+        JSON.stringify({ code: -1000, msg: 'An unknown error occured while processing the request.' }),
+      );
     },
     '',
   );

@@ -65,7 +65,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   let total = 0;
 
   const call = async (method: string, params: unknown[] = []): Promise<any> => {
-    const res = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await fetch(upstream, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     return res.json();
   };
 
@@ -78,7 +82,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   };
 
   const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...headers,
+    });
     res.end(body);
   };
 
@@ -92,16 +100,23 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       if (req.method === 'eth_getBlockByNumber') {
         const tag = params[0];
         if (tag === 'latest') params[0] = `0x${lagged.toString(16)}`;
-        else if (typeof tag === 'string' && tag.startsWith('0x') && BigInt(tag) > lagged) return { jsonrpc: '2.0', id: req.id, result: null };
+        else if (typeof tag === 'string' && tag.startsWith('0x') && BigInt(tag) > lagged)
+          return { jsonrpc: '2.0', id: req.id, result: null };
       }
       if (req.method === 'eth_getLogs') {
         const filter = { ...(params[0] as Record<string, unknown>) };
-        if (typeof filter.fromBlock === 'string' && BigInt(filter.fromBlock) > lagged) return { jsonrpc: '2.0', id: req.id, result: [] };
-        if (typeof filter.toBlock === 'string' && BigInt(filter.toBlock) > lagged) filter.toBlock = `0x${lagged.toString(16)}`;
+        if (typeof filter.fromBlock === 'string' && BigInt(filter.fromBlock) > lagged)
+          return { jsonrpc: '2.0', id: req.id, result: [] };
+        if (typeof filter.toBlock === 'string' && BigInt(filter.toBlock) > lagged)
+          filter.toBlock = `0x${lagged.toString(16)}`;
         params[0] = filter;
       }
     }
-    const res = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...req, params }) });
+    const res = await fetch(upstream, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...req, params }),
+    });
     return res.json();
   };
 
@@ -110,7 +125,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     try {
       parsed = JSON.parse(raw);
     } catch {
-      return send(res, 400, JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }));
+      return send(
+        res,
+        400,
+        JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }),
+      );
     }
     if (Array.isArray(parsed)) {
       for (const r of parsed) counts.set(r.method, (counts.get(r.method) ?? 0) + 1);
@@ -124,11 +143,24 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     const fault = takeFault(r.method);
     switch (fault) {
       case 'error':
-        return send(res, 200, JSON.stringify({ jsonrpc: '2.0', id: r.id, error: { code: -32603, message: 'internal error (injected)' } }));
+        return send(
+          res,
+          200,
+          JSON.stringify({ jsonrpc: '2.0', id: r.id, error: { code: -32603, message: 'internal error (injected)' } }),
+        );
       case 'http500':
         return send(res, 500, JSON.stringify({ error: 'injected' }));
       case 'rate_limit':
-        return send(res, 429, JSON.stringify({ jsonrpc: '2.0', id: r.id, error: { code: -32005, message: 'rate limit exceeded (injected)' } }), { 'retry-after': '0' });
+        return send(
+          res,
+          429,
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: r.id,
+            error: { code: -32005, message: 'rate limit exceeded (injected)' },
+          }),
+          { 'retry-after': '0' },
+        );
       case 'timeout':
         hung.add(res);
         res.on('close', () => hung.delete(res));
@@ -153,7 +185,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         answer.result = [
           {
             address: Array.isArray(filter.address) ? filter.address[0] : filter.address,
-            topics: ['0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef', `0x${'0'.repeat(64)}`, `0x${'0'.repeat(64)}`],
+            topics: [
+              '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef',
+              `0x${'0'.repeat(64)}`,
+              `0x${'0'.repeat(64)}`,
+            ],
             data: `0x${'0'.repeat(63)}1`,
             blockNumber: filter.fromBlock ?? '0x0',
             blockHash: fake,

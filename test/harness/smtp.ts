@@ -60,13 +60,20 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
       const found = messages.find(match);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const w = { match, resolve: (m: ReceivedMail) => {
-          clearTimeout(timer);
-          resolve(m);
-        } };
+        const w = {
+          match,
+          resolve: (m: ReceivedMail) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        };
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(w), 1);
-          reject(new Error(`no matching mail arrived within ${timeoutMs} ms (received: ${messages.map((m) => m.subject).join(' | ') || 'none'})`));
+          reject(
+            new Error(
+              `no matching mail arrived within ${timeoutMs} ms (received: ${messages.map((m) => m.subject).join(' | ') || 'none'})`,
+            ),
+          );
         }, timeoutMs);
         waiters.push(w);
       });
@@ -90,7 +97,8 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
     authOptional: false,
     logger: false,
     onAuth(auth, _session, cb) {
-      if (!receiver.authFails && auth.username === SMTP_USER && auth.password === SMTP_PASS) return cb(null, { user: auth.username });
+      if (!receiver.authFails && auth.username === SMTP_USER && auth.password === SMTP_PASS)
+        return cb(null, { user: auth.username });
       cb(new Error('Invalid username or password'));
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, cb) {
@@ -109,13 +117,18 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
         const code = refusals.shift();
         if (code !== undefined) {
           receiver.offered++;
-          const err = new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later') as Error & { responseCode: number };
+          const err = new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later') as Error & {
+            responseCode: number;
+          };
           err.responseCode = code;
           return cb(err);
         }
         void simpleParser(raw).then((parsed) => {
           const mail: ReceivedMail = {
-            envelope: { from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to: session.envelope.rcptTo.map((r) => r.address) },
+            envelope: {
+              from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+              to: session.envelope.rcptTo.map((r) => r.address),
+            },
             parsed,
             to: session.envelope.rcptTo[0]?.address ?? '',
             subject: parsed.subject ?? '',

@@ -52,7 +52,11 @@ export class SolanaTestChain {
   constructor(readonly url: string) {}
 
   async rpc<T = any>(method: string, params: unknown[] = []): Promise<T> {
-    const res = await fetch(this.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     const body = (await res.json()) as { result?: T; error?: { code: number; message: string; data?: unknown } };
     if (body.error) throw new SolanaRpcError(body.error.code, `${method}: ${body.error.message}`, body.error.data);
     return body.result as T;
@@ -80,14 +84,27 @@ export class SolanaTestChain {
 
   /** USDC held by `owner`'s associated token account (0 when it has none). */
   async tokenBalance(owner: string, mint: string = this.usdc!): Promise<bigint> {
-    const [ata] = await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram: TOKEN_PROGRAM_ADDRESS });
-    const info = await this.rpc<{ value: unknown }>('getAccountInfo', [ata, { encoding: 'base64', commitment: 'processed' }]);
+    const [ata] = await findAssociatedTokenPda({
+      owner: address(owner),
+      mint: address(mint),
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    const info = await this.rpc<{ value: unknown }>('getAccountInfo', [
+      ata,
+      { encoding: 'base64', commitment: 'processed' },
+    ]);
     if (!info.value) return 0n;
-    return BigInt((await this.rpc<{ value: { amount: string } }>('getTokenAccountBalance', [ata, { commitment: 'processed' }])).value.amount);
+    return BigInt(
+      (await this.rpc<{ value: { amount: string } }>('getTokenAccountBalance', [ata, { commitment: 'processed' }]))
+        .value.amount,
+    );
   }
 
   async exists(key: string): Promise<boolean> {
-    return (await this.rpc<{ value: unknown }>('getAccountInfo', [key, { encoding: 'base64', commitment: 'processed' }])).value !== null;
+    return (
+      (await this.rpc<{ value: unknown }>('getAccountInfo', [key, { encoding: 'base64', commitment: 'processed' }]))
+        .value !== null
+    );
   }
 
   /** A new wallet holding `sol` lamports (airdropped in the open slot; produce a slot to land it). */
@@ -98,7 +115,9 @@ export class SolanaTestChain {
   }
 
   async latestBlockhash(): Promise<{ blockhash: string; lastValidBlockHeight: bigint }> {
-    const r = await this.rpc<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
+    const r = await this.rpc<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [
+      { commitment: 'confirmed' },
+    ]);
     return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight) };
   }
 
@@ -108,7 +127,11 @@ export class SolanaTestChain {
     const msg = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: blockhash(bh.blockhash), lastValidBlockHeight: bh.lastValidBlockHeight }, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: blockhash(bh.blockhash), lastValidBlockHeight: bh.lastValidBlockHeight },
+          m,
+        ),
       (m) => appendTransactionMessageInstructions(instructions, m),
     );
     return signTransactionMessageWithSigners(msg);
@@ -121,7 +144,9 @@ export class SolanaTestChain {
   }
 
   async sendSol(from: Wallet, to: string, lamports: bigint): Promise<string> {
-    return this.send(await this.sign(from, [getTransferSolInstruction({ source: from, destination: address(to), amount: lamports })]));
+    return this.send(
+      await this.sign(from, [getTransferSolInstruction({ source: from, destination: address(to), amount: lamports })]),
+    );
   }
 
   /** Creates the USDC-like mint (6 decimals) in the open slot. */
@@ -139,7 +164,13 @@ export class SolanaTestChain {
     const rent = BigInt(await this.rpc<number>('getMinimumBalanceForRentExemption', [getMintSize()]));
     await this.send(
       await this.sign(funder, [
-        getCreateAccountInstruction({ payer: funder, newAccount: mint, lamports: rent, space: getMintSize(), programAddress: TOKEN_PROGRAM_ADDRESS }),
+        getCreateAccountInstruction({
+          payer: funder,
+          newAccount: mint,
+          lamports: rent,
+          space: getMintSize(),
+          programAddress: TOKEN_PROGRAM_ADDRESS,
+        }),
         getInitializeMint2Instruction({ mint: mint.address, decimals, mintAuthority: authority.address }),
       ]),
     );
@@ -151,22 +182,54 @@ export class SolanaTestChain {
    * wallet or a program may make), paid by `payer`; then, when given, puts `fill.amount` into it: minted by
    * `fill.authority`, or else moved from the payer's associated account of the mint.
    */
-  async openOtherTokenAccount(payer: Wallet, owner: string, mintKey: string, fill?: { amount: bigint; decimals: number; authority?: Wallet }): Promise<Address> {
+  async openOtherTokenAccount(
+    payer: Wallet,
+    owner: string,
+    mintKey: string,
+    fill?: { amount: bigint; decimals: number; authority?: Wallet },
+  ): Promise<Address> {
     const mint = address(mintKey);
     const account = await generateKeyPairSigner();
     const rent = BigInt(await this.rpc<number>('getMinimumBalanceForRentExemption', [165]));
     const ixs: Instruction[] = [
-      getCreateAccountInstruction({ payer, newAccount: account, lamports: rent, space: 165, programAddress: TOKEN_PROGRAM_ADDRESS }),
+      getCreateAccountInstruction({
+        payer,
+        newAccount: account,
+        lamports: rent,
+        space: 165,
+        programAddress: TOKEN_PROGRAM_ADDRESS,
+      }),
       getInitializeAccount3Instruction({ account: account.address, mint, owner: address(owner) }),
     ];
-    if (fill?.authority) ixs.push(getMintToCheckedInstruction({ mint, token: account.address, mintAuthority: fill.authority, amount: fill.amount, decimals: fill.decimals }));
-    else if (fill) ixs.push(getTransferCheckedInstruction({ source: await this.ata(payer.address, mint), mint, destination: account.address, authority: payer, amount: fill.amount, decimals: fill.decimals }));
+    if (fill?.authority)
+      ixs.push(
+        getMintToCheckedInstruction({
+          mint,
+          token: account.address,
+          mintAuthority: fill.authority,
+          amount: fill.amount,
+          decimals: fill.decimals,
+        }),
+      );
+    else if (fill)
+      ixs.push(
+        getTransferCheckedInstruction({
+          source: await this.ata(payer.address, mint),
+          mint,
+          destination: account.address,
+          authority: payer,
+          amount: fill.amount,
+          decimals: fill.decimals,
+        }),
+      );
     await this.send(await this.sign(payer, ixs));
     return account.address;
   }
 
   async ata(owner: string, mint: string = this.usdc!): Promise<Address> {
-    return (await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+    return (
+      await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram: TOKEN_PROGRAM_ADDRESS })
+    )[0];
   }
 
   /** Mints USDC to `owner`'s associated token account (created if needed), paid by `funder`. */
@@ -175,7 +238,13 @@ export class SolanaTestChain {
     return this.send(
       await this.sign(funder, [
         getCreateAssociatedTokenIdempotentInstruction({ payer: funder, ata, owner: address(owner), mint: this.usdc! }),
-        getMintToCheckedInstruction({ mint: this.usdc!, token: ata, mintAuthority: this.mintAuthority!, amount, decimals: 6 }),
+        getMintToCheckedInstruction({
+          mint: this.usdc!,
+          token: ata,
+          mintAuthority: this.mintAuthority!,
+          amount,
+          decimals: 6,
+        }),
       ]),
     );
   }
@@ -185,13 +254,28 @@ export class SolanaTestChain {
    * account to the recipient's, creating the recipient's first when `createAta` (the payer pays its rent).
    */
   usdcTransfer(from: Wallet, fromAta: Address, toAta: Address, amount: bigint): Instruction {
-    return getTransferCheckedInstruction({ source: fromAta, mint: this.usdc!, destination: toAta, authority: from, amount, decimals: 6 });
+    return getTransferCheckedInstruction({
+      source: fromAta,
+      mint: this.usdc!,
+      destination: toAta,
+      authority: from,
+      amount,
+      decimals: 6,
+    });
   }
 
   async sendUsdc(from: Wallet, toOwner: string, amount: bigint, opts: { createAta?: boolean } = {}): Promise<string> {
     const toAta = await this.ata(toOwner);
     const ixs: Instruction[] = [];
-    if (opts.createAta) ixs.push(getCreateAssociatedTokenIdempotentInstruction({ payer: from, ata: toAta, owner: address(toOwner), mint: this.usdc! }));
+    if (opts.createAta)
+      ixs.push(
+        getCreateAssociatedTokenIdempotentInstruction({
+          payer: from,
+          ata: toAta,
+          owner: address(toOwner),
+          mint: this.usdc!,
+        }),
+      );
     ixs.push(this.usdcTransfer(from, await this.ata(from.address), toAta, amount));
     return this.send(await this.sign(from, ixs));
   }

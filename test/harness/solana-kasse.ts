@@ -63,7 +63,13 @@ export interface SolanaKasse {
   close(): Promise<void>;
 }
 
-export function solanaNetworksDocument(opts: { rpcUrls: string[]; usdc: string; tiers: Array<{ max_usd_cents: number | null; confirmations: number }>; pollIntervalMs: number; solana?: Record<string, unknown> }) {
+export function solanaNetworksDocument(opts: {
+  rpcUrls: string[];
+  usdc: string;
+  tiers: Array<{ max_usd_cents: number | null; confirmations: number }>;
+  pollIntervalMs: number;
+  solana?: Record<string, unknown>;
+}) {
   return {
     networks: [
       {
@@ -78,8 +84,30 @@ export function solanaNetworksDocument(opts: { rpcUrls: string[]; usdc: string; 
         poll_interval_ms: opts.pollIntervalMs,
         paused: false,
         tokens: [
-          { symbol: 'sol', name: 'Solana', decimals: 9, kind: 'native', contract: null, min_amount: '0.007', stable: false, coingecko_id: 'solana', binance_symbol: 'SOLUSDT', gasless: false },
-          { symbol: 'usdc', name: 'USD Coin', decimals: 6, kind: 'spl', contract: opts.usdc, min_amount: '1', stable: true, coingecko_id: 'usd-coin', binance_symbol: null, gasless: true },
+          {
+            symbol: 'sol',
+            name: 'Solana',
+            decimals: 9,
+            kind: 'native',
+            contract: null,
+            min_amount: '0.007',
+            stable: false,
+            coingecko_id: 'solana',
+            binance_symbol: 'SOLUSDT',
+            gasless: false,
+          },
+          {
+            symbol: 'usdc',
+            name: 'USD Coin',
+            decimals: 6,
+            kind: 'spl',
+            contract: opts.usdc,
+            min_amount: '1',
+            stable: true,
+            coingecko_id: 'usd-coin',
+            binance_symbol: null,
+            gasless: true,
+          },
         ],
         ...(opts.solana ? { solana: opts.solana } : {}),
       },
@@ -120,7 +148,12 @@ export async function startSolanaKasse(opts: SolanaKasseOptions = {}): Promise<S
   binance.setPrice('SOLUSDT', SOL_USD);
   const secrets = opts.secrets ?? testSecrets();
   const t = await startTestKasse({
-    env: { KASSE_NETWORKS_FILE: networksFile, KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env },
+    env: {
+      KASSE_NETWORKS_FILE: networksFile,
+      KASSE_COINGECKO_URL: coingecko.url,
+      KASSE_BINANCE_URL: binance.url,
+      ...opts.env,
+    },
     secrets,
     databaseUrl: opts.databaseUrl,
   });

@@ -58,7 +58,10 @@ export interface LedgerTx {
   preTokenBalances: TokenBalance[];
   postTokenBalances: TokenBalance[];
   logMessages: string[];
-  innerInstructions: Array<{ index: number; instructions: Array<{ programIdIndex: number; accounts: number[]; data: Uint8Array; stackHeight: number }> }>;
+  innerInstructions: Array<{
+    index: number;
+    instructions: Array<{ programIdIndex: number; accounts: number[]; data: Uint8Array; stackHeight: number }>;
+  }>;
   computeUnitsConsumed: bigint;
 }
 
@@ -134,7 +137,8 @@ function splitTop(s: string): string[] {
 }
 
 /** Errors that keep a transaction out of the block (nothing executed, no fee), as opposed to failing inside it. */
-const REJECTED = /^(AccountNotFound|InsufficientFundsForFee|InvalidAccountForFee|SignatureFailure|MissingSignatureForFee|SanitizeFailure|AccountInUse|AccountLoadedTwice|ProgramAccountNotFound|InvalidAccountIndex|InvalidProgramForExecution|UnsupportedVersion|TooManyAccountLocks)/;
+const REJECTED =
+  /^(AccountNotFound|InsufficientFundsForFee|InvalidAccountForFee|SignatureFailure|MissingSignatureForFee|SanitizeFailure|AccountInUse|AccountLoadedTwice|ProgramAccountNotFound|InvalidAccountIndex|InvalidProgramForExecution|UnsupportedVersion|TooManyAccountLocks)/;
 
 export class SolanaValidator {
   readonly svm: LiteSVM;
@@ -155,7 +159,15 @@ export class SolanaValidator {
   constructor(opts: { finalityDepth?: number } = {}) {
     this.finalityDepth = opts.finalityDepth ?? 32;
     this.svm = new LiteSVM().withBlockhashCheck(false).withTransactionHistory(0n).withSigverify(true);
-    this.blocks.push({ slot: 0n, parentSlot: 0n, blockhash: randomHash(), previousBlockhash: '11111111111111111111111111111111', blockHeight: 0n, blockTime: this.now(), txs: [] });
+    this.blocks.push({
+      slot: 0n,
+      parentSlot: 0n,
+      blockhash: randomHash(),
+      previousBlockhash: '11111111111111111111111111111111',
+      blockHeight: 0n,
+      blockTime: this.now(),
+      txs: [],
+    });
   }
 
   private now(): number {
@@ -187,7 +199,15 @@ export class SolanaValidator {
     for (let i = 0; i < n; i++) {
       const parent = this.tip;
       const slot = this.nextSlot++;
-      this.blocks.push({ slot, parentSlot: parent.slot, blockhash: randomHash(), previousBlockhash: parent.blockhash, blockHeight: parent.blockHeight + 1n, blockTime: this.now(), txs: this.open.map((t) => t) });
+      this.blocks.push({
+        slot,
+        parentSlot: parent.slot,
+        blockhash: randomHash(),
+        previousBlockhash: parent.blockhash,
+        blockHeight: parent.blockHeight + 1n,
+        blockTime: this.now(),
+        txs: this.open.map((t) => t),
+      });
       this.open = [];
       this.svm.warpToSlot(slot + 1n);
       const due = this.blocks.length - 1 - this.finalityDepth;
@@ -264,12 +284,22 @@ export class SolanaValidator {
     try {
       tx = txDecoder.decode(wire);
     } catch (err) {
-      throw new RpcFailure(-32602, `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${(err as Error).message}`);
+      throw new RpcFailure(
+        -32602,
+        `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${(err as Error).message}`,
+      );
     }
     const signature = firstSignature(tx);
     const message = messageDecoder.decode(tx.messageBytes);
     const preflight = (err: unknown, message: string, logs: string[] = []) =>
-      new RpcFailure(-32002, `Transaction simulation failed: ${message}`, { err, logs, accounts: null, unitsConsumed: 0, returnData: null, innerInstructions: null });
+      new RpcFailure(-32002, `Transaction simulation failed: ${message}`, {
+        err,
+        logs,
+        accounts: null,
+        unitsConsumed: 0,
+        returnData: null,
+        innerInstructions: null,
+      });
     if (this.findTransaction(signature)) {
       if (opts.skipPreflight) return signature;
       throw preflight('AlreadyProcessed', 'This transaction has already been processed');
@@ -278,7 +308,8 @@ export class SolanaValidator {
       if (opts.skipPreflight) return signature;
       throw preflight('BlockhashNotFound', 'Blockhash not found');
     }
-    if (Object.values(tx.signatures).some((s) => s === null)) throw new RpcFailure(-32003, 'Transaction signature verification failure');
+    if (Object.values(tx.signatures).some((s) => s === null))
+      throw new RpcFailure(-32003, 'Transaction signature verification failure');
     if (!opts.skipPreflight) {
       const sim = this.simulate(tx, true);
       if (sim.err !== null) throw preflight(sim.err, describe(sim.err), sim.logs);
@@ -288,16 +319,36 @@ export class SolanaValidator {
   }
 
   /** Runs a transaction without keeping its effects. */
-  simulate(tx: Transaction, sigVerify: boolean): { err: unknown; logs: string[]; unitsConsumed: bigint; postAccounts: EncodedAccount[] } {
+  simulate(
+    tx: Transaction,
+    sigVerify: boolean,
+  ): { err: unknown; logs: string[]; unitsConsumed: bigint; postAccounts: EncodedAccount[] } {
     this.svm.withSigverify(sigVerify);
     try {
       const r = this.svm.simulateTransaction(tx);
       if ('err' in r && typeof (r as { err?: unknown }).err === 'function') {
-        const failed = r as unknown as { err(): unknown; meta(): { logs(): string[]; computeUnitsConsumed(): bigint }; toString(): string };
-        return { err: errOf(failed.toString()), logs: failed.meta().logs(), unitsConsumed: failed.meta().computeUnitsConsumed(), postAccounts: [] };
+        const failed = r as unknown as {
+          err(): unknown;
+          meta(): { logs(): string[]; computeUnitsConsumed(): bigint };
+          toString(): string;
+        };
+        return {
+          err: errOf(failed.toString()),
+          logs: failed.meta().logs(),
+          unitsConsumed: failed.meta().computeUnitsConsumed(),
+          postAccounts: [],
+        };
       }
-      const ok = r as unknown as { meta(): { logs(): string[]; computeUnitsConsumed(): bigint }; postAccounts(): EncodedAccount[] };
-      return { err: null, logs: ok.meta().logs(), unitsConsumed: ok.meta().computeUnitsConsumed(), postAccounts: ok.postAccounts() };
+      const ok = r as unknown as {
+        meta(): { logs(): string[]; computeUnitsConsumed(): bigint };
+        postAccounts(): EncodedAccount[];
+      };
+      return {
+        err: null,
+        logs: ok.meta().logs(),
+        unitsConsumed: ok.meta().computeUnitsConsumed(),
+        postAccounts: ok.postAccounts(),
+      };
     } finally {
       this.svm.withSigverify(true);
     }
@@ -307,11 +358,14 @@ export class SolanaValidator {
   private execute(tx: Transaction, wire: Uint8Array): LedgerTx | null {
     const message = messageDecoder.decode(tx.messageBytes);
     if (message.version === 1) throw new RpcFailure(-32015, 'Transaction version (1) is not supported');
-    if ('addressTableLookups' in message && (message.addressTableLookups?.length ?? 0) > 0) throw new RpcFailure(-32602, 'address lookup tables are not supported by this test validator');
+    if ('addressTableLookups' in message && (message.addressTableLookups?.length ?? 0) > 0)
+      throw new RpcFailure(-32602, 'address lookup tables are not supported by this test validator');
     const h = message.header;
     const keys = message.staticAccounts.map((pubkey, i) => {
       const signer = i < h.numSignerAccounts;
-      const writable = signer ? i < h.numSignerAccounts - h.numReadonlySignerAccounts : i < message.staticAccounts.length - h.numReadonlyNonSignerAccounts;
+      const writable = signer
+        ? i < h.numSignerAccounts - h.numReadonlySignerAccounts
+        : i < message.staticAccounts.length - h.numReadonlyNonSignerAccounts;
       return { pubkey, signer, writable };
     });
     const before = keys.map((k) => this.svm.getAccount(address(k.pubkey)));
@@ -338,8 +392,16 @@ export class SolanaValidator {
       version: message.version === 'legacy' ? 'legacy' : 0,
       accountKeys: keys,
       recentBlockhash: message.lifetimeToken,
-      header: { numRequiredSignatures: h.numSignerAccounts, numReadonlySignedAccounts: h.numReadonlySignerAccounts, numReadonlyUnsignedAccounts: h.numReadonlyNonSignerAccounts },
-      instructions: message.instructions.map((ix) => ({ programIdIndex: ix.programAddressIndex, accounts: [...(ix.accountIndices ?? [])], data: Uint8Array.from(ix.data ?? []) })),
+      header: {
+        numRequiredSignatures: h.numSignerAccounts,
+        numReadonlySignedAccounts: h.numReadonlySignerAccounts,
+        numReadonlyUnsignedAccounts: h.numReadonlyNonSignerAccounts,
+      },
+      instructions: message.instructions.map((ix) => ({
+        programIdIndex: ix.programAddressIndex,
+        accounts: [...(ix.accountIndices ?? [])],
+        data: Uint8Array.from(ix.data ?? []),
+      })),
       before,
       err,
       fee: LAMPORTS_PER_SIGNATURE * BigInt(h.numSignerAccounts),
@@ -354,7 +416,12 @@ export class SolanaValidator {
           index,
           instructions: list.map((ii) => {
             const ix = ii.instruction();
-            return { programIdIndex: ix.programIdIndex(), accounts: [...ix.accounts()], data: ix.data(), stackHeight: ii.stackHeight() };
+            return {
+              programIdIndex: ix.programIdIndex(),
+              accounts: [...ix.accounts()],
+              data: ix.data(),
+              stackHeight: ii.stackHeight(),
+            };
           }),
         }))
         .filter((x) => x.instructions.length > 0),
@@ -372,7 +439,15 @@ export class SolanaValidator {
 
   private restore(pubkey: string, account: MaybeEncodedAccount): void {
     if (account.exists) this.svm.setAccount(account);
-    else this.svm.setAccount({ address: address(pubkey), lamports: lamports(0n), programAddress: address('11111111111111111111111111111111'), data: new Uint8Array(), executable: false, space: 0n } as unknown as EncodedAccount);
+    else
+      this.svm.setAccount({
+        address: address(pubkey),
+        lamports: lamports(0n),
+        programAddress: address('11111111111111111111111111111111'),
+        data: new Uint8Array(),
+        executable: false,
+        space: 0n,
+      } as unknown as EncodedAccount);
   }
 
   /** Token balances (SPL Token accounts among `keys`), as transaction metadata lists them. */
@@ -381,7 +456,13 @@ export class SolanaValidator {
     keys.forEach((k, accountIndex) => {
       const t = this.tokenAccount(k);
       if (!t) return;
-      out.push({ accountIndex, mint: t.mint, owner: t.owner, programId: TOKEN_PROGRAM, uiTokenAmount: uiAmount(t.amount, t.decimals) });
+      out.push({
+        accountIndex,
+        mint: t.mint,
+        owner: t.owner,
+        programId: TOKEN_PROGRAM,
+        uiTokenAmount: uiAmount(t.amount, t.decimals),
+      });
     });
     return out;
   }
@@ -393,7 +474,12 @@ export class SolanaValidator {
     const mint = b58.decode(a.data.subarray(0, 32));
     const m = this.svm.getAccount(address(mint));
     const decimals = m.exists ? m.data[44]! : 0;
-    return { mint, owner: b58.decode(a.data.subarray(32, 64)), amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true), decimals };
+    return {
+      mint,
+      owner: b58.decode(a.data.subarray(32, 64)),
+      amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true),
+      decimals,
+    };
   }
 
   /** Every SPL Token account whose owner field is `owner` (what getTokenAccountsByOwner scans), by address. */
@@ -401,7 +487,11 @@ export class SolanaValidator {
     return this.svm
       .getProgramAccounts(address(TOKEN_PROGRAM))
       .filter((a) => a.data.length === 165 && b58.decode(a.data.subarray(32, 64)) === owner)
-      .map((a) => ({ pubkey: a.address as string, mint: b58.decode(a.data.subarray(0, 32)), amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true) }))
+      .map((a) => ({
+        pubkey: a.address as string,
+        mint: b58.decode(a.data.subarray(0, 32)),
+        amount: new DataView(a.data.buffer, a.data.byteOffset).getBigUint64(64, true),
+      }))
       .sort((x, y) => (x.pubkey < y.pubkey ? -1 : 1));
   }
 
@@ -417,15 +507,33 @@ export class SolanaValidator {
     const { getTransferSolInstruction } = await import('@solana-program/system');
     if (!this.faucet) {
       const signer = await kit.generateKeyPairSigner();
-      this.svm.setAccount({ address: signer.address, lamports: lamports(10n ** 18n), programAddress: address('11111111111111111111111111111111'), data: new Uint8Array(), executable: false, space: 0n } as unknown as EncodedAccount);
+      this.svm.setAccount({
+        address: signer.address,
+        lamports: lamports(10n ** 18n),
+        programAddress: address('11111111111111111111111111111111'),
+        data: new Uint8Array(),
+        executable: false,
+        space: 0n,
+      } as unknown as EncodedAccount);
       this.faucet = { address: signer.address, keyPair: signer.keyPair };
     }
     const signer = await kit.createSignerFromKeyPair(this.faucet.keyPair);
     const msg = kit.pipe(
       kit.createTransactionMessage({ version: 0 }),
       (m) => kit.setTransactionMessageFeePayerSigner(signer, m),
-      (m) => kit.setTransactionMessageLifetimeUsingBlockhash({ blockhash: kit.blockhash(this.tip.blockhash), lastValidBlockHeight: this.tip.blockHeight + BLOCKHASH_VALIDITY }, m),
-      (m) => kit.appendTransactionMessageInstruction(getTransferSolInstruction({ source: signer, destination: address(to), amount }), m),
+      (m) =>
+        kit.setTransactionMessageLifetimeUsingBlockhash(
+          {
+            blockhash: kit.blockhash(this.tip.blockhash),
+            lastValidBlockHeight: this.tip.blockHeight + BLOCKHASH_VALIDITY,
+          },
+          m,
+        ),
+      (m) =>
+        kit.appendTransactionMessageInstruction(
+          getTransferSolInstruction({ source: signer, destination: address(to), amount }),
+          m,
+        ),
     );
     const tx = await kit.signTransactionMessageWithSigners(msg);
     return this.submit(kit.getTransactionEncoder().encode(tx) as Uint8Array, { skipPreflight: false });
@@ -434,7 +542,12 @@ export class SolanaValidator {
 
 interface Meta {
   logs(): string[];
-  innerInstructions(): Array<Array<{ instruction(): { programIdIndex(): number; accounts(): Uint8Array; data(): Uint8Array }; stackHeight(): number }>>;
+  innerInstructions(): Array<
+    Array<{
+      instruction(): { programIdIndex(): number; accounts(): Uint8Array; data(): Uint8Array };
+      stackHeight(): number;
+    }>
+  >;
   computeUnitsConsumed(): bigint;
 }
 
@@ -467,8 +580,10 @@ const ERROR_TEXT: Record<string, string | ((fields: Record<string, unknown>) => 
   UnsupportedVersion: 'Transaction version is unsupported',
   InvalidWritableAccount: 'Transaction loads a writable account that cannot be written',
   TooManyAccountLocks: 'Transaction locked too many accounts',
-  InsufficientFundsForRent: (f) => `Transaction results in an account (${f.account_index}) with insufficient funds for rent`,
-  ProgramExecutionTemporarilyRestricted: (f) => `Execution of the program referenced by account at index ${f.account_index} is temporarily restricted.`,
+  InsufficientFundsForRent: (f) =>
+    `Transaction results in an account (${f.account_index}) with insufficient funds for rent`,
+  ProgramExecutionTemporarilyRestricted: (f) =>
+    `Execution of the program referenced by account at index ${f.account_index} is temporarily restricted.`,
 };
 
 function describe(err: unknown): string {
@@ -476,9 +591,15 @@ function describe(err: unknown): string {
     const [i, e] = (err as { InstructionError: [number, unknown] }).InstructionError;
     return `Error processing Instruction ${i}: ${typeof e === 'object' && e && 'Custom' in e ? `custom program error: 0x${Number((e as { Custom: number }).Custom).toString(16)}` : String(e)}`;
   }
-  const [name, fields] = typeof err === 'string' ? [err, {}] : err && typeof err === 'object' ? (Object.entries(err)[0] ?? ['', {}]) : ['', {}];
+  const [name, fields] =
+    typeof err === 'string'
+      ? [err, {}]
+      : err && typeof err === 'object'
+        ? (Object.entries(err)[0] ?? ['', {}])
+        : ['', {}];
   const text = ERROR_TEXT[name];
-  if (typeof text === 'function') return text(fields && typeof fields === 'object' ? (fields as Record<string, unknown>) : {});
+  if (typeof text === 'function')
+    return text(fields && typeof fields === 'object' ? (fields as Record<string, unknown>) : {});
   return text ?? (typeof err === 'string' ? err : JSON.stringify(err));
 }
 

@@ -21,9 +21,25 @@ import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Rent } from 'litesvm';
-import { address, getBase58Decoder, getBase58Encoder, getBase64Decoder, getBase64Encoder, getTransactionDecoder } from '@solana/kit';
+import {
+  address,
+  getBase58Decoder,
+  getBase58Encoder,
+  getBase64Decoder,
+  getBase64Encoder,
+  getTransactionDecoder,
+} from '@solana/kit';
 import { registerInfrastructure } from './infrastructure.ts';
-import { BLOCKHASH_VALIDITY, RpcFailure, SolanaValidator, TOKEN_PROGRAM, uiAmount, type Block, type Commitment, type LedgerTx } from './solana-validator.ts';
+import {
+  BLOCKHASH_VALIDITY,
+  RpcFailure,
+  SolanaValidator,
+  TOKEN_PROGRAM,
+  uiAmount,
+  type Block,
+  type Commitment,
+  type LedgerTx,
+} from './solana-validator.ts';
 
 export const SOLANA_RPC_ENV = 'KASSE_TEST_SOLANA_RPC';
 
@@ -46,7 +62,18 @@ export interface SolanaNode {
 }
 
 type Params = unknown[];
-type Config = { commitment?: Commitment; encoding?: string; transactionDetails?: string; rewards?: boolean; maxSupportedTransactionVersion?: number; skipPreflight?: boolean; sigVerify?: boolean; searchTransactionHistory?: boolean; replaceRecentBlockhash?: boolean; accounts?: { addresses: string[]; encoding?: string } };
+type Config = {
+  commitment?: Commitment;
+  encoding?: string;
+  transactionDetails?: string;
+  rewards?: boolean;
+  maxSupportedTransactionVersion?: number;
+  skipPreflight?: boolean;
+  sigVerify?: boolean;
+  searchTransactionHistory?: boolean;
+  replaceRecentBlockhash?: boolean;
+  accounts?: { addresses: string[]; encoding?: string };
+};
 
 const num = (n: bigint | number): number => Number(n);
 /** u64::MAX, the rent epoch of a rent-exempt account, as the JSON number Solana's RPC sends (a double: 2^64). */
@@ -67,28 +94,44 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       const visible = Math.max(0, validator.blocks.length - 1 - state.lag);
       return validator.blocks[Math.min(validator.blocks.indexOf(b), visible)]!;
     };
-    const context = (commitment?: Commitment) => ({ apiVersion: '2.2.0', slot: num(head(commitment ?? 'finalized').slot) });
+    const context = (commitment?: Commitment) => ({
+      apiVersion: '2.2.0',
+      slot: num(head(commitment ?? 'finalized').slot),
+    });
     const cfg = (p: Params, i: number): Config => (p[i] && typeof p[i] === 'object' ? (p[i] as Config) : {});
     const commitmentOf = (c: Config): Commitment => {
       const v = c.commitment ?? 'finalized';
-      if (!['processed', 'confirmed', 'finalized'].includes(v)) throw new RpcFailure(-32602, `Invalid params: unknown variant \`${v}\`, expected one of \`processed\`, \`confirmed\`, \`finalized\``);
+      if (!['processed', 'confirmed', 'finalized'].includes(v))
+        throw new RpcFailure(
+          -32602,
+          `Invalid params: unknown variant \`${v}\`, expected one of \`processed\`, \`confirmed\`, \`finalized\``,
+        );
       return v;
     };
     const account = (key: string, encoding = 'base64') => {
       const a = validator.svm.getAccount(address(key));
       if (!a.exists) return null;
       const data = encoding === 'base58' ? [b58.decode(a.data), 'base58'] : [b64.decode(a.data), 'base64'];
-      return { data, executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: RENT_EPOCH_EXEMPT, space: a.data.length };
+      return {
+        data,
+        executable: a.executable,
+        lamports: num(a.lamports),
+        owner: a.programAddress,
+        rentEpoch: RENT_EPOCH_EXEMPT,
+        space: a.data.length,
+      };
     };
     const slotArg = (v: unknown): bigint => {
-      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RpcFailure(-32602, 'Invalid params: invalid type: expected u64.');
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+        throw new RpcFailure(-32602, 'Invalid params: invalid type: expected u64.');
       return BigInt(v);
     };
     const blockAt = (slot: bigint, commitment: Commitment): Block => {
       const top = head(commitment);
       if (slot > top.slot) throw new RpcFailure(-32004, `Block not available for slot ${slot}`);
       const b = validator.blocks.find((x) => x.slot === slot);
-      if (!b) throw new RpcFailure(-32007, `Slot ${slot} was skipped, or missing due to ledger jump to recent snapshot`);
+      if (!b)
+        throw new RpcFailure(-32007, `Slot ${slot} was skipped, or missing due to ledger jump to recent snapshot`);
       return b;
     };
     const status = (tx: LedgerTx, block: Block | null) => {
@@ -122,26 +165,47 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       getLatestBlockhash: (p) => {
         const c = commitmentOf(cfg(p, 0));
         const b = head(c);
-        return { context: context(c), value: { blockhash: b.blockhash, lastValidBlockHeight: num(b.blockHeight + BLOCKHASH_VALIDITY) } };
+        return {
+          context: context(c),
+          value: { blockhash: b.blockhash, lastValidBlockHeight: num(b.blockHeight + BLOCKHASH_VALIDITY) },
+        };
       },
-      isBlockhashValid: (p) => ({ context: context(commitmentOf(cfg(p, 1))), value: typeof p[0] === 'string' && validator.blockhashValid(p[0]) }),
-      getMinimumBalanceForRentExemption: (p) => num(validator.svm.minimumBalanceForRentExemption(BigInt(Number(p[0] ?? 0)))),
-      getBalance: (p) => ({ context: context(commitmentOf(cfg(p, 1))), value: num(validator.svm.getBalance(address(String(p[0]))) ?? 0n) }),
-      getAccountInfo: (p) => ({ context: context(commitmentOf(cfg(p, 1))), value: account(String(p[0]), cfg(p, 1).encoding) }),
+      isBlockhashValid: (p) => ({
+        context: context(commitmentOf(cfg(p, 1))),
+        value: typeof p[0] === 'string' && validator.blockhashValid(p[0]),
+      }),
+      getMinimumBalanceForRentExemption: (p) =>
+        num(validator.svm.minimumBalanceForRentExemption(BigInt(Number(p[0] ?? 0)))),
+      getBalance: (p) => ({
+        context: context(commitmentOf(cfg(p, 1))),
+        value: num(validator.svm.getBalance(address(String(p[0]))) ?? 0n),
+      }),
+      getAccountInfo: (p) => ({
+        context: context(commitmentOf(cfg(p, 1))),
+        value: account(String(p[0]), cfg(p, 1).encoding),
+      }),
       getMultipleAccounts: (p) => {
         const keys = p[0];
-        if (!Array.isArray(keys) || keys.length > 100) throw new RpcFailure(-32602, 'Invalid params: at most 100 pubkeys');
-        return { context: context(commitmentOf(cfg(p, 1))), value: keys.map((k) => account(String(k), cfg(p, 1).encoding)) };
+        if (!Array.isArray(keys) || keys.length > 100)
+          throw new RpcFailure(-32602, 'Invalid params: at most 100 pubkeys');
+        return {
+          context: context(commitmentOf(cfg(p, 1))),
+          value: keys.map((k) => account(String(k), cfg(p, 1).encoding)),
+        };
       },
       getTokenAccountsByOwner: (p) => {
         const owner = String(p[0]);
         const filter = (p[1] ?? {}) as { mint?: string; programId?: string };
         const c = cfg(p, 2);
-        if (typeof filter.mint !== 'string' && typeof filter.programId !== 'string') throw new RpcFailure(-32602, 'Invalid params: expected a mint or programId filter');
-        if (filter.programId !== undefined && filter.programId !== TOKEN_PROGRAM) throw new RpcFailure(-32602, `Invalid param: unrecognized Token program id`);
-        if (filter.mint !== undefined && !validator.tokenMint(filter.mint)) throw new RpcFailure(-32602, 'Invalid param: could not find mint');
+        if (typeof filter.mint !== 'string' && typeof filter.programId !== 'string')
+          throw new RpcFailure(-32602, 'Invalid params: expected a mint or programId filter');
+        if (filter.programId !== undefined && filter.programId !== TOKEN_PROGRAM)
+          throw new RpcFailure(-32602, `Invalid param: unrecognized Token program id`);
+        if (filter.mint !== undefined && !validator.tokenMint(filter.mint))
+          throw new RpcFailure(-32602, 'Invalid param: could not find mint');
         const encoding = c.encoding ?? 'binary';
-        if (encoding !== 'base64' && encoding !== 'base58') throw new RpcFailure(-32602, `Invalid params: encoding ${encoding} is not supported by this node`);
+        if (encoding !== 'base64' && encoding !== 'base58')
+          throw new RpcFailure(-32602, `Invalid params: encoding ${encoding} is not supported by this node`);
         const value = validator
           .tokenAccountsOf(owner)
           .filter((t) => filter.mint === undefined || t.mint === filter.mint)
@@ -161,7 +225,9 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         const top = head(c).slot;
         const end = hasEnd ? slotArg(p[1]) : top;
         if (end - start > 500_000n) throw new RpcFailure(-32602, `Slot range too large; max 500000`);
-        return validator.blocks.filter((b) => b.slot >= start && b.slot <= end && b.slot <= top).map((b) => num(b.slot));
+        return validator.blocks
+          .filter((b) => b.slot >= start && b.slot <= end && b.slot <= top)
+          .map((b) => num(b.slot));
       },
       getBlocksWithLimit: (p) => {
         const start = slotArg(p[0]);
@@ -170,23 +236,44 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         if (c === 'processed') throw new RpcFailure(-32602, 'Method does not support commitment below `confirmed`');
         if (limit > 500_000) throw new RpcFailure(-32602, 'Limit too large; max 500000');
         const top = head(c).slot;
-        return validator.blocks.filter((b) => b.slot >= start && b.slot <= top).slice(0, limit).map((b) => num(b.slot));
+        return validator.blocks
+          .filter((b) => b.slot >= start && b.slot <= top)
+          .slice(0, limit)
+          .map((b) => num(b.slot));
       },
       getBlock: (p) => {
         const c = cfg(p, 1);
         const commitment = commitmentOf(c);
-        if (commitment === 'processed') throw new RpcFailure(-32602, 'Method does not support commitment below `confirmed`');
+        if (commitment === 'processed')
+          throw new RpcFailure(-32602, 'Method does not support commitment below `confirmed`');
         const b = blockAt(slotArg(p[0]), commitment);
         const details = c.transactionDetails ?? 'full';
         const encoding = c.encoding ?? 'json';
-        if (!['json', 'base64', 'base58'].includes(encoding)) throw new RpcFailure(-32602, `Invalid params: encoding ${encoding} is not supported by this node`);
-        if (c.maxSupportedTransactionVersion === undefined && b.txs.some((t) => t.version !== 'legacy') && details !== 'none' && details !== 'signatures') {
-          throw new RpcFailure(-32015, 'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0');
+        if (!['json', 'base64', 'base58'].includes(encoding))
+          throw new RpcFailure(-32602, `Invalid params: encoding ${encoding} is not supported by this node`);
+        if (
+          c.maxSupportedTransactionVersion === undefined &&
+          b.txs.some((t) => t.version !== 'legacy') &&
+          details !== 'none' &&
+          details !== 'signatures'
+        ) {
+          throw new RpcFailure(
+            -32015,
+            'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+          );
         }
-        const out: Record<string, unknown> = { blockHeight: num(b.blockHeight), blockTime: b.blockTime, blockhash: b.blockhash, parentSlot: num(b.parentSlot), previousBlockhash: b.previousBlockhash };
+        const out: Record<string, unknown> = {
+          blockHeight: num(b.blockHeight),
+          blockTime: b.blockTime,
+          blockhash: b.blockhash,
+          parentSlot: num(b.parentSlot),
+          previousBlockhash: b.previousBlockhash,
+        };
         if (details === 'signatures') out.signatures = b.txs.map((t) => t.signature);
-        else if (details === 'accounts') out.transactions = b.txs.map((t) => txAccounts(t, c.maxSupportedTransactionVersion !== undefined));
-        else if (details === 'full') out.transactions = b.txs.map((t) => txFull(t, encoding, c.maxSupportedTransactionVersion !== undefined));
+        else if (details === 'accounts')
+          out.transactions = b.txs.map((t) => txAccounts(t, c.maxSupportedTransactionVersion !== undefined));
+        else if (details === 'full')
+          out.transactions = b.txs.map((t) => txFull(t, encoding, c.maxSupportedTransactionVersion !== undefined));
         else if (details !== 'none') throw new RpcFailure(-32602, `Invalid params: unknown variant \`${details}\``);
         if (c.rewards !== false && details !== 'none') out.rewards = [];
         return out;
@@ -201,7 +288,8 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       },
       getSignatureStatuses: (p) => {
         const sigs = p[0];
-        if (!Array.isArray(sigs) || sigs.length > 256) throw new RpcFailure(-32602, 'Invalid params: at most 256 signatures');
+        if (!Array.isArray(sigs) || sigs.length > 256)
+          throw new RpcFailure(-32602, 'Invalid params: at most 256 signatures');
         return {
           context: context('processed'),
           value: sigs.map((s) => {
@@ -217,14 +305,34 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       simulateTransaction: (p) => {
         const c = cfg(p, 1);
         const tx = getTransactionDecoder().decode(decodeWire(p[0], c.encoding ?? 'base58'));
-        if (c.sigVerify && c.replaceRecentBlockhash) throw new RpcFailure(-32602, 'sigVerify may not be used with replaceRecentBlockhash');
+        if (c.sigVerify && c.replaceRecentBlockhash)
+          throw new RpcFailure(-32602, 'sigVerify may not be used with replaceRecentBlockhash');
         const sim = validator.simulate(tx, c.sigVerify === true);
         const post = new Map(sim.postAccounts.map((a) => [a.address as string, a]));
         const accounts = c.accounts?.addresses.map((k) => {
           const a = post.get(k);
-          return a ? { data: [b64.decode(a.data), 'base64'], executable: a.executable, lamports: num(a.lamports), owner: a.programAddress, rentEpoch: RENT_EPOCH_EXEMPT, space: a.data.length } : account(k);
+          return a
+            ? {
+                data: [b64.decode(a.data), 'base64'],
+                executable: a.executable,
+                lamports: num(a.lamports),
+                owner: a.programAddress,
+                rentEpoch: RENT_EPOCH_EXEMPT,
+                space: a.data.length,
+              }
+            : account(k);
         });
-        return { context: context('processed'), value: { err: sim.err, logs: sim.logs, accounts: accounts ?? null, unitsConsumed: num(sim.unitsConsumed), returnData: null, innerInstructions: null } };
+        return {
+          context: context('processed'),
+          value: {
+            err: sim.err,
+            logs: sim.logs,
+            accounts: accounts ?? null,
+            unitsConsumed: num(sim.unitsConsumed),
+            returnData: null,
+            innerInstructions: null,
+          },
+        };
       },
       requestAirdrop: async (p) => validator.airdrop(String(p[0]), BigInt(Number(p[1]))),
 
@@ -234,7 +342,8 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         validator.skipSlots(Number(p[0] ?? 1));
         return num(validator.currentSlot);
       },
-      harness_dropTransaction: (p) => validator.dropTransaction(String(p[0]), { replay: (p[1] as { replay?: boolean } | undefined)?.replay }),
+      harness_dropTransaction: (p) =>
+        validator.dropTransaction(String(p[0]), { replay: (p[1] as { replay?: boolean } | undefined)?.replay }),
       harness_finalize: () => {
         validator.finalize();
         return num(validator.finalized.slot);
@@ -244,7 +353,9 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         return validator.finalityDepth;
       },
       harness_setRent: (p) => {
-        validator.svm.setRent(p[0] === null || p[0] === undefined ? Rent.default() : new Rent(BigInt(Number(p[0])), 1, 50));
+        validator.svm.setRent(
+          p[0] === null || p[0] === undefined ? Rent.default() : new Rent(BigInt(Number(p[0])), 1, 50),
+        );
         return num(validator.svm.minimumBalanceForRentExemption(0n));
       },
       harness_setTime: (p) => {
@@ -274,7 +385,12 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         for (const s of states) s.counts.clear();
         return true;
       },
-      harness_state: () => ({ tip: num(validator.tip.slot), finalized: num(validator.finalized.slot), next_slot: num(validator.currentSlot), block_height: num(validator.tip.blockHeight) }),
+      harness_state: () => ({
+        tip: num(validator.tip.slot),
+        finalized: num(validator.finalized.slot),
+        next_slot: num(validator.currentSlot),
+        block_height: num(validator.tip.blockHeight),
+      }),
     };
 
     const one = async (req: { id?: unknown; method?: string; params?: Params }) => {
@@ -286,7 +402,12 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       try {
         return { jsonrpc: '2.0', id, result: await fn(Array.isArray(req.params) ? req.params : []) };
       } catch (err) {
-        if (err instanceof RpcFailure) return { jsonrpc: '2.0', id, error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } };
+        if (err instanceof RpcFailure)
+          return {
+            jsonrpc: '2.0',
+            id,
+            error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) },
+          };
         return { jsonrpc: '2.0', id, error: { code: -32603, message: `Internal error: ${(err as Error).message}` } };
       }
     };
@@ -312,8 +433,11 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         } catch {
           return send(200, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
         }
-        const isControl = (r: unknown) => typeof (r as { method?: unknown })?.method === 'string' && (r as { method: string }).method.startsWith('harness_');
-        if (state.down && !(Array.isArray(parsed) ? parsed.every(isControl) : isControl(parsed))) return send(503, { error: 'node is down (harness)' });
+        const isControl = (r: unknown) =>
+          typeof (r as { method?: unknown })?.method === 'string' &&
+          (r as { method: string }).method.startsWith('harness_');
+        if (state.down && !(Array.isArray(parsed) ? parsed.every(isControl) : isControl(parsed)))
+          return send(503, { error: 'node is down (harness)' });
         if (Array.isArray(parsed)) return send(200, await Promise.all(parsed.map((r) => one(r))));
         send(200, await one(parsed as { id?: unknown; method?: string; params?: Params }));
       });
@@ -339,8 +463,24 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
 /** A transaction as `getBlock` with `transactionDetails: "accounts"` shows it: signatures, annotated keys, balances. */
 function txAccounts(t: LedgerTx, versioned: boolean) {
   return {
-    meta: { err: t.err, fee: num(t.fee), postBalances: t.postBalances.map(num), postTokenBalances: t.postTokenBalances, preBalances: t.preBalances.map(num), preTokenBalances: t.preTokenBalances, status: t.err === null ? { Ok: null } : { Err: t.err } },
-    transaction: { accountKeys: t.accountKeys.map((k) => ({ pubkey: k.pubkey, signer: k.signer, source: 'transaction', writable: k.writable })), signatures: signaturesOf(t) },
+    meta: {
+      err: t.err,
+      fee: num(t.fee),
+      postBalances: t.postBalances.map(num),
+      postTokenBalances: t.postTokenBalances,
+      preBalances: t.preBalances.map(num),
+      preTokenBalances: t.preTokenBalances,
+      status: t.err === null ? { Ok: null } : { Err: t.err },
+    },
+    transaction: {
+      accountKeys: t.accountKeys.map((k) => ({
+        pubkey: k.pubkey,
+        signer: k.signer,
+        source: 'transaction',
+        writable: k.writable,
+      })),
+      signatures: signaturesOf(t),
+    },
     ...(versioned ? { version: t.version } : {}),
   };
 }
@@ -350,7 +490,15 @@ function txFull(t: LedgerTx, encoding: string, versioned: boolean) {
     computeUnitsConsumed: num(t.computeUnitsConsumed),
     err: t.err,
     fee: num(t.fee),
-    innerInstructions: t.innerInstructions.map((g) => ({ index: g.index, instructions: g.instructions.map((ix) => ({ programIdIndex: ix.programIdIndex, accounts: ix.accounts, data: b58.decode(ix.data), stackHeight: ix.stackHeight })) })),
+    innerInstructions: t.innerInstructions.map((g) => ({
+      index: g.index,
+      instructions: g.instructions.map((ix) => ({
+        programIdIndex: ix.programIdIndex,
+        accounts: ix.accounts,
+        data: b58.decode(ix.data),
+        stackHeight: ix.stackHeight,
+      })),
+    })),
     loadedAddresses: { readonly: [], writable: [] },
     logMessages: t.logMessages,
     postBalances: t.postBalances.map(num),
@@ -369,7 +517,12 @@ function txFull(t: LedgerTx, encoding: string, versioned: boolean) {
             message: {
               accountKeys: t.accountKeys.map((k) => k.pubkey),
               header: t.header,
-              instructions: t.instructions.map((ix) => ({ programIdIndex: ix.programIdIndex, accounts: ix.accounts, data: b58.decode(ix.data), stackHeight: null })),
+              instructions: t.instructions.map((ix) => ({
+                programIdIndex: ix.programIdIndex,
+                accounts: ix.accounts,
+                data: b58.decode(ix.data),
+                stackHeight: null,
+              })),
               recentBlockhash: t.recentBlockhash,
               ...(t.version === 0 ? { addressTableLookups: [] } : {}),
             },
@@ -380,7 +533,9 @@ function txFull(t: LedgerTx, encoding: string, versioned: boolean) {
 
 function signaturesOf(t: LedgerTx): string[] {
   const tx = getTransactionDecoder().decode(t.wire);
-  return Object.values(tx.signatures).map((s) => (s ? b58.decode(s) : '1111111111111111111111111111111111111111111111111111111111111111'));
+  return Object.values(tx.signatures).map((s) =>
+    s ? b58.decode(s) : '1111111111111111111111111111111111111111111111111111111111111111',
+  );
 }
 
 /** A private node in this process: a fresh ledger served on `listeners` URLs. */

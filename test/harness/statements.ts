@@ -23,18 +23,34 @@ export function monthsBetween(first: Date, last: Date): string[] {
 export { payoutsTaken };
 
 /** Checks every month of the merchant's statements and returns them, oldest first. */
-export async function assertStatementsReconcile(kasse: Kasse, mode: Mode, merchantId: string, opts: { payoutsTaken?: (month: string) => number } = {}): Promise<Statement[]> {
+export async function assertStatementsReconcile(
+  kasse: Kasse,
+  mode: Mode,
+  merchantId: string,
+  opts: { payoutsTaken?: (month: string) => number } = {},
+): Promise<Statement[]> {
   const { rows } = await sql<{ first: Date | null }>`
     SELECT least((SELECT min(created_at) FROM ledger_transactions WHERE merchant_id = ${merchantId} AND mode = ${mode}),
-                 (SELECT min(created_at) FROM events WHERE merchant_id = ${merchantId} AND mode = ${mode})) AS first`.execute(kasse.db);
+                 (SELECT min(created_at) FROM events WHERE merchant_id = ${merchantId} AND mode = ${mode})) AS first`.execute(
+    kasse.db,
+  );
   const first = rows[0]?.first ?? kasse.clock.now();
   const out: Statement[] = [];
   for (const month of monthsBetween(first, kasse.clock.now())) {
     const s = await kasse.statements.get(mode, merchantId, month);
     assert.equal(s.reconciliation_gap_usd_cents, 0, `${month}: reconciliation gap`);
-    assert.equal(payoutsTaken(s), opts.payoutsTaken?.(month) ?? 0, `${month}: opening + credits + conversions − reversals − payouts = closing`);
+    assert.equal(
+      payoutsTaken(s),
+      opts.payoutsTaken?.(month) ?? 0,
+      `${month}: opening + credits + conversions − reversals − payouts = closing`,
+    );
     const previous = out[out.length - 1];
-    if (previous) assert.equal(s.opening_balance_usd_cents, previous.closing_balance_usd_cents, `${month} opens at the previous month's closing`);
+    if (previous)
+      assert.equal(
+        s.opening_balance_usd_cents,
+        previous.closing_balance_usd_cents,
+        `${month} opens at the previous month's closing`,
+      );
     else assert.equal(s.opening_balance_usd_cents, 0);
     out.push(s);
   }
@@ -44,7 +60,8 @@ export async function assertStatementsReconcile(kasse: Kasse, mode: Mode, mercha
 /** `assertStatementsReconcile` for every merchant of the database in both modes (a suite's last test). */
 export async function assertEveryMerchantReconciles(kasse: Kasse): Promise<number> {
   const merchants = await kasse.db.selectFrom('merchants').select('id').execute();
-  for (const { id } of merchants) for (const mode of ['test', 'live'] as const) await assertStatementsReconcile(kasse, mode, id);
+  for (const { id } of merchants)
+    for (const mode of ['test', 'live'] as const) await assertStatementsReconcile(kasse, mode, id);
   return merchants.length;
 }
 

@@ -13,7 +13,11 @@ const env = process.env;
 const clock = new FakeClock();
 const t = await startTestKasse({
   databaseUrl: env.KASSE_WORKER_DATABASE_URL!,
-  secrets: { secretKey: Buffer.from(env.KASSE_WORKER_SECRET_KEY!, 'hex'), masterSeed: env.KASSE_WORKER_MASTER_SEED!, hotWalletKey: null },
+  secrets: {
+    secretKey: Buffer.from(env.KASSE_WORKER_SECRET_KEY!, 'hex'),
+    masterSeed: env.KASSE_WORKER_MASTER_SEED!,
+    hotWalletKey: null,
+  },
   clock,
   env: { KASSE_SMTP_URL: env.KASSE_WORKER_SMTP_URL! },
 });

@@ -48,7 +48,13 @@ export interface UtxoKasse {
   close(): Promise<void>;
 }
 
-export function utxoNetworksDocument(opts: { rpcUrl: string; tiers: Array<{ max_usd_cents: number | null; confirmations: number }>; finality: number; pollIntervalMs?: number; utxo?: Record<string, unknown> }) {
+export function utxoNetworksDocument(opts: {
+  rpcUrl: string;
+  tiers: Array<{ max_usd_cents: number | null; confirmations: number }>;
+  finality: number;
+  pollIntervalMs?: number;
+  utxo?: Record<string, unknown>;
+}) {
   return {
     networks: [
       {
@@ -62,7 +68,20 @@ export function utxoNetworksDocument(opts: { rpcUrl: string; tiers: Array<{ max_
         finality_confirmations: opts.finality,
         poll_interval_ms: opts.pollIntervalMs ?? 10_000,
         paused: false,
-        tokens: [{ symbol: 'ltc', name: 'Litecoin', decimals: 8, kind: 'native', contract: null, min_amount: '0.0001', stable: false, coingecko_id: 'litecoin', binance_symbol: 'LTCUSDT', gasless: false }],
+        tokens: [
+          {
+            symbol: 'ltc',
+            name: 'Litecoin',
+            decimals: 8,
+            kind: 'native',
+            contract: null,
+            min_amount: '0.0001',
+            stable: false,
+            coingecko_id: 'litecoin',
+            binance_symbol: 'LTCUSDT',
+            gasless: false,
+          },
+        ],
         utxo: { coin: 'litecoin', network: 'regtest', ...opts.utxo },
       },
     ],
@@ -77,14 +96,32 @@ export async function startUtxoKasse(opts: UtxoKasseOptions): Promise<UtxoKasse>
     { max_usd_cents: 10000, confirmations: 2 },
     { max_usd_cents: null, confirmations: 4 },
   ];
-  writeFileSync(networksFile, JSON.stringify(utxoNetworksDocument({ rpcUrl: opts.rpcUrl, tiers, finality: opts.finality ?? 6, pollIntervalMs: opts.pollIntervalMs, utxo: opts.utxo }), null, 2));
+  writeFileSync(
+    networksFile,
+    JSON.stringify(
+      utxoNetworksDocument({
+        rpcUrl: opts.rpcUrl,
+        tiers,
+        finality: opts.finality ?? 6,
+        pollIntervalMs: opts.pollIntervalMs,
+        utxo: opts.utxo,
+      }),
+      null,
+      2,
+    ),
+  );
   const coingecko = await startCoinGeckoServer();
   const binance = await startBinanceServer();
   coingecko.setPrice('litecoin', LTC_USD);
   binance.setPrice('LTCUSDT', LTC_USD);
   const secrets = opts.secrets ?? testSecrets();
   const t = await startTestKasse({
-    env: { KASSE_NETWORKS_FILE: networksFile, KASSE_COINGECKO_URL: coingecko.url, KASSE_BINANCE_URL: binance.url, ...opts.env },
+    env: {
+      KASSE_NETWORKS_FILE: networksFile,
+      KASSE_COINGECKO_URL: coingecko.url,
+      KASSE_BINANCE_URL: binance.url,
+      ...opts.env,
+    },
     secrets,
     databaseUrl: opts.databaseUrl,
   });

@@ -74,7 +74,12 @@ export interface WebhookReceiverOptions {
 type Plan = { kind: 'fail'; status: number } | { kind: 'hang' };
 
 /** Checks a `Service-Signature` header against the raw body: `{ t }` when it verifies, else `{ error }` with the reason. */
-export function verifySignature(header: string | undefined, rawBody: string, secret: string, now: Date): { error: string } | { t: number } {
+export function verifySignature(
+  header: string | undefined,
+  rawBody: string,
+  secret: string,
+  now: Date,
+): { error: string } | { t: number } {
   if (!header) return { error: 'missing Service-Signature header' };
   const parts = new Map<string, string>();
   // Several `v1` entries appear while a rolled secret's overlap lasts; any one that verifies is enough.
@@ -89,8 +94,10 @@ export function verifySignature(header: string | undefined, rawBody: string, sec
   const tText = parts.get('t');
   if (!tText || !/^\d{1,12}$/.test(tText)) return { error: 'signature has no valid t' };
   const t = Number(tText);
-  if (Math.abs(now.getTime() / 1000 - t) > SIGNATURE_TOLERANCE_SECONDS) return { error: `t=${t} is more than ${SIGNATURE_TOLERANCE_SECONDS} s from now` };
-  if (v1s.length === 0 || v1s.some((v) => !/^[0-9a-f]{64}$/.test(v))) return { error: 'v1 is not 64 lowercase hex characters' };
+  if (Math.abs(now.getTime() / 1000 - t) > SIGNATURE_TOLERANCE_SECONDS)
+    return { error: `t=${t} is more than ${SIGNATURE_TOLERANCE_SECONDS} s from now` };
+  if (v1s.length === 0 || v1s.some((v) => !/^[0-9a-f]{64}$/.test(v)))
+    return { error: 'v1 is not 64 lowercase hex characters' };
   const expected = createHmac('sha256', secret).update(`${t}.${rawBody}`).digest();
   if (!v1s.some((v) => timingSafeEqual(expected, Buffer.from(v, 'hex')))) return { error: 'signature mismatch' };
   return { t };
@@ -112,7 +119,15 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
     req.on('end', () => {
       const rawBody = Buffer.concat(chunks).toString('utf8');
       const at = now();
-      const record: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, at, rejected: null, answered: null };
+      const record: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody,
+        at,
+        rejected: null,
+        answered: null,
+      };
       requests.push(record);
       const answer = (status: number, body: string) => {
         record.answered = status;
@@ -120,7 +135,10 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
         res.end(body);
       };
       const header = req.headers['service-signature'];
-      const check = secret === null ? { error: 'receiver has no secret' } : verifySignature(typeof header === 'string' ? header : undefined, rawBody, secret, at);
+      const check =
+        secret === null
+          ? { error: 'receiver has no secret' }
+          : verifySignature(typeof header === 'string' ? header : undefined, rawBody, secret, at);
       if ('error' in check) {
         record.rejected = check.error;
         return answer(400, check.error);
@@ -139,7 +157,16 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
         record.rejected = 'body is not JSON';
         return answer(400, 'body is not JSON');
       }
-      events.push({ id: event.id, type: event.type, created_at: event.created_at, data: event.data, t: check.t, headers: req.headers, rawBody, at });
+      events.push({
+        id: event.id,
+        type: event.type,
+        created_at: event.created_at,
+        data: event.data,
+        t: check.t,
+        headers: req.headers,
+        rawBody,
+        at,
+      });
       answer(200, 'ok');
       const ready = waiters;
       waiters = [];
@@ -180,7 +207,11 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions = {}): P
         };
         const timer = setTimeout(() => {
           waiters = waiters.filter((w) => w !== wake);
-          reject(new Error(`expected ${want} webhook events, received ${events.length}: ${events.map((e) => e.type).join(', ') || 'none'}`));
+          reject(
+            new Error(
+              `expected ${want} webhook events, received ${events.length}: ${events.map((e) => e.type).join(', ') || 'none'}`,
+            ),
+          );
         }, timeoutMs);
         const wake = () => {
           if (!check()) waiters.push(wake);

@@ -62,7 +62,12 @@ after(async () => {
   for (const p of prices) await p.close();
 });
 
-const order = (id: string, extra: Record<string, unknown> = {}) => ({ price_amount: 2500, price_currency: 'USD' as const, order_id: id, ...extra });
+const order = (id: string, extra: Record<string, unknown> = {}) => ({
+  price_amount: 2500,
+  price_currency: 'USD' as const,
+  order_id: id,
+  ...extra,
+});
 
 describe('the client covers the API', () => {
   test('the generated types and operation table match the OpenAPI document the server serves', async () => {
@@ -70,7 +75,10 @@ describe('the client covers the API', () => {
     const files = await generatedFiles(doc);
     for (const [name, text] of Object.entries(files)) {
       const checkedIn = readFileSync(new URL(`../../sdk/src/generated/${name}`, import.meta.url), 'utf8');
-      assert.ok(checkedIn === text, `sdk/src/generated/${name} is out of date: run \`npm run sdk:generate\` and commit the result`);
+      assert.ok(
+        checkedIn === text,
+        `sdk/src/generated/${name} is out of date: run \`npm run sdk:generate\` and commit the result`,
+      );
     }
   });
 
@@ -84,7 +92,11 @@ describe('the client covers the API', () => {
       }
     };
     walk(RESOURCES);
-    assert.deepEqual([...used].sort(), Object.keys(operationsOf(doc)).sort(), 'sdk/src/resources.ts has one line per operation');
+    assert.deepEqual(
+      [...used].sort(),
+      Object.keys(operationsOf(doc)).sort(),
+      'sdk/src/resources.ts has one line per operation',
+    );
   });
 });
 
@@ -94,7 +106,11 @@ describe('every method against a running Kasse', () => {
     assert.match(p.id, /^pay_[0-9A-Z]{36}$/);
     assert.equal(p.status, 'waiting');
     const create = sent.findLast((r) => r.method === 'POST' && r.url.endsWith('/payments'))!;
-    assert.match(create.headers.get('idempotency-key') ?? '', /^[0-9a-f-]{36}$/, 'a creating call carries a generated Idempotency-Key');
+    assert.match(
+      create.headers.get('idempotency-key') ?? '',
+      /^[0-9a-f-]{36}$/,
+      'a creating call carries a generated Idempotency-Key',
+    );
     assert.equal(create.headers.get('authorization'), `Bearer ${m.testKey}`);
     assert.deepEqual((await kasse.payments.retrieve(p.id)).metadata, { cart: 7 });
     assert.deepEqual(
@@ -106,7 +122,9 @@ describe('every method against a running Kasse', () => {
     const a = await kasse.payments.create(order('sdk-2'), { idempotencyKey: 'order-sdk-2' });
     const b = await kasse.payments.create(order('sdk-2'), { idempotencyKey: 'order-sdk-2' });
     assert.equal(a.id, b.id);
-    const conflict = await kasse.payments.create(order('sdk-2', { price_amount: 9900 }), { idempotencyKey: 'order-sdk-2' }).catch((e: unknown) => e);
+    const conflict = await kasse.payments
+      .create(order('sdk-2', { price_amount: 9900 }), { idempotencyKey: 'order-sdk-2' })
+      .catch((e: unknown) => e);
     assert.ok(conflict instanceof KasseConflictError);
     assert.equal(conflict.code, 'idempotency_conflict');
     assert.equal(conflict.param, 'Idempotency-Key');
@@ -122,7 +140,9 @@ describe('every method against a running Kasse', () => {
 
     const cancelled = await kasse.payments.cancel((await kasse.payments.create(order('sdk-3'))).id);
     assert.equal(cancelled.status, 'cancelled');
-    const under = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('sdk-4'))).id, { outcome: 'underpaid' });
+    const under = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('sdk-4'))).id, {
+      outcome: 'underpaid',
+    });
     assert.equal(under.status, 'underpaid');
     assert.equal((await kasse.payments.accept(under.id)).status, 'paid');
   });
@@ -137,21 +157,39 @@ describe('every method against a running Kasse', () => {
     assert.ok(currencies.data.some((c) => c.token === 'base:usdc'));
     const tokens: string[] = [];
     for await (const c of kasse.currencies.list()) tokens.push(c.token);
-    assert.deepEqual(tokens, currencies.data.map((c) => c.token));
+    assert.deepEqual(
+      tokens,
+      currencies.data.map((c) => c.token),
+    );
     const estimate = await kasse.currencies.estimate({ price_amount: 2500, token: 'base:eth' });
     assert.equal(estimate.rate, '3000');
     assert.equal(estimate.pay_amount, '8333333333333334');
   });
 
   test('account update (tax profile), tax invoices with their PDF, statements', async () => {
-    const profile = { seller_name: 'Corner Café', tax_id: '27AAPFU0939F1ZV', address: '12 Hill Road, Mumbai 400050', state_code: '27', invoice_prefix: 'KS' };
+    const profile = {
+      seller_name: 'Corner Café',
+      tax_id: '27AAPFU0939F1ZV',
+      address: '12 Hill Road, Mumbai 400050',
+      state_code: '27',
+      invoice_prefix: 'KS',
+    };
     const account = await kasse.account.update({ tax_profile: profile });
     assert.equal(account.tax_profile?.tax_rate_bps, 1800);
-    const paid = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('invoiced', { description: 'Two mugs' }))).id, { outcome: 'paid' });
-    const invoice = await kasse.taxInvoices.create(paid.id, { place_of_supply: 'intra', fx_rate: '83.25', customer_name: 'Asha Traders' });
+    const paid = await kasse.testHelpers.payments.simulate(
+      (await kasse.payments.create(order('invoiced', { description: 'Two mugs' }))).id,
+      { outcome: 'paid' },
+    );
+    const invoice = await kasse.taxInvoices.create(paid.id, {
+      place_of_supply: 'intra',
+      fx_rate: '83.25',
+      customer_name: 'Asha Traders',
+    });
     assert.equal(invoice.total, '2081.25');
     assert.equal(invoice.cgst, '158.74');
-    const again = await kasse.taxInvoices.create(paid.id, { place_of_supply: 'intra', fx_rate: '83.25' }).catch((e: unknown) => e);
+    const again = await kasse.taxInvoices
+      .create(paid.id, { place_of_supply: 'intra', fx_rate: '83.25' })
+      .catch((e: unknown) => e);
     assert.ok(again instanceof KasseConflictError);
     assert.equal(again.code, 'already_invoiced');
     assert.deepEqual(
@@ -170,7 +208,11 @@ describe('every method against a running Kasse', () => {
 
   test('links: create, list, retrieve, update', async () => {
     const link = await kasse.links.create({ kind: 'fixed', title: 'Coffee beans', amount_usd_cents: 2400 });
-    assert.equal(sent.findLast((r) => r.method === 'POST' && r.url.endsWith('/links'))!.headers.get('idempotency-key'), null, 'no Idempotency-Key where the API takes none');
+    assert.equal(
+      sent.findLast((r) => r.method === 'POST' && r.url.endsWith('/links'))!.headers.get('idempotency-key'),
+      null,
+      'no Idempotency-Key where the API takes none',
+    );
     assert.equal((await kasse.links.retrieve(link.id)).title, 'Coffee beans');
     assert.ok((await kasse.links.list()).data.some((l) => l.id === link.id));
     const off = await kasse.links.update(link.id, { active: false });
@@ -181,7 +223,10 @@ describe('every method against a running Kasse', () => {
     const ctl = new AbortController();
     let connected!: () => void;
     const ready = new Promise<void>((resolve) => (connected = resolve));
-    const stream = kasse.events.stream({ types: 'payment.cancelled' }, { signal: ctl.signal, onConnect: () => connected() });
+    const stream = kasse.events.stream(
+      { types: 'payment.cancelled' },
+      { signal: ctl.signal, onConnect: () => connected() },
+    );
     const iterator = stream[Symbol.asyncIterator]();
     const first = iterator.next();
     await ready;
@@ -227,21 +272,29 @@ describe('pages', () => {
       ],
     );
     const sizes: number[] = [];
-    for await (const page of kasse.payments.list({ order_id: 'paged', limit: 10 }).pages()) sizes.push(page.data.length);
+    for await (const page of kasse.payments.list({ order_id: 'paged', limit: 10 }).pages())
+      sizes.push(page.data.length);
     assert.deepEqual(sizes, [10, 10, 3]);
-    assert.deepEqual(await kasse.payments.list({ order_id: 'paged', limit: 5 }).toArray({ limit: 12 }), (await kasse.payments.list({ order_id: 'paged', limit: 12 })).data);
+    assert.deepEqual(
+      await kasse.payments.list({ order_id: 'paged', limit: 5 }).toArray({ limit: 12 }),
+      (await kasse.payments.list({ order_id: 'paged', limit: 12 })).data,
+    );
   });
 });
 
 describe('typed errors', () => {
   test('each error status has its class, with code, param, status and request id', async () => {
-    const invalid = await kasse.payments.create({ price_amount: 0, price_currency: 'USD', order_id: 'x' }).catch((e: unknown) => e);
+    const invalid = await kasse.payments
+      .create({ price_amount: 0, price_currency: 'USD', order_id: 'x' })
+      .catch((e: unknown) => e);
     assert.ok(invalid instanceof KasseInvalidRequestError);
     assert.equal(invalid.code, 'invalid_request');
     assert.equal(invalid.param, 'price_amount');
     assert.match(invalid.requestId ?? '', /^req_[0-9A-Z]{26}$/);
 
-    const unknownKey = await new Kasse('kasse_test_nope', { baseUrl: t.urls.test }).account.retrieve().catch((e: unknown) => e);
+    const unknownKey = await new Kasse('kasse_test_nope', { baseUrl: t.urls.test }).account
+      .retrieve()
+      .catch((e: unknown) => e);
     assert.ok(unknownKey instanceof KasseAuthenticationError);
     assert.equal(unknownKey.status, 401);
 
@@ -254,12 +307,17 @@ describe('typed errors', () => {
     assert.equal(missing.code, 'not_found');
 
     const p = await kasse.payments.create(order('errors'));
-    for (const token of ['base:usdc', 'base:eth', 'ethereum:usdc']) await kasse.payments.createAttempt(p.id, { chain: token.split(':')[0]!, token });
-    const fourth = await kasse.payments.createAttempt(p.id, { chain: 'arbitrum', token: 'arbitrum:usdc' }).catch((e: unknown) => e);
+    for (const token of ['base:usdc', 'base:eth', 'ethereum:usdc'])
+      await kasse.payments.createAttempt(p.id, { chain: token.split(':')[0]!, token });
+    const fourth = await kasse.payments
+      .createAttempt(p.id, { chain: 'arbitrum', token: 'arbitrum:usdc' })
+      .catch((e: unknown) => e);
     assert.ok(fourth instanceof KasseConflictError);
     assert.equal(fourth.code, 'too_many_attempts');
 
-    const paid = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('errors-2'))).id, { outcome: 'paid' });
+    const paid = await kasse.testHelpers.payments.simulate((await kasse.payments.create(order('errors-2'))).id, {
+      outcome: 'paid',
+    });
     const state = await kasse.payments.cancel(paid.id).catch((e: unknown) => e);
     assert.ok(state instanceof KasseStateError);
     assert.equal(state.code, 'invalid_state');
@@ -275,7 +333,9 @@ describe('typed errors', () => {
     assert.equal(refused.code, 'rate_limited');
     assert.ok((refused.retryAfter ?? 0) > 0);
 
-    const nowhere = await new Kasse(m.testKey, { baseUrl: 'http://127.0.0.1:9/v1', maxRetries: 0 }).account.retrieve().catch((e: unknown) => e);
+    const nowhere = await new Kasse(m.testKey, { baseUrl: 'http://127.0.0.1:9/v1', maxRetries: 0 }).account
+      .retrieve()
+      .catch((e: unknown) => e);
     assert.ok(nowhere instanceof KasseConnectionError);
     assert.equal(nowhere.status, null);
   });
@@ -310,8 +370,25 @@ async function scriptedServer(): Promise<ScriptedServer> {
       requests.push({ method: req.method!, path: req.url!, headers: req.headers, at: performance.now() });
       const r = replies.shift() ?? { status: 500 };
       if (r === 'drop') return req.socket.destroy();
-      res.writeHead(r.status, { 'content-type': 'application/json', 'request-id': `req_${requests.length}`, ...r.headers });
-      res.end(JSON.stringify(r.body ?? (r.status >= 400 ? { error: { code: r.status === 429 ? 'rate_limited' : 'service_unavailable', message: 'scripted', param: null } } : {})));
+      res.writeHead(r.status, {
+        'content-type': 'application/json',
+        'request-id': `req_${requests.length}`,
+        ...r.headers,
+      });
+      res.end(
+        JSON.stringify(
+          r.body ??
+            (r.status >= 400
+              ? {
+                  error: {
+                    code: r.status === 429 ? 'rate_limited' : 'service_unavailable',
+                    message: 'scripted',
+                    param: null,
+                  },
+                }
+              : {}),
+        ),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

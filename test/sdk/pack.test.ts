@@ -35,16 +35,41 @@ test('npm pack builds a package that installs, runs and type-checks in a project
   assert.equal(manifest.private, undefined, 'publishable');
   assert.deepEqual(manifest.dependencies ?? {}, {}, 'no runtime dependencies');
 
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: SDK, env: { ...process.env, npm_config_loglevel: 'error' } });
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], {
+    cwd: SDK,
+    env: { ...process.env, npm_config_loglevel: 'error' },
+  });
   const [info] = JSON.parse(packed.stdout);
   const files: string[] = info.files.map((f: { path: string }) => f.path).sort();
-  for (const f of ['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/openapi.d.ts', 'dist/webhooks.js']) assert.ok(files.includes(f), `${f} is in the package`);
-  assert.ok(!files.some((f) => f.startsWith('src/') || f.startsWith('scripts/') || (f.endsWith('.ts') && !f.endsWith('.d.ts'))), `only the build and the README: ${files.join(', ')}`);
+  for (const f of [
+    'package.json',
+    'README.md',
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/generated/openapi.d.ts',
+    'dist/webhooks.js',
+  ])
+    assert.ok(files.includes(f), `${f} is in the package`);
+  assert.ok(
+    !files.some((f) => f.startsWith('src/') || f.startsWith('scripts/') || (f.endsWith('.ts') && !f.endsWith('.d.ts'))),
+    `only the build and the README: ${files.join(', ')}`,
+  );
 
   const app = join(dir, 'app');
   await run('mkdir', ['-p', app]);
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'shop', private: true, type: 'module', dependencies: { '@kasse/sdk': `file:${join(dir, info.filename)}` } }));
-  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: app, env: { ...process.env, npm_config_loglevel: 'error' } });
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({
+      name: 'shop',
+      private: true,
+      type: 'module',
+      dependencies: { '@kasse/sdk': `file:${join(dir, info.filename)}` },
+    }),
+  );
+  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], {
+    cwd: app,
+    env: { ...process.env, npm_config_loglevel: 'error' },
+  });
 
   // Plain Node, ESM, against a running Kasse.
   const m = await t.merchant({ name: 'Packed' });
@@ -60,7 +85,10 @@ const event = Kasse.webhooks.constructEvent(body, Kasse.webhooks.sign(body, 'whs
 console.log(JSON.stringify({ account: account.id, status: payment.status, missing, event: event.data.id === payment.id }));
 `,
   );
-  const out = await run(process.execPath, ['main.js'], { cwd: app, env: { ...process.env, KEY: m.testKey, API: t.urls.test } });
+  const out = await run(process.execPath, ['main.js'], {
+    cwd: app,
+    env: { ...process.env, KEY: m.testKey, API: t.urls.test },
+  });
   assert.deepEqual(JSON.parse(out.stdout), { account: m.id, status: 'waiting', missing: true, event: true });
 
   // TypeScript against the shipped declarations only (no skipLibCheck, no Node types).
@@ -87,11 +115,22 @@ export async function flow(): Promise<Payment> {
   writeFileSync(
     join(app, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, lib: ['ES2022', 'DOM', 'DOM.Iterable'], types: [] },
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+        types: [],
+      },
       files: ['check.ts'],
     }),
   );
-  await run(TSC, ['-p', 'tsconfig.json'], { cwd: app }).catch((err: { stdout?: string }) => assert.fail(`the package's types do not check:\n${err.stdout}`));
+  await run(TSC, ['-p', 'tsconfig.json'], { cwd: app }).catch((err: { stdout?: string }) =>
+    assert.fail(`the package's types do not check:\n${err.stdout}`),
+  );
 
   // The README's complete order flow compiles against the package as written (it uses Node's http module).
   const readme = readFileSync(join(SDK, 'README.md'), 'utf8');
@@ -100,9 +139,19 @@ export async function flow(): Promise<Payment> {
   writeFileSync(
     join(app, 'tsconfig.shop.json'),
     JSON.stringify({
-      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')] },
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        strict: true,
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+      },
       files: ['shop.ts'],
     }),
   );
-  await run(TSC, ['-p', 'tsconfig.shop.json'], { cwd: app }).catch((err: { stdout?: string }) => assert.fail(`the README's order flow does not compile:\n${err.stdout}`));
+  await run(TSC, ['-p', 'tsconfig.shop.json'], { cwd: app }).catch((err: { stdout?: string }) =>
+    assert.fail(`the README's order flow does not compile:\n${err.stdout}`),
+  );
 });

@@ -45,13 +45,26 @@ const b64enc = getBase64Encoder();
 let seq = 0;
 
 async function usdcChoice(cents = 2500): Promise<PayableAttempt> {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `gasless-${++seq}`, chain: 'solana', token: 'solana:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `gasless-${++seq}`,
+    chain: 'solana',
+    token: 'solana:usdc',
+  });
   const a = res.body.attempts[0];
   // Kasse's hot wallet opens the deposit key's token account when the coin choice is issued.
   await k.send();
   await k.chain.produce();
   assert.ok(await k.chain.exists(await k.chain.ata(a.address)));
-  return { id: a.id, paymentId: res.body.id, token: k.adapter.network.tokens.find((t) => t.id === 'solana:usdc')!, address: a.address, payAmount: BigInt(a.pay_amount), open: true };
+  return {
+    id: a.id,
+    paymentId: res.body.id,
+    token: k.adapter.network.tokens.find((t) => t.id === 'solana:usdc')!,
+    address: a.address,
+    payAmount: BigInt(a.pay_amount),
+    open: true,
+  };
 }
 
 /** A payer with USDC and no SOL at all. */
@@ -68,12 +81,20 @@ async function signAsPayer(base64: string, payer: Wallet): Promise<string> {
 }
 
 /** A hand-built transaction with the hot wallet as fee payer, signed by the payer. */
-async function handBuilt(payer: Wallet, instructions: Instruction[], hash?: { blockhash: string; lastValidBlockHeight: bigint }): Promise<string> {
+async function handBuilt(
+  payer: Wallet,
+  instructions: Instruction[],
+  hash?: { blockhash: string; lastValidBlockHeight: bigint },
+): Promise<string> {
   const bh = hash ?? (await k.chain.latestBlockhash());
   const msg = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(address(k.hotWallet), m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: blockhash(bh.blockhash), lastValidBlockHeight: bh.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: blockhash(bh.blockhash), lastValidBlockHeight: bh.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const tx = await partiallySignTransaction([payer.keyPair], compileTransaction(msg));
@@ -81,14 +102,29 @@ async function handBuilt(payer: Wallet, instructions: Instruction[], hash?: { bl
 }
 
 async function transfer(payer: Wallet, toOwner: string, amount: bigint): Promise<Instruction> {
-  return getTransferCheckedInstruction({ source: await k.chain.ata(payer.address), mint: k.usdc as never, destination: await k.chain.ata(toOwner), authority: payer, amount, decimals: 6 });
+  return getTransferCheckedInstruction({
+    source: await k.chain.ata(payer.address),
+    mint: k.usdc as never,
+    destination: await k.chain.ata(toOwner),
+    authority: payer,
+    amount,
+    decimals: 6,
+  });
 }
 
 async function relays(attemptId: string): Promise<number> {
-  return (await k.t.kasse.db.selectFrom('solana_gasless').select('transfer_id').where('attempt_id', '=', attemptId).execute()).length;
+  return (
+    await k.t.kasse.db.selectFrom('solana_gasless').select('transfer_id').where('attempt_id', '=', attemptId).execute()
+  ).length;
 }
 
-async function refused(attempt: PayableAttempt, tx: string, status: number, param: string, message?: RegExp): Promise<void> {
+async function refused(
+  attempt: PayableAttempt,
+  tx: string,
+  status: number,
+  param: string,
+  message?: RegExp,
+): Promise<void> {
   await assert.rejects(relay.submit(attempt, tx), (err: unknown) => {
     assert.ok(err instanceof ApiError, String(err));
     assert.equal(err.status, status, err.message);
@@ -123,7 +159,11 @@ test('a payer with 0 SOL pays USDC by signature: Kasse pays the fee, the payment
   await k.chain.finalize();
   await k.chain.produce();
   await k.send();
-  const row = (await k.t.kasse.db.selectFrom('solana_transfers').selectAll().where('signature', '=', r.signature).executeTakeFirstOrThrow());
+  const row = await k.t.kasse.db
+    .selectFrom('solana_transfers')
+    .selectAll()
+    .where('signature', '=', r.signature)
+    .executeTakeFirstOrThrow();
   assert.equal(row.status, 'sent');
 });
 
@@ -131,15 +171,44 @@ test('refusals change nothing', async () => {
   const attempt = await usdcChoice();
   const payer = await poorPayer();
   await refused(attempt, 'not base64!', 400, 'transaction');
-  await refused(attempt, await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount - 1n)]), 400, 'transaction', /exactly the pay_amount/);
+  await refused(
+    attempt,
+    await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount - 1n)]),
+    400,
+    'transaction',
+    /exactly the pay_amount/,
+  );
   const stranger = (await k.chain.newWallet(0n)).address;
-  await refused(attempt, await handBuilt(payer, [await transfer(payer, stranger, attempt.payAmount)]), 400, 'transaction', /token account/);
+  await refused(
+    attempt,
+    await handBuilt(payer, [await transfer(payer, stranger, attempt.payAmount)]),
+    400,
+    'transaction',
+    /token account/,
+  );
   // An extra instruction that spends the fee payer's SOL.
-  const spend = getTransferSolInstruction({ source: { address: address(k.hotWallet) } as never, destination: payer.address, amount: 1_000_000n });
-  await refused(attempt, await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount), spend]), 400, 'transaction', /exactly one instruction/);
+  const spend = getTransferSolInstruction({
+    source: { address: address(k.hotWallet) } as never,
+    destination: payer.address,
+    amount: 1_000_000n,
+  });
+  await refused(
+    attempt,
+    await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount), spend]),
+    400,
+    'transaction',
+    /exactly one instruction/,
+  );
   // The fee payer named inside the transfer (as a reference account).
   const withHot = await transfer(payer, attempt.address, attempt.payAmount);
-  await refused(attempt, await handBuilt(payer, [{ ...withHot, accounts: [...withHot.accounts!, { address: address(k.hotWallet), role: AccountRole.READONLY }] }]), 400, 'transaction');
+  await refused(
+    attempt,
+    await handBuilt(payer, [
+      { ...withHot, accounts: [...withHot.accounts!, { address: address(k.hotWallet), role: AccountRole.READONLY }] },
+    ]),
+    400,
+    'transaction',
+  );
   // Not signed by the payer, and a forged signature.
   const built = await buildPayment(k.adapter, attempt, payer.address, { gasless: true });
   await refused(attempt, built.transaction, 400, 'transaction', /not signed by the payer/);
@@ -147,14 +216,32 @@ test('refusals change nothing', async () => {
   const sig = new Uint8Array(forged.signatures[payer.address]!);
   sig[0] ^= 1;
   const tampered = { ...forged, signatures: { ...forged.signatures, [payer.address]: sig } };
-  await refused(attempt, b64.decode(getTransactionEncoder().encode(tampered as never)), 400, 'transaction', /does not verify/);
+  await refused(
+    attempt,
+    b64.decode(getTransactionEncoder().encode(tampered as never)),
+    400,
+    'transaction',
+    /does not verify/,
+  );
   // A blockhash the cluster no longer accepts.
   const old = await k.chain.latestBlockhash();
   await k.chain.produce(152);
-  await refused(attempt, await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount)], old), 400, 'transaction', /blockhash/);
+  await refused(
+    attempt,
+    await handBuilt(payer, [await transfer(payer, attempt.address, attempt.payAmount)], old),
+    400,
+    'transaction',
+    /blockhash/,
+  );
   // A payer without the money: the simulation fails.
   const broke = await poorPayer(1n);
-  await refused(attempt, await signAsPayer((await buildPayment(k.adapter, attempt, broke.address, { gasless: true })).transaction, broke), 422, 'transaction', /would fail/);
+  await refused(
+    attempt,
+    await signAsPayer((await buildPayment(k.adapter, attempt, broke.address, { gasless: true })).transaction, broke),
+    422,
+    'transaction',
+    /would fail/,
+  );
   // A coin that is not gasless, and a coin choice that is no longer open.
   const sol = { ...attempt, token: k.adapter.network.tokens.find((t) => t.id === 'solana:sol')! };
   await refused(sol, await signAsPayer(built.transaction, payer), 422, 'attempt_id');
@@ -163,9 +250,22 @@ test('refusals change nothing', async () => {
 });
 
 test('pay from a wallet (not gasless): SOL and USDC transactions the payer signs and sends itself', async () => {
-  const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: `wallet-${++seq}`, chain: 'solana', token: 'solana:sol' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: `wallet-${++seq}`,
+    chain: 'solana',
+    token: 'solana:sol',
+  });
   const a = res.body.attempts[0];
-  const attempt: PayableAttempt = { id: a.id, paymentId: res.body.id, token: k.adapter.network.tokens.find((t) => t.id === 'solana:sol')!, address: a.address, payAmount: BigInt(a.pay_amount), open: true };
+  const attempt: PayableAttempt = {
+    id: a.id,
+    paymentId: res.body.id,
+    token: k.adapter.network.tokens.find((t) => t.id === 'solana:sol')!,
+    address: a.address,
+    payAmount: BigInt(a.pay_amount),
+    open: true,
+  };
   const payer = await k.payer();
   const built = await buildPayment(k.adapter, attempt, payer.address, { gasless: false });
   assert.equal(built.fee_payer, payer.address);
@@ -178,7 +278,10 @@ test('pay from a wallet (not gasless): SOL and USDC transactions the payer signs
   await k.tick();
   assert.equal((await k.m.test.get(`/payments/${res.body.id}`)).body.status, 'paid');
   // The Solana Pay reference is on the transfer, so tools that look a payment up by reference find it.
-  const block = await k.chain.rpc('getBlock', [slot, { commitment: 'confirmed', transactionDetails: 'accounts', maxSupportedTransactionVersion: 0 }]);
+  const block = await k.chain.rpc('getBlock', [
+    slot,
+    { commitment: 'confirmed', transactionDetails: 'accounts', maxSupportedTransactionVersion: 0 },
+  ]);
   const reference = k.adapter.deps.keys.reference(a.address);
   assert.ok(block.transactions[0].transaction.accountKeys.some((x: { pubkey: string }) => x.pubkey === reference));
 });

@@ -34,8 +34,15 @@ test('a block lists SOL and SPL balance changes with transactionDetails "account
   const slot = await chain.produce();
   const blocks = await chain.rpc<number[]>('getBlocks', [slot - 3, slot, { commitment: 'confirmed' }]);
   assert.ok(blocks.includes(slot));
-  await assert.rejects(chain.rpc('getBlock', [slot, { transactionDetails: 'accounts' }]), /Block not available/, 'default commitment is finalized');
-  const block = await chain.rpc('getBlock', [slot, { commitment: 'confirmed', transactionDetails: 'accounts', rewards: false, maxSupportedTransactionVersion: 0 }]);
+  await assert.rejects(
+    chain.rpc('getBlock', [slot, { transactionDetails: 'accounts' }]),
+    /Block not available/,
+    'default commitment is finalized',
+  );
+  const block = await chain.rpc('getBlock', [
+    slot,
+    { commitment: 'confirmed', transactionDetails: 'accounts', rewards: false, maxSupportedTransactionVersion: 0 },
+  ]);
   assert.equal(block.transactions.length, 2);
   const [usdcTx, solTx] = block.transactions;
   assert.deepEqual(usdcTx.transaction.signatures, [sig]);
@@ -45,7 +52,12 @@ test('a block lists SOL and SPL balance changes with transactionDetails "account
   const ata = await chain.ata(to.address);
   const idx = usdcTx.transaction.accountKeys.findIndex((k: any) => k.pubkey === ata);
   assert.ok(idx > 0);
-  assert.deepEqual(usdcTx.transaction.accountKeys[0], { pubkey: payer.address, signer: true, source: 'transaction', writable: true });
+  assert.deepEqual(usdcTx.transaction.accountKeys[0], {
+    pubkey: payer.address,
+    signer: true,
+    source: 'transaction',
+    writable: true,
+  });
   const post = usdcTx.meta.postTokenBalances.find((b: any) => b.accountIndex === idx);
   assert.equal(post.owner, to.address);
   assert.equal(post.mint, chain.usdc);
@@ -56,7 +68,10 @@ test('a block lists SOL and SPL balance changes with transactionDetails "account
   const j = solTx.transaction.accountKeys.findIndex((k: any) => k.pubkey === to.address);
   assert.equal(solTx.meta.postBalances[j] - solTx.meta.preBalances[j], 5_000_000);
   assert.equal(block.parentSlot, slot - 1);
-  await assert.rejects(chain.rpc('getBlock', [slot, { commitment: 'confirmed', transactionDetails: 'accounts' }]), (e: any) => e.code === -32015);
+  await assert.rejects(
+    chain.rpc('getBlock', [slot, { commitment: 'confirmed', transactionDetails: 'accounts' }]),
+    (e: any) => e.code === -32015,
+  );
 });
 
 test('skipped slots are missing from getBlocks and answer -32007; the next block names its real parent', async () => {
@@ -83,26 +98,39 @@ test('commitment levels: finalized trails by the finality depth', async () => {
 test('preflight: an expired blockhash and a repeated transaction are refused; skipPreflight accepts and drops them', async () => {
   const w = await chain.newWallet();
   await chain.produce();
-  const tx = await chain.sign(w, [chain.usdcTransfer(w, await chain.ata(w.address), await chain.ata(funder.address), 1n)]);
+  const tx = await chain.sign(w, [
+    chain.usdcTransfer(w, await chain.ata(w.address), await chain.ata(funder.address), 1n),
+  ]);
   await assert.rejects(chain.send(tx), (e: any) => e.code === -32002 && /simulation failed/.test(e.message));
-  const sol = await chain.sign(w, [(await import('@solana-program/system')).getTransferSolInstruction({ source: w, destination: funder.address, amount: 1000n })]);
+  const sol = await chain.sign(w, [
+    (await import('@solana-program/system')).getTransferSolInstruction({
+      source: w,
+      destination: funder.address,
+      amount: 1000n,
+    }),
+  ]);
   await chain.send(sol);
   await assert.rejects(chain.send(sol), (e: any) => e.code === -32002 && e.data.err === 'AlreadyProcessed');
   await chain.produce(151);
   const stale = await chain.sign(w, []);
   await chain.produce(151);
   await assert.rejects(chain.send(stale), (e: any) => e.code === -32002 && e.data.err === 'BlockhashNotFound');
-  const { value } = await chain.rpc('isBlockhashValid', [(await chain.latestBlockhash()).blockhash, { commitment: 'processed' }]);
+  const { value } = await chain.rpc('isBlockhashValid', [
+    (await chain.latestBlockhash()).blockhash,
+    { commitment: 'processed' },
+  ]);
   assert.equal(value, true);
 });
 
-test('preflight words a rent refusal as a node does; the cluster\'s rent can be raised and restored', async () => {
+test("preflight words a rent refusal as a node does; the cluster's rent can be raised and restored", async () => {
   const w = await chain.newWallet(1_000_000_000n);
   await chain.produce();
   const fresh = (await chain.newWallet(0n)).address;
   const refused = (e: any) =>
     e.code === -32002 &&
-    /Transaction simulation failed: Transaction results in an account \(1\) with insufficient funds for rent$/.test(e.message) &&
+    /Transaction simulation failed: Transaction results in an account \(1\) with insufficient funds for rent$/.test(
+      e.message,
+    ) &&
     JSON.stringify(e.data.err) === '{"InsufficientFundsForRent":{"account_index":1}}' &&
     Array.isArray(e.data.logs);
   await assert.rejects(chain.sendSol(w, fresh, 1000n), refused);
@@ -149,7 +177,10 @@ test('listeners: one down answers 503, one lagging hides the newest blocks', asy
   assert.equal(await other.rpc('getSlot', [{ commitment: 'confirmed' }]), tip - 2);
   await assert.rejects(other.rpc('getBlock', [tip, { commitment: 'confirmed' }]), (e: any) => e.code === -32004);
   await other.rpc('harness_setListener', [1, { lag: 0, down: true }]);
-  const res = await fetch(node.urls[1]!, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getSlot' }) });
+  const res = await fetch(node.urls[1]!, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getSlot' }),
+  });
   assert.equal(res.status, 503);
   await other.rpc('harness_setListener', [1, { down: false }]);
   assert.equal(await chain.rpc('getSlot', [{ commitment: 'confirmed' }]), tip);

@@ -25,7 +25,14 @@ after(() => k?.close());
 
 let seq = 0;
 async function createPayment(token: 'solana:sol' | 'solana:usdc', cents = 1000) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `sol-${++seq}`, description: 'Two mugs', chain: 'solana', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `sol-${++seq}`,
+    description: 'Two mugs',
+    chain: 'solana',
+    token,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const attempt = res.body.attempts[0];
   return { id: res.body.id as string, address: attempt.address as string, amount: BigInt(attempt.pay_amount), attempt };
@@ -46,8 +53,20 @@ describe('payment flow', () => {
     const p = await createPayment('solana:sol', 1000);
     assert.equal(p.amount, 66_666_667n, '10 USD at 150 USD/SOL, rounded up to a lamport');
     const keys = solanaKeys(k.secrets);
-    const index = BigInt((await k.t.kasse.db.selectFrom('attempts').select('address_index').where('id', '=', p.attempt.id).executeTakeFirstOrThrow()).address_index);
-    assert.equal(p.address, keys.deposit('test', index).address, 'the address is the SLIP-0010 deposit key of its index');
+    const index = BigInt(
+      (
+        await k.t.kasse.db
+          .selectFrom('attempts')
+          .select('address_index')
+          .where('id', '=', p.attempt.id)
+          .executeTakeFirstOrThrow()
+      ).address_index,
+    );
+    assert.equal(
+      p.address,
+      keys.deposit('test', index).address,
+      'the address is the SLIP-0010 deposit key of its index',
+    );
     const uri = parseTransferRequestUri(p.attempt.uri);
     assert.equal(uri.recipient, p.address);
     assert.equal(uri.amount, '0.066666667');
@@ -133,7 +152,10 @@ describe('payment flow', () => {
     const pay = await get(p.id);
     assert.equal(pay.status, 'paid');
     assert.equal(pay.attempts[0].received_amount, '10000000');
-    assert.deepEqual(k.eventTypes(p.id).filter((e) => e !== 'payment.confirming' && e !== 'payment.detected'), ['payment.underpaid', 'payment.paid']);
+    assert.deepEqual(
+      k.eventTypes(p.id).filter((e) => e !== 'payment.confirming' && e !== 'payment.detected'),
+      ['payment.underpaid', 'payment.paid'],
+    );
   });
 
   test('overpaid: paid and payment.overpaid', async () => {
@@ -192,7 +214,14 @@ describe('payment flow', () => {
     const sinkAta = await k.chain.ata(k.hotWallet);
     const tx = await k.chain.sign(payer, [
       getTransferSolInstruction({ source: payer, destination: ata, amount: p.amount - rent }),
-      getTransferCheckedInstruction({ source: ata, mint: k.usdc as never, destination: sinkAta, authority: payer, amount: 1_000_000n, decimals: 6 }),
+      getTransferCheckedInstruction({
+        source: ata,
+        mint: k.usdc as never,
+        destination: sinkAta,
+        authority: payer,
+        amount: 1_000_000n,
+        decimals: 6,
+      }),
       getCloseAccountInstruction({ account: ata, destination: p.address as never, owner: payer }),
     ]);
     await k.chain.send(tx);
@@ -217,7 +246,7 @@ describe('chain events', () => {
     assert.equal((await get(p.id)).status, 'paid');
   });
 
-  test('finality is the chain\'s commitment, not a slot count: a deposit confirmed 40 skipped slots past the finalized block pays at once', async () => {
+  test("finality is the chain's commitment, not a slot count: a deposit confirmed 40 skipped slots past the finalized block pays at once", async () => {
     await k.chain.finalize();
     await k.chain.produce();
     await k.tick();
@@ -227,7 +256,10 @@ describe('chain events', () => {
     await k.chain.sendSol(payer, p.address, p.amount);
     const slot = await k.chain.produce();
     const state = await k.chain.state();
-    assert.ok(slot - state.finalized > 40, `the finalized slot ${state.finalized} is more than 31 slots behind the deposit's ${slot}`);
+    assert.ok(
+      slot - state.finalized > 40,
+      `the finalized slot ${state.finalized} is more than 31 slots behind the deposit's ${slot}`,
+    );
     await k.tick();
     const pay = await get(p.id);
     assert.equal(pay.status, 'paid', 'confirmed is one confirmation, whatever the finalized slot');
@@ -237,7 +269,10 @@ describe('chain events', () => {
     await k.chain.finalize();
     await k.chain.produce();
     await k.tick();
-    assert.deepEqual([(await get(p.id)).attempts[0].deposits[0].status, (await get(p.id)).attempts[0].deposits[0].confirmations], ['final', 32]);
+    assert.deepEqual(
+      [(await get(p.id)).attempts[0].deposits[0].status, (await get(p.id)).attempts[0].deposits[0].confirmations],
+      ['final', 32],
+    );
   });
 
   test('a transaction dropped before finality: deposit orphaned, payment.reorged, ledger reversed; paid again when it lands again', async () => {
@@ -247,7 +282,9 @@ describe('chain events', () => {
     const p = await createPayment('solana:sol', 1000);
     const payer = await k.payer();
     const { getTransferSolInstruction } = await import('@solana-program/system');
-    const tx = await k.chain.sign(payer, [getTransferSolInstruction({ source: payer, destination: p.address as never, amount: p.amount })]);
+    const tx = await k.chain.sign(payer, [
+      getTransferSolInstruction({ source: payer, destination: p.address as never, amount: p.amount }),
+    ]);
     const sig = await k.chain.send(tx);
     await k.chain.produce();
     await k.tick();
@@ -284,7 +321,13 @@ describe('chain events', () => {
     const first = await startSolanaKasse({ node: k.node, databaseUrl: db.url, chain: k.chain });
     try {
       await first.tick();
-      const res = await first.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'restart', chain: 'solana', token: 'solana:sol' });
+      const res = await first.m.test.post('/payments', {
+        price_amount: 1000,
+        price_currency: 'USD',
+        order_id: 'restart',
+        chain: 'solana',
+        token: 'solana:sol',
+      });
       const attempt = res.body.attempts[0];
       const cursor = (await first.watcher.cursor())!;
       await first.close();
@@ -292,16 +335,31 @@ describe('chain events', () => {
       await k.chain.sendSol(payer, attempt.address, BigInt(attempt.pay_amount));
       await k.chain.skip(2);
       await k.chain.produce(3);
-      const second = await startSolanaKasse({ node: k.node, databaseUrl: db.url, chain: k.chain, secrets: first.secrets, unfunded: true });
+      const second = await startSolanaKasse({
+        node: k.node,
+        databaseUrl: db.url,
+        chain: k.chain,
+        secrets: first.secrets,
+        unfunded: true,
+      });
       try {
-        const produced = (await k.chain.rpc<number[]>('getBlocks', [Number(cursor.slot) + 1, { commitment: 'confirmed' }])).length;
+        const produced = (
+          await k.chain.rpc<number[]>('getBlocks', [Number(cursor.slot) + 1, { commitment: 'confirmed' }])
+        ).length;
         const r = await second.tick();
         assert.equal(r.blocks, produced, 'every block after the cursor, once');
         assert.equal(r.deposits, 1);
-        assert.equal((await second.watcher.cursor())!.slot, BigInt(await k.chain.rpc<number>('getSlot', [{ commitment: 'confirmed' }])));
+        assert.equal(
+          (await second.watcher.cursor())!.slot,
+          BigInt(await k.chain.rpc<number>('getSlot', [{ commitment: 'confirmed' }])),
+        );
         await k.chain.produce(33);
         await second.tick();
-        const row = await second.t.kasse.db.selectFrom('payments').select('status').where('id', '=', res.body.id).executeTakeFirstOrThrow();
+        const row = await second.t.kasse.db
+          .selectFrom('payments')
+          .select('status')
+          .where('id', '=', res.body.id)
+          .executeTakeFirstOrThrow();
         assert.equal(row.status, 'paid');
       } finally {
         await second.close();

@@ -26,9 +26,15 @@ test('a skipped slot is a fact, thrown at once with its code; bad params too', a
   await chain.skip(1);
   await chain.produce();
   const rpc = new SolanaRpc({ chain: 'solana', urls: [first!, second!], sleep: noSleep });
-  await assert.rejects(rpc.request('getBlock', [before + 1, { commitment: 'confirmed' }]), (e: unknown) => e instanceof SolanaRpcError && e.code === -32007 && !e.retryable);
+  await assert.rejects(
+    rpc.request('getBlock', [before + 1, { commitment: 'confirmed' }]),
+    (e: unknown) => e instanceof SolanaRpcError && e.code === -32007 && !e.retryable,
+  );
   assert.equal(rpc.counts.get('getBlock'), 1);
-  await assert.rejects(rpc.request('getBlock', ['x']), (e: unknown) => e instanceof SolanaRpcError && e.code === -32602);
+  await assert.rejects(
+    rpc.request('getBlock', ['x']),
+    (e: unknown) => e instanceof SolanaRpcError && e.code === -32602,
+  );
 });
 
 test('a listener lagging behind answers "block not available": retried on the next URL', async () => {
@@ -36,7 +42,10 @@ test('a listener lagging behind answers "block not available": retried on the ne
   await chain.rpc('harness_setListener', [1, { lag: 2 }]);
   try {
     const rpc = new SolanaRpc({ chain: 'solana', urls: [second!, first!], sleep: noSleep });
-    const b = await rpc.request<{ blockhash: string }>('getBlock', [tip, { commitment: 'confirmed', transactionDetails: 'none' }]);
+    const b = await rpc.request<{ blockhash: string }>('getBlock', [
+      tip,
+      { commitment: 'confirmed', transactionDetails: 'none' },
+    ]);
     assert.ok(b.blockhash);
     assert.equal(rpc.counts.get('getBlock'), 2);
   } finally {

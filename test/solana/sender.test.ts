@@ -22,7 +22,13 @@ after(() => k?.close());
 let seq = 0;
 /** A payment paid in `token` and final, ready to refund. */
 async function paidPayment(token: 'solana:sol' | 'solana:usdc') {
-  const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: `rfd-${++seq}`, chain: 'solana', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: `rfd-${++seq}`,
+    chain: 'solana',
+    token,
+  });
   const attempt = res.body.attempts[0];
   const payer = await k.payer(10_000_000_000n, 100_000_000n);
   if (token === 'solana:sol') await k.chain.sendSol(payer, attempt.address, BigInt(attempt.pay_amount));
@@ -87,10 +93,15 @@ test('a USDC refund opens the destination token account from the hot wallet and 
 
 test('an invalid destination is refused with 400 and changes nothing', async () => {
   const p = await paidPayment('solana:sol');
-  const res = await k.m.test.post(`/payments/${p.id}/refund`, { destination: '0x1111111111111111111111111111111111111111' });
+  const res = await k.m.test.post(`/payments/${p.id}/refund`, {
+    destination: '0x1111111111111111111111111111111111111111',
+  });
   assert.equal(res.status, 400);
   assert.equal(res.body.error.param, 'destination');
-  assert.equal((await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute()).length, 0);
+  assert.equal(
+    (await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute()).length,
+    0,
+  );
 });
 
 test('crash after signing: a new sender sends the stored bytes; a dropped block gets the same bytes again; paid once', async () => {
@@ -103,7 +114,13 @@ test('crash after signing: a new sender sends the stored bytes; a dropped block 
   const [v0] = await k.adapter.sender!.versions(r.id);
   assert.equal(v0!.signature, signed.signature);
   // The process dies here; a new one (a new sender over the same database) carries on.
-  const reborn = new SolanaSender(k.adapter, { db: k.t.kasse.db, clock: k.t.clock, log: k.t.kasse.log, keys: solanaKeys(k.secrets), sink: k.t.kasse.transfers });
+  const reborn = new SolanaSender(k.adapter, {
+    db: k.t.kasse.db,
+    clock: k.t.clock,
+    log: k.t.kasse.log,
+    keys: solanaKeys(k.secrets),
+    sink: k.t.kasse.transfers,
+  });
   assert.equal(await reborn.step(r.id), 'progress');
   assert.equal((await reborn.get(r.id))!.status, 'broadcast');
   await k.chain.produce();
@@ -149,7 +166,10 @@ test('rebuilt only after the blockhash expired unseen: a new signature lands, th
   assert.equal(row.status, 'sent');
   assert.equal(row.signature, versions[1]!.signature);
   assert.equal(await k.chain.balance(dest), p.amount, 'paid exactly once');
-  assert.equal((await k.chain.rpc('getSignatureStatuses', [[v0!.signature], { searchTransactionHistory: true }])).value[0], null);
+  assert.equal(
+    (await k.chain.rpc('getSignatureStatuses', [[v0!.signature], { searchTransactionHistory: true }])).value[0],
+    null,
+  );
 });
 
 test('a refund the chain refuses for good (a fresh destination left below rent exemption) fails with the reason; nothing leaves the hot wallet; refund.failed is sent; a new refund is sent', async () => {
@@ -170,13 +190,21 @@ test('a refund the chain refuses for good (a fresh destination left below rent e
     assert.equal(row.status, 'failed', row.error ?? '');
     assert.match(row.error!, /insufficient funds for rent/);
     const [v0] = await sender.versions(r.id);
-    assert.equal((await k.chain.rpc('getSignatureStatuses', [[v0!.signature], { searchTransactionHistory: true }])).value[0], null, 'never on chain');
+    assert.equal(
+      (await k.chain.rpc('getSignatureStatuses', [[v0!.signature], { searchTransactionHistory: true }])).value[0],
+      null,
+      'never on chain',
+    );
     await k.chain.produce();
     assert.equal(await k.chain.balance(k.hotWallet), hotSol, 'no lamports (not even a fee) left the hot wallet');
     assert.equal(await k.chain.tokenBalance(k.hotWallet), hotUsdc);
     assert.equal(await k.chain.balance(fresh), 0n);
 
-    const stored = await k.t.kasse.db.selectFrom('refunds').selectAll().where('id', '=', r.id).executeTakeFirstOrThrow();
+    const stored = await k.t.kasse.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('id', '=', r.id)
+      .executeTakeFirstOrThrow();
     assert.equal(stored.status, 'failed');
     assert.match(stored.error!, /insufficient funds for rent/);
     const event = k.receiver!.events.find((e) => e.type === 'refund.failed' && e.data?.id === r.id);
@@ -242,7 +270,10 @@ test('a node that cannot be reached is not a verdict: the refund waits and is tr
   } finally {
     await down(false);
   }
-  assert.equal((await k.t.kasse.db.selectFrom('refunds').select('status').where('id', '=', r.id).executeTakeFirstOrThrow()).status, 'pending');
+  assert.equal(
+    (await k.t.kasse.db.selectFrom('refunds').select('status').where('id', '=', r.id).executeTakeFirstOrThrow()).status,
+    'pending',
+  );
   assert.equal(await k.chain.balance(dest), 0n);
 
   k.t.clock.advance(60_000);

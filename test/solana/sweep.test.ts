@@ -18,15 +18,29 @@ before(async () => {
 after(() => k?.close());
 
 async function choice(token: 'solana:sol' | 'solana:usdc', order: string) {
-  const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: order, chain: 'solana', token });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: order,
+    chain: 'solana',
+    token,
+  });
   assert.equal(res.status, 201);
-  return { id: res.body.id as string, address: res.body.attempts[0].address as string, amount: BigInt(res.body.attempts[0].pay_amount) };
+  return {
+    id: res.body.id as string,
+    address: res.body.attempts[0].address as string,
+    amount: BigInt(res.body.attempts[0].pay_amount),
+  };
 }
 
 async function runSender() {
   for (let i = 0; i < 6; i++) {
     await k.send();
-    const open = await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('status', 'in', ['pending', 'signed', 'broadcast']).execute();
+    const open = await k.t.kasse.db
+      .selectFrom('solana_transfers')
+      .select('id')
+      .where('status', 'in', ['pending', 'signed', 'broadcast'])
+      .execute();
     if (open.length === 0) return;
     await k.chain.produce();
     await k.chain.finalize();
@@ -66,7 +80,10 @@ test('the token account of a USDC coin choice is opened by the hot wallet; a swe
   assert.equal(report.transfers.length, 1);
   assert.deepEqual(await sweepDue(k.adapter), [], 'keys in an open sweep are not taken twice');
   await runSender();
-  const [result] = await sweepResults(k.adapter, report.transfers.map((t) => t.id));
+  const [result] = await sweepResults(
+    k.adapter,
+    report.transfers.map((t) => t.id),
+  );
   assert.equal(result!.status, 'sent', result!.error ?? '');
   assert.equal(await k.chain.tokenBalance(k.treasury), usdc.amount);
   assert.equal(await k.chain.balance(k.treasury), sol.amount + 20_000_000n);
@@ -74,9 +91,15 @@ test('the token account of a USDC coin choice is opened by the hot wallet; a swe
   assert.equal(await k.chain.balance(sol.address), 0n);
   assert.equal(await k.chain.exists(ata), false, 'closed');
   assert.equal(result!.moved!.closed.length, 1);
-  const treasuryAtaRent = BigInt((await k.chain.rpc('getAccountInfo', [await k.chain.ata(k.treasury), { encoding: 'base64' }])).value.lamports);
+  const treasuryAtaRent = BigInt(
+    (await k.chain.rpc('getAccountInfo', [await k.chain.ata(k.treasury), { encoding: 'base64' }])).value.lamports,
+  );
   const fee = 5000n * 3n;
-  assert.equal((await k.chain.balance(k.hotWallet)) - hot1, rent - treasuryAtaRent - fee, 'rent back, less the treasury account and the fees');
+  assert.equal(
+    (await k.chain.balance(k.hotWallet)) - hot1,
+    rent - treasuryAtaRent - fee,
+    'rent back, less the treasury account and the fees',
+  );
   assert.deepEqual(await sweepDue(k.adapter), []);
 });
 
@@ -100,10 +123,18 @@ test('a payment into a token account the payer opened for the key (not its assoc
   const payer = await k.payer(10_000_000_000n, 50_000_000n);
   const own = await k.chain.openOtherTokenAccount(payer, usdc.address, k.usdc, { amount: usdc.amount, decimals: 6 });
   const other = await k.chain.createMint(payer, 2);
-  const stray = await k.chain.openOtherTokenAccount(payer, usdc.address, other.mint, { amount: 1234n, decimals: 2, authority: other.authority });
+  const stray = await k.chain.openOtherTokenAccount(payer, usdc.address, other.mint, {
+    amount: 1234n,
+    decimals: 2,
+    authority: other.authority,
+  });
   await k.chain.produce();
   await k.tick();
-  assert.equal((await k.m.test.get(`/payments/${usdc.id}`)).body.status, 'paid', 'the watcher credits a transfer into any token account the key owns');
+  assert.equal(
+    (await k.m.test.get(`/payments/${usdc.id}`)).body.status,
+    'paid',
+    'the watcher credits a transfer into any token account the key owns',
+  );
   await k.chain.finalize();
   await k.chain.produce();
   await k.tick();
@@ -112,14 +143,25 @@ test('a payment into a token account the payer opened for the key (not its assoc
   const treasury0 = await k.chain.tokenBalance(k.treasury);
   const report = await recordSweeps(k.adapter);
   await runSender();
-  const results = await sweepResults(k.adapter, report.transfers.map((t) => t.id));
+  const results = await sweepResults(
+    k.adapter,
+    report.transfers.map((t) => t.id),
+  );
   const result = results.find((r) => r.moved?.closed.includes(own));
   assert.ok(result, `a sweep moved the payer-opened account: ${JSON.stringify(results)}`);
   assert.equal(result.status, 'sent', result.error ?? '');
   assert.equal((await k.chain.tokenBalance(k.treasury)) - treasury0, usdc.amount, 'the treasury got the credited USDC');
   assert.equal(await k.chain.exists(own), false, 'the emptied account is closed');
-  assert.equal(await k.chain.exists(await k.chain.ata(usdc.address)), false, 'the unused associated account is closed too');
-  assert.deepEqual(result.left, [{ account: stray, mint: other.mint, amount: '1234', reason: 'the mint is not configured on this network' }], 'what the sweep cannot move is reported');
+  assert.equal(
+    await k.chain.exists(await k.chain.ata(usdc.address)),
+    false,
+    'the unused associated account is closed too',
+  );
+  assert.deepEqual(
+    result.left,
+    [{ account: stray, mint: other.mint, amount: '1234', reason: 'the mint is not configured on this network' }],
+    'what the sweep cannot move is reported',
+  );
   assert.equal(await k.chain.exists(stray), true);
   assert.deepEqual(await sweepDue(k.adapter), []);
 });
@@ -128,14 +170,28 @@ test('the test node answers getTokenAccountsByOwner in the wire format of a Sola
   const payer = await k.payer(10_000_000_000n, 7n);
   const owner = (await k.chain.newWallet(0n)).address;
   const own = await k.chain.openOtherTokenAccount(payer, owner, k.usdc, { amount: 7n, decimals: 6 });
-  const byMint = await k.chain.rpc('getTokenAccountsByOwner', [owner, { mint: k.usdc }, { encoding: 'base64', commitment: 'processed' }]);
+  const byMint = await k.chain.rpc('getTokenAccountsByOwner', [
+    owner,
+    { mint: k.usdc },
+    { encoding: 'base64', commitment: 'processed' },
+  ]);
   assert.equal(typeof byMint.context.slot, 'number');
   assert.equal(byMint.value.length, 1);
   assert.equal(byMint.value[0].pubkey, own);
   assert.equal(byMint.value[0].account.owner, 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
   assert.equal(byMint.value[0].account.data[1], 'base64');
   assert.equal(Buffer.from(byMint.value[0].account.data[0], 'base64').readBigUInt64LE(64), 7n);
-  const byProgram = await k.chain.rpc('getTokenAccountsByOwner', [owner, { programId: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' }, { encoding: 'base64' }]);
-  assert.deepEqual(byProgram.value.map((v: { pubkey: string }) => v.pubkey), [own]);
-  await assert.rejects(k.chain.rpc('getTokenAccountsByOwner', [owner, {}, { encoding: 'base64' }]), (err: { code: number }) => err.code === -32602);
+  const byProgram = await k.chain.rpc('getTokenAccountsByOwner', [
+    owner,
+    { programId: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' },
+    { encoding: 'base64' },
+  ]);
+  assert.deepEqual(
+    byProgram.value.map((v: { pubkey: string }) => v.pubkey),
+    [own],
+  );
+  await assert.rejects(
+    k.chain.rpc('getTokenAccountsByOwner', [owner, {}, { encoding: 'base64' }]),
+    (err: { code: number }) => err.code === -32602,
+  );
 });

@@ -7,7 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { getBase64Decoder, getBase64Encoder, getSignatureFromTransaction, getTransactionDecoder, getTransactionEncoder, partiallySignTransaction } from '@solana/kit';
+import {
+  getBase64Decoder,
+  getBase64Encoder,
+  getSignatureFromTransaction,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  partiallySignTransaction,
+} from '@solana/kit';
 import { launchBrowser, screenshot, type TestBrowser } from '../harness/browser.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 import type { Wallet } from '../harness/solana-chain.ts';
@@ -61,7 +68,9 @@ async function openWithWallet(payer: Wallet, url: string) {
     const tx = getTransactionDecoder().decode(b64enc.encode(base64));
     return partiallySignTransaction([payer.keyPair], tx);
   };
-  await rec.context.exposeBinding('__walletSign', async (_src, base64: string) => b64.decode(getTransactionEncoder().encode(await sign(base64))));
+  await rec.context.exposeBinding('__walletSign', async (_src, base64: string) =>
+    b64.decode(getTransactionEncoder().encode(await sign(base64))),
+  );
   await rec.context.exposeBinding('__walletSend', async (_src, base64: string) => {
     const signed = await sign(base64);
     await k.chain.rpc('sendTransaction', [b64.decode(getTransactionEncoder().encode(signed)), { encoding: 'base64' }]);
@@ -73,29 +82,54 @@ async function openWithWallet(payer: Wallet, url: string) {
 }
 
 test('Pay with Solana wallet: the wallet signs and sends the SOL transfer Kasse built; the payment is paid', async () => {
-  const res = await k.m.test.post('/payments', { price_amount: 1000, price_currency: 'USD', order_id: 'wallet-sol', chain: 'solana', token: 'solana:sol' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 1000,
+    price_currency: 'USD',
+    order_id: 'wallet-sol',
+    chain: 'solana',
+    token: 'solana:sol',
+  });
   const payer = await k.payer();
   const rec = await openWithWallet(payer, res.body.checkout_url);
   const button = rec.page.getByRole('button', { name: 'Pay with Solana wallet' });
   await button.waitFor({ state: 'visible' });
   assert.equal(await rec.page.getByRole('button', { name: /by signature/ }).count(), 0, 'SOL has no gasless button');
-  const qrLabel = await rec.page.locator('.k-qrbox svg').getAttribute('aria-label').catch(() => null);
+  const qrLabel = await rec.page
+    .locator('.k-qrbox svg')
+    .getAttribute('aria-label')
+    .catch(() => null);
   assert.ok(qrLabel === null || qrLabel.includes(res.body.attempts[0].address));
-  assert.match(await rec.page.getByRole('link', { name: 'Open in wallet app' }).getAttribute('href') ?? '', /^solana:.+&reference=/);
+  assert.match(
+    (await rec.page.getByRole('link', { name: 'Open in wallet app' }).getAttribute('href')) ?? '',
+    /^solana:.+&reference=/,
+  );
   await button.click();
   await rec.page.getByText('Payment sent; waiting for the network…').waitFor();
-  assert.deepEqual(await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls), ['connect', 'signAndSendTransaction']);
+  assert.deepEqual(await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls), [
+    'connect',
+    'signAndSendTransaction',
+  ]);
   await k.chain.produce();
   await k.tick();
   assert.equal((await k.m.test.get(`/payments/${res.body.id}`)).body.status, 'paid');
-  await rec.page.getByText(/paid|Payment received/i).first().waitFor({ timeout: 15_000 }).catch(() => {});
+  await rec.page
+    .getByText(/paid|Payment received/i)
+    .first()
+    .waitFor({ timeout: 15_000 })
+    .catch(() => {});
   await screenshot(rec.page, 'solana-wallet-paid');
   assert.deepEqual(rec.errors, []);
   await rec.context.close();
 });
 
 test('Pay USDC by signature: a payer holding 0 SOL signs, Kasse pays the fee and relays it', async () => {
-  const res = await k.m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'wallet-gasless', chain: 'solana', token: 'solana:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 2500,
+    price_currency: 'USD',
+    order_id: 'wallet-gasless',
+    chain: 'solana',
+    token: 'solana:usdc',
+  });
   await k.send(); // Kasse opens the deposit key's token account
   await k.chain.produce();
   const payer = await k.chain.newWallet(0n);
@@ -107,7 +141,10 @@ test('Pay USDC by signature: a payer holding 0 SOL signs, Kasse pays the fee and
   await button.waitFor({ state: 'visible' });
   await button.click();
   await rec.page.getByText('Payment sent; waiting for the network…').waitFor();
-  assert.deepEqual(await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls), ['connect', 'signTransaction']);
+  assert.deepEqual(await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls), [
+    'connect',
+    'signTransaction',
+  ]);
   await k.chain.produce();
   await k.tick();
   const pay = (await k.m.test.get(`/payments/${res.body.id}`)).body;
@@ -121,7 +158,13 @@ test('Pay USDC by signature: a payer holding 0 SOL signs, Kasse pays the fee and
 });
 
 test('without a Solana wallet the buttons stay hidden; the QR code and the wallet-app link remain', async () => {
-  const res = await k.m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'no-wallet', chain: 'solana', token: 'solana:usdc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: 2500,
+    price_currency: 'USD',
+    order_id: 'no-wallet',
+    chain: 'solana',
+    token: 'solana:usdc',
+  });
   const rec = await b.open('phone');
   await rec.page.goto(res.body.checkout_url);
   await rec.page.waitForLoadState('load');

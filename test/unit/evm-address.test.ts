@@ -2,7 +2,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bytesToHex, hexToBytes, keccak256, type Hex } from 'viem';
-import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEvmAddress } from '../../src/chains/evm/address.ts';
+import {
+  eip681Uri,
+  forwarderAddress,
+  forwarderSalt,
+  forwarderSaltKey,
+  isValidEvmAddress,
+} from '../../src/chains/evm/address.ts';
 import { bloomMayContain } from '../../src/chains/evm/bloom.ts';
 import { parseEvmSettings } from '../../src/chains/evm/config.ts';
 import { TRANSFER_TOPIC } from '../../src/chains/evm/watcher.ts';
@@ -23,7 +29,10 @@ test('isValidEvmAddress: lower, upper and checksummed forms; bad checksum, lengt
 test('EIP-681 URIs for native coin and ERC-20', () => {
   const network = { chainId: 8453 };
   const to = '0x1111111111111111111111111111111111111111';
-  assert.equal(eip681Uri(network, { kind: 'native', contract: null }, to, 5_000_000_000_000_000n), `ethereum:${to}@8453?value=5000000000000000`);
+  assert.equal(
+    eip681Uri(network, { kind: 'native', contract: null }, to, 5_000_000_000_000_000n),
+    `ethereum:${to}@8453?value=5000000000000000`,
+  );
   assert.equal(
     eip681Uri(network, { kind: 'erc20', contract: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' }, to, 10_000_000n),
     `ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=${to}&uint256=10000000`,
@@ -37,7 +46,10 @@ test('derivation is deterministic, offline, and known-answer stable', () => {
   assert.equal(forwarderAddress(factory, forwarderSalt(forwarderSaltKey(SEED), 'test', 'base', 1n)), a);
   assert.match(a, /^0x[0-9a-fA-F]{40}$/);
   // Pinned: a change here would move every deposit address ever issued.
-  assert.equal(forwarderSalt(key, 'test', 'base', 1n), '0xf935df912824f3bd83c3c21a8231c491e801138423441334b1dabd0728a79a7e');
+  assert.equal(
+    forwarderSalt(key, 'test', 'base', 1n),
+    '0xf935df912824f3bd83c3c21a8231c491e801138423441334b1dabd0728a79a7e',
+  );
   assert.equal(a, '0xC054f847e7c48dF8B6eb7A2830898eDA33709441');
   assert.throws(() => forwarderSalt(key, 'test', 'base', -1n), RangeError);
 });
@@ -46,7 +58,10 @@ test('parseEvmSettings: defaults, addresses checksummed, unknown keys and bad va
   const d = parseEvmSettings(undefined, 'x.evm');
   assert.equal(d.forwarderFactory, null);
   assert.equal(d.blocksPerBatch, 20);
-  const s = parseEvmSettings({ forwarder_factory: '0x5fbdb2315678afecb367f032d93f642f64180aa3', start_block: 7, blocks_per_batch: 5 }, 'x.evm');
+  const s = parseEvmSettings(
+    { forwarder_factory: '0x5fbdb2315678afecb367f032d93f642f64180aa3', start_block: 7, blocks_per_batch: 5 },
+    'x.evm',
+  );
   assert.equal(s.forwarderFactory, '0x5FbDB2315678afecb367f032d93F642f64180aa3');
   assert.equal(s.startBlock, 7n);
   assert.equal(s.blocksPerBatch, 5);

@@ -29,22 +29,39 @@ function code(text: string): string {
 
 test('families are found by folder, named like it, and their migrations keep their names or take their namespace', async () => {
   const families = await installedFamilies();
-  const folders = readdirSync(join(SRC, 'chains')).filter((d) => statSync(join(SRC, 'chains', d)).isDirectory()).sort();
-  assert.deepEqual(families.map((f) => f.name), folders);
+  const folders = readdirSync(join(SRC, 'chains'))
+    .filter((d) => statSync(join(SRC, 'chains', d)).isDirectory())
+    .sort();
+  assert.deepEqual(
+    families.map((f) => f.name),
+    folders,
+  );
   assert.ok(folders.includes('evm') && folders.includes('solana'));
   const names = [...Object.keys(migrations), ...families.flatMap((f) => Object.keys(f.migrations ?? {}))];
   assert.equal(new Set(names).size, names.length, 'no two migrations share a name');
-  assert.deepEqual(names.sort().slice(0, 7), ['0001_foundation', '0002_payments', '0003_webhooks', '0004_evm', '0005_links', '0006_evm_sender', '0007_transfers']);
+  assert.deepEqual(names.sort().slice(0, 7), [
+    '0001_foundation',
+    '0002_payments',
+    '0003_webhooks',
+    '0004_evm',
+    '0005_links',
+    '0006_evm_sender',
+    '0007_transfers',
+  ]);
   // Released names stay as the databases recorded them; every new one is in its family's namespace.
   const released = ['0004_evm', '0006_evm_sender', '0020_evm_disperse', '0014_solana', '0024_utxo'];
   for (const f of families) {
     for (const name of Object.keys(f.migrations ?? {})) {
-      assert.ok(released.includes(name) || new RegExp(`^${f.name}/\\d{4}_[a-z0-9_]+$`).test(name), `${name}: a new migration of ${f.name} is named ${f.name}/NNNN_<what>`);
+      assert.ok(
+        released.includes(name) || new RegExp(`^${f.name}/\\d{4}_[a-z0-9_]+$`).test(name),
+        `${name}: a new migration of ${f.name} is named ${f.name}/NNNN_<what>`,
+      );
     }
   }
   for (const f of families) {
     assert.equal(typeof f.format.isValidAddress, 'function', f.name);
-    for (const c of f.commands ?? []) assert.ok(c.name.startsWith(`${f.name} `), `${c.name} is under its family's name`);
+    for (const c of f.commands ?? [])
+      assert.ok(c.name.startsWith(`${f.name} `), `${c.name} is under its family's name`);
   }
 });
 
@@ -54,8 +71,17 @@ test('an explicit hot-wallet key is checked against the formats the families dec
   checkHotWalletKey(`0x${'ab'.repeat(32)}`, families);
   const refused = (key: string, list = families) => assert.throws(() => checkHotWalletKey(key, list), ConfigError);
   refused('ab'.repeat(32));
-  assert.throws(() => checkHotWalletKey('0x12', families), { message: 'KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters' });
-  assert.throws(() => checkHotWalletKey(`0x${'ab'.repeat(32)}`, families.filter((f) => !f.hotWalletKey)), /no installed chain family takes an explicit hot-wallet key/);
+  assert.throws(() => checkHotWalletKey('0x12', families), {
+    message: 'KASSE_HOT_WALLET_KEY must be 0x + 64 hex characters',
+  });
+  assert.throws(
+    () =>
+      checkHotWalletKey(
+        `0x${'ab'.repeat(32)}`,
+        families.filter((f) => !f.hotWalletKey),
+      ),
+    /no installed chain family takes an explicit hot-wallet key/,
+  );
   refused(`0x${'ab'.repeat(32)}`, []);
 });
 
@@ -66,7 +92,8 @@ test('nothing under src/chains imports src/modules, src/web or the container', (
       const spec = m[1]!;
       if (!spec.startsWith('.')) continue;
       const target = relative(SRC, resolve(dirname(file), spec));
-      if (/^(modules|web|http|cli|workers)\//.test(target) || target === 'kasse.ts') offending.push(`${relative(SRC, file)} → ${target}`);
+      if (/^(modules|web|http|cli|workers)\//.test(target) || target === 'kasse.ts')
+        offending.push(`${relative(SRC, file)} → ${target}`);
     }
   }
   assert.deepEqual(offending, []);
@@ -79,7 +106,10 @@ test('nothing under src/chains imports src/modules, src/web or the container', (
  */
 const FAMILY_WORDS: Array<[family: string, words: RegExp]> = [
   ['evm', /viem|ethereum|eip-?3009|eip-?712|evm|erc-?20|0x[0-9a-f]{40}\b/i],
-  ['solana', /@solana\/|@solana-program\/|litesvm|window\.solana|wallet-standard|lamports?\b|solana_|solana[A-Z]|Solana[A-Z]|\bspl\b|\bSPL\b/],
+  [
+    'solana',
+    /@solana\/|@solana-program\/|litesvm|window\.solana|wallet-standard|lamports?\b|solana_|solana[A-Z]|Solana[A-Z]|\bspl\b|\bSPL\b/,
+  ],
   ['utxo', /btc-signer|@scure\/bip32|bitcoin|litecoin|bech32|bip-?21|bip-?84|satoshi|\brbf\b/i],
 ];
 for (const [family, words] of FAMILY_WORDS) {

@@ -7,12 +7,29 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
 import { FrankfurterClient, FxUnavailableError, roundDecimal } from '../../src/modules/fx/frankfurter.ts';
-import { financialYear, gstinCheckChar, gstinProblem, invoiceFigures, invoiceNumber, istDate, numberInWords, rupees, rupeesGrouped, rupeesInWords } from '../../src/modules/invoices/gst.ts';
+import {
+  financialYear,
+  gstinCheckChar,
+  gstinProblem,
+  invoiceFigures,
+  invoiceNumber,
+  istDate,
+  numberInWords,
+  rupees,
+  rupeesGrouped,
+  rupeesInWords,
+} from '../../src/modules/invoices/gst.ts';
 import { startFxServer, type FxServer } from '../harness/fx-server.ts';
 
 const figures = (cents: number, rate: string, bps: number, inclusive: boolean, supply: 'intra' | 'inter') => {
   const f = invoiceFigures(cents, rate, bps, inclusive, supply);
-  return { total: rupees(f.total), taxable: rupees(f.taxable), cgst: rupees(f.cgst), sgst: rupees(f.sgst), igst: rupees(f.igst) };
+  return {
+    total: rupees(f.total),
+    taxable: rupees(f.taxable),
+    cgst: rupees(f.cgst),
+    sgst: rupees(f.sgst),
+    igst: rupees(f.igst),
+  };
 };
 
 describe('GSTIN', () => {
@@ -46,8 +63,20 @@ describe('financial year and numbers', () => {
 
 describe('figures', () => {
   test('the example: 1000 cents at 83.25, intra, 18 % inclusive', () => {
-    assert.deepEqual(figures(1000, '83.25', 1800, true, 'intra'), { total: '832.50', taxable: '705.51', cgst: '63.49', sgst: '63.50', igst: '0.00' });
-    assert.deepEqual(figures(1000, '83.25', 1800, true, 'inter'), { total: '832.50', taxable: '705.51', cgst: '0.00', sgst: '0.00', igst: '126.99' });
+    assert.deepEqual(figures(1000, '83.25', 1800, true, 'intra'), {
+      total: '832.50',
+      taxable: '705.51',
+      cgst: '63.49',
+      sgst: '63.50',
+      igst: '0.00',
+    });
+    assert.deepEqual(figures(1000, '83.25', 1800, true, 'inter'), {
+      total: '832.50',
+      taxable: '705.51',
+      cgst: '0.00',
+      sgst: '0.00',
+      igst: '126.99',
+    });
   });
 
   test('rounding half up at exactly half a paisa, both ways', () => {
@@ -55,14 +84,44 @@ describe('figures', () => {
     assert.equal(figures(1, '83.25', 1800, true, 'intra').total, '0.83');
     assert.equal(figures(2, '83.25', 1800, true, 'intra').total, '1.67');
     // taxable: 118 paise ÷ 1.18 = 100 exactly; 59 ÷ 1.18 = 50 exactly; 177 ÷ 1.18 = 150.
-    assert.deepEqual(figures(100, '1.18', 1800, true, 'intra'), { total: '1.18', taxable: '1.00', cgst: '0.09', sgst: '0.09', igst: '0.00' });
+    assert.deepEqual(figures(100, '1.18', 1800, true, 'intra'), {
+      total: '1.18',
+      taxable: '1.00',
+      cgst: '0.09',
+      sgst: '0.09',
+      igst: '0.00',
+    });
     // 5 paise ÷ 1.18 = 4.237 → 4; tax 1 paisa: CGST 0 (half rounded down), SGST the odd paisa.
-    assert.deepEqual(figures(5, '1', 1800, true, 'intra'), { total: '0.05', taxable: '0.04', cgst: '0.00', sgst: '0.01', igst: '0.00' });
+    assert.deepEqual(figures(5, '1', 1800, true, 'intra'), {
+      total: '0.05',
+      taxable: '0.04',
+      cgst: '0.00',
+      sgst: '0.01',
+      igst: '0.00',
+    });
     // 2.5 paise of taxable after division rounds up: 59 paise at 5 %: 59 / 1.05 = 56.19 → 56; 3 paise tax → 1 + 2.
-    assert.deepEqual(figures(59, '1', 500, true, 'intra'), { total: '0.59', taxable: '0.56', cgst: '0.01', sgst: '0.02', igst: '0.00' });
+    assert.deepEqual(figures(59, '1', 500, true, 'intra'), {
+      total: '0.59',
+      taxable: '0.56',
+      cgst: '0.01',
+      sgst: '0.02',
+      igst: '0.00',
+    });
     // Half exactly on the taxable: total 1, 0 % → taxable 1; 236 paise at 18 % → 200 exactly.
-    assert.deepEqual(figures(236, '1', 1800, true, 'inter'), { total: '2.36', taxable: '2.00', cgst: '0.00', sgst: '0.00', igst: '0.36' });
-    assert.deepEqual(figures(100, '1', 0, true, 'intra'), { total: '1.00', taxable: '1.00', cgst: '0.00', sgst: '0.00', igst: '0.00' });
+    assert.deepEqual(figures(236, '1', 1800, true, 'inter'), {
+      total: '2.36',
+      taxable: '2.00',
+      cgst: '0.00',
+      sgst: '0.00',
+      igst: '0.36',
+    });
+    assert.deepEqual(figures(100, '1', 0, true, 'intra'), {
+      total: '1.00',
+      taxable: '1.00',
+      cgst: '0.00',
+      sgst: '0.00',
+      igst: '0.00',
+    });
   });
 
   test('six-decimal rates and the largest prices stay exact', () => {
@@ -74,7 +133,13 @@ describe('figures', () => {
   });
 
   test('tax-exclusive prices: taxable = price × rate, tax on top', () => {
-    assert.deepEqual(figures(1000, '83.25', 1800, false, 'intra'), { total: '982.35', taxable: '832.50', cgst: '74.92', sgst: '74.93', igst: '0.00' });
+    assert.deepEqual(figures(1000, '83.25', 1800, false, 'intra'), {
+      total: '982.35',
+      taxable: '832.50',
+      cgst: '74.92',
+      sgst: '74.93',
+      igst: '0.00',
+    });
   });
 
   test('taxable + taxes = total for every price up to 5000 cents at an awkward rate', () => {
@@ -95,7 +160,10 @@ describe('words and grouping', () => {
     assert.equal(rupeesInWords(5n), 'Rupees Zero and Five Paise Only');
     assert.equal(numberInWords(100_000n), 'One Lakh');
     assert.equal(numberInWords(10_000_000n), 'One Crore');
-    assert.equal(numberInWords(1_234_567_890n), 'One Hundred Twenty-Three Crore Forty-Five Lakh Sixty-Seven Thousand Eight Hundred Ninety');
+    assert.equal(
+      numberInWords(1_234_567_890n),
+      'One Hundred Twenty-Three Crore Forty-Five Lakh Sixty-Seven Thousand Eight Hundred Ninety',
+    );
     assert.equal(rupeesGrouped(1_234_567_890n), '1,23,45,678.90');
     assert.equal(rupeesGrouped(99_999n), '999.99');
     assert.equal(rupeesGrouped(100_000n), '1,000.00');
@@ -135,6 +203,9 @@ describe('FX client (Frankfurter v1 wire format, local server)', () => {
     await assert.rejects(client.usdInr('2026-03-20'), /not JSON/);
     fx.setRate('2026-03-21', '-5');
     await assert.rejects(client.usdInr('2026-03-21'), /without a USD→INR rate/);
-    await assert.rejects(new FrankfurterClient({ baseUrl: 'http://127.0.0.1:9/v1', timeoutMs: 500, clock }).usdInr('2026-03-20'), /did not answer/);
+    await assert.rejects(
+      new FrankfurterClient({ baseUrl: 'http://127.0.0.1:9/v1', timeoutMs: 500, clock }).usdInr('2026-03-20'),
+      /did not answer/,
+    );
   });
 });

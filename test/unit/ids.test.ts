@@ -38,7 +38,10 @@ test('request ids: one process prefix, then a counter; unique, ordered, and anot
   for (const id of [ids[0]!, ids[9_999]!]) assert.match(id, /^req_[0-9A-Z]{26}$/);
   assert.equal(new Set(ids).size, ids.length);
   assert.deepEqual([...ids].sort(), ids);
-  assert.ok(ids.every((id) => id.slice(0, 19) === ids[0]!.slice(0, 19)), 'the process prefix stays');
+  assert.ok(
+    ids.every((id) => id.slice(0, 19) === ids[0]!.slice(0, 19)),
+    'the process prefix stays',
+  );
   assert.notEqual(requestIds()().slice(0, 19), ids[0]!.slice(0, 19));
   // The per-request part wraps into the cached one and the order holds across wraps (one low digit: 32 per wrap).
   const small = requestIds(1);

@@ -18,28 +18,52 @@ describe('networks files', () => {
     const sets = loadNetworks({ networksFile: null }, families);
     const ids = (mode: 'live' | 'test') => sets[mode].flatMap((n) => n.tokens.map((t) => t.id)).sort();
     assert.deepEqual(ids('live'), ids('test'));
-    assert.deepEqual(sets.live.map((n) => n.id), ['ethereum', 'base', 'polygon', 'arbitrum', 'solana', 'bitcoin', 'litecoin']);
+    assert.deepEqual(
+      sets.live.map((n) => n.id),
+      ['ethereum', 'base', 'polygon', 'arbitrum', 'solana', 'bitcoin', 'litecoin'],
+    );
     const usdc = sets.live.find((n) => n.id === 'base')!.tokens.find((t) => t.id === 'base:usdc')!;
     assert.equal(usdc.symbol, 'USDC');
     assert.equal(usdc.minAmount, 1_000_000n);
     assert.equal(usdc.contract, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
-    assert.equal(sets.live.find((n) => n.id === 'solana')!.tokens.find((t) => t.id === 'solana:usdc')!.contract, 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v');
-    assert.deepEqual(sets.live.map((n) => n.chainId), [1, 8453, 137, 42161, null, null, null]);
-    assert.deepEqual(sets.test.map((n) => n.chainId), [11155111, 84532, 80002, 421614, null, null, null]);
+    assert.equal(
+      sets.live.find((n) => n.id === 'solana')!.tokens.find((t) => t.id === 'solana:usdc')!.contract,
+      'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+    );
+    assert.deepEqual(
+      sets.live.map((n) => n.chainId),
+      [1, 8453, 137, 42161, null, null, null],
+    );
+    assert.deepEqual(
+      sets.test.map((n) => n.chainId),
+      [11155111, 84532, 80002, 421614, null, null, null],
+    );
     for (const n of [...sets.live, ...sets.test]) {
       // Bitcoin and Litecoin are read from the operator's own node: their files ship without RPC URLs.
-      assert.ok((n.rpcUrls.length > 0 || n.family === 'utxo') && n.finalityConfirmations >= n.confirmationTiers.at(-1)!.confirmations, n.id);
-      for (const t of n.tokens) if (t.stable) assert.ok(t.minAmount === 10n ** BigInt(t.decimals), `${t.id} minimum is 1 USD`);
+      assert.ok(
+        (n.rpcUrls.length > 0 || n.family === 'utxo') &&
+          n.finalityConfirmations >= n.confirmationTiers.at(-1)!.confirmations,
+        n.id,
+      );
+      for (const t of n.tokens)
+        if (t.stable) assert.ok(t.minAmount === 10n ** BigInt(t.decimals), `${t.id} minimum is 1 USD`);
     }
   });
 
-  test('token kinds are the families\' own; the test file names the simulator\'s default coin', () => {
+  test("token kinds are the families' own; the test file names the simulator's default coin", () => {
     const sets = loadNetworks({ networksFile: null }, families);
-    const kinds = (family: string) => [...new Set(sets.live.filter((n) => n.family === family).flatMap((n) => n.tokens.map((t) => t.kind)))].sort();
+    const kinds = (family: string) =>
+      [...new Set(sets.live.filter((n) => n.family === family).flatMap((n) => n.tokens.map((t) => t.kind)))].sort();
     assert.deepEqual(kinds('evm'), ['erc20', 'native']);
     assert.deepEqual(kinds('solana'), ['native', 'spl']);
-    assert.deepEqual(sets.test.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)), ['base:usdc']);
-    assert.deepEqual(sets.live.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)), []);
+    assert.deepEqual(
+      sets.test.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)),
+      ['base:usdc'],
+    );
+    assert.deepEqual(
+      sets.live.flatMap((n) => n.tokens.filter((t) => t.default).map((t) => t.id)),
+      [],
+    );
   });
 
   test('tiers pick confirmations by price; explorer templates', () => {
@@ -59,25 +83,44 @@ describe('networks files', () => {
       [(d) => (d.networks[1].id = 'ethereum'), /network id "ethereum" appears twice/],
       [(d) => delete d.networks[0].chain_id, /\(ethereum\)\.chain_id is required/],
       [(d) => (d.networks[0].tokens[1].contract = '0x1234'), /\(ethereum:usdc\)\.contract is not an EVM address/],
-      [(d) => (d.networks[4].tokens[1].contract = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'), /\(solana:usdc\)\.contract is not a Solana address/],
+      [
+        (d) => (d.networks[4].tokens[1].contract = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'),
+        /\(solana:usdc\)\.contract is not a Solana address/,
+      ],
       [(d) => (d.networks[0].tokens[0].min_amount = '0.0000000000000000001'), /\(ethereum:eth\)\.min_amount/],
       [(d) => (d.networks[0].tokens[0].symbol = 'ETH'), /symbol: "ETH" must be lower case/],
       [(d) => (d.networks[0].tokens[2].symbol = 'usdc'), /a symbol appears twice/],
       [(d) => (d.networks[0].confirmation_tiers[1].max_usd_cents = 5000), /max_usd_cents must ascend/],
       [(d) => (d.networks[0].confirmation_tiers[2].max_usd_cents = 10 ** 9), /exactly the last tier/],
       [(d) => (d.networks[0].finality_confirmations = 2), /finality_confirmations must be at least/],
-      [(d) => Object.assign(d.networks[0].tokens[0], { coingecko_id: null, binance_symbol: null }), /needs coingecko_id or binance_symbol/],
+      [
+        (d) => Object.assign(d.networks[0].tokens[0], { coingecko_id: null, binance_symbol: null }),
+        /needs coingecko_id or binance_symbol/,
+      ],
       [(d) => (d.networks[0].family = 'cosmos'), /family must be one of/],
       [(d) => (d.networks[0].tokens[1].kind = 'spl'), /\(ethereum:usdc\)\.kind must be one of native, erc20$/],
       [(d) => (d.networks[4].tokens[1].kind = 'erc20'), /\(solana:usdc\)\.kind must be one of native, spl$/],
       [(d) => (d.networks[5].tokens[0].kind = 'erc20'), /\(bitcoin:btc\)\.kind must be one of native$/],
-      [(d) => Object.assign(d.networks[0].tokens[1], { default: true }) && Object.assign(d.networks[1].tokens[1], { default: true }), /only one token may be "default": true \(ethereum:usdc, base:usdc are\)/],
-      [(d) => (d.networks[0].tokens[1].default = 'yes'), /\(ethereum:usdc\): stable, gasless and default must be true or false/],
+      [
+        (d) =>
+          Object.assign(d.networks[0].tokens[1], { default: true }) &&
+          Object.assign(d.networks[1].tokens[1], { default: true }),
+        /only one token may be "default": true \(ethereum:usdc, base:usdc are\)/,
+      ],
+      [
+        (d) => (d.networks[0].tokens[1].default = 'yes'),
+        /\(ethereum:usdc\): stable, gasless and default must be true or false/,
+      ],
     ];
     for (const [mutate, message] of cases) {
       const doc = live();
       mutate(doc);
-      assert.throws(() => parseNetworks(doc, 'networks.live.json', families), (err: unknown) => err instanceof ConfigError && message.test(err.message) && err.message.startsWith('networks.live.json'), String(message));
+      assert.throws(
+        () => parseNetworks(doc, 'networks.live.json', families),
+        (err: unknown) =>
+          err instanceof ConfigError && message.test(err.message) && err.message.startsWith('networks.live.json'),
+        String(message),
+      );
     }
   });
 });
@@ -94,7 +137,10 @@ describe('chain registry', () => {
     assert.notEqual(await a.adapter('test', 'base').deriveAddress(8n), evm);
     assert.notEqual(await a.adapter('test', 'ethereum').deriveAddress(7n), evm);
     assert.notEqual(await a.adapter('live', 'base').deriveAddress(7n), evm);
-    assert.notEqual(await new ChainRegistry(sets, randomBytes(32), families).adapter('test', 'base').deriveAddress(7n), evm);
+    assert.notEqual(
+      await new ChainRegistry(sets, randomBytes(32), families).adapter('test', 'base').deriveAddress(7n),
+      evm,
+    );
     const sol = await a.adapter('test', 'solana').deriveAddress(7n);
     assert.equal(decodeBase58(sol)!.length, 32);
     assert.ok(a.adapter('test', 'solana').isValidAddress(sol));
@@ -112,9 +158,17 @@ describe('chain registry', () => {
     assert.equal(reg.available('test', 'polygon'), false);
     assert.equal(reg.available('live', 'base'), false);
     const fallback = reg.adapter('live', 'base');
-    reg.register({ ...Object.getPrototypeOf(fallback), network: fallback.network, mode: 'live', deriveAddress: (i: bigint) => fallback.deriveAddress(i) } as never);
+    reg.register({
+      ...Object.getPrototypeOf(fallback),
+      network: fallback.network,
+      mode: 'live',
+      deriveAddress: (i: bigint) => fallback.deriveAddress(i),
+    } as never);
     assert.equal(reg.available('live', 'base'), true);
-    assert.throws(() => reg.register({ network: { ...fallback.network, id: 'mars' }, mode: 'live' } as never), /not configured/);
+    assert.throws(
+      () => reg.register({ network: { ...fallback.network, id: 'mars' }, mode: 'live' } as never),
+      /not configured/,
+    );
     assert.deepEqual(reg.tokens().length, new Set(reg.tokens().map((t) => t.id)).size);
   });
 });

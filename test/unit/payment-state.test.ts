@@ -1,7 +1,21 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AttemptState, DepositState, DepositStatus, PaymentEventType, PaymentState, PaymentStatus } from '../../src/modules/payments/model.ts';
-import { isFinal, moneySeen, next, TransitionError, type Transition, type Trigger } from '../../src/modules/payments/state.ts';
+import type {
+  AttemptState,
+  DepositState,
+  DepositStatus,
+  PaymentEventType,
+  PaymentState,
+  PaymentStatus,
+} from '../../src/modules/payments/model.ts';
+import {
+  isFinal,
+  moneySeen,
+  next,
+  TransitionError,
+  type Transition,
+  type Trigger,
+} from '../../src/modules/payments/state.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** Minutes after the payment was created. */
@@ -25,10 +39,26 @@ function dep(amount: bigint, status: DepositStatus = 'confirmed', o: Partial<Dep
   };
 }
 function att(o: Partial<AttemptState> = {}): AttemptState {
-  return { id: 'att_1', token: 'base:usdc', status: 'waiting', payAmount: PAY, rate: '1.00', expiresAt: at(10), overpaid: false, wrongAsset: false, deposits: [], ...o };
+  return {
+    id: 'att_1',
+    token: 'base:usdc',
+    status: 'waiting',
+    payAmount: PAY,
+    rate: '1.00',
+    expiresAt: at(10),
+    overpaid: false,
+    wrongAsset: false,
+    deposits: [],
+    ...o,
+  };
 }
 /** A one-attempt payment in `status` (its attempt in the matching status) holding `deposits`. */
-function pay(status: PaymentStatus, deposits: DepositState[] = [], o: Partial<PaymentState> = {}, a: Partial<AttemptState> = {}): PaymentState {
+function pay(
+  status: PaymentStatus,
+  deposits: DepositState[] = [],
+  o: Partial<PaymentState> = {},
+  a: Partial<AttemptState> = {},
+): PaymentState {
   const paid = status === 'paid';
   return {
     id: 'pay_000000000000000000000000000000000001',
@@ -42,7 +72,12 @@ function pay(status: PaymentStatus, deposits: DepositState[] = [], o: Partial<Pa
     ...o,
   };
 }
-function step(p: PaymentState, trigger: Trigger = { kind: 'deposits_changed' }, now = at(30), rates: Record<string, string> = {}): Transition {
+function step(
+  p: PaymentState,
+  trigger: Trigger = { kind: 'deposits_changed' },
+  now = at(30),
+  rates: Record<string, string> = {},
+): Transition {
   return next(p, trigger, { now, rates: new Map(Object.entries(rates)) });
 }
 /** The same payment with the deposits of attempt `i` replaced, as the chain watcher would hand it over. */
@@ -83,11 +118,19 @@ interface Refusal {
 }
 function refusals(rows: Refusal[]): void {
   for (const r of rows) {
-    it(r.name, () => assert.throws(() => step(r.given, r.trigger), (e: unknown) => e instanceof TransitionError && r.message.test(e.message)));
+    it(r.name, () =>
+      assert.throws(
+        () => step(r.given, r.trigger),
+        (e: unknown) => e instanceof TransitionError && r.message.test(e.message),
+      ),
+    );
   }
 }
 
-const attempt = (status: string, i = 0) => (p: PaymentState) => assert.equal(p.attempts[i]!.status, status);
+const attempt =
+  (status: string, i = 0) =>
+  (p: PaymentState) =>
+    assert.equal(p.attempts[i]!.status, status);
 const paidNow = (p: PaymentState) => {
   assert.deepEqual(p.paidAt, at(30));
   assert.equal(p.paidAttemptId, 'att_1');
@@ -107,130 +150,651 @@ const refund: Trigger = { kind: 'refund_sent', attemptId: null };
 
 describe('spec transition table', () => {
   table([
-    { name: 'waiting → detected: money seen, not yet confirmed', given: pay('waiting'), deposits: [dep(PAY, 'pending')], status: 'detected', events: ['payment.detected'], check: attempt('detected') },
-    { name: 'detected → confirming: confirmations counting', given: pay('detected', [dep(PAY, 'pending')]), deposits: [dep(PAY, 'pending', { confirmations: 1 })], status: 'confirming', events: ['payment.confirming'], check: attempt('confirming') },
-    { name: 'detected → paid: confirmed, amount enough; paid_at set', given: pay('detected', [dep(PAY, 'pending')]), deposits: [dep(PAY)], status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'confirming → paid: confirmed, amount enough', given: pay('confirming', [dep(PAY, 'pending', { confirmations: 3 })]), deposits: [dep(PAY, 'final')], status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'detected → underpaid: confirmed, amount short', given: pay('detected', [dep(HALF, 'pending')]), deposits: [dep(HALF)], status: 'underpaid', events: ['payment.underpaid'], check: attempt('underpaid') },
-    { name: 'confirming → underpaid: confirmed, amount short', given: pay('confirming', [dep(HALF, 'pending', { confirmations: 2 })]), deposits: [dep(HALF)], status: 'underpaid', events: ['payment.underpaid'] },
-    { name: 'underpaid → paid: rest arrives within the coin’s 10 minutes', given: pay('underpaid', [dep(HALF), rest(9, 'pending')]), deposits: [dep(HALF), rest(9)], status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'underpaid → late: rest arrives after the coin’s 10 minutes', given: pay('underpaid', [dep(HALF)]), deposits: [dep(HALF), rest(11)], status: 'late', events: ['payment.late'], check: (p) => { attempt('late')(p); notPaid(p); } },
-    { name: 'late → paid: automatic acceptance within 24 h, price moved ≤ 3 %', given: late(), trigger: tick, rates: { 'base:usdc': '1.03' }, status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'underpaid → paid: POST accept', given: pay('underpaid', [dep(HALF)]), trigger: accept, status: 'paid', events: ['payment.paid'], check: (p) => { paidNow(p); assert.equal(p.paidAmount, HALF); } },
-    { name: 'late → paid: POST accept (payment.paid emitted: decision)', given: late(), trigger: accept, status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'late → refunded: refund', given: late(), trigger: refund, status: 'refunded', events: ['payment.refunded'], check: attempt('refunded') },
-    { name: 'waiting → expired: 24 hours pass, nothing paid', given: pay('waiting', [], {}, { expiresAt: at(DAY + 5) }), trigger: tick, now: at(DAY), status: 'expired', events: ['payment.expired'], check: attempt('expired') },
-    { name: 'waiting → cancelled: POST cancel before any money', given: pay('waiting'), trigger: cancel, status: 'cancelled', events: ['payment.cancelled'], check: attempt('expired') },
-    { name: 'paid → refunded: refund sent', given: pay('paid', [dep(PAY)]), trigger: refund, status: 'refunded', events: ['payment.refunded'], check: (p) => { attempt('refunded')(p); assert.equal(p.paidAttemptId, 'att_1'); } },
-    { name: 'underpaid → refunded: refund sent (named attempt)', given: pay('underpaid', [dep(HALF)]), trigger: { kind: 'refund_sent', attemptId: 'att_1' }, status: 'refunded', events: ['payment.refunded'] },
-    { name: 'expired with late money → refunded: refund sent', given: pay('expired', [dep(HALF, 'pending', { seenAt: at(DAY + 1) })], {}, { status: 'detected' }), trigger: refund, status: 'refunded', events: ['payment.refunded'] },
+    {
+      name: 'waiting → detected: money seen, not yet confirmed',
+      given: pay('waiting'),
+      deposits: [dep(PAY, 'pending')],
+      status: 'detected',
+      events: ['payment.detected'],
+      check: attempt('detected'),
+    },
+    {
+      name: 'detected → confirming: confirmations counting',
+      given: pay('detected', [dep(PAY, 'pending')]),
+      deposits: [dep(PAY, 'pending', { confirmations: 1 })],
+      status: 'confirming',
+      events: ['payment.confirming'],
+      check: attempt('confirming'),
+    },
+    {
+      name: 'detected → paid: confirmed, amount enough; paid_at set',
+      given: pay('detected', [dep(PAY, 'pending')]),
+      deposits: [dep(PAY)],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'confirming → paid: confirmed, amount enough',
+      given: pay('confirming', [dep(PAY, 'pending', { confirmations: 3 })]),
+      deposits: [dep(PAY, 'final')],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'detected → underpaid: confirmed, amount short',
+      given: pay('detected', [dep(HALF, 'pending')]),
+      deposits: [dep(HALF)],
+      status: 'underpaid',
+      events: ['payment.underpaid'],
+      check: attempt('underpaid'),
+    },
+    {
+      name: 'confirming → underpaid: confirmed, amount short',
+      given: pay('confirming', [dep(HALF, 'pending', { confirmations: 2 })]),
+      deposits: [dep(HALF)],
+      status: 'underpaid',
+      events: ['payment.underpaid'],
+    },
+    {
+      name: 'underpaid → paid: rest arrives within the coin’s 10 minutes',
+      given: pay('underpaid', [dep(HALF), rest(9, 'pending')]),
+      deposits: [dep(HALF), rest(9)],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'underpaid → late: rest arrives after the coin’s 10 minutes',
+      given: pay('underpaid', [dep(HALF)]),
+      deposits: [dep(HALF), rest(11)],
+      status: 'late',
+      events: ['payment.late'],
+      check: (p) => {
+        attempt('late')(p);
+        notPaid(p);
+      },
+    },
+    {
+      name: 'late → paid: automatic acceptance within 24 h, price moved ≤ 3 %',
+      given: late(),
+      trigger: tick,
+      rates: { 'base:usdc': '1.03' },
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'underpaid → paid: POST accept',
+      given: pay('underpaid', [dep(HALF)]),
+      trigger: accept,
+      status: 'paid',
+      events: ['payment.paid'],
+      check: (p) => {
+        paidNow(p);
+        assert.equal(p.paidAmount, HALF);
+      },
+    },
+    {
+      name: 'late → paid: POST accept (payment.paid emitted: decision)',
+      given: late(),
+      trigger: accept,
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'late → refunded: refund',
+      given: late(),
+      trigger: refund,
+      status: 'refunded',
+      events: ['payment.refunded'],
+      check: attempt('refunded'),
+    },
+    {
+      name: 'waiting → expired: 24 hours pass, nothing paid',
+      given: pay('waiting', [], {}, { expiresAt: at(DAY + 5) }),
+      trigger: tick,
+      now: at(DAY),
+      status: 'expired',
+      events: ['payment.expired'],
+      check: attempt('expired'),
+    },
+    {
+      name: 'waiting → cancelled: POST cancel before any money',
+      given: pay('waiting'),
+      trigger: cancel,
+      status: 'cancelled',
+      events: ['payment.cancelled'],
+      check: attempt('expired'),
+    },
+    {
+      name: 'paid → refunded: refund sent',
+      given: pay('paid', [dep(PAY)]),
+      trigger: refund,
+      status: 'refunded',
+      events: ['payment.refunded'],
+      check: (p) => {
+        attempt('refunded')(p);
+        assert.equal(p.paidAttemptId, 'att_1');
+      },
+    },
+    {
+      name: 'underpaid → refunded: refund sent (named attempt)',
+      given: pay('underpaid', [dep(HALF)]),
+      trigger: { kind: 'refund_sent', attemptId: 'att_1' },
+      status: 'refunded',
+      events: ['payment.refunded'],
+    },
+    {
+      name: 'expired with late money → refunded: refund sent',
+      given: pay('expired', [dep(HALF, 'pending', { seenAt: at(DAY + 1) })], {}, { status: 'detected' }),
+      trigger: refund,
+      status: 'refunded',
+      events: ['payment.refunded'],
+    },
   ]);
 });
 
 describe('rule 1: money after the coin hold is reported late', () => {
   const afterHold = { seenAt: at(15) };
   table([
-    { name: 'arrives confirmed after the hold on a waiting payment → late', given: pay('waiting', [], {}, { status: 'expired' }), deposits: [dep(PAY, 'confirmed', afterHold)], status: 'late', events: ['payment.late'], check: attempt('late') },
-    { name: 'seen after the hold, still pending → detected', given: pay('waiting', [], {}, { status: 'expired' }), deposits: [dep(PAY, 'pending', afterHold)], status: 'detected', events: ['payment.detected'], check: attempt('detected') },
-    { name: 'detected after the hold, then confirmed → late', given: pay('detected', [dep(PAY, 'pending', afterHold)]), deposits: [dep(PAY, 'confirmed', afterHold)], status: 'late', events: ['payment.late'] },
-    { name: 'on an expired payment, confirmed and enough → late', given: pay('expired', [], {}, { status: 'expired' }), deposits: [dep(PAY, 'confirmed', { seenAt: at(DAY + 2) })], now: at(DAY + 30), status: 'late', events: ['payment.late'], check: attempt('late') },
-    { name: 'on an expired payment, money seen within the hold is still late (the payment had expired)', given: pay('expired', [], { expiresAt: at(5) }), deposits: [dep(PAY, 'confirmed', { seenAt: at(6) })], status: 'late', events: ['payment.late'], check: attempt('late') },
-    { name: 'on an expired payment, pending money updates the attempt only', given: pay('expired', [], {}, { status: 'expired' }), deposits: [dep(PAY, 'pending', { seenAt: at(DAY + 2) })], status: 'expired', events: [], check: attempt('detected') },
-    { name: 'on an expired payment, short money updates the attempt only', given: pay('expired', [], {}, { status: 'expired' }), deposits: [dep(HALF, 'confirmed', { seenAt: at(DAY + 2) })], status: 'expired', events: [], check: attempt('underpaid') },
+    {
+      name: 'arrives confirmed after the hold on a waiting payment → late',
+      given: pay('waiting', [], {}, { status: 'expired' }),
+      deposits: [dep(PAY, 'confirmed', afterHold)],
+      status: 'late',
+      events: ['payment.late'],
+      check: attempt('late'),
+    },
+    {
+      name: 'seen after the hold, still pending → detected',
+      given: pay('waiting', [], {}, { status: 'expired' }),
+      deposits: [dep(PAY, 'pending', afterHold)],
+      status: 'detected',
+      events: ['payment.detected'],
+      check: attempt('detected'),
+    },
+    {
+      name: 'detected after the hold, then confirmed → late',
+      given: pay('detected', [dep(PAY, 'pending', afterHold)]),
+      deposits: [dep(PAY, 'confirmed', afterHold)],
+      status: 'late',
+      events: ['payment.late'],
+    },
+    {
+      name: 'on an expired payment, confirmed and enough → late',
+      given: pay('expired', [], {}, { status: 'expired' }),
+      deposits: [dep(PAY, 'confirmed', { seenAt: at(DAY + 2) })],
+      now: at(DAY + 30),
+      status: 'late',
+      events: ['payment.late'],
+      check: attempt('late'),
+    },
+    {
+      name: 'on an expired payment, money seen within the hold is still late (the payment had expired)',
+      given: pay('expired', [], { expiresAt: at(5) }),
+      deposits: [dep(PAY, 'confirmed', { seenAt: at(6) })],
+      status: 'late',
+      events: ['payment.late'],
+      check: attempt('late'),
+    },
+    {
+      name: 'on an expired payment, pending money updates the attempt only',
+      given: pay('expired', [], {}, { status: 'expired' }),
+      deposits: [dep(PAY, 'pending', { seenAt: at(DAY + 2) })],
+      status: 'expired',
+      events: [],
+      check: attempt('detected'),
+    },
+    {
+      name: 'on an expired payment, short money updates the attempt only',
+      given: pay('expired', [], {}, { status: 'expired' }),
+      deposits: [dep(HALF, 'confirmed', { seenAt: at(DAY + 2) })],
+      status: 'expired',
+      events: [],
+      check: attempt('underpaid'),
+    },
   ]);
 });
 
 describe('rule 2: overpaid', () => {
   table([
-    { name: 'more than asked → payment.paid then payment.overpaid', given: pay('waiting'), deposits: [dep(PAY + 1n)], status: 'paid', events: ['payment.paid', 'payment.overpaid'], check: (p) => assert.equal(p.attempts[0]!.overpaid, true) },
-    { name: 'exactly the amount → not overpaid', given: pay('waiting'), deposits: [dep(PAY)], status: 'paid', events: ['payment.paid'], check: (p) => assert.equal(p.attempts[0]!.overpaid, false) },
-    { name: 'a second deposit to the paid attempt → payment.overpaid alone', given: pay('paid', [dep(PAY)]), deposits: [dep(PAY), dep(5n, 'confirmed', { seenAt: at(20) })], status: 'paid', events: ['payment.overpaid'] },
-    { name: 'surplus still pending → nothing yet', given: pay('paid', [dep(PAY)]), deposits: [dep(PAY), dep(5n, 'pending')], status: 'paid', events: [] },
-    { name: 'late and overpaid, auto-accepted → payment.paid then payment.overpaid', given: pay('late', [dep(HALF), dep(PAY, 'confirmed', { seenAt: at(20) })], {}, { overpaid: true }), trigger: tick, rates: { 'base:usdc': '1.00' }, status: 'paid', events: ['payment.paid', 'payment.overpaid'] },
+    {
+      name: 'more than asked → payment.paid then payment.overpaid',
+      given: pay('waiting'),
+      deposits: [dep(PAY + 1n)],
+      status: 'paid',
+      events: ['payment.paid', 'payment.overpaid'],
+      check: (p) => assert.equal(p.attempts[0]!.overpaid, true),
+    },
+    {
+      name: 'exactly the amount → not overpaid',
+      given: pay('waiting'),
+      deposits: [dep(PAY)],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: (p) => assert.equal(p.attempts[0]!.overpaid, false),
+    },
+    {
+      name: 'a second deposit to the paid attempt → payment.overpaid alone',
+      given: pay('paid', [dep(PAY)]),
+      deposits: [dep(PAY), dep(5n, 'confirmed', { seenAt: at(20) })],
+      status: 'paid',
+      events: ['payment.overpaid'],
+    },
+    {
+      name: 'surplus still pending → nothing yet',
+      given: pay('paid', [dep(PAY)]),
+      deposits: [dep(PAY), dep(5n, 'pending')],
+      status: 'paid',
+      events: [],
+    },
+    {
+      name: 'late and overpaid, auto-accepted → payment.paid then payment.overpaid',
+      given: pay('late', [dep(HALF), dep(PAY, 'confirmed', { seenAt: at(20) })], {}, { overpaid: true }),
+      trigger: tick,
+      rates: { 'base:usdc': '1.00' },
+      status: 'paid',
+      events: ['payment.paid', 'payment.overpaid'],
+    },
   ]);
 });
 
 describe('rule 3: wrong asset', () => {
   const eth = (o: Partial<DepositState> = {}) => dep(10n ** 16n, 'pending', { token: 'base:eth', ...o });
   table([
-    { name: 'another coin worth at least its minimum → payment.wrong_asset, status unchanged', given: pay('waiting'), deposits: [eth()], status: 'waiting', events: ['payment.wrong_asset'], check: (p) => { assert.equal(p.attempts[0]!.wrongAsset, true); attempt('waiting')(p); } },
-    { name: 'below that coin’s minimum → nothing', given: pay('waiting'), deposits: [eth({ atLeastTokenMinimum: false })], status: 'waiting', events: [], check: (p) => assert.equal(p.attempts[0]!.wrongAsset, false) },
-    { name: 'emitted once per attempt', given: pay('waiting', [eth()], {}, { wrongAsset: true }), deposits: [eth(), eth({ status: 'confirmed' })], status: 'waiting', events: [] },
-    { name: 'does not count toward the amount', given: pay('detected', [dep(HALF, 'pending')]), deposits: [dep(HALF), eth({ status: 'confirmed', amount: PAY })], status: 'underpaid', events: ['payment.wrong_asset', 'payment.underpaid'] },
-    { name: 'an orphaned wrong-asset deposit does not count', given: pay('waiting'), deposits: [eth({ status: 'orphaned' })], status: 'waiting', events: [] },
+    {
+      name: 'another coin worth at least its minimum → payment.wrong_asset, status unchanged',
+      given: pay('waiting'),
+      deposits: [eth()],
+      status: 'waiting',
+      events: ['payment.wrong_asset'],
+      check: (p) => {
+        assert.equal(p.attempts[0]!.wrongAsset, true);
+        attempt('waiting')(p);
+      },
+    },
+    {
+      name: 'below that coin’s minimum → nothing',
+      given: pay('waiting'),
+      deposits: [eth({ atLeastTokenMinimum: false })],
+      status: 'waiting',
+      events: [],
+      check: (p) => assert.equal(p.attempts[0]!.wrongAsset, false),
+    },
+    {
+      name: 'emitted once per attempt',
+      given: pay('waiting', [eth()], {}, { wrongAsset: true }),
+      deposits: [eth(), eth({ status: 'confirmed' })],
+      status: 'waiting',
+      events: [],
+    },
+    {
+      name: 'does not count toward the amount',
+      given: pay('detected', [dep(HALF, 'pending')]),
+      deposits: [dep(HALF), eth({ status: 'confirmed', amount: PAY })],
+      status: 'underpaid',
+      events: ['payment.wrong_asset', 'payment.underpaid'],
+    },
+    {
+      name: 'an orphaned wrong-asset deposit does not count',
+      given: pay('waiting'),
+      deposits: [eth({ status: 'orphaned' })],
+      status: 'waiting',
+      events: [],
+    },
   ]);
 });
 
 describe('rule 4: reorg', () => {
   table([
-    { name: 'paid money leaves the chain → payment.reorged, back to waiting', given: pay('paid', [dep(PAY)]), deposits: [dep(PAY, 'orphaned')], status: 'waiting', events: ['payment.reorged'], check: (p) => { notPaid(p); attempt('waiting')(p); } },
-    { name: 'part of it leaves → reorged, underpaid by the rest', given: pay('paid', [dep(HALF), rest(2)]), deposits: [dep(HALF), rest(2, 'orphaned')], status: 'underpaid', events: ['payment.reorged'], check: notPaid },
-    { name: 're-included, pending → reorged, detected', given: pay('paid', [dep(PAY)]), deposits: [dep(PAY, 'pending')], status: 'detected', events: ['payment.reorged'] },
-    { name: 're-included with confirmations → reorged, confirming', given: pay('paid', [dep(PAY)]), deposits: [dep(PAY, 'pending', { confirmations: 1 })], status: 'confirming', events: ['payment.reorged'] },
-    { name: 'confirmed enough again → payment.paid again', given: pay('confirming', [dep(PAY, 'pending', { confirmations: 1 })]), deposits: [dep(PAY)], status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'overpaid surplus orphaned, still enough → no reorg', given: pay('paid', [dep(PAY), dep(5n)], {}, { overpaid: true }), deposits: [dep(PAY), dep(5n, 'orphaned')], status: 'paid', events: [], check: (p) => assert.equal(p.attempts[0]!.overpaid, false) },
-    { name: 'accepted short payment: unrelated change → no reorg', given: pay('paid', [dep(HALF)]), deposits: [dep(HALF, 'final')], status: 'paid', events: [] },
-    { name: 'accepted short payment: its money leaves → reorged', given: pay('paid', [dep(HALF)]), deposits: [dep(HALF, 'orphaned')], status: 'waiting', events: ['payment.reorged'] },
-    { name: 'orphaned on a non-paid payment: recompute only (detected → waiting)', given: pay('detected', [dep(PAY, 'pending')]), deposits: [dep(PAY, 'orphaned')], status: 'waiting', events: [], check: attempt('waiting') },
-    { name: 'orphaned on a non-paid payment: underpaid → detected emits the new status', given: pay('underpaid', [dep(HALF), rest(2, 'pending')]), deposits: [dep(HALF, 'orphaned'), rest(2, 'pending')], status: 'detected', events: ['payment.detected'] },
+    {
+      name: 'paid money leaves the chain → payment.reorged, back to waiting',
+      given: pay('paid', [dep(PAY)]),
+      deposits: [dep(PAY, 'orphaned')],
+      status: 'waiting',
+      events: ['payment.reorged'],
+      check: (p) => {
+        notPaid(p);
+        attempt('waiting')(p);
+      },
+    },
+    {
+      name: 'part of it leaves → reorged, underpaid by the rest',
+      given: pay('paid', [dep(HALF), rest(2)]),
+      deposits: [dep(HALF), rest(2, 'orphaned')],
+      status: 'underpaid',
+      events: ['payment.reorged'],
+      check: notPaid,
+    },
+    {
+      name: 're-included, pending → reorged, detected',
+      given: pay('paid', [dep(PAY)]),
+      deposits: [dep(PAY, 'pending')],
+      status: 'detected',
+      events: ['payment.reorged'],
+    },
+    {
+      name: 're-included with confirmations → reorged, confirming',
+      given: pay('paid', [dep(PAY)]),
+      deposits: [dep(PAY, 'pending', { confirmations: 1 })],
+      status: 'confirming',
+      events: ['payment.reorged'],
+    },
+    {
+      name: 'confirmed enough again → payment.paid again',
+      given: pay('confirming', [dep(PAY, 'pending', { confirmations: 1 })]),
+      deposits: [dep(PAY)],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'overpaid surplus orphaned, still enough → no reorg',
+      given: pay('paid', [dep(PAY), dep(5n)], {}, { overpaid: true }),
+      deposits: [dep(PAY), dep(5n, 'orphaned')],
+      status: 'paid',
+      events: [],
+      check: (p) => assert.equal(p.attempts[0]!.overpaid, false),
+    },
+    {
+      name: 'accepted short payment: unrelated change → no reorg',
+      given: pay('paid', [dep(HALF)]),
+      deposits: [dep(HALF, 'final')],
+      status: 'paid',
+      events: [],
+    },
+    {
+      name: 'accepted short payment: its money leaves → reorged',
+      given: pay('paid', [dep(HALF)]),
+      deposits: [dep(HALF, 'orphaned')],
+      status: 'waiting',
+      events: ['payment.reorged'],
+    },
+    {
+      name: 'orphaned on a non-paid payment: recompute only (detected → waiting)',
+      given: pay('detected', [dep(PAY, 'pending')]),
+      deposits: [dep(PAY, 'orphaned')],
+      status: 'waiting',
+      events: [],
+      check: attempt('waiting'),
+    },
+    {
+      name: 'orphaned on a non-paid payment: underpaid → detected emits the new status',
+      given: pay('underpaid', [dep(HALF), rest(2, 'pending')]),
+      deposits: [dep(HALF, 'orphaned'), rest(2, 'pending')],
+      status: 'detected',
+      events: ['payment.detected'],
+    },
   ]);
 });
 
 describe('rule 5: up to three attempts; status follows the attempt carrying the money', () => {
   const three = (deposits: DepositState[][], status: PaymentStatus = 'waiting') => ({
     ...pay(status),
-    attempts: deposits.map((ds, i) => att({ id: `att_${i + 1}`, token: i === 1 ? 'base:eth' : 'base:usdc', payAmount: i === 1 ? 5n * 10n ** 14n : PAY, rate: i === 1 ? '2000' : '1.00', deposits: ds })),
+    attempts: deposits.map((ds, i) =>
+      att({
+        id: `att_${i + 1}`,
+        token: i === 1 ? 'base:eth' : 'base:usdc',
+        payAmount: i === 1 ? 5n * 10n ** 14n : PAY,
+        rate: i === 1 ? '2000' : '1.00',
+        deposits: ds,
+      }),
+    ),
   });
   const eth = (amount: bigint, status: DepositStatus = 'confirmed') => dep(amount, status, { token: 'base:eth' });
   table([
-    { name: 'money on the second of three → paid by that attempt', given: three([[], [eth(5n * 10n ** 14n)], []]), status: 'paid', events: ['payment.paid'], check: (p) => { assert.equal(p.paidAttemptId, 'att_2'); attempt('paid', 1)(p); attempt('waiting', 2)(p); } },
-    { name: 'most confirmed share wins over a larger raw amount', given: three([[dep(HALF)], [eth(10n ** 12n)], []]), status: 'underpaid', events: ['payment.underpaid'], check: (p) => { attempt('underpaid', 0)(p); attempt('underpaid', 1)(p); } },
-    { name: 'seen share breaks a tie in confirmed share', given: three([[dep(PAY, 'pending', { confirmations: 1 })], [], [dep(HALF, 'pending')]]), status: 'confirming', events: ['payment.confirming'], check: attempt('detected', 2) },
-    { name: 'a full tie goes to the latest attempt', given: three([[dep(HALF)], [], [dep(HALF)]], 'underpaid'), trigger: accept, status: 'paid', events: ['payment.paid', 'payment.overpaid'], check: (p) => { assert.equal(p.paidAttemptId, 'att_3'); assert.equal(p.attempts[0]!.overpaid, true); } },
+    {
+      name: 'money on the second of three → paid by that attempt',
+      given: three([[], [eth(5n * 10n ** 14n)], []]),
+      status: 'paid',
+      events: ['payment.paid'],
+      check: (p) => {
+        assert.equal(p.paidAttemptId, 'att_2');
+        attempt('paid', 1)(p);
+        attempt('waiting', 2)(p);
+      },
+    },
+    {
+      name: 'most confirmed share wins over a larger raw amount',
+      given: three([[dep(HALF)], [eth(10n ** 12n)], []]),
+      status: 'underpaid',
+      events: ['payment.underpaid'],
+      check: (p) => {
+        attempt('underpaid', 0)(p);
+        attempt('underpaid', 1)(p);
+      },
+    },
+    {
+      name: 'seen share breaks a tie in confirmed share',
+      given: three([[dep(PAY, 'pending', { confirmations: 1 })], [], [dep(HALF, 'pending')]]),
+      status: 'confirming',
+      events: ['payment.confirming'],
+      check: attempt('detected', 2),
+    },
+    {
+      name: 'a full tie goes to the latest attempt',
+      given: three([[dep(HALF)], [], [dep(HALF)]], 'underpaid'),
+      trigger: accept,
+      status: 'paid',
+      events: ['payment.paid', 'payment.overpaid'],
+      check: (p) => {
+        assert.equal(p.paidAttemptId, 'att_3');
+        assert.equal(p.attempts[0]!.overpaid, true);
+      },
+    },
   ]);
 });
 
 describe('decision: jumps emit only the target event', () => {
   table([
-    { name: 'waiting, deposit arrives confirmed and enough → only payment.paid', given: pay('waiting'), deposits: [dep(PAY)], status: 'paid', events: ['payment.paid'], check: paidNow },
-    { name: 'waiting, deposit arrives confirmed and short → only payment.underpaid', given: pay('waiting'), deposits: [dep(HALF)], status: 'underpaid', events: ['payment.underpaid'] },
-    { name: 'waiting, deposit arrives with confirmations → only payment.confirming', given: pay('waiting'), deposits: [dep(PAY, 'pending', { confirmations: 2 })], status: 'confirming', events: ['payment.confirming'] },
-    { name: 'waiting, short then rest after the hold in one step → only payment.late', given: pay('waiting'), deposits: [dep(HALF), rest(12)], status: 'late', events: ['payment.late'] },
+    {
+      name: 'waiting, deposit arrives confirmed and enough → only payment.paid',
+      given: pay('waiting'),
+      deposits: [dep(PAY)],
+      status: 'paid',
+      events: ['payment.paid'],
+      check: paidNow,
+    },
+    {
+      name: 'waiting, deposit arrives confirmed and short → only payment.underpaid',
+      given: pay('waiting'),
+      deposits: [dep(HALF)],
+      status: 'underpaid',
+      events: ['payment.underpaid'],
+    },
+    {
+      name: 'waiting, deposit arrives with confirmations → only payment.confirming',
+      given: pay('waiting'),
+      deposits: [dep(PAY, 'pending', { confirmations: 2 })],
+      status: 'confirming',
+      events: ['payment.confirming'],
+    },
+    {
+      name: 'waiting, short then rest after the hold in one step → only payment.late',
+      given: pay('waiting'),
+      deposits: [dep(HALF), rest(12)],
+      status: 'late',
+      events: ['payment.late'],
+    },
   ]);
 });
 
 describe('decision: late auto-acceptance', () => {
-  const eth = (rate: string, seenAt = at(20)) => pay('late', [dep(HALF, 'confirmed', { token: 'base:eth' }), dep(HALF, 'confirmed', { token: 'base:eth', seenAt })], {}, { token: 'base:eth', rate });
+  const eth = (rate: string, seenAt = at(20)) =>
+    pay(
+      'late',
+      [dep(HALF, 'confirmed', { token: 'base:eth' }), dep(HALF, 'confirmed', { token: 'base:eth', seenAt })],
+      {},
+      { token: 'base:eth', rate },
+    );
   table([
-    { name: 'not in the step that made it late', given: pay('underpaid', [dep(HALF)]), deposits: [dep(HALF), rest(11)], rates: { 'base:usdc': '1.00' }, status: 'late', events: ['payment.late'] },
-    { name: 'price up exactly 3 % → paid', given: eth('2000'), trigger: tick, rates: { 'base:eth': '2060' }, status: 'paid', events: ['payment.paid'] },
-    { name: 'price down exactly 3 % → paid', given: eth('2000.00'), trigger: tick, rates: { 'base:eth': '1940.000' }, status: 'paid', events: ['payment.paid'] },
-    { name: 'price up a hair over 3 % → stays late', given: eth('2000'), trigger: tick, rates: { 'base:eth': '2060.000001' }, status: 'late', events: [] },
-    { name: 'price down a hair over 3 % → stays late', given: eth('2000'), trigger: tick, rates: { 'base:eth': '1939.99' }, status: 'late', events: [] },
+    {
+      name: 'not in the step that made it late',
+      given: pay('underpaid', [dep(HALF)]),
+      deposits: [dep(HALF), rest(11)],
+      rates: { 'base:usdc': '1.00' },
+      status: 'late',
+      events: ['payment.late'],
+    },
+    {
+      name: 'price up exactly 3 % → paid',
+      given: eth('2000'),
+      trigger: tick,
+      rates: { 'base:eth': '2060' },
+      status: 'paid',
+      events: ['payment.paid'],
+    },
+    {
+      name: 'price down exactly 3 % → paid',
+      given: eth('2000.00'),
+      trigger: tick,
+      rates: { 'base:eth': '1940.000' },
+      status: 'paid',
+      events: ['payment.paid'],
+    },
+    {
+      name: 'price up a hair over 3 % → stays late',
+      given: eth('2000'),
+      trigger: tick,
+      rates: { 'base:eth': '2060.000001' },
+      status: 'late',
+      events: [],
+    },
+    {
+      name: 'price down a hair over 3 % → stays late',
+      given: eth('2000'),
+      trigger: tick,
+      rates: { 'base:eth': '1939.99' },
+      status: 'late',
+      events: [],
+    },
     { name: 'no fresh price → stays late', given: eth('2000'), trigger: tick, rates: {}, status: 'late', events: [] },
-    { name: 'completing money seen after the 24 h lifetime → stays late', given: eth('2000', at(DAY + 1)), trigger: tick, now: at(DAY + 30), rates: { 'base:eth': '2000' }, status: 'late', events: [] },
-    { name: 'completing money seen exactly at the end of the lifetime → paid', given: eth('2000', at(DAY)), trigger: tick, now: at(DAY + 30), rates: { 'base:eth': '2000' }, status: 'paid', events: ['payment.paid'] },
+    {
+      name: 'completing money seen after the 24 h lifetime → stays late',
+      given: eth('2000', at(DAY + 1)),
+      trigger: tick,
+      now: at(DAY + 30),
+      rates: { 'base:eth': '2000' },
+      status: 'late',
+      events: [],
+    },
+    {
+      name: 'completing money seen exactly at the end of the lifetime → paid',
+      given: eth('2000', at(DAY)),
+      trigger: tick,
+      now: at(DAY + 30),
+      rates: { 'base:eth': '2000' },
+      status: 'paid',
+      events: ['payment.paid'],
+    },
   ]);
 });
 
 describe('decision: time', () => {
   table([
-    { name: 'underpaid never expires on its own', given: pay('underpaid', [dep(HALF)]), trigger: tick, now: at(DAY * 3), status: 'underpaid', events: [] },
-    { name: 'detected does not expire', given: pay('detected', [dep(HALF, 'pending')]), trigger: tick, now: at(DAY * 3), status: 'detected', events: [], check: attempt('detected') },
-    { name: 'before 24 h a waiting payment waits; its attempt’s hold runs out silently', given: pay('waiting'), trigger: tick, now: at(10), status: 'waiting', events: [], check: attempt('expired') },
-    { name: 'an attempt hold not yet over stays waiting', given: pay('waiting'), trigger: tick, now: at(9), status: 'waiting', events: [], check: attempt('waiting') },
-    { name: 'a waiting payment holding only wrong-asset money expires: nothing was paid', given: pay('waiting', [dep(5n, 'confirmed', { token: 'base:eth' })], {}, { wrongAsset: true }), trigger: tick, now: at(DAY + 1), status: 'expired', events: ['payment.expired'] },
-    { name: 'a waiting payment holding own-coin money does not expire', given: pay('waiting', [dep(5n, 'pending')]), trigger: tick, now: at(DAY + 1), status: 'waiting', events: [] },
-    { name: 'expiry expires every waiting attempt, even one whose hold still runs', given: { ...pay('waiting'), attempts: [att({ status: 'expired' }), att({ id: 'att_2', expiresAt: at(DAY + 5) })] }, trigger: tick, now: at(DAY), status: 'expired', events: ['payment.expired'], check: (p) => { attempt('expired', 0)(p); attempt('expired', 1)(p); } },
+    {
+      name: 'underpaid never expires on its own',
+      given: pay('underpaid', [dep(HALF)]),
+      trigger: tick,
+      now: at(DAY * 3),
+      status: 'underpaid',
+      events: [],
+    },
+    {
+      name: 'detected does not expire',
+      given: pay('detected', [dep(HALF, 'pending')]),
+      trigger: tick,
+      now: at(DAY * 3),
+      status: 'detected',
+      events: [],
+      check: attempt('detected'),
+    },
+    {
+      name: 'before 24 h a waiting payment waits; its attempt’s hold runs out silently',
+      given: pay('waiting'),
+      trigger: tick,
+      now: at(10),
+      status: 'waiting',
+      events: [],
+      check: attempt('expired'),
+    },
+    {
+      name: 'an attempt hold not yet over stays waiting',
+      given: pay('waiting'),
+      trigger: tick,
+      now: at(9),
+      status: 'waiting',
+      events: [],
+      check: attempt('waiting'),
+    },
+    {
+      name: 'a waiting payment holding only wrong-asset money expires: nothing was paid',
+      given: pay('waiting', [dep(5n, 'confirmed', { token: 'base:eth' })], {}, { wrongAsset: true }),
+      trigger: tick,
+      now: at(DAY + 1),
+      status: 'expired',
+      events: ['payment.expired'],
+    },
+    {
+      name: 'a waiting payment holding own-coin money does not expire',
+      given: pay('waiting', [dep(5n, 'pending')]),
+      trigger: tick,
+      now: at(DAY + 1),
+      status: 'waiting',
+      events: [],
+    },
+    {
+      name: 'expiry expires every waiting attempt, even one whose hold still runs',
+      given: {
+        ...pay('waiting'),
+        attempts: [att({ status: 'expired' }), att({ id: 'att_2', expiresAt: at(DAY + 5) })],
+      },
+      trigger: tick,
+      now: at(DAY),
+      status: 'expired',
+      events: ['payment.expired'],
+      check: (p) => {
+        attempt('expired', 0)(p);
+        attempt('expired', 1)(p);
+      },
+    },
   ]);
 });
 
 describe('decision: holds and recomputation', () => {
   table([
-    { name: 'underpaid + new pending money stays underpaid, no event', given: pay('underpaid', [dep(HALF)]), deposits: [dep(HALF), rest(5, 'pending')], status: 'underpaid', events: [], check: attempt('underpaid') },
-    { name: 'confirmed part plus pending part → confirming, not underpaid', given: pay('confirming', [dep(HALF, 'pending', { confirmations: 1 }), rest(2, 'pending')]), deposits: [dep(HALF), rest(2, 'pending')], status: 'confirming', events: [] },
-    { name: 'late does not turn paid on deposits_changed', given: late(), deposits: [dep(HALF, 'final'), rest(20)], status: 'late', events: [] },
-    { name: 'a late payment whose money left → underpaid, payment.underpaid', given: late(), deposits: [dep(HALF), rest(20, 'orphaned')], status: 'underpaid', events: ['payment.underpaid'] },
+    {
+      name: 'underpaid + new pending money stays underpaid, no event',
+      given: pay('underpaid', [dep(HALF)]),
+      deposits: [dep(HALF), rest(5, 'pending')],
+      status: 'underpaid',
+      events: [],
+      check: attempt('underpaid'),
+    },
+    {
+      name: 'confirmed part plus pending part → confirming, not underpaid',
+      given: pay('confirming', [dep(HALF, 'pending', { confirmations: 1 }), rest(2, 'pending')]),
+      deposits: [dep(HALF), rest(2, 'pending')],
+      status: 'confirming',
+      events: [],
+    },
+    {
+      name: 'late does not turn paid on deposits_changed',
+      given: late(),
+      deposits: [dep(HALF, 'final'), rest(20)],
+      status: 'late',
+      events: [],
+    },
+    {
+      name: 'a late payment whose money left → underpaid, payment.underpaid',
+      given: late(),
+      deposits: [dep(HALF), rest(20, 'orphaned')],
+      status: 'underpaid',
+      events: ['payment.underpaid'],
+    },
   ]);
 });
 
@@ -244,9 +808,32 @@ describe('decision: money on another attempt after paid or refunded', () => {
   };
   const second = (p: PaymentState) => p.attempts[1]!;
   table([
-    { name: 'paid, confirmed money on another attempt → payment.overpaid once', given: two('paid', [dep(HALF, 'confirmed', { seenAt: at(40) })]), status: 'paid', events: ['payment.overpaid'], check: (p) => { assert.equal(second(p).status, 'underpaid'); assert.equal(second(p).overpaid, true); } },
-    { name: 'paid, same surplus again → nothing', given: two('paid', [dep(HALF, 'final', { seenAt: at(40) })], { status: 'underpaid', overpaid: true }), status: 'paid', events: [] },
-    { name: 'refunded, confirmed money on another attempt → payment.overpaid', given: two('refunded', [dep(PAY, 'confirmed', { seenAt: at(5) })]), status: 'refunded', events: ['payment.overpaid'], check: (p) => { assert.equal(second(p).status, 'paid'); attempt('refunded')(p); } },
+    {
+      name: 'paid, confirmed money on another attempt → payment.overpaid once',
+      given: two('paid', [dep(HALF, 'confirmed', { seenAt: at(40) })]),
+      status: 'paid',
+      events: ['payment.overpaid'],
+      check: (p) => {
+        assert.equal(second(p).status, 'underpaid');
+        assert.equal(second(p).overpaid, true);
+      },
+    },
+    {
+      name: 'paid, same surplus again → nothing',
+      given: two('paid', [dep(HALF, 'final', { seenAt: at(40) })], { status: 'underpaid', overpaid: true }),
+      status: 'paid',
+      events: [],
+    },
+    {
+      name: 'refunded, confirmed money on another attempt → payment.overpaid',
+      given: two('refunded', [dep(PAY, 'confirmed', { seenAt: at(5) })]),
+      status: 'refunded',
+      events: ['payment.overpaid'],
+      check: (p) => {
+        assert.equal(second(p).status, 'paid');
+        attempt('refunded')(p);
+      },
+    },
   ]);
   it('pending then confirmed on the other attempt: detected silently, then payment.overpaid', () => {
     const p0 = two('paid', []);
@@ -260,18 +847,48 @@ describe('decision: money on another attempt after paid or refunded', () => {
 
 describe('refused triggers', () => {
   refusals([
-    { name: 'cancel after money was seen', given: pay('detected', [dep(PAY, 'pending')]), trigger: cancel, message: /only a waiting payment/i },
-    { name: 'cancel with wrong-asset money on a waiting payment', given: pay('waiting', [dep(5n, 'pending', { token: 'base:eth' })]), trigger: cancel, message: /money has already arrived/i },
+    {
+      name: 'cancel after money was seen',
+      given: pay('detected', [dep(PAY, 'pending')]),
+      trigger: cancel,
+      message: /only a waiting payment/i,
+    },
+    {
+      name: 'cancel with wrong-asset money on a waiting payment',
+      given: pay('waiting', [dep(5n, 'pending', { token: 'base:eth' })]),
+      trigger: cancel,
+      message: /money has already arrived/i,
+    },
     { name: 'cancel a paid payment', given: pay('paid', [dep(PAY)]), trigger: cancel, message: /is paid/ },
     { name: 'cancel twice', given: pay('cancelled'), trigger: cancel, message: /is cancelled/ },
     { name: 'accept a waiting payment', given: pay('waiting'), trigger: accept, message: /underpaid or late/ },
-    { name: 'accept a detected payment', given: pay('detected', [dep(PAY, 'pending')]), trigger: accept, message: /is detected/ },
+    {
+      name: 'accept a detected payment',
+      given: pay('detected', [dep(PAY, 'pending')]),
+      trigger: accept,
+      message: /is detected/,
+    },
     { name: 'accept a paid payment', given: pay('paid', [dep(PAY)]), trigger: accept, message: /is paid/ },
     { name: 'refund twice', given: pay('refunded', [dep(PAY)]), trigger: refund, message: /already been refunded/ },
-    { name: 'refund an expired payment without money', given: pay('expired'), trigger: refund, message: /nothing to refund/ },
+    {
+      name: 'refund an expired payment without money',
+      given: pay('expired'),
+      trigger: refund,
+      message: /nothing to refund/,
+    },
     { name: 'refund a cancelled payment', given: pay('cancelled'), trigger: refund, message: /nothing to refund/ },
-    { name: 'refund a waiting payment without money', given: pay('waiting'), trigger: refund, message: /nothing to refund/ },
-    { name: 'refund an unknown attempt', given: pay('paid', [dep(PAY)]), trigger: { kind: 'refund_sent', attemptId: 'att_9' }, message: /no attempt att_9/ },
+    {
+      name: 'refund a waiting payment without money',
+      given: pay('waiting'),
+      trigger: refund,
+      message: /nothing to refund/,
+    },
+    {
+      name: 'refund an unknown attempt',
+      given: pay('paid', [dep(PAY)]),
+      trigger: { kind: 'refund_sent', attemptId: 'att_9' },
+      message: /no attempt att_9/,
+    },
   ]);
 });
 
@@ -285,7 +902,12 @@ describe('no event twice', () => {
     ['wrong asset', pay('waiting', [dep(5n, 'pending', { token: 'base:eth' })]), { kind: 'deposits_changed' }, at(30)],
     ['reorged', pay('paid', [dep(PAY, 'orphaned')]), { kind: 'deposits_changed' }, at(30)],
     ['expired', pay('waiting'), tick, at(DAY)],
-    ['late on an expired payment, money seen within the hold', pay('expired', [dep(PAY, 'confirmed', { seenAt: at(6) })], { expiresAt: at(5) }, { status: 'expired' }), { kind: 'deposits_changed' }, at(30)],
+    [
+      'late on an expired payment, money seen within the hold',
+      pay('expired', [dep(PAY, 'confirmed', { seenAt: at(6) })], { expiresAt: at(5) }, { status: 'expired' }),
+      { kind: 'deposits_changed' },
+      at(30),
+    ],
     ['auto-accepted', late(), tick, at(30), { 'base:usdc': '1.00' }],
   ];
   for (const [name, given, trigger, now, rates] of scenarios) {
@@ -300,7 +922,13 @@ describe('no event twice', () => {
     });
   }
   it('every table fixture is a steady state (a bare deposits_changed emits nothing)', () => {
-    for (const p of [pay('detected', [dep(PAY, 'pending')]), pay('underpaid', [dep(HALF)]), late(), pay('paid', [dep(PAY)]), pay('paid', [dep(HALF)])]) {
+    for (const p of [
+      pay('detected', [dep(PAY, 'pending')]),
+      pay('underpaid', [dep(HALF)]),
+      late(),
+      pay('paid', [dep(PAY)]),
+      pay('paid', [dep(HALF)]),
+    ]) {
       assert.deepEqual(step(p).events, [], p.status);
     }
   });
@@ -315,7 +943,10 @@ describe('purity', () => {
     return o;
   };
   const inputs: Array<[PaymentState, Trigger]> = [
-    [withDeposits(pay('waiting'), [dep(PAY * 2n), dep(5n, 'pending', { token: 'base:eth' })]), { kind: 'deposits_changed' }],
+    [
+      withDeposits(pay('waiting'), [dep(PAY * 2n), dep(5n, 'pending', { token: 'base:eth' })]),
+      { kind: 'deposits_changed' },
+    ],
     [pay('paid', [dep(PAY, 'orphaned')]), { kind: 'deposits_changed' }],
     [pay('waiting'), tick],
     [pay('waiting'), cancel],
@@ -335,14 +966,23 @@ describe('purity', () => {
 
 describe('helpers', () => {
   it('isFinal: paid, expired, refunded, cancelled', () => {
-    const final = (['waiting', 'detected', 'confirming', 'paid', 'underpaid', 'expired', 'late', 'refunded', 'cancelled'] as const).filter(isFinal);
+    const final = (
+      ['waiting', 'detected', 'confirming', 'paid', 'underpaid', 'expired', 'late', 'refunded', 'cancelled'] as const
+    ).filter(isFinal);
     assert.deepEqual(final, ['paid', 'expired', 'refunded', 'cancelled']);
   });
   it('moneySeen: a non-orphaned deposit of the own coin, or of another coin worth at least its minimum', () => {
     assert.equal(moneySeen(pay('waiting')), false);
     assert.equal(moneySeen(pay('waiting', [dep(PAY, 'orphaned')])), false);
-    assert.equal(moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: false })])), false, 'dust of another coin');
-    assert.equal(moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: true })])), true);
+    assert.equal(
+      moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: false })])),
+      false,
+      'dust of another coin',
+    );
+    assert.equal(
+      moneySeen(pay('waiting', [dep(1n, 'pending', { token: 'base:eth', atLeastTokenMinimum: true })])),
+      true,
+    );
     assert.equal(moneySeen(pay('detected', [dep(PAY, 'pending')])), true);
   });
 });

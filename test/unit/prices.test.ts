@@ -39,7 +39,13 @@ const ETH = token('base:eth', { coingeckoId: 'ethereum', binanceSymbol: 'ETHUSDT
 const ETH_L1 = token('ethereum:eth', { coingeckoId: 'ethereum', binanceSymbol: 'ETHUSDT' });
 const SOL = token('solana:sol', { decimals: 9, coingeckoId: 'solana', binanceSymbol: 'SOLUSDT' });
 const BTC = token('bitcoin:btc', { decimals: 8, kind: 'utxo', coingeckoId: 'bitcoin', binanceSymbol: 'BTCUSDT' });
-const USDC = token('base:usdc', { decimals: 6, kind: 'erc20', contract: '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913', stable: true, gasless: true });
+const USDC = token('base:usdc', {
+  decimals: 6,
+  kind: 'erc20',
+  contract: '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
+  stable: true,
+  gasless: true,
+});
 const NO_IDS = token('foo:bar');
 
 const MAX_AGE = 5 * MINUTE;
@@ -126,7 +132,10 @@ describe('CoinGeckoClient', () => {
     const before = cg.requests;
     const got = await c.fetchRates([ETH, ETH_L1, SOL, USDC, NO_IDS]);
     assert.equal(cg.requests, before + 1);
-    assert.equal(cg.requestLog.at(-1), '/api/v3/simple/price?ids=ethereum,solana&vs_currencies=usd&include_last_updated_at=true');
+    assert.equal(
+      cg.requestLog.at(-1),
+      '/api/v3/simple/price?ids=ethereum,solana&vs_currencies=usd&include_last_updated_at=true',
+    );
     assert.deepEqual(got.get('base:eth'), { rate: '3456.78', at: new Date('2026-01-01T00:00:00Z') });
     assert.deepEqual(got.get('ethereum:eth'), { rate: '3456.78', at: new Date('2026-01-01T00:00:00Z') });
     assert.deepEqual(got.get('solana:sol'), { rate: '187.25', at: new Date('2025-12-31T23:59:30Z') });
@@ -176,12 +185,23 @@ describe('CoinGeckoClient', () => {
       return true;
     });
     cg.failNext(1, 503);
-    await assert.rejects(c.fetchRates([ETH]), { name: 'PriceProviderError', kind: 'http', status: 503, message: /^coingecko: HTTP 503/ });
+    await assert.rejects(c.fetchRates([ETH]), {
+      name: 'PriceProviderError',
+      kind: 'http',
+      status: 503,
+      message: /^coingecko: HTTP 503/,
+    });
     cg.failNext(1, 'malformed');
-    await assert.rejects(c.fetchRates([ETH]), { kind: 'malformed', message: /coingecko: malformed response body.*not JSON/ });
+    await assert.rejects(c.fetchRates([ETH]), {
+      kind: 'malformed',
+      message: /coingecko: malformed response body.*not JSON/,
+    });
     cg.failNext(1, 'hang');
     const t0 = Date.now();
-    await assert.rejects(c.fetchRates([ETH]), { kind: 'timeout', message: `coingecko: no answer within ${TIMEOUT} ms` });
+    await assert.rejects(c.fetchRates([ETH]), {
+      kind: 'timeout',
+      message: `coingecko: no answer within ${TIMEOUT} ms`,
+    });
     assert.ok(Date.now() - t0 < TIMEOUT + 1000);
   });
 
@@ -206,7 +226,10 @@ describe('BinanceClient', () => {
     bn.setPrice('BTCUSDT', '100.00000000');
     const c = new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock });
     const got = await c.fetchRates([ETH, ETH_L1, SOL, BTC, USDC, NO_IDS]);
-    assert.equal(bn.requestLog.at(-1), `/api/v3/ticker/price?symbols=${encodeURIComponent('["ETHUSDT","SOLUSDT","BTCUSDT"]')}`);
+    assert.equal(
+      bn.requestLog.at(-1),
+      `/api/v3/ticker/price?symbols=${encodeURIComponent('["ETHUSDT","SOLUSDT","BTCUSDT"]')}`,
+    );
     const at = clock.now();
     assert.deepEqual(got.get('base:eth'), { rate: '3456.78', at });
     assert.deepEqual(got.get('ethereum:eth'), { rate: '3456.78', at });
@@ -228,7 +251,10 @@ describe('BinanceClient', () => {
   test('429, 5xx, malformed bodies and timeouts are errors', async () => {
     const c = new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock });
     bn.failNext(1, 429);
-    await assert.rejects(c.fetchRates([ETH]), { kind: 'rate_limited', message: 'binance: rate limited (HTTP 429, retry after 30 s)' });
+    await assert.rejects(c.fetchRates([ETH]), {
+      kind: 'rate_limited',
+      message: 'binance: rate limited (HTTP 429, retry after 30 s)',
+    });
     bn.failNext(1, 418);
     await assert.rejects(c.fetchRates([ETH]), { kind: 'rate_limited', status: 418 });
     bn.failNext(1, 500);
@@ -309,9 +335,15 @@ describe('PriceService', () => {
   test('with no connection, a refresh every minute says once what is wrong, and again only when it changes or ends', async () => {
     const notes: string[] = [];
     const warnings: { obj: any; msg: string }[] = [];
-    const log = { warn: (obj: object, msg: string) => void warnings.push({ obj, msg }), info: (_obj: object, msg: string) => void notes.push(msg) };
+    const log = {
+      warn: (obj: object, msg: string) => void warnings.push({ obj, msg }),
+      info: (_obj: object, msg: string) => void notes.push(msg),
+    };
     // Nothing listens on port 1: every request fails as it does without a network.
-    const offline = [new CoinGeckoClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock }), new BinanceClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock })];
+    const offline = [
+      new CoinGeckoClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock }),
+      new BinanceClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: TIMEOUT, clock }),
+    ];
     const s = new PriceService({ providers: offline, clock, maxAgeMs: MAX_AGE, logger: log });
     for (let minute = 0; minute < 5; minute++) {
       await s.refresh([ETH, SOL, USDC]);
@@ -328,7 +360,10 @@ describe('PriceService', () => {
     assert.deepEqual(notes, []);
 
     // A different failure is news; so is the end of it.
-    const online = [new CoinGeckoClient({ baseUrl: cg.url, timeoutMs: TIMEOUT, clock }), new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock })];
+    const online = [
+      new CoinGeckoClient({ baseUrl: cg.url, timeoutMs: TIMEOUT, clock }),
+      new BinanceClient({ baseUrl: bn.url, timeoutMs: TIMEOUT, clock }),
+    ];
     const s2 = new PriceService({ providers: online, clock, maxAgeMs: MAX_AGE, logger: log });
     warnings.length = 0;
     cg.failNext(2, 500);
@@ -340,7 +375,12 @@ describe('PriceService', () => {
     await s2.refresh([ETH]);
     assert.deepEqual(
       warnings.map((w) => `${w.obj.provider ?? '-'} ${w.msg}`),
-      ['coingecko price provider request failed', 'binance price provider request failed', '- no fresh price from any provider', 'coingecko price provider request failed'],
+      [
+        'coingecko price provider request failed',
+        'binance price provider request failed',
+        '- no fresh price from any provider',
+        'coingecko price provider request failed',
+      ],
     );
     await s2.refresh([ETH]);
     assert.deepEqual(notes, ['price provider answers again', 'every coin has a fresh price again']);
@@ -352,7 +392,13 @@ describe('PriceService', () => {
     await s.refresh([ETH, USDC]);
     clock.advance(MAX_AGE);
     assert.equal(s.quote(ETH)?.rate, '3456.78');
-    assert.deepEqual(s.rates([ETH, SOL, USDC]), new Map([['base:eth', '3456.78'], ['base:usdc', '1']]));
+    assert.deepEqual(
+      s.rates([ETH, SOL, USDC]),
+      new Map([
+        ['base:eth', '3456.78'],
+        ['base:usdc', '1'],
+      ]),
+    );
     clock.advance(1);
     assert.equal(s.quote(ETH), null);
     assert.deepEqual(s.rates([ETH, USDC]), new Map([['base:usdc', '1']]));
@@ -405,8 +451,14 @@ describe('PriceService', () => {
     const fourth = s.quoteFresh(SOL);
     await Promise.all([first, second, third, fourth]);
     assert.equal(cg.requests, n + 2);
-    assert.equal(cg.requestLog.at(-2), '/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_last_updated_at=true');
-    assert.equal(cg.requestLog.at(-1), '/api/v3/simple/price?ids=solana,bitcoin&vs_currencies=usd&include_last_updated_at=true');
+    assert.equal(
+      cg.requestLog.at(-2),
+      '/api/v3/simple/price?ids=ethereum&vs_currencies=usd&include_last_updated_at=true',
+    );
+    assert.equal(
+      cg.requestLog.at(-1),
+      '/api/v3/simple/price?ids=solana,bitcoin&vs_currencies=usd&include_last_updated_at=true',
+    );
     assert.equal(s.quote(BTC)?.rate, '97000');
     assert.equal((await fourth)?.rate, '187.25');
     // Nothing is left in flight: a later refresh makes a new request.

@@ -25,13 +25,17 @@ async function connected(): Promise<SMTPConnection> {
   const conn = new SMTPConnection({ host: '127.0.0.1', port: Number(port), logger: false });
   conn.on('error', () => {});
   await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
-  await new Promise<void>((resolve, reject) => conn.login({ user: SMTP_USER, pass: SMTP_PASS }, (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    conn.login({ user: SMTP_USER, pass: SMTP_PASS }, (err) => (err ? reject(err) : resolve())),
+  );
   return conn;
 }
 
 /** The error nodemailer gives for one message sent on `conn` to `to`. */
 function errorOf(conn: SMTPConnection, to = 'customer@example.com'): Promise<Error> {
-  return new Promise((resolve, reject) => conn.send({ from: 'shop@example.com', to: [to] }, RAW, (err) => (err ? resolve(err) : reject(new Error('sent')))));
+  return new Promise((resolve, reject) =>
+    conn.send({ from: 'shop@example.com', to: [to] }, RAW, (err) => (err ? resolve(err) : reject(new Error('sent')))),
+  );
 }
 
 /** Whether the mail may have been taken, and whether sending it again cannot help. */

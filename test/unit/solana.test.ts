@@ -20,7 +20,14 @@ describe('keys', () => {
     const a = new SolanaKeys(MNEMONIC);
     const b = new SolanaKeys(MNEMONIC);
     assert.equal(a.deposit('test', 7n).address, b.deposit('test', 7n).address);
-    const all = new Set([a.deposit('test', 7n).address, a.deposit('live', 7n).address, a.deposit('test', 8n).address, a.hotWallet().address, new SolanaKeys('legal winner thank year wave sausage worth useful legal winner thank yellow').deposit('test', 7n).address]);
+    const all = new Set([
+      a.deposit('test', 7n).address,
+      a.deposit('live', 7n).address,
+      a.deposit('test', 8n).address,
+      a.hotWallet().address,
+      new SolanaKeys('legal winner thank year wave sausage worth useful legal winner thank yellow').deposit('test', 7n)
+        .address,
+    ]);
     assert.equal(all.size, 5);
     assert.throws(() => a.deposit('test', 2n ** 31n), RangeError);
     assert.equal(a.reference('X'), b.reference('X'));
@@ -32,21 +39,66 @@ describe('Solana Pay URIs', () => {
   const usdc = { kind: 'spl' as const, contract: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', decimals: 6 };
   test('SOL and SPL transfer requests, percent-encoded label and message, amounts in whole coins', () => {
     const to = 'HAgk14JpMQLgt6rVgv7cBQFJWFto5Dqxi472uT3DKpqk';
-    assert.equal(transferRequestUri({ recipient: to, amount: 1_500_000_000n, token: { kind: 'native', contract: null, decimals: 9 } }), `solana:${to}?amount=1.5`);
-    const uri = transferRequestUri({ recipient: to, amount: 25_000_000n, token: usdc, reference: to, label: 'Café & Co', message: 'Order #12' });
-    assert.equal(uri, `solana:${to}?amount=25&spl-token=${usdc.contract}&reference=${to}&label=Caf%C3%A9%20%26%20Co&message=Order%20%2312`);
-    assert.deepEqual(parseTransferRequestUri(uri), { recipient: to, amount: '25', splToken: usdc.contract, references: [to], label: 'Café & Co', message: 'Order #12' });
-    assert.equal(transferRequestUri({ recipient: to, amount: 1n, token: { kind: 'native', contract: null, decimals: 9 } }), `solana:${to}?amount=0.000000001`);
+    assert.equal(
+      transferRequestUri({
+        recipient: to,
+        amount: 1_500_000_000n,
+        token: { kind: 'native', contract: null, decimals: 9 },
+      }),
+      `solana:${to}?amount=1.5`,
+    );
+    const uri = transferRequestUri({
+      recipient: to,
+      amount: 25_000_000n,
+      token: usdc,
+      reference: to,
+      label: 'Café & Co',
+      message: 'Order #12',
+    });
+    assert.equal(
+      uri,
+      `solana:${to}?amount=25&spl-token=${usdc.contract}&reference=${to}&label=Caf%C3%A9%20%26%20Co&message=Order%20%2312`,
+    );
+    assert.deepEqual(parseTransferRequestUri(uri), {
+      recipient: to,
+      amount: '25',
+      splToken: usdc.contract,
+      references: [to],
+      label: 'Café & Co',
+      message: 'Order #12',
+    });
+    assert.equal(
+      transferRequestUri({ recipient: to, amount: 1n, token: { kind: 'native', contract: null, decimals: 9 } }),
+      `solana:${to}?amount=0.000000001`,
+    );
   });
 });
 
 describe('transfers from block balances', () => {
-  const token = (id: string, kind: TokenConfig['kind'], contract: string | null): TokenConfig => ({ id, chain: 'solana', symbol: id.split(':')[1]!.toUpperCase(), name: id, decimals: kind === 'native' ? 9 : 6, kind, contract, minAmount: 1n, stable: kind !== 'native', coingeckoId: null, binanceSymbol: null, gasless: false });
+  const token = (id: string, kind: TokenConfig['kind'], contract: string | null): TokenConfig => ({
+    id,
+    chain: 'solana',
+    symbol: id.split(':')[1]!.toUpperCase(),
+    name: id,
+    decimals: kind === 'native' ? 9 : 6,
+    kind,
+    contract,
+    minAmount: 1n,
+    stable: kind !== 'native',
+    coingeckoId: null,
+    binanceSymbol: null,
+    gasless: false,
+  });
   const SOL = token('solana:sol', 'native', null);
   const MINT = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
   const USDC = token('solana:usdc', 'spl', MINT);
   const keys = (...k: string[]) => k.map((pubkey, i) => ({ pubkey, signer: i === 0 }));
-  const bal = (accountIndex: number, mint: string, owner: string, amount: string) => ({ accountIndex, mint, owner, uiTokenAmount: { amount } });
+  const bal = (accountIndex: number, mint: string, owner: string, amount: string) => ({
+    accountIndex,
+    mint,
+    owner,
+    uiTokenAmount: { amount },
+  });
 
   test('a program moving SOL and tokens inside inner instructions: only balances tell, and they are read', () => {
     // A router program call: payer → (CPI) System transfer to the key, (CPI) Token transfer to the key's account.
@@ -71,19 +123,62 @@ describe('transfers from block balances', () => {
   });
 
   test('failed transactions, other mints, decreases and accounts created by the transfer', () => {
-    const failed = { meta: { err: { InstructionError: [0, 'Custom'] }, preBalances: [5, 0], postBalances: [0, 5], preTokenBalances: [], postTokenBalances: [] }, transaction: { accountKeys: keys('A', 'B'), signatures: ['F'] } };
-    const other = { meta: { err: null, preBalances: [5, 0], postBalances: [5, 0], preTokenBalances: [], postTokenBalances: [bal(1, 'OtherMint', 'B', '7')] }, transaction: { accountKeys: keys('A', 'BAta'), signatures: ['O'] } };
-    const created = { meta: { err: null, preBalances: [5, 0], postBalances: [5, 0], preTokenBalances: [], postTokenBalances: [bal(1, MINT, 'B', '7')] }, transaction: { accountKeys: keys('A', 'BAta'), signatures: ['C'] } };
+    const failed = {
+      meta: {
+        err: { InstructionError: [0, 'Custom'] },
+        preBalances: [5, 0],
+        postBalances: [0, 5],
+        preTokenBalances: [],
+        postTokenBalances: [],
+      },
+      transaction: { accountKeys: keys('A', 'B'), signatures: ['F'] },
+    };
+    const other = {
+      meta: {
+        err: null,
+        preBalances: [5, 0],
+        postBalances: [5, 0],
+        preTokenBalances: [],
+        postTokenBalances: [bal(1, 'OtherMint', 'B', '7')],
+      },
+      transaction: { accountKeys: keys('A', 'BAta'), signatures: ['O'] },
+    };
+    const created = {
+      meta: {
+        err: null,
+        preBalances: [5, 0],
+        postBalances: [5, 0],
+        preTokenBalances: [],
+        postTokenBalances: [bal(1, MINT, 'B', '7')],
+      },
+      transaction: { accountKeys: keys('A', 'BAta'), signatures: ['C'] },
+    };
     const found = transfersOf([failed, other, created], null, new Map([[MINT, USDC]]));
-    assert.deepEqual(found.map((t) => [t.signature, t.to, t.amount]), [['C', 'B', 7n]]);
+    assert.deepEqual(
+      found.map((t) => [t.signature, t.to, t.amount]),
+      [['C', 'B', 7n]],
+    );
   });
 });
 
 describe('settings', () => {
   test('defaults, values and refusals name the field', () => {
-    assert.deepEqual(parseSolanaSettings(undefined, 'x'), { treasury: null, startSlot: null, rpcTimeoutMs: 10000, maxSlotsPerTick: 1000, sweepIntervalSeconds: 0, ataCloseAfterSeconds: 172800 });
-    assert.equal(parseSolanaSettings({ treasury: 'HAgk14JpMQLgt6rVgv7cBQFJWFto5Dqxi472uT3DKpqk', start_slot: 5 }, 'x').startSlot, 5n);
-    assert.throws(() => parseSolanaSettings({ treasury: '0xabc' }, 'n.solana'), /n\.solana\.treasury must be a Solana address/);
+    assert.deepEqual(parseSolanaSettings(undefined, 'x'), {
+      treasury: null,
+      startSlot: null,
+      rpcTimeoutMs: 10000,
+      maxSlotsPerTick: 1000,
+      sweepIntervalSeconds: 0,
+      ataCloseAfterSeconds: 172800,
+    });
+    assert.equal(
+      parseSolanaSettings({ treasury: 'HAgk14JpMQLgt6rVgv7cBQFJWFto5Dqxi472uT3DKpqk', start_slot: 5 }, 'x').startSlot,
+      5n,
+    );
+    assert.throws(
+      () => parseSolanaSettings({ treasury: '0xabc' }, 'n.solana'),
+      /n\.solana\.treasury must be a Solana address/,
+    );
     assert.throws(() => parseSolanaSettings({ sweep_interval_s: -1 }, 'n.solana'), /sweep_interval_s/);
     assert.throws(() => parseSolanaSettings({ nope: 1 }, 'n.solana'), /n\.solana\.nope is not a known setting/);
   });

@@ -62,7 +62,12 @@ const ALLOWED: Array<{ file: string; table: string; uses: number; why: string }>
   { file: 'modules/statements/service.ts', table: 'refunds', uses: 1, why: 'reconciliation' },
   // Publishing an event is one statement on the API's hot path: the delivery's URL (the object's own, else the
   // merchant's default for the mode) is read in that statement, in the publisher's transaction.
-  { file: 'modules/webhooks/service.ts', table: 'merchants', uses: 2, why: 'default webhook URL in the publishing statement' },
+  {
+    file: 'modules/webhooks/service.ts',
+    table: 'merchants',
+    uses: 2,
+    why: 'default webhook URL in the publishing statement',
+  },
 ];
 
 function files(dir: string): string[] {
@@ -82,11 +87,14 @@ function code(text: string): string {
 function tables(): Map<string, string> {
   const owners = new Map<string, string>();
   const declared = (file: string) =>
-    [...readFileSync(file, 'utf8').matchAll(/interface Database \{([^}]*)\}/g)].flatMap((m) => [...m[1]!.matchAll(/^\s*([a-z_]+):/gm)].map((t) => t[1]!));
+    [...readFileSync(file, 'utf8').matchAll(/interface Database \{([^}]*)\}/g)].flatMap((m) =>
+      [...m[1]!.matchAll(/^\s*([a-z_]+):/gm)].map((t) => t[1]!),
+    );
   for (const t of declared(join(SRC, 'db', 'schema.ts'))) owners.set(t, OWNERS[t] ?? '');
   for (const family of readdirSync(join(SRC, 'chains'))) {
     const schema = join(SRC, 'chains', family, 'schema.ts');
-    if (!statSync(join(SRC, 'chains', family)).isDirectory() || !files(join(SRC, 'chains', family)).includes(schema)) continue;
+    if (!statSync(join(SRC, 'chains', family)).isDirectory() || !files(join(SRC, 'chains', family)).includes(schema))
+      continue;
     for (const t of declared(schema)) owners.set(t, `chains/${family}/`);
   }
   return owners;
@@ -94,7 +102,8 @@ function tables(): Map<string, string> {
 
 type Use = { table: string; kind: 'read' | 'lock' | 'write'; line: number };
 
-const BUILDER = /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_]+)/g;
+const BUILDER =
+  /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_]+)/g;
 const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_]+)\b/g;
 const READS = new Set(['selectFrom', 'innerJoin', 'leftJoin', 'rightJoin', 'fullJoin', 'crossJoin', 'FROM', 'JOIN']);
 
@@ -111,7 +120,9 @@ function uses(text: string, known: ReadonlySet<string>): Use[] {
       // A read that locks rows (to the end of its builder chain, or of its SQL text) holds them like a write.
       const rest = body.slice(m.index!);
       const statement = rest.slice(0, (re === BUILDER ? rest.search(/\.execute|;/) : rest.indexOf('`')) >>> 0);
-      const lock = /\.for(Update|Share|NoKeyUpdate|KeyShare)\(|\bFOR (UPDATE|SHARE|NO KEY UPDATE|KEY SHARE)\b/.test(statement);
+      const lock = /\.for(Update|Share|NoKeyUpdate|KeyShare)\(|\bFOR (UPDATE|SHARE|NO KEY UPDATE|KEY SHARE)\b/.test(
+        statement,
+      );
       found.push({ table: m[2]!, kind: write ? 'write' : lock ? 'lock' : 'read', line: lineOf(m.index!) });
     }
   }
@@ -154,8 +165,13 @@ test('every table has an owner', () => {
   assert.ok(all.size > 40, `the schemas declare the tables (${all.size} found)`);
   const orphans = [...all].filter(([, owner]) => !owner).map(([t]) => t);
   assert.deepEqual(orphans, [], 'a new table needs its owner in OWNERS');
-  for (const [t, owner] of all) assert.ok(statSync(join(SRC, owner), { throwIfNoEntry: false }), `the owner of ${t}, ${owner}, exists`);
-  assert.deepEqual(Object.keys(OWNERS).filter((t) => !all.has(t)), [], 'OWNERS names only tables that exist');
+  for (const [t, owner] of all)
+    assert.ok(statSync(join(SRC, owner), { throwIfNoEntry: false }), `the owner of ${t}, ${owner}, exists`);
+  assert.deepEqual(
+    Object.keys(OWNERS).filter((t) => !all.has(t)),
+    [],
+    'OWNERS names only tables that exist',
+  );
 });
 
 test('no code queries a table another module owns, beyond the listed reads', () => {

@@ -9,7 +9,15 @@ import { describe, test } from 'node:test';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { bech32m, hex } from '@scure/base';
 import { p2wpkh, SigHash, Transaction, WIF } from '@scure/btc-signer';
-import { accountKey, bip21Uri, childKey, isValidOnAnyNetwork, isValidUtxoAddress, p2wpkhAddress, rootKey } from '../../src/chains/utxo/address.ts';
+import {
+  accountKey,
+  bip21Uri,
+  childKey,
+  isValidOnAnyNetwork,
+  isValidUtxoAddress,
+  p2wpkhAddress,
+  rootKey,
+} from '../../src/chains/utxo/address.ts';
 import { parseUtxoSettings } from '../../src/chains/utxo/config.ts';
 import utxo from '../../src/chains/utxo/index.ts';
 import { utxoParams } from '../../src/chains/utxo/params.ts';
@@ -23,19 +31,22 @@ const btc = utxoParams('bitcoin', 'mainnet');
 describe('BIP-84 test vectors', () => {
   const account = accountKey(rootKey(MNEMONIC), btc, 0);
 
-  test('account m/84\'/0\'/0\' extended keys (as xprv/xpub; the BIP writes them with zprv/zpub version bytes)', () => {
+  test("account m/84'/0'/0' extended keys (as xprv/xpub; the BIP writes them with zprv/zpub version bytes)", () => {
     // The same key material as the BIP's zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs
-    assert.equal(account.publicExtendedKey, 'xpub6CatWdiZiodmUeTDp8LT5or8nmbKNcuyvz7WyksVFkKB4RHwCD3XyuvPEbvqAQY3rAPshWcMLoP2fMFMKHPJ4ZeZXYVUhLv1VMrjPC7PW6V');
+    assert.equal(
+      account.publicExtendedKey,
+      'xpub6CatWdiZiodmUeTDp8LT5or8nmbKNcuyvz7WyksVFkKB4RHwCD3XyuvPEbvqAQY3rAPshWcMLoP2fMFMKHPJ4ZeZXYVUhLv1VMrjPC7PW6V',
+    );
   });
 
-  test('first receiving address m/84\'/0\'/0\'/0/0: keys and address', () => {
+  test("first receiving address m/84'/0'/0'/0/0: keys and address", () => {
     const key = childKey(account, 0, 0n);
     assert.equal(WIF(btc.address).encode(key.privateKey!), 'KyZpNDKnfs94vbrwhJneDi77V6jF64PWPF8x5cdJb8ifgg2DUc9d');
     assert.equal(hex.encode(key.publicKey!), '0330d54fd0dd420a6e5f8d3624f5f3482cae350f79d5f0753bf5beef9c2d91af3c');
     assert.equal(p2wpkhAddress(key.publicKey!, btc), 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu');
   });
 
-  test('second receiving address m/84\'/0\'/0\'/0/1 and first change address m/84\'/0\'/0\'/1/0', () => {
+  test("second receiving address m/84'/0'/0'/0/1 and first change address m/84'/0'/0'/1/0", () => {
     const second = childKey(account, 0, 1n);
     assert.equal(WIF(btc.address).encode(second.privateKey!), 'Kxpf5b8p3qX56DKEe5NqWbNUP9MnqoRFzZwHRtsFqhzuvUJsYZCy');
     assert.equal(hex.encode(second.publicKey!), '03e775fd51f0dfb8cd865d9ff1cca2a158cf651fe997fdc9fee9c1d3b5e995ea77');
@@ -57,7 +68,7 @@ describe('BIP-84 test vectors', () => {
     assert.match(p2wpkhAddress(childKey(accountKey(root, ltc, 0), 0, 0n).publicKey!, ltc), /^ltc1q/);
   });
 
-  test('indexes outside BIP-32\'s non-hardened range are refused', () => {
+  test("indexes outside BIP-32's non-hardened range are refused", () => {
     assert.throws(() => childKey(account, 0, 2n ** 31n), /range/);
   });
 });
@@ -66,9 +77,17 @@ describe('address checks', () => {
   const testnet = utxoParams('bitcoin', 'testnet');
   test('network and checksum', () => {
     assert.equal(isValidUtxoAddress('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', btc), true);
-    assert.equal(isValidUtxoAddress('BC1QCR8TE4KR609GCAWUTMRZA0J4XV80JY8Z306FYU', btc), true, 'upper case bech32 is valid');
+    assert.equal(
+      isValidUtxoAddress('BC1QCR8TE4KR609GCAWUTMRZA0J4XV80JY8Z306FYU', btc),
+      true,
+      'upper case bech32 is valid',
+    );
     assert.equal(isValidUtxoAddress('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyv', btc), false, 'checksum');
-    assert.equal(isValidUtxoAddress('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', testnet), false, 'a mainnet address on testnet');
+    assert.equal(
+      isValidUtxoAddress('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', testnet),
+      false,
+      'a mainnet address on testnet',
+    );
     assert.equal(isValidUtxoAddress('tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', testnet), true);
     assert.equal(isValidUtxoAddress('tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', btc), false);
     // Legacy and taproot destinations are valid refund targets.
@@ -79,8 +98,13 @@ describe('address checks', () => {
     assert.equal(isValidUtxoAddress('ltc1qcr8te4kr609gcawutmrza0j4xv80jy8zuqy4w0', btc), false);
     // Well-formed bech32m that no output script can pay: a taproot program off the curve, other versions/lengths.
     const rltc = utxoParams('litecoin', 'regtest');
-    const witness = (version: number, program: Uint8Array) => bech32m.encode('rltc', [version, ...bech32m.toWords(program)]);
-    assert.equal(isValidUtxoAddress(witness(1, new Uint8Array(32).fill(0xff)), rltc), false, 'taproot program that is not an x-only key');
+    const witness = (version: number, program: Uint8Array) =>
+      bech32m.encode('rltc', [version, ...bech32m.toWords(program)]);
+    assert.equal(
+      isValidUtxoAddress(witness(1, new Uint8Array(32).fill(0xff)), rltc),
+      false,
+      'taproot program that is not an x-only key',
+    );
     assert.equal(isValidUtxoAddress(witness(1, new Uint8Array(20).fill(0x11)), rltc), false, 'witness v1 of 20 bytes');
     assert.equal(isValidUtxoAddress(witness(2, new Uint8Array(32).fill(0x11)), rltc), false, 'witness v2');
     const xOnly = secp256k1.getPublicKey(new Uint8Array(32).fill(7), true).subarray(1);
@@ -90,7 +114,28 @@ describe('address checks', () => {
   });
 
   test('the family-wide format checks the network it is told, else any known one', () => {
-    const doc = { networks: [{ id: 'bitcoin', name: 'Bitcoin', family: 'utxo', confirmation_tiers: [{ max_usd_cents: null, confirmations: 1 }], finality_confirmations: 6, tokens: [{ symbol: 'btc', name: 'Bitcoin', decimals: 8, kind: 'native', min_amount: '0.00001', coingecko_id: 'bitcoin' }], utxo: { coin: 'bitcoin', network: 'testnet' } }] };
+    const doc = {
+      networks: [
+        {
+          id: 'bitcoin',
+          name: 'Bitcoin',
+          family: 'utxo',
+          confirmation_tiers: [{ max_usd_cents: null, confirmations: 1 }],
+          finality_confirmations: 6,
+          tokens: [
+            {
+              symbol: 'btc',
+              name: 'Bitcoin',
+              decimals: 8,
+              kind: 'native',
+              min_amount: '0.00001',
+              coingecko_id: 'bitcoin',
+            },
+          ],
+          utxo: { coin: 'bitcoin', network: 'testnet' },
+        },
+      ],
+    };
     const [network] = parseNetworks(doc, 'networks.json', [utxo]);
     assert.equal(utxo.format.isValidAddress('tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', network), true);
     assert.equal(utxo.format.isValidAddress('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', network), false);
@@ -98,13 +143,19 @@ describe('address checks', () => {
     const simulated = utxo.format.addressFromBytes(new Uint8Array(32).fill(7), network);
     assert.match(simulated, /^tb1q/);
     assert.equal(utxo.format.isValidAddress(simulated, network), true);
-    assert.equal(utxo.format.paymentUri(network!, network!.tokens[0]!, simulated, 150_000n), `bitcoin:${simulated}?amount=0.0015`);
+    assert.equal(
+      utxo.format.paymentUri(network!, network!.tokens[0]!, simulated, 150_000n),
+      `bitcoin:${simulated}?amount=0.0015`,
+    );
   });
 });
 
 describe('BIP-21 and amounts', () => {
-  test('amount in whole coins without trailing zeros; the coin\'s scheme', () => {
-    assert.equal(bip21Uri(btc, 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', 123_456_789n, 8), 'bitcoin:bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu?amount=1.23456789');
+  test("amount in whole coins without trailing zeros; the coin's scheme", () => {
+    assert.equal(
+      bip21Uri(btc, 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', 123_456_789n, 8),
+      'bitcoin:bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu?amount=1.23456789',
+    );
     assert.equal(bip21Uri(utxoParams('litecoin', 'mainnet'), 'ltc1qx', 100_000_000n, 8), 'litecoin:ltc1qx?amount=1');
   });
 
@@ -119,9 +170,22 @@ describe('BIP-21 and amounts', () => {
 describe('settings', () => {
   test('coin and network are required; unknown and bad values are refused', () => {
     assert.throws(() => parseUtxoSettings(undefined, 'n.utxo'), ConfigError);
-    assert.throws(() => parseUtxoSettings({ coin: 'dogecoin', network: 'mainnet' }, 'n.utxo'), /coin must be one of bitcoin, litecoin/);
-    assert.throws(() => parseUtxoSettings({ coin: 'bitcoin', network: 'mainnet', colour: 1 }, 'n.utxo'), /colour is not a known setting/);
-    assert.throws(() => parseUtxoSettings({ coin: 'bitcoin', network: 'mainnet', treasury: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' }, 'n.utxo'), /treasury must be a bitcoin mainnet address/);
+    assert.throws(
+      () => parseUtxoSettings({ coin: 'dogecoin', network: 'mainnet' }, 'n.utxo'),
+      /coin must be one of bitcoin, litecoin/,
+    );
+    assert.throws(
+      () => parseUtxoSettings({ coin: 'bitcoin', network: 'mainnet', colour: 1 }, 'n.utxo'),
+      /colour is not a known setting/,
+    );
+    assert.throws(
+      () =>
+        parseUtxoSettings(
+          { coin: 'bitcoin', network: 'mainnet', treasury: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' },
+          'n.utxo',
+        ),
+      /treasury must be a bitcoin mainnet address/,
+    );
     const s = parseUtxoSettings({ coin: 'litecoin', network: 'regtest', max_fee_rate: 50 }, 'n.utxo');
     assert.equal(s.params.address.bech32, 'rltc');
     assert.equal(s.maxFeeRate, 50n);
@@ -133,7 +197,12 @@ describe('signing', () => {
     const key = childKey(accountKey(rootKey(MNEMONIC), btc, 0), 0, 0n);
     const payment = p2wpkh(key.publicKey!, btc.address);
     const tx = new Transaction();
-    tx.addInput({ txid: '11'.repeat(32), index: 0, witnessUtxo: { script: payment.script, amount: 100_000n }, sequence: 0xfffffffd });
+    tx.addInput({
+      txid: '11'.repeat(32),
+      index: 0,
+      witnessUtxo: { script: payment.script, amount: 100_000n },
+      sequence: 0xfffffffd,
+    });
     tx.addOutputAddress('bc1qnjg0jd8228aq7egyzacy8cys3knf9xvrerkf9g', 99_000n, btc.address);
     tx.sign(key.privateKey!);
     tx.finalize();
@@ -141,11 +210,20 @@ describe('signing', () => {
     assert.equal(hex.encode(witness[1]!), hex.encode(key.publicKey!));
     const der = witness[0]!.subarray(0, -1);
     assert.equal(witness[0]![witness[0]!.length - 1], SigHash.ALL);
-    const sighash = tx.preimageWitnessV0(0, new Uint8Array([0x76, 0xa9, 0x14, ...payment.hash, 0x88, 0xac]), SigHash.ALL, 100_000n);
+    const sighash = tx.preimageWitnessV0(
+      0,
+      new Uint8Array([0x76, 0xa9, 0x14, ...payment.hash, 0x88, 0xac]),
+      SigHash.ALL,
+      100_000n,
+    );
     assert.equal(secp256k1.verify(der, sighash, key.publicKey!, { format: 'der', prehash: false } as never), true);
     const other = sighash.slice();
     other[0]! ^= 1;
-    assert.equal(secp256k1.verify(der, other, key.publicKey!, { format: 'der', prehash: false } as never), false, 'another message does not verify');
+    assert.equal(
+      secp256k1.verify(der, other, key.publicKey!, { format: 'der', prehash: false } as never),
+      false,
+      'another message does not verify',
+    );
     assert.match(tx.hex, /^02000000000101/, 'version 2, segwit marker, one input');
   });
 });

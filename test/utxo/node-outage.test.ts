@@ -30,9 +30,20 @@ after(async () => {
   await relay?.down(); // closes the relay's port and connections, so the file can end
 });
 
-const litecoin = async () => ((await k.m.test.get('/currencies')).body.data as any[]).find((c) => c.token === 'litecoin:ltc');
-const status = () => utxoCommands.find((c) => c.name === 'utxo status')!.run(k.t.kasse.familyContext, { chain: 'litecoin', mode: 'test' }, []);
-const choose = () => k.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: `o-${Math.random()}`, chain: 'litecoin', token: 'litecoin:ltc' });
+const litecoin = async () =>
+  ((await k.m.test.get('/currencies')).body.data as any[]).find((c) => c.token === 'litecoin:ltc');
+const status = () =>
+  utxoCommands
+    .find((c) => c.name === 'utxo status')!
+    .run(k.t.kasse.familyContext, { chain: 'litecoin', mode: 'test' }, []);
+const choose = () =>
+  k.m.test.post('/payments', {
+    price_amount: 500,
+    price_currency: 'USD',
+    order_id: `o-${Math.random()}`,
+    chain: 'litecoin',
+    token: 'litecoin:ltc',
+  });
 
 test('the node stops answering: paused with a reason, a coin choice refused, the status command says which node; back when it answers', async () => {
   await k.tick();
@@ -49,13 +60,19 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
   const down = await litecoin();
   assert.equal(down.network_status, 'paused');
   assert.equal(down.paused, true);
-  assert.equal(down.network_status_reason, `its node does not answer since ${k.t.clock.now().toISOString()}; new coin choices resume when it does (\`kasse utxo status\` says more)`);
+  assert.equal(
+    down.network_status_reason,
+    `its node does not answer since ${k.t.clock.now().toISOString()}; new coin choices resume when it does (\`kasse utxo status\` says more)`,
+  );
   const refused = await choose();
   assert.equal(refused.status, 503);
   assert.equal(refused.body.error.code, 'chain_paused');
   assert.equal(k.t.kasse.chains.available('test', 'litecoin'), false);
   // The other process learns it from the database.
-  await eventually('the other process to see the outage', () => other.chains.status('test', 'litecoin').state === 'paused');
+  await eventually(
+    'the other process to see the outage',
+    () => other.chains.status('test', 'litecoin').state === 'paused',
+  );
   assert.equal(other.chains.status('test', 'litecoin').reason, down.network_status_reason);
 
   const origin = new URL(relay.url).origin;
@@ -64,7 +81,12 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
     (e: unknown) => e,
   );
   assert.ok(err instanceof CommandError, String(err));
-  assert.match(err.message, new RegExp(`^Litecoin \\(local regtest\\) \\(test network litecoin\\): its node at ${origin.replace(/[.]/g, '\\.')} does not answer: \\w+: fetch failed \\(ECONNREFUSED\\)\\. The watcher last reached it at `));
+  assert.match(
+    err.message,
+    new RegExp(
+      `^Litecoin \\(local regtest\\) \\(test network litecoin\\): its node at ${origin.replace(/[.]/g, '\\.')} does not answer: \\w+: fetch failed \\(ECONNREFUSED\\)\\. The watcher last reached it at `,
+    ),
+  );
   assert.ok(!err.message.includes(new URL(relay.url).password), 'no password in the message');
 
   await relay.up();
@@ -74,7 +96,10 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
   assert.equal(back.network_status_reason, null);
   assert.equal(back.paused, false);
   assert.equal((await choose()).status, 201);
-  await eventually('the other process to see the recovery', () => other.chains.status('test', 'litecoin').state === 'running');
+  await eventually(
+    'the other process to see the recovery',
+    () => other.chains.status('test', 'litecoin').state === 'running',
+  );
   const answered = (await status()) as { tip: number };
   assert.ok(answered.tip > 0);
 });

@@ -32,7 +32,13 @@ after(async () => {
 
 let orderSeq = 0;
 async function createPayment(cents = 1000) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `ltc-${++orderSeq}`, chain: 'litecoin', token: 'litecoin:ltc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `ltc-${++orderSeq}`,
+    chain: 'litecoin',
+    token: 'litecoin:ltc',
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const attempt = res.body.attempts[0];
   return { id: res.body.id as string, address: attempt.address as string, amount: BigInt(attempt.pay_amount), attempt };
@@ -230,7 +236,9 @@ describe('mempool replacement', () => {
     const bumped = await k.payer.bumpFee(txid);
     await k.tick();
     let pay = await get(p.id);
-    const byTx = new Map(pay.attempts[0].deposits.map((d: { tx_hash: string; status: string }) => [d.tx_hash, d.status]));
+    const byTx = new Map(
+      pay.attempts[0].deposits.map((d: { tx_hash: string; status: string }) => [d.tx_hash, d.status]),
+    );
     assert.equal(byTx.get(txid), 'orphaned');
     assert.equal(byTx.get(bumped), 'pending');
     assert.equal(pay.status, 'detected');
@@ -269,7 +277,12 @@ describe('reorgs and restarts', () => {
     pay = await get(p.id);
     assert.ok(k.eventTypes(p.id).includes('payment.reorged'));
     assert.equal(await balanceCents(), balance0, 'credit reversed');
-    const reversal = await k.t.kasse.db.selectFrom('ledger_transactions').selectAll().where('payment_id', '=', p.id).where('reverses', 'is not', null).execute();
+    const reversal = await k.t.kasse.db
+      .selectFrom('ledger_transactions')
+      .selectAll()
+      .where('payment_id', '=', p.id)
+      .where('reverses', 'is not', null)
+      .execute();
     assert.equal(reversal.length, 1, 'one reversing ledger transaction');
     // Seen again in the mempool: pending without a block.
     assert.equal(pay.attempts[0].deposits[0].block_number, null);

@@ -21,10 +21,16 @@ let k: UtxoKasse;
 let sender: UtxoSender;
 
 const run = (kasse: Kasse, name: string, flags: Record<string, string | boolean> = {}) =>
-  utxoCommands.find((c) => c.name === name)!.run(kasse.familyContext, { mode: 'test', chain: 'litecoin', ...flags }, []) as Promise<any>;
+  utxoCommands
+    .find((c) => c.name === name)!
+    .run(kasse.familyContext, { mode: 'test', chain: 'litecoin', ...flags }, []) as Promise<any>;
 
 before(async () => {
-  k = await startUtxoKasse({ rpcUrl: sharedLitecoinRpc(), tiers: [{ max_usd_cents: null, confirmations: 2 }], utxo: { bump_after_blocks: 2 } });
+  k = await startUtxoKasse({
+    rpcUrl: sharedLitecoinRpc(),
+    tiers: [{ max_usd_cents: null, confirmations: 2 }],
+    utxo: { bump_after_blocks: 2 },
+  });
   sender = k.adapter.sender!;
   assert.ok(sender, 'a sender runs where the network has a node');
   await k.tick();
@@ -40,7 +46,13 @@ after(() => k?.close());
 
 let orderSeq = 0;
 async function paidPayment(cents: number) {
-  const res = await k.m.test.post('/payments', { price_amount: cents, price_currency: 'USD', order_id: `snd-${++orderSeq}`, chain: 'litecoin', token: 'litecoin:ltc' });
+  const res = await k.m.test.post('/payments', {
+    price_amount: cents,
+    price_currency: 'USD',
+    order_id: `snd-${++orderSeq}`,
+    chain: 'litecoin',
+    token: 'litecoin:ltc',
+  });
   assert.equal(res.status, 201);
   const a = res.body.attempts[0];
   await k.payer.send(a.address, BigInt(a.pay_amount));
@@ -97,10 +109,17 @@ describe('refunds', () => {
     assert.equal(v0!.txid, signed.txid);
     assert.equal(await inMempool(v0!.txid), false, 'stored, not yet broadcast');
     const decoded = await k.payer.rpc('decoderawtransaction', [v0!.raw]);
-    assert.ok(decoded.vin.every((i: { sequence: number }) => i.sequence < 0xfffffffe), 'signals RBF');
-    const toDestination = decoded.vout.find((o: any) => o.scriptPubKey.addresses?.[0] === destination || o.scriptPubKey.address === destination);
+    assert.ok(
+      decoded.vin.every((i: { sequence: number }) => i.sequence < 0xfffffffe),
+      'signals RBF',
+    );
+    const toDestination = decoded.vout.find(
+      (o: any) => o.scriptPubKey.addresses?.[0] === destination || o.scriptPubKey.address === destination,
+    );
     assert.equal(BigInt(Math.round(toDestination.value * 1e8)), BigInt(signed.amount));
-    const change = decoded.vout.find((o: any) => (o.scriptPubKey.addresses?.[0] ?? o.scriptPubKey.address) === k.adapter.hotWalletAddress());
+    const change = decoded.vout.find(
+      (o: any) => (o.scriptPubKey.addresses?.[0] ?? o.scriptPubKey.address) === k.adapter.hotWalletAddress(),
+    );
     assert.ok(change, 'change goes back to the hot wallet');
     const accepted = await k.payer.rpc('testmempoolaccept', [[v0!.raw]]);
     assert.equal(accepted[0].allowed, true, JSON.stringify(accepted[0]));
@@ -128,7 +147,11 @@ describe('refunds', () => {
     const stored = (await sender.get(id))!;
     assert.equal(stored.status, 'signed');
     // … and the process dies here. A whole new Kasse on the same database:
-    const fresh = await startTestKasse({ databaseUrl: k.t.databaseUrl, clock: k.t.clock, env: { KASSE_NETWORKS_FILE: k.networksFile } });
+    const fresh = await startTestKasse({
+      databaseUrl: k.t.databaseUrl,
+      clock: k.t.clock,
+      env: { KASSE_NETWORKS_FILE: k.networksFile },
+    });
     try {
       const s2 = (fresh.kasse.chains.adapter('test', 'litecoin') as typeof k.adapter).sender!;
       await s2.runDue();
@@ -211,7 +234,10 @@ describe('destinations that cannot be paid', () => {
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
     assert.equal(res.body.error.param, 'destination');
-    assert.deepEqual(await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute(), before);
+    assert.deepEqual(
+      await k.t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute(),
+      before,
+    );
     assert.equal((await k.m.test.get(`/payments/${p.id}`)).body.status, 'paid');
   });
 
@@ -219,13 +245,21 @@ describe('destinations that cannot be paid', () => {
     const p = await paidPayment(500);
     const first = await refund(p.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
     // As a Kasse that did not check the script stored it: the destination no output script can pay.
-    await k.t.kasse.db.updateTable('utxo_transfers').set({ destination: BAD_TAPROOT }).where('id', '=', first).execute();
+    await k.t.kasse.db
+      .updateTable('utxo_transfers')
+      .set({ destination: BAD_TAPROOT })
+      .where('id', '=', first)
+      .execute();
     await sender.runDue();
     const t = (await sender.get(first))!;
     assert.equal(t.status, 'failed');
     assert.match(t.error!, /wrong taproot public key/);
     assert.equal((await sender.versions(first)).length, 0, 'nothing was signed');
-    assert.equal((await k.t.kasse.db.selectFrom('utxo_coins').select('txid').where('spent_by', '=', first).execute()).length, 0, 'no coin is held');
+    assert.equal(
+      (await k.t.kasse.db.selectFrom('utxo_coins').select('txid').where('spent_by', '=', first).execute()).length,
+      0,
+      'no coin is held',
+    );
     await k.tick();
     const event = k.receiver!.events.find((e) => e.type === 'refund.failed' && e.data?.id === first);
     assert.ok(event, 'refund.failed was delivered');
@@ -264,11 +298,22 @@ describe('commands', () => {
   });
 
   test('every transaction the sender signs pays at least its fee rate for its signed size', () => {
-    type Build = (coins: unknown[], destination: string, amount: bigint | null, rate: bigint) => { raw: string; fee: bigint; sent: bigint };
+    type Build = (
+      coins: unknown[],
+      destination: string,
+      amount: bigint | null,
+      rate: bigint,
+    ) => { raw: string; fee: bigint; sent: bigint };
     const build = (sender as unknown as { build: Build }).build.bind(sender);
     const hot = k.adapter.hotWalletAddress();
     for (let i = 0; i < 64; i++) {
-      const coins = Array.from({ length: 1 + (i % 3) }, (_, j) => ({ txid: (i * 7 + j + 1).toString(16).padStart(64, '0'), vout: j, address: hot, amount: 100_000n + BigInt(i * 977 + j * 131), index: null }));
+      const coins = Array.from({ length: 1 + (i % 3) }, (_, j) => ({
+        txid: (i * 7 + j + 1).toString(16).padStart(64, '0'),
+        vout: j,
+        address: hot,
+        amount: 100_000n + BigInt(i * 977 + j * 131),
+        index: null,
+      }));
       const rate = BigInt(1 + (i % 5));
       const built = build(coins, hot, i % 2 === 0 ? null : 50_000n + BigInt(i), rate);
       const vsize = BigInt(Transaction.fromRaw(Buffer.from(built.raw, 'hex')).vsize);

@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { foreignRequests, launchBrowser, screenshot, startMerchantSite, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  startMerchantSite,
+  startWebKasse,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
@@ -14,7 +22,9 @@ let shop: Awaited<ReturnType<typeof startMerchantSite>>;
 before(async () => {
   w = await startWebKasse();
   b = await launchBrowser();
-  shop = await startMerchantSite({ '/thanks': { type: 'text/html', body: '<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>' } });
+  shop = await startMerchantSite({
+    '/thanks': { type: 'text/html', body: '<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>' },
+  });
 });
 after(async () => {
   await b?.close();
@@ -23,7 +33,13 @@ after(async () => {
 });
 
 async function createPayment(extra: Record<string, unknown> = {}) {
-  const res = await w.m.test.post('/payments', { price_amount: 1234, price_currency: 'USD', order_id: 'order-1', description: 'Two flat whites', ...extra });
+  const res = await w.m.test.post('/payments', {
+    price_amount: 1234,
+    price_currency: 'USD',
+    order_id: 'order-1',
+    description: 'Two flat whites',
+    ...extra,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
@@ -44,9 +60,18 @@ describe('checkout page', () => {
     assert.match(await page.title(), /Corner Café/);
     // Priced coins: stablecoins at the peg and ETH at 3000 USD from the local price servers.
     const coins = await page.locator('button.k-coin').allTextContents();
-    assert.ok(coins.some((c) => /USDC.*≈ 12\.34/.test(c)), coins.join(' | '));
-    assert.ok(coins.some((c) => /ETH.*≈ 0\.004113/.test(c)), coins.join(' | '));
-    assert.equal(await page.getByRole('link', { name: /Back to Corner Café/ }).getAttribute('href'), `${shop.url}/cart`);
+    assert.ok(
+      coins.some((c) => /USDC.*≈ 12\.34/.test(c)),
+      coins.join(' | '),
+    );
+    assert.ok(
+      coins.some((c) => /ETH.*≈ 0\.004113/.test(c)),
+      coins.join(' | '),
+    );
+    assert.equal(
+      await page.getByRole('link', { name: /Back to Corner Café/ }).getAttribute('href'),
+      `${shop.url}/cart`,
+    );
     await screenshot(page, 'checkout-picker-phone');
 
     await page.locator('fieldset', { hasText: 'Base Sepolia' }).getByRole('button', { name: /USDC/ }).click();
@@ -106,7 +131,10 @@ describe('checkout page', () => {
     assert.match(text, /Received 6\.17 of 12\.34 USDC/);
     assert.match(text, /6\.17 USDC is missing/);
     assert.equal(await page.locator('#k-amount').textContent(), '6.17');
-    assert.match((await page.getByRole('link', { name: 'Open in wallet app' }).getAttribute('href'))!, /uint256=6170000$/);
+    assert.match(
+      (await page.getByRole('link', { name: 'Open in wallet app' }).getAttribute('href'))!,
+      /uint256=6170000$/,
+    );
     assert.match((await page.locator('#k-status').textContent())!, /6\.17 USDC is missing/);
     await screenshot(page, 'checkout-underpaid-phone');
     assert.deepEqual(errors, []);
@@ -148,7 +176,10 @@ describe('checkout page', () => {
     await page.waitForFunction(() => document.querySelector('#k-network')?.textContent?.includes('Arbitrum'));
     assert.equal(await page.getByText('Pay with another coin').count(), 0);
     const api = await w.m.test.get(`/payments/${payment.id}`);
-    assert.deepEqual(api.body.attempts.map((a: any) => a.token), ['base:usdc', 'polygon:usdt', 'arbitrum:usdc']);
+    assert.deepEqual(
+      api.body.attempts.map((a: any) => a.token),
+      ['base:usdc', 'polygon:usdt', 'arbitrum:usdc'],
+    );
     assert.deepEqual(errors, []);
     await page.context().close();
   });
@@ -156,7 +187,11 @@ describe('checkout page', () => {
   test('the coin endpoint answers JSON with the Error body', async () => {
     const payment = await createPayment();
     const post = (body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${w.t.urls.checkout}/p/${payment.id}/attempts`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(`${w.t.urls.checkout}/p/${payment.id}/attempts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     let res = await post({ token: 'base:doge' });
     assert.equal(res.status, 400);
     assert.deepEqual((await res.json()).error.param, 'token');
@@ -178,7 +213,11 @@ describe('checkout page', () => {
     res = await post({ token: 'base:usdc' });
     assert.equal(res.status, 409);
     assert.deepEqual(Object.keys((await res.json()).error).sort(), ['code', 'message', 'param']);
-    res = await fetch(`${w.t.urls.checkout}/p/pay_${'0'.repeat(36)}/attempts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"base:usdc"}' });
+    res = await fetch(`${w.t.urls.checkout}/p/pay_${'0'.repeat(36)}/attempts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"token":"base:usdc"}',
+    });
     assert.equal(res.status, 404);
     assert.equal((await res.json()).error.code, 'not_found');
     const page = await fetch(`${w.t.urls.checkout}/p/pay_${'0'.repeat(36)}`);

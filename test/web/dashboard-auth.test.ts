@@ -10,7 +10,19 @@ import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/modules/users/sessions.ts';
 import { THROTTLE_LIMITS, THROTTLE_WINDOW_MS } from '../../src/modules/users/throttle.ts';
 import { launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
-import { createUser, csrfOf, enrol, get, PASSWORD, post, setUpAccount, signIn, signOut, totpCode, type DashboardUser } from '../harness/dashboard.ts';
+import {
+  createUser,
+  csrfOf,
+  enrol,
+  get,
+  PASSWORD,
+  post,
+  setUpAccount,
+  signIn,
+  signOut,
+  totpCode,
+  type DashboardUser,
+} from '../harness/dashboard.ts';
 import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 
 let w: WebKasse;
@@ -69,7 +81,10 @@ describe('dashboard sign-in', () => {
     // The link worked once.
     const again = await get(page, u.setupUrl);
     assert.equal(again.status, 404);
-    assert.deepEqual(errors.filter((e) => !/status of 400/.test(e)), []);
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
     assert.equal((await audit('signin.succeeded')).length, 1);
     await page.context().close();
   });
@@ -120,19 +135,27 @@ describe('dashboard sign-in', () => {
     await page.context().close();
   });
 
-  test('a form without this session\'s CSRF token is refused and changes nothing', async () => {
+  test("a form without this session's CSRF token is refused and changes nothing", async () => {
     const { page } = await b.open('desktop');
     await signIn(page, base, w.t.clock, owner);
     await page.goto(`${base}/dashboard/test/settings`);
     const token = await csrfOf(page);
     const before = (await w.t.kasse.merchants.get(w.m.id)).name;
-    for (const form of [{ name: 'Hijacked' }, { name: 'Hijacked', _csrf: 'x'.repeat(43) }, { name: 'Hijacked', _csrf: `${token.slice(0, -2)}AA` }] as Array<Record<string, string>>) {
+    for (const form of [
+      { name: 'Hijacked' },
+      { name: 'Hijacked', _csrf: 'x'.repeat(43) },
+      { name: 'Hijacked', _csrf: `${token.slice(0, -2)}AA` },
+    ] as Array<Record<string, string>>) {
       const res = await post(page, `${base}/dashboard/test/settings`, form);
       assert.equal(res.status, 403);
       assert.match(res.body, /This form has expired or did not come from the dashboard/);
     }
     // A cross-site origin with a good token is refused too.
-    const cross = await page.context().request.post(`${base}/dashboard/test/settings`, { form: { name: 'Hijacked', _csrf: token }, maxRedirects: 0, headers: { origin: 'https://evil.example' } });
+    const cross = await page.context().request.post(`${base}/dashboard/test/settings`, {
+      form: { name: 'Hijacked', _csrf: token },
+      maxRedirects: 0,
+      headers: { origin: 'https://evil.example' },
+    });
     assert.equal(cross.status(), 403);
     assert.equal((await w.t.kasse.merchants.get(w.m.id)).name, before);
     // A token of another session does not work either.
@@ -142,7 +165,12 @@ describe('dashboard sign-in', () => {
     assert.equal(res.status, 403);
     // With its own token the change goes through.
     await other.page.goto(`${base}/dashboard/test/settings`);
-    const ok = await post(other.page, `${base}/dashboard/test/settings`, { name: before, _csrf: await csrfOf(other.page), payout_token: 'base:usdc', approvals_required: '' });
+    const ok = await post(other.page, `${base}/dashboard/test/settings`, {
+      name: before,
+      _csrf: await csrfOf(other.page),
+      payout_token: 'base:usdc',
+      approvals_required: '',
+    });
     assert.equal(ok.status, 303);
     // The sign-in form needs its pre-session token as well.
     const anon = await b.open('phone');
@@ -172,10 +200,16 @@ describe('dashboard sign-in', () => {
     // Now even the right password waits, with a clear message.
     await attacker.page.getByLabel('Email').fill(owner.email);
     await attacker.page.getByLabel('Password').fill(owner.password);
-    const [res] = await Promise.all([attacker.page.waitForResponse((r) => r.url().endsWith('/dashboard/signin') && r.request().method() === 'POST'), attacker.page.getByRole('button', { name: 'Sign in' }).click()]);
+    const [res] = await Promise.all([
+      attacker.page.waitForResponse((r) => r.url().endsWith('/dashboard/signin') && r.request().method() === 'POST'),
+      attacker.page.getByRole('button', { name: 'Sign in' }).click(),
+    ]);
     assert.equal(res.status(), 429);
     assert.ok(Number(res.headers()['retry-after']) > 0);
-    await attacker.page.getByRole('alert').filter({ hasText: /Too many attempts\. Wait \d+ minutes? and try again\./ }).waitFor();
+    await attacker.page
+      .getByRole('alert')
+      .filter({ hasText: /Too many attempts\. Wait \d+ minutes? and try again\./ })
+      .waitFor();
     await screenshot(attacker.page, 'dashboard-throttled-phone');
     // The owner's own browser (signed in here before) is not locked out by it.
     await signIn(known.page, base, w.t.clock, owner);
@@ -193,7 +227,13 @@ describe('dashboard sign-in', () => {
     const token = await csrfOf(spray.page);
     let last = 0;
     for (let i = 0; i <= THROTTLE_LIMITS.address; i++) {
-      last = (await post(spray.page, `${base}/dashboard/signin`, { _csrf: token, email: `nobody${i}@example.com`, password: 'whatever-it-is' })).status;
+      last = (
+        await post(spray.page, `${base}/dashboard/signin`, {
+          _csrf: token,
+          email: `nobody${i}@example.com`,
+          password: 'whatever-it-is',
+        })
+      ).status;
     }
     assert.equal(last, 429);
     // Every test browser shares 127.0.0.1: let that window pass.
@@ -242,7 +282,10 @@ describe('dashboard sign-in', () => {
     // Someone already on the team is told so, not asked for an email address; nothing is sent or created.
     const team = (await w.t.kasse.users.team.list(w.m.id)).length;
     for (const [email, said] of [
-      [' New.Member@Example.com', /new\.member@example\.com is already on your team as member \(invited, not yet signed in: use Resend invitation/],
+      [
+        ' New.Member@Example.com',
+        /new\.member@example\.com is already on your team as member \(invited, not yet signed in: use Resend invitation/,
+      ],
       ['OWNER@example.com', /owner@example\.com is already on your team as owner\./],
     ] as const) {
       await page.getByLabel('Email').fill(email);

@@ -11,8 +11,26 @@ import { after, before, describe, test } from 'node:test';
 import { HOUR } from '../../src/core/clock.ts';
 import { WEBHOOK_SECRET_OVERLAP_MS } from '../../src/modules/merchants/service.ts';
 import { ApiClient } from '../harness/app.ts';
-import { foreignRequests, launchBrowser, screenshot, SIZES, startWebKasse, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
-import { createUser, csrfOf, get, post, setUpAccount, signIn, totpCode, type DashboardUser } from '../harness/dashboard.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  SIZES,
+  startWebKasse,
+  type RecordedPage,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
+import {
+  createUser,
+  csrfOf,
+  get,
+  post,
+  setUpAccount,
+  signIn,
+  totpCode,
+  type DashboardUser,
+} from '../harness/dashboard.ts';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
 let w: WebKasse;
@@ -35,15 +53,24 @@ before(async () => {
   await context.close();
   // Payments with markup where merchants and payers can put text.
   const api = w.m.test;
-  const make = async (body: Record<string, unknown>) => (await api.post('/payments', { price_currency: 'USD', ...body })).body;
-  ids.paid = (await make({ price_amount: 2500, order_id: `A-1 ${XSS}`, description: `Two mugs ${XSS}`, metadata: { note: XSS } })).id;
+  const make = async (body: Record<string, unknown>) =>
+    (await api.post('/payments', { price_currency: 'USD', ...body })).body;
+  ids.paid = (
+    await make({ price_amount: 2500, order_id: `A-1 ${XSS}`, description: `Two mugs ${XSS}`, metadata: { note: XSS } })
+  ).id;
   await api.post(`/test/payments/${ids.paid}/simulate`, { outcome: 'paid' });
   ids.under = (await make({ price_amount: 1200, order_id: 'A-2', description: 'Underpaid order' })).id;
   await api.post(`/test/payments/${ids.under}/simulate`, { outcome: 'underpaid' });
-  ids.waiting = (await make({ price_amount: 990, order_id: 'A-3', description: 'Still waiting', chain: 'base', token: 'base:usdc' })).id;
-  ids.formula = (await make({ price_amount: 100, order_id: '=HYPERLINK("http://evil.example")', description: '+1 555' })).id;
+  ids.waiting = (
+    await make({ price_amount: 990, order_id: 'A-3', description: 'Still waiting', chain: 'base', token: 'base:usdc' })
+  ).id;
+  ids.formula = (
+    await make({ price_amount: 100, order_id: '=HYPERLINK("http://evil.example")', description: '+1 555' })
+  ).id;
   await w.t.kasse.webhooks.drain();
-  ids.link = (await api.post('/links', { kind: 'fixed', title: `Beans ${XSS}`, description: XSS, amount_usd_cents: 1500 })).body.id;
+  ids.link = (
+    await api.post('/links', { kind: 'fixed', title: `Beans ${XSS}`, description: XSS, amount_usd_cents: 1500 })
+  ).body.id;
 });
 after(async () => {
   await b?.close();
@@ -112,7 +139,8 @@ describe('dashboard pages', () => {
   });
 
   test('payments: filters, cursor paging and CSV export of the filtered list', async () => {
-    for (let i = 0; i < 30; i++) await w.m.test.post('/payments', { price_amount: 100 + i, price_currency: 'USD', order_id: `bulk-${i}` });
+    for (let i = 0; i < 30; i++)
+      await w.m.test.post('/payments', { price_amount: 100 + i, price_currency: 'USD', order_id: `bulk-${i}` });
     const { page, context } = await signedIn('desktop');
     await page.goto(`${base}/dashboard/test/payments`);
     assert.equal(await page.locator('tbody tr').count(), 25);
@@ -138,18 +166,38 @@ describe('dashboard pages', () => {
     // CSV of a filter, and of everything.
     const csv = await get(page, `${base}/dashboard/test/payments.csv?status=paid`);
     assert.equal(csv.status, 200);
-    assert.equal(csv.headers['content-disposition'], 'attachment; filename="payments-test-status-paid-2026-03-01.csv"', 'the file name names the filter');
+    assert.equal(
+      csv.headers['content-disposition'],
+      'attachment; filename="payments-test-status-paid-2026-03-01.csv"',
+      'the file name names the filter',
+    );
     const lines = csv.body.trim().split('\r\n');
-    assert.equal(lines[0], 'id,created_at,status,price_usd,price_amount,order_id,description,token,pay_amount,received_amount,paid_at,fee_usd,swap_fee_usd,net_usd,tx_hashes');
+    assert.equal(
+      lines[0],
+      'id,created_at,status,price_usd,price_amount,order_id,description,token,pay_amount,received_amount,paid_at,fee_usd,swap_fee_usd,net_usd,tx_hashes',
+    );
     assert.equal(lines.length, 2);
-    assert.match(lines[1]!, new RegExp(`^"${ids.paid}",".+","paid","25.00","2500","A-1 <img src=x onerror=""alert\\(1\\)"">"`));
+    assert.match(
+      lines[1]!,
+      new RegExp(`^"${ids.paid}",".+","paid","25.00","2500","A-1 <img src=x onerror=""alert\\(1\\)"">"`),
+    );
     assert.match(lines[1]!, /,"0\.25","0\.00","24\.75","0x/, 'the fee (1 %) and the net credited');
-    const filtered = await get(page, `${base}/dashboard/test/payments.csv?token=base%3Ausdc&from=2026-03-01&to=2026-03-01&order_id=A%2F3%20x`);
-    assert.equal(filtered.headers['content-disposition'], 'attachment; filename="payments-test-order-a-3-x-token-base-usdc-from-2026-03-01-to-2026-03-01-2026-03-01.csv"');
+    const filtered = await get(
+      page,
+      `${base}/dashboard/test/payments.csv?token=base%3Ausdc&from=2026-03-01&to=2026-03-01&order_id=A%2F3%20x`,
+    );
+    assert.equal(
+      filtered.headers['content-disposition'],
+      'attachment; filename="payments-test-order-a-3-x-token-base-usdc-from-2026-03-01-to-2026-03-01-2026-03-01.csv"',
+    );
     const allCsv = await get(page, `${base}/dashboard/test/payments.csv`);
     assert.equal(allCsv.headers['content-disposition'], 'attachment; filename="payments-test-2026-03-01.csv"');
     const all = allCsv.body.trim().split('\r\n');
-    assert.match(all.find((l) => l.startsWith(`"${ids.formula}"`))!, /,"","","","[^"]*"$/, 'no fee or net for a payment never credited');
+    assert.match(
+      all.find((l) => l.startsWith(`"${ids.formula}"`))!,
+      /,"","","","[^"]*"$/,
+      'no fee or net for a payment never credited',
+    );
     assert.equal(all.length, 35);
     const formula = all.find((l) => l.startsWith(`"${ids.formula}"`))!;
     assert.ok(formula.includes(`"'=HYPERLINK(""http://evil.example"")"`), 'a formula is defused');
@@ -185,7 +233,10 @@ describe('dashboard pages', () => {
     await page.getByText(/Returns 25 USDC on Base Sepolia to an address on Base Sepolia/).waitFor();
     await page.getByLabel('Destination address on Base Sepolia').fill('not-an-address');
     await page.getByRole('button', { name: 'Refund 25 USDC' }).click();
-    await page.getByRole('alert').filter({ hasText: 'Enter a valid address on the network the money came in on.' }).waitFor();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'Enter a valid address on the network the money came in on.' })
+      .waitFor();
     assert.equal(await page.locator('#f-destination[aria-invalid=true]').count(), 1);
     await screenshot(page, 'dashboard-refund-error-phone');
     await page.getByLabel('Destination address on Base Sepolia').fill('0x000000000000000000000000000000000000dEaD');
@@ -209,10 +260,17 @@ describe('dashboard pages', () => {
     const api = w.m.test;
     const p = (await api.post('/payments', { price_currency: 'USD', price_amount: 700, order_id: 'R-1' })).body;
     await api.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' });
-    const first = await api.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    const first = await api.post(`/payments/${p.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
     assert.equal(first.status, 202);
     // The network's sender reports that it can never be sent (the reason is a node's text: shown inert).
-    await w.t.kasse.transfers.transferSettled('test', { transferId: first.body.id, status: 'failed', txHash: null, error: `the destination refused it ${XSS}` });
+    await w.t.kasse.transfers.transferSettled('test', {
+      transferId: first.body.id,
+      status: 'failed',
+      txHash: null,
+      error: `the destination refused it ${XSS}`,
+    });
     const { page, context } = await signedIn('desktop');
     await page.goto(`${base}/dashboard/test/payments/${p.id}`);
     const row = page.locator('#refunds tbody tr').first();
@@ -238,7 +296,11 @@ describe('dashboard pages', () => {
     await create('fixed', { Title: 'Espresso beans', 'Price in US dollars (fixed)': '15.50' });
     await page.getByText('The payment link was created.').waitFor();
     assert.equal(await page.locator('svg.k-qr').count(), 1);
-    await create('open', { Title: 'Donation', 'Lowest amount, dollars (optional)': '5', 'Highest amount, dollars (optional)': '200' });
+    await create('open', {
+      Title: 'Donation',
+      'Lowest amount, dollars (optional)': '5',
+      'Highest amount, dollars (optional)': '200',
+    });
     await page.getByText('The payment link was created.').waitFor();
     // A tip link without presets: the field is marked, nothing is created.
     const before = (await w.m.test.get('/links')).body.data.length;
@@ -251,7 +313,15 @@ describe('dashboard pages', () => {
     await page.getByText('The payment link was created.').waitFor();
     await create('pos', { Title: 'Counter 1' });
     await page.getByText('The payment link was created.').waitFor();
-    const links = (await w.m.test.get('/links')).body.data as Array<{ id: string; kind: string; title: string; url: string; amount_usd_cents: number | null; presets_usd_cents: number[]; min_usd_cents: number | null }>;
+    const links = (await w.m.test.get('/links')).body.data as Array<{
+      id: string;
+      kind: string;
+      title: string;
+      url: string;
+      amount_usd_cents: number | null;
+      presets_usd_cents: number[];
+      min_usd_cents: number | null;
+    }>;
     const byTitle = Object.fromEntries(links.map((l) => [l.title, l]));
     assert.equal(byTitle['Espresso beans']!.amount_usd_cents, 1550);
     assert.equal(byTitle.Donation!.min_usd_cents, 500);
@@ -273,7 +343,10 @@ describe('dashboard pages', () => {
     assert.equal((await fetch(l.url)).status, 410);
     // The POS terminal opens from the links list for the signed-in user.
     await page.goto(`${base}/dashboard/test/links`);
-    const [terminal] = await Promise.all([context.waitForEvent('page'), page.getByRole('link', { name: 'Open terminal' }).click()]);
+    const [terminal] = await Promise.all([
+      context.waitForEvent('page'),
+      page.getByRole('link', { name: 'Open terminal' }).click(),
+    ]);
     await terminal.waitForLoadState();
     await terminal.getByRole('button', { name: /Charge/ }).waitFor();
     await context.close();
@@ -305,11 +378,17 @@ describe('dashboard pages', () => {
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     await page.getByRole('alert').filter({ hasText: 'That code is not valid' }).waitFor();
     assert.equal(await page.locator('#webhook-secret').count(), 0);
-    await page.locator('form[action$="/secret/reveal"]').getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
+    await page
+      .locator('form[action$="/secret/reveal"]')
+      .getByLabel('Your current 6-digit code')
+      .fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     assert.equal(await page.locator('#webhook-secret').textContent(), w.m.webhookSecret);
     // Roll: deliveries carry both signatures until the overlap ends.
-    await page.locator('form[action$="/secret/roll"]').getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
+    await page
+      .locator('form[action$="/secret/roll"]')
+      .getByLabel('Your current 6-digit code')
+      .fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Roll secret' }).click();
     const fresh = (await page.locator('#webhook-secret').textContent())!;
     assert.match(fresh, /^whsec_/);
@@ -325,7 +404,8 @@ describe('dashboard pages', () => {
     assert.ok('t' in verifySignature(header, req.rawBody, w.m.webhookSecret, req.at), 'the old secret still verifies');
     w.t.clock.advance(WEBHOOK_SECRET_OVERLAP_MS + HOUR);
     w.t.kasse.webhooks.delivery.forgetSecrets();
-    const p2 = (await api2.post('/payments', { price_amount: 800, price_currency: 'USD', order_id: 'after-overlap' })).body;
+    const p2 = (await api2.post('/payments', { price_amount: 800, price_currency: 'USD', order_id: 'after-overlap' }))
+      .body;
     await api2.post(`/test/payments/${p2.id}/simulate`, { outcome: 'paid' });
     hook.setSecret(fresh);
     await w.t.kasse.webhooks.drain();
@@ -370,10 +450,20 @@ describe('dashboard pages', () => {
     assert.equal(m.name, 'Corner Café');
     assert.equal(m.approvalsRequired, 1);
     assert.match(m.payoutToken, /^[a-z0-9-]+:[a-z0-9]+$/);
-    const res = await post(page, `${base}/dashboard/test/settings`, { _csrf: await csrfOf(page), name: 'Corner Café', payout_token: m.payoutToken, approvals_required: '2' });
+    const res = await post(page, `${base}/dashboard/test/settings`, {
+      _csrf: await csrfOf(page),
+      name: 'Corner Café',
+      payout_token: m.payoutToken,
+      approvals_required: '2',
+    });
     assert.equal(res.status, 400);
     assert.match(res.body, /a disbursement cannot need more approvals than that/);
-    const sol = await post(page, `${base}/dashboard/test/settings`, { _csrf: await csrfOf(page), name: 'Corner Café', payout_token: 'solana:usdc', approvals_required: '' });
+    const sol = await post(page, `${base}/dashboard/test/settings`, {
+      _csrf: await csrfOf(page),
+      name: 'Corner Café',
+      payout_token: 'solana:usdc',
+      approvals_required: '',
+    });
     assert.equal(sol.status, 400);
     assert.match(sol.body, /Choose a coin from the list\./);
     assert.equal((await w.t.kasse.merchants.get(w.m.id)).approvalsRequired, 1);
@@ -390,12 +480,19 @@ describe('dashboard pages', () => {
     const actions = await page.locator('td[data-label=What] > code').allTextContents();
     assert.ok(actions.length > 0 && actions.every((a) => a.startsWith('payment.')));
     const who = await page.locator('td[data-label=Who]').allTextContents();
-    assert.ok(who.some((x) => /^API key key_/.test(x)), 'payments created by key');
+    assert.ok(
+      who.some((x) => /^API key key_/.test(x)),
+      'payments created by key',
+    );
     assert.ok(who.includes('owner@example.com'), 'the refund made from the dashboard');
     await page.getByLabel('What').selectOption('signin');
     await page.getByLabel('Who').selectOption({ label: 'owner@example.com' });
     await page.getByRole('button', { name: 'Filter' }).click();
-    assert.ok((await page.locator('td[data-label=What] > code').allTextContents()).every((a) => a === 'signin.succeeded' || a === 'signin.failed' || a === 'signout'));
+    assert.ok(
+      (await page.locator('td[data-label=What] > code').allTextContents()).every(
+        (a) => a === 'signin.succeeded' || a === 'signin.failed' || a === 'signout',
+      ),
+    );
     assert.ok((await page.locator('td[data-label=From]').allTextContents()).every((ip) => ip === '127.0.0.1'));
     await screenshot(page, 'dashboard-audit-filtered-desktop');
     await context.close();
@@ -410,7 +507,10 @@ describe('dashboard pages', () => {
     await page.getByText('The invitation was sent.').waitFor();
     await w.t.kasse.email.runOnce();
     await page.goto(`${base}/dashboard/test/mail`);
-    await page.getByRole('link', { name: /You are invited to Corner Café on Kasse/ }).first().click();
+    await page
+      .getByRole('link', { name: /You are invited to Corner Café on Kasse/ })
+      .first()
+      .click();
     await page.locator('.d-s-kept').waitFor();
     assert.match((await page.locator('main').textContent())!, /carries a sign-in link/);
     assert.ok(!(await page.content()).includes('/dashboard/setup/'));

@@ -13,7 +13,14 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { ACTION_FAMILIES, inFamily } from '../../src/web/dashboard/pages/audit.ts';
 import { ApiClient } from '../harness/app.ts';
-import { launchBrowser, startMerchantSite, startWebKasse, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  launchBrowser,
+  startMerchantSite,
+  startWebKasse,
+  type RecordedPage,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 import { createUser, csrfOf, post, setUpAccount, signIn, totpCode, type DashboardUser } from '../harness/dashboard.ts';
 
 let w: WebKasse;
@@ -25,7 +32,12 @@ before(async () => {
   w = await startWebKasse();
   b = await launchBrowser();
   base = w.t.urls.checkout;
-  for (const [name, role] of [['ana', 'owner'], ['bo', 'owner'], ['member', 'member'], ['viewer', 'viewer']] as const) {
+  for (const [name, role] of [
+    ['ana', 'owner'],
+    ['bo', 'owner'],
+    ['member', 'member'],
+    ['viewer', 'viewer'],
+  ] as const) {
     const u = await createUser(w.t.kasse, w.m.id, `${name}@example.com`, role);
     const { page, context } = await b.open('desktop');
     users[name] = await setUpAccount(page, u.setupUrl, w.t.clock, { email: `${name}@example.com`, id: u.id });
@@ -43,8 +55,10 @@ async function as(name: keyof typeof users, size: 'phone' | 'desktop' = 'desktop
   return rec;
 }
 
-const audit = async (action: string) => (await w.t.kasse.audit.list(w.m.id, { action })).data.filter((a) => a.action === action);
-const activeLiveKey = async () => (await w.t.kasse.merchants.listKeys(w.m.id)).find((k) => k.mode === 'live' && !k.revoked_at)!;
+const audit = async (action: string) =>
+  (await w.t.kasse.audit.list(w.m.id, { action })).data.filter((a) => a.action === action);
+const activeLiveKey = async () =>
+  (await w.t.kasse.merchants.listKeys(w.m.id)).find((k) => k.mode === 'live' && !k.revoked_at)!;
 
 describe('dashboard shell', () => {
   test('a live key is rolled after a confirmation and a code, shown once; a reload rolls nothing and shows no key', async () => {
@@ -66,7 +80,10 @@ describe('dashboard shell', () => {
     assert.equal((await audit('key.roll')).length, 0);
 
     await page.getByLabel('Your current 6-digit code').fill(totpCode(users.ana.secret!, w.t.clock));
-    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: 'Roll live key' }).click()]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Roll live key' }).click(),
+    ]);
     assert.equal(answer.status(), 303, 'the roll answers with a redirect, never with the key');
     await page.waitForURL(/\/dashboard\/live\/developers\?done=key_rolled$/);
     const key = (await page.locator('#new-key').textContent())!;
@@ -87,7 +104,10 @@ describe('dashboard shell', () => {
     await page.goto(`${base}/dashboard/live/developers`);
     await page.getByRole('link', { name: 'Revoke' }).click();
     await page.getByRole('heading', { name: 'Revoke a live key' }).waitFor();
-    const refused = await post(page, `${base}/dashboard/live/developers/keys/${k.id}/revoke`, { _csrf: await csrfOf(page), code: '123456' });
+    const refused = await post(page, `${base}/dashboard/live/developers/keys/${k.id}/revoke`, {
+      _csrf: await csrfOf(page),
+      code: '123456',
+    });
     assert.equal(refused.status, 400);
     assert.equal((await api.get('/account')).status, 200);
     await page.getByLabel('Your current 6-digit code').fill(totpCode(users.ana.secret!, w.t.clock));
@@ -100,7 +120,12 @@ describe('dashboard shell', () => {
 
   test('unknown addresses answer the dashboard 404 page in the frame; a failed form redirects to a page that reloads', async () => {
     const { page, context } = await as('ana');
-    for (const path of ['/dashboard/test/nope', '/dashboard/test/disbursements/dsb_01JNZZZZZZZZZZZZZZZZZZZZZZ/approve', '/dashboard/prod/payments', '/dashboard/test/developers/keys/roll/x']) {
+    for (const path of [
+      '/dashboard/test/nope',
+      '/dashboard/test/disbursements/dsb_01JNZZZZZZZZZZZZZZZZZZZZZZ/approve',
+      '/dashboard/prod/payments',
+      '/dashboard/test/developers/keys/roll/x',
+    ]) {
       const res = await page.goto(base + path);
       assert.equal(res!.status(), 404, path);
       assert.match(res!.headers()['content-type']!, /^text\/html/, path);
@@ -108,14 +133,23 @@ describe('dashboard shell', () => {
       assert.equal(await page.locator('.d-nav').count(), 1, `${path}: in the signed-in frame`);
       assert.equal(await page.locator('.d-nav [aria-current]').count(), 0, `${path}: no page highlighted`);
     }
-    const postUnknown = await page.context().request.post(`${base}/dashboard/test/nope`, { form: { _csrf: 'x' }, maxRedirects: 0 });
+    const postUnknown = await page
+      .context()
+      .request.post(`${base}/dashboard/test/nope`, { form: { _csrf: 'x' }, maxRedirects: 0 });
     assert.equal(postUnknown.status(), 404);
     assert.match(postUnknown.headers()['content-type']!, /^text\/html/);
     // A request that fails before any page handles it (too large, a type no form sends) is a dashboard page too.
     const action = `${base}/dashboard/live/developers/webhook-url`;
-    const tooLarge = await page.context().request.post(action, { form: { _csrf: 'x', webhook_url: 'h'.repeat(2_000_000) }, maxRedirects: 0 });
-    const oddType = await page.context().request.post(action, { data: 'webhook_url=x', headers: { 'content-type': 'text/plain' }, maxRedirects: 0 });
-    for (const [res, status, words] of [[tooLarge, 413, /too large/], [oddType, 415, /could not be read|Content-Type/]] as const) {
+    const tooLarge = await page
+      .context()
+      .request.post(action, { form: { _csrf: 'x', webhook_url: 'h'.repeat(2_000_000) }, maxRedirects: 0 });
+    const oddType = await page
+      .context()
+      .request.post(action, { data: 'webhook_url=x', headers: { 'content-type': 'text/plain' }, maxRedirects: 0 });
+    for (const [res, status, words] of [
+      [tooLarge, 413, /too large/],
+      [oddType, 415, /could not be read|Content-Type/],
+    ] as const) {
       assert.equal(res.status(), status);
       assert.match(res.headers()['content-type']!, /^text\/html/);
       const text = await res.text();
@@ -130,7 +164,11 @@ describe('dashboard shell', () => {
 
     // A failed form: 303 to the page it belongs to, which shows the failure once with its status; a reload is fresh.
     await page.goto(`${base}/dashboard/live/developers`);
-    const raw = await page.context().request.post(`${base}/dashboard/live/developers/webhook-url`, { form: { _csrf: await csrfOf(page), webhook_url: 'http://shop.example/hook' }, maxRedirects: 0, headers: { origin: base } });
+    const raw = await page.context().request.post(`${base}/dashboard/live/developers/webhook-url`, {
+      form: { _csrf: await csrfOf(page), webhook_url: 'http://shop.example/hook' },
+      maxRedirects: 0,
+      headers: { origin: base },
+    });
     assert.equal(raw.status(), 303);
     assert.match(raw.headers().location!, /^\/dashboard\/live\/developers\?form=[A-Za-z0-9_-]{22}$/);
     await page.getByLabel('Events are POSTed here').fill('http://shop.example/hook');
@@ -173,7 +211,11 @@ describe('dashboard shell', () => {
       await rec.page.click('#f button');
       await rec.page.waitForLoadState('domcontentloaded');
       assert.doesNotMatch(rec.page.url(), /developers\?done=key_rolled/);
-      assert.deepEqual((await w.t.kasse.merchants.listKeys(w.m.id)).filter((k) => !k.revoked_at).map((k) => k.id), before, 'no key was rolled');
+      assert.deepEqual(
+        (await w.t.kasse.merchants.listKeys(w.m.id)).filter((k) => !k.revoked_at).map((k) => k.id),
+        before,
+        'no key was rolled',
+      );
     } finally {
       await site.close();
       await rec.context.close();
@@ -183,10 +225,21 @@ describe('dashboard shell', () => {
   test('live pages carry a banner with the reason GET /currencies gives when no network takes payments', async () => {
     assert.equal(w.t.kasse.chains.anyAvailable('live'), false);
     const live = new ApiClient(w.t.urls.live, (await w.t.kasse.merchants.rollKey(w.m.id, 'live')).key);
-    const reasons = [...new Set(((await live.get('/currencies')).body.data as Array<{ network_status_reason: string }>).map((c) => c.network_status_reason))];
+    const reasons = [
+      ...new Set(
+        ((await live.get('/currencies')).body.data as Array<{ network_status_reason: string }>).map(
+          (c) => c.network_status_reason,
+        ),
+      ),
+    ];
     assert.ok(reasons.length > 0 && reasons.every((r) => typeof r === 'string' && r.length > 0));
     const { page, context } = await as('member', 'phone');
-    for (const path of ['/dashboard/live', '/dashboard/live/links', '/dashboard/live/payments', '/dashboard/live/developers']) {
+    for (const path of [
+      '/dashboard/live',
+      '/dashboard/live/links',
+      '/dashboard/live/payments',
+      '/dashboard/live/developers',
+    ]) {
       await page.goto(base + path);
       const banner = (await page.locator('[data-live-banner]').textContent())!;
       assert.match(banner, /Live mode cannot take payments: no network is running/, path);
@@ -209,11 +262,16 @@ describe('dashboard shell', () => {
       const rows = (await audit('signin.succeeded')).filter((a) => a.actor.id === users[name].id);
       assert.equal(rows[rows.length - 1]?.details?.method, 'setup_link', name);
     }
-    assert.ok((await w.t.kasse.users.team.list(w.m.id)).every((u) => u.last_signin_at !== null), 'every user shows a last sign-in');
+    assert.ok(
+      (await w.t.kasse.users.team.list(w.m.id)).every((u) => u.last_signin_at !== null),
+      'every user shows a last sign-in',
+    );
     // A permission refused.
     const viewer = await as('viewer');
     await viewer.page.goto(`${base}/dashboard/test/developers`);
-    const denied = await post(viewer.page, `${base}/dashboard/test/developers/keys/roll`, { _csrf: await csrfOf(viewer.page) });
+    const denied = await post(viewer.page, `${base}/dashboard/test/developers/keys/roll`, {
+      _csrf: await csrfOf(viewer.page),
+    });
     assert.equal(denied.status, 403);
     const refusedRow = (await audit('permission.refused')).find((a) => a.actor.id === users.viewer.id)!;
     assert.equal(refusedRow.details?.permission, 'keys.manage');
@@ -223,14 +281,21 @@ describe('dashboard shell', () => {
     const id = await createBatch(ana.page);
     await approve(ana.page, id, users.ana);
     const digest = await w.t.kasse.disbursements.digest('test', w.m.id, id);
-    const twice = await post(ana.page, `${base}/dashboard/test/disbursements/${id}/approve`, { _csrf: await csrfOf(ana.page), digest, code: totpCode(users.ana.secret!, w.t.clock) });
+    const twice = await post(ana.page, `${base}/dashboard/test/disbursements/${id}/approve`, {
+      _csrf: await csrfOf(ana.page),
+      digest,
+      code: totpCode(users.ana.secret!, w.t.clock),
+    });
     assert.equal(twice.status, 422);
     const approveRefused = await audit('disbursement.approve_refused');
     assert.equal(approveRefused.length, 1);
     assert.match(String(approveRefused[0]!.details?.reason), /already approved/);
     const bo = await as('bo');
     await approve(bo.page, id, users.bo);
-    await bo.page.locator('[data-release]').getByLabel('Your current 6-digit code').fill(totpCode(users.bo.secret!, w.t.clock));
+    await bo.page
+      .locator('[data-release]')
+      .getByLabel('Your current 6-digit code')
+      .fill(totpCode(users.bo.secret!, w.t.clock));
     await bo.page.getByRole('button', { name: 'Release' }).click();
     await bo.page.locator('.d-error[role="alert"]').waitFor(); // the refusal, beside the shortfall warning shown before it
     const releaseRefused = await audit('disbursement.release_refused');
@@ -242,10 +307,23 @@ describe('dashboard shell', () => {
     const { page } = ana;
     await page.setViewportSize({ width: 820, height: 900 });
     const recorded = (await w.t.kasse.audit.list(w.m.id, { limit: 1000 })).data.map((a) => a.action);
-    for (const action of new Set(recorded)) assert.ok(ACTION_FAMILIES.some((f) => inFamily(action, f)), `${action} has a family`);
+    for (const action of new Set(recorded))
+      assert.ok(
+        ACTION_FAMILIES.some((f) => inFamily(action, f)),
+        `${action} has a family`,
+      );
     await page.goto(`${base}/dashboard/test/audit`);
     const options = await page.getByLabel('What').locator('option').allTextContents();
-    for (const label of ['Disbursements', 'Second factor', 'Tax invoices', 'Subscriptions', 'API keys', 'Team and accounts', 'Settings and statement emails', 'Refused and failed']) {
+    for (const label of [
+      'Disbursements',
+      'Second factor',
+      'Tax invoices',
+      'Subscriptions',
+      'API keys',
+      'Team and accounts',
+      'Settings and statement emails',
+      'Refused and failed',
+    ]) {
       assert.ok(options.includes(label), `the filter offers ${label}`);
     }
     for (const family of ACTION_FAMILIES) {
@@ -254,7 +332,9 @@ describe('dashboard shell', () => {
       assert.deepEqual(shown, recorded.filter((a) => inFamily(a, family)).slice(0, 50), family.value);
     }
     await page.goto(`${base}/dashboard/test/audit?action=refused`);
-    const row = page.locator('tr', { has: page.locator('td[data-label=What] > code', { hasText: 'disbursement.release_refused' }) });
+    const row = page.locator('tr', {
+      has: page.locator('td[data-label=What] > code', { hasText: 'disbursement.release_refused' }),
+    });
     const what = (await row.locator('td[data-label=What]').textContent())!;
     assert.match(what, /Reason.*The batch needs/);
     assert.match(what, /Error codeinsufficient_balance/);
@@ -273,7 +353,10 @@ describe('dashboard shell', () => {
         cells: Array.from(document.querySelectorAll('.d-audit td[data-label=Mode], .d-audit td[data-label=From]')).map(count),
       };
     })()`)) as { headers: number[]; cells: number[] };
-    assert.ok(lines.headers.length === 6 && lines.headers.every((n) => n === 1), `headers on one line: ${lines.headers}`);
+    assert.ok(
+      lines.headers.length === 6 && lines.headers.every((n) => n === 1),
+      `headers on one line: ${lines.headers}`,
+    );
     assert.ok(lines.cells.length > 0 && lines.cells.every((n) => n === 1), `cells on one line: ${lines.cells}`);
     await ana.context.close();
   });
@@ -291,12 +374,25 @@ describe('dashboard shell', () => {
     const actions = new Set<string>();
     for (const f of files) {
       const text = readFileSync(f, 'utf8');
-      for (const m of text.matchAll(/\baction: ([^,}\n]+)/g)) for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
+      for (const m of text.matchAll(/\baction: ([^,}\n]+)/g))
+        for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
       for (const m of text.matchAll(/verifySecondFactor\([^)]*'([a-z_.]+)'/g)) actions.add(m[1]!);
     }
     assert.ok(actions.size > 30, `found ${actions.size}`);
-    for (const a of ['payment.create', 'disbursement.approve_refused', 'permission.refused', 'second_factor.failed', 'tax_invoice.create', 'subscription.cancel']) assert.ok(actions.has(a), a);
-    for (const a of actions) assert.ok(ACTION_FAMILIES.some((f) => inFamily(a, f)), `${a} has a family`);
+    for (const a of [
+      'payment.create',
+      'disbursement.approve_refused',
+      'permission.refused',
+      'second_factor.failed',
+      'tax_invoice.create',
+      'subscription.cancel',
+    ])
+      assert.ok(actions.has(a), a);
+    for (const a of actions)
+      assert.ok(
+        ACTION_FAMILIES.some((f) => inFamily(a, f)),
+        `${a} has a family`,
+      );
   });
 });
 

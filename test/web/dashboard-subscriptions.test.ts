@@ -6,7 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { foreignRequests, launchBrowser, screenshot, SIZES, startWebKasse, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  SIZES,
+  startWebKasse,
+  type RecordedPage,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 import { createUser, csrfOf, post, setUpAccount, signIn, type DashboardUser } from '../harness/dashboard.ts';
 
 let w: WebKasse;
@@ -21,7 +30,10 @@ before(async () => {
   w = await startWebKasse({ merchantName: 'Subs shop' });
   b = await launchBrowser();
   base = w.t.urls.checkout;
-  for (const [role, email] of [['owner', 'owner@example.com'], ['viewer', 'viewer@example.com']] as const) {
+  for (const [role, email] of [
+    ['owner', 'owner@example.com'],
+    ['viewer', 'viewer@example.com'],
+  ] as const) {
     const u = await createUser(w.t.kasse, w.m.id, email, role);
     const { page, context } = await b.open('desktop');
     const user = await setUpAccount(page, u.setupUrl, w.t.clock, { email, id: u.id, enrol: role === 'owner' });
@@ -35,10 +47,17 @@ before(async () => {
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   };
-  const paid = await make({ customer_email: 'ana@example.com', customer_name: `Ana ${XSS}`, title: `Beans ${XSS}`, grace_days: 3 });
+  const paid = await make({
+    customer_email: 'ana@example.com',
+    customer_name: `Ana ${XSS}`,
+    title: `Beans ${XSS}`,
+    grace_days: 3,
+  });
   ids.paid = paid.id;
   await api.post(`/test/payments/${paid.invoices[0].payment_id}/simulate`, { outcome: 'paid' });
-  ids.open = (await make({ customer_email: 'bo@example.com', title: 'Tea club', interval: 'week', interval_count: 2 })).id;
+  ids.open = (
+    await make({ customer_email: 'bo@example.com', title: 'Tea club', interval: 'week', interval_count: 2 })
+  ).id;
   ids.cancelled = (await make({ customer_email: 'cy@example.com', title: 'Old plan' })).id;
   await api.post(`/subscriptions/${ids.cancelled}/cancel`);
 });
@@ -61,7 +80,11 @@ describe('dashboard: subscriptions', () => {
       let res = await page.goto(`${base}/dashboard/test/subscriptions`);
       assert.equal(res!.status(), 200);
       assert.equal(await page.getByRole('heading', { level: 1 }).first().textContent(), 'Subscriptions');
-      assert.deepEqual(await page.locator('tbody td[data-label=Title]').allTextContents(), ['Old plan', 'Tea club', `Beans ${XSS}`]);
+      assert.deepEqual(await page.locator('tbody td[data-label=Title]').allTextContents(), [
+        'Old plan',
+        'Tea club',
+        `Beans ${XSS}`,
+      ]);
       assert.ok((await page.locator('tbody').textContent())!.includes('$19.00 every 2 weeks'));
       await screenshot(page, `dashboard-subscriptions-${size}`);
       await page.getByRole('link', { name: 'cancelled' }).click();
@@ -91,7 +114,9 @@ describe('dashboard: subscriptions', () => {
     const v = await signedIn(viewer);
     await v.page.goto(`${base}/dashboard/test/subscriptions/${ids.open}`);
     assert.equal(await v.page.getByRole('button', { name: 'Cancel subscription' }).count(), 0);
-    const refused = await post(v.page, `${base}/dashboard/test/subscriptions/${ids.open}/cancel`, { _csrf: await csrfOf(v.page) });
+    const refused = await post(v.page, `${base}/dashboard/test/subscriptions/${ids.open}/cancel`, {
+      _csrf: await csrfOf(v.page),
+    });
     assert.equal(refused.status, 403);
     assert.equal((await w.m.test.get(`/subscriptions/${ids.open}`)).body.status, 'active');
     await v.context.close();
@@ -99,9 +124,18 @@ describe('dashboard: subscriptions', () => {
     const o = await signedIn(owner);
     assert.equal((await o.page.goto(`${base}/dashboard/live/subscriptions/${ids.open}`))!.status(), 404);
     const other = await w.t.merchant({ name: 'Another shop' });
-    const foreign = (await other.test.post('/subscriptions', { customer_email: 'z@example.com', title: 'Theirs', amount_usd_cents: 500, interval: 'year' })).body.id;
+    const foreign = (
+      await other.test.post('/subscriptions', {
+        customer_email: 'z@example.com',
+        title: 'Theirs',
+        amount_usd_cents: 500,
+        interval: 'year',
+      })
+    ).body.id;
     assert.equal((await o.page.goto(`${base}/dashboard/test/subscriptions/${foreign}`))!.status(), 404);
-    const forged = await post(o.page, `${base}/dashboard/test/subscriptions/${foreign}/cancel`, { _csrf: await csrfOf(o.page) });
+    const forged = await post(o.page, `${base}/dashboard/test/subscriptions/${foreign}/cancel`, {
+      _csrf: await csrfOf(o.page),
+    });
     assert.equal(forged.status, 404);
     assert.equal((await other.test.get(`/subscriptions/${foreign}`)).body.status, 'active');
     // Without the CSRF token nothing happens.
@@ -119,7 +153,12 @@ describe('dashboard: subscriptions', () => {
     assert.equal(s.cancellation_reason, 'merchant');
     assert.equal(s.invoices[0].status, 'cancelled');
     // The audit log names the user.
-    const audit = await w.t.kasse.db.selectFrom('audit_log').selectAll().where('action', '=', 'subscription.cancel').where('actor_type', '=', 'user').execute();
+    const audit = await w.t.kasse.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('action', '=', 'subscription.cancel')
+      .where('actor_type', '=', 'user')
+      .execute();
     assert.equal(audit.length, 1);
     assert.equal(audit[0]!.actor_id, owner.id);
     await o.context.close();

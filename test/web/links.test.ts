@@ -6,7 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
-import { foreignRequests, launchBrowser, screenshot, startMerchantSite, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  startMerchantSite,
+  startWebKasse,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
@@ -15,7 +23,9 @@ let shop: Awaited<ReturnType<typeof startMerchantSite>>;
 before(async () => {
   w = await startWebKasse();
   b = await launchBrowser();
-  shop = await startMerchantSite({ '/thanks': { type: 'text/html', body: '<!doctype html><title>Thanks</title><h1>Thanks</h1>' } });
+  shop = await startMerchantSite({
+    '/thanks': { type: 'text/html', body: '<!doctype html><title>Thanks</title><h1>Thanks</h1>' },
+  });
 });
 after(async () => {
   await b?.close();
@@ -36,11 +46,21 @@ async function paymentOf(url: string) {
 }
 
 const payJson = (slug: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${w.t.urls.checkout}/l/${slug}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${w.t.urls.checkout}/l/${slug}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe('link pages', () => {
   test('fixed: pay the price, land on the checkout; order ids count up', async () => {
-    const l = await link({ kind: 'fixed', title: 'Espresso beans', description: '250 g, freshly roasted', amount_usd_cents: 1500, success_url: `${shop.url}/thanks` });
+    const l = await link({
+      kind: 'fixed',
+      title: 'Espresso beans',
+      description: '250 g, freshly roasted',
+      amount_usd_cents: 1500,
+      success_url: `${shop.url}/thanks`,
+    });
     const { page, requests, errors } = await b.open('phone');
     const res = await page.goto(l.url);
     assert.equal(res!.status(), 200);
@@ -64,7 +84,10 @@ describe('link pages', () => {
     assert.equal((await w.m.test.get(`/links/${l.id}`)).body.uses, 2);
     // It is an ordinary payment: listed by order_id.
     const listed = await w.m.test.get(`/payments?order_id=${l.slug}-1`);
-    assert.deepEqual(listed.body.data.map((p: any) => p.id), [p1.id]);
+    assert.deepEqual(
+      listed.body.data.map((p: any) => p.id),
+      [p1.id],
+    );
     assert.deepEqual(foreignRequests(requests, w.t.urls.checkout), []);
     assert.deepEqual(errors, []);
     const desktop = await b.open('desktop');
@@ -97,12 +120,21 @@ describe('link pages', () => {
     const res = await payJson(l.slug, { amount_usd_cents: 20001 });
     assert.equal(res.status, 400);
     assert.equal((await res.json()).error.param, 'amount_usd_cents');
-    assert.deepEqual(errors.filter((e) => !/status of 400/.test(e)), []);
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
     await page.context().close();
   });
 
   test('tip: preset buttons and a custom amount', async () => {
-    const l = await link({ kind: 'tip', title: 'Tip the barista', presets_usd_cents: [300, 500, 800], min_usd_cents: 100, max_usd_cents: 5000 });
+    const l = await link({
+      kind: 'tip',
+      title: 'Tip the barista',
+      presets_usd_cents: [300, 500, 800],
+      min_usd_cents: 100,
+      max_usd_cents: 5000,
+    });
     const { page, errors } = await b.open('phone');
     await page.goto(l.url);
     assert.deepEqual(await page.locator('.k-preset').allTextContents(), ['$3.00', '$5.00', '$8.00']);
@@ -198,7 +230,10 @@ describe('link pages', () => {
     res = await payJson(l.slug, { email: 'not-an-email' });
     assert.equal(res.status, 400);
     assert.equal((await res.json()).error.param, 'email');
-    assert.deepEqual(errors.filter((e) => !/status of 400/.test(e)), []);
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
     await page.context().close();
   });
 
@@ -218,7 +253,12 @@ describe('link pages', () => {
     assert.equal(again.status, 422);
     assert.equal((await again.json()).error.code, 'invalid_state');
 
-    const soon = await link({ kind: 'fixed', title: 'Early bird', amount_usd_cents: 2000, expires_at: new Date(w.t.clock.now().getTime() + 3600_000).toISOString() });
+    const soon = await link({
+      kind: 'fixed',
+      title: 'Early bird',
+      amount_usd_cents: 2000,
+      expires_at: new Date(w.t.clock.now().getTime() + 3600_000).toISOString(),
+    });
     assert.equal((await page.goto(soon.url))!.status(), 200);
     w.t.clock.advance(2 * 3600_000);
     nav = await page.goto(soon.url);
@@ -234,7 +274,11 @@ describe('link pages', () => {
     await page.getByText('This payment link has been turned off by the merchant.').waitFor();
     assert.equal((await payJson(off.slug, { amount_usd_cents: 500 })).status, 422);
     // A form post to a link that became unavailable answers the 410 page.
-    const form = await fetch(`${w.t.urls.checkout}/l/${off.slug}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'amount=5' });
+    const form = await fetch(`${w.t.urls.checkout}/l/${off.slug}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'amount=5',
+    });
     assert.equal(form.status, 410);
 
     for (const l of [once, soon, off]) {
@@ -256,7 +300,10 @@ describe('link pages', () => {
     const ok = results.filter((r) => r.status === 201);
     assert.equal(ok.length, 5);
     const ids = (await Promise.all(ok.map((r) => r.json()))).map((b) => b.order_id).sort();
-    assert.deepEqual(ids, [1, 2, 3, 4, 5].map((n) => `${l.slug}-${n}`));
+    assert.deepEqual(
+      ids,
+      [1, 2, 3, 4, 5].map((n) => `${l.slug}-${n}`),
+    );
     assert.ok(results.filter((r) => r.status !== 201).every((r) => r.status === 422));
     assert.equal((await w.m.test.get(`/links/${l.id}`)).body.uses, 5);
   });

@@ -5,7 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { foreignRequests, launchBrowser, screenshot, startMerchantSite, startWebKasse, type RecordedPage, type Size, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  startMerchantSite,
+  startWebKasse,
+  type RecordedPage,
+  type Size,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
@@ -25,7 +35,9 @@ before(async () => {
   shop = await startMerchantSite({
     '/shop': {
       type: 'text/html; charset=utf-8',
-      headers: { 'content-security-policy': `default-src 'self'; script-src 'self' ${checkout}; frame-src ${checkout}` },
+      headers: {
+        'content-security-policy': `default-src 'self'; script-src 'self' ${checkout}; frame-src ${checkout}`,
+      },
       body: `<!doctype html><html lang="en"><head><title>Bean Shop</title><script src="${checkout}/checkout.js"></script><script src="/app.js" defer></script></head>
 <body><h1>Bean Shop</h1><button id="pay">Pay with crypto</button><p>Result: <output id="result"></output></p></body></html>`,
     },
@@ -39,7 +51,13 @@ after(async () => {
 });
 
 async function payment(extra: Record<string, unknown> = {}) {
-  const res = await w.m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'cart-7', description: 'Coffee beans 1 kg', ...extra });
+  const res = await w.m.test.post('/payments', {
+    price_amount: 2500,
+    price_currency: 'USD',
+    order_id: 'cart-7',
+    description: 'Coffee beans 1 kg',
+    ...extra,
+  });
   assert.equal(res.status, 201);
   return res.body;
 }
@@ -54,7 +72,9 @@ async function openModal(target: string, size: Size = 'phone'): Promise<Recorded
 }
 
 async function result(rec: RecordedPage): Promise<string> {
-  await rec.page.waitForFunction(() => document.getElementById('result')!.textContent !== '', undefined, { timeout: 15_000 });
+  await rec.page.waitForFunction(() => document.getElementById('result')!.textContent !== '', undefined, {
+    timeout: 15_000,
+  });
   return (await rec.page.locator('#result').textContent())!;
 }
 
@@ -93,7 +113,10 @@ describe('checkout.js modal', () => {
   test('cancelled through the back link to cancel_url, which the modal does not follow', async () => {
     const p = await payment({ cancel_url: `${shop.url}/cart` });
     const rec = await openModal(p.id);
-    await rec.page.frameLocator('iframe[title=Checkout]').getByRole('link', { name: /Back to Bean Shop/ }).click();
+    await rec.page
+      .frameLocator('iframe[title=Checkout]')
+      .getByRole('link', { name: /Back to Bean Shop/ })
+      .click();
     assert.equal(await result(rec), 'cancelled');
     assert.equal(rec.page.url(), `${shop.url}/shop?p=${p.id}`);
     assertClean(rec);

@@ -26,13 +26,23 @@ after(async () => {
 });
 
 async function createPayment(extra: Record<string, unknown> = {}) {
-  const res = await w.m.test.post('/payments', { price_amount: 1234, price_currency: 'USD', order_id: 'order-7', description: 'Two flat whites', ...extra });
+  const res = await w.m.test.post('/payments', {
+    price_amount: 1234,
+    price_currency: 'USD',
+    order_id: 'order-7',
+    description: 'Two flat whites',
+    ...extra,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
 
 /** A transfer to an attempt's address, as a chain watcher reports it. */
-function transfer(a: { chain: string; address: string; token: string }, amount: bigint, block: bigint): DepositObservation {
+function transfer(
+  a: { chain: string; address: string; token: string },
+  amount: bigint,
+  block: bigint,
+): DepositObservation {
   return {
     chain: a.chain,
     address: a.address,
@@ -62,12 +72,16 @@ async function signInStaff(page: Page): Promise<void> {
  */
 async function repeated(page: Page): Promise<string[]> {
   const text = await page.evaluate(() => {
-    for (const el of Array.from(document.querySelectorAll<HTMLElement>('button, legend, [hidden], .k-sr, noscript'))) el.style.display = 'none';
+    for (const el of Array.from(document.querySelectorAll<HTMLElement>('button, legend, [hidden], .k-sr, noscript')))
+      el.style.display = 'none';
     return document.body.innerText;
   });
   const seen = new Map<string, number>();
   for (const s of text.split(/\n+|(?<=[.!?])\s+/)) {
-    const key = s.trim().replace(/[.!?:]+$/, '').toLowerCase();
+    const key = s
+      .trim()
+      .replace(/[.!?:]+$/, '')
+      .toLowerCase();
     if (key.length >= 4 && /[a-z]/.test(key)) seen.set(key, (seen.get(key) ?? 0) + 1);
   }
   return [...seen].filter(([, n]) => n > 1).map(([s]) => s);
@@ -83,14 +97,23 @@ describe('the hosted checkout', () => {
     assert.ok(await network.isVisible());
     const style = await network.evaluate((el) => {
       const cs = getComputedStyle(el);
-      return { weight: Number(cs.fontWeight), size: parseFloat(cs.fontSize), body: parseFloat(getComputedStyle(document.body).fontSize) };
+      return {
+        weight: Number(cs.fontWeight),
+        size: parseFloat(cs.fontSize),
+        body: parseFloat(getComputedStyle(document.body).fontSize),
+      };
     });
     assert.ok(style.weight >= 700, `font-weight ${style.weight}`);
     assert.ok(style.size >= style.body * 1.2, `font-size ${style.size}px against ${style.body}px`);
     // Read before the amount and the address: the payer picks the network in the wallet first.
-    const order = await page.evaluate(() => ['#k-network', '#k-amount', '#k-address'].map((s) => document.querySelector(s)!.getBoundingClientRect().top));
+    const order = await page.evaluate(() =>
+      ['#k-network', '#k-amount', '#k-address'].map((s) => document.querySelector(s)!.getBoundingClientRect().top),
+    );
     assert.ok(order[0]! < order[1]! && order[1]! < order[2]!, JSON.stringify(order));
-    assert.match((await page.locator('.k-network').textContent())!, /Send USDT on Polygon Amoy only\. Money sent on another network or in another coin can be lost\./);
+    assert.match(
+      (await page.locator('.k-network').textContent())!,
+      /Send USDT on Polygon Amoy only\. Money sent on another network or in another coin can be lost\./,
+    );
     await screenshot(page, 'payer-network-phone');
     await page.context().close();
   });
@@ -99,7 +122,11 @@ describe('the hosted checkout', () => {
     const p = await createPayment({ price_amount: 1230 });
     const { page } = await b.open('phone');
     await page.goto(p.checkout_url);
-    const rows = await page.locator('button.k-coin').evaluateAll((els) => els.map((e) => [e.querySelector('b')!.textContent, e.querySelector('.k-est')!.textContent]));
+    const rows = await page
+      .locator('button.k-coin')
+      .evaluateAll((els) =>
+        els.map((e) => [e.querySelector('b')!.textContent, e.querySelector('.k-est')!.textContent]),
+      );
     assert.ok(rows.length >= 10);
     for (const [symbol, est] of rows) {
       const m = /^≈ (\d+)\.(\d+) ([A-Z]+)$/.exec(est!);
@@ -142,7 +169,14 @@ describe('the hosted checkout', () => {
     await check(cancelled.checkout_url, 'cancelled');
     const refunded = await createPayment();
     await w.m.test.post(`/test/payments/${refunded.id}/simulate`, { outcome: 'paid' });
-    assert.equal((await w.m.test.post(`/payments/${refunded.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' })).status, 202);
+    assert.equal(
+      (
+        await w.m.test.post(`/payments/${refunded.id}/refund`, {
+          destination: '0x000000000000000000000000000000000000dEaD',
+        })
+      ).status,
+      202,
+    );
     await w.t.kasse.payments.runDue();
     assert.equal((await w.m.test.get(`/payments/${refunded.id}`)).body.status, 'refunded');
     await check(refunded.checkout_url, 'refunded');
@@ -155,7 +189,9 @@ describe('the hosted checkout', () => {
     await page.getByText('Scan to pay $9.50').waitFor();
     const saleUrl = page.url();
     await check(saleUrl, 'pos waiting');
-    await w.m.test.post(`/test/payments/${/\/sale\/(pay_[0-9A-Z]{36})$/.exec(saleUrl)![1]}/simulate`, { outcome: 'paid' });
+    await w.m.test.post(`/test/payments/${/\/sale\/(pay_[0-9A-Z]{36})$/.exec(saleUrl)![1]}/simulate`, {
+      outcome: 'paid',
+    });
     await check(saleUrl, 'pos paid');
     await page.context().close();
   });
@@ -170,7 +206,9 @@ describe('the hosted checkout', () => {
     assert.equal((await w.m.test.get(`/payments/${p.id}`)).body.status, 'paid');
     await page.getByRole('heading', { name: 'Paid' }).waitFor({ timeout: 10_000 });
     const receipt = page.getByRole('definition');
-    const rows = await page.locator('.k-receipt div').evaluateAll((els) => els.map((e) => [e.querySelector('dt')!.textContent, e.querySelector('dd')!.textContent]));
+    const rows = await page
+      .locator('.k-receipt div')
+      .evaluateAll((els) => els.map((e) => [e.querySelector('dt')!.textContent, e.querySelector('dd')!.textContent]));
     assert.deepEqual(Object.fromEntries(rows), {
       Amount: '$12.34',
       'Paid with': '12.34 USDC on Base Sepolia',
@@ -196,31 +234,52 @@ describe('the hosted checkout', () => {
       const { page } = await b.open('phone');
       await page.goto(p.checkout_url);
       const note = (await page.locator('[data-unpriced]').textContent())!;
-      assert.equal(note, 'ETH, POL and SOL cannot be offered right now because their prices cannot be fetched. Please choose another coin or try again in a few minutes.');
+      assert.equal(
+        note,
+        'ETH, POL and SOL cannot be offered right now because their prices cannot be fetched. Please choose another coin or try again in a few minutes.',
+      );
       const symbols = await page.locator('button.k-coin b').allTextContents();
       assert.ok(symbols.includes('USDC') && !symbols.includes('ETH'), symbols.join(' '));
       await screenshot(page, 'payer-unpriced-phone');
       await page.context().close();
     } finally {
-      for (const [id, usd] of [['ethereum', 3000], ['solana', 150], ['polygon-ecosystem-token', 0.5]] as const) w.coingecko.setPrice(id, usd);
-      for (const [sym, usd] of [['ETHUSDT', 3000], ['SOLUSDT', 150], ['POLUSDT', 0.5]] as const) w.binance.setPrice(sym, usd);
+      for (const [id, usd] of [
+        ['ethereum', 3000],
+        ['solana', 150],
+        ['polygon-ecosystem-token', 0.5],
+      ] as const)
+        w.coingecko.setPrice(id, usd);
+      for (const [sym, usd] of [
+        ['ETHUSDT', 3000],
+        ['SOLUSDT', 150],
+        ['POLUSDT', 0.5],
+      ] as const)
+        w.binance.setPrice(sym, usd);
     }
   });
 });
 
 describe('a live mode that cannot take payments yet', () => {
   test('the checkout and link pages tell the payer plainly; the API says why per network', async () => {
-    const p = (await w.m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live-1' })).body;
+    const p = (await w.m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live-1' }))
+      .body;
     const { page } = await b.open('phone');
     await page.goto(p.checkout_url);
     await page.getByRole('heading', { name: 'This shop cannot take crypto payments yet' }).waitFor();
-    assert.match((await page.locator('main').textContent())!, /Corner Café has not finished setting up crypto payments/);
+    assert.match(
+      (await page.locator('main').textContent())!,
+      /Corner Café has not finished setting up crypto payments/,
+    );
     assert.equal(await page.locator('button.k-coin').count(), 0);
     assert.doesNotMatch(await page.content(), /try again in a minute/);
     assert.deepEqual(await repeated(page), []);
     await screenshot(page, 'payer-live-closed-phone');
     // Choosing a coin anyway is refused in the payer's words.
-    const chosen = await fetch(`${w.t.urls.checkout}/p/${p.id}/attempts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"base:usdc"}' });
+    const chosen = await fetch(`${w.t.urls.checkout}/p/${p.id}/attempts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"token":"base:usdc"}',
+    });
     assert.equal(chosen.status, 503);
     const err = (await chosen.json()).error;
     assert.equal(err.code, 'chain_paused');
@@ -230,7 +289,11 @@ describe('a live mode that cannot take payments yet', () => {
     await page.goto(l.url);
     await page.getByRole('heading', { name: 'This shop cannot take crypto payments yet' }).waitFor();
     assert.equal(await page.locator('form').count(), 0);
-    const json = await fetch(l.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount_usd_cents":1000}' });
+    const json = await fetch(l.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"amount_usd_cents":1000}',
+    });
     assert.equal(json.status, 503);
     assert.equal((await json.json()).error.code, 'chain_paused');
     assert.equal((await w.m.live.get(`/links/${l.id}`)).body.uses, 0, 'nothing was created');
@@ -249,20 +312,38 @@ describe('a live mode that cannot take payments yet', () => {
       );
     }
     const testModes = (await w.m.test.get('/currencies')).body.data;
-    assert.ok(testModes.every((c: any) => c.network_status === 'simulated' && c.paused === false && typeof c.network_status_reason === 'string'));
+    assert.ok(
+      testModes.every(
+        (c: any) =>
+          c.network_status === 'simulated' && c.paused === false && typeof c.network_status_reason === 'string',
+      ),
+    );
     await page.context().close();
   });
 
   test('with a network set up, live runs it and offers its coins; the others stay paused and say why', async () => {
-    const t: TestKasse = await startTestKasse({ env: { KASSE_LIVE_NETWORKS_FILE: liveNetworksFile(['base']), KASSE_COINGECKO_URL: w.coingecko.url, KASSE_BINANCE_URL: w.binance.url } });
+    const t: TestKasse = await startTestKasse({
+      env: {
+        KASSE_LIVE_NETWORKS_FILE: liveNetworksFile(['base']),
+        KASSE_COINGECKO_URL: w.coingecko.url,
+        KASSE_BINANCE_URL: w.binance.url,
+      },
+    });
     try {
       const m = await t.merchant({ name: 'Live Shop' });
-      assert.match(t.kasse.chains.describe('live'), /^live mode: running: base; paused: ethereum, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, polygon, arbitrum: no forwarder factory configured/);
+      assert.match(
+        t.kasse.chains.describe('live'),
+        /^live mode: running: base; paused: ethereum, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, polygon, arbitrum: no forwarder factory configured/,
+      );
       const currencies = (await m.live.get('/currencies')).body.data;
       const base = currencies.filter((c: any) => c.chain === 'base');
-      assert.ok(base.length > 0 && base.every((c: any) => c.network_status === 'running' && c.network_status_reason === null && !c.paused));
+      assert.ok(
+        base.length > 0 &&
+          base.every((c: any) => c.network_status === 'running' && c.network_status_reason === null && !c.paused),
+      );
       assert.ok(currencies.filter((c: any) => c.chain !== 'base').every((c: any) => c.network_status === 'paused'));
-      const p = (await m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live-2' })).body;
+      const p = (await m.live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'live-2' }))
+        .body;
       const { page } = await b.open('phone');
       await page.goto(p.checkout_url);
       await page.getByRole('heading', { name: 'Choose a coin' }).waitFor();
@@ -278,7 +359,9 @@ describe('link pages and the POS terminal', () => {
   const SNAKE = /\b[a-z]+_[a-z_]+\b/;
 
   test('amount errors are written for payers and name the bounds in dollars', async () => {
-    const l = (await w.m.test.post('/links', { kind: 'open', title: 'Donation', min_usd_cents: 500, max_usd_cents: 50000 })).body;
+    const l = (
+      await w.m.test.post('/links', { kind: 'open', title: 'Donation', min_usd_cents: 500, max_usd_cents: 50000 })
+    ).body;
     const { page } = await b.open('phone');
     const cases: Array<[string, string]> = [
       ['2', 'Enter an amount from $5.00 to $500.00.'],
@@ -298,7 +381,9 @@ describe('link pages and the POS terminal', () => {
       assert.doesNotMatch(text, SNAKE);
     }
     await screenshot(page, 'payer-link-error-phone');
-    const email = (await w.m.test.post('/links', { kind: 'fixed', title: 'Ticket', amount_usd_cents: 900, collect_email: true })).body;
+    const email = (
+      await w.m.test.post('/links', { kind: 'fixed', title: 'Ticket', amount_usd_cents: 900, collect_email: true })
+    ).body;
     await page.goto(email.url);
     await page.getByLabel('Your email').fill('not-an-email');
     await page.getByRole('button', { name: 'Pay $9.00' }).click();

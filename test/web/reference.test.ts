@@ -29,7 +29,9 @@ before(async () => {
 after(() => t.close());
 
 const operations = () =>
-  Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => ({ path, method, op })));
+  Object.entries<any>(doc.paths).flatMap(([path, ops]) =>
+    Object.entries<any>(ops).map(([method, op]) => ({ path, method, op })),
+  );
 
 let ajv: Ajv2020 | undefined;
 
@@ -44,7 +46,12 @@ function validator(schema: unknown) {
     Array.isArray(node)
       ? node.map(rewrite)
       : node && typeof node === 'object'
-        ? Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' ? `kasse:doc${v}` : rewrite(v)]))
+        ? Object.fromEntries(
+            Object.entries(node).map(([k, v]) => [
+              k,
+              k === '$ref' && typeof v === 'string' ? `kasse:doc${v}` : rewrite(v),
+            ]),
+          )
         : node;
   return ajv.compile(rewrite(schema));
 }
@@ -100,9 +107,15 @@ describe('the OpenAPI document', () => {
       ids.add(op.operationId);
       assert.ok(op.summary && op.description, `${name} is described`);
       assert.ok(op.tags?.length, `${name} is in a section`);
-      assert.ok(doc.tags.some((tag: any) => tag.name === op.tags[0] && tag.description), `${op.tags[0]} has a description`);
+      assert.ok(
+        doc.tags.some((tag: any) => tag.name === op.tags[0] && tag.description),
+        `${op.tags[0]} has a description`,
+      );
       const curl = op['x-codeSamples']?.[0]?.source ?? '';
-      assert.ok(curl.startsWith('curl ') && curl.includes(`${doc.servers[0].url}${path.split('{')[0]}`), `${name} has a curl sample`);
+      assert.ok(
+        curl.startsWith('curl ') && curl.includes(`${doc.servers[0].url}${path.split('{')[0]}`),
+        `${name} has a curl sample`,
+      );
     }
   });
 
@@ -111,7 +124,8 @@ describe('the OpenAPI document', () => {
       Object.keys(doc.paths[path][method].responses)
         .filter((s) => Number(s) >= 400)
         .map(Number);
-    const codes = (path: string, method: string, status: number) => Object.keys(doc.paths[path][method].responses[status].content['application/json'].examples);
+    const codes = (path: string, method: string, status: number) =>
+      Object.keys(doc.paths[path][method].responses[status].content['application/json'].examples);
     // Reads of the account and lists: only what the key guard and input validation can say.
     assert.deepEqual(statuses('/account', 'get'), [400, 401, 403, 429]);
     assert.deepEqual(statuses('/payments', 'get'), [400, 401, 403, 429]);
@@ -125,13 +139,20 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(codes('/payments/{id}/attempts', 'post', 409), ['too_many_attempts']);
     assert.deepEqual(codes('/payments/{id}/attempts', 'post', 422).sort(), ['amount_too_small', 'invalid_state']);
     assert.deepEqual(statuses('/payments/{id}/cancel', 'post'), [400, 401, 403, 404, 422, 429]);
-    assert.ok(doc.paths['/payments/{id}/cancel'].post.responses['429'].headers['Retry-After'], '429 documents Retry-After');
+    assert.ok(
+      doc.paths['/payments/{id}/cancel'].post.responses['429'].headers['Retry-After'],
+      '429 documents Retry-After',
+    );
     for (const { path, method, op } of operations()) {
       for (const [status, res] of Object.entries<any>(op.responses)) {
         if (Number(status) < 400) continue;
         const examples = res.content['application/json'].examples;
         for (const [code, ex] of Object.entries<any>(examples)) {
-          assert.equal(ERROR_STATUS[code as keyof typeof ERROR_STATUS], Number(status), `${method} ${path}: ${code} belongs to ${status}`);
+          assert.equal(
+            ERROR_STATUS[code as keyof typeof ERROR_STATUS],
+            Number(status),
+            `${method} ${path}: ${code} belongs to ${status}`,
+          );
           assert.equal(ex.value.error.code, code);
           assertValid({ $ref: '#/components/schemas/Error' }, ex.value, `${method} ${path} ${code} example`);
         }
@@ -149,7 +170,8 @@ describe('the OpenAPI document', () => {
       if (!body) continue;
       assert.ok(body.examples?.length, `${method} ${path} has a request example`);
       for (const ex of body.examples) assertValid(body, ex, `${method} ${path} request example`);
-      for (const p of op.parameters ?? []) if (p.example !== undefined) assertValid(p.schema, p.example, `${method} ${path} parameter ${p.name}`);
+      for (const p of op.parameters ?? [])
+        if (p.example !== undefined) assertValid(p.schema, p.example, `${method} ${path} parameter ${p.name}`);
     }
   });
 
@@ -174,15 +196,20 @@ describe('the OpenAPI document', () => {
   });
 
   test('an error answer its operation does not document fails the test that received it', async () => {
-    recordAnswer(t.urls.test, 'GET', '/account', 409, { error: { code: 'idempotency_conflict', message: '', param: null } });
+    recordAnswer(t.urls.test, 'GET', '/account', 409, {
+      error: { code: 'idempotency_conflict', message: '', param: null },
+    });
     await assert.rejects(assertDocumentedErrors([t.urls.test]), /GET \/account answered 409 idempotency_conflict/);
-    recordAnswer(t.urls.test, 'POST', '/payments', 409, { error: { code: 'idempotency_conflict', message: '', param: null } });
+    recordAnswer(t.urls.test, 'POST', '/payments', 409, {
+      error: { code: 'idempotency_conflict', message: '', param: null },
+    });
     await assertDocumentedErrors([t.urls.test]);
   });
 });
 
 /** The reference is one long page: the screenshot is of what the window shows. */
-const screenshot = (page: import('playwright-core').Page, name: string) => page.screenshot({ path: `${SCREENSHOT_DIR}/${name}.png` });
+const screenshot = (page: import('playwright-core').Page, name: string) =>
+  page.screenshot({ path: `${SCREENSHOT_DIR}/${name}.png` });
 
 describe('the reference page', () => {
   let browser: TestBrowser;
@@ -213,15 +240,21 @@ describe('the reference page', () => {
       }
     }
     // The bundle is Redoc's, from node_modules; a name outside the two is not served.
-    const bundle = await fetch(`${t.urls.test}/docs/assets/redoc.standalone.js`, { headers: { 'accept-encoding': 'identity' } });
+    const bundle = await fetch(`${t.urls.test}/docs/assets/redoc.standalone.js`, {
+      headers: { 'accept-encoding': 'identity' },
+    });
     assert.match((await bundle.text()).slice(0, 20000), /ReDoc|redoc/);
     assert.equal((await fetch(`${t.urls.test}/docs/assets/..%2Fpackage.json`)).status, 404);
     assert.equal((await fetch(`${t.urls.test}/docs/assets/kasse.ts`)).status, 404);
-    const plain = await (await fetch(`${t.urls.test}/docs/assets/reference.js`, { headers: { 'accept-encoding': 'identity' } })).text();
+    const plain = await (
+      await fetch(`${t.urls.test}/docs/assets/reference.js`, { headers: { 'accept-encoding': 'identity' } })
+    ).text();
     const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
       get(`${t.urls.test}/docs/assets/reference.js`, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
+        res
+          .on('data', (c: Buffer) => chunks.push(c))
+          .on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
       }).on('error', reject);
     });
     assert.equal(raw.encoding, 'gzip');
@@ -239,7 +272,17 @@ describe('the reference page', () => {
       await rec.page.getByRole('heading', { name: /Kasse test API/ }).waitFor();
 
       // The sidebar: the conventions, then the API's sections, then the webhooks.
-      for (const label of ['Authentication', 'Errors', 'Idempotency', 'Pagination', 'Payments', 'Payment links', 'Events', 'Test mode', 'Webhooks']) {
+      for (const label of [
+        'Authentication',
+        'Errors',
+        'Idempotency',
+        'Pagination',
+        'Payments',
+        'Payment links',
+        'Events',
+        'Test mode',
+        'Webhooks',
+      ]) {
         await nav.getByText(label, { exact: true }).first().waitFor();
       }
       await nav.getByText('Payments', { exact: true }).click();
@@ -250,7 +293,11 @@ describe('the reference page', () => {
       // The body as fields, with their constraints; the errors this operation can answer and no other.
       await section.getByText('price_amount', { exact: true }).first().waitFor();
       await section.getByText('[ 1 .. 100000000 ]').first().waitFor();
-      for (const status of ['201', '409', '422', '503']) await section.getByRole('button', { name: new RegExp(`^${status}`) }).first().waitFor();
+      for (const status of ['201', '409', '422', '503'])
+        await section
+          .getByRole('button', { name: new RegExp(`^${status}`) })
+          .first()
+          .waitFor();
       assert.equal(await section.getByRole('button', { name: /^404/ }).count(), 0);
       // The request sample is the example of the document.
       await section.getByText('"Two mugs"').first().waitFor();
@@ -258,7 +305,10 @@ describe('the reference page', () => {
 
       // A deep link opens on its operation.
       await rec.page.goto(`${t.urls.test}/docs#tag/Test-mode/operation/streamEvents`);
-      await rec.page.locator('[data-section-id="tag/Test-mode/operation/streamEvents"]').getByRole('heading', { name: 'Stream events (test API only)' }).waitFor();
+      await rec.page
+        .locator('[data-section-id="tag/Test-mode/operation/streamEvents"]')
+        .getByRole('heading', { name: 'Stream events (test API only)' })
+        .waitFor();
 
       // Search (its index runs in a worker from a blob).
       await rec.page.getByPlaceholder('Search...').fill('refund');
@@ -268,7 +318,9 @@ describe('the reference page', () => {
       await rec.page.getByText('Service-Signature').first().waitFor();
       await screenshot(rec.page, 'api-reference-webhook');
 
-      const offHost = rec.requests.filter((u) => /^https?:/.test(u) && new URL(u).origin !== new URL(t.urls.test).origin);
+      const offHost = rec.requests.filter(
+        (u) => /^https?:/.test(u) && new URL(u).origin !== new URL(t.urls.test).origin,
+      );
       assert.deepEqual(offHost, [], 'every request goes to the Kasse host');
       assert.deepEqual(failed, []);
       assert.deepEqual(rec.errors, [], 'no console error, CSP violations included');

@@ -7,7 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
-import { foreignRequests, launchBrowser, screenshot, startWebKasse, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  startWebKasse,
+  type TestBrowser,
+  type WebKasse,
+} from '../harness/browser.ts';
 
 const SCRIPT = '<script>alert(1)</script>';
 const ATTR = '"><img src=x onerror=alert(1)>';
@@ -24,7 +31,15 @@ after(async () => {
   await w?.close();
 });
 
-const CSP_PARTS = ["default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'", "form-action 'self'", "base-uri 'none'"];
+const CSP_PARTS = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+];
 
 function assertCsp(header: string | undefined, ancestors: string) {
   assert.ok(header, 'Content-Security-Policy is present');
@@ -34,9 +49,24 @@ function assertCsp(header: string | undefined, ancestors: string) {
 
 describe('escaping and the Content-Security-Policy', () => {
   test('injections in link title, description and merchant name render inert on link, checkout and POS pages', async () => {
-    const fixed = (await w.m.test.post('/links', { kind: 'fixed', title: `Mug ${SCRIPT}`, description: `Nice ${ATTR} mug`, amount_usd_cents: 900 })).body;
+    const fixed = (
+      await w.m.test.post('/links', {
+        kind: 'fixed',
+        title: `Mug ${SCRIPT}`,
+        description: `Nice ${ATTR} mug`,
+        amount_usd_cents: 900,
+      })
+    ).body;
     const pos = (await w.m.test.post('/links', { kind: 'pos', title: `Till ${ATTR}`, description: SCRIPT })).body;
-    const payment = (await w.m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'x', description: `${SCRIPT} ${ATTR}`, metadata: { secret_note: 'internal-7731' } })).body;
+    const payment = (
+      await w.m.test.post('/payments', {
+        price_amount: 500,
+        price_currency: 'USD',
+        order_id: 'x',
+        description: `${SCRIPT} ${ATTR}`,
+        metadata: { secret_note: 'internal-7731' },
+      })
+    ).body;
     const { page, requests, dialogs } = await b.open('phone');
 
     let res = await page.goto(fixed.url);
@@ -84,7 +114,9 @@ describe('escaping and the Content-Security-Policy', () => {
   });
 
   test('the server never sends the raw payloads', async () => {
-    const l = (await w.m.test.post('/links', { kind: 'tip', title: SCRIPT, description: ATTR, presets_usd_cents: [100] })).body;
+    const l = (
+      await w.m.test.post('/links', { kind: 'tip', title: SCRIPT, description: ATTR, presets_usd_cents: [100] })
+    ).body;
     const html = await (await fetch(l.url)).text();
     assert.ok(!html.includes(SCRIPT));
     assert.ok(!html.includes('<img src=x'));
@@ -93,7 +125,8 @@ describe('escaping and the Content-Security-Policy', () => {
   });
 
   test('live payments may be framed by https sites only; assets and errors carry no framing', async () => {
-    const live = (await w.m.live.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'live-1' })).body;
+    const live = (await w.m.live.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'live-1' }))
+      .body;
     const res = await fetch(live.checkout_url);
     assert.equal(res.status, 200);
     assertCsp(res.headers.get('content-security-policy') ?? undefined, 'https:');

@@ -24,11 +24,27 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { decodeFunctionData, getAddress, hexToBigInt, type Address, type Hash, type Hex, type TypedDataDefinition } from 'viem';
+import {
+  decodeFunctionData,
+  getAddress,
+  hexToBigInt,
+  type Address,
+  type Hash,
+  type Hex,
+  type TypedDataDefinition,
+} from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { bpsOf } from '../../src/core/money.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
-import { foreignRequests, launchBrowser, screenshot, SIZES, startMerchantSite, type RecordedPage, type TestBrowser } from '../harness/browser.ts';
+import {
+  foreignRequests,
+  launchBrowser,
+  screenshot,
+  SIZES,
+  startMerchantSite,
+  type RecordedPage,
+  type TestBrowser,
+} from '../harness/browser.ts';
 import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
 
 /** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
@@ -54,7 +70,11 @@ async function alignClockWithChain(): Promise<void> {
 
 before(async () => {
   node = await startHardhatNode();
-  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: CONFIRMATIONS }], finality: 6 });
+  k = await startEvmKasse({
+    rpcUrl: node.url,
+    tiers: [{ max_usd_cents: null, confirmations: CONFIRMATIONS }],
+    finality: 6,
+  });
   payer = await k.chain.newWallet('10');
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, payer.address, 1_000_000_000n));
   gaslessPayer = await k.chain.newWallet('0');
@@ -64,7 +84,12 @@ before(async () => {
   // From here on nothing is mined unless the test mines it.
   await k.chain.setAutomine(false);
   b = await launchBrowser();
-  shop = await startMerchantSite({ '/thanks': { type: 'text/html; charset=utf-8', body: '<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>' } });
+  shop = await startMerchantSite({
+    '/thanks': {
+      type: 'text/html; charset=utf-8',
+      body: '<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>',
+    },
+  });
 });
 after(async () => {
   await b?.close();
@@ -142,7 +167,8 @@ class InjectedWallet {
   /** Hashes of the transactions it sent. */
   readonly sent: Hash[] = [];
   /** The typed data it signed (as the page sent it). */
-  readonly signed: Array<{ domain: Record<string, unknown>; primaryType: string; message: Record<string, unknown> }> = [];
+  readonly signed: Array<{ domain: Record<string, unknown>; primaryType: string; message: Record<string, unknown> }> =
+    [];
   private chainId = 1;
   private connected = false;
 
@@ -164,7 +190,10 @@ class InjectedWallet {
       const result = await this.dispatch(method, Array.isArray(params) ? params : [], events);
       return { result: result ?? null, events };
     } catch (err) {
-      if (err instanceof WalletError) return { error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } };
+      if (err instanceof WalletError)
+        return {
+          error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) },
+        };
       return { error: { code: -32603, message: err instanceof Error ? err.message : String(err) } };
     }
   }
@@ -172,7 +201,8 @@ class InjectedWallet {
   private async dispatch(method: string, params: any[], events: Array<[string, unknown]>): Promise<unknown> {
     switch (method) {
       case 'eth_requestAccounts':
-        if (!this.connected) events.push(['connect', { chainId: this.hexChainId() }], ['accountsChanged', [this.address]]);
+        if (!this.connected)
+          events.push(['connect', { chainId: this.hexChainId() }], ['accountsChanged', [this.address]]);
         this.connected = true;
         return [this.address];
       case 'eth_accounts':
@@ -181,7 +211,11 @@ class InjectedWallet {
         return this.hexChainId();
       case 'wallet_switchEthereumChain': {
         const id = Number(BigInt(String(params[0]?.chainId)));
-        if (!KNOWN_CHAINS.has(id)) throw new WalletError(4902, `Unrecognized chain ID ${params[0]?.chainId}. Try adding the chain using wallet_addEthereumChain first.`);
+        if (!KNOWN_CHAINS.has(id))
+          throw new WalletError(
+            4902,
+            `Unrecognized chain ID ${params[0]?.chainId}. Try adding the chain using wallet_addEthereumChain first.`,
+          );
         if (id !== this.chainId) events.push(['chainChanged', `0x${id.toString(16)}`]);
         this.chainId = id;
         return null;
@@ -206,7 +240,10 @@ class InjectedWallet {
         const typed = typeof params[1] === 'string' ? JSON.parse(params[1]) : params[1];
         // Like MetaMask: typed data bound to another chain than the selected one is refused.
         if (typed?.domain?.chainId !== undefined && Number(typed.domain.chainId) !== this.chainId) {
-          throw new WalletError(-32602, `Provided chainId "${typed.domain.chainId}" must match the active chainId "${this.chainId}"`);
+          throw new WalletError(
+            -32602,
+            `Provided chainId "${typed.domain.chainId}" must match the active chainId "${this.chainId}"`,
+          );
         }
         const { EIP712Domain: _domainType, ...types } = typed.types as Record<string, unknown>;
         const signature = await this.account.signTypedData({
@@ -232,17 +269,23 @@ class InjectedWallet {
 
   private authorized(from: unknown): void {
     if (!this.connected) throw new WalletError(4100, 'The requested account has not been authorized by the user.');
-    if (typeof from !== 'string' || from.toLowerCase() !== this.address.toLowerCase()) throw new WalletError(4100, `Unknown account ${String(from)}.`);
+    if (typeof from !== 'string' || from.toLowerCase() !== this.address.toLowerCase())
+      throw new WalletError(4100, `Unknown account ${String(from)}.`);
   }
 
   /** Only the local node is reachable: on any other chain the wallet has no RPC. */
   private onNodeChain(): void {
-    if (this.chainId !== HARDHAT_CHAIN_ID) throw new WalletError(4901, `The wallet is not connected to chain ${this.hexChainId()}.`);
+    if (this.chainId !== HARDHAT_CHAIN_ID)
+      throw new WalletError(4901, `The wallet is not connected to chain ${this.hexChainId()}.`);
   }
 
   /** A read call passed through to the node as is, its JSON-RPC error (code, message, revert data) included. */
   private async forward(method: string, params: unknown[]): Promise<unknown> {
-    const res = await fetch(node.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await fetch(node.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     const body = (await res.json()) as { result?: unknown; error?: ProviderRpcError };
     if (body.error) throw new WalletError(body.error.code, body.error.message, body.error.data);
     return body.result;
@@ -257,7 +300,12 @@ let orderSeq = 0;
 async function createPayment(label: string) {
   const order = `${label}-${++orderSeq}`;
   const successUrl = `${shop.url}/thanks?order=${order}`;
-  const res = await k.m.test.post('/payments', { price_amount: PRICE_CENTS, price_currency: 'USD', order_id: order, success_url: successUrl });
+  const res = await k.m.test.post('/payments', {
+    price_amount: PRICE_CENTS,
+    price_currency: 'USD',
+    order_id: order,
+    success_url: successUrl,
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   assert.deepEqual(res.body.attempts, [], 'no coin yet: the payer picks it on the page');
   return { id: res.body.id as string, checkoutUrl: res.body.checkout_url as string, successUrl };
@@ -269,12 +317,16 @@ async function getPayment(id: string) {
   return res.body;
 }
 
-async function getBalance(): Promise<{ available_usd_cents: number; custody: Array<{ token: string; amount: string }> }> {
+async function getBalance(): Promise<{
+  available_usd_cents: number;
+  custody: Array<{ token: string; amount: string }>;
+}> {
   const res = await k.m.test.get('/balance');
   assert.equal(res.status, 200);
   return res.body;
 }
-const custodyOf = (bal: Awaited<ReturnType<typeof getBalance>>, token: string) => BigInt(bal.custody.find((c) => c.token === token)?.amount ?? '0');
+const custodyOf = (bal: Awaited<ReturnType<typeof getBalance>>, token: string) =>
+  BigInt(bal.custody.find((c) => c.token === token)?.amount ?? '0');
 
 /** Waits until the page's live status line (role=status) contains `text`. */
 async function statusShows(page: Page, text: string): Promise<void> {
@@ -282,14 +334,22 @@ async function statusShows(page: Page, text: string): Promise<void> {
 }
 
 /** Opens the checkout with the wallet injected and picks `token` in the coin picker. */
-async function openAndPick(size: 'phone' | 'desktop', wallet: InjectedWallet, p: Awaited<ReturnType<typeof createPayment>>, token: string) {
+async function openAndPick(
+  size: 'phone' | 'desktop',
+  wallet: InjectedWallet,
+  p: Awaited<ReturnType<typeof createPayment>>,
+  token: string,
+) {
   const rec = await b.open(size);
   await wallet.attach(rec.page);
   // The page's timers run on Playwright's clock, so the paid page's delayed redirect fires when the test says so.
   await rec.page.clock.install();
   await rec.page.goto(p.checkoutUrl);
   await rec.page.getByRole('heading', { name: 'Choose a coin' }).waitFor();
-  await rec.page.locator('fieldset', { hasText: 'Base (local Hardhat)' }).locator(`button[name="token"][value="${token}"]`).click();
+  await rec.page
+    .locator('fieldset', { hasText: 'Base (local Hardhat)' })
+    .locator(`button[name="token"][value="${token}"]`)
+    .click();
   await rec.page.getByRole('heading', { name: 'Send exactly' }).waitFor();
   const attempt = (await getPayment(p.id)).attempts[0];
   assert.equal(attempt.token, token);
@@ -322,7 +382,12 @@ async function confirmOneBlock(page: Page, n: number): Promise<void> {
  * later, and a clean record: no console or page errors, no dialogs, and no request to any host but the checkout
  * (the wallet talked to the node, not the page).
  */
-async function finishPaid(rec: RecordedPage, p: { checkoutUrl: string; successUrl: string }, name: string, size: 'phone' | 'desktop') {
+async function finishPaid(
+  rec: RecordedPage,
+  p: { checkoutUrl: string; successUrl: string },
+  name: string,
+  size: 'phone' | 'desktop',
+) {
   const { page } = rec;
   const other = size === 'phone' ? 'desktop' : 'phone';
   await screenshot(page, `${name}-${size}`);
@@ -369,7 +434,12 @@ describe('pay with browser wallet on the local chain', () => {
 
       await page.getByRole('button', { name: 'Pay with browser wallet' }).click();
       await statusShows(page, 'Transaction sent. Waiting for the network to see it.');
-      assert.deepEqual(wallet.calls, ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain', 'eth_sendTransaction']);
+      assert.deepEqual(wallet.calls, [
+        'eth_requestAccounts',
+        'eth_chainId',
+        'wallet_switchEthereumChain',
+        'eth_sendTransaction',
+      ]);
       assert.equal(wallet.sent.length, 1);
       const hash = wallet.sent[0]!;
 
@@ -418,7 +488,10 @@ describe('pay with browser wallet on the local chain', () => {
       // The merchant is credited the price less the fee (and the conversion spread for ETH), and holds exactly the coins that arrived.
       const balance1 = await getBalance();
       const spread = token === 'base:eth' ? Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.swapFeeBps)) : 0;
-      assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)) - spread);
+      assert.equal(
+        balance1.available_usd_cents - balance0.available_usd_cents,
+        PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)) - spread,
+      );
       assert.equal(custodyOf(balance1, token) - custodyOf(balance0, token), amount);
       // The payer paid the amount plus the gas of its own transaction.
       const gas = receipt.gasUsed * receipt.effectiveGasPrice;
@@ -447,7 +520,9 @@ describe('pay by signature on the local chain', () => {
     const hotEth0 = await k.chain.balance(sender.address);
     const balance0 = await getBalance();
 
-    const relayed = page.waitForResponse((r) => r.url() === `${k.t.urls.checkout}/p/${p.id}/gasless` && r.request().method() === 'POST');
+    const relayed = page.waitForResponse(
+      (r) => r.url() === `${k.t.urls.checkout}/p/${p.id}/gasless` && r.request().method() === 'POST',
+    );
     await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).click();
     const answer = await relayed;
     const body = await answer.json();
@@ -459,12 +534,21 @@ describe('pay by signature on the local chain', () => {
     // The page connected, switched to the node's chain, read the token's EIP-712 domain through the wallet and asked
     // for a signature of exactly the coin choice; the payer sent no transaction.
     // (TestUSDC answers eip712Domain(), ERC-5267, so one eth_call reads the whole domain.)
-    assert.deepEqual(wallet.calls, ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain', 'eth_call', 'eth_signTypedData_v4']);
+    assert.deepEqual(wallet.calls, [
+      'eth_requestAccounts',
+      'eth_chainId',
+      'wallet_switchEthereumChain',
+      'eth_call',
+      'eth_signTypedData_v4',
+    ]);
     assert.deepEqual(wallet.sent, []);
     assert.equal(wallet.signed.length, 1);
     const signed = wallet.signed[0]!;
     assert.equal(signed.primaryType, 'TransferWithAuthorization');
-    assert.deepEqual({ ...signed.domain, verifyingContract: getAddress(String(signed.domain.verifyingContract)) }, { chainId: HARDHAT_CHAIN_ID, verifyingContract: getAddress(k.usdc), name: 'Test USDC', version: '2' });
+    assert.deepEqual(
+      { ...signed.domain, verifyingContract: getAddress(String(signed.domain.verifyingContract)) },
+      { chainId: HARDHAT_CHAIN_ID, verifyingContract: getAddress(k.usdc), name: 'Test USDC', version: '2' },
+    );
     assert.equal(signed.message.from, gaslessPayer.address);
     assert.equal(signed.message.to, attempt.address);
     assert.equal(signed.message.value, attempt.pay_amount);
@@ -491,20 +575,39 @@ describe('pay by signature on the local chain', () => {
     assert.equal(pay.attempts[0].deposits.length, 1);
     assert.equal(dep.tx_hash, hash);
     assert.equal(dep.amount, amount.toString());
-    assert.equal(getAddress(dep.from), gaslessPayer.address, 'the Transfer is from the payer, though the hot wallet sent the transaction');
+    assert.equal(
+      getAddress(dep.from),
+      gaslessPayer.address,
+      'the Transfer is from the payer, though the hot wallet sent the transaction',
+    );
     assert.equal(dep.status, 'confirmed');
 
     const receipt = await k.chain.receipt(hash);
     assert.equal(await k.chain.balance(gaslessPayer.address), 0n, 'the payer still holds no ETH');
-    assert.equal(await k.chain.tokenBalance(k.usdc, gaslessPayer.address), usdc0 - amount, 'the payer paid exactly pay_amount');
-    assert.equal(await k.chain.balance(sender.address), hotEth0 - receipt.gasUsed * receipt.effectiveGasPrice, 'the hot wallet paid the gas');
+    assert.equal(
+      await k.chain.tokenBalance(k.usdc, gaslessPayer.address),
+      usdc0 - amount,
+      'the payer paid exactly pay_amount',
+    );
+    assert.equal(
+      await k.chain.balance(sender.address),
+      hotEth0 - receipt.gasUsed * receipt.effectiveGasPrice,
+      'the hot wallet paid the gas',
+    );
     const balance1 = await getBalance();
-    assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)));
+    assert.equal(
+      balance1.available_usd_cents - balance0.available_usd_cents,
+      PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)),
+    );
     assert.equal(custodyOf(balance1, 'base:usdc') - custodyOf(balance0, 'base:usdc'), amount);
 
     // The relay settles as sent in the hot-wallet sender.
     await sender.runDue();
-    const relay = await k.t.kasse.db.selectFrom('evm_gasless').select('transfer_id').where('attempt_id', '=', attempt.id).executeTakeFirstOrThrow();
+    const relay = await k.t.kasse.db
+      .selectFrom('evm_gasless')
+      .select('transfer_id')
+      .where('attempt_id', '=', attempt.id)
+      .executeTakeFirstOrThrow();
     const transfer = (await sender.get(relay.transfer_id))!;
     assert.equal(transfer.purpose, 'gasless');
     assert.equal(transfer.tx_hash, hash);

@@ -52,7 +52,13 @@ const WALLET = `
 
 async function payment(token: string) {
   const [chain] = token.split(':');
-  const res = await w.m.test.post('/payments', { price_amount: 1234, price_currency: 'USD', order_id: 'w-1', chain, token });
+  const res = await w.m.test.post('/payments', {
+    price_amount: 1234,
+    price_currency: 'USD',
+    order_id: 'w-1',
+    chain,
+    token,
+  });
   assert.equal(res.status, 201);
   return res.body;
 }
@@ -77,7 +83,10 @@ describe('browser wallet', () => {
     await page.getByRole('button', { name: 'Pay with browser wallet' }).click();
     await page.getByText('Transaction sent.').waitFor();
     const calls: Array<{ method: string; params: any[] }> = await page.evaluate(() => (window as any).__calls);
-    assert.deepEqual(calls.map((c) => c.method), ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain', 'eth_sendTransaction']);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ['eth_requestAccounts', 'eth_chainId', 'wallet_switchEthereumChain', 'eth_sendTransaction'],
+    );
     assert.deepEqual(calls[2]!.params, [{ chainId: '0x14a34' }]);
     const tx = calls[3]!.params[0];
     assert.equal(tx.from, PAYER);
@@ -97,7 +106,11 @@ describe('browser wallet', () => {
     const { page } = await b.open('phone');
     await page.addInitScript(WALLET);
     await page.goto(p.checkout_url);
-    assert.equal(await page.getByRole('button', { name: /Pay by signature/ }).isVisible(), false, 'gasless is for USDC only');
+    assert.equal(
+      await page.getByRole('button', { name: /Pay by signature/ }).isVisible(),
+      false,
+      'gasless is for USDC only',
+    );
     await page.getByRole('button', { name: 'Pay with browser wallet' }).click();
     await page.getByText('Transaction sent.').waitFor();
     const calls: any[] = await page.evaluate(() => (window as any).__calls);
@@ -116,7 +129,11 @@ describe('browser wallet', () => {
     let posted: any = null;
     await page.route(`**/p/${p.id}/gasless`, async (route) => {
       posted = route.request().postDataJSON();
-      await route.fulfill({ status: 202, contentType: 'application/json', body: JSON.stringify({ tx_hash: `0x${'cd'.repeat(32)}`, status: 'broadcast' }) });
+      await route.fulfill({
+        status: 202,
+        contentType: 'application/json',
+        body: JSON.stringify({ tx_hash: `0x${'cd'.repeat(32)}`, status: 'broadcast' }),
+      });
     });
     await page.goto(p.checkout_url);
     await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).click();
@@ -126,9 +143,17 @@ describe('browser wallet', () => {
     assert.equal(sign.params[0], PAYER);
     const typed = JSON.parse(sign.params[1]);
     assert.equal(typed.primaryType, 'TransferWithAuthorization');
-    assert.deepEqual(typed.domain, { chainId: 84532, verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2' });
+    assert.deepEqual(typed.domain, {
+      chainId: 84532,
+      verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+      name: 'USDC',
+      version: '2',
+    });
     const validBefore = String(Math.floor(Date.parse(a.expires_at) / 1000));
-    assert.deepEqual({ ...typed.message, nonce: 'n' }, { from: PAYER, to: a.address, value: a.pay_amount, validAfter: '0', validBefore, nonce: 'n' });
+    assert.deepEqual(
+      { ...typed.message, nonce: 'n' },
+      { from: PAYER, to: a.address, value: a.pay_amount, validAfter: '0', validBefore, nonce: 'n' },
+    );
     // viem accepts it as EIP-712 typed data (the same hash a wallet signs).
     const { EIP712Domain: _, ...types } = typed.types;
     hashTypedData({ ...typed, types } as TypedDataDefinition);
@@ -146,7 +171,7 @@ describe('browser wallet', () => {
     await page.context().close();
   });
 
-  test('a refused authorization shows the relay\'s message and the button can be used again', async () => {
+  test("a refused authorization shows the relay's message and the button can be used again", async () => {
     const p = await payment('base:usdc');
     const { page } = await b.open('phone');
     await page.addInitScript(WALLET);
@@ -154,7 +179,11 @@ describe('browser wallet', () => {
     // The real relay refuses the fake signature (or the network it cannot reach) with an Error body.
     await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).click();
     const alert = page.locator('[data-wallet-error]');
-    await page.waitForFunction(() => (document.querySelector('[data-wallet-error]')?.textContent ?? '') !== '', undefined, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => (document.querySelector('[data-wallet-error]')?.textContent ?? '') !== '',
+      undefined,
+      { timeout: 15_000 },
+    );
     assert.ok(((await alert.textContent()) ?? '').length > 0);
     assert.equal(await page.getByRole('button', { name: 'Pay by signature (no gas fee)' }).isEnabled(), true);
     await page.context().close();

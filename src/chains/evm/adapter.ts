@@ -56,7 +56,8 @@ export class EvmAdapter implements ChainAdapter {
   ) {
     if (network.family !== 'evm') throw new Error(`EvmAdapter: ${network.id} is not an evm network`);
     this.settings = evmSettings(network);
-    if (!this.settings.forwarderFactory) throw new Error(`EvmAdapter: ${mode} network ${network.id} has no evm.forwarder_factory`);
+    if (!this.settings.forwarderFactory)
+      throw new Error(`EvmAdapter: ${mode} network ${network.id} has no evm.forwarder_factory`);
     this.factory = this.settings.forwarderFactory as Address;
     this.saltKey = saltKeyOf(deps.secrets);
   }

@@ -47,7 +47,12 @@ export function cloneCreationCode(implementation: Address): Hex {
 
 /** The CREATE2 address of the forwarder with `salt` under `factory` (checksummed). */
 export function forwarderAddress(factory: Address, salt: Hex): Address {
-  return getContractAddress({ opcode: 'CREATE2', from: factory, salt, bytecodeHash: keccak256(cloneCreationCode(forwarderImplementation(factory))) });
+  return getContractAddress({
+    opcode: 'CREATE2',
+    from: factory,
+    salt,
+    bytecodeHash: keccak256(cloneCreationCode(forwarderImplementation(factory))),
+  });
 }
 
 /** Well-formed 20-byte address (all lower, all upper, or a valid EIP-55 checksum), and not the zero address. */
@@ -61,10 +66,16 @@ export function isValidEvmAddress(address: string): boolean {
  * EIP-681 payment request: `ethereum:<address>@<chainId>?value=<wei>` for the native coin,
  * `ethereum:<token contract>@<chainId>/transfer?address=<address>&uint256=<amount>` for an ERC-20.
  */
-export function eip681Uri(network: Pick<NetworkConfig, 'chainId'>, token: Pick<TokenConfig, 'kind' | 'contract'>, address: string, amount: bigint): string | null {
+export function eip681Uri(
+  network: Pick<NetworkConfig, 'chainId'>,
+  token: Pick<TokenConfig, 'kind' | 'contract'>,
+  address: string,
+  amount: bigint,
+): string | null {
   const at = network.chainId === null ? '' : `@${network.chainId}`;
   if (token.kind === 'native') return `ethereum:${address}${at}?value=${amount}`;
-  if (token.kind === 'erc20' && token.contract) return `ethereum:${token.contract}${at}/transfer?address=${address}&uint256=${amount}`;
+  if (token.kind === 'erc20' && token.contract)
+    return `ethereum:${token.contract}${at}/transfer?address=${address}&uint256=${amount}`;
   return null;
 }
 

@@ -14,7 +14,10 @@ import type { GaslessAuthorization, GaslessRelay } from './gasless.ts';
 export const GASLESS_PER_MINUTE = 20;
 
 const Address = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' });
-const Seconds = Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.String({ pattern: '^\\d{1,20}$' })]);
+const Seconds = Type.Union([
+  Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  Type.String({ pattern: '^\\d{1,20}$' }),
+]);
 
 /** The body of `POST /p/{payment_id}/gasless`: an EIP-3009 TransferWithAuthorization and its signature. */
 export const GaslessBody = Type.Object(
@@ -40,10 +43,18 @@ export function walletButtons(c: WalletChoice): WalletButton[] {
     token.kind === 'native'
       ? { to: c.address, value: `0x${c.amount.toString(16)}`, data: '' }
       : token.contract
-        ? { to: token.contract, value: '0x0', data: `0xa9059cbb${c.address.slice(2).toLowerCase().padStart(64, '0')}${c.amount.toString(16).padStart(64, '0')}` }
+        ? {
+            to: token.contract,
+            value: '0x0',
+            data: `0xa9059cbb${c.address.slice(2).toLowerCase().padStart(64, '0')}${c.amount.toString(16).padStart(64, '0')}`,
+          }
         : null;
   const buttons: WalletButton[] = [];
-  if (tx) buttons.push({ label: 'Pay with browser wallet', data: { wallet: '', chain, to: tx.to, value: tx.value, data: tx.data } });
+  if (tx)
+    buttons.push({
+      label: 'Pay with browser wallet',
+      data: { wallet: '', chain, to: tx.to, value: tx.value, data: tx.data },
+    });
   if (token.gasless && token.contract) {
     buttons.push({
       label: 'Pay by signature (no gas fee)',
@@ -66,7 +77,10 @@ export function gaslessEndpoint(relay: GaslessRelay): CheckoutEndpoint {
   return {
     path: 'gasless',
     body: GaslessBody,
-    limit: { perMinute: GASLESS_PER_MINUTE, message: (seconds) => `Too many signed payments from this address; retry in ${seconds} s.` },
+    limit: {
+      perMinute: GASLESS_PER_MINUTE,
+      message: (seconds) => `Too many signed payments from this address; retry in ${seconds} s.`,
+    },
     status: 202,
     handle: (paymentId: string, body: GaslessAuthorization) => relay.submit(paymentId, body),
   };

@@ -15,7 +15,13 @@ function evmNetwork(ctx: FamilyContext, f: Flags): NetworkConfig {
   const m = mode(f);
   const id = requireString(f, 'chain');
   const network = ctx.chains.network(m, id);
-  if (!network) throw new UsageError(`no ${m} network "${id}" (configured: ${ctx.chains.networks(m).map((n) => n.id).join(', ')})`);
+  if (!network)
+    throw new UsageError(
+      `no ${m} network "${id}" (configured: ${ctx.chains
+        .networks(m)
+        .map((n) => n.id)
+        .join(', ')})`,
+    );
   if (network.family !== 'evm') throw new UsageError(`${id} is not an EVM network`);
   if (network.rpcUrls.length === 0) throw new UsageError(`${m} network ${id} has no rpc_urls`);
   return network;
@@ -24,7 +30,10 @@ function evmNetwork(ctx: FamilyContext, f: Flags): NetworkConfig {
 function evmAdapter(ctx: FamilyContext, f: Flags): EvmAdapter {
   const network = evmNetwork(ctx, f);
   const adapter = ctx.chains.hasAdapter(mode(f), network.id) ? ctx.chains.adapter(mode(f), network.id) : null;
-  if (!(adapter instanceof EvmAdapter)) throw new UsageError(`${network.id} has no evm.forwarder_factory in the ${mode(f)} networks file: run \`kasse evm deploy-factory\` first`);
+  if (!(adapter instanceof EvmAdapter))
+    throw new UsageError(
+      `${network.id} has no evm.forwarder_factory in the ${mode(f)} networks file: run \`kasse evm deploy-factory\` first`,
+    );
   return adapter;
 }
 
@@ -39,29 +48,60 @@ export const evmCommands: FamilyCommand[] = [
   {
     name: 'evm deploy-factory',
     usage: `evm deploy-factory --chain ID --mode test|live [--treasury 0x…] [--owner 0x…] [--json]   (from the hot wallet: KASSE_HOT_WALLET_KEY or ${HOT_WALLET_PATH} of the master seed)`,
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, treasury: { type: 'string' }, owner: { type: 'string' }, json: { type: 'boolean' } },
+    flags: {
+      chain: { type: 'string' },
+      mode: { type: 'string' },
+      treasury: { type: 'string' },
+      owner: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     run: async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const account = hotWalletAccount(ctx.secrets);
       const treasury = address(f, 'treasury') ?? (evmSettings(network).treasury as Address | null) ?? null;
-      if (!treasury) throw new UsageError('give --treasury 0x… (or evm.treasury in the networks file): where sweeps send the funds');
+      if (!treasury)
+        throw new UsageError('give --treasury 0x… (or evm.treasury in the networks file): where sweeps send the funds');
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
       const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [account.address, 'latest']));
-      if (balance === 0n) throw new UsageError(`the hot wallet ${account.address} has no coin on ${network.id} to pay for the deployment`);
-      const deployed = await deployForwarderFactory({ db: ctx.db, clock: ctx.clock, log: ctx.log }, { network, mode: mode(f), rpc }, account, { treasury, owner: address(f, 'owner') });
-      return { ...deployed, hot_wallet: account.address, networks_file: { evm: { forwarder_factory: deployed.factory, treasury } } };
+      if (balance === 0n)
+        throw new UsageError(
+          `the hot wallet ${account.address} has no coin on ${network.id} to pay for the deployment`,
+        );
+      const deployed = await deployForwarderFactory(
+        { db: ctx.db, clock: ctx.clock, log: ctx.log },
+        { network, mode: mode(f), rpc },
+        account,
+        { treasury, owner: address(f, 'owner') },
+      );
+      return {
+        ...deployed,
+        hot_wallet: account.address,
+        networks_file: { evm: { forwarder_factory: deployed.factory, treasury } },
+      };
     },
   },
   {
     name: 'evm sweep',
-    usage: 'evm sweep --chain ID --mode test|live [--batch N] [--dry-run] [--json]   (moves confirmed deposits to the treasury)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, batch: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
+    usage:
+      'evm sweep --chain ID --mode test|live [--batch N] [--dry-run] [--json]   (moves confirmed deposits to the treasury)',
+    flags: {
+      chain: { type: 'string' },
+      mode: { type: 'string' },
+      batch: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
     run: async (ctx, f) => {
       const adapter = evmAdapter(ctx, f);
-      return sweepDeposits({ db: ctx.db, clock: ctx.clock, log: ctx.log, payments: ctx.payments }, adapter, hotWalletAccount(ctx.secrets), {
-        batchSize: optionalInt(f, 'batch'),
-        dryRun: f['dry-run'] === true,
-      });
+      return sweepDeposits(
+        { db: ctx.db, clock: ctx.clock, log: ctx.log, payments: ctx.payments },
+        adapter,
+        hotWalletAccount(ctx.secrets),
+        {
+          batchSize: optionalInt(f, 'batch'),
+          dryRun: f['dry-run'] === true,
+        },
+      );
     },
   },
   {
@@ -75,9 +115,17 @@ export const evmCommands: FamilyCommand[] = [
       const account = hotWalletAccount(ctx.secrets);
       const [[head, balance], cursor] = await Promise.all([
         fromNodes(network, m, ctx.health, () =>
-          Promise.all([rpc.request<Hex>('eth_blockNumber').then(BigInt), rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt)]),
+          Promise.all([
+            rpc.request<Hex>('eth_blockNumber').then(BigInt),
+            rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt),
+          ]),
         ),
-        ctx.db.selectFrom('evm_cursors').selectAll().where('mode', '=', m).where('chain', '=', network.id).executeTakeFirst(),
+        ctx.db
+          .selectFrom('evm_cursors')
+          .selectAll()
+          .where('mode', '=', m)
+          .where('chain', '=', network.id)
+          .executeTakeFirst(),
       ]);
       return {
         chain: network.id,

@@ -53,7 +53,10 @@ export function compileContracts(): Record<string, ContractArtifact> {
   const input = {
     language: 'Solidity',
     sources,
-    settings: { ...SETTINGS, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } } },
+    settings: {
+      ...SETTINGS,
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
+    },
   };
   const findImport = (path: string) => {
     try {
@@ -64,7 +67,10 @@ export function compileContracts(): Record<string, ContractArtifact> {
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImport })) as {
     errors?: { severity: string; formattedMessage: string }[];
-    contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>>;
+    contracts: Record<
+      string,
+      Record<string, { abi: Abi; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>
+    >;
   };
   const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);

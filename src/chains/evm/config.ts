@@ -45,25 +45,40 @@ export function evmSettings(network: NetworkConfig): EvmNetworkSettings {
 
 /** Parses the `evm` object (`at` names it in error messages); undefined/null gives the defaults. */
 export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
-  if (raw === undefined || raw === null) return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
+  if (raw === undefined || raw === null)
+    return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
   const o = raw as Record<string, unknown>;
-  const known = new Set(['forwarder_factory', 'treasury', 'start_block', 'blocks_per_batch', 'rpc_timeout_ms', 'max_fee_gwei', 'replace_after_blocks', 'disperse', 'disperse_max_items', '$comment']);
+  const known = new Set([
+    'forwarder_factory',
+    'treasury',
+    'start_block',
+    'blocks_per_batch',
+    'rpc_timeout_ms',
+    'max_fee_gwei',
+    'replace_after_blocks',
+    'disperse',
+    'disperse_max_items',
+    '$comment',
+  ]);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
   const address = (k: string): string | null => {
     const v = o[k];
     if (v === undefined || v === null) return null;
-    if (typeof v !== 'string' || !isAddress(v, { strict: false }) || /^0x0{40}$/i.test(v)) throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
+    if (typeof v !== 'string' || !isAddress(v, { strict: false }) || /^0x0{40}$/i.test(v))
+      throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
     return getAddress(v);
   };
   const int = (k: string, min: number, fallback: number): number => {
     const v = o[k];
     if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min) throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
+    if (!Number.isSafeInteger(v) || (v as number) < min)
+      throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
     return v as number;
   };
   const start = o.start_block;
-  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0)) throw new ConfigError(`${at}.start_block must be a block number`);
+  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0))
+    throw new ConfigError(`${at}.start_block must be a block number`);
   return {
     forwarderFactory: address('forwarder_factory'),
     treasury: address('treasury'),
@@ -71,12 +86,17 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     blocksPerBatch: int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
     rpcTimeoutMs: int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
     ...senderSettings(o, at),
-    ...(address('disperse') ? { disperse: address('disperse')!, disperseMaxItems: int('disperse_max_items', 2, 200) } : {}),
+    ...(address('disperse')
+      ? { disperse: address('disperse')!, disperseMaxItems: int('disperse_max_items', 2, 200) }
+      : {}),
   };
 }
 
 /** The hot-wallet sender's optional settings: `max_fee_gwei` (decimal gwei, a string or number) and `replace_after_blocks`. */
-function senderSettings(o: Record<string, unknown>, at: string): Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> {
+function senderSettings(
+  o: Record<string, unknown>,
+  at: string,
+): Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> {
   const out: Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> = {};
   const fee = o.max_fee_gwei;
   if (fee !== undefined && fee !== null) {
@@ -86,12 +106,14 @@ function senderSettings(o: Record<string, unknown>, at: string): Pick<EvmNetwork
     } catch {
       // reported below
     }
-    if ((typeof fee !== 'string' && typeof fee !== 'number') || wei <= 0n) throw new ConfigError(`${at}.max_fee_gwei must be a positive amount of gwei`);
+    if ((typeof fee !== 'string' && typeof fee !== 'number') || wei <= 0n)
+      throw new ConfigError(`${at}.max_fee_gwei must be a positive amount of gwei`);
     out.maxFeePerGas = wei;
   }
   const blocks = o.replace_after_blocks;
   if (blocks !== undefined && blocks !== null) {
-    if (!Number.isSafeInteger(blocks) || (blocks as number) < 1) throw new ConfigError(`${at}.replace_after_blocks must be an integer ≥ 1`);
+    if (!Number.isSafeInteger(blocks) || (blocks as number) < 1)
+      throw new ConfigError(`${at}.replace_after_blocks must be an integer ≥ 1`);
     out.replaceAfterBlocks = blocks as number;
   }
   return out;

@@ -63,7 +63,12 @@ export const disperseAbi = parseAbi([
 
 /** Whether the hand-written ABI above agrees with the compiled one (checked by the compile test). */
 export function abiMatchesArtifact(abi: Abi, name: ContractName): boolean {
-  const sig = (x: Abi[number]) => JSON.stringify({ type: x.type, name: 'name' in x ? x.name : '', inputs: 'inputs' in x ? x.inputs.map((i) => i.type) : [] });
+  const sig = (x: Abi[number]) =>
+    JSON.stringify({
+      type: x.type,
+      name: 'name' in x ? x.name : '',
+      inputs: 'inputs' in x ? x.inputs.map((i) => i.type) : [],
+    });
   const compiled = new Set(artifact(name).abi.map(sig));
   return abi.every((x) => compiled.has(sig(x)));
 }

@@ -12,7 +12,16 @@
  * hot wallet's allowance to the contract is one `approve` transaction, made when a batch first needs it.
  */
 import { sql } from 'kysely';
-import { decodeFunctionData, decodeFunctionResult, encodeFunctionData, getAddress, maxUint256, parseEventLogs, type Address, type Hex } from 'viem';
+import {
+  decodeFunctionData,
+  decodeFunctionResult,
+  encodeFunctionData,
+  getAddress,
+  maxUint256,
+  parseEventLogs,
+  type Address,
+  type Hex,
+} from 'viem';
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
@@ -47,7 +56,12 @@ export class DisperseBatches {
 
   /** The payouts a batch carries, in batch order. */
   async members(batchId: string): Promise<TransferRow[]> {
-    return this.deps.db.selectFrom('evm_transfers').selectAll().where('batch_id', '=', batchId).orderBy('batch_index').execute();
+    return this.deps.db
+      .selectFrom('evm_transfers')
+      .selectAll()
+      .where('batch_id', '=', batchId)
+      .orderBy('batch_index')
+      .execute();
   }
 
   /**
@@ -86,10 +100,23 @@ export class DisperseBatches {
           const data = encodeFunctionData({
             abi: disperseAbi,
             functionName: 'disperseToken',
-            args: [getAddress(tokenContract), chunk.map((m) => getAddress(m.destination)), chunk.map((m) => BigInt(m.amount))],
+            args: [
+              getAddress(tokenContract),
+              chunk.map((m) => getAddress(m.destination)),
+              chunk.map((m) => BigInt(m.amount)),
+            ],
           });
           const amount = chunk.reduce((sum, m) => sum + BigInt(m.amount), 0n);
-          await this.sender.record(tx, { id, purpose: 'disperse', to: this.contract, value: 0n, data, token: chunk[0]!.token, destination: this.contract, amount });
+          await this.sender.record(tx, {
+            id,
+            purpose: 'disperse',
+            to: this.contract,
+            value: 0n,
+            data,
+            token: chunk[0]!.token,
+            destination: this.contract,
+            amount,
+          });
           await sql`
             UPDATE evm_transfers AS t SET batch_id = ${id}, batch_index = v.i
             FROM (SELECT unnest(${chunk.map((m) => m.id)}::text[]) AS id, generate_series(0, ${chunk.length - 1}) AS i) AS v
@@ -108,7 +135,11 @@ export class DisperseBatches {
 
   /** The hot wallet's allowance of `token` to the Disperse contract. */
   async allowance(token: Address): Promise<bigint> {
-    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'allowance', args: [this.sender.address, this.contract] });
+    const data = encodeFunctionData({
+      abi: erc20Abi,
+      functionName: 'allowance',
+      args: [this.sender.address, this.contract],
+    });
     const out = await this.sender.rpc().request<Hex>('eth_call', [{ to: token, data }, 'latest']);
     return decodeFunctionResult({ abi: erc20Abi, functionName: 'allowance', data: out });
   }
@@ -122,9 +153,22 @@ export class DisperseBatches {
     const { mode, network } = this.sender;
     const id = `approve_${mode}_${network.id}_${token.toLowerCase()}_${this.contract.toLowerCase()}`;
     const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [this.contract, maxUint256] });
-    await withTx(this.deps.db, (tx) => this.sender.record(tx, { id, purpose: 'approve', to: token, value: 0n, data, token: row.token, destination: this.contract, amount: maxUint256 }));
+    await withTx(this.deps.db, (tx) =>
+      this.sender.record(tx, {
+        id,
+        purpose: 'approve',
+        to: token,
+        value: 0n,
+        data,
+        token: row.token,
+        destination: this.contract,
+        amount: maxUint256,
+      }),
+    );
     const approval = await this.sender.get(id);
-    return approval?.status === 'failed' ? `the hot wallet could not approve ${this.contract}: ${approval.error}` : null;
+    return approval?.status === 'failed'
+      ? `the hot wallet could not approve ${this.contract}: ${approval.error}`
+      : null;
   }
 
   /**
@@ -137,34 +181,84 @@ export class DisperseBatches {
     const refused = new Set<number>();
     if (result.status === 'sent') {
       const logs = (result.logs ?? []).filter((l) => l.address.toLowerCase() === this.contract.toLowerCase());
-      for (const e of parseEventLogs({ abi: disperseAbi, eventName: 'Failed', logs: logs as never })) refused.add(Number(e.args.index));
+      for (const e of parseEventLogs({ abi: disperseAbi, eventName: 'Failed', logs: logs as never }))
+        refused.add(Number(e.args.index));
     }
     const settled = await withTx(this.deps.db, async (tx) => {
       const done = await tx
         .updateTable('evm_transfers')
-        .set({ status: result.status, tx_hash: result.txHash, error: result.error, block_number: result.blockNumber ?? null, gas_used: result.gasUsed ?? null, settled_at: now })
+        .set({
+          status: result.status,
+          tx_hash: result.txHash,
+          error: result.error,
+          block_number: result.blockNumber ?? null,
+          gas_used: result.gasUsed ?? null,
+          settled_at: now,
+        })
         .where('id', '=', row.id)
         .where('status', '=', from)
         .returning('id')
         .executeTakeFirst();
       if (!done) return false;
-      const members = await tx.selectFrom('evm_transfers').select(['id', 'batch_index']).where('batch_id', '=', row.id).where('status', '=', 'pending').forUpdate().execute();
+      const members = await tx
+        .selectFrom('evm_transfers')
+        .select(['id', 'batch_index'])
+        .where('batch_id', '=', row.id)
+        .where('status', '=', 'pending')
+        .forUpdate()
+        .execute();
       if (result.status === 'failed') {
-        await tx.updateTable('evm_transfers').set({ unbatched: true, next_attempt_at: now }).where('batch_id', '=', row.id).where('status', '=', 'pending').execute();
+        await tx
+          .updateTable('evm_transfers')
+          .set({ unbatched: true, next_attempt_at: now })
+          .where('batch_id', '=', row.id)
+          .where('status', '=', 'pending')
+          .execute();
         return true;
       }
       const failed = members.filter((m) => refused.has(m.batch_index!)).map((m) => m.id);
       const sent = members.filter((m) => !refused.has(m.batch_index!)).map((m) => m.id);
-      const common = { tx_hash: result.txHash, block_number: result.blockNumber ?? null, settled_at: now, signed_at: row.signed_at, broadcast_at: row.broadcast_at };
-      if (sent.length) await tx.updateTable('evm_transfers').set({ ...common, status: 'sent', error: null }).where('id', 'in', sent).execute();
+      const common = {
+        tx_hash: result.txHash,
+        block_number: result.blockNumber ?? null,
+        settled_at: now,
+        signed_at: row.signed_at,
+        broadcast_at: row.broadcast_at,
+      };
+      if (sent.length)
+        await tx
+          .updateTable('evm_transfers')
+          .set({ ...common, status: 'sent', error: null })
+          .where('id', 'in', sent)
+          .execute();
       if (failed.length) {
-        await tx.updateTable('evm_transfers').set({ ...common, status: 'failed', error: 'the token refused the transfer to this destination (the batch sent the others)' }).where('id', 'in', failed).execute();
+        await tx
+          .updateTable('evm_transfers')
+          .set({
+            ...common,
+            status: 'failed',
+            error: 'the token refused the transfer to this destination (the batch sent the others)',
+          })
+          .where('id', 'in', failed)
+          .execute();
       }
       return true;
     });
     if (settled) {
-      const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
-      log({ batchId: row.id, chain: this.sender.network.id, mode: this.sender.mode, status: result.status, txHash: result.txHash, refused: refused.size, error: result.error }, 'evm batch settled');
+      const log =
+        result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
+      log(
+        {
+          batchId: row.id,
+          chain: this.sender.network.id,
+          mode: this.sender.mode,
+          status: result.status,
+          txHash: result.txHash,
+          refused: refused.size,
+          error: result.error,
+        },
+        'evm batch settled',
+      );
     }
     return settled;
   }

@@ -71,7 +71,9 @@ export interface GaslessDeps {
 
 /** keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)") */
 export const TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
-  new TextEncoder().encode('TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)'),
+  new TextEncoder().encode(
+    'TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)',
+  ),
 );
 
 /** EIP-3009 parts beyond contracts.ts: the (v, r, s) overload every USDC version has, the domain, and the errors. */
@@ -112,7 +114,13 @@ export class GaslessRelay {
     const validBefore = BigInt(body.valid_before);
     const nonce = body.nonce.toLowerCase() as Hex;
     const signature = body.signature as Hex;
-    const key = { mode, chain: attempt.chain, contract: contract.toLowerCase(), authorizer: from.toLowerCase(), auth_nonce: nonce };
+    const key = {
+      mode,
+      chain: attempt.chain,
+      contract: contract.toLowerCase(),
+      authorizer: from.toLowerCase(),
+      auth_nonce: nonce,
+    };
     const earlier = await this.submitted(key);
     if (
       earlier &&
@@ -130,12 +138,18 @@ export class GaslessRelay {
     if (!attempt.open || attempt.expiresAt.getTime() <= now.getTime()) {
       throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
     }
-    if (body.to.toLowerCase() !== attempt.address.toLowerCase()) throw refuse(`to must be the deposit address ${attempt.address} of this coin choice.`, 'to');
+    if (body.to.toLowerCase() !== attempt.address.toLowerCase())
+      throw refuse(`to must be the deposit address ${attempt.address} of this coin choice.`, 'to');
     const to = getAddress(attempt.address);
-    if (value !== attempt.payAmount) throw refuse(`value must be exactly the pay_amount ${attempt.payAmount}.`, 'value');
+    if (value !== attempt.payAmount)
+      throw refuse(`value must be exactly the pay_amount ${attempt.payAmount}.`, 'value');
     const nowSeconds = BigInt(Math.floor(now.getTime() / 1000));
     const holdEnd = BigInt(Math.floor(attempt.expiresAt.getTime() / 1000));
-    if (validBefore > holdEnd) throw refuse(`valid_before must not be later than the coin choice's expires_at (${holdEnd}, ${attempt.expiresAt.toISOString()}).`, 'valid_before');
+    if (validBefore > holdEnd)
+      throw refuse(
+        `valid_before must not be later than the coin choice's expires_at (${holdEnd}, ${attempt.expiresAt.toISOString()}).`,
+        'valid_before',
+      );
     if (validBefore <= nowSeconds) throw refuse('valid_before has passed; sign a new authorization.', 'valid_before');
     if (validAfter > nowSeconds) throw refuse('valid_after must not be in the future.', 'valid_after');
     if (earlier) throw refuse('This authorization nonce was already submitted.', 'nonce');
@@ -143,9 +157,11 @@ export class GaslessRelay {
 
     // Chain checks (RPC; no transaction is open).
     const rpc = adapter.rpc();
-    const call = async <T>(data: Hex, decode: (out: Hex) => T): Promise<T> => decode(await rpc.request<Hex>('eth_call', [{ to: contract, data }, 'latest']));
-    const used = await call(encodeFunctionData({ abi: erc20Abi, functionName: 'authorizationState', args: [from, nonce] }), (out) =>
-      decodeFunctionResult({ abi: erc20Abi, functionName: 'authorizationState', data: out }),
+    const call = async <T>(data: Hex, decode: (out: Hex) => T): Promise<T> =>
+      decode(await rpc.request<Hex>('eth_call', [{ to: contract, data }, 'latest']));
+    const used = await call(
+      encodeFunctionData({ abi: erc20Abi, functionName: 'authorizationState', args: [from, nonce] }),
+      (out) => decodeFunctionResult({ abi: erc20Abi, functionName: 'authorizationState', data: out }),
     );
     if (used) throw refuse('This authorization nonce was already used or cancelled on chain.', 'nonce');
     const domain = await call(encodeFunctionData({ abi: eip3009Abi, functionName: 'DOMAIN_SEPARATOR' }), (out) =>
@@ -157,7 +173,15 @@ export class GaslessRelay {
         domain,
         keccak256(
           encodeAbiParameters(
-            [{ type: 'bytes32' }, { type: 'address' }, { type: 'address' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }],
+            [
+              { type: 'bytes32' },
+              { type: 'address' },
+              { type: 'address' },
+              { type: 'uint256' },
+              { type: 'uint256' },
+              { type: 'uint256' },
+              { type: 'bytes32' },
+            ],
             [TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce],
           ),
         ),
@@ -168,14 +192,22 @@ export class GaslessRelay {
     if (signer !== from) {
       // Only a smart wallet (code at `from`, ERC-1271) may sign otherwise; the simulation below decides for it.
       const code = await rpc.request<Hex>('eth_getCode', [from, 'latest']);
-      if (!code || code === '0x') throw refuse('signature is not a TransferWithAuthorization signed by from for these values.', 'signature');
+      if (!code || code === '0x')
+        throw refuse('signature is not a TransferWithAuthorization signed by from for these values.', 'signature');
     }
     const balance = await call(encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [from] }), (out) =>
       decodeFunctionResult({ abi: erc20Abi, functionName: 'balanceOf', data: out }),
     );
-    if (balance < value) throw impossible(`from holds ${balance} of ${token.id}, less than the ${value} authorized.`, 'from');
+    if (balance < value)
+      throw impossible(`from holds ${balance} of ${token.id}, less than the ${value} authorized.`, 'from');
 
-    const data = ecdsa ? encodeVrs(from, to, value, validAfter, validBefore, nonce, signature) : encodeFunctionData({ abi: erc20Abi, functionName: 'transferWithAuthorization', args: [from, to, value, validAfter, validBefore, nonce, signature] });
+    const data = ecdsa
+      ? encodeVrs(from, to, value, validAfter, validBefore, nonce, signature)
+      : encodeFunctionData({
+          abi: erc20Abi,
+          functionName: 'transferWithAuthorization',
+          args: [from, to, value, validAfter, validBefore, nonce, signature],
+        });
     try {
       await rpc.request('eth_call', [{ from: sender.address, to: contract, data }, 'latest']);
     } catch (err) {
@@ -188,9 +220,20 @@ export class GaslessRelay {
     const id = `gsl_${ulid()}`;
     try {
       await withTx(db, async (tx) => {
-        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`kasse/gasless/${attempt.attemptId}`}, 0))`.execute(tx);
+        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`kasse/gasless/${attempt.attemptId}`}, 0))`.execute(
+          tx,
+        );
         await this.assertNoOpenRelay(attempt.attemptId, tx);
-        await sender.record(tx, { id, purpose: 'gasless', to: contract, value: 0n, data, token: token.id, destination: to, amount: value });
+        await sender.record(tx, {
+          id,
+          purpose: 'gasless',
+          to: contract,
+          value: 0n,
+          data,
+          token: token.id,
+          destination: to,
+          amount: value,
+        });
         await tx
           .insertInto('evm_gasless')
           .values({
@@ -207,24 +250,37 @@ export class GaslessRelay {
           .execute();
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw refuse('This authorization nonce was already submitted.', 'nonce');
+      if ((err as { code?: string }).code === '23505')
+        throw refuse('This authorization nonce was already submitted.', 'nonce');
       throw err;
     }
-    this.deps.log.info({ transferId: id, paymentId, attemptId: attempt.attemptId, chain: attempt.chain, mode }, 'gasless authorization accepted');
+    this.deps.log.info(
+      { transferId: id, paymentId, attemptId: attempt.attemptId, chain: attempt.chain, mode },
+      'gasless authorization accepted',
+    );
 
     let row = await sender.get(id);
     try {
       row = await sender.push(id);
     } catch (err) {
       // Recorded: the sender's worker carries it on.
-      this.deps.log.error({ err: err instanceof Error ? err.message : String(err), transferId: id }, 'gasless relay could not be pushed now');
+      this.deps.log.error(
+        { err: err instanceof Error ? err.message : String(err), transferId: id },
+        'gasless relay could not be pushed now',
+      );
       row = await sender.get(id);
     }
     return { tx_hash: row!.status === 'pending' ? null : row!.tx_hash, status: row!.status };
   }
 
   /** The relay Kasse already made of this authorization, if any. */
-  private async submitted(key: { mode: Mode; chain: string; contract: string; authorizer: string; auth_nonce: string }) {
+  private async submitted(key: {
+    mode: Mode;
+    chain: string;
+    contract: string;
+    authorizer: string;
+    auth_nonce: string;
+  }) {
     return this.deps.db
       .selectFrom('evm_gasless as g')
       .innerJoin('evm_transfers as t', 't.id', 'g.transfer_id')
@@ -246,14 +302,30 @@ export class GaslessRelay {
       .where('g.attempt_id', '=', attemptId)
       .where('t.status', '<>', 'failed')
       .executeTakeFirst();
-    if (open) throw impossible(`This coin choice is already being paid by signature${open.tx_hash ? ` (transaction ${open.tx_hash})` : ''}.`, 'attempt_id');
+    if (open)
+      throw impossible(
+        `This coin choice is already being paid by signature${open.tx_hash ? ` (transaction ${open.tx_hash})` : ''}.`,
+        'attempt_id',
+      );
   }
 }
 
-function encodeVrs(from: Address, to: Address, value: bigint, validAfter: bigint, validBefore: bigint, nonce: Hex, signature: Hex): Hex {
+function encodeVrs(
+  from: Address,
+  to: Address,
+  value: bigint,
+  validAfter: bigint,
+  validBefore: bigint,
+  nonce: Hex,
+  signature: Hex,
+): Hex {
   const { r, s, v, yParity } = parseSignature(signature);
   const vNum = v !== undefined ? Number(v) : yParity + 27;
-  return encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [from, to, value, validAfter, validBefore, nonce, vNum, r, s] });
+  return encodeFunctionData({
+    abi: eip3009Abi,
+    functionName: 'transferWithAuthorization',
+    args: [from, to, value, validAfter, validBefore, nonce, vNum, r, s],
+  });
 }
 
 /** What a reverted simulation says (the node's message, a decoded custom error or reason string); null if it did not revert. */

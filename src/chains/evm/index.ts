@@ -33,7 +33,11 @@ function load(ctx: FamilyContext): LoadedFamily {
     for (const network of ctx.chains.networks(mode)) {
       if (network.family !== 'evm') continue;
       if (!evmSettings(network).forwarderFactory) {
-        ctx.chains.explainMissing(mode, network.id, 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)');
+        ctx.chains.explainMissing(
+          mode,
+          network.id,
+          'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',
+        );
         continue;
       }
       if (mode === 'live' && network.rpcUrls.length === 0) {
@@ -46,9 +50,22 @@ function load(ctx: FamilyContext): LoadedFamily {
   }
   // One hot wallet for every EVM network, derived on first use (an HD derivation costs a few hundred ms).
   let account: LocalAccount | null = null;
-  const senderDeps = { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, account: () => (account ??= hotWalletAccount(ctx.secrets)), sink: ctx.transfers };
+  const senderDeps = {
+    db: ctx.db,
+    clock: ctx.clock,
+    log: ctx.log,
+    metrics: ctx.metrics,
+    account: () => (account ??= hotWalletAccount(ctx.secrets)),
+    sink: ctx.transfers,
+  };
   for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
-  const relay = new GaslessRelay({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains, payments: ctx.payments });
+  const relay = new GaslessRelay({
+    db: ctx.db,
+    clock: ctx.clock,
+    log: ctx.log,
+    chains: ctx.chains,
+    payments: ctx.payments,
+  });
   return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay) };
 }
 
@@ -62,7 +79,11 @@ function workers(ctx: FamilyContext, adapters: EvmAdapter[]): FamilyWorker[] {
   const out: FamilyWorker[] = [];
   for (const adapter of adapters) {
     if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
-    else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'evm watcher not started (paused or no rpc_urls)');
+    else
+      ctx.log.info(
+        { chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused },
+        'evm watcher not started (paused or no rpc_urls)',
+      );
   }
   const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
   out.push(...senderLoop('evm', senders, SENDER_INTERVAL_MS, ctx.log));
@@ -78,7 +99,10 @@ const evm: ChainFamily = {
   },
   networks: {
     requiresChainId: true,
-    contract: { canonical: (value) => (isAddress(value, { strict: false }) ? getAddress(value) : null), name: 'an EVM address' },
+    contract: {
+      canonical: (value) => (isAddress(value, { strict: false }) ? getAddress(value) : null),
+      name: 'an EVM address',
+    },
     settings: parseEvmSettings,
   },
   tokenKinds: ['erc20'],

@@ -63,11 +63,20 @@ interface Prepared {
  * Reads what signing needs over RPC (before any database transaction): EIP-1559 fees from the hot-wallet sender's
  * rules (capped by the network's `max_fee_gwei`), a gas estimate + 20 %, and the wallet's mined transaction count.
  */
-async function prepare(deps: OperationDeps, chain: { network: NetworkConfig; mode: Mode; rpc: () => RpcClient }, account: HotWallet, call: Prepared['call']): Promise<Prepared> {
+async function prepare(
+  deps: OperationDeps,
+  chain: { network: NetworkConfig; mode: Mode; rpc: () => RpcClient },
+  account: HotWallet,
+  call: Prepared['call'],
+): Promise<Prepared> {
   const rpc = chain.rpc();
   const sender = new EvmSender(chain, { ...deps, account: () => account, sink: null });
   const fees = await sender.fees();
-  const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: account.address, ...(call.to ? { to: call.to } : {}), data: call.data }]));
+  const estimate = BigInt(
+    await rpc.request<Hex>('eth_estimateGas', [
+      { from: account.address, ...(call.to ? { to: call.to } : {}), data: call.data },
+    ]),
+  );
   const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [account.address, 'latest']));
   return { call, gas: (estimate * 12n) / 10n, ...fees, chainNonce };
 }
@@ -76,8 +85,20 @@ async function prepare(deps: OperationDeps, chain: { network: NetworkConfig; mod
  * Signs a prepared transaction inside `tx` with the next nonce of the hot wallet's shared counter (`allocateNonce`,
  * the same one refunds and payouts take theirs from), so sweeps and transfers never collide on a nonce.
  */
-async function signInTx(tx: Tx, network: NetworkConfig, mode: Mode, account: HotWallet, p: Prepared, now: Date): Promise<{ raw: Hex; hash: Hash; nonce: bigint }> {
-  const nonce = await allocateNonce(tx, { mode, chain: network.id, address: getAddress(account.address) }, p.chainNonce, now);
+async function signInTx(
+  tx: Tx,
+  network: NetworkConfig,
+  mode: Mode,
+  account: HotWallet,
+  p: Prepared,
+  now: Date,
+): Promise<{ raw: Hex; hash: Hash; nonce: bigint }> {
+  const nonce = await allocateNonce(
+    tx,
+    { mode, chain: network.id, address: getAddress(account.address) },
+    p.chainNonce,
+    now,
+  );
   const raw = await account.signTransaction({
     type: 'eip1559',
     chainId: network.chainId!,
@@ -96,7 +117,8 @@ async function broadcast(rpc: RpcClient, raw: Hex): Promise<void> {
   try {
     await rpc.request('eth_sendRawTransaction', [raw]);
   } catch (err) {
-    if (err instanceof RpcError && /already known|known transaction|already imported|nonce too low/i.test(err.message)) return;
+    if (err instanceof RpcError && /already known|known transaction|already imported|nonce too low/i.test(err.message))
+      return;
     throw err;
   }
 }
@@ -137,23 +159,32 @@ export async function deployForwarderFactory(
   const a = artifact('ForwarderFactory');
   const data = encodeDeployData({ abi: forwarderFactoryAbi, bytecode: a.bytecode, args: [owner, opts.treasury] });
   const chainId = BigInt(await rpc.request<Hex>('eth_chainId'));
-  if (network.chainId !== null && chainId !== BigInt(network.chainId)) throw new Error(`${network.id}: RPC answers chain id ${chainId}, config says ${network.chainId}`);
+  if (network.chainId !== null && chainId !== BigInt(network.chainId))
+    throw new Error(`${network.id}: RPC answers chain id ${chainId}, config says ${network.chainId}`);
   const prepared = await prepare(deps, { network, mode, rpc: () => rpc }, account, { data });
   const { raw, hash } = await withTx(deps.db, (tx) => signInTx(tx, network, mode, account, prepared, deps.clock.now()));
   try {
     await broadcast(rpc, raw);
   } catch (err) {
     // The nonce is taken: this exact transaction must reach the chain, or later hot-wallet transactions wait behind it.
-    throw new Error(`broadcasting the deployment ${hash} failed (${(err as Error).message}); broadcast this raw transaction: ${raw}`);
+    throw new Error(
+      `broadcasting the deployment ${hash} failed (${(err as Error).message}); broadcast this raw transaction: ${raw}`,
+    );
   }
   const receipt = await waitReceipt(rpc, hash, opts.timeoutMs ?? 180_000, opts.pollMs ?? 1000);
   if (!receipt) throw new Error(`deployment ${hash} not mined yet; check it on the explorer`);
   if (BigInt(receipt.status) !== 1n || !receipt.contractAddress) throw new Error(`deployment ${hash} reverted`);
   const factory = receipt.contractAddress;
   const implementation = getAddress(
-    await rpc.request<Hex>('eth_call', [{ to: factory, data: encodeFunctionData({ abi: forwarderFactoryAbi, functionName: 'implementation' }) }, 'latest']).then((r) => `0x${r.slice(26)}`),
+    await rpc
+      .request<Hex>('eth_call', [
+        { to: factory, data: encodeFunctionData({ abi: forwarderFactoryAbi, functionName: 'implementation' }) },
+        'latest',
+      ])
+      .then((r) => `0x${r.slice(26)}`),
   );
-  if (implementation !== forwarderImplementation(getAddress(factory))) throw new Error(`factory ${factory}: implementation ${implementation} is not at the expected address`);
+  if (implementation !== forwarderImplementation(getAddress(factory)))
+    throw new Error(`factory ${factory}: implementation ${implementation} is not at the expected address`);
   return {
     chain: network.id,
     chain_id: network.chainId,
@@ -227,23 +258,49 @@ export async function addressesDue(deps: SweepDeps, mode: Mode, chain: string): 
   return funded
     .filter((f) => {
       const s = swept.get(f.address);
-      return !s?.in_flight && f.lastBlock >= (s?.last_sweep === null || s?.last_sweep === undefined ? -1n : BigInt(s.last_sweep));
+      return (
+        !s?.in_flight &&
+        f.lastBlock >= (s?.last_sweep === null || s?.last_sweep === undefined ? -1n : BigInt(s.last_sweep))
+      );
     })
     .map((f) => ({ address: f.address, index: f.index }));
 }
 
 /** Sweeps every due deposit address of `adapter`'s network to the factory's treasury, `batchSize` per transaction. */
-export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, opts: SweepOptions = {}): Promise<SweepReport> {
+export async function sweepDeposits(
+  deps: SweepDeps,
+  adapter: EvmAdapter,
+  account: HotWallet,
+  opts: SweepOptions = {},
+): Promise<SweepReport> {
   const { network, mode } = adapter;
   const rpc = adapter.rpc();
   const factory = adapter.factory;
   const treasury = `0x${(await rpc.request<Hex>('eth_call', [{ to: factory, data: encodeFunctionData({ abi: forwarderFactoryAbi, functionName: 'treasury' }) }, 'latest'])).slice(26)}`;
   const tokens = network.tokens.filter((t) => t.kind === 'erc20' && t.contract);
-  const report: SweepReport = { chain: network.id, mode, factory, treasury, due: 0, settled: [], transactions: [], dry_run: !!opts.dryRun };
+  const report: SweepReport = {
+    chain: network.id,
+    mode,
+    factory,
+    treasury,
+    due: 0,
+    settled: [],
+    transactions: [],
+    dry_run: !!opts.dryRun,
+  };
 
   if (!opts.dryRun) {
-    for (const open of await deps.db.selectFrom('evm_sweeps').selectAll().where('mode', '=', mode).where('chain', '=', network.id).where('status', '=', 'broadcast').orderBy('nonce').execute()) {
-      await broadcast(rpc, open.raw_tx as Hex).catch((err) => deps.log.warn({ err, sweep: open.id }, 'rebroadcast failed'));
+    for (const open of await deps.db
+      .selectFrom('evm_sweeps')
+      .selectAll()
+      .where('mode', '=', mode)
+      .where('chain', '=', network.id)
+      .where('status', '=', 'broadcast')
+      .orderBy('nonce')
+      .execute()) {
+      await broadcast(rpc, open.raw_tx as Hex).catch((err) =>
+        deps.log.warn({ err, sweep: open.id }, 'rebroadcast failed'),
+      );
       report.settled.push(await settle(deps, adapter, account, open.id, open.tx_hash as Hash, opts));
     }
   }
@@ -251,7 +308,10 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
   const due: DueAddress[] = [];
   for (const d of await addressesDue(deps, mode, network.id)) {
     if (adapter.addressOf(d.index).toLowerCase() !== d.address) {
-      deps.log.error({ chain: network.id, mode, address: d.address, index: d.index.toString() }, 'deposit address does not derive from the configured factory; not swept');
+      deps.log.error(
+        { chain: network.id, mode, address: d.address, index: d.index.toString() },
+        'deposit address does not derive from the configured factory; not swept',
+      );
       continue;
     }
     due.push(d);
@@ -264,7 +324,11 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
   const size = Math.max(1, opts.batchSize ?? 50);
   for (let i = 0; i < due.length; i += size) {
     const batch = due.slice(i, i + size);
-    const data = encodeFunctionData({ abi: forwarderFactoryAbi, functionName: 'sweep', args: [batch.map((d) => adapter.salt(d.index)), tokens.map((t) => t.contract as Address)] });
+    const data = encodeFunctionData({
+      abi: forwarderFactoryAbi,
+      functionName: 'sweep',
+      args: [batch.map((d) => adapter.salt(d.index)), tokens.map((t) => t.contract as Address)],
+    });
     const prepared = await prepare(deps, adapter, account, { to: factory, data });
     const id = newId('swp');
     const { raw, hash } = await withTx(deps.db, async (tx) => {
@@ -272,9 +336,23 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
       const { hash, nonce, raw } = signed;
       await tx
         .insertInto('evm_sweeps')
-        .values({ id, mode, chain: network.id, factory: factory.toLowerCase(), treasury: treasury.toLowerCase(), tx_hash: hash, nonce, raw_tx: raw, status: 'broadcast', created_at: deps.clock.now() })
+        .values({
+          id,
+          mode,
+          chain: network.id,
+          factory: factory.toLowerCase(),
+          treasury: treasury.toLowerCase(),
+          tx_hash: hash,
+          nonce,
+          raw_tx: raw,
+          status: 'broadcast',
+          created_at: deps.clock.now(),
+        })
         .execute();
-      await tx.insertInto('evm_sweep_items').values(batch.map((d) => ({ sweep_id: id, address: d.address, address_index: d.index, ok: null }))).execute();
+      await tx
+        .insertInto('evm_sweep_items')
+        .values(batch.map((d) => ({ sweep_id: id, address: d.address, address_index: d.index, ok: null })))
+        .execute();
       return signed;
     });
     try {
@@ -283,7 +361,17 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
       // Its nonce is taken: it stays `broadcast` and the next run sends the same bytes again before anything new.
       const error = (err as Error).message;
       await deps.db.updateTable('evm_sweeps').set({ error }).where('id', '=', id).execute();
-      report.transactions.push({ id, tx_hash: hash, status: 'broadcast', addresses: batch.length, block_number: null, gas_used: null, tokens: {}, failed_addresses: [], error });
+      report.transactions.push({
+        id,
+        tx_hash: hash,
+        status: 'broadcast',
+        addresses: batch.length,
+        block_number: null,
+        gas_used: null,
+        tokens: {},
+        failed_addresses: [],
+        error,
+      });
       break;
     }
     report.transactions.push(await settle(deps, adapter, account, id, hash, opts));
@@ -292,15 +380,35 @@ export async function sweepDeposits(deps: SweepDeps, adapter: EvmAdapter, accoun
 }
 
 /** Waits for a sweep's receipt and records its outcome (still `broadcast` if none arrived in time). */
-async function settle(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, id: string, hash: Hash, opts: SweepOptions): Promise<SweepTxReport> {
+async function settle(
+  deps: SweepDeps,
+  adapter: EvmAdapter,
+  account: HotWallet,
+  id: string,
+  hash: Hash,
+  opts: SweepOptions,
+): Promise<SweepTxReport> {
   const items = await deps.db.selectFrom('evm_sweep_items').select(['address']).where('sweep_id', '=', id).execute();
-  const base: SweepTxReport = { id, tx_hash: hash, status: 'broadcast', addresses: items.length, block_number: null, gas_used: null, tokens: {}, failed_addresses: [], error: null };
+  const base: SweepTxReport = {
+    id,
+    tx_hash: hash,
+    status: 'broadcast',
+    addresses: items.length,
+    block_number: null,
+    gas_used: null,
+    tokens: {},
+    failed_addresses: [],
+    error: null,
+  };
   const receipt = await waitReceipt(adapter.rpc(), hash, opts.receiptTimeoutMs ?? 180_000, opts.receiptPollMs ?? 1000);
   if (!receipt) {
     // Not mined. If the wallet's nonce was used by another transaction meanwhile, this one never will be.
     const row = await deps.db.selectFrom('evm_sweeps').select(['nonce']).where('id', '=', id).executeTakeFirstOrThrow();
     const mined = BigInt(await adapter.rpc().request<Hex>('eth_getTransactionCount', [account.address, 'latest']));
-    if (mined > BigInt(row.nonce) && !(await adapter.rpc().request<RpcReceipt | null>('eth_getTransactionReceipt', [hash]))) {
+    if (
+      mined > BigInt(row.nonce) &&
+      !(await adapter.rpc().request<RpcReceipt | null>('eth_getTransactionReceipt', [hash]))
+    ) {
       await finish(deps, id, { status: 'failed', error: `nonce ${row.nonce} was used by another transaction` });
       return { ...base, status: 'failed', error: `nonce ${row.nonce} was used by another transaction` };
     }
@@ -309,7 +417,9 @@ async function settle(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, 
   const ok = BigInt(receipt.status) === 1n;
   const flushed = new Map<string, boolean>();
   const tokens: Record<string, bigint> = {};
-  const byContract = new Map(adapter.network.tokens.filter((t) => t.contract).map((t) => [t.contract!.toLowerCase(), t.id]));
+  const byContract = new Map(
+    adapter.network.tokens.filter((t) => t.contract).map((t) => [t.contract!.toLowerCase(), t.id]),
+  );
   for (const log of receipt.logs) {
     if (log.address.toLowerCase() === adapter.factory.toLowerCase()) {
       try {
@@ -333,11 +443,22 @@ async function settle(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, 
   const failed = items.filter((i) => flushed.get(i.address) !== true).map((i) => i.address);
   await withTx(deps.db, async (tx) => {
     for (const i of items) {
-      await tx.updateTable('evm_sweep_items').set({ ok: ok && flushed.get(i.address) === true }).where('sweep_id', '=', id).where('address', '=', i.address).execute();
+      await tx
+        .updateTable('evm_sweep_items')
+        .set({ ok: ok && flushed.get(i.address) === true })
+        .where('sweep_id', '=', id)
+        .where('address', '=', i.address)
+        .execute();
     }
     await tx
       .updateTable('evm_sweeps')
-      .set({ status: ok ? 'confirmed' : 'failed', block_number: BigInt(receipt.blockNumber), gas_used: BigInt(receipt.gasUsed).toString(), error: ok ? null : 'reverted', settled_at: deps.clock.now() })
+      .set({
+        status: ok ? 'confirmed' : 'failed',
+        block_number: BigInt(receipt.blockNumber),
+        gas_used: BigInt(receipt.gasUsed).toString(),
+        error: ok ? null : 'reverted',
+        settled_at: deps.clock.now(),
+      })
       .where('id', '=', id)
       .execute();
   });
@@ -354,5 +475,9 @@ async function settle(deps: SweepDeps, adapter: EvmAdapter, account: HotWallet, 
 }
 
 async function finish(deps: SweepDeps, id: string, outcome: { status: 'failed'; error: string }): Promise<void> {
-  await deps.db.updateTable('evm_sweeps').set({ status: outcome.status, error: outcome.error, settled_at: deps.clock.now() }).where('id', '=', id).execute();
+  await deps.db
+    .updateTable('evm_sweeps')
+    .set({ status: outcome.status, error: outcome.error, settled_at: deps.clock.now() })
+    .where('id', '=', id)
+    .execute();
 }

@@ -37,6 +37,9 @@ export class RpcClient extends JsonRpcTransport<RpcError> {
 
   /** A viem transport over this client, for wallet and contract helpers (deploy, sweep). */
   transport(): Transport {
-    return custom({ request: (({ method, params }: { method: string; params?: unknown[] }) => this.request(method, params ?? [])) as EIP1193RequestFn });
+    return custom({
+      request: (({ method, params }: { method: string; params?: unknown[] }) =>
+        this.request(method, params ?? [])) as EIP1193RequestFn,
+    });
   }
 }

@@ -25,7 +25,16 @@
  */
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
-import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, parseGwei, type Address, type Hex, type LocalAccount } from 'viem';
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  parseGwei,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from 'viem';
 import type { Clock } from '../../core/clock.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { formatUnits } from '../../core/money.ts';
@@ -129,7 +138,6 @@ interface RpcReceipt {
   logs?: Array<{ address: Hex; topics: [Hex, ...Hex[]]; data: Hex }>;
 }
 
-
 const hex = (n: bigint): Hex => `0x${n.toString(16)}`;
 const ceilBump = (n: bigint): bigint => (n * BUMP_NUM + BUMP_DEN - 1n) / BUMP_DEN;
 
@@ -151,10 +159,18 @@ export function revertData(err: unknown): Hex | null {
 }
 
 /** The transaction that moves `amount` of `token` from the hot wallet to `destination`. */
-export function transferCall(token: TokenConfig, destination: string, amount: bigint): { to: string; value: bigint; data: Hex } {
+export function transferCall(
+  token: TokenConfig,
+  destination: string,
+  amount: bigint,
+): { to: string; value: bigint; data: Hex } {
   if (token.kind === 'native') return { to: getAddress(destination), value: amount, data: '0x' };
   if (token.kind === 'erc20' && token.contract) {
-    return { to: getAddress(token.contract), value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(destination), amount] }) };
+    return {
+      to: getAddress(token.contract),
+      value: 0n,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(destination), amount] }),
+    };
   }
   throw new Error(`${token.id}: an EVM sender cannot send a ${token.kind} token`);
 }
@@ -165,7 +181,12 @@ export function transferCall(token: TokenConfig, destination: string, amount: bi
  * used outside this counter), then it jumps there. Anything else that signs with the hot wallet on a network must
  * take its nonces here too.
  */
-export async function allocateNonce(tx: Tx, key: { mode: Mode; chain: string; address: string }, chainNonce: bigint, now: Date): Promise<bigint> {
+export async function allocateNonce(
+  tx: Tx,
+  key: { mode: Mode; chain: string; address: string },
+  chainNonce: bigint,
+  now: Date,
+): Promise<bigint> {
   const { rows } = await sql<{ nonce: string | bigint }>`
     INSERT INTO evm_nonces (mode, chain, address, next_nonce, updated_at)
     VALUES (${key.mode}, ${key.chain}, ${key.address}, ${(chainNonce + 1n).toString()}::bigint, ${now})
@@ -197,11 +218,17 @@ export class EvmSender implements OutgoingSender {
     this.mode = chain.mode;
     if (this.network.chainId === null) throw new Error(`EvmSender: ${this.network.id} has no chain id`);
     this.maxFeePerGas = options.maxFeePerGas ?? evmSettings(this.network).maxFeePerGas ?? SENDER_DEFAULTS.maxFeePerGas;
-    this.replaceAfterBlocks = options.replaceAfterBlocks ?? evmSettings(this.network).replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
-    this.confirmations = options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
+    this.replaceAfterBlocks =
+      options.replaceAfterBlocks ?? evmSettings(this.network).replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
+    this.confirmations =
+      options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
     const settings = evmSettings(this.network);
-    this.disperse = settings.disperse ? { contract: getAddress(settings.disperse), maxItems: settings.disperseMaxItems ?? 200 } : null;
-    this.batches = this.disperse ? new DisperseBatches(this, deps, this.disperse.contract, this.disperse.maxItems) : null;
+    this.disperse = settings.disperse
+      ? { contract: getAddress(settings.disperse), maxItems: settings.disperseMaxItems ?? 200 }
+      : null;
+    this.batches = this.disperse
+      ? new DisperseBatches(this, deps, this.disperse.contract, this.disperse.maxItems)
+      : null;
     const queue: QueueOptions = {
       batch: options.batch ?? SENDER_DEFAULTS.batch,
       leaseMs: options.leaseMs ?? SENDER_DEFAULTS.leaseMs,
@@ -215,9 +242,14 @@ export class EvmSender implements OutgoingSender {
       // Once signed a transfer holds its nonce: failing it would leave a gap every later transfer waits behind, so
       // only a transfer not signed yet fails for good (NOTE: a refusal no retry cures then waits for the operator).
       unsent: async (row) => row.status === 'pending',
-      fail: async (row, reason) => void (await this.settle(row, 'pending', { status: 'failed', txHash: null, error: reason })),
+      fail: async (row, reason) =>
+        void (await this.settle(row, 'pending', { status: 'failed', txHash: null, error: reason })),
       describe: (row, err, failure) =>
-        row.status === 'signed' ? `broadcast: ${failure.reason}` : failure.permanent && isRevert(err) ? `the transfer would revert: ${failure.reason}` : failure.reason,
+        row.status === 'signed'
+          ? `broadcast: ${failure.reason}`
+          : failure.permanent && isRevert(err)
+            ? `the transfer would revert: ${failure.reason}`
+            : failure.reason,
       hash: (row) => row.tx_hash,
       carried: async (row) => (row.purpose === 'disperse' && this.batches ? this.batches.members(row.id) : []),
       beforePass: async () => void (await this.batches?.form()),
@@ -239,11 +271,21 @@ export class EvmSender implements OutgoingSender {
   /** Records a refund or payout in the caller's transaction (no network I/O); idempotent on `transferId`. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
     if (request.mode !== this.mode || request.token.chain !== this.network.id) {
-      throw new Error(`EvmSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`);
+      throw new Error(
+        `EvmSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`,
+      );
     }
-    if (request.purpose !== 'refund' && request.purpose !== 'payout') throw new Error(`EvmSender cannot record a transfer of purpose ${request.purpose}`);
+    if (request.purpose !== 'refund' && request.purpose !== 'payout')
+      throw new Error(`EvmSender cannot record a transfer of purpose ${request.purpose}`);
     const call = transferCall(request.token, request.destination, request.amount);
-    await this.record(tx, { id: request.transferId, purpose: request.purpose, token: request.token.id, destination: getAddress(request.destination), amount: request.amount, ...call });
+    await this.record(tx, {
+      id: request.transferId,
+      purpose: request.purpose,
+      token: request.token.id,
+      destination: getAddress(request.destination),
+      amount: request.amount,
+      ...call,
+    });
   }
 
   /** Records any call from the hot wallet as a `pending` transfer inside `tx`; idempotent on `call.id`. */
@@ -282,7 +324,12 @@ export class EvmSender implements OutgoingSender {
 
   /** Every signed version of a transfer, oldest first. */
   async versions(id: string) {
-    return this.deps.db.selectFrom('evm_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
+    return this.deps.db
+      .selectFrom('evm_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version')
+      .execute();
   }
 
   /**
@@ -322,7 +369,8 @@ export class EvmSender implements OutgoingSender {
   /** EIP-1559 fees for the next block: maxFee = 2·baseFee + tip, both capped at `maxFeePerGas`. */
   async fees(): Promise<Fees> {
     const block = await this.rpc().request<{ baseFeePerGas?: Hex } | null>('eth_getBlockByNumber', ['latest', false]);
-    if (!block?.baseFeePerGas) throw new Error(`${this.network.id}: the latest block has no baseFeePerGas (EIP-1559 is required)`);
+    if (!block?.baseFeePerGas)
+      throw new Error(`${this.network.id}: the latest block has no baseFeePerGas (EIP-1559 is required)`);
     let tip: bigint;
     try {
       tip = BigInt(await this.rpc().request<Hex>('eth_maxPriorityFeePerGas'));
@@ -341,41 +389,85 @@ export class EvmSender implements OutgoingSender {
     const fees = await this.fees();
     const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
     const batch = row.purpose === 'disperse' ? this.batches : null;
-    const tokenMoved = reportsToSink(row.purpose) && value === 0n ? (row.to_address as Address) : batch ? batch.token(row) : null;
+    const tokenMoved =
+      reportsToSink(row.purpose) && value === 0n ? (row.to_address as Address) : batch ? batch.token(row) : null;
     if (tokenMoved) {
       const held = await this.tokenBalance(tokenMoved);
-      if (held < BigInt(row.amount)) return { retry: `hot wallet ${this.address} holds ${held} of ${row.token}, the transfer needs ${row.amount}` };
+      if (held < BigInt(row.amount))
+        return { retry: `hot wallet ${this.address} holds ${held} of ${row.token}, the transfer needs ${row.amount}` };
     }
     if (batch && (await batch.allowance(tokenMoved!)) < BigInt(row.amount)) {
       const refused = await batch.approve(row, tokenMoved!);
       return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
     }
-    const estimate = BigInt(await rpc.request<Hex>('eth_estimateGas', [{ from: this.address, to: row.to_address, value: hex(value), data: row.data }]));
+    const estimate = BigInt(
+      await rpc.request<Hex>('eth_estimateGas', [
+        { from: this.address, to: row.to_address, value: hex(value), data: row.data },
+      ]),
+    );
     const gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (batch ? BATCH_GAS_EXTRA : 0n);
     const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
     const needed = value + gas * fees.maxFeePerGas;
     if (balance < needed) {
-      return { retry: `hot wallet ${this.address} holds ${formatUnits(balance, 18)} of the native coin, the transfer needs up to ${formatUnits(needed, 18)} for value and gas` };
+      return {
+        retry: `hot wallet ${this.address} holds ${formatUnits(balance, 18)} of the native coin, the transfer needs up to ${formatUnits(needed, 18)} for value and gas`,
+      };
     }
     const now = this.deps.clock.now();
     const signed = await withTx(this.deps.db, async (tx) => {
-      const current = await tx.selectFrom('evm_transfers').selectAll().where('id', '=', row.id).forUpdate().executeTakeFirst();
+      const current = await tx
+        .selectFrom('evm_transfers')
+        .selectAll()
+        .where('id', '=', row.id)
+        .forUpdate()
+        .executeTakeFirst();
       if (!current || current.status !== 'pending') return null;
-      const nonce = await allocateNonce(tx, { mode: this.mode, chain: this.network.id, address: this.address }, chainNonce, now);
+      const nonce = await allocateNonce(
+        tx,
+        { mode: this.mode, chain: this.network.id, address: this.address },
+        chainNonce,
+        now,
+      );
       const { raw, hash } = await this.signTx(current, nonce, gas, fees);
       await tx
         .insertInto('evm_transfer_txs')
-        .values({ transfer_id: row.id, version: 0, tx_hash: hash, raw, max_fee_per_gas: fees.maxFeePerGas, max_priority_fee_per_gas: fees.maxPriorityFeePerGas, created_at: now })
+        .values({
+          transfer_id: row.id,
+          version: 0,
+          tx_hash: hash,
+          raw,
+          max_fee_per_gas: fees.maxFeePerGas,
+          max_priority_fee_per_gas: fees.maxPriorityFeePerGas,
+          created_at: now,
+        })
         .execute();
       await tx
         .updateTable('evm_transfers')
-        .set({ status: 'signed', nonce, gas_limit: gas, tx_hash: hash, signed_at: now, error: null, tries: 0, next_attempt_at: now })
+        .set({
+          status: 'signed',
+          nonce,
+          gas_limit: gas,
+          tx_hash: hash,
+          signed_at: now,
+          error: null,
+          tries: 0,
+          next_attempt_at: now,
+        })
         .where('id', '=', row.id)
         .execute();
       return { nonce, hash };
     });
     if (signed) {
-      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, nonce: signed.nonce.toString(), txHash: signed.hash }, 'evm transfer signed');
+      this.deps.log.info(
+        {
+          transferId: row.id,
+          chain: this.network.id,
+          mode: this.mode,
+          nonce: signed.nonce.toString(),
+          txHash: signed.hash,
+        },
+        'evm transfer signed',
+      );
       await this.queue.progressed(row, 'signed', signed.hash);
     }
     return 'progress';
@@ -389,19 +481,36 @@ export class EvmSender implements OutgoingSender {
     } catch (err) {
       // The node already has it or an older version of it, or the nonce is used (by it or by another): the check
       // step finds out which from receipts. Anything else is retried later with the same bytes (see docs/evm.md).
-      if (!(err instanceof RpcError) || !/already known|known transaction|nonce too low|underpriced/i.test(err.message)) throw err;
+      if (!(err instanceof RpcError) || !/already known|known transaction|nonce too low|underpriced/i.test(err.message))
+        throw err;
     }
     const head = await this.head();
     const now = this.deps.clock.now();
     const r = await this.deps.db
       .updateTable('evm_transfers')
-      .set({ status: 'broadcast', broadcast_block: head, broadcast_at: sql`coalesce(broadcast_at, ${now})`, tries: 0, error: null, next_attempt_at: now })
+      .set({
+        status: 'broadcast',
+        broadcast_block: head,
+        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
+        tries: 0,
+        error: null,
+        next_attempt_at: now,
+      })
       .where('id', '=', row.id)
       .where('status', '=', 'signed')
       .where('tx_hash', '=', newest.tx_hash)
       .executeTakeFirst();
     if (r.numUpdatedRows > 0n) {
-      this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, version: newest.version }, 'evm transfer broadcast');
+      this.deps.log.info(
+        {
+          transferId: row.id,
+          chain: this.network.id,
+          mode: this.mode,
+          txHash: newest.tx_hash,
+          version: newest.version,
+        },
+        'evm transfer broadcast',
+      );
       await this.queue.progressed(row, 'broadcast', newest.tx_hash);
     }
     return 'progress';
@@ -435,7 +544,11 @@ export class EvmSender implements OutgoingSender {
     if (at >= 0n && row.nonce !== null) {
       const count = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, hex(at)]));
       if (count > row.nonce) {
-        return this.settle(row, 'broadcast', { status: 'failed', txHash: null, error: `nonce ${row.nonce} was used by a transaction Kasse did not sign for this transfer` });
+        return this.settle(row, 'broadcast', {
+          status: 'failed',
+          txHash: null,
+          error: `nonce ${row.nonce} was used by a transaction Kasse did not sign for this transfer`,
+        });
       }
     }
     const newest = versions[0]!;
@@ -451,31 +564,77 @@ export class EvmSender implements OutgoingSender {
   }
 
   /** Signs and stores a replacement of a stuck transaction: same nonce and gas, fees +12.5 % or today's, capped. */
-  private async replace(row: TransferRow, newest: { tx_hash: string; version: number; max_fee_per_gas: string; max_priority_fee_per_gas: string }): Promise<boolean> {
+  private async replace(
+    row: TransferRow,
+    newest: { tx_hash: string; version: number; max_fee_per_gas: string; max_priority_fee_per_gas: string },
+  ): Promise<boolean> {
     const fees = await this.fees();
     const bumpedMax = ceilBump(BigInt(newest.max_fee_per_gas));
     const bumpedTip = ceilBump(BigInt(newest.max_priority_fee_per_gas));
     if (bumpedMax > this.maxFeePerGas) {
-      this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, txHash: newest.tx_hash, cap: this.maxFeePerGas.toString() }, 'evm transfer stuck, but a replacement would exceed the fee cap; waiting');
+      this.deps.log.warn(
+        {
+          transferId: row.id,
+          chain: this.network.id,
+          mode: this.mode,
+          txHash: newest.tx_hash,
+          cap: this.maxFeePerGas.toString(),
+        },
+        'evm transfer stuck, but a replacement would exceed the fee cap; waiting',
+      );
       return false;
     }
     const maxFeePerGas = min(max(bumpedMax, fees.maxFeePerGas), this.maxFeePerGas);
-    const next: Fees = { maxFeePerGas, maxPriorityFeePerGas: min(max(bumpedTip, fees.maxPriorityFeePerGas), maxFeePerGas) };
+    const next: Fees = {
+      maxFeePerGas,
+      maxPriorityFeePerGas: min(max(bumpedTip, fees.maxPriorityFeePerGas), maxFeePerGas),
+    };
     const now = this.deps.clock.now();
     const hash = await withTx(this.deps.db, async (tx) => {
-      const current = await tx.selectFrom('evm_transfers').selectAll().where('id', '=', row.id).forUpdate().executeTakeFirst();
-      if (!current || current.status !== 'broadcast' || current.tx_hash !== newest.tx_hash || current.nonce === null || current.gas_limit === null) return null;
+      const current = await tx
+        .selectFrom('evm_transfers')
+        .selectAll()
+        .where('id', '=', row.id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (
+        !current ||
+        current.status !== 'broadcast' ||
+        current.tx_hash !== newest.tx_hash ||
+        current.nonce === null ||
+        current.gas_limit === null
+      )
+        return null;
       const signed = await this.signTx(current, current.nonce, BigInt(current.gas_limit), next);
       await tx
         .insertInto('evm_transfer_txs')
-        .values({ transfer_id: row.id, version: newest.version + 1, tx_hash: signed.hash, raw: signed.raw, max_fee_per_gas: next.maxFeePerGas, max_priority_fee_per_gas: next.maxPriorityFeePerGas, created_at: now })
+        .values({
+          transfer_id: row.id,
+          version: newest.version + 1,
+          tx_hash: signed.hash,
+          raw: signed.raw,
+          max_fee_per_gas: next.maxFeePerGas,
+          max_priority_fee_per_gas: next.maxPriorityFeePerGas,
+          created_at: now,
+        })
         .execute();
-      await tx.updateTable('evm_transfers').set({ status: 'signed', tx_hash: signed.hash, broadcast_block: null, next_attempt_at: now }).where('id', '=', row.id).execute();
+      await tx
+        .updateTable('evm_transfers')
+        .set({ status: 'signed', tx_hash: signed.hash, broadcast_block: null, next_attempt_at: now })
+        .where('id', '=', row.id)
+        .execute();
       return signed.hash;
     });
     if (hash) {
       this.deps.log.info(
-        { transferId: row.id, chain: this.network.id, mode: this.mode, replaced: newest.tx_hash, txHash: hash, maxFeePerGas: next.maxFeePerGas.toString() },
+        {
+          transferId: row.id,
+          chain: this.network.id,
+          mode: this.mode,
+          replaced: newest.tx_hash,
+          txHash: hash,
+          maxFeePerGas: next.maxFeePerGas.toString(),
+        },
         'evm transfer stuck; replaced with a higher fee',
       );
     }
@@ -498,7 +657,13 @@ export class EvmSender implements OutgoingSender {
   }
 
   private async newestVersion(id: string) {
-    return this.deps.db.selectFrom('evm_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version', 'desc').limit(1).executeTakeFirstOrThrow();
+    return this.deps.db
+      .selectFrom('evm_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version', 'desc')
+      .limit(1)
+      .executeTakeFirstOrThrow();
   }
 
   private async tokenBalance(contract: Address): Promise<bigint> {
@@ -510,7 +675,8 @@ export class EvmSender implements OutgoingSender {
   /** Settles a transfer (a batch with its payouts) that is still `from`; the queue reports it. */
   private async settle(row: TransferRow, from: 'pending' | 'broadcast', result: Settlement): Promise<StepResult> {
     const now = this.deps.clock.now();
-    if (row.purpose === 'disperse' && this.batches) return (await this.batches.settle(row, from, result)) ? 'done' : 'progress';
+    if (row.purpose === 'disperse' && this.batches)
+      return (await this.batches.settle(row, from, result)) ? 'done' : 'progress';
     const settled = await this.deps.db
       .updateTable('evm_transfers')
       .set({
@@ -526,8 +692,19 @@ export class EvmSender implements OutgoingSender {
       .returningAll()
       .executeTakeFirst();
     if (!settled) return 'progress';
-    const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
-    log({ transferId: row.id, chain: this.network.id, mode: this.mode, status: result.status, txHash: result.txHash, error: result.error }, 'evm transfer settled');
+    const log =
+      result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
+    log(
+      {
+        transferId: row.id,
+        chain: this.network.id,
+        mode: this.mode,
+        status: result.status,
+        txHash: result.txHash,
+        error: result.error,
+      },
+      'evm transfer settled',
+    );
     return 'done';
   }
 

@@ -135,12 +135,19 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   private readonly retryBackoffMs: number;
 
   constructor(private readonly opts: EvmWatcherOptions) {
-    super(`evm-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
+    super(
+      `evm-watcher:${opts.mode}:${opts.network.id}`,
+      opts.network.pollIntervalMs,
+      opts.log,
+      opts.health?.reporter(opts.mode, opts.network.id),
+    );
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
     this.tokensByContract = new Map(
-      opts.network.tokens.filter((t) => t.kind === 'erc20' && t.contract).map((t) => [t.contract!.toLowerCase(), t] as const),
+      opts.network.tokens
+        .filter((t) => t.kind === 'erc20' && t.contract)
+        .map((t) => [t.contract!.toLowerCase(), t] as const),
     );
     this.native = opts.network.tokens.find((t) => t.kind === 'native') ?? null;
     this.blocksPerBatch = Math.max(1, opts.blocksPerBatch ?? 20);
@@ -178,7 +185,10 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
             cursor = await this.reorg(cursor, head, result);
             continue;
           }
-          this.opts.log.warn({ chain: this.chain, mode: this.mode, head: head.toString(), cursor: cursor.number.toString() }, 'rpc head is behind the watcher; waiting');
+          this.opts.log.warn(
+            { chain: this.chain, mode: this.mode, head: head.toString(), cursor: cursor.number.toString() },
+            'rpc head is behind the watcher; waiting',
+          );
           result.lagging = true;
           return result;
         }
@@ -196,7 +206,10 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
           result.behind = true;
           return result;
         }
-        const to = min(head, cursor.number + BigInt(Math.min(this.blocksPerBatch, this.maxBlocksPerTick - result.scanned)));
+        const to = min(
+          head,
+          cursor.number + BigInt(Math.min(this.blocksPerBatch, this.maxBlocksPerTick - result.scanned)),
+        );
         const scan = await this.scan(cursor, to);
         if (scan === 'reorg') {
           cursor = await this.reorg(cursor, cursor.number, result);
@@ -213,7 +226,10 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
         }
         if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
         failures++;
-        this.opts.log.warn({ chain: this.chain, mode: this.mode, err: err.message, retry: failures }, 'inconsistent chain data; retrying');
+        this.opts.log.warn(
+          { chain: this.chain, mode: this.mode, err: err.message, retry: failures },
+          'inconsistent chain data; retrying',
+        );
         this.opts.rpc.failover();
         await sleep(Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1)));
       }
@@ -227,14 +243,16 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     const [blocks, logs] = await Promise.all([this.blocks(from, to, full), this.logs(from, to)]);
     if (blocks[0]!.parentHash !== cursor.hash) return 'reorg';
     for (let i = 1; i < blocks.length; i++) {
-      if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new InconsistentChainError(`block ${from + BigInt(i)} does not build on the block before it`);
+      if (blocks[i]!.parentHash !== blocks[i - 1]!.hash)
+        throw new InconsistentChainError(`block ${from + BigInt(i)} does not build on the block before it`);
     }
     const byNumber = new Map(blocks.map((b) => [BigInt(b.number), b] as const));
     const logsByBlock = new Map<string, RpcLog[]>();
     for (const l of logs) {
       if (l.removed) throw new InconsistentChainError(`removed log in ${l.blockHash}`);
       const b = byNumber.get(BigInt(l.blockNumber));
-      if (!b || b.hash !== l.blockHash) throw new InconsistentChainError(`log for unknown block ${l.blockHash} at ${BigInt(l.blockNumber)}`);
+      if (!b || b.hash !== l.blockHash)
+        throw new InconsistentChainError(`log for unknown block ${l.blockHash} at ${BigInt(l.blockNumber)}`);
       const list = logsByBlock.get(b.hash) ?? [];
       list.push(l);
       logsByBlock.set(b.hash, list);
@@ -242,14 +260,25 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     // A node that lacked a block may have answered the range without its logs: check each block's bloom.
     for (const b of blocks) {
       if (!logsByBlock.has(b.hash) && this.bloomSaysTransfer(b.logsBloom)) {
-        const own = await this.opts.rpc.request<RpcLog[]>('eth_getLogs', [{ blockHash: b.hash, address: [...this.tokensByContract.keys()], topics: [TRANSFER_TOPIC] }]);
-        if (own.some((l) => l.blockHash !== b.hash || l.removed)) throw new InconsistentChainError(`logs of ${b.hash} name another block`);
+        const own = await this.opts.rpc.request<RpcLog[]>('eth_getLogs', [
+          { blockHash: b.hash, address: [...this.tokensByContract.keys()], topics: [TRANSFER_TOPIC] },
+        ]);
+        if (own.some((l) => l.blockHash !== b.hash || l.removed))
+          throw new InconsistentChainError(`logs of ${b.hash} name another block`);
         if (own.length > 0) logsByBlock.set(b.hash, own);
       }
     }
 
     const candidates = new Set<string>();
-    const transfers: Array<{ to: string; token: TokenConfig; txHash: string; index: number; amount: bigint; from: string; block: RpcBlock }> = [];
+    const transfers: Array<{
+      to: string;
+      token: TokenConfig;
+      txHash: string;
+      index: number;
+      amount: bigint;
+      from: string;
+      block: RpcBlock;
+    }> = [];
     for (const b of blocks) {
       for (const l of logsByBlock.get(b.hash) ?? []) {
         const token = this.tokensByContract.get(l.address.toLowerCase());
@@ -258,7 +287,15 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
         if (amount === 0n) continue;
         const to = topicAddress(l.topics[2]!);
         candidates.add(to);
-        transfers.push({ to, token, txHash: l.transactionHash, index: Number(BigInt(l.logIndex)), amount, from: topicAddress(l.topics[1]!), block: b });
+        transfers.push({
+          to,
+          token,
+          txHash: l.transactionHash,
+          index: Number(BigInt(l.logIndex)),
+          amount,
+          from: topicAddress(l.topics[1]!),
+          block: b,
+        });
       }
       if (!this.native) continue;
       for (const tx of b.transactions) {
@@ -267,11 +304,22 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
         if (amount === 0n) continue;
         const to = tx.to.toLowerCase();
         candidates.add(to);
-        transfers.push({ to, token: this.native, txHash: tx.hash, index: NATIVE_TRANSFER_INDEX, amount, from: tx.from.toLowerCase(), block: b });
+        transfers.push({
+          to,
+          token: this.native,
+          txHash: tx.hash,
+          index: NATIVE_TRANSFER_INDEX,
+          amount,
+          from: tx.from.toLowerCase(),
+          block: b,
+        });
       }
     }
 
-    const watched = candidates.size > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...candidates]) : new Map<string, string>();
+    const watched =
+      candidates.size > 0
+        ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...candidates])
+        : new Map<string, string>();
     const matched = transfers.filter((t) => watched.has(t.to));
     const accepted = await this.dropFailedNative(matched);
     const observations: DepositObservation[] = accepted.map((t) => ({
@@ -306,7 +354,9 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
    * does; only a deposit address whose forwarder a sweep already deployed can make it revert, so only those (rare)
    * transfers cost a receipt lookup.
    */
-  private async dropFailedNative<T extends { to: string; index: number; txHash: string; block: RpcBlock }>(transfers: T[]): Promise<T[]> {
+  private async dropFailedNative<T extends { to: string; index: number; txHash: string; block: RpcBlock }>(
+    transfers: T[],
+  ): Promise<T[]> {
     const native = transfers.filter((t) => t.index === NATIVE_TRANSFER_INDEX);
     if (native.length === 0) return transfers;
     const deployed = new Set(
@@ -326,7 +376,8 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     for (const t of native) {
       if (!deployed.has(t.to)) continue;
       const receipt = await this.opts.rpc.request<RpcReceipt | null>('eth_getTransactionReceipt', [t.txHash]);
-      if (!receipt || receipt.blockHash !== t.block.hash) throw new InconsistentChainError(`no receipt for ${t.txHash} in ${t.block.hash}`);
+      if (!receipt || receipt.blockHash !== t.block.hash)
+        throw new InconsistentChainError(`no receipt for ${t.txHash} in ${t.block.hash}`);
       if (BigInt(receipt.status) !== 1n) failed.add(t.txHash);
     }
     return transfers.filter((t) => t.index !== NATIVE_TRANSFER_INDEX || !failed.has(t.txHash));
@@ -357,7 +408,12 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   private async logs(from: bigint, to: bigint): Promise<RpcLog[]> {
     if (this.tokensByContract.size === 0) return [];
     return this.opts.rpc.request<RpcLog[]>('eth_getLogs', [
-      { fromBlock: hexOf(from), toBlock: hexOf(to), address: [...this.tokensByContract.keys()], topics: [TRANSFER_TOPIC] },
+      {
+        fromBlock: hexOf(from),
+        toBlock: hexOf(to),
+        address: [...this.tokensByContract.keys()],
+        topics: [TRANSFER_TOPIC],
+      },
     ]);
   }
 
@@ -374,7 +430,10 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
       const stored = await this.storedHash(h);
       const b = await this.block(h, false);
       if (stored === null) {
-        this.opts.log.error({ chain: this.chain, mode: this.mode, height: h.toString() }, 'reorg deeper than the stored blocks (finality depth); resuming from the node\'s chain');
+        this.opts.log.error(
+          { chain: this.chain, mode: this.mode, height: h.toString() },
+          "reorg deeper than the stored blocks (finality depth); resuming from the node's chain",
+        );
         ancestor = { number: h, hash: b.hash };
       } else if (b.hash === stored) {
         ancestor = { number: h, hash: stored };
@@ -383,13 +442,22 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
       }
     }
     // The node's chain still contains our tip, yet it answered as if it did not: inconsistent answers, not a reorg.
-    if (ancestor.number === cursor.number && ancestor.hash === cursor.hash) throw new InconsistentChainError(`block ${cursor.number} is both kept and replaced`);
+    if (ancestor.number === cursor.number && ancestor.hash === cursor.hash)
+      throw new InconsistentChainError(`block ${cursor.number} is both kept and replaced`);
     const fromBlock = ancestor.number + 1n;
-    this.opts.log.warn({ chain: this.chain, mode: this.mode, from: fromBlock.toString(), cursor: cursor.number.toString() }, 'chain reorganization');
+    this.opts.log.warn(
+      { chain: this.chain, mode: this.mode, from: fromBlock.toString(), cursor: cursor.number.toString() },
+      'chain reorganization',
+    );
     await this.opts.sink.blocksRemoved(this.mode, this.chain, fromBlock);
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, ancestor);
-      await tx.deleteFrom('evm_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('number', '>=', fromBlock).execute();
+      await tx
+        .deleteFrom('evm_blocks')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('number', '>=', fromBlock)
+        .execute();
     });
     result.reorgFrom = result.reorgFrom === null || fromBlock < result.reorgFrom ? fromBlock : result.reorgFrom;
     return ancestor;
@@ -439,10 +507,27 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
       await this.moveCursor(tx, prev, next);
       await tx
         .insertInto('evm_blocks')
-        .values(blocks.map((b) => ({ mode: this.mode, chain: this.chain, number: BigInt(b.number), hash: b.hash, parent_hash: b.parentHash })))
-        .onConflict((oc) => oc.columns(['mode', 'chain', 'number']).doUpdateSet((eb) => ({ hash: eb.ref('excluded.hash'), parent_hash: eb.ref('excluded.parent_hash') })))
+        .values(
+          blocks.map((b) => ({
+            mode: this.mode,
+            chain: this.chain,
+            number: BigInt(b.number),
+            hash: b.hash,
+            parent_hash: b.parentHash,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .columns(['mode', 'chain', 'number'])
+            .doUpdateSet((eb) => ({ hash: eb.ref('excluded.hash'), parent_hash: eb.ref('excluded.parent_hash') })),
+        )
         .execute();
-      await tx.deleteFrom('evm_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('number', '<', keepFrom).execute();
+      await tx
+        .deleteFrom('evm_blocks')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('number', '<', keepFrom)
+        .execute();
     });
   }
 

@@ -56,7 +56,14 @@ export class SolanaAdapter implements ChainAdapter {
 
   /** Solana Pay transfer request to the deposit key, with the key's reference. */
   paymentUri(token: TokenConfig, address: string, amount: bigint, context: PaymentUriContext = {}): string | null {
-    return transferRequestUri({ recipient: address, amount, token, reference: this.deps.keys.reference(address), label: context.label, message: context.message });
+    return transferRequestUri({
+      recipient: address,
+      amount,
+      token,
+      reference: this.deps.keys.reference(address),
+      label: context.label,
+      message: context.message,
+    });
   }
 
   /** A 32-byte base58 public key (on or off the curve: token accounts of program-owned wallets work too). */
@@ -69,7 +76,13 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   rpc(): SolanaRpc {
-    this.client ??= new SolanaRpc({ chain: this.network.id, urls: this.network.rpcUrls, timeoutMs: this.settings.rpcTimeoutMs, metrics: this.deps.metrics, log: this.deps.log });
+    this.client ??= new SolanaRpc({
+      chain: this.network.id,
+      urls: this.network.rpcUrls,
+      timeoutMs: this.settings.rpcTimeoutMs,
+      metrics: this.deps.metrics,
+      log: this.deps.log,
+    });
     return this.client;
   }
 
@@ -83,7 +96,15 @@ export class SolanaAdapter implements ChainAdapter {
     const tokenAccount = spl ? await associatedTokenAccount(issued.address, spl) : null;
     await tx
       .insertInto('solana_addresses')
-      .values({ mode: this.mode, chain: this.network.id, address: issued.address, address_index: issued.index, token: issued.token.id, token_account: tokenAccount, created_at: this.deps.clock.now() })
+      .values({
+        mode: this.mode,
+        chain: this.network.id,
+        address: issued.address,
+        address_index: issued.index,
+        token: issued.token.id,
+        token_account: tokenAccount,
+        created_at: this.deps.clock.now(),
+      })
       .onConflict((oc) => oc.columns(['mode', 'chain', 'address']).doNothing())
       .execute();
     if (spl && this.sender) await this.sender.openTokenAccount(tx, issued.address, spl);

@@ -30,10 +30,20 @@ export function clusterOf(mode: Mode): string {
 }
 
 const BuildBody = Type.Object(
-  { attempt_id: Type.String({ minLength: 1, maxLength: 64 }), account: Type.String({ minLength: 32, maxLength: 44 }), gasless: Type.Optional(Type.Boolean()) },
+  {
+    attempt_id: Type.String({ minLength: 1, maxLength: 64 }),
+    account: Type.String({ minLength: 32, maxLength: 44 }),
+    gasless: Type.Optional(Type.Boolean()),
+  },
   { additionalProperties: false },
 );
-const RelayBody = Type.Object({ attempt_id: Type.String({ minLength: 1, maxLength: 64 }), transaction: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+const RelayBody = Type.Object(
+  {
+    attempt_id: Type.String({ minLength: 1, maxLength: 64 }),
+    transaction: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
+  { additionalProperties: false },
+);
 
 export interface SolanaCheckoutDeps {
   clock: Clock;
@@ -50,24 +60,39 @@ function walletButtons(deps: SolanaCheckoutDeps, c: WalletChoice): WalletButton[
   if (!adapter || !(token.kind === 'native' || (token.kind === 'spl' && token.contract))) return [];
   const data = { base: `/p/${c.paymentId}/solana`, attempt: c.attemptId, cluster: clusterOf(c.mode) };
   const buttons: WalletButton[] = [{ label: 'Pay with Solana wallet', data: { 'solana-pay': '', ...data } }];
-  if (token.gasless && token.kind === 'spl') buttons.push({ label: `Pay ${token.symbol} by signature (no SOL needed)`, data: { 'solana-gasless': '', ...data } });
+  if (token.gasless && token.kind === 'spl')
+    buttons.push({
+      label: `Pay ${token.symbol} by signature (no SOL needed)`,
+      data: { 'solana-gasless': '', ...data },
+    });
   return buttons;
 }
 
 /** The open coin choice `attemptId` of payment `paymentId` on a Solana network, with its adapter. */
-async function payable(deps: SolanaCheckoutDeps, paymentId: string, attemptId: string): Promise<{ adapter: SolanaAdapter; attempt: PayableAttempt }> {
+async function payable(
+  deps: SolanaCheckoutDeps,
+  paymentId: string,
+  attemptId: string,
+): Promise<{ adapter: SolanaAdapter; attempt: PayableAttempt }> {
   const found = await deps.payments.coinChoice(paymentId, attemptId);
   if (found === 'no_payment') throw notFound('payment');
   if (found === 'no_attempt') throw invalid('attempt_id is not a coin choice of this payment.', 'attempt_id');
   const adapter = deps.adapter(found.mode, found.chain);
   const token = deps.chains.token(found.mode, found.token);
-  if (!adapter || !token) throw new ApiError('invalid_state', `${found.token} cannot be paid from a Solana wallet.`, 'attempt_id');
+  if (!adapter || !token)
+    throw new ApiError('invalid_state', `${found.token} cannot be paid from a Solana wallet.`, 'attempt_id');
   const open = found.open && found.expiresAt.getTime() > deps.clock.now().getTime();
-  return { adapter, attempt: { id: found.attemptId, paymentId, token, address: found.address, payAmount: found.payAmount, open } };
+  return {
+    adapter,
+    attempt: { id: found.attemptId, paymentId, token, address: found.address, payAmount: found.payAmount, open },
+  };
 }
 
 function endpoints(deps: SolanaCheckoutDeps): CheckoutEndpoint[] {
-  const limit = { perMinute: RELAY_PER_MINUTE, message: (seconds: number) => `Too many wallet payments from this address; retry in ${seconds} s.` };
+  const limit = {
+    perMinute: RELAY_PER_MINUTE,
+    message: (seconds: number) => `Too many wallet payments from this address; retry in ${seconds} s.`,
+  };
   return [
     {
       path: 'solana/transaction',
@@ -93,5 +118,9 @@ function endpoints(deps: SolanaCheckoutDeps): CheckoutEndpoint[] {
 }
 
 export function checkoutExtension(deps: SolanaCheckoutDeps): CheckoutExtension {
-  return { script: new URL('./static/wallet.js', import.meta.url), walletButtons: (c) => walletButtons(deps, c), endpoints: endpoints(deps) };
+  return {
+    script: new URL('./static/wallet.js', import.meta.url),
+    walletButtons: (c) => walletButtons(deps, c),
+    endpoints: endpoints(deps),
+  };
 }

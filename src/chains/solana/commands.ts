@@ -20,25 +20,38 @@ function solanaAdapter(ctx: FamilyContext, f: Flags): SolanaAdapter {
 export const solanaCommands: FamilyCommand[] = [
   {
     name: 'solana sweep',
-    usage: 'solana sweep --mode test|live [--chain solana] [--batch N] [--dry-run] [--wait-seconds N] [--json]   (final deposits to the treasury; token accounts closed)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, batch: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'wait-seconds': { type: 'string' }, json: { type: 'boolean' } },
+    usage:
+      'solana sweep --mode test|live [--chain solana] [--batch N] [--dry-run] [--wait-seconds N] [--json]   (final deposits to the treasury; token accounts closed)',
+    flags: {
+      chain: { type: 'string' },
+      mode: { type: 'string' },
+      batch: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      'wait-seconds': { type: 'string' },
+      json: { type: 'boolean' },
+    },
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
-      if (!adapter.settings.treasury) throw new UsageError(`set solana.treasury for ${adapter.network.id} in the networks file: where sweeps send the funds`);
+      if (!adapter.settings.treasury)
+        throw new UsageError(
+          `set solana.treasury for ${adapter.network.id} in the networks file: where sweeps send the funds`,
+        );
       const report = await recordSweeps(adapter, { batch: optionalInt(f, 'batch'), dryRun: f['dry-run'] === true });
       const ids = report.transfers.map((t) => t.id);
       const deadline = Date.now() + (optionalInt(f, 'wait-seconds') ?? 120) * 1000;
       for (;;) {
         await adapter.sender!.runDue();
         const results = await sweepResults(adapter, ids);
-        if (results.every((r) => r.status === 'sent' || r.status === 'failed') || Date.now() >= deadline) return { ...report, results };
+        if (results.every((r) => r.status === 'sent' || r.status === 'failed') || Date.now() >= deadline)
+          return { ...report, results };
         await new Promise((r) => setTimeout(r, 2000));
       }
     },
   },
   {
     name: 'solana status',
-    usage: 'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
+    usage:
+      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
@@ -51,11 +64,19 @@ export const solanaCommands: FamilyCommand[] = [
             rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
             rpc.request<number>('getSlot', [{ commitment: 'finalized' }]),
             Promise.all(usdc.map((t) => associatedTokenAccount(hot, t.contract!))).then((keys) =>
-              rpc.request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [[hot, ...keys], { encoding: 'base64', commitment: 'confirmed' }]),
+              rpc.request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [
+                [hot, ...keys],
+                { encoding: 'base64', commitment: 'confirmed' },
+              ]),
             ),
           ]),
         ),
-        ctx.db.selectFrom('solana_cursors').selectAll().where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst(),
+        ctx.db
+          .selectFrom('solana_cursors')
+          .selectAll()
+          .where('mode', '=', adapter.mode)
+          .where('chain', '=', adapter.network.id)
+          .executeTakeFirst(),
       ]);
       return {
         chain: adapter.network.id,
@@ -68,7 +89,9 @@ export const solanaCommands: FamilyCommand[] = [
         hot_wallet: hot,
         hot_wallet_path: HOT_WALLET_PATH,
         hot_wallet_lamports: String(accounts.value[0]?.lamports ?? 0),
-        hot_wallet_tokens: Object.fromEntries(usdc.map((t, i) => [t.id, String(readTokenAccount(accounts.value[i + 1] ?? null)?.amount ?? 0n)])),
+        hot_wallet_tokens: Object.fromEntries(
+          usdc.map((t, i) => [t.id, String(readTokenAccount(accounts.value[i + 1] ?? null)?.amount ?? 0n)]),
+        ),
         treasury: adapter.settings.treasury,
       };
     },

@@ -27,7 +27,12 @@ export interface SolanaNetworkSettings {
   ataCloseAfterSeconds: number;
 }
 
-export const SOLANA_DEFAULTS = { rpcTimeoutMs: 10_000, maxSlotsPerTick: 1000, sweepIntervalSeconds: 0, ataCloseAfterSeconds: 48 * 3600 } as const;
+export const SOLANA_DEFAULTS = {
+  rpcTimeoutMs: 10_000,
+  maxSlotsPerTick: 1000,
+  sweepIntervalSeconds: 0,
+  ataCloseAfterSeconds: 48 * 3600,
+} as const;
 
 /** The `solana` settings of a network as parsed when the networks file was read (the defaults if it had none). */
 export function solanaSettings(network: NetworkConfig): SolanaNetworkSettings {
@@ -39,18 +44,29 @@ export function parseSolanaSettings(raw: unknown, at: string): SolanaNetworkSett
   if (raw === undefined || raw === null) return { treasury: null, startSlot: null, ...SOLANA_DEFAULTS };
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
   const o = raw as Record<string, unknown>;
-  const known = new Set(['treasury', 'start_slot', 'rpc_timeout_ms', 'max_slots_per_tick', 'sweep_interval_s', 'ata_close_after_s', '$comment']);
+  const known = new Set([
+    'treasury',
+    'start_slot',
+    'rpc_timeout_ms',
+    'max_slots_per_tick',
+    'sweep_interval_s',
+    'ata_close_after_s',
+    '$comment',
+  ]);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
   const int = (k: string, min: number, fallback: number): number => {
     const v = o[k];
     if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min) throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
+    if (!Number.isSafeInteger(v) || (v as number) < min)
+      throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
     return v as number;
   };
   const treasury = o.treasury ?? null;
-  if (treasury !== null && (typeof treasury !== 'string' || !isSolanaAddress(treasury))) throw new ConfigError(`${at}.treasury must be a Solana address`);
+  if (treasury !== null && (typeof treasury !== 'string' || !isSolanaAddress(treasury)))
+    throw new ConfigError(`${at}.treasury must be a Solana address`);
   const start = o.start_slot;
-  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0)) throw new ConfigError(`${at}.start_slot must be a slot number`);
+  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0))
+    throw new ConfigError(`${at}.start_slot must be a slot number`);
   return {
     treasury: treasury as string | null,
     startSlot: start === undefined || start === null ? null : BigInt(start as number),

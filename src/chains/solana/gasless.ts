@@ -74,24 +74,57 @@ const b64 = getBase64Decoder();
 const b64enc = getBase64Encoder();
 
 /** The unsigned transaction a wallet signs to pay `attempt` from `payer` (base64 wire bytes, empty signature slots). */
-export async function buildPayment(adapter: SolanaAdapter, attempt: PayableAttempt, payer: string, opts: { gasless: boolean }): Promise<{ transaction: string; fee_payer: string; last_valid_block_height: string }> {
-  if (!attempt.open) throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
+export async function buildPayment(
+  adapter: SolanaAdapter,
+  attempt: PayableAttempt,
+  payer: string,
+  opts: { gasless: boolean },
+): Promise<{ transaction: string; fee_payer: string; last_valid_block_height: string }> {
+  if (!attempt.open)
+    throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
   if (!adapter.isValidAddress(payer)) throw invalid('account is not a Solana address.', 'account');
   const token = attempt.token;
   const hot = adapter.deps.keys.hotWallet().address;
-  if (opts.gasless && (!token.gasless || token.kind !== 'spl' || !adapter.sender)) throw impossible(`${token.id} cannot be paid by signature; send the coins instead.`, 'attempt_id');
+  if (opts.gasless && (!token.gasless || token.kind !== 'spl' || !adapter.sender))
+    throw impossible(`${token.id} cannot be paid by signature; send the coins instead.`, 'attempt_id');
   if (payer === hot || payer === attempt.address) throw invalid('account cannot pay this coin choice.', 'account');
   const reference = adapter.deps.keys.reference(attempt.address);
-  const withReference = (ix: Instruction): Instruction => ({ ...ix, accounts: [...(ix.accounts ?? []), { address: address(reference), role: AccountRole.READONLY }] });
+  const withReference = (ix: Instruction): Instruction => ({
+    ...ix,
+    accounts: [...(ix.accounts ?? []), { address: address(reference), role: AccountRole.READONLY }],
+  });
   const signer = createNoopSigner(address(payer));
   const instructions: Instruction[] = [];
   if (token.kind === 'native') {
-    instructions.push(withReference(getTransferSolInstruction({ source: signer, destination: address(attempt.address), amount: attempt.payAmount })));
+    instructions.push(
+      withReference(
+        getTransferSolInstruction({ source: signer, destination: address(attempt.address), amount: attempt.payAmount }),
+      ),
+    );
   } else if (token.kind === 'spl' && token.contract) {
     const mint = address(token.contract);
     const to = await associatedTokenAccount(attempt.address, mint);
-    if (!opts.gasless) instructions.push(getCreateAssociatedTokenIdempotentInstruction({ payer: signer, ata: to, owner: address(attempt.address), mint }));
-    instructions.push(withReference(getTransferCheckedInstruction({ source: await associatedTokenAccount(payer, mint), mint, destination: to, authority: signer, amount: attempt.payAmount, decimals: token.decimals })));
+    if (!opts.gasless)
+      instructions.push(
+        getCreateAssociatedTokenIdempotentInstruction({
+          payer: signer,
+          ata: to,
+          owner: address(attempt.address),
+          mint,
+        }),
+      );
+    instructions.push(
+      withReference(
+        getTransferCheckedInstruction({
+          source: await associatedTokenAccount(payer, mint),
+          mint,
+          destination: to,
+          authority: signer,
+          amount: attempt.payAmount,
+          decimals: token.decimals,
+        }),
+      ),
+    );
   } else {
     throw impossible(`${token.id} cannot be paid from a Solana wallet.`);
   }
@@ -100,15 +133,27 @@ export async function buildPayment(adapter: SolanaAdapter, attempt: PayableAttem
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(feePayer, m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const tx = compileTransaction(message);
-  return { transaction: b64.decode(getTransactionEncoder().encode(tx)), fee_payer: feePayer, last_valid_block_height: lifetime.lastValidBlockHeight.toString() };
+  return {
+    transaction: b64.decode(getTransactionEncoder().encode(tx)),
+    fee_payer: feePayer,
+    last_valid_block_height: lifetime.lastValidBlockHeight.toString(),
+  };
 }
 
 async function latestBlockhash(adapter: SolanaAdapter): Promise<Lifetime> {
-  const r = await adapter.rpc().request<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
+  const r = await adapter
+    .rpc()
+    .request<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [
+      { commitment: 'confirmed' },
+    ]);
   return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight) };
 }
 
@@ -123,7 +168,10 @@ export interface RelayExpectation {
 }
 
 /** Decodes and checks a payer-signed gasless transaction; throws a 400 naming `transaction` (or 422) on any breach. */
-export async function checkRelayTransaction(base64: string, expect: RelayExpectation): Promise<{ tx: Transaction; payer: string; blockhash: string }> {
+export async function checkRelayTransaction(
+  base64: string,
+  expect: RelayExpectation,
+): Promise<{ tx: Transaction; payer: string; blockhash: string }> {
   const refuse = (why: string) => invalid(`transaction ${why}`, 'transaction');
   let bytes: Uint8Array;
   let tx: Transaction;
@@ -140,8 +188,10 @@ export async function checkRelayTransaction(base64: string, expect: RelayExpecta
   } catch {
     throw refuse('has a message that cannot be read.');
   }
-  if (message.version !== 'legacy' && message.version !== 0) throw refuse(`is version ${message.version}; legacy or v0 only.`);
-  if ('addressTableLookups' in message && (message.addressTableLookups?.length ?? 0) > 0) throw refuse('must not use address lookup tables.');
+  if (message.version !== 'legacy' && message.version !== 0)
+    throw refuse(`is version ${message.version}; legacy or v0 only.`);
+  if ('addressTableLookups' in message && (message.addressTableLookups?.length ?? 0) > 0)
+    throw refuse('must not use address lookup tables.');
   const keys = message.staticAccounts as string[];
   const h = message.header;
   if (keys[0] !== expect.feePayer) throw refuse(`must have Kasse's hot wallet ${expect.feePayer} as fee payer.`);
@@ -162,15 +212,18 @@ export async function checkRelayTransaction(base64: string, expect: RelayExpecta
   }
   const [source, mint, destination, authority] = accounts.map((i) => keys[i]);
   if (mint !== expect.mint || data.decimals !== expect.decimals) throw refuse('transfers another token.');
-  if (destination !== expect.destination) throw invalid(`transaction must pay the coin choice's token account ${expect.destination}.`, 'transaction');
-  if (data.amount !== expect.amount) throw invalid(`transaction must move exactly the pay_amount ${expect.amount}.`, 'transaction');
+  if (destination !== expect.destination)
+    throw invalid(`transaction must pay the coin choice's token account ${expect.destination}.`, 'transaction');
+  if (data.amount !== expect.amount)
+    throw invalid(`transaction must move exactly the pay_amount ${expect.amount}.`, 'transaction');
   if (authority !== payer || source === undefined) throw refuse('must be authorized by the payer who signs it.');
   const readonlyStart = keys.length - h.numReadonlyNonSignerAccounts;
   for (const i of accounts.slice(4)) if (i < readonlyStart) throw refuse('may add only read-only reference accounts.');
   const signatures = Object.entries(tx.signatures);
   const payerSig = tx.signatures[payer as Address];
   if (!payerSig) throw invalid('transaction is not signed by the payer.', 'transaction');
-  if (!(await verifySignature(await getPublicKeyFromAddress(payer as Address), payerSig, tx.messageBytes))) throw invalid('transaction has a payer signature that does not verify.', 'transaction');
+  if (!(await verifySignature(await getPublicKeyFromAddress(payer as Address), payerSig, tx.messageBytes)))
+    throw invalid('transaction has a payer signature that does not verify.', 'transaction');
   if (signatures.length !== 2) throw refuse('must have exactly two signature slots.');
   return { tx, payer, blockhash: message.lifetimeToken };
 }
@@ -188,8 +241,10 @@ export class RelayService {
     const adapter = this.adapter;
     const sender = adapter.sender;
     const token = attempt.token;
-    if (!token.gasless || token.kind !== 'spl' || !token.contract || !sender) throw impossible(`${token.id} cannot be paid by signature; send the coins instead.`, 'attempt_id');
-    if (!attempt.open) throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
+    if (!token.gasless || token.kind !== 'spl' || !token.contract || !sender)
+      throw impossible(`${token.id} cannot be paid by signature; send the coins instead.`, 'attempt_id');
+    if (!attempt.open)
+      throw impossible('This coin choice is no longer open for payment; choose the coin again.', 'attempt_id');
     const hot = adapter.deps.keys.hotWallet();
     const checked = await checkRelayTransaction(base64, {
       feePayer: hot.address,
@@ -199,20 +254,40 @@ export class RelayService {
       destination: await associatedTokenAccount(attempt.address, token.contract),
     });
     const rpc = adapter.rpc();
-    const valid = await rpc.request<{ value: boolean }>('isBlockhashValid', [checked.blockhash, { commitment: 'confirmed' }]);
-    if (!valid.value) throw invalid('transaction has a blockhash the cluster no longer accepts; build it again.', 'transaction');
-    const open = await adapter.deps.db.selectFrom('solana_gasless').select('transfer_id').where('attempt_id', '=', attempt.id).where('active', '=', true).executeTakeFirst();
+    const valid = await rpc.request<{ value: boolean }>('isBlockhashValid', [
+      checked.blockhash,
+      { commitment: 'confirmed' },
+    ]);
+    if (!valid.value)
+      throw invalid('transaction has a blockhash the cluster no longer accepts; build it again.', 'transaction');
+    const open = await adapter.deps.db
+      .selectFrom('solana_gasless')
+      .select('transfer_id')
+      .where('attempt_id', '=', attempt.id)
+      .where('active', '=', true)
+      .executeTakeFirst();
     if (open) throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
 
     const signed = await partiallySignTransaction([await keyPairOf(hot)], checked.tx);
     const raw = b64.decode(getTransactionEncoder().encode(signed));
-    const sim = await rpc.request<{ value: { err: unknown; logs: string[] | null; accounts: Array<{ lamports: number } | null> | null } }>('simulateTransaction', [
+    const sim = await rpc.request<{
+      value: { err: unknown; logs: string[] | null; accounts: Array<{ lamports: number } | null> | null };
+    }>('simulateTransaction', [
       raw,
-      { encoding: 'base64', sigVerify: true, commitment: 'confirmed', accounts: { encoding: 'base64', addresses: [hot.address] } },
+      {
+        encoding: 'base64',
+        sigVerify: true,
+        commitment: 'confirmed',
+        accounts: { encoding: 'base64', addresses: [hot.address] },
+      },
     ]);
     if (sim.value.err !== null) {
       const logs = (sim.value.logs ?? []).join('\n');
-      const reason = /insufficient funds/i.test(logs) ? 'the payer does not hold the amount' : /owner does not match|invalid account data/i.test(logs) ? 'the payer has no token account of this coin' : JSON.stringify(sim.value.err);
+      const reason = /insufficient funds/i.test(logs)
+        ? 'the payer does not hold the amount'
+        : /owner does not match|invalid account data/i.test(logs)
+          ? 'the payer has no token account of this coin'
+          : JSON.stringify(sim.value.err);
       throw impossible(`The transfer would fail on chain: ${reason}.`, 'transaction');
     }
     const before = await rpc.request<{ value: number }>('getBalance', [hot.address, { commitment: 'confirmed' }]);
@@ -224,19 +299,48 @@ export class RelayService {
     const lifetime = { blockhash: checked.blockhash, lastValidBlockHeight: await lastValidHeight(adapter) };
     try {
       await withTx(adapter.deps.db, async (tx) => {
-        await sender.recordRelay(tx, id, { raw, signature, size: 0, ...lifetime }, { token: token.id, destination: attempt.address, amount: attempt.payAmount });
-        await tx.insertInto('solana_gasless').values({ transfer_id: id, mode: adapter.mode, chain: adapter.network.id, attempt_id: attempt.id, payer: checked.payer, created_at: adapter.deps.clock.now() }).execute();
+        await sender.recordRelay(
+          tx,
+          id,
+          { raw, signature, size: 0, ...lifetime },
+          { token: token.id, destination: attempt.address, amount: attempt.payAmount },
+        );
+        await tx
+          .insertInto('solana_gasless')
+          .values({
+            transfer_id: id,
+            mode: adapter.mode,
+            chain: adapter.network.id,
+            attempt_id: attempt.id,
+            payer: checked.payer,
+            created_at: adapter.deps.clock.now(),
+          })
+          .execute();
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
+      if ((err as { code?: string }).code === '23505')
+        throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
       throw err;
     }
-    adapter.deps.log.info({ transferId: id, paymentId: attempt.paymentId, attemptId: attempt.id, chain: adapter.network.id, mode: adapter.mode, signature }, 'solana gasless payment accepted');
+    adapter.deps.log.info(
+      {
+        transferId: id,
+        paymentId: attempt.paymentId,
+        attemptId: attempt.id,
+        chain: adapter.network.id,
+        mode: adapter.mode,
+        signature,
+      },
+      'solana gasless payment accepted',
+    );
     let row: SolanaTransferRow | undefined;
     try {
       row = await sender.push(id);
     } catch (err) {
-      adapter.deps.log.error({ err: err instanceof Error ? err.message : String(err), transferId: id }, 'solana relay could not be sent now; the sender carries it on');
+      adapter.deps.log.error(
+        { err: err instanceof Error ? err.message : String(err), transferId: id },
+        'solana relay could not be sent now; the sender carries it on',
+      );
       row = await sender.get(id);
     }
     return { signature, status: row!.status };

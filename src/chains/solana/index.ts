@@ -55,11 +55,29 @@ function load(ctx: FamilyContext): LoadedFamily {
         continue;
       }
       if (!solanaSettings(network).treasury) {
-        ctx.chains.explainMissing(mode, network.id, 'no treasury for sweeps (set "solana.treasury" in the networks file)');
+        ctx.chains.explainMissing(
+          mode,
+          network.id,
+          'no treasury for sweeps (set "solana.treasury" in the networks file)',
+        );
         continue;
       }
-      const adapter = new SolanaAdapter(network, mode, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys, health: ctx.health });
-      adapter.sender = new SolanaSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, keys, sink: ctx.transfers });
+      const adapter = new SolanaAdapter(network, mode, {
+        db: ctx.db,
+        clock: ctx.clock,
+        log: ctx.log,
+        metrics: ctx.metrics,
+        keys,
+        health: ctx.health,
+      });
+      adapter.sender = new SolanaSender(adapter, {
+        db: ctx.db,
+        clock: ctx.clock,
+        log: ctx.log,
+        metrics: ctx.metrics,
+        keys,
+        sink: ctx.transfers,
+      });
       adapters.push(adapter);
     }
   }
@@ -84,10 +102,24 @@ function workers(ctx: FamilyContext, adapters: SolanaAdapter[]): FamilyWorker[] 
     if (a.network.paused) ctx.log.info({ chain: a.network.id, mode: a.mode }, 'solana watcher not started (paused)');
     else out.push(a.watcher(ctx.deposits));
   }
-  out.push(...senderLoop('solana', adapters.flatMap((a) => (a.sender ? [a.sender] : [])), SENDER_INTERVAL_MS, ctx.log));
+  out.push(
+    ...senderLoop(
+      'solana',
+      adapters.flatMap((a) => (a.sender ? [a.sender] : [])),
+      SENDER_INTERVAL_MS,
+      ctx.log,
+    ),
+  );
   for (const a of adapters) {
     if (a.settings.sweepIntervalSeconds <= 0 || !a.settings.treasury) continue;
-    out.push(new Loop(`solana-sweep:${a.mode}:${a.network.id}`, a.settings.sweepIntervalSeconds * 1000, () => recordSweeps(a), ctx.log));
+    out.push(
+      new Loop(
+        `solana-sweep:${a.mode}:${a.network.id}`,
+        a.settings.sweepIntervalSeconds * 1000,
+        () => recordSweeps(a),
+        ctx.log,
+      ),
+    );
   }
   return out;
 }
@@ -99,7 +131,14 @@ const solana: ChainFamily = {
     addressFromBytes: (bytes) => encodeBase58(bytes.subarray(0, 32)),
     // Keyless simulator addresses: their reference is a hash of the address (nothing to keep unlinkable there).
     paymentUri: (_network, token, address, amount, context) =>
-      transferRequestUri({ recipient: address, amount, token, reference: encodeBase58(createHash('sha256').update(`kasse/solana/reference|${address}`).digest()), label: context?.label, message: context?.message }),
+      transferRequestUri({
+        recipient: address,
+        amount,
+        token,
+        reference: encodeBase58(createHash('sha256').update(`kasse/solana/reference|${address}`).digest()),
+        label: context?.label,
+        message: context?.message,
+      }),
   },
   networks: {
     contract: { canonical: (value) => (isSolanaAddress(value) ? value : null), name: 'a Solana address' },

@@ -63,7 +63,8 @@ export class SolanaKeys {
 
   /** Deposit key number `index` of `mode`. */
   deposit(mode: Mode, index: bigint): SolanaKey {
-    if (index < 0n || index >= BigInt(HARDENED)) throw new RangeError(`solana deposit key index ${index} is outside 0…2^31-1`);
+    if (index < 0n || index >= BigInt(HARDENED))
+      throw new RangeError(`solana deposit key index ${index} is outside 0…2^31-1`);
     let branch = this.branches.get(mode);
     if (!branch) {
       branch = this.root.derive(`m/44'/501'/${MODE_ACCOUNT[mode]}'/0'`);

@@ -61,7 +61,10 @@ export type Plan =
   | { kind: 'relay' };
 
 /** A plan turned into instructions, or nothing to send (`skip`: settled as `ok` says), or not now (`wait`). */
-type Built = { instructions: Instruction[]; summary?: SweepSummary } | { skip: string; ok: boolean; summary?: SweepSummary } | { wait: string };
+type Built =
+  | { instructions: Instruction[]; summary?: SweepSummary }
+  | { skip: string; ok: boolean; summary?: SweepSummary }
+  | { wait: string };
 
 /**
  * What a sweep version moves: lamports and token units to the treasury, token accounts closed, rent recovered; and
@@ -82,7 +85,6 @@ export interface SweepLeft {
   amount: string;
   reason: string;
 }
-
 
 export interface SolanaSenderDeps {
   db: Db;
@@ -122,17 +124,25 @@ export class SolanaSender implements OutgoingSender {
   ) {
     this.network = chain.network;
     this.mode = chain.mode;
-    this.queue = new TransferQueue<SolanaTransferRow>('solana', 'solana_transfers', chain, deps, { ...QUEUE_DEFAULTS, ...options }, {
-      sign: (row) => this.build(row, 'pending'),
-      broadcast: (row) => this.send(row),
-      follow: (row) => this.check(row),
-      // Not sent yet, or rebuilt and refused by preflight (an earlier version cannot land once it was rebuilt); a
-      // relayed payment the payer signed ends only when it expires.
-      unsent: async (row) => row.status === 'pending' || (row.status === 'signed' && row.purpose !== 'gasless'),
-      fail: async (row, reason) => void (await this.settle(row, row.status, { status: 'failed', signature: null, slot: null, error: reason })),
-      describe: (row, _err, failure) => (row.status === 'signed' ? `send: ${failure.reason}` : failure.reason),
-      hash: (row) => row.signature,
-    });
+    this.queue = new TransferQueue<SolanaTransferRow>(
+      'solana',
+      'solana_transfers',
+      chain,
+      deps,
+      { ...QUEUE_DEFAULTS, ...options },
+      {
+        sign: (row) => this.build(row, 'pending'),
+        broadcast: (row) => this.send(row),
+        follow: (row) => this.check(row),
+        // Not sent yet, or rebuilt and refused by preflight (an earlier version cannot land once it was rebuilt); a
+        // relayed payment the payer signed ends only when it expires.
+        unsent: async (row) => row.status === 'pending' || (row.status === 'signed' && row.purpose !== 'gasless'),
+        fail: async (row, reason) =>
+          void (await this.settle(row, row.status, { status: 'failed', signature: null, slot: null, error: reason })),
+        describe: (row, _err, failure) => (row.status === 'signed' ? `send: ${failure.reason}` : failure.reason),
+        hash: (row) => row.signature,
+      },
+    );
   }
 
   /** The hot wallet's address. */
@@ -150,10 +160,25 @@ export class SolanaSender implements OutgoingSender {
 
   /** Records a refund or payout in the caller's transaction; idempotent on `transferId`. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
-    if (request.purpose !== 'refund' && request.purpose !== 'payout') throw new Error(`SolanaSender cannot send transfers of purpose "${request.purpose}"`);
-    if (request.mode !== this.mode || request.token.chain !== this.network.id) throw new Error(`SolanaSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`);
+    if (request.purpose !== 'refund' && request.purpose !== 'payout')
+      throw new Error(`SolanaSender cannot send transfers of purpose "${request.purpose}"`);
+    if (request.mode !== this.mode || request.token.chain !== this.network.id)
+      throw new Error(
+        `SolanaSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`,
+      );
     if (request.amount <= 0n) throw new Error('an outgoing transfer moves a positive amount');
-    await this.record(tx, request.transferId, request.purpose, { kind: 'transfer', token: request.token.id, destination: request.destination, amount: request.amount.toString() }, { token: request.token.id, destination: request.destination, amount: request.amount });
+    await this.record(
+      tx,
+      request.transferId,
+      request.purpose,
+      {
+        kind: 'transfer',
+        token: request.token.id,
+        destination: request.destination,
+        amount: request.amount.toString(),
+      },
+      { token: request.token.id, destination: request.destination, amount: request.amount },
+    );
   }
 
   /** Opens `owner`'s associated token account of `mint` from the hot wallet (one transfer per owner). */
@@ -162,21 +187,52 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** Records a sweep of deposit keys to `treasury`. */
-  async recordSweep(tx: Tx, id: string, treasury: string, items: Array<{ index: bigint; address: string }>): Promise<void> {
-    await this.record(tx, id, 'sweep', { kind: 'sweep', treasury, items: items.map((i) => ({ index: i.index.toString(), address: i.address })) }, { destination: treasury });
+  async recordSweep(
+    tx: Tx,
+    id: string,
+    treasury: string,
+    items: Array<{ index: bigint; address: string }>,
+  ): Promise<void> {
+    await this.record(
+      tx,
+      id,
+      'sweep',
+      { kind: 'sweep', treasury, items: items.map((i) => ({ index: i.index.toString(), address: i.address })) },
+      { destination: treasury },
+    );
   }
 
   /** Records a payer-signed, hot-wallet co-signed transaction as version 0 of a `gasless` transfer (status signed). */
-  async recordRelay(tx: Tx, id: string, signed: SignedTransaction & Lifetime, what: { token: string; destination: string; amount: bigint }): Promise<void> {
+  async recordRelay(
+    tx: Tx,
+    id: string,
+    signed: SignedTransaction & Lifetime,
+    what: { token: string; destination: string; amount: bigint },
+  ): Promise<void> {
     const now = this.deps.clock.now();
     await this.record(tx, id, 'gasless', { kind: 'relay' }, what, { status: 'signed', signature: signed.signature });
     await tx
       .insertInto('solana_transfer_txs')
-      .values({ transfer_id: id, version: 0, signature: signed.signature, raw: signed.raw, blockhash: signed.blockhash, last_valid_block_height: signed.lastValidBlockHeight, created_at: now })
+      .values({
+        transfer_id: id,
+        version: 0,
+        signature: signed.signature,
+        raw: signed.raw,
+        blockhash: signed.blockhash,
+        last_valid_block_height: signed.lastValidBlockHeight,
+        created_at: now,
+      })
       .execute();
   }
 
-  private async record(tx: Tx, id: string, purpose: SolanaPurpose, plan: Plan, what: { token?: string; destination?: string; amount?: bigint }, initial: { status: 'pending' | 'signed'; signature?: string } = { status: 'pending' }): Promise<void> {
+  private async record(
+    tx: Tx,
+    id: string,
+    purpose: SolanaPurpose,
+    plan: Plan,
+    what: { token?: string; destination?: string; amount?: bigint },
+    initial: { status: 'pending' | 'signed'; signature?: string } = { status: 'pending' },
+  ): Promise<void> {
     const now = this.deps.clock.now();
     await tx
       .insertInto('solana_transfers')
@@ -207,7 +263,12 @@ export class SolanaSender implements OutgoingSender {
   }
 
   async versions(id: string) {
-    return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
+    return this.deps.db
+      .selectFrom('solana_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version')
+      .execute();
   }
 
   /** One worker pass over the due open transfers of this network (the queue's), then unreported settlements. */
@@ -230,14 +291,20 @@ export class SolanaSender implements OutgoingSender {
   }
 
   private async lifetime(): Promise<Lifetime> {
-    const r = await this.rpc().request<{ value: { blockhash: string; lastValidBlockHeight: number } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
+    const r = await this.rpc().request<{ value: { blockhash: string; lastValidBlockHeight: number } }>(
+      'getLatestBlockhash',
+      [{ commitment: 'confirmed' }],
+    );
     return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight) };
   }
 
   private async accounts(keys: string[]): Promise<Array<RpcAccount | null>> {
     const out: Array<RpcAccount | null> = [];
     for (let i = 0; i < keys.length; i += 100) {
-      const r = await this.rpc().request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [keys.slice(i, i + 100), { encoding: 'base64', commitment: 'confirmed' }]);
+      const r = await this.rpc().request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [
+        keys.slice(i, i + 100),
+        { encoding: 'base64', commitment: 'confirmed' },
+      ]);
       out.push(...r.value);
     }
     return out;
@@ -246,34 +313,95 @@ export class SolanaSender implements OutgoingSender {
   /** Builds, signs and stores a new version of `row`'s plan (from `pending`, or `broadcast` after an expiry). */
   private async build(row: SolanaTransferRow, from: 'pending' | 'signed' | 'broadcast'): Promise<StepOutcome> {
     const plan = row.plan as Plan;
-    if (plan.kind === 'relay') return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: 'the payer-signed transaction expired before it landed; sign a new one' });
+    if (plan.kind === 'relay')
+      return this.settle(row, from, {
+        status: 'failed',
+        signature: null,
+        slot: null,
+        error: 'the payer-signed transaction expired before it landed; sign a new one',
+      });
     const hot = await signerOf(this.deps.keys.hotWallet());
     const lifetime = await this.lifetime();
     const built = await this.instructions(plan, hot);
     if ('wait' in built) return { retry: built.wait };
     if ('skip' in built) {
-      if (built.summary) await this.deps.db.updateTable('solana_transfers').set({ plan: JSON.stringify({ ...plan, built: built.summary }) }).where('id', '=', row.id).where('status', '=', from).execute();
-      return this.settle(row, from, { status: built.ok ? 'sent' : 'failed', signature: null, slot: null, error: built.ok ? null : built.skip });
+      if (built.summary)
+        await this.deps.db
+          .updateTable('solana_transfers')
+          .set({ plan: JSON.stringify({ ...plan, built: built.summary }) })
+          .where('id', '=', row.id)
+          .where('status', '=', from)
+          .execute();
+      return this.settle(row, from, {
+        status: built.ok ? 'sent' : 'failed',
+        signature: null,
+        slot: null,
+        error: built.ok ? null : built.skip,
+      });
     }
     const signed = await signInstructions(hot, built.instructions, lifetime);
-    if (signed.size > MAX_TRANSACTION_BYTES) return this.settle(row, from, { status: 'failed', signature: null, slot: null, error: `the transaction is ${signed.size} bytes, over Solana's ${MAX_TRANSACTION_BYTES}` });
+    if (signed.size > MAX_TRANSACTION_BYTES)
+      return this.settle(row, from, {
+        status: 'failed',
+        signature: null,
+        slot: null,
+        error: `the transaction is ${signed.size} bytes, over Solana's ${MAX_TRANSACTION_BYTES}`,
+      });
     const now = this.deps.clock.now();
     const stored = await withTx(this.deps.db, async (tx) => {
-      const current = await tx.selectFrom('solana_transfers').select(['status', 'signature']).where('id', '=', row.id).forUpdate().executeTakeFirst();
+      const current = await tx
+        .selectFrom('solana_transfers')
+        .select(['status', 'signature'])
+        .where('id', '=', row.id)
+        .forUpdate()
+        .executeTakeFirst();
       if (!current || current.status !== from || current.signature !== row.signature) return false;
-      const last = await tx.selectFrom('solana_transfer_txs').select('version').where('transfer_id', '=', row.id).orderBy('version', 'desc').limit(1).executeTakeFirst();
+      const last = await tx
+        .selectFrom('solana_transfer_txs')
+        .select('version')
+        .where('transfer_id', '=', row.id)
+        .orderBy('version', 'desc')
+        .limit(1)
+        .executeTakeFirst();
       await tx
         .insertInto('solana_transfer_txs')
-        .values({ transfer_id: row.id, version: last ? last.version + 1 : 0, signature: signed.signature, raw: signed.raw, blockhash: lifetime.blockhash, last_valid_block_height: lifetime.lastValidBlockHeight, created_at: now })
+        .values({
+          transfer_id: row.id,
+          version: last ? last.version + 1 : 0,
+          signature: signed.signature,
+          raw: signed.raw,
+          blockhash: lifetime.blockhash,
+          last_valid_block_height: lifetime.lastValidBlockHeight,
+          created_at: now,
+        })
         .execute();
       await tx
         .updateTable('solana_transfers')
-        .set({ status: 'signed', signature: signed.signature, signed_at: now, error: null, tries: 0, next_attempt_at: now, ...(built.summary ? { plan: JSON.stringify({ ...plan, built: built.summary }) } : {}) })
+        .set({
+          status: 'signed',
+          signature: signed.signature,
+          signed_at: now,
+          error: null,
+          tries: 0,
+          next_attempt_at: now,
+          ...(built.summary ? { plan: JSON.stringify({ ...plan, built: built.summary }) } : {}),
+        })
         .where('id', '=', row.id)
         .execute();
       return true;
     });
-    if (stored) this.deps.log.info({ transferId: row.id, purpose: row.purpose, chain: this.network.id, mode: this.mode, signature: signed.signature, rebuilt: from === 'broadcast' }, 'solana transfer signed');
+    if (stored)
+      this.deps.log.info(
+        {
+          transferId: row.id,
+          purpose: row.purpose,
+          chain: this.network.id,
+          mode: this.mode,
+          signature: signed.signature,
+          rebuilt: from === 'broadcast',
+        },
+        'solana transfer signed',
+      );
     return 'progress';
   }
 
@@ -289,13 +417,20 @@ export class SolanaSender implements OutgoingSender {
       const token = this.network.tokens.find((t) => t.id === plan.token);
       if (!token) return { skip: `${plan.token} is no longer configured`, ok: false };
       const amount = BigInt(plan.amount);
-      const [wallet, tokenAccount] = await this.accounts([hot.address, ...(token.kind === 'spl' ? [await associatedTokenAccount(hot.address, token.contract!)] : [])]);
+      const [wallet, tokenAccount] = await this.accounts([
+        hot.address,
+        ...(token.kind === 'spl' ? [await associatedTokenAccount(hot.address, token.contract!)] : []),
+      ]);
       const lamports = BigInt(wallet?.lamports ?? 0);
       const needLamports = (token.kind === 'native' ? amount : 0n) + 2n * LAMPORTS_PER_SIGNATURE + 2_039_280n;
-      if (lamports < needLamports) return { wait: `hot wallet ${hot.address} holds ${formatUnits(lamports, 9)} SOL; the transfer needs up to ${formatUnits(needLamports, 9)} SOL` };
+      if (lamports < needLamports)
+        return {
+          wait: `hot wallet ${hot.address} holds ${formatUnits(lamports, 9)} SOL; the transfer needs up to ${formatUnits(needLamports, 9)} SOL`,
+        };
       if (token.kind === 'spl') {
         const held = readTokenAccount(tokenAccount ?? null)?.amount ?? 0n;
-        if (held < amount) return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
+        if (held < amount)
+          return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
       }
       return { instructions: await transferInstructions(hot, hot, token, destinationOf(plan.destination), amount) };
     }
@@ -308,7 +443,9 @@ export class SolanaSender implements OutgoingSender {
    * What cannot be moved (another mint, a frozen account) is left and listed in the summary's `left`.
    */
   private async sweepInstructions(plan: Extract<Plan, { kind: 'sweep' }>, hot: KeyPairSigner): Promise<Built> {
-    const mints = new Map(this.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t]));
+    const mints = new Map(
+      this.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t]),
+    );
     const wallets = await this.accounts(plan.items.map((i) => i.address));
     const instructions: Instruction[] = [];
     const summary: SweepSummary = { lamports: '0', tokens: {}, closed: [], rent: '0', left: [] };
@@ -317,13 +454,20 @@ export class SolanaSender implements OutgoingSender {
     let rent = 0n;
     for (const [i, item] of plan.items.entries()) {
       const owner = await signerOf(this.deps.keys.deposit(this.mode, BigInt(item.index)));
-      if (owner.address !== item.address) throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
+      if (owner.address !== item.address)
+        throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
       for (const { pubkey, account } of await this.tokenAccountsOf(item.address)) {
         const t = readTokenAccount(account);
         if (!t) continue;
         const m = mints.get(t.mint);
         if (!m || t.frozen) {
-          if (t.amount > 0n) summary.left.push({ account: pubkey, mint: t.mint, amount: t.amount.toString(), reason: m ? 'the account is frozen' : 'the mint is not configured on this network' });
+          if (t.amount > 0n)
+            summary.left.push({
+              account: pubkey,
+              mint: t.mint,
+              amount: t.amount.toString(),
+              reason: m ? 'the account is frozen' : 'the mint is not configured on this network',
+            });
           continue;
         }
         let to = treasuryAtas.get(t.mint);
@@ -334,7 +478,17 @@ export class SolanaSender implements OutgoingSender {
         }
         // An account whose close authority is someone else is emptied but stays open (its rent is not Kasse's).
         const closable = t.closeAuthority === null || t.closeAuthority === item.address;
-        instructions.push(...emptyTokenAccountInstructions(owner, pubkey, t.mint, m.decimals, t.amount, to ?? pubkey, closable ? hot.address : null));
+        instructions.push(
+          ...emptyTokenAccountInstructions(
+            owner,
+            pubkey,
+            t.mint,
+            m.decimals,
+            t.amount,
+            to ?? pubkey,
+            closable ? hot.address : null,
+          ),
+        );
         if (t.amount > 0n) summary.tokens[m.id] = (BigInt(summary.tokens[m.id] ?? '0') + t.amount).toString();
         if (closable) {
           summary.closed.push(pubkey);
@@ -349,18 +503,21 @@ export class SolanaSender implements OutgoingSender {
     }
     summary.lamports = lamports.toString();
     summary.rent = rent.toString();
-    if (summary.left.length > 0) this.deps.log.warn({ chain: this.network.id, mode: this.mode, left: summary.left }, 'solana sweep leaves token balances it cannot move');
+    if (summary.left.length > 0)
+      this.deps.log.warn(
+        { chain: this.network.id, mode: this.mode, left: summary.left },
+        'solana sweep leaves token balances it cannot move',
+      );
     if (instructions.length === 0) return { skip: 'nothing left to sweep', ok: true, summary };
     return { instructions, summary };
   }
 
   /** The SPL Token accounts whose owner is `owner` (any mint). */
   private async tokenAccountsOf(owner: string): Promise<Array<{ pubkey: Address; account: RpcAccount }>> {
-    const r = await this.rpc().request<{ value: Array<{ pubkey: Address; account: RpcAccount }> }>('getTokenAccountsByOwner', [
-      owner,
-      { programId: TOKEN_PROGRAM_ADDRESS },
-      { encoding: 'base64', commitment: 'confirmed' },
-    ]);
+    const r = await this.rpc().request<{ value: Array<{ pubkey: Address; account: RpcAccount }> }>(
+      'getTokenAccountsByOwner',
+      [owner, { programId: TOKEN_PROGRAM_ADDRESS }, { encoding: 'base64', commitment: 'confirmed' }],
+    );
     return r.value;
   }
 
@@ -369,36 +526,62 @@ export class SolanaSender implements OutgoingSender {
     const newest = await this.newestVersion(row.id);
     if (row.tries > 0 && (await this.expiredUnseen(row))) return this.expired(row);
     try {
-      await this.rpc().request('sendTransaction', [newest.raw, { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 }]);
+      await this.rpc().request('sendTransaction', [
+        newest.raw,
+        { encoding: 'base64', preflightCommitment: 'confirmed', maxRetries: 0 },
+      ]);
     } catch (err) {
-      const landedOrStale = err instanceof SolanaRpcError && err.code === -32002 && ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
+      const landedOrStale =
+        err instanceof SolanaRpcError &&
+        err.code === -32002 &&
+        ['AlreadyProcessed', 'BlockhashNotFound'].includes(String((err.data as { err?: unknown } | undefined)?.err));
       // Refused by preflight, it was not forwarded: the queue retries it, or fails it when no retry can cure it.
       if (!landedOrStale) throw err;
     }
     const now = this.deps.clock.now();
     const r = await this.deps.db
       .updateTable('solana_transfers')
-      .set({ status: 'broadcast', broadcast_at: sql`coalesce(broadcast_at, ${now})`, tries: 0, error: null, next_attempt_at: now })
+      .set({
+        status: 'broadcast',
+        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
+        tries: 0,
+        error: null,
+        next_attempt_at: now,
+      })
       .where('id', '=', row.id)
       .where('status', '=', 'signed')
       .where('signature', '=', newest.signature)
       .executeTakeFirst();
-    if (r.numUpdatedRows > 0n) this.deps.log.info({ transferId: row.id, chain: this.network.id, mode: this.mode, signature: newest.signature, version: newest.version }, 'solana transfer sent');
+    if (r.numUpdatedRows > 0n)
+      this.deps.log.info(
+        {
+          transferId: row.id,
+          chain: this.network.id,
+          mode: this.mode,
+          signature: newest.signature,
+          version: newest.version,
+        },
+        'solana transfer sent',
+      );
     return 'progress';
   }
 
   /** broadcast → sent | failed at finalized, a resend of the same bytes, or a rebuild after expiry. */
   private async check(row: SolanaTransferRow): Promise<StepOutcome> {
     const versions = await this.versions(row.id);
-    const r = await this.rpc().request<{ value: Array<{ slot: number; err: unknown; confirmationStatus: string | null } | null> }>('getSignatureStatuses', [
-      versions.map((v) => v.signature),
-      { searchTransactionHistory: true },
-    ]);
+    const r = await this.rpc().request<{
+      value: Array<{ slot: number; err: unknown; confirmationStatus: string | null } | null>;
+    }>('getSignatureStatuses', [versions.map((v) => v.signature), { searchTransactionHistory: true }]);
     const i = r.value.findIndex((s) => s !== null);
     if (i >= 0) {
       const s = r.value[i]!;
       if (s.confirmationStatus !== 'finalized') return 'wait';
-      return this.settle(row, 'broadcast', { status: s.err === null ? 'sent' : 'failed', signature: versions[i]!.signature, slot: BigInt(s.slot), error: s.err === null ? null : `the transaction failed on chain: ${JSON.stringify(s.err)}` });
+      return this.settle(row, 'broadcast', {
+        status: s.err === null ? 'sent' : 'failed',
+        signature: versions[i]!.signature,
+        slot: BigInt(s.slot),
+        error: s.err === null ? null : `the transaction failed on chain: ${JSON.stringify(s.err)}`,
+      });
     }
     if (await this.expiredUnseen(row, versions)) return this.expired(row);
     const newest = versions[versions.length - 1]!;
@@ -409,51 +592,102 @@ export class SolanaSender implements OutgoingSender {
   }
 
   /** True when no version landed and the newest one's blockhash can no longer land (finalized height past it). */
-  private async expiredUnseen(row: SolanaTransferRow, versions?: Awaited<ReturnType<SolanaSender['versions']>>): Promise<boolean> {
+  private async expiredUnseen(
+    row: SolanaTransferRow,
+    versions?: Awaited<ReturnType<SolanaSender['versions']>>,
+  ): Promise<boolean> {
     const all = versions ?? (await this.versions(row.id));
     if (all.length === 0) return false;
     const height = BigInt(await this.rpc().request<number>('getBlockHeight', [{ commitment: 'finalized' }]));
     if (height <= BigInt(all[all.length - 1]!.last_valid_block_height)) return false;
     if (!versions) {
-      const r = await this.rpc().request<{ value: unknown[] }>('getSignatureStatuses', [all.map((v) => v.signature), { searchTransactionHistory: true }]);
+      const r = await this.rpc().request<{ value: unknown[] }>('getSignatureStatuses', [
+        all.map((v) => v.signature),
+        { searchTransactionHistory: true },
+      ]);
       if (r.value.some((s) => s !== null)) return false;
     }
     return true;
   }
 
   private async expired(row: SolanaTransferRow): Promise<StepOutcome> {
-    this.deps.log.warn({ transferId: row.id, chain: this.network.id, mode: this.mode, signature: row.signature }, 'solana transfer expired unseen; rebuilding with a new blockhash');
+    this.deps.log.warn(
+      { transferId: row.id, chain: this.network.id, mode: this.mode, signature: row.signature },
+      'solana transfer expired unseen; rebuilding with a new blockhash',
+    );
     return this.build(row, row.status as 'pending' | 'signed' | 'broadcast');
   }
 
   private async newestVersion(id: string) {
-    return this.deps.db.selectFrom('solana_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version', 'desc').limit(1).executeTakeFirstOrThrow();
+    return this.deps.db
+      .selectFrom('solana_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version', 'desc')
+      .limit(1)
+      .executeTakeFirstOrThrow();
   }
 
-  private async settle(row: SolanaTransferRow, from: SolanaTransferRow['status'], result: { status: 'sent' | 'failed'; signature: string | null; slot: bigint | null; error: string | null }): Promise<StepResult> {
+  private async settle(
+    row: SolanaTransferRow,
+    from: SolanaTransferRow['status'],
+    result: { status: 'sent' | 'failed'; signature: string | null; slot: bigint | null; error: string | null },
+  ): Promise<StepResult> {
     const now = this.deps.clock.now();
     const settled = await withTx(this.deps.db, async (tx) => {
       const s = await tx
         .updateTable('solana_transfers')
-        .set({ status: result.status, signature: result.signature, slot: result.slot, error: result.error, settled_at: now })
+        .set({
+          status: result.status,
+          signature: result.signature,
+          slot: result.slot,
+          error: result.error,
+          settled_at: now,
+        })
         .where('id', '=', row.id)
         .where('status', '=', from)
         .returningAll()
         .executeTakeFirst();
       if (!s) return null;
       const plan = s.plan as Plan;
-      if (s.purpose === 'gasless' && result.status === 'failed') await tx.updateTable('solana_gasless').set({ active: false }).where('transfer_id', '=', s.id).execute();
+      if (s.purpose === 'gasless' && result.status === 'failed')
+        await tx.updateTable('solana_gasless').set({ active: false }).where('transfer_id', '=', s.id).execute();
       if (plan.kind === 'sweep' && result.status === 'sent' && result.slot !== null) {
         const addresses = plan.items.map((i) => i.address);
-        await tx.updateTable('solana_addresses').set({ swept_slot: result.slot }).where('mode', '=', this.mode).where('chain', '=', this.network.id).where('address', 'in', addresses).execute();
+        await tx
+          .updateTable('solana_addresses')
+          .set({ swept_slot: result.slot })
+          .where('mode', '=', this.mode)
+          .where('chain', '=', this.network.id)
+          .where('address', 'in', addresses)
+          .execute();
         const closed = plan.built?.closed ?? [];
-        if (closed.length > 0) await tx.updateTable('solana_addresses').set({ closed: true }).where('mode', '=', this.mode).where('chain', '=', this.network.id).where('token_account', 'in', closed).execute();
+        if (closed.length > 0)
+          await tx
+            .updateTable('solana_addresses')
+            .set({ closed: true })
+            .where('mode', '=', this.mode)
+            .where('chain', '=', this.network.id)
+            .where('token_account', 'in', closed)
+            .execute();
       }
       return s;
     });
     if (!settled) return 'progress';
-    const log = result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
-    log({ transferId: row.id, purpose: row.purpose, chain: this.network.id, mode: this.mode, status: result.status, signature: result.signature, error: result.error }, 'solana transfer settled');
+    const log =
+      result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
+    log(
+      {
+        transferId: row.id,
+        purpose: row.purpose,
+        chain: this.network.id,
+        mode: this.mode,
+        status: result.status,
+        signature: result.signature,
+        error: result.error,
+      },
+      'solana transfer settled',
+    );
     return 'done';
   }
 }

@@ -33,7 +33,12 @@ export interface SweepReport {
 /** Deposit keys due for a sweep (see the header comment), oldest first. */
 export async function sweepDue(adapter: SolanaAdapter): Promise<Array<{ address: string; index: bigint }>> {
   const { db, clock } = adapter.deps;
-  const cursor = await db.selectFrom('solana_cursors').select('final_slot').where('mode', '=', adapter.mode).where('chain', '=', adapter.network.id).executeTakeFirst();
+  const cursor = await db
+    .selectFrom('solana_cursors')
+    .select('final_slot')
+    .where('mode', '=', adapter.mode)
+    .where('chain', '=', adapter.network.id)
+    .executeTakeFirst();
   const finalSlot = cursor ? BigInt(cursor.final_slot) : -1n;
   const unusedBefore = new Date(clock.now().getTime() - adapter.settings.ataCloseAfterSeconds * 1000);
   const { rows } = await sql<{ address: string; address_index: string | bigint }>`
@@ -55,10 +60,18 @@ export async function sweepDue(adapter: SolanaAdapter): Promise<Array<{ address:
 /** Records sweep transfers for every due key (the sender sends them); returns what was recorded. */
 export async function recordSweeps(adapter: SolanaAdapter, opts: SweepOptions = {}): Promise<SweepReport> {
   const treasury = adapter.settings.treasury;
-  if (!treasury) throw new Error(`${adapter.mode} network ${adapter.network.id} has no solana.treasury: sweeps need one`);
+  if (!treasury)
+    throw new Error(`${adapter.mode} network ${adapter.network.id} has no solana.treasury: sweeps need one`);
   if (!adapter.sender) throw new Error(`${adapter.network.id} has no sender`);
   const due = await sweepDue(adapter);
-  const report: SweepReport = { chain: adapter.network.id, mode: adapter.mode, treasury, due: due.length, transfers: [], dry_run: !!opts.dryRun };
+  const report: SweepReport = {
+    chain: adapter.network.id,
+    mode: adapter.mode,
+    treasury,
+    due: due.length,
+    transfers: [],
+    dry_run: !!opts.dryRun,
+  };
   if (opts.dryRun) return { ...report, addresses: due.map((d) => d.address) };
   const size = Math.max(1, Math.min(opts.batch ?? 4, 8));
   for (let i = 0; i < due.length; i += size) {
@@ -83,7 +96,11 @@ export interface SweepResult {
 /** What became of recorded sweeps (after the sender worked on them). */
 export async function sweepResults(adapter: SolanaAdapter, ids: string[]): Promise<SweepResult[]> {
   if (ids.length === 0) return [];
-  const rows = await adapter.deps.db.selectFrom('solana_transfers').select(['id', 'status', 'signature', 'error', 'plan']).where('id', 'in', ids).execute();
+  const rows = await adapter.deps.db
+    .selectFrom('solana_transfers')
+    .select(['id', 'status', 'signature', 'error', 'plan'])
+    .where('id', 'in', ids)
+    .execute();
   return rows.map((r) => {
     const moved = (r.plan as { built?: SweepSummary }).built ?? null;
     return { id: r.id, status: r.status, signature: r.signature, error: r.error, moved, left: moved?.left ?? [] };

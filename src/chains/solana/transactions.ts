@@ -38,7 +38,9 @@ export const MAX_TRANSACTION_BYTES = 1232;
 export const TOKEN_ACCOUNT_SIZE = 165;
 
 export async function associatedTokenAccount(owner: string, mint: string): Promise<Address> {
-  return (await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+  return (
+    await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram: TOKEN_PROGRAM_ADDRESS })
+  )[0];
 }
 
 const signers = new WeakMap<SolanaKey, Promise<KeyPairSigner>>();
@@ -66,15 +68,27 @@ export interface SignedTransaction {
 }
 
 /** Signs a v0 transaction paid by `feePayer`; every signer the instructions name signs too. */
-export async function signInstructions(feePayer: KeyPairSigner, instructions: Instruction[], lifetime: Lifetime): Promise<SignedTransaction> {
+export async function signInstructions(
+  feePayer: KeyPairSigner,
+  instructions: Instruction[],
+  lifetime: Lifetime,
+): Promise<SignedTransaction> {
   const msg = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayerSigner(feePayer, m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const tx = await signTransactionMessageWithSigners(msg);
-  return { raw: getBase64EncodedWireTransaction(tx), signature: getSignatureFromTransaction(tx), size: getTransactionEncoder().encode(tx).length };
+  return {
+    raw: getBase64EncodedWireTransaction(tx),
+    signature: getSignatureFromTransaction(tx),
+    size: getTransactionEncoder().encode(tx).length,
+  };
 }
 
 /** SOL or an SPL token from `source` (a signer) to `destination`'s wallet; the recipient's token account is opened if needed, paid by `payer`. */
@@ -85,17 +99,30 @@ export async function transferInstructions(
   destination: string,
   amount: bigint,
 ): Promise<Instruction[]> {
-  if (token.kind === 'native') return [getTransferSolInstruction({ source, destination: address(destination), amount })];
+  if (token.kind === 'native')
+    return [getTransferSolInstruction({ source, destination: address(destination), amount })];
   if (token.kind !== 'spl' || !token.contract) throw new Error(`a Solana transfer cannot move a ${token.kind} token`);
   const mint = address(token.contract);
   const to = await associatedTokenAccount(destination, mint);
   return [
     getCreateAssociatedTokenIdempotentInstruction({ payer, ata: to, owner: address(destination), mint }),
-    getTransferCheckedInstruction({ source: await associatedTokenAccount(source.address, mint), mint, destination: to, authority: source, amount, decimals: token.decimals }),
+    getTransferCheckedInstruction({
+      source: await associatedTokenAccount(source.address, mint),
+      mint,
+      destination: to,
+      authority: source,
+      amount,
+      decimals: token.decimals,
+    }),
   ];
 }
 
-export function openTokenAccountInstruction(payer: KeyPairSigner, owner: string, mint: string, ata: Address): Instruction {
+export function openTokenAccountInstruction(
+  payer: KeyPairSigner,
+  owner: string,
+  mint: string,
+  ata: Address,
+): Instruction {
   return getCreateAssociatedTokenIdempotentInstruction({ payer, ata, owner: address(owner), mint: address(mint) });
 }
 
@@ -103,9 +130,27 @@ export function openTokenAccountInstruction(payer: KeyPairSigner, owner: string,
  * Moves a token account's whole `amount` to `to` (an existing token account) and closes it, its rent to `rentTo`
  * (null: the account stays open).
  */
-export function emptyTokenAccountInstructions(owner: KeyPairSigner, account: Address, mint: string, decimals: number, amount: bigint, to: Address, rentTo: string | null): Instruction[] {
+export function emptyTokenAccountInstructions(
+  owner: KeyPairSigner,
+  account: Address,
+  mint: string,
+  decimals: number,
+  amount: bigint,
+  to: Address,
+  rentTo: string | null,
+): Instruction[] {
   const out: Instruction[] = [];
-  if (amount > 0n) out.push(getTransferCheckedInstruction({ source: account, mint: address(mint), destination: to, authority: owner, amount, decimals }));
+  if (amount > 0n)
+    out.push(
+      getTransferCheckedInstruction({
+        source: account,
+        mint: address(mint),
+        destination: to,
+        authority: owner,
+        amount,
+        decimals,
+      }),
+    );
   if (rentTo !== null) out.push(getCloseAccountInstruction({ account, destination: address(rentTo), owner }));
   return out;
 }
@@ -125,12 +170,20 @@ const b64 = getBase64Decoder();
 const tokenDecoder = getTokenDecoder();
 
 /** An SPL Token account's mint, owner, amount, whether it is frozen and who may close it; null when it is not one. */
-export function readTokenAccount(account: RpcAccount | null): { mint: string; owner: string; amount: bigint; frozen: boolean; closeAuthority: string | null } | null {
+export function readTokenAccount(
+  account: RpcAccount | null,
+): { mint: string; owner: string; amount: bigint; frozen: boolean; closeAuthority: string | null } | null {
   if (!account || account.owner !== TOKEN_PROGRAM_ADDRESS) return null;
   const bytes = Buffer.from(account.data[0], 'base64');
   if (bytes.length !== TOKEN_ACCOUNT_SIZE) return null;
   const t = tokenDecoder.decode(bytes);
-  return { mint: t.mint, owner: t.owner, amount: t.amount, frozen: t.state === AccountState.Frozen, closeAuthority: t.closeAuthority.__option === 'Some' ? t.closeAuthority.value : null };
+  return {
+    mint: t.mint,
+    owner: t.owner,
+    amount: t.amount,
+    frozen: t.state === AccountState.Frozen,
+    closeAuthority: t.closeAuthority.__option === 'Some' ? t.closeAuthority.value : null,
+  };
 }
 
 export { b64 as base64Decoder, TOKEN_PROGRAM_ADDRESS };

@@ -90,7 +90,13 @@ interface TokenBalance {
 }
 
 interface AccountsTx {
-  meta: { err: unknown; preBalances: number[]; postBalances: number[]; preTokenBalances?: TokenBalance[] | null; postTokenBalances?: TokenBalance[] | null } | null;
+  meta: {
+    err: unknown;
+    preBalances: number[];
+    postBalances: number[];
+    preTokenBalances?: TokenBalance[] | null;
+    postTokenBalances?: TokenBalance[] | null;
+  } | null;
   transaction: { accountKeys: Array<{ pubkey: string; signer: boolean }>; signatures: string[] };
 }
 
@@ -117,7 +123,11 @@ export interface FoundTransfer {
 }
 
 /** Balance increases of the successful transactions of a block: SOL to any key, configured mints to token owners. */
-export function transfersOf(txs: AccountsTx[], native: TokenConfig | null, mints: Map<string, TokenConfig>): FoundTransfer[] {
+export function transfersOf(
+  txs: AccountsTx[],
+  native: TokenConfig | null,
+  mints: Map<string, TokenConfig>,
+): FoundTransfer[] {
   const out: FoundTransfer[] = [];
   for (const t of txs) {
     if (!t.meta || t.meta.err !== null) continue;
@@ -146,7 +156,8 @@ export function transfersOf(txs: AccountsTx[], native: TokenConfig | null, mints
       const token = mints.get(b.mint);
       if (!token || !b.owner) continue;
       const before = preTokens.get(b.accountIndex);
-      const gain = BigInt(b.uiTokenAmount.amount) - (before && before.mint === b.mint ? BigInt(before.uiTokenAmount.amount) : 0n);
+      const gain =
+        BigInt(b.uiTokenAmount.amount) - (before && before.mint === b.mint ? BigInt(before.uiTokenAmount.amount) : 0n);
       if (gain <= 0n) continue;
       let from: string | null = null;
       let drop = 0n;
@@ -159,7 +170,14 @@ export function transfersOf(txs: AccountsTx[], native: TokenConfig | null, mints
           from = p.owner;
         }
       }
-      out.push({ to: b.owner, token, signature, index: b.accountIndex, amount: gain, from: from ?? keys[0]?.pubkey ?? null });
+      out.push({
+        to: b.owner,
+        token,
+        signature,
+        index: b.accountIndex,
+        amount: gain,
+        from: from ?? keys[0]?.pubkey ?? null,
+      });
     }
   }
   return out;
@@ -179,12 +197,19 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private readonly finalityEvery: number;
 
   constructor(private readonly opts: SolanaWatcherOptions) {
-    super(`solana-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
+    super(
+      `solana-watcher:${opts.mode}:${opts.network.id}`,
+      opts.network.pollIntervalMs,
+      opts.log,
+      opts.health?.reporter(opts.mode, opts.network.id),
+    );
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
     this.native = opts.network.tokens.find((t) => t.kind === 'native') ?? null;
-    this.mints = new Map(opts.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t] as const));
+    this.mints = new Map(
+      opts.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t] as const),
+    );
     this.maxSlotsPerTick = Math.max(1, opts.maxSlotsPerTick ?? 1000);
     this.batch = Math.max(1, opts.batch ?? 100);
     this.concurrency = Math.max(1, opts.fetchConcurrency ?? 4);
@@ -194,12 +219,31 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   }
 
   async cursor(): Promise<Cursor | null> {
-    const row = await this.opts.db.selectFrom('solana_cursors').selectAll().where('mode', '=', this.mode).where('chain', '=', this.chain).executeTakeFirst();
-    return row ? { slot: BigInt(row.slot), blockhash: row.blockhash, finalSlot: BigInt(row.final_slot), startSlot: BigInt(row.start_slot) } : null;
+    const row = await this.opts.db
+      .selectFrom('solana_cursors')
+      .selectAll()
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .executeTakeFirst();
+    return row
+      ? {
+          slot: BigInt(row.slot),
+          blockhash: row.blockhash,
+          finalSlot: BigInt(row.final_slot),
+          startSlot: BigInt(row.start_slot),
+        }
+      : null;
   }
 
   protected async run(): Promise<SolanaTickResult> {
-    const result: SolanaTickResult = { tip: null, blocks: 0, deposits: 0, finalSlot: null, forkFrom: null, behind: false };
+    const result: SolanaTickResult = {
+      tip: null,
+      blocks: 0,
+      deposits: 0,
+      finalSlot: null,
+      forkFrom: null,
+      behind: false,
+    };
     let cursor = (await this.cursor()) ?? (await this.initCursor());
     let failures = 0;
     let sinceFinality = 0;
@@ -241,12 +285,18 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         return result;
       } catch (err) {
         if (err instanceof CursorMovedError) {
-          this.opts.log.info({ chain: this.chain, mode: this.mode }, 'another watcher moved the solana cursor; yielding');
+          this.opts.log.info(
+            { chain: this.chain, mode: this.mode },
+            'another watcher moved the solana cursor; yielding',
+          );
           return result;
         }
         if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
         failures++;
-        this.opts.log.warn({ chain: this.chain, mode: this.mode, err: err.message, retry: failures }, 'inconsistent chain data; retrying on the next rpc url');
+        this.opts.log.warn(
+          { chain: this.chain, mode: this.mode, err: err.message, retry: failures },
+          'inconsistent chain data; retrying on the next rpc url',
+        );
         this.opts.rpc.failover();
         await new Promise((r) => setTimeout(r, Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1))));
       }
@@ -260,9 +310,19 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
 
   private async block(slot: bigint, commitment: Commitment, details: 'accounts' | 'none'): Promise<RpcBlock> {
     try {
-      return await this.opts.rpc.request<RpcBlock>('getBlock', [Number(slot), { commitment, encoding: 'json', transactionDetails: details, rewards: false, maxSupportedTransactionVersion: 0 }]);
+      return await this.opts.rpc.request<RpcBlock>('getBlock', [
+        Number(slot),
+        {
+          commitment,
+          encoding: 'json',
+          transactionDetails: details,
+          rewards: false,
+          maxSupportedTransactionVersion: 0,
+        },
+      ]);
     } catch (err) {
-      if (err instanceof SolanaRpcError && err.code !== null && SKIPPED_SLOT_CODES.has(err.code)) throw new InconsistentChainError(`slot ${slot} was listed with a block, then reported skipped`);
+      if (err instanceof SolanaRpcError && err.code !== null && SKIPPED_SLOT_CODES.has(err.code))
+        throw new InconsistentChainError(`slot ${slot} was listed with a block, then reported skipped`);
       throw err;
     }
   }
@@ -273,7 +333,8 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     const first = blocks[0]!;
     if (BigInt(first.parentSlot) !== cursor.slot || first.previousBlockhash !== cursor.blockhash) {
       // A parent above the cursor means a block was left out of the list: the node is inconsistent, not forked.
-      if (BigInt(first.parentSlot) > cursor.slot) throw new InconsistentChainError(`block ${slots[0]} builds on slot ${first.parentSlot}, which was not listed`);
+      if (BigInt(first.parentSlot) > cursor.slot)
+        throw new InconsistentChainError(`block ${slots[0]} builds on slot ${first.parentSlot}, which was not listed`);
       return 'fork';
     }
     for (let i = 1; i < blocks.length; i++) {
@@ -283,7 +344,10 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     }
     const found = blocks.map((b) => transfersOf(b.transactions ?? [], this.native, this.mints));
     const candidates = [...new Set(found.flat().map((t) => t.to))];
-    const watched = candidates.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, candidates) : new Map<string, string>();
+    const watched =
+      candidates.length > 0
+        ? await this.opts.sink.watchedAddresses(this.mode, this.chain, candidates)
+        : new Map<string, string>();
     const observations: DepositObservation[] = [];
     const perBlock: Array<Array<[string, number]>> = blocks.map(() => []);
     found.forEach((list, i) => {
@@ -308,7 +372,11 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     if (observations.length > 0) {
       await this.opts.sink.recordDeposits(this.mode, observations);
       // In a confirmed block: one confirmation, not final; the finality check reports them final (checkFinality).
-      await this.opts.sink.depositsProgressed(this.mode, this.chain, observations.map((o) => ({ txHash: o.txHash, index: o.index, confirmations: 1, final: false })));
+      await this.opts.sink.depositsProgressed(
+        this.mode,
+        this.chain,
+        observations.map((o) => ({ txHash: o.txHash, index: o.index, confirmations: 1, final: false })),
+      );
     }
     const last = blocks[blocks.length - 1]!;
     const next: Cursor = { ...cursor, slot: slots[slots.length - 1]!, blockhash: last.blockhash };
@@ -316,14 +384,31 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
       await this.moveCursor(tx, cursor, next);
       await tx
         .insertInto('solana_blocks')
-        .values(blocks.map((b, i) => ({ mode: this.mode, chain: this.chain, slot: slots[i]!, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: perBlock[i]!.length, transfers: JSON.stringify(perBlock[i]) })))
+        .values(
+          blocks.map((b, i) => ({
+            mode: this.mode,
+            chain: this.chain,
+            slot: slots[i]!,
+            blockhash: b.blockhash,
+            parent_slot: BigInt(b.parentSlot),
+            deposits: perBlock[i]!.length,
+            transfers: JSON.stringify(perBlock[i]),
+          })),
+        )
         .onConflict((oc) =>
-          oc.columns(['mode', 'chain', 'slot']).doUpdateSet((eb) => ({ blockhash: eb.ref('excluded.blockhash'), parent_slot: eb.ref('excluded.parent_slot'), deposits: eb.ref('excluded.deposits'), transfers: eb.ref('excluded.transfers') })),
+          oc.columns(['mode', 'chain', 'slot']).doUpdateSet((eb) => ({
+            blockhash: eb.ref('excluded.blockhash'),
+            parent_slot: eb.ref('excluded.parent_slot'),
+            deposits: eb.ref('excluded.deposits'),
+            transfers: eb.ref('excluded.transfers'),
+          })),
         )
         .execute();
       if (observations.length > 0) {
         const bySlot = new Map<string, bigint>();
-        for (const o of observations) if (o.blockNumber !== null && (bySlot.get(o.address) ?? -1n) < o.blockNumber) bySlot.set(o.address, o.blockNumber);
+        for (const o of observations)
+          if (o.blockNumber !== null && (bySlot.get(o.address) ?? -1n) < o.blockNumber)
+            bySlot.set(o.address, o.blockNumber);
         for (const [address, slot] of bySlot) {
           await tx
             .updateTable('solana_addresses')
@@ -367,7 +452,10 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     for (const s of final) {
       if (s > cursor.slot) break;
       if (s > cursor.startSlot && !stored.some((b) => b.slot === s)) {
-        this.opts.log.warn({ chain: this.chain, mode: this.mode, slot: s.toString() }, 'finalized block was never read at confirmed: fork');
+        this.opts.log.warn(
+          { chain: this.chain, mode: this.mode, slot: s.toString() },
+          'finalized block was never read at confirmed: fork',
+        );
         await this.fork(cursor, 'finalized', result);
         return 'fork';
       }
@@ -392,7 +480,12 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         .where('final_slot', '=', cursor.finalSlot)
         .executeTakeFirst();
       if (r.numUpdatedRows === 0n) throw new CursorMovedError();
-      await tx.deleteFrom('solana_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('slot', '<', agreed).execute();
+      await tx
+        .deleteFrom('solana_blocks')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('slot', '<', agreed)
+        .execute();
     });
     return next;
   }
@@ -409,13 +502,24 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     }
     if (keys.length === 0) return;
     const confirmations = this.network.finalityConfirmations;
-    await this.opts.sink.depositsProgressed(this.mode, this.chain, keys.map((k) => ({ ...k, confirmations, final: true })));
+    await this.opts.sink.depositsProgressed(
+      this.mode,
+      this.chain,
+      keys.map((k) => ({ ...k, confirmations, final: true })),
+    );
   }
 
   /** The deposits of a finalized block, read again from the node. */
   private async depositsIn(slot: bigint): Promise<Array<[string, number]>> {
-    const found = transfersOf((await this.block(slot, 'finalized', 'accounts')).transactions ?? [], this.native, this.mints);
-    const watched = found.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(found.map((t) => t.to))]) : new Map<string, string>();
+    const found = transfersOf(
+      (await this.block(slot, 'finalized', 'accounts')).transactions ?? [],
+      this.native,
+      this.mints,
+    );
+    const watched =
+      found.length > 0
+        ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(found.map((t) => t.to))])
+        : new Map<string, string>();
     return found.filter((t) => watched.get(t.to) === t.to).map((t) => [t.signature, t.index]);
   }
 
@@ -428,7 +532,12 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
       .where('slot', '>', above)
       .orderBy('slot')
       .execute();
-    return rows.map((r) => ({ slot: BigInt(r.slot), blockhash: r.blockhash, deposits: r.deposits, transfers: r.transfers }));
+    return rows.map((r) => ({
+      slot: BigInt(r.slot),
+      blockhash: r.blockhash,
+      deposits: r.deposits,
+      transfers: r.transfers,
+    }));
   }
 
   private async depositsAwaitingFinality(cursor: Cursor): Promise<boolean> {
@@ -446,9 +555,25 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     for (const b of stored) {
       let node: RpcBlock | null = null;
       try {
-        node = await this.opts.rpc.request<RpcBlock>('getBlock', [Number(b.slot), { commitment, encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0 }]);
+        node = await this.opts.rpc.request<RpcBlock>('getBlock', [
+          Number(b.slot),
+          {
+            commitment,
+            encoding: 'json',
+            transactionDetails: 'none',
+            rewards: false,
+            maxSupportedTransactionVersion: 0,
+          },
+        ]);
       } catch (err) {
-        if (!(err instanceof SolanaRpcError && err.code !== null && (SKIPPED_SLOT_CODES.has(err.code) || err.code === -32004))) throw err;
+        if (
+          !(
+            err instanceof SolanaRpcError &&
+            err.code !== null &&
+            (SKIPPED_SLOT_CODES.has(err.code) || err.code === -32004)
+          )
+        )
+          throw err;
       }
       if (node && node.blockhash === b.blockhash) {
         ancestor = b;
@@ -465,16 +590,28 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         .orderBy('slot', 'desc')
         .executeTakeFirst();
       ancestor = final ? { slot: BigInt(final.slot), blockhash: final.blockhash } : null;
-      if (!ancestor) throw new Error(`${this.chain}: a fork below every block the watcher kept (wrong cluster, or a node far behind)`);
+      if (!ancestor)
+        throw new Error(
+          `${this.chain}: a fork below every block the watcher kept (wrong cluster, or a node far behind)`,
+        );
     }
-    if (ancestor.slot === cursor.slot) throw new InconsistentChainError(`block ${cursor.slot} is both kept and replaced`);
+    if (ancestor.slot === cursor.slot)
+      throw new InconsistentChainError(`block ${cursor.slot} is both kept and replaced`);
     const fromSlot = ancestor.slot + 1n;
-    this.opts.log.warn({ chain: this.chain, mode: this.mode, from: fromSlot.toString(), cursor: cursor.slot.toString(), commitment }, 'solana fork: blocks left the chain');
+    this.opts.log.warn(
+      { chain: this.chain, mode: this.mode, from: fromSlot.toString(), cursor: cursor.slot.toString(), commitment },
+      'solana fork: blocks left the chain',
+    );
     await this.opts.sink.blocksRemoved(this.mode, this.chain, fromSlot);
     const next: Cursor = { ...cursor, slot: ancestor.slot, blockhash: ancestor.blockhash };
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, next);
-      await tx.deleteFrom('solana_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('slot', '>=', fromSlot).execute();
+      await tx
+        .deleteFrom('solana_blocks')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('slot', '>=', fromSlot)
+        .execute();
     });
     result.forkFrom = result.forkFrom === null || fromSlot < result.forkFrom ? fromSlot : result.forkFrom;
     return next;
@@ -487,8 +624,13 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     if (this.opts.startSlot != null) {
       const before = this.opts.startSlot > 0n ? this.opts.startSlot - 1n : 0n;
       // The newest block at or before the slot before start_slot.
-      const list = await this.opts.rpc.request<number[]>('getBlocks', [Number(before > 1000n ? before - 1000n : 0n), Number(before), { commitment: 'confirmed' }]);
-      if (list.length === 0) throw new Error(`${this.chain}: no block within 1000 slots before start_slot ${this.opts.startSlot}`);
+      const list = await this.opts.rpc.request<number[]>('getBlocks', [
+        Number(before > 1000n ? before - 1000n : 0n),
+        Number(before),
+        { commitment: 'confirmed' },
+      ]);
+      if (list.length === 0)
+        throw new Error(`${this.chain}: no block within 1000 slots before start_slot ${this.opts.startSlot}`);
       at = BigInt(list[list.length - 1]!);
     } else {
       at = BigInt(await this.opts.rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]));
@@ -498,12 +640,26 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     await withTx(this.opts.db, async (tx) => {
       await tx
         .insertInto('solana_cursors')
-        .values({ mode: this.mode, chain: this.chain, slot: at, blockhash: b.blockhash, final_slot: finalSlot, start_slot: at })
+        .values({
+          mode: this.mode,
+          chain: this.chain,
+          slot: at,
+          blockhash: b.blockhash,
+          final_slot: finalSlot,
+          start_slot: at,
+        })
         .onConflict((oc) => oc.columns(['mode', 'chain']).doNothing())
         .execute();
       await tx
         .insertInto('solana_blocks')
-        .values({ mode: this.mode, chain: this.chain, slot: at, blockhash: b.blockhash, parent_slot: BigInt(b.parentSlot), deposits: 0 })
+        .values({
+          mode: this.mode,
+          chain: this.chain,
+          slot: at,
+          blockhash: b.blockhash,
+          parent_slot: BigInt(b.parentSlot),
+          deposits: 0,
+        })
         .onConflict((oc) => oc.columns(['mode', 'chain', 'slot']).doNothing())
         .execute();
     });

@@ -85,7 +85,13 @@ export class UtxoAdapter implements ChainAdapter {
   }
 
   rpc(): UtxoRpc {
-    this.client ??= new UtxoRpc({ chain: this.network.id, urls: this.network.rpcUrls, timeoutMs: this.settings.rpcTimeoutMs, metrics: this.deps.metrics, log: this.deps.log });
+    this.client ??= new UtxoRpc({
+      chain: this.network.id,
+      urls: this.network.rpcUrls,
+      timeoutMs: this.settings.rpcTimeoutMs,
+      metrics: this.deps.metrics,
+      log: this.deps.log,
+    });
     return this.client;
   }
 

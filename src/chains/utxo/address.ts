@@ -32,7 +32,8 @@ export function accountKey(root: HDKey, params: UtxoParams, account: number): HD
 
 /** Key `change/index` under an account (change 0: deposit addresses; 1: the hot wallet). */
 export function childKey(account: HDKey, change: 0 | 1, index: bigint): HDKey {
-  if (index < 0n || index >= 2n ** 31n) throw new Error(`address index ${index} is outside BIP-32's non-hardened range`);
+  if (index < 0n || index >= 2n ** 31n)
+    throw new Error(`address index ${index} is outside BIP-32's non-hardened range`);
   return account.deriveChild(change).deriveChild(Number(index));
 }
 

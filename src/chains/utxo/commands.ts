@@ -11,9 +11,16 @@ function utxoAdapter(ctx: FamilyContext, f: Flags): UtxoAdapter {
   const m = mode(f);
   const id = requireString(f, 'chain');
   const network = ctx.chains.network(m, id);
-  if (!network) throw new UsageError(`no ${m} network "${id}" (configured: ${ctx.chains.networks(m).map((n) => n.id).join(', ')})`);
+  if (!network)
+    throw new UsageError(
+      `no ${m} network "${id}" (configured: ${ctx.chains
+        .networks(m)
+        .map((n) => n.id)
+        .join(', ')})`,
+    );
   if (network.family !== 'utxo') throw new UsageError(`${id} is not a Bitcoin-family network`);
-  if (network.rpcUrls.length === 0) throw new UsageError(`${m} network ${id} has no rpc_urls (a Bitcoin Core or Litecoin Core node)`);
+  if (network.rpcUrls.length === 0)
+    throw new UsageError(`${m} network ${id} has no rpc_urls (a Bitcoin Core or Litecoin Core node)`);
   const adapter = ctx.chains.hasAdapter(m, id) ? ctx.chains.adapter(m, id) : null;
   if (!(adapter instanceof UtxoAdapter)) throw new UsageError(`${id} has no UTXO adapter in ${m} mode`);
   return adapter;
@@ -22,23 +29,52 @@ function utxoAdapter(ctx: FamilyContext, f: Flags): UtxoAdapter {
 export const utxoCommands: FamilyCommand[] = [
   {
     name: 'utxo sweep',
-    usage: 'utxo sweep --chain ID --mode test|live [--max-inputs N] [--json]   (confirmed deposits to utxo.treasury, else the hot wallet)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, 'max-inputs': { type: 'string' }, json: { type: 'boolean' } },
+    usage:
+      'utxo sweep --chain ID --mode test|live [--max-inputs N] [--json]   (confirmed deposits to utxo.treasury, else the hot wallet)',
+    flags: {
+      chain: { type: 'string' },
+      mode: { type: 'string' },
+      'max-inputs': { type: 'string' },
+      json: { type: 'boolean' },
+    },
     run: async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const sender = adapter.sender as UtxoSender;
       const id = await sender.sweep(newId('swp', ctx.clock.now().getTime()), optionalInt(f, 'max-inputs') ?? 500);
-      if (!id) return { chain: adapter.network.id, mode: adapter.mode, swept: false, reason: 'no confirmed deposit coins to sweep' };
+      if (!id)
+        return {
+          chain: adapter.network.id,
+          mode: adapter.mode,
+          swept: false,
+          reason: 'no confirmed deposit coins to sweep',
+        };
       // Broadcast now; the workers role follows it to its confirmations (and bumps its fee if it gets stuck).
       await sender.step(id);
       const t = (await sender.get(id))!;
-      const inputs = await ctx.db.selectFrom('utxo_coins').select(({ fn }) => [fn.countAll<number>().as('n'), fn.sum<string>('amount').as('total')]).where('spent_by', '=', id).executeTakeFirstOrThrow();
-      return { chain: adapter.network.id, mode: adapter.mode, swept: true, transfer_id: id, status: t.status, txid: t.txid, destination: t.destination, inputs: Number(inputs.n), input_total: String(inputs.total), amount: String(t.amount), fee: String(t.fee) };
+      const inputs = await ctx.db
+        .selectFrom('utxo_coins')
+        .select(({ fn }) => [fn.countAll<number>().as('n'), fn.sum<string>('amount').as('total')])
+        .where('spent_by', '=', id)
+        .executeTakeFirstOrThrow();
+      return {
+        chain: adapter.network.id,
+        mode: adapter.mode,
+        swept: true,
+        transfer_id: id,
+        status: t.status,
+        txid: t.txid,
+        destination: t.destination,
+        inputs: Number(inputs.n),
+        input_total: String(inputs.total),
+        amount: String(t.amount),
+        fee: String(t.fee),
+      };
     },
   },
   {
     name: 'utxo status',
-    usage: 'utxo status --chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
+    usage:
+      'utxo status --chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
@@ -47,9 +83,17 @@ export const utxoCommands: FamilyCommand[] = [
       const hot = adapter.hotWalletAddress();
       const [[tip, mempool], cursor, coins, transfers] = await Promise.all([
         fromNodes(adapter.network, m, ctx.health, () =>
-          Promise.all([adapter.rpc().call<number>('getblockcount'), adapter.rpc().call<{ size: number; mempoolminfee: string }>('getmempoolinfo')]),
+          Promise.all([
+            adapter.rpc().call<number>('getblockcount'),
+            adapter.rpc().call<{ size: number; mempoolminfee: string }>('getmempoolinfo'),
+          ]),
         ),
-        ctx.db.selectFrom('utxo_cursors').selectAll().where('mode', '=', m).where('chain', '=', chain).executeTakeFirst(),
+        ctx.db
+          .selectFrom('utxo_cursors')
+          .selectAll()
+          .where('mode', '=', m)
+          .where('chain', '=', chain)
+          .executeTakeFirst(),
         ctx.db
           .selectFrom('utxo_coins')
           .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<string>('amount').as('total')])
@@ -59,7 +103,13 @@ export const utxoCommands: FamilyCommand[] = [
           .where('spent_by', 'is', null)
           .groupBy('kind')
           .execute(),
-        ctx.db.selectFrom('utxo_transfers').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('mode', '=', m).where('chain', '=', chain).groupBy('status').execute(),
+        ctx.db
+          .selectFrom('utxo_transfers')
+          .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+          .where('mode', '=', m)
+          .where('chain', '=', chain)
+          .groupBy('status')
+          .execute(),
       ]);
       const of = (kind: string) => coins.find((c) => c.kind === kind);
       return {

@@ -29,7 +29,13 @@ export interface UtxoSettings {
   treasury: string | null;
 }
 
-export const UTXO_DEFAULTS = { account: 0, rpcTimeoutMs: 30_000, maxFeeRate: 200n, feeTargetBlocks: 6, bumpAfterBlocks: 3 } as const;
+export const UTXO_DEFAULTS = {
+  account: 0,
+  rpcTimeoutMs: 30_000,
+  maxFeeRate: 200n,
+  feeTargetBlocks: 6,
+  bumpAfterBlocks: 3,
+} as const;
 
 export function utxoSettings(network: NetworkConfig): UtxoSettings {
   const s = network.settings as UtxoSettings | undefined;
@@ -38,9 +44,21 @@ export function utxoSettings(network: NetworkConfig): UtxoSettings {
 }
 
 export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError(`${at} must be an object with "coin" and "network"`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ConfigError(`${at} must be an object with "coin" and "network"`);
   const o = raw as Record<string, unknown>;
-  const known = new Set(['coin', 'network', 'account', 'start_height', 'rpc_timeout_ms', 'max_fee_rate', 'fee_target_blocks', 'bump_after_blocks', 'treasury', '$comment']);
+  const known = new Set([
+    'coin',
+    'network',
+    'account',
+    'start_height',
+    'rpc_timeout_ms',
+    'max_fee_rate',
+    'fee_target_blocks',
+    'bump_after_blocks',
+    'treasury',
+    '$comment',
+  ]);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
   if (!COINS.includes(o.coin as never)) throw new ConfigError(`${at}.coin must be one of ${COINS.join(', ')}`);
   if (!CHAINS.includes(o.network as never)) throw new ConfigError(`${at}.network must be one of ${CHAINS.join(', ')}`);
@@ -48,11 +66,13 @@ export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
   const int = (k: string, min: number, max: number, fallback: number | null): number | null => {
     const v = o[k];
     if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new ConfigError(`${at}.${k} must be an integer from ${min} to ${max}`);
+    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max)
+      throw new ConfigError(`${at}.${k} must be an integer from ${min} to ${max}`);
     return v as number;
   };
   const treasury = o.treasury ?? null;
-  if (treasury !== null && (typeof treasury !== 'string' || !isValidUtxoAddress(treasury, params))) throw new ConfigError(`${at}.treasury must be a ${o.coin} ${o.network} address`);
+  if (treasury !== null && (typeof treasury !== 'string' || !isValidUtxoAddress(treasury, params)))
+    throw new ConfigError(`${at}.treasury must be a ${o.coin} ${o.network} address`);
   return {
     params,
     account: int('account', 0, 2 ** 31 - 1, UTXO_DEFAULTS.account)!,

@@ -29,7 +29,11 @@ function load(ctx: FamilyContext): LoadedFamily {
       // Served only with a node to watch it: without one, live mode is paused and test mode simulated (the
       // simulator's addresses then have the network's prefix).
       if (network.rpcUrls.length === 0) {
-        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run (docs/utxo.md)');
+        ctx.chains.explainMissing(
+          mode,
+          network.id,
+          'no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run (docs/utxo.md)',
+        );
         continue;
       }
       adapters.push(new UtxoAdapter(network, mode, ctx));
@@ -37,7 +41,14 @@ function load(ctx: FamilyContext): LoadedFamily {
   }
   for (const adapter of adapters) {
     const { mode, network } = adapter;
-    adapter.sender = new UtxoSender(adapter, { db: ctx.db, clock: ctx.clock, log: ctx.log, metrics: ctx.metrics, sink: ctx.transfers, fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id) });
+    adapter.sender = new UtxoSender(adapter, {
+      db: ctx.db,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      sink: ctx.transfers,
+      fundedAddresses: () => ctx.payments.fundedAddresses(mode, network.id),
+    });
   }
   return { adapters, workers: () => workers(ctx, adapters) };
 }
@@ -50,7 +61,11 @@ function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
   const out: FamilyWorker[] = [];
   for (const adapter of adapters) {
     if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
-    else ctx.log.info({ chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused }, 'utxo watcher not started (paused or no rpc_urls)');
+    else
+      ctx.log.info(
+        { chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused },
+        'utxo watcher not started (paused or no rpc_urls)',
+      );
   }
   const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
   out.push(...senderLoop('utxo', senders, SENDER_INTERVAL_MS, ctx.log));
@@ -60,12 +75,14 @@ function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
 const utxo: ChainFamily = {
   name: 'utxo',
   format: {
-    isValidAddress: (address, network) => (network ? isValidUtxoAddress(address, utxoSettings(network).params) : isValidOnAnyNetwork(address)),
+    isValidAddress: (address, network) =>
+      network ? isValidUtxoAddress(address, utxoSettings(network).params) : isValidOnAnyNetwork(address),
     addressFromBytes: (bytes, network) => {
       const hrp = network ? utxoSettings(network).params.address.bech32 : 'bc';
       return bech32.encode(hrp, [0, ...bech32.toWords(bytes.subarray(0, 20))]);
     },
-    paymentUri: (network, token, address, amount) => bip21Uri(utxoSettings(network).params, address, amount, token.decimals),
+    paymentUri: (network, token, address, amount) =>
+      bip21Uri(utxoSettings(network).params, address, amount, token.decimals),
   },
   networks: { settings: parseUtxoSettings },
   migrations: { '0024_utxo': m0024 },

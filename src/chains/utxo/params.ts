@@ -46,7 +46,13 @@ const ADDRESSES: Record<Coin, Record<ChainKind, AddressNetwork>> = {
 const MAINNET_COIN_TYPE: Record<Coin, number> = { bitcoin: 0, litecoin: 2 };
 
 export function utxoParams(coin: Coin, chain: ChainKind): UtxoParams {
-  return { coin, chain, address: ADDRESSES[coin][chain], coinType: chain === 'mainnet' ? MAINNET_COIN_TYPE[coin] : 1, scheme: coin };
+  return {
+    coin,
+    chain,
+    address: ADDRESSES[coin][chain],
+    coinType: chain === 'mainnet' ? MAINNET_COIN_TYPE[coin] : 1,
+    scheme: coin,
+  };
 }
 
 /** Every known network's parameters (for a format check that is not told the network). */

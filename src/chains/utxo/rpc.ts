@@ -32,7 +32,8 @@ export const RPC_CODES = {
   VERIFY_ALREADY_IN_CHAIN: -27,
 } as const;
 
-const AMOUNT_FIELD = /"(value|amount|fee|feerate|fees|base|modified|ancestor|descendant|total_amount)":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)/g;
+const AMOUNT_FIELD =
+  /"(value|amount|fee|feerate|fees|base|modified|ancestor|descendant|total_amount)":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)/g;
 
 /** A coin amount as Core writes it (a string after parsing, see above) in smallest units (8 decimals). */
 export function satoshis(value: unknown): bigint {

@@ -82,14 +82,21 @@ export class UtxoSender implements OutgoingSender {
     this.network = adapter.network;
     this.mode = adapter.mode;
     this.settings = adapter.settings;
-    this.queue = new TransferQueue<Row>('utxo', 'utxo_transfers', adapter, deps, { ...QUEUE_DEFAULTS, ...options }, {
-      sign: (t) => this.signPending(t),
-      broadcast: (t) => this.broadcast(t),
-      follow: (t) => this.follow(t),
-      unsent: (t) => this.unsent(t),
-      fail: (t, reason) => this.settle(t.id, 'failed', null, reason),
-      hash: (t) => t.txid,
-    });
+    this.queue = new TransferQueue<Row>(
+      'utxo',
+      'utxo_transfers',
+      adapter,
+      deps,
+      { ...QUEUE_DEFAULTS, ...options },
+      {
+        sign: (t) => this.signPending(t),
+        broadcast: (t) => this.broadcast(t),
+        follow: (t) => this.follow(t),
+        unsent: (t) => this.unsent(t),
+        fail: (t, reason) => this.settle(t.id, 'failed', null, reason),
+        hash: (t) => t.txid,
+      },
+    );
   }
 
   onWork(fn: () => void): void {
@@ -101,7 +108,17 @@ export class UtxoSender implements OutgoingSender {
     const now = this.deps.clock.now();
     await tx
       .insertInto('utxo_transfers')
-      .values({ id: request.transferId, mode: request.mode, chain: this.network.id, purpose: request.purpose, status: 'pending', destination: request.destination, amount: request.amount, next_attempt_at: now, created_at: now })
+      .values({
+        id: request.transferId,
+        mode: request.mode,
+        chain: this.network.id,
+        purpose: request.purpose,
+        status: 'pending',
+        destination: request.destination,
+        amount: request.amount,
+        next_attempt_at: now,
+        created_at: now,
+      })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
     this.wake?.();
@@ -112,7 +129,12 @@ export class UtxoSender implements OutgoingSender {
   }
 
   async versions(id: string) {
-    return this.deps.db.selectFrom('utxo_transfer_txs').selectAll().where('transfer_id', '=', id).orderBy('version').execute();
+    return this.deps.db
+      .selectFrom('utxo_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version')
+      .execute();
   }
 
   /**
@@ -123,13 +145,26 @@ export class UtxoSender implements OutgoingSender {
     const funded = await this.deps.fundedAddresses();
     if (funded.length === 0) return null;
     const indexByAddress = new Map(funded.map((f) => [f.address.toLowerCase(), f.index]));
-    const coins = (await this.unspent([...indexByAddress.keys()], maxInputs)).map((c) => ({ ...c, index: indexByAddress.get(c.address)! }));
+    const coins = (await this.unspent([...indexByAddress.keys()], maxInputs)).map((c) => ({
+      ...c,
+      index: indexByAddress.get(c.address)!,
+    }));
     if (coins.length === 0) return null;
     const destination = this.settings.treasury ?? this.adapter.hotWalletAddress();
     const now = this.deps.clock.now();
     await this.deps.db
       .insertInto('utxo_transfers')
-      .values({ id, mode: this.mode, chain: this.network.id, purpose: 'sweep', status: 'pending', destination, amount: 0n, next_attempt_at: now, created_at: now })
+      .values({
+        id,
+        mode: this.mode,
+        chain: this.network.id,
+        purpose: 'sweep',
+        status: 'pending',
+        destination,
+        amount: 0n,
+        next_attempt_at: now,
+        created_at: now,
+      })
       .execute();
     if (await this.signFirst(id, coins, destination, null)) return id;
     // Another sweep took some of the coins first: this one never existed.
@@ -167,11 +202,17 @@ export class UtxoSender implements OutgoingSender {
     for (const c of coins) {
       picked.push(c);
       total += c.amount;
-      if (total >= BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB * 2n)) break;
+      if (total >= BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB * 2n))
+        break;
     }
     const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB);
     if (total < need) {
-      await this.settle(t.id, 'failed', null, `the hot wallet holds ${total} of the ${need} units this transfer and its fee need`);
+      await this.settle(
+        t.id,
+        'failed',
+        null,
+        `the hot wallet holds ${total} of the ${need} units this transfer and its fee need`,
+      );
       return 'done';
     }
     return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
@@ -181,7 +222,13 @@ export class UtxoSender implements OutgoingSender {
    * Signs version 0 of a transfer over `coins` and stores it with the coins marked spent, in one transaction.
    * `amount` null: everything less the fee goes to `destination` (a sweep). False when a coin was taken meanwhile.
    */
-  private async signFirst(id: string, coins: Coin[], destination: string, amount: bigint | null, feeRate?: bigint): Promise<boolean> {
+  private async signFirst(
+    id: string,
+    coins: Coin[],
+    destination: string,
+    amount: bigint | null,
+    feeRate?: bigint,
+  ): Promise<boolean> {
     const rate = feeRate ?? (await this.feeRate());
     const built = this.build(coins, destination, amount, rate);
     const now = this.deps.clock.now();
@@ -199,10 +246,30 @@ export class UtxoSender implements OutgoingSender {
         await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
         return false;
       }
-      await tx.insertInto('utxo_transfer_txs').values({ transfer_id: id, version: 0, txid: built.txid, raw: built.raw, fee: built.fee, fee_rate: rate, created_at: now }).execute();
+      await tx
+        .insertInto('utxo_transfer_txs')
+        .values({
+          transfer_id: id,
+          version: 0,
+          txid: built.txid,
+          raw: built.raw,
+          fee: built.fee,
+          fee_rate: rate,
+          created_at: now,
+        })
+        .execute();
       await tx
         .updateTable('utxo_transfers')
-        .set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, signed_at: now, error: null, tries: 0, next_attempt_at: now })
+        .set({
+          status: 'signed',
+          txid: built.txid,
+          fee: built.fee,
+          amount: built.sent,
+          signed_at: now,
+          error: null,
+          tries: 0,
+          next_attempt_at: now,
+        })
         .where('id', '=', id)
         .where('status', '=', 'pending')
         .execute();
@@ -211,7 +278,12 @@ export class UtxoSender implements OutgoingSender {
   }
 
   /** Builds and signs a transaction over `coins` paying `amount` (or everything less the fee) at `feeRate` sat/vB. */
-  private build(coins: Coin[], destination: string, amount: bigint | null, feeRate: bigint): { txid: string; raw: string; fee: bigint; sent: bigint } {
+  private build(
+    coins: Coin[],
+    destination: string,
+    amount: bigint | null,
+    feeRate: bigint,
+  ): { txid: string; raw: string; fee: bigint; sent: bigint } {
     const params = this.settings.params;
     const total = coins.reduce((s, c) => s + c.amount, 0n);
     const payTo = destinationScript(destination, params);
@@ -220,7 +292,12 @@ export class UtxoSender implements OutgoingSender {
       // Low-R signatures (as Bitcoin Core makes them) are at most 71 bytes, so a re-signed transaction is not longer.
       const tx = new Transaction({ allowUnknownOutputs: false, lowR: true });
       for (const c of coins) {
-        tx.addInput({ txid: c.txid, index: c.vout, witnessUtxo: { script: outputScript(c.address, params), amount: c.amount }, sequence: 0xfffffffd });
+        tx.addInput({
+          txid: c.txid,
+          index: c.vout,
+          witnessUtxo: { script: outputScript(c.address, params), amount: c.amount },
+          sequence: 0xfffffffd,
+        });
       }
       const pay = amount ?? total - fee;
       if (pay < DUST) throw new Error(`${pay} units after a fee of ${fee} is below the dust limit`);
@@ -229,7 +306,10 @@ export class UtxoSender implements OutgoingSender {
       if (withChange) tx.addOutput({ script: changeTo, amount: change });
       for (let i = 0; i < coins.length; i++) {
         const c = coins[i]!;
-        tx.signIdx(c.index === null ? this.adapter.hotWalletKey().privateKey! : this.adapter.depositKey(c.index).privateKey!, i);
+        tx.signIdx(
+          c.index === null ? this.adapter.hotWalletKey().privateKey! : this.adapter.depositKey(c.index).privateKey!,
+          i,
+        );
       }
       tx.finalize();
       return { tx, pay, change };
@@ -239,7 +319,8 @@ export class UtxoSender implements OutgoingSender {
     let fee = feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(coins.length) + OUTPUT_VB * outputs);
     const withChange = amount !== null && total - amount - fee >= DUST;
     if (amount !== null && !withChange) fee = total - amount;
-    if (amount !== null && total < amount + fee) throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
+    if (amount !== null && total < amount + fee)
+      throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
     let built = attempt(withChange, fee);
     // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger). A new
     // fee means new signatures, a byte shorter or longer, so the signed size is checked again until the fee covers it.
@@ -268,7 +349,10 @@ export class UtxoSender implements OutgoingSender {
   async feeRate(): Promise<bigint> {
     const rpc = this.adapter.rpc();
     const est = await rpc.call<{ feerate?: string }>('estimatesmartfee', [this.settings.feeTargetBlocks]);
-    const perKvB = est.feerate !== undefined ? satoshis(est.feerate) : satoshis((await rpc.call<{ relayfee: string }>('getnetworkinfo')).relayfee);
+    const perKvB =
+      est.feerate !== undefined
+        ? satoshis(est.feerate)
+        : satoshis((await rpc.call<{ relayfee: string }>('getnetworkinfo')).relayfee);
     const rate = (perKvB + 999n) / 1000n;
     return rate < 1n ? 1n : rate > this.settings.maxFeeRate ? this.settings.maxFeeRate : rate;
   }
@@ -276,7 +360,13 @@ export class UtxoSender implements OutgoingSender {
   // ---- broadcasting and following ----
 
   private async broadcast(t: Row): Promise<StepResult> {
-    const [newest] = await this.deps.db.selectFrom('utxo_transfer_txs').selectAll().where('transfer_id', '=', t.id).orderBy('version', 'desc').limit(1).execute();
+    const [newest] = await this.deps.db
+      .selectFrom('utxo_transfer_txs')
+      .selectAll()
+      .where('transfer_id', '=', t.id)
+      .orderBy('version', 'desc')
+      .limit(1)
+      .execute();
     if (!newest) throw new Error(`${t.id} is signed but has no stored transaction`);
     const tip = await this.adapter.rpc().call<number>('getblockcount');
     try {
@@ -284,12 +374,21 @@ export class UtxoSender implements OutgoingSender {
     } catch (err) {
       // Its coins are spent already: an earlier version was mined (or is in the mempool). Following finds it.
       if (!(err instanceof UtxoRpcError && newest.version > 0 && CONFLICT.test(err.message))) throw err;
-      this.deps.log.info({ transferId: t.id, err: err.message }, 'utxo replacement refused: an earlier version holds the coins');
+      this.deps.log.info(
+        { transferId: t.id, err: err.message },
+        'utxo replacement refused: an earlier version holds the coins',
+      );
     }
     const now = this.deps.clock.now();
     await this.deps.db
       .updateTable('utxo_transfers')
-      .set({ status: 'broadcast', broadcast_height: sql`coalesce(broadcast_height, ${tip})`, bumped_height: tip, broadcast_at: now, next_attempt_at: now })
+      .set({
+        status: 'broadcast',
+        broadcast_height: sql`coalesce(broadcast_height, ${tip})`,
+        bumped_height: tip,
+        broadcast_at: now,
+        next_attempt_at: now,
+      })
       .where('id', '=', t.id)
       .where('status', '=', 'signed')
       .execute();
@@ -301,7 +400,12 @@ export class UtxoSender implements OutgoingSender {
     try {
       await this.adapter.rpc().call('sendrawtransaction', [raw]);
     } catch (err) {
-      if (err instanceof UtxoRpcError && (err.code === RPC_CODES.VERIFY_ALREADY_IN_CHAIN || /already in (the )?(block ?chain|mempool)|txn-already-known/i.test(err.message))) return;
+      if (
+        err instanceof UtxoRpcError &&
+        (err.code === RPC_CODES.VERIFY_ALREADY_IN_CHAIN ||
+          /already in (the )?(block ?chain|mempool)|txn-already-known/i.test(err.message))
+      )
+        return;
       throw err;
     }
   }
@@ -327,7 +431,11 @@ export class UtxoSender implements OutgoingSender {
     const now = this.deps.clock.now();
     if (mined) {
       const confirmations = tip - mined.height + 1;
-      await this.deps.db.updateTable('utxo_transfers').set({ txid: mined.txid, block_height: mined.height }).where('id', '=', t.id).execute();
+      await this.deps.db
+        .updateTable('utxo_transfers')
+        .set({ txid: mined.txid, block_height: mined.height })
+        .where('id', '=', t.id)
+        .execute();
       if (confirmations >= this.network.confirmationTiers[0]!.confirmations) {
         await this.settle(t.id, 'sent', mined.txid, null);
         return 'done';
@@ -344,7 +452,10 @@ export class UtxoSender implements OutgoingSender {
     );
     if (!inMempool) {
       // Evicted, never arrived, or a reorg took it out of a block: the newest version again, as it is.
-      this.deps.log.warn({ transferId: t.id, txid: newest.txid, chain: this.network.id }, 'utxo transfer not in the mempool; broadcasting it again');
+      this.deps.log.warn(
+        { transferId: t.id, txid: newest.txid, chain: this.network.id },
+        'utxo transfer not in the mempool; broadcasting it again',
+      );
       await this.send(newest.raw);
       return 'wait';
     }
@@ -354,7 +465,11 @@ export class UtxoSender implements OutgoingSender {
   }
 
   /** Replaces a stuck version with one spending the same coins at a higher fee rate, stored before it is sent. */
-  private async bump(t: Row, newest: { version: number; raw: string; fee_rate: bigint | string | number; fee: bigint | string | number }, tip: number): Promise<StepResult> {
+  private async bump(
+    t: Row,
+    newest: { version: number; raw: string; fee_rate: bigint | string | number; fee: bigint | string | number },
+    tip: number,
+  ): Promise<StepResult> {
     const old = BigInt(newest.fee_rate);
     if (old >= this.settings.maxFeeRate) return 'wait';
     const estimate = await this.feeRate();
@@ -363,15 +478,42 @@ export class UtxoSender implements OutgoingSender {
     if (estimate > rate) rate = estimate;
     if (rate > this.settings.maxFeeRate) rate = this.settings.maxFeeRate;
     const coins = await this.deps.db.selectFrom('utxo_coins').selectAll().where('spent_by', '=', t.id).execute();
-    const funded = t.purpose === 'sweep' ? new Map((await this.deps.fundedAddresses()).map((f) => [f.address.toLowerCase(), f.index])) : null;
-    const inputs: Coin[] = coins.map((c) => ({ txid: c.txid, vout: c.vout, address: c.address, amount: BigInt(c.amount), index: funded ? (funded.get(c.address) ?? null) : null }));
+    const funded =
+      t.purpose === 'sweep'
+        ? new Map((await this.deps.fundedAddresses()).map((f) => [f.address.toLowerCase(), f.index]))
+        : null;
+    const inputs: Coin[] = coins.map((c) => ({
+      txid: c.txid,
+      vout: c.vout,
+      address: c.address,
+      amount: BigInt(c.amount),
+      index: funded ? (funded.get(c.address) ?? null) : null,
+    }));
     const built = this.build(inputs, t.destination, t.purpose === 'sweep' ? null : BigInt(t.amount), rate);
     const now = this.deps.clock.now();
     await withTx(this.deps.db, async (tx) => {
-      await tx.insertInto('utxo_transfer_txs').values({ transfer_id: t.id, version: newest.version + 1, txid: built.txid, raw: built.raw, fee: built.fee, fee_rate: rate, created_at: now }).execute();
-      await tx.updateTable('utxo_transfers').set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, next_attempt_at: now }).where('id', '=', t.id).execute();
+      await tx
+        .insertInto('utxo_transfer_txs')
+        .values({
+          transfer_id: t.id,
+          version: newest.version + 1,
+          txid: built.txid,
+          raw: built.raw,
+          fee: built.fee,
+          fee_rate: rate,
+          created_at: now,
+        })
+        .execute();
+      await tx
+        .updateTable('utxo_transfers')
+        .set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, next_attempt_at: now })
+        .where('id', '=', t.id)
+        .execute();
     });
-    this.deps.log.info({ transferId: t.id, from: old.toString(), to: rate.toString(), tip }, 'utxo transfer stuck; replaced with a higher fee');
+    this.deps.log.info(
+      { transferId: t.id, from: old.toString(), to: rate.toString(), tip },
+      'utxo transfer stuck; replaced with a higher fee',
+    );
     return 'progress';
   }
 
@@ -382,15 +524,30 @@ export class UtxoSender implements OutgoingSender {
    * step failing for good fails it. A sweep never fails so: its coins are the merchants' deposits.
    */
   private async unsent(t: Row): Promise<boolean> {
-    return t.purpose !== 'sweep' && (t.status === 'pending' || (t.status === 'signed' && t.broadcast_height === null && (await this.versions(t.id)).length === 1));
+    return (
+      t.purpose !== 'sweep' &&
+      (t.status === 'pending' ||
+        (t.status === 'signed' && t.broadcast_height === null && (await this.versions(t.id)).length === 1))
+    );
   }
 
-  private async settle(id: string, status: 'sent' | 'failed', txid: string | null, error: string | null): Promise<void> {
+  private async settle(
+    id: string,
+    status: 'sent' | 'failed',
+    txid: string | null,
+    error: string | null,
+  ): Promise<void> {
     const now = this.deps.clock.now();
     await withTx(this.deps.db, async (tx) => {
-      await tx.updateTable('utxo_transfers').set({ status, txid, error, settled_at: now }).where('id', '=', id).where('status', 'in', [...OPEN]).execute();
+      await tx
+        .updateTable('utxo_transfers')
+        .set({ status, txid, error, settled_at: now })
+        .where('id', '=', id)
+        .where('status', 'in', [...OPEN])
+        .execute();
       // A failed transfer spent nothing: its coins are free again (only a transfer that never signed fails).
-      if (status === 'failed') await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
+      if (status === 'failed')
+        await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
     });
   }
 
@@ -403,7 +560,11 @@ export class UtxoSender implements OutgoingSender {
       .where('mode', '=', this.mode)
       .where('chain', '=', this.network.id)
       .where('spent_by', 'is', null)
-      .where('address', 'in', addresses.map((a) => a.toLowerCase()))
+      .where(
+        'address',
+        'in',
+        addresses.map((a) => a.toLowerCase()),
+      )
       .orderBy('amount', 'desc')
       .limit(limit)
       .execute();

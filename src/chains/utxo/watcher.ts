@@ -108,7 +108,12 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   private examined = new Set<string>();
 
   constructor(private readonly opts: UtxoWatcherOptions) {
-    super(`utxo-watcher:${opts.mode}:${opts.network.id}`, opts.network.pollIntervalMs, opts.log, opts.health?.reporter(opts.mode, opts.network.id));
+    super(
+      `utxo-watcher:${opts.mode}:${opts.network.id}`,
+      opts.network.pollIntervalMs,
+      opts.log,
+      opts.health?.reporter(opts.mode, opts.network.id),
+    );
     this.network = opts.network;
     this.mode = opts.mode;
     this.chain = opts.network.id;
@@ -121,12 +126,25 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   }
 
   async cursor(): Promise<Cursor | null> {
-    const row = await this.opts.db.selectFrom('utxo_cursors').select(['height', 'hash']).where('mode', '=', this.mode).where('chain', '=', this.chain).executeTakeFirst();
+    const row = await this.opts.db
+      .selectFrom('utxo_cursors')
+      .select(['height', 'hash'])
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .executeTakeFirst();
     return row ? { height: Number(row.height), hash: row.hash } : null;
   }
 
   protected async run(): Promise<UtxoTickResult> {
-    const result: UtxoTickResult = { tip: null, scanned: 0, deposits: 0, mempoolDeposits: 0, dropped: 0, reorgFrom: null, behind: false };
+    const result: UtxoTickResult = {
+      tip: null,
+      scanned: 0,
+      deposits: 0,
+      mempoolDeposits: 0,
+      dropped: 0,
+      reorgFrom: null,
+      behind: false,
+    };
     const mempool = new Set(await this.opts.rpc.call<string[]>('getrawmempool', [false]));
     const inBlocks = new Set<string>();
     try {
@@ -179,11 +197,16 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   private async record(block: RpcBlock, inBlocks: Set<string>): Promise<number> {
     const paid = this.paidOutputs(block.tx);
     if (paid.length === 0) return 0;
-    const watched = await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(paid.map((p) => p.address))]);
+    const watched = await this.opts.sink.watchedAddresses(this.mode, this.chain, [
+      ...new Set(paid.map((p) => p.address)),
+    ]);
     const deposits = paid.filter((p) => watched.has(p.address));
     const coins = paid.filter((p) => watched.has(p.address) || this.own.has(p.address));
     if (deposits.length > 0) {
-      await this.opts.sink.recordDeposits(this.mode, deposits.map((p) => this.observation(p, watched.get(p.address)!, block)));
+      await this.opts.sink.recordDeposits(
+        this.mode,
+        deposits.map((p) => this.observation(p, watched.get(p.address)!, block)),
+      );
       for (const d of deposits) inBlocks.add(d.txid);
       await this.opts.db
         .deleteFrom('utxo_mempool')
@@ -195,8 +218,20 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     if (coins.length > 0) {
       await this.opts.db
         .insertInto('utxo_coins')
-        .values(coins.map((c) => ({ mode: this.mode, chain: this.chain, txid: c.txid, vout: c.vout, address: c.address, amount: c.amount, height: block.height })))
-        .onConflict((oc) => oc.columns(['mode', 'chain', 'txid', 'vout']).doUpdateSet({ height: (eb) => eb.ref('excluded.height') }))
+        .values(
+          coins.map((c) => ({
+            mode: this.mode,
+            chain: this.chain,
+            txid: c.txid,
+            vout: c.vout,
+            address: c.address,
+            amount: c.amount,
+            height: block.height,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['mode', 'chain', 'txid', 'vout']).doUpdateSet({ height: (eb) => eb.ref('excluded.height') }),
+        )
         .execute();
     }
     return deposits.length;
@@ -211,7 +246,12 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
         if (!hex || hex.length !== 44 || !hex.startsWith('0014')) continue;
         const amount = satoshis(o.value);
         if (amount <= 0n) continue;
-        out.push({ txid: tx.txid, vout: o.n, address: addressOfKeyHash(Buffer.from(hex.slice(4), 'hex'), this.opts.params), amount });
+        out.push({
+          txid: tx.txid,
+          vout: o.n,
+          address: addressOfKeyHash(Buffer.from(hex.slice(4), 'hex'), this.opts.params),
+          amount,
+        });
       }
     }
     return out;
@@ -241,7 +281,10 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     const paid: Paid[] = [];
     for (let i = 0; i < fresh.length; i += this.mempoolBatch) {
       const slice = fresh.slice(i, i + this.mempoolBatch);
-      const answers = await this.opts.rpc.batch<RpcTx>('getrawtransaction', slice.map((txid) => [txid, true]));
+      const answers = await this.opts.rpc.batch<RpcTx>(
+        'getrawtransaction',
+        slice.map((txid) => [txid, true]),
+      );
       answers.forEach((a, j) => {
         if (a instanceof UtxoRpcError) {
           // Left the mempool since the snapshot (mined or replaced): judged on the next poll.
@@ -252,7 +295,10 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
         paid.push(...this.paidOutputs([a]));
       });
     }
-    const watched = paid.length > 0 ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(paid.map((p) => p.address))]) : new Map<string, string>();
+    const watched =
+      paid.length > 0
+        ? await this.opts.sink.watchedAddresses(this.mode, this.chain, [...new Set(paid.map((p) => p.address))])
+        : new Map<string, string>();
     const deposits = paid.filter((p) => watched.has(p.address));
     if (deposits.length > 0) {
       const outputs = new Map<string, number[]>();
@@ -261,22 +307,54 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       // Stored first: a crash after it reports them again (idempotent); a crash before reports them next time.
       await this.opts.db
         .insertInto('utxo_mempool')
-        .values([...outputs].map(([txid, vouts]) => ({ mode: this.mode, chain: this.chain, txid, outputs: vouts, seen_at: now })))
+        .values(
+          [...outputs].map(([txid, vouts]) => ({
+            mode: this.mode,
+            chain: this.chain,
+            txid,
+            outputs: vouts,
+            seen_at: now,
+          })),
+        )
         .onConflict((oc) => oc.columns(['mode', 'chain', 'txid']).doNothing())
         .execute();
-      await this.opts.sink.recordDeposits(this.mode, deposits.map((p) => this.observation(p, watched.get(p.address)!, null)));
+      await this.opts.sink.recordDeposits(
+        this.mode,
+        deposits.map((p) => this.observation(p, watched.get(p.address)!, null)),
+      );
       result.mempoolDeposits += deposits.length;
       result.deposits += deposits.length;
     }
     for (const txid of fresh) if (mempool.has(txid)) this.examined.add(txid);
     for (const txid of this.examined) if (!mempool.has(txid)) this.examined.delete(txid);
 
-    const reported = await this.opts.db.selectFrom('utxo_mempool').select(['txid', 'outputs']).where('mode', '=', this.mode).where('chain', '=', this.chain).execute();
+    const reported = await this.opts.db
+      .selectFrom('utxo_mempool')
+      .select(['txid', 'outputs'])
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .execute();
     const gone = reported.filter((r) => !mempool.has(r.txid) && !inBlocks.has(r.txid));
     if (gone.length > 0) {
-      this.opts.log.info({ chain: this.chain, mode: this.mode, txids: gone.map((g) => g.txid) }, 'transactions left the mempool without a block (replaced or evicted)');
-      await this.opts.sink.depositsDropped(this.mode, this.chain, gone.flatMap((g) => g.outputs.map((index) => ({ txHash: g.txid, index }))));
-      await this.opts.db.deleteFrom('utxo_mempool').where('mode', '=', this.mode).where('chain', '=', this.chain).where('txid', 'in', gone.map((g) => g.txid)).execute();
+      this.opts.log.info(
+        { chain: this.chain, mode: this.mode, txids: gone.map((g) => g.txid) },
+        'transactions left the mempool without a block (replaced or evicted)',
+      );
+      await this.opts.sink.depositsDropped(
+        this.mode,
+        this.chain,
+        gone.flatMap((g) => g.outputs.map((index) => ({ txHash: g.txid, index }))),
+      );
+      await this.opts.db
+        .deleteFrom('utxo_mempool')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where(
+          'txid',
+          'in',
+          gone.map((g) => g.txid),
+        )
+        .execute();
       result.dropped += gone.reduce((n, g) => n + g.outputs.length, 0);
     }
   }
@@ -306,7 +384,10 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       // Deeper than the stored hashes (the finality depth): resume from the node's block at the lowest stored height.
       const height = stored.length > 0 ? Number(stored[stored.length - 1]!.height) - 1 : cursor.height - 1;
       const hash = await this.opts.rpc.call<string>('getblockhash', [Math.max(0, height)]);
-      this.opts.log.error({ chain: this.chain, mode: this.mode, height }, 'reorg deeper than the stored blocks (finality depth); resuming from the node\'s chain');
+      this.opts.log.error(
+        { chain: this.chain, mode: this.mode, height },
+        "reorg deeper than the stored blocks (finality depth); resuming from the node's chain",
+      );
       ancestor = { height: Math.max(0, height), hash };
     }
     const from = ancestor.height + 1;
@@ -314,8 +395,18 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     await this.opts.sink.blocksRemoved(this.mode, this.chain, BigInt(from));
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, ancestor);
-      await tx.deleteFrom('utxo_blocks').where('mode', '=', this.mode).where('chain', '=', this.chain).where('height', '>=', BigInt(from)).execute();
-      await tx.deleteFrom('utxo_coins').where('mode', '=', this.mode).where('chain', '=', this.chain).where('height', '>=', BigInt(from)).execute();
+      await tx
+        .deleteFrom('utxo_blocks')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('height', '>=', BigInt(from))
+        .execute();
+      await tx
+        .deleteFrom('utxo_coins')
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.chain)
+        .where('height', '>=', BigInt(from))
+        .execute();
     });
     // Transactions of the removed blocks are back in the mempool: examine them again.
     this.examined.clear();
@@ -334,8 +425,16 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       hash = await this.opts.rpc.call<string>('getblockhash', [height]);
     }
     await withTx(this.opts.db, async (tx) => {
-      await tx.insertInto('utxo_cursors').values({ mode: this.mode, chain: this.chain, height, hash }).onConflict((oc) => oc.columns(['mode', 'chain']).doNothing()).execute();
-      await tx.insertInto('utxo_blocks').values({ mode: this.mode, chain: this.chain, height, hash }).onConflict((oc) => oc.columns(['mode', 'chain', 'height']).doNothing()).execute();
+      await tx
+        .insertInto('utxo_cursors')
+        .values({ mode: this.mode, chain: this.chain, height, hash })
+        .onConflict((oc) => oc.columns(['mode', 'chain']).doNothing())
+        .execute();
+      await tx
+        .insertInto('utxo_blocks')
+        .values({ mode: this.mode, chain: this.chain, height, hash })
+        .onConflict((oc) => oc.columns(['mode', 'chain', 'height']).doNothing())
+        .execute();
     });
     return (await this.cursor())!;
   }
@@ -348,7 +447,9 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       await tx
         .insertInto('utxo_blocks')
         .values({ mode: this.mode, chain: this.chain, height: next.height, hash: next.hash })
-        .onConflict((oc) => oc.columns(['mode', 'chain', 'height']).doUpdateSet({ hash: (eb) => eb.ref('excluded.hash') }))
+        .onConflict((oc) =>
+          oc.columns(['mode', 'chain', 'height']).doUpdateSet({ hash: (eb) => eb.ref('excluded.hash') }),
+        )
         .execute();
       await tx
         .deleteFrom('utxo_blocks')

@@ -63,11 +63,14 @@ export async function listen(f: Record<string, unknown>): Promise<number> {
   } catch {
     throw new UsageError(`--forward-to is not a URL: ${target}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--forward-to must be an http:// or https:// URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError('--forward-to must be an http:// or https:// URL');
   const types = typeof f.events === 'string' && f.events !== '' ? f.events : undefined;
 
   const account = await kasse.account.retrieve();
-  out(`Forwarding test events of ${account.name} (${account.id}) from ${baseUrl} to ${url}${types ? ` (only ${types})` : ''}`);
+  out(
+    `Forwarding test events of ${account.name} (${account.id}) from ${baseUrl} to ${url}${types ? ` (only ${types})` : ''}`,
+  );
   out(`Your webhook signing secret is ${secret} (the same every time for this key)`);
 
   const stop = new AbortController();

@@ -12,8 +12,9 @@ export function remote(flags: Record<string, unknown>): { kasse: Kasse; key: str
   const key = (flags['api-key'] as string | undefined) ?? process.env.KASSE_API_KEY;
   const baseUrl = (flags['api-url'] as string | undefined) ?? process.env.KASSE_API_URL ?? DEFAULT_API_URL;
   if (!key) throw new UsageError('give a test API key: --api-key kasse_test_… or KASSE_API_KEY');
-  if (!key.startsWith('kasse_test_')) throw new UsageError('listen and trigger work in test mode: use a test key (kasse_test_…) and the test API URL');
-  if (!/^https?:\/\//.test(baseUrl)) throw new UsageError(`--api-url must be the test API's URL, e.g. ${DEFAULT_API_URL}`);
+  if (!key.startsWith('kasse_test_'))
+    throw new UsageError('listen and trigger work in test mode: use a test key (kasse_test_…) and the test API URL');
+  if (!/^https?:\/\//.test(baseUrl))
+    throw new UsageError(`--api-url must be the test API's URL, e.g. ${DEFAULT_API_URL}`);
   return { kasse: new Kasse(key, { baseUrl, maxRetries: 3 }), key, baseUrl };
 }
-

@@ -43,7 +43,8 @@ export const TRIGGERS: Record<string, Step> = {
 /** Fields `--override` may set, with how their value is read. */
 const FIELDS: Record<string, (v: string) => unknown> = {
   price_amount: (v) => {
-    if (!/^\d+$/.test(v)) throw new UsageError(`--override price_amount must be whole US cents, e.g. price_amount=2500`);
+    if (!/^\d+$/.test(v))
+      throw new UsageError(`--override price_amount must be whole US cents, e.g. price_amount=2500`);
     return Number(v);
   },
   order_id: String,
@@ -56,7 +57,10 @@ const FIELDS: Record<string, (v: string) => unknown> = {
 };
 
 /** The payment to create: defaults, then each `FIELD=VALUE` (`metadata.KEY=VALUE` sets a metadata string). */
-export function paymentBody(event: string, overrides: string[]): Record<string, unknown> & { metadata: Record<string, unknown> } {
+export function paymentBody(
+  event: string,
+  overrides: string[],
+): Record<string, unknown> & { metadata: Record<string, unknown> } {
   const body = {
     price_amount: 2500,
     price_currency: 'USD',
@@ -69,16 +73,21 @@ export function paymentBody(event: string, overrides: string[]): Record<string, 
     if (eq < 1) throw new UsageError(`--override takes FIELD=VALUE, got "${o}"`);
     const field = o.slice(0, eq);
     const value = o.slice(eq + 1);
-    if (field.startsWith('metadata.') && field.length > 'metadata.'.length) body.metadata[field.slice('metadata.'.length)] = value;
+    if (field.startsWith('metadata.') && field.length > 'metadata.'.length)
+      body.metadata[field.slice('metadata.'.length)] = value;
     else if (FIELDS[field]) body[field] = FIELDS[field](value);
-    else throw new UsageError(`--override cannot set "${field}"; it sets ${[...Object.keys(FIELDS), 'metadata.KEY'].join(', ')}`);
+    else
+      throw new UsageError(
+        `--override cannot set "${field}"; it sets ${[...Object.keys(FIELDS), 'metadata.KEY'].join(', ')}`,
+      );
   }
   return body;
 }
 
 export async function trigger(f: Record<string, unknown>, positionals: string[]): Promise<number> {
   const event = positionals[0];
-  if (!event || !TRIGGERS[event]) throw new UsageError(`give the event to trigger: ${Object.keys(TRIGGERS).join(', ')}`);
+  if (!event || !TRIGGERS[event])
+    throw new UsageError(`give the event to trigger: ${Object.keys(TRIGGERS).join(', ')}`);
   const body = paymentBody(event, (f.override as string[] | undefined) ?? []);
   const { kasse } = remote(f);
   const created = await kasse.payments.create(body as never);
@@ -89,9 +98,13 @@ export async function trigger(f: Record<string, unknown>, positionals: string[])
   if (f.json) {
     process.stdout.write(`${JSON.stringify({ event, event_id: eventId, payment })}\n`);
   } else if (eventId) {
-    process.stdout.write(`Triggered ${event}: ${eventId} for ${payment.id} (${payment.status}, ${payment.price_amount} cents, order ${payment.order_id})\n`);
+    process.stdout.write(
+      `Triggered ${event}: ${eventId} for ${payment.id} (${payment.status}, ${payment.price_amount} cents, order ${payment.order_id})\n`,
+    );
   } else {
-    process.stdout.write(`${payment.id} is ${payment.status}; ${event} has not been published yet (a refund is sent by Kasse's workers: is the server running them?)\n`);
+    process.stdout.write(
+      `${payment.id} is ${payment.status}; ${event} has not been published yet (a refund is sent by Kasse's workers: is the server running them?)\n`,
+    );
   }
   return eventId ? 0 : 1;
 }

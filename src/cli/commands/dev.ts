@@ -19,8 +19,14 @@ export interface DeveloperCommand {
 export const developerCommands: DeveloperCommand[] = [
   {
     name: 'listen',
-    usage: 'listen --forward-to URL [--events TYPE,…] [--print-secret]   (test events as they happen, re-signed and POSTed to URL)',
-    flags: { 'forward-to': { type: 'string' }, events: { type: 'string' }, 'print-secret': { type: 'boolean' }, ...REMOTE_FLAGS },
+    usage:
+      'listen --forward-to URL [--events TYPE,…] [--print-secret]   (test events as they happen, re-signed and POSTed to URL)',
+    flags: {
+      'forward-to': { type: 'string' },
+      events: { type: 'string' },
+      'print-secret': { type: 'boolean' },
+      ...REMOTE_FLAGS,
+    },
     run: (f) => listen(f),
   },
   {

@@ -10,5 +10,9 @@ export const extraCommands: Command[] = [...userCommands];
 
 /** The installed chain families' commands as CLI commands. */
 export function familyCommands(families: readonly ChainFamily[]): Command[] {
-  return families.flatMap((f) => (f.commands ?? []).map((c): Command => ({ ...c, run: (kasse, flags, positionals) => c.run(kasse.familyContext, flags, positionals) })));
+  return families.flatMap((f) =>
+    (f.commands ?? []).map(
+      (c): Command => ({ ...c, run: (kasse, flags, positionals) => c.run(kasse.familyContext, flags, positionals) }),
+    ),
+  );
 }

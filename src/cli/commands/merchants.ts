@@ -19,9 +19,14 @@ function merchantJson(m: MerchantRecord) {
 export const merchantCommands: Command[] = [
   {
     name: 'merchant create',
-    usage: 'merchant create --name NAME [--webhook-url URL] [--json]   (an http:// URL serves test mode only; live needs https://)',
+    usage:
+      'merchant create --name NAME [--webhook-url URL] [--json]   (an http:// URL serves test mode only; live needs https://)',
     flags: { name: { type: 'string' }, 'webhook-url': { type: 'string' }, json: { type: 'boolean' } },
-    run: (kasse, f) => kasse.merchants.create({ name: requireString(f, 'name'), webhookUrl: (f['webhook-url'] as string | undefined) ?? null }),
+    run: (kasse, f) =>
+      kasse.merchants.create({
+        name: requireString(f, 'name'),
+        webhookUrl: (f['webhook-url'] as string | undefined) ?? null,
+      }),
   },
   {
     name: 'merchant list',

@@ -23,18 +23,39 @@ const MAIL_LIST_MAX = 1000;
 export const userCommands: Command[] = [
   {
     name: 'user create',
-    usage: 'user create --merchant ID --email EMAIL --role owner|member|viewer [--json]   (prints a one-time set-up link, valid 24 hours)',
-    flags: { merchant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } },
+    usage:
+      'user create --merchant ID --email EMAIL --role owner|member|viewer [--json]   (prints a one-time set-up link, valid 24 hours)',
+    flags: {
+      merchant: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     run: async (kasse, f) => {
-      const r = await kasse.users.team.create({ merchantId: requireString(f, 'merchant'), email: requireString(f, 'email'), role: requireString(f, 'role'), actor: operator, invite: false });
-      return { user_id: r.user.id, merchant_id: r.user.merchant_id, email: r.user.email, role: r.user.role, setup_url: r.setup_url, expires_at: r.expires_at };
+      const r = await kasse.users.team.create({
+        merchantId: requireString(f, 'merchant'),
+        email: requireString(f, 'email'),
+        role: requireString(f, 'role'),
+        actor: operator,
+        invite: false,
+      });
+      return {
+        user_id: r.user.id,
+        merchant_id: r.user.merchant_id,
+        email: r.user.email,
+        role: r.user.role,
+        setup_url: r.setup_url,
+        expires_at: r.expires_at,
+      };
     },
   },
   {
     name: 'user list',
     usage: 'user list [--merchant ID] [--json]',
     flags: { merchant: { type: 'string' }, json: { type: 'boolean' } },
-    run: async (kasse, f) => ({ data: await kasse.users.team.listAll(typeof f.merchant === 'string' ? f.merchant : undefined) }),
+    run: async (kasse, f) => ({
+      data: await kasse.users.team.listAll(typeof f.merchant === 'string' ? f.merchant : undefined),
+    }),
   },
   {
     name: 'user setup-link',
@@ -47,7 +68,8 @@ export const userCommands: Command[] = [
   },
   {
     name: 'user reset-2fa',
-    usage: 'user reset-2fa --email EMAIL [--json]   (lost phone and recovery codes: signs the user out; they enrol again)',
+    usage:
+      'user reset-2fa --email EMAIL [--json]   (lost phone and recovery codes: signs the user out; they enrol again)',
     flags: { email: { type: 'string' }, json: { type: 'boolean' } },
     run: (kasse, f) => kasse.users.factors.resetSecondFactor(requireString(f, 'email'), operator),
   },
@@ -57,7 +79,8 @@ export const userCommands: Command[] = [
     flags: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
     run: async (kasse, f) => {
       const status = f.status as MailStatus | undefined;
-      if (status !== undefined && !STATUSES.includes(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
+      if (status !== undefined && !STATUSES.includes(status))
+        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
       const limit = optionalInt(f, 'limit') ?? 100;
       if (limit < 1 || limit > MAIL_LIST_MAX) throw new UsageError(`--limit must be between 1 and ${MAIL_LIST_MAX}`);
       const { data, has_more } = await kasse.email.forOperator({ status, limit });

@@ -13,7 +13,9 @@ const Account = Type.Object(
     webhook_url: Nullable(Type.String({ description: 'Account default webhook URL for this mode' })),
     rate_limit_per_minute: Type.Integer(),
     created_at: DateTime(),
-    tax_profile: Type.Union([TaxProfileSchema, Type.Null()], { description: 'Who issues tax invoices in this mode (null until set with PATCH /account).' }),
+    tax_profile: Type.Union([TaxProfileSchema, Type.Null()], {
+      description: 'Who issues tax invoices in this mode (null until set with PATCH /account).',
+    }),
   },
   { $id: 'Account', additionalProperties: false },
 );
@@ -26,7 +28,8 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'getAccount',
         summary: 'The account behind the API key',
-        description: 'Which merchant and mode a key belongs to, its default webhook URL for this mode and its rate limit. A quick way to check a key.',
+        description:
+          'Which merchant and mode a key belongs to, its default webhook URL for this mode and its rate limit. A quick way to check a key.',
         tags: ['Account'],
         response: { 200: Type.Unsafe({ $ref: 'Account#' }) },
       },
@@ -60,8 +63,19 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req) => {
-      const m = req.body.tax_profile === undefined ? req.auth.merchant : await kasse.invoices.setProfile(req.auth.merchantId, mode, req.body.tax_profile, keyActor(req));
-      return { id: m.id, name: m.name, mode, webhook_url: m.webhookUrl[mode], rate_limit_per_minute: req.auth.rateLimit, created_at: m.createdAt, tax_profile: m.taxProfile[mode] ?? null };
+      const m =
+        req.body.tax_profile === undefined
+          ? req.auth.merchant
+          : await kasse.invoices.setProfile(req.auth.merchantId, mode, req.body.tax_profile, keyActor(req));
+      return {
+        id: m.id,
+        name: m.name,
+        mode,
+        webhook_url: m.webhookUrl[mode],
+        rate_limit_per_minute: req.auth.rateLimit,
+        created_at: m.createdAt,
+        tax_profile: m.taxProfile[mode] ?? null,
+      };
     },
   );
 }

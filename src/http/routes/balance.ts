@@ -11,7 +11,8 @@ export default async function balanceRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'getBalance',
         summary: 'Get the balance',
-        description: 'US cents credited for paid payments (less fees and reversals), cents on the way, and coins held per token. See docs/ledger.md.',
+        description:
+          'US cents credited for paid payments (less fees and reversals), cents on the way, and coins held per token. See docs/ledger.md.',
         tags: ['Balance'],
         response: { 200: Type.Unsafe({ $ref: 'Balance#' }) },
       },

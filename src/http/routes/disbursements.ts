@@ -1,12 +1,18 @@
 /** Disbursements: create, list, read and cancel. Approval and release happen only on the dashboard, by owners. */
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { CreateDisbursementBody, DisbursementSchema, ListDisbursementsQuery } from '../../modules/disbursements/schema.ts';
+import {
+  CreateDisbursementBody,
+  DisbursementSchema,
+  ListDisbursementsQuery,
+} from '../../modules/disbursements/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { keyActor } from '../actor.ts';
 import { IdempotencyHeaders } from '../schemas/payments.ts';
 
-const DisbursementIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.dsb, description: 'Disbursement id' }) });
+const DisbursementIdParam = Type.Object({
+  id: Type.String({ pattern: ID_PATTERNS.dsb, description: 'Disbursement id' }),
+});
 const DisbursementRef = Type.Unsafe({ $ref: 'Disbursement#' });
 const tags = ['Disbursements'];
 /**
@@ -26,7 +32,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         operationId: 'createDisbursement',
         summary: 'Create a disbursement',
         description:
-          'Creates a batch of 1 to 500 payouts in the merchant\'s payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.',
+          "Creates a batch of 1 to 500 payouts in the merchant's payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.",
         tags,
         errors: ['idempotency_conflict', 'price_unavailable'],
         headers: IdempotencyHeaders,
@@ -35,7 +41,13 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
       },
     },
     async (req, reply) => {
-      const result = await kasse.disbursements.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req));
+      const result = await kasse.disbursements.create(
+        mode,
+        req.auth.merchantId,
+        req.body,
+        req.headers['idempotency-key'] as string | undefined,
+        keyActor(req),
+      );
       return reply.code(result.status as 200 | 201).send(result.disbursement);
     },
   );
@@ -46,10 +58,16 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
       schema: {
         operationId: 'listDisbursements',
         summary: 'List disbursements',
-        description: 'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
+        description:
+          'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListDisbursementsQuery,
-        response: { 200: Type.Object({ data: Type.Array(DisbursementRef), next_cursor: Type.Union([Type.String(), Type.Null()]) }) },
+        response: {
+          200: Type.Object({
+            data: Type.Array(DisbursementRef),
+            next_cursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+        },
       },
     },
     async (req) => kasse.disbursements.list(mode, req.auth.merchantId, req.query),
@@ -57,7 +75,16 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
 
   app.get(
     '/disbursements/:id',
-    { schema: { operationId: 'getDisbursement', summary: 'Get a disbursement', description: 'With every item, its payout and the batch\'s progress.', tags, params: DisbursementIdParam, response: { 200: DisbursementRef } } },
+    {
+      schema: {
+        operationId: 'getDisbursement',
+        summary: 'Get a disbursement',
+        description: "With every item, its payout and the batch's progress.",
+        tags,
+        params: DisbursementIdParam,
+        response: { 200: DisbursementRef },
+      },
+    },
     async (req) => kasse.disbursements.get(mode, req.auth.merchantId, req.params.id),
   );
 
@@ -67,7 +94,8 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
       schema: {
         operationId: 'cancelDisbursement',
         summary: 'Cancel a disbursement',
-        description: 'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
+        description:
+          'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
         tags,
         errors: ['invalid_state'],
         params: DisbursementIdParam,

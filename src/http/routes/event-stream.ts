@@ -8,7 +8,12 @@ import { PassThrough } from 'node:stream';
 import { Type } from 'typebox';
 import { ApiError } from '../../core/errors.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { StreamLimitError, UnknownEventError, type StreamedEvent, type Subscription } from '../../modules/webhooks/stream.ts';
+import {
+  StreamLimitError,
+  UnknownEventError,
+  type StreamedEvent,
+  type Subscription,
+} from '../../modules/webhooks/stream.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 
 /** A keep-alive comment this often, so proxies and clients can tell an idle stream from a dead one. */
@@ -23,7 +28,11 @@ const EVENT_TYPE = '[a-z_]+\\.[a-z_]+';
 const StreamQuery = Type.Object(
   {
     types: Type.Optional(
-      Type.String({ pattern: `^${EVENT_TYPE}(,${EVENT_TYPE})*$`, maxLength: 1000, description: 'Only these event types, comma-separated (`payment.paid,payment.expired`).' }),
+      Type.String({
+        pattern: `^${EVENT_TYPE}(,${EVENT_TYPE})*$`,
+        maxLength: 1000,
+        description: 'Only these event types, comma-separated (`payment.paid,payment.expired`).',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -31,7 +40,10 @@ const StreamQuery = Type.Object(
 
 const StreamHeaders = Type.Object({
   'last-event-id': Type.Optional(
-    Type.String({ pattern: ID_PATTERNS.evt, description: 'Resume: first send the events published after this one (the `id` of the last message received).' }),
+    Type.String({
+      pattern: ID_PATTERNS.evt,
+      description: 'Resume: first send the events published after this one (the `id` of the last message received).',
+    }),
   ),
 });
 
@@ -44,7 +56,11 @@ data: {"id":"evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD","type":"payment.paid","created_at":
 : keep-alive
 `;
 
-const frame = (e: StreamedEvent) => `id: ${e.id}\nevent: ${e.type}\n${e.body.split(/\r\n|\r|\n/).map((line) => `data: ${line}\n`).join('')}\n`;
+const frame = (e: StreamedEvent) =>
+  `id: ${e.id}\nevent: ${e.type}\n${e.body
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join('')}\n`;
 
 export default async function eventStreamRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
   if (mode !== 'test') return;
@@ -101,7 +117,8 @@ export default async function eventStreamRoutes(app: ApiApp, { kasse, mode }: Ap
           },
         );
       } catch (err) {
-        if (err instanceof StreamLimitError) throw new ApiError('rate_limited', err.message, null, { 'Retry-After': String(RETRY_MS / 1000) });
+        if (err instanceof StreamLimitError)
+          throw new ApiError('rate_limited', err.message, null, { 'Retry-After': String(RETRY_MS / 1000) });
         if (err instanceof UnknownEventError) throw new ApiError('invalid_request', err.message, 'Last-Event-ID');
         throw err;
       }

@@ -13,9 +13,15 @@ const Event = Type.Object(
     id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id; the key to deduplicate deliveries on.' }),
     type: Type.String({ description: 'Event type, e.g. `payment.paid`.' }),
     created_at: DateTime('When the event happened.'),
-    data: Type.Unknown({ description: 'The object the event is about as it was at that moment (the full Payment for `payment.*`).' }),
+    data: Type.Unknown({
+      description: 'The object the event is about as it was at that moment (the full Payment for `payment.*`).',
+    }),
   },
-  { $id: 'Event', additionalProperties: false, description: 'An event; exactly the body of the webhook that announces it.' },
+  {
+    $id: 'Event',
+    additionalProperties: false,
+    description: 'An event; exactly the body of the webhook that announces it.',
+  },
 );
 
 const Attempt = Type.Object(
@@ -23,9 +29,19 @@ const Attempt = Type.Object(
     attempt: Type.Integer({ minimum: 1, description: 'Number of the attempt within its delivery, from 1.' }),
     started_at: DateTime(),
     duration_ms: Type.Integer({ minimum: 0 }),
-    outcome: Type.Union([Type.Literal('delivered'), Type.Literal('http_error'), Type.Literal('timeout'), Type.Literal('network_error'), Type.Literal('refused')], {
-      description: '`delivered`: a 2xx answer. `refused`: a live-mode URL resolving to a private or reserved address.',
-    }),
+    outcome: Type.Union(
+      [
+        Type.Literal('delivered'),
+        Type.Literal('http_error'),
+        Type.Literal('timeout'),
+        Type.Literal('network_error'),
+        Type.Literal('refused'),
+      ],
+      {
+        description:
+          '`delivered`: a 2xx answer. `refused`: a live-mode URL resolving to a private or reserved address.',
+      },
+    ),
     http_status: Nullable(Type.Integer({ description: 'Status your endpoint answered with' })),
     error: Nullable(Type.String()),
     response_body: Nullable(Type.String({ description: 'The first 1 KiB of your endpoint’s answer' })),
@@ -46,7 +62,11 @@ const Delivery = Type.Object(
     created_at: DateTime(),
     attempts: Type.Array(Type.Unsafe({ $ref: 'WebhookAttempt#' }), { description: 'Oldest first.' }),
   },
-  { $id: 'WebhookDelivery', additionalProperties: false, description: 'The sending of one event to one URL, with its retries.' },
+  {
+    $id: 'WebhookDelivery',
+    additionalProperties: false,
+    description: 'The sending of one event to one URL, with its retries.',
+  },
 );
 
 const EventWithDeliveries = Type.Object(
@@ -56,17 +76,26 @@ const EventWithDeliveries = Type.Object(
     created_at: Event.properties.created_at,
     data: Event.properties.data,
     deliveries: Type.Array(Type.Unsafe({ $ref: 'WebhookDelivery#' }), {
-      description: 'Every delivery of the event, oldest first: the original and any redeliveries. Empty when no webhook URL was set.',
+      description:
+        'Every delivery of the event, oldest first: the original and any redeliveries. Empty when no webhook URL was set.',
     }),
   },
-  { $id: 'EventWithDeliveries', additionalProperties: false, description: 'An event with the record of its deliveries.' },
+  {
+    $id: 'EventWithDeliveries',
+    additionalProperties: false,
+    description: 'An event with the record of its deliveries.',
+  },
 );
 
 const ListQuery = Type.Object(
   {
-    type: Type.Optional(Type.String({ pattern: '^[a-z_]+\\.[a-z_]+$', maxLength: 64, description: 'Only events of this type.' })),
+    type: Type.Optional(
+      Type.String({ pattern: '^[a-z_]+\\.[a-z_]+$', maxLength: 64, description: 'Only events of this type.' }),
+    ),
     cursor: Type.Optional(Type.String({ maxLength: 200, description: '`next_cursor` from the previous page.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100 (default 20).' })),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100 (default 20).' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -91,7 +120,8 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
       schema: {
         operationId: 'listEvents',
         summary: 'List events',
-        description: 'Events of this mode, newest first, as they were sent (or would have been sent) to your webhook URL.',
+        description:
+          'Events of this mode, newest first, as they were sent (or would have been sent) to your webhook URL.',
         tags: ['Events'],
         querystring: ListQuery,
         response: { 200: EventList },
@@ -106,7 +136,8 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
       schema: {
         operationId: 'getEvent',
         summary: 'Retrieve an event',
-        description: 'The event and every delivery of it with each attempt: when, what your endpoint answered, how long it took.',
+        description:
+          'The event and every delivery of it with each attempt: when, what your endpoint answered, how long it took.',
         tags: ['Events'],
         params: EventIdParam,
         response: { 200: Type.Unsafe({ $ref: 'EventWithDeliveries#' }) },
@@ -136,6 +167,12 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         req.body ??= {};
       },
     },
-    async (req, reply) => reply.code(202).send(await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id, { audit: kasse.audit, actor: keyActor(req) })),
+    async (req, reply) =>
+      reply.code(202).send(
+        await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id, {
+          audit: kasse.audit,
+          actor: keyActor(req),
+        }),
+      ),
   );
 }

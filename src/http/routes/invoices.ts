@@ -8,7 +8,9 @@ import { invoiceJson } from '../../modules/invoices/service.ts';
 import { invoicePdf } from '../../modules/invoices/pdf.ts';
 
 const InvoiceRef = Type.Unsafe({ $ref: 'TaxInvoice#' });
-const InvoiceIdParam = Type.Object({ id: Type.String({ pattern: '^txi_[0-9A-Z]{26}$', description: 'Tax invoice id' }) });
+const InvoiceIdParam = Type.Object({
+  id: Type.String({ pattern: '^txi_[0-9A-Z]{26}$', description: 'Tax invoice id' }),
+});
 const tags = ['Tax invoices'];
 
 export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
@@ -29,7 +31,10 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 201: InvoiceRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req))),
+    async (req, reply) =>
+      reply
+        .code(201)
+        .send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req))),
   );
 
   app.get(
@@ -38,7 +43,8 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'listTaxInvoices',
         summary: 'List tax invoices',
-        description: 'Newest first. `limit` 1 to 100 (default 20); pass `next_cursor` as `cursor` for the next page; `payment_id` finds a payment’s invoice.',
+        description:
+          'Newest first. `limit` 1 to 100 (default 20); pass `next_cursor` as `cursor` for the next page; `payment_id` finds a payment’s invoice.',
         tags,
         querystring: Type.Object(
           {
@@ -56,7 +62,16 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
 
   app.get(
     '/tax_invoices/:id',
-    { schema: { operationId: 'getTaxInvoice', summary: 'Get a tax invoice', description: 'The invoice as issued; it never changes.', tags, params: InvoiceIdParam, response: { 200: InvoiceRef } } },
+    {
+      schema: {
+        operationId: 'getTaxInvoice',
+        summary: 'Get a tax invoice',
+        description: 'The invoice as issued; it never changes.',
+        tags,
+        params: InvoiceIdParam,
+        response: { 200: InvoiceRef },
+      },
+    },
     async (req) => invoiceJson(await kasse.invoices.get(mode, req.auth.merchantId, req.params.id)),
   );
 
@@ -69,7 +84,12 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         description: 'One A4 page (`application/pdf`) with the fields Rule 46 of the CGST Rules asks for.',
         tags,
         params: InvoiceIdParam,
-        response: { 200: { description: 'The PDF.', content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } } } },
+        response: {
+          200: {
+            description: 'The PDF.',
+            content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
+          },
+        },
       },
     },
     async (req, reply) => {

@@ -9,12 +9,26 @@ import { DateTime, LinkIdParam, Nullable } from '../schemas/common.ts';
 const L = LINK_LIMITS;
 const Cents = (description: string) => Type.Integer({ minimum: L.centsMin, maximum: L.centsMax, description });
 const Url = (description: string) => Type.String({ format: 'uri', maxLength: L.urlMax, description });
-const Title = Type.String({ minLength: 1, maxLength: L.titleMax, description: 'Shown on the link page and as the payment\'s description.' });
-const Description = Type.String({ maxLength: L.descriptionMax, description: 'Shown under the title on the link page.' });
-const MaxUses = Type.Integer({ minimum: 1, maximum: L.maxUsesMax, description: 'Payments the link may create (counted when each payment is created).' });
+const Title = Type.String({
+  minLength: 1,
+  maxLength: L.titleMax,
+  description: "Shown on the link page and as the payment's description.",
+});
+const Description = Type.String({
+  maxLength: L.descriptionMax,
+  description: 'Shown under the title on the link page.',
+});
+const MaxUses = Type.Integer({
+  minimum: 1,
+  maximum: L.maxUsesMax,
+  description: 'Payments the link may create (counted when each payment is created).',
+});
 const Kind = Type.Union(
   LINK_KINDS.map((k) => Type.Literal(k)),
-  { description: '`fixed` price, `open` amount typed by the payer, `tip` preset buttons (and a custom amount), `pos` staff terminal.' },
+  {
+    description:
+      '`fixed` price, `open` amount typed by the payer, `tip` preset buttons (and a custom amount), `pos` staff terminal.',
+  },
 );
 
 export const PaymentLinkSchema = Type.Object(
@@ -29,7 +43,9 @@ export const PaymentLinkSchema = Type.Object(
     min_usd_cents: Nullable(Type.Integer({ description: 'Lowest amount a payer may type (null: 100).' })),
     max_usd_cents: Nullable(Type.Integer({ description: 'Highest amount a payer may type (null: 100000000).' })),
     presets_usd_cents: Type.Array(Type.Integer(), { description: 'Buttons of a `tip` link; empty for other kinds.' }),
-    collect_email: Type.Boolean({ description: 'The page asks for the payer\'s email and stores it as `metadata.payer_email`.' }),
+    collect_email: Type.Boolean({
+      description: "The page asks for the payer's email and stores it as `metadata.payer_email`.",
+    }),
     success_url: Nullable(Type.String()),
     max_uses: Nullable(Type.Integer()),
     uses: Type.Integer({ minimum: 0, description: 'Payments created through the link.' }),
@@ -37,7 +53,11 @@ export const PaymentLinkSchema = Type.Object(
     active: Type.Boolean(),
     created_at: DateTime(),
   },
-  { $id: 'PaymentLink', additionalProperties: false, description: 'A reusable public page that creates ordinary payments.' },
+  {
+    $id: 'PaymentLink',
+    additionalProperties: false,
+    description: 'A reusable public page that creates ordinary payments.',
+  },
 );
 
 export const CreateLinkBody = Type.Object(
@@ -49,10 +69,13 @@ export const CreateLinkBody = Type.Object(
     min_usd_cents: Type.Optional(Cents('Lowest typed amount (`open`, `tip` custom amount, `pos`).')),
     max_usd_cents: Type.Optional(Cents('Highest typed amount; at least `min_usd_cents`.')),
     presets_usd_cents: Type.Optional(
-      Type.Array(Cents('One preset.'), { maxItems: L.presetsMax, description: 'Required for `tip` (1 to 6 distinct amounts within min/max); not allowed for other kinds.' }),
+      Type.Array(Cents('One preset.'), {
+        maxItems: L.presetsMax,
+        description: 'Required for `tip` (1 to 6 distinct amounts within min/max); not allowed for other kinds.',
+      }),
     ),
     collect_email: Type.Optional(Type.Boolean({ description: 'Ask the payer for an email (not for `pos`).' })),
-    success_url: Type.Optional(Url('Where the payer\'s browser goes after paying (https on the live API).')),
+    success_url: Type.Optional(Url("Where the payer's browser goes after paying (https on the live API).")),
     max_uses: Type.Optional(MaxUses),
     expires_at: Type.Optional(DateTime('After this the page takes no payment; must be in the future.')),
   },
@@ -90,7 +113,8 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 201: LinkRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.links.create(mode, req.auth.merchantId, req.body, keyActor(req))),
+    async (req, reply) =>
+      reply.code(201).send(await kasse.links.create(mode, req.auth.merchantId, req.body, keyActor(req))),
   );
 
   app.get(
@@ -109,7 +133,16 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
 
   app.get(
     '/links/:id',
-    { schema: { operationId: 'getLink', summary: 'Get a payment link', description: 'The link with its `uses` so far.', tags, params: LinkIdParam, response: { 200: LinkRef } } },
+    {
+      schema: {
+        operationId: 'getLink',
+        summary: 'Get a payment link',
+        description: 'The link with its `uses` so far.',
+        tags,
+        params: LinkIdParam,
+        response: { 200: LinkRef },
+      },
+    },
     async (req) => kasse.links.get(mode, req.auth.merchantId, req.params.id),
   );
 

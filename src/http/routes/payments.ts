@@ -33,12 +33,22 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         errors: ['idempotency_conflict', 'amount_too_small', 'price_unavailable', 'chain_paused'],
         response: {
           201: { ...PaymentRef, description: 'The payment was created.' },
-          200: { ...PaymentRef, description: 'A replay: the payment an earlier request with the same Idempotency-Key and body created.' },
+          200: {
+            ...PaymentRef,
+            description: 'A replay: the payment an earlier request with the same Idempotency-Key and body created.',
+          },
         },
       },
     },
     async (req, reply) => {
-      const result = await kasse.payments.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req), req.auth.merchant.name);
+      const result = await kasse.payments.create(
+        mode,
+        req.auth.merchantId,
+        req.body,
+        req.headers['idempotency-key'] as string | undefined,
+        keyActor(req),
+        req.auth.merchant.name,
+      );
       return reply.code(result.status as 200 | 201).send(result.payment);
     },
   );
@@ -49,10 +59,13 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'listPayments',
         summary: 'List payments',
-        description: 'Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
+        description:
+          'Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListPaymentsQuery,
-        response: { 200: Type.Object({ data: Type.Array(PaymentRef), next_cursor: Type.Union([Type.String(), Type.Null()]) }) },
+        response: {
+          200: Type.Object({ data: Type.Array(PaymentRef), next_cursor: Type.Union([Type.String(), Type.Null()]) }),
+        },
       },
     },
     async (req) => kasse.payments.list(mode, req.auth.merchantId, req.query),
@@ -60,7 +73,16 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
 
   app.get(
     '/payments/:id',
-    { schema: { operationId: 'getPayment', summary: 'Get a payment', description: 'The source of truth for a payment\'s state.', tags, params: PaymentIdParam, response: { 200: PaymentRef } } },
+    {
+      schema: {
+        operationId: 'getPayment',
+        summary: 'Get a payment',
+        description: "The source of truth for a payment's state.",
+        tags,
+        params: PaymentIdParam,
+        response: { 200: PaymentRef },
+      },
+    },
     async (req) => kasse.payments.get(scope(req.auth.merchantId), req.params.id),
   );
 
@@ -71,7 +93,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         operationId: 'createPaymentAttempt',
         summary: 'Choose a coin',
         description:
-          'Issues a deposit address and an exact amount for a network and coin, held for 10 minutes. At most 3 per payment (409 `too_many_attempts`); not on a final payment (422 `invalid_state`); 503 `chain_paused` or `price_unavailable`; 422 `amount_too_small` below the coin\'s minimum.',
+          "Issues a deposit address and an exact amount for a network and coin, held for 10 minutes. At most 3 per payment (409 `too_many_attempts`); not on a final payment (422 `invalid_state`); 503 `chain_paused` or `price_unavailable`; 422 `amount_too_small` below the coin's minimum.",
         tags,
         params: PaymentIdParam,
         body: CreateAttemptBody,
@@ -79,7 +101,10 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 201: PaymentRef },
       },
     },
-    async (req, reply) => reply.code(201).send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+    async (req, reply) =>
+      reply
+        .code(201)
+        .send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 
   app.post(
@@ -88,7 +113,8 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'cancelPayment',
         summary: 'Cancel a payment',
-        description: 'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
+        description:
+          'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
         tags,
         params: PaymentIdParam,
         errors: ['invalid_state'],
@@ -104,7 +130,8 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       schema: {
         operationId: 'acceptPayment',
         summary: 'Accept an underpaid or late payment',
-        description: 'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
+        description:
+          'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
         tags,
         params: PaymentIdParam,
         errors: ['invalid_state'],
@@ -121,7 +148,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         operationId: 'refundPayment',
         summary: 'Refund a payment',
         description:
-          'Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt\'s network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.',
+          "Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.",
         tags,
         params: PaymentIdParam,
         body: RefundBody,
@@ -129,6 +156,9 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 202: Type.Unsafe({ $ref: 'Refund#' }) },
       },
     },
-    async (req, reply) => reply.code(202).send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+    async (req, reply) =>
+      reply
+        .code(202)
+        .send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 }

@@ -12,16 +12,36 @@ const Statement = Type.Object(
     from: DateTime('First instant of the month (UTC).'),
     to: DateTime('End of the period: the first instant of the next month, or now for the month in progress.'),
     opening_balance_usd_cents: Cents('Balance at `from`.'),
-    closing_balance_usd_cents: Cents('Balance at `to` = opening + credits.net + conversions.net − reversals.net − what payouts took.'),
-    clawback_change_usd_cents: Cents('Change of the part of the balance below zero (reversals after the money was paid out).'),
-    reconciliation_gap_usd_cents: Cents('The ledger’s movement of the balance less the same month recomputed from payments, refunds and payouts; 0 unless something is wrong.'),
-    payments: Type.Object({ count: Int('Credits posted in the month (stablecoin and other coins).'), gross_usd_cents: Cents('Their prices.') }, { additionalProperties: false }),
+    closing_balance_usd_cents: Cents(
+      'Balance at `to` = opening + credits.net + conversions.net − reversals.net − what payouts took.',
+    ),
+    clawback_change_usd_cents: Cents(
+      'Change of the part of the balance below zero (reversals after the money was paid out).',
+    ),
+    reconciliation_gap_usd_cents: Cents(
+      'The ledger’s movement of the balance less the same month recomputed from payments, refunds and payouts; 0 unless something is wrong.',
+    ),
+    payments: Type.Object(
+      {
+        count: Int('Credits posted in the month (stablecoin and other coins).'),
+        gross_usd_cents: Cents('Their prices.'),
+      },
+      { additionalProperties: false },
+    ),
     credits: Type.Object(
-      { count: Int(), value_usd_cents: Cents('Prices of payments credited in stablecoins.'), fee_usd_cents: Cents('Service fees.'), net_usd_cents: Cents('value − fee.') },
+      {
+        count: Int(),
+        value_usd_cents: Cents('Prices of payments credited in stablecoins.'),
+        fee_usd_cents: Cents('Service fees.'),
+        net_usd_cents: Cents('value − fee.'),
+      },
       { additionalProperties: false },
     ),
     held: Type.Object(
-      { count: Int('Payments holding money received but not credited at `to` (underpaid, late, wrong asset, surplus).'), value_usd_cents: Cents('Its value at the rate of its attempt.') },
+      {
+        count: Int('Payments holding money received but not credited at `to` (underpaid, late, wrong asset, surplus).'),
+        value_usd_cents: Cents('Its value at the rate of its attempt.'),
+      },
       { additionalProperties: false },
     ),
     conversions: Type.Object(
@@ -34,7 +54,13 @@ const Statement = Type.Object(
       },
       { additionalProperties: false },
     ),
-    reversals: Type.Object({ count: Int('Credits reversed by a reorg or a sent refund.'), net_usd_cents: Cents('What they took back from the balance.') }, { additionalProperties: false }),
+    reversals: Type.Object(
+      {
+        count: Int('Credits reversed by a reorg or a sent refund.'),
+        net_usd_cents: Cents('What they took back from the balance.'),
+      },
+      { additionalProperties: false },
+    ),
     payouts: Type.Object(
       {
         count: Int('Payouts sent in the month.'),
@@ -89,7 +115,9 @@ export default async function statementRoutes(app: ApiApp, { kasse, mode }: ApiD
         description:
           'The statement of a UTC month (`YYYY-MM`) from the ledger: balances at both ends, credits, conversions, held money, reversals, payouts and a breakdown by coin, with a reconciliation against the payments, refunds and payouts. The month in progress runs to now; a month in the future or a malformed one is 400 on `month`.',
         tags: ['Statements'],
-        params: Type.Object({ month: Type.String({ pattern: '^\\d{4}-\\d{2}$', description: 'UTC month, `YYYY-MM`' }) }),
+        params: Type.Object({
+          month: Type.String({ pattern: '^\\d{4}-\\d{2}$', description: 'UTC month, `YYYY-MM`' }),
+        }),
         response: { 200: Type.Unsafe({ $ref: 'Statement#' }) },
       },
     },

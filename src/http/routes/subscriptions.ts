@@ -5,27 +5,68 @@
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { INTERVALS } from '../../modules/subscriptions/calendar.ts';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, SUBSCRIPTION_LIMITS as L, SUBSCRIPTION_STATUSES } from '../../modules/subscriptions/model.ts';
+import {
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  SUBSCRIPTION_LIMITS as L,
+  SUBSCRIPTION_STATUSES,
+} from '../../modules/subscriptions/model.ts';
 import { SUBSCRIPTION_SCHEMAS } from '../../modules/subscriptions/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { keyActor } from '../actor.ts';
 import { DateTime, Nullable } from '../schemas/common.ts';
 import { IdempotencyHeaders } from '../schemas/payments.ts';
 
-const Enum = <T extends string>(values: readonly T[], description?: string) => Type.Union(values.map((v) => Type.Literal(v)), description ? { description } : {});
+const Enum = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    description ? { description } : {},
+  );
 
 export const CreateSubscriptionBody = Type.Object(
   {
-    customer_email: Type.String({ format: 'email', maxLength: L.emailMax, description: 'Where each period\'s invoice is emailed.' }),
+    customer_email: Type.String({
+      format: 'email',
+      maxLength: L.emailMax,
+      description: "Where each period's invoice is emailed.",
+    }),
     customer_name: Type.Optional(Type.String({ maxLength: L.nameMax, description: 'Shown in the emails.' })),
-    title: Type.String({ minLength: 1, maxLength: L.titleMax, description: 'What is billed; shown in the emails, on the checkout and as each payment\'s description.' }),
-    amount_usd_cents: Type.Integer({ minimum: L.centsMin, maximum: L.centsMax, description: 'US cents billed each period.' }),
+    title: Type.String({
+      minLength: 1,
+      maxLength: L.titleMax,
+      description: "What is billed; shown in the emails, on the checkout and as each payment's description.",
+    }),
+    amount_usd_cents: Type.Integer({
+      minimum: L.centsMin,
+      maximum: L.centsMax,
+      description: 'US cents billed each period.',
+    }),
     interval: Enum(INTERVALS, 'Calendar unit of a period (UTC): `week`, `month` (month ends clamped), `year`.'),
-    interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: L.intervalCountMax, description: 'Intervals per period (default 1).' })),
-    grace_days: Type.Optional(Type.Integer({ minimum: 0, maximum: L.graceDaysMax, description: 'Days after a due time an unpaid period may still be paid (default 0).' })),
-    start_at: Type.Optional(DateTime('Due time of the first period (default: now, invoiced at once); not in the past, at most 5 years ahead.')),
-    success_url: Type.Optional(Type.String({ format: 'uri', maxLength: L.urlMax, description: 'Where the payer\'s browser goes after paying (https on the live API).' })),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Your data, up to 4 kB as JSON; returned as sent.' })),
+    interval_count: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: L.intervalCountMax, description: 'Intervals per period (default 1).' }),
+    ),
+    grace_days: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: L.graceDaysMax,
+        description: 'Days after a due time an unpaid period may still be paid (default 0).',
+      }),
+    ),
+    start_at: Type.Optional(
+      DateTime(
+        'Due time of the first period (default: now, invoiced at once); not in the past, at most 5 years ahead.',
+      ),
+    ),
+    success_url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: L.urlMax,
+        description: "Where the payer's browser goes after paying (https on the live API).",
+      }),
+    ),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Your data, up to 4 kB as JSON; returned as sent.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -40,7 +81,9 @@ export const ListSubscriptionsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const SubscriptionIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.sub, description: 'Subscription id' }) });
+export const SubscriptionIdParam = Type.Object({
+  id: Type.String({ pattern: ID_PATTERNS.sub, description: 'Subscription id' }),
+});
 
 const SubscriptionRef = Type.Unsafe({ $ref: 'Subscription#' });
 const tags = ['Subscriptions'];
@@ -56,7 +99,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         operationId: 'createSubscription',
         summary: 'Create a subscription',
         description:
-          'Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period\'s payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period\'s payment changes neither the period\'s count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.',
+          "Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period's payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period's payment changes neither the period's count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.",
         tags,
         errors: ['idempotency_conflict'],
         headers: IdempotencyHeaders,
@@ -65,7 +108,13 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
       },
     },
     async (req, reply) => {
-      const result = await kasse.subscriptions.create(mode, req.auth.merchantId, req.body, req.headers['idempotency-key'] as string | undefined, keyActor(req));
+      const result = await kasse.subscriptions.create(
+        mode,
+        req.auth.merchantId,
+        req.body,
+        req.headers['idempotency-key'] as string | undefined,
+        keyActor(req),
+      );
       return reply.code(result.status as 200 | 201).send(result.subscription);
     },
   );
@@ -76,7 +125,8 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
       schema: {
         operationId: 'listSubscriptions',
         summary: 'List subscriptions',
-        description: 'Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
+        description:
+          'Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListSubscriptionsQuery,
         response: { 200: Type.Object({ data: Type.Array(SubscriptionRef), next_cursor: Nullable(Type.String()) }) },
@@ -87,7 +137,16 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
 
   app.get(
     '/subscriptions/:id',
-    { schema: { operationId: 'getSubscription', summary: 'Get a subscription', description: 'With every payment issued for it (`invoices`).', tags, params: SubscriptionIdParam, response: { 200: SubscriptionRef } } },
+    {
+      schema: {
+        operationId: 'getSubscription',
+        summary: 'Get a subscription',
+        description: 'With every payment issued for it (`invoices`).',
+        tags,
+        params: SubscriptionIdParam,
+        response: { 200: SubscriptionRef },
+      },
+    },
     async (req) => kasse.subscriptions.get(scope(req.auth.merchantId), req.params.id),
   );
 
@@ -116,7 +175,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         operationId: 'advanceSubscription',
         summary: 'Advance a subscription to its next due time (test API only)',
         description:
-          'Moves this test subscription\'s own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription\'s times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.',
+          "Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.",
         tags: ['Test mode'],
         errors: ['invalid_state'],
         params: SubscriptionIdParam,

@@ -8,7 +8,9 @@ export const ErrorSchema = Type.Object(
       {
         code: Type.String({ description: 'Machine-readable error code from a closed list.' }),
         message: Type.String({ description: 'Human-readable explanation.' }),
-        param: Type.Union([Type.String(), Type.Null()], { description: 'The offending field as a dotted path, or null.' }),
+        param: Type.Union([Type.String(), Type.Null()], {
+          description: 'The offending field as a dotted path, or null.',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -17,7 +19,9 @@ export const ErrorSchema = Type.Object(
 );
 
 export const PaymentIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.pay, description: 'Payment id' }) });
-export const LinkIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.lnk, description: 'Payment link id' }) });
+export const LinkIdParam = Type.Object({
+  id: Type.String({ pattern: ID_PATTERNS.lnk, description: 'Payment link id' }),
+});
 export const EventIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id' }) });
 
 export { Amount, DateTime, Nullable } from '../../core/json-schema.ts';

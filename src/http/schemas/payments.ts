@@ -25,8 +25,15 @@ export const CurrencySchema = Type.Object(
     rate_source: Nullable(RateSource),
     paused: Type.Boolean({ description: 'No new coin choices on this network now (503 chain_paused).' }),
     gasless: Type.Boolean({ description: 'Payable by signature alone (USDC).' }),
-    network_status: Enum(['running', 'simulated', 'paused'], 'Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices).'),
-    network_status_reason: Nullable(Type.String({ description: 'Why the network is simulated or paused (what the operator is missing); null when running.' })),
+    network_status: Enum(
+      ['running', 'simulated', 'paused'],
+      'Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices).',
+    ),
+    network_status_reason: Nullable(
+      Type.String({
+        description: 'Why the network is simulated or paused (what the operator is missing); null when running.',
+      }),
+    ),
   },
   { $id: 'Currency', additionalProperties: false, description: 'A coin on a network.' },
 );
@@ -47,17 +54,27 @@ export const EstimateSchema = Type.Object(
 
 export const BalanceSchema = Type.Object(
   {
-    available_usd_cents: Type.Integer({ description: 'Credited to the merchant: paid payments less fees, less reversals.' }),
-    pending_usd_cents: Type.Integer({ description: 'Price of payments with money on the way (detected, confirming); not yet credited.' }),
+    available_usd_cents: Type.Integer({
+      description: 'Credited to the merchant: paid payments less fees, less reversals.',
+    }),
+    pending_usd_cents: Type.Integer({
+      description: 'Price of payments with money on the way (detected, confirming); not yet credited.',
+    }),
     custody: Type.Array(
       Type.Object(
-        { token: Type.String(), chain: Type.String(), symbol: Type.String(), amount: Amount(), amount_display: Type.String() },
+        {
+          token: Type.String(),
+          chain: Type.String(),
+          symbol: Type.String(),
+          amount: Amount(),
+          amount_display: Type.String(),
+        },
         { additionalProperties: false },
       ),
-      { description: 'Coins held for the merchant\'s credited payments, per token.' },
+      { description: "Coins held for the merchant's credited payments, per token." },
     ),
   },
-  { $id: 'Balance', additionalProperties: false, description: 'The merchant\'s balance in this mode.' },
+  { $id: 'Balance', additionalProperties: false, description: "The merchant's balance in this mode." },
 );
 
 const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, CurrencySchema, EstimateSchema, BalanceSchema];
@@ -76,17 +93,31 @@ export const CreatePaymentBody = Type.Object(
     order_id: Type.String({ minLength: 1, maxLength: 128, description: 'Your reference; not unique.' }),
     description: Type.Optional(Type.String({ maxLength: 500 })),
     chain: Type.Optional(Type.String({ description: 'Network id; needs `token`.' })),
-    token: Type.Optional(Type.String({ description: 'Token id; with it the coin choice is issued in the same call (its network is implied).' })),
-    success_url: Type.Optional(Url('Browser redirect after paying. https:// on the live API; http:// also on the test API.')),
-    cancel_url: Type.Optional(Url('Target of the checkout\'s back button after cancellation.')),
+    token: Type.Optional(
+      Type.String({
+        description: 'Token id; with it the coin choice is issued in the same call (its network is implied).',
+      }),
+    ),
+    success_url: Type.Optional(
+      Url('Browser redirect after paying. https:// on the live API; http:// also on the test API.'),
+    ),
+    cancel_url: Type.Optional(Url("Target of the checkout's back button after cancellation.")),
     webhook_url: Type.Optional(Url('Overrides the account default webhook URL for this payment.')),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: `Any JSON object up to ${METADATA_MAX_BYTES} bytes.` })),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: `Any JSON object up to ${METADATA_MAX_BYTES} bytes.` }),
+    ),
   },
   { additionalProperties: false },
 );
 
 export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX, description: `Up to ${IDEMPOTENCY_KEY_MAX} characters. Same key and body: 200 with the first payment; different body: 409.` })),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: IDEMPOTENCY_KEY_MAX,
+      description: `Up to ${IDEMPOTENCY_KEY_MAX} characters. Same key and body: 200 with the first payment; different body: 409.`,
+    }),
+  ),
 });
 
 export const ListPaymentsQuery = Type.Object(
@@ -99,11 +130,14 @@ export const ListPaymentsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const CreateAttemptBody = Type.Object({ chain: Type.String(), token: Type.String() }, { additionalProperties: false });
+export const CreateAttemptBody = Type.Object(
+  { chain: Type.String(), token: Type.String() },
+  { additionalProperties: false },
+);
 
 export const RefundBody = Type.Object(
   {
-    destination: Type.String({ minLength: 1, maxLength: 256, description: 'Address on the attempt\'s network.' }),
+    destination: Type.String({ minLength: 1, maxLength: 256, description: "Address on the attempt's network." }),
     note: Type.Optional(Type.String({ maxLength: 500 })),
   },
   { additionalProperties: false },

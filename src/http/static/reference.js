@@ -2,7 +2,8 @@
 (() => {
   // Redoc's sidebar footer shows a logo from its CDN. The page's CSP would block the request; this keeps the browser
   // from even trying (React sets an image's src through the property), so nothing is asked of another host.
-  var foreign = (value) => new URL(String(value), location.href).origin !== location.origin && !/^(data|blob):/.test(String(value));
+  var foreign = (value) =>
+    new URL(String(value), location.href).origin !== location.origin && !/^(data|blob):/.test(String(value));
   var src = Object.getOwnPropertyDescriptor(HTMLImageElement.prototype, 'src');
   Object.defineProperty(HTMLImageElement.prototype, 'src', {
     configurable: true,
@@ -33,7 +34,12 @@
       hideDownloadButton: false,
       theme: {
         colors: { primary: { main: '#1f4fd1' } },
-        typography: { fontFamily: system, fontSize: '15px', headings: { fontFamily: system, fontWeight: '600' }, code: { fontFamily: mono } },
+        typography: {
+          fontFamily: system,
+          fontSize: '15px',
+          headings: { fontFamily: system, fontWeight: '600' },
+          code: { fontFamily: mono },
+        },
         sidebar: { width: '280px' },
       },
     },

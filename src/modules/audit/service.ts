@@ -64,7 +64,19 @@ export interface AuditQuery {
   limit?: number;
 }
 
-const INSERT_ENTRY = rowInsert('audit_log', ['merchant_id', 'mode', 'at', 'actor_type', 'actor_id', 'actor_label', 'action', 'target_type', 'target_id', 'ip', 'details']);
+const INSERT_ENTRY = rowInsert('audit_log', [
+  'merchant_id',
+  'mode',
+  'at',
+  'actor_type',
+  'actor_id',
+  'actor_label',
+  'action',
+  'target_type',
+  'target_id',
+  'ip',
+  'details',
+]);
 
 /** A LIKE pattern for actions starting with `prefix`, in which `*` matches any characters. */
 function likePrefix(prefix: string): string {
@@ -133,7 +145,10 @@ export class AuditLog {
     if (q.from) query = query.where('at', '>=', q.from);
     if (q.to) query = query.where('at', '<', q.to);
     if (q.cursor) query = query.where('seq', '<', BigInt(decodeCursor(q.cursor)));
-    const rows = await query.orderBy('seq', 'desc').limit(limit + 1).execute();
+    const rows = await query
+      .orderBy('seq', 'desc')
+      .limit(limit + 1)
+      .execute();
     const page = rows.slice(0, limit);
     return {
       data: page.map((r) => ({

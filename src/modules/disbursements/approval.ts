@@ -26,7 +26,9 @@ export function canonicalBatch(b: CanonicalBatch): string {
     mode: b.mode,
     token: b.token,
     total_usd_cents: String(b.totalUsdCents),
-    items: [...b.items].sort((x, y) => x.item_no - y.item_no).map((i) => [i.item_no, i.destination.toLowerCase(), String(i.amount)]),
+    items: [...b.items]
+      .sort((x, y) => x.item_no - y.item_no)
+      .map((i) => [i.item_no, i.destination.toLowerCase(), String(i.amount)]),
   })!;
 }
 

@@ -65,14 +65,22 @@ function unreadable(text: string, err: Error & { code?: string; lines?: number }
     case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
       return `Line ${err.lines}: text follows the closing quote of a field. A quoted field ends with its quote, then a comma or the end of the line.`;
     default:
-      return err.lines ? `Line ${err.lines} is not readable as CSV: check its commas and quotes.` : 'The file is not readable as CSV: check its commas and quotes.';
+      return err.lines
+        ? `Line ${err.lines} is not readable as CSV: check its commas and quotes.`
+        : 'The file is not readable as CSV: check its commas and quotes.';
   }
 }
 
 export function parseDisbursementCsv(text: string): ParsedCsv {
   let records: Array<{ record: string[]; info: { lines: number } }>;
   try {
-    records = parse(text, { relax_column_count: true, skip_empty_lines: true, trim: true, bom: true, info: true }) as unknown as typeof records;
+    records = parse(text, {
+      relax_column_count: true,
+      skip_empty_lines: true,
+      trim: true,
+      bom: true,
+      info: true,
+    }) as unknown as typeof records;
   } catch (err) {
     return { rows: [], totalUsdCents: 0, errors: [unreadable(text, err as Error)], items: null };
   }
@@ -91,12 +99,19 @@ export function parseDisbursementCsv(text: string): ParsedCsv {
   });
   const errors: string[] = [];
   if (rows.length === 0) errors.push('The file has no payouts.');
-  if (rows.length > L.itemsMax) errors.push(`A disbursement holds at most ${L.itemsMax} payouts; the file has ${rows.length}.`);
+  if (rows.length > L.itemsMax)
+    errors.push(`A disbursement holds at most ${L.itemsMax} payouts; the file has ${rows.length}.`);
   const good = errors.length === 0 && rows.every((r) => r.errors.length === 0);
   return {
     rows,
     errors,
     totalUsdCents: rows.reduce((s, r) => s + (/^\d{1,9}$/.test(r.usdCents) ? Number(r.usdCents) : 0), 0),
-    items: good ? rows.map((r) => ({ destination: r.destination, usd_cents: Number(r.usdCents), ...(r.label ? { label: r.label } : {}) })) : null,
+    items: good
+      ? rows.map((r) => ({
+          destination: r.destination,
+          usd_cents: Number(r.usdCents),
+          ...(r.label ? { label: r.label } : {}),
+        }))
+      : null,
   };
 }

@@ -28,13 +28,23 @@ const L = DISBURSEMENT_LIMITS;
 
 export const CreateDisbursementBody = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: L.titleMax, description: 'Shown to the owners who approve the batch.' }),
+    title: Type.String({
+      minLength: 1,
+      maxLength: L.titleMax,
+      description: 'Shown to the owners who approve the batch.',
+    }),
     items: Type.Array(
       Type.Object(
         {
           destination: Type.String({ pattern: DESTINATION_PATTERN, description: 'Address the payout goes to.' }),
-          usd_cents: Type.Integer({ minimum: L.centsMin, maximum: L.centsMax, description: 'Value of the payout in US cents, priced in the payout coin at creation.' }),
-          label: Type.Optional(Type.String({ maxLength: L.labelMax, description: 'Your reference for the payee (shown to approvers).' })),
+          usd_cents: Type.Integer({
+            minimum: L.centsMin,
+            maximum: L.centsMax,
+            description: 'Value of the payout in US cents, priced in the payout coin at creation.',
+          }),
+          label: Type.Optional(
+            Type.String({ maxLength: L.labelMax, description: 'Your reference for the payee (shown to approvers).' }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -47,9 +57,13 @@ export type CreateDisbursementInput = Static<typeof CreateDisbursementBody>;
 
 export const PayoutSchema = Type.Object(
   {
-    id: Type.String({ description: '`po_` + 26 characters; the outgoing transfer\'s id.' }),
+    id: Type.String({ description: "`po_` + 26 characters; the outgoing transfer's id." }),
     status: Enum(PAYOUT_STATUSES, '`pending` → `signed` → `broadcast` → `sent`, or `failed` (with `error`).'),
-    tx_hash: Nullable(Type.String({ description: 'The transaction carrying the payout, once signed (`0xsim…` when simulated in test mode).' })),
+    tx_hash: Nullable(
+      Type.String({
+        description: 'The transaction carrying the payout, once signed (`0xsim…` when simulated in test mode).',
+      }),
+    ),
     error: Nullable(Type.String({ description: 'Why the payout failed.' })),
     sent_at: Nullable(DateTime('When the payout was confirmed sent.')),
   },
@@ -73,16 +87,23 @@ export const DisbursementSchema = Type.Object(
   {
     id: Type.String({ pattern: ID_PATTERNS.dsb }),
     merchant_id: Type.String({ pattern: ID_PATTERNS.mer }),
-    token: Type.String({ description: 'The payout coin (the merchant\'s `payout_token` at creation).' }),
+    token: Type.String({ description: "The payout coin (the merchant's `payout_token` at creation)." }),
     symbol: Type.String(),
     chain: Type.String(),
     title: Type.String(),
     status: Enum(DISBURSEMENT_STATUSES),
-    total_usd_cents: Type.Integer({ description: 'Sum of the items\' `usd_cents`.' }),
+    total_usd_cents: Type.Integer({ description: "Sum of the items' `usd_cents`." }),
     item_count: Type.Integer(),
-    approvals_required: Type.Integer({ description: 'Owner approvals needed (the merchant\'s quorum at creation).' }),
-    approvals: Type.Array(Type.Object({ user_id: Type.String(), approved_at: DateTime() }, { additionalProperties: false })),
-    approval_mac: Nullable(Type.String({ description: 'HMAC-SHA256 over the canonical batch, set at quorum; release refuses a batch that no longer matches it.' })),
+    approvals_required: Type.Integer({ description: "Owner approvals needed (the merchant's quorum at creation)." }),
+    approvals: Type.Array(
+      Type.Object({ user_id: Type.String(), approved_at: DateTime() }, { additionalProperties: false }),
+    ),
+    approval_mac: Nullable(
+      Type.String({
+        description:
+          'HMAC-SHA256 over the canonical batch, set at quorum; release refuses a batch that no longer matches it.',
+      }),
+    ),
     released_at: Nullable(DateTime()),
     released_by: Nullable(Type.String({ description: 'The owner (`usr_…`) who released it.' })),
     cancelled_at: Nullable(DateTime()),
@@ -90,11 +111,19 @@ export const DisbursementSchema = Type.Object(
     created_at: DateTime(),
     items: Type.Array(DisbursementItemSchema),
     progress: Type.Object(
-      { sent: Type.Integer(), failed: Type.Integer(), open: Type.Integer({ description: 'Items not yet sent or failed.' }) },
+      {
+        sent: Type.Integer(),
+        failed: Type.Integer(),
+        open: Type.Integer({ description: 'Items not yet sent or failed.' }),
+      },
       { additionalProperties: false },
     ),
   },
-  { $id: 'Disbursement', additionalProperties: false, description: 'A batch of payouts approved by the merchant\'s owners on the dashboard.' },
+  {
+    $id: 'Disbursement',
+    additionalProperties: false,
+    description: "A batch of payouts approved by the merchant's owners on the dashboard.",
+  },
 );
 export type Disbursement = Static<typeof DisbursementSchema>;
 

@@ -43,7 +43,13 @@ import type { SettledTransfer, TransferOwner, TransferService } from '../transfe
 import { isOwner, ownerEmails } from '../users/owners.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
 import { approvalKey, approvalMac, batchDigest, macMatches, type CanonicalBatch } from './approval.ts';
-import { DISBURSEMENT_LIMITS, DisbursementSchema, type CreateDisbursementInput, type Disbursement, type DisbursementStatus } from './schema.ts';
+import {
+  DISBURSEMENT_LIMITS,
+  DisbursementSchema,
+  type CreateDisbursementInput,
+  type Disbursement,
+  type DisbursementStatus,
+} from './schema.ts';
 
 /** The purpose payouts carry in the transfers module. */
 export const PAYOUT_PURPOSE = 'payout';
@@ -93,7 +99,13 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * Each item is priced in the merchant's payout coin now (stablecoins at the peg, exact); 503 `price_unavailable`
    * when a coin that is not pegged has no current price.
    */
-  async create(mode: Mode, merchantId: string, input: CreateDisbursementInput, idempotencyKey: string | undefined, actor: Actor): Promise<{ status: number; disbursement: Disbursement }> {
+  async create(
+    mode: Mode,
+    merchantId: string,
+    input: CreateDisbursementInput,
+    idempotencyKey: string | undefined,
+    actor: Actor,
+  ): Promise<{ status: number; disbursement: Disbursement }> {
     const key = validateKey(idempotencyKey);
     const scope = { merchantId, mode, key, hash: requestHash('POST', '/disbursements', input) };
     const replay = await storedResponse<Disbursement>(this.deps.db, scope);
@@ -102,7 +114,10 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 
     const merchant = await this.deps.merchants.get(merchantId);
     const token = this.deps.chains.token(mode, merchant.payoutToken);
-    if (!token) throw invalidState(`The payout coin ${merchant.payoutToken} is not configured in ${mode} mode; choose another in Settings.`);
+    if (!token)
+      throw invalidState(
+        `The payout coin ${merchant.payoutToken} is not configured in ${mode} mode; choose another in Settings.`,
+      );
     const quote = await this.deps.prices.quoteFresh(token);
     if (!quote) throw new ApiError('price_unavailable', `No current price for ${token.symbol}; try again shortly.`);
     const amounts = input.items.map((i) => centsToUnits(i.usd_cents, quote.rate, token.decimals));
@@ -131,9 +146,25 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .execute();
       await tx
         .insertInto('disbursement_items')
-        .values(input.items.map((i, n) => ({ disbursement_id: id, item_no: n + 1, destination: i.destination, usd_cents: i.usd_cents, amount: amounts[n]!.toString(), label: i.label ?? null })))
+        .values(
+          input.items.map((i, n) => ({
+            disbursement_id: id,
+            item_no: n + 1,
+            destination: i.destination,
+            usd_cents: i.usd_cents,
+            amount: amounts[n]!.toString(),
+            label: i.label ?? null,
+          })),
+        )
         .execute();
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'disbursement.create', target: { type: 'disbursement', id }, details: { title: input.title, items: input.items.length, total_usd_cents: Number(total), token: token.id } });
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode,
+        actor,
+        action: 'disbursement.create',
+        target: { type: 'disbursement', id },
+        details: { title: input.title, items: input.items.length, total_usd_cents: Number(total), token: token.id },
+      });
       const d = await this.loadIn(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.created');
       await this.mailOwners(tx, mode, d, owners);
@@ -143,12 +174,25 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. */
-  async list(mode: Mode, merchantId: string, q: ListQuery = {}): Promise<{ data: Disbursement[]; next_cursor: string | null }> {
+  async list(
+    mode: Mode,
+    merchantId: string,
+    q: ListQuery = {},
+  ): Promise<{ data: Disbursement[]; next_cursor: string | null }> {
     const limit = q.limit ?? DISBURSEMENT_LIMITS.listDefault;
-    let query = this.deps.db.selectFrom('disbursements').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
+    let query = this.deps.db
+      .selectFrom('disbursements')
+      .select('id')
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode);
     if (q.status) query = query.where('status', '=', q.status);
     if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.dsb)));
-    const ids = (await query.orderBy('id', 'desc').limit(limit + 1).execute()).map((r) => r.id);
+    const ids = (
+      await query
+        .orderBy('id', 'desc')
+        .limit(limit + 1)
+        .execute()
+    ).map((r) => r.id);
     const page = ids.slice(0, limit);
     const data = await this.loadMany(this.deps.db, mode, merchantId, page);
     return { data, next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null };
@@ -173,9 +217,22 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   async cancel(mode: Mode, merchantId: string, id: string, actor: Actor): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
-      if (row.status !== 'pending_approval' && row.status !== 'approved') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; only a batch that is not released yet can be cancelled.`);
-      await tx.updateTable('disbursements').set({ status: 'cancelled', cancelled_at: this.deps.clock.now() }).where('id', '=', id).execute();
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'disbursement.cancel', target: { type: 'disbursement', id } });
+      if (row.status !== 'pending_approval' && row.status !== 'approved')
+        throw invalidState(
+          `This disbursement is ${row.status.replace('_', ' ')}; only a batch that is not released yet can be cancelled.`,
+        );
+      await tx
+        .updateTable('disbursements')
+        .set({ status: 'cancelled', cancelled_at: this.deps.clock.now() })
+        .where('id', '=', id)
+        .execute();
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode,
+        actor,
+        action: 'disbursement.cancel',
+        target: { type: 'disbursement', id },
+      });
       const d = await this.loadIn(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.cancelled');
       return d;
@@ -189,8 +246,18 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * owner's role and a fresh TOTP code. Refused (422) when the batch is not waiting for approval, when it changed
    * since the owner saw it, or when this owner approved already. At quorum: `approved` with `approval_mac`.
    */
-  async approve(mode: Mode, merchantId: string, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
-    return this.auditRefusal({ merchantId, mode, actor, action: 'disbursement.approve_refused', target: { type: 'disbursement', id } }, () => this.approveIn(mode, merchantId, id, userId, digest, actor));
+  async approve(
+    mode: Mode,
+    merchantId: string,
+    id: string,
+    userId: string,
+    digest: string,
+    actor: Actor,
+  ): Promise<Disbursement> {
+    return this.auditRefusal(
+      { merchantId, mode, actor, action: 'disbursement.approve_refused', target: { type: 'disbursement', id } },
+      () => this.approveIn(mode, merchantId, id, userId, digest, actor),
+    );
   }
 
   /**
@@ -201,20 +268,32 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     try {
       return await action();
     } catch (err) {
-      if (err instanceof ApiError && err.code !== 'not_found') await this.deps.audit.record(this.deps.db, { ...entry, details: { reason: err.message, code: err.code } });
+      if (err instanceof ApiError && err.code !== 'not_found')
+        await this.deps.audit.record(this.deps.db, { ...entry, details: { reason: err.message, code: err.code } });
       throw err;
     }
   }
 
-  private async approveIn(mode: Mode, merchantId: string, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
+  private async approveIn(
+    mode: Mode,
+    merchantId: string,
+    id: string,
+    userId: string,
+    digest: string,
+    actor: Actor,
+  ): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
       const row = await this.row(tx, mode, merchantId, id, true);
       await assertOwner(tx, merchantId, userId);
-      if (row.status !== 'pending_approval') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
+      if (row.status !== 'pending_approval')
+        throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
       const items = await this.items(tx, id);
       const batch = this.canonical(row, items);
       const current = batchDigest(batch);
-      if (digest !== current) throw invalidState('The batch changed since you opened it. Reload the page and check it again before approving.');
+      if (digest !== current)
+        throw invalidState(
+          'The batch changed since you opened it. Reload the page and check it again before approving.',
+        );
       const now = this.deps.clock.now();
       const inserted = await tx
         .insertInto('disbursement_approvals')
@@ -222,11 +301,28 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .onConflict((oc) => oc.columns(['disbursement_id', 'user_id']).doNothing())
         .returning('user_id')
         .executeTakeFirst();
-      if (!inserted) throw invalidState('You have already approved this disbursement; another owner must approve it too.');
-      const agreeing = await tx.selectFrom('disbursement_approvals').select('user_id').where('disbursement_id', '=', id).where('digest', '=', current).execute();
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'disbursement.approve', target: { type: 'disbursement', id }, details: { digest: current, approvals: agreeing.length, required: row.approvals_required } });
+      if (!inserted)
+        throw invalidState('You have already approved this disbursement; another owner must approve it too.');
+      const agreeing = await tx
+        .selectFrom('disbursement_approvals')
+        .select('user_id')
+        .where('disbursement_id', '=', id)
+        .where('digest', '=', current)
+        .execute();
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode,
+        actor,
+        action: 'disbursement.approve',
+        target: { type: 'disbursement', id },
+        details: { digest: current, approvals: agreeing.length, required: row.approvals_required },
+      });
       if (agreeing.length < row.approvals_required) return this.loadIn(tx, mode, merchantId, id);
-      await tx.updateTable('disbursements').set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) }).where('id', '=', id).execute();
+      await tx
+        .updateTable('disbursements')
+        .set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) })
+        .where('id', '=', id)
+        .execute();
       const d = await this.loadIn(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.approved');
       return d;
@@ -240,42 +336,90 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * a payout handed to the sender.
    */
   async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
-    const outcome = await this.auditRefusal({ merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id } }, () => withTx(this.deps.db, async (tx) => {
-      const row = await this.row(tx, mode, merchantId, id, true);
-      await assertOwner(tx, merchantId, userId);
-      if (row.status !== 'approved') throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`);
-      const items = await this.items(tx, id);
-      if (!row.approval_mac || !macMatches(this.macKey, this.canonical(row, items), row.approval_mac)) {
-        await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id }, details: { reason: 'the batch no longer matches what the owners approved' } });
-        this.deps.log.error({ disbursementId: id, merchantId, mode }, 'disbursement changed after approval; release refused');
-        return 'changed' as const;
-      }
-      const token = this.token(row);
-      if (!token) throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
-      // One release at a time per merchant: the balance read below stays true until this transaction commits.
-      await lockMerchant(tx, merchantId);
-      const available = -(await this.deps.ledger.accountBalance(tx, accounts.merchant(mode, merchantId), USD));
-      const total = BigInt(row.total_usd_cents);
-      if (available < total) {
-        throw new ApiError('insufficient_balance', `The batch needs ${usdText(total)} but the available balance is ${usdText(available)}.`);
-      }
-      const now = this.deps.clock.now();
-      const payouts = items.map((i) => ({ ...i, payout_id: newId('po') }));
-      await sql`
+    const outcome = await this.auditRefusal(
+      { merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id } },
+      () =>
+        withTx(this.deps.db, async (tx) => {
+          const row = await this.row(tx, mode, merchantId, id, true);
+          await assertOwner(tx, merchantId, userId);
+          if (row.status !== 'approved')
+            throw invalidState(
+              `This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`,
+            );
+          const items = await this.items(tx, id);
+          if (!row.approval_mac || !macMatches(this.macKey, this.canonical(row, items), row.approval_mac)) {
+            await this.deps.audit.record(tx, {
+              merchantId,
+              mode,
+              actor,
+              action: 'disbursement.release_refused',
+              target: { type: 'disbursement', id },
+              details: { reason: 'the batch no longer matches what the owners approved' },
+            });
+            this.deps.log.error(
+              { disbursementId: id, merchantId, mode },
+              'disbursement changed after approval; release refused',
+            );
+            return 'changed' as const;
+          }
+          const token = this.token(row);
+          if (!token)
+            throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
+          // One release at a time per merchant: the balance read below stays true until this transaction commits.
+          await lockMerchant(tx, merchantId);
+          const available = -(await this.deps.ledger.accountBalance(tx, accounts.merchant(mode, merchantId), USD));
+          const total = BigInt(row.total_usd_cents);
+          if (available < total) {
+            throw new ApiError(
+              'insufficient_balance',
+              `The batch needs ${usdText(total)} but the available balance is ${usdText(available)}.`,
+            );
+          }
+          const now = this.deps.clock.now();
+          const payouts = items.map((i) => ({ ...i, payout_id: newId('po') }));
+          await sql`
         UPDATE disbursement_items AS i SET payout_id = v.payout_id, payout_status = 'pending'
         FROM (SELECT unnest(${payouts.map((p) => p.item_no)}::int[]) AS item_no, unnest(${payouts.map((p) => p.payout_id)}::text[]) AS payout_id) AS v
         WHERE i.disbursement_id = ${id} AND i.item_no = v.item_no`.execute(tx);
-      for (const p of payouts) {
-        await postPayoutRelease(this.deps.ledger, tx, { mode, merchantId, payoutId: p.payout_id, usdCents: p.usd_cents, token: row.token });
-        await this.deps.transfers.request(tx, { transferId: p.payout_id, mode, purpose: PAYOUT_PURPOSE, token, destination: p.destination, amount: BigInt(p.amount) });
-      }
-      await tx.updateTable('disbursements').set({ status: 'released', released_at: now, released_by: userId }).where('id', '=', id).execute();
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'disbursement.release', target: { type: 'disbursement', id }, details: { total_usd_cents: Number(total), items: items.length } });
-      const d = await this.loadIn(tx, mode, merchantId, id);
-      await this.publish(tx, mode, d, 'disbursement.released');
-      return d;
-    }));
-    if (outcome === 'changed') throw invalidState('This batch changed after it was approved, so it was not released. The attempt is in the audit log; cancel the batch and create a new one.');
+          for (const p of payouts) {
+            await postPayoutRelease(this.deps.ledger, tx, {
+              mode,
+              merchantId,
+              payoutId: p.payout_id,
+              usdCents: p.usd_cents,
+              token: row.token,
+            });
+            await this.deps.transfers.request(tx, {
+              transferId: p.payout_id,
+              mode,
+              purpose: PAYOUT_PURPOSE,
+              token,
+              destination: p.destination,
+              amount: BigInt(p.amount),
+            });
+          }
+          await tx
+            .updateTable('disbursements')
+            .set({ status: 'released', released_at: now, released_by: userId })
+            .where('id', '=', id)
+            .execute();
+          await this.deps.audit.record(tx, {
+            merchantId,
+            mode,
+            actor,
+            action: 'disbursement.release',
+            target: { type: 'disbursement', id },
+            details: { total_usd_cents: Number(total), items: items.length },
+          });
+          const d = await this.loadIn(tx, mode, merchantId, id);
+          await this.publish(tx, mode, d, 'disbursement.released');
+          return d;
+        }),
+    );
+    if (outcome === 'changed')
+      throw invalidState(
+        'This batch changed after it was approved, so it was not released. The attempt is in the audit log; cancel the batch and create a new one.',
+      );
     return outcome;
   }
 
@@ -307,21 +451,40 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     const { mode, merchant_id: merchantId } = found;
     // Settlements of one batch queue here, so exactly one of them sees the last item settle.
     const row = await this.row(tx, mode, merchantId, found.disbursement_id, true);
-    const item = await tx.selectFrom('disbursement_items').selectAll().where('payout_id', '=', t.id).executeTakeFirstOrThrow();
+    const item = await tx
+      .selectFrom('disbursement_items')
+      .selectAll()
+      .where('payout_id', '=', t.id)
+      .executeTakeFirstOrThrow();
     if (item.payout_status === 'sent' || item.payout_status === 'failed') return;
     const now = this.deps.clock.now();
     await tx
       .updateTable('disbursement_items')
-      .set({ payout_status: t.status, tx_hash: t.txHash ?? item.tx_hash, error: t.error, sent_at: t.status === 'sent' ? now : null, settled_at: now })
+      .set({
+        payout_status: t.status,
+        tx_hash: t.txHash ?? item.tx_hash,
+        error: t.error,
+        sent_at: t.status === 'sent' ? now : null,
+        settled_at: now,
+      })
       .where('payout_id', '=', t.id)
       .execute();
     const posting = { mode, merchantId, payoutId: t.id, usdCents: item.usd_cents, token: row.token };
     if (t.status === 'sent') await postPayoutSent(this.deps.ledger, tx, { ...posting, amount: BigInt(item.amount) });
     else {
       await postPayoutFailed(this.deps.ledger, tx, posting);
-      this.deps.log.warn({ payoutId: t.id, disbursementId: row.id, error: t.error }, 'payout failed; its amount went back to the balance');
+      this.deps.log.warn(
+        { payoutId: t.id, disbursementId: row.id, error: t.error },
+        'payout failed; its amount went back to the balance',
+      );
     }
-    const open = await tx.selectFrom('disbursement_items').select('item_no').where('disbursement_id', '=', row.id).where('payout_status', 'not in', ['sent', 'failed']).limit(1).executeTakeFirst();
+    const open = await tx
+      .selectFrom('disbursement_items')
+      .select('item_no')
+      .where('disbursement_id', '=', row.id)
+      .where('payout_status', 'not in', ['sent', 'failed'])
+      .limit(1)
+      .executeTakeFirst();
     if (!open) await tx.updateTable('disbursements').set({ completed_at: now }).where('id', '=', row.id).execute();
     const d = await this.loadIn(tx, mode, merchantId, row.id);
     await this.publish(tx, mode, d, t.status === 'sent' ? 'payout.sent' : 'payout.failed');
@@ -348,10 +511,23 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       .orderBy('i.sent_at')
       .orderBy('i.payout_id')
       .execute();
-    return rows.map((r) => ({ id: r.payout_id!, sentAt: r.sent_at!, usdCents: r.usd_cents, token: r.token, amount: BigInt(r.amount), destination: r.destination, txHash: r.tx_hash }));
+    return rows.map((r) => ({
+      id: r.payout_id!,
+      sentAt: r.sent_at!,
+      usdCents: r.usd_cents,
+      token: r.token,
+      amount: BigInt(r.amount),
+      destination: r.destination,
+      txHash: r.tx_hash,
+    }));
   }
 
-  async totals(mode: Mode, merchantId: string, from: Date, to: Date): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
+  async totals(
+    mode: Mode,
+    merchantId: string,
+    from: Date,
+    to: Date,
+  ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
     const sum = async (column: 'd.released_at' | 'i.settled_at', failedOnly: boolean) => {
       let q = this.deps.db
         .selectFrom('disbursement_items as i')
@@ -371,7 +547,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   // ---- reading and rendering ------------------------------------------------------------------------------------
 
   private async row(db: DbOrTx, mode: Mode, merchantId: string, id: string, lock = false): Promise<DisbursementRow> {
-    let q = db.selectFrom('disbursements').selectAll().where('id', '=', id).where('merchant_id', '=', merchantId).where('mode', '=', mode);
+    let q = db
+      .selectFrom('disbursements')
+      .selectAll()
+      .where('id', '=', id)
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode);
     if (lock) q = q.forUpdate();
     const row = await q.executeTakeFirst();
     if (!row) throw notFound('disbursement');
@@ -379,11 +560,23 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   }
 
   private items(db: DbOrTx, id: string): Promise<ItemRow[]> {
-    return db.selectFrom('disbursement_items').selectAll().where('disbursement_id', '=', id).orderBy('item_no').execute();
+    return db
+      .selectFrom('disbursement_items')
+      .selectAll()
+      .where('disbursement_id', '=', id)
+      .orderBy('item_no')
+      .execute();
   }
 
   private canonical(row: DisbursementRow, items: ItemRow[]): CanonicalBatch {
-    return { id: row.id, merchantId: row.merchant_id, mode: row.mode, token: row.token, totalUsdCents: row.total_usd_cents, items };
+    return {
+      id: row.id,
+      merchantId: row.merchant_id,
+      mode: row.mode,
+      token: row.token,
+      totalUsdCents: row.total_usd_cents,
+      items,
+    };
   }
 
   private token(row: Pick<DisbursementRow, 'mode' | 'token'>): TokenConfig | null {
@@ -399,15 +592,39 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   private async loadMany(db: DbOrTx, mode: Mode, merchantId: string, ids: string[]): Promise<Disbursement[]> {
     if (ids.length === 0) return [];
     const [rows, items, approvals] = await Promise.all([
-      db.selectFrom('disbursements').selectAll().where('id', 'in', ids).where('merchant_id', '=', merchantId).where('mode', '=', mode).execute(),
-      db.selectFrom('disbursement_items').selectAll().where('disbursement_id', 'in', ids).orderBy('disbursement_id').orderBy('item_no').execute(),
-      db.selectFrom('disbursement_approvals').selectAll().where('disbursement_id', 'in', ids).orderBy('approved_at').orderBy('user_id').execute(),
+      db
+        .selectFrom('disbursements')
+        .selectAll()
+        .where('id', 'in', ids)
+        .where('merchant_id', '=', merchantId)
+        .where('mode', '=', mode)
+        .execute(),
+      db
+        .selectFrom('disbursement_items')
+        .selectAll()
+        .where('disbursement_id', 'in', ids)
+        .orderBy('disbursement_id')
+        .orderBy('item_no')
+        .execute(),
+      db
+        .selectFrom('disbursement_approvals')
+        .selectAll()
+        .where('disbursement_id', 'in', ids)
+        .orderBy('approved_at')
+        .orderBy('user_id')
+        .execute(),
     ]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const row = byId.get(id);
       if (!row) return [];
-      return [this.json(row, items.filter((i) => i.disbursement_id === id), approvals.filter((a) => a.disbursement_id === id))];
+      return [
+        this.json(
+          row,
+          items.filter((i) => i.disbursement_id === id),
+          approvals.filter((a) => a.disbursement_id === id),
+        ),
+      ];
     });
   }
 
@@ -446,14 +663,31 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         amount: i.amount,
         amount_display: formatUnits(BigInt(i.amount), decimals),
         label: i.label,
-        payout: i.payout_id === null ? null : { id: i.payout_id, status: i.payout_status!, tx_hash: i.tx_hash, error: i.error, sent_at: i.sent_at?.toISOString() ?? null },
+        payout:
+          i.payout_id === null
+            ? null
+            : {
+                id: i.payout_id,
+                status: i.payout_status!,
+                tx_hash: i.tx_hash,
+                error: i.error,
+                sent_at: i.sent_at?.toISOString() ?? null,
+              },
       })),
       progress: { sent, failed, open: items.length - sent - failed },
     };
   }
 
   private publish(tx: Tx, mode: Mode, d: Disbursement, type: string) {
-    return this.deps.events.publish(tx, { mode, merchantId: d.merchant_id, type, orderingKey: d.id, data: d, serialize: serializeDisbursement, destination: null });
+    return this.deps.events.publish(tx, {
+      mode,
+      merchantId: d.merchant_id,
+      type,
+      orderingKey: d.id,
+      data: d,
+      serialize: serializeDisbursement,
+      destination: null,
+    });
   }
 
   /** Mails every owner that a batch waits for approval (in the creating transaction: the outbox sends it). */
@@ -485,17 +719,18 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       });
     }
   }
-
 }
 
 /** Cross-item rules JSON Schema cannot say (none beyond the schema today; kept for the dashboard's CSV path). */
 function assertItems(input: CreateDisbursementInput): void {
-  if (input.items.length === 0 || input.items.length > DISBURSEMENT_LIMITS.itemsMax) throw invalid(`items must hold 1 to ${DISBURSEMENT_LIMITS.itemsMax} payouts`, 'items');
+  if (input.items.length === 0 || input.items.length > DISBURSEMENT_LIMITS.itemsMax)
+    throw invalid(`items must hold 1 to ${DISBURSEMENT_LIMITS.itemsMax} payouts`, 'items');
 }
 
 /** Approvals and releases are owners' alone (the dashboard checks the role too; this holds for any caller). */
 async function assertOwner(db: DbOrTx, merchantId: string, userId: string): Promise<void> {
-  if (!(await isOwner(db, merchantId, userId))) throw invalidState('Only an owner of the account can approve or release a disbursement.');
+  if (!(await isOwner(db, merchantId, userId)))
+    throw invalidState('Only an owner of the account can approve or release a disbursement.');
 }
 
 function usdText(cents: bigint): string {

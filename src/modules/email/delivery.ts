@@ -20,7 +20,15 @@ import { attachmentsOf, type MailComposers, type MailParts, type OutboxRow } fro
 import { SmtpTransport, type OutgoingMail, type SmtpSession } from './smtp.ts';
 
 /** Delays after the 1st … 7th attempt that the server refused for now; the 8th failure is final. */
-export const EMAIL_RETRY_DELAYS_MS = [1 * MINUTE, 5 * MINUTE, 15 * MINUTE, 1 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR] as const;
+export const EMAIL_RETRY_DELAYS_MS = [
+  1 * MINUTE,
+  5 * MINUTE,
+  15 * MINUTE,
+  1 * HOUR,
+  3 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+] as const;
 export const EMAIL_MAX_ATTEMPTS = EMAIL_RETRY_DELAYS_MS.length + 1;
 /** How long a worker's claim on a batch holds; a message is only offered with at least `SEND_MARGIN_MS` of it left. */
 const CLAIM_LEASE_MS = 10 * MINUTE;
@@ -85,12 +93,21 @@ export class EmailDelivery {
       .execute();
     const lost = await this.deps.db
       .updateTable('email_outbox')
-      .set({ status: 'uncertain', locked_until: null, lease_token: null, last_error: 'the worker stopped while handing the message to the SMTP server' })
+      .set({
+        status: 'uncertain',
+        locked_until: null,
+        lease_token: null,
+        last_error: 'the worker stopped while handing the message to the SMTP server',
+      })
       .where('status', '=', 'handed')
       .where('locked_until', '<=', now)
       .returning(['id', 'kind', 'to_address'])
       .execute();
-    for (const r of lost) this.deps.log.warn({ mail: r.id, kind: r.kind }, 'mail may or may not have been delivered (worker stopped mid-send); not resending it on its own');
+    for (const r of lost)
+      this.deps.log.warn(
+        { mail: r.id, kind: r.kind },
+        'mail may or may not have been delivered (worker stopped mid-send); not resending it on its own',
+      );
   }
 
   private async claim() {
@@ -113,11 +130,18 @@ export class EmailDelivery {
     await this.deps.db
       .updateTable('email_outbox')
       .set({ status: 'kept', locked_until: null, lease_token: null })
-      .where('id', 'in', batch.map((r) => r.id))
+      .where(
+        'id',
+        'in',
+        batch.map((r) => r.id),
+      )
       .execute();
     for (const r of batch) {
       // The body is not logged: it may carry a sign-in link. `kasse mail show <id>` prints it.
-      this.deps.log.info({ mail: r.id, kind: r.kind, to: r.to_address, subject: parts.get(r.id)?.subject ?? null }, 'mail kept, not sent (KASSE_SMTP_URL is not set); see the dashboard Mail page or `kasse mail show`');
+      this.deps.log.info(
+        { mail: r.id, kind: r.kind, to: r.to_address, subject: parts.get(r.id)?.subject ?? null },
+        'mail kept, not sent (KASSE_SMTP_URL is not set); see the dashboard Mail page or `kasse mail show`',
+      );
     }
   }
 
@@ -126,13 +150,26 @@ export class EmailDelivery {
    * statement before any of it is offered (a worker that dies from then on leaves the batch `uncertain`, never sent
    * twice), each connection takes the next message as it is free, and the outcomes are written in one statement.
    */
-  private async sendBatch(transport: SmtpTransport, sessions: Array<SmtpSession | null>, batch: OutboxRow[]): Promise<void> {
+  private async sendBatch(
+    transport: SmtpTransport,
+    sessions: Array<SmtpSession | null>,
+    batch: OutboxRow[],
+  ): Promise<void> {
     const ready: OutboxRow[] = [];
     const outcomes: Outcome[] = [];
     const parts = await this.deps.composers.parts(batch);
     for (const row of batch) {
-      if (!parts.has(row.id)) outcomes.push(this.failure(row, 'no', true, `the ${row.kind} mail could not be composed from ${row.content_ref}: what it names is gone or not this mail's merchant and mode`));
-      else if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS) outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
+      if (!parts.has(row.id))
+        outcomes.push(
+          this.failure(
+            row,
+            'no',
+            true,
+            `the ${row.kind} mail could not be composed from ${row.content_ref}: what it names is gone or not this mail's merchant and mode`,
+          ),
+        );
+      else if (row.locked_until!.getTime() - this.deps.clock.millis() < SEND_MARGIN_MS)
+        outcomes.push(this.failure(row, 'no', false, 'claim ran out before the message could be offered'));
       else ready.push(row);
     }
     const handed = await this.markHanded(ready);
@@ -154,13 +191,20 @@ export class EmailDelivery {
             } catch (err) {
               // Nothing was offered on it: this mail, and every one not yet offered, is retried later.
               connectError = `SMTP connection failed: ${(err as Error).message}`.slice(0, 500);
-              this.deps.log.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'SMTP connection failed; mail will be retried');
+              this.deps.log.warn(
+                { err: { message: (err as Error).message, code: (err as { code?: string }).code } },
+                'SMTP connection failed; mail will be retried',
+              );
               outcomes.push(this.failure(row, 'no', false, connectError));
               continue;
             }
           }
           const outcome = await session.send(this.outgoing(row, parts.get(row.id)!));
-          outcomes.push(outcome.ok ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null } : this.failure(row, outcome.delivered, outcome.permanent, outcome.error));
+          outcomes.push(
+            outcome.ok
+              ? { row, status: 'sent', response: outcome.response.slice(0, 500), next: null, error: null }
+              : this.failure(row, outcome.delivered, outcome.permanent, outcome.error),
+          );
         }
       } finally {
         sessions[slot] = session;
@@ -188,10 +232,19 @@ export class EmailDelivery {
 
   /** What a failed try makes of a mail: uncertain, failed for good, or pending again after its backoff (logged). */
   private failure(row: OutboxRow, delivered: 'no' | 'unknown', permanent: boolean, error: string): Outcome {
-    const status = delivered === 'unknown' ? 'uncertain' : permanent || row.attempts >= EMAIL_MAX_ATTEMPTS ? 'failed' : 'pending';
-    const next = status === 'pending' ? new Date(this.deps.clock.millis() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
+    const status =
+      delivered === 'unknown' ? 'uncertain' : permanent || row.attempts >= EMAIL_MAX_ATTEMPTS ? 'failed' : 'pending';
+    const next =
+      status === 'pending' ? new Date(this.deps.clock.millis() + EMAIL_RETRY_DELAYS_MS[row.attempts - 1]!) : null;
     const level = status === 'pending' ? 'info' : 'warn';
-    this.deps.log[level]({ mail: row.id, kind: row.kind, status, attempts: row.attempts, error }, status === 'uncertain' ? 'mail may or may not have been delivered; not resending it on its own' : status === 'failed' ? 'mail failed' : 'mail will be retried');
+    this.deps.log[level](
+      { mail: row.id, kind: row.kind, status, attempts: row.attempts, error },
+      status === 'uncertain'
+        ? 'mail may or may not have been delivered; not resending it on its own'
+        : status === 'failed'
+          ? 'mail failed'
+          : 'mail will be retried',
+    );
     return { row, status, response: null, next, error };
   }
 
@@ -219,7 +272,11 @@ export class EmailDelivery {
       html: body.html,
       messageId: row.message_id,
       date: row.created_at,
-      attachments: attachmentsOf(row).map((a) => ({ filename: a.filename, contentType: a.content_type, content: Buffer.from(a.content_base64, 'base64') })),
+      attachments: attachmentsOf(row).map((a) => ({
+        filename: a.filename,
+        contentType: a.content_type,
+        content: Buffer.from(a.content_base64, 'base64'),
+      })),
     };
   }
 }

@@ -59,7 +59,10 @@ export class MailComposers {
     for (const [kind, list] of byKind) {
       const composer = this.composers.get(kind);
       if (!composer) continue;
-      const made = await composer(this.db, list.map((r) => ({ kind: r.kind, ref: r.content_ref!, merchantId: r.merchant_id, mode: r.mode })));
+      const made = await composer(
+        this.db,
+        list.map((r) => ({ kind: r.kind, ref: r.content_ref!, merchantId: r.merchant_id, mode: r.mode })),
+      );
       for (const r of list) {
         const mail = made.get(r.content_ref!);
         if (mail) out.set(r.id, { subject: mail.subject, ...renderEmail(mail.content) });

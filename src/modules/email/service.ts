@@ -136,7 +136,13 @@ export class EmailService {
 
   constructor(private readonly deps: EmailServiceDeps) {
     this.composers = new MailComposers(deps.db);
-    this.delivery = new EmailDelivery({ db: deps.db, clock: deps.clock, log: deps.log, mail: deps.mail, composers: this.composers });
+    this.delivery = new EmailDelivery({
+      db: deps.db,
+      clock: deps.clock,
+      log: deps.log,
+      mail: deps.mail,
+      composers: this.composers,
+    });
   }
 
   /** Registers the composer of mails of `kinds` stored by reference (at start, by the module that writes them). */
@@ -210,14 +216,23 @@ export class EmailService {
   }
 
   /** The merchant's mail, newest first (the dashboard's Mail page). */
-  async list(merchantId: string, opts: { cursor?: string; limit?: number; statuses?: MailStatus[] } = {}): Promise<{ data: StoredMail[]; next_cursor: string | null }> {
+  async list(
+    merchantId: string,
+    opts: { cursor?: string; limit?: number; statuses?: MailStatus[] } = {},
+  ): Promise<{ data: StoredMail[]; next_cursor: string | null }> {
     const limit = opts.limit ?? 25;
     let q = this.deps.db.selectFrom('email_outbox').selectAll().where('merchant_id', '=', merchantId);
     if (opts.statuses) q = q.where('status', 'in', opts.statuses);
     if (opts.cursor) q = q.where('id', '<', decodeCursor(opts.cursor, /^eml_[0-9A-Z]{26}$/));
-    const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+    const rows = await q
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
     const page = rows.slice(0, limit);
-    return { data: await this.stored(page), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    return {
+      data: await this.stored(page),
+      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+    };
   }
 
   /** One mail; with `merchantId`, only that merchant's (else 404). */
@@ -230,11 +245,16 @@ export class EmailService {
   }
 
   /** Operator: every merchant's mail, or only that in one status (uncertain, failed, …), newest first. */
-  async forOperator(opts: { status?: MailStatus; limit?: number } = {}): Promise<{ data: StoredMail[]; has_more: boolean }> {
+  async forOperator(
+    opts: { status?: MailStatus; limit?: number } = {},
+  ): Promise<{ data: StoredMail[]; has_more: boolean }> {
     const limit = opts.limit ?? 100;
     let q = this.deps.db.selectFrom('email_outbox').selectAll();
     if (opts.status) q = q.where('status', '=', opts.status);
-    const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+    const rows = await q
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
     return { data: await this.stored(rows.slice(0, limit)), has_more: rows.length > limit };
   }
 
@@ -271,20 +291,46 @@ export class EmailService {
 
   private async stored(rows: readonly OutboxRow[]): Promise<StoredMail[]> {
     const parts = await this.composers.parts(rows);
-    return rows.map((r) => toStored(r, parts.get(r.id) ?? { subject: `(${r.kind} mail of ${r.content_ref}: cannot be composed)`, text: '', html: null }));
+    return rows.map((r) =>
+      toStored(
+        r,
+        parts.get(r.id) ?? {
+          subject: `(${r.kind} mail of ${r.content_ref}: cannot be composed)`,
+          text: '',
+          html: null,
+        },
+      ),
+    );
   }
 }
 
 function storedAttachments(list: MailAttachment[] | undefined): string | null {
   if (!list || list.length === 0) return null;
-  return JSON.stringify(list.map((a): StoredAttachment => ({ filename: a.filename, content_type: a.contentType, content_base64: a.content.toString('base64') })));
+  return JSON.stringify(
+    list.map(
+      (a): StoredAttachment => ({
+        filename: a.filename,
+        content_type: a.contentType,
+        content_base64: a.content.toString('base64'),
+      }),
+    ),
+  );
 }
 
 /** The columns that hold what a mail says: its subject and parts, its blocks, or its reference. */
 function columnsOf(m: MailMessage | MailReference) {
   if (isReference(m)) {
-    if (m.ref.length === 0 || m.ref.length > 200) throw new Error(`mail ${m.kind}: a reference has 1 to 200 characters`);
-    return { subject: null, text_body: null, html_body: null, content: null, content_ref: m.ref, sensitive: false, attachments: null };
+    if (m.ref.length === 0 || m.ref.length > 200)
+      throw new Error(`mail ${m.kind}: a reference has 1 to 200 characters`);
+    return {
+      subject: null,
+      text_body: null,
+      html_body: null,
+      content: null,
+      content_ref: m.ref,
+      sensitive: false,
+      attachments: null,
+    };
   }
   if (!m.content && m.text === undefined) throw new Error(`mail ${m.kind} has neither text nor content`);
   return {
@@ -317,6 +363,10 @@ function toStored(r: OutboxRow, body: MailParts): StoredMail {
     last_error: r.last_error,
     sent_at: iso(r.sent_at),
     created_at: r.created_at.toISOString(),
-    attachments: attachmentsOf(r).map((a) => ({ filename: a.filename, content_type: a.content_type, bytes: Buffer.byteLength(a.content_base64, 'base64') })),
+    attachments: attachmentsOf(r).map((a) => ({
+      filename: a.filename,
+      content_type: a.content_type,
+      bytes: Buffer.byteLength(a.content_base64, 'base64'),
+    })),
   };
 }

@@ -67,9 +67,12 @@ type SmtpError = Error & { responseCode?: number; code?: string; command?: strin
  */
 export function sendFailure(e: SmtpError, gone: boolean): Extract<SendOutcome, { ok: false }> {
   const error = describe(e);
-  if (typeof e.responseCode === 'number') return { ok: false, delivered: 'no', permanent: e.responseCode >= 500, error };
-  if (e.command === 'API' && (gone || e.code === 'ECONNECTION')) return { ok: false, delivered: 'no', permanent: false, error };
-  if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE') return { ok: false, delivered: 'no', permanent: true, error };
+  if (typeof e.responseCode === 'number')
+    return { ok: false, delivered: 'no', permanent: e.responseCode >= 500, error };
+  if (e.command === 'API' && (gone || e.code === 'ECONNECTION'))
+    return { ok: false, delivered: 'no', permanent: false, error };
+  if (e.command === 'API' || e.code === 'EENVELOPE' || e.code === 'EMESSAGE')
+    return { ok: false, delivered: 'no', permanent: true, error };
   return { ok: false, delivered: 'unknown', permanent: false, error };
 }
 
@@ -118,7 +121,8 @@ export class SmtpTransport {
       });
     try {
       await step((done) => conn.connect(done));
-      if (this.server.auth) await step((done) => conn.login({ user: this.server.auth!.user, pass: this.server.auth!.pass }, done));
+      if (this.server.auth)
+        await step((done) => conn.login({ user: this.server.auth!.user, pass: this.server.auth!.pass }, done));
     } catch (err) {
       conn.close();
       throw err;
@@ -139,12 +143,25 @@ export class SmtpTransport {
             messageId: mail.messageId,
             date: mail.date,
             headers: { 'Auto-Submitted': 'auto-generated' },
-            ...(mail.attachments?.length ? { attachments: mail.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })) } : {}),
+            ...(mail.attachments?.length
+              ? {
+                  attachments: mail.attachments.map((a) => ({
+                    filename: a.filename,
+                    contentType: a.contentType,
+                    content: a.content,
+                  })),
+                }
+              : {}),
           })
             .compile()
             .build();
         } catch (err) {
-          return { ok: false, delivered: 'no', permanent: true, error: `message could not be built: ${describe(err as SmtpError)}` };
+          return {
+            ok: false,
+            delivered: 'no',
+            permanent: true,
+            error: `message could not be built: ${describe(err as SmtpError)}`,
+          };
         }
         const from = /<([^<>]+)>\s*$/.exec(mail.from)?.[1] ?? mail.from;
         return new Promise<SendOutcome>((resolve) => {

@@ -41,7 +41,8 @@ export function renderEmail(c: EmailContent): RenderedEmail {
   const details: Html | string =
     c.details && c.details.length > 0
       ? html`<table role="presentation" style="border-collapse:collapse;margin:0 0 16px">${c.details.map(
-          ([k, v]) => html`<tr><td style="padding:4px 16px 4px 0;color:#5b6474">${k}</td><td style="padding:4px 0;font-weight:600">${v}</td></tr>`,
+          ([k, v]) =>
+            html`<tr><td style="padding:4px 16px 4px 0;color:#5b6474">${k}</td><td style="padding:4px 0;font-weight:600">${v}</td></tr>`,
         )}</table>`
       : '';
   const body = html`<!doctype html>
@@ -51,11 +52,11 @@ export function renderEmail(c: EmailContent): RenderedEmail {
 <h1 style="font-size:20px;margin:0 0 16px">${c.heading}</h1>
 ${c.paragraphs.map((p) => html`<p style="font-size:15px;line-height:1.5;margin:0 0 16px">${p}</p>`)}
 ${details}${
-    c.action
-      ? html`<p style="margin:24px 0"><a href="${c.action.url}" style="display:inline-block;background:#2f5bea;color:#ffffff;text-decoration:none;padding:12px 20px;border-radius:6px;font-weight:600">${c.action.label}</a></p>
+  c.action
+    ? html`<p style="margin:24px 0"><a href="${c.action.url}" style="display:inline-block;background:#2f5bea;color:#ffffff;text-decoration:none;padding:12px 20px;border-radius:6px;font-weight:600">${c.action.label}</a></p>
 <p style="font-size:13px;color:#5b6474;word-break:break-all;margin:0 0 16px">${c.action.url}</p>`
-      : ''
-  }
+    : ''
+}
 ${(c.footer ?? []).map((p) => html`<p style="font-size:13px;color:#5b6474;line-height:1.5;margin:0 0 8px">${p}</p>`)}
 ${(c.links ?? []).map((l) => html`<p style="font-size:13px;margin:0 0 8px"><a href="${l.url}" style="color:#2f5bea">${l.label}</a></p>`)}
 </div>

@@ -47,9 +47,7 @@ export class FrankfurterClient implements FxProvider {
   readonly source = 'frankfurter';
   private readonly cache = new Map<string, FxRate>();
 
-  constructor(
-    private readonly opts: { baseUrl: string; timeoutMs: number; clock: Clock },
-  ) {}
+  constructor(private readonly opts: { baseUrl: string; timeoutMs: number; clock: Clock }) {}
 
   async usdInr(date: string): Promise<FxRate> {
     const hit = this.cache.get(date);
@@ -58,11 +56,16 @@ export class FrankfurterClient implements FxProvider {
     let status: number;
     let text: string;
     try {
-      const res = await fetch(url, { headers: { accept: 'application/json', 'user-agent': 'kasse-fx' }, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+      const res = await fetch(url, {
+        headers: { accept: 'application/json', 'user-agent': 'kasse-fx' },
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      });
       status = res.status;
       text = await res.text();
     } catch (err) {
-      throw new FxUnavailableError(`FX provider did not answer (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+      throw new FxUnavailableError(`FX provider did not answer (${err instanceof Error ? err.message : String(err)})`, {
+        cause: err,
+      });
     }
     if (status !== 200) throw new FxUnavailableError(`FX provider answered HTTP ${status}`);
     let body: { base?: unknown; date?: unknown; rates?: { INR?: unknown } };
@@ -72,12 +75,20 @@ export class FrankfurterClient implements FxProvider {
       throw new FxUnavailableError('FX provider answered something that is not JSON');
     }
     const inr = body?.rates?.INR;
-    if (body?.base !== 'USD' || typeof body.date !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(body.date) || typeof inr !== 'number' || !(inr > 0) || !Number.isFinite(inr)) {
+    if (
+      body?.base !== 'USD' ||
+      typeof body.date !== 'string' ||
+      !/^\d{4}-\d{2}-\d{2}$/.test(body.date) ||
+      typeof inr !== 'number' ||
+      !(inr > 0) ||
+      !Number.isFinite(inr)
+    ) {
       throw new FxUnavailableError('FX provider answered without a USD→INR rate');
     }
     if (body.date > date) throw new FxUnavailableError(`FX provider answered a rate of ${body.date} for ${date}`);
     const rate = roundDecimal(decimalFromNumber(inr), 6);
-    if (!/^\d{1,5}(\.\d{1,6})?$/.test(rate) || !/[1-9]/.test(rate)) throw new FxUnavailableError(`FX provider answered an implausible rate ${rate}`);
+    if (!/^\d{1,5}(\.\d{1,6})?$/.test(rate) || !/[1-9]/.test(rate))
+      throw new FxUnavailableError(`FX provider answered an implausible rate ${rate}`);
     const out = { rate, date: body.date, source: this.source };
     // A past day's fixing is final; today's may still be published or corrected.
     if (date < this.opts.clock.now().toISOString().slice(0, 10)) this.cache.set(date, out);

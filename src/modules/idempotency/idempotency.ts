@@ -28,13 +28,19 @@ export interface IdempotentResult<T> {
  * numbers and strings in one spelling), so the same body sent with its keys in another order is the same request.
  */
 export function requestHash(method: string, route: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${route}\n${canonicalize(body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${route}\n${canonicalize(body ?? null)}`)
+    .digest('hex');
 }
 
 export function validateKey(key: string | undefined): string | null {
   if (key === undefined) return null;
   if (key.length < 1 || textLength(key) > IDEMPOTENCY_KEY_MAX) {
-    throw new ApiError('invalid_request', `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`, 'Idempotency-Key');
+    throw new ApiError(
+      'invalid_request',
+      `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`,
+      'Idempotency-Key',
+    );
   }
   return key;
 }
@@ -52,7 +58,11 @@ async function usedKey(db: DbOrTx, scope: KeyScope & { key: string }): Promise<{
     .executeTakeFirst();
   if (!row) return null;
   if (row.request_hash !== scope.hash) {
-    throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.', 'Idempotency-Key');
+    throw new ApiError(
+      'idempotency_conflict',
+      'This Idempotency-Key was already used with a different request.',
+      'Idempotency-Key',
+    );
   }
   return { body: row.response_body };
 }
@@ -101,7 +111,14 @@ export async function idempotent<T>(
   return result;
 }
 
-const INSERT_KEY = rowInsert('idempotency_keys', ['merchant_id', 'mode', 'key', 'request_hash', 'response_status', 'response_body']);
+const INSERT_KEY = rowInsert('idempotency_keys', [
+  'merchant_id',
+  'mode',
+  'key',
+  'request_hash',
+  'response_status',
+  'response_body',
+]);
 
 /** The key's row with its answer, as a write to run together with the work it guards (db/statement.ts). */
 function keyWrite(scope: KeyScope & { key: string }, status: number, body: unknown): Write {

@@ -67,9 +67,11 @@ export function gstinCheckChar(first14: string): string {
 
 /** Why `gstin` (upper case) is not a valid GSTIN, or null when it is. */
 export function gstinProblem(gstin: string): string | null {
-  if (!GSTIN_SHAPE.test(gstin)) return 'is not a GSTIN (15 characters: state code, PAN, entity number, Z or a letter, check character)';
+  if (!GSTIN_SHAPE.test(gstin))
+    return 'is not a GSTIN (15 characters: state code, PAN, entity number, Z or a letter, check character)';
   if (!isSellerState(gstin.slice(0, 2))) return `starts with ${gstin.slice(0, 2)}, which is not a GST state code`;
-  if (gstinCheckChar(gstin.slice(0, 14)) !== gstin[14]) return `has a wrong check character: its last character, ${gstin[14]}, does not match the first 14 (look for a typing mistake)`;
+  if (gstinCheckChar(gstin.slice(0, 14)) !== gstin[14])
+    return `has a wrong check character: its last character, ${gstin[14]}, does not match the first 14 (look for a typing mistake)`;
   return null;
 }
 
@@ -120,7 +122,13 @@ export interface Figures {
  * tax-exclusive: taxable = cents × rate (half up), tax = taxable × tax rate (half up), total = taxable + tax.
  * `intra` splits the tax into CGST (half, rounded down) and SGST (the rest); `inter` is IGST.
  */
-export function invoiceFigures(usdCents: number, fxRate: string, taxRateBps: number, inclusive: boolean, supply: 'intra' | 'inter'): Figures {
+export function invoiceFigures(
+  usdCents: number,
+  fxRate: string,
+  taxRateBps: number,
+  inclusive: boolean,
+  supply: 'intra' | 'inter',
+): Figures {
   const { num, den } = rateFraction(fxRate);
   const converted = divHalfUp(BigInt(usdCents) * num, den);
   const bps = BigInt(taxRateBps);
@@ -153,7 +161,28 @@ export function rupeesGrouped(paise: bigint): string {
   return `${rest ? `${rest},` : ''}${last3}.${frac}`;
 }
 
-const ONES = ['', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve', 'Thirteen', 'Fourteen', 'Fifteen', 'Sixteen', 'Seventeen', 'Eighteen', 'Nineteen'];
+const ONES = [
+  '',
+  'One',
+  'Two',
+  'Three',
+  'Four',
+  'Five',
+  'Six',
+  'Seven',
+  'Eight',
+  'Nine',
+  'Ten',
+  'Eleven',
+  'Twelve',
+  'Thirteen',
+  'Fourteen',
+  'Fifteen',
+  'Sixteen',
+  'Seventeen',
+  'Eighteen',
+  'Nineteen',
+];
 const TENS = ['', '', 'Twenty', 'Thirty', 'Forty', 'Fifty', 'Sixty', 'Seventy', 'Eighty', 'Ninety'];
 
 function below100(n: number): string {

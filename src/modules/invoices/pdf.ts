@@ -20,20 +20,34 @@ function istDay(iso: string): string {
   return `${d.slice(8, 10)}-${d.slice(5, 7)}-${d.slice(0, 4)}`;
 }
 
-export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'live'; orderId?: string }): Promise<Buffer> {
+export async function invoicePdf(
+  inv: TaxInvoiceJson,
+  opts: { mode: 'test' | 'live'; orderId?: string },
+): Promise<Buffer> {
   const doc = newPdf({ title: `Tax invoice ${inv.number}`, author: inv.seller.name });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
   const half = width / 2;
 
   doc.font('bold').fontSize(16).text('TAX INVOICE', left, 40, { width, align: 'center' });
-  doc.font('regular').fontSize(8).fillColor('#555').text(opts.mode === 'test' ? 'TEST MODE — not a valid tax document' : 'Original for recipient', { width, align: 'center' });
+  doc
+    .font('regular')
+    .fontSize(8)
+    .fillColor('#555')
+    .text(opts.mode === 'test' ? 'TEST MODE — not a valid tax document' : 'Original for recipient', {
+      width,
+      align: 'center',
+    });
   doc.fillColor('black');
 
   const top = 90;
-  doc.font('bold').fontSize(11).text(inv.seller.name, left, top, { width: half - 10 });
+  doc
+    .font('bold')
+    .fontSize(11)
+    .text(inv.seller.name, left, top, { width: half - 10 });
   doc.font('regular').fontSize(9);
-  if (inv.seller.legal_name && inv.seller.legal_name !== inv.seller.name) doc.text(inv.seller.legal_name, { width: half - 10 });
+  if (inv.seller.legal_name && inv.seller.legal_name !== inv.seller.name)
+    doc.text(inv.seller.legal_name, { width: half - 10 });
   if (inv.seller.address) doc.text(inv.seller.address, { width: half - 10 });
   doc.text(`GSTIN: ${inv.seller.tax_id ?? '—'}`, { width: half - 10 });
   doc.text(`State: ${state(inv.seller.state_code)}`, { width: half - 10 });
@@ -42,13 +56,19 @@ export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'li
   const meta: Array<[string, string]> = [
     ['Invoice number', inv.number],
     ['Date of issue', istDay(inv.issued_at)],
-    ['Place of supply', state(inv.customer.state_code ?? (inv.place_of_supply === 'intra' ? inv.seller.state_code : null))],
+    [
+      'Place of supply',
+      state(inv.customer.state_code ?? (inv.place_of_supply === 'intra' ? inv.seller.state_code : null)),
+    ],
     ['Supply', inv.place_of_supply === 'intra' ? 'Intra-state' : 'Inter-state'],
     ['Reverse charge', 'No'],
   ];
   let y = top;
   for (const [label, value] of meta) {
-    doc.font('regular').fontSize(9).text(label, left + half, y, { width: 90 });
+    doc
+      .font('regular')
+      .fontSize(9)
+      .text(label, left + half, y, { width: 90 });
     doc.font('bold').text(value, left + half + 95, y, { width: half - 95 });
     y += 14;
   }
@@ -64,10 +84,17 @@ export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'li
   y = doc.y + 16;
   const cols = [left, left + 230, left + 300, left + 390];
   const header = ['Description', 'SAC', 'Rate', 'Amount (INR)'];
-  doc.rect(left, y - 4, width, 18).fillColor('#eee').fill().fillColor('black');
+  doc
+    .rect(left, y - 4, width, 18)
+    .fillColor('#eee')
+    .fill()
+    .fillColor('black');
   doc.font('bold').fontSize(9);
   header.forEach((h, i) => {
-    doc.text(h, cols[i]!, y, { width: i === 3 ? width - (cols[3]! - left) : cols[i + 1]! - cols[i]! - 6, align: i === 3 ? 'right' : 'left' });
+    doc.text(h, cols[i]!, y, {
+      width: i === 3 ? width - (cols[3]! - left) : cols[i + 1]! - cols[i]! - 6,
+      align: i === 3 ? 'right' : 'left',
+    });
   });
   y += 20;
   const line = (label: string, sac: string, rate: string, amount: string, bold = false) => {
@@ -79,17 +106,29 @@ export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'li
     doc.text(amount, cols[3]!, y, { width: width - (cols[3]! - left), align: 'right' });
     y += Math.max(h, 12) + 4;
   };
-  line(`${inv.description ?? `Payment ${opts.orderId ?? inv.payment_id}`} — taxable value`, inv.sac ?? '—', '', inr(inv.taxable));
+  line(
+    `${inv.description ?? `Payment ${opts.orderId ?? inv.payment_id}`} — taxable value`,
+    inv.sac ?? '—',
+    '',
+    inr(inv.taxable),
+  );
   if (inv.place_of_supply === 'intra') {
     line('CGST', '', percent(inv.tax_rate_bps / 2), inr(inv.cgst));
     line('SGST', '', percent(inv.tax_rate_bps / 2), inr(inv.sgst));
   } else {
     line('IGST', '', percent(inv.tax_rate_bps), inr(inv.igst));
   }
-  doc.moveTo(left, y).lineTo(left + width, y).strokeColor('#999').stroke();
+  doc
+    .moveTo(left, y)
+    .lineTo(left + width, y)
+    .strokeColor('#999')
+    .stroke();
   y += 6;
   line('Total', '', '', inr(inv.total), true);
-  doc.font('regular').fontSize(9).text(`Total in words: ${rupeesInWords(paise(inv.total))}`, left, y + 4, { width });
+  doc
+    .font('regular')
+    .fontSize(9)
+    .text(`Total in words: ${rupeesInWords(paise(inv.total))}`, left, y + 4, { width });
 
   y = doc.y + 16;
   doc.fontSize(8).fillColor('#444');
@@ -99,8 +138,14 @@ export async function invoicePdf(inv: TaxInvoiceJson, opts: { mode: 'test' | 'li
     y,
     { width },
   );
-  doc.fillColor('black').fontSize(9).text(`For ${inv.seller.legal_name ?? inv.seller.name}`, left + half, doc.y + 30, { width: half, align: 'right' });
+  doc
+    .fillColor('black')
+    .fontSize(9)
+    .text(`For ${inv.seller.legal_name ?? inv.seller.name}`, left + half, doc.y + 30, { width: half, align: 'right' });
   doc.text('Authorised signatory', left + half, doc.y + 24, { width: half, align: 'right' });
-  doc.fontSize(7).fillColor('#555').text('This is a computer-generated invoice and needs no signature.', left, doc.y + 20, { width, align: 'center' });
+  doc
+    .fontSize(7)
+    .fillColor('#555')
+    .text('This is a computer-generated invoice and needs no signature.', left, doc.y + 20, { width, align: 'center' });
   return pdfBytes(doc);
 }

@@ -55,13 +55,26 @@ export class InvoiceService {
    * fields all stay; the answer is the merchant as this change left it. With an `actor`, the change is in the audit
    * log (`settings.tax_profile`, the fields that changed).
    */
-  async setProfile(merchantId: string, mode: Mode, patch: Partial<TaxProfile> | null, actor?: Actor): Promise<MerchantRecord> {
+  async setProfile(
+    merchantId: string,
+    mode: Mode,
+    patch: Partial<TaxProfile> | null,
+    actor?: Actor,
+  ): Promise<MerchantRecord> {
     return this.deps.merchants.update(
       merchantId,
-      (current) => ({ taxProfile: { mode, value: patch === null ? null : mergeProfile(this.profile(current, mode), patch) } }),
+      (current) => ({
+        taxProfile: { mode, value: patch === null ? null : mergeProfile(this.profile(current, mode), patch) },
+      }),
       actor &&
         ((tx, { before, after }) =>
-          this.deps.audit.record(tx, { merchantId, mode, actor, action: 'settings.tax_profile', details: profileChanges(this.profile(before, mode), this.profile(after, mode)) })),
+          this.deps.audit.record(tx, {
+            merchantId,
+            mode,
+            actor,
+            action: 'settings.tax_profile',
+            details: profileChanges(this.profile(before, mode), this.profile(after, mode)),
+          })),
     );
   }
 
@@ -69,34 +82,55 @@ export class InvoiceService {
    * Issues the tax invoice of a paid payment (201), or 409 `already_invoiced`. With an `actor`, the audit row
    * (`tax_invoice.create`) is written in the invoice's transaction.
    */
-  async create(mode: Mode, merchantId: string, paymentId: string, input: CreateInvoiceInput, actor?: Actor): Promise<TaxInvoiceJson> {
+  async create(
+    mode: Mode,
+    merchantId: string,
+    paymentId: string,
+    input: CreateInvoiceInput,
+    actor?: Actor,
+  ): Promise<TaxInvoiceJson> {
     const { db, clock } = this.deps;
     checkInput(input);
     const payment = await invoiceablePayment(db, mode, merchantId, paymentId);
     if (!payment) throw notFound('payment');
-    if (payment.status !== 'paid' || !payment.paid_at) throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);
+    if (payment.status !== 'paid' || !payment.paid_at)
+      throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);
     const profile = this.profile(await this.deps.merchants.get(merchantId), mode);
     if (!profile) throw invalidState('Set the tax profile first (PATCH /account with tax_profile).');
     if (await this.existing(paymentId)) throw alreadyInvoiced();
     const customer = checkCustomer(profile, input);
     const fx = await this.rate(input.fx_rate, payment.paid_at);
 
-    const figures = invoiceFigures(payment.price_amount, fx.rate, profile.tax_rate_bps, profile.tax_inclusive, input.place_of_supply);
+    const figures = invoiceFigures(
+      payment.price_amount,
+      fx.rate,
+      profile.tax_rate_bps,
+      profile.tax_inclusive,
+      input.place_of_supply,
+    );
     const row = await withTx(db, async (tx) => {
       // Serializes with a refund or another invoice of the same payment.
       const locked = await lockForInvoice(tx, paymentId);
       if (locked !== 'paid') throw invalidState(`Only a paid payment can be invoiced; this payment is ${locked}.`);
-      if (await tx.selectFrom('tax_invoices').select('id').where('payment_id', '=', paymentId).executeTakeFirst()) throw alreadyInvoiced();
+      if (await tx.selectFrom('tax_invoices').select('id').where('payment_id', '=', paymentId).executeTakeFirst())
+        throw alreadyInvoiced();
       const now = clock.now();
       const fy = financialYear(now);
       const counter = await tx
         .insertInto('tax_invoice_counters')
         .values({ merchant_id: merchantId, mode, financial_year: fy, last_number: 1 })
-        .onConflict((oc) => oc.columns(['merchant_id', 'mode', 'financial_year']).doUpdateSet((eb) => ({ last_number: eb('tax_invoice_counters.last_number', '+', 1) })))
+        .onConflict((oc) =>
+          oc
+            .columns(['merchant_id', 'mode', 'financial_year'])
+            .doUpdateSet((eb) => ({ last_number: eb('tax_invoice_counters.last_number', '+', 1) })),
+        )
         .returning('last_number')
         .executeTakeFirstOrThrow();
       const number = invoiceNumber(profile.invoice_prefix, fy, counter.last_number);
-      if (!number) throw invalidState(`Invoice numbers with prefix ${profile.invoice_prefix} are used up for financial year ${fy}; choose a shorter invoice_prefix.`);
+      if (!number)
+        throw invalidState(
+          `Invoice numbers with prefix ${profile.invoice_prefix} are used up for financial year ${fy}; choose a shorter invoice_prefix.`,
+        );
       const inserted = await tx
         .insertInto('tax_invoices')
         .values({
@@ -126,13 +160,26 @@ export class InvoiceService {
           tax_inclusive: profile.tax_inclusive,
           sac: profile.sac,
           description: payment.description,
-          seller: JSON.stringify({ name: profile.seller_name, legal_name: profile.legal_name, tax_id: profile.tax_id, address: profile.address, state_code: profile.state_code }),
+          seller: JSON.stringify({
+            name: profile.seller_name,
+            legal_name: profile.legal_name,
+            tax_id: profile.tax_id,
+            address: profile.address,
+            state_code: profile.state_code,
+          }),
           created_at: now,
         })
         .returningAll()
         .executeTakeFirstOrThrow();
       if (actor) {
-        await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'tax_invoice.create', target: { type: 'tax_invoice', id: inserted.id }, details: { number, payment_id: paymentId } });
+        await this.deps.audit.record(tx, {
+          merchantId,
+          mode,
+          actor,
+          action: 'tax_invoice.create',
+          target: { type: 'tax_invoice', id: inserted.id },
+          details: { number, payment_id: paymentId },
+        });
       }
       return inserted;
     }).catch((err: { code?: string; constraint?: string }) => {
@@ -144,26 +191,50 @@ export class InvoiceService {
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<InvoiceRow> {
-    const row = await this.deps.db.selectFrom('tax_invoices').selectAll().where('id', '=', id).where('mode', '=', mode).where('merchant_id', '=', merchantId).executeTakeFirst();
+    const row = await this.deps.db
+      .selectFrom('tax_invoices')
+      .selectAll()
+      .where('id', '=', id)
+      .where('mode', '=', mode)
+      .where('merchant_id', '=', merchantId)
+      .executeTakeFirst();
     if (!row) throw notFound('tax invoice');
     return row;
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. `from`/`to`: issued at or after, before. */
-  async list(mode: Mode, merchantId: string, q: { cursor?: string; limit?: number; payment_id?: string; from?: Date; to?: Date }) {
+  async list(
+    mode: Mode,
+    merchantId: string,
+    q: { cursor?: string; limit?: number; payment_id?: string; from?: Date; to?: Date },
+  ) {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
-    let query = this.deps.db.selectFrom('tax_invoices').selectAll().where('merchant_id', '=', merchantId).where('mode', '=', mode);
+    let query = this.deps.db
+      .selectFrom('tax_invoices')
+      .selectAll()
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode);
     if (q.payment_id !== undefined) query = query.where('payment_id', '=', q.payment_id);
     if (q.from !== undefined) query = query.where('issued_at', '>=', q.from);
     if (q.to !== undefined) query = query.where('issued_at', '<', q.to);
     if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, /^txi_[0-9A-Z]{26}$/));
-    const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
+    const rows = await query
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
     const page = rows.slice(0, limit);
-    return { data: page.map(invoiceJson), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    return {
+      data: page.map(invoiceJson),
+      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+    };
   }
 
   private async existing(paymentId: string): Promise<boolean> {
-    return !!(await this.deps.db.selectFrom('tax_invoices').select('id').where('payment_id', '=', paymentId).executeTakeFirst());
+    return !!(await this.deps.db
+      .selectFrom('tax_invoices')
+      .select('id')
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirst());
   }
 
   /** The body's rate (`manual`, dated the paid day in IST) or the provider's reference rate for the paid day. */
@@ -176,7 +247,11 @@ export class InvoiceService {
     try {
       return await this.deps.fx.usdInr(date);
     } catch (err) {
-      if (err instanceof FxUnavailableError) throw new ApiError('fx_unavailable', `No FX reference rate is available for ${date}: ${err.message}. Try again later or send fx_rate.`);
+      if (err instanceof FxUnavailableError)
+        throw new ApiError(
+          'fx_unavailable',
+          `No FX reference rate is available for ${date}: ${err.message}. Try again later or send fx_rate.`,
+        );
       throw err;
     }
   }
@@ -189,13 +264,17 @@ export class InvoiceService {
 function checkInput(input: CreateInvoiceInput): void {
   const text = (f: 'customer_name' | 'customer_tax_id', max: number) => {
     const v = input[f];
-    if (v !== undefined && (typeof v !== 'string' || textLength(v) > max)) throw invalid(`${f} must be a string of at most ${max} characters`, f);
+    if (v !== undefined && (typeof v !== 'string' || textLength(v) > max))
+      throw invalid(`${f} must be a string of at most ${max} characters`, f);
   };
   text('customer_name', 200);
   text('customer_tax_id', 40);
-  if (input.customer_state_code !== undefined && !/^[0-9]{2}$/.test(String(input.customer_state_code))) throw invalid('customer_state_code must be two digits', 'customer_state_code');
-  if (input.place_of_supply !== 'intra' && input.place_of_supply !== 'inter') throw invalid('place_of_supply must be intra or inter', 'place_of_supply');
-  if (input.fx_rate !== undefined && !/^\d{1,5}(\.\d{1,6})?$/.test(String(input.fx_rate))) throw invalid('fx_rate must be a decimal of rupees per US dollar, e.g. 83.25', 'fx_rate');
+  if (input.customer_state_code !== undefined && !/^[0-9]{2}$/.test(String(input.customer_state_code)))
+    throw invalid('customer_state_code must be two digits', 'customer_state_code');
+  if (input.place_of_supply !== 'intra' && input.place_of_supply !== 'inter')
+    throw invalid('place_of_supply must be intra or inter', 'place_of_supply');
+  if (input.fx_rate !== undefined && !/^\d{1,5}(\.\d{1,6})?$/.test(String(input.fx_rate)))
+    throw invalid('fx_rate must be a decimal of rupees per US dollar, e.g. 83.25', 'fx_rate');
 }
 
 /** What a profile change changed, field by field (`{ field: { from, to } }`); `{ removed: true }` for a removal. */
@@ -207,7 +286,10 @@ function profileChanges(before: TaxProfile | null, after: TaxProfile | null): Re
 }
 
 function alreadyInvoiced(): ApiError {
-  return new ApiError('already_invoiced', 'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.');
+  return new ApiError(
+    'already_invoiced',
+    'This payment already has a tax invoice; GET /tax_invoices?payment_id=… finds it.',
+  );
 }
 
 /**
@@ -215,30 +297,49 @@ function alreadyInvoiced(): ApiError {
  * the GSTIN's state equal to `customer_state_code`, an `intra` supply in the seller's state, and a state for an
  * `inter` supply (the place of supply; 96 outside India). A GSTIN alone gives the state.
  */
-function checkCustomer(profile: TaxProfile, input: CreateInvoiceInput): { name: string | null; taxId: string | null; stateCode: string | null } {
+function checkCustomer(
+  profile: TaxProfile,
+  input: CreateInvoiceInput,
+): { name: string | null; taxId: string | null; stateCode: string | null } {
   const taxId = input.customer_tax_id?.trim().toUpperCase() || null;
   if (taxId) {
     const problem = gstinProblem(taxId);
     if (problem) throw invalid(`customer_tax_id ${problem}`, 'customer_tax_id');
   }
   let stateCode = input.customer_state_code ?? null;
-  if (stateCode !== null && !(stateCode in STATE_NAMES)) throw invalid(`customer_state_code ${stateCode} is not a GST state code`, 'customer_state_code');
+  if (stateCode !== null && !(stateCode in STATE_NAMES))
+    throw invalid(`customer_state_code ${stateCode} is not a GST state code`, 'customer_state_code');
   if (taxId && stateCode !== null && taxId.slice(0, 2) !== stateCode) {
-    throw invalid(`customer_state_code ${stateCode} differs from the state of customer_tax_id (${taxId.slice(0, 2)})`, 'customer_state_code');
+    throw invalid(
+      `customer_state_code ${stateCode} differs from the state of customer_tax_id (${taxId.slice(0, 2)})`,
+      'customer_state_code',
+    );
   }
   stateCode ??= taxId ? taxId.slice(0, 2) : null;
   if (input.place_of_supply === 'intra' && stateCode !== null && stateCode !== profile.state_code) {
-    throw invalid(`An intra-state supply is in the seller's state ${profile.state_code}; customer_state_code is ${stateCode} (use inter).`, 'customer_state_code');
+    throw invalid(
+      `An intra-state supply is in the seller's state ${profile.state_code}; customer_state_code is ${stateCode} (use inter).`,
+      'customer_state_code',
+    );
   }
   if (input.place_of_supply === 'inter' && stateCode === null) {
-    throw invalid('An inter-state supply needs the place of supply: customer_state_code (96 outside India) or customer_tax_id.', 'customer_state_code');
+    throw invalid(
+      'An inter-state supply needs the place of supply: customer_state_code (96 outside India) or customer_tax_id.',
+      'customer_state_code',
+    );
   }
   return { name: input.customer_name?.trim() || null, taxId, stateCode };
 }
 
 /** The API's TaxInvoice object, fields in the spec's order. */
 export function invoiceJson(r: InvoiceRow) {
-  const seller = r.seller as { name: string; legal_name: string | null; tax_id: string | null; address: string | null; state_code: string | null };
+  const seller = r.seller as {
+    name: string;
+    legal_name: string | null;
+    tax_id: string | null;
+    address: string | null;
+    state_code: string | null;
+  };
   return {
     id: r.id,
     payment_id: r.payment_id,
@@ -258,7 +359,13 @@ export function invoiceJson(r: InvoiceRow) {
     tax_inclusive: r.tax_inclusive,
     sac: r.sac,
     description: r.description,
-    seller: { name: seller.name, legal_name: seller.legal_name, tax_id: seller.tax_id, address: seller.address, state_code: seller.state_code },
+    seller: {
+      name: seller.name,
+      legal_name: seller.legal_name,
+      tax_id: seller.tax_id,
+      address: seller.address,
+      state_code: seller.state_code,
+    },
     created_at: r.created_at.toISOString(),
   };
 }

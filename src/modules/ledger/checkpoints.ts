@@ -26,10 +26,16 @@ export async function balanceBefore(db: Db, account: string, currency: string, a
   const since = checkpoint?.at ?? new Date(0);
   const { rows } = await sql<{ sum: string }>`
     SELECT coalesce(sum(e.amount), 0)::text AS sum FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id
-    WHERE e.account = ${account} AND e.currency = ${currency} AND t.created_at >= ${since} AND t.created_at < ${at}`.execute(db);
+    WHERE e.account = ${account} AND e.currency = ${currency} AND t.created_at >= ${since} AND t.created_at < ${at}`.execute(
+    db,
+  );
   const balance = BigInt(checkpoint?.balance ?? 0) + BigInt(rows[0]!.sum);
   if (now.getTime() - at.getTime() >= SETTLED_MS) {
-    await db.insertInto('ledger_checkpoints').values({ account, currency, at, balance }).onConflict((oc) => oc.doNothing()).execute();
+    await db
+      .insertInto('ledger_checkpoints')
+      .values({ account, currency, at, balance })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
   return balance;
 }

@@ -44,8 +44,12 @@ export async function syncHeld(ledger: LedgerService, tx: Tx, target: HeldTarget
     WHERE t.payment_id = ${paymentId} AND t.kind = 'payment_hold'
     GROUP BY 1, 2
     UNION ALL
-    SELECT NULL, NULL, count(*)::text FROM ledger_transactions WHERE payment_id = ${paymentId} AND kind = 'payment_hold'`.execute(tx);
-  const current = new Map(rows.filter((r) => r.account !== null).map((r) => [`${r.account} ${r.currency}`, BigInt(r.sum)]));
+    SELECT NULL, NULL, count(*)::text FROM ledger_transactions WHERE payment_id = ${paymentId} AND kind = 'payment_hold'`.execute(
+    tx,
+  );
+  const current = new Map(
+    rows.filter((r) => r.account !== null).map((r) => [`${r.account} ${r.currency}`, BigInt(r.sum)]),
+  );
   const postings = Number(rows.find((r) => r.account === null)?.sum ?? 0);
 
   const want = new Map<string, bigint>();
@@ -69,5 +73,12 @@ export async function syncHeld(ledger: LedgerService, tx: Tx, target: HeldTarget
   }
   if (lines.length === 0) return null;
   const n = postings + 1;
-  return ledger.post(tx, { mode, merchantId, kind: 'payment_hold', paymentId, dedupeKey: `payment:${paymentId}:hold:${n}`, lines });
+  return ledger.post(tx, {
+    mode,
+    merchantId,
+    kind: 'payment_hold',
+    paymentId,
+    dedupeKey: `payment:${paymentId}:hold:${n}`,
+    lines,
+  });
 }

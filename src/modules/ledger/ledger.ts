@@ -76,7 +76,8 @@ export function assertBalanced(lines: LedgerLine[]): void {
     if (l.amount === 0n) throw new UnbalancedPostingError(`zero line on ${l.account}`);
     sums.set(l.currency, (sums.get(l.currency) ?? 0n) + l.amount);
   }
-  for (const [currency, sum] of sums) if (sum !== 0n) throw new UnbalancedPostingError(`posting does not balance in ${currency} (off by ${sum})`);
+  for (const [currency, sum] of sums)
+    if (sum !== 0n) throw new UnbalancedPostingError(`posting does not balance in ${currency} (off by ${sum})`);
 }
 
 export interface PaymentCredit {
@@ -139,16 +140,32 @@ export class LedgerService {
     if (!inserted) return null;
     await tx
       .insertInto('ledger_entries')
-      .values(p.lines.map((l) => ({ transaction_id: id, account: l.account, currency: l.currency, amount: l.amount.toString() })))
+      .values(
+        p.lines.map((l) => ({
+          transaction_id: id,
+          account: l.account,
+          currency: l.currency,
+          amount: l.amount.toString(),
+        })),
+      )
       .execute();
     return id;
   }
 
   /** Posts the exact negation of the transaction posted under `originalKey` (null when that is absent or already reversed). */
   async reverse(tx: Tx, originalKey: string, p: { dedupeKey: string; kind: string }): Promise<string | null> {
-    const original = await tx.selectFrom('ledger_transactions').selectAll().where('dedupe_key', '=', originalKey).executeTakeFirst();
+    const original = await tx
+      .selectFrom('ledger_transactions')
+      .selectAll()
+      .where('dedupe_key', '=', originalKey)
+      .executeTakeFirst();
     if (!original) return null;
-    const lines = await tx.selectFrom('ledger_entries').select(['account', 'currency', 'amount']).where('transaction_id', '=', original.id).orderBy('id').execute();
+    const lines = await tx
+      .selectFrom('ledger_entries')
+      .select(['account', 'currency', 'amount'])
+      .where('transaction_id', '=', original.id)
+      .orderBy('id')
+      .execute();
     return this.post(tx, {
       mode: original.mode,
       merchantId: original.merchant_id,
@@ -181,11 +198,24 @@ export class LedgerService {
       lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
     }
     const kind = c.conversion ? 'payment_conversion' : 'payment_credit';
-    return this.post(tx, { mode: c.mode, merchantId: c.merchantId, kind, paymentId: c.paymentId, token: c.token, dedupeKey: creditKey(c.paymentId, c.seq), lines: lines.filter((l) => l.amount !== 0n) });
+    return this.post(tx, {
+      mode: c.mode,
+      merchantId: c.merchantId,
+      kind,
+      paymentId: c.paymentId,
+      token: c.token,
+      dedupeKey: creditKey(c.paymentId, c.seq),
+      lines: lines.filter((l) => l.amount !== 0n),
+    });
   }
 
   /** Reverses credit number `seq` of a payment (reorg or refund). */
-  async reversePaymentCredit(tx: Tx, paymentId: string, seq: number, kind: 'payment_reorg' | 'payment_refund'): Promise<string | null> {
+  async reversePaymentCredit(
+    tx: Tx,
+    paymentId: string,
+    seq: number,
+    kind: 'payment_reorg' | 'payment_refund',
+  ): Promise<string | null> {
     return this.reverse(tx, creditKey(paymentId, seq), { dedupeKey: `payment:${paymentId}:reversal:${seq}`, kind });
   }
 
@@ -205,7 +235,11 @@ export class LedgerService {
    * as the service fee, the conversion spread and the net to the merchant, in US cents. A payment never credited is
    * absent; a credited one whose credit was reversed (refund, reorg) is present with zeros.
    */
-  async paymentCredits(mode: Mode, merchantId: string, paymentIds: string[]): Promise<Map<string, PaymentCreditTotals>> {
+  async paymentCredits(
+    mode: Mode,
+    merchantId: string,
+    paymentIds: string[],
+  ): Promise<Map<string, PaymentCreditTotals>> {
     if (paymentIds.length === 0) return new Map();
     const { rows } = await sql<{ payment_id: string; fee: string; swap_fee: string; net: string }>`
       SELECT t.payment_id,
@@ -216,11 +250,19 @@ export class LedgerService {
       WHERE t.mode = ${mode} AND t.merchant_id = ${merchantId} AND t.payment_id = ANY(${paymentIds}::text[])
         AND t.kind = ANY(${[...CREDIT_KINDS, ...REVERSAL_KINDS]}::text[]) AND e.currency = ${USD}
       GROUP BY t.payment_id`.execute(this.db);
-    return new Map(rows.map((r) => [r.payment_id, { feeUsdCents: BigInt(r.fee), swapFeeUsdCents: BigInt(r.swap_fee), netUsdCents: BigInt(r.net) }]));
+    return new Map(
+      rows.map((r) => [
+        r.payment_id,
+        { feeUsdCents: BigInt(r.fee), swapFeeUsdCents: BigInt(r.swap_fee), netUsdCents: BigInt(r.net) },
+      ]),
+    );
   }
 
   /** What the merchant is owed in US cents, and the coins held for it by token. */
-  async merchantBalance(mode: Mode, merchantId: string): Promise<{ availableUsdCents: bigint; custody: CustodyLine[] }> {
+  async merchantBalance(
+    mode: Mode,
+    merchantId: string,
+  ): Promise<{ availableUsdCents: bigint; custody: CustodyLine[] }> {
     const available = -(await this.accountBalance(this.db, accounts.merchant(mode, merchantId), USD));
     const rows = await this.db
       .selectFrom('ledger_entries')
@@ -229,7 +271,10 @@ export class LedgerService {
       .groupBy('currency')
       .orderBy('currency')
       .execute();
-    return { availableUsdCents: available, custody: rows.map((r) => ({ token: r.currency, amount: BigInt(r.sum) })).filter((c) => c.amount !== 0n) };
+    return {
+      availableUsdCents: available,
+      custody: rows.map((r) => ({ token: r.currency, amount: BigInt(r.sum) })).filter((c) => c.amount !== 0n),
+    };
   }
 }
 
@@ -240,7 +285,8 @@ export class LedgerService {
 export function assertOwnMerchant(p: Pick<Posting, 'mode' | 'merchantId' | 'lines'>): void {
   for (const l of p.lines) {
     const m = /^(test|live):merchant:(.+)$/.exec(l.account);
-    if (m && (m[1] !== p.mode || m[2] !== p.merchantId)) throw new UnbalancedPostingError(`a line on ${l.account} needs a ${m[1]} posting for merchant ${m[2]}`);
+    if (m && (m[1] !== p.mode || m[2] !== p.merchantId))
+      throw new UnbalancedPostingError(`a line on ${l.account} needs a ${m[1]} posting for merchant ${m[2]}`);
   }
 }
 

@@ -31,17 +31,42 @@ export async function firstPosting(db: Db, mode: Mode, merchantId: string): Prom
 }
 
 /** The merchant's postings made in [from, to) in one pass, grouped by kind, coin, account and currency. */
-export async function postingGroups(db: Db, mode: Mode, merchantId: string, from: Date, to: Date): Promise<PostingGroup[]> {
-  const { rows } = await sql<{ kind: string; token: string | null; account: string; currency: string; n: string; sum: string }>`
+export async function postingGroups(
+  db: Db,
+  mode: Mode,
+  merchantId: string,
+  from: Date,
+  to: Date,
+): Promise<PostingGroup[]> {
+  const { rows } = await sql<{
+    kind: string;
+    token: string | null;
+    account: string;
+    currency: string;
+    n: string;
+    sum: string;
+  }>`
     SELECT t.kind, t.token, e.account, e.currency, count(*)::text AS n, sum(e.amount)::text AS sum
     FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
     WHERE t.merchant_id = ${merchantId} AND t.mode = ${mode} AND t.created_at >= ${from} AND t.created_at < ${to}
     GROUP BY 1, 2, 3, 4`.execute(db);
-  return rows.map((r) => ({ kind: r.kind, token: r.token, account: r.account, currency: r.currency, n: Number(r.n), sum: BigInt(r.sum) }));
+  return rows.map((r) => ({
+    kind: r.kind,
+    token: r.token,
+    account: r.account,
+    currency: r.currency,
+    n: Number(r.n),
+    sum: BigInt(r.sum),
+  }));
 }
 
 /** Payments holding the merchant's money in suspense at `to`, and its value at their attempts' rates (US cents). */
-export async function heldAt(db: Db, mode: Mode, merchantId: string, to: Date): Promise<{ count: number; value: bigint }> {
+export async function heldAt(
+  db: Db,
+  mode: Mode,
+  merchantId: string,
+  to: Date,
+): Promise<{ count: number; value: bigint }> {
   const { rows } = await sql<{ count: string; value: string }>`
     SELECT count(*)::text AS count, coalesce(sum(value), 0)::text AS value FROM (
       SELECT payment_id, -sum(amount) FILTER (WHERE currency = ${USD}) AS value FROM (

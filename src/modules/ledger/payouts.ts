@@ -27,8 +27,21 @@ export interface PayoutPosting {
   token: string;
 }
 
-function post(ledger: LedgerService, tx: Tx, p: PayoutPosting, fact: keyof typeof PAYOUT_KINDS, lines: { account: string; currency: string; amount: bigint }[]) {
-  return ledger.post(tx, { mode: p.mode, merchantId: p.merchantId, kind: PAYOUT_KINDS[fact], dedupeKey: `payout:${p.payoutId}:${fact}`, token: p.token, lines });
+function post(
+  ledger: LedgerService,
+  tx: Tx,
+  p: PayoutPosting,
+  fact: keyof typeof PAYOUT_KINDS,
+  lines: { account: string; currency: string; amount: bigint }[],
+) {
+  return ledger.post(tx, {
+    mode: p.mode,
+    merchantId: p.merchantId,
+    kind: PAYOUT_KINDS[fact],
+    dedupeKey: `payout:${p.payoutId}:${fact}`,
+    token: p.token,
+    lines,
+  });
 }
 
 /** The batch was released: the payout's amount is taken from the merchant's balance. */
@@ -41,7 +54,11 @@ export function postPayoutRelease(ledger: LedgerService, tx: Tx, p: PayoutPostin
 }
 
 /** The payout's transfer was sent: `amount` of `token` left for the payee. */
-export function postPayoutSent(ledger: LedgerService, tx: Tx, p: PayoutPosting & { amount: bigint }): Promise<string | null> {
+export function postPayoutSent(
+  ledger: LedgerService,
+  tx: Tx,
+  p: PayoutPosting & { amount: bigint },
+): Promise<string | null> {
   const usd = BigInt(p.usdCents);
   return post(ledger, tx, p, 'sent', [
     { account: accounts.payouts(p.mode), currency: USD, amount: usd },

@@ -97,7 +97,12 @@ export class LinkService {
    * min/max (min ≤ max); `tip` needs 1 to 6 distinct presets inside those bounds, other kinds take none; `pos` cannot
    * collect email (the payer never touches the terminal); `expires_at` must be in the future; URLs https on live.
    */
-  async create(mode: Mode, merchantId: string, input: CreateLinkInput, actor?: Actor): Promise<ReturnType<LinkService['json']>> {
+  async create(
+    mode: Mode,
+    merchantId: string,
+    input: CreateLinkInput,
+    actor?: Actor,
+  ): Promise<ReturnType<LinkService['json']>> {
     validateCreate(input, mode, this.deps.clock.now());
     const now = this.deps.clock.now();
     for (let tries = 0; ; tries++) {
@@ -125,7 +130,18 @@ export class LinkService {
           })
           .returningAll();
         const row = actor
-          ? (await this.deps.audit.statement<LinkRow>(statement, { merchantId, mode, actor, action: 'link.create', target: { type: 'link', id: null }, details: { kind: input.kind, title: input.title } }).execute(this.deps.db)).rows[0]!
+          ? (
+              await this.deps.audit
+                .statement<LinkRow>(statement, {
+                  merchantId,
+                  mode,
+                  actor,
+                  action: 'link.create',
+                  target: { type: 'link', id: null },
+                  details: { kind: input.kind, title: input.title },
+                })
+                .execute(this.deps.db)
+            ).rows[0]!
           : await statement.executeTakeFirstOrThrow();
         return this.json(row);
       } catch (err) {
@@ -173,7 +189,18 @@ export class LinkService {
       .where('mode', '=', mode)
       .returningAll();
     const row = actor
-      ? (await this.deps.audit.statement<LinkRow>(statement, { merchantId, mode, actor, action: 'link.update', target: { type: 'link', id }, details: patch as Record<string, unknown> }).execute(this.deps.db)).rows[0]
+      ? (
+          await this.deps.audit
+            .statement<LinkRow>(statement, {
+              merchantId,
+              mode,
+              actor,
+              action: 'link.update',
+              target: { type: 'link', id },
+              details: patch as Record<string, unknown>,
+            })
+            .execute(this.deps.db)
+        ).rows[0]
       : await statement.executeTakeFirst();
     if (!row) throw notFound('link');
     return this.json(row);
@@ -210,7 +237,8 @@ export class LinkService {
     if (link.collect_email) {
       email = (input.email ?? '').trim();
       if (email.length === 0) throw invalid('email is required', 'email');
-      if (textLength(email) > LINK_LIMITS.emailMax || !EMAIL.test(email)) throw invalid('email must be an email address', 'email');
+      if (textLength(email) > LINK_LIMITS.emailMax || !EMAIL.test(email))
+        throw invalid('email must be an email address', 'email');
     }
     const now = this.deps.clock.now();
     const admitted = await this.deps.db
@@ -229,19 +257,32 @@ export class LinkService {
     const linkUrl = this.url(link);
     try {
       return (
-        await this.deps.payments.create(link.mode, link.merchant_id, {
-          price_amount: amount,
-          price_currency: 'USD',
-          order_id: `${link.slug}-${admitted.seq}`,
-          description: link.title,
-          ...(link.success_url ? { success_url: link.success_url } : {}),
-          // Back on the checkout returns to the link page; a POS payer has no page to go back to.
-          ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://')) ? { cancel_url: linkUrl } : {}),
-          metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
-        }, undefined, actor)
+        await this.deps.payments.create(
+          link.mode,
+          link.merchant_id,
+          {
+            price_amount: amount,
+            price_currency: 'USD',
+            order_id: `${link.slug}-${admitted.seq}`,
+            description: link.title,
+            ...(link.success_url ? { success_url: link.success_url } : {}),
+            // Back on the checkout returns to the link page; a POS payer has no page to go back to.
+            ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://'))
+              ? { cancel_url: linkUrl }
+              : {}),
+            metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
+          },
+          undefined,
+          actor,
+        )
       ).payment;
     } catch (err) {
-      await this.deps.db.updateTable('links').set((eb) => ({ uses: eb('uses', '-', 1) })).where('id', '=', link.id).where('uses', '>', 0).execute();
+      await this.deps.db
+        .updateTable('links')
+        .set((eb) => ({ uses: eb('uses', '-', 1) }))
+        .where('id', '=', link.id)
+        .where('uses', '>', 0)
+        .execute();
       throw err;
     }
   }
@@ -320,21 +361,31 @@ function validateCreate(input: CreateLinkInput, mode: Mode, now: Date): void {
       if (has(k)) throw invalid(`${k} is not allowed for a fixed link (its price is amount_usd_cents)`, k);
     }
   } else if (has('amount_usd_cents')) {
-    throw invalid(`amount_usd_cents is only for fixed links; a ${kind} link takes the amount from the payer`, 'amount_usd_cents');
+    throw invalid(
+      `amount_usd_cents is only for fixed links; a ${kind} link takes the amount from the payer`,
+      'amount_usd_cents',
+    );
   }
   const min = input.min_usd_cents ?? LINK_LIMITS.centsMin;
   const max = input.max_usd_cents ?? LINK_LIMITS.centsMax;
   if (min > max) throw invalid('max_usd_cents must be at least min_usd_cents', 'max_usd_cents');
   const presets = input.presets_usd_cents;
   if (kind === 'tip') {
-    if (!presets || presets.length === 0) throw invalid('presets_usd_cents needs 1 to 6 amounts for a tip link', 'presets_usd_cents');
-    if (new Set(presets).size !== presets.length) throw invalid('presets_usd_cents must not repeat an amount', 'presets_usd_cents');
+    if (!presets || presets.length === 0)
+      throw invalid('presets_usd_cents needs 1 to 6 amounts for a tip link', 'presets_usd_cents');
+    if (new Set(presets).size !== presets.length)
+      throw invalid('presets_usd_cents must not repeat an amount', 'presets_usd_cents');
     const outside = presets.findIndex((p) => p < min || p > max);
-    if (outside >= 0) throw invalid(`presets_usd_cents.${outside} must be within min_usd_cents and max_usd_cents`, `presets_usd_cents.${outside}`);
+    if (outside >= 0)
+      throw invalid(
+        `presets_usd_cents.${outside} must be within min_usd_cents and max_usd_cents`,
+        `presets_usd_cents.${outside}`,
+      );
   } else if (presets !== undefined && kind !== 'fixed') {
     throw invalid(`presets_usd_cents is only for tip links`, 'presets_usd_cents');
   }
-  if (kind === 'pos' && input.collect_email) throw invalid('collect_email is not available for pos links: the payer never uses the terminal', 'collect_email');
+  if (kind === 'pos' && input.collect_email)
+    throw invalid('collect_email is not available for pos links: the payer never uses the terminal', 'collect_email');
   if (input.success_url !== undefined) assertHttpUrl(input.success_url, 'success_url', mode === 'live');
   if (input.expires_at !== undefined && new Date(input.expires_at).getTime() <= now.getTime()) {
     throw invalid('expires_at must be in the future', 'expires_at');

@@ -21,14 +21,22 @@ export async function merchantName(db: DbOrTx, merchantId: string): Promise<stri
 
 /** The merchant's default webhook URL for `mode` (null when none is set). 404 for no merchant. */
 export async function defaultWebhookUrl(db: DbOrTx, merchantId: string, mode: Mode): Promise<string | null> {
-  const row = await db.selectFrom('merchants').select(['webhook_url_test', 'webhook_url_live']).where('id', '=', merchantId).executeTakeFirst();
+  const row = await db
+    .selectFrom('merchants')
+    .select(['webhook_url_test', 'webhook_url_live'])
+    .where('id', '=', merchantId)
+    .executeTakeFirst();
   if (!row) throw notFound('merchant');
   return mode === 'live' ? row.webhook_url_live : row.webhook_url_test;
 }
 
 /** How many owners must approve a disbursement (null: not fixed, every owner). 404 for no merchant. */
 export async function approvalsRequired(db: DbOrTx, merchantId: string): Promise<number | null> {
-  const row = await db.selectFrom('merchants').select('approvals_required').where('id', '=', merchantId).executeTakeFirst();
+  const row = await db
+    .selectFrom('merchants')
+    .select('approvals_required')
+    .where('id', '=', merchantId)
+    .executeTakeFirst();
   if (!row) throw notFound('merchant');
   return row.approvals_required;
 }

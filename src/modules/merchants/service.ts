@@ -113,8 +113,20 @@ export class MerchantService {
       await tx
         .insertInto('api_keys')
         .values([
-          { id: newId('key'), merchant_id: id, mode: 'test', key_hash: hashApiKey(testKey), key_hint: testKey.slice(-4) },
-          { id: newId('key'), merchant_id: id, mode: 'live', key_hash: hashApiKey(liveKey), key_hint: liveKey.slice(-4) },
+          {
+            id: newId('key'),
+            merchant_id: id,
+            mode: 'test',
+            key_hash: hashApiKey(testKey),
+            key_hint: testKey.slice(-4),
+          },
+          {
+            id: newId('key'),
+            merchant_id: id,
+            mode: 'live',
+            key_hash: hashApiKey(liveKey),
+            key_hint: liveKey.slice(-4),
+          },
         ])
         .execute();
     });
@@ -133,7 +145,11 @@ export class MerchantService {
    */
   async names(ids: readonly string[], db: DbOrTx = this.db): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
-    const rows = await db.selectFrom('merchants').select(['id', 'name']).where('id', 'in', [...new Set(ids)]).execute();
+    const rows = await db
+      .selectFrom('merchants')
+      .select(['id', 'name'])
+      .where('id', 'in', [...new Set(ids)])
+      .execute();
     return new Map(rows.map((r) => [r.id, r.name]));
   }
 
@@ -143,7 +159,11 @@ export class MerchantService {
   }
 
   async webhookSecret(merchantId: string): Promise<string> {
-    const row = await this.db.selectFrom('merchants').select('webhook_secret_enc').where('id', '=', merchantId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('merchants')
+      .select('webhook_secret_enc')
+      .where('id', '=', merchantId)
+      .executeTakeFirst();
     if (!row) throw notFound('merchant');
     return decryptSecret(this.secretKey, row.webhook_secret_enc);
   }
@@ -160,7 +180,10 @@ export class MerchantService {
       .executeTakeFirst();
     if (!row) throw notFound('merchant');
     const secrets = [decryptSecret(this.secretKey, row.webhook_secret_enc)];
-    const overlap = row.webhook_secret_prev_enc !== null && row.webhook_secret_prev_until !== null && row.webhook_secret_prev_until.getTime() > now.getTime();
+    const overlap =
+      row.webhook_secret_prev_enc !== null &&
+      row.webhook_secret_prev_until !== null &&
+      row.webhook_secret_prev_until.getTime() > now.getTime();
     if (overlap) secrets.push(decryptSecret(this.secretKey, row.webhook_secret_prev_enc!));
     return { secrets, previousUntil: overlap ? row.webhook_secret_prev_until : null };
   }
@@ -170,7 +193,12 @@ export class MerchantService {
    * as well, so the merchant's endpoint can switch without refusing a delivery. `also` runs in the same transaction
    * (the caller's audit row).
    */
-  async rollWebhookSecret(merchantId: string, now: Date, also?: (tx: Tx) => Promise<unknown>, overlapMs = WEBHOOK_SECRET_OVERLAP_MS): Promise<{ webhook_secret: string; previous_valid_until: string }> {
+  async rollWebhookSecret(
+    merchantId: string,
+    now: Date,
+    also?: (tx: Tx) => Promise<unknown>,
+    overlapMs = WEBHOOK_SECRET_OVERLAP_MS,
+  ): Promise<{ webhook_secret: string; previous_valid_until: string }> {
     const secret = `whsec_${randomBytes(32).toString('base64url')}`;
     const until = new Date(now.getTime() + overlapMs);
     await withTx(this.db, async (tx) => {
@@ -195,15 +223,22 @@ export class MerchantService {
    * given change, and `before` is the row as it was when locked, so a concurrent change is neither lost nor
    * misreported. `after` is the row as this change left it. 400 for a bad value.
    */
-  async updateSettings(db: DbOrTx, merchantId: string, patch: MerchantSettingsPatch, payoutTokens: readonly string[]): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
+  async updateSettings(
+    db: DbOrTx,
+    merchantId: string,
+    patch: MerchantSettingsPatch,
+    payoutTokens: readonly string[],
+  ): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
     const values: Record<string, unknown> = {};
     if (patch.name !== undefined) {
       const name = patch.name.trim();
-      if (!name || textLength(name) > NAME_MAX) throw new ApiError('invalid_request', `name must be 1 to ${NAME_MAX} characters`, 'name');
+      if (!name || textLength(name) > NAME_MAX)
+        throw new ApiError('invalid_request', `name must be 1 to ${NAME_MAX} characters`, 'name');
       values.name = name;
     }
     if (patch.payoutToken !== undefined) {
-      if (!payoutTokens.includes(patch.payoutToken)) throw new ApiError('invalid_request', `payout_token must be one of ${payoutTokens.join(', ')}`, 'payout_token');
+      if (!payoutTokens.includes(patch.payoutToken))
+        throw new ApiError('invalid_request', `payout_token must be one of ${payoutTokens.join(', ')}`, 'payout_token');
       values.payout_token = patch.payoutToken;
     }
     if (patch.webhookUrlTest !== undefined) {
@@ -216,7 +251,8 @@ export class MerchantService {
     }
     if (patch.approvalsRequired !== undefined) {
       const n = patch.approvalsRequired;
-      if (n !== null && (!Number.isInteger(n) || n < 1 || n > 20)) throw new ApiError('invalid_request', 'approvals_required must be 1 to 20', 'approvals_required');
+      if (n !== null && (!Number.isInteger(n) || n < 1 || n > 20))
+        throw new ApiError('invalid_request', 'approvals_required must be 1 to 20', 'approvals_required');
       values.approvals_required = n;
     }
     const change = await this.change(db, merchantId, () => values);
@@ -230,7 +266,11 @@ export class MerchantService {
    * `also` runs in the same transaction with the merchant before and after (the caller's audit row). Answers the
    * merchant as this change left it, read in its transaction (not another request's later change).
    */
-  async update(merchantId: string, patch: MerchantPatch | ((current: MerchantRecord) => MerchantPatch), also?: (tx: Tx, change: { before: MerchantRecord; after: MerchantRecord }) => Promise<unknown>): Promise<MerchantRecord> {
+  async update(
+    merchantId: string,
+    patch: MerchantPatch | ((current: MerchantRecord) => MerchantPatch),
+    also?: (tx: Tx, change: { before: MerchantRecord; after: MerchantRecord }) => Promise<unknown>,
+  ): Promise<MerchantRecord> {
     if (typeof patch !== 'function') checkPatch(patch);
     let written = false;
     const { after } = await withTx(this.db, async (tx) => {
@@ -249,18 +289,36 @@ export class MerchantService {
   }
 
   /** Locks the merchant row, then writes the columns `values` gives for it (none: no write). 404 for no merchant. */
-  private async change(db: DbOrTx, merchantId: string, values: (current: MerchantRecord) => Record<string, unknown>): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
-    const row = await db.selectFrom('merchants').selectAll().where('id', '=', merchantId).forUpdate().executeTakeFirst();
+  private async change(
+    db: DbOrTx,
+    merchantId: string,
+    values: (current: MerchantRecord) => Record<string, unknown>,
+  ): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
+    const row = await db
+      .selectFrom('merchants')
+      .selectAll()
+      .where('id', '=', merchantId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!row) throw notFound('merchant');
     const before = toRecord(row);
     const set = values(before);
     if (Object.keys(set).length === 0) return { before, after: before };
-    const updated = await db.updateTable('merchants').set(set).where('id', '=', merchantId).returningAll().executeTakeFirstOrThrow();
+    const updated = await db
+      .updateTable('merchants')
+      .set(set)
+      .where('id', '=', merchantId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
     return { before, after: toRecord(updated) };
   }
 
   /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
-  async rollKey(merchantId: string, mode: Mode, also?: (tx: Tx, keyId: string, key: string) => Promise<unknown>): Promise<{ key_id: string; key: string }> {
+  async rollKey(
+    merchantId: string,
+    mode: Mode,
+    also?: (tx: Tx, keyId: string, key: string) => Promise<unknown>,
+  ): Promise<{ key_id: string; key: string }> {
     await this.get(merchantId);
     const key = generateApiKey(mode);
     const keyId = newId('key');
@@ -273,7 +331,10 @@ export class MerchantService {
         .where('revoked_at', 'is', null)
         .returning('key_hash')
         .execute();
-      await tx.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) }).execute();
+      await tx
+        .insertInto('api_keys')
+        .values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) })
+        .execute();
       await also?.(tx, keyId, key);
       return old.map((o) => o.key_hash);
     });
@@ -285,7 +346,11 @@ export class MerchantService {
    * Revokes one key, named by its id or by the key itself; with `merchantId`, only a key of that merchant. `also` runs
    * in the same transaction (the caller's audit row).
    */
-  async revokeKey(idOrKey: string, merchantId?: string, also?: (tx: Tx) => Promise<unknown>): Promise<{ key_id: string; merchant_id: string }> {
+  async revokeKey(
+    idOrKey: string,
+    merchantId?: string,
+    also?: (tx: Tx) => Promise<unknown>,
+  ): Promise<{ key_id: string; merchant_id: string }> {
     const byKey = KEY_PATTERN.test(idOrKey);
     const row = await withTx(this.db, async (tx) => {
       let q = tx
@@ -415,10 +480,15 @@ function patchValues(patch: MerchantPatch): Record<string, unknown> {
   if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
   if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
   if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
-  if (patch.taxProfile) values[`tax_profile_${patch.taxProfile.mode}`] = patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
+  if (patch.taxProfile)
+    values[`tax_profile_${patch.taxProfile.mode}`] =
+      patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);
   return values;
 }
 
 function unauthorized(): ApiError {
-  return new ApiError('unauthorized', 'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.');
+  return new ApiError(
+    'unauthorized',
+    'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.',
+  );
 }

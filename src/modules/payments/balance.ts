@@ -21,7 +21,13 @@ export async function merchantBalance(deps: BalanceDeps, mode: Mode, merchantId:
     custody: custody.map((c) => {
       const t = deps.chains.token(mode, c.token);
       const decimals = t?.decimals ?? 0;
-      return { token: c.token, chain: c.token.split(':')[0]!, symbol: t?.symbol ?? c.token.split(':')[1]!.toUpperCase(), amount: c.amount.toString(), amount_display: formatUnits(c.amount, decimals) };
+      return {
+        token: c.token,
+        chain: c.token.split(':')[0]!,
+        symbol: t?.symbol ?? c.token.split(':')[1]!.toUpperCase(),
+        amount: c.amount.toString(),
+        amount_display: formatUnits(c.amount, decimals),
+      };
     }),
   };
 }

@@ -37,13 +37,19 @@ export interface PaymentSummary {
 }
 
 /** Creates `items` (all of `mode`) in `db` — the caller's transaction — with one INSERT; answers in the same order. */
-export async function createPaymentsIn(engine: PaymentEngine, db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<Payment[]> {
+export async function createPaymentsIn(
+  engine: PaymentEngine,
+  db: DbOrTx,
+  mode: Mode,
+  items: readonly IssuedPaymentInput[],
+): Promise<Payment[]> {
   if (items.length === 0) return [];
   const now = engine.deps.clock.now();
   const expires = new Date(now.getTime() + PAYMENT_LIFETIME_MS);
   const values = items.map((i): NewPayment => {
     const metadata = JSON.stringify(i.metadata);
-    if (Buffer.byteLength(metadata, 'utf8') > METADATA_MAX_BYTES) throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
+    if (Buffer.byteLength(metadata, 'utf8') > METADATA_MAX_BYTES)
+      throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     return {
       merchant_id: i.merchantId,
       mode,
@@ -67,7 +73,12 @@ export async function createPaymentsIn(engine: PaymentEngine, db: DbOrTx, mode: 
 }
 
 /** Status, amount, times and checkout URL of the payments `ids` of `mode` (those that exist), in one query. */
-export async function paymentSummaries(engine: PaymentEngine, db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Map<string, PaymentSummary>> {
+export async function paymentSummaries(
+  engine: PaymentEngine,
+  db: DbOrTx,
+  mode: Mode,
+  ids: readonly string[],
+): Promise<Map<string, PaymentSummary>> {
   const rows = await paymentStates(db, mode, ids);
   const base = engine.deps.checkoutBase();
   return new Map(rows.map((r) => [r.id, { ...r, checkout_url: `${base}/p/${r.id}` }]));

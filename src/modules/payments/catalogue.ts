@@ -84,7 +84,8 @@ export class Catalogue {
   resolve(mode: Mode, choice: CoinChoiceInput): TokenConfig | null {
     const { chain, token } = choice;
     if (chain === undefined && token === undefined) return null;
-    if (chain !== undefined && !this.deps.chains.network(mode, chain)) throw invalid(`Unknown network "${chain}"; GET /currencies lists them.`, 'chain');
+    if (chain !== undefined && !this.deps.chains.network(mode, chain))
+      throw invalid(`Unknown network "${chain}"; GET /currencies lists them.`, 'chain');
     if (token === undefined) throw invalid('token is required when chain is given', 'token');
     const t = this.deps.chains.token(mode, token);
     if (!t) throw invalid(`Unknown token "${token}"; GET /currencies lists them.`, 'token');
@@ -96,10 +97,17 @@ export class Catalogue {
   async price(mode: Mode, token: TokenConfig, priceCents: number): Promise<PricedCoin> {
     const network = this.deps.chains.network(mode, token.chain)!;
     if (!this.deps.chains.available(mode, token.chain)) {
-      throw new ApiError('chain_paused', `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).reason}); choose another coin.`);
+      throw new ApiError(
+        'chain_paused',
+        `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).reason}); choose another coin.`,
+      );
     }
     const quote = await this.deps.prices.quoteFresh(token);
-    if (!quote) throw new ApiError('price_unavailable', `No current price for ${token.symbol}; try again shortly or choose another coin.`);
+    if (!quote)
+      throw new ApiError(
+        'price_unavailable',
+        `No current price for ${token.symbol}; try again shortly or choose another coin.`,
+      );
     const payAmount = centsToUnits(priceCents, quote.rate, token.decimals);
     if (payAmount < token.minAmount) {
       throw new ApiError(

@@ -48,7 +48,12 @@ export class DepositRecorder implements DepositSink {
     const byPayment = new Map<string, Array<{ attempt: AttemptRow; deposit: NewDeposit }>>();
     for (const chain of new Set(deposits.map((d) => d.chain))) {
       const onChain = deposits.filter((d) => d.chain === chain);
-      const attempts = await attemptsByAddress(this.engine.deps.db, mode, chain, onChain.map((d) => d.address));
+      const attempts = await attemptsByAddress(
+        this.engine.deps.db,
+        mode,
+        chain,
+        onChain.map((d) => d.address),
+      );
       const byAddress = new Map(attempts.map((a) => [a.address.toLowerCase(), a]));
       for (const d of onChain) {
         const attempt = byAddress.get(d.address.toLowerCase());

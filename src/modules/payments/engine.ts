@@ -122,7 +122,9 @@ export class PaymentEngine {
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
           amount: after.paidAmount ?? 0n,
-          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable ? null : { swapFeeBps: this.deps.swapFeeBps },
+          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable
+            ? null
+            : { swapFeeBps: this.deps.swapFeeBps },
         });
         credited = true;
       }
@@ -133,15 +135,28 @@ export class PaymentEngine {
     }
     current = await saveCredit(tx, current, seq, credited);
     // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
-    if (current.deposits.length > 0) await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
+    if (current.deposits.length > 0)
+      await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
 
     const payment = this.json(current);
     for (const type of events) {
-      await this.deps.events.publish(tx, { mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data: payment, serialize: serializePayment, destination: row.webhook_url });
+      await this.deps.events.publish(tx, {
+        mode: row.mode,
+        merchantId: row.merchant_id,
+        type,
+        orderingKey: row.id,
+        data: payment,
+        serialize: serializePayment,
+        destination: row.webhook_url,
+      });
     }
     if (events.length > 0) {
-      for (const observer of this.observers) await observer(tx, { mode: row.mode, merchantId: row.merchant_id, payment, events });
-      this.deps.log.info({ paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events }, 'payment changed');
+      for (const observer of this.observers)
+        await observer(tx, { mode: row.mode, merchantId: row.merchant_id, payment, events });
+      this.deps.log.info(
+        { paymentId: row.id, mode: row.mode, from: before.status, to: after.status, events },
+        'payment changed',
+      );
     }
     return { events, payment, loaded: current };
   }

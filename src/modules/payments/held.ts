@@ -19,13 +19,19 @@ export async function heldTarget(tx: Tx, chains: ChainRegistry, l: Loaded, credi
   if (!l.deposits.some((d) => settled(d.status))) return target;
   const refunds = await sentRefunds(tx, l.row.id);
   for (const a of l.attempts) {
-    const returned = (token: string) => refunds.filter((r) => r.attempt_id === a.id && r.token === token).reduce((s, r) => s + BigInt(r.amount), 0n);
+    const returned = (token: string) =>
+      refunds.filter((r) => r.attempt_id === a.id && r.token === token).reduce((s, r) => s + BigInt(r.amount), 0n);
     const deposits = l.deposits.filter((d) => d.attempt_id === a.id && settled(d.status));
     // The attempt's own coin: valued at the attempt's rate.
     let own = deposits.filter((d) => d.token === a.token).reduce((s, d) => s + BigInt(d.amount), 0n);
     if (credited && a.id === l.row.paid_attempt_id) own -= BigInt(l.row.paid_amount ?? 0);
     own -= returned(a.token);
-    if (own > 0n) lots.push({ token: a.token, amount: own, valueCents: unitsToCents(own, a.rate, chains.token(a.mode, a.token)?.decimals ?? 0) });
+    if (own > 0n)
+      lots.push({
+        token: a.token,
+        amount: own,
+        valueCents: unitsToCents(own, a.rate, chains.token(a.mode, a.token)?.decimals ?? 0),
+      });
     // Other coins worth at least their minimum: valued at what they were worth when seen, pro rata after a refund.
     for (const token of new Set(deposits.filter((d) => d.token !== a.token && d.at_least_min).map((d) => d.token))) {
       const wrong = deposits.filter((d) => d.token === token && d.at_least_min);

@@ -3,7 +3,17 @@
  * Amounts are bigint smallest units; cents are integers.
  */
 
-export const PAYMENT_STATUSES = ['waiting', 'detected', 'confirming', 'paid', 'underpaid', 'expired', 'late', 'refunded', 'cancelled'] as const;
+export const PAYMENT_STATUSES = [
+  'waiting',
+  'detected',
+  'confirming',
+  'paid',
+  'underpaid',
+  'expired',
+  'late',
+  'refunded',
+  'cancelled',
+] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export type AttemptStatus = Exclude<PaymentStatus, 'cancelled'>;
 export const ATTEMPT_STATUSES = PAYMENT_STATUSES.filter((s) => s !== 'cancelled') as AttemptStatus[];

@@ -49,7 +49,10 @@ export class RefundService implements TransferOwner {
     if (!holder) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
     const adapter = chains.adapter(scope.mode, holder.attempt.chain);
     if (!adapter.isValidAddress(input.destination)) {
-      throw invalid(`destination is not a valid ${chains.network(scope.mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`, 'destination');
+      throw invalid(
+        `destination is not a valid ${chains.network(scope.mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`,
+        'destination',
+      );
     }
 
     const refund = await this.engine.locked(scope, paymentId, async (tx, l) => {
@@ -79,9 +82,23 @@ export class RefundService implements TransferOwner {
         created_at: clock.now(),
       });
       if (actor) {
-        await this.engine.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: 'payment.refund', target: { type: 'payment', id: paymentId }, details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount } });
+        await this.engine.deps.audit.record(tx, {
+          merchantId: l.row.merchant_id,
+          mode: scope.mode,
+          actor,
+          action: 'payment.refund',
+          target: { type: 'payment', id: paymentId },
+          details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount },
+        });
       }
-      await this.transfers.request(tx, { transferId: row.id, mode: scope.mode, purpose: REFUND_PURPOSE, token, destination: row.destination, amount: money.amount });
+      await this.transfers.request(tx, {
+        transferId: row.id,
+        mode: scope.mode,
+        purpose: REFUND_PURPOSE,
+        token,
+        destination: row.destination,
+        amount: money.amount,
+      });
       return row;
     });
     if (!refund) throw notFound('payment');
@@ -102,18 +119,33 @@ export class RefundService implements TransferOwner {
     await this.engine.lockedIn(tx, { mode: transfer.mode, merchantId: null }, paymentId, async (tx, l) => {
       const refund = await lockRefund(tx, transfer.id);
       if (refund.status !== 'pending') return;
-      const settled = { status: transfer.status, tx_hash: transfer.txHash, error: transfer.status === 'failed' ? (transfer.error ?? 'the transfer failed') : null, settled_at: clock.now() };
+      const settled = {
+        status: transfer.status,
+        tx_hash: transfer.txHash,
+        error: transfer.status === 'failed' ? (transfer.error ?? 'the transfer failed') : null,
+        settled_at: clock.now(),
+      };
       await settleRefund(tx, refund.id, settled);
       if (transfer.status !== 'sent') {
         log.warn({ refundId: refund.id, paymentId: l.row.id, error: settled.error }, 'refund failed');
-        await events.publish(tx, { mode: transfer.mode, merchantId: l.row.merchant_id, type: REFUND_FAILED_EVENT, orderingKey: l.row.id, data: refundJson({ ...refund, ...settled }, chains), destination: l.row.webhook_url });
+        await events.publish(tx, {
+          mode: transfer.mode,
+          merchantId: l.row.merchant_id,
+          type: REFUND_FAILED_EVENT,
+          orderingKey: l.row.id,
+          data: refundJson({ ...refund, ...settled }, chains),
+          destination: l.row.webhook_url,
+        });
         return;
       }
       try {
         await this.engine.apply(tx, l, { kind: 'refund_sent', attemptId: refund.attempt_id });
       } catch (err) {
         if (!(err instanceof TransitionError)) throw err;
-        log.error({ refundId: refund.id, paymentId: l.row.id, err: err.message }, 'refund sent but the payment could not be marked refunded');
+        log.error(
+          { refundId: refund.id, paymentId: l.row.id, err: err.message },
+          'refund sent but the payment could not be marked refunded',
+        );
       }
     });
   }
@@ -131,19 +163,31 @@ export class RefundService implements TransferOwner {
  */
 function refundable(l: Loaded): { attempt: AttemptRow; token: string; amount: bigint } | null {
   const paid = l.attempts.find((a) => a.id === l.row.paid_attempt_id);
-  if (paid && confirmedAmount(paid, l.deposits) > 0n) return { attempt: paid, token: paid.token, amount: confirmedAmount(paid, l.deposits) };
+  if (paid && confirmedAmount(paid, l.deposits) > 0n)
+    return { attempt: paid, token: paid.token, amount: confirmedAmount(paid, l.deposits) };
   let best: { attempt: AttemptRow; token: string; amount: bigint } | null = null;
   for (const a of l.attempts) {
     const amount = confirmedAmount(a, l.deposits);
     if (amount === 0n) continue;
-    if (!best || amount * BigInt(best.attempt.pay_amount) >= best.amount * BigInt(a.pay_amount)) best = { attempt: a, token: a.token, amount };
+    if (!best || amount * BigInt(best.attempt.pay_amount) >= best.amount * BigInt(a.pay_amount))
+      best = { attempt: a, token: a.token, amount };
   }
   if (best) return best;
   for (const a of [...l.attempts].reverse()) {
-    const wrong = l.deposits.filter((d) => d.attempt_id === a.id && d.token !== a.token && d.at_least_min && (d.status === 'confirmed' || d.status === 'final'));
+    const wrong = l.deposits.filter(
+      (d) =>
+        d.attempt_id === a.id &&
+        d.token !== a.token &&
+        d.at_least_min &&
+        (d.status === 'confirmed' || d.status === 'final'),
+    );
     if (wrong.length === 0) continue;
     const token = wrong[0]!.token;
-    return { attempt: a, token, amount: wrong.filter((d) => d.token === token).reduce((sum, d) => sum + BigInt(d.amount), 0n) };
+    return {
+      attempt: a,
+      token,
+      amount: wrong.filter((d) => d.token === token).reduce((sum, d) => sum + BigInt(d.amount), 0n),
+    };
   }
   return null;
 }

@@ -15,20 +15,25 @@ type RateSourceName = (typeof RATE_SOURCES)[number];
 /** Decimals and display symbol of a token id; ids no longer configured fall back to 0 decimals. */
 function tokenMeta(chains: ChainRegistry, mode: Mode, id: string): { decimals: number; symbol: string } {
   const t = chains.token(mode, id);
-  return t ? { decimals: t.decimals, symbol: t.symbol } : { decimals: 0, symbol: (id.split(':')[1] ?? id).toUpperCase() };
+  return t
+    ? { decimals: t.decimals, symbol: t.symbol }
+    : { decimals: 0, symbol: (id.split(':')[1] ?? id).toUpperCase() };
 }
 
 /** Sum of the non-orphaned deposits of the attempt's own coin (what `received_amount` shows). */
 export function receivedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
   let sum = 0n;
-  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && d.status !== 'orphaned') sum += BigInt(d.amount);
+  for (const d of deposits)
+    if (d.attempt_id === a.id && d.token === a.token && d.status !== 'orphaned') sum += BigInt(d.amount);
   return sum;
 }
 
 /** Confirmed (confirmed or final) amount of the attempt's own coin: what a refund returns. */
 export function confirmedAmount(a: AttemptRow, deposits: DepositRow[]): bigint {
   let sum = 0n;
-  for (const d of deposits) if (d.attempt_id === a.id && d.token === a.token && (d.status === 'confirmed' || d.status === 'final')) sum += BigInt(d.amount);
+  for (const d of deposits)
+    if (d.attempt_id === a.id && d.token === a.token && (d.status === 'confirmed' || d.status === 'final'))
+      sum += BigInt(d.amount);
   return sum;
 }
 
@@ -87,7 +92,10 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
               block_number: d.block_number === null ? null : d.block_number.toString(),
               status: d.status as DepositStatus,
               confirmations: d.confirmations,
-              explorer_url: network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX) ? chains.adapter(mode, a.chain).explorerUrl(d.tx_hash) : null,
+              explorer_url:
+                network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX)
+                  ? chains.adapter(mode, a.chain).explorerUrl(d.tx_hash)
+                  : null,
             };
           }),
       };

@@ -36,13 +36,20 @@ export class PaymentReports {
   constructor(private readonly engine: PaymentEngine) {}
 
   /** Newest first, like GET /payments; `next_cursor` null on the last page. */
-  async search(mode: Mode, merchantId: string, q: PaymentSearch): Promise<{ data: Payment[]; next_cursor: string | null }> {
+  async search(
+    mode: Mode,
+    merchantId: string,
+    q: PaymentSearch,
+  ): Promise<{ data: Payment[]; next_cursor: string | null }> {
     const { db } = this.engine.deps;
     const limit = q.limit ?? 25;
     const rows = await searchPaymentIds(db, mode, merchantId, { ...q, limit });
     const page = rows.slice(0, limit);
     const loaded = await loadPayments(db, { mode, merchantId }, page);
-    return { data: loaded.map((l) => this.engine.json(l)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+    return {
+      data: loaded.map((l) => this.engine.json(l)),
+      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null,
+    };
   }
 
   /** The fee and the net credited of each payment that was credited (the ledger's figures; absent when never credited). */

@@ -16,16 +16,20 @@ export const RateSource = Enum(RATE_SOURCES, 'Where the rate came from; `peg` fo
 export const DepositSchema = Type.Object(
   {
     tx_hash: Type.String({ description: 'Transaction hash (`0xsim…` for simulated deposits).' }),
-    token: Type.String({ description: 'Token id of the coin that arrived (differs from the attempt\'s on a wrong asset).' }),
-    amount: Amount('Amount in the coin\'s smallest unit.'),
+    token: Type.String({
+      description: "Token id of the coin that arrived (differs from the attempt's on a wrong asset).",
+    }),
+    amount: Amount("Amount in the coin's smallest unit."),
     amount_display: Type.String({ description: 'Amount in whole coins, exact decimal.' }),
     from: Nullable(Type.String({ description: 'Sender address, when known.' })),
-    block_number: Nullable(Type.String({ description: 'Block of the transfer as a decimal string; null for simulated deposits.' })),
+    block_number: Nullable(
+      Type.String({ description: 'Block of the transfer as a decimal string; null for simulated deposits.' }),
+    ),
     status: Enum(DEPOSIT_STATUSES),
     confirmations: Type.Integer({ minimum: 0 }),
     explorer_url: Nullable(Type.String()),
   },
-  { $id: 'Deposit', additionalProperties: false, description: 'A transfer seen on chain to an attempt\'s address.' },
+  { $id: 'Deposit', additionalProperties: false, description: "A transfer seen on chain to an attempt's address." },
 );
 export type Deposit = Static<typeof DepositSchema>;
 
@@ -45,7 +49,10 @@ export const AttemptSchema = Type.Object(
     status: Enum(ATTEMPT_STATUSES),
     overpaid: Type.Boolean(),
     wrong_asset: Type.Boolean(),
-    confirmation_tier: Type.Integer({ minimum: 1, description: 'Tier of the network\'s confirmation table applied (1 = smallest amounts).' }),
+    confirmation_tier: Type.Integer({
+      minimum: 1,
+      description: "Tier of the network's confirmation table applied (1 = smallest amounts).",
+    }),
     confirmations_required: Nullable(Type.Union([Type.Integer(), Type.String()])),
     expires_at: DateTime('End of the 10-minute price hold.'),
     uri: Nullable(Type.String({ description: 'Payment URI (EIP-681, Solana Pay).' })),
@@ -73,7 +80,11 @@ export const PaymentSchema = Type.Object(
     created_at: DateTime(),
     attempts: Type.Array(Ref<Attempt>('Attempt')),
   },
-  { $id: 'Payment', additionalProperties: false, description: 'A payment; `GET /payments/{id}` is the source of truth.' },
+  {
+    $id: 'Payment',
+    additionalProperties: false,
+    description: 'A payment; `GET /payments/{id}` is the source of truth.',
+  },
 );
 /** The Payment object: what the API answers and what `payment.*` webhooks carry as `data`. */
 export type Payment = Static<typeof PaymentSchema>;
@@ -89,13 +100,17 @@ export const RefundSchema = Type.Object(
     amount_display: Type.String(),
     tx_hash: Nullable(Type.String()),
     note: Nullable(Type.String()),
-    error: Nullable(Type.String({ description: 'Why the refund failed (`failed` only; null otherwise). A new refund may be requested after a failed one.' })),
+    error: Nullable(
+      Type.String({
+        description:
+          'Why the refund failed (`failed` only; null otherwise). A new refund may be requested after a failed one.',
+      }),
+    ),
     created_at: DateTime(),
   },
-  { $id: 'Refund', additionalProperties: false, description: 'A refund of a payment\'s money.' },
+  { $id: 'Refund', additionalProperties: false, description: "A refund of a payment's money." },
 );
 export type Refund = Static<typeof RefundSchema>;
-
 
 /** The schemas above, in dependency order, for registration as OpenAPI components. */
 export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, PaymentSchema, RefundSchema] as const;

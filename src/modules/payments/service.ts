@@ -149,7 +149,11 @@ export class PaymentService {
     let issued: Issued | null = null;
     if (coin) {
       try {
-        issued = await this.issue(mode, coin, input.price_amount, { merchantId, merchantName, description: input.description ?? null });
+        issued = await this.issue(mode, coin, input.price_amount, {
+          merchantId,
+          merchantName,
+          description: input.description ?? null,
+        });
       } catch (err) {
         // A retry of a request that succeeded gets its answer even when the coin cannot be priced now.
         const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, scope) : null;
@@ -179,7 +183,17 @@ export class PaymentService {
     const result = await once(this.deps.db, scope, 201, payment, async (keyRow) => {
       const writes = insertRows(row, attempts);
       if (keyRow) writes.push(keyRow);
-      if (actor) writes.push(this.deps.audit.write({ merchantId, mode, actor, action: 'payment.create', target: { type: 'payment', id: row.id }, details: { order_id: input.order_id, price_amount: input.price_amount } }));
+      if (actor)
+        writes.push(
+          this.deps.audit.write({
+            merchantId,
+            mode,
+            actor,
+            action: 'payment.create',
+            target: { type: 'payment', id: row.id },
+            details: { order_id: input.order_id, price_amount: input.price_amount },
+          }),
+        );
       const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
       if (!hook) return writeCoalesced(this.deps.db, writes, key === null ? '' : `${merchantId} ${mode} ${key}`);
       // A network that records work for a new address does so in the same transaction.
@@ -216,7 +230,10 @@ export class PaymentService {
     const ids = await listPaymentIds(this.deps.db, mode, merchantId, { ...q, limit });
     const page = ids.slice(0, limit);
     const loaded = await loadPayments(this.deps.db, { mode, merchantId }, page);
-    return { data: loaded.map((l) => this.engine.json(l)), next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+    return {
+      data: loaded.map((l) => this.engine.json(l)),
+      next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null,
+    };
   }
 
   /** Issues a coin choice (a deposit address and an exact amount held for 10 minutes) on a payment. */
@@ -226,13 +243,24 @@ export class PaymentService {
     const coin = this.catalogue.resolve(scope.mode, choice);
     if (!coin) throw invalid('token is required', 'token');
     assertCanAddAttempt(l);
-    const issued = await this.issue(scope.mode, coin, l.row.price_amount, { merchantId: l.row.merchant_id, description: l.row.description });
+    const issued = await this.issue(scope.mode, coin, l.row.price_amount, {
+      merchantId: l.row.merchant_id,
+      description: l.row.description,
+    });
     const payment = await this.engine.locked(scope, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
       await this.addressIssued(tx, scope.mode, issued);
       const attempt = this.attemptRow(id, scope.mode, issued, this.deps.clock.now());
       await writeTogether(tx, insertRows(null, [attempt]));
-      if (actor) await this.deps.audit.record(tx, { merchantId: locked.row.merchant_id, mode: scope.mode, actor, action: 'payment.attempt', target: { type: 'payment', id }, details: { token: attempt.token, attempt_id: attempt.id } });
+      if (actor)
+        await this.deps.audit.record(tx, {
+          merchantId: locked.row.merchant_id,
+          mode: scope.mode,
+          actor,
+          action: 'payment.attempt',
+          target: { type: 'payment', id },
+          details: { token: attempt.token, attempt_id: attempt.id },
+        });
       return this.engine.json({ ...locked, attempts: [...locked.attempts, attempt] });
     });
     if (!payment) throw notFound('payment');
@@ -253,7 +281,15 @@ export class PaymentService {
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       try {
         const applied = await this.engine.apply(tx, l, trigger);
-        if (actor) await this.deps.audit.record(tx, { merchantId: l.row.merchant_id, mode: scope.mode, actor, action: `payment.${trigger.kind}`, target: { type: 'payment', id }, details: { from: l.row.status, to: applied.payment.status } });
+        if (actor)
+          await this.deps.audit.record(tx, {
+            merchantId: l.row.merchant_id,
+            mode: scope.mode,
+            actor,
+            action: `payment.${trigger.kind}`,
+            target: { type: 'payment', id },
+            details: { from: l.row.status, to: applied.payment.status },
+          });
         return applied.payment;
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
@@ -267,17 +303,32 @@ export class PaymentService {
    * A priced coin choice plus a fresh deposit address (index from the sequence, derived by the chain's adapter).
    * The payment URI may carry what a wallet shows the payer: the merchant's name and the payment's description.
    */
-  private async issue(mode: Mode, token: TokenConfig, priceCents: number, payee: { merchantId: string; merchantName?: string; description: string | null }): Promise<Issued> {
+  private async issue(
+    mode: Mode,
+    token: TokenConfig,
+    priceCents: number,
+    payee: { merchantId: string; merchantName?: string; description: string | null },
+  ): Promise<Issued> {
     const priced = await this.catalogue.price(mode, token, priceCents);
-    const [index, label] = await Promise.all([this.addressIndexes.next(), payee.merchantName ?? merchantName(this.deps.db, payee.merchantId)]);
+    const [index, label] = await Promise.all([
+      this.addressIndexes.next(),
+      payee.merchantName ?? merchantName(this.deps.db, payee.merchantId),
+    ]);
     const adapter = this.deps.chains.adapter(mode, token.chain);
     const address = await adapter.deriveAddress(index);
-    return { ...priced, index, address, uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }) };
+    return {
+      ...priced,
+      index,
+      address,
+      uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }),
+    };
   }
 
   /** Lets the coin choice's network record work for its new address, in the transaction that stores the choice. */
   private async addressIssued(tx: Tx, mode: Mode, c: Issued): Promise<void> {
-    await this.deps.chains.adapter(mode, c.network.id).addressIssued?.(tx, { token: c.token, address: c.address, index: c.index });
+    await this.deps.chains
+      .adapter(mode, c.network.id)
+      .addressIssued?.(tx, { token: c.token, address: c.address, index: c.index });
   }
 
   private attemptRow(paymentId: string, mode: Mode, c: Issued, now: Date): AttemptRow {
@@ -302,8 +353,12 @@ export class PaymentService {
 }
 
 function assertCanAddAttempt(l: Loaded): void {
-  if (isFinal(l.row.status as PaymentStatus)) throw invalidState(`This payment is ${l.row.status}; no new coin can be chosen.`);
+  if (isFinal(l.row.status as PaymentStatus))
+    throw invalidState(`This payment is ${l.row.status}; no new coin can be chosen.`);
   if (l.attempts.length >= MAX_ATTEMPTS) {
-    throw new ApiError('too_many_attempts', `A payment has at most ${MAX_ATTEMPTS} coin choices; this one already has ${l.attempts.length}.`);
+    throw new ApiError(
+      'too_many_attempts',
+      `A payment has at most ${MAX_ATTEMPTS} coin choices; this one already has ${l.attempts.length}.`,
+    );
   }
 }

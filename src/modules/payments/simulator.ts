@@ -37,12 +37,25 @@ export class Simulator {
     const first = await loadPayment(this.engine.deps.db, scope, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
-    if (outcome !== 'expired' && first.attempts.length === 0) await this.payments.createAttempt(scope, id, { token: this.defaultCoin().id });
+    if (outcome !== 'expired' && first.attempts.length === 0)
+      await this.payments.createAttempt(scope, id, { token: this.defaultCoin().id });
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       assertWaiting(l);
-      const applied = outcome === 'expired' || outcome === 'late' ? await this.closeWindow(tx, l, outcome) : await this.deposit(tx, l, outcome);
-      if (!applied.events.includes(EXPECTED[outcome])) throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
-      if (actor) await this.engine.deps.audit.record(tx, { merchantId, mode: 'test', actor, action: 'payment.simulate', target: { type: 'payment', id }, details: { outcome } });
+      const applied =
+        outcome === 'expired' || outcome === 'late'
+          ? await this.closeWindow(tx, l, outcome)
+          : await this.deposit(tx, l, outcome);
+      if (!applied.events.includes(EXPECTED[outcome]))
+        throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
+      if (actor)
+        await this.engine.deps.audit.record(tx, {
+          merchantId,
+          mode: 'test',
+          actor,
+          action: 'payment.simulate',
+          target: { type: 'payment', id },
+          details: { outcome },
+        });
       return applied.payment;
     });
     if (!result) throw notFound('payment');
@@ -65,7 +78,11 @@ export class Simulator {
       // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
       d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now);
     }
-    return this.engine.apply(tx, await this.deposits.store(tx, l, attempt, { ...d, confirmations: attempt.confirmations_required }), { kind: 'deposits_changed' });
+    return this.engine.apply(
+      tx,
+      await this.deposits.store(tx, l, attempt, { ...d, confirmations: attempt.confirmations_required }),
+      { kind: 'deposits_changed' },
+    );
   }
 
   /**
@@ -82,7 +99,10 @@ export class Simulator {
     }
     const attempt = l.attempts[l.attempts.length - 1]!;
     const afterHold = new Date(Math.max(now.getTime(), attempt.expires_at.getTime() + 1));
-    const withMoney = await this.deposits.store(tx, l, attempt, { ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold), confirmations: attempt.confirmations_required });
+    const withMoney = await this.deposits.store(tx, l, attempt, {
+      ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold),
+      confirmations: attempt.confirmations_required,
+    });
     return this.engine.apply(tx, withMoney, { kind: 'deposits_changed' }, afterHold);
   }
 
@@ -104,7 +124,8 @@ export class Simulator {
 }
 
 function assertWaiting(l: Loaded): void {
-  if (l.row.status !== 'waiting') throw invalidState(`Only a waiting payment can be simulated; this payment is ${l.row.status}.`);
+  if (l.row.status !== 'waiting')
+    throw invalidState(`Only a waiting payment can be simulated; this payment is ${l.row.status}.`);
 }
 
 function simulated(token: string, amount: bigint, seenAt: Date): NewDeposit {

@@ -5,7 +5,14 @@
  */
 import { rateFraction } from '../../core/money.ts';
 import { LATE_ACCEPT_MAX_MOVE_BPS } from './model.ts';
-import type { AttemptState, AttemptStatus, DepositState, PaymentEventType, PaymentState, PaymentStatus } from './model.ts';
+import type {
+  AttemptState,
+  AttemptStatus,
+  DepositState,
+  PaymentEventType,
+  PaymentState,
+  PaymentStatus,
+} from './model.ts';
 
 /** What happened to the payment. */
 export type Trigger =
@@ -46,7 +53,9 @@ export function isFinal(status: PaymentStatus): boolean {
  * coin's minimum (a wrong asset). Dust of another coin is not money: it neither blocks cancelling nor is refunded.
  */
 export function moneySeen(payment: PaymentState): boolean {
-  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned' && (d.token === a.token || d.atLeastTokenMinimum)));
+  return payment.attempts.some((a) =>
+    a.deposits.some((d) => d.status !== 'orphaned' && (d.token === a.token || d.atLeastTokenMinimum)),
+  );
 }
 
 /** Whether any of the asked coin arrived on any attempt (a wrong asset alone does not stop expiry: nothing was paid). */
@@ -118,7 +127,8 @@ function derive(a: AttemptState, t: Tally, forceLate: boolean): AttemptStatus | 
 
 /** Underpaid is not undone by new pending money, and late does not turn into paid by itself. */
 function hold(current: PaymentStatus, derived: AttemptStatus, confirmed: bigint): AttemptStatus {
-  if (current === 'underpaid' && (derived === 'detected' || derived === 'confirming') && confirmed > 0n) return 'underpaid';
+  if (current === 'underpaid' && (derived === 'detected' || derived === 'confirming') && confirmed > 0n)
+    return 'underpaid';
   if (current === 'late' && derived === 'paid') return 'late';
   return derived;
 }
@@ -134,7 +144,8 @@ function carrier(attempts: AttemptState[]): AttemptState | undefined {
     }
     const byConfirmed = cur.t.confirmed * best.a.payAmount - best.t.confirmed * a.payAmount;
     const bySeen = cur.t.seen * best.a.payAmount - best.t.seen * a.payAmount;
-    const order = byConfirmed !== 0n ? byConfirmed : bySeen !== 0n ? bySeen : BigInt(Number(cur.any) - Number(best.any));
+    const order =
+      byConfirmed !== 0n ? byConfirmed : bySeen !== 0n ? bySeen : BigInt(Number(cur.any) - Number(best.any));
     if (order >= 0n) best = cur;
   }
   return best?.a;
@@ -158,7 +169,10 @@ function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEv
 
 function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
   for (const a of p.attempts) {
-    if (!a.wrongAsset && a.deposits.some((d) => d.token !== a.token && d.status !== 'orphaned' && d.atLeastTokenMinimum)) {
+    if (
+      !a.wrongAsset &&
+      a.deposits.some((d) => d.token !== a.token && d.status !== 'orphaned' && d.atLeastTokenMinimum)
+    ) {
       a.wrongAsset = true;
       events.push('payment.wrong_asset');
     }
@@ -229,8 +243,10 @@ function priceHeld(a: AttemptState, rates: ReadonlyMap<string, string>): boolean
 }
 
 function onCancel(p: PaymentState, events: PaymentEventType[]): void {
-  if (p.status !== 'waiting') throw new TransitionError(`Only a waiting payment can be cancelled; this payment is ${p.status}.`);
-  if (moneySeen(p)) throw new TransitionError('Money has already arrived for this payment; it can no longer be cancelled.');
+  if (p.status !== 'waiting')
+    throw new TransitionError(`Only a waiting payment can be cancelled; this payment is ${p.status}.`);
+  if (moneySeen(p))
+    throw new TransitionError('Money has already arrived for this payment; it can no longer be cancelled.');
   p.status = 'cancelled';
   for (const a of p.attempts) if (a.status === 'waiting') a.status = 'expired';
   events.push('payment.cancelled');
@@ -260,19 +276,23 @@ function onRefund(p: PaymentState, events: PaymentEventType[], attemptId: string
  * `payment.paid`, or on its own when surplus money newly lands on a paid or refunded payment.
  */
 function settleAttempts(before: PaymentState, p: PaymentState, events: PaymentEventType[]): void {
-  const settledId = p.paidAttemptId ?? (p.status === 'refunded' ? p.attempts.find((a) => a.status === 'refunded')?.id : undefined);
+  const settledId =
+    p.paidAttemptId ?? (p.status === 'refunded' ? p.attempts.find((a) => a.status === 'refunded')?.id : undefined);
   for (const a of p.attempts) {
     const t = tally(a);
     if (a.id === p.paidAttemptId && a.status !== 'refunded') a.status = 'paid';
     else if (a.status !== 'refunded') {
       const derived = derive(a, t, before.status === 'expired');
-      a.status = derived === null ? (a.status === 'expired' ? 'expired' : 'waiting') : hold(a.status, derived, t.confirmed);
+      a.status =
+        derived === null ? (a.status === 'expired' ? 'expired' : 'waiting') : hold(a.status, derived, t.confirmed);
     }
     a.overpaid = t.confirmed > a.payAmount || (settledId !== undefined && settledId !== a.id && t.confirmed > 0n);
   }
   const paidNow = events.includes('payment.paid');
   const newlyOverpaid = p.attempts.some((a, i) => a.overpaid && !before.attempts[i]?.overpaid);
-  if (paidNow ? p.attempts.some((a) => a.overpaid) : newlyOverpaid && (p.status === 'paid' || p.status === 'refunded')) {
+  if (
+    paidNow ? p.attempts.some((a) => a.overpaid) : newlyOverpaid && (p.status === 'paid' || p.status === 'refunded')
+  ) {
     events.push('payment.overpaid');
   }
 }

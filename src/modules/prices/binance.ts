@@ -6,7 +6,17 @@
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
-import { isPositiveDecimal, normalizeDecimal, parseProviderJson, PriceProviderError, providerGet, snippet, tokensByKey, type PriceProvider, type ProviderRate } from './service.ts';
+import {
+  isPositiveDecimal,
+  normalizeDecimal,
+  parseProviderJson,
+  PriceProviderError,
+  providerGet,
+  snippet,
+  tokensByKey,
+  type PriceProvider,
+  type ProviderRate,
+} from './service.ts';
 
 export interface BinanceClientOptions {
   /** Host root (default https://api.binance.com); `/api/v3/ticker/price` is appended. */
@@ -44,18 +54,38 @@ export class BinanceClient implements PriceProvider {
     if (res.status === 429 || res.status === 418) {
       const retry = res.headers.get('retry-after');
       const what = res.status === 418 ? 'IP banned for exceeding rate limits' : 'rate limited';
-      throw new PriceProviderError(this.name, 'rate_limited', `${what} (HTTP ${res.status}${retry ? `, retry after ${retry} s` : ''})`, res.status);
+      throw new PriceProviderError(
+        this.name,
+        'rate_limited',
+        `${what} (HTTP ${res.status}${retry ? `, retry after ${retry} s` : ''})`,
+        res.status,
+      );
     }
     if (res.status < 200 || res.status > 299) {
       const err = apiError(res.text);
       if (err) {
-        throw new PriceProviderError(this.name, 'api', `${err.msg} (code ${err.code}, HTTP ${res.status}) for symbols ${symbols.join(',')}`, res.status);
+        throw new PriceProviderError(
+          this.name,
+          'api',
+          `${err.msg} (code ${err.code}, HTTP ${res.status}) for symbols ${symbols.join(',')}`,
+          res.status,
+        );
       }
-      throw new PriceProviderError(this.name, 'http', `HTTP ${res.status} from ticker/price: ${snippet(res.text)}`, res.status);
+      throw new PriceProviderError(
+        this.name,
+        'http',
+        `HTTP ${res.status} from ticker/price: ${snippet(res.text)}`,
+        res.status,
+      );
     }
     const body = parseProviderJson(this.name, res);
     if (!Array.isArray(body)) {
-      throw new PriceProviderError(this.name, 'malformed', `malformed response body: expected an array of tickers, got ${snippet(res.text)}`, res.status);
+      throw new PriceProviderError(
+        this.name,
+        'malformed',
+        `malformed response body: expected an array of tickers, got ${snippet(res.text)}`,
+        res.status,
+      );
     }
 
     for (const item of body as unknown[]) {
@@ -80,7 +110,12 @@ export class BinanceClient implements PriceProvider {
 function apiError(text: string): { code: number; msg: string } | null {
   try {
     const v = JSON.parse(text) as unknown;
-    if (typeof v === 'object' && v !== null && typeof (v as { code?: unknown }).code === 'number' && typeof (v as { msg?: unknown }).msg === 'string') {
+    if (
+      typeof v === 'object' &&
+      v !== null &&
+      typeof (v as { code?: unknown }).code === 'number' &&
+      typeof (v as { msg?: unknown }).msg === 'string'
+    ) {
       return v as { code: number; msg: string };
     }
   } catch {

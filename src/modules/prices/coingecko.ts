@@ -54,20 +54,37 @@ export class CoinGeckoClient implements PriceProvider {
     const ids = [...byId.keys()].map(encodeURIComponent).join(',');
     const url = `${this.baseUrl}/simple/price?ids=${ids}&vs_currencies=usd&include_last_updated_at=true`;
     const headers: Record<string, string> = {};
-    if (this.apiKey) headers[/(^|\.)pro-api\./.test(new URL(this.baseUrl).hostname) ? 'x-cg-pro-api-key' : 'x-cg-demo-api-key'] = this.apiKey;
+    if (this.apiKey)
+      headers[/(^|\.)pro-api\./.test(new URL(this.baseUrl).hostname) ? 'x-cg-pro-api-key' : 'x-cg-demo-api-key'] =
+        this.apiKey;
     const fetchedAt = this.clock.now();
     const res = await providerGet(this.name, url, this.timeoutMs, headers);
 
     if (res.status === 429) {
       const retry = res.headers.get('retry-after');
-      throw new PriceProviderError(this.name, 'rate_limited', `rate limited (HTTP 429${retry ? `, retry after ${retry} s` : ''})`, 429);
+      throw new PriceProviderError(
+        this.name,
+        'rate_limited',
+        `rate limited (HTTP 429${retry ? `, retry after ${retry} s` : ''})`,
+        429,
+      );
     }
     if (res.status < 200 || res.status > 299) {
-      throw new PriceProviderError(this.name, 'http', `HTTP ${res.status} from simple/price: ${snippet(res.text)}`, res.status);
+      throw new PriceProviderError(
+        this.name,
+        'http',
+        `HTTP ${res.status} from simple/price: ${snippet(res.text)}`,
+        res.status,
+      );
     }
     const body = parseProviderJson(this.name, res);
     if (!isRecord(body)) {
-      throw new PriceProviderError(this.name, 'malformed', `malformed response body: expected an object keyed by coin id, got ${snippet(res.text)}`, res.status);
+      throw new PriceProviderError(
+        this.name,
+        'malformed',
+        `malformed response body: expected an object keyed by coin id, got ${snippet(res.text)}`,
+        res.status,
+      );
     }
 
     for (const [id, tokenIds] of byId) {

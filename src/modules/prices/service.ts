@@ -54,7 +54,13 @@ export class PriceProviderError extends Error {
   /** HTTP status when the provider answered, else null. */
   readonly status: number | null;
 
-  constructor(provider: ProviderName, kind: PriceProviderErrorKind, message: string, status: number | null = null, options?: { cause?: unknown }) {
+  constructor(
+    provider: ProviderName,
+    kind: PriceProviderErrorKind,
+    message: string,
+    status: number | null = null,
+    options?: { cause?: unknown },
+  ) {
     super(`${provider}: ${message}`, options);
     this.name = 'PriceProviderError';
     this.provider = provider;
@@ -84,7 +90,8 @@ export function normalizeDecimal(text: string): string {
  * arithmetic (1e-7 → "0.0000001", 2.5e+21 → "2500000000000000000000", 123456789.12345679 stays as is).
  */
 export function decimalFromNumber(n: number): string {
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new Error(`not a non-negative finite number: ${String(n)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
+    throw new Error(`not a non-negative finite number: ${String(n)}`);
   const text = String(n);
   const m = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(text);
   if (!m) throw new Error(`unexpected number text: ${text}`);
@@ -117,10 +124,19 @@ export interface ProviderResponse {
  * timeouts become `PriceProviderError`; any HTTP status is returned for the caller to interpret.
  * @internal shared by the provider clients.
  */
-export async function providerGet(provider: ProviderName, url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<ProviderResponse> {
+export async function providerGet(
+  provider: ProviderName,
+  url: string,
+  timeoutMs: number,
+  headers: Record<string, string> = {},
+): Promise<ProviderResponse> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(url, { method: 'GET', headers: { accept: 'application/json', 'user-agent': 'kasse-prices', ...headers }, signal });
+    const res = await fetch(url, {
+      method: 'GET',
+      headers: { accept: 'application/json', 'user-agent': 'kasse-prices', ...headers },
+      signal,
+    });
     const text = await res.text();
     return { status: res.status, headers: res.headers, text };
   } catch (err) {
@@ -134,7 +150,10 @@ export async function providerGet(provider: ProviderName, url: string, timeoutMs
 }
 
 /** The ids of the tokens that have a provider key (`keyOf`, normalised; undefined: skipped), grouped by that key. */
-export function tokensByKey(tokens: TokenConfig[], keyOf: (t: TokenConfig) => string | undefined): Map<string, string[]> {
+export function tokensByKey(
+  tokens: TokenConfig[],
+  keyOf: (t: TokenConfig) => string | undefined,
+): Map<string, string[]> {
   const byKey = new Map<string, string[]>();
   for (const t of tokens) {
     const key = keyOf(t);
@@ -151,7 +170,12 @@ export function parseProviderJson(provider: ProviderName, res: ProviderResponse)
   try {
     return JSON.parse(res.text) as unknown;
   } catch {
-    throw new PriceProviderError(provider, 'malformed', `malformed response body (HTTP ${res.status}, not JSON): ${snippet(res.text)}`, res.status);
+    throw new PriceProviderError(
+      provider,
+      'malformed',
+      `malformed response body (HTTP ${res.status}, not JSON): ${snippet(res.text)}`,
+      res.status,
+    );
   }
 }
 
@@ -310,8 +334,21 @@ export class PriceService {
       try {
         got = await provider.fetchRates(remaining);
       } catch (err) {
-        if (this.changed(provider.name, err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err))) {
-          this.warn({ provider: provider.name, tokens: remaining.map((t) => t.id), err: errorText(err), repeats: 'logged again when the failure changes or ends' }, 'price provider request failed');
+        if (
+          this.changed(
+            provider.name,
+            err instanceof PriceProviderError ? `${err.kind}:${err.status ?? ''}` : errorText(err),
+          )
+        ) {
+          this.warn(
+            {
+              provider: provider.name,
+              tokens: remaining.map((t) => t.id),
+              err: errorText(err),
+              repeats: 'logged again when the failure changes or ends',
+            },
+            'price provider request failed',
+          );
         }
         continue;
       }
@@ -329,7 +366,10 @@ export class PriceService {
         next.push(t);
       }
       if (this.changed(`${provider.name}:stale`, stale.length > 0 ? stale.join() : null) && stale.length > 0) {
-        this.warn({ provider: provider.name, tokens: stale }, 'price provider returned rates older than the maximum age');
+        this.warn(
+          { provider: provider.name, tokens: stale },
+          'price provider returned rates older than the maximum age',
+        );
       }
       remaining = next;
     }
@@ -352,7 +392,10 @@ export class PriceService {
     const now = [...this.unpriced].sort();
     if (now.join() === before) return;
     if (now.length > 0) {
-      this.warn({ tokens: now, effect: 'not offered at checkout, and 503 price_unavailable, until a provider answers' }, 'no fresh price from any provider');
+      this.warn(
+        { tokens: now, effect: 'not offered at checkout, and 503 price_unavailable, until a provider answers' },
+        'no fresh price from any provider',
+      );
     } else this.note({}, 'every coin has a fresh price again');
   }
 
@@ -368,7 +411,8 @@ export class PriceService {
     let byProvider = this.cache.get(tokenId);
     if (!byProvider) this.cache.set(tokenId, (byProvider = new Map()));
     const prev = byProvider.get(provider);
-    if (!prev || rate.at.getTime() >= prev.at.getTime()) byProvider.set(provider, { rate: rate.rate, at: new Date(rate.at.getTime()) });
+    if (!prev || rate.at.getTime() >= prev.at.getTime())
+      byProvider.set(provider, { rate: rate.rate, at: new Date(rate.at.getTime()) });
   }
 
   private warn(obj: object, msg: string): void {

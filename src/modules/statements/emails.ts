@@ -66,12 +66,22 @@ export class StatementEmails {
 
   /** Whether the user receives the mode's statement by email. */
   async subscribed(userId: string, mode: Mode): Promise<boolean> {
-    return !!(await this.deps.db.selectFrom('statement_subscribers').select('user_id').where('user_id', '=', userId).where('mode', '=', mode).executeTakeFirst());
+    return !!(await this.deps.db
+      .selectFrom('statement_subscribers')
+      .select('user_id')
+      .where('user_id', '=', userId)
+      .where('mode', '=', mode)
+      .executeTakeFirst());
   }
 
   /** The month whose statement goes out next for a merchant and mode, and when; null before anyone opted in. */
   async next(merchantId: string, mode: Mode): Promise<{ month: string; dueAt: Date } | null> {
-    const row = await this.deps.db.selectFrom('statement_email_schedule').select(['month', 'due_at']).where('merchant_id', '=', merchantId).where('mode', '=', mode).executeTakeFirst();
+    const row = await this.deps.db
+      .selectFrom('statement_email_schedule')
+      .select(['month', 'due_at'])
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .executeTakeFirst();
     return row ? { month: row.month, dueAt: row.due_at } : null;
   }
 
@@ -92,15 +102,33 @@ export class StatementEmails {
         .values({ merchant_id: user.merchant_id, mode, month, due_at: statementEmailDue(month) })
         .onConflict((oc) => oc.columns(['merchant_id', 'mode']).doNothing())
         .execute();
-      if (added) await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode, actor, action: 'statement_email.subscribe', target: { type: 'user', id: user.id } });
+      if (added)
+        await this.deps.audit.record(tx, {
+          merchantId: user.merchant_id,
+          mode,
+          actor,
+          action: 'statement_email.subscribe',
+          target: { type: 'user', id: user.id },
+        });
     });
   }
 
   /** Opts a user out (idempotent). */
   async unsubscribe(user: { id: string; merchant_id: string }, mode: Mode, actor: Actor): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
-      const removed = await tx.deleteFrom('statement_subscribers').where('user_id', '=', user.id).where('mode', '=', mode).executeTakeFirst();
-      if (removed.numDeletedRows) await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode, actor, action: 'statement_email.unsubscribe', target: { type: 'user', id: user.id } });
+      const removed = await tx
+        .deleteFrom('statement_subscribers')
+        .where('user_id', '=', user.id)
+        .where('mode', '=', mode)
+        .executeTakeFirst();
+      if (removed.numDeletedRows)
+        await this.deps.audit.record(tx, {
+          merchantId: user.merchant_id,
+          mode,
+          actor,
+          action: 'statement_email.unsubscribe',
+          target: { type: 'user', id: user.id },
+        });
     });
   }
 
@@ -130,14 +158,33 @@ export class StatementEmails {
         if (!taken) return 'idle';
         const { merchant_id: merchantId, mode, month } = taken;
         const subscribers = new Set(
-          (await tx.selectFrom('statement_subscribers').select('user_id').where('merchant_id', '=', merchantId).where('mode', '=', mode).execute()).map((r) => r.user_id),
+          (
+            await tx
+              .selectFrom('statement_subscribers')
+              .select('user_id')
+              .where('merchant_id', '=', merchantId)
+              .where('mode', '=', mode)
+              .execute()
+          ).map((r) => r.user_id),
         );
         // Only owners whose account is set up; a subscriber who is no longer an owner stops receiving it.
-        const recipients = subscribers.size > 0 ? (await this.deps.users.list(merchantId)).filter((u) => subscribers.has(u.id) && u.role === 'owner' && u.status === 'active') : [];
+        const recipients =
+          subscribers.size > 0
+            ? (await this.deps.users.list(merchantId)).filter(
+                (u) => subscribers.has(u.id) && u.role === 'owner' && u.status === 'active',
+              )
+            : [];
         if (recipients.length > 0) {
           const mail = await this.compose(merchantId, mode, month);
           for (const u of recipients) {
-            await this.deps.email.enqueue(tx, { merchantId, mode, kind: 'statement.monthly', to: u.email, ...mail, dedupeKey: `statement:${merchantId}:${mode}:${month}:${u.id}` });
+            await this.deps.email.enqueue(tx, {
+              merchantId,
+              mode,
+              kind: 'statement.monthly',
+              to: u.email,
+              ...mail,
+              dedupeKey: `statement:${merchantId}:${mode}:${month}:${u.id}`,
+            });
           }
         }
         const next = nextMonth(month);
@@ -147,7 +194,10 @@ export class StatementEmails {
           .where('merchant_id', '=', merchantId)
           .where('mode', '=', mode)
           .execute();
-        this.deps.log.info({ merchant: merchantId, mode, month, recipients: recipients.length }, 'monthly statement mailed');
+        this.deps.log.info(
+          { merchant: merchantId, mode, month, recipients: recipients.length },
+          'monthly statement mailed',
+        );
         return 'sent';
       });
     } catch (err) {
@@ -155,10 +205,17 @@ export class StatementEmails {
       const t: { merchant_id: string; mode: Mode; month: string; attempts: number } = taken;
       failed.add(`${t.merchant_id}:${t.mode}`);
       const delay = RETRY_DELAYS_MS[Math.min(t.attempts, RETRY_DELAYS_MS.length - 1)]!;
-      this.deps.log.error({ err, merchant: t.merchant_id, mode: t.mode, month: t.month }, 'monthly statement email failed; will retry');
+      this.deps.log.error(
+        { err, merchant: t.merchant_id, mode: t.mode, month: t.month },
+        'monthly statement email failed; will retry',
+      );
       await this.deps.db
         .updateTable('statement_email_schedule')
-        .set({ due_at: new Date(this.deps.clock.millis() + delay), attempts: t.attempts + 1, last_error: String((err as Error)?.message ?? err).slice(0, 500) })
+        .set({
+          due_at: new Date(this.deps.clock.millis() + delay),
+          attempts: t.attempts + 1,
+          last_error: String((err as Error)?.message ?? err).slice(0, 500),
+        })
         .where('merchant_id', '=', t.merchant_id)
         .where('mode', '=', t.mode)
         .where('month', '=', t.month)
@@ -169,7 +226,10 @@ export class StatementEmails {
 
   /** The mail of a month's statement: figures in the text, the PDF attached, a link to the dashboard page. */
   private async compose(merchantId: string, mode: Mode, month: string) {
-    const [statement, merchant] = await Promise.all([this.deps.statements.get(mode, merchantId, month), this.deps.merchants.get(merchantId)]);
+    const [statement, merchant] = await Promise.all([
+      this.deps.statements.get(mode, merchantId, month),
+      this.deps.merchants.get(merchantId),
+    ]);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is taken out of the name
     const name = merchant.name.replace(/[\u0000-\u001f\u007f]+/g, ' ');
     const period = monthName(month);
@@ -179,7 +239,11 @@ export class StatementEmails {
       heading: `Statement for ${period}${modeText}`,
       paragraphs: [
         `The ${mode} statement of ${name} for ${period} (UTC) is attached as a PDF.`,
-        ...(gap !== 0 ? [`Warning: this statement shows a reconciliation gap of ${dollars(gap)}: the ledger and the payment records disagree. Tell the operator of your Kasse.`] : []),
+        ...(gap !== 0
+          ? [
+              `Warning: this statement shows a reconciliation gap of ${dollars(gap)}: the ledger and the payment records disagree. Tell the operator of your Kasse.`,
+            ]
+          : []),
       ],
       details: [
         ...balanceLines(statement).map((l): [string, string] => [l.label, signedAmount(l)]),
@@ -187,7 +251,9 @@ export class StatementEmails {
         ['Reconciliation gap', dollars(gap)],
       ],
       action: { label: 'Open the statement', url: this.deps.dashboardUrl(`/${mode}/statements/${month}`) },
-      footer: [`You receive this because you turned on monthly statements for ${mode} mode on the Statements page of the ${name} dashboard. You can turn them off there.`],
+      footer: [
+        `You receive this because you turned on monthly statements for ${mode} mode on the Statements page of the ${name} dashboard. You can turn them off there.`,
+      ],
     });
     const pdf = await statementPdf(statement, { merchantName: merchant.name, mode });
     return {

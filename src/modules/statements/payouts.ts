@@ -24,7 +24,12 @@ export interface PayoutRecords {
    * US cents of the merchant's payouts released in [from, to) (taken from the balance), and of payouts that failed
    * for good in [from, to) after their release (given back).
    */
-  totals(mode: Mode, merchantId: string, from: Date, to: Date): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }>;
+  totals(
+    mode: Mode,
+    merchantId: string,
+    from: Date,
+    to: Date,
+  ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }>;
 }
 
 export const NO_PAYOUTS: PayoutRecords = {

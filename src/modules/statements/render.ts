@@ -31,7 +31,13 @@ export function dollars(cents: number): string {
 
 /** What payouts took from the balance in the month: releases less failed payouts given back. */
 export function payoutsTaken(s: Statement): number {
-  return s.opening_balance_usd_cents + s.credits.net_usd_cents + s.conversions.net_usd_cents - s.reversals.net_usd_cents - s.closing_balance_usd_cents;
+  return (
+    s.opening_balance_usd_cents +
+    s.credits.net_usd_cents +
+    s.conversions.net_usd_cents -
+    s.reversals.net_usd_cents -
+    s.closing_balance_usd_cents
+  );
 }
 
 /**
@@ -56,7 +62,10 @@ export interface BalanceLine {
  * A line's amount as people read it: a movement with its direction ("+$24.75", "−$10.00"; nothing moved is
  * "$0.00"), a balance as it is ("−$19.80" below zero). `format` writes the unsigned amount (`dollars` or `usd`).
  */
-export function signedAmount(l: Pick<BalanceLine, 'cents' | 'kind'>, format: (cents: number) => string = dollars): string {
+export function signedAmount(
+  l: Pick<BalanceLine, 'cents' | 'kind'>,
+  format: (cents: number) => string = dollars,
+): string {
   const sign = l.cents < 0 ? '−' : l.kind === 'movement' && l.cents > 0 ? '+' : '';
   return `${sign}${format(Math.abs(l.cents))}`;
 }
@@ -65,7 +74,14 @@ export function signedAmount(l: Pick<BalanceLine, 'cents' | 'kind'>, format: (ce
 export function balanceLines(s: Statement): BalanceLine[] {
   const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
   return [
-    { key: 'opening', label: 'Opening balance', detail: null, count: null, cents: s.opening_balance_usd_cents, kind: 'balance' },
+    {
+      key: 'opening',
+      label: 'Opening balance',
+      detail: null,
+      count: null,
+      cents: s.opening_balance_usd_cents,
+      kind: 'balance',
+    },
     {
       key: 'credits',
       label: `Credits in stablecoins (${n(s.credits.count, 'payment')})`,
@@ -98,7 +114,14 @@ export function balanceLines(s: Statement): BalanceLine[] {
       cents: -payoutsTaken(s),
       kind: 'movement',
     },
-    { key: 'closing', label: 'Closing balance', detail: null, count: null, cents: s.closing_balance_usd_cents, kind: 'balance' },
+    {
+      key: 'closing',
+      label: 'Closing balance',
+      detail: null,
+      count: null,
+      cents: s.closing_balance_usd_cents,
+      kind: 'balance',
+    },
   ];
 }
 
@@ -110,8 +133,13 @@ const HEADER = ['section', 'item', 'count', 'usd', 'token', 'amount', 'destinati
  */
 export function statementCsv(s: Statement): string {
   const out: Array<Array<string | number | null>> = [HEADER];
-  const row = (section: string, item: string, count: number | null, cents: number | null, rest: Array<string | null> = []) =>
-    out.push([section, item, count, cents === null ? null : formatCents(cents), ...rest]);
+  const row = (
+    section: string,
+    item: string,
+    count: number | null,
+    cents: number | null,
+    rest: Array<string | null> = [],
+  ) => out.push([section, item, count, cents === null ? null : formatCents(cents), ...rest]);
   row('period', s.month, null, null, [null, null, null, null, `${s.from}/${s.to}`]);
   for (const l of balanceLines(s)) row('balance', l.key, l.count, l.cents);
   row('payments', 'gross', s.payments.count, s.payments.gross_usd_cents);
@@ -129,11 +157,25 @@ export function statementCsv(s: Statement): string {
   row('held', 'value', s.held.count, s.held.value_usd_cents);
   row('reconciliation', 'gap', null, s.reconciliation_gap_usd_cents);
   for (const c of s.by_coin) row('coin', c.symbol, c.payments, c.value_usd_cents, [c.token, c.received_display]);
-  for (const p of s.payouts.items) row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
+  for (const p of s.payouts.items)
+    row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
   return `${out.map((r) => r.map(field).join(',')).join('\r\n')}\r\n`;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 /** "March 2026" for "2026-03". */
 export function monthName(month: string): string {
@@ -142,23 +184,41 @@ export function monthName(month: string): string {
 }
 
 /** The statement as an A4 PDF. */
-export async function statementPdf(s: Statement, who: { merchantName: string; mode: 'test' | 'live' }): Promise<Buffer> {
+export async function statementPdf(
+  s: Statement,
+  who: { merchantName: string; mode: 'test' | 'live' },
+): Promise<Buffer> {
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
-  doc.font('bold').fontSize(16).text(`Statement — ${monthName(s.month)}`);
+  doc
+    .font('bold')
+    .fontSize(16)
+    .text(`Statement — ${monthName(s.month)}`);
   doc.font('regular').fontSize(10).text(who.merchantName);
-  doc.fontSize(9).fillColor('#555').text(`${s.from.slice(0, 10)} to ${s.to.replace('T', ' ').slice(0, 16)} UTC · amounts in US dollars${who.mode === 'test' ? ' · TEST MODE' : ''}`);
+  doc
+    .fontSize(9)
+    .fillColor('#555')
+    .text(
+      `${s.from.slice(0, 10)} to ${s.to.replace('T', ' ').slice(0, 16)} UTC · amounts in US dollars${who.mode === 'test' ? ' · TEST MODE' : ''}`,
+    );
   doc.fillColor('black').moveDown();
   const section = (title: string) => {
     doc.moveDown(0.5).font('bold').fontSize(11).text(title, left);
-    doc.moveTo(left, doc.y + 1).lineTo(left + width, doc.y + 1).strokeColor('#999').stroke();
+    doc
+      .moveTo(left, doc.y + 1)
+      .lineTo(left + width, doc.y + 1)
+      .strokeColor('#999')
+      .stroke();
     doc.moveDown(0.3);
   };
   section('Balance');
   rows(
     doc,
-    balanceLines(s).map((l): [string, string] => [l.detail ? `${l.label}: ${l.detail}` : l.label, signedAmount(l, usd)]),
+    balanceLines(s).map((l): [string, string] => [
+      l.detail ? `${l.label}: ${l.detail}` : l.label,
+      signedAmount(l, usd),
+    ]),
   );
   section('Activity');
   rows(doc, [
@@ -172,14 +232,26 @@ export async function statementPdf(s: Statement, who: { merchantName: string; mo
     section('By coin');
     rows(
       doc,
-      s.by_coin.map((c) => [`${c.symbol} on ${c.chain} — ${c.payments} payment${c.payments === 1 ? '' : 's'}, ${c.received_display} ${c.symbol} received`, usd(c.value_usd_cents)]),
+      s.by_coin.map((c) => [
+        `${c.symbol} on ${c.chain} — ${c.payments} payment${c.payments === 1 ? '' : 's'}, ${c.received_display} ${c.symbol} received`,
+        usd(c.value_usd_cents),
+      ]),
     );
   }
   if (s.payouts.items.length > 0) {
     section('Payouts sent');
     for (const p of s.payouts.items) {
       if (doc.y > doc.page.height - doc.page.margins.bottom - 40) doc.addPage();
-      rows(doc, [[`${p.sent_at.slice(0, 10)} ${p.amount_display} ${p.symbol} to ${p.destination}${p.tx_hash ? ` (${p.tx_hash})` : ''}`, usd(p.usd_cents)]], { labelWidth: width * 0.8 });
+      rows(
+        doc,
+        [
+          [
+            `${p.sent_at.slice(0, 10)} ${p.amount_display} ${p.symbol} to ${p.destination}${p.tx_hash ? ` (${p.tx_hash})` : ''}`,
+            usd(p.usd_cents),
+          ],
+        ],
+        { labelWidth: width * 0.8 },
+      );
     }
   }
   return pdfBytes(doc);

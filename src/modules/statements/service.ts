@@ -29,16 +29,38 @@ export interface Statement {
   payments: { count: number; gross_usd_cents: number };
   credits: { count: number; value_usd_cents: number; fee_usd_cents: number; net_usd_cents: number };
   held: { count: number; value_usd_cents: number };
-  conversions: { count: number; value_usd_cents: number; swap_fee_usd_cents: number; fee_usd_cents: number; net_usd_cents: number };
+  conversions: {
+    count: number;
+    value_usd_cents: number;
+    swap_fee_usd_cents: number;
+    fee_usd_cents: number;
+    net_usd_cents: number;
+  };
   reversals: { count: number; net_usd_cents: number };
   payouts: {
     count: number;
     usd_cents: number;
     requested_count: number;
     requested_usd_cents: number;
-    items: Array<{ id: string; sent_at: string; usd_cents: number; token: string; symbol: string; amount_display: string; destination: string; tx_hash: string | null }>;
+    items: Array<{
+      id: string;
+      sent_at: string;
+      usd_cents: number;
+      token: string;
+      symbol: string;
+      amount_display: string;
+      destination: string;
+      tx_hash: string | null;
+    }>;
   };
-  by_coin: Array<{ token: string; symbol: string; chain: string; payments: number; received_display: string; value_usd_cents: number }>;
+  by_coin: Array<{
+    token: string;
+    symbol: string;
+    chain: string;
+    payments: number;
+    received_display: string;
+    value_usd_cents: number;
+  }>;
 }
 
 export interface StatementDeps {
@@ -52,7 +74,8 @@ export function monthRange(month: string): { from: Date; end: Date } {
   const m = /^(\d{4})-(\d{2})$/.exec(month);
   const year = m ? Number(m[1]) : 0;
   const mon = m ? Number(m[2]) : 0;
-  if (!m || mon < 1 || mon > 12 || year < 1970) throw invalid('month must be a month as YYYY-MM (UTC), e.g. 2026-03', 'month');
+  if (!m || mon < 1 || mon > 12 || year < 1970)
+    throw invalid('month must be a month as YYYY-MM (UTC), e.g. 2026-03', 'month');
   return { from: new Date(Date.UTC(year, mon - 1, 1)), end: new Date(Date.UTC(year, mon, 1)) };
 }
 
@@ -115,7 +138,9 @@ export class StatementService {
     const sent = pick([PAYOUT_KINDS.sent], payouts);
 
     // Fees and spreads the ledger charged (less those given back with reversals) on this merchant's postings.
-    const charged = -total(groups.filter((g) => (g.account === fees || g.account === conversion) && g.currency === USD));
+    const charged = -total(
+      groups.filter((g) => (g.account === fees || g.account === conversion) && g.currency === USD),
+    );
     // Every line on a merchant's balance is in one of its postings (LedgerService.post refuses others).
     const movement = -total(groups.filter((g) => g.account === merchant && g.currency === USD));
     const balances = { opening: -openingDebit, closing: -openingDebit + movement };
@@ -143,7 +168,12 @@ export class StatementService {
       clawback_change_usd_cents: n(below(balances.closing) - below(balances.opening)),
       reconciliation_gap_usd_cents: n(movement - expected),
       payments: { count: credits.count + conversions.count, gross_usd_cents: n(credits.value + conversions.value) },
-      credits: { count: credits.count, value_usd_cents: n(credits.value), fee_usd_cents: n(credits.fee), net_usd_cents: n(credits.net) },
+      credits: {
+        count: credits.count,
+        value_usd_cents: n(credits.value),
+        fee_usd_cents: n(credits.fee),
+        net_usd_cents: n(credits.net),
+      },
       held: { count: held.count, value_usd_cents: n(held.value) },
       conversions: {
         count: conversions.count,
@@ -177,7 +207,14 @@ export class StatementService {
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([token, c]) => {
           const meta = this.coin(mode, token);
-          return { token, symbol: meta.symbol, chain: meta.chain, payments: c.payments, received_display: formatUnits(c.received, meta.decimals), value_usd_cents: n(c.value) };
+          return {
+            token,
+            symbol: meta.symbol,
+            chain: meta.chain,
+            payments: c.payments,
+            received_display: formatUnits(c.received, meta.decimals),
+            value_usd_cents: n(c.value),
+          };
         }),
     };
   }
@@ -186,7 +223,9 @@ export class StatementService {
   private coin(mode: Mode, token: string): { symbol: string; chain: string; decimals: number } {
     const t = this.deps.chains.token(mode, token);
     const [chain = token, symbol = token] = token.split(':');
-    return t ? { symbol: t.symbol, chain: t.chain, decimals: t.decimals } : { symbol: symbol.toUpperCase(), chain, decimals: 0 };
+    return t
+      ? { symbol: t.symbol, chain: t.chain, decimals: t.decimals }
+      : { symbol: symbol.toUpperCase(), chain, decimals: 0 };
   }
 
   /**
@@ -194,7 +233,12 @@ export class StatementService {
    * `payment.paid`), credits undone by a reorg (`payment.reorged`) or by a sent refund of a payment that had been
    * paid, and what payouts took from the balance.
    */
-  private async operational(mode: Mode, merchantId: string, from: Date, to: Date): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
+  private async operational(
+    mode: Mode,
+    merchantId: string,
+    from: Date,
+    to: Date,
+  ): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
     const [events, refunds, payouts] = await Promise.all([
       sql<{ type: string; sum: string }>`
         SELECT e.type, coalesce(sum(p.price_amount), 0)::text AS sum

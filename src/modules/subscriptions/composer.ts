@@ -17,7 +17,9 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
   return async (db: DbOrTx, mails: readonly MailRef[]): Promise<Map<string, ComposedMail>> => {
     const parsed = mails.map((m) => ({ mail: m, ref: parseMailRef(m.ref) }));
     const paymentIds = parsed.filter((p) => p.ref?.about.startsWith('pay_')).map((p) => p.ref!.about);
-    const invoices = new Map<string, InvoiceRow>((await invoicesByPayment(db, paymentIds)).map((i) => [i.payment_id, i]));
+    const invoices = new Map<string, InvoiceRow>(
+      (await invoicesByPayment(db, paymentIds)).map((i) => [i.payment_id, i]),
+    );
     const subIds = new Set(parsed.filter((p) => p.ref?.about.startsWith('sub_')).map((p) => p.ref!.about));
     for (const i of invoices.values()) subIds.add(i.subscription_id);
     const subs = new Map<string, SubscriptionRow>((await subscriptionsByIds(db, [...subIds])).map((s) => [s.id, s]));
@@ -30,7 +32,11 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
       const invoice = invoices.get(ref.about);
       const sub = subs.get(invoice ? invoice.subscription_id : ref.about);
       if (!sub || sub.merchant_id !== mail.merchantId || sub.mode !== mail.mode) continue;
-      const ctx: MailContext = { merchantName: names.get(sub.merchant_id) ?? '', sub, customerUrl: deps.links.url(sub.id, ref.linkExpires) };
+      const ctx: MailContext = {
+        merchantName: names.get(sub.merchant_id) ?? '',
+        sub,
+        customerUrl: deps.links.url(sub.id, ref.linkExpires),
+      };
       const composed = build(mail.kind, ctx, invoice, invoice && payments.get(invoice.payment_id));
       if (composed) out.set(mail.ref, composed);
     }
@@ -39,10 +45,17 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
 }
 
 /** One mail of `kind`: the notice names its subscription; the invoice and the reminder their invoice's payment. */
-function build(kind: string, ctx: MailContext, invoice: InvoiceRow | undefined, payment: PaymentSummary | undefined): ComposedMail | null {
-  if (kind === MAIL_KINDS.cancelled) return !invoice && ctx.sub.cancellation_reason ? cancelledMail(ctx, ctx.sub.cancellation_reason) : null;
+function build(
+  kind: string,
+  ctx: MailContext,
+  invoice: InvoiceRow | undefined,
+  payment: PaymentSummary | undefined,
+): ComposedMail | null {
+  if (kind === MAIL_KINDS.cancelled)
+    return !invoice && ctx.sub.cancellation_reason ? cancelledMail(ctx, ctx.sub.cancellation_reason) : null;
   if (!invoice || !payment) return null;
   if (kind === MAIL_KINDS.invoice) return invoiceMail(ctx, invoice.period, invoice.due_at, payment);
-  if (kind === MAIL_KINDS.reminder) return reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment);
+  if (kind === MAIL_KINDS.reminder)
+    return reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment);
   return null;
 }

@@ -16,7 +16,9 @@ export const LINK_AFTER_NEXT_DUE_MS = 7 * DAY_MS;
 
 const TOKEN = /^(sub_[0-9A-Z]{26})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
-export type LinkCheck = { ok: true; subscriptionId: string; expiresAt: Date } | { ok: false; reason: 'invalid' | 'expired' };
+export type LinkCheck =
+  | { ok: true; subscriptionId: string; expiresAt: Date }
+  | { ok: false; reason: 'invalid' | 'expired' };
 
 export class CustomerLinks {
   private readonly key: Buffer;

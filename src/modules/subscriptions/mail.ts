@@ -15,16 +15,34 @@ import type { CancellationReason } from './model.ts';
 import type { SubscriptionRow } from './store.ts';
 
 /** The kinds of subscription mail, all stored by reference. */
-export const MAIL_KINDS = { invoice: 'subscription.invoice', reminder: 'subscription.reminder', cancelled: 'subscription.cancelled' } as const;
+export const MAIL_KINDS = {
+  invoice: 'subscription.invoice',
+  reminder: 'subscription.reminder',
+  cancelled: 'subscription.cancelled',
+} as const;
 export type SubscriptionMailKind = (typeof MAIL_KINDS)[keyof typeof MAIL_KINDS];
 
 /**
  * A subscription mail to enqueue: `about` is the payment (invoice, reminder) or the subscription (notice) it is
  * built from, `linkExpires` when the customer's link it carries stops working. At most one per `dedupeKey`.
  */
-export function subscriptionMail(sub: SubscriptionRow, kind: SubscriptionMailKind, about: string, linkExpires: Date, dedupeKey: string): MailReference {
+export function subscriptionMail(
+  sub: SubscriptionRow,
+  kind: SubscriptionMailKind,
+  about: string,
+  linkExpires: Date,
+  dedupeKey: string,
+): MailReference {
   const ref = `${about}.${Math.floor(linkExpires.getTime() / 1000)}`;
-  return { merchantId: sub.merchant_id, mode: sub.mode, kind, to: sub.customer_email, toName: sub.customer_name, ref, dedupeKey };
+  return {
+    merchantId: sub.merchant_id,
+    mode: sub.mode,
+    kind,
+    to: sub.customer_email,
+    toName: sub.customer_name,
+    ref,
+    dedupeKey,
+  };
 }
 
 /** The payment or subscription and the link expiry a reference names; null for a malformed one. */
@@ -46,7 +64,20 @@ export interface InvoicePayment {
   price_amount: number;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 /** "1 March 2026" (UTC). */
 export function day(d: Date): string {
@@ -80,7 +111,9 @@ const manage = (c: MailContext) => [{ label: 'See or cancel your subscription', 
 export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): ComposedMail {
   const body: EmailContent = {
     heading: `${c.merchantName}: invoice for ${c.sub.title}`,
-    paragraphs: [`${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`],
+    paragraphs: [
+      `${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`,
+    ],
     details: [
       ['Amount', usd(payment.price_amount)],
       ['Period', `${period} (${periodRange(c.sub, period)})`],
@@ -91,11 +124,20 @@ export function invoiceMail(c: MailContext, period: number, due: Date, payment: 
     footer: footer(c),
     links: manage(c),
   };
-  return { subject: `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`, content: body };
+  return {
+    subject: `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`,
+    content: body,
+  };
 }
 
 /** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
-export function reminderMail(c: MailContext, period: number, due: Date, endsAt: Date, payment: InvoicePayment): ComposedMail {
+export function reminderMail(
+  c: MailContext,
+  period: number,
+  due: Date,
+  endsAt: Date,
+  payment: InvoicePayment,
+): ComposedMail {
   const body: EmailContent = {
     heading: `Payment overdue: ${c.sub.title}`,
     paragraphs: [
@@ -125,7 +167,10 @@ const WHY: Record<CancellationReason, (c: MailContext) => string> = {
 export function cancelledMail(c: MailContext, reason: CancellationReason): ComposedMail {
   const body: EmailContent = {
     heading: `Subscription cancelled: ${c.sub.title}`,
-    paragraphs: [`Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`, WHY[reason](c)],
+    paragraphs: [
+      `Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`,
+      WHY[reason](c),
+    ],
     details: [['Amount', `${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}`]],
     footer: [`You receive this email because ${c.merchantName} billed you for ${c.sub.title} through Kasse.`],
     links: [{ label: 'See your subscription', url: c.customerUrl }],

@@ -7,7 +7,13 @@ export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export const CANCELLATION_REASONS = ['merchant', 'customer', 'unpaid'] as const;
 export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
 
-export const SUBSCRIPTION_EVENTS = ['subscription.created', 'subscription.invoiced', 'subscription.paid', 'subscription.past_due', 'subscription.cancelled'] as const;
+export const SUBSCRIPTION_EVENTS = [
+  'subscription.created',
+  'subscription.invoiced',
+  'subscription.paid',
+  'subscription.past_due',
+  'subscription.cancelled',
+] as const;
 export type SubscriptionEventType = (typeof SUBSCRIPTION_EVENTS)[number];
 
 /** NOTE: the spec's limits for subscriptions. */

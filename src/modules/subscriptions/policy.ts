@@ -28,7 +28,16 @@ export type Step =
   /** Invoice a new period. */
   | { kind: 'invoice'; period: number; dueAt: Date; graceEndsAt: Date; checkAt: Date }
   /** A fresh payment for an overdue period, replacing `replaces`; the subscription ends at `endsAt` unless paid. */
-  | { kind: 'reissue'; period: number; seq: number; dueAt: Date; graceEndsAt: Date; checkAt: Date; endsAt: Date; replaces: string }
+  | {
+      kind: 'reissue';
+      period: number;
+      seq: number;
+      dueAt: Date;
+      graceEndsAt: Date;
+      checkAt: Date;
+      endsAt: Date;
+      replaces: string;
+    }
   /** Look at an invoice again at `at`. */
   | { kind: 'recheck'; paymentId: string; at: Date }
   /** The invoice needs no more checks (it was paid). */
@@ -76,7 +85,9 @@ export function plan(sub: SubscriptionState, open: readonly OpenInvoice[], now: 
   const t = now.getTime();
 
   while (status !== 'cancelled') {
-    const due = checks.filter((c) => c.checkAt.getTime() <= t).sort((a, b) => a.checkAt.getTime() - b.checkAt.getTime() || a.period - b.period)[0];
+    const due = checks
+      .filter((c) => c.checkAt.getTime() <= t)
+      .sort((a, b) => a.checkAt.getTime() - b.checkAt.getTime() || a.period - b.period)[0];
     const periodDue = nextDue.getTime() <= t;
     if (!due && !periodDue) break;
     // A check and a due time at the same instant: the check first (a subscription cancelled then bills no more).
@@ -104,8 +115,23 @@ export function plan(sub: SubscriptionState, open: readonly OpenInvoice[], now: 
           status = 'past_due';
           steps.push({ kind: 'past_due' });
         }
-        const fresh = { ...due, seq: due.seq + 1, checkAt: later(now, INVOICE_LIFETIME_MS), paymentStatus: 'waiting', paymentId: '' };
-        steps.push({ kind: 'reissue', period: due.period, seq: fresh.seq, dueAt: due.dueAt, graceEndsAt: due.graceEndsAt, checkAt: fresh.checkAt, endsAt: endsAt(now, due.graceEndsAt), replaces: due.paymentId });
+        const fresh = {
+          ...due,
+          seq: due.seq + 1,
+          checkAt: later(now, INVOICE_LIFETIME_MS),
+          paymentStatus: 'waiting',
+          paymentId: '',
+        };
+        steps.push({
+          kind: 'reissue',
+          period: due.period,
+          seq: fresh.seq,
+          dueAt: due.dueAt,
+          graceEndsAt: due.graceEndsAt,
+          checkAt: fresh.checkAt,
+          endsAt: endsAt(now, due.graceEndsAt),
+          replaces: due.paymentId,
+        });
         checks.splice(checks.indexOf(due), 1, fresh);
       } else {
         throw new Error(`unknown payment status ${s}`);
@@ -116,7 +142,15 @@ export function plan(sub: SubscriptionState, open: readonly OpenInvoice[], now: 
     const checkAt = later(now, INVOICE_LIFETIME_MS);
     const grace = graceEnd(nextDue, now, sub.graceDays);
     steps.push({ kind: 'invoice', period: invoiced, dueAt: nextDue, graceEndsAt: grace, checkAt });
-    checks.push({ paymentId: '', period: invoiced, seq: 1, dueAt: nextDue, graceEndsAt: grace, checkAt, paymentStatus: 'waiting' });
+    checks.push({
+      paymentId: '',
+      period: invoiced,
+      seq: 1,
+      dueAt: nextDue,
+      graceEndsAt: grace,
+      checkAt,
+      paymentStatus: 'waiting',
+    });
     nextDue = dueAt(sub.startedAt, sub.interval, sub.intervalCount, invoiced + 1);
   }
 

@@ -52,7 +52,11 @@ export function bySubscription(invoices: Iterable<InvoiceRow>): Map<string, Invo
 }
 
 /** The API's Subscription object, fields in the spec's order, every field present. */
-export function subscriptionJson(r: SubscriptionRow, invoices: readonly InvoiceRow[], payments: ReadonlyMap<string, PaymentSummary>): Subscription {
+export function subscriptionJson(
+  r: SubscriptionRow,
+  invoices: readonly InvoiceRow[],
+  payments: ReadonlyMap<string, PaymentSummary>,
+): Subscription {
   return {
     id: r.id,
     merchant_id: r.merchant_id,
@@ -96,14 +100,21 @@ export class Presenter {
   /** The Subscription objects of `rows` (any mix of merchants and modes): two queries per mode, whatever their number. */
   async present(db: DbOrTx, rows: readonly SubscriptionRow[]): Promise<Subscription[]> {
     if (rows.length === 0) return [];
-    const invoices = await invoicesOf(db, rows.map((r) => r.id));
+    const invoices = await invoicesOf(
+      db,
+      rows.map((r) => r.id),
+    );
     const payments = await this.paymentsOf(db, rows, invoices);
     const bySub = bySubscription(invoices);
     return rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], payments));
   }
 
   /** The state of the payments of `invoices`, whose subscriptions are among `subs` (any mix of modes): one query per mode. */
-  async paymentsOf(db: DbOrTx, subs: Iterable<Pick<SubscriptionRow, 'id' | 'mode'>>, invoices: Iterable<InvoiceRow>): Promise<Map<string, PaymentSummary>> {
+  async paymentsOf(
+    db: DbOrTx,
+    subs: Iterable<Pick<SubscriptionRow, 'id' | 'mode'>>,
+    invoices: Iterable<InvoiceRow>,
+  ): Promise<Map<string, PaymentSummary>> {
     const modeOf = new Map([...subs].map((s) => [s.id, s.mode]));
     const ids: Record<'test' | 'live', string[]> = { test: [], live: [] };
     for (const i of invoices) {
@@ -111,18 +122,32 @@ export class Presenter {
       if (mode) ids[mode].push(i.payment_id);
     }
     const payments = new Map<string, PaymentSummary>();
-    for (const mode of ['test', 'live'] as const) for (const [id, s] of await this.deps.payments.summaries(db, mode, ids[mode])) payments.set(id, s);
+    for (const mode of ['test', 'live'] as const)
+      for (const [id, s] of await this.deps.payments.summaries(db, mode, ids[mode])) payments.set(id, s);
     return payments;
   }
 
   /** Publishes `types` for the subscription, each with `data` (its state after the change), in the caller's transaction. */
-  async publish(tx: Tx, row: SubscriptionRow, data: Subscription, types: readonly SubscriptionEventType[]): Promise<void> {
+  async publish(
+    tx: Tx,
+    row: SubscriptionRow,
+    data: Subscription,
+    types: readonly SubscriptionEventType[],
+  ): Promise<void> {
     await this.deps.events.publishMany(tx, this.events(types.map((type) => ({ row, data, type }))));
   }
 
   /** The webhook outbox's inputs for subscription events (`data`: the Subscription after the change). */
   events(list: readonly SubscriptionEvent[]): EventInput<Subscription>[] {
-    return list.map(({ row, data, type }) => ({ mode: row.mode, merchantId: row.merchant_id, type, orderingKey: row.id, data, serialize: serializeSubscription, destination: null }));
+    return list.map(({ row, data, type }) => ({
+      mode: row.mode,
+      merchantId: row.merchant_id,
+      type,
+      orderingKey: row.id,
+      data,
+      serialize: serializeSubscription,
+      destination: null,
+    }));
   }
 
   /**

@@ -137,7 +137,10 @@ export class SubscriptionScheduler {
       } catch (err) {
         if (claimed.length === 0) throw err;
         // One bad subscription must not hold back the batch: each is tried on its own.
-        this.deps.log.error({ err, subscriptions: claimed.length }, 'subscription batch failed; running its subscriptions one by one');
+        this.deps.log.error(
+          { err, subscriptions: claimed.length },
+          'subscription batch failed; running its subscriptions one by one',
+        );
         for (const id of claimed) add(total, await this.one(id, wall));
       }
     }
@@ -163,12 +166,17 @@ export class SubscriptionScheduler {
   async apply(tx: Tx, rows: readonly SubscriptionRow[], wall: Date): Promise<DueResult> {
     // Every invoice of the batch and its payment's state, read once: the plan looks at the open ones, and the events'
     // Subscriptions show them all with what this batch adds.
-    const invoices = await invoicesOf(tx, rows.map((r) => r.id));
+    const invoices = await invoicesOf(
+      tx,
+      rows.map((r) => r.id),
+    );
     const known: Known = { invoices, payments: await this.p.paymentsOf(tx, rows, invoices) };
     const bySub = bySubscription(invoices);
     const work: Work[] = rows.map((row) => {
       const now = clockOf(row, wall);
-      const open = (bySub.get(row.id) ?? []).filter((i) => i.check_at !== null).map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
+      const open = (bySub.get(row.id) ?? [])
+        .filter((i) => i.check_at !== null)
+        .map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
       return { row, now, plan: plan(stateOf(row), open, now), issued: new Map() };
     });
 
@@ -192,7 +200,8 @@ export class SubscriptionScheduler {
   /** The payment of every invoice and reissue step, created through the payments module, one statement per mode. */
   private async issuePayments(tx: Tx, work: Work[], known: Known): Promise<void> {
     const wanted: Array<{ w: Work; step: Extract<Step, { kind: 'invoice' | 'reissue' }> }> = [];
-    for (const w of work) for (const step of w.plan.steps) if (step.kind === 'invoice' || step.kind === 'reissue') wanted.push({ w, step });
+    for (const w of work)
+      for (const step of w.plan.steps) if (step.kind === 'invoice' || step.kind === 'reissue') wanted.push({ w, step });
     for (const mode of ['test', 'live'] as Mode[]) {
       const mine = wanted.filter((x) => x.w.row.mode === mode);
       const inputs: IssuedPaymentInput[] = mine.map(({ w, step }) => ({
@@ -208,7 +217,15 @@ export class SubscriptionScheduler {
         x.w.issued.set(x.step, payments[i]!);
       });
       for (const p of payments) {
-        known.payments.set(p.id, { id: p.id, status: p.status, price_amount: p.price_amount, checkout_url: p.checkout_url, created_at: new Date(p.created_at), expires_at: new Date(p.expires_at), paid_at: null });
+        known.payments.set(p.id, {
+          id: p.id,
+          status: p.status,
+          price_amount: p.price_amount,
+          checkout_url: p.checkout_url,
+          created_at: new Date(p.created_at),
+          expires_at: new Date(p.expires_at),
+          paid_at: null,
+        });
       }
     }
   }
@@ -280,12 +297,18 @@ export class SubscriptionScheduler {
     for (let i = 0; i < telling.length; i++) {
       const w = telling[i]!;
       const row = rows[i]!;
-      const types = w.plan.steps.map((s) => EVENT_OF[s.kind]).filter((t): t is SubscriptionEventType => t !== undefined);
+      const types = w.plan.steps
+        .map((s) => EVENT_OF[s.kind])
+        .filter((t): t is SubscriptionEventType => t !== undefined);
       for (const type of types) events.push({ row, data: objects[i]!, type });
       for (const step of w.plan.steps) {
         const key = `subscription:${row.id}`;
-        if (step.kind === 'invoice') mails.push(this.p.mail(row, MAIL_KINDS.invoice, w.issued.get(step)!.id, `${key}:period:${step.period}:1`));
-        else if (step.kind === 'reissue') mails.push(this.p.mail(row, MAIL_KINDS.reminder, w.issued.get(step)!.id, `${key}:period:${step.period}:${step.seq}`));
+        if (step.kind === 'invoice')
+          mails.push(this.p.mail(row, MAIL_KINDS.invoice, w.issued.get(step)!.id, `${key}:period:${step.period}:1`));
+        else if (step.kind === 'reissue')
+          mails.push(
+            this.p.mail(row, MAIL_KINDS.reminder, w.issued.get(step)!.id, `${key}:period:${step.period}:${step.seq}`),
+          );
         else if (step.kind === 'cancel') mails.push(this.p.mail(row, MAIL_KINDS.cancelled, row.id, `${key}:cancelled`));
       }
     }
@@ -306,7 +329,10 @@ export class SubscriptionScheduler {
         try {
           n += await this.withdraw(row);
         } catch (err) {
-          this.deps.log.error({ err, subscriptionId: row.id }, 'withdrawing the payments of a cancelled subscription failed; trying again later');
+          this.deps.log.error(
+            { err, subscriptionId: row.id },
+            'withdrawing the payments of a cancelled subscription failed; trying again later',
+          );
         }
       }
     }
@@ -318,7 +344,11 @@ export class SubscriptionScheduler {
    */
   async withdraw(row: SubscriptionRow): Promise<number> {
     const open = (await invoicesOf(this.deps.db, [row.id])).filter((i) => !i.paid);
-    const summaries = await this.deps.payments.summaries(this.deps.db, row.mode, open.map((i) => i.payment_id));
+    const summaries = await this.deps.payments.summaries(
+      this.deps.db,
+      row.mode,
+      open.map((i) => i.payment_id),
+    );
     let n = 0;
     for (const i of open) {
       if (summaries.get(i.payment_id)?.status !== 'waiting') continue;
@@ -346,7 +376,8 @@ export class SubscriptionScheduler {
     const scope = { mode: 'test' as const, merchantId };
     const first = await loadSubscription(this.deps.db, scope, id);
     if (!first) throw notFound('subscription');
-    if (first.status === 'cancelled') throw invalidState('This subscription is cancelled; there is nothing to advance to.');
+    if (first.status === 'cancelled')
+      throw invalidState('This subscription is cancelled; there is nothing to advance to.');
     const target = first.next_due_at;
     for (let i = 0; i < ADVANCE_MAX_STEPS; i++) {
       const row = (await loadSubscription(this.deps.db, scope, id))!;
@@ -357,7 +388,11 @@ export class SubscriptionScheduler {
       if (at > target) break;
       // Payments whose 24 hours are over on the subscription's clock end as they would have (real `payment.expired`).
       const due = open.filter((o) => o.check_at! <= at);
-      const states = await this.deps.payments.summaries(this.deps.db, 'test', due.map((o) => o.payment_id));
+      const states = await this.deps.payments.summaries(
+        this.deps.db,
+        'test',
+        due.map((o) => o.payment_id),
+      );
       for (const o of due) {
         if (states.get(o.payment_id)?.status !== 'waiting') continue;
         try {
@@ -374,7 +409,14 @@ export class SubscriptionScheduler {
         await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
         if (i === 0 && actor) {
           const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };
-          await this.deps.audit.record(tx, { merchantId, mode: 'test', actor, action: 'subscription.advance', target: { type: 'subscription', id }, details });
+          await this.deps.audit.record(tx, {
+            merchantId,
+            mode: 'test',
+            actor,
+            action: 'subscription.advance',
+            target: { type: 'subscription', id },
+            details,
+          });
         }
       });
     }

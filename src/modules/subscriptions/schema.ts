@@ -13,13 +13,20 @@ import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES } from './model.ts';
 
 export const SubscriptionInvoiceSchema = Type.Object(
   {
-    payment_id: Type.String({ pattern: ID_PATTERNS.pay, description: 'The payment issued (an ordinary payment: `GET /payments/{id}`).' }),
-    period: Type.Integer({ minimum: 1, description: 'Billing period the payment is for; 1 is the first. A period that went unpaid past its payment\'s 24 hours has several payments.' }),
-    status: Enum(PAYMENT_STATUSES, 'The payment\'s status.'),
+    payment_id: Type.String({
+      pattern: ID_PATTERNS.pay,
+      description: 'The payment issued (an ordinary payment: `GET /payments/{id}`).',
+    }),
+    period: Type.Integer({
+      minimum: 1,
+      description:
+        "Billing period the payment is for; 1 is the first. A period that went unpaid past its payment's 24 hours has several payments.",
+    }),
+    status: Enum(PAYMENT_STATUSES, "The payment's status."),
     amount_usd_cents: Type.Integer({ description: 'US cents.' }),
     checkout_url: Type.String({ description: 'Hosted checkout page of the payment.' }),
     created_at: DateTime(),
-    expires_at: DateTime('End of the payment\'s 24 hours.'),
+    expires_at: DateTime("End of the payment's 24 hours."),
     paid_at: Nullable(DateTime()),
   },
   { $id: 'SubscriptionInvoice', additionalProperties: false, description: 'One payment issued for a subscription.' },
@@ -34,21 +41,44 @@ export const SubscriptionSchema = Type.Object(
     amount_usd_cents: Type.Integer({ description: 'US cents billed each period.' }),
     interval: Enum(INTERVALS),
     interval_count: Type.Integer({ description: 'Periods are `interval_count` × `interval` long.' }),
-    grace_days: Type.Integer({ description: 'Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled.' }),
-    status: Enum(SUBSCRIPTION_STATUSES, '`active`; `past_due` as soon as a period\'s payment ended unpaid with grace left (back to `active` when paid); `cancelled` (final).'),
+    grace_days: Type.Integer({
+      description:
+        'Days after a due time during which an unpaid period may still be paid (a fresh payment is emailed each day); then the subscription is cancelled.',
+    }),
+    status: Enum(
+      SUBSCRIPTION_STATUSES,
+      "`active`; `past_due` as soon as a period's payment ended unpaid with grace left (back to `active` when paid); `cancelled` (final).",
+    ),
     started_at: DateTime('Due time of the first period.'),
-    next_due_at: DateTime('Due time of the next period to invoice (for a cancelled subscription: the one it would have been).'),
+    next_due_at: DateTime(
+      'Due time of the next period to invoice (for a cancelled subscription: the one it would have been).',
+    ),
     periods_invoiced: Type.Integer({ minimum: 0 }),
-    periods_paid: Type.Integer({ minimum: 0, description: 'Periods with a paid payment; a period paid twice counts once.' }),
+    periods_paid: Type.Integer({
+      minimum: 0,
+      description: 'Periods with a paid payment; a period paid twice counts once.',
+    }),
     last_payment_id: Nullable(Type.String({ description: 'The latest payment issued.' })),
     success_url: Nullable(Type.String()),
     metadata: Type.Record(Type.String(), Type.Unknown()),
     cancelled_at: Nullable(DateTime()),
-    cancellation_reason: Nullable(Enum(CANCELLATION_REASONS, 'Who ended it: the `merchant` (API or dashboard), the `customer` (the emailed link), or `unpaid` (grace ended).')),
+    cancellation_reason: Nullable(
+      Enum(
+        CANCELLATION_REASONS,
+        'Who ended it: the `merchant` (API or dashboard), the `customer` (the emailed link), or `unpaid` (grace ended).',
+      ),
+    ),
     created_at: DateTime(),
-    invoices: Type.Array(Type.Unsafe<Static<typeof SubscriptionInvoiceSchema>>({ $ref: 'SubscriptionInvoice#' }), { description: 'One per payment issued, oldest first.' }),
+    invoices: Type.Array(Type.Unsafe<Static<typeof SubscriptionInvoiceSchema>>({ $ref: 'SubscriptionInvoice#' }), {
+      description: 'One per payment issued, oldest first.',
+    }),
   },
-  { $id: 'Subscription', additionalProperties: false, description: 'Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed.' },
+  {
+    $id: 'Subscription',
+    additionalProperties: false,
+    description:
+      'Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed.',
+  },
 );
 
 /** The Subscription object: what the API answers and what `subscription.*` webhooks carry as `data`. */

@@ -104,43 +104,59 @@ export class SubscriptionService {
    * (200; a different body is 409). When `start_at` is now or absent, the first period is invoiced in the same
    * transaction, so the answer already carries its payment.
    */
-  async create(mode: Mode, merchantId: string, input: CreateSubscriptionInput, idempotencyKey?: string, actor?: Actor): Promise<{ status: number; subscription: Subscription }> {
+  async create(
+    mode: Mode,
+    merchantId: string,
+    input: CreateSubscriptionInput,
+    idempotencyKey?: string,
+    actor?: Actor,
+  ): Promise<{ status: number; subscription: Subscription }> {
     const key = validateKey(idempotencyKey);
     const now = this.deps.clock.now();
     if (input.success_url !== undefined) assertHttpUrl(input.success_url, 'success_url', mode === 'live');
     const metadata = input.metadata ?? {};
-    if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > METADATA_MAX_BYTES) throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
+    if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > METADATA_MAX_BYTES)
+      throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     let start = now;
     if (input.start_at !== undefined) {
       start = new Date(input.start_at);
-      if (start.getTime() < now.getTime() - SUBSCRIPTION_LIMITS.startPastToleranceMs) throw invalid('start_at must not be in the past', 'start_at');
-      if (start.getTime() > now.getTime() + SUBSCRIPTION_LIMITS.startAheadMaxMs) throw invalid('start_at must be within 5 years from now', 'start_at');
+      if (start.getTime() < now.getTime() - SUBSCRIPTION_LIMITS.startPastToleranceMs)
+        throw invalid('start_at must not be in the past', 'start_at');
+      if (start.getTime() > now.getTime() + SUBSCRIPTION_LIMITS.startAheadMaxMs)
+        throw invalid('start_at must be within 5 years from now', 'start_at');
       if (start < now) start = now;
     }
     const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/subscriptions', input) };
     const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
       const row = await insertSubscription(tx, {
-          id: newId('sub'),
-          merchant_id: merchantId,
-          mode,
-          customer_email: input.customer_email,
-          customer_name: input.customer_name ?? null,
-          title: input.title,
-          amount_usd_cents: input.amount_usd_cents,
-          interval: input.interval,
-          interval_count: input.interval_count ?? 1,
-          grace_days: input.grace_days ?? 0,
-          status: 'active',
-          started_at: start,
-          next_due_at: start,
-          success_url: input.success_url ?? null,
-          metadata: JSON.stringify(metadata),
-          run_at: start,
-          created_at: now,
-          updated_at: now,
-        });
+        id: newId('sub'),
+        merchant_id: merchantId,
+        mode,
+        customer_email: input.customer_email,
+        customer_name: input.customer_name ?? null,
+        title: input.title,
+        amount_usd_cents: input.amount_usd_cents,
+        interval: input.interval,
+        interval_count: input.interval_count ?? 1,
+        grace_days: input.grace_days ?? 0,
+        status: 'active',
+        started_at: start,
+        next_due_at: start,
+        success_url: input.success_url ?? null,
+        metadata: JSON.stringify(metadata),
+        run_at: start,
+        created_at: now,
+        updated_at: now,
+      });
       if (actor) {
-        await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'subscription.create', target: { type: 'subscription', id: row.id }, details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval } });
+        await this.deps.audit.record(tx, {
+          merchantId,
+          mode,
+          actor,
+          action: 'subscription.create',
+          target: { type: 'subscription', id: row.id },
+          details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
+        });
       }
       const [created] = await this.p.present(tx, [row]);
       await this.p.publish(tx, row, created!, ['subscription.created']);
@@ -157,35 +173,60 @@ export class SubscriptionService {
   }
 
   /** Newest first, filtered by status and customer email (any case); `next_cursor` is opaque, null on the last page. */
-  async list(scope: SubscriptionScope, q: ListSubscriptionsQuery): Promise<{ data: Subscription[]; next_cursor: string | null }> {
+  async list(
+    scope: SubscriptionScope,
+    q: ListSubscriptionsQuery,
+  ): Promise<{ data: Subscription[]; next_cursor: string | null }> {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
     const rows = await listSubscriptionRows(this.deps.db, scope, q, limit);
     const page = rows.slice(0, limit);
-    return { data: await this.p.present(this.deps.db, page), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    return {
+      data: await this.p.present(this.deps.db, page),
+      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+    };
   }
 
   /**
    * Cancels a subscription now (final): no more invoices, payments still waiting are withdrawn (cancelled), the
    * customer is told by email. 422 `invalid_state` when it is already cancelled.
    */
-  async cancel(scope: SubscriptionScope, id: string, actor?: Actor, reason: CancellationReason = 'merchant'): Promise<Subscription> {
+  async cancel(
+    scope: SubscriptionScope,
+    id: string,
+    actor?: Actor,
+    reason: CancellationReason = 'merchant',
+  ): Promise<Subscription> {
     const row = await withTx(this.deps.db, async (tx) => {
       const locked = await loadSubscription(tx, scope, id, true);
       if (!locked) throw notFound('subscription');
       if (locked.status === 'cancelled') throw invalidState('This subscription is already cancelled.');
       const wall = this.deps.clock.now();
       const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
-      if (actor) await this.deps.audit.record(tx, { merchantId: scope.merchantId, mode: scope.mode, actor, action: 'subscription.cancel', target: { type: 'subscription', id }, details: { reason } });
+      if (actor)
+        await this.deps.audit.record(tx, {
+          merchantId: scope.merchantId,
+          mode: scope.mode,
+          actor,
+          action: 'subscription.cancel',
+          target: { type: 'subscription', id },
+          details: { reason },
+        });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
-      await this.deps.email.enqueue(tx, this.p.mail(cancelled, MAIL_KINDS.cancelled, id, `subscription:${id}:cancelled`));
+      await this.deps.email.enqueue(
+        tx,
+        this.p.mail(cancelled, MAIL_KINDS.cancelled, id, `subscription:${id}:cancelled`),
+      );
       return cancelled;
     });
     // After the cancellation committed (lock order: payments before subscriptions); a worker retries if this fails.
     try {
       await this.scheduler.withdraw(row);
     } catch (err) {
-      this.deps.log.error({ err, subscriptionId: id }, 'withdrawing the payments of a cancelled subscription failed; a worker will retry');
+      this.deps.log.error(
+        { err, subscriptionId: id },
+        'withdrawing the payments of a cancelled subscription failed; a worker will retry',
+      );
     }
     return this.get(scope, id);
   }
@@ -228,7 +269,12 @@ export class SubscriptionService {
     // The invoice row, not the metadata (a merchant can write any metadata on its own payments), names the subscription.
     const invoice = await invoiceOfPayment(tx, change.payment.id);
     if (!invoice) return;
-    const row = (await loadSubscription(tx, { mode: change.mode, merchantId: change.merchantId }, invoice.subscription_id, true))!;
+    const row = (await loadSubscription(
+      tx,
+      { mode: change.mode, merchantId: change.merchantId },
+      invoice.subscription_id,
+      true,
+    ))!;
     const wall = this.deps.clock.now();
     const paid = change.payment.status === 'paid';
     if (change.events.includes('payment.paid') && paid && !invoice.paid) {

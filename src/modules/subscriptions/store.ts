@@ -48,8 +48,18 @@ export function stateOf(row: SubscriptionRow): SubscriptionState {
   };
 }
 
-export async function loadSubscription(db: DbOrTx, scope: SubscriptionScope, id: string, forUpdate = false): Promise<SubscriptionRow | null> {
-  let q = db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('mode', '=', scope.mode).where('merchant_id', '=', scope.merchantId);
+export async function loadSubscription(
+  db: DbOrTx,
+  scope: SubscriptionScope,
+  id: string,
+  forUpdate = false,
+): Promise<SubscriptionRow | null> {
+  let q = db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('id', '=', id)
+    .where('mode', '=', scope.mode)
+    .where('merchant_id', '=', scope.merchantId);
   if (forUpdate) q = q.forUpdate();
   return (await q.executeTakeFirst()) ?? null;
 }
@@ -61,12 +71,24 @@ export async function findSubscription(db: DbOrTx, id: string): Promise<Subscrip
 }
 
 /** Ids newest first, `limit + 1` of them (the extra one tells whether there is a next page). */
-export async function listSubscriptionRows(db: DbOrTx, scope: SubscriptionScope, f: ListFilter, limit: number): Promise<SubscriptionRow[]> {
-  let q = db.selectFrom('subscriptions').selectAll().where('merchant_id', '=', scope.merchantId).where('mode', '=', scope.mode);
+export async function listSubscriptionRows(
+  db: DbOrTx,
+  scope: SubscriptionScope,
+  f: ListFilter,
+  limit: number,
+): Promise<SubscriptionRow[]> {
+  let q = db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('merchant_id', '=', scope.merchantId)
+    .where('mode', '=', scope.mode);
   if (f.status !== undefined) q = q.where('status', '=', f.status);
   if (f.customer_email !== undefined) q = q.where(sql`lower(customer_email)`, '=', f.customer_email.toLowerCase());
   if (f.cursor !== undefined) q = q.where('id', '<', decodeCursor(f.cursor, new RegExp(ID_PATTERNS.sub)));
-  return q.orderBy('id', 'desc').limit(limit + 1).execute();
+  return q
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
 }
 
 /** Every invoice of the subscriptions, by subscription, period and seq. */
@@ -85,13 +107,21 @@ export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[])
 /** The invoices of the payments `paymentIds` (those that are invoices). */
 export async function invoicesByPayment(db: DbOrTx, paymentIds: readonly string[]): Promise<InvoiceRow[]> {
   if (paymentIds.length === 0) return [];
-  return db.selectFrom('subscription_invoices').selectAll().where('payment_id', 'in', paymentIds as string[]).execute();
+  return db
+    .selectFrom('subscription_invoices')
+    .selectAll()
+    .where('payment_id', 'in', paymentIds as string[])
+    .execute();
 }
 
 /** The subscriptions `ids`, any merchant and mode (for what already names them: a stored mail's reference). */
 export async function subscriptionsByIds(db: DbOrTx, ids: readonly string[]): Promise<SubscriptionRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('subscriptions').selectAll().where('id', 'in', ids as string[]).execute();
+  return db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('id', 'in', ids as string[])
+    .execute();
 }
 
 /** The invoices the scheduler still has to look at (the latest unpaid one of each open period). */
@@ -107,7 +137,15 @@ export async function openInvoicesOf(db: DbOrTx, subscriptionIds: readonly strin
 }
 
 export function openInvoice(r: InvoiceRow, paymentStatus: string): OpenInvoice {
-  return { paymentId: r.payment_id, period: r.period, seq: r.seq, dueAt: r.due_at, graceEndsAt: r.grace_ends_at, checkAt: r.check_at!, paymentStatus };
+  return {
+    paymentId: r.payment_id,
+    period: r.period,
+    seq: r.seq,
+    dueAt: r.due_at,
+    graceEndsAt: r.grace_ends_at,
+    checkAt: r.check_at!,
+    paymentStatus,
+  };
 }
 
 /**
@@ -125,7 +163,12 @@ export async function claimDue(tx: Tx, now: Date, limit: number): Promise<Subscr
  * Leases up to `limit` cancelled subscriptions whose open payments are still to be withdrawn: their `run_at` moves
  * `leaseMs` ahead, so another worker takes them only if this one dies before clearing it.
  */
-export async function leaseWithdrawals(db: DbOrTx, now: Date, leaseMs: number, limit: number): Promise<SubscriptionRow[]> {
+export async function leaseWithdrawals(
+  db: DbOrTx,
+  now: Date,
+  leaseMs: number,
+  limit: number,
+): Promise<SubscriptionRow[]> {
   const { rows } = await sql<SubscriptionRow>`
     UPDATE subscriptions SET run_at = ${new Date(now.getTime() + leaseMs)}
     WHERE id IN (
@@ -153,24 +196,40 @@ export async function insertSubscription(tx: Tx, values: NewSubscription): Promi
 
 /** Many subscriptions in one statement (bulk loads: the benchmark's seed). */
 export async function insertSubscriptions(db: DbOrTx, values: readonly NewSubscription[]): Promise<void> {
-  if (values.length > 0) await db.insertInto('subscriptions').values(values as NewSubscription[]).execute();
+  if (values.length > 0)
+    await db
+      .insertInto('subscriptions')
+      .values(values as NewSubscription[])
+      .execute();
 }
 
 /** Locks the subscription `id` if its scheduler work is due at `wall` (skipping it when another worker holds it). */
 export async function lockDue(tx: Tx, id: string, wall: Date): Promise<SubscriptionRow[]> {
   const { rows } = await sql<SubscriptionRow>`
-    SELECT * FROM subscriptions WHERE id = ${id} AND run_at <= ${wall} AND status <> 'cancelled' FOR UPDATE SKIP LOCKED`.execute(tx);
+    SELECT * FROM subscriptions WHERE id = ${id} AND run_at <= ${wall} AND status <> 'cancelled' FOR UPDATE SKIP LOCKED`.execute(
+    tx,
+  );
   return rows;
 }
 
 /** Moves the scheduler's next look at a subscription that is not cancelled to `at` (wall clock). */
 export async function setRunAt(db: DbOrTx, id: string, at: Date): Promise<void> {
-  await db.updateTable('subscriptions').set({ run_at: at }).where('id', '=', id).where('status', '<>', 'cancelled').execute();
+  await db
+    .updateTable('subscriptions')
+    .set({ run_at: at })
+    .where('id', '=', id)
+    .where('status', '<>', 'cancelled')
+    .execute();
 }
 
 /** A cancelled subscription whose open payments are withdrawn: the scheduler has nothing more to do for it. */
 export async function clearWithdrawal(db: DbOrTx, id: string): Promise<void> {
-  await db.updateTable('subscriptions').set({ run_at: null }).where('id', '=', id).where('status', '=', 'cancelled').execute();
+  await db
+    .updateTable('subscriptions')
+    .set({ run_at: null })
+    .where('id', '=', id)
+    .where('status', '=', 'cancelled')
+    .execute();
 }
 
 export async function setClockOffset(tx: Tx, id: string, offsetMs: bigint): Promise<void> {
@@ -178,7 +237,13 @@ export async function setClockOffset(tx: Tx, id: string, offsetMs: bigint): Prom
 }
 
 /** Cancels the subscription (final) and clears its invoices' check times; returns the row as it now stands. */
-export async function markCancelled(tx: Tx, id: string, at: Date, reason: CancellationReason, wall: Date): Promise<SubscriptionRow> {
+export async function markCancelled(
+  tx: Tx,
+  id: string,
+  at: Date,
+  reason: CancellationReason,
+  wall: Date,
+): Promise<SubscriptionRow> {
   const row = await tx
     .updateTable('subscriptions')
     .set({ status: 'cancelled', cancelled_at: at, cancellation_reason: reason, run_at: wall, updated_at: wall })
@@ -192,12 +257,20 @@ export async function markCancelled(tx: Tx, id: string, at: Date, reason: Cancel
 /** The scheduler no longer looks at any invoice of these subscriptions. */
 export async function clearChecks(tx: Tx, subscriptionIds: readonly string[]): Promise<void> {
   if (subscriptionIds.length === 0) return;
-  await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', 'in', subscriptionIds as string[]).where('check_at', 'is not', null).execute();
+  await tx
+    .updateTable('subscription_invoices')
+    .set({ check_at: null })
+    .where('subscription_id', 'in', subscriptionIds as string[])
+    .where('check_at', 'is not', null)
+    .execute();
 }
 
 /** The invoice a payment belongs to, if any. */
 export async function invoiceOfPayment(tx: Tx, paymentId: string): Promise<InvoiceRow | null> {
-  return (await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ?? null;
+  return (
+    (await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ??
+    null
+  );
 }
 
 export async function setInvoicePaid(tx: Tx, paymentId: string, paid: boolean): Promise<void> {
@@ -211,7 +284,12 @@ export async function setInvoiceCheck(tx: Tx, paymentId: string, at: Date | null
 
 /** The period is settled: none of its invoices is looked at again. */
 export async function clearPeriodChecks(tx: Tx, subscriptionId: string, period: number): Promise<void> {
-  await tx.updateTable('subscription_invoices').set({ check_at: null }).where('subscription_id', '=', subscriptionId).where('period', '=', period).execute();
+  await tx
+    .updateTable('subscription_invoices')
+    .set({ check_at: null })
+    .where('subscription_id', '=', subscriptionId)
+    .where('period', '=', period)
+    .execute();
 }
 
 /** Whether another payment of the period than `except` is paid. */
@@ -240,7 +318,13 @@ export async function hasOverdue(tx: Tx, subscriptionId: string): Promise<boolea
 }
 
 /** Counts a period paid (`+1`) or un-paid (`-1`), with the status it now has; returns the row as it now stands. */
-export async function countPaid(tx: Tx, id: string, delta: 1 | -1, status: SubscriptionStatus | null, wall: Date): Promise<SubscriptionRow> {
+export async function countPaid(
+  tx: Tx,
+  id: string,
+  delta: 1 | -1,
+  status: SubscriptionStatus | null,
+  wall: Date,
+): Promise<SubscriptionRow> {
   return tx
     .updateTable('subscriptions')
     .set((eb) => ({ periods_paid: eb('periods_paid', '+', delta), ...(status ? { status } : {}), updated_at: wall }))
@@ -257,7 +341,9 @@ export async function insertInvoices(tx: Tx, rows: readonly Omit<InvoiceRow, 'pa
   await sql`
     INSERT INTO subscription_invoices (payment_id, subscription_id, period, seq, due_at, grace_ends_at, issued_at, check_at)
     SELECT * FROM unnest(${col('payment_id')}::text[], ${col('subscription_id')}::text[], ${col('period')}::int[], ${col('seq')}::int[],
-      ${time('due_at')}::timestamptz[], ${time('grace_ends_at')}::timestamptz[], ${time('issued_at')}::timestamptz[], ${time('check_at')}::timestamptz[])`.execute(tx);
+      ${time('due_at')}::timestamptz[], ${time('grace_ends_at')}::timestamptz[], ${time('issued_at')}::timestamptz[], ${time('check_at')}::timestamptz[])`.execute(
+    tx,
+  );
 }
 
 /** New check times (null: never again) of invoices, by payment id, one statement. */
@@ -272,7 +358,14 @@ export async function setInvoiceChecks(tx: Tx, checks: ReadonlyMap<string, Date 
 /** The scheduler's state of each subscription of a batch after its plan, one statement. */
 export type PlannedState = Pick<
   SubscriptionRow,
-  'id' | 'status' | 'next_due_at' | 'periods_invoiced' | 'last_payment_id' | 'cancelled_at' | 'cancellation_reason' | 'run_at'
+  | 'id'
+  | 'status'
+  | 'next_due_at'
+  | 'periods_invoiced'
+  | 'last_payment_id'
+  | 'cancelled_at'
+  | 'cancellation_reason'
+  | 'run_at'
 >;
 
 export async function writeStates(tx: Tx, states: readonly PlannedState[], wall: Date): Promise<void> {

@@ -89,16 +89,28 @@ export class TransferService implements TransferSink {
       return 'sender';
     }
     if (simulated) return 'simulated';
-    this.deps.log.warn({ transferId: t.transferId, purpose: t.purpose, chain: t.token.chain }, 'transfer recorded but no sender runs for this network; it stays pending');
+    this.deps.log.warn(
+      { transferId: t.transferId, purpose: t.purpose, chain: t.token.chain },
+      'transfer recorded but no sender runs for this network; it stays pending',
+    );
     return 'waiting_for_sender';
   }
 
   /** A sender reports how a transfer ended; the first report settles it and calls its owner back, later ones do nothing. */
   async transferSettled(mode: Mode, result: TransferResult): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
-      const row = await tx.selectFrom('transfers').selectAll().where('id', '=', result.transferId).where('mode', '=', mode).forUpdate().executeTakeFirst();
+      const row = await tx
+        .selectFrom('transfers')
+        .selectAll()
+        .where('id', '=', result.transferId)
+        .where('mode', '=', mode)
+        .forUpdate()
+        .executeTakeFirst();
       if (!row) {
-        this.deps.log.error({ transferId: result.transferId, mode }, 'a sender reported a transfer Kasse has no record of');
+        this.deps.log.error(
+          { transferId: result.transferId, mode },
+          'a sender reported a transfer Kasse has no record of',
+        );
         return;
       }
       if (row.status !== 'pending') return;
@@ -109,14 +121,27 @@ export class TransferService implements TransferSink {
         .execute();
       const owner = this.owners.get(row.purpose);
       if (!owner) throw new Error(`no owner for transfers of purpose "${row.purpose}"`);
-      await owner.transferSettled(tx, { id: row.id, mode, purpose: row.purpose, status: result.status, txHash: result.txHash, error: result.error });
+      await owner.transferSettled(tx, {
+        id: row.id,
+        mode,
+        purpose: row.purpose,
+        status: result.status,
+        txHash: result.txHash,
+        error: result.error,
+      });
     });
   }
 
   /** A sender says a pending transfer was signed or broadcast; the owner is told if it listens. */
   async transferProgressed(mode: Mode, progress: TransferProgress): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
-      const row = await tx.selectFrom('transfers').select(['purpose', 'status']).where('id', '=', progress.transferId).where('mode', '=', mode).forUpdate().executeTakeFirst();
+      const row = await tx
+        .selectFrom('transfers')
+        .select(['purpose', 'status'])
+        .where('id', '=', progress.transferId)
+        .where('mode', '=', mode)
+        .forUpdate()
+        .executeTakeFirst();
       if (!row || row.status !== 'pending') return;
       await this.owners.get(row.purpose)?.transferProgressed?.(tx, { ...progress, mode });
     });
@@ -134,7 +159,8 @@ export class TransferService implements TransferSink {
       .orderBy('created_at')
       .limit(500)
       .execute();
-    for (const r of rows) await this.transferSettled('test', { transferId: r.id, status: 'sent', txHash: simulatedTxHash(), error: null });
+    for (const r of rows)
+      await this.transferSettled('test', { transferId: r.id, status: 'sent', txHash: simulatedTxHash(), error: null });
     return rows.length;
   }
 }

@@ -38,7 +38,10 @@ let checker: Promise<Checker> | null = null;
 /** zxcvbn-ts with its list of the most common passwords, loaded on first use (it is large). */
 function strength(): Promise<Checker> {
   checker ??= (async () => {
-    const [{ ZxcvbnFactory }, common] = await Promise.all([import('@zxcvbn-ts/core'), import('@zxcvbn-ts/language-common')]);
+    const [{ ZxcvbnFactory }, common] = await Promise.all([
+      import('@zxcvbn-ts/core'),
+      import('@zxcvbn-ts/language-common'),
+    ]);
     return new ZxcvbnFactory({ dictionary: { ...common.dictionary }, graphs: common.adjacencyGraphs }) as Checker;
   })();
   return checker;
@@ -50,9 +53,11 @@ function strength(): Promise<Checker> {
  */
 export async function assertPasswordAcceptable(password: string, email: string, param = 'password'): Promise<void> {
   if (textLength(password) < PASSWORD_MIN) throw invalid(`Passwords need at least ${PASSWORD_MIN} characters.`, param);
-  if (textLength(password) > PASSWORD_MAX) throw invalid(`Passwords can have at most ${PASSWORD_MAX} characters.`, param);
+  if (textLength(password) > PASSWORD_MAX)
+    throw invalid(`Passwords can have at most ${PASSWORD_MAX} characters.`, param);
   const { score } = await (await strength()).checkAsync(password.slice(0, 100), [email, ...email.split(/[@.]/)]);
-  if (score < 2) throw invalid('This password is one of the most common passwords, or close to one. Choose another.', param);
+  if (score < 2)
+    throw invalid('This password is one of the most common passwords, or close to one. Choose another.', param);
 }
 
 /** A new TOTP secret (160 bits) and the otpauth:// URI an authenticator app reads from the QR code. */
@@ -63,7 +68,14 @@ export function newTotp(email: string, issuer: string): { secret: string; uri: s
 
 /** The otpauth:// URI of a base32 secret. */
 export function totpUri(email: string, issuer: string, secret: string): string {
-  return new TOTP({ issuer, label: email, secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: TOTP_PERIOD }).toString();
+  return new TOTP({
+    issuer,
+    label: email,
+    secret: Secret.fromBase32(secret),
+    algorithm: 'SHA1',
+    digits: 6,
+    period: TOTP_PERIOD,
+  }).toString();
 }
 
 /**
@@ -73,7 +85,15 @@ export function totpUri(email: string, issuer: string, secret: string): string {
 export function totpStep(secret: string, code: string, nowMs: number): number | null {
   const token = code.replace(/\s+/g, '');
   if (!/^\d{6}$/.test(token)) return null;
-  const delta = TOTP.validate({ token, secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: TOTP_PERIOD, timestamp: nowMs, window: 1 });
+  const delta = TOTP.validate({
+    token,
+    secret: Secret.fromBase32(secret),
+    algorithm: 'SHA1',
+    digits: 6,
+    period: TOTP_PERIOD,
+    timestamp: nowMs,
+    window: 1,
+  });
   return delta === null ? null : Math.floor(nowMs / 1000 / TOTP_PERIOD) + delta;
 }
 

@@ -9,7 +9,17 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
-import { EMAIL, newToken, normalEmail, sha256, toUserRecord, type ClientMeta, type NewSession, type UserRecord, type UserRow } from './records.ts';
+import {
+  EMAIL,
+  newToken,
+  normalEmail,
+  sha256,
+  toUserRecord,
+  type ClientMeta,
+  type NewSession,
+  type UserRecord,
+  type UserRow,
+} from './records.ts';
 import { stageAfterPassword } from './sessions.ts';
 import { THROTTLE_LIMITS } from './throttle.ts';
 import { SigninService } from './signin-service.ts';
@@ -24,12 +34,25 @@ export class OneTimeLinks extends SigninService {
   }
 
   /** A new link; any earlier unused link of the user stops working. */
-  async issueToken(tx: Tx, userId: string, purpose: 'setup' | 'reset', ttl = purpose === 'setup' ? SETUP_LINK_MS : RESET_LINK_MS) {
+  async issueToken(
+    tx: Tx,
+    userId: string,
+    purpose: 'setup' | 'reset',
+    ttl = purpose === 'setup' ? SETUP_LINK_MS : RESET_LINK_MS,
+  ) {
     const now = this.now();
-    await tx.updateTable('user_tokens').set({ used_at: now }).where('user_id', '=', userId).where('used_at', 'is', null).execute();
+    await tx
+      .updateTable('user_tokens')
+      .set({ used_at: now })
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .execute();
     const t = newToken();
     const expiresAt = new Date(now.getTime() + ttl);
-    await tx.insertInto('user_tokens').values({ token_hash: sha256(t), user_id: userId, purpose, expires_at: expiresAt, created_at: now }).execute();
+    await tx
+      .insertInto('user_tokens')
+      .values({ token_hash: sha256(t), user_id: userId, purpose, expires_at: expiresAt, created_at: now })
+      .execute();
     return { url: this.dashboardUrl(`/${purpose}/${t}`), expiresAt };
   }
 
@@ -53,7 +76,12 @@ export class OneTimeLinks extends SigninService {
    * Uses a link: sets the password, ends every session of the user, and signs this browser in (at the second-factor
    * or enrolment step when one is due). 400 on the password; 404 for a used, expired or unknown link.
    */
-  async redeemToken(t: string, purpose: 'setup' | 'reset', password: string, meta: ClientMeta): Promise<{ user: UserRow; session: NewSession }> {
+  async redeemToken(
+    t: string,
+    purpose: 'setup' | 'reset',
+    password: string,
+    meta: ClientMeta,
+  ): Promise<{ user: UserRow; session: NewSession }> {
     const candidate = await this.checkToken(t, purpose);
     if (!candidate) throw notFound('link (it may have been used already or expired)');
     await assertPasswordAcceptable(password, candidate.email);
@@ -78,11 +106,18 @@ export class OneTimeLinks extends SigninService {
       if (!user) throw notFound('link (it may have been used already or expired)');
       await this.sessions.revokeAll(tx, user.id);
       const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor, action: purpose === 'setup' ? 'user.setup' : 'user.password_reset', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: purpose === 'setup' ? 'user.setup' : 'user.password_reset',
+        target: { type: 'user', id: user.id },
+      });
       const stage = stageAfterPassword(user);
       const session = await this.sessions.start(tx, user, meta, stage);
       // A member or viewer without a second factor is signed in by the link itself; others when their factor is given.
-      if (stage === 'full') await this.sessions.signedIn(tx, user, meta, purpose === 'setup' ? 'setup_link' : 'reset_link');
+      if (stage === 'full')
+        await this.sessions.signedIn(tx, user, meta, purpose === 'setup' ? 'setup_link' : 'reset_link');
       return { user, session };
     });
   }
@@ -98,28 +133,65 @@ export class OneTimeLinks extends SigninService {
     const normal = normalEmail(email);
     if (!EMAIL.test(normal)) throw invalid('Enter an email address.', 'email');
     await withTx(this.deps.db, async (tx) => {
-      const user = await tx.selectFrom('users').selectAll().where('email', '=', normal).where('removed_at', 'is', null).executeTakeFirst();
+      const user = await tx
+        .selectFrom('users')
+        .selectAll()
+        .where('email', '=', normal)
+        .where('removed_at', 'is', null)
+        .executeTakeFirst();
       if (!user || user.password_hash === null) return;
       const link = await this.issueToken(tx, user.id, 'reset');
       const merchant = await this.deps.merchants.get(user.merchant_id);
       const mail = renderEmail({
         heading: 'Reset your Kasse password',
-        paragraphs: [`Someone asked to reset the password of ${user.email} on the ${merchant.name} dashboard.`, 'Open the link within an hour to choose a new password. It works once; signing in afterwards still asks for your second factor.'],
+        paragraphs: [
+          `Someone asked to reset the password of ${user.email} on the ${merchant.name} dashboard.`,
+          'Open the link within an hour to choose a new password. It works once; signing in afterwards still asks for your second factor.',
+        ],
         action: { label: 'Choose a new password', url: link.url },
-        footer: [`If it was not you, ignore this email: your password stays as it is. The request came from ${meta.ip ?? 'an unknown address'}.`],
+        footer: [
+          `If it was not you, ignore this email: your password stays as it is. The request came from ${meta.ip ?? 'an unknown address'}.`,
+        ],
       });
-      await this.deps.email.enqueue(tx, { merchantId: user.merchant_id, mode: null, kind: 'user.password_reset', to: user.email, subject: 'Reset your Kasse password', text: mail.text, html: mail.html, sensitive: true });
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor: { type: 'anonymous', id: null, label: normal, ip: meta.ip }, action: 'user.password_reset_request', target: { type: 'user', id: user.id } });
+      await this.deps.email.enqueue(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        kind: 'user.password_reset',
+        to: user.email,
+        subject: 'Reset your Kasse password',
+        text: mail.text,
+        html: mail.html,
+        sensitive: true,
+      });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor: { type: 'anonymous', id: null, label: normal, ip: meta.ip },
+        action: 'user.password_reset_request',
+        target: { type: 'user', id: user.id },
+      });
     });
   }
 
   /** Operator: a fresh one-time link for a user (set-up, or a password reset for one who has a password). */
   async setupLink(email: string, actor: Actor): Promise<{ user: UserRecord; setup_url: string; expires_at: string }> {
     return withTx(this.deps.db, async (tx) => {
-      const user = await tx.selectFrom('users').selectAll().where('email', '=', normalEmail(email)).where('removed_at', 'is', null).forUpdate().executeTakeFirst();
+      const user = await tx
+        .selectFrom('users')
+        .selectAll()
+        .where('email', '=', normalEmail(email))
+        .where('removed_at', 'is', null)
+        .forUpdate()
+        .executeTakeFirst();
       if (!user) throw notFound('user');
       const link = await this.issueToken(tx, user.id, user.password_hash === null ? 'setup' : 'reset', SETUP_LINK_MS);
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor, action: 'user.setup_link', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: 'user.setup_link',
+        target: { type: 'user', id: user.id },
+      });
       return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
     });
   }

@@ -33,7 +33,13 @@ export class SessionNotes {
 
   /** Keeps a new API key of `mode` for the session's next Developers page (in `db`: the transaction that made it). */
   async putKey(sessionId: string, mode: Mode, key: string, db: DbOrTx = this.db): Promise<void> {
-    await this.put(db, sessionId, { kind: 'key', mode, path: null, status: null, body: encryptSecret(this.secretKey, key) });
+    await this.put(db, sessionId, {
+      kind: 'key',
+      mode,
+      path: null,
+      status: null,
+      body: encryptSecret(this.secretKey, key),
+    });
   }
 
   /** The key kept for this session and mode, once; null when there is none. */
@@ -69,11 +75,21 @@ export class SessionNotes {
     return row ? { status: row.status ?? 200, body: row.body } : null;
   }
 
-  private async put(db: DbOrTx, sessionId: string, n: { kind: 'key' | 'page'; mode: Mode | null; path: string | null; status: number | null; body: string }): Promise<string> {
+  private async put(
+    db: DbOrTx,
+    sessionId: string,
+    n: { kind: 'key' | 'page'; mode: Mode | null; path: string | null; status: number | null; body: string },
+  ): Promise<string> {
     const now = this.clock.now();
     const id = randomBytes(16).toString('base64url');
     await db.deleteFrom('session_notes').where('expires_at', '<=', now).execute();
-    if (n.kind === 'key') await db.deleteFrom('session_notes').where('session_id', '=', sessionId).where('kind', '=', 'key').where('mode', '=', n.mode).execute();
+    if (n.kind === 'key')
+      await db
+        .deleteFrom('session_notes')
+        .where('session_id', '=', sessionId)
+        .where('kind', '=', 'key')
+        .where('mode', '=', n.mode)
+        .execute();
     await db
       .insertInto('session_notes')
       .values({ id, session_id: sessionId, ...n, created_at: now, expires_at: new Date(now.getTime() + NOTE_TTL_MS) })

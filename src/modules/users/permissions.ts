@@ -12,7 +12,7 @@ const OWNERS: readonly Role[] = ['owner'];
 
 export const PERMISSIONS = {
   /** Home, payments, links, events: reading. */
-  'read': ALL,
+  read: ALL,
   /** Accept, cancel and refund payments. */
   'payments.write': STAFF,
   /** Create, edit and deactivate payment links. */

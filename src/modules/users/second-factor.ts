@@ -8,8 +8,22 @@ import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { decryptSecret, encryptSecret } from '../../core/secrets.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
-import { looksLikeRecoveryCode, newRecoveryCodes, newTotp, recoveryCodeHash, totpStep, totpUri } from './credentials.ts';
-import { normalEmail, toUserRecord, type ClientMeta, type SessionRow, type UserRecord, type UserRow } from './records.ts';
+import {
+  looksLikeRecoveryCode,
+  newRecoveryCodes,
+  newTotp,
+  recoveryCodeHash,
+  totpStep,
+  totpUri,
+} from './credentials.ts';
+import {
+  normalEmail,
+  toUserRecord,
+  type ClientMeta,
+  type SessionRow,
+  type UserRecord,
+  type UserRow,
+} from './records.ts';
 import { THROTTLE_LIMITS } from './throttle.ts';
 import { SigninService } from './signin-service.ts';
 
@@ -21,15 +35,29 @@ export class SecondFactor extends SigninService {
    * The second step: a TOTP code or one of the recovery codes (each works once). 429 while throttled, 400 (param
    * `code`) for a wrong code. The session becomes full.
    */
-  async secondFactor(session: SessionRow, user: UserRow, code: string, meta: ClientMeta): Promise<{ recoveryCodesLeft: number | null }> {
+  async secondFactor(
+    session: SessionRow,
+    user: UserRow,
+    code: string,
+    meta: ClientMeta,
+  ): Promise<{ recoveryCodesLeft: number | null }> {
     if (session.stage !== 'password') throw invalidState('No second factor is due for this session.');
     const recovery = looksLikeRecoveryCode(code);
     const usedRecovery = await this.verifySecondFactor(user, code, meta, 'signin.failed');
     return withTx(this.deps.db, async (tx) => {
-      await tx.updateTable('sessions').set({ stage: 'full', second_factor_at: this.now() }).where('id', '=', session.id).execute();
+      await tx
+        .updateTable('sessions')
+        .set({ stage: 'full', second_factor_at: this.now() })
+        .where('id', '=', session.id)
+        .execute();
       await this.sessions.signedIn(tx, user, meta, recovery ? 'recovery_code' : 'totp');
       if (!usedRecovery) return { recoveryCodesLeft: null };
-      const left = await tx.selectFrom('user_recovery_codes').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.id).where('used_at', 'is', null).executeTakeFirstOrThrow();
+      const left = await tx
+        .selectFrom('user_recovery_codes')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('user_id', '=', user.id)
+        .where('used_at', 'is', null)
+        .executeTakeFirstOrThrow();
       return { recoveryCodesLeft: Number(left.n) };
     });
   }
@@ -38,29 +66,59 @@ export class SecondFactor extends SigninService {
    * A fresh second-factor check before a sensitive action (revealing the webhook secret, approving a disbursement):
    * the user's current TOTP code. Throttled like sign-in; a failure is in the audit log. Marks the session.
    */
-  async confirmSecondFactor(session: SessionRow, user: UserRow, code: string, meta: ClientMeta, purpose: string): Promise<void> {
-    if (user.totp_enabled_at === null) throw invalidState('Set up two-factor authentication on your Account page first.');
+  async confirmSecondFactor(
+    session: SessionRow,
+    user: UserRow,
+    code: string,
+    meta: ClientMeta,
+    purpose: string,
+  ): Promise<void> {
+    if (user.totp_enabled_at === null)
+      throw invalidState('Set up two-factor authentication on your Account page first.');
     if (looksLikeRecoveryCode(code)) throw invalid('Enter the 6-digit code from your authenticator app.', 'code');
     await this.verifySecondFactor(user, code, meta, 'second_factor.failed', purpose);
-    await this.deps.db.updateTable('sessions').set({ second_factor_at: this.now() }).where('id', '=', session.id).execute();
+    await this.deps.db
+      .updateTable('sessions')
+      .set({ second_factor_at: this.now() })
+      .where('id', '=', session.id)
+      .execute();
   }
 
   /** Whether the session gave its second factor recently enough for a sensitive action. */
   hasFreshSecondFactor(session: SessionRow): boolean {
-    return session.second_factor_at !== null && this.now().getTime() - session.second_factor_at.getTime() <= FRESH_SECOND_FACTOR_MS;
+    return (
+      session.second_factor_at !== null &&
+      this.now().getTime() - session.second_factor_at.getTime() <= FRESH_SECOND_FACTOR_MS
+    );
   }
 
   /** Checks a TOTP or recovery code; true when a recovery code was used up. Throttled; failures audited. */
-  private async verifySecondFactor(user: UserRow, code: string, meta: ClientMeta, failAction: string, purpose?: string): Promise<boolean> {
+  private async verifySecondFactor(
+    user: UserRow,
+    code: string,
+    meta: ClientMeta,
+    failAction: string,
+    purpose?: string,
+  ): Promise<boolean> {
     const keys = [{ key: `factor:${user.id}`, limit: THROTTLE_LIMITS.secondFactor }];
     const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(this.deps.db, { merchantId: user.merchant_id, mode: null, actor, action: failAction, details: { reason: 'throttled', ...(purpose ? { purpose } : {}) } });
+      await this.deps.audit.record(this.deps.db, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: failAction,
+        details: { reason: 'throttled', ...(purpose ? { purpose } : {}) },
+      });
       throw err;
     }
-    const fresh = await this.deps.db.selectFrom('users').selectAll().where('id', '=', user.id).executeTakeFirstOrThrow();
+    const fresh = await this.deps.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow();
     let ok = false;
     let recovery = false;
     if (looksLikeRecoveryCode(code)) {
@@ -87,7 +145,13 @@ export class SecondFactor extends SigninService {
     }
     if (!ok) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(this.deps.db, { merchantId: user.merchant_id, mode: null, actor, action: failAction, details: { reason: 'code', ...(purpose ? { purpose } : {}) } });
+      await this.deps.audit.record(this.deps.db, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: failAction,
+        details: { reason: 'code', ...(purpose ? { purpose } : {}) },
+      });
       throw invalid('That code is not valid. Enter the current 6-digit code, or one of your recovery codes.', 'code');
     }
     await this.throttle.clear(keys.map((k) => k.key));
@@ -98,7 +162,12 @@ export class SecondFactor extends SigninService {
   async beginEnrolment(user: UserRow, issuer: string): Promise<{ secret: string; uri: string }> {
     if (user.totp_enabled_at !== null) throw invalidState('Two-factor authentication is already set up.');
     const t = newTotp(user.email, issuer);
-    await this.deps.db.updateTable('users').set({ totp_secret_enc: encryptSecret(this.deps.secretKey, t.secret) }).where('id', '=', user.id).where('totp_enabled_at', 'is', null).execute();
+    await this.deps.db
+      .updateTable('users')
+      .set({ totp_secret_enc: encryptSecret(this.deps.secretKey, t.secret) })
+      .where('id', '=', user.id)
+      .where('totp_enabled_at', 'is', null)
+      .execute();
     return t;
   }
 
@@ -111,22 +180,40 @@ export class SecondFactor extends SigninService {
 
   /** Confirms enrolment with a code from the app; returns the 10 recovery codes (shown once). The session becomes full. */
   async confirmEnrolment(session: SessionRow, user: UserRow, code: string, meta: ClientMeta): Promise<string[]> {
-    if (user.totp_enabled_at !== null || !user.totp_secret_enc) throw invalidState('Start setting up two-factor authentication first.');
+    if (user.totp_enabled_at !== null || !user.totp_secret_enc)
+      throw invalidState('Start setting up two-factor authentication first.');
     const keys = [{ key: `factor:${user.id}`, limit: THROTTLE_LIMITS.secondFactor }];
     await this.throttle.check(keys);
     const step = totpStep(decryptSecret(this.deps.secretKey, user.totp_secret_enc), code, this.deps.clock.millis());
     if (step === null) {
       await this.throttle.fail(keys);
-      throw invalid('That code does not match. Check the time on your phone and enter the current 6-digit code.', 'code');
+      throw invalid(
+        'That code does not match. Check the time on your phone and enter the current 6-digit code.',
+        'code',
+      );
     }
     const codes = newRecoveryCodes();
     await withTx(this.deps.db, async (tx) => {
-      await tx.updateTable('users').set({ totp_enabled_at: this.now(), totp_last_step: step }).where('id', '=', user.id).execute();
+      await tx
+        .updateTable('users')
+        .set({ totp_enabled_at: this.now(), totp_last_step: step })
+        .where('id', '=', user.id)
+        .execute();
       await this.replaceRecoveryCodes(tx, user.id, codes);
       const wasEnrolStage = session.stage === 'enrol';
-      await tx.updateTable('sessions').set({ stage: 'full', second_factor_at: this.now() }).where('id', '=', session.id).execute();
+      await tx
+        .updateTable('sessions')
+        .set({ stage: 'full', second_factor_at: this.now() })
+        .where('id', '=', session.id)
+        .execute();
       const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor, action: 'user.second_factor_enrol', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: 'user.second_factor_enrol',
+        target: { type: 'user', id: user.id },
+      });
       if (wasEnrolStage) await this.sessions.signedIn(tx, user, meta, 'password');
     });
     return codes;
@@ -138,14 +225,23 @@ export class SecondFactor extends SigninService {
     const codes = newRecoveryCodes();
     await withTx(this.deps.db, async (tx) => {
       await this.replaceRecoveryCodes(tx, user.id, codes);
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip }, action: 'user.recovery_codes', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
+        action: 'user.recovery_codes',
+        target: { type: 'user', id: user.id },
+      });
     });
     return codes;
   }
 
   private async replaceRecoveryCodes(tx: Tx, userId: string, codes: string[]): Promise<void> {
     await tx.deleteFrom('user_recovery_codes').where('user_id', '=', userId).execute();
-    await tx.insertInto('user_recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryCodeHash(this.deps.secretKey, userId, c) }))).execute();
+    await tx
+      .insertInto('user_recovery_codes')
+      .values(codes.map((c) => ({ user_id: userId, code_hash: recoveryCodeHash(this.deps.secretKey, userId, c) })))
+      .execute();
   }
 
   /** Operator: removes a user's second factor and recovery codes (lost device); they enrol again at next sign-in. */
@@ -161,7 +257,13 @@ export class SecondFactor extends SigninService {
       if (!user) throw notFound('user');
       await tx.deleteFrom('user_recovery_codes').where('user_id', '=', user.id).execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor, action: 'user.second_factor_reset', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor,
+        action: 'user.second_factor_reset',
+        target: { type: 'user', id: user.id },
+      });
       return toUserRecord(user);
     });
   }

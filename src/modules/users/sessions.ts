@@ -4,7 +4,16 @@
  */
 import { HOUR, MINUTE } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import { sha256, newToken, type ClientMeta, type NewSession, type SessionRow, type SessionStage, type UserDeps, type UserRow } from './records.ts';
+import {
+  sha256,
+  newToken,
+  type ClientMeta,
+  type NewSession,
+  type SessionRow,
+  type SessionStage,
+  type UserDeps,
+  type UserRow,
+} from './records.ts';
 
 /** NOTE: lifetimes. */
 export const SESSION_IDLE_MS = 1 * HOUR;
@@ -55,11 +64,24 @@ export class Sessions {
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
       .selectAll('sessions')
-      .select(['users.email', 'users.role', 'users.password_hash', 'users.totp_secret_enc', 'users.totp_enabled_at', 'users.totp_last_step', 'users.invited_by', 'users.last_signin_at', 'users.password_changed_at', 'users.removed_at', 'users.created_at as user_created_at'])
+      .select([
+        'users.email',
+        'users.role',
+        'users.password_hash',
+        'users.totp_secret_enc',
+        'users.totp_enabled_at',
+        'users.totp_last_step',
+        'users.invited_by',
+        'users.last_signin_at',
+        'users.password_changed_at',
+        'users.removed_at',
+        'users.created_at as user_created_at',
+      ])
       .where('sessions.id', '=', sha256(cookie))
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || row.removed_at !== null) return null;
-    if (row.expires_at.getTime() <= now.getTime() || row.last_seen_at.getTime() + SESSION_IDLE_MS <= now.getTime()) return null;
+    if (row.expires_at.getTime() <= now.getTime() || row.last_seen_at.getTime() + SESSION_IDLE_MS <= now.getTime())
+      return null;
     const session: SessionRow = {
       id: row.id,
       user_id: row.user_id,
@@ -97,19 +119,34 @@ export class Sessions {
   async signOut(session: SessionRow, user: UserRow, meta: ClientMeta): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
       await tx.updateTable('sessions').set({ revoked_at: this.now() }).where('id', '=', session.id).execute();
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip }, action: 'signout' });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
+        action: 'signout',
+      });
     });
   }
 
   /** The user is signed in (the session became full): the time of it, and the audit row. */
   async signedIn(tx: Tx, user: UserRow, meta: ClientMeta, method: string): Promise<void> {
     await tx.updateTable('users').set({ last_signin_at: this.now() }).where('id', '=', user.id).execute();
-    await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip }, action: 'signin.succeeded', details: { method } });
+    await this.deps.audit.record(tx, {
+      merchantId: user.merchant_id,
+      mode: null,
+      actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
+      action: 'signin.succeeded',
+      details: { method },
+    });
   }
 
   /** Ends every session of the user (sign-out elsewhere, password change, removal, second factor reset). */
   async revokeAll(tx: Tx, userId: string): Promise<void> {
-    await tx.updateTable('sessions').set({ revoked_at: this.now() }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+    await tx
+      .updateTable('sessions')
+      .set({ revoked_at: this.now() })
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .execute();
   }
-
 }

@@ -32,25 +32,51 @@ export class SignIn extends SigninService {
    * The password step. 429 while throttled; 400 (param `password`) for a wrong email or password, with the same
    * message for both. On success a session at its next stage.
    */
-  async signIn(email: string, password: string, meta: ClientMeta & { device?: string }): Promise<{ user: UserRow; session: NewSession }> {
+  async signIn(
+    email: string,
+    password: string,
+    meta: ClientMeta & { device?: string },
+  ): Promise<{ user: UserRow; session: NewSession }> {
     const normal = normalEmail(email);
-    const user = await this.deps.db.selectFrom('users').selectAll().where('email', '=', normal).where('removed_at', 'is', null).executeTakeFirst();
+    const user = await this.deps.db
+      .selectFrom('users')
+      .selectAll()
+      .where('email', '=', normal)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
     const device = user ? this.knownDevice(user.id, meta.device) : null;
     const accountKey: ThrottleKey = device
       ? { key: `device:${user!.id}:${device}`, limit: THROTTLE_LIMITS.device }
       : { key: `account:${user?.id ?? normal}`, limit: THROTTLE_LIMITS.account };
     const keys = [accountKey, { key: `address:${meta.ip ?? '-'}`, limit: THROTTLE_LIMITS.address }];
-    const actor: Actor = { type: user ? 'user' : 'anonymous', id: user?.id ?? null, label: normal.slice(0, 254), ip: meta.ip };
+    const actor: Actor = {
+      type: user ? 'user' : 'anonymous',
+      id: user?.id ?? null,
+      label: normal.slice(0, 254),
+      ip: meta.ip,
+    };
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(this.deps.db, { merchantId: user?.merchant_id ?? null, mode: null, actor, action: 'signin.failed', details: { reason: 'throttled' } });
+      await this.deps.audit.record(this.deps.db, {
+        merchantId: user?.merchant_id ?? null,
+        mode: null,
+        actor,
+        action: 'signin.failed',
+        details: { reason: 'throttled' },
+      });
       throw err;
     }
     const ok = await verifyPassword(user?.password_hash ?? null, password);
     if (!ok || !user) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(this.deps.db, { merchantId: user?.merchant_id ?? null, mode: null, actor, action: 'signin.failed', details: { reason: 'password' } });
+      await this.deps.audit.record(this.deps.db, {
+        merchantId: user?.merchant_id ?? null,
+        mode: null,
+        actor,
+        action: 'signin.failed',
+        details: { reason: 'password' },
+      });
       throw invalid('That email and password do not match an account.', 'password');
     }
     await this.throttle.clear([accountKey.key]);
@@ -63,7 +89,13 @@ export class SignIn extends SigninService {
   }
 
   /** Changes the password (the current one is required); every session ends and this browser gets a new one. */
-  async changePassword(session: SessionRow, user: UserRow, current: string, next: string, meta: ClientMeta): Promise<NewSession> {
+  async changePassword(
+    session: SessionRow,
+    user: UserRow,
+    current: string,
+    next: string,
+    meta: ClientMeta,
+  ): Promise<NewSession> {
     const keys = [{ key: `account:${user.id}`, limit: THROTTLE_LIMITS.account }];
     await this.throttle.check(keys);
     if (!(await verifyPassword(user.password_hash, current))) {
@@ -73,11 +105,25 @@ export class SignIn extends SigninService {
     await assertPasswordAcceptable(next, user.email, 'new_password');
     const passwordHash = await hashPassword(next);
     return withTx(this.deps.db, async (tx) => {
-      await tx.updateTable('users').set({ password_hash: passwordHash, password_changed_at: this.now() }).where('id', '=', user.id).execute();
+      await tx
+        .updateTable('users')
+        .set({ password_hash: passwordHash, password_changed_at: this.now() })
+        .where('id', '=', user.id)
+        .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id, mode: null, actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip }, action: 'user.password_change', target: { type: 'user', id: user.id } });
+      await this.deps.audit.record(tx, {
+        merchantId: user.merchant_id,
+        mode: null,
+        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
+        action: 'user.password_change',
+        target: { type: 'user', id: user.id },
+      });
       const s = await this.sessions.start(tx, user, meta, 'full');
-      await tx.updateTable('sessions').set({ second_factor_at: session.second_factor_at }).where('id', '=', s.session.id).execute();
+      await tx
+        .updateTable('sessions')
+        .set({ second_factor_at: session.second_factor_at })
+        .where('id', '=', s.session.id)
+        .execute();
       return s;
     });
   }

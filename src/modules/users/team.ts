@@ -31,17 +31,31 @@ export class Team {
    * Creates a user with a set-up link. `invite` (an owner on the Team page) also emails the link; the operator's CLI
    * prints it instead. 400 for a bad email or role, or an email another user already has.
    */
-  async create(input: { merchantId: string; email: string; role: string; actor: Actor; invite: boolean }): Promise<{ user: UserRecord; setup_url: string; expires_at: string }> {
+  async create(input: {
+    merchantId: string;
+    email: string;
+    role: string;
+    actor: Actor;
+    invite: boolean;
+  }): Promise<{ user: UserRecord; setup_url: string; expires_at: string }> {
     const email = normalEmail(input.email);
     if (textLength(email) > 254 || !EMAIL.test(email)) throw invalid('Enter an email address.', 'email');
-    if (!(ROLES as readonly string[]).includes(input.role)) throw invalid('role must be owner, member or viewer', 'role');
+    if (!(ROLES as readonly string[]).includes(input.role))
+      throw invalid('role must be owner, member or viewer', 'role');
     const merchant = await this.deps.merchants.get(input.merchantId);
     const now = this.now();
     try {
       return await withTx(this.deps.db, async (tx) => {
         const user = await tx
           .insertInto('users')
-          .values({ id: newId('usr'), merchant_id: merchant.id, email, role: input.role as Role, invited_by: input.actor.type === 'user' ? input.actor.id : null, created_at: now })
+          .values({
+            id: newId('usr'),
+            merchant_id: merchant.id,
+            email,
+            role: input.role as Role,
+            invited_by: input.actor.type === 'user' ? input.actor.id : null,
+            created_at: now,
+          })
           .returningAll()
           .executeTakeFirstOrThrow();
         const link = await this.links.issueToken(tx, user.id, 'setup');
@@ -57,7 +71,8 @@ export class Team {
         return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw invalid('A Kasse user with this email already exists.', 'email');
+      if ((err as { code?: string }).code === '23505')
+        throw invalid('A Kasse user with this email already exists.', 'email');
       throw err;
     }
   }
@@ -70,12 +85,25 @@ export class Team {
       if (user.password_hash !== null) throw invalidState('This user has already set up their account.');
       const link = await this.links.issueToken(tx, user.id, 'setup');
       await this.sendInvite(tx, user, merchant.name, link.url, actor.label ?? null);
-      await this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'user.invite_resend', target: { type: 'user', id: user.id }, details: { email: user.email } });
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode: null,
+        actor,
+        action: 'user.invite_resend',
+        target: { type: 'user', id: user.id },
+        details: { email: user.email },
+      });
     });
   }
 
   async list(merchantId: string): Promise<UserRecord[]> {
-    const rows = await this.deps.db.selectFrom('users').selectAll().where('merchant_id', '=', merchantId).where('removed_at', 'is', null).orderBy('id').execute();
+    const rows = await this.deps.db
+      .selectFrom('users')
+      .selectAll()
+      .where('merchant_id', '=', merchantId)
+      .where('removed_at', 'is', null)
+      .orderBy('id')
+      .execute();
     return rows.map(toUserRecord);
   }
 
@@ -104,8 +132,20 @@ export class Team {
       const user = await this.lockUser(tx, merchantId, userId);
       if (user.role === role) return toUserRecord(user);
       if (user.role === 'owner') await this.assertOwnersAfter(tx, merchantId, 'demote');
-      const updated = await tx.updateTable('users').set({ role: role as Role }).where('id', '=', user.id).returningAll().executeTakeFirstOrThrow();
-      await this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'user.role_change', target: { type: 'user', id: user.id }, details: { email: user.email, from: user.role, to: role } });
+      const updated = await tx
+        .updateTable('users')
+        .set({ role: role as Role })
+        .where('id', '=', user.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode: null,
+        actor,
+        action: 'user.role_change',
+        target: { type: 'user', id: user.id },
+        details: { email: user.email, from: user.role, to: role },
+      });
       return toUserRecord(updated);
     });
   }
@@ -116,15 +156,34 @@ export class Team {
       const user = await this.lockUser(tx, merchantId, userId);
       if (user.role === 'owner') await this.assertOwnersAfter(tx, merchantId, 'remove');
       await tx.updateTable('users').set({ removed_at: this.now() }).where('id', '=', user.id).execute();
-      await tx.updateTable('user_tokens').set({ used_at: this.now() }).where('user_id', '=', user.id).where('used_at', 'is', null).execute();
+      await tx
+        .updateTable('user_tokens')
+        .set({ used_at: this.now() })
+        .where('user_id', '=', user.id)
+        .where('used_at', 'is', null)
+        .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'user.remove', target: { type: 'user', id: user.id }, details: { email: user.email, role: user.role } });
+      await this.deps.audit.record(tx, {
+        merchantId,
+        mode: null,
+        actor,
+        action: 'user.remove',
+        target: { type: 'user', id: user.id },
+        details: { email: user.email, role: user.role },
+      });
     });
   }
 
   /** Locks every user of the merchant (so concurrent role changes serialize) and returns the one asked for. */
   private async lockUser(tx: Tx, merchantId: string, userId: string): Promise<UserRow> {
-    const all = await tx.selectFrom('users').selectAll().where('merchant_id', '=', merchantId).where('removed_at', 'is', null).orderBy('id').forUpdate().execute();
+    const all = await tx
+      .selectFrom('users')
+      .selectAll()
+      .where('merchant_id', '=', merchantId)
+      .where('removed_at', 'is', null)
+      .orderBy('id')
+      .forUpdate()
+      .execute();
     const user = all.find((u) => u.id === userId);
     if (!user) throw notFound('user');
     return user;
@@ -133,14 +192,25 @@ export class Team {
   /** One owner fewer must leave at least one owner, and at least the merchant's fixed approval quorum. */
   private async assertOwnersAfter(tx: Tx, merchantId: string, what: 'demote' | 'remove'): Promise<void> {
     const owners = (await this.ownerCount(tx, merchantId)) - 1;
-    if (owners < 1) throw invalidState(`The last owner cannot be ${what === 'remove' ? 'removed' : 'given another role'}. Make another user an owner first.`);
+    if (owners < 1)
+      throw invalidState(
+        `The last owner cannot be ${what === 'remove' ? 'removed' : 'given another role'}. Make another user an owner first.`,
+      );
     const quorum = await approvalsRequired(tx, merchantId);
     if (quorum !== null && owners < quorum) {
-      throw invalidState(`Disbursements need ${quorum} owner approvals; lower the quorum in Settings before leaving fewer owners.`);
+      throw invalidState(
+        `Disbursements need ${quorum} owner approvals; lower the quorum in Settings before leaving fewer owners.`,
+      );
     }
   }
 
-  private async sendInvite(tx: Tx, user: UserRow, merchantName: string, url: string, inviter: string | null): Promise<void> {
+  private async sendInvite(
+    tx: Tx,
+    user: UserRow,
+    merchantName: string,
+    url: string,
+    inviter: string | null,
+  ): Promise<void> {
     const mail = renderEmail({
       heading: `Join ${merchantName} on Kasse`,
       paragraphs: [

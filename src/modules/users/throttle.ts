@@ -48,13 +48,22 @@ export class SigninThrottle {
       .selectFrom('signin_throttle')
       .select(['key', 'failures'])
       .where('window_start', '=', start)
-      .where('key', 'in', keys.map((k) => k.key))
+      .where(
+        'key',
+        'in',
+        keys.map((k) => k.key),
+      )
       .execute();
     const over = keys.some((k) => (rows.find((r) => r.key === k.key)?.failures ?? 0) >= k.limit);
     if (!over) return;
     const wait = Math.max(1, Math.ceil((start.getTime() + THROTTLE_WINDOW_MS - this.clock.millis()) / 1000));
     const minutes = Math.ceil(wait / 60);
-    throw new ApiError('rate_limited', `Too many attempts. Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again.`, null, { 'Retry-After': String(wait) });
+    throw new ApiError(
+      'rate_limited',
+      `Too many attempts. Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again.`,
+      null,
+      { 'Retry-After': String(wait) },
+    );
   }
 
   /** Counts one failure against each key. */
@@ -74,7 +83,10 @@ export class SigninThrottle {
 
   /** Drops windows that have ended (the workers run it). */
   async prune(): Promise<number> {
-    const r = await this.db.deleteFrom('signin_throttle').where('window_start', '<', new Date(this.clock.millis() - THROTTLE_WINDOW_MS)).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('signin_throttle')
+      .where('window_start', '<', new Date(this.clock.millis() - THROTTLE_WINDOW_MS))
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 }

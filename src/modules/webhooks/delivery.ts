@@ -89,7 +89,11 @@ export function eventBody(e: { eventId: string; type: string; createdAt: Date; d
  * two secrets and two `v1` entries (current first); a receiver accepts the delivery when any of them matches.
  * The worker passes the secrets as prepared keys (`hmacKey`), so the key is not rebuilt for every delivery.
  */
-export function signatureHeader(secret: string | KeyObject | Array<string | KeyObject>, t: number, body: string): string {
+export function signatureHeader(
+  secret: string | KeyObject | Array<string | KeyObject>,
+  t: number,
+  body: string,
+): string {
   let out = `t=${t}`;
   for (const s of [secret].flat()) out += `,v1=${createHmac('sha256', s).update(`${t}.`).update(body).digest('hex')}`;
   return out;
@@ -195,7 +199,17 @@ export class WebhookDelivery {
   }
 
   private claimQuery(tx: Tx, now: Date, lease: Date, token: string, limit: number) {
-    return sql<{ id: string; event_id: string; type: string; created_at: Date; data: string; merchant_id: string; mode: Mode; url: string; attempts: number }>`
+    return sql<{
+      id: string;
+      event_id: string;
+      type: string;
+      created_at: Date;
+      data: string;
+      merchant_id: string;
+      mode: Mode;
+      url: string;
+      attempts: number;
+    }>`
       UPDATE webhook_deliveries d
       SET locked_until = ${lease}, next_attempt_at = ${lease}, lease_token = ${token}
       FROM events e
@@ -230,7 +244,13 @@ export class WebhookDelivery {
       });
     } catch (err) {
       this.o.log.error({ err, delivery: d.id }, 'webhook delivery could not be prepared');
-      response = { outcome: 'network_error', status: null, error: 'internal error preparing the request', body: null, durationMs: 0 };
+      response = {
+        outcome: 'network_error',
+        status: null,
+        error: 'internal error preparing the request',
+        body: null,
+        durationMs: 0,
+      };
     }
     this.o.metrics.webhookDeliveries.inc({ outcome: response.outcome });
     return { delivery: d, startedAt, finishedAt: this.o.clock.now(), response };
@@ -269,7 +289,9 @@ export class WebhookDelivery {
       cols.token.push(r.delivery.leaseToken);
       cols.attempt.push(attempt);
       cols.status.push(status);
-      cols.next.push(status === 'pending' ? new Date(r.finishedAt.getTime() + RETRY_DELAYS_MS[attempt - 1]!).toISOString() : null);
+      cols.next.push(
+        status === 'pending' ? new Date(r.finishedAt.getTime() + RETRY_DELAYS_MS[attempt - 1]!).toISOString() : null,
+      );
       cols.started.push(r.startedAt.toISOString());
       cols.finished.push(r.finishedAt.toISOString());
       cols.duration.push(r.response.durationMs);
@@ -277,7 +299,11 @@ export class WebhookDelivery {
       cols.http.push(r.response.status);
       cols.error.push(clean(r.response.error));
       cols.body.push(clean(r.response.body));
-      if (status === 'failed') this.o.log.warn({ delivery: r.delivery.id, event: r.delivery.eventId, url: r.delivery.url }, 'webhook delivery failed after the last attempt');
+      if (status === 'failed')
+        this.o.log.warn(
+          { delivery: r.delivery.id, event: r.delivery.eventId, url: r.delivery.url },
+          'webhook delivery failed after the last attempt',
+        );
     }
     await sql`
       WITH r AS (
@@ -321,7 +347,8 @@ export class WebhookDelivery {
   private dispatch(): void {
     while (this.inFlight < this.o.concurrency && this.queue.length > 0) {
       const d = this.queue.shift()!;
-      if (d.leaseUntil - this.o.clock.now().getTime() < this.o.timeoutMs + (this.o.leaseMs - this.o.timeoutMs) / 2) continue;
+      if (d.leaseUntil - this.o.clock.now().getTime() < this.o.timeoutMs + (this.o.leaseMs - this.o.timeoutMs) / 2)
+        continue;
       this.launch(d);
     }
   }
@@ -359,7 +386,8 @@ export class WebhookDelivery {
   }
 
   private checkIdle(): void {
-    if (this.inFlight > 0 || this.queue.length > 0 || this.reserved > 0 || this.writing || this.results.length > 0) return;
+    if (this.inFlight > 0 || this.queue.length > 0 || this.reserved > 0 || this.writing || this.results.length > 0)
+      return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
@@ -383,9 +411,13 @@ export class WebhookDelivery {
     value.catch(() => this.secrets.delete(merchantId));
     if (this.secrets.size > 10_000) this.secrets.clear();
     const entry = { value, until: now + SECRET_CACHE_MS };
-    void read.then((r) => {
-      if (r.previousUntil) entry.until = Math.min(entry.until, now + Math.max(0, r.previousUntil.getTime() - this.o.clock.millis()));
-    }, () => {});
+    void read.then(
+      (r) => {
+        if (r.previousUntil)
+          entry.until = Math.min(entry.until, now + Math.max(0, r.previousUntil.getTime() - this.o.clock.millis()));
+      },
+      () => {},
+    );
     this.secrets.set(merchantId, entry);
     return value;
   }

@@ -42,7 +42,9 @@ const DRAIN_BYTES = 64 * 1024;
 
 function refusal(host: string, address: string, range: string): RefusedDestination {
   return new RefusedDestination(
-    address === host ? `refused: ${address} is a ${range} address` : `refused: ${host} resolves to ${address}, a ${range} address`,
+    address === host
+      ? `refused: ${address} is a ${range} address`
+      : `refused: ${host} resolves to ${address}, a ${range} address`,
   );
 }
 
@@ -55,16 +57,21 @@ function checkedLookup(
   options: LookupOptions,
   callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
 ): void {
-  dnsLookup(hostname, { family: options.family ?? 0, hints: options.hints, all: true, order: 'verbatim' }, (err, addresses) => {
-    if (err) return callback(err, '');
-    for (const a of addresses) {
-      const range = blockedRange(a.address);
-      if (range) return callback(refusal(hostname, a.address, range), '');
-    }
-    if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
-    if (options.all) callback(null, addresses);
-    else callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
+  dnsLookup(
+    hostname,
+    { family: options.family ?? 0, hints: options.hints, all: true, order: 'verbatim' },
+    (err, addresses) => {
+      if (err) return callback(err, '');
+      for (const a of addresses) {
+        const range = blockedRange(a.address);
+        if (range) return callback(refusal(hostname, a.address, range), '');
+      }
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+      if (options.all) callback(null, addresses);
+      else callback(null, addresses[0]!.address, addresses[0]!.family);
+    },
+  );
 }
 
 interface Target {
@@ -87,8 +94,15 @@ function parseTarget(url: string): Target | string {
     return 'invalid URL';
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `unsupported scheme ${u.protocol}`;
-  const target: Target = { protocol: u.protocol, origin: u.origin, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: `${u.pathname}${u.search}` };
-  if (u.username || u.password) target.auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
+  const target: Target = {
+    protocol: u.protocol,
+    origin: u.origin,
+    hostname: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port,
+    path: `${u.pathname}${u.search}`,
+  };
+  if (u.username || u.password)
+    target.auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
   return target;
 }
 
@@ -130,10 +144,20 @@ export class MerchantHttpClient {
     if (typeof target === 'string') return done({ outcome: 'network_error', status: null, error: target, body: null });
     if (mode === 'live' && isIP(target.hostname)) {
       const range = blockedRange(target.hostname);
-      if (range) return done({ outcome: 'refused', status: null, error: refusal(target.hostname, target.hostname, range).message, body: null });
+      if (range)
+        return done({
+          outcome: 'refused',
+          status: null,
+          error: refusal(target.hostname, target.hostname, range).message,
+          body: null,
+        });
     }
     const deadline = started + this.opts.timeoutMs;
-    const request = { ...headers, 'user-agent': this.opts.userAgent, ...(target.auth ? { authorization: target.auth } : {}) };
+    const request = {
+      ...headers,
+      'user-agent': this.opts.userAgent,
+      ...(target.auth ? { authorization: target.auth } : {}),
+    };
     let result = await this.once(mode, target, body, request, deadline);
     // A keep-alive connection the server closed while idle fails at once, before any answer: worth one immediate
     // retry on a new connection (at worst the receiver sees the event twice, which at-least-once allows).
@@ -142,7 +166,13 @@ export class MerchantHttpClient {
   }
 
   /** One request; the deadline covers waiting for a connection, connecting, sending, the answer and its body. */
-  private async once(mode: Mode, target: Target, body: string, headers: Record<string, string>, deadline: number): Promise<{ attempt: Attempt; stale?: boolean }> {
+  private async once(
+    mode: Mode,
+    target: Target,
+    body: string,
+    headers: Record<string, string>,
+    deadline: number,
+  ): Promise<{ attempt: Attempt; stale?: boolean }> {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new Timeout()), Math.max(0, deadline - performance.now()));
     let status: number | null = null;
@@ -154,7 +184,14 @@ export class MerchantHttpClient {
       return { outcome: ok ? 'delivered' : 'http_error', status, error: ok ? null : `HTTP ${status}`, body: snippet };
     };
     try {
-      const res = await this.agents[mode].request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal: abort.signal });
+      const res = await this.agents[mode].request({
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers,
+        body,
+        signal: abort.signal,
+      });
       status = res.statusCode;
       // Read the answer to keep the connection reusable; a longer one than DRAIN_BYTES closes it instead. Past the
       // deadline the body errors (aborted) and what arrived counts.
@@ -181,14 +218,29 @@ export class MerchantHttpClient {
       // Past the deadline with a status in hand, the status counts (the merchant answered); otherwise a timeout.
       if (status !== null) return { attempt: answered() };
       const err = (abort.signal.aborted ? abort.signal.reason : caught) as NodeJS.ErrnoException;
-      if (err instanceof Timeout || err?.code === 'UND_ERR_HEADERS_TIMEOUT' || err?.code === 'UND_ERR_CONNECT_TIMEOUT') {
-        return { attempt: { outcome: 'timeout', status: null, error: `no answer within ${this.opts.timeoutMs} ms`, body: null } };
+      if (
+        err instanceof Timeout ||
+        err?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+        err?.code === 'UND_ERR_CONNECT_TIMEOUT'
+      ) {
+        return {
+          attempt: {
+            outcome: 'timeout',
+            status: null,
+            error: `no answer within ${this.opts.timeoutMs} ms`,
+            body: null,
+          },
+        };
       }
-      const refused = err instanceof RefusedDestination ? err : err?.cause instanceof RefusedDestination ? err.cause : null;
+      const refused =
+        err instanceof RefusedDestination ? err : err?.cause instanceof RefusedDestination ? err.cause : null;
       if (refused) return { attempt: { outcome: 'refused', status: null, error: refused.message, body: null } };
       const code = err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code;
       const message = err instanceof Error ? err.message : String(err);
-      return { attempt: { outcome: 'network_error', status: null, error: code ? `${code}: ${message}` : message, body: null }, stale: code !== undefined && STALE_SOCKET.has(code) };
+      return {
+        attempt: { outcome: 'network_error', status: null, error: code ? `${code}: ${message}` : message, body: null },
+        stale: code !== undefined && STALE_SOCKET.has(code),
+      };
     } finally {
       clearTimeout(timer);
     }

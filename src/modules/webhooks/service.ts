@@ -156,7 +156,17 @@ export class WebhookService implements EventPublisher {
       const e = inputs[i]!;
       const body = bodyOf(e);
       const bytes = Buffer.byteLength(body);
-      heads[i] = JSON.stringify({ id: newId('evt'), delivery_id: newId('dlv'), merchant_id: e.merchantId, mode: e.mode, type: e.type, ordering_key: e.orderingKey, destination: e.destination || null, at, bytes });
+      heads[i] = JSON.stringify({
+        id: newId('evt'),
+        delivery_id: newId('dlv'),
+        merchant_id: e.merchantId,
+        mode: e.mode,
+        type: e.type,
+        ordering_key: e.orderingKey,
+        destination: e.destination || null,
+        at,
+        bytes,
+      });
       bodies[i] = body;
       at += bytes;
     }
@@ -185,7 +195,11 @@ export class WebhookService implements EventPublisher {
   }
 
   /** Events newest first; `cursor` is the `next_cursor` of the previous page. */
-  async list(merchantId: string, mode: Mode, opts: { type?: string; cursor?: string; limit?: number } = {}): Promise<EventPage> {
+  async list(
+    merchantId: string,
+    mode: Mode,
+    opts: { type?: string; cursor?: string; limit?: number } = {},
+  ): Promise<EventPage> {
     const limit = opts.limit ?? 20;
     let q = this.db
       .selectFrom('events')
@@ -194,7 +208,10 @@ export class WebhookService implements EventPublisher {
       .where('mode', '=', mode);
     if (opts.type) q = q.where('type', '=', opts.type);
     if (opts.cursor) q = q.where('seq', '<', BigInt(decodeCursor(opts.cursor)));
-    const rows = await q.orderBy('seq', 'desc').limit(limit + 1).execute();
+    const rows = await q
+      .orderBy('seq', 'desc')
+      .limit(limit + 1)
+      .execute();
     const page = rows.slice(0, limit);
     return {
       data: page.map(toEvent),
@@ -205,7 +222,12 @@ export class WebhookService implements EventPublisher {
   /** One event with every delivery made for it and each delivery's attempts. */
   async get(merchantId: string, mode: Mode, id: string): Promise<EventWithDeliveries> {
     const event = await this.findEvent(this.db, merchantId, mode, id);
-    const deliveries = await this.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', id).orderBy('id').execute();
+    const deliveries = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('event_id', '=', id)
+      .orderBy('id')
+      .execute();
     const attempts =
       deliveries.length === 0
         ? []
@@ -264,7 +286,12 @@ export class WebhookService implements EventPublisher {
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
    * 422 `invalid_state` when there is no destination.
    */
-  async redeliver(merchantId: string, mode: Mode, id: string, audited?: { audit: AuditLog; actor: Actor }): Promise<DeliveryObject> {
+  async redeliver(
+    merchantId: string,
+    mode: Mode,
+    id: string,
+    audited?: { audit: AuditLog; actor: Actor },
+  ): Promise<DeliveryObject> {
     return withTx(this.db, async (tx, onCommit) => {
       const event = await this.findEvent(tx, merchantId, mode, id);
       const url = event.destination ?? (await defaultWebhookUrl(tx, merchantId, mode));
@@ -287,7 +314,15 @@ export class WebhookService implements EventPublisher {
         .executeTakeFirstOrThrow();
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
-      if (audited) await audited.audit.record(tx, { merchantId, mode, actor: audited.actor, action: 'event.redeliver', target: { type: 'event', id }, details: { delivery_id: row.id, url } });
+      if (audited)
+        await audited.audit.record(tx, {
+          merchantId,
+          mode,
+          actor: audited.actor,
+          action: 'event.redeliver',
+          target: { type: 'event', id },
+          details: { delivery_id: row.id, url },
+        });
       return {
         id: row.id,
         url: row.url,

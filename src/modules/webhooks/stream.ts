@@ -104,9 +104,14 @@ export class EventStreamHub {
    * published after it are replayed when `start` is called (once the client is connected), live ones held meanwhile.
    * Throws `StreamLimitError` or `UnknownEventError`.
    */
-  async open(merchantId: string, opts: { types?: readonly string[]; after?: string }, sink: StreamSink): Promise<Subscription> {
+  async open(
+    merchantId: string,
+    opts: { types?: readonly string[]; after?: string },
+    sink: StreamSink,
+  ): Promise<Subscription> {
     const set = this.subscribers.get(merchantId) ?? new Set<Subscriber>();
-    if (set.size >= MAX_STREAMS_PER_MERCHANT) throw new StreamLimitError(`At most ${MAX_STREAMS_PER_MERCHANT} event streams may be open at once.`);
+    if (set.size >= MAX_STREAMS_PER_MERCHANT)
+      throw new StreamLimitError(`At most ${MAX_STREAMS_PER_MERCHANT} event streams may be open at once.`);
     let afterSeq: bigint | null = null;
     if (opts.after) {
       const row = await this.db
@@ -153,7 +158,9 @@ export class EventStreamHub {
     const replayed = new Set<bigint>();
     let cursor = afterSeq;
     for (;;) {
-      const rows = await this.load(sql`merchant_id = ${sub.merchantId} AND mode = 'test' AND seq > ${cursor} ORDER BY seq LIMIT ${REPLAY_PAGE}`);
+      const rows = await this.load(
+        sql`merchant_id = ${sub.merchantId} AND mode = 'test' AND seq > ${cursor} ORDER BY seq LIMIT ${REPLAY_PAGE}`,
+      );
       for (const e of rows) {
         replayed.add(e.seq);
         if (!sub.types || sub.types.has(e.type)) sub.sink.send(e);
@@ -206,7 +213,8 @@ export class EventStreamHub {
         const seqs = batch.flatMap((a) => (a.kind === 'event' ? [a.seq] : []));
         const loaded = new Map<bigint, StreamedEvent>();
         if (seqs.length > 0) {
-          for (const e of await this.load(sql`seq = ANY(${seqs.map(String)}::bigint[]) AND mode = 'test'`)) loaded.set(e.seq, e);
+          for (const e of await this.load(sql`seq = ANY(${seqs.map(String)}::bigint[]) AND mode = 'test'`))
+            loaded.set(e.seq, e);
         }
         for (const a of batch) {
           if (a.kind === 'marker') {

@@ -41,7 +41,12 @@ const ISSUER = 'Kasse';
 
 /** A page outside the signed-in frame: one card. */
 function card(title: string, body: Html, opts: { test?: boolean } = {}): string {
-  return documentOf({ title, bare: true, test: opts.test, body: html`<main class="d-card" id="main"><p class="d-brand">Kasse</p><h1>${title}</h1>${body}</main>` });
+  return documentOf({
+    title,
+    bare: true,
+    test: opts.test,
+    body: html`<main class="d-card" id="main"><p class="d-brand">Kasse</p><h1>${title}</h1>${body}</main>`,
+  });
 }
 
 function nextField(next: string | null): Html | string {
@@ -63,7 +68,12 @@ function startSession(kasse: Kasse, reply: FastifyReply, token: string): void {
   setCookie(reply, kasse, 'session', token, SESSION_COOKIE_SECONDS);
 }
 
-function signinPage(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, o: { email?: string; next: string | null; told?: Told | null; done?: unknown }): string {
+function signinPage(
+  kasse: Kasse,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: { email?: string; next: string | null; told?: Told | null; done?: unknown },
+): string {
   const csrf = preCsrf(kasse, req, reply);
   return card(
     'Sign in',
@@ -85,8 +95,14 @@ ${field({ name: 'code', label: 'Code', required: true, told: o.told, attrs: html
   );
 }
 
-async function enrolPage(kasse: Kasse, session: SessionRow, user: UserRow, o: { told?: Told | null; next: string | null }): Promise<string> {
-  const t = kasse.users.factors.pendingEnrolment(user, ISSUER) ?? (await kasse.users.factors.beginEnrolment(user, ISSUER));
+async function enrolPage(
+  kasse: Kasse,
+  session: SessionRow,
+  user: UserRow,
+  o: { told?: Told | null; next: string | null },
+): Promise<string> {
+  const t =
+    kasse.users.factors.pendingEnrolment(user, ISSUER) ?? (await kasse.users.factors.beginEnrolment(user, ISSUER));
   const grouped = t.secret.replace(/(.{4})/g, '$1 ').trim();
   const intro =
     user.role === 'owner' && session.stage === 'enrol'
@@ -113,7 +129,12 @@ function recoveryCodesPage(codes: string[], continueTo: string): string {
   );
 }
 
-function passwordPage(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, o: { title: string; action: string; user: UserRow; told?: Told | null; intro: string }): string {
+function passwordPage(
+  kasse: Kasse,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: { title: string; action: string; user: UserRow; told?: Told | null; intro: string },
+): string {
   const csrf = preCsrf(kasse, req, reply);
   return card(
     o.title,
@@ -126,7 +147,10 @@ ${field({ name: 'confirm', label: 'Repeat the password', type: 'password', requi
 }
 
 const linkGone = () =>
-  card('Link not valid', html`<p>This link has been used already, has expired, or was replaced by a newer one. Ask an owner of the account for a new invitation, or <a href="/dashboard/reset">reset your password</a>.</p>`);
+  card(
+    'Link not valid',
+    html`<p>This link has been used already, has expired, or was replaced by a newer one. Ask an owner of the account for a new invitation, or <a href="/dashboard/reset">reset your password</a>.</p>`,
+  );
 
 export function authRoutes(r: Router): void {
   const { app, kasse } = r;
@@ -134,13 +158,24 @@ export function authRoutes(r: Router): void {
   app.get('/dashboard', async (req, reply) => {
     const found = await currentSession(kasse, req);
     if (!found) return reply.code(303).header('location', '/dashboard/signin').send();
-    return reply.code(303).header('location', pendingStep(found.session) ?? landing(kasse, req, null)).send();
+    return reply
+      .code(303)
+      .header('location', pendingStep(found.session) ?? landing(kasse, req, null))
+      .send();
   });
 
   app.get<{ Querystring: { next?: string; done?: string } }>('/dashboard/signin', async (req, reply) => {
     const next = safeNext(req.query.next);
     const found = await currentSession(kasse, req);
-    if (found) return reply.code(303).header('location', (pendingStep(found.session) ?? landing(kasse, req, next)) + (pendingStep(found.session) ? nextQuery(next) : '')).send();
+    if (found)
+      return reply
+        .code(303)
+        .header(
+          'location',
+          (pendingStep(found.session) ?? landing(kasse, req, next)) +
+            (pendingStep(found.session) ? nextQuery(next) : ''),
+        )
+        .send();
     return send(reply, 200, signinPage(kasse, req, reply, { next, done: req.query.done }));
   });
 
@@ -149,21 +184,32 @@ export function authRoutes(r: Router): void {
     const next = safeNext(form.next);
     try {
       checkPreCsrf(kasse, req, form);
-      const { user, session } = await kasse.users.signin.signIn(form.email ?? '', form.password ?? '', { ...clientMeta(req), device: parseCookies(req)[cookieName(kasse, 'device')] });
+      const { user, session } = await kasse.users.signin.signIn(form.email ?? '', form.password ?? '', {
+        ...clientMeta(req),
+        device: parseCookies(req)[cookieName(kasse, 'device')],
+      });
       startSession(kasse, reply, session.token);
       setCookie(reply, kasse, 'device', kasse.users.signin.deviceCookie(user.id), DEVICE_COOKIE_SECONDS);
       const step = pendingStep(session.session);
-      return reply.code(303).header('location', step ? step + nextQuery(next) : landing(kasse, req, next)).send();
+      return reply
+        .code(303)
+        .header('location', step ? step + nextQuery(next) : landing(kasse, req, next))
+        .send();
     } catch (err) {
       const told = tell(err, {}, true);
-      if (told.code === 'rate_limited') reply.header('retry-after', (err as { headers: Record<string, string> }).headers['Retry-After']);
+      if (told.code === 'rate_limited')
+        reply.header('retry-after', (err as { headers: Record<string, string> }).headers['Retry-After']);
       return send(reply, told.status, signinPage(kasse, req, reply, { email: form.email, next, told }));
     }
   });
 
   app.get<{ Querystring: { next?: string } }>('/dashboard/signin/code', async (req, reply) => {
     const found = await currentSession(kasse, req);
-    if (!found || found.session.stage !== 'password') return reply.code(303).header('location', found ? landing(kasse, req, null) : '/dashboard/signin').send();
+    if (!found || found.session.stage !== 'password')
+      return reply
+        .code(303)
+        .header('location', found ? landing(kasse, req, null) : '/dashboard/signin')
+        .send();
     return send(reply, 200, codePage(kasse, found.session, { next: safeNext(req.query.next) }));
   });
 
@@ -171,15 +217,25 @@ export function authRoutes(r: Router): void {
     const form = formOf(req.body);
     const next = safeNext(form.next);
     const found = await currentSession(kasse, req);
-    if (!found || found.session.stage !== 'password') return reply.code(303).header('location', '/dashboard/signin').send();
+    if (!found || found.session.stage !== 'password')
+      return reply.code(303).header('location', '/dashboard/signin').send();
     try {
       checkSessionCsrf(kasse, req, found.session, form);
-      const { recoveryCodesLeft } = await kasse.users.factors.secondFactor(found.session, found.user, form.code ?? '', clientMeta(req));
-      const to = recoveryCodesLeft !== null ? `${landing(kasse, req, null)}/account?done=recovery_used` : landing(kasse, req, next);
+      const { recoveryCodesLeft } = await kasse.users.factors.secondFactor(
+        found.session,
+        found.user,
+        form.code ?? '',
+        clientMeta(req),
+      );
+      const to =
+        recoveryCodesLeft !== null
+          ? `${landing(kasse, req, null)}/account?done=recovery_used`
+          : landing(kasse, req, next);
       return reply.code(303).header('location', to).send();
     } catch (err) {
       const told = tell(err, {}, true);
-      if (told.code === 'rate_limited') reply.header('retry-after', (err as { headers: Record<string, string> }).headers['Retry-After']);
+      if (told.code === 'rate_limited')
+        reply.header('retry-after', (err as { headers: Record<string, string> }).headers['Retry-After']);
       return send(reply, told.status, codePage(kasse, found.session, { next, told }));
     }
   });
@@ -188,7 +244,11 @@ export function authRoutes(r: Router): void {
     const found = await currentSession(kasse, req);
     if (!found) return reply.code(303).header('location', '/dashboard/signin').send();
     if (found.session.stage === 'password') return reply.code(303).header('location', '/dashboard/signin/code').send();
-    if (found.user.totp_enabled_at !== null) return reply.code(303).header('location', landing(kasse, req, null)).send();
+    if (found.user.totp_enabled_at !== null)
+      return reply
+        .code(303)
+        .header('location', landing(kasse, req, null))
+        .send();
     return send(reply, 200, await enrolPage(kasse, found.session, found.user, { next: safeNext(req.query.next) }));
   });
 
@@ -196,10 +256,16 @@ export function authRoutes(r: Router): void {
     const form = formOf(req.body);
     const next = safeNext(form.next);
     const found = await currentSession(kasse, req);
-    if (!found || found.session.stage === 'password') return reply.code(303).header('location', '/dashboard/signin').send();
+    if (!found || found.session.stage === 'password')
+      return reply.code(303).header('location', '/dashboard/signin').send();
     try {
       checkSessionCsrf(kasse, req, found.session, form);
-      const codes = await kasse.users.factors.confirmEnrolment(found.session, found.user, form.code ?? '', clientMeta(req));
+      const codes = await kasse.users.factors.confirmEnrolment(
+        found.session,
+        found.user,
+        form.code ?? '',
+        clientMeta(req),
+      );
       return send(reply, 200, recoveryCodesPage(codes, landing(kasse, req, next)));
     } catch (err) {
       const told = tell(err, {}, true);
@@ -213,8 +279,15 @@ export function authRoutes(r: Router): void {
     app.get<{ Params: { token: string } }>(`/dashboard/${purpose}/:token`, async (req, reply) => {
       const user = await kasse.users.links.checkToken(req.params.token, purpose);
       if (!user) return send(reply, 404, linkGone());
-      const intro = purpose === 'setup' ? `Choose a password for ${user.email}.` : `Choose a new password for ${user.email}. Every session of the account will be signed out.`;
-      return send(reply, 200, passwordPage(kasse, req, reply, { title, action: `/dashboard/${purpose}/${req.params.token}`, user, intro }));
+      const intro =
+        purpose === 'setup'
+          ? `Choose a password for ${user.email}.`
+          : `Choose a new password for ${user.email}. Every session of the account will be signed out.`;
+      return send(
+        reply,
+        200,
+        passwordPage(kasse, req, reply, { title, action: `/dashboard/${purpose}/${req.params.token}`, user, intro }),
+      );
     });
     app.post<{ Params: { token: string } }>(`/dashboard/${purpose}/:token`, async (req, reply) => {
       const form = formOf(req.body);
@@ -225,14 +298,33 @@ export function authRoutes(r: Router): void {
         if ((form.password ?? '') !== (form.confirm ?? '')) {
           throw invalid('The two passwords are not the same.', 'confirm');
         }
-        const { session } = await kasse.users.links.redeemToken(req.params.token, purpose, form.password ?? '', clientMeta(req));
+        const { session } = await kasse.users.links.redeemToken(
+          req.params.token,
+          purpose,
+          form.password ?? '',
+          clientMeta(req),
+        );
         startSession(kasse, reply, session.token);
         const step = pendingStep(session.session);
-        return reply.code(303).header('location', step ?? `${landing(kasse, req, null)}?done=password_set`).send();
+        return reply
+          .code(303)
+          .header('location', step ?? `${landing(kasse, req, null)}?done=password_set`)
+          .send();
       } catch (err) {
         const told = tell(err, {}, true);
-        const intro = purpose === 'setup' ? `Choose a password for ${user.email}.` : `Choose a new password for ${user.email}.`;
-        return send(reply, told.status, passwordPage(kasse, req, reply, { title, action: `/dashboard/${purpose}/${req.params.token}`, user, told, intro }));
+        const intro =
+          purpose === 'setup' ? `Choose a password for ${user.email}.` : `Choose a new password for ${user.email}.`;
+        return send(
+          reply,
+          told.status,
+          passwordPage(kasse, req, reply, {
+            title,
+            action: `/dashboard/${purpose}/${req.params.token}`,
+            user,
+            told,
+            intro,
+          }),
+        );
       }
     });
   }
@@ -277,7 +369,10 @@ ${field({ name: 'email', label: 'Email', type: 'email', value: email, required: 
 
   // ---- account ----------------------------------------------------------------------------------------------------
 
-  const accountBody = (ctx: Parameters<Parameters<Router['page']>[2]>[0], o: { told?: Told | null; codes?: string[] } = {}) =>
+  const accountBody = (
+    ctx: Parameters<Parameters<Router['page']>[2]>[0],
+    o: { told?: Told | null; codes?: string[] } = {},
+  ) =>
     html`${errorBox(o.told ?? null)}
 <section class="d-panel"><h2>Password</h2><form method="post" action="/dashboard/${ctx.mode}/account/password" class="d-form">${csrfField(ctx.csrf)}
 <input type="hidden" name="username" value="${ctx.user.email}" autocomplete="username">
@@ -297,26 +392,46 @@ ${field({ name: 'code', label: 'Current 6-digit code', required: true, told: o.t
     }</section>
 <section class="d-panel"><h2>Your access</h2><p>${ctx.user.email} · ${ctx.user.role} of ${ctx.merchant.name}</p></section>`;
 
-  r.page('/account', 'read', async (ctx) => send(ctx.reply, 200, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx) })));
+  r.page('/account', 'read', async (ctx) =>
+    send(ctx.reply, 200, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx) })),
+  );
 
   r.action('/account/password', 'read', async (ctx, form) => {
     try {
-      const s = await kasse.users.signin.changePassword(ctx.session, ctx.user, form.current_password ?? '', form.new_password ?? '', ctx.meta);
+      const s = await kasse.users.signin.changePassword(
+        ctx.session,
+        ctx.user,
+        form.current_password ?? '',
+        form.new_password ?? '',
+        ctx.meta,
+      );
       startSession(kasse, ctx.reply, s.token);
       return done(ctx.reply, `/dashboard/${ctx.mode}/account`, 'password');
     } catch (err) {
       const told = tell(err, {}, true);
-      return send(ctx.reply, told.status, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }));
+      return send(
+        ctx.reply,
+        told.status,
+        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }),
+      );
     }
   });
 
   r.action('/account/recovery-codes', 'read', async (ctx, form) => {
     try {
       const codes = await kasse.users.factors.regenerateRecoveryCodes(ctx.session, ctx.user, form.code ?? '', ctx.meta);
-      return send(ctx.reply, 200, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { codes }) }));
+      return send(
+        ctx.reply,
+        200,
+        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { codes }) }),
+      );
     } catch (err) {
       const told = tell(err, {}, true);
-      return send(ctx.reply, told.status, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }));
+      return send(
+        ctx.reply,
+        told.status,
+        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }),
+      );
     }
   });
 }

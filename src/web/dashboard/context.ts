@@ -63,8 +63,19 @@ export function cookieName(kasse: Kasse, base: 'session' | 'pre' | 'device' | 'm
   return secureCookies(kasse) ? `__Host-kasse_${base}` : `kasse_${base}`;
 }
 
-export function setCookie(reply: FastifyReply, kasse: Kasse, base: 'session' | 'pre' | 'device' | 'mode', value: string, maxAgeSeconds?: number): void {
-  const attrs = [`${cookieName(kasse, base)}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', `SameSite=${base === 'session' ? 'Lax' : 'Strict'}`];
+export function setCookie(
+  reply: FastifyReply,
+  kasse: Kasse,
+  base: 'session' | 'pre' | 'device' | 'mode',
+  value: string,
+  maxAgeSeconds?: number,
+): void {
+  const attrs = [
+    `${cookieName(kasse, base)}=${encodeURIComponent(value)}`,
+    'Path=/',
+    'HttpOnly',
+    `SameSite=${base === 'session' ? 'Lax' : 'Strict'}`,
+  ];
   if (secureCookies(kasse)) attrs.push('Secure');
   if (maxAgeSeconds !== undefined) attrs.push(`Max-Age=${maxAgeSeconds}`);
   const prior = reply.getHeader('set-cookie');
@@ -76,7 +87,10 @@ export function clearCookie(reply: FastifyReply, kasse: Kasse, base: 'session' |
 }
 
 export function clientMeta(req: FastifyRequest): ClientMeta {
-  return { ip: req.ip ?? null, userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : null };
+  return {
+    ip: req.ip ?? null,
+    userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : null,
+  };
 }
 
 // ---- CSRF ---------------------------------------------------------------------------------------------------------
@@ -109,7 +123,12 @@ function sameToken(a: string, b: unknown): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export const csrfRefused = () => new ApiError('invalid_request', 'This form has expired or did not come from the dashboard. Reload the page and try again.', '_csrf');
+export const csrfRefused = () =>
+  new ApiError(
+    'invalid_request',
+    'This form has expired or did not come from the dashboard. Reload the page and try again.',
+    '_csrf',
+  );
 
 /** 400 unless the form carries the pre-sign-in token of this browser and comes from this host. */
 export function checkPreCsrf(kasse: Kasse, req: FastifyRequest, body: Record<string, unknown>): void {
@@ -119,14 +138,22 @@ export function checkPreCsrf(kasse: Kasse, req: FastifyRequest, body: Record<str
 }
 
 /** 400 unless the form carries this session's token and comes from this host. */
-export function checkSessionCsrf(kasse: Kasse, req: FastifyRequest, session: SessionRow, body: Record<string, unknown>): void {
+export function checkSessionCsrf(
+  kasse: Kasse,
+  req: FastifyRequest,
+  session: SessionRow,
+  body: Record<string, unknown>,
+): void {
   assertSameOrigin(req, kasse.urls.checkout);
   if (!sameToken(sessionCsrf(kasse, session), body._csrf)) throw csrfRefused();
 }
 
 // ---- sessions -----------------------------------------------------------------------------------------------------
 
-export async function currentSession(kasse: Kasse, req: FastifyRequest): Promise<{ session: SessionRow; user: UserRow } | null> {
+export async function currentSession(
+  kasse: Kasse,
+  req: FastifyRequest,
+): Promise<{ session: SessionRow; user: UserRow } | null> {
   return kasse.users.sessions.load(parseCookies(req)[cookieName(kasse, 'session')]);
 }
 
@@ -140,12 +167,19 @@ export function pendingStep(session: SessionRow): string | null {
 /** A path on this host to return to after sign-in (only dashboard and POS pages; never another host). */
 export function safeNext(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > 300) return null;
-  return /^\/(dashboard(\/[A-Za-z0-9_./-]*)?|l\/[0-9a-z]{12}(\/[A-Za-z0-9_/-]*)?)(\?[A-Za-z0-9_=&%.-]*)?$/.test(value) && !value.includes('//') ? value : null;
+  return /^\/(dashboard(\/[A-Za-z0-9_./-]*)?|l\/[0-9a-z]{12}(\/[A-Za-z0-9_/-]*)?)(\?[A-Za-z0-9_=&%.-]*)?$/.test(
+    value,
+  ) && !value.includes('//')
+    ? value
+    : null;
 }
 
 export function signInRedirect(reply: FastifyReply, req: FastifyRequest): FastifyReply {
   const next = req.method === 'GET' ? safeNext(req.url) : null;
-  return reply.code(303).header('location', `/dashboard/signin${next ? `?next=${encodeURIComponent(next)}` : ''}`).send();
+  return reply
+    .code(303)
+    .header('location', `/dashboard/signin${next ? `?next=${encodeURIComponent(next)}` : ''}`)
+    .send();
 }
 
 export function actorOf(user: UserRow, meta: ClientMeta): Actor {
@@ -168,7 +202,12 @@ export async function loadCtx(kasse: Kasse, req: FastifyRequest, reply: FastifyR
 }
 
 /** The context of a request with a full session, or null (no redirect): for pages shown signed in or not (404). */
-export async function optionalCtx(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, mode: Mode): Promise<Ctx | null> {
+export async function optionalCtx(
+  kasse: Kasse,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  mode: Mode,
+): Promise<Ctx | null> {
   const found = await currentSession(kasse, req);
   return found && !pendingStep(found.session) ? ctxOf(kasse, req, reply, mode, found) : null;
 }
@@ -178,7 +217,13 @@ export function crossSite(req: FastifyRequest): boolean {
   return req.headers['sec-fetch-site'] === 'cross-site';
 }
 
-async function ctxOf(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, mode: Mode, found: { session: SessionRow; user: UserRow }): Promise<Ctx> {
+async function ctxOf(
+  kasse: Kasse,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  mode: Mode,
+  found: { session: SessionRow; user: UserRow },
+): Promise<Ctx> {
   const meta = clientMeta(req);
   const merchant = await kasse.merchants.get(found.user.merchant_id);
   return {
@@ -204,7 +249,11 @@ export function modeOf(value: string): Mode | null {
  * Staff access to a POS terminal of `merchantId`: a full session of a user of that merchant (any role). Answers the
  * user and the CSRF token for the terminal's form, or why not.
  */
-export async function posAccess(kasse: Kasse, req: FastifyRequest, merchantId: string): Promise<{ session: SessionRow; user: UserRow; csrf: string } | 'signin' | 'forbidden'> {
+export async function posAccess(
+  kasse: Kasse,
+  req: FastifyRequest,
+  merchantId: string,
+): Promise<{ session: SessionRow; user: UserRow; csrf: string } | 'signin' | 'forbidden'> {
   const found = await currentSession(kasse, req);
   if (!found || found.session.stage !== 'full') return 'signin';
   if (found.user.merchant_id !== merchantId || !can(found.user.role, 'pos.use')) return 'forbidden';

@@ -27,7 +27,19 @@ import { invoicePages } from './pages/invoices.ts';
 import { errorPage, notFound, Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
-export const dashboardModules: DashboardModule[] = [authRoutes, paymentPages, linkPages, developerPages, teamPages, settingsPages, auditPages, statementPages, invoicePages, subscriptionPages, goingLivePages];
+export const dashboardModules: DashboardModule[] = [
+  authRoutes,
+  paymentPages,
+  linkPages,
+  developerPages,
+  teamPages,
+  settingsPages,
+  auditPages,
+  statementPages,
+  invoicePages,
+  subscriptionPages,
+  goingLivePages,
+];
 dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
@@ -37,7 +49,8 @@ const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   // The last mode looked at is where `/dashboard` and sign-in land next time.
   app.addHook('onRequest', (req, reply, next) => {
     const m = /^\/dashboard\/(test|live)(?:[/?]|$)/.exec(req.url);
-    if (m && parseCookies(req)[cookieName(kasse, 'mode')] !== m[1]) setCookie(reply, kasse, 'mode', m[1]!, 365 * 24 * 3600);
+    if (m && parseCookies(req)[cookieName(kasse, 'mode')] !== m[1])
+      setCookie(reply, kasse, 'mode', m[1]!, 365 * 24 * 3600);
     next();
   });
   const router = new Router(app, kasse);

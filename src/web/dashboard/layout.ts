@@ -59,7 +59,12 @@ export function csrfField(token: string): Html {
 }
 
 /** A small form that posts one action (with the CSRF token). */
-export function actionForm(ctx: Pick<Ctx, 'csrf'>, action: string, label: string, opts: { danger?: boolean; fields?: Html } = {}): Html {
+export function actionForm(
+  ctx: Pick<Ctx, 'csrf'>,
+  action: string,
+  label: string,
+  opts: { danger?: boolean; fields?: Html } = {},
+): Html {
   return html`<form method="post" action="${action}" class="d-inline">${csrfField(ctx.csrf)}${opts.fields ?? ''}<button type="submit" class="d-btn${opts.danger ? ' d-danger' : ' d-secondary'}">${label}</button></form>`;
 }
 
@@ -74,7 +79,8 @@ const DONE: Record<string, string> = {
   link_on: 'The link was turned back on.',
   webhook_saved: 'The webhook URL was saved.',
   redelivered: 'A new delivery of the event was queued.',
-  key_rolled: 'The key was rolled: the previous keys of this mode stopped working. The new key is shown only once, right after rolling.',
+  key_rolled:
+    'The key was rolled: the previous keys of this mode stopped working. The new key is shown only once, right after rolling.',
   key_revoked: 'The key was revoked. Requests with it now get 401.',
   invited: 'The invitation was sent.',
   resent: 'A new invitation was sent; the earlier link no longer works.',
@@ -85,7 +91,8 @@ const DONE: Record<string, string> = {
   signed_out: 'You are signed out.',
   reset_sent: 'If that email belongs to an account, a link to reset its password is on its way. It works for an hour.',
   password_set: 'Your password is set.',
-  recovery_used: 'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
+  recovery_used:
+    'You signed in with a recovery code; it cannot be used again. Make new codes below if you are running low.',
   secret_rolled: 'The webhook secret was rolled.',
   statement_email_on: 'Monthly statements will be emailed to you on the 1st of each month.',
   statement_email_off: 'Monthly statements will no longer be emailed to you.',
@@ -133,7 +140,8 @@ export function tell(err: unknown, hints: Record<string, string> = {}, own = fal
   if (!(err instanceof ApiError)) throw err;
   const field = err.param;
   const hint = field !== null ? hints[field] : undefined;
-  const message = hint ?? (own ? err.message : (hints[err.code] ?? GENERIC[err.code] ?? 'That did not work. Try again.'));
+  const message =
+    hint ?? (own ? err.message : (hints[err.code] ?? GENERIC[err.code] ?? 'That did not work. Try again.'));
   return { status: err.status, code: err.code, message, field };
 }
 
@@ -158,7 +166,14 @@ export function field(o: {
   return html`<div class="d-field${bad ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><input id="${id}" name="${o.name}" type="${o.type ?? 'text'}"${o.value !== undefined && o.value !== null ? html` value="${String(o.value)}"` : ''}${o.required ? html` required` : ''}${bad ? html` aria-invalid="true"` : ''}${o.hint ? html` aria-describedby="${id}-h"` : ''}${o.attrs ?? ''}>${o.hint ? html`<p class="d-hint" id="${id}-h">${o.hint}</p>` : ''}</div>`;
 }
 
-export function select(o: { name: string; label: string; options: Array<[string, string]>; value?: string | null; told?: Told | null; hint?: string }): Html {
+export function select(o: {
+  name: string;
+  label: string;
+  options: Array<[string, string]>;
+  value?: string | null;
+  told?: Told | null;
+  hint?: string;
+}): Html {
   const id = `f-${o.name}`;
   return html`<div class="d-field${o.told?.field === o.name ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><select id="${id}" name="${o.name}">${o.options.map(
     ([v, l]) => html`<option value="${v}"${v === (o.value ?? '') ? html` selected` : ''}>${l}</option>`,
@@ -217,7 +232,8 @@ export function shell(ctx: Ctx, o: { title: string; active: string | null; body:
   const base = `/dashboard/${ctx.mode}`;
   const entries = navigation.filter((n) => ctx.can(n.permission) && (!n.modes || n.modes.includes(ctx.mode)));
   // The switch keeps the page when it exists in the other mode (the Mail page does not), else goes Home.
-  const pageIn = (m: Mode) => (o.active === null || navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active);
+  const pageIn = (m: Mode) =>
+    o.active === null || navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active;
   const body = html`${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : liveBanner(ctx)}
 <header class="d-top">
 <a class="d-brand" href="${base}">Kasse</a>
@@ -242,12 +258,22 @@ export function send(reply: FastifyReply, status: number, doc: string): FastifyR
 /** Redirect after a successful action (303 See Other), with a flash key. */
 export function done(reply: FastifyReply, path: string, key?: string): FastifyReply {
   const sep = path.includes('?') ? '&' : '?';
-  return reply.code(303).header('location', key ? `${path}${sep}done=${key}` : path).send();
+  return reply
+    .code(303)
+    .header('location', key ? `${path}${sep}done=${key}` : path)
+    .send();
 }
 
 /** A page for a refusal (403) or a missing object (404). */
 export function refusal(ctx: Ctx, status: 403 | 404, message: string): FastifyReply {
   const home = html`<p><a href="/dashboard/${ctx.mode}">Back to Home</a></p>`;
-  return send(ctx.reply, status, shell(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', active: null, body: html`<p class="d-empty">${message}</p>${home}` }));
+  return send(
+    ctx.reply,
+    status,
+    shell(ctx, {
+      title: status === 403 ? 'Not allowed' : 'Not found',
+      active: null,
+      body: html`<p class="d-empty">${message}</p>${home}`,
+    }),
+  );
 }
-

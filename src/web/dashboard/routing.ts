@@ -19,7 +19,16 @@ import type { Mode } from '../../core/mode.ts';
 import type { Kasse } from '../../kasse.ts';
 import { NOTE_PAGE_MAX } from '../../modules/users/notes.ts';
 import type { Permission } from '../../modules/users/permissions.ts';
-import { checkSessionCsrf, cookieName, crossSite, loadCtx, modeOf, optionalCtx, parseCookies, type Ctx } from './context.ts';
+import {
+  checkSessionCsrf,
+  cookieName,
+  crossSite,
+  loadCtx,
+  modeOf,
+  optionalCtx,
+  parseCookies,
+  type Ctx,
+} from './context.ts';
 import { documentOf, errorBox, refusal, send, shell, tell } from './layout.ts';
 
 export type DashboardModule = (r: Router) => void;
@@ -47,40 +56,67 @@ export class Router {
   ) {}
 
   /** GET /dashboard/:mode<path>; `handler` answers (usually with `send(ctx.reply, 200, shell(...))`). */
-  page(path: string, permission: Permission, handler: (ctx: Ctx, params: Params, query: Record<string, string>) => Promise<unknown>): void {
-    const segments = `/dashboard/:mode${path}`.split('/').map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  page(
+    path: string,
+    permission: Permission,
+    handler: (ctx: Ctx, params: Params, query: Record<string, string>) => Promise<unknown>,
+  ): void {
+    const segments = `/dashboard/:mode${path}`
+      .split('/')
+      .map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
     this.pages.push(new RegExp(`^${segments.join('/')}$`));
-    this.app.get<{ Params: Params; Querystring: Record<string, string> }>(`/dashboard/:mode${path}`, async (req, reply) => {
-      const ctx = await this.enter(req, reply);
-      if (!ctx) return reply;
-      const { form, ...query } = (req.query ?? {}) as Record<string, string>;
-      // A failed form's answer was made for this session (a refusal included), so it is shown before the page's own check.
-      if (form && !crossSite(req)) {
-        const kept = await this.kasse.users.notes.takePage(ctx.session.id, pathOf(req.url), form);
-        if (kept) return send(reply.header('cache-control', 'no-store'), kept.status, kept.body);
-      }
-      if (!ctx.can(permission)) return this.refuse(ctx, permission, 'Your role does not allow this page. Ask an owner of the account.');
-      return handler(ctx, req.params, query);
-    });
+    this.app.get<{ Params: Params; Querystring: Record<string, string> }>(
+      `/dashboard/:mode${path}`,
+      async (req, reply) => {
+        const ctx = await this.enter(req, reply);
+        if (!ctx) return reply;
+        const { form, ...query } = (req.query ?? {}) as Record<string, string>;
+        // A failed form's answer was made for this session (a refusal included), so it is shown before the page's own check.
+        if (form && !crossSite(req)) {
+          const kept = await this.kasse.users.notes.takePage(ctx.session.id, pathOf(req.url), form);
+          if (kept) return send(reply.header('cache-control', 'no-store'), kept.status, kept.body);
+        }
+        if (!ctx.can(permission))
+          return this.refuse(ctx, permission, 'Your role does not allow this page. Ask an owner of the account.');
+        return handler(ctx, req.params, query);
+      },
+    );
   }
 
   /** POST /dashboard/:mode<path>: CSRF-checked, permission-checked; a failed form's page is shown after a redirect. */
-  action(path: string, permission: Permission, handler: (ctx: Ctx, form: Form, params: Params) => Promise<unknown>): void {
-    this.app.post<{ Params: Params }>(`/dashboard/:mode${path}`, { onSend: (req, reply, payload) => this.redirectFailure(req, reply, payload) }, async (req, reply) => {
-      const ctx = await this.enter(req, reply);
-      if (!ctx) return reply;
-      const form = formOf(req.body);
-      try {
-        checkSessionCsrf(this.kasse, req, ctx.session, form);
-      } catch (err) {
-        // Not a form of this session (forged, or from an expired page): answered as it is, nothing kept for it.
-        const told = tell(err, {}, true);
-        return send(reply, 403, shell(ctx, { title: 'Form refused', active: null, body: html`${errorBox(told)}<p><a href="${`/dashboard/${ctx.mode}`}">Back to the dashboard</a></p>` }));
-      }
-      this.actions.set(req, ctx);
-      if (!ctx.can(permission)) return this.refuse(ctx, permission, 'Your role does not allow this action. Ask an owner of the account.');
-      return handler(ctx, form, req.params);
-    });
+  action(
+    path: string,
+    permission: Permission,
+    handler: (ctx: Ctx, form: Form, params: Params) => Promise<unknown>,
+  ): void {
+    this.app.post<{ Params: Params }>(
+      `/dashboard/:mode${path}`,
+      { onSend: (req, reply, payload) => this.redirectFailure(req, reply, payload) },
+      async (req, reply) => {
+        const ctx = await this.enter(req, reply);
+        if (!ctx) return reply;
+        const form = formOf(req.body);
+        try {
+          checkSessionCsrf(this.kasse, req, ctx.session, form);
+        } catch (err) {
+          // Not a form of this session (forged, or from an expired page): answered as it is, nothing kept for it.
+          const told = tell(err, {}, true);
+          return send(
+            reply,
+            403,
+            shell(ctx, {
+              title: 'Form refused',
+              active: null,
+              body: html`${errorBox(told)}<p><a href="${`/dashboard/${ctx.mode}`}">Back to the dashboard</a></p>`,
+            }),
+          );
+        }
+        this.actions.set(req, ctx);
+        if (!ctx.can(permission))
+          return this.refuse(ctx, permission, 'Your role does not allow this action. Ask an owner of the account.');
+        return handler(ctx, form, req.params);
+      },
+    );
   }
 
   /** The page a failed action's answer is shown on: the nearest page above the action's address, else Home. */
@@ -99,11 +135,21 @@ export class Router {
     const type = String(reply.getHeader('content-type') ?? '');
     if (!ctx || reply.statusCode < 400 || !type.startsWith('text/html')) return payload;
     // sendPage gzips larger pages for browsers that take it.
-    const doc = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) && reply.getHeader('content-encoding') === 'gzip' ? gunzipSync(payload).toString('utf8') : null;
+    const doc =
+      typeof payload === 'string'
+        ? payload
+        : Buffer.isBuffer(payload) && reply.getHeader('content-encoding') === 'gzip'
+          ? gunzipSync(payload).toString('utf8')
+          : null;
     if (doc === null || doc.length > NOTE_PAGE_MAX) return payload;
     const to = this.backTo(ctx.mode, pathOf(req.url));
     const id = await this.kasse.users.notes.putPage(ctx.session.id, to, { status: reply.statusCode, body: doc });
-    reply.code(303).header('location', `${to}?form=${id}`).header('cache-control', 'no-store').removeHeader('content-type').removeHeader('content-encoding');
+    reply
+      .code(303)
+      .header('location', `${to}?form=${id}`)
+      .header('cache-control', 'no-store')
+      .removeHeader('content-type')
+      .removeHeader('content-encoding');
     return '';
   }
 
@@ -135,7 +181,9 @@ export class Router {
  * from the address, else the one used last) for a signed-in user, else a card with a way to sign in.
  */
 export async function notFound(kasse: Kasse, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const mode = modeOf(/^\/dashboard\/([^/?]+)/.exec(req.url)?.[1] ?? '') ?? (parseCookies(req)[cookieName(kasse, 'mode')] === 'live' ? 'live' : 'test');
+  const mode =
+    modeOf(/^\/dashboard\/([^/?]+)/.exec(req.url)?.[1] ?? '') ??
+    (parseCookies(req)[cookieName(kasse, 'mode')] === 'live' ? 'live' : 'test');
   const ctx = await optionalCtx(kasse, req, reply, mode);
   const message = 'There is no page at this address. It may have been mistyped, or be an old bookmark.';
   if (ctx) return refusal(ctx, 404, message);
@@ -156,7 +204,12 @@ export async function notFound(kasse: Kasse, req: FastifyRequest, reply: Fastify
  * A fault is logged with the request id the page quotes.
  */
 export function errorPage(kasse: Kasse, err: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const status = err instanceof ApiError ? err.status : typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+  const status =
+    err instanceof ApiError
+      ? err.status
+      : typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500
+        ? err.statusCode
+        : 500;
   let message: string;
   if (status >= 500) {
     kasse.log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled dashboard error');

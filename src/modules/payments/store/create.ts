@@ -19,7 +19,8 @@ export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]):
   if (values.length === 0) return [];
   const ids = values.map(() => newId('pay'));
   const col = <K extends keyof NewPayment>(k: K) => values.map((v) => v[k] ?? null);
-  const time = (k: 'expires_at' | 'paid_at' | 'created_at' | 'updated_at') => values.map((v) => (v[k] ? new Date(v[k] as Date | string).toISOString() : null));
+  const time = (k: 'expires_at' | 'paid_at' | 'created_at' | 'updated_at') =>
+    values.map((v) => (v[k] ? new Date(v[k] as Date | string).toISOString() : null));
   const { rows } = await sql<PaymentRow>`
     INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, description, success_url, cancel_url,
       webhook_url, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at)
@@ -38,8 +39,23 @@ export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]):
  * A new payment's complete row, made before it is written: every column given (none left to a default), so the row
  * the API answers with is the row stored, and creating a payment needs nothing read back.
  */
-export function newPaymentRow(id: string, values: Omit<PaymentRow, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty' | 'paid_at' | 'paid_attempt_id' | 'paid_amount'>): PaymentRow {
-  return { id, ...values, paid_at: null, paid_attempt_id: null, paid_amount: null, credit_seq: 0, credited: false, deposits_dirty: false };
+export function newPaymentRow(
+  id: string,
+  values: Omit<
+    PaymentRow,
+    'id' | 'credit_seq' | 'credited' | 'deposits_dirty' | 'paid_at' | 'paid_attempt_id' | 'paid_amount'
+  >,
+): PaymentRow {
+  return {
+    id,
+    ...values,
+    paid_at: null,
+    paid_attempt_id: null,
+    paid_amount: null,
+    credit_seq: 0,
+    credited: false,
+    deposits_dirty: false,
+  };
 }
 
 /** A new coin choice's complete row (see `newPaymentRow`). */
@@ -49,12 +65,47 @@ export function newAttemptRow(id: string, values: Omit<AttemptRow, 'id' | 'overp
 
 // The INSERTs of creation as constant texts: the API's hot path builds no query per call (db/statement.ts).
 const PAYMENT_COLUMNS = [
-  'id', 'merchant_id', 'mode', 'status', 'price_amount', 'price_currency', 'order_id', 'description', 'success_url', 'cancel_url', 'webhook_url',
-  'metadata', 'expires_at', 'paid_at', 'paid_attempt_id', 'paid_amount', 'credit_seq', 'credited', 'deposits_dirty', 'created_at', 'updated_at',
+  'id',
+  'merchant_id',
+  'mode',
+  'status',
+  'price_amount',
+  'price_currency',
+  'order_id',
+  'description',
+  'success_url',
+  'cancel_url',
+  'webhook_url',
+  'metadata',
+  'expires_at',
+  'paid_at',
+  'paid_attempt_id',
+  'paid_amount',
+  'credit_seq',
+  'credited',
+  'deposits_dirty',
+  'created_at',
+  'updated_at',
 ] as const satisfies ReadonlyArray<keyof PaymentRow>;
 const ATTEMPT_COLUMNS = [
-  'id', 'payment_id', 'mode', 'chain', 'token', 'address', 'address_index', 'pay_amount', 'rate', 'rate_source', 'status', 'overpaid',
-  'wrong_asset', 'confirmation_tier', 'confirmations_required', 'expires_at', 'uri', 'created_at',
+  'id',
+  'payment_id',
+  'mode',
+  'chain',
+  'token',
+  'address',
+  'address_index',
+  'pay_amount',
+  'rate',
+  'rate_source',
+  'status',
+  'overpaid',
+  'wrong_asset',
+  'confirmation_tier',
+  'confirmations_required',
+  'expires_at',
+  'uri',
+  'created_at',
 ] as const satisfies ReadonlyArray<keyof AttemptRow>;
 const INSERT_PAYMENT = rowInsert('payments', PAYMENT_COLUMNS);
 const INSERT_ATTEMPT = rowInsert('attempts', ATTEMPT_COLUMNS);
@@ -64,9 +115,20 @@ export function insertRows(payment: PaymentRow | null, attempts: readonly Attemp
   const writes: Write[] = [];
   if (payment) {
     const row = { ...payment, metadata: JSON.stringify(payment.metadata) };
-    writes.push(rowWrite(INSERT_PAYMENT, PAYMENT_COLUMNS.map((c) => row[c])));
+    writes.push(
+      rowWrite(
+        INSERT_PAYMENT,
+        PAYMENT_COLUMNS.map((c) => row[c]),
+      ),
+    );
   }
-  for (const a of attempts) writes.push(rowWrite(INSERT_ATTEMPT, ATTEMPT_COLUMNS.map((c) => a[c])));
+  for (const a of attempts)
+    writes.push(
+      rowWrite(
+        INSERT_ATTEMPT,
+        ATTEMPT_COLUMNS.map((c) => a[c]),
+      ),
+    );
   return writes;
 }
 
@@ -87,7 +149,9 @@ export class AddressIndexes {
 
   async next(): Promise<bigint> {
     while (this.free.length === 0) {
-      this.refill ??= sql<{ index: bigint }>`SELECT nextval('deposit_address_index') AS index FROM generate_series(1, ${this.block}::int)`
+      this.refill ??= sql<{
+        index: bigint;
+      }>`SELECT nextval('deposit_address_index') AS index FROM generate_series(1, ${this.block}::int)`
         .execute(this.db)
         .then(({ rows }) => {
           // Largest first: `pop` hands them out in ascending order.

@@ -10,7 +10,12 @@ import type { DbOrTx, Tx } from '../../../db/index.ts';
 import type { AttemptRow, DepositRow, Loaded } from './payments.ts';
 
 /** The issued deposit addresses among `addresses` (compared in lower case), each mapped to its issued spelling. */
-export async function issuedAddresses(db: DbOrTx, mode: Mode, chain: string, addresses: string[]): Promise<Map<string, string>> {
+export async function issuedAddresses(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+  addresses: string[],
+): Promise<Map<string, string>> {
   const rows = await db
     .selectFrom('attempts')
     .select('address')
@@ -22,7 +27,12 @@ export async function issuedAddresses(db: DbOrTx, mode: Mode, chain: string, add
 }
 
 /** The attempts that issued any of `addresses` (compared in lower case). */
-export async function attemptsByAddress(db: DbOrTx, mode: Mode, chain: string, addresses: string[]): Promise<AttemptRow[]> {
+export async function attemptsByAddress(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+  addresses: string[],
+): Promise<AttemptRow[]> {
   return db
     .selectFrom('attempts')
     .selectAll()
@@ -97,7 +107,9 @@ export function withDeposits(l: Loaded, rows: DepositRow[]): Loaded {
   if (rows.length === 0) return l;
   const byId = new Map(l.deposits.map((d) => [d.id, d]));
   for (const r of rows) byId.set(r.id, r);
-  const deposits = [...byId.values()].sort((a, b) => a.seen_at.getTime() - b.seen_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const deposits = [...byId.values()].sort(
+    (a, b) => a.seen_at.getTime() - b.seen_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
   return { ...l, deposits };
 }
 
@@ -106,7 +118,13 @@ export function withDeposits(l: Loaded, rows: DepositRow[]): Loaded {
  * marks (`deposits_dirty`) the payments where a deposit changed status or started counting confirmations. The mark
  * is durable: a crash before the state machine ran leaves it for the next pass.
  */
-export async function recountConfirmations(db: DbOrTx, mode: Mode, chain: string, head: bigint, finality: number): Promise<void> {
+export async function recountConfirmations(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+  head: bigint,
+  finality: number,
+): Promise<void> {
   const h = head.toString();
   await sql`
     WITH cur AS (
@@ -141,9 +159,16 @@ const keyCondition = (keys: TransferKey[]): RawBuilder<boolean> =>
  * Commitment finality: sets the confirmations (and `final`) of the named open deposits as the chain reports them,
  * and marks the payments where a deposit changed status or started counting confirmations.
  */
-export async function setConfirmations(db: DbOrTx, mode: Mode, chain: string, updates: Array<TransferKey & { confirmations: number; final: boolean }>): Promise<void> {
+export async function setConfirmations(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+  updates: Array<TransferKey & { confirmations: number; final: boolean }>,
+): Promise<void> {
   if (updates.length === 0) return;
-  const values = sql.join(updates.map((u) => sql`(${u.txHash}::text, ${u.index}::int, ${u.confirmations}::int, ${u.final}::boolean)`));
+  const values = sql.join(
+    updates.map((u) => sql`(${u.txHash}::text, ${u.index}::int, ${u.confirmations}::int, ${u.final}::boolean)`),
+  );
   await sql`
     WITH v (tx_hash, log_index, confirmations, final) AS (VALUES ${values}),
     cur AS (
@@ -177,14 +202,27 @@ export async function clearMark(tx: Tx, paymentId: string): Promise<void> {
 export type DepositSelection = { fromBlock: bigint } | { keys: TransferKey[] };
 
 function selected(s: DepositSelection): RawBuilder<boolean> {
-  if ('fromBlock' in s) return sql<boolean>`status IN ('pending', 'confirmed') AND block_number >= ${s.fromBlock.toString()}::bigint`;
+  if ('fromBlock' in s)
+    return sql<boolean>`status IN ('pending', 'confirmed') AND block_number >= ${s.fromBlock.toString()}::bigint`;
   return sql<boolean>`status IN ('pending', 'confirmed') AND ${keyCondition(s.keys)}`;
 }
 
 /** Payments with an open deposit on the chain in the selection. */
-export async function paymentsWithDeposits(db: DbOrTx, mode: Mode, chain: string, s: DepositSelection): Promise<string[]> {
+export async function paymentsWithDeposits(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+  s: DepositSelection,
+): Promise<string[]> {
   if ('keys' in s && s.keys.length === 0) return [];
-  const rows = await db.selectFrom('deposits').select('payment_id').distinct().where('mode', '=', mode).where('chain', '=', chain).where(selected(s)).execute();
+  const rows = await db
+    .selectFrom('deposits')
+    .select('payment_id')
+    .distinct()
+    .where('mode', '=', mode)
+    .where('chain', '=', chain)
+    .where(selected(s))
+    .execute();
   return rows.map((r) => r.payment_id);
 }
 
@@ -208,7 +246,11 @@ export async function orphanDeposits(tx: Tx, l: Loaded, chain: string, s: Deposi
  * Deposit addresses of `chain` holding confirmed or final money in blocks, with their derivation index and the
  * highest such block (addresses in lower case), in index order.
  */
-export async function fundedAddresses(db: DbOrTx, mode: Mode, chain: string): Promise<Array<{ address: string; index: bigint; lastBlock: bigint }>> {
+export async function fundedAddresses(
+  db: DbOrTx,
+  mode: Mode,
+  chain: string,
+): Promise<Array<{ address: string; index: bigint; lastBlock: bigint }>> {
   const { rows } = await sql<{ address: string; address_index: bigint; last_block: bigint }>`
     SELECT lower(a.address) AS address, a.address_index, max(d.block_number) AS last_block
     FROM deposits d JOIN attempts a ON a.id = d.attempt_id

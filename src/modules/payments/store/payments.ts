@@ -31,7 +31,12 @@ export interface PaymentScope {
   merchantId: string | null;
 }
 
-export async function loadPayments(db: DbOrTx, scope: PaymentScope, ids: string[], forUpdate = false): Promise<Loaded[]> {
+export async function loadPayments(
+  db: DbOrTx,
+  scope: PaymentScope,
+  ids: string[],
+  forUpdate = false,
+): Promise<Loaded[]> {
   if (ids.length === 0) return [];
   let q = db.selectFrom('payments').selectAll().where('mode', '=', scope.mode).where('id', 'in', ids);
   if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
@@ -47,7 +52,13 @@ export async function loadPayments(db: DbOrTx, scope: PaymentScope, ids: string[
   return ids.flatMap((id) => {
     const row = byId.get(id);
     if (!row) return [];
-    return [{ row, attempts: attempts.filter((a) => a.payment_id === id), deposits: deposits.filter((d) => d.payment_id === id) }];
+    return [
+      {
+        row,
+        attempts: attempts.filter((a) => a.payment_id === id),
+        deposits: deposits.filter((d) => d.payment_id === id),
+      },
+    ];
   });
 }
 
@@ -100,7 +111,13 @@ export function toState(l: Loaded): PaymentState {
  * Writes what the state machine changed (payment row and attempts; deposits are written by their own paths) and
  * returns the payment as it now stands, built from `l` and `after` without reading it back.
  */
-export async function persist(tx: Tx, l: Loaded, before: PaymentState, after: PaymentState, now: Date): Promise<Loaded> {
+export async function persist(
+  tx: Tx,
+  l: Loaded,
+  before: PaymentState,
+  after: PaymentState,
+  now: Date,
+): Promise<Loaded> {
   let row = l.row;
   const changed =
     before.status !== after.status ||

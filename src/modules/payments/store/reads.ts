@@ -13,10 +13,18 @@ import type { PaymentStatus } from '../model.ts';
 import type { AttemptRow, PaymentRow } from './payments.ts';
 
 /** Status, amount and times of the payments `ids` of `mode` (those that exist), in one query. */
-export async function paymentStates(db: DbOrTx, mode: Mode, ids: readonly string[]): Promise<Array<Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>>> {
+export async function paymentStates(
+  db: DbOrTx,
+  mode: Mode,
+  ids: readonly string[],
+): Promise<Array<Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>>> {
   if (ids.length === 0) return [];
-  const { rows } = await sql<Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>>`
-    SELECT id, status, price_amount, created_at, expires_at, paid_at FROM payments WHERE mode = ${mode} AND id = ANY(${ids as string[]}::text[])`.execute(db);
+  const { rows } = await sql<
+    Pick<PaymentRow, 'id' | 'status' | 'price_amount' | 'created_at' | 'expires_at' | 'paid_at'>
+  >`
+    SELECT id, status, price_amount, created_at, expires_at, paid_at FROM payments WHERE mode = ${mode} AND id = ANY(${ids as string[]}::text[])`.execute(
+    db,
+  );
   return rows;
 }
 
@@ -28,28 +36,67 @@ export interface PaymentListQuery {
 }
 
 /** Ids of a merchant's payments, newest first: up to `limit + 1` (one more tells whether a next page exists). */
-export async function listPaymentIds(db: DbOrTx, mode: Mode, merchantId: string, q: PaymentListQuery): Promise<string[]> {
+export async function listPaymentIds(
+  db: DbOrTx,
+  mode: Mode,
+  merchantId: string,
+  q: PaymentListQuery,
+): Promise<string[]> {
   let query = db.selectFrom('payments').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
   if (q.order_id !== undefined) query = query.where('order_id', '=', q.order_id);
   if (q.status !== undefined) query = query.where('status', '=', q.status);
   if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
-  return (await query.orderBy('id', 'desc').limit(q.limit + 1).execute()).map((r) => r.id);
+  return (
+    await query
+      .orderBy('id', 'desc')
+      .limit(q.limit + 1)
+      .execute()
+  ).map((r) => r.id);
 }
 
 /** Ids of the dashboard's search (see PaymentSearch), newest first: one more than `q.limit` when there is a next page. */
-export async function searchPaymentIds(db: DbOrTx, mode: Mode, merchantId: string, q: PaymentSearch & { limit: number }): Promise<string[]> {
-  let query = db.selectFrom('payments as p').select('p.id').where('p.merchant_id', '=', merchantId).where('p.mode', '=', mode);
+export async function searchPaymentIds(
+  db: DbOrTx,
+  mode: Mode,
+  merchantId: string,
+  q: PaymentSearch & { limit: number },
+): Promise<string[]> {
+  let query = db
+    .selectFrom('payments as p')
+    .select('p.id')
+    .where('p.merchant_id', '=', merchantId)
+    .where('p.mode', '=', mode);
   if (q.status) query = query.where('p.status', '=', q.status);
   if (q.order_id) query = query.where('p.order_id', '=', q.order_id);
   if (q.from) query = query.where('p.created_at', '>=', q.from);
   if (q.to) query = query.where('p.created_at', '<', q.to);
-  if (q.token) query = query.where((eb) => eb.exists(eb.selectFrom('attempts as a').select(sql`1`.as('one')).whereRef('a.payment_id', '=', 'p.id').where('a.token', '=', q.token!)));
+  if (q.token)
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('attempts as a')
+          .select(sql`1`.as('one'))
+          .whereRef('a.payment_id', '=', 'p.id')
+          .where('a.token', '=', q.token!),
+      ),
+    );
   if (q.cursor) query = query.where('p.id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
-  return (await query.orderBy('p.id', 'desc').limit(q.limit + 1).execute()).map((r) => r.id);
+  return (
+    await query
+      .orderBy('p.id', 'desc')
+      .limit(q.limit + 1)
+      .execute()
+  ).map((r) => r.id);
 }
 
 /** Paid price (US cents) and count per UTC day (YYYY-MM-DD) of payments paid in [from, to) and not reversed since; days without any are absent. */
-export async function paidVolume(db: DbOrTx, mode: Mode, merchantId: string, from: Date, to: Date): Promise<Array<{ day: string; cents: string; count: string }>> {
+export async function paidVolume(
+  db: DbOrTx,
+  mode: Mode,
+  merchantId: string,
+  from: Date,
+  to: Date,
+): Promise<Array<{ day: string; cents: string; count: string }>> {
   const { rows } = await sql<{ day: string; cents: string; count: string }>`
     SELECT to_char(date_trunc('day', paid_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, sum(price_amount) AS cents, count(*) AS count
     FROM payments
@@ -77,7 +124,15 @@ export async function pendingCents(db: DbOrTx, mode: Mode, merchantId: string): 
 
 /** What a tax invoice of a payment is made from; null when the merchant has no such payment in the mode. */
 export async function invoiceablePayment(db: DbOrTx, mode: Mode, merchantId: string, id: string) {
-  return db.selectFrom('payments').select(['id', 'status', 'paid_at', 'price_amount', 'description']).where('id', '=', id).where('mode', '=', mode).where('merchant_id', '=', merchantId).executeTakeFirst() ?? null;
+  return (
+    db
+      .selectFrom('payments')
+      .select(['id', 'status', 'paid_at', 'price_amount', 'description'])
+      .where('id', '=', id)
+      .where('mode', '=', mode)
+      .where('merchant_id', '=', merchantId)
+      .executeTakeFirst() ?? null
+  );
 }
 
 /**
@@ -85,7 +140,12 @@ export async function invoiceablePayment(db: DbOrTx, mode: Mode, merchantId: str
  * its status as locked.
  */
 export async function lockForInvoice(tx: Tx, id: string): Promise<string> {
-  const row = await tx.selectFrom('payments').select('status').where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+  const row = await tx
+    .selectFrom('payments')
+    .select('status')
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
   return row.status;
 }
 
@@ -111,9 +171,22 @@ export async function fingerprints(db: DbOrTx, ids: string[]): Promise<Map<strin
 }
 
 /** A coin choice of a payment with its payment's mode and status; null when the payment does not exist. */
-export async function attemptOfPayment(db: DbOrTx, paymentId: string, attemptId: string): Promise<{ mode: Mode; status: string; attempt: AttemptRow | null } | null> {
-  const payment = await db.selectFrom('payments').select(['mode', 'status']).where('id', '=', paymentId).executeTakeFirst();
+export async function attemptOfPayment(
+  db: DbOrTx,
+  paymentId: string,
+  attemptId: string,
+): Promise<{ mode: Mode; status: string; attempt: AttemptRow | null } | null> {
+  const payment = await db
+    .selectFrom('payments')
+    .select(['mode', 'status'])
+    .where('id', '=', paymentId)
+    .executeTakeFirst();
   if (!payment) return null;
-  const attempt = await db.selectFrom('attempts').selectAll().where('id', '=', attemptId).where('payment_id', '=', paymentId).executeTakeFirst();
+  const attempt = await db
+    .selectFrom('attempts')
+    .selectAll()
+    .where('id', '=', attemptId)
+    .where('payment_id', '=', paymentId)
+    .executeTakeFirst();
   return { mode: payment.mode, status: payment.status, attempt: attempt ?? null };
 }

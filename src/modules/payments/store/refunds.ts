@@ -8,7 +8,12 @@ import type { PaymentScope, RefundRow } from './payments.ts';
 
 /** The payment's refund that has not failed, if any (a payment has at most one at a time). */
 export async function openRefund(db: DbOrTx, paymentId: string): Promise<Pick<RefundRow, 'status'> | undefined> {
-  return db.selectFrom('refunds').select('status').where('payment_id', '=', paymentId).where('status', '<>', 'failed').executeTakeFirst();
+  return db
+    .selectFrom('refunds')
+    .select('status')
+    .where('payment_id', '=', paymentId)
+    .where('status', '<>', 'failed')
+    .executeTakeFirst();
 }
 
 export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>, 'id'>): Promise<RefundRow> {
@@ -27,13 +32,26 @@ export async function paymentRefunds(db: DbOrTx, scope: PaymentScope, paymentId:
 }
 
 /** The coins sent back by the payment's refunds that were sent. */
-export async function sentRefunds(db: DbOrTx, paymentId: string): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
-  return db.selectFrom('refunds').select(['attempt_id', 'token', 'amount']).where('payment_id', '=', paymentId).where('status', '=', 'sent').execute();
+export async function sentRefunds(
+  db: DbOrTx,
+  paymentId: string,
+): Promise<Array<Pick<RefundRow, 'attempt_id' | 'token' | 'amount'>>> {
+  return db
+    .selectFrom('refunds')
+    .select(['attempt_id', 'token', 'amount'])
+    .where('payment_id', '=', paymentId)
+    .where('status', '=', 'sent')
+    .execute();
 }
 
 /** The payment a refund belongs to, in `mode`. */
 export async function refundPayment(db: DbOrTx, mode: Mode, refundId: string): Promise<string | null> {
-  const row = await db.selectFrom('refunds').select('payment_id').where('id', '=', refundId).where('mode', '=', mode).executeTakeFirst();
+  const row = await db
+    .selectFrom('refunds')
+    .select('payment_id')
+    .where('id', '=', refundId)
+    .where('mode', '=', mode)
+    .executeTakeFirst();
   return row?.payment_id ?? null;
 }
 
@@ -42,6 +60,10 @@ export async function lockRefund(tx: Tx, refundId: string): Promise<RefundRow> {
   return tx.selectFrom('refunds').selectAll().where('id', '=', refundId).forUpdate().executeTakeFirstOrThrow();
 }
 
-export async function settleRefund(tx: Tx, refundId: string, set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date }): Promise<void> {
+export async function settleRefund(
+  tx: Tx,
+  refundId: string,
+  set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date },
+): Promise<void> {
   await tx.updateTable('refunds').set(set).where('id', '=', refundId).execute();
 }

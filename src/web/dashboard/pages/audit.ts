@@ -21,7 +21,11 @@ import type { Router } from '../routing.ts';
  */
 export const ACTION_FAMILIES: Array<{ value: string; label: string; prefixes: string[] }> = [
   { value: 'signin', label: 'Sign-ins and sign-outs', prefixes: ['signin.', 'signout'] },
-  { value: 'second_factor', label: 'Second factor', prefixes: ['second_factor.', 'user.second_factor_', 'user.recovery_codes'] },
+  {
+    value: 'second_factor',
+    label: 'Second factor',
+    prefixes: ['second_factor.', 'user.second_factor_', 'user.recovery_codes'],
+  },
   { value: 'refused', label: 'Refused and failed', prefixes: ['*refused', '*.failed'] },
   { value: 'payment', label: 'Payments', prefixes: ['payment.'] },
   { value: 'link', label: 'Payment links', prefixes: ['link.'] },
@@ -36,10 +40,20 @@ export const ACTION_FAMILIES: Array<{ value: string; label: string; prefixes: st
 
 /** Whether `action` is in the family (the same matching as the query's LIKE patterns). */
 export function inFamily(action: string, family: { prefixes: string[] }): boolean {
-  return family.prefixes.some((p) => new RegExp(`^${p.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}`).test(action));
+  return family.prefixes.some((p) =>
+    new RegExp(
+      `^${p
+        .split('*')
+        .map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}`,
+    ).test(action),
+  );
 }
 
-const ACTIONS: Array<[string, string]> = [['', 'Everything'], ...ACTION_FAMILIES.map((f) => [f.value, f.label] as [string, string])];
+const ACTIONS: Array<[string, string]> = [
+  ['', 'Everything'],
+  ...ACTION_FAMILIES.map((f) => [f.value, f.label] as [string, string]),
+];
 
 /** Labels of the details' keys; others read as their words ("total_usd_cents" → "Total usd cents"). */
 const DETAIL_LABELS: Record<string, string> = {
@@ -68,7 +82,10 @@ function detailValue(key: string, v: unknown): string {
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
   if (typeof v === 'number' && /(^|_)usd_cents$/.test(key)) return usd(v);
   if (Array.isArray(v)) return v.map((x) => detailValue(key, x)).join(', ');
-  if (typeof v === 'object') return Object.entries(v as Record<string, unknown>).map(([k, x]) => `${label(k)}: ${detailValue(k, x)}`).join('; ');
+  if (typeof v === 'object')
+    return Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${label(k)}: ${detailValue(k, x)}`)
+      .join('; ');
   return String(v);
 }
 
@@ -113,7 +130,12 @@ export function auditPages(r: Router): void {
       if (q.cursor) query.cursor = q.cursor;
       page = await kasse.audit.list(ctx.merchant.id, query);
     } catch (err) {
-      told = tell(err, { from: 'Use a date like 2026-03-01.', to: 'Use a date like 2026-03-01.', action: 'Choose from the list.', cursor: 'That page link is not valid; start from the first page.' });
+      told = tell(err, {
+        from: 'Use a date like 2026-03-01.',
+        to: 'Use a date like 2026-03-01.',
+        action: 'Choose from the list.',
+        cursor: 'That page link is not valid; start from the first page.',
+      });
     }
     const qs = (extra: Record<string, string>) => {
       const p = new URLSearchParams();
@@ -130,14 +152,20 @@ ${field({ name: 'to', label: 'To', type: 'date', value: f.to, told })}
 ${
   page.data.length
     ? html`<table class="d-table d-audit"><thead><tr><th>When</th><th>Who</th><th>What</th><th>Object</th><th>Mode</th><th>From</th></tr></thead><tbody>${page.data.map(
-        (a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${who(a)}</td><td data-label="What"><code>${a.action}</code>${a.details ? details(a.details) : ''}</td><td data-label="Object">${a.target ? html`<code class="d-mono">${a.target.id ?? a.target.type}</code>` : '—'}</td><td data-label="Mode">${a.mode ?? '—'}</td><td data-label="From">${a.actor.ip ?? '—'}</td></tr>`,
+        (a) =>
+          html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${who(a)}</td><td data-label="What"><code>${a.action}</code>${a.details ? details(a.details) : ''}</td><td data-label="Object">${a.target ? html`<code class="d-mono">${a.target.id ?? a.target.type}</code>` : '—'}</td><td data-label="Mode">${a.mode ?? '—'}</td><td data-label="From">${a.actor.ip ?? '—'}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="d-empty">Nothing recorded for these filters.</p>`
 }<nav class="d-pager">${q.cursor ? html`<a href="${base}${qs({})}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}${qs({ cursor: page.next_cursor })}" rel="next">Older entries →</a>` : ''}</nav>`;
-    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Audit log', active: '/audit', body, wide: true }));
+    return send(
+      ctx.reply,
+      told ? told.status : 200,
+      shell(ctx, { title: 'Audit log', active: '/audit', body, wide: true }),
+    );
   });
 
-  const testOnly = (ctx: Ctx) => (ctx.mode === 'test' ? null : refusal(ctx, 404, 'The Mail page is part of test mode.'));
+  const testOnly = (ctx: Ctx) =>
+    ctx.mode === 'test' ? null : refusal(ctx, 404, 'The Mail page is part of test mode.');
 
   r.page('/mail', 'audit.read', async (ctx, _p, q) => {
     const gone = testOnly(ctx);
@@ -155,7 +183,8 @@ ${
     const body = html`${errorBox(told)}<p class="d-hint">${intro}</p>${
       page.data.length
         ? html`<table class="d-table"><thead><tr><th>When</th><th>To</th><th>Subject</th><th>Kind</th><th>Status</th></tr></thead><tbody>${page.data.map(
-            (m) => html`<tr><td data-label="When">${when(m.created_at)}</td><td data-label="To">${m.to}</td><td data-label="Subject"><a href="/dashboard/test/mail/${m.id}">${m.subject}</a></td><td data-label="Kind"><code>${m.kind}</code></td><td data-label="Status">${badge(m.status)}</td></tr>`,
+            (m) =>
+              html`<tr><td data-label="When">${when(m.created_at)}</td><td data-label="To">${m.to}</td><td data-label="Subject"><a href="/dashboard/test/mail/${m.id}">${m.subject}</a></td><td data-label="Kind"><code>${m.kind}</code></td><td data-label="Status">${badge(m.status)}</td></tr>`,
           )}</tbody></table>`
         : html`<p class="d-empty">No mail yet.</p>`
     }<nav class="d-pager">${page.next_cursor ? html`<a href="/dashboard/test/mail?cursor=${page.next_cursor}" rel="next">Older mail →</a>` : ''}</nav>`;
@@ -173,7 +202,9 @@ ${
     const m = await findMail(ctx, p.id!);
     if (!m) return refusal(ctx, 404, 'There is no such mail for your account.');
     const body = html`<section class="d-panel"><dl class="d-facts"><dt>To</dt><dd>${m.to_name ? `${m.to_name} <${m.to}>` : m.to}</dd><dt>Subject</dt><dd>${m.subject}</dd><dt>Kind</dt><dd><code>${m.kind}</code></dd><dt>Status</dt><dd>${badge(m.status)}${m.last_error ? html` <span class="d-muted">${m.last_error}</span>` : ''}</dd><dt>Written</dt><dd>${when(m.created_at)}</dd><dt>Sent</dt><dd>${when(m.sent_at)}</dd><dt>Message-ID</dt><dd><code class="d-mono">${m.message_id}</code></dd>${
-      m.attachments.length ? html`<dt>Attachments</dt><dd>${m.attachments.map((a) => html`<span class="d-block">${a.filename} <span class="d-muted">${a.content_type}, ${a.bytes.toLocaleString('en')} bytes</span></span>`)}</dd>` : ''
+      m.attachments.length
+        ? html`<dt>Attachments</dt><dd>${m.attachments.map((a) => html`<span class="d-block">${a.filename} <span class="d-muted">${a.content_type}, ${a.bytes.toLocaleString('en')} bytes</span></span>`)}</dd>`
+        : ''
     }</dl></section>${
       m.sensitive
         ? html`<section class="d-panel"><p class="d-hint">This mail carries a sign-in link for its recipient, so its body is not shown here. The operator can print it with <code>kasse mail show ${m.id}</code>.</p></section>`

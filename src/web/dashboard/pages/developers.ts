@@ -36,7 +36,13 @@ interface Shown {
 }
 
 const TOTP_FIELD = (told: Told | null, name = 'code') =>
-  field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
+  field({
+    name,
+    label: 'Your current 6-digit code',
+    required: true,
+    told,
+    attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"`,
+  });
 
 /** Whether rolling and revoking keys of `mode` asks for a confirmation page and a TOTP code (live money). */
 const confirmed = (mode: Ctx['mode']) => mode === 'live';
@@ -55,7 +61,11 @@ function keyConfirmPage(ctx: Ctx, keyId: string | null, told: Told | null = null
     confirmed(ctx.mode) ? TOTP_FIELD(told) : ''
   }<button type="submit" class="d-btn d-danger">${roll ? `Roll ${ctx.mode} key` : 'Revoke key'}</button> <a href="${base}">Cancel</a></form></section>`;
   ctx.reply.header('cache-control', 'no-store');
-  return send(ctx.reply, status, shell(ctx, { title: roll ? `Roll the ${ctx.mode} key` : `Revoke a ${ctx.mode} key`, active: '/developers', body }));
+  return send(
+    ctx.reply,
+    status,
+    shell(ctx, { title: roll ? `Roll the ${ctx.mode} key` : `Revoke a ${ctx.mode} key`, active: '/developers', body }),
+  );
 }
 
 async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = null, status = 200) {
@@ -69,13 +79,14 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
       ? html`<div class="d-reveal" role="status"><p><strong>Your new ${mode} key.</strong> Copy it now: it is shown only once. The previous ${mode} keys stopped working.</p><p><code class="d-mono d-secretval" id="new-key">${shown.key}</code> <button type="button" class="d-copy" data-copy="${shown.key}">Copy</button></p></div>`
       : ''
   }<table class="d-table"><thead><tr><th>Key</th><th>Created</th><th>Status</th><th></th></tr></thead><tbody>${keys.map(
-    (k) => html`<tr><td data-label="Key"><code class="d-mono">kasse_${mode}_…${k.key_hint}</code></td><td data-label="Created">${when(k.created_at)}</td><td data-label="Status">${badge(k.revoked_at ? 'revoked' : 'active')}</td><td>${
-      owner && !k.revoked_at
-        ? confirmed(mode)
-          ? html`<a class="d-btn d-danger d-small" href="${base}/keys/${k.id}/revoke">Revoke</a>`
-          : html`<form method="post" action="${base}/keys/${k.id}/revoke" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger d-small">Revoke</button></form>`
-        : ''
-    }</td></tr>`,
+    (k) =>
+      html`<tr><td data-label="Key"><code class="d-mono">kasse_${mode}_…${k.key_hint}</code></td><td data-label="Created">${when(k.created_at)}</td><td data-label="Status">${badge(k.revoked_at ? 'revoked' : 'active')}</td><td>${
+        owner && !k.revoked_at
+          ? confirmed(mode)
+            ? html`<a class="d-btn d-danger d-small" href="${base}/keys/${k.id}/revoke">Revoke</a>`
+            : html`<form method="post" action="${base}/keys/${k.id}/revoke" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger d-small">Revoke</button></form>`
+          : ''
+      }</td></tr>`,
   )}</tbody></table>${
     owner
       ? confirmed(mode)
@@ -91,7 +102,10 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
           type: 'url',
           value: webhookUrl ?? '',
           told,
-          hint: mode === 'live' ? 'https:// only. Empty removes it (no webhooks are sent).' : 'http:// or https://. Empty removes it.',
+          hint:
+            mode === 'live'
+              ? 'https:// only. Empty removes it (no webhooks are sent).'
+              : 'http:// or https://. Empty removes it.',
         })}<button type="submit" class="d-btn">Save URL</button></form>`
       : html`<p>${webhookUrl ? html`<code class="d-mono">${webhookUrl}</code>` : 'Not set.'}</p>`
   }</section>`;
@@ -99,7 +113,9 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
   const secretPanel = html`<section class="d-panel"><h2>Webhook signing secret</h2><p class="d-hint">Deliveries carry <code>Service-Signature: t=…,v1=…</code>, an HMAC-SHA256 with this secret. Both modes use the same secret.</p>${
     s
       ? html`<div class="d-reveal" role="status">${s.rolled ? html`<p><strong>New secret.</strong> Copy it now. Until ${when(s.previousUntil)} deliveries carry a second <code>v1</code> signature made with the previous secret, so your endpoint can switch without refusing any.</p>` : ''}<p><code class="d-mono d-secretval" id="webhook-secret">${s.current}</code> <button type="button" class="d-copy" data-copy="${s.current}">Copy</button></p>${
-          s.previous && !s.rolled ? html`<p class="d-hint">The previous secret is still accepted until ${when(s.previousUntil)}.</p>` : ''
+          s.previous && !s.rolled
+            ? html`<p class="d-hint">The previous secret is still accepted until ${when(s.previousUntil)}.</p>`
+            : ''
         }</div>`
       : ''
   }${
@@ -114,15 +130,18 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
 }
 
 function deliveries(e: Awaited<ReturnType<Ctx['kasse']['webhooks']['get']>>): Html {
-  if (e.deliveries.length === 0) return html`<p class="d-muted">No delivery: no webhook URL was set when it happened.</p>`;
+  if (e.deliveries.length === 0)
+    return html`<p class="d-muted">No delivery: no webhook URL was set when it happened.</p>`;
   return html`${e.deliveries.map(
-    (d) => html`<div class="d-delivery"><p>${badge(d.status)} <code class="d-mono">${d.url}</code> · created ${when(d.created_at)}${d.next_attempt_at ? html` · next attempt ${when(d.next_attempt_at)}` : ''}</p>${
-      d.attempts.length
-        ? html`<table class="d-table"><thead><tr><th>#</th><th>When</th><th>Outcome</th><th>HTTP</th><th class="d-num">ms</th><th>Response</th></tr></thead><tbody>${d.attempts.map(
-            (a) => html`<tr><td data-label="#">${a.attempt}</td><td data-label="When">${when(a.started_at)}</td><td data-label="Outcome">${badge(a.outcome)}</td><td data-label="HTTP">${a.http_status ?? '—'}</td><td data-label="ms" class="d-num">${a.duration_ms}</td><td data-label="Response"><code class="d-mono d-clip">${a.error ?? a.response_body ?? ''}</code></td></tr>`,
-          )}</tbody></table>`
-        : html`<p class="d-muted">Not attempted yet.</p>`
-    }</div>`,
+    (d) =>
+      html`<div class="d-delivery"><p>${badge(d.status)} <code class="d-mono">${d.url}</code> · created ${when(d.created_at)}${d.next_attempt_at ? html` · next attempt ${when(d.next_attempt_at)}` : ''}</p>${
+        d.attempts.length
+          ? html`<table class="d-table"><thead><tr><th>#</th><th>When</th><th>Outcome</th><th>HTTP</th><th class="d-num">ms</th><th>Response</th></tr></thead><tbody>${d.attempts.map(
+              (a) =>
+                html`<tr><td data-label="#">${a.attempt}</td><td data-label="When">${when(a.started_at)}</td><td data-label="Outcome">${badge(a.outcome)}</td><td data-label="HTTP">${a.http_status ?? '—'}</td><td data-label="ms" class="d-num">${a.duration_ms}</td><td data-label="Response"><code class="d-mono d-clip">${a.error ?? a.response_body ?? ''}</code></td></tr>`,
+            )}</tbody></table>`
+          : html`<p class="d-muted">Not attempted yet.</p>`
+      }</div>`,
   )}`;
 }
 
@@ -136,11 +155,16 @@ export function developerPages(r: Router): void {
 
   /** The mode's active key `id`, or null. */
   const activeKey = async (ctx: Ctx, id: string) =>
-    /^key_[0-9A-Z]{26}$/.test(id) ? ((await kasse.merchants.listKeys(ctx.merchant.id)).find((k) => k.id === id && k.mode === ctx.mode && !k.revoked_at) ?? null) : null;
+    /^key_[0-9A-Z]{26}$/.test(id)
+      ? ((await kasse.merchants.listKeys(ctx.merchant.id)).find(
+          (k) => k.id === id && k.mode === ctx.mode && !k.revoked_at,
+        ) ?? null)
+      : null;
   const NO_KEY = 'That key is not an active key of this mode of your account.';
   /** Live mode: the owner's current code, checked (throttled, a failure audited). */
   const confirmCode = async (ctx: Ctx, form: Record<string, string>, purpose: string) => {
-    if (confirmed(ctx.mode)) await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
+    if (confirmed(ctx.mode))
+      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
   };
 
   r.page('/developers/keys/roll', 'keys.manage', async (ctx) => keyConfirmPage(ctx, null));
@@ -157,7 +181,9 @@ export function developerPages(r: Router): void {
     }
   });
 
-  r.page('/developers/keys/:id/revoke', 'keys.manage', async (ctx, p) => ((await activeKey(ctx, p.id!)) ? keyConfirmPage(ctx, p.id!) : refusal(ctx, 404, NO_KEY)));
+  r.page('/developers/keys/:id/revoke', 'keys.manage', async (ctx, p) =>
+    (await activeKey(ctx, p.id!)) ? keyConfirmPage(ctx, p.id!) : refusal(ctx, 404, NO_KEY),
+  );
 
   r.action('/developers/keys/:id/revoke', 'keys.manage', async (ctx, form, p) => {
     if (!(await activeKey(ctx, p.id!))) return refusal(ctx, 404, NO_KEY);
@@ -178,16 +204,34 @@ export function developerPages(r: Router): void {
       await kasse.merchantSettings.setWebhookUrl(ctx.merchant.id, ctx.mode, url, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'webhook_saved');
     } catch (err) {
-      const told = tell(err, { webhook_url: ctx.mode === 'live' ? 'Enter a full https:// URL (live webhooks go only to https).' : 'Enter a full http:// or https:// URL.' });
+      const told = tell(err, {
+        webhook_url:
+          ctx.mode === 'live'
+            ? 'Enter a full https:// URL (live webhooks go only to https).'
+            : 'Enter a full http:// or https:// URL.',
+      });
       return developersPage(ctx, {}, told, told.status);
     }
   });
 
   r.action('/developers/secret/reveal', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'webhook_secret.reveal');
+      await kasse.users.factors.confirmSecondFactor(
+        ctx.session,
+        ctx.user,
+        form.code ?? '',
+        ctx.meta,
+        'webhook_secret.reveal',
+      );
       const { secrets, previousUntil } = await kasse.merchantSettings.revealWebhookSecret(ctx.merchant.id, ctx.actor);
-      return developersPage(ctx, { secrets: { current: secrets[0]!, previous: secrets[1] ?? null, previousUntil: previousUntil?.toISOString() ?? null, rolled: false } });
+      return developersPage(ctx, {
+        secrets: {
+          current: secrets[0]!,
+          previous: secrets[1] ?? null,
+          previousUntil: previousUntil?.toISOString() ?? null,
+          rolled: false,
+        },
+      });
     } catch (err) {
       const told = tell(err, {}, true);
       return developersPage(ctx, {}, told, told.status);
@@ -196,10 +240,23 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.roll_code ?? '', ctx.meta, 'webhook_secret.roll');
+      await kasse.users.factors.confirmSecondFactor(
+        ctx.session,
+        ctx.user,
+        form.roll_code ?? '',
+        ctx.meta,
+        'webhook_secret.roll',
+      );
       const rolled = await kasse.merchantSettings.rollWebhookSecret(ctx.merchant.id, ctx.actor);
       kasse.webhooks.delivery.forgetSecrets();
-      return developersPage(ctx, { secrets: { current: rolled.webhook_secret, previous: null, previousUntil: rolled.previous_valid_until, rolled: true } });
+      return developersPage(ctx, {
+        secrets: {
+          current: rolled.webhook_secret,
+          previous: null,
+          previousUntil: rolled.previous_valid_until,
+          rolled: true,
+        },
+      });
     } catch (err) {
       const told = tell(err, {}, true);
       return developersPage(ctx, {}, told.field === 'code' ? { ...told, field: 'roll_code' } : told, told.status);
@@ -217,15 +274,21 @@ export function developerPages(r: Router): void {
     const base = `/dashboard/${ctx.mode}/developers/events`;
     const body = html`${errorBox(told)}${
       page.data.length
-        ? html`<table class="d-table"><thead><tr><th>When</th><th>Type</th><th>Object</th><th>Event</th></tr></thead><tbody>${page.data.map((e) => {
-            const obj = (e.data as { id?: string })?.id ?? '';
-            return html`<tr><td data-label="When">${when(e.created_at)}</td><td data-label="Type">${e.type}</td><td data-label="Object">${
-              obj.startsWith('pay_') ? html`<a href="/dashboard/${ctx.mode}/payments/${obj}">${obj}</a>` : obj
-            }</td><td data-label="Event"><a href="${base}/${e.id}">${e.id}</a></td></tr>`;
-          })}</tbody></table>`
+        ? html`<table class="d-table"><thead><tr><th>When</th><th>Type</th><th>Object</th><th>Event</th></tr></thead><tbody>${page.data.map(
+            (e) => {
+              const obj = (e.data as { id?: string })?.id ?? '';
+              return html`<tr><td data-label="When">${when(e.created_at)}</td><td data-label="Type">${e.type}</td><td data-label="Object">${
+                obj.startsWith('pay_') ? html`<a href="/dashboard/${ctx.mode}/payments/${obj}">${obj}</a>` : obj
+              }</td><td data-label="Event"><a href="${base}/${e.id}">${e.id}</a></td></tr>`;
+            },
+          )}</tbody></table>`
         : html`<p class="d-empty">No events in this mode yet.</p>`
     }<nav class="d-pager">${q.cursor ? html`<a href="${base}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}?cursor=${page.next_cursor}" rel="next">Older events →</a>` : ''}</nav>`;
-    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Events', active: '/developers', body, wide: true }));
+    return send(
+      ctx.reply,
+      told ? told.status : 200,
+      shell(ctx, { title: 'Events', active: '/developers', body, wide: true }),
+    );
   });
 
   const eventPage = async (ctx: Ctx, id: string, told: Told | null = null, status = 200) => {
@@ -253,7 +316,9 @@ export function developerPages(r: Router): void {
       await kasse.webhooks.redeliver(ctx.merchant.id, ctx.mode, p.id!, { audit: kasse.audit, actor: ctx.actor });
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers/events/${p.id}`, 'redelivered');
     } catch (err) {
-      const told = tell(err, { invalid_state: `No webhook URL is set for ${ctx.mode} mode, so the event cannot be sent. Set one on the Developers page.` });
+      const told = tell(err, {
+        invalid_state: `No webhook URL is set for ${ctx.mode} mode, so the event cannot be sent. Set one on the Developers page.`,
+      });
       return eventPage(ctx, p.id!, told, told.status);
     }
   });

@@ -20,16 +20,36 @@ import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursem
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
 import { coinName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import {
+  badge,
+  csrfField,
+  done,
+  errorBox,
+  field,
+  refusal,
+  send,
+  shell,
+  tell,
+  usd,
+  when,
+  type Told,
+} from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
 const CODE_FIELD = (told: Told | null, name: string) =>
-  field({ name, label: 'Your current 6-digit code', required: true, told, attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"` });
+  field({
+    name,
+    label: 'Your current 6-digit code',
+    required: true,
+    told,
+    attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"`,
+  });
 
 const HINTS: Record<string, string> = {
   title: `Give the batch a title of 1 to ${DISBURSEMENT_LIMITS.titleMax} characters.`,
-  insufficient_balance: 'The available balance does not cover this batch. Wait for more payments to be credited, or cancel it and send a smaller one.',
+  insufficient_balance:
+    'The available balance does not cover this batch. Wait for more payments to be credited, or cancel it and send a smaller one.',
   price_unavailable: 'There is no current price for the payout coin. Try again shortly.',
 };
 
@@ -38,7 +58,8 @@ const NOT_FOUND = 'There is no such disbursement in this mode of your account.';
 function listTable(ctx: Ctx, list: Disbursement[]): Html {
   if (list.length === 0) return html`<p class="d-empty">No disbursements in this mode yet.</p>`;
   return html`<table class="d-table"><thead><tr><th>Title</th><th>Status</th><th class="d-num">Total</th><th class="d-num">Items</th><th>Approvals</th><th>Progress</th><th>Created</th></tr></thead><tbody>${list.map(
-    (d) => html`<tr><td data-label="Title"><a href="/dashboard/${ctx.mode}/disbursements/${d.id}">${d.title}</a></td><td data-label="Status">${badge(d.status)}</td><td data-label="Total" class="d-num">${usd(d.total_usd_cents)}</td><td data-label="Items" class="d-num">${d.item_count}</td><td data-label="Approvals">${d.approvals.length} of ${d.approvals_required}</td><td data-label="Progress">${progressText(d)}</td><td data-label="Created">${when(d.created_at)}</td></tr>`,
+    (d) =>
+      html`<tr><td data-label="Title"><a href="/dashboard/${ctx.mode}/disbursements/${d.id}">${d.title}</a></td><td data-label="Status">${badge(d.status)}</td><td data-label="Total" class="d-num">${usd(d.total_usd_cents)}</td><td data-label="Items" class="d-num">${d.item_count}</td><td data-label="Approvals">${d.approvals.length} of ${d.approvals_required}</td><td data-label="Progress">${progressText(d)}</td><td data-label="Created">${when(d.created_at)}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -72,7 +93,8 @@ function csvForm(ctx: Ctx, values: Form, told: Told | null, checked: ParsedCsv |
 <p>${rows.length} ${rows.length === 1 ? 'row' : 'rows'}, ${rows.filter((r) => r.errors.length > 0).length} with problems. Total <strong data-csv-total>${usd(checked.totalUsdCents)}</strong> in ${coinName(ctx.kasse.chains, ctx.mode, ctx.merchant.payoutToken)}.</p>
 ${ok && balance !== null ? shortfall(checked.totalUsdCents, balance, 'You can still create it and have it approved, but it cannot be released until the balance covers it.') : ''}
 <table class="d-table"><thead><tr><th class="d-num">Line</th><th>Destination</th><th class="d-num">Amount</th><th>Label</th><th>Problems</th></tr></thead><tbody>${rows.map(
-        (r) => html`<tr${r.errors.length ? html` class="d-badrow"` : ''}><td data-label="Line" class="d-num">${r.line}</td><td data-label="Destination"><code class="d-mono">${r.destination}</code></td><td data-label="Amount" class="d-num">${rowAmount(r.usdCents)}</td><td data-label="Label">${r.label}</td><td data-label="Problems">${r.errors.length ? r.errors.join('; ') : 'OK'}</td></tr>`,
+        (r) =>
+          html`<tr${r.errors.length ? html` class="d-badrow"` : ''}><td data-label="Line" class="d-num">${r.line}</td><td data-label="Destination"><code class="d-mono">${r.destination}</code></td><td data-label="Amount" class="d-num">${rowAmount(r.usdCents)}</td><td data-label="Label">${r.label}</td><td data-label="Problems">${r.errors.length ? r.errors.join('; ') : 'OK'}</td></tr>`,
       )}</tbody></table></div>`
     : '';
   const base = `/dashboard/${ctx.mode}/disbursements`;
@@ -90,7 +112,11 @@ async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, c
   const { data } = await ctx.kasse.disbursements.list(ctx.mode, ctx.merchant.id, { limit: 100 });
   const balance = checked?.items ? await available(ctx) : null;
   const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked, balance) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Disbursements', active: '/disbursements', body, wide: true }));
+  return send(
+    ctx.reply,
+    told ? told.status : 200,
+    shell(ctx, { title: 'Disbursements', active: '/disbursements', body, wide: true }),
+  );
 }
 
 async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
@@ -142,28 +168,43 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
 <dt>Fingerprint</dt><dd><code class="d-mono" data-fingerprint>${fingerprint(digest)}</code></dd>
 <dt>Approvals</dt><dd>${d.approvals.length} of ${d.approvals_required}${d.approvals.map((a) => html`<br>${users.get(a.user_id) ?? a.user_id} · ${when(a.approved_at)}`)}</dd>
 <dt>Created</dt><dd>${when(d.created_at)} by ${users.get(d.created_by) ?? d.created_by}</dd>
-${d.released_at ? html`<dt>Released</dt><dd>${when(d.released_at)} by ${users.get(d.released_by ?? '') ?? d.released_by}</dd>${
-  complete ? html`<dt>Completed</dt><dd data-completed>${when(completedAt)}: every payout settled</dd>` : ''
-}<dt>Progress</dt><dd data-progress>${progressText(d)}</dd>` : ''}
+${
+  d.released_at
+    ? html`<dt>Released</dt><dd>${when(d.released_at)} by ${users.get(d.released_by ?? '') ?? d.released_by}</dd>${
+        complete ? html`<dt>Completed</dt><dd data-completed>${when(completedAt)}: every payout settled</dd>` : ''
+      }<dt>Progress</dt><dd data-progress>${progressText(d)}</dd>`
+    : ''
+}
 ${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''}
 </dl>${actions}${cancel}</section>
 <section class="d-panel"><h2>Payouts</h2><table class="d-table"><thead><tr><th class="d-num">#</th><th>Destination</th><th>Label</th><th class="d-num">USD</th><th class="d-num">${d.symbol}</th><th>Payout</th></tr></thead><tbody>${d.items.map(
-    (i) => html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${i.amount_display}</td><td data-label="Payout">${
-      i.payout ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}` : '—'
-    }</td></tr>`,
+    (i) =>
+      html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${i.amount_display}</td><td data-label="Payout">${
+        i.payout
+          ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}`
+          : '—'
+      }</td></tr>`,
   )}</tbody></table></section>`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: d.title, active: '/disbursements', body, wide: true }));
+  return send(
+    ctx.reply,
+    told ? told.status : 200,
+    shell(ctx, { title: d.title, active: '/disbursements', body, wide: true }),
+  );
 }
 
 export function disbursementPages(r: Router): void {
   const { kasse } = r;
   const idOk = (id: string) => new RegExp(ID_PATTERNS.dsb).test(id);
-  const withId = (handler: (ctx: Ctx, form: Form, id: string) => Promise<unknown>) => async (ctx: Ctx, form: Form, p: Record<string, string>) =>
-    idOk(p.id!) ? handler(ctx, form, p.id!) : refusal(ctx, 404, NOT_FOUND);
+  const withId =
+    (handler: (ctx: Ctx, form: Form, id: string) => Promise<unknown>) =>
+    async (ctx: Ctx, form: Form, p: Record<string, string>) =>
+      idOk(p.id!) ? handler(ctx, form, p.id!) : refusal(ctx, 404, NOT_FOUND);
 
   r.page('/disbursements', 'read', async (ctx) => listPage(ctx));
 
-  r.action('/disbursements/check', 'disbursements.approve', async (ctx, form) => listPage(ctx, form, null, parseDisbursementCsv(form.csv ?? '')));
+  r.action('/disbursements/check', 'disbursements.approve', async (ctx, form) =>
+    listPage(ctx, form, null, parseDisbursementCsv(form.csv ?? '')),
+  );
 
   r.action('/disbursements', 'disbursements.approve', async (ctx, form) => {
     const checked = parseDisbursementCsv(form.csv ?? '');
@@ -171,21 +212,35 @@ export function disbursementPages(r: Router): void {
       const title = (form.title ?? '').trim();
       if (!title || textLength(title) > DISBURSEMENT_LIMITS.titleMax) throw invalid('title', 'title');
       if (!checked.items) return listPage(ctx, form, null, checked);
-      const { disbursement } = await kasse.disbursements.create(ctx.mode, ctx.merchant.id, { title, items: checked.items }, undefined, ctx.actor);
+      const { disbursement } = await kasse.disbursements.create(
+        ctx.mode,
+        ctx.merchant.id,
+        { title, items: checked.items },
+        undefined,
+        ctx.actor,
+      );
       return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${disbursement.id}`, 'dsb_created');
     } catch (err) {
       return listPage(ctx, form, tell(err, HINTS), checked);
     }
   });
 
-  r.page('/disbursements/:id', 'read', async (ctx, p) => (idOk(p.id!) ? detailPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND)));
+  r.page('/disbursements/:id', 'read', async (ctx, p) =>
+    idOk(p.id!) ? detailPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND),
+  );
 
   r.action(
     '/disbursements/:id/approve',
     'disbursements.approve',
     withId(async (ctx, form, id) => {
       try {
-        await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, 'disbursement.approve');
+        await kasse.users.factors.confirmSecondFactor(
+          ctx.session,
+          ctx.user,
+          form.code ?? '',
+          ctx.meta,
+          'disbursement.approve',
+        );
         await kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor);
         return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_approved');
       } catch (err) {
@@ -199,12 +254,22 @@ export function disbursementPages(r: Router): void {
     'disbursements.approve',
     withId(async (ctx, form, id) => {
       try {
-        await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.release_code ?? '', ctx.meta, 'disbursement.release');
+        await kasse.users.factors.confirmSecondFactor(
+          ctx.session,
+          ctx.user,
+          form.release_code ?? '',
+          ctx.meta,
+          'disbursement.release',
+        );
         await kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor);
         return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_released');
       } catch (err) {
         const told = tell(err, HINTS, true);
-        return detailPage(ctx, id, err instanceof ApiError && err.param === 'code' ? { ...told, field: 'release_code' } : told);
+        return detailPage(
+          ctx,
+          id,
+          err instanceof ApiError && err.param === 'code' ? { ...told, field: 'release_code' } : told,
+        );
       }
     }),
   );

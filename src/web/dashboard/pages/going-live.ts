@@ -20,9 +20,15 @@ export async function readmeSection(title: string): Promise<string | null> {
 
 /** `code` spans and **bold** of one line of Markdown, escaped. */
 function inline(text: string): Html {
-  return html`${text.split(/(`[^`]+`|\*\*[^*]+\*\*)/).map((part) =>
-    part.startsWith('`') && part.length > 1 ? html`<code>${part.slice(1, -1)}</code>` : part.startsWith('**') && part.length > 3 ? html`<strong>${part.slice(2, -2)}</strong>` : part.replace(/\[([^\]]+)\]\([^)]+\)/g, '$1'),
-  )}`;
+  return html`${text
+    .split(/(`[^`]+`|\*\*[^*]+\*\*)/)
+    .map((part) =>
+      part.startsWith('`') && part.length > 1
+        ? html`<code>${part.slice(1, -1)}</code>`
+        : part.startsWith('**') && part.length > 3
+          ? html`<strong>${part.slice(2, -2)}</strong>`
+          : part.replace(/\[([^\]]+)\]\([^)]+\)/g, '$1'),
+    )}`;
 }
 
 /** The README's Markdown as the few blocks it uses: paragraphs, a numbered list, fenced code. */

@@ -13,13 +13,35 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { financialYear, gstinProblem, invoiceNumber, istDate, isSellerState, rupeesGrouped, STATE_NAMES } from '../../../modules/invoices/gst.ts';
+import {
+  financialYear,
+  gstinProblem,
+  invoiceNumber,
+  istDate,
+  isSellerState,
+  rupeesGrouped,
+  STATE_NAMES,
+} from '../../../modules/invoices/gst.ts';
 import { invoicePdf } from '../../../modules/invoices/pdf.ts';
 import { PROFILE_DEFAULTS, PROFILE_FIELDS, type TaxProfile } from '../../../modules/invoices/profile.ts';
 import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/service.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
-import { csrfField, done, errorBox, field, navigation, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import {
+  csrfField,
+  done,
+  errorBox,
+  field,
+  navigation,
+  refusal,
+  select,
+  send,
+  shell,
+  tell,
+  usd,
+  when,
+  type Told,
+} from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
 import { settingsForms, settingsPage } from './settings.ts';
@@ -48,9 +70,12 @@ function profileForm(ctx: Ctx, told: Told | null, values: Form): Html {
   const profile = ctx.kasse.invoices.profile(ctx.merchant, ctx.mode);
   const write = ctx.can('settings.write');
   const cur = { ...PROFILE_DEFAULTS, ...(profile ?? {}) } as Record<string, unknown>;
-  const v = (f: (typeof PROFILE_FIELDS)[number]) => values[P(f)] ?? (cur[f] === null || cur[f] === undefined ? '' : String(cur[f]));
+  const v = (f: (typeof PROFILE_FIELDS)[number]) =>
+    values[P(f)] ?? (cur[f] === null || cur[f] === undefined ? '' : String(cur[f]));
   const off = write ? '' : html` disabled`;
-  const rates = GST_RATES.includes(Number(cur.tax_rate_bps)) ? GST_RATES : [...GST_RATES, Number(cur.tax_rate_bps)].sort((a, b) => a - b);
+  const rates = GST_RATES.includes(Number(cur.tax_rate_bps))
+    ? GST_RATES
+    : [...GST_RATES, Number(cur.tax_rate_bps)].sort((a, b) => a - b);
   const sellerStates = Object.keys(STATE_NAMES).filter(isSellerState).sort();
   const fy = financialYear(ctx.kasse.clock.now());
   const example = invoiceNumber(/^[A-Za-z0-9]{1,3}$/.test(v('invoice_prefix')) ? v('invoice_prefix') : 'INV', fy, 1);
@@ -66,7 +91,16 @@ ${select({ name: P('state_code'), label: 'State', value: v('state_code'), told, 
 ${field({ name: P('invoice_prefix'), label: 'Invoice number prefix', value: v('invoice_prefix'), required: true, told, hint: `Numbers run without gaps per financial year, e.g. ${example ?? ''}.`, attrs: html` maxlength="3"` })}
 ${field({ name: P('sac'), label: 'SAC (services accounting code)', value: v('sac'), told, hint: '997158 for online payment services.', attrs: html` maxlength="8" inputmode="numeric"` })}
 ${select({ name: P('tax_rate_bps'), label: 'GST rate', value: v('tax_rate_bps'), told, options: rates.map((r) => [String(r), pct(r)] as [string, string]) })}
-${select({ name: P('tax_inclusive'), label: 'Prices', value: v('tax_inclusive'), told, options: [['true', 'Include GST (the tax is part of the price)'], ['false', 'Exclude GST (the tax is added to the price)']] })}
+${select({
+  name: P('tax_inclusive'),
+  label: 'Prices',
+  value: v('tax_inclusive'),
+  told,
+  options: [
+    ['true', 'Include GST (the tax is part of the price)'],
+    ['false', 'Exclude GST (the tax is added to the price)'],
+  ],
+})}
 </fieldset>${write ? html`<button type="submit" class="d-btn">Save tax profile</button>` : html`<p class="d-hint">Only owners can change the tax profile.</p>`}</form>`;
 }
 
@@ -92,16 +126,20 @@ function gstinHint(typed: string | undefined, whose: string): string {
   if (problem?.startsWith('has a wrong check character')) {
     return `The last character of ${whose} GSTIN is its check character, and ${gstin[14]} does not match the first 14 characters. Look for a typing mistake.`;
   }
-  if (problem?.startsWith('starts with')) return `${whose[0]!.toUpperCase()}${whose.slice(1)} GSTIN starts with ${gstin.slice(0, 2)}, which is not a GST state code.`;
+  if (problem?.startsWith('starts with'))
+    return `${whose[0]!.toUpperCase()}${whose.slice(1)} GSTIN starts with ${gstin.slice(0, 2)}, which is not a GST state code.`;
   return `Enter ${whose} GSTIN as registered: 15 characters, e.g. 27AAPFU0939F1ZV.`;
 }
 
 const INVOICE_HINTS: Record<string, string> = {
   customer_name: 'Keep the customer name under 200 characters.',
-  customer_state_code: 'Choose the customer’s state: the seller’s state for an intra-state supply, any other (or outside India) for inter-state.',
+  customer_state_code:
+    'Choose the customer’s state: the seller’s state for an intra-state supply, any other (or outside India) for inter-state.',
   place_of_supply: 'Choose intra-state or inter-state.',
-  fx_rate: 'Enter the rupees per US dollar with up to 6 decimals, e.g. 83.25, or leave it empty for the reference rate.',
-  fx_unavailable: 'No reference rate for the day of payment could be fetched. Enter the rate yourself, or try again later.',
+  fx_rate:
+    'Enter the rupees per US dollar with up to 6 decimals, e.g. 83.25, or leave it empty for the reference rate.',
+  fx_unavailable:
+    'No reference rate for the day of payment could be fetched. Enter the rate yourself, or try again later.',
   already_invoiced: 'This payment already has a tax invoice; reload the page to see it.',
   invalid_state: 'Only a paid payment can be invoiced, and only once the tax profile is set on the Settings page.',
 };
@@ -110,10 +148,18 @@ const INVOICE_HINTS: Record<string, string> = {
 const inr = (s: string) => `₹${rupeesGrouped(BigInt(s.replace('.', '')))}`;
 
 /** The tax invoice section of a payment's page: the invoice when there is one, else the form to issue it. */
-async function invoiceSection(ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>): Promise<Html | string> {
+async function invoiceSection(
+  ctx: Ctx,
+  p: Payment,
+  told: Told | null,
+  values: Record<string, string>,
+): Promise<Html | string> {
   const found = (await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, { payment_id: p.id, limit: 1 })).data[0];
   if (found) {
-    const tax = found.place_of_supply === 'intra' ? html`<dt>CGST</dt><dd>${inr(found.cgst)}</dd><dt>SGST</dt><dd>${inr(found.sgst)}</dd>` : html`<dt>IGST</dt><dd>${inr(found.igst)}</dd>`;
+    const tax =
+      found.place_of_supply === 'intra'
+        ? html`<dt>CGST</dt><dd>${inr(found.cgst)}</dd><dt>SGST</dt><dd>${inr(found.sgst)}</dd>`
+        : html`<dt>IGST</dt><dd>${inr(found.igst)}</dd>`;
     return html`<section class="d-panel" id="tax-invoice"><h2>Tax invoice ${found.number}</h2><dl class="d-facts">
 <dt>Issued</dt><dd>${when(found.issued_at)}</dd><dt>Customer</dt><dd>${found.customer.name ?? '—'}${found.customer.tax_id ? html` · GSTIN <code>${found.customer.tax_id}</code>` : ''}</dd>
 <dt>Place of supply</dt><dd>${found.customer.state_code ? `${found.customer.state_code} — ${STATE_NAMES[found.customer.state_code]}` : `${found.seller.state_code} — ${STATE_NAMES[found.seller.state_code ?? ''] ?? ''}`} (${found.place_of_supply === 'intra' ? 'intra-state' : 'inter-state'})</dd>
@@ -125,16 +171,28 @@ async function invoiceSection(ctx: Ctx, p: Payment, told: Told | null, values: R
   const profile = ctx.kasse.invoices.profile(ctx.merchant, ctx.mode);
   if (!profile) {
     return html`<section class="d-panel" id="tax-invoice"><h2>Tax invoice</h2><p class="d-hint">To issue a GST tax invoice for this payment, ${
-      ctx.can('settings.write') ? html`set the <a href="/dashboard/${ctx.mode}/settings#tax-profile">tax profile</a> first.` : 'an owner must set the tax profile on the Settings page first.'
+      ctx.can('settings.write')
+        ? html`set the <a href="/dashboard/${ctx.mode}/settings#tax-profile">tax profile</a> first.`
+        : 'an owner must set the tax profile on the Settings page first.'
     }</p></section>`;
   }
-  if (!ctx.can('payments.write')) return html`<section class="d-panel" id="tax-invoice"><h2>Tax invoice</h2><p class="d-empty">No tax invoice has been issued for this payment.</p></section>`;
+  if (!ctx.can('payments.write'))
+    return html`<section class="d-panel" id="tax-invoice"><h2>Tax invoice</h2><p class="d-empty">No tax invoice has been issued for this payment.</p></section>`;
   const states = Object.keys(STATE_NAMES).sort((a, b) => (a === '96' ? 1 : b === '96' ? -1 : a.localeCompare(b)));
   return html`<section class="d-panel" id="tax-invoice"><h2>Tax invoice</h2><p class="d-hint">Issues the next number of the financial year for ${usd(p.price_amount)} in rupees, as ${profile.seller_name} (GSTIN ${profile.tax_id}). An invoice cannot be changed or issued twice.</p>
 <form method="post" action="/dashboard/${ctx.mode}/payments/${p.id}/tax_invoice" class="d-form">${csrfField(ctx.csrf)}
 ${field({ name: 'customer_name', label: 'Customer name (optional)', value: values.customer_name ?? '', told, attrs: html` maxlength="200"` })}
 ${field({ name: 'customer_tax_id', label: 'Customer GSTIN (optional)', value: values.customer_tax_id ?? '', told, attrs: html` maxlength="15" autocomplete="off" spellcheck="false"` })}
-${select({ name: 'place_of_supply', label: 'Supply', value: values.place_of_supply ?? 'intra', told, options: [['intra', `Intra-state: CGST and SGST (customer in ${STATE_NAMES[profile.state_code]})`], ['inter', 'Inter-state: IGST (customer in another state or outside India)']] })}
+${select({
+  name: 'place_of_supply',
+  label: 'Supply',
+  value: values.place_of_supply ?? 'intra',
+  told,
+  options: [
+    ['intra', `Intra-state: CGST and SGST (customer in ${STATE_NAMES[profile.state_code]})`],
+    ['inter', 'Inter-state: IGST (customer in another state or outside India)'],
+  ],
+})}
 ${select({ name: 'customer_state_code', label: 'Customer state (place of supply)', value: values.customer_state_code ?? '', told, options: [['', 'From the GSTIN, or the seller’s state'], ...stateOptions(states)] })}
 ${field({ name: 'fx_rate', label: 'Rupees per US dollar (optional)', value: values.fx_rate ?? '', told, hint: 'Leave empty for the reference rate of the day of payment.', attrs: html` inputmode="decimal" autocomplete="off"` })}
 <button type="submit" class="d-btn">Issue tax invoice</button></form></section>`;
@@ -160,7 +218,11 @@ function invoiceInput(form: Form): CreateInvoiceInput {
 
 paymentSections.push(invoiceSection);
 settingsForms.push(profileForm);
-navigation.splice(navigation.findIndex((n) => n.path === '/payments') + 1, 0, { path: '/tax_invoices', label: 'Tax invoices', permission: 'read' });
+navigation.splice(navigation.findIndex((n) => n.path === '/payments') + 1, 0, {
+  path: '/tax_invoices',
+  label: 'Tax invoices',
+  permission: 'read',
+});
 
 const IST_OFFSET_MS = (5 * 60 + 30) * 60 * 1000;
 
@@ -179,13 +241,21 @@ async function invoiceListPage(ctx: Ctx, q: Record<string, string>) {
   let page: Awaited<ReturnType<Ctx['kasse']['invoices']['list']>> = { data: [], next_cursor: null };
   try {
     if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw invalid('month must be YYYY-MM', 'month');
-    page = await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, { ...istMonth(month), limit: INVOICE_PAGE, ...(q.cursor ? { cursor: q.cursor } : {}) });
+    page = await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, {
+      ...istMonth(month),
+      limit: INVOICE_PAGE,
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    });
   } catch (err) {
-    told = tell(err, { month: 'Choose a month, like 2026-04.', cursor: 'That page link is not valid; start from the first page.' });
+    told = tell(err, {
+      month: 'Choose a month, like 2026-04.',
+      cursor: 'That page link is not valid; start from the first page.',
+    });
   }
   const base = `/dashboard/${ctx.mode}/tax_invoices`;
   const rows = page.data.map(
-    (i) => html`<tr><td data-label="Number"><a href="${base}/${i.id}/pdf" download>${i.number}</a></td><td data-label="Date">${istDate(new Date(i.issued_at))}</td><td data-label="Customer">${i.customer.name ?? '—'}${i.customer.tax_id ? html` <code class="d-mono">${i.customer.tax_id}</code>` : ''}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${usd(i.usd_cents)}</a></td><td data-label="Total" class="d-num">${inr(i.total)}</td><td data-label="PDF"><a href="${base}/${i.id}/pdf" download>Download PDF</a></td></tr>`,
+    (i) =>
+      html`<tr><td data-label="Number"><a href="${base}/${i.id}/pdf" download>${i.number}</a></td><td data-label="Date">${istDate(new Date(i.issued_at))}</td><td data-label="Customer">${i.customer.name ?? '—'}${i.customer.tax_id ? html` <code class="d-mono">${i.customer.tax_id}</code>` : ''}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${usd(i.usd_cents)}</a></td><td data-label="Total" class="d-num">${inr(i.total)}</td><td data-label="PDF"><a href="${base}/${i.id}/pdf" download>Download PDF</a></td></tr>`,
   );
   const body = html`${errorBox(told)}<form method="get" action="${base}" class="d-filters">${field({ name: 'month', label: 'Month', type: 'month', value: month, told, hint: 'By the invoice date, in India (IST).' })}<div class="d-filter-actions"><button type="submit" class="d-btn">Show</button></div></form>
 ${
@@ -193,7 +263,11 @@ ${
     ? html`<table class="d-table"><thead><tr><th>Number</th><th>Date</th><th>Customer</th><th>Payment</th><th class="d-num">Total</th><th>PDF</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="d-empty">No tax invoices issued in ${month}. Issue one from a paid payment’s page.</p>`
 }${page.next_cursor ? html`<nav class="d-pager" aria-label="Pages"><a href="${base}?month=${month}&amp;cursor=${page.next_cursor}" rel="next">Older invoices →</a></nav>` : ''}`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true }));
+  return send(
+    ctx.reply,
+    told ? told.status : 200,
+    shell(ctx, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true }),
+  );
 }
 
 export function invoicePages(r: Router): void {
@@ -216,7 +290,12 @@ export function invoicePages(r: Router): void {
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'invoiced');
     } catch (err) {
       const taxId = form.customer_tax_id?.trim();
-      const told = tell(err, { ...INVOICE_HINTS, customer_tax_id: taxId ? gstinHint(taxId, 'the customer’s') : 'Enter the customer’s GSTIN, or leave it empty for an unregistered customer.' });
+      const told = tell(err, {
+        ...INVOICE_HINTS,
+        customer_tax_id: taxId
+          ? gstinHint(taxId, 'the customer’s')
+          : 'Enter the customer’s GSTIN, or leave it empty for an unregistered customer.',
+      });
       return paymentPage(ctx, p.id!, told, form, told.status);
     }
   });
@@ -224,7 +303,9 @@ export function invoicePages(r: Router): void {
   r.page('/tax_invoices', 'read', async (ctx, _p, q) => invoiceListPage(ctx, q));
 
   r.page('/tax_invoices/:id/pdf', 'read', async (ctx, p) => {
-    const row = /^txi_[0-9A-Z]{26}$/.test(p.id!) ? await kasse.invoices.get(ctx.mode, ctx.merchant.id, p.id!).catch(() => null) : null;
+    const row = /^txi_[0-9A-Z]{26}$/.test(p.id!)
+      ? await kasse.invoices.get(ctx.mode, ctx.merchant.id, p.id!).catch(() => null)
+      : null;
     if (!row) return refusal(ctx, 404, 'There is no such tax invoice in this mode of your account.');
     const pdf = await invoicePdf(invoiceJson(row), { mode: ctx.mode });
     return ctx.reply

@@ -13,7 +13,21 @@ import { LINK_KINDS, LINK_LIMITS, type CreateLinkInput, type PatchLinkInput } fr
 import { parseDollars } from '../../links.ts';
 import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';
-import { badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import {
+  badge,
+  csrfField,
+  done,
+  errorBox,
+  field,
+  refusal,
+  select,
+  send,
+  shell,
+  tell,
+  usd,
+  when,
+  type Told,
+} from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
@@ -25,7 +39,8 @@ const HINTS: Record<string, string> = {
   amount_usd_cents: 'A fixed link needs a price from $1.00 to $1,000,000.00.',
   min_usd_cents: 'The lowest amount must be from $1.00 to $1,000,000.00.',
   max_usd_cents: 'The highest amount must be at least the lowest, at most $1,000,000.00.',
-  presets_usd_cents: 'A tip link needs 1 to 6 different preset amounts (like 3, 5, 8), within the lowest and highest amount.',
+  presets_usd_cents:
+    'A tip link needs 1 to 6 different preset amounts (like 3, 5, 8), within the lowest and highest amount.',
   collect_email: 'A POS terminal cannot ask for an email: the payer never touches it.',
   success_url: 'Enter a full URL (https:// on live).',
   max_uses: `Uses must be a whole number from 1 to ${LINK_LIMITS.maxUsesMax.toLocaleString('en-US')}.`,
@@ -60,7 +75,8 @@ function wholeNumber(text: string | undefined, param: string): number | undefine
 function dateTime(text: string | undefined, param: string): string | undefined {
   const t = (text ?? '').trim();
   if (!t) return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(t) || Number.isNaN(Date.parse(`${t}Z`))) throw invalid('not a date and time', param);
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(t) || Number.isNaN(Date.parse(`${t}Z`)))
+    throw invalid('not a date and time', param);
   return new Date(`${t}Z`).toISOString();
 }
 
@@ -71,7 +87,12 @@ function createInput(form: Form): CreateLinkInput {
   if (!input.title || textLength(input.title) > LINK_LIMITS.titleMax) throw invalid('title', 'title');
   const description = (form.description ?? '').trim();
   if (description) input.description = description;
-  if (kind === 'fixed') input.amount_usd_cents = dollars(form.amount, 'amount_usd_cents') ?? (() => { throw invalid('amount', 'amount_usd_cents'); })();
+  if (kind === 'fixed')
+    input.amount_usd_cents =
+      dollars(form.amount, 'amount_usd_cents') ??
+      (() => {
+        throw invalid('amount', 'amount_usd_cents');
+      })();
   else {
     const min = dollars(form.min, 'min_usd_cents');
     const max = dollars(form.max, 'max_usd_cents');
@@ -97,7 +118,18 @@ function createForm(ctx: Ctx, values: Form, told: Told | null): Html {
   const v = (k: string) => values[k] ?? '';
   return html`<section class="d-panel" id="new"><h2>New payment link</h2>${errorBox(told)}
 <form method="post" action="/dashboard/${ctx.mode}/links" class="d-form d-grid" data-link-form>${csrfField(ctx.csrf)}
-${select({ name: 'kind', label: 'Kind', value: values.kind ?? 'fixed', told, options: [['fixed', 'Fixed price'], ['open', 'Open amount (payer types it)'], ['tip', 'Tip (preset buttons)'], ['pos', 'POS terminal (staff keypad)']] })}
+${select({
+  name: 'kind',
+  label: 'Kind',
+  value: values.kind ?? 'fixed',
+  told,
+  options: [
+    ['fixed', 'Fixed price'],
+    ['open', 'Open amount (payer types it)'],
+    ['tip', 'Tip (preset buttons)'],
+    ['pos', 'POS terminal (staff keypad)'],
+  ],
+})}
 ${field({ name: 'title', label: 'Title', value: v('title'), required: true, told, attrs: html` maxlength="${LINK_LIMITS.titleMax}"` })}
 ${field({ name: 'description', label: 'Description (optional)', value: v('description'), told, attrs: html` maxlength="${LINK_LIMITS.descriptionMax}"` })}
 <div data-for-kind="fixed">${field({ name: 'amount', label: 'Price in US dollars (fixed)', value: v('amount'), told: told && told.field === 'amount_usd_cents' ? { ...told, field: 'amount' } : told, attrs: html` inputmode="decimal"` })}</div>
@@ -115,14 +147,19 @@ ${field({ name: 'expires_at', label: 'Expires (UTC, optional)', type: 'datetime-
 function linksList(ctx: Ctx, links: Link[]): Html {
   if (links.length === 0) return html`<p class="d-empty">No payment links in this mode yet.</p>`;
   return html`<table class="d-table"><thead><tr><th>Title</th><th>Kind</th><th>Price</th><th class="d-num">Uses</th><th>Status</th><th>Link</th></tr></thead><tbody>${links.map(
-    (l) => html`<tr><td data-label="Title"><a href="/dashboard/${ctx.mode}/links/${l.id}">${l.title}</a></td><td data-label="Kind">${l.kind}</td><td data-label="Price">${priceOf(l)}</td><td data-label="Uses" class="d-num">${l.uses}${l.max_uses !== null ? ` / ${l.max_uses}` : ''}</td><td data-label="Status">${badge(l.active ? 'active' : 'inactive')}</td><td data-label="Link"><button type="button" class="d-copy" data-copy="${l.url}">Copy URL</button> <a href="${l.url}" target="_blank" rel="noopener">${l.kind === 'pos' ? 'Open terminal' : 'Open'}</a></td></tr>`,
+    (l) =>
+      html`<tr><td data-label="Title"><a href="/dashboard/${ctx.mode}/links/${l.id}">${l.title}</a></td><td data-label="Kind">${l.kind}</td><td data-label="Price">${priceOf(l)}</td><td data-label="Uses" class="d-num">${l.uses}${l.max_uses !== null ? ` / ${l.max_uses}` : ''}</td><td data-label="Status">${badge(l.active ? 'active' : 'inactive')}</td><td data-label="Link"><button type="button" class="d-copy" data-copy="${l.url}">Copy URL</button> <a href="${l.url}" target="_blank" rel="noopener">${l.kind === 'pos' ? 'Open terminal' : 'Open'}</a></td></tr>`,
   )}</tbody></table>`;
 }
 
 async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null) {
   const { data } = await ctx.kasse.links.list(ctx.mode, ctx.merchant.id);
   const body = html`${linksList(ctx, data)}${ctx.can('links.write') ? createForm(ctx, values, told) : ''}`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Payment links', active: '/links', body, wide: true }));
+  return send(
+    ctx.reply,
+    told ? told.status : 200,
+    shell(ctx, { title: 'Payment links', active: '/links', body, wide: true }),
+  );
 }
 
 const localInput = (iso: string | null) => (iso ? iso.slice(0, 16) : '');
@@ -135,7 +172,8 @@ async function linkPage(ctx: Ctx, id: string, told: Told | null = null, values: 
     tell(err);
     return refusal(ctx, 404, 'There is no such link in this mode of your account.');
   }
-  const v = (k: keyof Link, fallback: string | number | null) => values?.[k as string] ?? (fallback === null ? '' : String(fallback));
+  const v = (k: keyof Link, fallback: string | number | null) =>
+    values?.[k as string] ?? (fallback === null ? '' : String(fallback));
   const editable = ctx.can('links.write');
   const base = `/dashboard/${ctx.mode}/links/${l.id}`;
   const body = html`${errorBox(told)}
@@ -177,7 +215,9 @@ export function linkPages(r: Router): void {
     }
   });
 
-  r.page('/links/:id', 'read', async (ctx, p) => (idOk(p.id!) ? linkPage(ctx, p.id!) : refusal(ctx, 404, 'There is no such link in this mode of your account.')));
+  r.page('/links/:id', 'read', async (ctx, p) =>
+    idOk(p.id!) ? linkPage(ctx, p.id!) : refusal(ctx, 404, 'There is no such link in this mode of your account.'),
+  );
 
   r.action('/links/:id', 'links.write', async (ctx, form, p) => {
     if (!idOk(p.id!)) return refusal(ctx, 404, 'There is no such link in this mode of your account.');
@@ -195,7 +235,8 @@ export function linkPages(r: Router): void {
         patch.description = d || null;
         patch.success_url = (form.success_url ?? '').trim() || null;
         patch.max_uses = wholeNumber(form.max_uses, 'max_uses') ?? null;
-        if (patch.max_uses !== null && (patch.max_uses < 1 || patch.max_uses > LINK_LIMITS.maxUsesMax)) throw invalid('max_uses', 'max_uses');
+        if (patch.max_uses !== null && (patch.max_uses < 1 || patch.max_uses > LINK_LIMITS.maxUsesMax))
+          throw invalid('max_uses', 'max_uses');
         patch.expires_at = dateTime(form.expires_at, 'expires_at') ?? null;
       }
       await kasse.links.update(ctx.mode, ctx.merchant.id, p.id!, patch, ctx.actor);

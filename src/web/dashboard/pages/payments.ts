@@ -22,7 +22,22 @@ import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { actionForm, badge, csrfField, done, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import {
+  actionForm,
+  badge,
+  csrfField,
+  done,
+  errorBox,
+  field,
+  refusal,
+  select,
+  send,
+  shell,
+  tell,
+  usd,
+  when,
+  type Told,
+} from '../layout.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
@@ -32,18 +47,24 @@ const PAGE = 25;
  * Sections other capabilities add to a payment's page, after its facts (the tax invoice). Each is given the error of
  * a failed form and the values typed into it, to show them again.
  */
-export const paymentSections: Array<(ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>) => Promise<Html | string>> = [];
+export const paymentSections: Array<
+  (ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>) => Promise<Html | string>
+> = [];
 
 /** The coin a payment was paid in, else its latest choice: "25.00 USDC on Base". */
 function coinOf(ctx: Ctx, p: Payment): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
-  return a ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${coinName(ctx.kasse.chains, ctx.mode, a.token)}` : '—';
+  return a
+    ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${coinName(ctx.kasse.chains, ctx.mode, a.token)}`
+    : '—';
 }
 
 export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
-  if (payments.length === 0) return html`<p class="d-empty">No payments${ctx.mode === 'test' ? ' in test mode yet. Create one with a test key, or through a payment link' : ' yet'}.</p>`;
+  if (payments.length === 0)
+    return html`<p class="d-empty">No payments${ctx.mode === 'test' ? ' in test mode yet. Create one with a test key, or through a payment link' : ' yet'}.</p>`;
   return html`<table class="d-table"><thead><tr><th>Created</th><th>Order</th><th>Description</th><th class="d-num">Amount</th><th>Status</th><th>Coin</th></tr></thead><tbody>${payments.map(
-    (p) => html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(ctx, p)}</td></tr>`,
+    (p) =>
+      html`<tr><td data-label="Created">${when(p.created_at)}</td><td data-label="Order"><a href="/dashboard/${ctx.mode}/payments/${p.id}">${p.order_id}</a></td><td data-label="Description">${p.description ?? ''}</td><td data-label="Amount" class="d-num">${usd(p.price_amount)}</td><td data-label="Status">${badge(p.status)}</td><td data-label="Coin">${coinOf(ctx, p)}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -63,7 +84,8 @@ function chart(days: Array<{ day: string; cents: number; count: number }>): Html
 
 function parseDay(text: string | undefined, param: string): Date | undefined {
   if (!text) return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || Number.isNaN(Date.parse(`${text}T00:00:00Z`))) throw invalid('Use a date like 2026-03-01.', param);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || Number.isNaN(Date.parse(`${text}T00:00:00Z`)))
+    throw invalid('Use a date like 2026-03-01.', param);
   return new Date(`${text}T00:00:00Z`);
 }
 
@@ -76,7 +98,13 @@ interface Filters {
 }
 
 function filtersOf(q: Record<string, string>): { f: Filters; search: PaymentSearch } {
-  const f: Filters = { status: q.status ?? '', order_id: (q.order_id ?? '').slice(0, 128), from: q.from ?? '', to: q.to ?? '', token: q.token ?? '' };
+  const f: Filters = {
+    status: q.status ?? '',
+    order_id: (q.order_id ?? '').slice(0, 128),
+    from: q.from ?? '',
+    to: q.to ?? '',
+    token: q.token ?? '',
+  };
   const search: PaymentSearch = {};
   if (f.status) {
     if (!(PAYMENT_STATUSES as readonly string[]).includes(f.status)) throw invalid('Unknown status.', 'status');
@@ -99,7 +127,9 @@ function filterQuery(f: Filters, extra: Record<string, string> = {}): string {
 }
 
 function filterForm(ctx: Ctx, f: Filters, told: Told | null): Html {
-  const tokens = ctx.kasse.chains.tokens(ctx.mode).map((t) => [t.id, coinName(ctx.kasse.chains, ctx.mode, t.id)] as [string, string]);
+  const tokens = ctx.kasse.chains
+    .tokens(ctx.mode)
+    .map((t) => [t.id, coinName(ctx.kasse.chains, ctx.mode, t.id)] as [string, string]);
   return html`<form method="get" action="/dashboard/${ctx.mode}/payments" class="d-filters">
 ${select({ name: 'status', label: 'Status', value: f.status, options: [['', 'Any'], ...PAYMENT_STATUSES.map((s) => [s, s] as [string, string])], told })}
 ${field({ name: 'order_id', label: 'Order id', value: f.order_id, told })}
@@ -118,23 +148,58 @@ function csvField(v: string | number | null): string {
 }
 
 /** `fee_usd`, `swap_fee_usd` and `net_usd` are what the payment's credit took and left (empty when never credited). */
-const CSV_HEADER = ['id', 'created_at', 'status', 'price_usd', 'price_amount', 'order_id', 'description', 'token', 'pay_amount', 'received_amount', 'paid_at', 'fee_usd', 'swap_fee_usd', 'net_usd', 'tx_hashes'];
+const CSV_HEADER = [
+  'id',
+  'created_at',
+  'status',
+  'price_usd',
+  'price_amount',
+  'order_id',
+  'description',
+  'token',
+  'pay_amount',
+  'received_amount',
+  'paid_at',
+  'fee_usd',
+  'swap_fee_usd',
+  'net_usd',
+  'tx_hashes',
+];
 
 function csvRow(p: Payment, credit: PaymentCreditTotals | undefined): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
   const money = (c: bigint | undefined) => (c === undefined ? null : formatCents(c));
   return `${[
-    p.id, p.created_at, p.status, formatCents(p.price_amount), p.price_amount, p.order_id, p.description, a?.token ?? '', a?.pay_amount_display ?? '', a?.received_amount_display ?? '', p.paid_at,
-    money(credit?.feeUsdCents), money(credit?.swapFeeUsdCents), money(credit?.netUsdCents), hashes,
-  ].map(csvField).join(',')}\r\n`;
+    p.id,
+    p.created_at,
+    p.status,
+    formatCents(p.price_amount),
+    p.price_amount,
+    p.order_id,
+    p.description,
+    a?.token ?? '',
+    a?.pay_amount_display ?? '',
+    a?.received_amount_display ?? '',
+    p.paid_at,
+    money(credit?.feeUsdCents),
+    money(credit?.swapFeeUsdCents),
+    money(credit?.netUsdCents),
+    hashes,
+  ]
+    .map(csvField)
+    .join(',')}\r\n`;
 }
 
 /** The export's file name: mode, each filter in use, and the day, e.g. `payments-test-status-paid-from-2026-03-01-2026-03-31.csv`. */
 function csvFileName(mode: Mode, f: Filters, today: string): string {
   const parts = ['payments', mode];
   for (const k of ['status', 'order_id', 'token', 'from', 'to'] as const) {
-    const v = f[k].toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+    const v = f[k]
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40);
     if (v) parts.push(k === 'order_id' ? 'order' : k, v);
   }
   return `${parts.join('-')}-${today}.csv`;
@@ -143,22 +208,32 @@ function csvFileName(mode: Mode, f: Filters, today: string): string {
 /** The attempt whose confirmed money a refund would return, and that amount for display. */
 function refundable(p: Payment): { amount: string; token: string; chain: string } | null {
   if (p.status === 'refunded' || p.status === 'cancelled') return null;
-  for (const a of [...p.attempts].sort((x, y) => (x.id === p.paid_attempt_id ? -1 : y.id === p.paid_attempt_id ? 1 : 0))) {
-    const confirmed = a.deposits.filter((d) => d.token === a.token && (d.status === 'confirmed' || d.status === 'final'));
+  for (const a of [...p.attempts].sort((x, y) =>
+    x.id === p.paid_attempt_id ? -1 : y.id === p.paid_attempt_id ? 1 : 0,
+  )) {
+    const confirmed = a.deposits.filter(
+      (d) => d.token === a.token && (d.status === 'confirmed' || d.status === 'final'),
+    );
     if (confirmed.length > 0) return { amount: a.received_amount_display, token: a.token, chain: a.chain };
   }
-  const wrong = p.attempts.flatMap((a) => a.deposits.filter((d) => d.token !== a.token && (d.status === 'confirmed' || d.status === 'final')).map((d) => ({ d, a })));
+  const wrong = p.attempts.flatMap((a) =>
+    a.deposits
+      .filter((d) => d.token !== a.token && (d.status === 'confirmed' || d.status === 'final'))
+      .map((d) => ({ d, a })),
+  );
   return wrong[0] ? { amount: wrong[0].d.amount_display, token: wrong[0].d.token, chain: wrong[0].a.chain } : null;
 }
 
 const REFUND_HINTS = {
   destination: 'Enter a valid address on the network the money came in on.',
-  invalid_state: 'This payment cannot be refunded now: no confirmed money arrived, it is already refunded, or a refund is pending.',
+  invalid_state:
+    'This payment cannot be refunded now: no confirmed money arrived, it is already refunded, or a refund is pending.',
 };
 
 /** The fee and the net credited to the balance, once the payment was credited (a reversed credit shows zeros and says so). */
 function creditFacts(c: PaymentCreditTotals | undefined): Html | string {
-  if (!c) return html`<dt>Fee</dt><dd data-fee>—</dd><dt>Net credited</dt><dd data-net>— <span class="d-muted">not credited</span></dd>`;
+  if (!c)
+    return html`<dt>Fee</dt><dd data-fee>—</dd><dt>Net credited</dt><dd data-net>— <span class="d-muted">not credited</span></dd>`;
   const reversed = c.netUsdCents === 0n && c.feeUsdCents === 0n;
   return html`<dt>Fee</dt><dd data-fee>${usd(c.feeUsdCents)}${c.swapFeeUsdCents > 0n ? html` <span class="d-muted">and ${usd(c.swapFeeUsdCents)} conversion spread</span>` : ''}</dd><dt>Net credited</dt><dd data-net>${usd(c.netUsdCents)}${
     reversed ? html` <span class="d-muted">the credit was reversed (refund or reorg)</span>` : ''
@@ -166,7 +241,13 @@ function creditFacts(c: PaymentCreditTotals | undefined): Html | string {
 }
 
 /** A payment's page; `told` and `values` show a failed form again (with `status`). */
-export async function paymentPage(ctx: Ctx, id: string, told: Told | null = null, values: Record<string, string> = {}, status = 200) {
+export async function paymentPage(
+  ctx: Ctx,
+  id: string,
+  told: Told | null = null,
+  values: Record<string, string> = {},
+  status = 200,
+) {
   let p: Payment;
   try {
     p = await ctx.kasse.payments.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
@@ -174,15 +255,20 @@ export async function paymentPage(ctx: Ctx, id: string, told: Told | null = null
     tell(err);
     return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
   }
-  const [events, extra] = await Promise.all([ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id), Promise.all(paymentSections.map((s) => s(ctx, p, told, values)))]);
+  const [events, extra] = await Promise.all([
+    ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id),
+    Promise.all(paymentSections.map((s) => s(ctx, p, told, values))),
+  ]);
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
   const staff = ctx.can('payments.write');
   const money = refundable(p);
   const { chains } = ctx.kasse;
   const credit = (await ctx.kasse.payments.reports.credits(ctx.mode, ctx.merchant.id, [p.id])).get(p.id);
   const actions: Html[] = [];
-  if (staff && (p.status === 'underpaid' || p.status === 'late')) actions.push(actionForm(ctx, `${base}/accept`, 'Accept as paid'));
-  if (staff && p.status === 'waiting' && p.attempts.every((a) => a.deposits.length === 0)) actions.push(actionForm(ctx, `${base}/cancel`, 'Cancel payment', { danger: true }));
+  if (staff && (p.status === 'underpaid' || p.status === 'late'))
+    actions.push(actionForm(ctx, `${base}/accept`, 'Accept as paid'));
+  if (staff && p.status === 'waiting' && p.attempts.every((a) => a.deposits.length === 0))
+    actions.push(actionForm(ctx, `${base}/cancel`, 'Cancel payment', { danger: true }));
   const refundForm =
     staff && money
       ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${money.amount} ${coinName(chains, ctx.mode, money.token)}</strong> to an address on ${networkName(chains, ctx.mode, money.chain)}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
@@ -193,26 +279,32 @@ ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told
       : '';
   const attempts = p.attempts.length
     ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Address</th><th class="d-num">Asked</th><th class="d-num">Received</th><th>Status</th><th>Deposits</th></tr></thead><tbody>${p.attempts.map(
-        (a) => html`<tr><td data-label="Coin">${coinName(chains, ctx.mode, a.token)}</td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
-          a.deposits.length
-            ? html`<ul class="d-plain">${a.deposits.map(
-                (d) => html`<li>${d.amount_display} ${coinSymbol(chains, ctx.mode, d.token)} · ${badge(d.status)} · ${d.confirmations} conf. · ${
-                  d.explorer_url ? html`<a href="${d.explorer_url}" rel="noopener noreferrer" target="_blank"><code class="d-mono">${d.tx_hash.slice(0, 18)}…</code></a>` : html`<code class="d-mono">${d.tx_hash.slice(0, 18)}…</code>`
-                }</li>`,
-              )}</ul>`
-            : '—'
-        }</td></tr>`,
+        (a) =>
+          html`<tr><td data-label="Coin">${coinName(chains, ctx.mode, a.token)}</td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
+            a.deposits.length
+              ? html`<ul class="d-plain">${a.deposits.map(
+                  (d) =>
+                    html`<li>${d.amount_display} ${coinSymbol(chains, ctx.mode, d.token)} · ${badge(d.status)} · ${d.confirmations} conf. · ${
+                      d.explorer_url
+                        ? html`<a href="${d.explorer_url}" rel="noopener noreferrer" target="_blank"><code class="d-mono">${d.tx_hash.slice(0, 18)}…</code></a>`
+                        : html`<code class="d-mono">${d.tx_hash.slice(0, 18)}…</code>`
+                    }</li>`,
+                )}</ul>`
+              : '—'
+          }</td></tr>`,
       )}</tbody></table>`
     : html`<p class="d-empty">The payer has not chosen a coin yet.</p>`;
   const timeline = events.length
     ? html`<ol class="d-timeline">${events.map(
-        (e) => html`<li><p><strong>${e.type}</strong> · ${when(e.created_at)} · <a href="/dashboard/${ctx.mode}/developers/events/${e.id}">${e.id}</a></p>${
-          e.deliveries.length
-            ? html`<ul class="d-plain">${e.deliveries.map(
-                (d) => html`<li>${badge(d.status)} to <code class="d-mono">${d.url}</code> · ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}${d.attempts.length ? html` · last: ${d.attempts[d.attempts.length - 1]!.outcome}${d.attempts[d.attempts.length - 1]!.http_status ? ` ${d.attempts[d.attempts.length - 1]!.http_status}` : ''}` : ''}</li>`,
-              )}</ul>`
-            : html`<p class="d-muted">Not sent: no webhook URL was set.</p>`
-        }</li>`,
+        (e) =>
+          html`<li><p><strong>${e.type}</strong> · ${when(e.created_at)} · <a href="/dashboard/${ctx.mode}/developers/events/${e.id}">${e.id}</a></p>${
+            e.deliveries.length
+              ? html`<ul class="d-plain">${e.deliveries.map(
+                  (d) =>
+                    html`<li>${badge(d.status)} to <code class="d-mono">${d.url}</code> · ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}${d.attempts.length ? html` · last: ${d.attempts[d.attempts.length - 1]!.outcome}${d.attempts[d.attempts.length - 1]!.http_status ? ` ${d.attempts[d.attempts.length - 1]!.http_status}` : ''}` : ''}</li>`,
+                )}</ul>`
+              : html`<p class="d-muted">Not sent: no webhook URL was set.</p>`
+          }</li>`,
       )}</ol>`
     : html`<p class="d-empty">No events yet.</p>`;
   const body = html`${errorBox(told)}
@@ -248,7 +340,8 @@ export function paymentPages(r: Router): void {
 <section class="d-panel"><h2>Custody by coin</h2>${
       balance.custody.length
         ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Held</th></tr></thead><tbody>${balance.custody.map(
-            (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(kasse.chains, ctx.mode, c.chain)}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
+            (c) =>
+              html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(kasse.chains, ctx.mode, c.chain)}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
           )}</tbody></table>`
         : html`<p class="d-empty">No coins held yet.</p>`
     }</section>
@@ -265,15 +358,26 @@ export function paymentPages(r: Router): void {
       f = parsed.f;
       list = await kasse.payments.reports.search(ctx.mode, ctx.merchant.id, { ...parsed.search, limit: PAGE });
     } catch (err) {
-      told = tell(err, { status: 'Choose a status from the list.', cursor: 'That page link is not valid; start from the first page.', from: 'Use a date like 2026-03-01.', to: 'Use a date like 2026-03-01.' });
+      told = tell(err, {
+        status: 'Choose a status from the list.',
+        cursor: 'That page link is not valid; start from the first page.',
+        from: 'Use a date like 2026-03-01.',
+        to: 'Use a date like 2026-03-01.',
+      });
     }
     const body = html`${errorBox(told)}${filterForm(ctx, f, told)}
 <p class="d-toolbar"><a class="d-btn d-secondary" href="/dashboard/${ctx.mode}/payments.csv${filterQuery(f)}" download>Export CSV</a></p>
 ${paymentsTable(ctx, list.data)}
 <nav class="d-pager" aria-label="Pages">${q.cursor ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f)}">First page</a>` : ''}${
-      list.next_cursor ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f, { cursor: list.next_cursor })}" rel="next">Older payments →</a>` : ''
+      list.next_cursor
+        ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f, { cursor: list.next_cursor })}" rel="next">Older payments →</a>`
+        : ''
     }</nav>`;
-    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Payments', active: '/payments', body, wide: true }));
+    return send(
+      ctx.reply,
+      told ? told.status : 200,
+      shell(ctx, { title: 'Payments', active: '/payments', body, wide: true }),
+    );
   });
 
   r.page('/payments.csv', 'read', async (ctx, _p, q) => {
@@ -283,7 +387,10 @@ ${paymentsTable(ctx, list.data)}
       ({ search, f } = filtersOf(q));
     } catch (err) {
       const told = tell(err);
-      return ctx.reply.code(told.status).header('content-type', 'text/plain; charset=utf-8').send(`${told.message} (${told.code})\n`);
+      return ctx.reply
+        .code(told.status)
+        .header('content-type', 'text/plain; charset=utf-8')
+        .send(`${told.message} (${told.code})\n`);
     }
     const mode: Mode = ctx.mode;
     const merchantId = ctx.merchant.id;
@@ -292,31 +399,47 @@ ${paymentsTable(ctx, list.data)}
       let cursor: string | undefined;
       do {
         const page = await kasse.payments.reports.search(mode, merchantId, { ...search, cursor, limit: 500 });
-        const credits = await kasse.payments.reports.credits(mode, merchantId, page.data.map((p) => p.id));
+        const credits = await kasse.payments.reports.credits(
+          mode,
+          merchantId,
+          page.data.map((p) => p.id),
+        );
         yield page.data.map((p) => csvRow(p, credits.get(p.id))).join('');
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
     }
     return ctx.reply
       .header('content-type', 'text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${csvFileName(mode, f, kasse.clock.now().toISOString().slice(0, 10))}"`)
+      .header(
+        'content-disposition',
+        `attachment; filename="${csvFileName(mode, f, kasse.clock.now().toISOString().slice(0, 10))}"`,
+      )
       .header('cache-control', 'no-store')
       .send(Readable.from(rows()));
   });
 
   const idOk = (id: string) => new RegExp(ID_PATTERNS.pay).test(id);
 
-  r.page('/payments/:id', 'read', async (ctx, p) => (idOk(p.id!) ? paymentPage(ctx, p.id!) : refusal(ctx, 404, 'There is no such payment in this mode of your account.')));
+  r.page('/payments/:id', 'read', async (ctx, p) =>
+    idOk(p.id!) ? paymentPage(ctx, p.id!) : refusal(ctx, 404, 'There is no such payment in this mode of your account.'),
+  );
 
   for (const act of ['accept', 'cancel'] as const) {
     r.action(`/payments/:id/${act}`, 'payments.write', async (ctx, _form, p) => {
       const scope = { mode: ctx.mode, merchantId: ctx.merchant.id };
       try {
         if (!idOk(p.id!)) throw invalid('bad id', 'id');
-        await (act === 'accept' ? kasse.payments.accept(scope, p.id!, ctx.actor) : kasse.payments.cancel(scope, p.id!, ctx.actor));
+        await (act === 'accept'
+          ? kasse.payments.accept(scope, p.id!, ctx.actor)
+          : kasse.payments.cancel(scope, p.id!, ctx.actor));
         return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, act === 'accept' ? 'accepted' : 'cancelled');
       } catch (err) {
-        const told = tell(err, { invalid_state: act === 'accept' ? 'Only an underpaid or late payment can be accepted.' : 'Only a waiting payment with no money seen can be cancelled.' });
+        const told = tell(err, {
+          invalid_state:
+            act === 'accept'
+              ? 'Only an underpaid or late payment can be accepted.'
+              : 'Only a waiting payment with no money seen can be cancelled.',
+        });
         return paymentPage(ctx, p.id!, told, {}, told.status);
       }
     });
@@ -328,7 +451,12 @@ ${paymentsTable(ctx, list.data)}
       if (!destination) throw invalid('destination is required', 'destination');
       const note = (form.note ?? '').trim();
       if (textLength(note) > 500) throw invalid('note is too long', 'note');
-      await kasse.payments.refunds.create({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id!, { destination, ...(note ? { note } : {}) }, ctx.actor);
+      await kasse.payments.refunds.create(
+        { mode: ctx.mode, merchantId: ctx.merchant.id },
+        p.id!,
+        { destination, ...(note ? { note } : {}) },
+        ctx.actor,
+      );
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'refund');
     } catch (err) {
       const told = tell(err, { ...REFUND_HINTS, note: 'Keep the note under 500 characters.' });
@@ -336,5 +464,3 @@ ${paymentsTable(ctx, list.data)}
     }
   });
 }
-
-

@@ -12,9 +12,14 @@ async function refundsSection(ctx: Ctx, p: Payment): Promise<Html | string> {
   const refunds = await ctx.kasse.payments.refunds.list({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id);
   if (refunds.length === 0) return '';
   return html`<section class="d-panel" id="refunds"><h2>Refunds</h2><table class="d-table"><thead><tr><th>Requested</th><th class="d-num">Amount</th><th>Destination</th><th>Status</th><th>Transaction or reason</th></tr></thead><tbody>${refunds.map(
-    (r) => html`<tr><td data-label="Requested">${when(r.created_at)}${r.note ? html`<p class="d-muted">${r.note}</p>` : ''}</td><td data-label="Amount" class="d-num">${r.amount_display} ${r.token.split(':')[1]!.toUpperCase()}</td><td data-label="Destination"><code class="d-mono">${r.destination}</code></td><td data-label="Status">${badge(r.status)}</td><td data-label="Transaction or reason">${
-      r.status === 'failed' ? html`<p class="d-refund-error">${r.error ?? 'The transfer failed.'}</p><p class="d-muted">Nothing was sent. You can request the refund again.</p>` : r.tx_hash ? html`<code class="d-mono">${r.tx_hash}</code>` : '—'
-    }</td></tr>`,
+    (r) =>
+      html`<tr><td data-label="Requested">${when(r.created_at)}${r.note ? html`<p class="d-muted">${r.note}</p>` : ''}</td><td data-label="Amount" class="d-num">${r.amount_display} ${r.token.split(':')[1]!.toUpperCase()}</td><td data-label="Destination"><code class="d-mono">${r.destination}</code></td><td data-label="Status">${badge(r.status)}</td><td data-label="Transaction or reason">${
+        r.status === 'failed'
+          ? html`<p class="d-refund-error">${r.error ?? 'The transfer failed.'}</p><p class="d-muted">Nothing was sent. You can request the refund again.</p>`
+          : r.tx_hash
+            ? html`<code class="d-mono">${r.tx_hash}</code>`
+            : '—'
+      }</td></tr>`,
   )}</tbody></table></section>`;
 }
 

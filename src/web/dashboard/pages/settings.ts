@@ -24,7 +24,8 @@ function payoutTokens(ctx: Ctx): Array<[string, string]> {
   const paying = new Set(ctx.kasse.families.filter((f) => f.family.payouts).map((f) => f.family.name));
   for (const mode of ['live', 'test'] as const) {
     for (const t of ctx.kasse.chains.tokens(mode)) {
-      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id)) seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
+      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id))
+        seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
     }
   }
   return [...seen];
@@ -38,14 +39,24 @@ export const settingsSections: SettingsSection[] = [
   {
     title: 'Business',
     render: (ctx, told, values) =>
-      field({ name: 'name', label: 'Merchant name (shown to payers)', value: values.name ?? ctx.merchant.name, required: true, told, attrs: html` maxlength="120"${ctx.can('settings.write') ? '' : html` disabled`}` }),
+      field({
+        name: 'name',
+        label: 'Merchant name (shown to payers)',
+        value: values.name ?? ctx.merchant.name,
+        required: true,
+        told,
+        attrs: html` maxlength="120"${ctx.can('settings.write') ? '' : html` disabled`}`,
+      }),
   },
   {
     title: 'Disbursements',
     render: async (ctx, told, values) => {
       const owners = await ctx.kasse.users.team.ownerCount(ctx.kasse.db, ctx.merchant.id);
-      const quorum: Array<[string, string]> = [['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`]];
-      for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++) quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
+      const quorum: Array<[string, string]> = [
+        ['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`],
+      ];
+      for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++)
+        quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
       return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin; destinations are addresses of its network.' })}
 ${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. The account has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
     },
@@ -61,7 +72,12 @@ export const settingsForms: Array<(ctx: Ctx, told: Told | null, values: Form) =>
 /** The Settings page; `told` and `values` show a failed form again (with `status`). */
 export async function settingsPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
   const write = ctx.can('settings.write');
-  const sections = await Promise.all(settingsSections.map(async (s) => html`<fieldset class="d-panel"><legend>${s.title}</legend>${await s.render(ctx, told, values)}</fieldset>`));
+  const sections = await Promise.all(
+    settingsSections.map(
+      async (s) =>
+        html`<fieldset class="d-panel"><legend>${s.title}</legend>${await s.render(ctx, told, values)}</fieldset>`,
+    ),
+  );
   const body = html`${errorBox(told)}<form method="post" action="/dashboard/${ctx.mode}/settings" class="d-form">${csrfField(ctx.csrf)}${sections}
 ${write ? html`<button type="submit" class="d-btn">Save settings</button>` : html`<p class="d-hint">Only owners can change settings.</p>`}</form>
 ${await Promise.all(settingsForms.map((f) => f(ctx, told, values)))}`;
@@ -79,10 +95,19 @@ export function settingsPages(r: Router): void {
       if (q !== '' && !/^\d{1,2}$/.test(q)) throw invalid('approvals_required must be 1 to 20', 'approvals_required');
       const approvals = q === '' ? null : Number(q);
       const tokens = payoutTokens(ctx).map(([id]) => id);
-      await kasse.merchantSettings.save(ctx.merchant.id, { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals }, tokens, ctx.actor);
+      await kasse.merchantSettings.save(
+        ctx.merchant.id,
+        { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals },
+        tokens,
+        ctx.actor,
+      );
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'settings');
     } catch (err) {
-      const told = tell(err, { name: 'Enter a name of 1 to 120 characters.', payout_token: 'Choose a coin from the list.' }, true);
+      const told = tell(
+        err,
+        { name: 'Enter a name of 1 to 120 characters.', payout_token: 'Choose a coin from the list.' },
+        true,
+      );
       return settingsPage(ctx, told, form, told.status);
     }
   });

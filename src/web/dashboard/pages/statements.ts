@@ -13,7 +13,14 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
-import { balanceLines, dollars, monthName, signedAmount, statementCsv, statementPdf } from '../../../modules/statements/render.ts';
+import {
+  balanceLines,
+  dollars,
+  monthName,
+  signedAmount,
+  statementCsv,
+  statementPdf,
+} from '../../../modules/statements/render.ts';
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
 import { networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
@@ -42,7 +49,10 @@ async function emailPanel(ctx: Ctx): Promise<Html> {
   if (!ctx.can('statements.email')) {
     return html`<section class="d-panel" id="statement-email"><h2>By email</h2><p class="d-hint">Owners can have each month's statement emailed to them on the 1st.</p></section>`;
   }
-  const [on, next] = await Promise.all([statementEmails.subscribed(ctx.user.id, ctx.mode), statementEmails.next(ctx.merchant.id, ctx.mode)]);
+  const [on, next] = await Promise.all([
+    statementEmails.subscribed(ctx.user.id, ctx.mode),
+    statementEmails.next(ctx.merchant.id, ctx.mode),
+  ]);
   const action = `/dashboard/${ctx.mode}/statements/email`;
   const when_ = next ? html` The next one, for ${monthName(next.month)}, goes out ${when(next.dueAt)}.` : '';
   return html`<section class="d-panel" id="statement-email"><h2>By email</h2>${
@@ -55,14 +65,14 @@ async function emailPanel(ctx: Ctx): Promise<Html> {
 async function listPage(ctx: Ctx, told: Told | null = null, status = 200) {
   const now = monthOf(ctx.kasse.clock.now());
   const rows = (await monthsOf(ctx)).map(
-    (m) => html`<tr><td data-label="Month"><a href="/dashboard/${ctx.mode}/statements/${m}">${monthName(m)}</a></td><td data-label="Period">${m === now ? 'in progress' : 'closed'}</td><td data-label="Download">${downloads(ctx, m)}</td></tr>`,
+    (m) =>
+      html`<tr><td data-label="Month"><a href="/dashboard/${ctx.mode}/statements/${m}">${monthName(m)}</a></td><td data-label="Period">${m === now ? 'in progress' : 'closed'}</td><td data-label="Download">${downloads(ctx, m)}</td></tr>`,
   );
   const body = html`${errorBox(told)}<p class="d-hint">Each month's movements of the ${ctx.mode} balance, computed from the ledger and checked against the payments, refunds and payouts. Months are UTC.</p>
 <section class="d-panel"><table class="d-table"><thead><tr><th>Month</th><th>Period</th><th>Download</th></tr></thead><tbody>${rows}</tbody></table></section>
 ${await emailPanel(ctx)}`;
   return send(ctx.reply, status, shell(ctx, { title: 'Statements', active: '/statements', body }));
 }
-
 
 async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
   const base = `/dashboard/${ctx.mode}/statements`;
@@ -75,7 +85,8 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
   return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
 <section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
-    (l) => html`<tr${l.kind === 'balance' ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signedAmount(l)}</td></tr>`,
+    (l) =>
+      html`<tr${l.kind === 'balance' ? html` class="d-total"` : ''}><th scope="row">${l.label}${l.detail ? html`<span class="d-muted d-block">${l.detail}</span>` : ''}</th><td class="d-num">${signedAmount(l)}</td></tr>`,
   )}</tbody></table></section>
 <section class="d-panel"><h2>Activity</h2><dl class="d-facts">
 <dt>Payments credited</dt><dd>${s.payments.count} · ${dollars(s.payments.gross_usd_cents)}</dd>
@@ -87,13 +98,15 @@ ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payme
 ${
   s.by_coin.length
     ? html`<section class="d-panel"><h2>By coin</h2><table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Payments</th><th class="d-num">Received</th><th class="d-num">Value</th></tr></thead><tbody>${s.by_coin.map(
-        (c) => html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(ctx.kasse.chains, ctx.mode, c.chain)}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${c.received_display}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
+        (c) =>
+          html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(ctx.kasse.chains, ctx.mode, c.chain)}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${c.received_display}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
       )}</tbody></table></section>`
     : ''
 }${
   s.payouts.items.length
     ? html`<section class="d-panel"><h2>Payouts sent</h2><table class="d-table"><thead><tr><th>Sent</th><th>Amount</th><th>Destination</th><th class="d-num">USD</th></tr></thead><tbody>${s.payouts.items.map(
-        (p) => html`<tr><td data-label="Sent">${when(p.sent_at)}</td><td data-label="Amount">${p.amount_display} ${p.symbol}</td><td data-label="Destination"><code class="d-mono">${p.destination}</code></td><td data-label="USD" class="d-num">${dollars(p.usd_cents)}</td></tr>`,
+        (p) =>
+          html`<tr><td data-label="Sent">${when(p.sent_at)}</td><td data-label="Amount">${p.amount_display} ${p.symbol}</td><td data-label="Destination"><code class="d-mono">${p.destination}</code></td><td data-label="USD" class="d-num">${dollars(p.usd_cents)}</td></tr>`,
       )}</tbody></table></section>`
     : ''
 }${nav}`;
@@ -118,14 +131,28 @@ export function statementPages(r: Router): void {
   r.page('/statements/:month', 'read', async (ctx, p) => {
     const s = await statementOf(ctx, p.month!);
     if (isTold(s)) return listPage(ctx, s, s.status);
-    return send(ctx.reply, 200, shell(ctx, { title: `Statement — ${monthName(s.month)}`, active: '/statements', body: await statementBody(ctx, s), wide: true }));
+    return send(
+      ctx.reply,
+      200,
+      shell(ctx, {
+        title: `Statement — ${monthName(s.month)}`,
+        active: '/statements',
+        body: await statementBody(ctx, s),
+        wide: true,
+      }),
+    );
   });
 
   for (const kind of ['csv', 'pdf'] as const) {
     r.page(`/statements/:month/${kind}`, 'read', async (ctx, p) => {
       const s = await statementOf(ctx, p.month!);
-      if (isTold(s)) return ctx.reply.code(s.status).header('content-type', 'text/plain; charset=utf-8').send(`${s.message} (${s.code})\n`);
-      const body = kind === 'csv' ? statementCsv(s) : await statementPdf(s, { merchantName: ctx.merchant.name, mode: ctx.mode });
+      if (isTold(s))
+        return ctx.reply
+          .code(s.status)
+          .header('content-type', 'text/plain; charset=utf-8')
+          .send(`${s.message} (${s.code})\n`);
+      const body =
+        kind === 'csv' ? statementCsv(s) : await statementPdf(s, { merchantName: ctx.merchant.name, mode: ctx.mode });
       return ctx.reply
         .header('content-type', kind === 'csv' ? 'text/csv; charset=utf-8' : 'application/pdf')
         .header('content-disposition', `attachment; filename="statement-${s.month}-${ctx.mode}.${kind}"`)
@@ -139,7 +166,11 @@ export function statementPages(r: Router): void {
       if (form.email === 'on') await kasse.statementEmails.subscribe(ctx.user, ctx.mode, ctx.actor);
       else if (form.email === 'off') await kasse.statementEmails.unsubscribe(ctx.user, ctx.mode, ctx.actor);
       else throw invalid('email must be on or off', 'email');
-      return done(ctx.reply, `/dashboard/${ctx.mode}/statements`, form.email === 'on' ? 'statement_email_on' : 'statement_email_off');
+      return done(
+        ctx.reply,
+        `/dashboard/${ctx.mode}/statements`,
+        form.email === 'on' ? 'statement_email_on' : 'statement_email_off',
+      );
     } catch (err) {
       const told = tell(err, { email: 'Use the button on this page.' });
       return listPage(ctx, told, told.status);

@@ -20,30 +20,56 @@ const PAGE = 25;
 const NOT_FOUND = 'There is no such subscription in this mode of your account.';
 
 function table(ctx: Ctx, subs: Subscription[]): Html {
-  if (subs.length === 0) return html`<p class="d-empty">No subscriptions${ctx.mode === 'test' ? ' in test mode yet. Create one with POST /v1/subscriptions and a test key' : ' yet'}.</p>`;
+  if (subs.length === 0)
+    return html`<p class="d-empty">No subscriptions${ctx.mode === 'test' ? ' in test mode yet. Create one with POST /v1/subscriptions and a test key' : ' yet'}.</p>`;
   return html`<table class="d-table"><thead><tr><th>Customer</th><th>Title</th><th class="d-num">Amount</th><th>Status</th><th>Next due</th><th class="d-num">Paid</th></tr></thead><tbody>${subs.map(
-    (s) => html`<tr><td data-label="Customer"><a href="/dashboard/${ctx.mode}/subscriptions/${s.id}">${s.customer.email}</a>${s.customer.name ? html`<br><span class="d-muted">${s.customer.name}</span>` : ''}</td><td data-label="Title">${s.title}</td><td data-label="Amount" class="d-num">${usd(s.amount_usd_cents)} ${every(s.interval, s.interval_count)}</td><td data-label="Status">${badge(s.status)}</td><td data-label="Next due">${s.status === 'cancelled' ? '—' : when(s.next_due_at)}</td><td data-label="Paid" class="d-num">${s.periods_paid} / ${s.periods_invoiced}</td></tr>`,
+    (s) =>
+      html`<tr><td data-label="Customer"><a href="/dashboard/${ctx.mode}/subscriptions/${s.id}">${s.customer.email}</a>${s.customer.name ? html`<br><span class="d-muted">${s.customer.name}</span>` : ''}</td><td data-label="Title">${s.title}</td><td data-label="Amount" class="d-num">${usd(s.amount_usd_cents)} ${every(s.interval, s.interval_count)}</td><td data-label="Status">${badge(s.status)}</td><td data-label="Next due">${s.status === 'cancelled' ? '—' : when(s.next_due_at)}</td><td data-label="Paid" class="d-num">${s.periods_paid} / ${s.periods_invoiced}</td></tr>`,
   )}</tbody></table>`;
 }
 
 async function listPage(ctx: Ctx, query: Record<string, string>) {
-  const status = (SUBSCRIPTION_STATUSES as readonly string[]).includes(query.status ?? '') ? (query.status as SubscriptionStatus) : undefined;
+  const status = (SUBSCRIPTION_STATUSES as readonly string[]).includes(query.status ?? '')
+    ? (query.status as SubscriptionStatus)
+    : undefined;
   let page: { data: Subscription[]; next_cursor: string | null };
   try {
-    page = await ctx.kasse.subscriptions.list({ mode: ctx.mode, merchantId: ctx.merchant.id }, { status, cursor: query.cursor || undefined, limit: PAGE });
+    page = await ctx.kasse.subscriptions.list(
+      { mode: ctx.mode, merchantId: ctx.merchant.id },
+      { status, cursor: query.cursor || undefined, limit: PAGE },
+    );
   } catch (err) {
     tell(err);
     page = await ctx.kasse.subscriptions.list({ mode: ctx.mode, merchantId: ctx.merchant.id }, { status, limit: PAGE });
   }
   const base = `/dashboard/${ctx.mode}/subscriptions`;
-  const filters = html`<nav class="d-filters" aria-label="Status">${[['', 'All'], ...SUBSCRIPTION_STATUSES.map((s) => [s, s.replace('_', ' ')])].map(
-    ([v, label]) => html`<a href="${base}${v ? `?status=${v}` : ''}"${(status ?? '') === v ? html` aria-current="page"` : ''}>${label}</a> `,
+  const filters = html`<nav class="d-filters" aria-label="Status">${[
+    ['', 'All'],
+    ...SUBSCRIPTION_STATUSES.map((s) => [s, s.replace('_', ' ')]),
+  ].map(
+    ([v, label]) =>
+      html`<a href="${base}${v ? `?status=${v}` : ''}"${(status ?? '') === v ? html` aria-current="page"` : ''}>${label}</a> `,
   )}</nav>`;
-  const next = page.next_cursor ? html`<p><a class="d-btn d-secondary" href="${base}?${status ? `status=${status}&` : ''}cursor=${page.next_cursor}">Older</a></p>` : '';
-  return send(ctx.reply, 200, shell(ctx, { title: 'Subscriptions', active: '/subscriptions', body: html`${filters}${table(ctx, page.data)}${next}`, wide: true }));
+  const next = page.next_cursor
+    ? html`<p><a class="d-btn d-secondary" href="${base}?${status ? `status=${status}&` : ''}cursor=${page.next_cursor}">Older</a></p>`
+    : '';
+  return send(
+    ctx.reply,
+    200,
+    shell(ctx, {
+      title: 'Subscriptions',
+      active: '/subscriptions',
+      body: html`${filters}${table(ctx, page.data)}${next}`,
+      wide: true,
+    }),
+  );
 }
 
-const REASON: Record<string, string> = { merchant: 'by you', customer: 'by the customer', unpaid: 'unpaid at the end of grace' };
+const REASON: Record<string, string> = {
+  merchant: 'by you',
+  customer: 'by the customer',
+  unpaid: 'unpaid at the end of grace',
+};
 
 async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) {
   let s: Subscription;
@@ -54,9 +80,14 @@ async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) 
     return refusal(ctx, 404, NOT_FOUND);
   }
   const invoices = s.invoices.length
-    ? html`<table class="d-table"><thead><tr><th>Period</th><th>Payment</th><th class="d-num">Amount</th><th>Status</th><th>Issued</th><th>Paid</th></tr></thead><tbody>${[...s.invoices].reverse().map(
-        (i) => html`<tr><td data-label="Period">${i.period}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${i.payment_id}</a></td><td data-label="Amount" class="d-num">${usd(i.amount_usd_cents)}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Issued">${when(i.created_at)}</td><td data-label="Paid">${when(i.paid_at)}</td></tr>`,
-      )}</tbody></table>`
+    ? html`<table class="d-table"><thead><tr><th>Period</th><th>Payment</th><th class="d-num">Amount</th><th>Status</th><th>Issued</th><th>Paid</th></tr></thead><tbody>${[
+        ...s.invoices,
+      ]
+        .reverse()
+        .map(
+          (i) =>
+            html`<tr><td data-label="Period">${i.period}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${i.payment_id}</a></td><td data-label="Amount" class="d-num">${usd(i.amount_usd_cents)}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Issued">${when(i.created_at)}</td><td data-label="Paid">${when(i.paid_at)}</td></tr>`,
+        )}</tbody></table>`
     : html`<p class="d-empty">Nothing invoiced yet: the first period is due ${when(s.next_due_at)}.</p>`;
   const cancel =
     s.status !== 'cancelled' && ctx.can('payments.write')
@@ -73,7 +104,11 @@ ${s.status === 'cancelled' ? html`<dt>Cancelled</dt><dd>${when(s.cancelled_at)}<
 <dt>Id</dt><dd><code class="d-mono">${s.id}</code></dd>
 </dl>${cancel}</section>
 <section class="d-panel"><h2>Invoices</h2>${invoices}</section>`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: s.title, active: '/subscriptions', body, wide: true }));
+  return send(
+    ctx.reply,
+    told ? told.status : 200,
+    shell(ctx, { title: s.title, active: '/subscriptions', body, wide: true }),
+  );
 }
 
 export function subscriptionPages(r: Router): void {
@@ -82,7 +117,9 @@ export function subscriptionPages(r: Router): void {
 
   r.page('/subscriptions', 'read', async (ctx, _p, query) => listPage(ctx, query));
 
-  r.page('/subscriptions/:id', 'read', async (ctx, p) => (idOk(p.id!) ? subscriptionPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND)));
+  r.page('/subscriptions/:id', 'read', async (ctx, p) =>
+    idOk(p.id!) ? subscriptionPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND),
+  );
 
   r.action('/subscriptions/:id/cancel', 'payments.write', async (ctx, _form, p) => {
     if (!idOk(p.id!)) return refusal(ctx, 404, NOT_FOUND);

@@ -26,19 +26,22 @@ async function teamPage(ctx: Ctx, told: Told | null = null, values: Form = {}, s
   const manage = ctx.can('team.manage');
   const base = `/dashboard/${ctx.mode}/team`;
   const rows = users.map(
-    (u) => html`<tr><td data-label="User">${u.email}${u.id === ctx.user.id ? html` <span class="d-muted">(you)</span>` : ''}</td><td data-label="Role">${
-      manage
-        ? html`<form method="post" action="${base}/${u.id}/role" class="d-inline d-rolefrm">${csrfField(ctx.csrf)}<label class="d-sr" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLES.map(
-            (r) => html`<option value="${r}"${r === u.role ? html` selected` : ''}>${r}</option>`,
-          )}</select><button type="submit" class="d-btn d-secondary d-small">Save</button></form>`
-        : u.role
-    }</td><td data-label="Status">${badge(u.status)}${u.totp ? html` ${badge('2fa')}` : ''}</td><td data-label="Last sign-in">${when(u.last_signin_at)}</td><td>${
-      manage
-        ? html`${
-            u.status === 'invited' ? html`<form method="post" action="${base}/${u.id}/resend" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-secondary d-small">Resend invitation</button></form> ` : ''
-          }<details class="d-confirm"><summary>Remove…</summary><form method="post" action="${base}/${u.id}/remove">${csrfField(ctx.csrf)}<p>Remove ${u.email}? They are signed out at once.</p><button type="submit" class="d-btn d-danger d-small">Remove ${u.email}</button></form></details>`
-        : ''
-    }</td></tr>`,
+    (u) =>
+      html`<tr><td data-label="User">${u.email}${u.id === ctx.user.id ? html` <span class="d-muted">(you)</span>` : ''}</td><td data-label="Role">${
+        manage
+          ? html`<form method="post" action="${base}/${u.id}/role" class="d-inline d-rolefrm">${csrfField(ctx.csrf)}<label class="d-sr" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLES.map(
+              (r) => html`<option value="${r}"${r === u.role ? html` selected` : ''}>${r}</option>`,
+            )}</select><button type="submit" class="d-btn d-secondary d-small">Save</button></form>`
+          : u.role
+      }</td><td data-label="Status">${badge(u.status)}${u.totp ? html` ${badge('2fa')}` : ''}</td><td data-label="Last sign-in">${when(u.last_signin_at)}</td><td>${
+        manage
+          ? html`${
+              u.status === 'invited'
+                ? html`<form method="post" action="${base}/${u.id}/resend" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-secondary d-small">Resend invitation</button></form> `
+                : ''
+            }<details class="d-confirm"><summary>Remove…</summary><form method="post" action="${base}/${u.id}/remove">${csrfField(ctx.csrf)}<p>Remove ${u.email}? They are signed out at once.</p><button type="submit" class="d-btn d-danger d-small">Remove ${u.email}</button></form></details>`
+          : ''
+      }</td></tr>`,
   );
   const invite: Html | string = manage
     ? html`<section class="d-panel"><h2>Invite someone</h2><form method="post" action="${base}/invite" class="d-form">${csrfField(ctx.csrf)}
@@ -60,18 +63,35 @@ export function teamPages(r: Router): void {
     if (!id || !/^usr_[0-9A-Z]{26}$/.test(id)) throw invalid('bad user id', 'user');
     return id;
   };
-  const HINTS = { email: 'Enter the email address of the person to invite.', role: 'Choose owner, member or viewer.', user: 'There is no such user on your team.' };
+  const HINTS = {
+    email: 'Enter the email address of the person to invite.',
+    role: 'Choose owner, member or viewer.',
+    user: 'There is no such user on your team.',
+  };
 
   r.page('/team', 'read', async (ctx) => teamPage(ctx));
 
   r.action('/team/invite', 'team.manage', async (ctx, form) => {
     try {
-      const member = (await kasse.users.team.list(ctx.merchant.id)).find((u) => u.email === normalEmail(form.email ?? ''));
+      const member = (await kasse.users.team.list(ctx.merchant.id)).find(
+        (u) => u.email === normalEmail(form.email ?? ''),
+      );
       if (member) {
-        const told: Told = { status: 400, code: 'invalid_request', field: 'email', message: `${member.email} is already on your team as ${member.role}${member.status === 'invited' ? ' (invited, not yet signed in: use Resend invitation to send a new link)' : ''}.` };
+        const told: Told = {
+          status: 400,
+          code: 'invalid_request',
+          field: 'email',
+          message: `${member.email} is already on your team as ${member.role}${member.status === 'invited' ? ' (invited, not yet signed in: use Resend invitation to send a new link)' : ''}.`,
+        };
         return teamPage(ctx, told, form, told.status);
       }
-      await kasse.users.team.create({ merchantId: ctx.merchant.id, email: form.email ?? '', role: form.role ?? '', actor: ctx.actor, invite: true });
+      await kasse.users.team.create({
+        merchantId: ctx.merchant.id,
+        email: form.email ?? '',
+        role: form.role ?? '',
+        actor: ctx.actor,
+        invite: true,
+      });
       return done(ctx.reply, base(ctx), 'invited');
     } catch (err) {
       const told = tell(err, { role: HINTS.role }, true);
