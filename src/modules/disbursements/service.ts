@@ -15,23 +15,19 @@
  * come back here; a sent payout and a failed one are posted to the ledger (ledger/payouts.ts), a failed one giving
  * its amount back, and once every item settled `disbursement.completed` is published. Rules: docs/disbursements.md.
  */
-import { sql, type Selectable } from 'kysely';
-import fastJson from 'fast-json-stringify';
+import { sql } from 'kysely';
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { TokenConfig } from '../../chains/types.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
-import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
+import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { centsToUnits, formatCents, formatUnits } from '../../core/money.ts';
+import { centsToUnits } from '../../core/money.ts';
 import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
-import type { DisbursementItemsTable, DisbursementsTable } from '../../db/schema.ts';
 import type { TransferProgress } from '../../chains/ports.ts';
 import type { Actor, AuditEntry, AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
-import { renderEmail } from '../email/template.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import { accounts, USD, type LedgerService } from '../ledger/ledger.ts';
 import { postPayoutFailed, postPayoutRelease, postPayoutSent } from '../ledger/payouts.ts';
@@ -42,20 +38,28 @@ import type { PayoutRecords, SentPayout } from '../statements/payouts.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
 import { isOwner, ownerEmails } from '../users/owners.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
-import { approvalKey, approvalMac, batchDigest, macMatches, type CanonicalBatch } from './approval.ts';
+import { approvalKey, approvalMac, batchDigest, macMatches } from './approval.ts';
+import { mailOwners, usdText } from './mail.ts';
+import {
+  batchItems,
+  batchRow,
+  batchToken,
+  canonicalBatch,
+  loadDisbursement,
+  loadDisbursements,
+  serializeDisbursement,
+  type ItemRow,
+} from './records.ts';
 import {
   DISBURSEMENT_LIMITS,
-  DisbursementSchema,
   type CreateDisbursementInput,
   type Disbursement,
   type DisbursementStatus,
 } from './schema.ts';
+import { payoutTotals, sentPayouts } from './statements.ts';
 
 /** The purpose payouts carry in the transfers module. */
 export const PAYOUT_PURPOSE = 'payout';
-
-export type DisbursementRow = Selectable<DisbursementsTable>;
-export type ItemRow = Selectable<DisbursementItemsTable>;
 
 export interface DisbursementDeps {
   db: Db;
@@ -80,9 +84,6 @@ export interface ListQuery {
   cursor?: string;
   limit?: number;
 }
-
-/** JSON text of a Disbursement exactly as the API serialises it: webhook data is the API's answer. */
-export const serializeDisbursement = fastJson(DisbursementSchema as never) as (d: Disbursement) => string;
 
 export class DisbursementService implements TransferOwner, PayoutRecords {
   private readonly macKey: Buffer;
@@ -165,9 +166,9 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         target: { type: 'disbursement', id },
         details: { title: input.title, items: input.items.length, total_usd_cents: Number(total), token: token.id },
       });
-      const d = await this.loadIn(tx, mode, merchantId, id);
+      const d = await this.load(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.created');
-      await this.mailOwners(tx, mode, d, owners);
+      await mailOwners(this.deps, tx, mode, d, owners);
       return d;
     });
     return { status: result.status, disbursement: result.body };
@@ -194,29 +195,29 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .execute()
     ).map((r) => r.id);
     const page = ids.slice(0, limit);
-    const data = await this.loadMany(this.deps.db, mode, merchantId, page);
+    const data = await loadDisbursements(this.deps.db, this.deps.chains, mode, merchantId, page);
     return { data, next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null };
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
-    return this.loadIn(this.deps.db, mode, merchantId, id);
+    return this.load(this.deps.db, mode, merchantId, id);
   }
 
   /** When the last payout of a released batch settled (`disbursement.completed`), or null while some are open. */
   async completedAt(mode: Mode, merchantId: string, id: string): Promise<string | null> {
-    return (await this.row(this.deps.db, mode, merchantId, id)).completed_at?.toISOString() ?? null;
+    return (await batchRow(this.deps.db, mode, merchantId, id)).completed_at?.toISOString() ?? null;
   }
 
   /** The SHA-256 digest of the batch as stored now: what an owner approves (approval.ts). */
   async digest(mode: Mode, merchantId: string, id: string): Promise<string> {
-    const row = await this.row(this.deps.db, mode, merchantId, id);
-    return batchDigest(this.canonical(row, await this.items(this.deps.db, id)));
+    const row = await batchRow(this.deps.db, mode, merchantId, id);
+    return batchDigest(canonicalBatch(row, await batchItems(this.deps.db, id)));
   }
 
   /** Cancels a batch before release; 422 `invalid_state` once released or cancelled. */
   async cancel(mode: Mode, merchantId: string, id: string, actor: Actor): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
-      const row = await this.row(tx, mode, merchantId, id, true);
+      const row = await batchRow(tx, mode, merchantId, id, true);
       if (row.status !== 'pending_approval' && row.status !== 'approved')
         throw invalidState(
           `This disbursement is ${row.status.replace('_', ' ')}; only a batch that is not released yet can be cancelled.`,
@@ -233,7 +234,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         action: 'disbursement.cancel',
         target: { type: 'disbursement', id },
       });
-      const d = await this.loadIn(tx, mode, merchantId, id);
+      const d = await this.load(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.cancelled');
       return d;
     });
@@ -283,12 +284,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     actor: Actor,
   ): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
-      const row = await this.row(tx, mode, merchantId, id, true);
+      const row = await batchRow(tx, mode, merchantId, id, true);
       await assertOwner(tx, merchantId, userId);
       if (row.status !== 'pending_approval')
         throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
-      const items = await this.items(tx, id);
-      const batch = this.canonical(row, items);
+      const items = await batchItems(tx, id);
+      const batch = canonicalBatch(row, items);
       const current = batchDigest(batch);
       if (digest !== current)
         throw invalidState(
@@ -317,13 +318,13 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         target: { type: 'disbursement', id },
         details: { digest: current, approvals: agreeing.length, required: row.approvals_required },
       });
-      if (agreeing.length < row.approvals_required) return this.loadIn(tx, mode, merchantId, id);
+      if (agreeing.length < row.approvals_required) return this.load(tx, mode, merchantId, id);
       await tx
         .updateTable('disbursements')
         .set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) })
         .where('id', '=', id)
         .execute();
-      const d = await this.loadIn(tx, mode, merchantId, id);
+      const d = await this.load(tx, mode, merchantId, id);
       await this.publish(tx, mode, d, 'disbursement.approved');
       return d;
     });
@@ -340,14 +341,14 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       { merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id } },
       () =>
         withTx(this.deps.db, async (tx) => {
-          const row = await this.row(tx, mode, merchantId, id, true);
+          const row = await batchRow(tx, mode, merchantId, id, true);
           await assertOwner(tx, merchantId, userId);
           if (row.status !== 'approved')
             throw invalidState(
               `This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`,
             );
-          const items = await this.items(tx, id);
-          if (!row.approval_mac || !macMatches(this.macKey, this.canonical(row, items), row.approval_mac)) {
+          const items = await batchItems(tx, id);
+          if (!row.approval_mac || !macMatches(this.macKey, canonicalBatch(row, items), row.approval_mac)) {
             await this.deps.audit.record(tx, {
               merchantId,
               mode,
@@ -362,7 +363,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
             );
             return 'changed' as const;
           }
-          const token = this.token(row);
+          const token = batchToken(this.deps.chains, row);
           if (!token)
             throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
           // One release at a time per merchant: the balance read below stays true until this transaction commits.
@@ -411,7 +412,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
             target: { type: 'disbursement', id },
             details: { total_usd_cents: Number(total), items: items.length },
           });
-          const d = await this.loadIn(tx, mode, merchantId, id);
+          const d = await this.load(tx, mode, merchantId, id);
           await this.publish(tx, mode, d, 'disbursement.released');
           return d;
         }),
@@ -450,7 +451,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     }
     const { mode, merchant_id: merchantId } = found;
     // Settlements of one batch queue here, so exactly one of them sees the last item settle.
-    const row = await this.row(tx, mode, merchantId, found.disbursement_id, true);
+    const row = await batchRow(tx, mode, merchantId, found.disbursement_id, true);
     const item = await tx
       .selectFrom('disbursement_items')
       .selectAll()
@@ -486,7 +487,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       .limit(1)
       .executeTakeFirst();
     if (!open) await tx.updateTable('disbursements').set({ completed_at: now }).where('id', '=', row.id).execute();
-    const d = await this.loadIn(tx, mode, merchantId, row.id);
+    const d = await this.load(tx, mode, merchantId, row.id);
     await this.publish(tx, mode, d, t.status === 'sent' ? 'payout.sent' : 'payout.failed');
     if (!open) await this.publish(tx, mode, d, 'disbursement.completed');
   }
@@ -498,184 +499,23 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 
   // ---- statements (PayoutRecords) -----------------------------------------------------------------------------
 
-  async sent(mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]> {
-    const rows = await this.deps.db
-      .selectFrom('disbursement_items as i')
-      .innerJoin('disbursements as d', 'd.id', 'i.disbursement_id')
-      .select(['i.payout_id', 'i.sent_at', 'i.usd_cents', 'd.token', 'i.amount', 'i.destination', 'i.tx_hash'])
-      .where('d.merchant_id', '=', merchantId)
-      .where('d.mode', '=', mode)
-      .where('i.payout_status', '=', 'sent')
-      .where('i.sent_at', '>=', from)
-      .where('i.sent_at', '<', to)
-      .orderBy('i.sent_at')
-      .orderBy('i.payout_id')
-      .execute();
-    return rows.map((r) => ({
-      id: r.payout_id!,
-      sentAt: r.sent_at!,
-      usdCents: r.usd_cents,
-      token: r.token,
-      amount: BigInt(r.amount),
-      destination: r.destination,
-      txHash: r.tx_hash,
-    }));
+  sent(mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]> {
+    return sentPayouts(this.deps.db, mode, merchantId, from, to);
   }
 
-  async totals(
+  totals(
     mode: Mode,
     merchantId: string,
     from: Date,
     to: Date,
   ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
-    const sum = async (column: 'd.released_at' | 'i.settled_at', failedOnly: boolean) => {
-      let q = this.deps.db
-        .selectFrom('disbursement_items as i')
-        .innerJoin('disbursements as d', 'd.id', 'i.disbursement_id')
-        .select(sql<string>`coalesce(sum(i.usd_cents), 0)`.as('s'))
-        .where('d.merchant_id', '=', merchantId)
-        .where('d.mode', '=', mode)
-        .where('i.payout_id', 'is not', null)
-        .where(column, '>=', from)
-        .where(column, '<', to);
-      if (failedOnly) q = q.where('i.payout_status', '=', 'failed');
-      return BigInt((await q.executeTakeFirstOrThrow()).s);
-    };
-    return { releasedUsdCents: await sum('d.released_at', false), failedUsdCents: await sum('i.settled_at', true) };
+    return payoutTotals(this.deps.db, mode, merchantId, from, to);
   }
 
-  // ---- reading and rendering ------------------------------------------------------------------------------------
+  // ---- events ------------------------------------------------------------------------------------------------
 
-  private async row(db: DbOrTx, mode: Mode, merchantId: string, id: string, lock = false): Promise<DisbursementRow> {
-    let q = db
-      .selectFrom('disbursements')
-      .selectAll()
-      .where('id', '=', id)
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode);
-    if (lock) q = q.forUpdate();
-    const row = await q.executeTakeFirst();
-    if (!row) throw notFound('disbursement');
-    return row;
-  }
-
-  private items(db: DbOrTx, id: string): Promise<ItemRow[]> {
-    return db
-      .selectFrom('disbursement_items')
-      .selectAll()
-      .where('disbursement_id', '=', id)
-      .orderBy('item_no')
-      .execute();
-  }
-
-  private canonical(row: DisbursementRow, items: ItemRow[]): CanonicalBatch {
-    return {
-      id: row.id,
-      merchantId: row.merchant_id,
-      mode: row.mode,
-      token: row.token,
-      totalUsdCents: row.total_usd_cents,
-      items,
-    };
-  }
-
-  private token(row: Pick<DisbursementRow, 'mode' | 'token'>): TokenConfig | null {
-    return this.deps.chains.token(row.mode, row.token) ?? null;
-  }
-
-  private async loadIn(db: DbOrTx, mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
-    const [d] = await this.loadMany(db, mode, merchantId, [id]);
-    if (!d) throw notFound('disbursement');
-    return d;
-  }
-
-  private async loadMany(db: DbOrTx, mode: Mode, merchantId: string, ids: string[]): Promise<Disbursement[]> {
-    if (ids.length === 0) return [];
-    const [rows, items, approvals] = await Promise.all([
-      db
-        .selectFrom('disbursements')
-        .selectAll()
-        .where('id', 'in', ids)
-        .where('merchant_id', '=', merchantId)
-        .where('mode', '=', mode)
-        .execute(),
-      db
-        .selectFrom('disbursement_items')
-        .selectAll()
-        .where('disbursement_id', 'in', ids)
-        .orderBy('disbursement_id')
-        .orderBy('item_no')
-        .execute(),
-      db
-        .selectFrom('disbursement_approvals')
-        .selectAll()
-        .where('disbursement_id', 'in', ids)
-        .orderBy('approved_at')
-        .orderBy('user_id')
-        .execute(),
-    ]);
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return ids.flatMap((id) => {
-      const row = byId.get(id);
-      if (!row) return [];
-      return [
-        this.json(
-          row,
-          items.filter((i) => i.disbursement_id === id),
-          approvals.filter((a) => a.disbursement_id === id),
-        ),
-      ];
-    });
-  }
-
-  /** The API's Disbursement, every field of the spec present. */
-  json(row: DisbursementRow, items: ItemRow[], approvals: Array<{ user_id: string; approved_at: Date }>): Disbursement {
-    const token = this.token(row);
-    const decimals = token?.decimals ?? 0;
-    let sent = 0;
-    let failed = 0;
-    for (const i of items) {
-      if (i.payout_status === 'sent') sent++;
-      else if (i.payout_status === 'failed') failed++;
-    }
-    return {
-      id: row.id,
-      merchant_id: row.merchant_id,
-      token: row.token,
-      symbol: token?.symbol ?? row.token.split(':')[1]!.toUpperCase(),
-      chain: row.token.split(':')[0]!,
-      title: row.title,
-      status: row.status,
-      total_usd_cents: Number(row.total_usd_cents),
-      item_count: row.item_count,
-      approvals_required: row.approvals_required,
-      approvals: approvals.map((a) => ({ user_id: a.user_id, approved_at: a.approved_at.toISOString() })),
-      approval_mac: row.approval_mac,
-      released_at: row.released_at?.toISOString() ?? null,
-      released_by: row.released_by,
-      cancelled_at: row.cancelled_at?.toISOString() ?? null,
-      created_by: row.created_by,
-      created_at: row.created_at.toISOString(),
-      items: items.map((i) => ({
-        item_no: i.item_no,
-        destination: i.destination,
-        usd_cents: i.usd_cents,
-        amount: i.amount,
-        amount_display: formatUnits(BigInt(i.amount), decimals),
-        label: i.label,
-        payout:
-          i.payout_id === null
-            ? null
-            : {
-                id: i.payout_id,
-                status: i.payout_status!,
-                tx_hash: i.tx_hash,
-                error: i.error,
-                sent_at: i.sent_at?.toISOString() ?? null,
-              },
-      })),
-      progress: { sent, failed, open: items.length - sent - failed },
-    };
+  private load(db: DbOrTx, mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
+    return loadDisbursement(db, this.deps.chains, mode, merchantId, id);
   }
 
   private publish(tx: Tx, mode: Mode, d: Disbursement, type: string) {
@@ -689,36 +529,6 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
       destination: null,
     });
   }
-
-  /** Mails every owner that a batch waits for approval (in the creating transaction: the outbox sends it). */
-  private async mailOwners(tx: Tx, mode: Mode, d: Disbursement, owners: readonly string[]): Promise<void> {
-    const url = `${this.deps.checkoutBase()}/dashboard/${mode}/disbursements/${d.id}`;
-    const content = renderEmail({
-      heading: `A disbursement waits for your approval`,
-      paragraphs: [
-        `“${d.title}” pays ${d.item_count} ${d.item_count === 1 ? 'address' : 'addresses'} ${usdText(BigInt(d.total_usd_cents))} in ${d.symbol} on ${d.chain}.`,
-        `It needs ${d.approvals_required} owner ${d.approvals_required === 1 ? 'approval' : 'approvals'}. Check every item on the dashboard and approve it there with your authenticator code.`,
-      ],
-      action: { label: 'Review the disbursement', url },
-      details: [
-        ['Disbursement', d.id],
-        ['Total', usdText(BigInt(d.total_usd_cents))],
-        ['Items', String(d.item_count)],
-      ],
-    });
-    for (const email of owners) {
-      await this.deps.email.enqueue(tx, {
-        merchantId: d.merchant_id,
-        mode: mode,
-        kind: 'disbursement.approval',
-        to: email,
-        subject: `Approve disbursement: ${d.title}`,
-        text: content.text,
-        html: content.html,
-        dedupeKey: `disbursement:${d.id}:approval:${email}`,
-      });
-    }
-  }
 }
 
 /** Cross-item rules JSON Schema cannot say (none beyond the schema today; kept for the dashboard's CSV path). */
@@ -731,9 +541,4 @@ function assertItems(input: CreateDisbursementInput): void {
 async function assertOwner(db: DbOrTx, merchantId: string, userId: string): Promise<void> {
   if (!(await isOwner(db, merchantId, userId)))
     throw invalidState('Only an owner of the account can approve or release a disbursement.');
-}
-
-function usdText(cents: bigint): string {
-  const neg = cents < 0n;
-  return `${neg ? '-' : ''}$${formatCents(neg ? -cents : cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
 }
