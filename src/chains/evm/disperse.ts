@@ -30,7 +30,7 @@ import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { NetworkConfig } from '../types.ts';
 import { disperseAbi, erc20Abi } from './contracts.ts';
 import type { RpcClient } from './rpc.ts';
-import type { OutgoingCall, Settlement, TransferRow } from './sender.ts';
+import type { OutgoingCall, Settlement, TransferRow } from './transfer.ts';
 
 /** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
 export const BATCH_GAS_EXTRA = 100_000n;

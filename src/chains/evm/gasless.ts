@@ -37,7 +37,7 @@ import type { PaymentsPort } from '../ports.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { EvmAdapter } from './adapter.ts';
 import { erc20Abi } from './contracts.ts';
-import { revertData } from './sender.ts';
+import { revertData } from './transfer.ts';
 
 /** The body of `POST /p/{payment_id}/gasless`: an EIP-3009 TransferWithAuthorization and its signature. */
 export interface GaslessAuthorization {

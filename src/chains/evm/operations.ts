@@ -32,7 +32,8 @@ import type { EvmAdapter } from './adapter.ts';
 import { forwarderImplementation } from './address.ts';
 import { artifact, erc20Abi, forwarderFactoryAbi } from './contracts.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
-import { allocateNonce, EvmSender } from './sender.ts';
+import { EvmSender } from './sender.ts';
+import { allocateNonce } from './transfer.ts';
 
 export type HotWallet = LocalAccount;
 

@@ -18,183 +18,40 @@
  * backoff) and reports settled refunds and payouts to the `TransferSink` (the transfers module, which calls back the
  * module that asked). A gasless relay is the family's own business and is only recorded. Where the network names a
  * Disperse contract, ERC-20 payouts go out in batches (disperse.ts).
+ * Beside it: its options (sender-options.ts), the transfer's types, calls and nonces (transfer.ts), and the fee
+ * arithmetic (fees.ts).
  *
  * NOTE: a reverted transaction consumed its nonce on chain like any other; the counter simply moves on and the
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
 import { sql } from 'kysely';
-import type { Selectable } from 'kysely';
-import {
-  decodeFunctionResult,
-  encodeFunctionData,
-  getAddress,
-  keccak256,
-  parseGwei,
-  type Address,
-  type Hex,
-  type LocalAccount,
-} from 'viem';
-import type { Clock } from '../../core/clock.ts';
-import type { Metrics } from '../../core/metrics.ts';
+import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
 import { formatUnits } from '../../core/money.ts';
-import type { Logger } from '../../core/log.ts';
-import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
+import { afterCommit, withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import type { OutgoingSender, TransferRequest } from '../ports.ts';
 import { reportsToSink, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { ChainRegistry } from '../registry.ts';
-import type { NetworkConfig, TokenConfig } from '../types.ts';
+import type { NetworkConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
 import { erc20Abi } from './contracts.ts';
 import { BATCH_GAS_EXTRA, DisperseBatches } from './disperse.ts';
-import type { EvmTransfersTable } from './schema.ts';
+import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
-
-export type TransferPurpose = 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
-export type TransferRow = Selectable<EvmTransfersTable>;
+import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type SenderChain } from './sender-options.ts';
+import {
+  allocateNonce,
+  isRevert,
+  transferCall,
+  type OutgoingCall,
+  type RpcReceipt,
+  type Settlement,
+  type TransferRow,
+} from './transfer.ts';
 
 export type { StepResult };
-
-/** A call from the hot wallet to record: the transaction (to, value, data) and what it moves to whom. */
-export interface OutgoingCall {
-  id: string;
-  purpose: TransferPurpose;
-  to: string;
-  value: bigint;
-  data: Hex;
-  token: string;
-  destination: string;
-  amount: bigint;
-}
-
-/** The network an EvmSender sends on: an EvmAdapter (its RPC client is shared with the watcher). */
-export type SenderChain = Pick<EvmAdapter, 'network' | 'mode' | 'rpc'>;
-
-export interface EvmSenderDeps {
-  db: Db;
-  clock: Clock;
-  log: Logger;
-  metrics?: Metrics;
-  /** The hot wallet (wallet.ts), derived on first use (an HD derivation costs a few hundred ms). Never logged. */
-  account: () => LocalAccount;
-  /** Where settled refunds and payouts are reported (the transfers module); gasless relays are only recorded. */
-  sink: TransferSink | null;
-}
-
-export interface EvmSenderOptions {
-  /** Cap on maxFeePerGas in wei. Default: the network's `max_fee_gwei`, else SENDER_DEFAULTS.maxFeePerGas. */
-  maxFeePerGas?: bigint;
-  /** Blocks a broadcast version may stay unmined before it is replaced. Default: `replace_after_blocks`, else 10. */
-  replaceAfterBlocks?: number;
-  /** Confirmations a receipt needs before the transfer settles. Default: the network's highest tier. */
-  confirmations?: number;
-  /** Transfers a worker takes per pass, and how long it holds them. */
-  batch?: number;
-  leaseMs?: number;
-  /** Backoff after a failed try: base·2^tries, at most max. */
-  retryBaseMs?: number;
-  retryMaxMs?: number;
-}
-
-export const SENDER_DEFAULTS = {
-  maxFeePerGas: parseGwei('300'),
-  replaceAfterBlocks: 10,
-  batch: 50,
-  leaseMs: 60_000,
-  retryBaseMs: 5_000,
-  retryMaxMs: 600_000,
-  /** Used when a node does not answer eth_maxPriorityFeePerGas. */
-  fallbackTip: parseGwei('1'),
-} as const;
-
-/** Fee bump of a replacement: +12.5 % on both fields (nodes require at least +10 %). */
-const BUMP_NUM = 1125n;
-const BUMP_DEN = 1000n;
-/** Gas limit = estimate + 20 % (unused gas is not paid for). */
-const GAS_MARGIN_NUM = 12n;
-const GAS_MARGIN_DEN = 10n;
-
-interface Fees {
-  maxFeePerGas: bigint;
-  maxPriorityFeePerGas: bigint;
-}
-
-/** How a transfer settles (a batch's logs say which of its payouts the token refused). */
-export interface Settlement {
-  status: 'sent' | 'failed';
-  txHash: string | null;
-  error: string | null;
-  blockNumber?: bigint;
-  gasUsed?: bigint;
-  logs?: RpcReceipt['logs'];
-}
-
-interface RpcReceipt {
-  status: Hex;
-  blockNumber: Hex | null;
-  gasUsed: Hex;
-  logs?: Array<{ address: Hex; topics: [Hex, ...Hex[]]; data: Hex }>;
-}
-
-const hex = (n: bigint): Hex => `0x${n.toString(16)}`;
-const ceilBump = (n: bigint): bigint => (n * BUMP_NUM + BUMP_DEN - 1n) / BUMP_DEN;
-
-/** A JSON-RPC answer saying the call reverted (estimateGas, eth_call). */
-export function isRevert(err: unknown): boolean {
-  return err instanceof RpcError && /revert/i.test(err.message);
-}
-
-/** The revert data of a reverted call, where the node sent it (geth: `data`; Hardhat: `data.data`). */
-export function revertData(err: unknown): Hex | null {
-  if (!(err instanceof RpcError)) return null;
-  const d = err.data as unknown;
-  if (typeof d === 'string' && /^0x[0-9a-fA-F]*$/.test(d)) return d as Hex;
-  if (d && typeof d === 'object' && typeof (d as { data?: unknown }).data === 'string') {
-    const inner = (d as { data: string }).data;
-    if (/^0x[0-9a-fA-F]*$/.test(inner)) return inner as Hex;
-  }
-  return null;
-}
-
-/** The transaction that moves `amount` of `token` from the hot wallet to `destination`. */
-export function transferCall(
-  token: TokenConfig,
-  destination: string,
-  amount: bigint,
-): { to: string; value: bigint; data: Hex } {
-  if (token.kind === 'native') return { to: getAddress(destination), value: amount, data: '0x' };
-  if (token.kind === 'erc20' && token.contract) {
-    return {
-      to: getAddress(token.contract),
-      value: 0n,
-      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(destination), amount] }),
-    };
-  }
-  throw new Error(`${token.id}: an EVM sender cannot send a ${token.kind} token`);
-}
-
-/**
- * Allocates the hot wallet's next nonce on (mode, chain) inside `tx` and returns it. The stored counter wins unless
- * the chain has seen more transactions from the wallet (`chainNonce`, its mined transaction count: the wallet was
- * used outside this counter), then it jumps there. Anything else that signs with the hot wallet on a network must
- * take its nonces here too.
- */
-export async function allocateNonce(
-  tx: Tx,
-  key: { mode: Mode; chain: string; address: string },
-  chainNonce: bigint,
-  now: Date,
-): Promise<bigint> {
-  const { rows } = await sql<{ nonce: string | bigint }>`
-    INSERT INTO evm_nonces (mode, chain, address, next_nonce, updated_at)
-    VALUES (${key.mode}, ${key.chain}, ${key.address}, ${(chainNonce + 1n).toString()}::bigint, ${now})
-    ON CONFLICT (mode, chain, address) DO UPDATE
-      SET next_nonce = GREATEST(evm_nonces.next_nonce, ${chainNonce.toString()}::bigint) + 1, updated_at = excluded.updated_at
-    RETURNING next_nonce - 1 AS nonce`.execute(tx);
-  return BigInt(rows[0]!.nonce);
-}
 
 export class EvmSender implements OutgoingSender {
   readonly network: NetworkConfig;
@@ -729,12 +586,4 @@ export function evmSenders(kasse: { chains: ChainRegistry }): EvmSender[] {
     }
   }
   return out;
-}
-
-function min(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
-}
-
-function max(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
 }
