@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { parseSolanaSettings } from '../../src/chains/solana/config.ts';
 import { SolanaKeys } from '../../src/chains/solana/keys.ts';
 import { parseTransferRequestUri, transferRequestUri } from '../../src/chains/solana/pay.ts';
-import { transfersOf } from '../../src/chains/solana/watcher.ts';
+import { transfersOf } from '../../src/chains/solana/blocks.ts';
 import type { TokenConfig } from '../../src/chains/types.ts';
 
 const MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';

@@ -54,7 +54,8 @@ import { withTx } from '../../db/index.ts';
 import type { TokenConfig } from '../types.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { keyPairOf } from './keys.ts';
-import { LAMPORTS_PER_SIGNATURE, type SolanaTransferRow } from './sender.ts';
+import { LAMPORTS_PER_SIGNATURE } from './plans.ts';
+import type { SolanaTransferRow } from './sender.ts';
 import { associatedTokenAccount, MAX_TRANSACTION_BYTES, type Lifetime } from './transactions.ts';
 
 /** What the checkout knows of a coin choice (from the payments module's read-only port). */

@@ -18,73 +18,33 @@
  *              rebuilt (the payer signed it): it fails when it expires.
  * The transfers queue (../queue.ts) leases the rows, drives these steps, applies the failure rule (a refusal no retry
  * cures fails a transfer nothing of which can land; the rest waits a backoff) and reports settled refunds and payouts
- * to the `TransferSink`; this file supplies the steps and the versions.
+ * to the `TransferSink`; this file supplies the steps and the versions, plans.ts the instructions a plan becomes.
  */
 import { sql, type Selectable } from 'kysely';
-import { address, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
+import type { Address } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
-import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
-import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
-import { errorText, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
+import { TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
 import { SolanaRpcError, type SolanaRpc } from './rpc.ts';
+import { planInstructions, type Plan, type PlanContext } from './plans.ts';
 import {
-  associatedTokenAccount,
-  emptyTokenAccountInstructions,
   MAX_TRANSACTION_BYTES,
-  openTokenAccountInstruction,
-  readTokenAccount,
   signerOf,
   signInstructions,
-  solTransferInstruction,
-  transferInstructions,
   type Lifetime,
-  type RpcAccount,
   type SignedTransaction,
-  TOKEN_PROGRAM_ADDRESS,
 } from './transactions.ts';
 
 export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
 export type SolanaTransferRow = Selectable<SolanaTransfersTable>;
 export type { StepResult };
-
-export type Plan =
-  | { kind: 'transfer'; token: string; destination: string; amount: string }
-  | { kind: 'account'; owner: string; mint: string }
-  | { kind: 'sweep'; treasury: string; items: Array<{ index: string; address: string }>; built?: SweepSummary }
-  | { kind: 'relay' };
-
-/** A plan turned into instructions, or nothing to send (`skip`: settled as `ok` says), or not now (`wait`). */
-type Built =
-  | { instructions: Instruction[]; summary?: SweepSummary }
-  | { skip: string; ok: boolean; summary?: SweepSummary }
-  | { wait: string };
-
-/**
- * What a sweep version moves: lamports and token units to the treasury, token accounts closed, rent recovered; and
- * the token balances it leaves because no sweep can move them (`left`).
- */
-export interface SweepSummary {
-  lamports: string;
-  tokens: Record<string, string>;
-  closed: string[];
-  rent: string;
-  left: SweepLeft[];
-}
-
-/** A token balance a sweep cannot move: a mint the network does not configure, or a frozen account. */
-export interface SweepLeft {
-  account: string;
-  mint: string;
-  amount: string;
-  reason: string;
-}
 
 export interface SolanaSenderDeps {
   db: Db;
@@ -99,23 +59,13 @@ export interface SolanaSenderDeps {
 export type SolanaSenderOptions = Partial<QueueOptions>;
 
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 2_000, retryMaxMs: 300_000 };
-/** NOTE: Solana's base fee, per signature (no priority fee is added). */
-export const LAMPORTS_PER_SIGNATURE = 5000n;
-
-/** A transfer's destination as an address; one that is not fails the transfer for good. */
-function destinationOf(destination: string): Address {
-  try {
-    return address(destination);
-  } catch (err) {
-    throw new PermanentTransferError(`${destination} is not a Solana address: ${errorText(err)}`);
-  }
-}
 
 export class SolanaSender implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly queue: TransferQueue<SolanaTransferRow>;
   private readonly listeners: Array<() => void> = [];
+  private readonly plans: PlanContext;
 
   constructor(
     private readonly chain: { network: NetworkConfig; mode: Mode; rpc(): SolanaRpc },
@@ -124,6 +74,7 @@ export class SolanaSender implements OutgoingSender {
   ) {
     this.network = chain.network;
     this.mode = chain.mode;
+    this.plans = { network: chain.network, mode: chain.mode, keys: deps.keys, log: deps.log, rpc: () => chain.rpc() };
     this.queue = new TransferQueue<SolanaTransferRow>(
       'solana',
       'solana_transfers',
@@ -298,18 +249,6 @@ export class SolanaSender implements OutgoingSender {
     return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight) };
   }
 
-  private async accounts(keys: string[]): Promise<Array<RpcAccount | null>> {
-    const out: Array<RpcAccount | null> = [];
-    for (let i = 0; i < keys.length; i += 100) {
-      const r = await this.rpc().request<{ value: Array<RpcAccount | null> }>('getMultipleAccounts', [
-        keys.slice(i, i + 100),
-        { encoding: 'base64', commitment: 'confirmed' },
-      ]);
-      out.push(...r.value);
-    }
-    return out;
-  }
-
   /** Builds, signs and stores a new version of `row`'s plan (from `pending`, or `broadcast` after an expiry). */
   private async build(row: SolanaTransferRow, from: 'pending' | 'signed' | 'broadcast'): Promise<StepOutcome> {
     const plan = row.plan as Plan;
@@ -322,7 +261,7 @@ export class SolanaSender implements OutgoingSender {
       });
     const hot = await signerOf(this.deps.keys.hotWallet());
     const lifetime = await this.lifetime();
-    const built = await this.instructions(plan, hot);
+    const built = await planInstructions(this.plans, plan, hot);
     if ('wait' in built) return { retry: built.wait };
     if ('skip' in built) {
       if (built.summary)
@@ -403,122 +342,6 @@ export class SolanaSender implements OutgoingSender {
         'solana transfer signed',
       );
     return 'progress';
-  }
-
-  /** The instructions of a plan, after checking what they need; `skip` when nothing is to be sent. */
-  private async instructions(plan: Exclude<Plan, { kind: 'relay' }>, hot: KeyPairSigner): Promise<Built> {
-    if (plan.kind === 'account') {
-      const ata = await associatedTokenAccount(plan.owner, plan.mint);
-      const [existing] = await this.accounts([ata]);
-      if (existing) return { skip: 'the token account is already open', ok: true };
-      return { instructions: [openTokenAccountInstruction(hot, plan.owner, plan.mint, ata)] };
-    }
-    if (plan.kind === 'transfer') {
-      const token = this.network.tokens.find((t) => t.id === plan.token);
-      if (!token) return { skip: `${plan.token} is no longer configured`, ok: false };
-      const amount = BigInt(plan.amount);
-      const [wallet, tokenAccount] = await this.accounts([
-        hot.address,
-        ...(token.kind === 'spl' ? [await associatedTokenAccount(hot.address, token.contract!)] : []),
-      ]);
-      const lamports = BigInt(wallet?.lamports ?? 0);
-      const needLamports = (token.kind === 'native' ? amount : 0n) + 2n * LAMPORTS_PER_SIGNATURE + 2_039_280n;
-      if (lamports < needLamports)
-        return {
-          wait: `hot wallet ${hot.address} holds ${formatUnits(lamports, 9)} SOL; the transfer needs up to ${formatUnits(needLamports, 9)} SOL`,
-        };
-      if (token.kind === 'spl') {
-        const held = readTokenAccount(tokenAccount ?? null)?.amount ?? 0n;
-        if (held < amount)
-          return { wait: `hot wallet ${hot.address} holds ${held} of ${token.id}, the transfer needs ${amount}` };
-      }
-      return { instructions: await transferInstructions(hot, hot, token, destinationOf(plan.destination), amount) };
-    }
-    return this.sweepInstructions(plan, hot);
-  }
-
-  /**
-   * Everything the swept keys hold: every token account of a configured mint a key owns (its associated one, and any
-   * other a payer opened for it; found with getTokenAccountsByOwner) emptied to the treasury and closed, then SOL.
-   * What cannot be moved (another mint, a frozen account) is left and listed in the summary's `left`.
-   */
-  private async sweepInstructions(plan: Extract<Plan, { kind: 'sweep' }>, hot: KeyPairSigner): Promise<Built> {
-    const mints = new Map(
-      this.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t]),
-    );
-    const wallets = await this.accounts(plan.items.map((i) => i.address));
-    const instructions: Instruction[] = [];
-    const summary: SweepSummary = { lamports: '0', tokens: {}, closed: [], rent: '0', left: [] };
-    const treasuryAtas = new Map<string, Address>();
-    let lamports = 0n;
-    let rent = 0n;
-    for (const [i, item] of plan.items.entries()) {
-      const owner = await signerOf(this.deps.keys.deposit(this.mode, BigInt(item.index)));
-      if (owner.address !== item.address)
-        throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
-      for (const { pubkey, account } of await this.tokenAccountsOf(item.address)) {
-        const t = readTokenAccount(account);
-        if (!t) continue;
-        const m = mints.get(t.mint);
-        if (!m || t.frozen) {
-          if (t.amount > 0n)
-            summary.left.push({
-              account: pubkey,
-              mint: t.mint,
-              amount: t.amount.toString(),
-              reason: m ? 'the account is frozen' : 'the mint is not configured on this network',
-            });
-          continue;
-        }
-        let to = treasuryAtas.get(t.mint);
-        if (!to && t.amount > 0n) {
-          to = await associatedTokenAccount(plan.treasury, t.mint);
-          treasuryAtas.set(t.mint, to);
-          instructions.push(openTokenAccountInstruction(hot, plan.treasury, t.mint, to));
-        }
-        // An account whose close authority is someone else is emptied but stays open (its rent is not Kasse's).
-        const closable = t.closeAuthority === null || t.closeAuthority === item.address;
-        instructions.push(
-          ...emptyTokenAccountInstructions(
-            owner,
-            pubkey,
-            t.mint,
-            m.decimals,
-            t.amount,
-            to ?? pubkey,
-            closable ? hot.address : null,
-          ),
-        );
-        if (t.amount > 0n) summary.tokens[m.id] = (BigInt(summary.tokens[m.id] ?? '0') + t.amount).toString();
-        if (closable) {
-          summary.closed.push(pubkey);
-          rent += BigInt(account.lamports);
-        }
-      }
-      const balance = BigInt(wallets[i]?.lamports ?? 0);
-      if (balance > 0n) {
-        instructions.push(solTransferInstruction(owner, plan.treasury, balance));
-        lamports += balance;
-      }
-    }
-    summary.lamports = lamports.toString();
-    summary.rent = rent.toString();
-    if (summary.left.length > 0)
-      this.deps.log.warn(
-        { chain: this.network.id, mode: this.mode, left: summary.left },
-        'solana sweep leaves token balances it cannot move',
-      );
-    if (instructions.length === 0) return { skip: 'nothing left to sweep', ok: true, summary };
-    return { instructions, summary };
-  }
-
-  /** The SPL Token accounts whose owner is `owner` (any mint). */
-  private async tokenAccountsOf(owner: string): Promise<Array<{ pubkey: Address; account: RpcAccount }>> {
-    const r = await this.rpc().request<{ value: Array<{ pubkey: Address; account: RpcAccount }> }>(
-      'getTokenAccountsByOwner',
-      [owner, { programId: TOKEN_PROGRAM_ADDRESS }, { encoding: 'base64', commitment: 'confirmed' }],
-    );
-    return r.value;
   }
 
   /** signed → broadcast: sends the newest stored version exactly as stored. */

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { ulid } from '../../core/ids.ts';
 import { withTx } from '../../db/index.ts';
 import type { SolanaAdapter } from './adapter.ts';
-import type { SweepLeft, SweepSummary } from './sender.ts';
+import type { SweepLeft, SweepSummary } from './plans.ts';
 
 export interface SweepOptions {
   /** Deposit keys per transaction (each adds a signature). Default 4. */

@@ -12,8 +12,8 @@
  * So a tick costs (blocks + 2) calls whatever the number of open deposit addresses, and one batched
  * `DepositSink.watchedAddresses` lookup for every recipient seen. Transfers are balance changes: a key whose lamports
  * rose in a successful transaction received SOL, an SPL token account of a configured mint whose amount rose gave
- * its owner tokens (whichever instruction moved them, inner instructions included). A recipient counts only when the
- * sink knows it with exactly that spelling (base58 is case-sensitive).
+ * its owner tokens (whichever instruction moved them, inner instructions included; blocks.ts). A recipient counts
+ * only when the sink knows it with exactly that spelling (base58 is case-sensitive).
  *
  * No slot is skipped unseen: each block must name the previous block read (slot and blockhash) as its parent, so a
  * node that left out a block, or lags, is caught (retried on the next URL). A block whose parent is not the cursor is
@@ -36,6 +36,7 @@ import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation, TransferKey } from '../ports.ts';
 import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
+import { transfersOf, type RpcBlock } from './blocks.ts';
 
 export interface SolanaWatcherOptions extends WatcherBasics {
   rpc: SolanaRpc;
@@ -82,106 +83,8 @@ interface Cursor {
   startSlot: bigint;
 }
 
-interface TokenBalance {
-  accountIndex: number;
-  mint: string;
-  owner?: string;
-  uiTokenAmount: { amount: string };
-}
-
-interface AccountsTx {
-  meta: {
-    err: unknown;
-    preBalances: number[];
-    postBalances: number[];
-    preTokenBalances?: TokenBalance[] | null;
-    postTokenBalances?: TokenBalance[] | null;
-  } | null;
-  transaction: { accountKeys: Array<{ pubkey: string; signer: boolean }>; signatures: string[] };
-}
-
-interface RpcBlock {
-  blockhash: string;
-  previousBlockhash: string;
-  parentSlot: number;
-  blockTime: number | null;
-  transactions?: AccountsTx[];
-}
-
 export class InconsistentChainError extends Error {}
 class CursorMovedError extends Error {}
-
-/** A transfer found in a block, before the sink says whether its recipient is watched. */
-export interface FoundTransfer {
-  to: string;
-  token: TokenConfig;
-  signature: string;
-  /** The account's position in the transaction (the watched key for SOL, the token account for SPL). */
-  index: number;
-  amount: bigint;
-  from: string | null;
-}
-
-/** Balance increases of the successful transactions of a block: SOL to any key, configured mints to token owners. */
-export function transfersOf(
-  txs: AccountsTx[],
-  native: TokenConfig | null,
-  mints: Map<string, TokenConfig>,
-): FoundTransfer[] {
-  const out: FoundTransfer[] = [];
-  for (const t of txs) {
-    if (!t.meta || t.meta.err !== null) continue;
-    const keys = t.transaction.accountKeys;
-    const signature = t.transaction.signatures[0]!;
-    if (native) {
-      const { preBalances: pre, postBalances: post } = t.meta;
-      let from: string | null = null;
-      let drop = 0;
-      for (let i = 0; i < keys.length; i++) {
-        const d = (pre[i] ?? 0) - (post[i] ?? 0);
-        if (d > drop) {
-          drop = d;
-          from = keys[i]!.pubkey;
-        }
-      }
-      for (let i = 0; i < keys.length; i++) {
-        const gain = BigInt(post[i] ?? 0) - BigInt(pre[i] ?? 0);
-        if (gain > 0n) out.push({ to: keys[i]!.pubkey, token: native, signature, index: i, amount: gain, from });
-      }
-    }
-    if (mints.size === 0) continue;
-    const preTokens = new Map((t.meta.preTokenBalances ?? []).map((b) => [b.accountIndex, b] as const));
-    const postTokens = t.meta.postTokenBalances ?? [];
-    for (const b of postTokens) {
-      const token = mints.get(b.mint);
-      if (!token || !b.owner) continue;
-      const before = preTokens.get(b.accountIndex);
-      const gain =
-        BigInt(b.uiTokenAmount.amount) - (before && before.mint === b.mint ? BigInt(before.uiTokenAmount.amount) : 0n);
-      if (gain <= 0n) continue;
-      let from: string | null = null;
-      let drop = 0n;
-      for (const p of preTokens.values()) {
-        if (p.mint !== b.mint || !p.owner) continue;
-        const after = postTokens.find((x) => x.accountIndex === p.accountIndex);
-        const d = BigInt(p.uiTokenAmount.amount) - (after ? BigInt(after.uiTokenAmount.amount) : 0n);
-        if (d > drop) {
-          drop = d;
-          from = p.owner;
-        }
-      }
-      out.push({
-        to: b.owner,
-        token,
-        signature,
-        index: b.accountIndex,
-        amount: gain,
-        from: from ?? keys[0]?.pubkey ?? null,
-      });
-    }
-  }
-  return out;
-}
 
 export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   readonly network: NetworkConfig;
