@@ -13,6 +13,7 @@
  */
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
+import type { NetworkConfig } from './types.ts';
 
 export interface JsonRpcOptions {
   /** Network id, for metrics and logs. */
@@ -30,6 +31,15 @@ export interface JsonRpcOptions {
   /** Injected for tests. */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+}
+
+/** The options of a family adapter's client of `network`'s RPC URLs (one per adapter). */
+export function networkRpcOptions(
+  network: NetworkConfig,
+  timeoutMs: number,
+  deps: { metrics?: Metrics; log?: Logger },
+): Pick<JsonRpcOptions, 'chain' | 'urls' | 'timeoutMs' | 'metrics' | 'log'> {
+  return { chain: network.id, urls: network.rpcUrls, timeoutMs, metrics: deps.metrics, log: deps.log };
 }
 
 /**

@@ -49,6 +49,40 @@ export function senderLoop(family: string, senders: DueSender[], intervalMs: num
   return [loop];
 }
 
+/** A family adapter as the workers role starts its loops: its watcher, and its sender if it has one. */
+export interface LoopedAdapter {
+  readonly network: NetworkConfig;
+  readonly mode: Mode;
+  /** Whether a watcher follows this network. */
+  readonly watched: boolean;
+  watcher(sink: DepositSink): FamilyWorker;
+  sender?: DueSender;
+}
+
+/**
+ * A family's watcher and sender loops: a watcher per adapter that is `watched` (the others are logged) reporting to
+ * `sink`, and one `senderLoop` over every adapter's sender.
+ */
+export function watcherAndSenderLoops(
+  family: string,
+  adapters: LoopedAdapter[],
+  sink: DepositSink,
+  senderIntervalMs: number,
+  log: Logger,
+): FamilyWorker[] {
+  const out: FamilyWorker[] = [];
+  for (const adapter of adapters) {
+    if (adapter.watched) out.push(adapter.watcher(sink));
+    else {
+      const { id, paused, rpcUrls } = adapter.network;
+      log.info({ chain: id, mode: adapter.mode, paused, rpcUrls: rpcUrls.length }, `${family} watcher not started`);
+    }
+  }
+  const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
+  out.push(...senderLoop(family, senders, senderIntervalMs, log));
+  return out;
+}
+
 /** What every family's watcher is given, besides its node client and its own settings. */
 export interface WatcherBasics {
   db: Db;
@@ -71,21 +105,39 @@ export function watcherBasics(
   return { db: deps.db, health: deps.health, log: deps.log, metrics: deps.metrics, network, mode, sink };
 }
 
+/** Another worker process moved the cursor while this one scanned; the pass stops and the next one re-reads it. */
+export class CursorMovedError extends Error {
+  constructor() {
+    super('the watcher cursor was moved by another process');
+    this.name = 'CursorMovedError';
+  }
+}
+
 /**
  * A watcher that polls its chain: `run` is one pass from the stored cursor, and says whether it stopped short of the
  * chain's tip (`behind`), in which case another pass follows at once instead of after the interval. Each pass is
- * reported to the network's health (health.ts): passed, or failed on a node call.
+ * reported to the network's health (health.ts): passed, or failed on a node call. Its loop is
+ * `<family>-watcher:<mode>:<network>`, polling every `network.pollIntervalMs`.
  */
 export abstract class PollingWatcher<R extends { behind: boolean }> implements FamilyWorker {
+  readonly network: NetworkConfig;
+  readonly mode: Mode;
+  /** The network's id. */
+  protected readonly chain: string;
+  private readonly loopName: string;
+  private readonly loopLog: Logger;
+  private readonly health?: HealthReport;
   private loop: Loop | null = null;
   private ticking: Promise<R> | null = null;
 
-  protected constructor(
-    private readonly loopName: string,
-    private readonly intervalMs: number,
-    private readonly loopLog: Logger,
-    private readonly health?: HealthReport,
-  ) {}
+  protected constructor(family: string, basics: WatcherBasics) {
+    this.network = basics.network;
+    this.mode = basics.mode;
+    this.chain = basics.network.id;
+    this.loopName = `${family}-watcher:${basics.mode}:${basics.network.id}`;
+    this.loopLog = basics.log;
+    this.health = basics.health?.reporter(basics.mode, basics.network.id);
+  }
 
   /** One pass over the chain from the stored cursor. */
   protected abstract run(): Promise<R>;
@@ -95,7 +147,7 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
     if (this.loop) return this;
     this.loop = new Loop(
       this.loopName,
-      this.intervalMs,
+      this.network.pollIntervalMs,
       async () => {
         const r = await this.tick();
         if (r.behind) this.loop?.wake();
@@ -119,6 +171,18 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
       this.ticking = null;
     });
     return this.ticking;
+  }
+
+  /** Whether `err` says another process moved the cursor (logged: this pass yields to it). */
+  protected yieldsTo(err: unknown): boolean {
+    if (!(err instanceof CursorMovedError)) return false;
+    this.loopLog.info({ chain: this.chain, mode: this.mode }, 'another watcher moved the cursor; yielding');
+    return true;
+  }
+
+  /** Throws `CursorMovedError` when a conditional cursor update `r` found the cursor no longer where this pass left it. */
+  protected cursorMoved(r: { numUpdatedRows: bigint }): void {
+    if (r.numUpdatedRows === 0n) throw new CursorMovedError();
   }
 
   private async reported(): Promise<R> {

@@ -334,4 +334,50 @@ export class TransferQueue<R extends QueuedTransfer> {
   }
 }
 
+/**
+ * A family's sender over its `TransferQueue`: the queue's passes and steps, and the listeners woken when a commit
+ * recorded new work. A family supplies the queue (and its steps) and calls `workRecorded` after such a commit.
+ */
+export abstract class QueuedSender<R extends QueuedTransfer> {
+  protected abstract readonly queue: TransferQueue<R>;
+  private readonly listeners: Array<() => void> = [];
+
+  /** Called after a commit that recorded new work (the worker loop wakes up). */
+  onWork(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  protected workRecorded(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /** A transfer as stored. */
+  get(id: string): Promise<R | undefined> {
+    return this.queue.get(id);
+  }
+
+  /**
+   * One worker pass (the queue's): leases the due open transfers of this network, drives each as far as it goes now,
+   * and reports settled ones not yet reported. Returns how many transfers it drove.
+   */
+  runDue(): Promise<number> {
+    return this.queue.runDue();
+  }
+
+  /** Runs steps on one transfer until it waits or settles. */
+  drive(id: string): Promise<StepResult> {
+    return this.queue.drive(id);
+  }
+
+  /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
+  push(id: string): Promise<R> {
+    return this.queue.push(id);
+  }
+
+  /** Exactly one step of one transfer (tests stop between steps to play a crash). */
+  step(id: string): Promise<StepResult> {
+    return this.queue.step(id);
+  }
+}
+
 export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));

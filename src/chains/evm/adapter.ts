@@ -18,6 +18,7 @@ import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
 import type { EvmSender } from './sender.ts';
 import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
+import { networkRpcOptions } from '../jsonrpc.ts';
 import { watcherBasics } from '../loops.ts';
 
 export interface EvmAdapterDeps {
@@ -90,13 +91,7 @@ export class EvmAdapter implements ChainAdapter {
 
   /** The network's RPC client (one per adapter, shared by the watcher and the CLI). */
   rpc(): RpcClient {
-    this.client ??= new RpcClient({
-      chain: this.network.id,
-      urls: this.network.rpcUrls,
-      timeoutMs: this.settings.rpcTimeoutMs,
-      metrics: this.deps.metrics,
-      log: this.deps.log,
-    });
+    this.client ??= new RpcClient(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
     return this.client;
   }
 

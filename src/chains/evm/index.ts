@@ -7,7 +7,7 @@
  */
 import { getAddress, isAddress, type LocalAccount } from 'viem';
 import { MODES } from '../../core/mode.ts';
-import { senderLoop } from '../loops.ts';
+import { watcherAndSenderLoops } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { EvmAdapter } from './adapter.ts';
 import { eip681Uri, isValidEvmAddress } from './address.ts';
@@ -76,18 +76,7 @@ function load(ctx: FamilyContext): LoadedFamily {
  * processes share them).
  */
 function workers(ctx: FamilyContext, adapters: EvmAdapter[]): FamilyWorker[] {
-  const out: FamilyWorker[] = [];
-  for (const adapter of adapters) {
-    if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
-    else
-      ctx.log.info(
-        { chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused },
-        'evm watcher not started (paused or no rpc_urls)',
-      );
-  }
-  const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
-  out.push(...senderLoop('evm', senders, SENDER_INTERVAL_MS, ctx.log));
-  return out;
+  return watcherAndSenderLoops('evm', adapters, ctx.deposits, SENDER_INTERVAL_MS, ctx.log);
 }
 
 const evm: ChainFamily = {

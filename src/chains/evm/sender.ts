@@ -31,7 +31,14 @@ import { formatUnits } from '../../core/money.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { OutgoingSender, TransferRequest } from '../ports.ts';
-import { reportsToSink, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
+import {
+  QueuedSender,
+  reportsToSink,
+  TransferQueue,
+  type QueueOptions,
+  type StepOutcome,
+  type StepResult,
+} from '../queue.ts';
 import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
@@ -53,7 +60,7 @@ import {
 
 export type { StepResult };
 
-export class EvmSender implements OutgoingSender {
+export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   readonly maxFeePerGas: bigint;
@@ -62,8 +69,7 @@ export class EvmSender implements OutgoingSender {
   /** The Disperse contract payouts are batched through, and the most payouts per batch; null: one by one. */
   readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly batches: DisperseBatches | null;
-  private readonly queue: TransferQueue<TransferRow>;
-  private readonly listeners: Array<() => void> = [];
+  protected readonly queue: TransferQueue<TransferRow>;
   private hotAddress: Address | null = null;
 
   constructor(
@@ -71,6 +77,7 @@ export class EvmSender implements OutgoingSender {
     private readonly deps: EvmSenderDeps,
     options: EvmSenderOptions = {},
   ) {
+    super();
     this.network = chain.network;
     this.mode = chain.mode;
     if (this.network.chainId === null) throw new Error(`EvmSender: ${this.network.id} has no chain id`);
@@ -120,11 +127,6 @@ export class EvmSender implements OutgoingSender {
     return (this.hotAddress ??= getAddress(this.deps.account().address));
   }
 
-  /** Called after a commit that recorded new work (the worker loop wakes up). */
-  onWork(listener: () => void): void {
-    this.listeners.push(listener);
-  }
-
   /** Records a refund or payout in the caller's transaction (no network I/O); idempotent on `transferId`. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
     if (request.mode !== this.mode || request.token.chain !== this.network.id) {
@@ -169,14 +171,7 @@ export class EvmSender implements OutgoingSender {
       })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    afterCommit(tx, () => {
-      for (const l of this.listeners) l();
-    });
-  }
-
-  /** A transfer as stored. */
-  async get(id: string): Promise<TransferRow | undefined> {
-    return this.deps.db.selectFrom('evm_transfers').selectAll().where('id', '=', id).executeTakeFirst();
+    afterCommit(tx, () => this.workRecorded());
   }
 
   /** Every signed version of a transfer, oldest first. */
@@ -187,32 +182,6 @@ export class EvmSender implements OutgoingSender {
       .where('transfer_id', '=', id)
       .orderBy('version')
       .execute();
-  }
-
-  /**
-   * One worker pass (the queue's): leases the due open transfers of this network in nonce order, drives each as far as
-   * it goes now, and reports settled ones not yet reported. Returns how many transfers it drove.
-   */
-  runDue(): Promise<number> {
-    return this.queue.runDue();
-  }
-
-  /** Runs steps on one transfer until it waits or settles. */
-  drive(id: string): Promise<StepResult> {
-    return this.queue.drive(id);
-  }
-
-  /**
-   * Signs and broadcasts one transfer now, without waiting for the worker (the gasless request path): steps until it
-   * is `broadcast` or has to wait. Returns the transfer as stored afterwards.
-   */
-  push(id: string): Promise<TransferRow> {
-    return this.queue.push(id);
-  }
-
-  /** Exactly one step of one transfer (tests stop between steps to simulate a crash). */
-  step(id: string): Promise<StepResult> {
-    return this.queue.step(id);
   }
 
   rpc(): RpcClient {

@@ -23,10 +23,9 @@ import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import type { Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
-import type { Mode } from '../../core/mode.ts';
 import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation } from '../ports.ts';
-import type { NetworkConfig, TokenConfig } from '../types.ts';
+import type { TokenConfig } from '../types.ts';
 import { bloomMayContain } from './bloom.ts';
 import type { RpcClient } from './rpc.ts';
 
@@ -108,14 +107,6 @@ export class InconsistentChainError extends Error {
   }
 }
 
-/** Another worker process moved the cursor while this one scanned; this tick stops and the next one re-reads. */
-class CursorMovedError extends Error {
-  constructor() {
-    super('the watcher cursor was moved by another process');
-    this.name = 'CursorMovedError';
-  }
-}
-
 /** Native transfers use this index (ERC-20 transfers use the log index, which is never negative). */
 export const NATIVE_TRANSFER_INDEX = -1;
 
@@ -123,9 +114,6 @@ const hexOf = (n: bigint): Hex => `0x${n.toString(16)}`;
 const topicAddress = (topic: Hex): string => `0x${topic.slice(26)}`.toLowerCase();
 
 export class EvmWatcher extends PollingWatcher<TickResult> {
-  readonly network: NetworkConfig;
-  readonly mode: Mode;
-  private readonly chain: string;
   private readonly tokensByContract: Map<string, TokenConfig>;
   private readonly native: TokenConfig | null;
   private readonly blocksPerBatch: number;
@@ -135,15 +123,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   private readonly retryBackoffMs: number;
 
   constructor(private readonly opts: EvmWatcherOptions) {
-    super(
-      `evm-watcher:${opts.mode}:${opts.network.id}`,
-      opts.network.pollIntervalMs,
-      opts.log,
-      opts.health?.reporter(opts.mode, opts.network.id),
-    );
-    this.network = opts.network;
-    this.mode = opts.mode;
-    this.chain = opts.network.id;
+    super('evm', opts);
     this.tokensByContract = new Map(
       opts.network.tokens
         .filter((t) => t.kind === 'erc20' && t.contract)
@@ -220,10 +200,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
         cursor = scan.cursor;
         failures = 0;
       } catch (err) {
-        if (err instanceof CursorMovedError) {
-          this.opts.log.info({ chain: this.chain, mode: this.mode }, 'another watcher advanced the cursor; yielding');
-          return result;
-        }
+        if (this.yieldsTo(err)) return result;
         if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
         failures++;
         this.opts.log.warn(
@@ -540,7 +517,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
       .where('block_number', '=', prev.number)
       .where('block_hash', '=', prev.hash)
       .executeTakeFirst();
-    if (r.numUpdatedRows === 0n) throw new CursorMovedError();
+    this.cursorMoved(r);
   }
 }
 

@@ -23,6 +23,7 @@ import { SolanaRpc } from './rpc.ts';
 import type { SolanaSender } from './sender.ts';
 import { associatedTokenAccount } from './transactions.ts';
 import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
+import { networkRpcOptions } from '../jsonrpc.ts';
 import { watcherBasics } from '../loops.ts';
 
 export interface SolanaAdapterDeps {
@@ -76,13 +77,7 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   rpc(): SolanaRpc {
-    this.client ??= new SolanaRpc({
-      chain: this.network.id,
-      urls: this.network.rpcUrls,
-      timeoutMs: this.settings.rpcTimeoutMs,
-      metrics: this.deps.metrics,
-      log: this.deps.log,
-    });
+    this.client ??= new SolanaRpc(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
     return this.client;
   }
 
@@ -108,6 +103,11 @@ export class SolanaAdapter implements ChainAdapter {
       .onConflict((oc) => oc.columns(['mode', 'chain', 'address']).doNothing())
       .execute();
     if (spl && this.sender) await this.sender.openTokenAccount(tx, issued.address, spl);
+  }
+
+  /** Whether a watcher follows this network: it is not paused. */
+  get watched(): boolean {
+    return !this.network.paused;
   }
 
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {

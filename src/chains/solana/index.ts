@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { Loop } from '../../core/loop.ts';
 import { MODES, type Mode } from '../../core/mode.ts';
-import { senderLoop } from '../loops.ts';
+import { watcherAndSenderLoops } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { encodeBase58, isSolanaAddress } from './address.ts';
 import { SolanaAdapter } from './adapter.ts';
@@ -97,19 +97,7 @@ function load(ctx: FamilyContext): LoadedFamily {
  * loop for each network whose operator set `solana.sweep_interval_s` and a treasury.
  */
 function workers(ctx: FamilyContext, adapters: SolanaAdapter[]): FamilyWorker[] {
-  const out: FamilyWorker[] = [];
-  for (const a of adapters) {
-    if (a.network.paused) ctx.log.info({ chain: a.network.id, mode: a.mode }, 'solana watcher not started (paused)');
-    else out.push(a.watcher(ctx.deposits));
-  }
-  out.push(
-    ...senderLoop(
-      'solana',
-      adapters.flatMap((a) => (a.sender ? [a.sender] : [])),
-      SENDER_INTERVAL_MS,
-      ctx.log,
-    ),
-  );
+  const out = watcherAndSenderLoops('solana', adapters, ctx.deposits, SENDER_INTERVAL_MS, ctx.log);
   for (const a of adapters) {
     if (a.settings.sweepIntervalSeconds <= 0 || !a.settings.treasury) continue;
     out.push(

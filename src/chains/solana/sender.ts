@@ -28,7 +28,7 @@ import type { Mode } from '../../core/mode.ts';
 import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
-import { TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
+import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaTransfersTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
@@ -60,11 +60,10 @@ export type SolanaSenderOptions = Partial<QueueOptions>;
 
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 2_000, retryMaxMs: 300_000 };
 
-export class SolanaSender implements OutgoingSender {
+export class SolanaSender extends QueuedSender<SolanaTransferRow> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
-  private readonly queue: TransferQueue<SolanaTransferRow>;
-  private readonly listeners: Array<() => void> = [];
+  protected readonly queue: TransferQueue<SolanaTransferRow>;
   private readonly plans: PlanContext;
 
   constructor(
@@ -72,6 +71,7 @@ export class SolanaSender implements OutgoingSender {
     private readonly deps: SolanaSenderDeps,
     options: SolanaSenderOptions = {},
   ) {
+    super();
     this.network = chain.network;
     this.mode = chain.mode;
     this.plans = { network: chain.network, mode: chain.mode, keys: deps.keys, log: deps.log, rpc: () => chain.rpc() };
@@ -99,10 +99,6 @@ export class SolanaSender implements OutgoingSender {
   /** The hot wallet's address. */
   get address(): Address {
     return this.deps.keys.hotWallet().address;
-  }
-
-  onWork(listener: () => void): void {
-    this.listeners.push(listener);
   }
 
   private rpc(): SolanaRpc {
@@ -204,13 +200,7 @@ export class SolanaSender implements OutgoingSender {
       })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    afterCommit(tx, () => {
-      for (const l of this.listeners) l();
-    });
-  }
-
-  async get(id: string): Promise<SolanaTransferRow | undefined> {
-    return this.queue.get(id);
+    afterCommit(tx, () => this.workRecorded());
   }
 
   async versions(id: string) {
@@ -220,25 +210,6 @@ export class SolanaSender implements OutgoingSender {
       .where('transfer_id', '=', id)
       .orderBy('version')
       .execute();
-  }
-
-  /** One worker pass over the due open transfers of this network (the queue's), then unreported settlements. */
-  runDue(): Promise<number> {
-    return this.queue.runDue();
-  }
-
-  drive(id: string): Promise<StepResult> {
-    return this.queue.drive(id);
-  }
-
-  /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
-  push(id: string): Promise<SolanaTransferRow> {
-    return this.queue.push(id);
-  }
-
-  /** Exactly one step (tests stop between steps to play a crash). */
-  step(id: string): Promise<StepResult> {
-    return this.queue.step(id);
   }
 
   private async lifetime(): Promise<Lifetime> {

@@ -30,11 +30,10 @@
  * moves (compare-and-set) only after a batch's deposits are recorded.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation, TransferKey } from '../ports.ts';
-import type { NetworkConfig, TokenConfig } from '../types.ts';
+import type { TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
 import { transfersOf, type RpcBlock } from './blocks.ts';
 
@@ -84,12 +83,8 @@ interface Cursor {
 }
 
 export class InconsistentChainError extends Error {}
-class CursorMovedError extends Error {}
 
 export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
-  readonly network: NetworkConfig;
-  readonly mode: Mode;
-  private readonly chain: string;
   private readonly native: TokenConfig | null;
   private readonly mints: Map<string, TokenConfig>;
   private readonly maxSlotsPerTick: number;
@@ -100,15 +95,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private readonly finalityEvery: number;
 
   constructor(private readonly opts: SolanaWatcherOptions) {
-    super(
-      `solana-watcher:${opts.mode}:${opts.network.id}`,
-      opts.network.pollIntervalMs,
-      opts.log,
-      opts.health?.reporter(opts.mode, opts.network.id),
-    );
-    this.network = opts.network;
-    this.mode = opts.mode;
-    this.chain = opts.network.id;
+    super('solana', opts);
     this.native = opts.network.tokens.find((t) => t.kind === 'native') ?? null;
     this.mints = new Map(
       opts.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t] as const),
@@ -187,13 +174,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         result.finalSlot = cursor.finalSlot;
         return result;
       } catch (err) {
-        if (err instanceof CursorMovedError) {
-          this.opts.log.info(
-            { chain: this.chain, mode: this.mode },
-            'another watcher moved the solana cursor; yielding',
-          );
-          return result;
-        }
+        if (this.yieldsTo(err)) return result;
         if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
         failures++;
         this.opts.log.warn(
@@ -382,7 +363,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         .where('chain', '=', this.chain)
         .where('final_slot', '=', cursor.finalSlot)
         .executeTakeFirst();
-      if (r.numUpdatedRows === 0n) throw new CursorMovedError();
+      this.cursorMoved(r);
       await tx
         .deleteFrom('solana_blocks')
         .where('mode', '=', this.mode)
@@ -578,6 +559,6 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
       .where('slot', '=', prev.slot)
       .where('blockhash', '=', prev.blockhash)
       .executeTakeFirst();
-    if (r.numUpdatedRows === 0n) throw new CursorMovedError();
+    this.cursorMoved(r);
   }
 }

@@ -20,6 +20,7 @@ import { utxoSettings, type UtxoSettings } from './config.ts';
 import { UtxoRpc } from './rpc.ts';
 import type { UtxoSender } from './sender.ts';
 import { UtxoWatcher, type UtxoWatcherOptions } from './watcher.ts';
+import { networkRpcOptions } from '../jsonrpc.ts';
 import { watcherBasics } from '../loops.ts';
 
 export interface UtxoAdapterDeps {
@@ -85,13 +86,7 @@ export class UtxoAdapter implements ChainAdapter {
   }
 
   rpc(): UtxoRpc {
-    this.client ??= new UtxoRpc({
-      chain: this.network.id,
-      urls: this.network.rpcUrls,
-      timeoutMs: this.settings.rpcTimeoutMs,
-      metrics: this.deps.metrics,
-      log: this.deps.log,
-    });
+    this.client ??= new UtxoRpc(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
     return this.client;
   }
 

@@ -6,7 +6,7 @@
  */
 import { bech32 } from '@scure/base';
 import { MODES } from '../../core/mode.ts';
-import { senderLoop } from '../loops.ts';
+import { watcherAndSenderLoops } from '../loops.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
 import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
@@ -58,18 +58,7 @@ function load(ctx: FamilyContext): LoadedFamily {
  * transfers every 5 seconds, or at once when one was recorded in this process.
  */
 function workers(ctx: FamilyContext, adapters: UtxoAdapter[]): FamilyWorker[] {
-  const out: FamilyWorker[] = [];
-  for (const adapter of adapters) {
-    if (adapter.watched) out.push(adapter.watcher(ctx.deposits));
-    else
-      ctx.log.info(
-        { chain: adapter.network.id, mode: adapter.mode, paused: adapter.network.paused },
-        'utxo watcher not started (paused or no rpc_urls)',
-      );
-  }
-  const senders = adapters.flatMap((a) => (a.sender ? [a.sender] : []));
-  out.push(...senderLoop('utxo', senders, SENDER_INTERVAL_MS, ctx.log));
-  return out;
+  return watcherAndSenderLoops('utxo', adapters, ctx.deposits, SENDER_INTERVAL_MS, ctx.log);
 }
 
 const utxo: ChainFamily = {

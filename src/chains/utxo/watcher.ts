@@ -21,11 +21,10 @@
  */
 import { sql } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
-import type { Mode } from '../../core/mode.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation } from '../ports.ts';
-import type { NetworkConfig, TokenConfig } from '../types.ts';
+import type { TokenConfig } from '../types.ts';
 import { addressOfKeyHash } from './address.ts';
 import type { UtxoParams } from './params.ts';
 import { RPC_CODES, satoshis, UtxoRpcError, type UtxoRpc } from './rpc.ts';
@@ -93,13 +92,7 @@ interface Paid {
   amount: bigint;
 }
 
-/** Another process moved the cursor while this one scanned: this tick stops, the next one re-reads it. */
-class CursorMovedError extends Error {}
-
 export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
-  readonly network: NetworkConfig;
-  readonly mode: Mode;
-  private readonly chain: string;
   private readonly coin: TokenConfig;
   private readonly own: Set<string>;
   private readonly maxBlocks: number;
@@ -108,15 +101,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   private examined = new Set<string>();
 
   constructor(private readonly opts: UtxoWatcherOptions) {
-    super(
-      `utxo-watcher:${opts.mode}:${opts.network.id}`,
-      opts.network.pollIntervalMs,
-      opts.log,
-      opts.health?.reporter(opts.mode, opts.network.id),
-    );
-    this.network = opts.network;
-    this.mode = opts.mode;
-    this.chain = opts.network.id;
+    super('utxo', opts);
     const coin = opts.network.tokens.find((t) => t.kind === 'native' || t.kind === 'utxo');
     if (!coin) throw new Error(`${this.chain}: a UTXO network needs its coin (kind native) among its tokens`);
     this.coin = coin;
@@ -150,10 +135,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     try {
       await this.scanBlocks(result, inBlocks);
     } catch (err) {
-      if (err instanceof CursorMovedError) {
-        this.opts.log.info({ chain: this.chain, mode: this.mode }, 'another watcher advanced the cursor; yielding');
-        return result;
-      }
+      if (this.yieldsTo(err)) return result;
       throw err;
     }
     if (!result.behind) await this.pollMempool(mempool, inBlocks, result);
@@ -470,6 +452,6 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       .where('height', '=', BigInt(prev.height))
       .where('hash', '=', prev.hash)
       .executeTakeFirst();
-    if (r.numUpdatedRows === 0n) throw new CursorMovedError('the watcher cursor was moved by another process');
+    this.cursorMoved(r);
   }
 }
