@@ -18,6 +18,7 @@ import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import { EmailDelivery } from './delivery.ts';
 import { attachmentsOf, MailComposers, type MailParts, type OutboxRow, type StoredAttachment } from './parts.ts';
 import type { EmailContent } from './template.ts';
+import { Wakers } from '../../core/wakers.ts';
 
 /** NOTIFY channel: mail is due. */
 export const EMAIL_CHANNEL = 'kasse_email';
@@ -131,7 +132,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export class EmailService {
   /** The delivery worker; the workers role runs `runOnce` in a loop. */
   readonly delivery: EmailDelivery;
-  private readonly wakers = new Set<() => void>();
+  private readonly wakers = new Wakers();
   private readonly composers: MailComposers;
 
   constructor(private readonly deps: EmailServiceDeps) {
@@ -276,12 +277,11 @@ export class EmailService {
   }
 
   onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
+    return this.wakers.add(waker);
   }
 
   nudge(): void {
-    for (const w of this.wakers) w();
+    this.wakers.wake();
   }
 
   /** One delivery pass now (the workers role runs it in a loop; tests after moving the fake clock). */

@@ -45,6 +45,7 @@ import {
   type SubscriptionRow,
   type SubscriptionScope,
 } from './store.ts';
+import { Wakers } from '../../core/wakers.ts';
 
 /** NOTE: metadata up to 4 kB as on payments (UTF-8 bytes of its JSON text). */
 export const METADATA_MAX_BYTES = 4096;
@@ -79,7 +80,7 @@ export interface CustomerView {
 export class SubscriptionService {
   readonly scheduler: SubscriptionScheduler;
   private readonly p: Presenter;
-  private readonly wakers = new Set<() => void>();
+  private readonly wakers = new Wakers();
 
   constructor(private readonly deps: SubscriptionDeps) {
     this.p = new Presenter(deps);
@@ -95,8 +96,7 @@ export class SubscriptionService {
 
   /** Calls `waker` when this process made scheduler work due now (a payment it waits for changed). */
   onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
+    return this.wakers.add(waker);
   }
 
   /**
@@ -307,9 +307,7 @@ export class SubscriptionService {
       await setInvoiceCheck(tx, invoice.payment_id, now);
     }
     await setRunAt(tx, row.id, wall);
-    afterCommit(tx, () => {
-      for (const w of this.wakers) w();
-    });
+    afterCommit(tx, () => this.wakers.wake());
   }
 }
 

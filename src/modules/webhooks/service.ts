@@ -23,6 +23,7 @@ import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
+import { Wakers } from '../../core/wakers.ts';
 
 /** NOTIFY channel: new deliveries are due. */
 export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
@@ -92,7 +93,7 @@ export class WebhookService implements EventPublisher {
   private readonly db: Db;
   private readonly clock: Clock;
   private readonly client: MerchantHttpClient;
-  private readonly wakers = new Set<() => void>();
+  private readonly wakers = new Wakers();
 
   constructor(deps: WebhookServiceDeps) {
     this.db = deps.db;
@@ -338,13 +339,12 @@ export class WebhookService implements EventPublisher {
 
   /** Registers a callback run whenever deliveries may be due (publish, redeliver, NOTIFY, recorded results). */
   onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
+    return this.wakers.add(waker);
   }
 
   /** Tells registered workers that deliveries may be due. */
   nudge(): void {
-    for (const w of this.wakers) w();
+    this.wakers.wake();
   }
 
   /** One delivery pass now (tests and tools); returns the number of deliveries attempted. */
