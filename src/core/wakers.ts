@@ -1,16 +1,18 @@
 /**
- * The callbacks a module runs when it made worker work due (a commit that queued deliveries, a changed payment a
- * schedule waits for). Workers register with `add` and get back their removal; `wake` runs every one.
+ * A module whose workers wait for it: workers register with `onWork`, and the module calls `nudge` when it made
+ * work due (a commit that queued deliveries, a changed payment a schedule waits for).
  */
-export class Wakers {
-  private readonly callbacks = new Set<() => void>();
+export class WorkNotifier {
+  private readonly wakers = new Set<() => void>();
 
-  add(waker: () => void): () => void {
-    this.callbacks.add(waker);
-    return () => this.callbacks.delete(waker);
+  /** Registers a callback run whenever work may be due; returns its removal. */
+  onWork(waker: () => void): () => void {
+    this.wakers.add(waker);
+    return () => this.wakers.delete(waker);
   }
 
-  wake(): void {
-    for (const w of this.callbacks) w();
+  /** Tells registered workers that work may be due. */
+  nudge(): void {
+    for (const w of this.wakers) w();
   }
 }
