@@ -66,17 +66,27 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535 * 1_
   return n;
 }
 
-function smtpUrl(env: Env, name: string): string | null {
+/** An optional URL setting: unset is null; otherwise one of `protocols` with a host, else `must be ${expected}`. */
+function urlSetting(env: Env, name: string, protocols: readonly string[], expected: string): string | null {
   const raw = env[name];
   if (!raw) return null;
   try {
     const u = new URL(raw);
-    if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new Error();
-    if (!u.hostname) throw new Error();
+    if (!protocols.includes(u.protocol) || !u.hostname) throw new Error();
   } catch {
-    throw new ConfigError(`${name} must be an smtp:// or smtps:// URL (e.g. smtps://user:pass@mail.example.com:465)`);
+    throw new ConfigError(`${name} must be ${expected}`);
   }
   return raw;
+}
+
+/** The SMTP URL; its error never repeats the value (it carries the password). */
+function smtpUrl(env: Env, name: string): string | null {
+  return urlSetting(
+    env,
+    name,
+    ['smtp:', 'smtps:'],
+    'an smtp:// or smtps:// URL (e.g. smtps://user:pass@mail.example.com:465)',
+  );
 }
 
 function mailbox(env: Env, name: string, fallback: string): string {
@@ -90,15 +100,7 @@ function mailbox(env: Env, name: string, fallback: string): string {
 }
 
 function url(env: Env, name: string): string | null {
-  const raw = env[name];
-  if (!raw) return null;
-  try {
-    const u = new URL(raw);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-  } catch {
-    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-  }
-  return raw.replace(/\/+$/, '');
+  return urlSetting(env, name, ['http:', 'https:'], `an http(s) URL, got "${env[name]}"`)?.replace(/\/+$/, '') ?? null;
 }
 
 export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {

@@ -27,6 +27,7 @@ import { LinkService } from './modules/links/service.ts';
 import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
 import { MerchantSettings } from './modules/merchants/settings.ts';
 import { PaymentService } from './modules/payments/service.ts';
+import type { FundsDeps } from './modules/payments/engine.ts';
 import { TransferService } from './modules/transfers/service.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/limiter.ts';
@@ -157,16 +158,19 @@ export class Kasse {
     this.prices = createPriceService(config.prices, { clock, logger: log });
     this.ledger = new LedgerService(db, clock);
     this.transfers = new TransferService({ db, clock, log, chains: this.chains });
-    this.payments = new PaymentService({
-      transfers: this.transfers,
+    const funds: FundsDeps & { transfers: TransferService } = {
       db,
       clock,
       log,
       chains: this.chains,
       prices: this.prices,
       ledger: this.ledger,
+      transfers: this.transfers,
       events: this.webhooks,
       audit: this.audit,
+    };
+    this.payments = new PaymentService({
+      ...funds,
       feeBps: config.feeBps,
       swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
@@ -206,15 +210,7 @@ export class Kasse {
       links: this.subscriptionLinks,
     });
     this.disbursements = new DisbursementService({
-      db,
-      clock,
-      log,
-      chains: this.chains,
-      prices: this.prices,
-      ledger: this.ledger,
-      transfers: this.transfers,
-      events: this.webhooks,
-      audit: this.audit,
+      ...funds,
       email: this.email,
       merchants: this.merchants,
       secretKey: secrets.secretKey,

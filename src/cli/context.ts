@@ -8,7 +8,7 @@ import { resolveDatabase } from '../db/resolve.ts';
 import { UsageError, type Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
-export { mode, optionalInt, requireString, UsageError, type Flags } from '../core/flags.ts';
+export { mode, optionalInt, requireArg, requireString, UsageError, type Flags } from '../core/flags.ts';
 
 export interface Command {
   /** e.g. "merchant create" */

@@ -15,6 +15,13 @@ export function requireString(flags: Flags, name: string): string {
   return v;
 }
 
+/** The first positional argument; without it a usage error saying what to give (`hint`). */
+export function requireArg(positionals: readonly string[], hint: string): string {
+  const v = positionals[0];
+  if (!v) throw new UsageError(`give ${hint}`);
+  return v;
+}
+
 export function optionalInt(flags: Flags, name: string): number | undefined {
   const v = flags[name];
   if (v === undefined) return undefined;

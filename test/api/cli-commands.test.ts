@@ -166,3 +166,18 @@ test('kasse mail list shows every mail unless --status picks one; --limit pages 
   for (const flags of [{ status: 'lost' }, { limit: '0' }, { limit: 'ten' }])
     await assert.rejects(mail(flags), UsageError, JSON.stringify(flags));
 });
+
+test('a command that needs an id says which one when it is missing', async () => {
+  const command = (name: string) => [...merchantCommands, ...userCommands].find((c) => c.name === name)!;
+  for (const [name, message] of [
+    ['key revoke', 'give the key id (key_…) or the key itself'],
+    ['mail show', 'give the mail id (eml_…)'],
+    ['mail resend', 'give the mail id (eml_…)'],
+  ] as const) {
+    await assert.rejects(
+      async () => command(name).run(t.kasse, { json: true }, []),
+      (err: unknown) => err instanceof UsageError && err.message === message,
+      name,
+    );
+  }
+});

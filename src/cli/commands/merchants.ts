@@ -1,7 +1,7 @@
 /** Merchant and API-key administration. Output is snake_case, as in the API. */
 import type { MerchantRecord } from '../../modules/merchants/service.ts';
 import type { Command } from '../context.ts';
-import { mode, optionalInt, requireString, UsageError } from '../context.ts';
+import { mode, optionalInt, requireArg, requireString } from '../context.ts';
 
 /** A merchant as the CLI prints it: the API's field style; null limits and fees mean the configured defaults. */
 function merchantJson(m: MerchantRecord) {
@@ -68,10 +68,7 @@ export const merchantCommands: Command[] = [
     name: 'key revoke',
     usage: 'key revoke KEY_ID_OR_KEY [--json]',
     flags: { json: { type: 'boolean' } },
-    run: (kasse, _f, pos) => {
-      if (!pos[0]) throw new UsageError('give the key id (key_…) or the key itself');
-      return kasse.merchants.revokeKey(pos[0]);
-    },
+    run: (kasse, _f, pos) => kasse.merchants.revokeKey(requireArg(pos, 'the key id (key_…) or the key itself')),
   },
   {
     name: 'key list',

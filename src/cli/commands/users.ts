@@ -13,7 +13,7 @@
  */
 import type { Actor } from '../../modules/audit/service.ts';
 import type { MailStatus } from '../../modules/email/service.ts';
-import { optionalInt, requireString, UsageError, type Command } from '../context.ts';
+import { optionalInt, requireArg, requireString, UsageError, type Command } from '../context.ts';
 
 const operator: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };
 const STATUSES: MailStatus[] = ['pending', 'claimed', 'handed', 'sent', 'failed', 'uncertain', 'kept'];
@@ -91,18 +91,14 @@ export const userCommands: Command[] = [
     name: 'mail show',
     usage: 'mail show ID [--json]',
     flags: { json: { type: 'boolean' } },
-    run: (kasse, _f, pos) => {
-      if (!pos[0]) throw new UsageError('give the mail id (eml_…)');
-      return kasse.email.get(pos[0]);
-    },
+    run: (kasse, _f, pos) => kasse.email.get(requireArg(pos, 'the mail id (eml_…)')),
   },
   {
     name: 'mail resend',
     usage: 'mail resend ID [--json]   (an uncertain or failed mail; the copy has the same Message-ID)',
     flags: { json: { type: 'boolean' } },
     run: async (kasse, _f, pos) => {
-      if (!pos[0]) throw new UsageError('give the mail id (eml_…)');
-      const m = await kasse.email.resend(pos[0]);
+      const m = await kasse.email.resend(requireArg(pos, 'the mail id (eml_…)'));
       await kasse.email.runOnce();
       return kasse.email.get(m.id);
     },

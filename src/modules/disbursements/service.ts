@@ -16,28 +16,24 @@
  * its amount back, and once every item settled `disbursement.completed` is published. Rules: docs/disbursements.md.
  */
 import { sql } from 'kysely';
-import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
-import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { centsToUnits } from '../../core/money.ts';
-import { withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
+import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { TransferProgress } from '../../chains/ports.ts';
-import type { Actor, AuditEntry, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditEntry } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
-import { accounts, USD, type LedgerService } from '../ledger/ledger.ts';
+import { accounts, USD } from '../ledger/ledger.ts';
 import { postPayoutFailed, postPayoutRelease, postPayoutSent } from '../ledger/payouts.ts';
 import { lockMerchant } from '../merchants/lookup.ts';
+import type { FundsDeps } from '../payments/engine.ts';
 import type { MerchantService } from '../merchants/service.ts';
-import type { PriceService } from '../prices/service.ts';
 import type { PayoutRecords, SentPayout } from '../statements/payouts.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
 import { isOwner, ownerEmails } from '../users/owners.ts';
-import type { EventPublisher } from '../webhooks/types.ts';
 import { approvalKey, approvalMac, batchDigest, macMatches } from './approval.ts';
 import { mailOwners, usdText } from './mail.ts';
 import {
@@ -61,16 +57,8 @@ import { payoutTotals, sentPayouts } from './statements.ts';
 /** The purpose payouts carry in the transfers module. */
 export const PAYOUT_PURPOSE = 'payout';
 
-export interface DisbursementDeps {
-  db: Db;
-  clock: Clock;
-  log: Logger;
-  chains: ChainRegistry;
-  prices: PriceService;
-  ledger: LedgerService;
+export interface DisbursementDeps extends FundsDeps {
   transfers: TransferService;
-  events: EventPublisher;
-  audit: AuditLog;
   email: EmailService;
   merchants: MerchantService;
   /** The operator's secret key; the approval MAC's key is derived from it. */

@@ -18,6 +18,7 @@ import { afterCommit, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import { EmailDelivery } from './delivery.ts';
 import { attachmentsOf, MailComposers, type MailParts, type OutboxRow, type StoredAttachment } from './parts.ts';
 import type { EmailContent } from './template.ts';
+import { WorkNotifier } from '../../core/wakers.ts';
 
 /** NOTIFY channel: mail is due. */
 export const EMAIL_CHANNEL = 'kasse_email';
@@ -128,13 +129,13 @@ export interface EmailServiceDeps {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export class EmailService {
+export class EmailService extends WorkNotifier {
   /** The delivery worker; the workers role runs `runOnce` in a loop. */
   readonly delivery: EmailDelivery;
-  private readonly wakers = new Set<() => void>();
   private readonly composers: MailComposers;
 
   constructor(private readonly deps: EmailServiceDeps) {
+    super();
     this.composers = new MailComposers(deps.db);
     this.delivery = new EmailDelivery({
       db: deps.db,
@@ -273,15 +274,6 @@ export class EmailService {
     }
     this.nudge();
     return (await this.stored([row]))[0]!;
-  }
-
-  onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
-  }
-
-  nudge(): void {
-    for (const w of this.wakers) w();
   }
 
   /** One delivery pass now (the workers role runs it in a loop; tests after moving the fake clock). */

@@ -22,7 +22,8 @@ import { serializePayment, type Payment } from './schema.ts';
 import { next, type Trigger } from './state.ts';
 import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store/payments.ts';
 
-export interface PaymentDeps {
+/** What every module that moves money is built with (payments and disbursements). */
+export interface FundsDeps {
   db: Db;
   clock: Clock;
   log: Logger;
@@ -32,6 +33,9 @@ export interface PaymentDeps {
   events: EventPublisher;
   /** Changes made by an API key or a dashboard user are recorded here, in the change's transaction. */
   audit: AuditLog;
+}
+
+export interface PaymentDeps extends FundsDeps {
   /** Default service fee in basis points (a merchant's own `fee_bps` overrides it). */
   feeBps: number;
   /** Conversion spread in basis points on credits in coins that are not stablecoins. */

@@ -45,6 +45,7 @@ import {
   type SubscriptionRow,
   type SubscriptionScope,
 } from './store.ts';
+import { WorkNotifier } from '../../core/wakers.ts';
 
 /** NOTE: metadata up to 4 kB as on payments (UTF-8 bytes of its JSON text). */
 export const METADATA_MAX_BYTES = 4096;
@@ -76,12 +77,12 @@ export interface CustomerView {
   merchantName: string;
 }
 
-export class SubscriptionService {
+export class SubscriptionService extends WorkNotifier {
   readonly scheduler: SubscriptionScheduler;
   private readonly p: Presenter;
-  private readonly wakers = new Set<() => void>();
 
   constructor(private readonly deps: SubscriptionDeps) {
+    super();
     this.p = new Presenter(deps);
     this.scheduler = new SubscriptionScheduler(this.p);
     deps.payments.engine.observe((tx, change) => this.onPaymentChange(tx, change));
@@ -91,12 +92,6 @@ export class SubscriptionService {
   /** One due-work pass of the scheduler (what the workers run, and tests after moving the fake clock). */
   runDue(): Promise<DueResult> {
     return this.scheduler.runDue();
-  }
-
-  /** Calls `waker` when this process made scheduler work due now (a payment it waits for changed). */
-  onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
   }
 
   /**
@@ -307,9 +302,7 @@ export class SubscriptionService {
       await setInvoiceCheck(tx, invoice.payment_id, now);
     }
     await setRunAt(tx, row.id, wall);
-    afterCommit(tx, () => {
-      for (const w of this.wakers) w();
-    });
+    afterCommit(tx, () => this.nudge());
   }
 }
 

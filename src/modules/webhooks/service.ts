@@ -23,6 +23,7 @@ import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
+import { WorkNotifier } from '../../core/wakers.ts';
 
 /** NOTIFY channel: new deliveries are due. */
 export const WEBHOOKS_CHANNEL = 'kasse_webhooks';
@@ -86,15 +87,15 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 /** An event's stored body: its object as its serialiser (the API's) writes it. */
 const bodyOf = <T>(e: EventInput<T>): string => (e.serialize ? e.serialize(e.data) : JSON.stringify(e.data));
 
-export class WebhookService implements EventPublisher {
+export class WebhookService extends WorkNotifier implements EventPublisher {
   /** The delivery worker; the workers role runs `pump` in a loop, tests call `runOnce`/`drain`. */
   readonly delivery: WebhookDelivery;
   private readonly db: Db;
   private readonly clock: Clock;
   private readonly client: MerchantHttpClient;
-  private readonly wakers = new Set<() => void>();
 
   constructor(deps: WebhookServiceDeps) {
+    super();
     this.db = deps.db;
     this.clock = deps.clock;
     const { timeoutMs, concurrency } = deps.config.webhooks;
@@ -334,17 +335,6 @@ export class WebhookService implements EventPublisher {
         attempts: [],
       };
     });
-  }
-
-  /** Registers a callback run whenever deliveries may be due (publish, redeliver, NOTIFY, recorded results). */
-  onWork(waker: () => void): () => void {
-    this.wakers.add(waker);
-    return () => this.wakers.delete(waker);
-  }
-
-  /** Tells registered workers that deliveries may be due. */
-  nudge(): void {
-    for (const w of this.wakers) w();
   }
 
   /** One delivery pass now (tests and tools); returns the number of deliveries attempted. */

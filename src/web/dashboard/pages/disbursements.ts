@@ -229,49 +229,49 @@ export function disbursementPages(r: Router): void {
     idOk(p.id!) ? detailPage(ctx, p.id!) : refusal(ctx, 404, NOT_FOUND),
   );
 
-  r.action(
-    '/disbursements/:id/approve',
-    'disbursements.approve',
+  /** A step that needs the user's current second-factor code from `codeField`; a wrong code is shown there. */
+  const withCode = (
+    codeField: 'code' | 'release_code',
+    purpose: string,
+    step: (ctx: Ctx, form: Form, id: string) => Promise<unknown>,
+    flash: string,
+  ) =>
     withId(async (ctx, form, id) => {
       try {
-        await kasse.users.factors.confirmSecondFactor(
-          ctx.session,
-          ctx.user,
-          form.code ?? '',
-          ctx.meta,
-          'disbursement.approve',
-        );
-        await kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor);
-        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_approved');
-      } catch (err) {
-        return detailPage(ctx, id, tell(err, HINTS, true));
-      }
-    }),
-  );
-
-  r.action(
-    '/disbursements/:id/release',
-    'disbursements.approve',
-    withId(async (ctx, form, id) => {
-      try {
-        await kasse.users.factors.confirmSecondFactor(
-          ctx.session,
-          ctx.user,
-          form.release_code ?? '',
-          ctx.meta,
-          'disbursement.release',
-        );
-        await kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor);
-        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_released');
+        await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form[codeField] ?? '', ctx.meta, purpose);
+        await step(ctx, form, id);
+        return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, flash);
       } catch (err) {
         const told = tell(err, HINTS, true);
         return detailPage(
           ctx,
           id,
-          err instanceof ApiError && err.param === 'code' ? { ...told, field: 'release_code' } : told,
+          err instanceof ApiError && err.param === 'code' ? { ...told, field: codeField } : told,
         );
       }
-    }),
+    });
+
+  r.action(
+    '/disbursements/:id/approve',
+    'disbursements.approve',
+    withCode(
+      'code',
+      'disbursement.approve',
+      (ctx, form, id) =>
+        kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor),
+      'dsb_approved',
+    ),
+  );
+
+  r.action(
+    '/disbursements/:id/release',
+    'disbursements.approve',
+    withCode(
+      'release_code',
+      'disbursement.release',
+      (ctx, _form, id) => kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor),
+      'dsb_released',
+    ),
   );
 
   r.action(

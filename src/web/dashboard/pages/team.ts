@@ -68,6 +68,11 @@ export function teamPages(r: Router): void {
     role: 'Choose owner, member or viewer.',
     user: 'There is no such user on your team.',
   };
+  /** The team page again, with why a change to a member was refused. */
+  const refused = (ctx: Ctx, err: unknown) => {
+    const told = tell(err, HINTS, true);
+    return teamPage(ctx, told, {}, told.status);
+  };
 
   r.page('/team', 'read', async (ctx) => teamPage(ctx));
 
@@ -104,8 +109,7 @@ export function teamPages(r: Router): void {
       await kasse.users.team.changeRole(ctx.merchant.id, userId(p.id), form.role ?? '', ctx.actor);
       return done(ctx.reply, base(ctx), 'role');
     } catch (err) {
-      const told = tell(err, HINTS, true);
-      return teamPage(ctx, told, {}, told.status);
+      return refused(ctx, err);
     }
   });
 
@@ -115,8 +119,7 @@ export function teamPages(r: Router): void {
       if (p.id === ctx.user.id) return ctx.reply.code(303).header('location', '/dashboard/signin').send();
       return done(ctx.reply, base(ctx), 'removed');
     } catch (err) {
-      const told = tell(err, HINTS, true);
-      return teamPage(ctx, told, {}, told.status);
+      return refused(ctx, err);
     }
   });
 
@@ -125,8 +128,7 @@ export function teamPages(r: Router): void {
       await kasse.users.team.resendInvite(ctx.merchant.id, userId(p.id), ctx.actor);
       return done(ctx.reply, base(ctx), 'resent');
     } catch (err) {
-      const told = tell(err, HINTS, true);
-      return teamPage(ctx, told, {}, told.status);
+      return refused(ctx, err);
     }
   });
 }
