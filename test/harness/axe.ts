@@ -20,18 +20,15 @@ export interface AxeViolation {
 export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
   return page.evaluate(async () => {
-    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the evaluated source installs
     const axe = (globalThis as any).axe;
     const result = await axe.run(document, {
       runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
       resultTypes: ['violations'],
     });
-    // biome-ignore lint/suspicious/noExplicitAny: axe's result objects
     return result.violations.map((v: any) => ({
       id: v.id,
       impact: v.impact ?? null,
       help: v.help,
-      // biome-ignore lint/suspicious/noExplicitAny: axe's node objects
       targets: v.nodes.map((n: any) => String(n.target.join(' '))),
     }));
   });
