@@ -83,6 +83,19 @@ async function startDatabase(): Promise<{ env: Record<string, string>; stop(): P
   };
 }
 
+/** The ten test files that took longest, so the suite's time can be seen where it goes. */
+function printSlowest(timesFile: string): void {
+  if (!existsSync(timesFile)) return;
+  const rows = readFileSync(timesFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t') as [string, string])
+    .sort((a, b) => Number(b[0]) - Number(a[0]));
+  process.stdout.write('slowest test files:\n');
+  for (const [ms, file] of rows.slice(0, 10))
+    process.stdout.write(`  ${(Number(ms) / 1000).toFixed(1).padStart(6)} s  ${relative('.', file)}\n`);
+}
+
 const NOTHING = { env: {}, stop: async () => {} };
 
 async function main(): Promise<number> {
@@ -113,7 +126,9 @@ async function main(): Promise<number> {
   const database = pure ? NOTHING : await startDatabase();
   const infra = pure ? NOTHING : await startInfrastructure(files);
 
-  const tapFile = join(mkdtempSync(join(tmpdir(), 'kasse-tap-')), 'results.tap');
+  const reports = mkdtempSync(join(tmpdir(), 'kasse-tap-'));
+  const tapFile = join(reports, 'results.tap');
+  const timesFile = join(reports, 'file-times.mjsv');
   const child = spawn(
     process.execPath,
     [
@@ -126,12 +141,15 @@ async function main(): Promise<number> {
       '--test-reporter-destination=stdout',
       '--test-reporter=tap',
       `--test-reporter-destination=${tapFile}`,
+      '--test-reporter=./test/harness/file-times.mjs',
+      `--test-reporter-destination=${timesFile}`,
       ...files,
     ],
     { stdio: 'inherit', env: { ...process.env, ...infra.env, ...database.env } },
   );
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await infra.stop();
+  if (files.length > 4) printSlowest(timesFile);
   const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
   const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
   process.stdout.write(
