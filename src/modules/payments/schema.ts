@@ -79,6 +79,19 @@ export const PaymentSchema = Type.Object(
     metadata: Type.Record(Type.String(), Type.Unknown()),
     created_at: DateTime(),
     attempts: Type.Array(Ref<Attempt>('Attempt')),
+    underpaid_within_tolerance: Type.Optional(
+      Type.Boolean({
+        description:
+          "Paid although the confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (false for an accepted underpayment).",
+      }),
+    ),
+    tolerance_shortfall: Type.Optional(
+      Nullable(
+        Amount(
+          'How much the confirmed amount fell short (smallest unit of the paid coin) when `underpaid_within_tolerance`; null otherwise.',
+        ),
+      ),
+    ),
   },
   {
     $id: 'Payment',

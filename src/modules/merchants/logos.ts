@@ -1,0 +1,55 @@
+/**
+ * Logo pictures (merchant_logos): PNG pixels re-encoded on upload (branding.ts), addressed by their SHA-256, so the
+ * same picture is stored once and its address never changes meaning (served with immutable caching).
+ */
+import type { DbOrTx } from '../../db/index.ts';
+import type { ProcessedLogo } from './branding.ts';
+
+/** The absolute URL of a logo on the checkout host `base` (served by src/web/brand.ts). */
+export function brandLogoUrl(base: string, sha256: string): string {
+  return `${base}/brand/logo/${sha256}.png`;
+}
+
+/** Stores a processed logo under its SHA-256 (a picture already stored is kept as it is). */
+export async function storeLogo(db: DbOrTx, logo: ProcessedLogo): Promise<void> {
+  await db
+    .insertInto('merchant_logos')
+    .values({ sha256: logo.sha256, png: logo.png, width: logo.width, height: logo.height })
+    .onConflict((oc) => oc.column('sha256').doNothing())
+    .execute();
+}
+
+/** The PNG stored under `sha256`, or null. */
+export async function logoPng(db: DbOrTx, sha256: string): Promise<Buffer | null> {
+  const row = await db.selectFrom('merchant_logos').select('png').where('sha256', '=', sha256).executeTakeFirst();
+  return row?.png ?? null;
+}
+
+/** What pages, mails and PDFs show of a merchant's brand; null when there is no such merchant. */
+export interface MerchantBrand {
+  name: string;
+  color: string | null;
+  logo: { sha256: string; width: number; height: number } | null;
+}
+
+/** The merchant's name, colour and logo in one query. */
+export async function merchantBrand(db: DbOrTx, merchantId: string): Promise<MerchantBrand | null> {
+  const row = await db
+    .selectFrom('merchants')
+    .leftJoin('merchant_logos', 'merchant_logos.sha256', 'merchants.logo_sha256')
+    .select([
+      'merchants.name',
+      'merchants.brand_color',
+      'merchant_logos.sha256',
+      'merchant_logos.width',
+      'merchant_logos.height',
+    ])
+    .where('merchants.id', '=', merchantId)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    name: row.name,
+    color: row.brand_color,
+    logo: row.sha256 ? { sha256: row.sha256, width: row.width!, height: row.height! } : null,
+  };
+}
