@@ -3,6 +3,8 @@
  * same picture is stored once and its address never changes meaning (served with immutable caching).
  */
 import type { DbOrTx } from '../../db/index.ts';
+import type { PdfBrand } from '../../core/pdf.ts';
+import type { MailBrand } from '../email/brand.ts';
 import type { ProcessedLogo } from './branding.ts';
 
 /** The absolute URL of a logo on the checkout host `base` (served by src/web/brand.ts). */
@@ -34,22 +36,53 @@ export interface MerchantBrand {
 
 /** The merchant's name, colour and logo in one query. */
 export async function merchantBrand(db: DbOrTx, merchantId: string): Promise<MerchantBrand | null> {
-  const row = await db
+  return (await merchantBrands(db, [merchantId])).get(merchantId) ?? null;
+}
+
+/** The brands of the merchants `ids` (those that exist) in one query; for mail about many objects. */
+export async function merchantBrands(db: DbOrTx, ids: readonly string[]): Promise<Map<string, MerchantBrand>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
     .selectFrom('merchants')
     .leftJoin('merchant_logos', 'merchant_logos.sha256', 'merchants.logo_sha256')
     .select([
+      'merchants.id',
       'merchants.name',
       'merchants.brand_color',
       'merchant_logos.sha256',
       'merchant_logos.width',
       'merchant_logos.height',
     ])
+    .where('merchants.id', 'in', [...new Set(ids)])
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      {
+        name: row.name,
+        color: row.brand_color,
+        logo: row.sha256 ? { sha256: row.sha256, width: row.width!, height: row.height! } : null,
+      },
+    ]),
+  );
+}
+
+/** A merchant's brand as mails carry it: the logo as an absolute URL on the checkout host `base`. */
+export function mailBrand(brand: MerchantBrand, base: string): MailBrand {
+  return {
+    name: brand.name,
+    color: brand.color,
+    logoUrl: brand.logo ? brandLogoUrl(base, brand.logo.sha256) : null,
+  };
+}
+
+/** A merchant's brand as PDFs carry it (the logo's pixels); no brand for no such merchant. */
+export async function pdfBrand(db: DbOrTx, merchantId: string): Promise<PdfBrand | null> {
+  const row = await db
+    .selectFrom('merchants')
+    .leftJoin('merchant_logos', 'merchant_logos.sha256', 'merchants.logo_sha256')
+    .select(['merchants.brand_color', 'merchant_logos.png'])
     .where('merchants.id', '=', merchantId)
     .executeTakeFirst();
-  if (!row) return null;
-  return {
-    name: row.name,
-    color: row.brand_color,
-    logo: row.sha256 ? { sha256: row.sha256, width: row.width!, height: row.height! } : null,
-  };
+  return row ? { color: row.brand_color, logoPng: row.png } : null;
 }
