@@ -138,8 +138,8 @@ describe('underpayment tolerance in the simulator', () => {
     await refused(simulate(p.id, 'paid', pay - 250_001n), 422, 'invalid_state');
     const res = await ok(simulate(p.id, 'underpaid', pay - 250_001n));
     assert.equal(res.status, 'underpaid');
-    assert.equal(res.underpaid_within_tolerance, false);
-    assert.equal(res.tolerance_shortfall, null);
+    assert.equal('underpaid_within_tolerance' in res, false, 'an underpaid payment is the spec object');
+    assert.equal('tolerance_shortfall' in res, false);
     await t.kasse.webhooks.drain();
     assert.equal((await r.next(1))[0]!.type, 'payment.underpaid');
   });

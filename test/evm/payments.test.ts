@@ -177,7 +177,7 @@ describe('payment flow', () => {
       assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
       const short = await get(over.id);
       assert.equal(short.status, 'underpaid');
-      assert.equal(short.underpaid_within_tolerance, false);
+      assert.equal(short.underpaid_within_tolerance, undefined);
       assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');
     } finally {
       await k.m.test.patch('/account', { underpayment_tolerance_bps: 0 });

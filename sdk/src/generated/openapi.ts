@@ -2342,7 +2342,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             attempts: components["schemas"]["Attempt"][];
-            /** @description Paid although the confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (false for an accepted underpayment). */
+            /** @description Present (true) only when the payment was paid although its confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (an accepted underpayment does not have it). */
             underpaid_within_tolerance?: boolean;
             tolerance_shortfall?: string | null;
         };

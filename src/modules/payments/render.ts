@@ -100,8 +100,10 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
           }),
       };
     }),
-    underpaid_within_tolerance: p.paid_within_tolerance,
-    tolerance_shortfall: p.paid_within_tolerance ? toleranceShortfall(l) : null,
+    // Present only on a payment paid within the merchant's tolerance: every other Payment is the spec's object.
+    ...(p.paid_within_tolerance
+      ? { underpaid_within_tolerance: true, tolerance_shortfall: toleranceShortfall(l) }
+      : {}),
   };
 }
 

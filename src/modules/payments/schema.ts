@@ -82,13 +82,13 @@ export const PaymentSchema = Type.Object(
     underpaid_within_tolerance: Type.Optional(
       Type.Boolean({
         description:
-          "Paid although the confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (false for an accepted underpayment).",
+          "Present (true) only when the payment was paid although its confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (an accepted underpayment does not have it).",
       }),
     ),
     tolerance_shortfall: Type.Optional(
       Nullable(
         Amount(
-          'How much the confirmed amount fell short (smallest unit of the paid coin) when `underpaid_within_tolerance`; null otherwise.',
+          'With `underpaid_within_tolerance`: how much the confirmed amount fell short, in the paid coin’s smallest unit.',
         ),
       ),
     ),
