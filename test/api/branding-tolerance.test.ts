@@ -53,6 +53,14 @@ describe('brand colour on PATCH /account', () => {
     const a = await ok(m.test.get('/account'));
     assert.equal(a.branding.color, '#0b5d3b', 'the colour is unchanged');
     assert.equal(a.underpayment_tolerance_bps, 0, 'nor the tolerance sent with it');
+    // Nor is the colour kept when another field of the request is refused.
+    await refused(
+      m.test.patch('/account', { branding: { color: '#000000' }, tax_profile: { seller_name: 'Corner Café' } }),
+      400,
+      'invalid_request',
+      'tax_profile.tax_id',
+    );
+    assert.equal((await ok(m.test.get('/account'))).branding.color, '#0b5d3b');
     // The suggestion is accepted as it is.
     assert.equal((await ok(m.test.patch('/account', { branding: { color: suggested } }))).branding.color, suggested);
   });

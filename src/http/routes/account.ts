@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import type { MerchantRecord } from '../../modules/merchants/service.ts';
 import { TOLERANCE_MAX_BPS } from '../../modules/merchants/service.ts';
+import { checkBrandColor } from '../../modules/merchants/branding.ts';
 import { brandLogoUrl } from '../../modules/merchants/logos.ts';
 import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
@@ -114,14 +115,16 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       const { tax_profile, branding, underpayment_tolerance_bps } = req.body;
       const actor = keyActor(req);
       let m = req.auth.merchant;
-      // The brand and tolerance are checked first, so a refused colour leaves the tax profile unchanged too.
+      // Every check runs before anything is written: the colour here, the tax profile in its own change (the
+      // tolerance's bounds are the schema's), so a refused request changes nothing.
+      if (branding?.color) checkBrandColor(branding.color);
+      if (tax_profile !== undefined) m = await kasse.invoices.setProfile(req.auth.merchantId, mode, tax_profile, actor);
       if (branding !== undefined || underpayment_tolerance_bps !== undefined)
         m = await kasse.merchantSettings.saveBrandTolerance(
           req.auth.merchantId,
           { branding, underpaymentToleranceBps: underpayment_tolerance_bps },
           actor,
         );
-      if (tax_profile !== undefined) m = await kasse.invoices.setProfile(req.auth.merchantId, mode, tax_profile, actor);
       return account(m, req.auth.rateLimit);
     },
   );
