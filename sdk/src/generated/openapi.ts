@@ -1890,7 +1890,12 @@ export interface components {
          *         "sac": "997158",
          *         "tax_rate_bps": 1800,
          *         "tax_inclusive": true
-         *       }
+         *       },
+         *       "branding": {
+         *         "color": "#0b5d3b",
+         *         "logo_url": "https://pay.example.com/brand/logo/3f1c9a0d5e7b2c4a6f8e1d3b5a7c9e0f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2f.png"
+         *       },
+         *       "underpayment_tolerance_bps": 50
          *     }
          */
         Account: {
