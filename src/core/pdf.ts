@@ -59,3 +59,26 @@ export function rows(
   doc.y = y;
   return y;
 }
+
+/** The merchant's brand on a document: its logo (PNG pixels) and colour (`#rrggbb`), each optional. */
+export interface PdfBrand {
+  logoPng: Buffer | null;
+  color: string | null;
+}
+
+/**
+ * Draws the brand on the current page without moving the text position: a band in the colour across the top edge
+ * and the logo in the top right corner (fitted in 120 × 44 pt).
+ */
+export function drawBrand(doc: Pdf, brand: PdfBrand | null | undefined): void {
+  if (!brand) return;
+  const { x, y } = doc;
+  if (brand.color) doc.save().rect(0, 0, doc.page.width, 8).fill(brand.color).restore();
+  if (brand.logoPng) {
+    const w = 120;
+    doc.image(brand.logoPng, doc.page.width - doc.page.margins.right - w, 24, { fit: [w, 44], align: 'right' });
+  }
+  doc.fillColor('black');
+  doc.x = x;
+  doc.y = y;
+}

@@ -25,6 +25,19 @@ export interface MerchantsTable {
   approvals_required: number | null;
   webhook_secret_prev_enc: string | null;
   webhook_secret_prev_until: Timestamp | null;
+  /** Brand colour (lower-case `#rrggbb`), logo (merchant_logos) and underpayment tolerance (migration 0031). */
+  brand_color: string | null;
+  logo_sha256: string | null;
+  underpayment_tolerance_bps: Generated<number>;
+}
+
+/** A merchant's logo: PNG pixels re-encoded on upload, addressed by their SHA-256 (migration 0031). */
+export interface MerchantLogosTable {
+  sha256: string;
+  png: Buffer;
+  width: number;
+  height: number;
+  created_at: Generated<Date>;
 }
 
 export interface ApiKeysTable {
@@ -121,6 +134,8 @@ export interface PaymentsTable {
   deposits_dirty: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (migration 0031). */
+  paid_within_tolerance: Generated<boolean>;
 }
 
 export interface AttemptsTable {
@@ -409,6 +424,7 @@ export interface AuditLogTable {
 
 export interface Database {
   merchants: MerchantsTable;
+  merchant_logos: MerchantLogosTable;
   api_keys: ApiKeysTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;

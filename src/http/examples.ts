@@ -203,6 +203,12 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     rate_limit_per_minute: 60,
     created_at: '2026-02-14T09:30:00.000Z',
     tax_profile: taxProfile,
+    branding: {
+      color: '#0b5d3b',
+      logo_url:
+        'https://pay.example.com/brand/logo/3f1c9a0d5e7b2c4a6f8e1d3b5a7c9e0f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2f.png',
+    },
+    underpayment_tolerance_bps: 50,
   },
   Event: event,
   PaymentEvent: event,
@@ -346,7 +352,7 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     max_uses: 100,
   },
   updateLink: { active: false },
-  updateAccount: { tax_profile: taxProfile },
+  updateAccount: { tax_profile: taxProfile, branding: { color: '#0B5D3B' }, underpayment_tolerance_bps: 50 },
   createSubscription: {
     customer_email: 'asha@example.com',
     customer_name: 'Asha',

@@ -10,6 +10,7 @@ import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
 import type { Payment } from '../modules/payments/schema.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';
+import type { MerchantBrand } from './brand.ts';
 import { html, qrSvg, renderPage, usd, type Html } from './page.ts';
 
 type Attempt = Payment['attempts'][number];
@@ -102,6 +103,8 @@ export interface CheckoutContext {
   payment: Payment;
   mode: Mode;
   merchantName: string;
+  /** The merchant's colour and logo. */
+  brand?: MerchantBrand | null;
   chains: ChainRegistry;
   /** Server time (the injected clock): countdowns run from it, never from the browser's clock. */
   now: Date;
@@ -401,6 +404,7 @@ ${await checkoutMain(ctx)}
     rootAttrs: rootAttrs(ctx),
     test: ctx.mode === 'test',
     scripts: ctx.scripts,
+    brand: ctx.brand,
   });
 }
 
@@ -410,6 +414,7 @@ export interface PosSaleContext {
   linkTitle: string;
   slug: string;
   now: Date;
+  brand?: MerchantBrand | null;
 }
 
 /** The inside of `<main>` on the POS terminal for a sale: QR of the checkout to scan, then PAID, then next sale. */
@@ -440,5 +445,10 @@ export async function posSalePage(ctx: PosSaleContext): Promise<string> {
 ${await posMain(ctx)}
 </main>
 </div>`;
-  return renderPage({ title: `Sale ${p.order_id} · ${ctx.linkTitle}`, body, test: ctx.mode === 'test' });
+  return renderPage({
+    title: `Sale ${p.order_id} · ${ctx.linkTitle}`,
+    body,
+    test: ctx.mode === 'test',
+    brand: ctx.brand,
+  });
 }

@@ -28,6 +28,7 @@ import {
   type CoinOption,
 } from './checkout-view.ts';
 import type { PublicPayment } from '../modules/payments/reader.ts';
+import { brandOf } from './brand.ts';
 import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
 import {
@@ -85,6 +86,7 @@ async function context(
     payment: found.payment,
     mode: found.mode,
     merchantName: found.merchantName,
+    brand: await brandOf(kasse, found.merchantId),
     chains: kasse.chains,
     now: kasse.clock.now(),
     embed: q.embed,

@@ -13,9 +13,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
-import { merchantName } from '../modules/merchants/lookup.ts';
 import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
 import { amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
+import { brandOf, type MerchantBrand } from './brand.ts';
 import { posSalePage } from './checkout-view.ts';
 import {
   addFormParser,
@@ -45,10 +45,12 @@ export function parseDollars(text: string): number | null {
 
 interface Merchant {
   name: string;
+  brand: MerchantBrand | null;
 }
 
 async function merchantOf(kasse: Kasse, link: LinkRow): Promise<Merchant> {
-  return { name: (await merchantName(kasse.db, link.merchant_id)) ?? '' };
+  const brand = await brandOf(kasse, link.merchant_id);
+  return { name: brand?.name ?? '', brand };
 }
 
 function header(link: LinkRow, merchant: Merchant, price: Html | string = ''): Html {
@@ -104,7 +106,12 @@ function linkPage(
 ): string {
   const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
   const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
-  return renderPage({ title: `${link.title} · ${merchant.name}`, body, test: link.mode === 'test' });
+  return renderPage({
+    title: `${link.title} · ${merchant.name}`,
+    body,
+    test: link.mode === 'test',
+    brand: merchant.brand,
+  });
 }
 
 function unavailablePage(link: LinkRow, merchant: Merchant, message: string, heading = 'Not available'): string {
@@ -112,6 +119,7 @@ function unavailablePage(link: LinkRow, merchant: Merchant, message: string, hea
     title: `${link.title} · ${merchant.name}`,
     body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>${heading}</h2><p>${message}</p></main></div>`,
     test: link.mode === 'test',
+    brand: merchant.brand,
   });
 }
 
@@ -280,6 +288,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
         linkTitle: link.title,
         slug: link.slug,
         now: kasse.clock.now(),
+        brand: await brandOf(kasse, link.merchant_id),
       }),
     );
   });

@@ -11,6 +11,7 @@ import { ApiError, invalid } from '../core/errors.ts';
 import { formatCents } from '../core/money.ts';
 import { escapeHtml, Html, html, raw } from '../core/html.ts';
 import { assetUrl } from './assets.ts';
+import { brandHead, brandLogo, type MerchantBrand } from './brand.ts';
 
 export { Html, html, raw };
 
@@ -55,6 +56,8 @@ export interface PageOptions {
   test?: boolean;
   /** Further scripts (asset names) loaded after the page's own, in order: the chain families' wallet scripts. */
   scripts?: readonly string[];
+  /** The merchant's colour and logo (brand.ts). */
+  brand?: MerchantBrand | null;
 }
 
 /** A whole document: one stylesheet and deferred scripts from this host, nothing inline. */
@@ -65,10 +68,10 @@ export function renderPage(o: PageOptions): string {
 ${PAGE_HEAD}
 <title>${o.title}</title>
 <link rel="stylesheet" href="${assetUrl('kasse.css')}">
-<script src="${assetUrl('pay.js')}" defer></script>
+${brandHead(o.brand)}<script src="${assetUrl('pay.js')}" defer></script>
 ${(o.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}${o.head ?? ''}</head>
 <body>
-${o.test ? html`<p class="k-test">Test mode: no real money moves</p>\n` : ''}${o.body}
+${o.test ? html`<p class="k-test">Test mode: no real money moves</p>\n` : ''}${brandLogo(o.brand)}${o.body}
 </body>
 </html>
 `.value;

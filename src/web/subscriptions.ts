@@ -24,6 +24,7 @@ import {
   usd,
   type Html,
 } from './page.ts';
+import { brandOf, type MerchantBrand } from './brand.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 const STATUS_TEXT: Record<string, string> = {
@@ -44,7 +45,12 @@ const PAYMENT_TEXT: Record<string, string> = {
   cancelled: 'Withdrawn',
 };
 
-function subscriptionPage(token: string, v: CustomerView, o: { notice?: string; error?: string } = {}): string {
+function subscriptionPage(
+  token: string,
+  v: CustomerView,
+  brand: MerchantBrand | null,
+  o: { notice?: string; error?: string } = {},
+): string {
   const s = v.subscription;
   const cancelled = s.status === 'cancelled';
   const payments: Html = html`<ul class="k-invoices">${[...s.invoices]
@@ -74,7 +80,7 @@ ${
     : html`<form method="post" action="/s/${token}/cancel" class="k-form" data-once><h2>Cancel</h2><p class="k-note">Cancelling stops every future payment at once; open payments are withdrawn. It cannot be undone.</p><button type="submit" class="k-btn k-alt">Cancel subscription</button></form>`
 }
 </main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
-  return renderPage({ title: `${s.title} · ${v.merchantName}`, body, test: v.mode === 'test' });
+  return renderPage({ title: `${s.title} · ${v.merchantName}`, body, test: v.mode === 'test', brand });
 }
 
 function refused(reply: FastifyReply, reason: 'invalid' | 'expired' | 'missing'): FastifyReply {
@@ -110,7 +116,11 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
       req.query.done === 'cancelled'
         ? 'Your subscription is cancelled. A confirmation is on its way by email.'
         : undefined;
-    return sendPage(reply, 200, subscriptionPage(req.params.token, view, { notice }));
+    return sendPage(
+      reply,
+      200,
+      subscriptionPage(req.params.token, view, await brandOf(kasse, view.merchantId), { notice }),
+    );
   });
 
   app.post<{ Params: { token: string } }>('/s/:token/cancel', async (req, reply) => {
@@ -130,7 +140,11 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
           : e instanceof ApiError && e.param === 'Origin'
             ? 'The cancellation must be sent from this page.'
             : 'That did not work. Try again.';
-      return sendPage(reply, e.status, subscriptionPage(req.params.token, view, { error: message }));
+      return sendPage(
+        reply,
+        e.status,
+        subscriptionPage(req.params.token, view, await brandOf(kasse, view.merchantId), { error: message }),
+      );
     }
   });
 };

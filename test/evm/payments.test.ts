@@ -158,6 +158,32 @@ describe('payment flow', () => {
     assert.equal(k.eventTypes(p.id).at(-1), 'payment.paid');
   });
 
+  test('underpayment tolerance: short by exactly the allowed amount is paid, one unit more is underpaid', async () => {
+    assert.equal((await k.m.test.patch('/account', { underpayment_tolerance_bps: 50 })).status, 200);
+    try {
+      const atBound = await createPayment('base:usdc', 2000);
+      const over = await createPayment('base:usdc', 2000);
+      const allowed = (atBound.amount * 50n) / 10_000n; // 20 000 000 × 0.5 % = 100 000
+      assert.equal(allowed, 100_000n);
+      await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, atBound.address, atBound.amount - allowed));
+      await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, over.address, over.amount - allowed - 1n));
+      await k.tick();
+      await k.chain.mine(3);
+      await k.tick();
+      const paid = await get(atBound.id);
+      assert.equal(paid.status, 'paid');
+      assert.equal(paid.underpaid_within_tolerance, true);
+      assert.equal(paid.tolerance_shortfall, allowed.toString());
+      assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      const short = await get(over.id);
+      assert.equal(short.status, 'underpaid');
+      assert.equal(short.underpaid_within_tolerance, undefined);
+      assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');
+    } finally {
+      await k.m.test.patch('/account', { underpayment_tolerance_bps: 0 });
+    }
+  });
+
   test('money after the coin hold ran out is found and reported late', async () => {
     const p = await createPayment('base:usdc', 1200);
     k.t.clock.advance(11 * MINUTE);

@@ -158,6 +158,31 @@ describe('payment flow', () => {
     );
   });
 
+  test('underpayment tolerance: short by exactly the allowed amount is paid, one unit more is underpaid', async () => {
+    assert.equal((await k.m.test.patch('/account', { underpayment_tolerance_bps: 25 })).status, 200);
+    try {
+      const atBound = await createPayment('solana:usdc', 1000);
+      const over = await createPayment('solana:usdc', 1000);
+      const allowed = (atBound.amount * 25n) / 10_000n; // 10 000 000 × 0.25 % = 25 000
+      assert.equal(allowed, 25_000n);
+      const payer = await k.payer(1_000_000_000n, 50_000_000n);
+      await k.chain.sendUsdc(payer, atBound.address, atBound.amount - allowed, { createAta: true });
+      await k.chain.sendUsdc(payer, over.address, over.amount - allowed - 1n, { createAta: true });
+      await k.chain.produce();
+      await k.tick();
+      const paid = await get(atBound.id);
+      assert.equal(paid.status, 'paid');
+      assert.equal(paid.underpaid_within_tolerance, true);
+      assert.equal(paid.tolerance_shortfall, '25000');
+      assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      const short = await get(over.id);
+      assert.equal(short.status, 'underpaid');
+      assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');
+    } finally {
+      await k.m.test.patch('/account', { underpayment_tolerance_bps: 0 });
+    }
+  });
+
   test('overpaid: paid and payment.overpaid', async () => {
     const p = await createPayment('solana:sol', 1000);
     const payer = await k.payer();

@@ -986,3 +986,69 @@ describe('helpers', () => {
     assert.equal(moneySeen(pay('detected', [dep(PAY, 'pending')])), true);
   });
 });
+
+describe('decision: underpayment tolerance', () => {
+  const within = (p: PaymentState, bps: number, trigger: Trigger = { kind: 'deposits_changed' }, now = at(30)) =>
+    next(p, trigger, { now, rates: new Map([['base:usdc', '1.00']]), toleranceBps: bps });
+  // 100 bps of 1 000 000 allows floor(10 000) smallest units short.
+  it('a confirmed amount short by exactly the allowed shortfall is paid, within tolerance', () => {
+    const { payment, events } = within(pay('waiting', [dep(PAY - 10_000n)]), 100);
+    assert.equal(payment.status, 'paid');
+    assert.deepEqual(events, ['payment.paid']);
+    assert.equal(payment.paidAmount, PAY - 10_000n);
+    assert.equal(payment.paidWithinTolerance, true);
+    assert.equal(payment.attempts[0]!.status, 'paid');
+    assert.equal(payment.attempts[0]!.overpaid, false);
+  });
+  it('one smallest unit more short is underpaid', () => {
+    const { payment, events } = within(pay('waiting', [dep(PAY - 10_001n)]), 100);
+    assert.equal(payment.status, 'underpaid');
+    assert.deepEqual(events, ['payment.underpaid']);
+    assert.equal(payment.paidWithinTolerance, undefined);
+  });
+  it('the allowed shortfall is rounded down: 100 bps of 999 allows 9', () => {
+    const a = { payAmount: 999n };
+    assert.equal(within(pay('waiting', [dep(990n)], {}, a), 100).payment.status, 'paid');
+    assert.equal(within(pay('waiting', [dep(989n)], {}, a), 100).payment.status, 'underpaid');
+  });
+  it('with tolerance 0 (the default) the spec rules hold: one unit short is underpaid', () => {
+    assert.equal(within(pay('waiting', [dep(PAY - 1n)]), 0).payment.status, 'underpaid');
+    assert.equal(step(withDeposits(pay('waiting'), [dep(PAY - 1n)])).payment.status, 'underpaid');
+  });
+  it('money still pending is waited for: a short confirmed part is not paid early', () => {
+    const { payment } = within(pay('waiting', [dep(PAY - 10_000n), dep(5_000n, 'pending')]), 100);
+    assert.equal(payment.status, 'confirming');
+  });
+  it('an underpaid payment whose rest arrives within tolerance becomes paid', () => {
+    const { payment, events } = within(pay('underpaid', [dep(HALF), dep(HALF - 10_000n)]), 100);
+    assert.equal(payment.status, 'paid');
+    assert.deepEqual(events, ['payment.paid']);
+    assert.equal(payment.paidWithinTolerance, true);
+  });
+  it('short within tolerance after the coin hold is late, and auto-accepted within tolerance', () => {
+    const short = [dep(PAY - 10_000n, 'confirmed', { seenAt: at(20) })];
+    const { payment, events } = within(pay('waiting', short), 100);
+    assert.equal(payment.status, 'late');
+    assert.deepEqual(events, ['payment.late']);
+    const accepted = within(payment, 100, tick, at(40));
+    assert.equal(accepted.payment.status, 'paid');
+    assert.equal(accepted.payment.paidWithinTolerance, true);
+  });
+  it('an underpayment the merchant accepts is not within tolerance', () => {
+    const { payment } = within(pay('underpaid', [dep(HALF)]), 100, accept);
+    assert.equal(payment.status, 'paid');
+    assert.equal(payment.paidWithinTolerance, false);
+  });
+  it('a reorg below the amount it was paid with undoes it, and clears the flag', () => {
+    const paid = within(pay('waiting', [dep(PAY - 20_000n), dep(10_000n)]), 100).payment;
+    assert.equal(paid.status, 'paid');
+    const orphaned = withDeposits(paid, [
+      paid.attempts[0]!.deposits[0]!,
+      { ...paid.attempts[0]!.deposits[1]!, status: 'orphaned' },
+    ]);
+    const { payment, events } = within(orphaned, 100);
+    assert.deepEqual(events, ['payment.reorged']);
+    assert.equal(payment.status, 'underpaid');
+    assert.equal(payment.paidWithinTolerance, false);
+  });
+});

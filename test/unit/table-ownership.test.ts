@@ -18,6 +18,7 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 const OWNERS: Record<string, string> = {
   merchants: 'modules/merchants/',
   api_keys: 'modules/merchants/',
+  merchant_logos: 'modules/merchants/',
   rate_limit_windows: 'modules/ratelimit/',
   idempotency_keys: 'modules/idempotency/',
   payments: 'modules/payments/store/',

@@ -147,6 +147,31 @@ describe('payment outcomes', () => {
     assert.equal(k.eventTypes(p.id).at(-1), 'payment.paid');
   });
 
+  test('underpayment tolerance: short by exactly the allowed amount is paid, one unit more is underpaid', async () => {
+    assert.equal((await k.m.test.patch('/account', { underpayment_tolerance_bps: 100 })).status, 200);
+    try {
+      const atBound = await createPayment(2000);
+      const over = await createPayment(2000);
+      const allowed = (atBound.amount * 100n) / 10_000n;
+      assert.ok(allowed > 0n);
+      await k.payer.send(atBound.address, atBound.amount - allowed);
+      await k.payer.send(over.address, over.amount - (over.amount * 100n) / 10_000n - 1n);
+      await k.tick();
+      await k.payer.mine(2);
+      await k.tick();
+      const paid = await get(atBound.id);
+      assert.equal(paid.status, 'paid');
+      assert.equal(paid.underpaid_within_tolerance, true);
+      assert.equal(paid.tolerance_shortfall, allowed.toString());
+      assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      const short = await get(over.id);
+      assert.equal(short.status, 'underpaid');
+      assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');
+    } finally {
+      await k.m.test.patch('/account', { underpayment_tolerance_bps: 0 });
+    }
+  });
+
   test('overpaid: paid and overpaid', async () => {
     const p = await createPayment(1000);
     await k.payer.send(p.address, 12_500_000n);

@@ -19,7 +19,7 @@ export interface paths {
         head?: never;
         /**
          * Update the account
-         * @description Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Lengths are in characters (code points). Concurrent requests that set different fields all keep theirs, and the answer is the account as this request’s change left it. Invoices already issued keep the seller they were issued with.
+         * @description Sets this mode’s `tax_profile`: the fields given are merged over the current profile (or the defaults: SAC 997158, 1800 bps, tax-inclusive, prefix INV) and the result is checked whole (GSTIN with its check character, state code equal to the GSTIN’s, prefix of at most 3 letters or digits); `null` removes it. Lengths are in characters (code points). Concurrent requests that set different fields all keep theirs, and the answer is the account as this request’s change left it. Invoices already issued keep the seller they were issued with. `branding.color` sets the brand colour (`#RRGGBB`; null clears it; `branding: null` clears the colour and the logo): it is refused with 400 when white text on it, or it as text on the page, would fall below the 4.5:1 contrast WCAG AA asks for, and the message names the nearest colour that passes (the same hue, darkened). The logo is uploaded on the dashboard. `underpayment_tolerance_bps` (0 to 500) treats a payment whose confirmed amount is short by at most floor(pay_amount × bps / 10000) smallest units as paid (see the Payment’s `underpaid_within_tolerance`).
          */
         patch: operations["updateAccount"];
         trace?: never;
@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Simulate an outcome (test API only)
-         * @description Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). 422 `invalid_state` for a payment that is not waiting.
+         * @description Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). `amount` sets what arrives for `paid` or `underpaid`; the outcome must still be what it brings (a short amount within the account’s tolerance is `paid`). 422 `invalid_state` for a payment that is not waiting.
          */
         post: operations["simulatePayment"];
         delete?: never;
@@ -1890,7 +1890,12 @@ export interface components {
          *         "sac": "997158",
          *         "tax_rate_bps": 1800,
          *         "tax_inclusive": true
-         *       }
+         *       },
+         *       "branding": {
+         *         "color": "#0b5d3b",
+         *         "logo_url": "https://pay.example.com/brand/logo/3f1c9a0d5e7b2c4a6f8e1d3b5a7c9e0f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2f.png"
+         *       },
+         *       "underpayment_tolerance_bps": 50
          *     }
          */
         Account: {
@@ -1920,6 +1925,13 @@ export interface components {
                 /** @description Whether payment prices include GST (default true). */
                 tax_inclusive: boolean;
             } | null;
+            /** @description What payers see of the brand on the checkout, link pages, POS, emails and PDFs. */
+            branding?: {
+                color: string | null;
+                logo_url: string | null;
+            };
+            /** @description A payment short by at most floor(pay_amount × bps / 10000) smallest units, with nothing pending, is paid (0: never). */
+            underpayment_tolerance_bps?: number;
         };
         /**
          * @description An event; exactly the body of the webhook that announces it.
@@ -2335,6 +2347,9 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             attempts: components["schemas"]["Attempt"][];
+            /** @description Present (true) only when the payment was paid although its confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (an accepted underpayment does not have it). */
+            underpaid_within_tolerance?: boolean;
+            tolerance_shortfall?: string | null;
         };
         /**
          * @description A refund of a payment's money.
@@ -3153,6 +3168,10 @@ export interface operations {
                         /** @description Whether payment prices include GST (default true). */
                         tax_inclusive?: boolean;
                     } | null;
+                    branding?: {
+                        color?: string | null;
+                    } | null;
+                    underpayment_tolerance_bps?: number;
                 };
             };
         };
@@ -4294,6 +4313,8 @@ export interface operations {
             content: {
                 "application/json": {
                     outcome: "paid" | "underpaid" | "expired" | "late" | "wrong_asset";
+                    /** @description For `paid` and `underpaid`: the amount that arrives, smallest unit (default: the pay amount, or half of it), to try the account’s `underpayment_tolerance_bps`. */
+                    amount?: string;
                 };
             };
         };

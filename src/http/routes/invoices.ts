@@ -6,6 +6,7 @@ import { Nullable, PaymentIdParam } from '../schemas/common.ts';
 import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
 import { invoiceJson } from '../../modules/invoices/service.ts';
 import { invoicePdf } from '../../modules/invoices/pdf.ts';
+import { pdfBrand } from '../../modules/merchants/logos.ts';
 
 const InvoiceRef = Type.Unsafe({ $ref: 'TaxInvoice#' });
 const InvoiceIdParam = Type.Object({
@@ -94,7 +95,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
     },
     async (req, reply) => {
       const row = await kasse.invoices.get(mode, req.auth.merchantId, req.params.id);
-      const pdf = await invoicePdf(invoiceJson(row), { mode });
+      const pdf = await invoicePdf(invoiceJson(row), { mode, brand: await pdfBrand(kasse.db, req.auth.merchantId) });
       return reply
         .header('content-type', 'application/pdf')
         .header('content-disposition', `inline; filename="${row.number.replace(/\//g, '-')}.pdf"`)

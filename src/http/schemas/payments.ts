@@ -152,4 +152,16 @@ export const EstimateQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const SimulateBody = Type.Object({ outcome: Enum(SIMULATE_OUTCOMES) }, { additionalProperties: false });
+export const SimulateBody = Type.Object(
+  {
+    outcome: Enum(SIMULATE_OUTCOMES),
+    amount: Type.Optional(
+      Type.String({
+        pattern: '^[1-9][0-9]{0,77}$',
+        description:
+          'For `paid` and `underpaid`: the amount that arrives, smallest unit (default: the pay amount, or half of it), to try the account’s `underpayment_tolerance_bps`.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);

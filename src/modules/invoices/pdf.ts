@@ -5,7 +5,7 @@
  * the signature line of a computer-generated invoice.
  */
 import { formatCents } from '../../core/money.ts';
-import { newPdf, pdfBytes } from '../../core/pdf.ts';
+import { drawBrand, newPdf, pdfBytes, type PdfBrand } from '../../core/pdf.ts';
 import { rupeesGrouped, rupeesInWords, STATE_NAMES } from './gst.ts';
 import type { TaxInvoiceJson } from './service.ts';
 
@@ -22,9 +22,10 @@ function istDay(iso: string): string {
 
 export async function invoicePdf(
   inv: TaxInvoiceJson,
-  opts: { mode: 'test' | 'live'; orderId?: string },
+  opts: { mode: 'test' | 'live'; orderId?: string; brand?: PdfBrand | null },
 ): Promise<Buffer> {
   const doc = newPdf({ title: `Tax invoice ${inv.number}`, author: inv.seller.name });
+  drawBrand(doc, opts.brand);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
   const half = width / 2;

@@ -1,6 +1,6 @@
 /**
  * What other modules need from a merchant's row, in the caller's transaction when it holds one: the fee, the display
- * name, the default webhook URL of a mode, the disbursement quorum, and the row lock that serializes a merchant's
+ * name, the underpayment tolerance, the default webhook URL of a mode, the disbursement quorum, and the row lock that serializes a merchant's
  * balance-changing work. The merchants module is the only code on its tables; others ask here.
  */
 import type { Mode } from '../../core/mode.ts';
@@ -11,6 +11,16 @@ import type { DbOrTx, Tx } from '../../db/index.ts';
 export async function merchantFeeBps(db: DbOrTx, merchantId: string): Promise<number | null> {
   const row = await db.selectFrom('merchants').select('fee_bps').where('id', '=', merchantId).executeTakeFirst();
   return row?.fee_bps ?? null;
+}
+
+/** The merchant's underpayment tolerance in basis points (0 when there is no such merchant). */
+export async function underpaymentToleranceBps(db: DbOrTx, merchantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('merchants')
+    .select('underpayment_tolerance_bps')
+    .where('id', '=', merchantId)
+    .executeTakeFirst();
+  return row?.underpayment_tolerance_bps ?? 0;
 }
 
 /** The merchant's display name (what payers and wallets see as the payee); null when there is no such merchant. */

@@ -13,6 +13,7 @@ import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from '../../db/schema.ts';
+import { checkBrandColor } from './branding.ts';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -53,6 +54,11 @@ export interface MerchantRecord {
   payoutToken: string;
   /** Owner approvals a disbursement needs; null: 2 when the merchant has two or more owners, else 1. */
   approvalsRequired: number | null;
+  /** Brand colour `#rrggbb` (lower case) and logo (its SHA-256 in merchant_logos); null when unset. */
+  brandColor: string | null;
+  logoSha256: string | null;
+  /** Underpayment tolerance in basis points (0 to 500; 0: the spec's rules). */
+  underpaymentToleranceBps: number;
 }
 
 /** Settings an owner edits on the dashboard. */
@@ -63,6 +69,9 @@ export interface MerchantSettingsPatch {
   /** Account default webhook URL of test mode (http or https) or live mode (https only); null removes it. */
   webhookUrlTest?: string | null;
   webhookUrlLive?: string | null;
+  /** `#RRGGBB` (checked: branding.ts) or null to clear it. */
+  brandColor?: string | null;
+  underpaymentToleranceBps?: number;
 }
 
 /** An operator or API change (`update`); `taxProfile` replaces one mode's profile (null removes it). */
@@ -72,10 +81,18 @@ export interface MerchantPatch {
   rateLimitPerMinute?: number | null;
   feeBps?: number | null;
   taxProfile?: { mode: Mode; value: object | null };
+  /** Checked by the caller (branding.ts); null removes it. */
+  brandColor?: string | null;
+  /** A logo already stored (logos.ts); null removes it. */
+  logoSha256?: string | null;
+  underpaymentToleranceBps?: number;
 }
 
 /** NOTE: a merchant's display name is 1 to 120 characters. */
 export const NAME_MAX = 120;
+
+/** NOTE: a payment short by at most this share of its pay amount may be treated as paid (500 bps = 5 %). */
+export const TOLERANCE_MAX_BPS = 500;
 
 /** NOTE: after a webhook secret is rolled, deliveries are signed with the previous one too for this long. */
 export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -254,6 +271,12 @@ export class MerchantService {
       if (n !== null && (!Number.isInteger(n) || n < 1 || n > 20))
         throw new ApiError('invalid_request', 'approvals_required must be 1 to 20', 'approvals_required');
       values.approvals_required = n;
+    }
+    if (patch.brandColor !== undefined)
+      values.brand_color = patch.brandColor === null ? null : checkBrandColor(patch.brandColor, 'brand_color');
+    if (patch.underpaymentToleranceBps !== undefined) {
+      checkPatch({ underpaymentToleranceBps: patch.underpaymentToleranceBps });
+      values.underpayment_tolerance_bps = patch.underpaymentToleranceBps;
     }
     const change = await this.change(db, merchantId, () => values);
     if (Object.keys(values).length > 0) await this.broadcastKeyChange('*', db);
@@ -461,6 +484,9 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     taxProfile: { test: row.tax_profile_test ?? null, live: row.tax_profile_live ?? null },
     payoutToken: row.payout_token,
     approvalsRequired: row.approvals_required,
+    brandColor: row.brand_color,
+    logoSha256: row.logo_sha256,
+    underpaymentToleranceBps: row.underpayment_tolerance_bps,
   };
 }
 
@@ -471,6 +497,13 @@ function checkPatch(patch: MerchantPatch): void {
   if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== null && !(patch.rateLimitPerMinute >= 1)) {
     throw new ApiError('invalid_request', 'rate limit must be at least 1 per minute', 'rate_limit_per_minute');
   }
+  const bps = patch.underpaymentToleranceBps;
+  if (bps !== undefined && (!Number.isInteger(bps) || bps < 0 || bps > TOLERANCE_MAX_BPS))
+    throw new ApiError(
+      'invalid_request',
+      `underpayment_tolerance_bps must be a whole number from 0 to ${TOLERANCE_MAX_BPS} (5 %)`,
+      'underpayment_tolerance_bps',
+    );
 }
 
 /** The merchants columns a patch sets. */
@@ -480,6 +513,9 @@ function patchValues(patch: MerchantPatch): Record<string, unknown> {
   if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
   if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
   if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
+  if (patch.brandColor !== undefined) values.brand_color = patch.brandColor;
+  if (patch.logoSha256 !== undefined) values.logo_sha256 = patch.logoSha256;
+  if (patch.underpaymentToleranceBps !== undefined) values.underpayment_tolerance_bps = patch.underpaymentToleranceBps;
   if (patch.taxProfile)
     values[`tax_profile_${patch.taxProfile.mode}`] =
       patch.taxProfile.value === null ? null : JSON.stringify(patch.taxProfile.value);

@@ -10,7 +10,9 @@ import { invalid } from '../../core/errors.ts';
 import { withTx, type Db } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import type { Users } from '../users/index.ts';
-import type { MerchantService } from './service.ts';
+import { checkBrandColor, processLogo } from './branding.ts';
+import { storeLogo } from './logos.ts';
+import type { MerchantPatch, MerchantRecord, MerchantService } from './service.ts';
 
 export interface MerchantSettingsDeps {
   db: Db;
@@ -26,6 +28,16 @@ export interface AccountSettingsInput {
   name?: string;
   payoutToken?: string;
   approvalsRequired: number | null;
+  /** `#RRGGBB`, or null to clear it. */
+  brandColor?: string | null;
+  underpaymentToleranceBps?: number;
+}
+
+/** The brand colour and payment tolerance (PATCH /account, Settings); absent fields are left as they are. */
+export interface BrandToleranceInput {
+  /** `{color}` sets or (null) clears the colour; null clears the colour and the logo. */
+  branding?: { color?: string | null } | null;
+  underpaymentToleranceBps?: number;
 }
 
 export class MerchantSettings {
@@ -54,7 +66,13 @@ export class MerchantSettings {
       const { before, after } = await merchants.updateSettings(
         tx,
         merchantId,
-        { name: input.name, payoutToken: input.payoutToken, approvalsRequired: input.approvalsRequired },
+        {
+          name: input.name,
+          payoutToken: input.payoutToken,
+          approvalsRequired: input.approvalsRequired,
+          brandColor: input.brandColor,
+          underpaymentToleranceBps: input.underpaymentToleranceBps,
+        },
         payoutTokens,
       );
       const changed: Record<string, unknown> = {};
@@ -63,7 +81,68 @@ export class MerchantSettings {
         changed.payout_token = { from: before.payoutToken, to: after.payoutToken };
       if (after.approvalsRequired !== before.approvalsRequired)
         changed.approvals_required = { from: before.approvalsRequired, to: after.approvalsRequired };
+      Object.assign(
+        changed,
+        changes(before, after, { brandColor: 'color', underpaymentToleranceBps: 'underpayment_tolerance_bps' }),
+      );
       await audit.record(tx, { merchantId, mode: null, actor, action: 'settings.update', details: changed });
+    });
+  }
+
+  /**
+   * Sets the brand colour and the tolerance under the merchant row's lock, audited (`settings.branding`,
+   * `settings.tolerance`: what changed, from what, to what) in the change's transaction. 400 for a colour text on it
+   * cannot be read on (the nearest that passes is named) or a tolerance outside 0 to 500; nothing changes then.
+   */
+  async saveBrandTolerance(merchantId: string, input: BrandToleranceInput, actor: Actor): Promise<MerchantRecord> {
+    const patch: MerchantPatch = {};
+    const b = input.branding;
+    if (b === null) Object.assign(patch, { brandColor: null, logoSha256: null });
+    else if (b?.color !== undefined) patch.brandColor = b.color === null ? null : checkBrandColor(b.color);
+    if (input.underpaymentToleranceBps !== undefined) patch.underpaymentToleranceBps = input.underpaymentToleranceBps;
+    return this.deps.merchants.update(merchantId, patch, async (tx, { before, after }) => {
+      const brand = changes(before, after, { brandColor: 'color', logoSha256: 'logo_sha256' });
+      if (brand)
+        await this.deps.audit.record(tx, {
+          merchantId,
+          mode: null,
+          actor,
+          action: 'settings.branding',
+          details: brand,
+        });
+      const tolerance = changes(before, after, { underpaymentToleranceBps: 'underpayment_tolerance_bps' });
+      if (tolerance)
+        await this.deps.audit.record(tx, {
+          merchantId,
+          mode: null,
+          actor,
+          action: 'settings.tolerance',
+          details: tolerance,
+        });
+    });
+  }
+
+  /**
+   * Decodes and re-encodes an uploaded logo (branding.ts), stores its pixels and makes it the merchant's logo,
+   * audited (`settings.branding`). 400 on `logo` for a file that is not a PNG, JPEG or WebP of at most 256 kB.
+   */
+  async setLogo(merchantId: string, bytes: Buffer, actor: Actor): Promise<MerchantRecord> {
+    const logo = await processLogo(bytes);
+    await storeLogo(this.deps.db, logo);
+    return this.saveLogo(merchantId, logo.sha256, actor);
+  }
+
+  /** Removes the merchant's logo (the picture stays stored: its address may be cached). */
+  removeLogo(merchantId: string, actor: Actor): Promise<MerchantRecord> {
+    return this.saveLogo(merchantId, null, actor);
+  }
+
+  private saveLogo(merchantId: string, sha256: string | null, actor: Actor): Promise<MerchantRecord> {
+    return this.deps.merchants.update(merchantId, { logoSha256: sha256 }, (tx, { before, after }) => {
+      const details = changes(before, after, { logoSha256: 'logo_sha256' });
+      return details
+        ? this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'settings.branding', details })
+        : Promise.resolve();
     });
   }
 
@@ -120,4 +199,16 @@ export class MerchantSettings {
       this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'webhook_secret.roll' }),
     );
   }
+}
+
+/** `{name: {from, to}}` for each field of `names` that differs between `before` and `after`; null when none does. */
+function changes(
+  before: MerchantRecord,
+  after: MerchantRecord,
+  names: Partial<Record<keyof MerchantRecord, string>>,
+): Record<string, { from: unknown; to: unknown }> | null {
+  const out: Record<string, { from: unknown; to: unknown }> = {};
+  for (const [key, name] of Object.entries(names) as Array<[keyof MerchantRecord, string]>)
+    if (before[key] !== after[key]) out[name] = { from: before[key], to: after[key] };
+  return Object.keys(out).length > 0 ? out : null;
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
 import { syncHeld } from '../ledger/holds.ts';
-import { merchantFeeBps } from '../merchants/lookup.ts';
+import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/lookup.ts';
 import type { LedgerService } from '../ledger/ledger.ts';
 import type { PriceService } from '../prices/index.ts';
 import type { EventPublisher } from '../webhooks/types.ts';
@@ -105,7 +105,9 @@ export class PaymentEngine {
   async apply(tx: Tx, l: Loaded, trigger: Trigger, now: Date = this.deps.clock.now()): Promise<Applied> {
     const { row } = l;
     const before = toState(l);
-    const { payment: after, events } = next(before, trigger, { now, rates: this.rates(row.mode) });
+    // The merchant's tolerance as it is now: a change applies to payments judged after it.
+    const toleranceBps = await underpaymentToleranceBps(tx, row.merchant_id);
+    const { payment: after, events } = next(before, trigger, { now, rates: this.rates(row.mode), toleranceBps });
     let current = await persist(tx, l, before, after, now);
 
     let seq = row.credit_seq;

@@ -88,5 +88,7 @@ export interface PaymentState {
    * what it was accepted with; absent is read as payAmount. Persist it with the payment.
    */
   paidAmount?: bigint | null;
+  /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (not by `accept`). */
+  paidWithinTolerance?: boolean;
   attempts: AttemptState[];
 }

@@ -100,7 +100,18 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
           }),
       };
     }),
+    // Present only on a payment paid within the merchant's tolerance: every other Payment is the spec's object.
+    ...(p.paid_within_tolerance
+      ? { underpaid_within_tolerance: true, tolerance_shortfall: toleranceShortfall(l) }
+      : {}),
   };
+}
+
+/** The paid attempt's pay amount less the confirmed amount it was paid with (a payment paid within tolerance). */
+function toleranceShortfall(l: Loaded): string | null {
+  const a = l.attempts.find((x) => x.id === l.row.paid_attempt_id);
+  if (!a || l.row.paid_amount === null) return null;
+  return (BigInt(a.pay_amount) - BigInt(l.row.paid_amount)).toString();
 }
 
 /** The Refund object (see docs/payments.md). */

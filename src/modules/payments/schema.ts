@@ -79,6 +79,19 @@ export const PaymentSchema = Type.Object(
     metadata: Type.Record(Type.String(), Type.Unknown()),
     created_at: DateTime(),
     attempts: Type.Array(Ref<Attempt>('Attempt')),
+    underpaid_within_tolerance: Type.Optional(
+      Type.Boolean({
+        description:
+          "Present (true) only when the payment was paid although its confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (an accepted underpayment does not have it).",
+      }),
+    ),
+    tolerance_shortfall: Type.Optional(
+      Nullable(
+        Amount(
+          'With `underpaid_within_tolerance`: how much the confirmed amount fell short, in the paid coin’s smallest unit.',
+        ),
+      ),
+    ),
   },
   {
     $id: 'Payment',

@@ -5,7 +5,7 @@
  * publishes only its own event. Decisions per outcome: docs/payments.md.
  */
 import { simulatedTxHash, type TokenConfig } from '../../chains/types.ts';
-import { invalidState, notFound } from '../../core/errors.ts';
+import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
 import type { DepositRecorder } from './deposits.ts';
 import type { Actor } from '../audit/service.ts';
@@ -32,8 +32,16 @@ export class Simulator {
   ) {}
 
   /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
-  async simulate(merchantId: string, id: string, outcome: SimulateOutcome, actor?: Actor): Promise<Payment> {
+  async simulate(
+    merchantId: string,
+    id: string,
+    outcome: SimulateOutcome,
+    actor?: Actor,
+    amount?: bigint,
+  ): Promise<Payment> {
     const scope = { mode: 'test' as const, merchantId };
+    if (amount !== undefined && outcome !== 'paid' && outcome !== 'underpaid')
+      throw invalid('amount is for the paid and underpaid outcomes only', 'amount');
     const first = await loadPayment(this.engine.deps.db, scope, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
@@ -44,7 +52,7 @@ export class Simulator {
       const applied =
         outcome === 'expired' || outcome === 'late'
           ? await this.closeWindow(tx, l, outcome)
-          : await this.deposit(tx, l, outcome);
+          : await this.deposit(tx, l, outcome, amount);
       if (!applied.events.includes(EXPECTED[outcome]))
         throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
       if (actor)
@@ -62,8 +70,11 @@ export class Simulator {
     return result;
   }
 
-  /** paid: the exact amount; underpaid: half of it; wrong_asset: another coin of the chain at its minimum. */
-  private async deposit(tx: Tx, l: Loaded, outcome: 'paid' | 'underpaid' | 'wrong_asset') {
+  /**
+   * paid: the exact amount; underpaid: half of it (either: `amount` when given); wrong_asset: another coin of the
+   * chain at its minimum.
+   */
+  private async deposit(tx: Tx, l: Loaded, outcome: 'paid' | 'underpaid' | 'wrong_asset', given?: bigint) {
     const attempt = l.attempts[l.attempts.length - 1]!;
     const payAmount = BigInt(attempt.pay_amount);
     const now = this.engine.deps.clock.now();
@@ -72,7 +83,7 @@ export class Simulator {
       const other = this.otherCoin(attempt.chain, attempt.token);
       d = simulated(other.id, other.minAmount, now);
     } else {
-      const amount = outcome === 'paid' ? payAmount : payAmount / 2n;
+      const amount = given ?? (outcome === 'paid' ? payAmount : payAmount / 2n);
       if (amount === 0n) throw invalidState('The pay amount is too small to simulate an underpayment.');
       // Seen within the coin hold even if the fake clock has passed it: the outcome is paid, not late.
       // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers

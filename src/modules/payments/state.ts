@@ -26,6 +26,16 @@ export interface Context {
   now: Date;
   /** Current USD-per-coin rates (decimal strings) by token id, for late auto-acceptance; a token absent = no fresh price (no auto-accept). */
   rates: ReadonlyMap<string, string>;
+  /**
+   * The merchant's underpayment tolerance in basis points (0 to 500; absent = 0, the spec's rules): a confirmed
+   * amount short of the pay amount by at most `allowedShortfall` counts as paid once nothing seen is pending.
+   */
+  toleranceBps?: number;
+}
+
+/** The shortfall a tolerance allows on `payAmount`: floor(payAmount × bps / 10 000) smallest units. */
+export function allowedShortfall(payAmount: bigint, bps: number): bigint {
+  return (payAmount * BigInt(bps)) / 10_000n;
 }
 
 /** The trigger is not possible in the payment's current state; the caller maps it to 422 `invalid_state`. */
@@ -87,7 +97,7 @@ export function next(payment: PaymentState, trigger: Trigger, ctx: Context): Tra
       onRefund(p, events, trigger.attemptId);
       break;
   }
-  settleAttempts(payment, p, events);
+  settleAttempts(payment, p, events, ctx.toleranceBps);
   return { payment: p, events };
 }
 
@@ -97,11 +107,14 @@ interface Tally {
   confirmed: bigint;
   /** Some counted deposit has a confirmation but not all seen money is confirmed. */
   counting: boolean;
-  /** The confirmed deposit (in order of seenAt) that brought the confirmed amount to payAmount, if any. */
+  /**
+   * The confirmed deposit (in order of seenAt) that brought the confirmed amount to payAmount, if any; else, when
+   * nothing seen is pending and the confirmed amount is short within the tolerance, the last confirmed deposit.
+   */
   completing: DepositState | null;
 }
 
-function tally(a: AttemptState): Tally {
+function tally(a: AttemptState, toleranceBps = 0): Tally {
   const counted = a.deposits.filter((d) => d.token === a.token && d.status !== 'orphaned');
   const settled = counted
     .filter((d) => d.status === 'confirmed' || d.status === 'final')
@@ -114,6 +127,9 @@ function tally(a: AttemptState): Tally {
     confirmed += d.amount;
     if (!completing && confirmed >= a.payAmount) completing = d;
   }
+  const within =
+    seen === confirmed && confirmed > 0n && a.payAmount - confirmed <= allowedShortfall(a.payAmount, toleranceBps);
+  if (!completing && within) completing = settled[settled.length - 1]!;
   return { seen, confirmed, counting: seen > confirmed && counted.some((d) => d.confirmations >= 1), completing };
 }
 
@@ -159,11 +175,13 @@ const STATUS_EVENT: Partial<Record<PaymentStatus, PaymentEventType>> = {
   expired: 'payment.expired',
 };
 
-function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEventType[]): void {
+/** Marks the payment paid by `a`; short of the pay amount and not `accepted` means short within the tolerance. */
+function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEventType[], accepted = false): void {
   p.status = 'paid';
   p.paidAt = now;
   p.paidAttemptId = a.id;
   p.paidAmount = tally(a).confirmed;
+  p.paidWithinTolerance = !accepted && p.paidAmount < a.payAmount;
   events.push('payment.paid');
 }
 
@@ -187,6 +205,7 @@ function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): 
     p.paidAt = null;
     p.paidAttemptId = null;
     p.paidAmount = null;
+    p.paidWithinTolerance = false;
     reorged = true;
   } else if (p.status === 'refunded' || p.status === 'cancelled') {
     return;
@@ -194,7 +213,7 @@ function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): 
 
   const from: PaymentStatus = reorged ? 'waiting' : p.status;
   const a = carrier(p.attempts);
-  const t = a && tally(a);
+  const t = a && tally(a, ctx.toleranceBps);
   const derived = a && t ? derive(a, t, from === 'expired') : null;
   let target: PaymentStatus;
   if (from === 'expired') target = derived === 'paid' || derived === 'late' ? 'late' : 'expired';
@@ -221,7 +240,7 @@ function onTick(p: PaymentState, events: PaymentEventType[], ctx: Context): void
     events.push('payment.expired');
   } else if (p.status === 'late') {
     const a = carrier(p.attempts);
-    const completing = a && tally(a).completing;
+    const completing = a && tally(a, ctx.toleranceBps).completing;
     if (a && completing && completing.seenAt <= p.expiresAt && priceHeld(a, ctx.rates)) markPaid(p, a, ctx.now, events);
   }
 }
@@ -257,7 +276,7 @@ function onAccept(p: PaymentState, events: PaymentEventType[], ctx: Context): vo
   if ((p.status !== 'underpaid' && p.status !== 'late') || !a) {
     throw new TransitionError(`Only an underpaid or late payment can be accepted; this payment is ${p.status}.`);
   }
-  markPaid(p, a, ctx.now, events);
+  markPaid(p, a, ctx.now, events, true);
 }
 
 function onRefund(p: PaymentState, events: PaymentEventType[], attemptId: string | null): void {
@@ -275,11 +294,11 @@ function onRefund(p: PaymentState, events: PaymentEventType[], attemptId: string
  * Re-derives every attempt's status and `overpaid` flag from its deposits, and appends `payment.overpaid` after
  * `payment.paid`, or on its own when surplus money newly lands on a paid or refunded payment.
  */
-function settleAttempts(before: PaymentState, p: PaymentState, events: PaymentEventType[]): void {
+function settleAttempts(before: PaymentState, p: PaymentState, events: PaymentEventType[], toleranceBps = 0): void {
   const settledId =
     p.paidAttemptId ?? (p.status === 'refunded' ? p.attempts.find((a) => a.status === 'refunded')?.id : undefined);
   for (const a of p.attempts) {
-    const t = tally(a);
+    const t = tally(a, toleranceBps);
     if (a.id === p.paidAttemptId && a.status !== 'refunded') a.status = 'paid';
     else if (a.status !== 'refunded') {
       const derived = derive(a, t, before.status === 'expired');

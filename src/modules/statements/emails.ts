@@ -25,6 +25,7 @@ import { renderEmail } from '../email/template.ts';
 import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { Team } from '../users/team.ts';
+import { pdfBrand } from '../merchants/logos.ts';
 import { balanceLines, dollars, monthName, signedAmount, statementPdf } from './render.ts';
 import { monthRange, type StatementService } from './service.ts';
 
@@ -255,7 +256,11 @@ export class StatementEmails {
         `You receive this because you turned on monthly statements for ${mode} mode on the Statements page of the ${name} dashboard. You can turn them off there.`,
       ],
     });
-    const pdf = await statementPdf(statement, { merchantName: merchant.name, mode });
+    const pdf = await statementPdf(statement, {
+      merchantName: merchant.name,
+      mode,
+      brand: await pdfBrand(this.deps.db, merchantId),
+    });
     return {
       subject: `${name}: statement for ${period}${modeText}`,
       text: body.text,

@@ -3,7 +3,7 @@
  * of the Statement object, so any page or email can offer them.
  */
 import { formatCents } from '../../core/money.ts';
-import { newPdf, pdfBytes, rows } from '../../core/pdf.ts';
+import { drawBrand, newPdf, pdfBytes, rows, type PdfBrand } from '../../core/pdf.ts';
 import type { Statement } from './service.ts';
 
 /** "1,234.56" (negative "-1,234.56") for cents. */
@@ -186,9 +186,10 @@ export function monthName(month: string): string {
 /** The statement as an A4 PDF. */
 export async function statementPdf(
   s: Statement,
-  who: { merchantName: string; mode: 'test' | 'live' },
+  who: { merchantName: string; mode: 'test' | 'live'; brand?: PdfBrand | null },
 ): Promise<Buffer> {
   const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
+  drawBrand(doc, who.brand);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
   doc

@@ -1,11 +1,12 @@
 /**
  * The composer of subscription mail (registered with the email outbox for the kinds in mail.ts): builds the
  * invoices, reminders and notices of many stored mails at once from what their references name — the invoice row,
- * its payment and subscription, the merchant's name — in a few queries whatever their number. A reference that
+ * its payment and subscription, the merchant's name and brand — in a few queries whatever their number. A reference that
  * names nothing of the mail's own merchant and mode builds nothing (that mail fails rather than say something wrong).
  */
 import type { DbOrTx } from '../../db/index.ts';
 import type { ComposedMail, MailComposer, MailRef } from '../email/service.ts';
+import { mailBrand, merchantBrands } from '../merchants/logos.ts';
 import type { PaymentSummary } from '../payments/batch.ts';
 import { cancelledMail, invoiceMail, MAIL_KINDS, parseMailRef, reminderMail, type MailContext } from './mail.ts';
 import { endsAt } from './policy.ts';
@@ -24,7 +25,10 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
     for (const i of invoices.values()) subIds.add(i.subscription_id);
     const subs = new Map<string, SubscriptionRow>((await subscriptionsByIds(db, [...subIds])).map((s) => [s.id, s]));
     const payments = await p.paymentsOf(db, subs.values(), invoices.values());
-    const names = await deps.merchants.names([...new Set([...subs.values()].map((s) => s.merchant_id))], db);
+    const brands = await merchantBrands(
+      db,
+      [...subs.values()].map((s) => s.merchant_id),
+    );
 
     const out = new Map<string, ComposedMail>();
     for (const { mail, ref } of parsed) {
@@ -33,11 +37,13 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
       const sub = subs.get(invoice ? invoice.subscription_id : ref.about);
       if (!sub || sub.merchant_id !== mail.merchantId || sub.mode !== mail.mode) continue;
       const ctx: MailContext = {
-        merchantName: names.get(sub.merchant_id) ?? '',
+        merchantName: brands.get(sub.merchant_id)?.name ?? '',
         sub,
         customerUrl: deps.links.url(sub.id, ref.linkExpires),
       };
       const composed = build(mail.kind, ctx, invoice, invoice && payments.get(invoice.payment_id));
+      const brand = brands.get(sub.merchant_id);
+      if (composed && brand) composed.content.brand = mailBrand(brand, deps.links.checkoutBase());
       if (composed) out.set(mail.ref, composed);
     }
     return out;

@@ -25,7 +25,7 @@ export class CustomerLinks {
 
   constructor(
     secretKey: Buffer,
-    private readonly checkoutBase: () => string,
+    readonly checkoutBase: () => string,
   ) {
     this.key = createHmac('sha256', secretKey).update('kasse subscription customer link v1').digest();
   }

@@ -74,6 +74,7 @@ export interface ListSubscriptionsQuery {
 export interface CustomerView {
   subscription: Subscription;
   mode: Mode;
+  merchantId: string;
   merchantName: string;
 }
 
@@ -235,7 +236,12 @@ export class SubscriptionService extends WorkNotifier {
     if (!row) return null;
     const [subscription] = await this.p.present(this.deps.db, [row]);
     const names = await this.deps.merchants.names([row.merchant_id]);
-    return { subscription: subscription!, mode: row.mode, merchantName: names.get(row.merchant_id) ?? '' };
+    return {
+      subscription: subscription!,
+      mode: row.mode,
+      merchantId: row.merchant_id,
+      merchantName: names.get(row.merchant_id) ?? '',
+    };
   }
 
   /** The customer cancels through their link (the audit log records it with the client's address). */

@@ -22,6 +22,7 @@ import './pages/refunds.ts';
 import { subscriptionPages } from './pages/subscriptions.ts';
 import { settingsPages } from './pages/settings.ts';
 import { teamPages } from './pages/team.ts';
+import { addMultipartParser } from './upload.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
 import { errorPage, notFound, Router, type DashboardModule } from './routing.ts';
@@ -44,6 +45,7 @@ dashboardModules.push(disbursementPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);
+  addMultipartParser(app);
   // Whatever fails outside a page's own handling still answers a dashboard page, never the API's JSON.
   app.setErrorHandler((err, req, reply) => errorPage(kasse, err as FastifyError, req, reply));
   // The last mode looked at is where `/dashboard` and sign-in land next time.

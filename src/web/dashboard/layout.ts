@@ -87,6 +87,8 @@ const DONE: Record<string, string> = {
   role: 'The role was changed.',
   removed: 'The user was removed and signed out everywhere.',
   settings: 'Settings were saved.',
+  logo: 'The logo was saved.',
+  logo_removed: 'The logo was removed.',
   password: 'Your password was changed. Every other session was signed out.',
   signed_out: 'You are signed out.',
   reset_sent: 'If that email belongs to an account, a link to reset its password is on its way. It works for an hour.',

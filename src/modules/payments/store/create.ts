@@ -43,7 +43,14 @@ export function newPaymentRow(
   id: string,
   values: Omit<
     PaymentRow,
-    'id' | 'credit_seq' | 'credited' | 'deposits_dirty' | 'paid_at' | 'paid_attempt_id' | 'paid_amount'
+    | 'id'
+    | 'credit_seq'
+    | 'credited'
+    | 'deposits_dirty'
+    | 'paid_at'
+    | 'paid_attempt_id'
+    | 'paid_amount'
+    | 'paid_within_tolerance'
   >,
 ): PaymentRow {
   return {
@@ -52,6 +59,7 @@ export function newPaymentRow(
     paid_at: null,
     paid_attempt_id: null,
     paid_amount: null,
+    paid_within_tolerance: false,
     credit_seq: 0,
     credited: false,
     deposits_dirty: false,

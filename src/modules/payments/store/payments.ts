@@ -80,6 +80,7 @@ export function toState(l: Loaded): PaymentState {
     paidAt: l.row.paid_at,
     paidAttemptId: l.row.paid_attempt_id,
     paidAmount: l.row.paid_amount === null ? null : BigInt(l.row.paid_amount),
+    paidWithinTolerance: l.row.paid_within_tolerance,
     attempts: l.attempts.map(
       (a): AttemptState => ({
         id: a.id,
@@ -123,13 +124,15 @@ export async function persist(
     before.status !== after.status ||
     before.paidAt?.getTime() !== after.paidAt?.getTime() ||
     before.paidAttemptId !== after.paidAttemptId ||
-    (before.paidAmount ?? null) !== (after.paidAmount ?? null);
+    (before.paidAmount ?? null) !== (after.paidAmount ?? null) ||
+    (before.paidWithinTolerance ?? false) !== (after.paidWithinTolerance ?? false);
   if (changed) {
     const set = {
       status: after.status,
       paid_at: after.paidAt,
       paid_attempt_id: after.paidAttemptId,
       paid_amount: after.paidAmount == null ? null : after.paidAmount.toString(),
+      paid_within_tolerance: after.paidWithinTolerance ?? false,
       updated_at: now,
     };
     await tx.updateTable('payments').set(set).where('id', '=', after.id).execute();

@@ -26,6 +26,7 @@ import { invoicePdf } from '../../../modules/invoices/pdf.ts';
 import { PROFILE_DEFAULTS, PROFILE_FIELDS, type TaxProfile } from '../../../modules/invoices/profile.ts';
 import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/service.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
+import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import type { Ctx } from '../context.ts';
 import {
   csrfField,
@@ -307,7 +308,10 @@ export function invoicePages(r: Router): void {
       ? await kasse.invoices.get(ctx.mode, ctx.merchant.id, p.id!).catch(() => null)
       : null;
     if (!row) return refusal(ctx, 404, 'There is no such tax invoice in this mode of your account.');
-    const pdf = await invoicePdf(invoiceJson(row), { mode: ctx.mode });
+    const pdf = await invoicePdf(invoiceJson(row), {
+      mode: ctx.mode,
+      brand: await pdfBrand(kasse.db, ctx.merchant.id),
+    });
     return ctx.reply
       .header('content-type', 'application/pdf')
       .header('content-disposition', `attachment; filename="${row.number.replace(/\//g, '-')}.pdf"`)

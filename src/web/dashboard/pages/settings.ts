@@ -1,15 +1,18 @@
 /**
  * Settings.
  *
- *   GET  /dashboard/<mode>/settings                merchant name, payout coin, disbursement quorum, tax profile
+ *   GET  /dashboard/<mode>/settings                merchant name, brand colour and logo, payment tolerance, payout
+ *                                                  coin, disbursement quorum, tax profile
  *   POST /dashboard/<mode>/settings                owner
+ *   POST /dashboard/<mode>/settings/logo           owner: upload a logo (multipart, upload.ts)
+ *   POST /dashboard/<mode>/settings/logo/remove    owner
  *
  * Other capabilities add their forms below the settings (`settingsForms`: the tax profile, from invoices).
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { Ctx } from '../context.ts';
-import { csrfField, done, errorBox, field, select, send, shell, tell, type Told } from '../layout.ts';
+import { actionForm, csrfField, done, errorBox, field, select, send, shell, tell, type Told } from '../layout.ts';
 import type { Form, Router } from '../routing.ts';
 
 /** A settings section: the fields it shows and how it saves them (in the settings transaction). */
@@ -46,6 +49,31 @@ export const settingsSections: SettingsSection[] = [
         required: true,
         told,
         attrs: html` maxlength="120"${ctx.can('settings.write') ? '' : html` disabled`}`,
+      }),
+  },
+  {
+    title: 'Brand',
+    render: (ctx, told, values) =>
+      field({
+        name: 'brand_color',
+        label: 'Brand colour',
+        value: values.brand_color ?? ctx.merchant.brandColor ?? '',
+        told,
+        hint: 'A hex colour #RRGGBB for buttons and links on your checkout, link pages, POS, emails and PDFs, with white text on it; it must reach the 4.5:1 contrast WCAG AA asks for. Empty: Kasse blue.',
+        attrs: html` pattern="#[0-9A-Fa-f]{6}" placeholder="#1d4ed8" maxlength="7"${ctx.can('settings.write') ? '' : html` disabled`}`,
+      }),
+  },
+  {
+    title: 'Payments',
+    render: (ctx, told, values) =>
+      field({
+        name: 'underpayment_tolerance_bps',
+        label: 'Underpayment tolerance (basis points)',
+        type: 'number',
+        value: values.underpayment_tolerance_bps ?? ctx.merchant.underpaymentToleranceBps,
+        told,
+        hint: 'A payment short by at most this share of the amount due (100 = 1 %, at most 500 = 5 %) is treated as paid and credited with what arrived, for payers whose exchange keeps a withdrawal fee. 0: every short payment is underpaid.',
+        attrs: html` min="0" max="500" step="1" required${ctx.can('settings.write') ? '' : html` disabled`}`,
       }),
   },
   {
@@ -97,7 +125,12 @@ export function settingsPages(r: Router): void {
       const tokens = payoutTokens(ctx).map(([id]) => id);
       await kasse.merchantSettings.save(
         ctx.merchant.id,
-        { name: form.name, payoutToken: form.payout_token, approvalsRequired: approvals },
+        {
+          name: form.name,
+          payoutToken: form.payout_token,
+          approvalsRequired: approvals,
+          ...brandToleranceFields(form),
+        },
         tokens,
         ctx.actor,
       );
@@ -105,10 +138,55 @@ export function settingsPages(r: Router): void {
     } catch (err) {
       const told = tell(
         err,
-        { name: 'Enter a name of 1 to 120 characters.', payout_token: 'Choose a coin from the list.' },
+        {
+          name: 'Enter a name of 1 to 120 characters.',
+          payout_token: 'Choose a coin from the list.',
+          underpayment_tolerance_bps: 'Enter a whole number of basis points from 0 to 500.',
+        },
         true,
       );
       return settingsPage(ctx, told, form, told.status);
     }
   });
+
+  r.action('/settings/logo', 'settings.write', async (ctx, form) => {
+    try {
+      await kasse.merchantSettings.setLogo(ctx.merchant.id, Buffer.from(form.logo ?? '', 'base64'), ctx.actor);
+      return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'logo');
+    } catch (err) {
+      const told = tell(err, {}, true);
+      return settingsPage(ctx, told, {}, told.status);
+    }
+  });
+
+  r.action('/settings/logo/remove', 'settings.write', async (ctx) => {
+    await kasse.merchantSettings.removeLogo(ctx.merchant.id, ctx.actor);
+    return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'logo_removed');
+  });
 }
+
+/** The brand colour (empty: none) and tolerance of the Settings form; absent fields are left as they are. */
+function brandToleranceFields(form: Form): { brandColor?: string | null; underpaymentToleranceBps?: number } {
+  const out: { brandColor?: string | null; underpaymentToleranceBps?: number } = {};
+  if (form.brand_color !== undefined) out.brandColor = form.brand_color.trim() === '' ? null : form.brand_color.trim();
+  const bps = form.underpayment_tolerance_bps;
+  if (bps !== undefined) {
+    if (!/^\d{1,3}$/.test(bps.trim()))
+      throw invalid('underpayment_tolerance_bps must be a whole number from 0 to 500', 'underpayment_tolerance_bps');
+    out.underpaymentToleranceBps = Number(bps.trim());
+  }
+  return out;
+}
+
+/** The logo form: the current logo, an upload (PNG, JPEG or WebP up to 256 kB) and its removal. */
+function logoForm(ctx: Ctx, told: Told | null): Html {
+  const logo = ctx.merchant.logoSha256;
+  const bad = told?.field === 'logo';
+  const current = logo
+    ? html`<p><img class="d-logo" src="/brand/logo/${logo}.png" alt="Current logo"></p>`
+    : html`<p class="d-hint">No logo yet: payer pages show your name only.</p>`;
+  if (!ctx.can('settings.write')) return html`<section class="d-panel"><h2>Logo</h2>${current}</section>`;
+  return html`<section class="d-panel" id="logo"><h2>Logo</h2>${current}<form method="post" action="/dashboard/${ctx.mode}/settings/logo" enctype="multipart/form-data" class="d-form">${csrfField(ctx.csrf)}<div class="d-field${bad ? ' d-bad' : ''}"><label for="f-logo">Logo file</label><input id="f-logo" name="logo" type="file" accept="image/png,image/jpeg,image/webp" required aria-describedby="f-logo-h"${bad ? html` aria-invalid="true"` : ''}><p class="d-hint" id="f-logo-h">PNG, JPEG or WebP, at most 256 kB; shown at most 512 pixels wide or high on payer pages, emails and PDFs. SVG is not accepted.</p></div><button type="submit" class="d-btn">Upload logo</button></form>${logo ? actionForm(ctx, `/dashboard/${ctx.mode}/settings/logo/remove`, 'Remove logo', { danger: true }) : ''}</section>`;
+}
+
+settingsForms.unshift((ctx, told) => logoForm(ctx, told));

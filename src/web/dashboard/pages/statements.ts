@@ -12,6 +12,7 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
+import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
 import {
   balanceLines,
@@ -152,7 +153,13 @@ export function statementPages(r: Router): void {
           .header('content-type', 'text/plain; charset=utf-8')
           .send(`${s.message} (${s.code})\n`);
       const body =
-        kind === 'csv' ? statementCsv(s) : await statementPdf(s, { merchantName: ctx.merchant.name, mode: ctx.mode });
+        kind === 'csv'
+          ? statementCsv(s)
+          : await statementPdf(s, {
+              merchantName: ctx.merchant.name,
+              mode: ctx.mode,
+              brand: await pdfBrand(kasse.db, ctx.merchant.id),
+            });
       return ctx.reply
         .header('content-type', kind === 'csv' ? 'text/csv; charset=utf-8' : 'application/pdf')
         .header('content-disposition', `attachment; filename="statement-${s.month}-${ctx.mode}.${kind}"`)
