@@ -9,12 +9,14 @@
  *     with its reason while nothing of it can still land (the family says when: `unsent`); anything else is tried
  *     again after a backoff (base·2^tries, at most max), `tries` counted and the reason stored;
  *   - settlement reporting: refunds and payouts (the transfers module's purposes) are handed to the `TransferSink`
- *     once settled, then marked `reported`; a crash in between reports again (the sink is idempotent);
+ *     once settled, those one chain transaction settled together (a batch and its members: one call, one database
+ *     transaction there), then marked `reported`; a crash in between reports again (the sink is idempotent);
  *   - metrics: steps by chain and outcome.
  * A family supplies only its steps and its storage of signed versions (its own tables).
  */
 import type { Generated, Kysely, RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.ts';
+import { groupBy } from '../core/group.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
@@ -217,7 +219,7 @@ export class TransferQueue<R extends QueuedTransfer> {
     const row = await this.get(id);
     if (!row) throw new Error(`no ${this.family} transfer ${id}`);
     if (row.status === 'sent' || row.status === 'failed') {
-      await this.report(row);
+      await this.report([row]);
       return 'done';
     }
     let outcome: StepOutcome;
@@ -269,28 +271,44 @@ export class TransferQueue<R extends QueuedTransfer> {
     return 'wait';
   }
 
-  /** Reports a transfer that just settled, and what it carried. */
+  /** Reports a transfer that just settled with what it carried: together, as one chain transaction settled them. */
   private async reportWith(id: string): Promise<void> {
     const row = await this.get(id);
     if (!row) return;
-    for (const carried of (await this.steps.carried?.(row)) ?? []) await this.report(carried);
-    await this.report(row);
+    await this.report([...((await this.steps.carried?.(row)) ?? []), row]);
   }
 
-  /** Hands a settled refund or payout to the sink, then marks it reported (other purposes are only marked). */
-  private async report(row: R): Promise<void> {
-    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (reportsToSink(row.purpose))
-      await this.deps.sink?.transferSettled(this.where.mode, {
-        transferId: row.id,
-        status: row.status,
-        txHash: this.steps.hash(row),
-        error: row.error,
-      });
-    await this.db.updateTable(this.table).set({ reported: true }).where('id', '=', row.id).execute();
+  /**
+   * Hands settled refunds and payouts to the sink in one call (one database transaction there), then marks them all
+   * reported in one statement (other purposes are only marked).
+   */
+  private async report(rows: readonly R[]): Promise<void> {
+    const due = rows.filter((r) => !r.reported && (r.status === 'sent' || r.status === 'failed'));
+    if (due.length === 0) return;
+    const results = due
+      .filter((r) => reportsToSink(r.purpose))
+      .map((r) => ({
+        transferId: r.id,
+        status: r.status as 'sent' | 'failed',
+        txHash: this.steps.hash(r),
+        error: r.error,
+      }));
+    if (results.length > 0) await this.deps.sink?.transfersSettled(this.where.mode, results);
+    await this.db
+      .updateTable(this.table)
+      .set({ reported: true })
+      .where(
+        'id',
+        'in',
+        due.map((r) => r.id),
+      )
+      .execute();
   }
 
-  /** Reports settled transfers a crash left unreported, a pass's batch at a time. */
+  /**
+   * Reports settled transfers a crash left unreported, a pass's batch at a time; those one chain transaction settled
+   * (the same hash) together, so one owner's failure holds back only its own.
+   */
   async reportSettled(): Promise<void> {
     const rows = (await this.db
       .selectFrom(this.table)
@@ -302,12 +320,12 @@ export class TransferQueue<R extends QueuedTransfer> {
       .orderBy('created_at')
       .limit(this.options.batch)
       .execute()) as R[];
-    for (const row of rows) {
+    for (const group of groupBy(rows, (row) => this.steps.hash(row) ?? `id:${row.id}`).values()) {
       try {
-        await this.report(row);
+        await this.report(group);
       } catch (err) {
         this.deps.log.error(
-          { err: errorText(err), transferId: row.id },
+          { err: errorText(err), transferIds: group.map((r) => r.id) },
           `${this.family} transfer settlement could not be reported`,
         );
       }
@@ -321,15 +339,17 @@ export class TransferQueue<R extends QueuedTransfer> {
   async progressed(row: R, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
     if (!this.deps.sink) return;
     const ids = reportsToSink(row.purpose) ? [row.id] : ((await this.steps.carried?.(row)) ?? []).map((m) => m.id);
-    for (const id of ids) {
-      try {
-        await this.deps.sink.transferProgressed(this.where.mode, { transferId: id, status, txHash });
-      } catch (err) {
-        this.deps.log.warn(
-          { err: errorText(err), transferId: id, status },
-          `${this.family} transfer progress could not be reported`,
-        );
-      }
+    if (ids.length === 0) return;
+    try {
+      await this.deps.sink.transfersProgressed(
+        this.where.mode,
+        ids.map((transferId) => ({ transferId, status, txHash })),
+      );
+    } catch (err) {
+      this.deps.log.warn(
+        { err: errorText(err), transferIds: ids, status },
+        `${this.family} transfer progress could not be reported`,
+      );
     }
   }
 }

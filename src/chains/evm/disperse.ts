@@ -23,6 +23,7 @@ import {
   type Hex,
 } from 'viem';
 import type { Clock } from '../../core/clock.ts';
+import { groupBy } from '../../core/group.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -90,9 +91,7 @@ export class DisperseBatches {
         .forUpdate()
         .skipLocked()
         .execute();
-      const byToken = new Map<string, typeof rows>();
-      for (const r of rows) byToken.set(r.to_address, [...(byToken.get(r.to_address) ?? []), r]);
-      for (const [tokenContract, all] of byToken) {
+      for (const [tokenContract, all] of groupBy(rows, (r) => r.to_address)) {
         for (let i = 0; i < all.length; i += this.maxItems) {
           const chunk = all.slice(i, i + this.maxItems);
           if (chunk.length < 2) continue;

@@ -151,12 +151,15 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
     // object's place in it: no array escaping on the way, and each stored body is the serialiser's text byte for byte
     // (a JSON function would decode the objects, and cannot decode every text a json column holds).
     const heads = new Array<string>(inputs.length);
-    const bodies = new Array<string>(inputs.length);
+    const bodies: string[] = [];
+    // A body several events share (the same text) travels once.
+    const placed = new Map<string, { at: number; bytes: number }>();
     let at = 1;
     for (let i = 0; i < inputs.length; i++) {
       const e = inputs[i]!;
       const body = bodyOf(e);
-      const bytes = Buffer.byteLength(body);
+      const seen = placed.get(body);
+      const bytes = seen?.bytes ?? Buffer.byteLength(body);
       heads[i] = JSON.stringify({
         id: newId('evt'),
         delivery_id: newId('dlv'),
@@ -165,10 +168,12 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
         type: e.type,
         ordering_key: e.orderingKey,
         destination: e.destination || null,
-        at,
+        at: seen?.at ?? at,
         bytes,
       });
-      bodies[i] = body;
+      if (seen) continue;
+      placed.set(body, { at, bytes });
+      bodies.push(body);
       at += bytes;
     }
     const { rows } = await sql`
