@@ -20,7 +20,7 @@ import { groupBy } from '../core/group.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
-import type { Db } from '../db/index.ts';
+import type { Db, Tx } from '../db/index.ts';
 import type { Timestamp } from '../db/schema.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
@@ -144,20 +144,11 @@ export class TransferQueue<R extends QueuedTransfer> {
     if (this.where.network.rpcUrls.length === 0) return 0;
     await this.steps.beforePass?.();
     const now = this.deps.clock.now();
-    const due = this.db
-      .selectFrom(this.table)
+    const due = this.due(this.db, now, this.steps.lease?.where)
       .select('id')
-      .where('mode', '=', this.where.mode)
-      .where('chain', '=', this.chain)
-      .where('status', 'in', [...OPEN])
-      .where('next_attempt_at', '<=', now)
-      .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-      .$if(this.steps.lease?.where !== undefined, (q) => q.where(this.steps.lease!.where!))
       .$if(this.steps.lease?.order !== undefined, (q) => q.orderBy(this.steps.lease!.order!))
       .orderBy('created_at')
-      .limit(this.options.batch)
-      .forUpdate()
-      .skipLocked();
+      .limit(this.options.batch);
     const leased = await this.db
       .updateTable(this.table)
       .set({ locked_until: new Date(now.getTime() + this.options.leaseMs) })
@@ -178,6 +169,37 @@ export class TransferQueue<R extends QueuedTransfer> {
     }
     await this.reportSettled();
     return leased.length;
+  }
+
+  /**
+   * The open transfers of this network and mode that are due and that no pass holds (also matching `where`), locked
+   * `FOR UPDATE SKIP LOCKED`: the one way rows are taken, by a pass or by a family regrouping rows before it.
+   */
+  private due(db: Kysely<Record<string, QueuedTransfer>>, now: Date, where?: RawBuilder<boolean>) {
+    return db
+      .selectFrom(this.table)
+      .where('mode', '=', this.where.mode)
+      .where('chain', '=', this.chain)
+      .where('status', 'in', [...OPEN])
+      .where('next_attempt_at', '<=', now)
+      .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+      .$if(where !== undefined, (q) => q.where(where!))
+      .forUpdate()
+      .skipLocked();
+  }
+
+  /**
+   * Takes due transfers matching `where` inside the caller's transaction, oldest first, at most `limit`, locked until
+   * it commits (a family's batching gathers its members here; a pass then leases the batch).
+   */
+  async claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<R[]> {
+    const db = tx as unknown as Kysely<Record<string, QueuedTransfer>>;
+    return (await this.due(db, this.deps.clock.now(), where)
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute()) as R[];
   }
 
   /** Leased ids in the order the pass drives them (the family's order, then creation). */

@@ -11,7 +11,7 @@
  * was taken) hands its members back to go out one by one (`unbatched`), so a payout is sent once or not at all. The
  * hot wallet's allowance to the contract is one `approve` transaction, made when a batch first needs it.
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import {
   decodeFunctionData,
   decodeFunctionResult,
@@ -31,7 +31,7 @@ import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { NetworkConfig } from '../types.ts';
 import { disperseAbi, erc20Abi } from './contracts.ts';
 import type { RpcClient } from './rpc.ts';
-import type { OutgoingCall, Settlement, TransferRow } from './transfer.ts';
+import { settleRow, type OutgoingCall, type Settlement, type TransferRow } from './transfer.ts';
 
 /** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
 export const BATCH_GAS_EXTRA = 100_000n;
@@ -45,6 +45,8 @@ export interface BatchSender {
   rpc(): RpcClient;
   record(tx: Tx, call: OutgoingCall): Promise<void>;
   get(id: string): Promise<TransferRow | undefined>;
+  /** Due transfers matching `where`, locked in `tx` (the queue's `claim`). */
+  claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<TransferRow[]>;
 }
 
 export class DisperseBatches {
@@ -71,26 +73,13 @@ export class DisperseBatches {
    */
   async form(): Promise<void> {
     const { mode, network } = this.sender;
-    const now = this.deps.clock.now();
     await withTx(this.deps.db, async (tx) => {
-      const rows = await tx
-        .selectFrom('evm_transfers')
-        .select(['id', 'token', 'to_address', 'destination', 'amount'])
-        .where('mode', '=', mode)
-        .where('chain', '=', network.id)
-        .where('purpose', '=', 'payout')
-        .where('status', '=', 'pending')
-        .where('batch_id', 'is', null)
-        .where('unbatched', '=', false)
-        .where('value', '=', '0')
-        .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(this.maxItems * 5)
-        .forUpdate()
-        .skipLocked()
-        .execute();
+      // Through the sender's queue: due payouts of a token (no value), not in a batch and not handed back.
+      const rows = await this.sender.claim(
+        tx,
+        sql<boolean>`purpose = 'payout' AND status = 'pending' AND batch_id IS NULL AND NOT unbatched AND value = '0'`,
+        this.maxItems * 5,
+      );
       for (const [tokenContract, all] of groupBy(rows, (r) => r.to_address)) {
         for (let i = 0; i < all.length; i += this.maxItems) {
           const chunk = all.slice(i, i + this.maxItems);
@@ -184,21 +173,7 @@ export class DisperseBatches {
         refused.add(Number(e.args.index));
     }
     const settled = await withTx(this.deps.db, async (tx) => {
-      const done = await tx
-        .updateTable('evm_transfers')
-        .set({
-          status: result.status,
-          tx_hash: result.txHash,
-          error: result.error,
-          block_number: result.blockNumber ?? null,
-          gas_used: result.gasUsed ?? null,
-          settled_at: now,
-        })
-        .where('id', '=', row.id)
-        .where('status', '=', from)
-        .returning('id')
-        .executeTakeFirst();
-      if (!done) return false;
+      if (!(await settleRow(tx, row.id, from, result, now))) return false;
       const members = await tx
         .selectFrom('evm_transfers')
         .select(['id', 'batch_index'])

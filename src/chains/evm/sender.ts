@@ -25,7 +25,7 @@
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
 import { formatUnits } from '../../core/money.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
@@ -51,6 +51,7 @@ import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type Sender
 import {
   allocateNonce,
   isRevert,
+  settleRow,
   transferCall,
   type OutgoingCall,
   type RpcReceipt,
@@ -120,6 +121,11 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
       // Payouts waiting in a batch go out with it, never alone.
       lease: { where: sql<boolean>`(batch_id IS NULL OR unbatched)`, order: sql`nonce NULLS LAST` },
     });
+  }
+
+  /** Due transfers matching `where`, locked in `tx` for regrouping (the queue's `claim`; disperse.ts). */
+  claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<TransferRow[]> {
+    return this.queue.claim(tx, where, limit);
   }
 
   /** The hot wallet's address (checksummed). */
@@ -503,21 +509,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     const now = this.deps.clock.now();
     if (row.purpose === 'disperse' && this.batches)
       return (await this.batches.settle(row, from, result)) ? 'done' : 'progress';
-    const settled = await this.deps.db
-      .updateTable('evm_transfers')
-      .set({
-        status: result.status,
-        tx_hash: result.txHash,
-        error: result.error,
-        block_number: result.blockNumber ?? null,
-        gas_used: result.gasUsed ?? null,
-        settled_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', from)
-      .returningAll()
-      .executeTakeFirst();
-    if (!settled) return 'progress';
+    if (!(await settleRow(this.deps.db, row.id, from, result, now))) return 'progress';
     const log =
       result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
     log(
