@@ -136,6 +136,12 @@ export class TransferQueue<R extends QueuedTransfer> {
     return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
   }
 
+  /** Signed versions of a transfer in the family's `table` of them (`transfer_id`, `version`), oldest first. */
+  async versions<V>(table: string, id: string): Promise<V[]> {
+    const db = this.db as unknown as Kysely<Record<string, { transfer_id: string; version: number }>>;
+    return (await db.selectFrom(table).selectAll().where('transfer_id', '=', id).orderBy('version').execute()) as V[];
+  }
+
   /**
    * One worker pass: leases the due open transfers of this network, drives each as far as it goes now, and reports
    * settled ones not yet reported. Returns how many transfers it drove.
@@ -380,8 +386,10 @@ export class TransferQueue<R extends QueuedTransfer> {
  * A family's sender over its `TransferQueue`: the queue's passes and steps, and the listeners woken when a commit
  * recorded new work. A family supplies the queue (and its steps) and calls `workRecorded` after such a commit.
  */
-export abstract class QueuedSender<R extends QueuedTransfer> {
+export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   protected abstract readonly queue: TransferQueue<R>;
+  /** The family's table of signed versions (`<family>_transfer_txs`, keyed by `transfer_id` and `version`). */
+  protected abstract readonly versionsTable: string;
   private readonly listeners: Array<() => void> = [];
 
   /** Called after a commit that recorded new work (the worker loop wakes up). */
@@ -396,6 +404,18 @@ export abstract class QueuedSender<R extends QueuedTransfer> {
   /** A transfer as stored. */
   get(id: string): Promise<R | undefined> {
     return this.queue.get(id);
+  }
+
+  /** Every signed version of a transfer, oldest first. */
+  versions(id: string): Promise<V[]> {
+    return this.queue.versions<V>(this.versionsTable, id);
+  }
+
+  /** The newest signed version of a transfer (what is broadcast); throws when none is stored. */
+  protected async newestVersion(id: string): Promise<V> {
+    const newest = (await this.versions(id)).at(-1);
+    if (!newest) throw new Error(`${this.queue.family} transfer ${id} has no stored transaction`);
+    return newest;
   }
 
   /**

@@ -25,7 +25,7 @@
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
 import { formatUnits } from '../../core/money.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
@@ -43,6 +43,7 @@ import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
+import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
 import { BATCH_GAS_EXTRA, DisperseBatches } from './disperse.ts';
 import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
@@ -51,6 +52,7 @@ import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type Sender
 import {
   allocateNonce,
   isRevert,
+  lockRow,
   settleRow,
   transferCall,
   type OutgoingCall,
@@ -61,7 +63,7 @@ import {
 
 export type { StepResult };
 
-export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSender {
+export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferTxsTable>> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   readonly maxFeePerGas: bigint;
@@ -71,6 +73,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
   readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly batches: DisperseBatches | null;
   protected readonly queue: TransferQueue<TransferRow>;
+  protected readonly versionsTable = 'evm_transfer_txs';
   private hotAddress: Address | null = null;
 
   constructor(
@@ -180,16 +183,6 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     afterCommit(tx, () => this.workRecorded());
   }
 
-  /** Every signed version of a transfer, oldest first. */
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('evm_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
-  }
-
   rpc(): RpcClient {
     return this.chain.rpc();
   }
@@ -247,12 +240,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     }
     const now = this.deps.clock.now();
     const signed = await withTx(this.deps.db, async (tx) => {
-      const current = await tx
-        .selectFrom('evm_transfers')
-        .selectAll()
-        .where('id', '=', row.id)
-        .forUpdate()
-        .executeTakeFirst();
+      const current = await lockRow(tx, row.id);
       if (!current || current.status !== 'pending') return null;
       const nonce = await allocateNonce(
         tx,
@@ -260,19 +248,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
         chainNonce,
         now,
       );
-      const { raw, hash } = await this.signTx(current, nonce, gas, fees);
-      await tx
-        .insertInto('evm_transfer_txs')
-        .values({
-          transfer_id: row.id,
-          version: 0,
-          tx_hash: hash,
-          raw,
-          max_fee_per_gas: fees.maxFeePerGas,
-          max_priority_fee_per_gas: fees.maxPriorityFeePerGas,
-          created_at: now,
-        })
-        .execute();
+      const hash = await this.storeSigned(tx, current, 0, { nonce, gas, fees }, now);
       await tx
         .updateTable('evm_transfers')
         .set({
@@ -423,12 +399,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     };
     const now = this.deps.clock.now();
     const hash = await withTx(this.deps.db, async (tx) => {
-      const current = await tx
-        .selectFrom('evm_transfers')
-        .selectAll()
-        .where('id', '=', row.id)
-        .forUpdate()
-        .executeTakeFirst();
+      const current = await lockRow(tx, row.id);
       if (
         !current ||
         current.status !== 'broadcast' ||
@@ -437,25 +408,14 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
         current.gas_limit === null
       )
         return null;
-      const signed = await this.signTx(current, current.nonce, BigInt(current.gas_limit), next);
-      await tx
-        .insertInto('evm_transfer_txs')
-        .values({
-          transfer_id: row.id,
-          version: newest.version + 1,
-          tx_hash: signed.hash,
-          raw: signed.raw,
-          max_fee_per_gas: next.maxFeePerGas,
-          max_priority_fee_per_gas: next.maxPriorityFeePerGas,
-          created_at: now,
-        })
-        .execute();
+      const signed = { nonce: current.nonce, gas: BigInt(current.gas_limit), fees: next };
+      const hash = await this.storeSigned(tx, current, newest.version + 1, signed, now);
       await tx
         .updateTable('evm_transfers')
-        .set({ status: 'signed', tx_hash: signed.hash, broadcast_block: null, next_attempt_at: now })
+        .set({ status: 'signed', tx_hash: hash, broadcast_block: null, next_attempt_at: now })
         .where('id', '=', row.id)
         .execute();
-      return signed.hash;
+      return hash;
     });
     if (hash) {
       this.deps.log.info(
@@ -473,6 +433,30 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     return hash !== null;
   }
 
+  /** Signs `row` with its nonce, gas and fees and stores it as `version`, in the caller's transaction; its hash. */
+  private async storeSigned(
+    tx: Tx,
+    row: TransferRow,
+    version: number,
+    { nonce, gas, fees }: { nonce: bigint; gas: bigint; fees: Fees },
+    now: Date,
+  ): Promise<Hex> {
+    const { raw, hash } = await this.signTx(row, nonce, gas, fees);
+    await tx
+      .insertInto('evm_transfer_txs')
+      .values({
+        transfer_id: row.id,
+        version,
+        tx_hash: hash,
+        raw,
+        max_fee_per_gas: fees.maxFeePerGas,
+        max_priority_fee_per_gas: fees.maxPriorityFeePerGas,
+        created_at: now,
+      })
+      .execute();
+    return hash;
+  }
+
   private async signTx(row: TransferRow, nonce: bigint, gas: bigint, fees: Fees): Promise<{ raw: Hex; hash: Hex }> {
     const raw = await this.deps.account().signTransaction({
       type: 'eip1559',
@@ -486,16 +470,6 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
     });
     return { raw, hash: keccak256(raw) };
-  }
-
-  private async newestVersion(id: string) {
-    return this.deps.db
-      .selectFrom('evm_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .executeTakeFirstOrThrow();
   }
 
   private async tokenBalance(contract: Address): Promise<bigint> {

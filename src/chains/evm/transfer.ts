@@ -34,6 +34,11 @@ export interface Settlement {
   logs?: RpcReceipt['logs'];
 }
 
+/** A transfer's row, locked in `tx` as it is now. */
+export function lockRow(tx: Tx, id: string): Promise<TransferRow | undefined> {
+  return tx.selectFrom('evm_transfers').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
 /**
  * Settles a transfer (a single one, or a batch's own row) that is still `from`: its status, hash, error, block and
  * gas. False when it was no longer `from` (another pass settled it).

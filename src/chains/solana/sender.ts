@@ -30,7 +30,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
 import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
-import type { SolanaTransfersTable } from './schema.ts';
+import type { SolanaTransfersTable, SolanaTransferTxsTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
 import { SolanaRpcError, type SolanaRpc } from './rpc.ts';
 import { planInstructions, type Plan, type PlanContext } from './plans.ts';
@@ -60,10 +60,14 @@ export type SolanaSenderOptions = Partial<QueueOptions>;
 
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 2_000, retryMaxMs: 300_000 };
 
-export class SolanaSender extends QueuedSender<SolanaTransferRow> implements OutgoingSender {
+export class SolanaSender
+  extends QueuedSender<SolanaTransferRow, Selectable<SolanaTransferTxsTable>>
+  implements OutgoingSender
+{
   readonly network: NetworkConfig;
   readonly mode: Mode;
   protected readonly queue: TransferQueue<SolanaTransferRow>;
+  protected readonly versionsTable = 'solana_transfer_txs';
   private readonly plans: PlanContext;
 
   constructor(
@@ -201,15 +205,6 @@ export class SolanaSender extends QueuedSender<SolanaTransferRow> implements Out
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
     afterCommit(tx, () => this.workRecorded());
-  }
-
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('solana_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
   }
 
   private async lifetime(): Promise<Lifetime> {
@@ -410,16 +405,6 @@ export class SolanaSender extends QueuedSender<SolanaTransferRow> implements Out
       'solana transfer expired unseen; rebuilding with a new blockhash',
     );
     return this.build(row, row.status as 'pending' | 'signed' | 'broadcast');
-  }
-
-  private async newestVersion(id: string) {
-    return this.deps.db
-      .selectFrom('solana_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .executeTakeFirstOrThrow();
   }
 
   private async settle(

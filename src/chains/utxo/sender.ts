@@ -21,16 +21,16 @@ import { sql, type Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
-import { TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
+import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { UtxoAdapter } from './adapter.ts';
 import { outputScript } from './address.ts';
 import type { UtxoSettings } from './config.ts';
 import { RPC_CODES, satoshis, UtxoRpcError } from './rpc.ts';
-import type { UtxoTransfersTable } from './schema.ts';
+import type { UtxoTransfersTable, UtxoTransferTxsTable } from './schema.ts';
 
 /** Outputs below this many satoshis are not made (dust); change that small goes to the fee. */
 export const DUST = 546n;
@@ -66,18 +66,19 @@ interface Coin {
 
 type Row = Selectable<UtxoTransfersTable>;
 
-export class UtxoSender implements OutgoingSender {
+export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTable>> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly settings: UtxoSettings;
-  private wake: (() => void) | null = null;
-  private readonly queue: TransferQueue<Row>;
+  protected readonly queue: TransferQueue<Row>;
+  protected readonly versionsTable = 'utxo_transfer_txs';
 
   constructor(
     private readonly adapter: UtxoAdapter,
     private readonly deps: UtxoSenderDeps,
     options: Partial<QueueOptions> = {},
   ) {
+    super();
     this.network = adapter.network;
     this.mode = adapter.mode;
     this.settings = adapter.settings;
@@ -98,10 +99,6 @@ export class UtxoSender implements OutgoingSender {
     );
   }
 
-  onWork(fn: () => void): void {
-    this.wake = fn;
-  }
-
   /** Records a refund or payout in the caller's transaction (no network I/O). Idempotent on the transfer id. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
     const now = this.deps.clock.now();
@@ -120,20 +117,7 @@ export class UtxoSender implements OutgoingSender {
       })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    this.wake?.();
-  }
-
-  async get(id: string): Promise<Row | undefined> {
-    return this.queue.get(id);
-  }
-
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('utxo_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
+    afterCommit(tx, () => this.workRecorded());
   }
 
   /**
@@ -169,16 +153,6 @@ export class UtxoSender implements OutgoingSender {
     // Another sweep took some of the coins first: this one never existed.
     await this.deps.db.deleteFrom('utxo_transfers').where('id', '=', id).where('status', '=', 'pending').execute();
     return null;
-  }
-
-  /** One worker pass over due transfers (the queue's); returns how many it drove. */
-  runDue(): Promise<number> {
-    return this.queue.runDue();
-  }
-
-  /** Moves one transfer one step. */
-  step(id: string): Promise<StepResult> {
-    return this.queue.step(id);
   }
 
   // ---- signing ----
@@ -245,18 +219,7 @@ export class UtxoSender implements OutgoingSender {
         await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
         return false;
       }
-      await tx
-        .insertInto('utxo_transfer_txs')
-        .values({
-          transfer_id: id,
-          version: 0,
-          txid: built.txid,
-          raw: built.raw,
-          fee: built.fee,
-          fee_rate: rate,
-          created_at: now,
-        })
-        .execute();
+      await storeVersion(tx, id, 0, built, rate, now);
       await tx
         .updateTable('utxo_transfers')
         .set({
@@ -359,14 +322,7 @@ export class UtxoSender implements OutgoingSender {
   // ---- broadcasting and following ----
 
   private async broadcast(t: Row): Promise<StepResult> {
-    const [newest] = await this.deps.db
-      .selectFrom('utxo_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', t.id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .execute();
-    if (!newest) throw new Error(`${t.id} is signed but has no stored transaction`);
+    const newest = await this.newestVersion(t.id);
     const tip = await this.adapter.rpc().call<number>('getblockcount');
     try {
       await this.send(newest.raw);
@@ -534,18 +490,7 @@ export class UtxoSender implements OutgoingSender {
         .where('block_height', 'is', null)
         .executeTakeFirst();
       if (r.numUpdatedRows === 0n) return false;
-      await tx
-        .insertInto('utxo_transfer_txs')
-        .values({
-          transfer_id: t.id,
-          version: newest.version + 1,
-          txid: built.txid,
-          raw: built.raw,
-          fee: built.fee,
-          fee_rate: rate,
-          created_at: now,
-        })
-        .execute();
+      await storeVersion(tx, t.id, newest.version + 1, built, rate, now);
       return true;
     });
     if (!replaced) return 'wait';
@@ -609,6 +554,29 @@ export class UtxoSender implements OutgoingSender {
       .execute();
     return rows.map((r) => ({ txid: r.txid, vout: r.vout, address: r.address, amount: BigInt(r.amount) }));
   }
+}
+
+/** Stores a signed version of a transfer (before it is ever broadcast). */
+async function storeVersion(
+  tx: Tx,
+  id: string,
+  version: number,
+  built: { txid: string; raw: string; fee: bigint },
+  rate: bigint,
+  now: Date,
+): Promise<void> {
+  await tx
+    .insertInto('utxo_transfer_txs')
+    .values({
+      transfer_id: id,
+      version,
+      txid: built.txid,
+      raw: built.raw,
+      fee: built.fee,
+      fee_rate: rate,
+      created_at: now,
+    })
+    .execute();
 }
 
 /** The output script paying a transfer's destination; an address no script can pay fails the transfer for good. */
