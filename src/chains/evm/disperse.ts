@@ -31,10 +31,16 @@ import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { NetworkConfig } from '../types.ts';
 import { disperseAbi, erc20Abi } from './contracts.ts';
 import type { RpcClient } from './rpc.ts';
-import { settleRow, type OutgoingCall, type Settlement, type TransferRow } from './transfer.ts';
+import { isRevert, settleRow, type OutgoingCall, type Settlement, type TransferRow } from './transfer.ts';
 
 /** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
 export const BATCH_GAS_EXTRA = 100_000n;
+/**
+ * The gas a batch is first tried with: this much per payout (an ERC-20 transfer to a new holder costs about 30,000
+ * in a batch, calldata included) above the extra. A call at that limit that goes through proves it enough, since the
+ * contract reverts rather than run a payment short; else the node's estimate decides.
+ */
+export const BATCH_GAS_PER_PAYOUT = 40_000n;
 
 /** What a batch needs of the sender it goes out through. */
 export interface BatchSender {
@@ -113,6 +119,24 @@ export class DisperseBatches {
         }
       }
     });
+  }
+
+  /**
+   * The gas limit of a batch: `BATCH_GAS_PER_PAYOUT` per payout plus the extra when one `eth_call` at that limit goes
+   * through (one execution), else the node's estimate (many executions: the contract's own check makes the node
+   * search) with the margin and the extra. A batch that reverts at any limit throws, as the estimate does.
+   */
+  async gasLimit(row: Pick<TransferRow, 'to_address' | 'data'>, margin: (estimate: bigint) => bigint): Promise<bigint> {
+    const { args } = decodeFunctionData({ abi: disperseAbi, data: row.data as Hex });
+    const call = { from: this.sender.address, to: row.to_address, data: row.data };
+    const first = BATCH_GAS_EXTRA + BATCH_GAS_PER_PAYOUT * BigInt(args[1].length);
+    try {
+      await this.sender.rpc().request('eth_call', [{ ...call, gas: `0x${first.toString(16)}` }, 'latest']);
+      return first;
+    } catch (err) {
+      if (!isRevert(err)) throw err;
+    }
+    return margin(BigInt(await this.sender.rpc().request<Hex>('eth_estimateGas', [call]))) + BATCH_GAS_EXTRA;
   }
 
   /** The ERC-20 contract a batch pays out (from its calldata). */

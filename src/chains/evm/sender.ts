@@ -45,7 +45,7 @@ import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
 import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
-import { BATCH_GAS_EXTRA, DisperseBatches } from './disperse.ts';
+import { DisperseBatches } from './disperse.ts';
 import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
 import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type SenderChain } from './sender-options.ts';
@@ -225,12 +225,16 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
       const refused = await batch.approve(row, tokenMoved!);
       return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
     }
-    const estimate = BigInt(
-      await rpc.request<Hex>('eth_estimateGas', [
-        { from: this.address, to: row.to_address, value: hex(value), data: row.data },
-      ]),
-    );
-    const gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (batch ? BATCH_GAS_EXTRA : 0n);
+    const margin = (estimate: bigint) => (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN;
+    const gas = batch
+      ? await batch.gasLimit(row, margin)
+      : margin(
+          BigInt(
+            await rpc.request<Hex>('eth_estimateGas', [
+              { from: this.address, to: row.to_address, value: hex(value), data: row.data },
+            ]),
+          ),
+        );
     const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
     const needed = value + gas * fees.maxFeePerGas;
     if (balance < needed) {
