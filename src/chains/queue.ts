@@ -14,7 +14,7 @@
  *   - metrics: steps by chain and outcome.
  * A family supplies only its steps and its storage of signed versions (its own tables).
  */
-import type { Generated, Kysely, RawBuilder } from 'kysely';
+import { sql, type Generated, type Kysely, type RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import { groupBy } from '../core/group.ts';
 import type { Logger } from '../core/log.ts';
@@ -206,6 +206,31 @@ export class TransferQueue<R extends QueuedTransfer> {
       .orderBy('id')
       .limit(limit)
       .execute()) as R[];
+  }
+
+  /**
+   * signed → broadcast for a transfer whose newest version is still the one `version` names (its hash column and
+   * value): the first broadcast's time is kept, tries and error are cleared, plus the family's own `columns`. False
+   * when the transfer moved on meanwhile.
+   */
+  async broadcasted(id: string, version: [column: string, hash: string], columns: object = {}): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const db = this.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
+    const r = await db
+      .updateTable(this.table)
+      .set({
+        ...columns,
+        status: 'broadcast',
+        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
+        tries: 0,
+        error: null,
+        next_attempt_at: now,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'signed')
+      .where(version[0], '=', version[1])
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
   }
 
   /** Leased ids in the order the pass drives them (the family's order, then creation). */

@@ -297,22 +297,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
         throw err;
     }
     const head = await this.head();
-    const now = this.deps.clock.now();
-    const r = await this.deps.db
-      .updateTable('evm_transfers')
-      .set({
-        status: 'broadcast',
-        broadcast_block: head,
-        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
-        tries: 0,
-        error: null,
-        next_attempt_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', 'signed')
-      .where('tx_hash', '=', newest.tx_hash)
-      .executeTakeFirst();
-    if (r.numUpdatedRows > 0n) {
+    if (await this.queue.broadcasted(row.id, ['tx_hash', newest.tx_hash], { broadcast_block: head })) {
       this.deps.log.info(
         {
           transferId: row.id,

@@ -20,7 +20,7 @@
  * cures fails a transfer nothing of which can land; the rest waits a backoff) and reports settled refunds and payouts
  * to the `TransferSink`; this file supplies the steps and the versions, plans.ts the instructions a plan becomes.
  */
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Address } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
@@ -327,21 +327,7 @@ export class SolanaSender
       // Refused by preflight, it was not forwarded: the queue retries it, or fails it when no retry can cure it.
       if (!landedOrStale) throw err;
     }
-    const now = this.deps.clock.now();
-    const r = await this.deps.db
-      .updateTable('solana_transfers')
-      .set({
-        status: 'broadcast',
-        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
-        tries: 0,
-        error: null,
-        next_attempt_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', 'signed')
-      .where('signature', '=', newest.signature)
-      .executeTakeFirst();
-    if (r.numUpdatedRows > 0n)
+    if (await this.queue.broadcasted(row.id, ['signature', newest.signature]))
       this.deps.log.info(
         {
           transferId: row.id,
