@@ -141,12 +141,17 @@ export interface TransferProgress {
 
 /** Implemented by the transfers module; called by senders. Idempotent: a settled transfer stays as it settled. */
 export interface TransferSink {
-  transferSettled(mode: Mode, result: TransferResult): Promise<void>;
   /**
-   * A transfer moved on without settling. Informational and idempotent: a report lost in a crash is made good by the
-   * next one or by the settlement, and a report after the settlement changes nothing.
+   * Transfers that settled together (the transfers one chain transaction carried: one, or a batch's members), settled
+   * in one database transaction.
    */
-  transferProgressed(mode: Mode, progress: TransferProgress): Promise<void>;
+  transfersSettled(mode: Mode, results: readonly TransferResult[]): Promise<void>;
+  /**
+   * Transfers that moved on without settling (together: one chain transaction's). Informational and idempotent: a
+   * report lost in a crash is made good by the next one or by the settlement, and a report after the settlement
+   * changes nothing.
+   */
+  transfersProgressed(mode: Mode, progress: readonly TransferProgress[]): Promise<void>;
 }
 
 /**

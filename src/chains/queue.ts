@@ -9,16 +9,18 @@
  *     with its reason while nothing of it can still land (the family says when: `unsent`); anything else is tried
  *     again after a backoff (base·2^tries, at most max), `tries` counted and the reason stored;
  *   - settlement reporting: refunds and payouts (the transfers module's purposes) are handed to the `TransferSink`
- *     once settled, then marked `reported`; a crash in between reports again (the sink is idempotent);
+ *     once settled, those one chain transaction settled together (a batch and its members: one call, one database
+ *     transaction there), then marked `reported`; a crash in between reports again (the sink is idempotent);
  *   - metrics: steps by chain and outcome.
  * A family supplies only its steps and its storage of signed versions (its own tables).
  */
-import type { Generated, Kysely, RawBuilder } from 'kysely';
+import { sql, type Generated, type Kysely, type RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.ts';
+import { groupBy } from '../core/group.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
-import type { Db } from '../db/index.ts';
+import type { Db, Tx } from '../db/index.ts';
 import type { Timestamp } from '../db/schema.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
@@ -134,6 +136,12 @@ export class TransferQueue<R extends QueuedTransfer> {
     return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
   }
 
+  /** Signed versions of a transfer in the family's `table` of them (`transfer_id`, `version`), oldest first. */
+  async versions<V>(table: string, id: string): Promise<V[]> {
+    const db = this.db as unknown as Kysely<Record<string, { transfer_id: string; version: number }>>;
+    return (await db.selectFrom(table).selectAll().where('transfer_id', '=', id).orderBy('version').execute()) as V[];
+  }
+
   /**
    * One worker pass: leases the due open transfers of this network, drives each as far as it goes now, and reports
    * settled ones not yet reported. Returns how many transfers it drove.
@@ -142,20 +150,11 @@ export class TransferQueue<R extends QueuedTransfer> {
     if (this.where.network.rpcUrls.length === 0) return 0;
     await this.steps.beforePass?.();
     const now = this.deps.clock.now();
-    const due = this.db
-      .selectFrom(this.table)
+    const due = this.due(this.db, now, this.steps.lease?.where)
       .select('id')
-      .where('mode', '=', this.where.mode)
-      .where('chain', '=', this.chain)
-      .where('status', 'in', [...OPEN])
-      .where('next_attempt_at', '<=', now)
-      .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-      .$if(this.steps.lease?.where !== undefined, (q) => q.where(this.steps.lease!.where!))
       .$if(this.steps.lease?.order !== undefined, (q) => q.orderBy(this.steps.lease!.order!))
       .orderBy('created_at')
-      .limit(this.options.batch)
-      .forUpdate()
-      .skipLocked();
+      .limit(this.options.batch);
     const leased = await this.db
       .updateTable(this.table)
       .set({ locked_until: new Date(now.getTime() + this.options.leaseMs) })
@@ -176,6 +175,62 @@ export class TransferQueue<R extends QueuedTransfer> {
     }
     await this.reportSettled();
     return leased.length;
+  }
+
+  /**
+   * The open transfers of this network and mode that are due and that no pass holds (also matching `where`), locked
+   * `FOR UPDATE SKIP LOCKED`: the one way rows are taken, by a pass or by a family regrouping rows before it.
+   */
+  private due(db: Kysely<Record<string, QueuedTransfer>>, now: Date, where?: RawBuilder<boolean>) {
+    return db
+      .selectFrom(this.table)
+      .where('mode', '=', this.where.mode)
+      .where('chain', '=', this.chain)
+      .where('status', 'in', [...OPEN])
+      .where('next_attempt_at', '<=', now)
+      .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
+      .$if(where !== undefined, (q) => q.where(where!))
+      .forUpdate()
+      .skipLocked();
+  }
+
+  /**
+   * Takes due transfers matching `where` inside the caller's transaction, oldest first, at most `limit`, locked until
+   * it commits (a family's batching gathers its members here; a pass then leases the batch).
+   */
+  async claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<R[]> {
+    const db = tx as unknown as Kysely<Record<string, QueuedTransfer>>;
+    return (await this.due(db, this.deps.clock.now(), where)
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute()) as R[];
+  }
+
+  /**
+   * signed → broadcast for a transfer whose newest version is still the one `version` names (its hash column and
+   * value): the first broadcast's time is kept, tries and error are cleared, plus the family's own `columns`. False
+   * when the transfer moved on meanwhile.
+   */
+  async broadcasted(id: string, version: [column: string, hash: string], columns: object = {}): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const db = this.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
+    const r = await db
+      .updateTable(this.table)
+      .set({
+        ...columns,
+        status: 'broadcast',
+        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
+        tries: 0,
+        error: null,
+        next_attempt_at: now,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'signed')
+      .where(version[0], '=', version[1])
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
   }
 
   /** Leased ids in the order the pass drives them (the family's order, then creation). */
@@ -217,7 +272,7 @@ export class TransferQueue<R extends QueuedTransfer> {
     const row = await this.get(id);
     if (!row) throw new Error(`no ${this.family} transfer ${id}`);
     if (row.status === 'sent' || row.status === 'failed') {
-      await this.report(row);
+      await this.report([row]);
       return 'done';
     }
     let outcome: StepOutcome;
@@ -269,28 +324,44 @@ export class TransferQueue<R extends QueuedTransfer> {
     return 'wait';
   }
 
-  /** Reports a transfer that just settled, and what it carried. */
+  /** Reports a transfer that just settled with what it carried: together, as one chain transaction settled them. */
   private async reportWith(id: string): Promise<void> {
     const row = await this.get(id);
     if (!row) return;
-    for (const carried of (await this.steps.carried?.(row)) ?? []) await this.report(carried);
-    await this.report(row);
+    await this.report([...((await this.steps.carried?.(row)) ?? []), row]);
   }
 
-  /** Hands a settled refund or payout to the sink, then marks it reported (other purposes are only marked). */
-  private async report(row: R): Promise<void> {
-    if (row.reported || (row.status !== 'sent' && row.status !== 'failed')) return;
-    if (reportsToSink(row.purpose))
-      await this.deps.sink?.transferSettled(this.where.mode, {
-        transferId: row.id,
-        status: row.status,
-        txHash: this.steps.hash(row),
-        error: row.error,
-      });
-    await this.db.updateTable(this.table).set({ reported: true }).where('id', '=', row.id).execute();
+  /**
+   * Hands settled refunds and payouts to the sink in one call (one database transaction there), then marks them all
+   * reported in one statement (other purposes are only marked).
+   */
+  private async report(rows: readonly R[]): Promise<void> {
+    const due = rows.filter((r) => !r.reported && (r.status === 'sent' || r.status === 'failed'));
+    if (due.length === 0) return;
+    const results = due
+      .filter((r) => reportsToSink(r.purpose))
+      .map((r) => ({
+        transferId: r.id,
+        status: r.status as 'sent' | 'failed',
+        txHash: this.steps.hash(r),
+        error: r.error,
+      }));
+    if (results.length > 0) await this.deps.sink?.transfersSettled(this.where.mode, results);
+    await this.db
+      .updateTable(this.table)
+      .set({ reported: true })
+      .where(
+        'id',
+        'in',
+        due.map((r) => r.id),
+      )
+      .execute();
   }
 
-  /** Reports settled transfers a crash left unreported, a pass's batch at a time. */
+  /**
+   * Reports settled transfers a crash left unreported, a pass's batch at a time; those one chain transaction settled
+   * (the same hash) together, so one owner's failure holds back only its own.
+   */
   async reportSettled(): Promise<void> {
     const rows = (await this.db
       .selectFrom(this.table)
@@ -302,12 +373,12 @@ export class TransferQueue<R extends QueuedTransfer> {
       .orderBy('created_at')
       .limit(this.options.batch)
       .execute()) as R[];
-    for (const row of rows) {
+    for (const group of groupBy(rows, (row) => this.steps.hash(row) ?? `id:${row.id}`).values()) {
       try {
-        await this.report(row);
+        await this.report(group);
       } catch (err) {
         this.deps.log.error(
-          { err: errorText(err), transferId: row.id },
+          { err: errorText(err), transferIds: group.map((r) => r.id) },
           `${this.family} transfer settlement could not be reported`,
         );
       }
@@ -321,15 +392,17 @@ export class TransferQueue<R extends QueuedTransfer> {
   async progressed(row: R, status: 'signed' | 'broadcast', txHash: string): Promise<void> {
     if (!this.deps.sink) return;
     const ids = reportsToSink(row.purpose) ? [row.id] : ((await this.steps.carried?.(row)) ?? []).map((m) => m.id);
-    for (const id of ids) {
-      try {
-        await this.deps.sink.transferProgressed(this.where.mode, { transferId: id, status, txHash });
-      } catch (err) {
-        this.deps.log.warn(
-          { err: errorText(err), transferId: id, status },
-          `${this.family} transfer progress could not be reported`,
-        );
-      }
+    if (ids.length === 0) return;
+    try {
+      await this.deps.sink.transfersProgressed(
+        this.where.mode,
+        ids.map((transferId) => ({ transferId, status, txHash })),
+      );
+    } catch (err) {
+      this.deps.log.warn(
+        { err: errorText(err), transferIds: ids, status },
+        `${this.family} transfer progress could not be reported`,
+      );
     }
   }
 }
@@ -338,8 +411,10 @@ export class TransferQueue<R extends QueuedTransfer> {
  * A family's sender over its `TransferQueue`: the queue's passes and steps, and the listeners woken when a commit
  * recorded new work. A family supplies the queue (and its steps) and calls `workRecorded` after such a commit.
  */
-export abstract class QueuedSender<R extends QueuedTransfer> {
+export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   protected abstract readonly queue: TransferQueue<R>;
+  /** The family's table of signed versions (`<family>_transfer_txs`, keyed by `transfer_id` and `version`). */
+  protected abstract readonly versionsTable: string;
   private readonly listeners: Array<() => void> = [];
 
   /** Called after a commit that recorded new work (the worker loop wakes up). */
@@ -354,6 +429,18 @@ export abstract class QueuedSender<R extends QueuedTransfer> {
   /** A transfer as stored. */
   get(id: string): Promise<R | undefined> {
     return this.queue.get(id);
+  }
+
+  /** Every signed version of a transfer, oldest first. */
+  versions(id: string): Promise<V[]> {
+    return this.queue.versions<V>(this.versionsTable, id);
+  }
+
+  /** The newest signed version of a transfer (what is broadcast); throws when none is stored. */
+  protected async newestVersion(id: string): Promise<V> {
+    const newest = (await this.versions(id)).at(-1);
+    if (!newest) throw new Error(`${this.queue.family} transfer ${id} has no stored transaction`);
+    return newest;
   }
 
   /**

@@ -13,6 +13,7 @@ import type { Actor } from '../../src/modules/audit/service.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { createUser } from '../harness/dashboard.ts';
 import { assertError } from '../harness/expect.ts';
+import { countQueries } from '../harness/query-count.ts';
 import { assertStatementsReconcile } from '../harness/statements.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -440,6 +441,42 @@ describe('approval, release and payouts', () => {
     assert.equal(r.rejected.length, 0);
     const last = events[events.length - 1]!;
     assert.deepEqual(last.data, done, 'data is the Disbursement as the API shows it');
+  });
+
+  test('payouts settle in linear time: one database transaction, and statements, rows and bytes per payout that do not grow with the batch', async () => {
+    await fund(20_000);
+    const perPayout = async (n: number) => {
+      const d = await create({ title: `Linear ${n}`, items: items(n, 100) });
+      await approveAll(d.id);
+      await t.kasse.disbursements.release('test', m.id, d.id, owners[0]!.id, owners[0]!.actor);
+      const { result, count } = await countQueries(() => t.kasse.disbursements.runDue());
+      assert.equal(result.simulated, n);
+      const done = (await m.test.get(`/disbursements/${d.id}`)).body;
+      assert.deepEqual(done.progress, { sent: n, failed: 0, open: 0 });
+      const events = await t.kasse.db
+        .selectFrom('events')
+        .select(['type', 'data'])
+        .where('ordering_key', '=', d.id)
+        .orderBy('seq')
+        .execute();
+      const types = events.map((e) => e.type).slice(-(n + 1));
+      assert.deepEqual(types, [...Array<string>(n).fill('payout.sent'), 'disbursement.completed']);
+      assert.deepEqual(events[events.length - 1]!.data, done, 'data is the Disbursement as the API shows it');
+      return {
+        commits: count.commits,
+        statements: count.statements / n,
+        rows: count.rows / n,
+        bytes: count.paramBytes / n,
+      };
+    };
+    const small = await perPayout(6);
+    const large = await perPayout(60);
+    assert.equal(small.commits, 1, 'the batch settles in one database transaction');
+    assert.equal(large.commits, 1, 'the batch settles in one database transaction');
+    const grew = (what: keyof typeof small) => `${what} per payout: ${small[what]} at 6 payouts, ${large[what]} at 60`;
+    assert.ok(large.statements <= small.statements, grew('statements'));
+    assert.ok(large.rows <= small.rows, grew('rows'));
+    assert.ok(large.bytes <= small.bytes, grew('bytes'));
   });
 
   test('cancel before release: pending or approved batches, once; events follow', async () => {

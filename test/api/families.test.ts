@@ -269,12 +269,9 @@ test('deposits through the sink: a mempool sighting, then the commitment; a refu
     "recorded in the refund's transaction",
   );
   assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'the family sends it, not the simulator');
-  await ctx.transfers.transferSettled('test', {
-    transferId: refund.body.id,
-    status: 'sent',
-    txHash: 'toytx2',
-    error: null,
-  });
+  await ctx.transfers.transfersSettled('test', [
+    { transferId: refund.body.id, status: 'sent', txHash: 'toytx2', error: null },
+  ]);
   assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
   const q = await payment('toy-2b');
   await ctx.deposits.recordDeposits('test', [

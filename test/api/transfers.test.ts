@@ -86,7 +86,7 @@ describe('owners by purpose', () => {
   let failNext = false;
   before(() => {
     t.kasse.transfers.own('rebate', {
-      async transferSettled(tx, settled) {
+      async transfersSettled(tx, [settled]) {
         if (failNext) {
           failNext = false;
           throw new Error('the owner could not record it');
@@ -161,6 +161,6 @@ describe('owners by purpose', () => {
     const before = await count();
     await assert.rejects(request('bonus'), /no owner for transfers of purpose "bonus"/);
     assert.equal(await count(), before);
-    assert.throws(() => t.kasse.transfers.own('rebate', { transferSettled: async () => {} }), /already have an owner/);
+    assert.throws(() => t.kasse.transfers.own('rebate', { transfersSettled: async () => {} }), /already have an owner/);
   });
 });

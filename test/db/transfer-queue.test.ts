@@ -55,7 +55,11 @@ beforeEach(async () => {
 /** A sink that records what it was told. */
 function recordingSink(): TransferSink & { settled: TransferResult[] } {
   const settled: TransferResult[] = [];
-  return { settled, transferSettled: async (_mode, r) => void settled.push(r), transferProgressed: async () => {} };
+  return {
+    settled,
+    transfersSettled: async (_mode, results) => void settled.push(...results),
+    transfersProgressed: async () => {},
+  };
 }
 
 async function insert(id: string, purpose: string, status = 'pending', at = clock.now()): Promise<void> {
@@ -236,8 +240,8 @@ describe('settlement reports', () => {
   test('settlements a crash left unreported are reported a batch per pass; a sink that fails leaves them for the next', async () => {
     for (let i = 0; i < 5; i++) await insert(`po_${i}`, 'payout', 'sent', new Date(clock.millis() + i));
     const failing: TransferSink = {
-      transferSettled: () => Promise.reject(new Error('owner down')),
-      transferProgressed: async () => {},
+      transfersSettled: () => Promise.reject(new Error('owner down')),
+      transfersProgressed: async () => {},
     };
     await queue(failing).runDue();
     const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM queue_transfers WHERE reported`.execute(db);

@@ -17,6 +17,7 @@ import type { EvmSender } from '../../src/chains/evm/sender.ts';
 import type { Actor } from '../../src/modules/audit/service.ts';
 import { createUser } from '../harness/dashboard.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
+import { countQueries } from '../harness/query-count.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
 
 let node: HardhatNode;
@@ -122,9 +123,11 @@ describe('disbursements on chain', () => {
     const d = await released(items);
     const total = items.reduce((s, i) => s + i.usd_cents, 0);
     assert.equal((await k.m.test.get('/balance')).body.available_usd_cents, balanceBefore - total);
-    await sendAll(sender, d.id);
+    const { count } = await countQueries(() => sendAll(sender, d.id));
     const done = await get(d.id);
     assert.deepEqual(done.progress, { sent: 500, failed: 0, open: 0 });
+    // A batch's payouts settle in its one database transaction (and are reported signed and broadcast together).
+    assert.ok(count.commits <= 60, `${count.commits} database transactions for 500 payouts in 3 batches`);
     for (const [n, item] of items.entries()) {
       const onChain = await k.chain.tokenBalance(k.usdc, item.destination);
       assert.equal(onChain, BigInt(item.usd_cents) * 10_000n, `destination ${n + 1}`);

@@ -70,6 +70,23 @@ async function mineUntil(done: () => Promise<boolean>, max = 10): Promise<void> 
   assert.fail('not reached by mining');
 }
 
+/** The methods the sender's node client is asked for while `fn` runs. */
+async function nodeCalls(fn: () => Promise<void>): Promise<string[]> {
+  const rpc = k.adapter.rpc();
+  const call = rpc.call;
+  const calls: string[] = [];
+  rpc.call = function (this: typeof rpc, method: string, params?: unknown[]) {
+    calls.push(method);
+    return call.call(this, method, params);
+  } as typeof call;
+  try {
+    await fn();
+  } finally {
+    rpc.call = call;
+  }
+  return calls;
+}
+
 async function refund(paymentId: string, destination: string): Promise<string> {
   const res = await k.m.test.post(`/payments/${paymentId}/refund`, { destination, note: 'customer asked' });
   assert.equal(res.status, 202, JSON.stringify(res.body));
@@ -137,6 +154,28 @@ describe('refunds', () => {
     assert.equal(sent.reported, true);
     assert.equal(await received(destination), BigInt(signed.amount));
     await expectRefunded(p.id, id, v0!.txid);
+  });
+
+  test('following a sent refund takes the same few node calls however many blocks passed since its broadcast', async () => {
+    const p = await paidPayment(1200);
+    const destination = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    const id = await refund(p.id, destination);
+    assert.equal(await sender.step(id), 'progress');
+    assert.equal(await sender.step(id), 'progress');
+    const broadcast = (await sender.get(id))!;
+    assert.equal(broadcast.status, 'broadcast');
+    const [mined] = await k.payer.mine(1);
+    await k.payer.mine(11);
+    await k.tick();
+    const calls = await nodeCalls(async () => assert.equal(await sender.step(id), 'done'));
+    assert.ok(calls.length <= 2, `node calls to settle it 12 blocks later: ${calls.join(', ')}`);
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    assert.equal(sent.txid, broadcast.txid);
+    const block = await k.payer.rpc<{ height: number; tx: string[] }>('getblock', [mined, 1]);
+    assert.ok(block.tx.includes(broadcast.txid!), 'mined in the first of the blocks');
+    assert.equal(Number(sent.block_height), block.height);
+    await expectRefunded(p.id, id, broadcast.txid!);
   });
 
   test('crash between signing and broadcast: the restarted Kasse broadcasts the stored transaction; paid once', async () => {

@@ -1,6 +1,7 @@
 /** EVM operator commands (`kasse evm …`): deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
 import { getAddress, type Address, type Hex } from 'viem';
-import { mode, optionalInt, requireString, UsageError, type Flags } from '../../core/flags.ts';
+import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import { commandNetwork, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
@@ -12,19 +13,7 @@ import { RpcClient } from './rpc.ts';
 import { hotWalletAccount, HOT_WALLET_PATH } from './wallet.ts';
 
 function evmNetwork(ctx: FamilyContext, f: Flags): NetworkConfig {
-  const m = mode(f);
-  const id = requireString(f, 'chain');
-  const network = ctx.chains.network(m, id);
-  if (!network)
-    throw new UsageError(
-      `no ${m} network "${id}" (configured: ${ctx.chains
-        .networks(m)
-        .map((n) => n.id)
-        .join(', ')})`,
-    );
-  if (network.family !== 'evm') throw new UsageError(`${id} is not an EVM network`);
-  if (network.rpcUrls.length === 0) throw new UsageError(`${m} network ${id} has no rpc_urls`);
-  return network;
+  return commandNetwork(ctx, f, 'evm', { noun: 'an EVM network' });
 }
 
 function evmAdapter(ctx: FamilyContext, f: Flags): EvmAdapter {
@@ -48,13 +37,7 @@ export const evmCommands: FamilyCommand[] = [
   {
     name: 'evm deploy-factory',
     usage: `evm deploy-factory --chain ID --mode test|live [--treasury 0x…] [--owner 0x…] [--json]   (from the hot wallet: KASSE_HOT_WALLET_KEY or ${HOT_WALLET_PATH} of the master seed)`,
-    flags: {
-      chain: { type: 'string' },
-      mode: { type: 'string' },
-      treasury: { type: 'string' },
-      owner: { type: 'string' },
-      json: { type: 'boolean' },
-    },
+    flags: networkFlags({ treasury: { type: 'string' }, owner: { type: 'string' } }),
     run: async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const account = hotWalletAccount(ctx.secrets);
@@ -84,13 +67,7 @@ export const evmCommands: FamilyCommand[] = [
     name: 'evm sweep',
     usage:
       'evm sweep --chain ID --mode test|live [--batch N] [--dry-run] [--json]   (moves confirmed deposits to the treasury)',
-    flags: {
-      chain: { type: 'string' },
-      mode: { type: 'string' },
-      batch: { type: 'string' },
-      'dry-run': { type: 'boolean' },
-      json: { type: 'boolean' },
-    },
+    flags: networkFlags({ batch: { type: 'string' }, 'dry-run': { type: 'boolean' } }),
     run: async (ctx, f) => {
       const adapter = evmAdapter(ctx, f);
       return sweepDeposits(
@@ -107,7 +84,7 @@ export const evmCommands: FamilyCommand[] = [
   {
     name: 'evm status',
     usage: 'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; hot wallet)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    flags: networkFlags(),
     run: async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const m = mode(f);
@@ -120,12 +97,7 @@ export const evmCommands: FamilyCommand[] = [
             rpc.request<Hex>('eth_getBalance', [account.address, 'latest']).then(BigInt),
           ]),
         ),
-        ctx.db
-          .selectFrom('evm_cursors')
-          .selectAll()
-          .where('mode', '=', m)
-          .where('chain', '=', network.id)
-          .executeTakeFirst(),
+        storedCursor<{ block_number: bigint }>(ctx.db, 'evm_cursors', m, network.id),
       ]);
       return {
         chain: network.id,

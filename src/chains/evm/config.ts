@@ -13,6 +13,7 @@
 import { getAddress, isAddress } from 'viem';
 import { ConfigError } from '../../config.ts';
 import { parseUnits } from '../../core/money.ts';
+import { SettingsObject } from '../settings.ts';
 import type { NetworkConfig } from '../types.ts';
 
 /** Settings only EVM networks have (`NetworkConfig.settings` of an `evm` network). */
@@ -47,9 +48,7 @@ export function evmSettings(network: NetworkConfig): EvmNetworkSettings {
 export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
   if (raw === undefined || raw === null)
     return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
-  const o = raw as Record<string, unknown>;
-  const known = new Set([
+  const settings = new SettingsObject(raw, at, [
     'forwarder_factory',
     'treasury',
     'start_block',
@@ -59,9 +58,8 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     'replace_after_blocks',
     'disperse',
     'disperse_max_items',
-    '$comment',
   ]);
-  for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
+  const o = settings.values;
   const address = (k: string): string | null => {
     const v = o[k];
     if (v === undefined || v === null) return null;
@@ -69,34 +67,22 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
       throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
     return getAddress(v);
   };
-  const int = (k: string, min: number, fallback: number): number => {
-    const v = o[k];
-    if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min)
-      throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
-    return v as number;
-  };
-  const start = o.start_block;
-  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0))
-    throw new ConfigError(`${at}.start_block must be a block number`);
   return {
     forwarderFactory: address('forwarder_factory'),
     treasury: address('treasury'),
-    startBlock: start === undefined || start === null ? null : BigInt(start as number),
-    blocksPerBatch: int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
-    rpcTimeoutMs: int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
-    ...senderSettings(o, at),
+    startBlock: settings.start('start_block', 'a block number'),
+    blocksPerBatch: settings.int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
+    rpcTimeoutMs: settings.int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
+    ...senderSettings(settings),
     ...(address('disperse')
-      ? { disperse: address('disperse')!, disperseMaxItems: int('disperse_max_items', 2, 200) }
+      ? { disperse: address('disperse')!, disperseMaxItems: settings.int('disperse_max_items', 2, 200) }
       : {}),
   };
 }
 
 /** The hot-wallet sender's optional settings: `max_fee_gwei` (decimal gwei, a string or number) and `replace_after_blocks`. */
-function senderSettings(
-  o: Record<string, unknown>,
-  at: string,
-): Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> {
+function senderSettings(settings: SettingsObject): Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> {
+  const { at, values: o } = settings;
   const out: Pick<EvmNetworkSettings, 'maxFeePerGas' | 'replaceAfterBlocks'> = {};
   const fee = o.max_fee_gwei;
   if (fee !== undefined && fee !== null) {
@@ -110,11 +96,7 @@ function senderSettings(
       throw new ConfigError(`${at}.max_fee_gwei must be a positive amount of gwei`);
     out.maxFeePerGas = wei;
   }
-  const blocks = o.replace_after_blocks;
-  if (blocks !== undefined && blocks !== null) {
-    if (!Number.isSafeInteger(blocks) || (blocks as number) < 1)
-      throw new ConfigError(`${at}.replace_after_blocks must be an integer ≥ 1`);
-    out.replaceAfterBlocks = blocks as number;
-  }
+  const blocks = settings.int('replace_after_blocks', 1, null);
+  if (blocks !== null) out.replaceAfterBlocks = blocks;
   return out;
 }

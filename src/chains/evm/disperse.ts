@@ -11,7 +11,7 @@
  * was taken) hands its members back to go out one by one (`unbatched`), so a payout is sent once or not at all. The
  * hot wallet's allowance to the contract is one `approve` transaction, made when a batch first needs it.
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import {
   decodeFunctionData,
   decodeFunctionResult,
@@ -23,6 +23,7 @@ import {
   type Hex,
 } from 'viem';
 import type { Clock } from '../../core/clock.ts';
+import { groupBy } from '../../core/group.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -30,10 +31,16 @@ import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { NetworkConfig } from '../types.ts';
 import { disperseAbi, erc20Abi } from './contracts.ts';
 import type { RpcClient } from './rpc.ts';
-import type { OutgoingCall, Settlement, TransferRow } from './transfer.ts';
+import { isRevert, settleRow, type OutgoingCall, type Settlement, type TransferRow } from './transfer.ts';
 
 /** Extra gas a batch gets above its estimate (the contract reverts rather than run a payment short of gas). */
 export const BATCH_GAS_EXTRA = 100_000n;
+/**
+ * The gas a batch is first tried with: this much per payout (an ERC-20 transfer to a new holder costs about 30,000
+ * in a batch, calldata included) above the extra. A call at that limit that goes through proves it enough, since the
+ * contract reverts rather than run a payment short; else the node's estimate decides.
+ */
+export const BATCH_GAS_PER_PAYOUT = 40_000n;
 
 /** What a batch needs of the sender it goes out through. */
 export interface BatchSender {
@@ -44,6 +51,8 @@ export interface BatchSender {
   rpc(): RpcClient;
   record(tx: Tx, call: OutgoingCall): Promise<void>;
   get(id: string): Promise<TransferRow | undefined>;
+  /** Due transfers matching `where`, locked in `tx` (the queue's `claim`). */
+  claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<TransferRow[]>;
 }
 
 export class DisperseBatches {
@@ -70,29 +79,14 @@ export class DisperseBatches {
    */
   async form(): Promise<void> {
     const { mode, network } = this.sender;
-    const now = this.deps.clock.now();
     await withTx(this.deps.db, async (tx) => {
-      const rows = await tx
-        .selectFrom('evm_transfers')
-        .select(['id', 'token', 'to_address', 'destination', 'amount'])
-        .where('mode', '=', mode)
-        .where('chain', '=', network.id)
-        .where('purpose', '=', 'payout')
-        .where('status', '=', 'pending')
-        .where('batch_id', 'is', null)
-        .where('unbatched', '=', false)
-        .where('value', '=', '0')
-        .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(this.maxItems * 5)
-        .forUpdate()
-        .skipLocked()
-        .execute();
-      const byToken = new Map<string, typeof rows>();
-      for (const r of rows) byToken.set(r.to_address, [...(byToken.get(r.to_address) ?? []), r]);
-      for (const [tokenContract, all] of byToken) {
+      // Through the sender's queue: due payouts of a token (no value), not in a batch and not handed back.
+      const rows = await this.sender.claim(
+        tx,
+        sql<boolean>`purpose = 'payout' AND status = 'pending' AND batch_id IS NULL AND NOT unbatched AND value = '0'`,
+        this.maxItems * 5,
+      );
+      for (const [tokenContract, all] of groupBy(rows, (r) => r.to_address)) {
         for (let i = 0; i < all.length; i += this.maxItems) {
           const chunk = all.slice(i, i + this.maxItems);
           if (chunk.length < 2) continue;
@@ -125,6 +119,24 @@ export class DisperseBatches {
         }
       }
     });
+  }
+
+  /**
+   * The gas limit of a batch: `BATCH_GAS_PER_PAYOUT` per payout plus the extra when one `eth_call` at that limit goes
+   * through (one execution), else the node's estimate (many executions: the contract's own check makes the node
+   * search) with the margin and the extra. A batch that reverts at any limit throws, as the estimate does.
+   */
+  async gasLimit(row: Pick<TransferRow, 'to_address' | 'data'>, margin: (estimate: bigint) => bigint): Promise<bigint> {
+    const { args } = decodeFunctionData({ abi: disperseAbi, data: row.data as Hex });
+    const call = { from: this.sender.address, to: row.to_address, data: row.data };
+    const first = BATCH_GAS_EXTRA + BATCH_GAS_PER_PAYOUT * BigInt(args[1].length);
+    try {
+      await this.sender.rpc().request('eth_call', [{ ...call, gas: `0x${first.toString(16)}` }, 'latest']);
+      return first;
+    } catch (err) {
+      if (!isRevert(err)) throw err;
+    }
+    return margin(BigInt(await this.sender.rpc().request<Hex>('eth_estimateGas', [call]))) + BATCH_GAS_EXTRA;
   }
 
   /** The ERC-20 contract a batch pays out (from its calldata). */
@@ -185,21 +197,7 @@ export class DisperseBatches {
         refused.add(Number(e.args.index));
     }
     const settled = await withTx(this.deps.db, async (tx) => {
-      const done = await tx
-        .updateTable('evm_transfers')
-        .set({
-          status: result.status,
-          tx_hash: result.txHash,
-          error: result.error,
-          block_number: result.blockNumber ?? null,
-          gas_used: result.gasUsed ?? null,
-          settled_at: now,
-        })
-        .where('id', '=', row.id)
-        .where('status', '=', from)
-        .returning('id')
-        .executeTakeFirst();
-      if (!done) return false;
+      if (!(await settleRow(tx, row.id, from, result, now))) return false;
       const members = await tx
         .selectFrom('evm_transfers')
         .select(['id', 'batch_index'])

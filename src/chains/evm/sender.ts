@@ -25,7 +25,7 @@
  * next transfer takes the next nonce. The gas it burnt is the operator's loss; the refund is `failed` and the
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
 import { formatUnits } from '../../core/money.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
@@ -43,14 +43,17 @@ import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig } from '../types.ts';
 import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
+import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
-import { BATCH_GAS_EXTRA, DisperseBatches } from './disperse.ts';
+import { DisperseBatches } from './disperse.ts';
 import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
 import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type SenderChain } from './sender-options.ts';
 import {
   allocateNonce,
   isRevert,
+  lockRow,
+  settleRow,
   transferCall,
   type OutgoingCall,
   type RpcReceipt,
@@ -60,7 +63,7 @@ import {
 
 export type { StepResult };
 
-export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSender {
+export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferTxsTable>> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   readonly maxFeePerGas: bigint;
@@ -70,6 +73,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
   readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly batches: DisperseBatches | null;
   protected readonly queue: TransferQueue<TransferRow>;
+  protected readonly versionsTable = 'evm_transfer_txs';
   private hotAddress: Address | null = null;
 
   constructor(
@@ -120,6 +124,11 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
       // Payouts waiting in a batch go out with it, never alone.
       lease: { where: sql<boolean>`(batch_id IS NULL OR unbatched)`, order: sql`nonce NULLS LAST` },
     });
+  }
+
+  /** Due transfers matching `where`, locked in `tx` for regrouping (the queue's `claim`; disperse.ts). */
+  claim(tx: Tx, where: RawBuilder<boolean>, limit: number): Promise<TransferRow[]> {
+    return this.queue.claim(tx, where, limit);
   }
 
   /** The hot wallet's address (checksummed). */
@@ -174,16 +183,6 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     afterCommit(tx, () => this.workRecorded());
   }
 
-  /** Every signed version of a transfer, oldest first. */
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('evm_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
-  }
-
   rpc(): RpcClient {
     return this.chain.rpc();
   }
@@ -226,12 +225,16 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
       const refused = await batch.approve(row, tokenMoved!);
       return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
     }
-    const estimate = BigInt(
-      await rpc.request<Hex>('eth_estimateGas', [
-        { from: this.address, to: row.to_address, value: hex(value), data: row.data },
-      ]),
-    );
-    const gas = (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN + (batch ? BATCH_GAS_EXTRA : 0n);
+    const margin = (estimate: bigint) => (estimate * GAS_MARGIN_NUM + GAS_MARGIN_DEN - 1n) / GAS_MARGIN_DEN;
+    const gas = batch
+      ? await batch.gasLimit(row, margin)
+      : margin(
+          BigInt(
+            await rpc.request<Hex>('eth_estimateGas', [
+              { from: this.address, to: row.to_address, value: hex(value), data: row.data },
+            ]),
+          ),
+        );
     const balance = BigInt(await rpc.request<Hex>('eth_getBalance', [this.address, 'latest']));
     const needed = value + gas * fees.maxFeePerGas;
     if (balance < needed) {
@@ -241,12 +244,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     }
     const now = this.deps.clock.now();
     const signed = await withTx(this.deps.db, async (tx) => {
-      const current = await tx
-        .selectFrom('evm_transfers')
-        .selectAll()
-        .where('id', '=', row.id)
-        .forUpdate()
-        .executeTakeFirst();
+      const current = await lockRow(tx, row.id);
       if (!current || current.status !== 'pending') return null;
       const nonce = await allocateNonce(
         tx,
@@ -254,19 +252,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
         chainNonce,
         now,
       );
-      const { raw, hash } = await this.signTx(current, nonce, gas, fees);
-      await tx
-        .insertInto('evm_transfer_txs')
-        .values({
-          transfer_id: row.id,
-          version: 0,
-          tx_hash: hash,
-          raw,
-          max_fee_per_gas: fees.maxFeePerGas,
-          max_priority_fee_per_gas: fees.maxPriorityFeePerGas,
-          created_at: now,
-        })
-        .execute();
+      const hash = await this.storeSigned(tx, current, 0, { nonce, gas, fees }, now);
       await tx
         .updateTable('evm_transfers')
         .set({
@@ -311,22 +297,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
         throw err;
     }
     const head = await this.head();
-    const now = this.deps.clock.now();
-    const r = await this.deps.db
-      .updateTable('evm_transfers')
-      .set({
-        status: 'broadcast',
-        broadcast_block: head,
-        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
-        tries: 0,
-        error: null,
-        next_attempt_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', 'signed')
-      .where('tx_hash', '=', newest.tx_hash)
-      .executeTakeFirst();
-    if (r.numUpdatedRows > 0n) {
+    if (await this.queue.broadcasted(row.id, ['tx_hash', newest.tx_hash], { broadcast_block: head })) {
       this.deps.log.info(
         {
           transferId: row.id,
@@ -417,12 +388,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     };
     const now = this.deps.clock.now();
     const hash = await withTx(this.deps.db, async (tx) => {
-      const current = await tx
-        .selectFrom('evm_transfers')
-        .selectAll()
-        .where('id', '=', row.id)
-        .forUpdate()
-        .executeTakeFirst();
+      const current = await lockRow(tx, row.id);
       if (
         !current ||
         current.status !== 'broadcast' ||
@@ -431,25 +397,14 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
         current.gas_limit === null
       )
         return null;
-      const signed = await this.signTx(current, current.nonce, BigInt(current.gas_limit), next);
-      await tx
-        .insertInto('evm_transfer_txs')
-        .values({
-          transfer_id: row.id,
-          version: newest.version + 1,
-          tx_hash: signed.hash,
-          raw: signed.raw,
-          max_fee_per_gas: next.maxFeePerGas,
-          max_priority_fee_per_gas: next.maxPriorityFeePerGas,
-          created_at: now,
-        })
-        .execute();
+      const signed = { nonce: current.nonce, gas: BigInt(current.gas_limit), fees: next };
+      const hash = await this.storeSigned(tx, current, newest.version + 1, signed, now);
       await tx
         .updateTable('evm_transfers')
-        .set({ status: 'signed', tx_hash: signed.hash, broadcast_block: null, next_attempt_at: now })
+        .set({ status: 'signed', tx_hash: hash, broadcast_block: null, next_attempt_at: now })
         .where('id', '=', row.id)
         .execute();
-      return signed.hash;
+      return hash;
     });
     if (hash) {
       this.deps.log.info(
@@ -467,6 +422,30 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     return hash !== null;
   }
 
+  /** Signs `row` with its nonce, gas and fees and stores it as `version`, in the caller's transaction; its hash. */
+  private async storeSigned(
+    tx: Tx,
+    row: TransferRow,
+    version: number,
+    { nonce, gas, fees }: { nonce: bigint; gas: bigint; fees: Fees },
+    now: Date,
+  ): Promise<Hex> {
+    const { raw, hash } = await this.signTx(row, nonce, gas, fees);
+    await tx
+      .insertInto('evm_transfer_txs')
+      .values({
+        transfer_id: row.id,
+        version,
+        tx_hash: hash,
+        raw,
+        max_fee_per_gas: fees.maxFeePerGas,
+        max_priority_fee_per_gas: fees.maxPriorityFeePerGas,
+        created_at: now,
+      })
+      .execute();
+    return hash;
+  }
+
   private async signTx(row: TransferRow, nonce: bigint, gas: bigint, fees: Fees): Promise<{ raw: Hex; hash: Hex }> {
     const raw = await this.deps.account().signTransaction({
       type: 'eip1559',
@@ -482,16 +461,6 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     return { raw, hash: keccak256(raw) };
   }
 
-  private async newestVersion(id: string) {
-    return this.deps.db
-      .selectFrom('evm_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .executeTakeFirstOrThrow();
-  }
-
   private async tokenBalance(contract: Address): Promise<bigint> {
     const data = encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [this.address] });
     const out = await this.rpc().request<Hex>('eth_call', [{ to: contract, data }, 'latest']);
@@ -503,21 +472,7 @@ export class EvmSender extends QueuedSender<TransferRow> implements OutgoingSend
     const now = this.deps.clock.now();
     if (row.purpose === 'disperse' && this.batches)
       return (await this.batches.settle(row, from, result)) ? 'done' : 'progress';
-    const settled = await this.deps.db
-      .updateTable('evm_transfers')
-      .set({
-        status: result.status,
-        tx_hash: result.txHash,
-        error: result.error,
-        block_number: result.blockNumber ?? null,
-        gas_used: result.gasUsed ?? null,
-        settled_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', from)
-      .returningAll()
-      .executeTakeFirst();
-    if (!settled) return 'progress';
+    if (!(await settleRow(this.deps.db, row.id, from, result, now))) return 'progress';
     const log =
       result.status === 'sent' ? this.deps.log.info.bind(this.deps.log) : this.deps.log.warn.bind(this.deps.log);
     log(

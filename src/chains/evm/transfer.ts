@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import { encodeFunctionData, getAddress, type Hex } from 'viem';
 import type { Mode } from '../../core/mode.ts';
-import type { Tx } from '../../db/index.ts';
+import type { DbOrTx, Tx } from '../../db/index.ts';
 import type { TokenConfig } from '../types.ts';
 import { erc20Abi } from './contracts.ts';
 import type { EvmTransfersTable } from './schema.ts';
@@ -32,6 +32,39 @@ export interface Settlement {
   blockNumber?: bigint;
   gasUsed?: bigint;
   logs?: RpcReceipt['logs'];
+}
+
+/** A transfer's row, locked in `tx` as it is now. */
+export function lockRow(tx: Tx, id: string): Promise<TransferRow | undefined> {
+  return tx.selectFrom('evm_transfers').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/**
+ * Settles a transfer (a single one, or a batch's own row) that is still `from`: its status, hash, error, block and
+ * gas. False when it was no longer `from` (another pass settled it).
+ */
+export async function settleRow(
+  db: DbOrTx,
+  id: string,
+  from: 'pending' | 'broadcast',
+  result: Settlement,
+  now: Date,
+): Promise<boolean> {
+  const settled = await db
+    .updateTable('evm_transfers')
+    .set({
+      status: result.status,
+      tx_hash: result.txHash,
+      error: result.error,
+      block_number: result.blockNumber ?? null,
+      gas_used: result.gasUsed ?? null,
+      settled_at: now,
+    })
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .returning('id')
+    .executeTakeFirst();
+  return settled !== undefined;
 }
 
 export interface RpcReceipt {

@@ -1,5 +1,6 @@
 /** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import { networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { SolanaAdapter } from './adapter.ts';
@@ -22,14 +23,11 @@ export const solanaCommands: FamilyCommand[] = [
     name: 'solana sweep',
     usage:
       'solana sweep --mode test|live [--chain solana] [--batch N] [--dry-run] [--wait-seconds N] [--json]   (final deposits to the treasury; token accounts closed)',
-    flags: {
-      chain: { type: 'string' },
-      mode: { type: 'string' },
+    flags: networkFlags({
       batch: { type: 'string' },
       'dry-run': { type: 'boolean' },
       'wait-seconds': { type: 'string' },
-      json: { type: 'boolean' },
-    },
+    }),
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       if (!adapter.settings.treasury)
@@ -52,7 +50,7 @@ export const solanaCommands: FamilyCommand[] = [
     name: 'solana status',
     usage:
       'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    flags: networkFlags(),
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       const rpc = adapter.rpc();
@@ -71,12 +69,7 @@ export const solanaCommands: FamilyCommand[] = [
             ),
           ]),
         ),
-        ctx.db
-          .selectFrom('solana_cursors')
-          .selectAll()
-          .where('mode', '=', adapter.mode)
-          .where('chain', '=', adapter.network.id)
-          .executeTakeFirst(),
+        storedCursor<{ slot: bigint; final_slot: bigint }>(ctx.db, 'solana_cursors', adapter.mode, adapter.network.id),
       ]);
       return {
         chain: adapter.network.id,

@@ -9,6 +9,7 @@
  * kept before a sweep closes it to recover its rent. docs/solana.md.
  */
 import { ConfigError } from '../../config.ts';
+import { SettingsObject } from '../settings.ts';
 import type { NetworkConfig } from '../types.ts';
 import { isSolanaAddress } from './address.ts';
 
@@ -42,37 +43,24 @@ export function solanaSettings(network: NetworkConfig): SolanaNetworkSettings {
 /** Parses the `solana` object (`at` names it in error messages); undefined/null gives the defaults. */
 export function parseSolanaSettings(raw: unknown, at: string): SolanaNetworkSettings {
   if (raw === undefined || raw === null) return { treasury: null, startSlot: null, ...SOLANA_DEFAULTS };
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
-  const o = raw as Record<string, unknown>;
-  const known = new Set([
+  const settings = new SettingsObject(raw, at, [
     'treasury',
     'start_slot',
     'rpc_timeout_ms',
     'max_slots_per_tick',
     'sweep_interval_s',
     'ata_close_after_s',
-    '$comment',
   ]);
-  for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
-  const int = (k: string, min: number, fallback: number): number => {
-    const v = o[k];
-    if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min)
-      throw new ConfigError(`${at}.${k} must be an integer ≥ ${min}`);
-    return v as number;
-  };
+  const o = settings.values;
   const treasury = o.treasury ?? null;
   if (treasury !== null && (typeof treasury !== 'string' || !isSolanaAddress(treasury)))
     throw new ConfigError(`${at}.treasury must be a Solana address`);
-  const start = o.start_slot;
-  if (start !== undefined && start !== null && !(Number.isSafeInteger(start) && (start as number) >= 0))
-    throw new ConfigError(`${at}.start_slot must be a slot number`);
   return {
     treasury: treasury as string | null,
-    startSlot: start === undefined || start === null ? null : BigInt(start as number),
-    rpcTimeoutMs: int('rpc_timeout_ms', 100, SOLANA_DEFAULTS.rpcTimeoutMs),
-    maxSlotsPerTick: int('max_slots_per_tick', 1, SOLANA_DEFAULTS.maxSlotsPerTick),
-    sweepIntervalSeconds: int('sweep_interval_s', 0, SOLANA_DEFAULTS.sweepIntervalSeconds),
-    ataCloseAfterSeconds: int('ata_close_after_s', 0, SOLANA_DEFAULTS.ataCloseAfterSeconds),
+    startSlot: settings.start('start_slot', 'a slot number'),
+    rpcTimeoutMs: settings.int('rpc_timeout_ms', 100, SOLANA_DEFAULTS.rpcTimeoutMs),
+    maxSlotsPerTick: settings.int('max_slots_per_tick', 1, SOLANA_DEFAULTS.maxSlotsPerTick),
+    sweepIntervalSeconds: settings.int('sweep_interval_s', 0, SOLANA_DEFAULTS.sweepIntervalSeconds),
+    ataCloseAfterSeconds: settings.int('ata_close_after_s', 0, SOLANA_DEFAULTS.ataCloseAfterSeconds),
   };
 }

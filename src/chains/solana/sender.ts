@@ -20,7 +20,7 @@
  * cures fails a transfer nothing of which can land; the rest waits a backoff) and reports settled refunds and payouts
  * to the `TransferSink`; this file supplies the steps and the versions, plans.ts the instructions a plan becomes.
  */
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Address } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
@@ -30,7 +30,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
 import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
-import type { SolanaTransfersTable } from './schema.ts';
+import type { SolanaTransfersTable, SolanaTransferTxsTable } from './schema.ts';
 import type { SolanaKeys } from './keys.ts';
 import { SolanaRpcError, type SolanaRpc } from './rpc.ts';
 import { planInstructions, type Plan, type PlanContext } from './plans.ts';
@@ -60,10 +60,14 @@ export type SolanaSenderOptions = Partial<QueueOptions>;
 
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 2_000, retryMaxMs: 300_000 };
 
-export class SolanaSender extends QueuedSender<SolanaTransferRow> implements OutgoingSender {
+export class SolanaSender
+  extends QueuedSender<SolanaTransferRow, Selectable<SolanaTransferTxsTable>>
+  implements OutgoingSender
+{
   readonly network: NetworkConfig;
   readonly mode: Mode;
   protected readonly queue: TransferQueue<SolanaTransferRow>;
+  protected readonly versionsTable = 'solana_transfer_txs';
   private readonly plans: PlanContext;
 
   constructor(
@@ -203,15 +207,6 @@ export class SolanaSender extends QueuedSender<SolanaTransferRow> implements Out
     afterCommit(tx, () => this.workRecorded());
   }
 
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('solana_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
-  }
-
   private async lifetime(): Promise<Lifetime> {
     const r = await this.rpc().request<{ value: { blockhash: string; lastValidBlockHeight: number } }>(
       'getLatestBlockhash',
@@ -332,21 +327,7 @@ export class SolanaSender extends QueuedSender<SolanaTransferRow> implements Out
       // Refused by preflight, it was not forwarded: the queue retries it, or fails it when no retry can cure it.
       if (!landedOrStale) throw err;
     }
-    const now = this.deps.clock.now();
-    const r = await this.deps.db
-      .updateTable('solana_transfers')
-      .set({
-        status: 'broadcast',
-        broadcast_at: sql`coalesce(broadcast_at, ${now})`,
-        tries: 0,
-        error: null,
-        next_attempt_at: now,
-      })
-      .where('id', '=', row.id)
-      .where('status', '=', 'signed')
-      .where('signature', '=', newest.signature)
-      .executeTakeFirst();
-    if (r.numUpdatedRows > 0n)
+    if (await this.queue.broadcasted(row.id, ['signature', newest.signature]))
       this.deps.log.info(
         {
           transferId: row.id,
@@ -410,16 +391,6 @@ export class SolanaSender extends QueuedSender<SolanaTransferRow> implements Out
       'solana transfer expired unseen; rebuilding with a new blockhash',
     );
     return this.build(row, row.status as 'pending' | 'signed' | 'broadcast');
-  }
-
-  private async newestVersion(id: string) {
-    return this.deps.db
-      .selectFrom('solana_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .executeTakeFirstOrThrow();
   }
 
   private async settle(

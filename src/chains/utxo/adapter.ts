@@ -99,6 +99,7 @@ export class UtxoAdapter implements ChainAdapter {
       rpc: this.rpc(),
       ownAddresses: [this.hotWalletAddress()],
       startHeight: this.settings.startHeight,
+      blocks: this.sender,
       ...overrides,
     });
   }

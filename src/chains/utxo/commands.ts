@@ -1,6 +1,7 @@
 /** UTXO operator commands (`kasse utxo …`): sweep deposit addresses, and the watcher's and hot wallet's status. */
 import { newId } from '../../core/ids.ts';
-import { mode, optionalInt, requireString, UsageError, type Flags } from '../../core/flags.ts';
+import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import { commandNetwork, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
@@ -9,18 +10,10 @@ import type { UtxoSender } from './sender.ts';
 
 function utxoAdapter(ctx: FamilyContext, f: Flags): UtxoAdapter {
   const m = mode(f);
-  const id = requireString(f, 'chain');
-  const network = ctx.chains.network(m, id);
-  if (!network)
-    throw new UsageError(
-      `no ${m} network "${id}" (configured: ${ctx.chains
-        .networks(m)
-        .map((n) => n.id)
-        .join(', ')})`,
-    );
-  if (network.family !== 'utxo') throw new UsageError(`${id} is not a Bitcoin-family network`);
-  if (network.rpcUrls.length === 0)
-    throw new UsageError(`${m} network ${id} has no rpc_urls (a Bitcoin Core or Litecoin Core node)`);
+  const id = commandNetwork(ctx, f, 'utxo', {
+    noun: 'a Bitcoin-family network',
+    node: 'a Bitcoin Core or Litecoin Core node',
+  }).id;
   const adapter = ctx.chains.hasAdapter(m, id) ? ctx.chains.adapter(m, id) : null;
   if (!(adapter instanceof UtxoAdapter)) throw new UsageError(`${id} has no UTXO adapter in ${m} mode`);
   return adapter;
@@ -31,12 +24,7 @@ export const utxoCommands: FamilyCommand[] = [
     name: 'utxo sweep',
     usage:
       'utxo sweep --chain ID --mode test|live [--max-inputs N] [--json]   (confirmed deposits to utxo.treasury, else the hot wallet)',
-    flags: {
-      chain: { type: 'string' },
-      mode: { type: 'string' },
-      'max-inputs': { type: 'string' },
-      json: { type: 'boolean' },
-    },
+    flags: networkFlags({ 'max-inputs': { type: 'string' } }),
     run: async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const sender = adapter.sender as UtxoSender;
@@ -75,7 +63,7 @@ export const utxoCommands: FamilyCommand[] = [
     name: 'utxo status',
     usage:
       'utxo status --chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
-    flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    flags: networkFlags(),
     run: async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const m = adapter.mode;
@@ -88,12 +76,7 @@ export const utxoCommands: FamilyCommand[] = [
             adapter.rpc().call<{ size: number; mempoolminfee: string }>('getmempoolinfo'),
           ]),
         ),
-        ctx.db
-          .selectFrom('utxo_cursors')
-          .selectAll()
-          .where('mode', '=', m)
-          .where('chain', '=', chain)
-          .executeTakeFirst(),
+        storedCursor<{ height: bigint }>(ctx.db, 'utxo_cursors', m, chain),
         ctx.db
           .selectFrom('utxo_coins')
           .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<string>('amount').as('total')])

@@ -8,6 +8,7 @@
  * RPC URL (with its RPC user and password, `http://user:pass@host:8332/`) goes in the network's `rpc_urls`.
  */
 import { ConfigError } from '../../config.ts';
+import { SettingsObject } from '../settings.ts';
 import type { NetworkConfig } from '../types.ts';
 import { isValidUtxoAddress } from './address.ts';
 import { CHAINS, COINS, utxoParams, type UtxoParams } from './params.ts';
@@ -44,43 +45,37 @@ export function utxoSettings(network: NetworkConfig): UtxoSettings {
 }
 
 export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    throw new ConfigError(`${at} must be an object with "coin" and "network"`);
-  const o = raw as Record<string, unknown>;
-  const known = new Set([
-    'coin',
-    'network',
-    'account',
-    'start_height',
-    'rpc_timeout_ms',
-    'max_fee_rate',
-    'fee_target_blocks',
-    'bump_after_blocks',
-    'treasury',
-    '$comment',
-  ]);
-  for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`${at}.${k} is not a known setting`);
+  const settings = new SettingsObject(
+    raw,
+    at,
+    [
+      'coin',
+      'network',
+      'account',
+      'start_height',
+      'rpc_timeout_ms',
+      'max_fee_rate',
+      'fee_target_blocks',
+      'bump_after_blocks',
+      'treasury',
+    ],
+    'an object with "coin" and "network"',
+  );
+  const o = settings.values;
   if (!COINS.includes(o.coin as never)) throw new ConfigError(`${at}.coin must be one of ${COINS.join(', ')}`);
   if (!CHAINS.includes(o.network as never)) throw new ConfigError(`${at}.network must be one of ${CHAINS.join(', ')}`);
   const params = utxoParams(o.coin as UtxoParams['coin'], o.network as UtxoParams['chain']);
-  const int = (k: string, min: number, max: number, fallback: number | null): number | null => {
-    const v = o[k];
-    if (v === undefined || v === null) return fallback;
-    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max)
-      throw new ConfigError(`${at}.${k} must be an integer from ${min} to ${max}`);
-    return v as number;
-  };
   const treasury = o.treasury ?? null;
   if (treasury !== null && (typeof treasury !== 'string' || !isValidUtxoAddress(treasury, params)))
     throw new ConfigError(`${at}.treasury must be a ${o.coin} ${o.network} address`);
   return {
     params,
-    account: int('account', 0, 2 ** 31 - 1, UTXO_DEFAULTS.account)!,
-    startHeight: int('start_height', 0, 2 ** 31 - 1, null),
-    rpcTimeoutMs: int('rpc_timeout_ms', 100, 600_000, UTXO_DEFAULTS.rpcTimeoutMs)!,
-    maxFeeRate: BigInt(int('max_fee_rate', 1, 100_000, Number(UTXO_DEFAULTS.maxFeeRate))!),
-    feeTargetBlocks: int('fee_target_blocks', 1, 1008, UTXO_DEFAULTS.feeTargetBlocks)!,
-    bumpAfterBlocks: int('bump_after_blocks', 1, 1000, UTXO_DEFAULTS.bumpAfterBlocks)!,
+    account: settings.int('account', 0, UTXO_DEFAULTS.account, 2 ** 31 - 1),
+    startHeight: settings.int('start_height', 0, null, 2 ** 31 - 1),
+    rpcTimeoutMs: settings.int('rpc_timeout_ms', 100, UTXO_DEFAULTS.rpcTimeoutMs, 600_000),
+    maxFeeRate: BigInt(settings.int('max_fee_rate', 1, Number(UTXO_DEFAULTS.maxFeeRate), 100_000)),
+    feeTargetBlocks: settings.int('fee_target_blocks', 1, UTXO_DEFAULTS.feeTargetBlocks, 1008),
+    bumpAfterBlocks: settings.int('bump_after_blocks', 1, UTXO_DEFAULTS.bumpAfterBlocks, 1000),
     treasury: treasury as string | null,
   };
 }

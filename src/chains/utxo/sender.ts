@@ -21,16 +21,16 @@ import { sql, type Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
-import { TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
+import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { UtxoAdapter } from './adapter.ts';
 import { outputScript } from './address.ts';
 import type { UtxoSettings } from './config.ts';
 import { RPC_CODES, satoshis, UtxoRpcError } from './rpc.ts';
-import type { UtxoTransfersTable } from './schema.ts';
+import type { UtxoTransfersTable, UtxoTransferTxsTable } from './schema.ts';
 
 /** Outputs below this many satoshis are not made (dust); change that small goes to the fee. */
 export const DUST = 546n;
@@ -66,19 +66,19 @@ interface Coin {
 
 type Row = Selectable<UtxoTransfersTable>;
 
-export class UtxoSender implements OutgoingSender {
+export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTable>> implements OutgoingSender {
   readonly network: NetworkConfig;
   readonly mode: Mode;
   private readonly settings: UtxoSettings;
-  private readonly blockTxids = new Map<string, Set<string>>();
-  private wake: (() => void) | null = null;
-  private readonly queue: TransferQueue<Row>;
+  protected readonly queue: TransferQueue<Row>;
+  protected readonly versionsTable = 'utxo_transfer_txs';
 
   constructor(
     private readonly adapter: UtxoAdapter,
     private readonly deps: UtxoSenderDeps,
     options: Partial<QueueOptions> = {},
   ) {
+    super();
     this.network = adapter.network;
     this.mode = adapter.mode;
     this.settings = adapter.settings;
@@ -99,10 +99,6 @@ export class UtxoSender implements OutgoingSender {
     );
   }
 
-  onWork(fn: () => void): void {
-    this.wake = fn;
-  }
-
   /** Records a refund or payout in the caller's transaction (no network I/O). Idempotent on the transfer id. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
     const now = this.deps.clock.now();
@@ -121,20 +117,7 @@ export class UtxoSender implements OutgoingSender {
       })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    this.wake?.();
-  }
-
-  async get(id: string): Promise<Row | undefined> {
-    return this.queue.get(id);
-  }
-
-  async versions(id: string) {
-    return this.deps.db
-      .selectFrom('utxo_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', id)
-      .orderBy('version')
-      .execute();
+    afterCommit(tx, () => this.workRecorded());
   }
 
   /**
@@ -170,16 +153,6 @@ export class UtxoSender implements OutgoingSender {
     // Another sweep took some of the coins first: this one never existed.
     await this.deps.db.deleteFrom('utxo_transfers').where('id', '=', id).where('status', '=', 'pending').execute();
     return null;
-  }
-
-  /** One worker pass over due transfers (the queue's); returns how many it drove. */
-  runDue(): Promise<number> {
-    return this.queue.runDue();
-  }
-
-  /** Moves one transfer one step. */
-  step(id: string): Promise<StepResult> {
-    return this.queue.step(id);
   }
 
   // ---- signing ----
@@ -246,18 +219,7 @@ export class UtxoSender implements OutgoingSender {
         await tx.updateTable('utxo_coins').set({ spent_by: null }).where('spent_by', '=', id).execute();
         return false;
       }
-      await tx
-        .insertInto('utxo_transfer_txs')
-        .values({
-          transfer_id: id,
-          version: 0,
-          txid: built.txid,
-          raw: built.raw,
-          fee: built.fee,
-          fee_rate: rate,
-          created_at: now,
-        })
-        .execute();
+      await storeVersion(tx, id, 0, built, rate, now);
       await tx
         .updateTable('utxo_transfers')
         .set({
@@ -360,14 +322,7 @@ export class UtxoSender implements OutgoingSender {
   // ---- broadcasting and following ----
 
   private async broadcast(t: Row): Promise<StepResult> {
-    const [newest] = await this.deps.db
-      .selectFrom('utxo_transfer_txs')
-      .selectAll()
-      .where('transfer_id', '=', t.id)
-      .orderBy('version', 'desc')
-      .limit(1)
-      .execute();
-    if (!newest) throw new Error(`${t.id} is signed but has no stored transaction`);
+    const newest = await this.newestVersion(t.id);
     const tip = await this.adapter.rpc().call<number>('getblockcount');
     try {
       await this.send(newest.raw);
@@ -395,73 +350,107 @@ export class UtxoSender implements OutgoingSender {
     return 'progress';
   }
 
-  /** Sends a raw transaction; one the node already has, or has in a block, counts as sent. */
-  private async send(raw: string): Promise<void> {
+  /** Sends a raw transaction; one the node already has (`known`), or has in a block (`in_chain`), counts as sent. */
+  private async send(raw: string): Promise<'sent' | 'known' | 'in_chain'> {
     try {
       await this.adapter.rpc().call('sendrawtransaction', [raw]);
+      return 'sent';
     } catch (err) {
-      if (
-        err instanceof UtxoRpcError &&
-        (err.code === RPC_CODES.VERIFY_ALREADY_IN_CHAIN ||
-          /already in (the )?(block ?chain|mempool)|txn-already-known/i.test(err.message))
-      )
-        return;
+      if (!(err instanceof UtxoRpcError)) throw err;
+      if (err.code === RPC_CODES.VERIFY_ALREADY_IN_CHAIN || /already in (the )?block ?chain/i.test(err.message))
+        return 'in_chain';
+      if (/already in (the )?mempool|txn-already-known/i.test(err.message)) return 'known';
       throw err;
     }
   }
 
-  /** A broadcast transfer: settled when a version has the confirmations; rebroadcast when lost; bumped when stuck. */
+  /**
+   * A broadcast transfer: settled once the block the watcher found one of its versions in (`blockConnected`) has the
+   * first tier's confirmations by the watcher's height; rebroadcast when lost; bumped when stuck. O(1) node calls.
+   */
   private async follow(t: Row): Promise<StepResult> {
-    const rpc = this.adapter.rpc();
+    const tip = await this.height();
+    if (t.block_height !== null) {
+      if (tip - Number(t.block_height) + 1 < this.network.confirmationTiers[0]!.confirmations) return 'wait';
+      await this.settle(t.id, 'sent', t.txid, null);
+      return 'done';
+    }
     const versions = await this.versions(t.id);
-    const txids = new Set(versions.map((v) => v.txid));
-    const tip = await rpc.call<number>('getblockcount');
-    const from = Number(t.broadcast_height ?? tip);
-    let mined: { txid: string; height: number } | null = null;
-    for (let h = tip; h > from - 1 && h >= 0 && !mined; h--) {
-      const hash = await rpc.call<string>('getblockhash', [h]);
-      let ids = this.blockTxids.get(hash);
-      if (!ids) {
-        ids = new Set((await rpc.call<{ tx: string[] }>('getblock', [hash, 1])).tx);
-        this.blockTxids.set(hash, ids);
-        if (this.blockTxids.size > 200) this.blockTxids.delete(this.blockTxids.keys().next().value!);
-      }
-      for (const id of ids) if (txids.has(id)) mined = { txid: id, height: h };
-    }
-    const now = this.deps.clock.now();
-    if (mined) {
-      const confirmations = tip - mined.height + 1;
-      await this.deps.db
-        .updateTable('utxo_transfers')
-        .set({ txid: mined.txid, block_height: mined.height })
-        .where('id', '=', t.id)
-        .execute();
-      if (confirmations >= this.network.confirmationTiers[0]!.confirmations) {
-        await this.settle(t.id, 'sent', mined.txid, null);
-        return 'done';
-      }
-      return 'wait';
-    }
     const newest = versions[versions.length - 1]!;
-    const inMempool = await rpc.call('getmempoolentry', [newest.txid]).then(
-      () => true,
-      (err) => {
-        if (err instanceof UtxoRpcError && err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY) return false;
-        throw err;
-      },
-    );
+    const inMempool = await this.adapter
+      .rpc()
+      .call('getmempoolentry', [newest.txid])
+      .then(
+        () => true,
+        (err) => {
+          if (err instanceof UtxoRpcError && err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY) return false;
+          throw err;
+        },
+      );
     if (!inMempool) {
       // Evicted, never arrived, or a reorg took it out of a block: the newest version again, as it is.
       this.deps.log.warn(
         { transferId: t.id, txid: newest.txid, chain: this.network.id },
         'utxo transfer not in the mempool; broadcasting it again',
       );
-      await this.send(newest.raw);
+      if ((await this.send(newest.raw)) === 'in_chain') await this.lookBack(t, versions, tip);
       return 'wait';
     }
+    const from = Number(t.broadcast_height ?? tip);
     if (tip - Number(t.bumped_height ?? from) >= this.settings.bumpAfterBlocks) return this.bump(t, newest, tip);
-    await this.deps.db.updateTable('utxo_transfers').set({ next_attempt_at: now }).where('id', '=', t.id).execute();
     return 'wait';
+  }
+
+  /**
+   * The watcher's height (the blocks it has read and told the sender about); the node's tip before it ever ran.
+   */
+  private async height(): Promise<number> {
+    const cursor = await this.deps.db
+      .selectFrom('utxo_cursors')
+      .select('height')
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.network.id)
+      .executeTakeFirst();
+    return cursor ? Number(cursor.height) : this.adapter.rpc().call<number>('getblockcount');
+  }
+
+  /**
+   * The watcher read a block (inside the transaction that moves its cursor onto it): open transfers with a version
+   * in it are marked mined there. One statement per block, whatever the number of open transfers.
+   */
+  async blockConnected(tx: Tx, height: number, txids: string[]): Promise<void> {
+    if (txids.length === 0) return;
+    await sql`
+      UPDATE utxo_transfers AS t SET txid = v.txid, block_height = ${height}, next_attempt_at = ${this.deps.clock.now()}
+      FROM utxo_transfer_txs AS v
+      WHERE v.txid = ANY(${txids}::text[]) AND t.id = v.transfer_id
+        AND t.mode = ${this.mode} AND t.chain = ${this.network.id} AND t.status IN ('signed', 'broadcast')`.execute(tx);
+  }
+
+  /** A reorg removed the blocks from `height` up (in the watcher's transaction): what was mined there is not. */
+  async blocksDisconnected(tx: Tx, height: number): Promise<void> {
+    await tx
+      .updateTable('utxo_transfers')
+      .set({ block_height: null })
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.network.id)
+      .where('status', 'in', ['signed', 'broadcast'])
+      .where('block_height', '>=', BigInt(height))
+      .execute();
+  }
+
+  /**
+   * The node has a version in its chain that no block the watcher told of holds (it was mined before the watcher
+   * reported blocks to the sender): the blocks from its broadcast up to the watcher's height are read once for it.
+   */
+  private async lookBack(t: Row, versions: Array<{ txid: string }>, tip: number): Promise<void> {
+    const rpc = this.adapter.rpc();
+    const txids = new Set(versions.map((v) => v.txid));
+    for (let h = Number(t.broadcast_height ?? tip); h <= tip; h++) {
+      const hash = await rpc.call<string>('getblockhash', [h]);
+      const mined = (await rpc.call<{ tx: string[] }>('getblock', [hash, 1])).tx.filter((id) => txids.has(id));
+      if (mined.length > 0) return withTx(this.deps.db, (tx) => this.blockConnected(tx, h, mined));
+    }
   }
 
   /** Replaces a stuck version with one spending the same coins at a higher fee rate, stored before it is sent. */
@@ -491,25 +480,20 @@ export class UtxoSender implements OutgoingSender {
     }));
     const built = this.build(inputs, t.destination, t.purpose === 'sweep' ? null : BigInt(t.amount), rate);
     const now = this.deps.clock.now();
-    await withTx(this.deps.db, async (tx) => {
-      await tx
-        .insertInto('utxo_transfer_txs')
-        .values({
-          transfer_id: t.id,
-          version: newest.version + 1,
-          txid: built.txid,
-          raw: built.raw,
-          fee: built.fee,
-          fee_rate: rate,
-          created_at: now,
-        })
-        .execute();
-      await tx
+    const replaced = await withTx(this.deps.db, async (tx) => {
+      // Not once the watcher found a version in a block (it may have meanwhile).
+      const r = await tx
         .updateTable('utxo_transfers')
         .set({ status: 'signed', txid: built.txid, fee: built.fee, amount: built.sent, next_attempt_at: now })
         .where('id', '=', t.id)
-        .execute();
+        .where('status', '=', 'broadcast')
+        .where('block_height', 'is', null)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      await storeVersion(tx, t.id, newest.version + 1, built, rate, now);
+      return true;
     });
+    if (!replaced) return 'wait';
     this.deps.log.info(
       { transferId: t.id, from: old.toString(), to: rate.toString(), tip },
       'utxo transfer stuck; replaced with a higher fee',
@@ -570,6 +554,29 @@ export class UtxoSender implements OutgoingSender {
       .execute();
     return rows.map((r) => ({ txid: r.txid, vout: r.vout, address: r.address, amount: BigInt(r.amount) }));
   }
+}
+
+/** Stores a signed version of a transfer (before it is ever broadcast). */
+async function storeVersion(
+  tx: Tx,
+  id: string,
+  version: number,
+  built: { txid: string; raw: string; fee: bigint },
+  rate: bigint,
+  now: Date,
+): Promise<void> {
+  await tx
+    .insertInto('utxo_transfer_txs')
+    .values({
+      transfer_id: id,
+      version,
+      txid: built.txid,
+      raw: built.raw,
+      fee: built.fee,
+      fee_rate: rate,
+      created_at: now,
+    })
+    .execute();
 }
 
 /** The output script paying a transfer's destination; an address no script can pay fails the transfer for good. */

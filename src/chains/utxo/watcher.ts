@@ -41,6 +41,14 @@ export interface UtxoWatcherOptions extends WatcherBasics {
   maxBlocksPerTick?: number;
   /** Mempool transactions fetched per batched request. Default 500. */
   mempoolBatch?: number;
+  /** Told of each block read and of blocks a reorg removed, in the cursor's transaction (the sender follows by it). */
+  blocks?: BlockListener;
+}
+
+/** Who learns of the watcher's blocks: the sender, which follows its transactions by them. */
+export interface BlockListener {
+  blockConnected(tx: Tx, height: number, txids: string[]): Promise<void>;
+  blocksDisconnected(tx: Tx, height: number): Promise<void>;
 }
 
 export interface UtxoTickResult {
@@ -377,6 +385,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     await this.opts.sink.blocksRemoved(this.mode, this.chain, BigInt(from));
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, ancestor);
+      await this.opts.blocks?.blocksDisconnected(tx, from);
       await tx
         .deleteFrom('utxo_blocks')
         .where('mode', '=', this.mode)
@@ -426,6 +435,11 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     const next = { height: block.height, hash: block.hash };
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, prev, next);
+      await this.opts.blocks?.blockConnected(
+        tx,
+        next.height,
+        block.tx.map((t) => t.txid),
+      );
       await tx
         .insertInto('utxo_blocks')
         .values({ mode: this.mode, chain: this.chain, height: next.height, hash: next.hash })

@@ -27,7 +27,7 @@ import type { Actor, AuditEntry } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
 import { accounts, USD } from '../ledger/ledger.ts';
-import { postPayoutFailed, postPayoutRelease, postPayoutSent } from '../ledger/payouts.ts';
+import { postPayoutRelease } from '../ledger/payouts.ts';
 import { lockMerchant } from '../merchants/lookup.ts';
 import type { FundsDeps } from '../payments/engine.ts';
 import type { MerchantService } from '../merchants/service.ts';
@@ -44,7 +44,6 @@ import {
   loadDisbursement,
   loadDisbursements,
   serializeDisbursement,
-  type ItemRow,
 } from './records.ts';
 import {
   DISBURSEMENT_LIMITS,
@@ -52,7 +51,9 @@ import {
   type Disbursement,
   type DisbursementStatus,
 } from './schema.ts';
+import { settlePayouts } from './settle.ts';
 import { payoutTotals, sentPayouts } from './statements.ts';
+import { groupBy } from '../../core/group.ts';
 
 /** The purpose payouts carry in the transfers module. */
 export const PAYOUT_PURPOSE = 'payout';
@@ -414,70 +415,47 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 
   // ---- payouts (the transfers module's `payout` owner) --------------------------------------------------------
 
-  async transferProgressed(tx: Tx, p: TransferProgress & { mode: Mode }): Promise<void> {
-    const before = p.status === 'signed' ? ['pending', 'signed'] : ['pending', 'signed', 'broadcast'];
-    await tx
-      .updateTable('disbursement_items')
-      .set({ payout_status: p.status, tx_hash: p.txHash })
-      .where('payout_id', '=', p.transferId)
-      .where('payout_status', 'in', before as ItemRow['payout_status'][] as never)
-      .execute();
+  /** Payouts were signed or broadcast: their items follow (one statement per status, never after they settled). */
+  async transfersProgressed(tx: Tx, _mode: Mode, progress: TransferProgress[]): Promise<void> {
+    for (const [status, list] of groupBy(progress, (p) => p.status)) {
+      const before = status === 'signed' ? ['pending', 'signed'] : ['pending', 'signed', 'broadcast'];
+      await sql`
+        UPDATE disbursement_items AS i SET payout_status = ${status}, tx_hash = v.tx_hash
+        FROM (SELECT unnest(${list.map((p) => p.transferId)}::text[]) AS payout_id,
+                     unnest(${list.map((p) => p.txHash)}::text[]) AS tx_hash) AS v
+        WHERE i.payout_id = v.payout_id AND i.payout_status = ANY(${before}::text[])`.execute(tx);
+    }
   }
 
-  /** A payout's transfer settled (once): the item, the ledger and the events follow in the same transaction. */
-  async transferSettled(tx: Tx, t: SettledTransfer): Promise<void> {
+  /**
+   * Payouts' transfers settled together (once each), in the transfers module's transaction: per disbursement, its
+   * items, their ledger postings and their events follow, the batch read and rendered once (settle.ts).
+   */
+  async transfersSettled(tx: Tx, transfers: SettledTransfer[]): Promise<void> {
+    const mode = transfers[0]!.mode;
     const found = await tx
       .selectFrom('disbursement_items as i')
       .innerJoin('disbursements as d', 'd.id', 'i.disbursement_id')
-      .select(['i.disbursement_id', 'd.merchant_id', 'd.mode'])
-      .where('i.payout_id', '=', t.id)
-      .where('d.mode', '=', t.mode)
-      .executeTakeFirst();
-    if (!found) {
-      this.deps.log.error({ payoutId: t.id }, 'a payout settled that no disbursement item names');
-      return;
-    }
-    const { mode, merchant_id: merchantId } = found;
-    // Settlements of one batch queue here, so exactly one of them sees the last item settle.
-    const row = await batchRow(tx, mode, merchantId, found.disbursement_id, true);
-    const item = await tx
-      .selectFrom('disbursement_items')
-      .selectAll()
-      .where('payout_id', '=', t.id)
-      .executeTakeFirstOrThrow();
-    if (item.payout_status === 'sent' || item.payout_status === 'failed') return;
-    const now = this.deps.clock.now();
-    await tx
-      .updateTable('disbursement_items')
-      .set({
-        payout_status: t.status,
-        tx_hash: t.txHash ?? item.tx_hash,
-        error: t.error,
-        sent_at: t.status === 'sent' ? now : null,
-        settled_at: now,
-      })
-      .where('payout_id', '=', t.id)
+      .select(['i.payout_id', 'i.disbursement_id', 'd.merchant_id'])
+      .where(
+        'i.payout_id',
+        'in',
+        transfers.map((t) => t.id),
+      )
+      .where('d.mode', '=', mode)
+      .orderBy('i.disbursement_id')
       .execute();
-    const posting = { mode, merchantId, payoutId: t.id, usdCents: item.usd_cents, token: row.token };
-    if (t.status === 'sent') await postPayoutSent(this.deps.ledger, tx, { ...posting, amount: BigInt(item.amount) });
-    else {
-      await postPayoutFailed(this.deps.ledger, tx, posting);
-      this.deps.log.warn(
-        { payoutId: t.id, disbursementId: row.id, error: t.error },
-        'payout failed; its amount went back to the balance',
-      );
+    const batchOf = new Map(found.map((f) => [f.payout_id!, f]));
+    const unknown = transfers.filter((t) => !batchOf.has(t.id)).map((t) => t.id);
+    if (unknown.length > 0)
+      this.deps.log.error({ payoutIds: unknown }, 'a payout settled that no disbursement item names');
+    const known = transfers.filter((t) => batchOf.has(t.id));
+    // Batches in id order, so two settlements touching the same batches lock them in the same order.
+    const byBatch = [...groupBy(known, (t) => batchOf.get(t.id)!.disbursement_id)].sort(([a], [b]) => (a < b ? -1 : 1));
+    for (const [id, settled] of byBatch) {
+      const merchantId = batchOf.get(settled[0]!.id)!.merchant_id;
+      await settlePayouts(this.deps, tx, { mode, merchantId, id }, settled);
     }
-    const open = await tx
-      .selectFrom('disbursement_items')
-      .select('item_no')
-      .where('disbursement_id', '=', row.id)
-      .where('payout_status', 'not in', ['sent', 'failed'])
-      .limit(1)
-      .executeTakeFirst();
-    if (!open) await tx.updateTable('disbursements').set({ completed_at: now }).where('id', '=', row.id).execute();
-    const d = await this.load(tx, mode, merchantId, row.id);
-    await this.publish(tx, mode, d, t.status === 'sent' ? 'payout.sent' : 'payout.failed');
-    if (!open) await this.publish(tx, mode, d, 'disbursement.completed');
   }
 
   /** Due work: test-mode payouts on networks without a sender are settled as sent (simulated). */

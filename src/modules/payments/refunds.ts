@@ -111,8 +111,12 @@ export class RefundService implements TransferOwner {
     return (await paymentRefunds(db, scope, paymentId)).map((r) => refundJson(r, chains));
   }
 
-  /** The transfers module settled a refund's transfer (once); runs inside its transaction. */
-  async transferSettled(tx: Tx, transfer: SettledTransfer): Promise<void> {
+  /** The transfers module settled refunds' transfers (once each); runs inside its transaction. */
+  async transfersSettled(tx: Tx, transfers: SettledTransfer[]): Promise<void> {
+    for (const transfer of transfers) await this.settled(tx, transfer);
+  }
+
+  private async settled(tx: Tx, transfer: SettledTransfer): Promise<void> {
     const { clock, log, events, chains } = this.engine.deps;
     const paymentId = await refundPayment(tx, transfer.mode, transfer.id);
     if (!paymentId) return;

@@ -15,7 +15,9 @@ import { simulatedTxHash } from '../../chains/types.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
+import { sql } from 'kysely';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
+import { groupBy } from '../../core/group.ts';
 
 /** A transfer as it settled, handed to its owner. */
 export interface SettledTransfer {
@@ -27,11 +29,14 @@ export interface SettledTransfer {
   error: string | null;
 }
 
-/** A module that asks for transfers; called back once per transfer, inside the transaction that settles it. */
+/**
+ * A module that asks for transfers; called back once per transfer, inside the transaction that settles it, with the
+ * transfers of its purpose that settled together (one chain transaction's: one, or a batch's members).
+ */
 export interface TransferOwner {
-  transferSettled(tx: Tx, transfer: SettledTransfer): Promise<void>;
-  /** Optional: a pending transfer was signed or broadcast (informational; may repeat; never after it settled). */
-  transferProgressed?(tx: Tx, transfer: TransferProgress & { mode: Mode }): Promise<void>;
+  transfersSettled(tx: Tx, transfers: SettledTransfer[]): Promise<void>;
+  /** Optional: pending transfers were signed or broadcast (informational; may repeat; never after they settled). */
+  transfersProgressed?(tx: Tx, mode: Mode, progress: TransferProgress[]): Promise<void>;
 }
 
 export interface TransferDeps {
@@ -97,53 +102,79 @@ export class TransferService implements TransferSink {
   }
 
   /** A sender reports how a transfer ended; the first report settles it and calls its owner back, later ones do nothing. */
-  async transferSettled(mode: Mode, result: TransferResult): Promise<void> {
+  transferSettled(mode: Mode, result: TransferResult): Promise<void> {
+    return this.transfersSettled(mode, [result]);
+  }
+
+  /**
+   * A sender reports transfers that settled together: in one database transaction, the pending ones among them settle
+   * (one statement) and each owner is called back once with its own; transfers settled before are left as they are.
+   */
+  async transfersSettled(mode: Mode, results: readonly TransferResult[]): Promise<void> {
+    if (results.length === 0) return;
     await withTx(this.deps.db, async (tx) => {
-      const row = await tx
+      const rows = await tx
         .selectFrom('transfers')
-        .selectAll()
-        .where('id', '=', result.transferId)
+        .select(['id', 'purpose', 'status'])
+        .where(
+          'id',
+          'in',
+          results.map((r) => r.transferId),
+        )
         .where('mode', '=', mode)
+        .orderBy('id')
         .forUpdate()
-        .executeTakeFirst();
-      if (!row) {
-        this.deps.log.error(
-          { transferId: result.transferId, mode },
-          'a sender reported a transfer Kasse has no record of',
-        );
-        return;
-      }
-      if (row.status !== 'pending') return;
-      await tx
-        .updateTable('transfers')
-        .set({ status: result.status, tx_hash: result.txHash, error: result.error, settled_at: this.deps.clock.now() })
-        .where('id', '=', row.id)
         .execute();
-      const owner = this.owners.get(row.purpose);
-      if (!owner) throw new Error(`no owner for transfers of purpose "${row.purpose}"`);
-      await owner.transferSettled(tx, {
-        id: row.id,
+      const known = new Map(rows.map((r) => [r.id, r]));
+      const missing = results.filter((r) => !known.has(r.transferId)).map((r) => r.transferId);
+      if (missing.length > 0)
+        this.deps.log.error({ transferIds: missing, mode }, 'a sender reported a transfer Kasse has no record of');
+      const settling = results.filter((r) => known.get(r.transferId)?.status === 'pending');
+      if (settling.length === 0) return;
+      await sql`
+        UPDATE transfers AS t SET status = v.status, tx_hash = v.tx_hash, error = v.error, settled_at = ${this.deps.clock.now()}
+        FROM (SELECT unnest(${settling.map((r) => r.transferId)}::text[]) AS id,
+                     unnest(${settling.map((r) => r.status)}::text[]) AS status,
+                     unnest(${settling.map((r) => r.txHash)}::text[]) AS tx_hash,
+                     unnest(${settling.map((r) => r.error)}::text[]) AS error) AS v
+        WHERE t.id = v.id AND t.mode = ${mode}`.execute(tx);
+      const settled: SettledTransfer[] = settling.map((r) => ({
+        id: r.transferId,
         mode,
-        purpose: row.purpose,
-        status: result.status,
-        txHash: result.txHash,
-        error: result.error,
-      });
+        purpose: known.get(r.transferId)!.purpose,
+        status: r.status,
+        txHash: r.txHash,
+        error: r.error,
+      }));
+      for (const [purpose, own] of groupBy(settled, (t) => t.purpose)) {
+        const owner = this.owners.get(purpose);
+        if (!owner) throw new Error(`no owner for transfers of purpose "${purpose}"`);
+        await owner.transfersSettled(tx, own);
+      }
     });
   }
 
-  /** A sender says a pending transfer was signed or broadcast; the owner is told if it listens. */
-  async transferProgressed(mode: Mode, progress: TransferProgress): Promise<void> {
+  /** A sender says pending transfers were signed or broadcast; their owners are told if they listen. */
+  async transfersProgressed(mode: Mode, progress: readonly TransferProgress[]): Promise<void> {
+    if (progress.length === 0) return;
     await withTx(this.deps.db, async (tx) => {
-      const row = await tx
+      const rows = await tx
         .selectFrom('transfers')
-        .select(['purpose', 'status'])
-        .where('id', '=', progress.transferId)
+        .select(['id', 'purpose'])
+        .where(
+          'id',
+          'in',
+          progress.map((p) => p.transferId),
+        )
         .where('mode', '=', mode)
+        .where('status', '=', 'pending')
+        .orderBy('id')
         .forUpdate()
-        .executeTakeFirst();
-      if (!row || row.status !== 'pending') return;
-      await this.owners.get(row.purpose)?.transferProgressed?.(tx, { ...progress, mode });
+        .execute();
+      const purposeOf = new Map(rows.map((r) => [r.id, r.purpose]));
+      const pending = progress.filter((p) => purposeOf.has(p.transferId));
+      for (const [purpose, list] of groupBy(pending, (p) => purposeOf.get(p.transferId)!))
+        await this.owners.get(purpose)?.transfersProgressed?.(tx, mode, list);
     });
   }
 
@@ -159,8 +190,10 @@ export class TransferService implements TransferSink {
       .orderBy('created_at')
       .limit(500)
       .execute();
-    for (const r of rows)
-      await this.transferSettled('test', { transferId: r.id, status: 'sent', txHash: simulatedTxHash(), error: null });
+    await this.transfersSettled(
+      'test',
+      rows.map((r) => ({ transferId: r.id, status: 'sent' as const, txHash: simulatedTxHash(), error: null })),
+    );
     return rows.length;
   }
 }

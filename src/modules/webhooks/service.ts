@@ -151,12 +151,15 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
     // object's place in it: no array escaping on the way, and each stored body is the serialiser's text byte for byte
     // (a JSON function would decode the objects, and cannot decode every text a json column holds).
     const heads = new Array<string>(inputs.length);
-    const bodies = new Array<string>(inputs.length);
+    const bodies: string[] = [];
+    // A body several events share (the same text) travels once.
+    const placed = new Map<string, { at: number; bytes: number }>();
     let at = 1;
     for (let i = 0; i < inputs.length; i++) {
       const e = inputs[i]!;
       const body = bodyOf(e);
-      const bytes = Buffer.byteLength(body);
+      const seen = placed.get(body);
+      const bytes = seen?.bytes ?? Buffer.byteLength(body);
       heads[i] = JSON.stringify({
         id: newId('evt'),
         delivery_id: newId('dlv'),
@@ -165,21 +168,28 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
         type: e.type,
         ordering_key: e.orderingKey,
         destination: e.destination || null,
-        at,
+        at: seen?.at ?? at,
         bytes,
       });
-      bodies[i] = body;
+      if (seen) continue;
+      placed.set(body, { at, bytes });
+      bodies.push(body);
       at += bytes;
     }
     const { rows } = await sql`
       WITH input AS (
-        SELECT id, delivery_id, merchant_id, mode, type, ordering_key, destination, convert_from(substring(${Buffer.from(bodies.join(''))}::bytea FROM at FOR bytes), 'UTF8')::json AS data, ord
+        SELECT id, delivery_id, merchant_id, mode, type, ordering_key, destination, at, bytes, ord
         FROM ROWS FROM (json_to_recordset(${`[${heads.join(',')}]`}::json)
           AS (id text, delivery_id text, merchant_id text, mode text, type text, ordering_key text, destination text, at int, bytes int)) WITH ORDINALITY
           AS i(id, delivery_id, merchant_id, mode, type, ordering_key, destination, at, bytes, ord)
+      ), body AS MATERIALIZED (
+        -- each distinct body decoded once, however many events carry it
+        SELECT at, convert_from(substring(${Buffer.from(bodies.join(''))}::bytea FROM at FOR bytes), 'UTF8')::json AS data
+        FROM (SELECT DISTINCT at, bytes FROM input) b
       ), e AS (
         INSERT INTO events (id, merchant_id, mode, type, ordering_key, destination, data, created_at)
-        SELECT id, merchant_id, mode, type, ordering_key, destination, data, ${now} FROM input ORDER BY ord
+        SELECT i.id, i.merchant_id, i.mode, i.type, i.ordering_key, i.destination, b.data, ${now}
+        FROM input i JOIN body b ON b.at = i.at ORDER BY i.ord
         RETURNING id, seq
       ), d AS (
         INSERT INTO webhook_deliveries (id, event_id, event_seq, merchant_id, mode, ordering_key, url, next_attempt_at, created_at)
