@@ -27,21 +27,9 @@ import { PROFILE_DEFAULTS, PROFILE_FIELDS, type TaxProfile } from '../../../modu
 import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/service.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
-import {
-  csrfField,
-  done,
-  errorBox,
-  field,
-  navigation,
-  refusal,
-  select,
-  send,
-  shell,
-  tell,
-  usd,
-  when,
-  type Told,
-} from '../layout.ts';
+import { done, navigation, refusal, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
 import { settingsForms, settingsPage } from './settings.ts';

@@ -12,7 +12,9 @@ import { html, type Html } from '../../../core/html.ts';
 import { ROLES } from '../../../modules/users/permissions.ts';
 import { normalEmail } from '../../../modules/users/records.ts';
 import type { Ctx } from '../context.ts';
-import { badge, csrfField, done, errorBox, field, select, send, shell, tell, when, type Told } from '../layout.ts';
+import { done, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { badge, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 
 const ROLE_TEXT: Record<string, string> = {
