@@ -5,39 +5,32 @@
  * One unknown symbol fails the whole request (HTTP 400 `{"code":-1121,"msg":"Invalid symbol."}`).
  */
 import type { TokenConfig } from '../../chains/types.ts';
-import { systemClock, type Clock } from '../../core/clock.ts';
 import {
+  httpError,
   isPositiveDecimal,
+  malformed,
   normalizeDecimal,
   parseProviderJson,
   PriceProviderError,
+  ProviderClient,
   providerGet,
-  snippet,
+  rateLimited,
   tokensByKey,
-  type PriceProvider,
-  type ProviderRate,
-} from './service.ts';
+  type ProviderClientOptions,
+} from './provider.ts';
+import type { PriceProvider, ProviderRate } from './service.ts';
 
-export interface BinanceClientOptions {
+export interface BinanceClientOptions extends ProviderClientOptions {
   /** Host root (default https://api.binance.com); `/api/v3/ticker/price` is appended. */
   baseUrl?: string;
-  /** Abort the request (including the body) after this many ms; default 5000. */
-  timeoutMs?: number;
-  /** Dates the rates (fetch time). */
-  clock?: Clock;
 }
 
 /** Price provider backed by Binance's public spot `ticker/price` endpoint. */
-export class BinanceClient implements PriceProvider {
+export class BinanceClient extends ProviderClient implements PriceProvider {
   readonly name = 'binance' as const;
-  private readonly baseUrl: string;
-  private readonly timeoutMs: number;
-  private readonly clock: Clock;
 
   constructor(options: BinanceClientOptions = {}) {
-    this.baseUrl = (options.baseUrl ?? 'https://api.binance.com').replace(/\/+$/, '');
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.clock = options.clock ?? systemClock;
+    super('https://api.binance.com', options);
   }
 
   /** Rates for the tokens that have a `binanceSymbol`; tokens sharing a symbol share its rate. */
@@ -51,16 +44,8 @@ export class BinanceClient implements PriceProvider {
     const fetchedAt = this.clock.now();
     const res = await providerGet(this.name, url, this.timeoutMs);
 
-    if (res.status === 429 || res.status === 418) {
-      const retry = res.headers.get('retry-after');
-      const what = res.status === 418 ? 'IP banned for exceeding rate limits' : 'rate limited';
-      throw new PriceProviderError(
-        this.name,
-        'rate_limited',
-        `${what} (HTTP ${res.status}${retry ? `, retry after ${retry} s` : ''})`,
-        res.status,
-      );
-    }
+    if (res.status === 429) throw rateLimited(this.name, res);
+    if (res.status === 418) throw rateLimited(this.name, res, 'IP banned for exceeding rate limits');
     if (res.status < 200 || res.status > 299) {
       const err = apiError(res.text);
       if (err) {
@@ -71,22 +56,10 @@ export class BinanceClient implements PriceProvider {
           res.status,
         );
       }
-      throw new PriceProviderError(
-        this.name,
-        'http',
-        `HTTP ${res.status} from ticker/price: ${snippet(res.text)}`,
-        res.status,
-      );
+      throw httpError(this.name, res, 'ticker/price');
     }
     const body = parseProviderJson(this.name, res);
-    if (!Array.isArray(body)) {
-      throw new PriceProviderError(
-        this.name,
-        'malformed',
-        `malformed response body: expected an array of tickers, got ${snippet(res.text)}`,
-        res.status,
-      );
-    }
+    if (!Array.isArray(body)) throw malformed(this.name, res, 'an array of tickers');
 
     for (const item of body as unknown[]) {
       if (typeof item !== 'object' || item === null) continue;
