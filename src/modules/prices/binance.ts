@@ -6,14 +6,12 @@
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import {
-  httpError,
+  getJson,
   isPositiveDecimal,
   malformed,
   normalizeDecimal,
-  parseProviderJson,
   PriceProviderError,
   ProviderClient,
-  providerGet,
   rateLimited,
   tokensByKey,
   type ProviderClientOptions,
@@ -42,23 +40,17 @@ export class BinanceClient extends ProviderClient implements PriceProvider {
     const symbols = [...bySymbol.keys()];
     const url = `${this.baseUrl}/api/v3/ticker/price?symbols=${encodeURIComponent(JSON.stringify(symbols))}`;
     const fetchedAt = this.clock.now();
-    const res = await providerGet(this.name, url, this.timeoutMs);
-
-    if (res.status === 429) throw rateLimited(this.name, res);
-    if (res.status === 418) throw rateLimited(this.name, res, 'IP banned for exceeding rate limits');
-    if (res.status < 200 || res.status > 299) {
-      const err = apiError(res.text);
-      if (err) {
-        throw new PriceProviderError(
-          this.name,
-          'api',
-          `${err.msg} (code ${err.code}, HTTP ${res.status}) for symbols ${symbols.join(',')}`,
-          res.status,
-        );
-      }
-      throw httpError(this.name, res, 'ticker/price');
-    }
-    const body = parseProviderJson(this.name, res);
+    const { body, res } = await getJson(this.name, url, {
+      endpoint: 'ticker/price',
+      timeoutMs: this.timeoutMs,
+      refused: (r) => {
+        if (r.status === 418) return rateLimited(this.name, r, 'IP banned for exceeding rate limits');
+        const err = apiError(r.text);
+        if (!err) return null;
+        const what = `${err.msg} (code ${err.code}, HTTP ${r.status}) for symbols ${symbols.join(',')}`;
+        return new PriceProviderError(this.name, 'api', what, r.status);
+      },
+    });
     if (!Array.isArray(body)) throw malformed(this.name, res, 'an array of tickers');
 
     for (const item of body as unknown[]) {

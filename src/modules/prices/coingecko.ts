@@ -8,13 +8,10 @@
 import type { TokenConfig } from '../../chains/types.ts';
 import {
   decimalFromNumber,
-  httpError,
+  getJson,
   isPositiveDecimal,
   malformed,
-  parseProviderJson,
   ProviderClient,
-  providerGet,
-  rateLimited,
   tokensByKey,
   type ProviderClientOptions,
 } from './provider.ts';
@@ -52,11 +49,11 @@ export class CoinGeckoClient extends ProviderClient implements PriceProvider {
       headers[/(^|\.)pro-api\./.test(new URL(this.baseUrl).hostname) ? 'x-cg-pro-api-key' : 'x-cg-demo-api-key'] =
         this.apiKey;
     const fetchedAt = this.clock.now();
-    const res = await providerGet(this.name, url, this.timeoutMs, headers);
-
-    if (res.status === 429) throw rateLimited(this.name, res);
-    if (res.status < 200 || res.status > 299) throw httpError(this.name, res, 'simple/price');
-    const body = parseProviderJson(this.name, res);
+    const { body, res } = await getJson(this.name, url, {
+      endpoint: 'simple/price',
+      timeoutMs: this.timeoutMs,
+      headers,
+    });
     if (!isRecord(body)) throw malformed(this.name, res, 'an object keyed by coin id');
 
     for (const [id, tokenIds] of byId) {

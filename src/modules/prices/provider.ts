@@ -147,6 +147,27 @@ export function snippet(text: string, max = 120): string {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat || '(empty)';
 }
 
+/**
+ * GETs `endpoint` (named in errors) at `url` and parses the JSON answer: a 429 is `rate_limited`; another answer
+ * outside 2xx is what `refused` makes of it (the provider's own error shapes), else `http`; a body that is not JSON
+ * is `malformed`. The body and the answer come back.
+ */
+export async function getJson(
+  provider: ProviderName,
+  url: string,
+  o: {
+    endpoint: string;
+    timeoutMs: number;
+    headers?: Record<string, string>;
+    refused?: (res: ProviderResponse) => PriceProviderError | null;
+  },
+): Promise<{ body: unknown; res: ProviderResponse }> {
+  const res = await providerGet(provider, url, o.timeoutMs, o.headers);
+  if (res.status === 429) throw rateLimited(provider, res);
+  if (res.status < 200 || res.status > 299) throw o.refused?.(res) ?? httpError(provider, res, o.endpoint);
+  return { body: parseProviderJson(provider, res), res };
+}
+
 /** A `rate_limited` error for a refused answer (429, …), naming its Retry-After wait; `what` as the provider puts it. */
 export function rateLimited(provider: ProviderName, res: ProviderResponse, what = 'rate limited'): PriceProviderError {
   const retry = res.headers.get('retry-after');

@@ -9,6 +9,7 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   EMAIL,
   newToken,
@@ -19,8 +20,6 @@ import {
   type NewSession,
   type UserRecord,
   type UserRow,
-  accountEntry,
-  userActor,
 } from './records.ts';
 import { stageAfterPassword } from './sessions.ts';
 import { THROTTLE_LIMITS } from './throttle.ts';

@@ -1,6 +1,6 @@
 /**
  * What the users module's services share: the rows and records of users and sessions, where a request came from,
- * the services' dependencies, the email and token helpers, and how their audit entries are written.
+ * the services' dependencies, and the email and token helpers.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
@@ -8,7 +8,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Db } from '../../db/index.ts';
 import type { SessionsTable, UsersTable } from '../../db/schema.ts';
-import type { Actor, AuditEntry, AuditLog } from '../audit/service.ts';
+import type { AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';
 import type { Role } from './permissions.ts';
@@ -74,27 +74,5 @@ export function toUserRecord(u: UserRow): UserRecord {
     totp: u.totp_enabled_at !== null,
     last_signin_at: u.last_signin_at?.toISOString() ?? null,
     created_at: u.created_at.toISOString(),
-  };
-}
-
-/** A user acting on their own account: their id, their email as the label, and the client's address. */
-export function userActor(user: Pick<UserRow, 'id' | 'email'>, ip: string | null): Actor {
-  return { type: 'user', id: user.id, label: user.email, ip };
-}
-
-/** An audit entry of the account (no mode: users, sign-ins and team changes belong to both), about user `target`. */
-export function accountEntry(
-  merchantId: string | null,
-  actor: Actor,
-  action: string,
-  o: { target?: string; details?: Record<string, unknown> } = {},
-): AuditEntry {
-  return {
-    merchantId,
-    mode: null,
-    actor,
-    action,
-    target: o.target ? { type: 'user', id: o.target } : null,
-    details: o.details,
   };
 }

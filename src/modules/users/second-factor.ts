@@ -16,6 +16,7 @@ import {
   totpStep,
   totpUri,
 } from './credentials.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   normalEmail,
   toUserRecord,
@@ -23,8 +24,6 @@ import {
   type SessionRow,
   type UserRecord,
   type UserRow,
-  accountEntry,
-  userActor,
 } from './records.ts';
 import { THROTTLE_LIMITS } from './throttle.ts';
 import { SigninService } from './signin-service.ts';

@@ -4,6 +4,7 @@
  */
 import { HOUR, MINUTE } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   sha256,
   newToken,
@@ -13,8 +14,6 @@ import {
   type SessionStage,
   type UserDeps,
   type UserRow,
-  accountEntry,
-  userActor,
 } from './records.ts';
 
 /** NOTE: lifetimes. */

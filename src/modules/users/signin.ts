@@ -8,15 +8,8 @@ import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
-import {
-  normalEmail,
-  type ClientMeta,
-  type NewSession,
-  type SessionRow,
-  type UserRow,
-  accountEntry,
-  userActor,
-} from './records.ts';
+import { accountEntry, userActor } from './entries.ts';
+import { normalEmail, type ClientMeta, type NewSession, type SessionRow, type UserRow } from './records.ts';
 import { stageAfterPassword } from './sessions.ts';
 import { THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
 import { SigninService } from './signin-service.ts';

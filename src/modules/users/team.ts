@@ -13,15 +13,8 @@ import { renderEmail } from '../email/template.ts';
 import { approvalsRequired } from '../merchants/lookup.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
-import {
-  EMAIL,
-  normalEmail,
-  toUserRecord,
-  type UserDeps,
-  type UserRecord,
-  type UserRow,
-  accountEntry,
-} from './records.ts';
+import { accountEntry } from './entries.ts';
+import { EMAIL, normalEmail, toUserRecord, type UserDeps, type UserRecord, type UserRow } from './records.ts';
 import type { Sessions } from './sessions.ts';
 
 export class Team {
