@@ -16,7 +16,7 @@
  * its amount back, and once every item settled `disbursement.completed` is published. Rules: docs/disbursements.md.
  */
 import { sql } from 'kysely';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -194,9 +194,9 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .limit(limit + 1)
         .execute()
     ).map((r) => r.id);
-    const page = ids.slice(0, limit);
+    const { page, next_cursor } = pageOf(ids, limit, (id) => id);
     const data = await loadDisbursements(this.deps.db, this.deps.chains, mode, merchantId, page);
-    return { data, next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+    return { data, next_cursor };
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
