@@ -16,3 +16,25 @@ export function decodeCursor(cursor: string, pattern: RegExp = /^\d{1,19}$/): st
   if (!pattern.test(position)) throw invalid('cursor is not a cursor returned by this list', 'cursor');
   return position;
 }
+
+/**
+ * A page of a list fetched `limit + 1` rows deep: the rows shown, and the next page's cursor (the last shown row's
+ * `position`), null when the extra row was not there (the last page).
+ */
+export function pageOf<R>(
+  rows: R[],
+  limit: number,
+  position: (row: R) => string | number | bigint,
+): { page: R[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { page, next_cursor: rows.length > limit ? encodeCursor(position(page[page.length - 1]!)) : null };
+}
+
+/** Runs `query` (a list in the order of its cursor) `limit + 1` rows deep and makes a page of it (`pageOf`). */
+export async function fetchPage<R>(
+  query: { limit(n: number): { execute(): Promise<R[]> } },
+  limit: number,
+  position: (row: R) => string | number | bigint,
+): Promise<{ page: R[]; next_cursor: string | null }> {
+  return pageOf(await query.limit(limit + 1).execute(), limit, position);
+}

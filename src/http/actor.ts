@@ -1,7 +1,12 @@
-/** The audit log's actor for an API request: the key that authenticated it and the client address. */
+/** What an API request carries besides its body: the audit log's actor (the key and client address), the Idempotency-Key. */
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../modules/audit/service.ts';
 
 export function keyActor(req: FastifyRequest): Actor {
   return { type: 'key', id: req.auth.keyId, label: `${req.auth.mode} API key`, ip: req.ip };
+}
+
+/** The request's Idempotency-Key header, if sent (the service checks its form). */
+export function idempotencyKey(req: FastifyRequest): string | undefined {
+  return req.headers['idempotency-key'] as string | undefined;
 }

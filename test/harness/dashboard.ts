@@ -9,6 +9,14 @@ import type { Page } from 'playwright-core';
 import { Secret, TOTP } from 'otpauth';
 import type { FakeClock } from '../../src/core/clock.ts';
 import type { Kasse } from '../../src/kasse.ts';
+import {
+  launchBrowser,
+  startWebKasse,
+  type RecordedPage,
+  type Size,
+  type TestBrowser,
+  type WebKasse,
+} from './browser.ts';
 
 export interface DashboardUser {
   id: string;
@@ -153,5 +161,54 @@ export async function get(
     location: res.headers().location ?? null,
     body: await res.text(),
     headers: res.headers(),
+  };
+}
+
+export type Role = 'owner' | 'member' | 'viewer';
+
+/** The app, a browser and a team whose accounts are set up (owners enrolled in TOTP), for a test file's `before`. */
+export interface DashboardTeam<N extends string> {
+  w: WebKasse;
+  b: TestBrowser;
+  /** The app's address (checkout origin; the dashboard is under /dashboard). */
+  base: string;
+  users: Record<N, DashboardUser>;
+  /** A fresh browser context signed in as `name`. */
+  as(name: N, size?: Size): Promise<RecordedPage>;
+  close(): Promise<void>;
+}
+
+/** The four people most dashboard tests need: two owners (ana, bo), a member and a viewer. */
+export const TEAM = { ana: 'owner', bo: 'owner', member: 'member', viewer: 'viewer' } as const;
+
+/** Starts the app and a browser, and sets up one account per entry of `team` (`<name>@example.com`). */
+export async function startDashboard<N extends string>(
+  team: Record<N, Role>,
+  opts: Parameters<typeof startWebKasse>[0] = {},
+): Promise<DashboardTeam<N>> {
+  const w = await startWebKasse(opts);
+  const b = await launchBrowser();
+  const base = w.t.urls.checkout;
+  const users = {} as Record<N, DashboardUser>;
+  for (const [name, role] of Object.entries(team) as [N, Role][]) {
+    const u = await createUser(w.t.kasse, w.m.id, `${name}@example.com`, role);
+    const { page, context } = await b.open('desktop');
+    users[name] = await setUpAccount(page, u.setupUrl, w.t.clock, { email: `${name}@example.com`, id: u.id });
+    await context.close();
+  }
+  return {
+    w,
+    b,
+    base,
+    users,
+    async as(name, size = 'desktop') {
+      const rec = await b.open(size);
+      await signIn(rec.page, base, w.t.clock, users[name]);
+      return rec;
+    },
+    async close() {
+      await b.close();
+      await w.close();
+    },
   };
 }

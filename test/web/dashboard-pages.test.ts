@@ -13,23 +13,21 @@ import { WEBHOOK_SECRET_OVERLAP_MS } from '../../src/modules/merchants/service.t
 import { ApiClient } from '../harness/app.ts';
 import {
   foreignRequests,
-  launchBrowser,
   screenshot,
   SIZES,
-  startWebKasse,
   type RecordedPage,
   type TestBrowser,
   type WebKasse,
 } from '../harness/browser.ts';
 import {
-  createUser,
   csrfOf,
   get,
   post,
-  setUpAccount,
   signIn,
   totpCode,
   type DashboardUser,
+  startDashboard,
+  type DashboardTeam,
 } from '../harness/dashboard.ts';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -37,20 +35,17 @@ let w: WebKasse;
 let b: TestBrowser;
 let base: string;
 let owner: DashboardUser;
+let as: DashboardTeam<'owner'>['as'];
 let hook: WebhookReceiver;
 const XSS = '<img src=x onerror="alert(1)">';
 const ids: Record<string, string> = {};
 
 before(async () => {
-  w = await startWebKasse({ merchantName: `Café ${XSS}` });
-  b = await launchBrowser();
-  base = w.t.urls.checkout;
+  let team: DashboardTeam<'owner'>['users'];
+  ({ w, b, base, as, users: team } = await startDashboard({ owner: 'owner' }, { merchantName: `Café ${XSS}` }));
+  owner = team.owner;
   hook = await startWebhookReceiver({ secret: w.m.webhookSecret, now: () => w.t.clock.now() });
   await w.t.kasse.merchants.update(w.m.id, { webhookUrlTest: hook.url });
-  const u = await createUser(w.t.kasse, w.m.id, 'owner@example.com', 'owner');
-  const { page, context } = await b.open('desktop');
-  owner = await setUpAccount(page, u.setupUrl, w.t.clock, { email: 'owner@example.com', id: u.id });
-  await context.close();
   // Payments with markup where merchants and payers can put text.
   const api = w.m.test;
   const make = async (body: Record<string, unknown>) =>
@@ -78,11 +73,7 @@ after(async () => {
   await w?.close();
 });
 
-async function signedIn(size: 'phone' | 'desktop' = 'desktop'): Promise<RecordedPage> {
-  const rec = await b.open(size);
-  await signIn(rec.page, base, w.t.clock, owner);
-  return rec;
-}
+const signedIn = (size: 'phone' | 'desktop' = 'desktop'): Promise<RecordedPage> => as('owner', size);
 
 describe('dashboard pages', () => {
   test('every page at phone and desktop sizes: nothing from elsewhere, markup inert', async () => {

@@ -12,45 +12,26 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { fingerprint } from '../../src/modules/disbursements/approval.ts';
+import { screenshot, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 import {
-  launchBrowser,
-  screenshot,
-  startWebKasse,
-  type RecordedPage,
-  type TestBrowser,
-  type WebKasse,
-} from '../harness/browser.ts';
-import {
-  createUser,
   csrfOf,
   get,
   post,
-  setUpAccount,
-  signIn,
   totpCode,
   type DashboardUser,
+  startDashboard,
+  TEAM,
+  type DashboardTeam,
 } from '../harness/dashboard.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
 let base: string;
-const users: Record<'ana' | 'bo' | 'member' | 'viewer', DashboardUser> = {} as never;
+let users: Record<keyof typeof TEAM, DashboardUser>;
+let as: DashboardTeam<keyof typeof TEAM>['as'];
 
 before(async () => {
-  w = await startWebKasse();
-  b = await launchBrowser();
-  base = w.t.urls.checkout;
-  for (const [name, role] of [
-    ['ana', 'owner'],
-    ['bo', 'owner'],
-    ['member', 'member'],
-    ['viewer', 'viewer'],
-  ] as const) {
-    const u = await createUser(w.t.kasse, w.m.id, `${name}@example.com`, role);
-    const { page, context } = await b.open('desktop');
-    users[name] = await setUpAccount(page, u.setupUrl, w.t.clock, { email: `${name}@example.com`, id: u.id });
-    await context.close();
-  }
+  ({ w, b, base, users, as } = await startDashboard(TEAM));
   // $300 of credited payments to pay out from.
   for (let i = 0; i < 3; i++) {
     const p = (
@@ -68,12 +49,6 @@ after(async () => {
   await b?.close();
   await w?.close();
 });
-
-async function as(name: keyof typeof users, size: 'desktop' | 'phone' = 'desktop'): Promise<RecordedPage> {
-  const rec = await b.open(size);
-  await signIn(rec.page, base, w.t.clock, users[name]);
-  return rec;
-}
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
 

@@ -7,7 +7,7 @@ import {
   ListDisbursementsQuery,
 } from '../../modules/disbursements/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { keyActor } from '../actor.ts';
+import { idempotencyKey, keyActor } from '../actor.ts';
 import { IdempotencyHeaders } from '../schemas/payments.ts';
 
 const DisbursementIdParam = Type.Object({
@@ -45,7 +45,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         mode,
         req.auth.merchantId,
         req.body,
-        req.headers['idempotency-key'] as string | undefined,
+        idempotencyKey(req),
         keyActor(req),
       );
       return reply.code(result.status as 200 | 201).send(result.disbursement);

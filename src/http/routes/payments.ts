@@ -1,7 +1,7 @@
 /** Payments: create, list, read, coin choices, cancel, accept and refund. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { keyActor } from '../actor.ts';
+import { idempotencyKey, keyActor } from '../actor.ts';
 import { PaymentIdParam } from '../schemas/common.ts';
 import {
   addPaymentSchemas,
@@ -45,7 +45,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         mode,
         req.auth.merchantId,
         req.body,
-        req.headers['idempotency-key'] as string | undefined,
+        idempotencyKey(req),
         keyActor(req),
         req.auth.merchant.name,
       );

@@ -13,7 +13,7 @@ import {
 } from '../../modules/subscriptions/model.ts';
 import { SUBSCRIPTION_SCHEMAS } from '../../modules/subscriptions/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { keyActor } from '../actor.ts';
+import { idempotencyKey, keyActor } from '../actor.ts';
 import { DateTime, Nullable } from '../schemas/common.ts';
 import { IdempotencyHeaders } from '../schemas/payments.ts';
 
@@ -112,7 +112,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         mode,
         req.auth.merchantId,
         req.body,
-        req.headers['idempotency-key'] as string | undefined,
+        idempotencyKey(req),
         keyActor(req),
       );
       return reply.code(result.status as 200 | 201).send(result.subscription);

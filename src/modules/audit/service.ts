@@ -14,7 +14,7 @@
 import { CompiledQuery, sql, type OperationNodeSource, type RawBuilder } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 
@@ -145,11 +145,7 @@ export class AuditLog {
     if (q.from) query = query.where('at', '>=', q.from);
     if (q.to) query = query.where('at', '<', q.to);
     if (q.cursor) query = query.where('seq', '<', BigInt(decodeCursor(q.cursor)));
-    const rows = await query
-      .orderBy('seq', 'desc')
-      .limit(limit + 1)
-      .execute();
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = await fetchPage(query.orderBy('seq', 'desc'), limit, (r) => r.seq);
     return {
       data: page.map((r) => ({
         seq: r.seq.toString(),
@@ -160,7 +156,7 @@ export class AuditLog {
         target: r.target_type ? { type: r.target_type, id: r.target_id } : null,
         details: (r.details ?? null) as Record<string, unknown> | null,
       })),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
+      next_cursor,
     };
   }
 }

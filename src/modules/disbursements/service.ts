@@ -16,7 +16,7 @@
  * its amount back, and once every item settled `disbursement.completed` is published. Rules: docs/disbursements.md.
  */
 import { sql } from 'kysely';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -54,6 +54,18 @@ import {
 import { settlePayouts } from './settle.ts';
 import { payoutTotals, sentPayouts } from './statements.ts';
 import { groupBy } from '../../core/group.ts';
+
+/** The audit entry of `action` on batch `id`. */
+function batchEntry(
+  mode: Mode,
+  merchantId: string,
+  id: string,
+  actor: Actor,
+  action: string,
+  details?: Record<string, unknown>,
+): AuditEntry {
+  return { merchantId, mode, actor, action, target: { type: 'disbursement', id }, details };
+}
 
 /** The purpose payouts carry in the transfers module. */
 export const PAYOUT_PURPOSE = 'payout';
@@ -147,16 +159,16 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           })),
         )
         .execute();
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
-        actor,
-        action: 'disbursement.create',
-        target: { type: 'disbursement', id },
-        details: { title: input.title, items: input.items.length, total_usd_cents: Number(total), token: token.id },
-      });
-      const d = await this.load(tx, mode, merchantId, id);
-      await this.publish(tx, mode, d, 'disbursement.created');
+      await this.deps.audit.record(
+        tx,
+        batchEntry(mode, merchantId, id, actor, 'disbursement.create', {
+          title: input.title,
+          items: input.items.length,
+          total_usd_cents: Number(total),
+          token: token.id,
+        }),
+      );
+      const d = await this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.created');
       await mailOwners(this.deps, tx, mode, d, owners);
       return d;
     });
@@ -183,9 +195,9 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .limit(limit + 1)
         .execute()
     ).map((r) => r.id);
-    const page = ids.slice(0, limit);
+    const { page, next_cursor } = pageOf(ids, limit, (id) => id);
     const data = await loadDisbursements(this.deps.db, this.deps.chains, mode, merchantId, page);
-    return { data, next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+    return { data, next_cursor };
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
@@ -216,16 +228,8 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .set({ status: 'cancelled', cancelled_at: this.deps.clock.now() })
         .where('id', '=', id)
         .execute();
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
-        actor,
-        action: 'disbursement.cancel',
-        target: { type: 'disbursement', id },
-      });
-      const d = await this.load(tx, mode, merchantId, id);
-      await this.publish(tx, mode, d, 'disbursement.cancelled');
-      return d;
+      await this.deps.audit.record(tx, batchEntry(mode, merchantId, id, actor, 'disbursement.cancel'));
+      return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.cancelled');
     });
   }
 
@@ -244,9 +248,50 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     digest: string,
     actor: Actor,
   ): Promise<Disbursement> {
-    return this.auditRefusal(
-      { merchantId, mode, actor, action: 'disbursement.approve_refused', target: { type: 'disbursement', id } },
-      () => this.approveIn(mode, merchantId, id, userId, digest, actor),
+    return this.auditRefusal(batchEntry(mode, merchantId, id, actor, 'disbursement.approve_refused'), () =>
+      withTx(this.deps.db, async (tx) => {
+        const row = await batchRow(tx, mode, merchantId, id, true);
+        await assertOwner(tx, merchantId, userId);
+        if (row.status !== 'pending_approval')
+          throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
+        const items = await batchItems(tx, id);
+        const batch = canonicalBatch(row, items);
+        const current = batchDigest(batch);
+        if (digest !== current)
+          throw invalidState(
+            'The batch changed since you opened it. Reload the page and check it again before approving.',
+          );
+        const now = this.deps.clock.now();
+        const inserted = await tx
+          .insertInto('disbursement_approvals')
+          .values({ disbursement_id: id, user_id: userId, approved_at: now, digest: current })
+          .onConflict((oc) => oc.columns(['disbursement_id', 'user_id']).doNothing())
+          .returning('user_id')
+          .executeTakeFirst();
+        if (!inserted)
+          throw invalidState('You have already approved this disbursement; another owner must approve it too.');
+        const agreeing = await tx
+          .selectFrom('disbursement_approvals')
+          .select('user_id')
+          .where('disbursement_id', '=', id)
+          .where('digest', '=', current)
+          .execute();
+        await this.deps.audit.record(
+          tx,
+          batchEntry(mode, merchantId, id, actor, 'disbursement.approve', {
+            digest: current,
+            approvals: agreeing.length,
+            required: row.approvals_required,
+          }),
+        );
+        if (agreeing.length < row.approvals_required) return this.load(tx, mode, merchantId, id);
+        await tx
+          .updateTable('disbursements')
+          .set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) })
+          .where('id', '=', id)
+          .execute();
+        return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.approved');
+      }),
     );
   }
 
@@ -264,61 +309,6 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     }
   }
 
-  private async approveIn(
-    mode: Mode,
-    merchantId: string,
-    id: string,
-    userId: string,
-    digest: string,
-    actor: Actor,
-  ): Promise<Disbursement> {
-    return withTx(this.deps.db, async (tx) => {
-      const row = await batchRow(tx, mode, merchantId, id, true);
-      await assertOwner(tx, merchantId, userId);
-      if (row.status !== 'pending_approval')
-        throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
-      const items = await batchItems(tx, id);
-      const batch = canonicalBatch(row, items);
-      const current = batchDigest(batch);
-      if (digest !== current)
-        throw invalidState(
-          'The batch changed since you opened it. Reload the page and check it again before approving.',
-        );
-      const now = this.deps.clock.now();
-      const inserted = await tx
-        .insertInto('disbursement_approvals')
-        .values({ disbursement_id: id, user_id: userId, approved_at: now, digest: current })
-        .onConflict((oc) => oc.columns(['disbursement_id', 'user_id']).doNothing())
-        .returning('user_id')
-        .executeTakeFirst();
-      if (!inserted)
-        throw invalidState('You have already approved this disbursement; another owner must approve it too.');
-      const agreeing = await tx
-        .selectFrom('disbursement_approvals')
-        .select('user_id')
-        .where('disbursement_id', '=', id)
-        .where('digest', '=', current)
-        .execute();
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
-        actor,
-        action: 'disbursement.approve',
-        target: { type: 'disbursement', id },
-        details: { digest: current, approvals: agreeing.length, required: row.approvals_required },
-      });
-      if (agreeing.length < row.approvals_required) return this.load(tx, mode, merchantId, id);
-      await tx
-        .updateTable('disbursements')
-        .set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) })
-        .where('id', '=', id)
-        .execute();
-      const d = await this.load(tx, mode, merchantId, id);
-      await this.publish(tx, mode, d, 'disbursement.approved');
-      return d;
-    });
-  }
-
   /**
    * Releases an approved batch: the MAC must still match the stored batch (else 422 `invalid_state`, and the refusal
    * is audited), the total must be in the available balance (else 422 `insufficient_balance`); then, in one
@@ -326,85 +316,77 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * a payout handed to the sender.
    */
   async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
-    const outcome = await this.auditRefusal(
-      { merchantId, mode, actor, action: 'disbursement.release_refused', target: { type: 'disbursement', id } },
-      () =>
-        withTx(this.deps.db, async (tx) => {
-          const row = await batchRow(tx, mode, merchantId, id, true);
-          await assertOwner(tx, merchantId, userId);
-          if (row.status !== 'approved')
-            throw invalidState(
-              `This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`,
-            );
-          const items = await batchItems(tx, id);
-          if (!row.approval_mac || !macMatches(this.macKey, canonicalBatch(row, items), row.approval_mac)) {
-            await this.deps.audit.record(tx, {
-              merchantId,
-              mode,
-              actor,
-              action: 'disbursement.release_refused',
-              target: { type: 'disbursement', id },
-              details: { reason: 'the batch no longer matches what the owners approved' },
-            });
-            this.deps.log.error(
-              { disbursementId: id, merchantId, mode },
-              'disbursement changed after approval; release refused',
-            );
-            return 'changed' as const;
-          }
-          const token = batchToken(this.deps.chains, row);
-          if (!token)
-            throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
-          // One release at a time per merchant: the balance read below stays true until this transaction commits.
-          await lockMerchant(tx, merchantId);
-          const available = -(await this.deps.ledger.accountBalance(tx, accounts.merchant(mode, merchantId), USD));
-          const total = BigInt(row.total_usd_cents);
-          if (available < total) {
-            throw new ApiError(
-              'insufficient_balance',
-              `The batch needs ${usdText(total)} but the available balance is ${usdText(available)}.`,
-            );
-          }
-          const now = this.deps.clock.now();
-          const payouts = items.map((i) => ({ ...i, payout_id: newId('po') }));
-          await sql`
+    const refused = batchEntry(mode, merchantId, id, actor, 'disbursement.release_refused');
+    const outcome = await this.auditRefusal(refused, () =>
+      withTx(this.deps.db, async (tx) => {
+        const row = await batchRow(tx, mode, merchantId, id, true);
+        await assertOwner(tx, merchantId, userId);
+        if (row.status !== 'approved')
+          throw invalidState(
+            `This disbursement is ${row.status.replace('_', ' ')}; only an approved batch can be released.`,
+          );
+        const items = await batchItems(tx, id);
+        if (!row.approval_mac || !macMatches(this.macKey, canonicalBatch(row, items), row.approval_mac)) {
+          await this.deps.audit.record(tx, {
+            ...refused,
+            details: { reason: 'the batch no longer matches what the owners approved' },
+          });
+          this.deps.log.error(
+            { disbursementId: id, merchantId, mode },
+            'disbursement changed after approval; release refused',
+          );
+          return 'changed' as const;
+        }
+        const token = batchToken(this.deps.chains, row);
+        if (!token)
+          throw invalidState(`The payout coin ${row.token} is no longer configured; this batch cannot be sent.`);
+        // One release at a time per merchant: the balance read below stays true until this transaction commits.
+        await lockMerchant(tx, merchantId);
+        const available = -(await this.deps.ledger.accountBalance(tx, accounts.merchant(mode, merchantId), USD));
+        const total = BigInt(row.total_usd_cents);
+        if (available < total) {
+          throw new ApiError(
+            'insufficient_balance',
+            `The batch needs ${usdText(total)} but the available balance is ${usdText(available)}.`,
+          );
+        }
+        const now = this.deps.clock.now();
+        const payouts = items.map((i) => ({ ...i, payout_id: newId('po') }));
+        await sql`
         UPDATE disbursement_items AS i SET payout_id = v.payout_id, payout_status = 'pending'
         FROM (SELECT unnest(${payouts.map((p) => p.item_no)}::int[]) AS item_no, unnest(${payouts.map((p) => p.payout_id)}::text[]) AS payout_id) AS v
         WHERE i.disbursement_id = ${id} AND i.item_no = v.item_no`.execute(tx);
-          for (const p of payouts) {
-            await postPayoutRelease(this.deps.ledger, tx, {
-              mode,
-              merchantId,
-              payoutId: p.payout_id,
-              usdCents: p.usd_cents,
-              token: row.token,
-            });
-            await this.deps.transfers.request(tx, {
-              transferId: p.payout_id,
-              mode,
-              purpose: PAYOUT_PURPOSE,
-              token,
-              destination: p.destination,
-              amount: BigInt(p.amount),
-            });
-          }
-          await tx
-            .updateTable('disbursements')
-            .set({ status: 'released', released_at: now, released_by: userId })
-            .where('id', '=', id)
-            .execute();
-          await this.deps.audit.record(tx, {
-            merchantId,
+        for (const p of payouts) {
+          await postPayoutRelease(this.deps.ledger, tx, {
             mode,
-            actor,
-            action: 'disbursement.release',
-            target: { type: 'disbursement', id },
-            details: { total_usd_cents: Number(total), items: items.length },
+            merchantId,
+            payoutId: p.payout_id,
+            usdCents: p.usd_cents,
+            token: row.token,
           });
-          const d = await this.load(tx, mode, merchantId, id);
-          await this.publish(tx, mode, d, 'disbursement.released');
-          return d;
-        }),
+          await this.deps.transfers.request(tx, {
+            transferId: p.payout_id,
+            mode,
+            purpose: PAYOUT_PURPOSE,
+            token,
+            destination: p.destination,
+            amount: BigInt(p.amount),
+          });
+        }
+        await tx
+          .updateTable('disbursements')
+          .set({ status: 'released', released_at: now, released_by: userId })
+          .where('id', '=', id)
+          .execute();
+        await this.deps.audit.record(
+          tx,
+          batchEntry(mode, merchantId, id, actor, 'disbursement.release', {
+            total_usd_cents: Number(total),
+            items: items.length,
+          }),
+        );
+        return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.released');
+      }),
     );
     if (outcome === 'changed')
       throw invalidState(
@@ -482,6 +464,19 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 
   private load(db: DbOrTx, mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
     return loadDisbursement(db, this.deps.chains, mode, merchantId, id);
+  }
+
+  /** The batch as it is now in `tx`, after `event` about it is published. */
+  private async loadAndPublish(
+    tx: Tx,
+    mode: Mode,
+    merchantId: string,
+    id: string,
+    event: string,
+  ): Promise<Disbursement> {
+    const d = await this.load(tx, mode, merchantId, id);
+    await this.publish(tx, mode, d, event);
+    return d;
   }
 
   private publish(tx: Tx, mode: Mode, d: Disbursement, type: string) {

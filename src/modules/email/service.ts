@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
@@ -225,14 +225,10 @@ export class EmailService extends WorkNotifier {
     let q = this.deps.db.selectFrom('email_outbox').selectAll().where('merchant_id', '=', merchantId);
     if (opts.statuses) q = q.where('status', 'in', opts.statuses);
     if (opts.cursor) q = q.where('id', '<', decodeCursor(opts.cursor, /^eml_[0-9A-Z]{26}$/));
-    const rows = await q
-      .orderBy('id', 'desc')
-      .limit(limit + 1)
-      .execute();
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = await fetchPage(q.orderBy('id', 'desc'), limit, (r) => r.id);
     return {
       data: await this.stored(page),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+      next_cursor,
     };
   }
 

@@ -7,7 +7,7 @@
 import type { Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
@@ -218,14 +218,10 @@ export class InvoiceService {
     if (q.from !== undefined) query = query.where('issued_at', '>=', q.from);
     if (q.to !== undefined) query = query.where('issued_at', '<', q.to);
     if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, /^txi_[0-9A-Z]{26}$/));
-    const rows = await query
-      .orderBy('id', 'desc')
-      .limit(limit + 1)
-      .execute();
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = await fetchPage(query.orderBy('id', 'desc'), limit, (r) => r.id);
     return {
       data: page.map(invoiceJson),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+      next_cursor,
     };
   }
 

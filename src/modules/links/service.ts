@@ -7,7 +7,7 @@
  * racing payers can never exceed `max_uses` or share an `n`. Rules and decisions: docs/checkout.md.
  */
 import { randomBytes } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import type { OperationNodeSource, Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
@@ -129,21 +129,11 @@ export class LinkService {
             updated_at: now,
           })
           .returningAll();
-        const row = actor
-          ? (
-              await this.deps.audit
-                .statement<LinkRow>(statement, {
-                  merchantId,
-                  mode,
-                  actor,
-                  action: 'link.create',
-                  target: { type: 'link', id: null },
-                  details: { kind: input.kind, title: input.title },
-                })
-                .execute(this.deps.db)
-            ).rows[0]!
-          : await statement.executeTakeFirstOrThrow();
-        return this.json(row);
+        const row = await this.audited(statement, mode, merchantId, actor, 'link.create', null, {
+          kind: input.kind,
+          title: input.title,
+        });
+        return this.json(row!);
       } catch (err) {
         // A slug collision (1 in 36^12 per pair) is retried with a fresh slug.
         if (tries < 3 && (err as { code?: string; constraint?: string }).code === '23505') continue;
@@ -188,20 +178,7 @@ export class LinkService {
       .where('merchant_id', '=', merchantId)
       .where('mode', '=', mode)
       .returningAll();
-    const row = actor
-      ? (
-          await this.deps.audit
-            .statement<LinkRow>(statement, {
-              merchantId,
-              mode,
-              actor,
-              action: 'link.update',
-              target: { type: 'link', id },
-              details: patch as Record<string, unknown>,
-            })
-            .execute(this.deps.db)
-        ).rows[0]
-      : await statement.executeTakeFirst();
+    const row = await this.audited(statement, mode, merchantId, actor, 'link.update', id, patch);
     if (!row) throw notFound('link');
     return this.json(row);
   }
@@ -323,6 +300,24 @@ export class LinkService {
       throw invalid(`amount_usd_cents must be a whole number of cents from ${min} to ${max}`, 'amount_usd_cents');
     }
     return cents;
+  }
+
+  /**
+   * Runs `statement` (an INSERT or UPDATE … RETURNING the link) and, when a person or key did it (`actor`), its audit
+   * entry in the same statement; the changed link, if any.
+   */
+  private async audited(
+    statement: OperationNodeSource & { executeTakeFirst(): Promise<LinkRow | undefined> },
+    mode: Mode,
+    merchantId: string,
+    actor: Actor | undefined,
+    action: string,
+    id: string | null,
+    details: object,
+  ): Promise<LinkRow | undefined> {
+    if (!actor) return statement.executeTakeFirst();
+    const entry = { merchantId, mode, actor, action, target: { type: 'link', id }, details: { ...details } };
+    return (await this.deps.audit.statement<LinkRow>(statement, entry).execute(this.deps.db)).rows[0];
   }
 
   private async row(mode: Mode, merchantId: string, id: string): Promise<LinkRow> {

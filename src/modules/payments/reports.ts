@@ -4,7 +4,7 @@
  * rendering as the API, so the dashboard shows exactly the Payment the API would.
  */
 import type { Mode } from '../../core/mode.ts';
-import { encodeCursor } from '../../core/cursor.ts';
+import { pageOf } from '../../core/cursor.ts';
 import type { PaymentCreditTotals } from '../ledger/ledger.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
@@ -44,11 +44,11 @@ export class PaymentReports {
     const { db } = this.engine.deps;
     const limit = q.limit ?? 25;
     const rows = await searchPaymentIds(db, mode, merchantId, { ...q, limit });
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = pageOf(rows, limit, (id) => id);
     const loaded = await loadPayments(db, { mode, merchantId }, page);
     return {
       data: loaded.map((l) => this.engine.json(l)),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null,
+      next_cursor,
     };
   }
 

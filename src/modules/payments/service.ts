@@ -8,7 +8,7 @@
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
-import { encodeCursor } from '../../core/cursor.ts';
+import { pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
@@ -228,11 +228,11 @@ export class PaymentService {
   async list(mode: Mode, merchantId: string, q: ListQuery): Promise<{ data: Payment[]; next_cursor: string | null }> {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
     const ids = await listPaymentIds(this.deps.db, mode, merchantId, { ...q, limit });
-    const page = ids.slice(0, limit);
+    const { page, next_cursor } = pageOf(ids, limit, (id) => id);
     const loaded = await loadPayments(this.deps.db, { mode, merchantId }, page);
     return {
       data: loaded.map((l) => this.engine.json(l)),
-      next_cursor: ids.length > limit ? encodeCursor(page[page.length - 1]!) : null,
+      next_cursor,
     };
   }
 

@@ -5,39 +5,30 @@
  * One unknown symbol fails the whole request (HTTP 400 `{"code":-1121,"msg":"Invalid symbol."}`).
  */
 import type { TokenConfig } from '../../chains/types.ts';
-import { systemClock, type Clock } from '../../core/clock.ts';
 import {
+  getJson,
   isPositiveDecimal,
+  malformed,
   normalizeDecimal,
-  parseProviderJson,
   PriceProviderError,
-  providerGet,
-  snippet,
+  ProviderClient,
+  rateLimited,
   tokensByKey,
-  type PriceProvider,
-  type ProviderRate,
-} from './service.ts';
+  type ProviderClientOptions,
+} from './provider.ts';
+import type { PriceProvider, ProviderRate } from './service.ts';
 
-export interface BinanceClientOptions {
+export interface BinanceClientOptions extends ProviderClientOptions {
   /** Host root (default https://api.binance.com); `/api/v3/ticker/price` is appended. */
   baseUrl?: string;
-  /** Abort the request (including the body) after this many ms; default 5000. */
-  timeoutMs?: number;
-  /** Dates the rates (fetch time). */
-  clock?: Clock;
 }
 
 /** Price provider backed by Binance's public spot `ticker/price` endpoint. */
-export class BinanceClient implements PriceProvider {
+export class BinanceClient extends ProviderClient implements PriceProvider {
   readonly name = 'binance' as const;
-  private readonly baseUrl: string;
-  private readonly timeoutMs: number;
-  private readonly clock: Clock;
 
   constructor(options: BinanceClientOptions = {}) {
-    this.baseUrl = (options.baseUrl ?? 'https://api.binance.com').replace(/\/+$/, '');
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.clock = options.clock ?? systemClock;
+    super('https://api.binance.com', options);
   }
 
   /** Rates for the tokens that have a `binanceSymbol`; tokens sharing a symbol share its rate. */
@@ -49,44 +40,18 @@ export class BinanceClient implements PriceProvider {
     const symbols = [...bySymbol.keys()];
     const url = `${this.baseUrl}/api/v3/ticker/price?symbols=${encodeURIComponent(JSON.stringify(symbols))}`;
     const fetchedAt = this.clock.now();
-    const res = await providerGet(this.name, url, this.timeoutMs);
-
-    if (res.status === 429 || res.status === 418) {
-      const retry = res.headers.get('retry-after');
-      const what = res.status === 418 ? 'IP banned for exceeding rate limits' : 'rate limited';
-      throw new PriceProviderError(
-        this.name,
-        'rate_limited',
-        `${what} (HTTP ${res.status}${retry ? `, retry after ${retry} s` : ''})`,
-        res.status,
-      );
-    }
-    if (res.status < 200 || res.status > 299) {
-      const err = apiError(res.text);
-      if (err) {
-        throw new PriceProviderError(
-          this.name,
-          'api',
-          `${err.msg} (code ${err.code}, HTTP ${res.status}) for symbols ${symbols.join(',')}`,
-          res.status,
-        );
-      }
-      throw new PriceProviderError(
-        this.name,
-        'http',
-        `HTTP ${res.status} from ticker/price: ${snippet(res.text)}`,
-        res.status,
-      );
-    }
-    const body = parseProviderJson(this.name, res);
-    if (!Array.isArray(body)) {
-      throw new PriceProviderError(
-        this.name,
-        'malformed',
-        `malformed response body: expected an array of tickers, got ${snippet(res.text)}`,
-        res.status,
-      );
-    }
+    const { body, res } = await getJson(this.name, url, {
+      endpoint: 'ticker/price',
+      timeoutMs: this.timeoutMs,
+      refused: (r) => {
+        if (r.status === 418) return rateLimited(this.name, r, 'IP banned for exceeding rate limits');
+        const err = apiError(r.text);
+        if (!err) return null;
+        const what = `${err.msg} (code ${err.code}, HTTP ${r.status}) for symbols ${symbols.join(',')}`;
+        return new PriceProviderError(this.name, 'api', what, r.status);
+      },
+    });
+    if (!Array.isArray(body)) throw malformed(this.name, res, 'an array of tickers');
 
     for (const item of body as unknown[]) {
       if (typeof item !== 'object' || item === null) continue;

@@ -6,42 +6,33 @@
  * the exponent expanded by string manipulation, so no float arithmetic touches the rate.
  */
 import type { TokenConfig } from '../../chains/types.ts';
-import { systemClock, type Clock } from '../../core/clock.ts';
 import {
   decimalFromNumber,
+  getJson,
   isPositiveDecimal,
-  parseProviderJson,
-  PriceProviderError,
-  providerGet,
-  snippet,
+  malformed,
+  ProviderClient,
   tokensByKey,
-  type PriceProvider,
-  type ProviderRate,
-} from './service.ts';
+  type ProviderClientOptions,
+} from './provider.ts';
+import type { PriceProvider, ProviderRate } from './service.ts';
 
-export interface CoinGeckoClientOptions {
+export interface CoinGeckoClientOptions extends ProviderClientOptions {
   /** API base ending in `/api/v3` (default https://api.coingecko.com/api/v3); `/simple/price` is appended. */
   baseUrl?: string;
-  /** Abort the request (including the body) after this many ms; default 5000. */
-  timeoutMs?: number;
   /** Caps provider timestamps at fetch time (a clock running behind the provider's must not extend freshness). */
-  clock?: Clock;
+  clock?: ProviderClientOptions['clock'];
   /** Optional API key: sent as `x-cg-pro-api-key` for pro-api hosts, else as `x-cg-demo-api-key`. */
   apiKey?: string;
 }
 
 /** Price provider backed by CoinGecko's public `simple/price` endpoint. */
-export class CoinGeckoClient implements PriceProvider {
+export class CoinGeckoClient extends ProviderClient implements PriceProvider {
   readonly name = 'coingecko' as const;
-  private readonly baseUrl: string;
-  private readonly timeoutMs: number;
-  private readonly clock: Clock;
   private readonly apiKey: string | undefined;
 
   constructor(options: CoinGeckoClientOptions = {}) {
-    this.baseUrl = (options.baseUrl ?? 'https://api.coingecko.com/api/v3').replace(/\/+$/, '');
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.clock = options.clock ?? systemClock;
+    super('https://api.coingecko.com/api/v3', options);
     this.apiKey = options.apiKey;
   }
 
@@ -58,34 +49,12 @@ export class CoinGeckoClient implements PriceProvider {
       headers[/(^|\.)pro-api\./.test(new URL(this.baseUrl).hostname) ? 'x-cg-pro-api-key' : 'x-cg-demo-api-key'] =
         this.apiKey;
     const fetchedAt = this.clock.now();
-    const res = await providerGet(this.name, url, this.timeoutMs, headers);
-
-    if (res.status === 429) {
-      const retry = res.headers.get('retry-after');
-      throw new PriceProviderError(
-        this.name,
-        'rate_limited',
-        `rate limited (HTTP 429${retry ? `, retry after ${retry} s` : ''})`,
-        429,
-      );
-    }
-    if (res.status < 200 || res.status > 299) {
-      throw new PriceProviderError(
-        this.name,
-        'http',
-        `HTTP ${res.status} from simple/price: ${snippet(res.text)}`,
-        res.status,
-      );
-    }
-    const body = parseProviderJson(this.name, res);
-    if (!isRecord(body)) {
-      throw new PriceProviderError(
-        this.name,
-        'malformed',
-        `malformed response body: expected an object keyed by coin id, got ${snippet(res.text)}`,
-        res.status,
-      );
-    }
+    const { body, res } = await getJson(this.name, url, {
+      endpoint: 'simple/price',
+      timeoutMs: this.timeoutMs,
+      headers,
+    });
+    if (!isRecord(body)) throw malformed(this.name, res, 'an object keyed by coin id');
 
     for (const [id, tokenIds] of byId) {
       const entry = body[id];

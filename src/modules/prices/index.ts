@@ -15,10 +15,12 @@ export {
   isPositiveDecimal,
   normalizeDecimal,
   PriceProviderError,
+  type PriceProviderErrorKind,
+} from './provider.ts';
+export {
   PriceService,
   type PriceLogger,
   type PriceProvider,
-  type PriceProviderErrorKind,
   type PriceQuote,
   type PriceServiceOptions,
   type PriceSource,

@@ -5,6 +5,7 @@
 import { formatCents } from '../../core/money.ts';
 import { drawBrand, newPdf, pdfBytes, rows, type PdfBrand } from '../../core/pdf.ts';
 import type { Statement } from './service.ts';
+import { MONTHS } from '../../core/dates.ts';
 
 /** "1,234.56" (negative "-1,234.56") for cents. */
 export function usd(cents: number): string {
@@ -161,21 +162,6 @@ export function statementCsv(s: Statement): string {
     row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
   return `${out.map((r) => r.map(field).join(',')).join('\r\n')}\r\n`;
 }
-
-const MONTHS = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
-];
 
 /** "March 2026" for "2026-03". */
 export function monthName(month: string): string {

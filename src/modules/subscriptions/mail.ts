@@ -13,6 +13,7 @@ import type { EmailContent } from '../email/template.ts';
 import { dueAt, type Interval } from './calendar.ts';
 import type { CancellationReason } from './model.ts';
 import type { SubscriptionRow } from './store.ts';
+import { dayText } from '../../core/dates.ts';
 
 /** The kinds of subscription mail, all stored by reference. */
 export const MAIL_KINDS = {
@@ -64,25 +65,8 @@ export interface InvoicePayment {
   price_amount: number;
 }
 
-const MONTHS = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
-];
-
 /** "1 March 2026" (UTC). */
-export function day(d: Date): string {
-  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
-}
+export const day = dayText;
 
 /** "1 March 2026, 12:00 UTC". */
 export function moment(d: Date): string {

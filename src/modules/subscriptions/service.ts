@@ -9,7 +9,7 @@
  * (scheduler.ts) does the due work; the rules are in policy.ts and docs/subscriptions.md.
  */
 import type { Mode } from '../../core/mode.ts';
-import { encodeCursor } from '../../core/cursor.ts';
+import { pageOf } from '../../core/cursor.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
@@ -175,10 +175,10 @@ export class SubscriptionService extends WorkNotifier {
   ): Promise<{ data: Subscription[]; next_cursor: string | null }> {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
     const rows = await listSubscriptionRows(this.deps.db, scope, q, limit);
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.id);
     return {
       data: await this.p.present(this.deps.db, page),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+      next_cursor,
     };
   }
 

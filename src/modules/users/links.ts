@@ -9,6 +9,7 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   EMAIL,
   newToken,
@@ -105,14 +106,13 @@ export class OneTimeLinks extends SigninService {
         .executeTakeFirst();
       if (!user) throw notFound('link (it may have been used already or expired)');
       await this.sessions.revokeAll(tx, user.id);
-      const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: purpose === 'setup' ? 'user.setup' : 'user.password_reset',
-        target: { type: 'user', id: user.id },
-      });
+      const actor = userActor(user, meta.ip);
+      await this.deps.audit.record(
+        tx,
+        accountEntry(user.merchant_id, actor, purpose === 'setup' ? 'user.setup' : 'user.password_reset', {
+          target: user.id,
+        }),
+      );
       const stage = stageAfterPassword(user);
       const session = await this.sessions.start(tx, user, meta, stage);
       // A member or viewer without a second factor is signed in by the link itself; others when their factor is given.
@@ -163,13 +163,15 @@ export class OneTimeLinks extends SigninService {
         html: mail.html,
         sensitive: true,
       });
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor: { type: 'anonymous', id: null, label: normal, ip: meta.ip },
-        action: 'user.password_reset_request',
-        target: { type: 'user', id: user.id },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(
+          user.merchant_id,
+          { type: 'anonymous', id: null, label: normal, ip: meta.ip },
+          'user.password_reset_request',
+          { target: user.id },
+        ),
+      );
     });
   }
 
@@ -185,13 +187,7 @@ export class OneTimeLinks extends SigninService {
         .executeTakeFirst();
       if (!user) throw notFound('user');
       const link = await this.issueToken(tx, user.id, user.password_hash === null ? 'setup' : 'reset', SETUP_LINK_MS);
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: 'user.setup_link',
-        target: { type: 'user', id: user.id },
-      });
+      await this.deps.audit.record(tx, accountEntry(user.merchant_id, actor, 'user.setup_link', { target: user.id }));
       return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
     });
   }

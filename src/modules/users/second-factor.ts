@@ -16,6 +16,7 @@ import {
   totpStep,
   totpUri,
 } from './credentials.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   normalEmail,
   toUserRecord,
@@ -101,17 +102,16 @@ export class SecondFactor extends SigninService {
     purpose?: string,
   ): Promise<boolean> {
     const keys = [{ key: `factor:${user.id}`, limit: THROTTLE_LIMITS.secondFactor }];
-    const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
+    const actor = userActor(user, meta.ip);
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(this.deps.db, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: failAction,
-        details: { reason: 'throttled', ...(purpose ? { purpose } : {}) },
-      });
+      await this.deps.audit.record(
+        this.deps.db,
+        accountEntry(user.merchant_id, actor, failAction, {
+          details: { reason: 'throttled', ...(purpose ? { purpose } : {}) },
+        }),
+      );
       throw err;
     }
     const fresh = await this.deps.db
@@ -145,13 +145,12 @@ export class SecondFactor extends SigninService {
     }
     if (!ok) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(this.deps.db, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: failAction,
-        details: { reason: 'code', ...(purpose ? { purpose } : {}) },
-      });
+      await this.deps.audit.record(
+        this.deps.db,
+        accountEntry(user.merchant_id, actor, failAction, {
+          details: { reason: 'code', ...(purpose ? { purpose } : {}) },
+        }),
+      );
       throw invalid('That code is not valid. Enter the current 6-digit code, or one of your recovery codes.', 'code');
     }
     await this.throttle.clear(keys.map((k) => k.key));
@@ -206,14 +205,11 @@ export class SecondFactor extends SigninService {
         .set({ stage: 'full', second_factor_at: this.now() })
         .where('id', '=', session.id)
         .execute();
-      const actor: Actor = { type: 'user', id: user.id, label: user.email, ip: meta.ip };
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: 'user.second_factor_enrol',
-        target: { type: 'user', id: user.id },
-      });
+      const actor = userActor(user, meta.ip);
+      await this.deps.audit.record(
+        tx,
+        accountEntry(user.merchant_id, actor, 'user.second_factor_enrol', { target: user.id }),
+      );
       if (wasEnrolStage) await this.sessions.signedIn(tx, user, meta, 'password');
     });
     return codes;
@@ -225,13 +221,10 @@ export class SecondFactor extends SigninService {
     const codes = newRecoveryCodes();
     await withTx(this.deps.db, async (tx) => {
       await this.replaceRecoveryCodes(tx, user.id, codes);
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
-        action: 'user.recovery_codes',
-        target: { type: 'user', id: user.id },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(user.merchant_id, userActor(user, meta.ip), 'user.recovery_codes', { target: user.id }),
+      );
     });
     return codes;
   }
@@ -257,13 +250,10 @@ export class SecondFactor extends SigninService {
       if (!user) throw notFound('user');
       await tx.deleteFrom('user_recovery_codes').where('user_id', '=', user.id).execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor,
-        action: 'user.second_factor_reset',
-        target: { type: 'user', id: user.id },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(user.merchant_id, actor, 'user.second_factor_reset', { target: user.id }),
+      );
       return toUserRecord(user);
     });
   }

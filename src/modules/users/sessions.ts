@@ -4,6 +4,7 @@
  */
 import { HOUR, MINUTE } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
+import { accountEntry, userActor } from './entries.ts';
 import {
   sha256,
   newToken,
@@ -119,25 +120,17 @@ export class Sessions {
   async signOut(session: SessionRow, user: UserRow, meta: ClientMeta): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
       await tx.updateTable('sessions').set({ revoked_at: this.now() }).where('id', '=', session.id).execute();
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
-        action: 'signout',
-      });
+      await this.deps.audit.record(tx, accountEntry(user.merchant_id, userActor(user, meta.ip), 'signout'));
     });
   }
 
   /** The user is signed in (the session became full): the time of it, and the audit row. */
   async signedIn(tx: Tx, user: UserRow, meta: ClientMeta, method: string): Promise<void> {
     await tx.updateTable('users').set({ last_signin_at: this.now() }).where('id', '=', user.id).execute();
-    await this.deps.audit.record(tx, {
-      merchantId: user.merchant_id,
-      mode: null,
-      actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
-      action: 'signin.succeeded',
-      details: { method },
-    });
+    await this.deps.audit.record(
+      tx,
+      accountEntry(user.merchant_id, userActor(user, meta.ip), 'signin.succeeded', { details: { method } }),
+    );
   }
 
   /** Ends every session of the user (sign-out elsewhere, password change, removal, second factor reset). */

@@ -8,6 +8,7 @@ import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
+import { accountEntry, userActor } from './entries.ts';
 import { normalEmail, type ClientMeta, type NewSession, type SessionRow, type UserRow } from './records.ts';
 import { stageAfterPassword } from './sessions.ts';
 import { THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
@@ -58,25 +59,19 @@ export class SignIn extends SigninService {
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(this.deps.db, {
-        merchantId: user?.merchant_id ?? null,
-        mode: null,
-        actor,
-        action: 'signin.failed',
-        details: { reason: 'throttled' },
-      });
+      await this.deps.audit.record(
+        this.deps.db,
+        accountEntry(user?.merchant_id ?? null, actor, 'signin.failed', { details: { reason: 'throttled' } }),
+      );
       throw err;
     }
     const ok = await verifyPassword(user?.password_hash ?? null, password);
     if (!ok || !user) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(this.deps.db, {
-        merchantId: user?.merchant_id ?? null,
-        mode: null,
-        actor,
-        action: 'signin.failed',
-        details: { reason: 'password' },
-      });
+      await this.deps.audit.record(
+        this.deps.db,
+        accountEntry(user?.merchant_id ?? null, actor, 'signin.failed', { details: { reason: 'password' } }),
+      );
       throw invalid('That email and password do not match an account.', 'password');
     }
     await this.throttle.clear([accountKey.key]);
@@ -111,13 +106,10 @@ export class SignIn extends SigninService {
         .where('id', '=', user.id)
         .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, {
-        merchantId: user.merchant_id,
-        mode: null,
-        actor: { type: 'user', id: user.id, label: user.email, ip: meta.ip },
-        action: 'user.password_change',
-        target: { type: 'user', id: user.id },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(user.merchant_id, userActor(user, meta.ip), 'user.password_change', { target: user.id }),
+      );
       const s = await this.sessions.start(tx, user, meta, 'full');
       await tx
         .updateTable('sessions')

@@ -13,6 +13,7 @@ import { renderEmail } from '../email/template.ts';
 import { approvalsRequired } from '../merchants/lookup.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
+import { accountEntry } from './entries.ts';
 import { EMAIL, normalEmail, toUserRecord, type UserDeps, type UserRecord, type UserRow } from './records.ts';
 import type { Sessions } from './sessions.ts';
 
@@ -60,14 +61,13 @@ export class Team {
           .executeTakeFirstOrThrow();
         const link = await this.links.issueToken(tx, user.id, 'setup');
         if (input.invite) await this.sendInvite(tx, user, merchant.name, link.url, input.actor.label ?? null);
-        await this.deps.audit.record(tx, {
-          merchantId: merchant.id,
-          mode: null,
-          actor: input.actor,
-          action: input.invite ? 'user.invite' : 'user.create',
-          target: { type: 'user', id: user.id },
-          details: { email, role: user.role },
-        });
+        await this.deps.audit.record(
+          tx,
+          accountEntry(merchant.id, input.actor, input.invite ? 'user.invite' : 'user.create', {
+            target: user.id,
+            details: { email, role: user.role },
+          }),
+        );
         return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
       });
     } catch (err) {
@@ -85,14 +85,10 @@ export class Team {
       if (user.password_hash !== null) throw invalidState('This user has already set up their account.');
       const link = await this.links.issueToken(tx, user.id, 'setup');
       await this.sendInvite(tx, user, merchant.name, link.url, actor.label ?? null);
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode: null,
-        actor,
-        action: 'user.invite_resend',
-        target: { type: 'user', id: user.id },
-        details: { email: user.email },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(merchantId, actor, 'user.invite_resend', { target: user.id, details: { email: user.email } }),
+      );
     });
   }
 
@@ -138,14 +134,13 @@ export class Team {
         .where('id', '=', user.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode: null,
-        actor,
-        action: 'user.role_change',
-        target: { type: 'user', id: user.id },
-        details: { email: user.email, from: user.role, to: role },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(merchantId, actor, 'user.role_change', {
+          target: user.id,
+          details: { email: user.email, from: user.role, to: role },
+        }),
+      );
       return toUserRecord(updated);
     });
   }
@@ -163,14 +158,13 @@ export class Team {
         .where('used_at', 'is', null)
         .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode: null,
-        actor,
-        action: 'user.remove',
-        target: { type: 'user', id: user.id },
-        details: { email: user.email, role: user.role },
-      });
+      await this.deps.audit.record(
+        tx,
+        accountEntry(merchantId, actor, 'user.remove', {
+          target: user.id,
+          details: { email: user.email, role: user.role },
+        }),
+      );
     });
   }
 

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../core/clock.ts';
-import { decodeCursor, encodeCursor } from '../../core/cursor.ts';
+import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
@@ -219,14 +219,10 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
       .where('mode', '=', mode);
     if (opts.type) q = q.where('type', '=', opts.type);
     if (opts.cursor) q = q.where('seq', '<', BigInt(decodeCursor(opts.cursor)));
-    const rows = await q
-      .orderBy('seq', 'desc')
-      .limit(limit + 1)
-      .execute();
-    const page = rows.slice(0, limit);
+    const { page, next_cursor } = await fetchPage(q.orderBy('seq', 'desc'), limit, (r) => r.seq);
     return {
       data: page.map(toEvent),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
+      next_cursor,
     };
   }
 

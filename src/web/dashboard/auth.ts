@@ -32,7 +32,8 @@ import {
   sessionCsrf,
   setCookie,
 } from './context.ts';
-import { csrfField, documentOf, done, errorBox, field, flash, send, shell, tell, type Told } from './layout.ts';
+import { documentOf, done, flash, send, shell } from './layout.ts';
+import { csrfField, errorBox, field, tell, type Told } from './forms.ts';
 import { formOf, type Router } from './routing.ts';
 
 const SESSION_COOKIE_SECONDS = 12 * 3600;
@@ -392,9 +393,10 @@ ${field({ name: 'code', label: 'Current 6-digit code', required: true, told: o.t
     }</section>
 <section class="d-panel"><h2>Your access</h2><p>${ctx.user.email} · ${ctx.user.role} of ${ctx.merchant.name}</p></section>`;
 
-  r.page('/account', 'read', async (ctx) =>
-    send(ctx.reply, 200, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx) })),
-  );
+  const accountPage = (ctx: Parameters<typeof accountBody>[0], status: number, o?: Parameters<typeof accountBody>[1]) =>
+    send(ctx.reply, status, shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, o) }));
+
+  r.page('/account', 'read', async (ctx) => accountPage(ctx, 200));
 
   r.action('/account/password', 'read', async (ctx, form) => {
     try {
@@ -409,29 +411,17 @@ ${field({ name: 'code', label: 'Current 6-digit code', required: true, told: o.t
       return done(ctx.reply, `/dashboard/${ctx.mode}/account`, 'password');
     } catch (err) {
       const told = tell(err, {}, true);
-      return send(
-        ctx.reply,
-        told.status,
-        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }),
-      );
+      return accountPage(ctx, told.status, { told });
     }
   });
 
   r.action('/account/recovery-codes', 'read', async (ctx, form) => {
     try {
       const codes = await kasse.users.factors.regenerateRecoveryCodes(ctx.session, ctx.user, form.code ?? '', ctx.meta);
-      return send(
-        ctx.reply,
-        200,
-        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { codes }) }),
-      );
+      return accountPage(ctx, 200, { codes });
     } catch (err) {
       const told = tell(err, {}, true);
-      return send(
-        ctx.reply,
-        told.status,
-        shell(ctx, { title: 'Account', active: '/account', body: accountBody(ctx, { told }) }),
-      );
+      return accountPage(ctx, told.status, { told });
     }
   });
 }

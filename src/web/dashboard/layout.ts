@@ -1,20 +1,16 @@
 /**
  * The dashboard's page frame and shared pieces: the document (one stylesheet, one deferred script, both from this
  * host; the checkout's escaping template and CSP), the header with the test/live switch, the navigation (a registry
- * other capabilities add their pages to), flash messages, form helpers, and how an error is told to a person.
- *
- * Errors: a form that fails answers with the status the API would have used and a sentence written for the person
- * at the keyboard, with the API's error code beside it (`invalid_state`, …) — never the API's raw message.
+ * other capabilities add their pages to), and flash messages (forms and errors: forms.ts; values as they read: format.ts).
  */
 import type { FastifyReply } from 'fastify';
 import type { Mode } from '../../core/mode.ts';
-import { ApiError, type ErrorCode } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
-import { formatCents } from '../../core/money.ts';
 import type { Permission } from '../../modules/users/permissions.ts';
 import { assetUrl } from '../assets.ts';
 import { PAGE_HEAD, sendPage } from '../page.ts';
 import type { Ctx } from './context.ts';
+import { csrfField } from './forms.ts';
 
 /** A page in the navigation. Capabilities add theirs here (e.g. Disbursements), in the order shown. */
 export interface NavEntry {
@@ -39,34 +35,6 @@ export const navigation: NavEntry[] = [
   { path: '/audit', label: 'Audit log', permission: 'audit.read' },
   { path: '/mail', label: 'Mail', permission: 'audit.read', modes: ['test'] },
 ];
-
-export const usd = (cents: number | bigint) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
-
-/** "2026-03-01 12:00 UTC"; the script shows it in the browser's time zone. */
-export function when(iso: string | Date | null): Html | string {
-  if (iso === null) return '—';
-  const d = typeof iso === 'string' ? new Date(iso) : iso;
-  const text = `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-  return html`<time datetime="${d.toISOString()}" data-local>${text}</time>`;
-}
-
-export function badge(status: string): Html {
-  return html`<span class="d-badge d-s-${status.replace(/[^a-z_]/g, '')}">${status.replace(/_/g, ' ')}</span>`;
-}
-
-export function csrfField(token: string): Html {
-  return html`<input type="hidden" name="_csrf" value="${token}">`;
-}
-
-/** A small form that posts one action (with the CSRF token). */
-export function actionForm(
-  ctx: Pick<Ctx, 'csrf'>,
-  action: string,
-  label: string,
-  opts: { danger?: boolean; fields?: Html } = {},
-): Html {
-  return html`<form method="post" action="${action}" class="d-inline">${csrfField(ctx.csrf)}${opts.fields ?? ''}<button type="submit" class="d-btn${opts.danger ? ' d-danger' : ' d-secondary'}">${label}</button></form>`;
-}
 
 /** Messages shown after an action redirected back (`?done=<key>`); the URL never carries free text. */
 const DONE: Record<string, string> = {
@@ -110,76 +78,6 @@ const DONE: Record<string, string> = {
 export function flash(key: unknown): Html | string {
   const text = typeof key === 'string' ? DONE[key] : undefined;
   return text ? html`<p class="d-flash" role="status">${text}</p>` : '';
-}
-
-const GENERIC: Partial<Record<ErrorCode, string>> = {
-  invalid_request: 'Something in the form is not right; check the highlighted field.',
-  not_found: 'That item does not exist, or it belongs to another account or mode.',
-  invalid_state: 'That cannot be done now: the item is not in a state that allows it. Reload to see its latest state.',
-  rate_limited: 'Too many attempts. Wait a moment and try again.',
-  price_unavailable: 'There is no current price for that coin. Try again shortly.',
-  chain_paused: 'That network is paused right now.',
-  amount_too_small: 'The amount is below the minimum for that coin.',
-  too_many_attempts: 'This payment already has the most coin choices it can have.',
-  idempotency_conflict: 'This request conflicts with an earlier one.',
-  service_unavailable: 'The service is unavailable right now. Try again shortly.',
-};
-
-/** What to tell a person about an error: our sentence, the API's code, the field to mark. */
-export interface Told {
-  status: number;
-  code: string;
-  message: string;
-  field: string | null;
-}
-
-/**
- * Turns an error into words for the dashboard. `hints` give the sentence for an `invalid_request` on a field (param →
- * text); messages of the dashboard's own services (sign-in, team, settings), which are written for people, pass
- * `own: true` and are shown as they are unless a hint names the field. Anything that is not an ApiError is rethrown (a 500 with a request id).
- */
-export function tell(err: unknown, hints: Record<string, string> = {}, own = false): Told {
-  if (!(err instanceof ApiError)) throw err;
-  const field = err.param;
-  const hint = field !== null ? hints[field] : undefined;
-  const message =
-    hint ?? (own ? err.message : (hints[err.code] ?? GENERIC[err.code] ?? 'That did not work. Try again.'));
-  return { status: err.status, code: err.code, message, field };
-}
-
-export function errorBox(told: Told | null): Html | string {
-  if (!told) return '';
-  return html`<div class="d-error" role="alert"><p>${told.message}</p><p class="d-code">Error <code>${told.code}</code>${told.field ? html` on <code>${told.field}</code>` : ''}</p></div>`;
-}
-
-/** A labelled input; `told` marks it when its field failed. */
-export function field(o: {
-  name: string;
-  label: string;
-  value?: string | number | null;
-  type?: string;
-  required?: boolean;
-  hint?: string;
-  told?: Told | null;
-  attrs?: Html;
-}): Html {
-  const id = `f-${o.name}`;
-  const bad = o.told?.field === o.name;
-  return html`<div class="d-field${bad ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><input id="${id}" name="${o.name}" type="${o.type ?? 'text'}"${o.value !== undefined && o.value !== null ? html` value="${String(o.value)}"` : ''}${o.required ? html` required` : ''}${bad ? html` aria-invalid="true"` : ''}${o.hint ? html` aria-describedby="${id}-h"` : ''}${o.attrs ?? ''}>${o.hint ? html`<p class="d-hint" id="${id}-h">${o.hint}</p>` : ''}</div>`;
-}
-
-export function select(o: {
-  name: string;
-  label: string;
-  options: Array<[string, string]>;
-  value?: string | null;
-  told?: Told | null;
-  hint?: string;
-}): Html {
-  const id = `f-${o.name}`;
-  return html`<div class="d-field${o.told?.field === o.name ? ' d-bad' : ''}"><label for="${id}">${o.label}</label><select id="${id}" name="${o.name}">${o.options.map(
-    ([v, l]) => html`<option value="${v}"${v === (o.value ?? '') ? html` selected` : ''}>${l}</option>`,
-  )}</select>${o.hint ? html`<p class="d-hint">${o.hint}</p>` : ''}</div>`;
 }
 
 /** A whole dashboard document. */
@@ -236,7 +134,8 @@ export function shell(ctx: Ctx, o: { title: string; active: string | null; body:
   // The switch keeps the page when it exists in the other mode (the Mail page does not), else goes Home.
   const pageIn = (m: Mode) =>
     o.active === null || navigation.find((n) => n.path === o.active)?.modes?.includes(m) === false ? '' : o.active;
-  const body = html`${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : liveBanner(ctx)}
+  const body = html`<a class="d-skip" href="#main">Skip to content</a>
+${ctx.mode === 'test' ? html`<div class="d-testbar" role="note">Test mode: test data only, no real money moves</div>` : liveBanner(ctx)}
 <header class="d-top">
 <a class="d-brand" href="${base}">Kasse</a>
 <span class="d-merchant">${ctx.merchant.name}</span>
@@ -246,7 +145,7 @@ export function shell(ctx: Ctx, o: { title: string; active: string | null; body:
 <nav class="d-nav" aria-label="Dashboard">${entries.map(
     (n) => html`<a href="${base}${n.path}"${n.path === o.active ? html` aria-current="page"` : ''}>${n.label}</a>`,
   )}</nav>
-<main class="d-main${o.wide ? ' d-wide' : ''}" id="main">
+<main class="d-main${o.wide ? ' d-wide' : ''}" id="main" tabindex="-1">
 <h1>${o.title}</h1>
 ${flash((ctx.req.query as Record<string, unknown>)?.done)}${o.body}
 </main>`;

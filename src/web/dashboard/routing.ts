@@ -29,7 +29,8 @@ import {
   parseCookies,
   type Ctx,
 } from './context.ts';
-import { documentOf, errorBox, refusal, send, shell, tell } from './layout.ts';
+import { documentOf, refusal, send, shell } from './layout.ts';
+import { errorBox, tell } from './forms.ts';
 
 export type DashboardModule = (r: Router) => void;
 

@@ -11,7 +11,9 @@ import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { badge, errorBox, field, refusal, select, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import { refusal, send, shell } from '../layout.ts';
+import { errorBox, field, select, tell, type Told } from '../forms.ts';
+import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 /**

@@ -23,7 +23,9 @@ import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { crossSite, type Ctx } from '../context.ts';
-import { badge, csrfField, done, errorBox, field, refusal, send, shell, tell, when, type Told } from '../layout.ts';
+import { done, refusal, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
+import { badge, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import type { EventWithDeliveries } from '../../../modules/webhooks/service.ts';
 import { textLength } from '../../../core/text.ts';
@@ -34,15 +36,6 @@ interface Shown {
   /** Secrets revealed or rolled. */
   secrets?: { current: string; previous: string | null; previousUntil: string | null; rolled: boolean };
 }
-
-const TOTP_FIELD = (told: Told | null, name = 'code') =>
-  field({
-    name,
-    label: 'Your current 6-digit code',
-    required: true,
-    told,
-    attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"`,
-  });
 
 /** Whether rolling and revoking keys of `mode` asks for a confirmation page and a TOTP code (live money). */
 const confirmed = (mode: Ctx['mode']) => mode === 'live';
@@ -58,7 +51,7 @@ function keyConfirmPage(ctx: Ctx, keyId: string | null, told: Told | null = null
     ? html`<p>Rolling issues a new ${ctx.mode} key, shown once on the next page, and <strong>revokes every current ${ctx.mode} key at once</strong>: requests with them get 401 from then on. Put the new key where your integration reads it right after.</p>`
     : html`<p>Revoking the ${ctx.mode} key <code class="d-mono">${keyId}</code> stops it at once: requests with it get 401 from then on.</p>`;
   const body = html`${errorBox(told)}<section class="d-panel">${what}<form method="post" action="${roll ? `${base}/keys/roll` : `${base}/keys/${keyId}/revoke`}" class="d-form">${csrfField(ctx.csrf)}${
-    confirmed(ctx.mode) ? TOTP_FIELD(told) : ''
+    confirmed(ctx.mode) ? codeField(told) : ''
   }<button type="submit" class="d-btn d-danger">${roll ? `Roll ${ctx.mode} key` : 'Revoke key'}</button> <a href="${base}">Cancel</a></form></section>`;
   ctx.reply.header('cache-control', 'no-store');
   return send(
@@ -120,8 +113,8 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
       : ''
   }${
     owner
-      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
-<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${TOTP_FIELD(told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
+      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${codeField(told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
+<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${codeField(told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
       : html`<p class="d-hint">Only owners can reveal or roll the secret.</p>`
   }</section>`;
   const body = html`${errorBox(told)}${keyPanel}${urlPanel}${secretPanel}<section class="d-panel"><h2>Events</h2><p><a href="${base}/events">Event log with every delivery attempt →</a></p></section>`;
@@ -161,10 +154,12 @@ export function developerPages(r: Router): void {
         ) ?? null)
       : null;
   const NO_KEY = 'That key is not an active key of this mode of your account.';
-  /** Live mode: the owner's current code, checked (throttled, a failure audited). */
+  /** The person's current code, checked (throttled; a failure is audited with `purpose`). */
+  const secondFactor = (ctx: Ctx, code: string | undefined, purpose: string) =>
+    kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, code ?? '', ctx.meta, purpose);
+  /** Live mode: the owner's current code, checked. */
   const confirmCode = async (ctx: Ctx, form: Record<string, string>, purpose: string) => {
-    if (confirmed(ctx.mode))
-      await kasse.users.factors.confirmSecondFactor(ctx.session, ctx.user, form.code ?? '', ctx.meta, purpose);
+    if (confirmed(ctx.mode)) await secondFactor(ctx, form.code, purpose);
   };
 
   r.page('/developers/keys/roll', 'keys.manage', async (ctx) => keyConfirmPage(ctx, null));
@@ -216,13 +211,7 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/reveal', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.factors.confirmSecondFactor(
-        ctx.session,
-        ctx.user,
-        form.code ?? '',
-        ctx.meta,
-        'webhook_secret.reveal',
-      );
+      await secondFactor(ctx, form.code, 'webhook_secret.reveal');
       const { secrets, previousUntil } = await kasse.merchantSettings.revealWebhookSecret(ctx.merchant.id, ctx.actor);
       return developersPage(ctx, {
         secrets: {
@@ -240,13 +229,7 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
-      await kasse.users.factors.confirmSecondFactor(
-        ctx.session,
-        ctx.user,
-        form.roll_code ?? '',
-        ctx.meta,
-        'webhook_secret.roll',
-      );
+      await secondFactor(ctx, form.roll_code, 'webhook_secret.roll');
       const rolled = await kasse.merchantSettings.rollWebhookSecret(ctx.merchant.id, ctx.actor);
       kasse.webhooks.delivery.forgetSecrets();
       return developersPage(ctx, {

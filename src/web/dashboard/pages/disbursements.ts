@@ -20,31 +20,11 @@ import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursem
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
 import { coinName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import {
-  badge,
-  csrfField,
-  done,
-  errorBox,
-  field,
-  refusal,
-  send,
-  shell,
-  tell,
-  usd,
-  when,
-  type Told,
-} from '../layout.ts';
+import { done, refusal, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
+import { badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
-
-const CODE_FIELD = (told: Told | null, name: string) =>
-  field({
-    name,
-    label: 'Your current 6-digit code',
-    required: true,
-    told,
-    attrs: html` autocomplete="one-time-code" inputmode="numeric" maxlength="7"`,
-  });
 
 const HINTS: Record<string, string> = {
   title: `Give the batch a title of 1 to ${DISBURSEMENT_LIMITS.titleMax} characters.`,
@@ -151,11 +131,11 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
   let actions: Html | string = '';
   if (owner && d.status === 'pending_approval' && !mine) {
     actions = html`<form method="post" action="${base}/approve" class="d-form" data-approve>${csrfField(ctx.csrf)}<input type="hidden" name="digest" value="${digest}">
-<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${payouts(d.item_count)}, ${usd(d.total_usd_cents)} in ${coin}.</p>${CODE_FIELD(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
+<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${payouts(d.item_count)}, ${usd(d.total_usd_cents)} in ${coin}.</p>${codeField(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
   } else if (owner && d.status === 'pending_approval') {
     actions = html`<p class="d-hint">You approved this batch. It needs ${left} more owner ${left === 1 ? 'approval' : 'approvals'}.</p>`;
   } else if (owner && d.status === 'approved') {
-    actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${CODE_FIELD(told, 'release_code')}<button type="submit" class="d-btn">Release</button></form>`;
+    actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${codeField(told, 'release_code')}<button type="submit" class="d-btn">Release</button></form>`;
   }
   const cancel =
     owner && (d.status === 'pending_approval' || d.status === 'approved')

@@ -34,9 +34,10 @@ function inline(text: string): Html {
 /** The README's Markdown as the few blocks it uses: paragraphs, a numbered list, fenced code. */
 export function markdownBlocks(md: string): Html {
   const blocks: Html[] = [];
+  /** The numbered list's items so far, each the content of its <li> (a code block or paragraph under it included). */
   const items: Html[] = [];
   const flush = () => {
-    if (items.length) blocks.push(html`<ol>${items.splice(0)}</ol>`);
+    if (items.length) blocks.push(html`<ol>${items.splice(0).map((item) => html`<li>${item}</li>`)}</ol>`);
   };
   for (const block of md.split(/\n\s*\n/)) {
     const body = block.replace(/^ {3}/gm, '');
@@ -45,7 +46,7 @@ export function markdownBlocks(md: string): Html {
       if (items.length) items[items.length - 1] = html`${items[items.length - 1]!}${code}`;
       else blocks.push(code);
     } else if (/^\d+\. /.test(block)) {
-      items.push(html`<li>${inline(block.replace(/^\d+\. /, '').replace(/\s*\n\s*/g, ' '))}</li>`);
+      items.push(inline(block.replace(/^\d+\. /, '').replace(/\s*\n\s*/g, ' ')));
     } else if (/^ {3}/.test(block) && items.length) {
       items[items.length - 1] = html`${items[items.length - 1]!}<p>${inline(body.replace(/\s*\n\s*/g, ' '))}</p>`;
     } else {

@@ -28,21 +28,9 @@ import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import type { Ctx } from '../context.ts';
-import {
-  csrfField,
-  done,
-  errorBox,
-  field,
-  navigation,
-  refusal,
-  select,
-  send,
-  shell,
-  tell,
-  usd,
-  when,
-  type Told,
-} from '../layout.ts';
+import { done, navigation, refusal, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
 import { settingsForms, settingsPage } from './settings.ts';

@@ -13,21 +13,9 @@ import { LINK_KINDS, LINK_LIMITS, type CreateLinkInput, type PatchLinkInput } fr
 import { parseDollars } from '../../links.ts';
 import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';
-import {
-  badge,
-  csrfField,
-  done,
-  errorBox,
-  field,
-  refusal,
-  select,
-  send,
-  shell,
-  tell,
-  usd,
-  when,
-  type Told,
-} from '../layout.ts';
+import { done, refusal, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 

@@ -22,22 +22,9 @@ import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import {
-  actionForm,
-  badge,
-  csrfField,
-  done,
-  errorBox,
-  field,
-  refusal,
-  select,
-  send,
-  shell,
-  tell,
-  usd,
-  when,
-  type Told,
-} from '../layout.ts';
+import { done, refusal, send, shell } from '../layout.ts';
+import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 

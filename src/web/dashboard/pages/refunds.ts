@@ -5,7 +5,7 @@
 import { html, type Html } from '../../../core/html.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import type { Ctx } from '../context.ts';
-import { badge, when } from '../layout.ts';
+import { badge, when } from '../format.ts';
 import { paymentSections } from './payments.ts';
 
 async function refundsSection(ctx: Ctx, p: Payment): Promise<Html | string> {

@@ -12,7 +12,8 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { Ctx } from '../context.ts';
-import { actionForm, csrfField, done, errorBox, field, select, send, shell, tell, type Told } from '../layout.ts';
+import { done, send, shell } from '../layout.ts';
+import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
 import type { Form, Router } from '../routing.ts';
 
 /** A settings section: the fields it shows and how it saves them (in the settings transaction). */

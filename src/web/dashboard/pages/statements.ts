@@ -25,7 +25,9 @@ import {
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
 import { networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { actionForm, done, errorBox, send, shell, tell, when, type Told } from '../layout.ts';
+import { done, send, shell } from '../layout.ts';
+import { actionForm, errorBox, tell, type Told } from '../forms.ts';
+import { when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 const MONTH_HINTS = { month: 'Choose a month from the list: statements exist for months that have begun.' };

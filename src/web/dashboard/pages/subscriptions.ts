@@ -13,7 +13,9 @@ import { every } from '../../../modules/subscriptions/mail.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../../modules/subscriptions/model.ts';
 import type { Subscription } from '../../../modules/subscriptions/schema.ts';
 import type { Ctx } from '../context.ts';
-import { actionForm, badge, done, errorBox, refusal, send, shell, tell, usd, when, type Told } from '../layout.ts';
+import { done, refusal, send, shell } from '../layout.ts';
+import { actionForm, errorBox, tell, type Told } from '../forms.ts';
+import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 const PAGE = 25;

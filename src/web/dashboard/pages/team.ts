@@ -7,12 +7,15 @@
  *
  * The last owner can be neither removed nor demoted (the users service checks it with the team locked).
  */
+import type { FastifyReply } from 'fastify';
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { ROLES } from '../../../modules/users/permissions.ts';
 import { normalEmail } from '../../../modules/users/records.ts';
 import type { Ctx } from '../context.ts';
-import { badge, csrfField, done, errorBox, field, select, send, shell, tell, when, type Told } from '../layout.ts';
+import { done, send, shell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { badge, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 
 const ROLE_TEXT: Record<string, string> = {
@@ -104,31 +107,29 @@ export function teamPages(r: Router): void {
     }
   });
 
-  r.action('/team/:id/role', 'team.manage', async (ctx, form, p) => {
-    try {
-      await kasse.users.team.changeRole(ctx.merchant.id, userId(p.id), form.role ?? '', ctx.actor);
-      return done(ctx.reply, base(ctx), 'role');
-    } catch (err) {
-      return refused(ctx, err);
-    }
+  /** An owner's action on a team member `:id`: `run` changes it and says where to go; a refusal shows the Team page. */
+  const memberAction = (action: string, run: (ctx: Ctx, form: Form, id: string) => Promise<FastifyReply>): void =>
+    r.action(`/team/:id/${action}`, 'team.manage', async (ctx, form, p) => {
+      try {
+        return await run(ctx, form, p.id);
+      } catch (err) {
+        return refused(ctx, err);
+      }
+    });
+
+  memberAction('role', async (ctx, form, id) => {
+    await kasse.users.team.changeRole(ctx.merchant.id, userId(id), form.role ?? '', ctx.actor);
+    return done(ctx.reply, base(ctx), 'role');
   });
 
-  r.action('/team/:id/remove', 'team.manage', async (ctx, _f, p) => {
-    try {
-      await kasse.users.team.remove(ctx.merchant.id, userId(p.id), ctx.actor);
-      if (p.id === ctx.user.id) return ctx.reply.code(303).header('location', '/dashboard/signin').send();
-      return done(ctx.reply, base(ctx), 'removed');
-    } catch (err) {
-      return refused(ctx, err);
-    }
+  memberAction('remove', async (ctx, _f, id) => {
+    await kasse.users.team.remove(ctx.merchant.id, userId(id), ctx.actor);
+    if (id === ctx.user.id) return ctx.reply.code(303).header('location', '/dashboard/signin').send();
+    return done(ctx.reply, base(ctx), 'removed');
   });
 
-  r.action('/team/:id/resend', 'team.manage', async (ctx, _f, p) => {
-    try {
-      await kasse.users.team.resendInvite(ctx.merchant.id, userId(p.id), ctx.actor);
-      return done(ctx.reply, base(ctx), 'resent');
-    } catch (err) {
-      return refused(ctx, err);
-    }
+  memberAction('resend', async (ctx, _f, id) => {
+    await kasse.users.team.resendInvite(ctx.merchant.id, userId(id), ctx.actor);
+    return done(ctx.reply, base(ctx), 'resent');
   });
 }
