@@ -4,7 +4,8 @@ import { mode, optionalInt, requireString, UsageError, type Flags } from '../../
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
-import { EvmAdapter } from './adapter.ts';
+import { probePush } from '../push.ts';
+import { EvmAdapter, evmPush } from './adapter.ts';
 import { isValidEvmAddress } from './address.ts';
 import { evmSettings } from './config.ts';
 import { deployForwarderFactory, sweepDeposits } from './operations.ts';
@@ -106,14 +107,15 @@ export const evmCommands: FamilyCommand[] = [
   },
   {
     name: 'evm status',
-    usage: 'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; hot wallet)',
+    usage:
+      'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const m = mode(f);
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
       const account = hotWalletAccount(ctx.secrets);
-      const [[head, balance], cursor] = await Promise.all([
+      const [[head, balance], cursor, push] = await Promise.all([
         fromNodes(network, m, ctx.health, () =>
           Promise.all([
             rpc.request<Hex>('eth_blockNumber').then(BigInt),
@@ -126,6 +128,7 @@ export const evmCommands: FamilyCommand[] = [
           .where('mode', '=', m)
           .where('chain', '=', network.id)
           .executeTakeFirst(),
+        probePush(evmPush(network)),
       ]);
       return {
         chain: network.id,
@@ -134,6 +137,9 @@ export const evmCommands: FamilyCommand[] = [
         head: head.toString(),
         cursor: cursor ? cursor.block_number.toString() : null,
         behind: cursor ? (head - BigInt(cursor.block_number)).toString() : null,
+        watch_path: push.path,
+        push_url: push.url,
+        push_error: push.error,
         hot_wallet: account.address,
         hot_wallet_balance: balance.toString(),
       };

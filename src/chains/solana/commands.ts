@@ -1,6 +1,7 @@
 /** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
 import { fromNodes } from '../health.ts';
+import { probePush } from '../push.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { SolanaAdapter } from './adapter.ts';
 import { HOT_WALLET_PATH } from './keys.ts';
@@ -51,14 +52,14 @@ export const solanaCommands: FamilyCommand[] = [
   {
     name: 'solana status',
     usage:
-      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
+      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances)',
     flags: { chain: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       const rpc = adapter.rpc();
       const hot = adapter.deps.keys.hotWallet().address;
       const usdc = adapter.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
-      const [[confirmed, finalized, accounts], cursor] = await Promise.all([
+      const [[confirmed, finalized, accounts], cursor, push] = await Promise.all([
         fromNodes(adapter.network, adapter.mode, ctx.health, () =>
           Promise.all([
             rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
@@ -77,6 +78,7 @@ export const solanaCommands: FamilyCommand[] = [
           .where('mode', '=', adapter.mode)
           .where('chain', '=', adapter.network.id)
           .executeTakeFirst(),
+        probePush(adapter.push()),
       ]);
       return {
         chain: adapter.network.id,
@@ -86,6 +88,9 @@ export const solanaCommands: FamilyCommand[] = [
         cursor_slot: cursor ? String(cursor.slot) : null,
         final_slot: cursor ? String(cursor.final_slot) : null,
         behind_slots: cursor ? String(BigInt(confirmed) - BigInt(cursor.slot)) : null,
+        watch_path: push.path,
+        push_url: push.url,
+        push_error: push.error,
         hot_wallet: hot,
         hot_wallet_path: HOT_WALLET_PATH,
         hot_wallet_lamports: String(accounts.value[0]?.lamports ?? 0),
