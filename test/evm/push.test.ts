@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { Address } from 'viem';
 import { evmPush } from '../../src/chains/evm/adapter.ts';
+import { evmCommands } from '../../src/chains/evm/commands.ts';
 import type { EvmWatcher } from '../../src/chains/evm/watcher.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { eventually } from '../harness/expect.ts';
@@ -115,6 +116,23 @@ describe('EVM push', () => {
     } finally {
       proxy.refuseSockets(false);
       await w.stop();
+    }
+  });
+
+  test('kasse evm status: push while the node takes the subscriptions, poll (and why) when it does not', async () => {
+    const status = evmCommands.find((c) => c.name === 'evm status')!;
+    const run = async () =>
+      (await status.run(k.t.kasse.familyContext, { mode: 'test', chain: 'base' }, [])) as Record<string, unknown>;
+    const up = await run();
+    assert.equal(up.watch_path, 'push');
+    assert.equal(up.push_url, new URL(proxy.wsUrl).origin);
+    proxy.refuseSockets(true);
+    try {
+      const down = await run();
+      assert.equal(down.watch_path, 'poll');
+      assert.match(String(down.push_error), /127\.0\.0\.1/);
+    } finally {
+      proxy.refuseSockets(false);
     }
   });
 

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { WebSocket } from 'ws';
+import { solanaCommands } from '../../src/chains/solana/commands.ts';
 import type { SolanaWatcher } from '../../src/chains/solana/watcher.ts';
 import { eventually } from '../harness/expect.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
@@ -127,6 +128,21 @@ describe('Solana push', () => {
     } finally {
       await cut(true);
       await w.stop();
+    }
+  });
+
+  test('kasse solana status: push while the node takes slotSubscribe, poll (and why) when it does not', async () => {
+    const status = solanaCommands.find((c) => c.name === 'solana status')!;
+    const run = async () =>
+      (await status.run(k.t.kasse.familyContext, { mode: 'test' }, [])) as Record<string, unknown>;
+    assert.equal((await run()).watch_path, 'push');
+    await Promise.all([0, 1].map((i) => k.chain.rpc('harness_setListener', [i, { pubsub: false }])));
+    try {
+      const down = await run();
+      assert.equal(down.watch_path, 'poll');
+      assert.match(String(down.push_error), /127\.0\.0\.1/);
+    } finally {
+      await Promise.all([0, 1].map((i) => k.chain.rpc('harness_setListener', [i, { pubsub: true }])));
     }
   });
 
