@@ -24,6 +24,12 @@ export interface PushSpec {
   urls: string[];
   /** Subscription requests sent on each connection; each is answered with a subscription id. */
   subscribe: Array<{ method: string; params: unknown[] }>;
+  /**
+   * What a notification's `result` says is new (a block number, a slot and root); a notification saying what an
+   * earlier one already said does not wake the watcher again (several subscriptions announce one block). Default:
+   * every notification wakes.
+   */
+  news?: (result: unknown) => string | null;
   /** Reconnection backoff: first delay and cap. Defaults 500 ms and 30 s. */
   baseMs?: number;
   maxMs?: number;
@@ -46,7 +52,7 @@ interface Answer {
   result?: unknown;
   error?: { message?: string };
   method?: string;
-  params?: { subscription?: unknown };
+  params?: { subscription?: unknown; result?: unknown };
 }
 
 /** Records `path` as the live path of `chain` in `mode` (the other one reads 0). */
@@ -62,6 +68,7 @@ export class PushChannel {
   private attempt = 0;
   private next = 0;
   private timer: NodeJS.Timeout | null = null;
+  private lastNews: string | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
   /** Connections lost (or refused) since start. */
   drops = 0;
@@ -112,7 +119,7 @@ export class PushChannel {
       } catch {
         return;
       }
-      if (m.method !== undefined && m.params?.subscription !== undefined) return this.opts.onEvent();
+      if (m.method !== undefined && m.params?.subscription !== undefined) return this.notified(m.params.result);
       if (m.id === undefined) return;
       if (m.error || m.result === undefined || m.result === null) {
         this.opts.log.warn(
@@ -132,6 +139,13 @@ export class PushChannel {
       this.opts.log.debug({ err, chain: this.opts.chain, url: shownUrl(url) }, 'push channel error');
     });
     ws.on('close', () => this.dropped(ws, url));
+  }
+
+  private notified(result: unknown): void {
+    const news = this.opts.news?.(result) ?? null;
+    if (news !== null && news === this.lastNews) return;
+    this.lastNews = news;
+    this.opts.onEvent();
   }
 
   private dropped(ws: WebSocket, url: string): void {

@@ -45,7 +45,7 @@ function saltKeyOf(secrets: Pick<Secrets, 'masterSeed'>): Buffer {
 
 /**
  * What wakes an EVM watcher over the network's `ws_urls`: `newHeads`, and `logs` of Transfer events of the
- * configured ERC-20 contracts (push.ts).
+ * configured ERC-20 contracts (push.ts), once per block whichever announces it first.
  */
 export function evmPush(network: NetworkConfig): PushSpec {
   const contracts = network.tokens.flatMap((t) => (t.kind === 'erc20' && t.contract ? [t.contract] : []));
@@ -57,6 +57,12 @@ export function evmPush(network: NetworkConfig): PushSpec {
         ? [{ method: 'eth_subscribe', params: ['logs', { address: contracts, topics: [TRANSFER_TOPIC] }] }]
         : []),
     ],
+    // A head and the logs of its block announce the same block: one wake-up.
+    news: (r) => {
+      const o = r as { number?: unknown; blockNumber?: unknown } | null;
+      const n = o?.number ?? o?.blockNumber;
+      return typeof n === 'string' ? BigInt(n).toString() : null;
+    },
   };
 }
 

@@ -113,7 +113,14 @@ export class SolanaAdapter implements ChainAdapter {
 
   /** What wakes the watcher over the network's `ws_urls`: `slotSubscribe`, each new slot and root (push.ts). */
   push(): PushSpec {
-    return { urls: this.network.wsUrls ?? [], subscribe: [{ method: 'slotSubscribe', params: [] }] };
+    return {
+      urls: this.network.wsUrls ?? [],
+      subscribe: [{ method: 'slotSubscribe', params: [] }],
+      news: (r) => {
+        const o = r as { slot?: unknown; root?: unknown } | null;
+        return o && typeof o.slot === 'number' ? `${o.slot}:${o.root}` : null;
+      },
+    };
   }
 
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {
