@@ -88,6 +88,7 @@ export class PushChannel {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     this.socket?.terminate();
     this.socket = null;
     this.setLive(false);
@@ -103,6 +104,7 @@ export class PushChannel {
     ws.on('open', () => {
       subscribeOn(ws, this.opts.subscribe);
       this.heartbeat = setInterval(() => {
+        if (ws.readyState !== WebSocket.OPEN) return;
         if (!answered) return ws.terminate();
         answered = false;
         ws.ping();
@@ -152,6 +154,7 @@ export class PushChannel {
     if (ws !== this.socket) return;
     this.socket = null;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
     if (this.stopped) return;
     this.drops++;
     if (this.live)

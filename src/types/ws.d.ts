@@ -2,6 +2,7 @@
 declare module 'ws' {
   import { EventEmitter } from 'node:events';
   import type { IncomingMessage, Server } from 'node:http';
+  import type { AddressInfo } from 'node:net';
   import type { Duplex } from 'node:stream';
 
   export class WebSocket extends EventEmitter {
@@ -20,8 +21,9 @@ declare module 'ws' {
   }
 
   export class WebSocketServer extends EventEmitter {
-    constructor(options: { server?: Server; noServer?: boolean });
+    constructor(options: { server?: Server; noServer?: boolean; port?: number; host?: string });
     readonly clients: Set<WebSocket>;
+    address(): AddressInfo;
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, done: (ws: WebSocket) => void): void;
     on(event: 'connection', listener: (ws: WebSocket, req: IncomingMessage) => void): this;
     on(event: string, listener: (...args: never[]) => void): this;

@@ -57,11 +57,11 @@ export function evmPush(network: NetworkConfig): PushSpec {
         ? [{ method: 'eth_subscribe', params: ['logs', { address: contracts, topics: [TRANSFER_TOPIC] }] }]
         : []),
     ],
-    // A head and the logs of its block announce the same block: one wake-up.
+    // A head and the logs of its block announce the same block: one wake-up (a replaced block is news).
     news: (r) => {
-      const o = r as { number?: unknown; blockNumber?: unknown } | null;
-      const n = o?.number ?? o?.blockNumber;
-      return typeof n === 'string' ? BigInt(n).toString() : null;
+      const o = r as { hash?: unknown; blockHash?: unknown } | null;
+      const hash = o?.hash ?? o?.blockHash;
+      return typeof hash === 'string' ? hash.toLowerCase() : null;
     },
   };
 }
