@@ -8,8 +8,9 @@
  * to `payment.paid`. Solana (test node in a child process; SOL above 100 USD, paid at finalized): from the slot
  * holding the payment being produced to `payment.detected`, and from that slot being finalized to `payment.paid`.
  * Under polling each step starts at a random phase of the poll cycle. Publication is seen by reading the events
- * table every 5 ms. The watcher's RPC calls per block (slot) are counted over the push samples at 1,000 and 100,000
- * open deposit addresses. With push, the checkout page (Chromium, its event stream) shows each status: how long
+ * table every 5 ms. The watcher's RPC calls per block (slot) with push are counted at 1,000 and 100,000 open deposit
+ * addresses while blocks come at the chain's pace (EVM: one every 0.5 s for 20 blocks; Solana: a slot every 400 ms
+ * for 10 s), and over the samples. With push, the checkout page (Chromium, its event stream) shows each status: how long
  * after publication the page's status changed is recorded too.
  */
 import { sql } from 'kysely';
@@ -104,6 +105,8 @@ interface Family {
   confirm(): Promise<void>;
   calls(): number;
   height(): Promise<number>;
+  /** Produces blocks (slots) at the chain's pace for a while, nothing paid in them. */
+  steady(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -162,7 +165,16 @@ async function measure(start: (path: Path) => Promise<Family>, browserPage: Page
       await growOpenAddresses(f.db, f.merchantId, size, f.open);
       const r = await samples(f, 'push', PUSH_SAMPLES, size === SIZES[0] ? browserPage : null, `push-${size}`);
       if (size === SIZES[0]) push = r.out;
-      bySize[String(size)] = { ...summary(r.out), rpc_calls_per_block: r.callsPerBlock, blocks: r.blocks };
+      const calls0 = f.calls();
+      const height0 = await f.height();
+      await f.steady();
+      const blocks = (await f.height()) - height0;
+      bySize[String(size)] = {
+        ...summary(r.out),
+        rpc_calls_per_block: Math.round(((f.calls() - calls0) / blocks) * 100) / 100,
+        steady_blocks: blocks,
+        rpc_calls_per_block_while_sampling: r.callsPerBlock,
+      };
       process.stderr.write(`detection: push at ${size}: ${JSON.stringify(bySize[String(size)])}\n`);
     }
   } finally {
@@ -237,6 +249,12 @@ async function evm(node: HardhatNode, page: Page) {
         await k.chain.setAutomine(true);
       },
       confirm: () => k.chain.mine(1),
+      steady: async () => {
+        for (let i = 0; i < 20; i++) {
+          await k.chain.mine(1);
+          await sleep(500);
+        }
+      },
       calls: () => WATCHER_CALLS.evm.reduce((n, m) => n + (rpc.counts.get(m) ?? 0), 0),
       height: async () => Number(await k.chain.client.getBlockNumber()),
       close: async () => {
@@ -295,6 +313,11 @@ async function solana(page: Page) {
           await k.chain.finalize();
         },
         calls: () => WATCHER_CALLS.solana.reduce((n, m) => n + (rpc.counts.get(m) ?? 0), 0),
+        steady: async () => {
+          await k.chain.rpc('harness_autoProduce', [400]);
+          await sleep(10_000);
+          await k.chain.rpc('harness_autoProduce', [0]);
+        },
         height: async () => (await k.chain.state()).next_slot,
         close: async () => {
           await workers.stop();
@@ -321,7 +344,7 @@ export async function run(): Promise<object> {
       poll_interval_ms: POLL_MS,
       evm: e,
       solana: s,
-      note: 'Each step is timed from the block (slot) being mined (produced; for paid on Solana, finalized) to the event row being visible (read every 5 ms). Polling steps start at a random phase of the 10 s poll. rpc_calls_per_block counts the watcher methods (EVM: eth_blockNumber, eth_getLogs, eth_getBlockByNumber; Solana: getBlocksWithLimit, getBlock, getSlot) over every block (slot) produced while the samples ran. The checkout page times are from publication to the page (Chromium, server-sent events) showing the status.',
+      note: 'Each step is timed from the block (slot) being mined (produced; for paid on Solana, finalized) to the event row being visible (read every 5 ms). Polling steps start at a random phase of the 10 s poll. rpc_calls_per_block counts the watcher methods (EVM: eth_blockNumber, eth_getLogs, eth_getBlockByNumber; Solana: getBlocksWithLimit, getBlock, getSlot) per block (slot) produced at a steady pace (EVM a block every 0.5 s, Solana a slot every 400 ms) with push; rpc_calls_per_block_while_sampling over the samples (one or two blocks each, and the ticks of the 10 s poll), and under poll. The checkout page times are from publication to the page (Chromium, server-sent events) showing the status.',
     };
   } finally {
     await browser.close();
