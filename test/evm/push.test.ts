@@ -101,10 +101,10 @@ describe('EVM push', () => {
       await eventually('poll after the drop', () => w.watchPath === 'poll');
       assert.ok(await pathGauge('poll'), '/metrics says poll');
       await k.chain.mine(2);
-      await reaches(p.id, 'paid', 2_000);
+      await reaches(p.id, 'paid', 4_000);
       const q = await pay();
       await k.chain.mine(2);
-      await reaches(q.id, 'paid', 2_000);
+      await reaches(q.id, 'paid', 4_000);
 
       const opened = proxy.socketsOpened;
       proxy.refuseSockets(false);

@@ -115,10 +115,10 @@ describe('Solana push', () => {
       const metrics = await k.t.kasse.metrics.registry.metrics();
       assert.ok(metrics.includes('kasse_chain_watch_path{chain="solana",mode="test",path="poll"} 1'), metrics);
       await k.chain.finalize();
-      await reaches(p, 'paid', 2_000);
+      await reaches(p, 'paid', 4_000);
       const q = await pay(1000);
       await k.chain.produce();
-      await reaches(q, 'paid', 2_000);
+      await reaches(q, 'paid', 4_000);
 
       await cut(true);
       await eventually('push again', () => w.watchPath === 'push');
