@@ -67,8 +67,9 @@ async function pay(): Promise<{ id: string; address: Address }> {
 }
 
 const status = async (id: string): Promise<string> => (await k.m.test.get(`/payments/${id}`)).body.status;
+/** Waits until payment `id` has one of the statuses `want` (`|`-separated). */
 const reaches = (id: string, want: string, timeoutMs = 5_000) =>
-  eventually(`${id} ${want}`, async () => (await status(id)) === want, { timeoutMs });
+  eventually(`${id} ${want}`, async () => want.split('|').includes(await status(id)), { timeoutMs });
 const pathGauge = async (path: 'push' | 'poll') =>
   (await k.t.kasse.metrics.registry.metrics()).includes(
     `kasse_chain_watch_path{chain="base",mode="test",path="${path}"} 1`,
@@ -81,7 +82,7 @@ describe('EVM push', () => {
       await eventually('push live', () => w.watchPath === 'push');
       assert.ok(await pathGauge('push'), '/metrics says push');
       const p = await pay();
-      await reaches(p.id, 'detected');
+      await reaches(p.id, 'detected|confirming');
       await k.chain.mine(2);
       await reaches(p.id, 'paid');
     } finally {
@@ -94,7 +95,7 @@ describe('EVM push', () => {
     try {
       await eventually('push live', () => w.watchPath === 'push');
       const p = await pay();
-      await reaches(p.id, 'detected');
+      await reaches(p.id, 'detected|confirming');
 
       proxy.refuseSockets(true);
       proxy.dropSockets();
