@@ -11,6 +11,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { HealthReport, NetworkHealth } from './health.ts';
 import { JsonRpcError } from './jsonrpc.ts';
 import type { FamilyWorker } from './plugin.ts';
+import { PushChannel, recordWatchPath, type PushSpec, type WatchPath } from './push.ts';
 import type { DepositSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -93,6 +94,8 @@ export interface WatcherBasics {
   network: NetworkConfig;
   mode: Mode;
   sink: DepositSink;
+  /** What wakes the watcher between polls (push.ts); none: polling only. */
+  push?: PushSpec | null;
 }
 
 /** A family adapter's basics for a watcher of its network and mode reporting to `sink`. */
@@ -117,7 +120,8 @@ export class CursorMovedError extends Error {
  * A watcher that polls its chain: `run` is one pass from the stored cursor, and says whether it stopped short of the
  * chain's tip (`behind`), in which case another pass follows at once instead of after the interval. Each pass is
  * reported to the network's health (health.ts): passed, or failed on a node call. Its loop is
- * `<family>-watcher:<mode>:<network>`, polling every `network.pollIntervalMs`.
+ * `<family>-watcher:<mode>:<network>`, polling every `network.pollIntervalMs`, and woken at once by every
+ * notification of its push channel when the network has `ws_urls` (push.ts): push only wakes, the pass is the same.
  */
 export abstract class PollingWatcher<R extends { behind: boolean }> implements FamilyWorker {
   readonly network: NetworkConfig;
@@ -128,6 +132,8 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
   private readonly loopLog: Logger;
   private readonly health?: HealthReport;
   private loop: Loop | null = null;
+  private push: PushChannel | null = null;
+  private readonly basics: WatcherBasics;
   private ticking: Promise<R> | null = null;
 
   protected constructor(family: string, basics: WatcherBasics) {
@@ -137,6 +143,12 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
     this.loopName = `${family}-watcher:${basics.mode}:${basics.network.id}`;
     this.loopLog = basics.log;
     this.health = basics.health?.reporter(basics.mode, basics.network.id);
+    this.basics = basics;
+  }
+
+  /** How new blocks reach this watcher now: `push` while its push channel is subscribed, else `poll`. */
+  get watchPath(): WatchPath {
+    return this.push?.path ?? 'poll';
   }
 
   /** One pass over the chain from the stored cursor. */
@@ -155,11 +167,19 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
       this.loopLog,
     );
     this.loop.start();
+    const { push, log, metrics } = this.basics;
+    if (push && push.urls.length > 0) {
+      const wake = () => this.loop?.wake();
+      this.push = new PushChannel({ ...push, chain: this.chain, mode: this.mode, log, metrics, onEvent: wake });
+      this.push.start();
+    } else recordWatchPath(metrics, this.chain, this.mode, 'poll');
     return this;
   }
 
   /** Resolves once the running pass (looped or called directly) has finished. */
   async stop(): Promise<void> {
+    this.push?.stop();
+    this.push = null;
     await this.loop?.stop();
     this.loop = null;
     await this.ticking?.catch(() => {});

@@ -77,6 +77,10 @@ function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]
   if (!Array.isArray(rpcUrls) || !rpcUrls.every((u) => typeof u === 'string' && /^(https?|wss?):\/\/./.test(u))) {
     throw new ConfigError(`${at}.rpc_urls must be an array of http(s) or ws(s) URLs`);
   }
+  const wsUrls = n.ws_urls ?? [];
+  if (!Array.isArray(wsUrls) || !wsUrls.every((u) => typeof u === 'string' && /^wss?:\/\/./.test(u))) {
+    throw new ConfigError(`${at}.ws_urls must be an array of ws(s) URLs`);
+  }
   const explorer = n.explorer_tx_url ?? null;
   if (explorer !== null && (typeof explorer !== 'string' || !/^https?:\/\//.test(explorer)))
     throw new ConfigError(`${at}.explorer_tx_url must be an http(s) URL or null`);
@@ -101,6 +105,7 @@ function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]
     family,
     chainId: chainId as number | null,
     rpcUrls: rpcUrls as string[],
+    wsUrls: wsUrls as string[],
     explorerTxUrl: explorer as string | null,
     confirmationTiers: tiers,
     finalityConfirmations: finality,

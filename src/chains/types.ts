@@ -46,6 +46,8 @@ export interface NetworkConfig {
   family: string;
   chainId: number | null;
   rpcUrls: string[];
+  /** WebSocket endpoints whose pushed new blocks wake the watcher (polling stays the safety net); absent = none. */
+  wsUrls?: string[];
   explorerTxUrl: string | null;
   /** Confirmation tiers by amount, ascending by maxUsdCents. */
   confirmationTiers: ConfirmationTier[];

@@ -1,5 +1,5 @@
 /** Prometheus metrics (prom-client) in one registry per Kasse instance, so tests can run several side by side. */
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
@@ -105,6 +105,13 @@ export class Metrics {
     name: 'kasse_chain_rpc_calls_total',
     help: 'JSON-RPC calls made by chain code, by chain and outcome',
     labelNames: ['chain', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly watchPath = new Gauge({
+    name: 'kasse_chain_watch_path',
+    help: 'How each chain watcher learns of new blocks: 1 on the live path (push: woken by its node; poll: interval only)',
+    labelNames: ['chain', 'mode', 'path'] as const,
     registers: [this.registry],
   });
 

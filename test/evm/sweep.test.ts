@@ -192,4 +192,6 @@ test('evm status reports the cursor against the head and the hot wallet', async 
   assert.equal(s.forwarder_factory, deployed.factory);
   assert.equal(s.hot_wallet, privateKeyToAccount(hotWalletKey).address);
   assert.ok(BigInt(s.head!) >= BigInt(s.cursor!));
+  assert.equal(s.watch_path, 'poll', 'no ws_urls: polling only');
+  assert.equal(s.push_error, 'no ws_urls configured');
 });

@@ -24,6 +24,8 @@ export interface EvmKasseOptions {
   rpcUrl: string;
   /** What Kasse's networks file names as the RPC URL(s) (an RPC proxy); default `[rpcUrl]`. */
   kasseRpcUrls?: string[];
+  /** The network's `ws_urls` (push); default none. */
+  wsUrls?: string[];
   /** Confirmation tiers (price in cents → confirmations); default ≤ $100: 3, above: 5. */
   tiers?: Array<{ max_usd_cents: number | null; confirmations: number }>;
   finality?: number;
@@ -67,6 +69,7 @@ export interface EvmKasse {
 
 export function networksDocument(opts: {
   rpcUrls: string[];
+  wsUrls?: string[];
   usdc: Address;
   factory: Address;
   treasury: Address;
@@ -83,6 +86,7 @@ export function networksDocument(opts: {
         family: 'evm',
         chain_id: 31337,
         rpc_urls: opts.rpcUrls,
+        ...(opts.wsUrls ? { ws_urls: opts.wsUrls } : {}),
         explorer_tx_url: 'https://sepolia.basescan.org/tx/{tx}',
         confirmation_tiers: opts.tiers,
         finality_confirmations: opts.finality,
@@ -143,6 +147,7 @@ export async function startEvmKasse(opts: EvmKasseOptions): Promise<EvmKasse> {
     JSON.stringify(
       networksDocument({
         rpcUrls: opts.kasseRpcUrls ?? [opts.rpcUrl],
+        wsUrls: opts.wsUrls,
         ...contracts,
         tiers: opts.tiers ?? [
           { max_usd_cents: 10000, confirmations: 3 },

@@ -5,10 +5,14 @@
  * bodies, `null` blocks, logs naming a block hash that does not exist, empty log answers — and to lag behind the
  * real head (head going backwards; blocks above the lagged head missing; logs clipped to it, like a node that
  * answers a range with only what it has). Every request is counted per method.
+ *
+ * WebSocket connections (`wsUrl`, the node's subscriptions) are relayed to the node's WebSocket on its HTTP port;
+ * `dropSockets()` kills the open ones (a node restart, a proxy timeout) and `refuseSockets(true)` turns new ones away.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
 
 export type RpcFault =
   /** JSON-RPC error -32603 (internal error). */
@@ -32,6 +36,14 @@ export type RpcFault =
 
 export interface RpcProxy {
   readonly url: string;
+  /** The relayed WebSocket endpoint. */
+  readonly wsUrl: string;
+  /** Kills every open WebSocket connection. */
+  dropSockets(): void;
+  /** While true, WebSocket connections are refused. */
+  refuseSockets(on: boolean): void;
+  /** WebSocket connections opened so far. */
+  readonly socketsOpened: number;
   /** The next `n` requests (of `method` only, when given) get `fault`. Queued faults apply in order. */
   failNext(n: number, fault: RpcFault, method?: string): void;
   /** Forgets faults queued and not yet applied. */
@@ -63,6 +75,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   const sockets = new Set<Socket>();
   let lag = 0;
   let total = 0;
+  let refuse = false;
+  let socketsOpened = 0;
+  const wss = new WebSocketServer({ noServer: true });
 
   const call = async (method: string, params: unknown[] = []): Promise<any> => {
     const res = await fetch(upstream, {
@@ -219,11 +234,41 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
+  server.on('upgrade', (req, socket, head) => {
+    if (refuse) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (client) => relay(client, upstream.replace(/^http/, 'ws')));
+  });
+  const relay = (client: WebSocket, target: string) => {
+    socketsOpened++;
+    const node = new WebSocket(target);
+    const early: string[] = [];
+    node.on('open', () => {
+      for (const m of early.splice(0)) node.send(m);
+    });
+    node.on('message', (data: Buffer) => client.readyState === WebSocket.OPEN && client.send(data.toString('utf8')));
+    client.on('message', (data: Buffer) =>
+      node.readyState === WebSocket.OPEN ? node.send(data.toString('utf8')) : early.push(data.toString('utf8')),
+    );
+    node.on('close', () => client.terminate());
+    client.on('close', () => node.terminate());
+    node.on('error', () => client.terminate());
+    client.on('error', () => node.terminate());
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
 
   return {
     url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    dropSockets() {
+      for (const c of wss.clients) c.terminate();
+    },
+    refuseSockets(on) {
+      refuse = on;
+    },
+    get socketsOpened() {
+      return socketsOpened;
+    },
     failNext(n, fault, method) {
       for (let i = 0; i < n; i++) queue.push({ fault, method });
     },
@@ -245,6 +290,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hung) res.destroy();
+        for (const c of wss.clients) c.terminate();
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),

@@ -24,6 +24,8 @@ export interface SolanaKasseOptions {
   node?: Pick<SolanaNode, 'urls' | 'stop'>;
   /** What the networks file names as RPC URLs; default: every URL of the node. */
   rpcUrls?: string[];
+  /** The network's `ws_urls` (push); default none. */
+  wsUrls?: string[];
   tiers?: Array<{ max_usd_cents: number | null; confirmations: number }>;
   pollIntervalMs?: number;
   solana?: Record<string, unknown>;
@@ -65,6 +67,7 @@ export interface SolanaKasse {
 
 export function solanaNetworksDocument(opts: {
   rpcUrls: string[];
+  wsUrls?: string[];
   usdc: string;
   tiers: Array<{ max_usd_cents: number | null; confirmations: number }>;
   pollIntervalMs: number;
@@ -78,6 +81,7 @@ export function solanaNetworksDocument(opts: {
         family: 'solana',
         chain_id: null,
         rpc_urls: opts.rpcUrls,
+        ...(opts.wsUrls ? { ws_urls: opts.wsUrls } : {}),
         explorer_tx_url: 'https://explorer.solana.com/tx/{tx}?cluster=devnet',
         confirmation_tiers: opts.tiers,
         finality_confirmations: 32,
@@ -130,6 +134,7 @@ export async function startSolanaKasse(opts: SolanaKasseOptions = {}): Promise<S
     JSON.stringify(
       solanaNetworksDocument({
         rpcUrls: opts.rpcUrls ?? node.urls,
+        wsUrls: opts.wsUrls,
         usdc,
         tiers: opts.tiers ?? [
           { max_usd_cents: 10000, confirmations: 1 },

@@ -153,6 +153,8 @@ export class SolanaValidator {
   time: number | null = null;
   /** Signatures of transactions that left the chain by `dropTransaction` (never replayed). */
   private readonly dropped = new Set<string>();
+  /** Called after every change of the slots: a block produced, slots skipped, finality moved, a fork (PubSub). */
+  readonly slotListeners = new Set<() => void>();
   /** Funds airdrops (a real transfer, visible in blocks). */
   private faucet: { address: Address; keyPair: CryptoKeyPair } | null = null;
 
@@ -212,19 +214,26 @@ export class SolanaValidator {
       this.svm.warpToSlot(slot + 1n);
       const due = this.blocks.length - 1 - this.finalityDepth;
       if (due > this.finalizedIndex) this.finalizedIndex = due;
+      this.slotsChanged();
     }
     return this.tip;
+  }
+
+  private slotsChanged(): void {
+    for (const listener of this.slotListeners) listener();
   }
 
   /** Leaders miss `n` slots: slot numbers pass without a block. */
   skipSlots(n = 1): void {
     this.nextSlot += BigInt(n);
     this.svm.warpToSlot(this.nextSlot);
+    this.slotsChanged();
   }
 
   /** Every produced block becomes final. */
   finalize(): void {
     this.finalizedIndex = this.blocks.length - 1;
+    this.slotsChanged();
   }
 
   /**
@@ -252,6 +261,7 @@ export class SolanaValidator {
         }
       }
     }
+    this.slotsChanged();
     return { droppedSlots: removed.map((b) => b.slot.toString()) };
   }
 

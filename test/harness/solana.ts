@@ -12,6 +12,12 @@
  * finalize, set block time, set the cluster's rent (lamports per byte-year at a 1-year exemption threshold; null:
  * the default), produce slots on a timer, set listener faults, read call counts.
  *
+ * Each listener also serves Solana's PubSub WebSocket on its port (`ws://…`, in `wsUrls`): `slotSubscribe` answers a
+ * subscription id and then sends `slotNotification` ({ result: { parent, root, slot }, subscription }) on every
+ * change of the slots (a block produced, slots skipped, finality moved, a fork); `slotUnsubscribe` ends it. A
+ * listener's PubSub can be cut (`harness_setListener(i, { pubsub: false })`: open sockets are killed, new ones
+ * closed at once) and restored; a listener that is `down` refuses it too.
+ *
  * Sharing: files running at the same time share the shared node's ledger, so a file that asserts exact slots,
  * finality or drops starts a private node.
  */
@@ -21,6 +27,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Rent } from 'litesvm';
+import { WebSocketServer, type WebSocket } from 'ws';
 import {
   address,
   getBase58Decoder,
@@ -50,6 +57,8 @@ const b64enc = getBase64Encoder();
 
 interface ListenerState {
   down: boolean;
+  /** Whether its PubSub WebSocket takes connections. */
+  pubsub: boolean;
   /** Blocks this listener pretends not to have yet. */
   lag: number;
   counts: Map<string, number>;
@@ -57,6 +66,8 @@ interface ListenerState {
 
 export interface SolanaNode {
   urls: string[];
+  /** The PubSub WebSocket URLs, one per listener. */
+  wsUrls: string[];
   validator: SolanaValidator;
   stop(): Promise<void>;
 }
@@ -83,6 +94,7 @@ const RENT_EPOCH_EXEMPT = 2 ** 64;
 export async function serveSolana(validator: SolanaValidator, listeners = 1): Promise<SolanaNode> {
   const states: ListenerState[] = [];
   const servers: Server[] = [];
+  const pubsubs: WebSocketServer[] = [];
   const sockets = new Set<Socket>();
   let timer: NodeJS.Timeout | null = null;
 
@@ -375,10 +387,12 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       harness_setListener: (p) => {
         const s = states[Number(p[0])];
         if (!s) throw new RpcFailure(-32602, `no listener ${p[0]}`);
-        const o = (p[1] ?? {}) as { down?: boolean; lag?: number };
+        const o = (p[1] ?? {}) as { down?: boolean; lag?: number; pubsub?: boolean };
         if (o.down !== undefined) s.down = o.down;
         if (o.lag !== undefined) s.lag = o.lag;
-        return { down: s.down, lag: s.lag };
+        if (o.pubsub !== undefined) s.pubsub = o.pubsub;
+        if (s.down || !s.pubsub) for (const ws of pubsubs[Number(p[0])]!.clients) ws.terminate();
+        return { down: s.down, lag: s.lag, pubsub: s.pubsub };
       },
       harness_counts: (p) => Object.fromEntries(states[Number(p[0] ?? 0)]!.counts),
       harness_resetCounts: () => {
@@ -415,7 +429,7 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
   };
 
   for (let i = 0; i < listeners; i++) {
-    const state: ListenerState = { down: false, lag: 0, counts: new Map() };
+    const state: ListenerState = { down: false, pubsub: true, lag: 0, counts: new Map() };
     states.push(state);
     const { one } = handler(state);
     const server = createServer((req, res) => {
@@ -446,18 +460,56 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
     });
+    pubsubs.push(servePubsub(server, state, validator));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     servers.push(server);
   }
   return {
     urls: servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`),
+    wsUrls: servers.map((s) => `ws://127.0.0.1:${(s.address() as AddressInfo).port}`),
     validator,
     stop: async () => {
       if (timer) clearInterval(timer);
+      for (const p of pubsubs) for (const ws of p.clients) ws.terminate();
       for (const s of sockets) s.destroy();
       await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };
+}
+
+/** Solana's PubSub on `server`'s port: `slotSubscribe`/`slotUnsubscribe`, `slotNotification` on each change. */
+function servePubsub(server: Server, state: ListenerState, validator: SolanaValidator): WebSocketServer {
+  const wss = new WebSocketServer({ server });
+  let nextId = 0;
+  wss.on('connection', (ws: WebSocket) => {
+    if (state.down || !state.pubsub) return ws.terminate();
+    const subscriptions = new Set<number>();
+    const notify = () => {
+      const tip = validator.tip;
+      const result = { parent: num(tip.parentSlot), root: num(validator.finalized.slot), slot: num(tip.slot) };
+      for (const subscription of subscriptions)
+        ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'slotNotification', params: { result, subscription } }));
+    };
+    validator.slotListeners.add(notify);
+    ws.on('close', () => validator.slotListeners.delete(notify));
+    ws.on('message', (data: Buffer) => {
+      let req: { id?: unknown; method?: string; params?: unknown[] };
+      try {
+        req = JSON.parse(data.toString('utf8'));
+      } catch {
+        return ws.send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } }));
+      }
+      const id = req.id ?? null;
+      if (req.method === 'slotSubscribe') {
+        subscriptions.add(++nextId);
+        return ws.send(JSON.stringify({ jsonrpc: '2.0', id, result: nextId }));
+      }
+      if (req.method === 'slotUnsubscribe')
+        return ws.send(JSON.stringify({ jsonrpc: '2.0', id, result: subscriptions.delete(Number(req.params?.[0])) }));
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32601, message: 'Method not found' } }));
+    });
+  });
+  return wss;
 }
 
 /** A transaction as `getBlock` with `transactionDetails: "accounts"` shows it: signatures, annotated keys, balances. */

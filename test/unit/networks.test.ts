@@ -66,6 +66,14 @@ describe('networks files', () => {
     );
   });
 
+  test('ws_urls: the push endpoints of a network, none when absent', () => {
+    const doc = live();
+    doc.networks[1].ws_urls = ['wss://base.example/ws', 'ws://127.0.0.1:8546'];
+    const [ethereum, base] = parseNetworks(doc, 'networks.live.json', families);
+    assert.deepEqual(base!.wsUrls, ['wss://base.example/ws', 'ws://127.0.0.1:8546']);
+    assert.deepEqual(ethereum!.wsUrls, []);
+  });
+
   test('tiers pick confirmations by price; explorer templates', () => {
     const eth = loadNetworks({ networksFile: null }, families).live[0]!;
     assert.deepEqual(confirmationTier(eth, 10_000), { tier: 1, confirmations: 3 });
@@ -98,6 +106,11 @@ describe('networks files', () => {
         /needs coingecko_id or binance_symbol/,
       ],
       [(d) => (d.networks[0].family = 'cosmos'), /family must be one of/],
+      [
+        (d) => (d.networks[1].ws_urls = ['https://mainnet.base.org']),
+        /\(base\)\.ws_urls must be an array of ws\(s\) URLs/,
+      ],
+      [(d) => (d.networks[1].ws_urls = 'wss://x.example'), /\(base\)\.ws_urls must be an array of ws\(s\) URLs/],
       [(d) => (d.networks[0].tokens[1].kind = 'spl'), /\(ethereum:usdc\)\.kind must be one of native, erc20$/],
       [(d) => (d.networks[4].tokens[1].kind = 'erc20'), /\(solana:usdc\)\.kind must be one of native, spl$/],
       [(d) => (d.networks[5].tokens[0].kind = 'erc20'), /\(bitcoin:btc\)\.kind must be one of native$/],

@@ -17,9 +17,10 @@ import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEv
 import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
 import type { EvmSender } from './sender.ts';
-import { EvmWatcher, type EvmWatcherOptions } from './watcher.ts';
+import { EvmWatcher, TRANSFER_TOPIC, type EvmWatcherOptions } from './watcher.ts';
 import { networkRpcOptions } from '../jsonrpc.ts';
 import { watcherBasics } from '../loops.ts';
+import type { PushSpec } from '../push.ts';
 
 export interface EvmAdapterDeps {
   /** Where its watcher reports whether the nodes answer. */
@@ -40,6 +41,29 @@ function saltKeyOf(secrets: Pick<Secrets, 'masterSeed'>): Buffer {
     saltKeys.set(secrets, key);
   }
   return key;
+}
+
+/**
+ * What wakes an EVM watcher over the network's `ws_urls`: `newHeads`, and `logs` of Transfer events of the
+ * configured ERC-20 contracts (push.ts), once per block whichever announces it first.
+ */
+export function evmPush(network: NetworkConfig): PushSpec {
+  const contracts = network.tokens.flatMap((t) => (t.kind === 'erc20' && t.contract ? [t.contract] : []));
+  return {
+    urls: network.wsUrls ?? [],
+    subscribe: [
+      { method: 'eth_subscribe', params: ['newHeads'] },
+      ...(contracts.length > 0
+        ? [{ method: 'eth_subscribe', params: ['logs', { address: contracts, topics: [TRANSFER_TOPIC] }] }]
+        : []),
+    ],
+    // A head and the logs of its block announce the same block: one wake-up (a replaced block is news).
+    news: (r) => {
+      const o = r as { hash?: unknown; blockHash?: unknown } | null;
+      const hash = o?.hash ?? o?.blockHash;
+      return typeof hash === 'string' ? hash.toLowerCase() : null;
+    },
+  };
 }
 
 export class EvmAdapter implements ChainAdapter {
@@ -99,6 +123,7 @@ export class EvmAdapter implements ChainAdapter {
   watcher(sink: DepositSink, overrides: Partial<EvmWatcherOptions> = {}): EvmWatcher {
     return new EvmWatcher({
       ...watcherBasics(this.deps, this.network, this.mode, sink),
+      push: evmPush(this.network),
       rpc: this.rpc(),
       blocksPerBatch: this.settings.blocksPerBatch,
       startBlock: this.settings.startBlock,

@@ -5,7 +5,8 @@ import { commandNetwork, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
-import { EvmAdapter } from './adapter.ts';
+import { probePush } from '../push.ts';
+import { EvmAdapter, evmPush } from './adapter.ts';
 import { isValidEvmAddress } from './address.ts';
 import { evmSettings } from './config.ts';
 import { deployForwarderFactory, sweepDeposits } from './operations.ts';
@@ -83,14 +84,15 @@ export const evmCommands: FamilyCommand[] = [
   },
   {
     name: 'evm status',
-    usage: 'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; hot wallet)',
+    usage:
+      'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet)',
     flags: networkFlags(),
     run: async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const m = mode(f);
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
       const account = hotWalletAccount(ctx.secrets);
-      const [[head, balance], cursor] = await Promise.all([
+      const [[head, balance], cursor, push] = await Promise.all([
         fromNodes(network, m, ctx.health, () =>
           Promise.all([
             rpc.request<Hex>('eth_blockNumber').then(BigInt),
@@ -98,6 +100,7 @@ export const evmCommands: FamilyCommand[] = [
           ]),
         ),
         storedCursor<{ block_number: bigint }>(ctx.db, 'evm_cursors', m, network.id),
+        probePush(evmPush(network)),
       ]);
       return {
         chain: network.id,
@@ -106,6 +109,9 @@ export const evmCommands: FamilyCommand[] = [
         head: head.toString(),
         cursor: cursor ? cursor.block_number.toString() : null,
         behind: cursor ? (head - BigInt(cursor.block_number)).toString() : null,
+        watch_path: push.path,
+        push_url: push.url,
+        push_error: push.error,
         hot_wallet: account.address,
         hot_wallet_balance: balance.toString(),
       };

@@ -25,6 +25,7 @@ import { associatedTokenAccount } from './transactions.ts';
 import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
 import { networkRpcOptions } from '../jsonrpc.ts';
 import { watcherBasics } from '../loops.ts';
+import type { PushSpec } from '../push.ts';
 
 export interface SolanaAdapterDeps {
   /** Where its watcher reports whether the nodes answer. */
@@ -110,9 +111,22 @@ export class SolanaAdapter implements ChainAdapter {
     return !this.network.paused;
   }
 
+  /** What wakes the watcher over the network's `ws_urls`: `slotSubscribe`, each new slot and root (push.ts). */
+  push(): PushSpec {
+    return {
+      urls: this.network.wsUrls ?? [],
+      subscribe: [{ method: 'slotSubscribe', params: [] }],
+      news: (r) => {
+        const o = r as { slot?: unknown; root?: unknown } | null;
+        return o && typeof o.slot === 'number' ? `${o.slot}:${o.root}` : null;
+      },
+    };
+  }
+
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {
     return new SolanaWatcher({
       ...watcherBasics(this.deps, this.network, this.mode, sink),
+      push: this.push(),
       rpc: this.rpc(),
       maxSlotsPerTick: this.settings.maxSlotsPerTick,
       startSlot: this.settings.startSlot,

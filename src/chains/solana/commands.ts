@@ -2,6 +2,7 @@
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
 import { networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
+import { probePush } from '../push.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { SolanaAdapter } from './adapter.ts';
 import { HOT_WALLET_PATH } from './keys.ts';
@@ -49,14 +50,14 @@ export const solanaCommands: FamilyCommand[] = [
   {
     name: 'solana status',
     usage:
-      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; hot wallet balances)',
+      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances)',
     flags: networkFlags(),
     run: async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       const rpc = adapter.rpc();
       const hot = adapter.deps.keys.hotWallet().address;
       const usdc = adapter.network.tokens.filter((t) => t.kind === 'spl' && t.contract);
-      const [[confirmed, finalized, accounts], cursor] = await Promise.all([
+      const [[confirmed, finalized, accounts], cursor, push] = await Promise.all([
         fromNodes(adapter.network, adapter.mode, ctx.health, () =>
           Promise.all([
             rpc.request<number>('getSlot', [{ commitment: 'confirmed' }]),
@@ -70,6 +71,7 @@ export const solanaCommands: FamilyCommand[] = [
           ]),
         ),
         storedCursor<{ slot: bigint; final_slot: bigint }>(ctx.db, 'solana_cursors', adapter.mode, adapter.network.id),
+        probePush(adapter.push()),
       ]);
       return {
         chain: adapter.network.id,
@@ -79,6 +81,9 @@ export const solanaCommands: FamilyCommand[] = [
         cursor_slot: cursor ? String(cursor.slot) : null,
         final_slot: cursor ? String(cursor.final_slot) : null,
         behind_slots: cursor ? String(BigInt(confirmed) - BigInt(cursor.slot)) : null,
+        watch_path: push.path,
+        push_url: push.url,
+        push_error: push.error,
         hot_wallet: hot,
         hot_wallet_path: HOT_WALLET_PATH,
         hot_wallet_lamports: String(accounts.value[0]?.lamports ?? 0),
