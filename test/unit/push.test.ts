@@ -1,6 +1,7 @@
 /** The push channel against small loopback WebSocket servers: subscribe, wake once per news, back off, report its path. */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createLogger } from '../../src/core/log.ts';
 import { Metrics } from '../../src/core/metrics.ts';
@@ -22,7 +23,7 @@ async function server(onConnection: (ws: WebSocket) => void): Promise<string> {
   servers.push(wss);
   wss.on('connection', onConnection);
   await new Promise<void>((resolve) => wss.on('listening', () => resolve()));
-  return `ws://127.0.0.1:${wss.address().port}`;
+  return `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
 }
 
 /** Acknowledges every subscription request with an id; `sockets` collects the connections. */
