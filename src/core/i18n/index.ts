@@ -5,6 +5,7 @@
  * dates, countdowns). The API's own error messages stay English; pages translate them (src/web/payer-text.ts).
  */
 import { IntlMessageFormat } from 'intl-messageformat';
+import { invalid } from '../errors.ts';
 import de from './catalogs/de.ts';
 import en, { type MessageKey } from './catalogs/en.ts';
 import es from './catalogs/es.ts';
@@ -63,6 +64,16 @@ export const dirOf = (locale: string): 'rtl' | 'ltr' => (RTL.has(locale.split('-
 export function supportedLocale(tag: string): Locale | null {
   const lower = tag.toLowerCase();
   return LOCALES.find((l) => l.toLowerCase() === lower) ?? null;
+}
+
+/**
+ * A `locale` the API was given, in its canonical spelling (`pt-br` → `pt-BR`); anything not on the supported list is
+ * 400 `invalid_request` naming the field and listing the supported tags.
+ */
+export function localeParam(value: unknown, param = 'locale'): Locale {
+  const found = typeof value === 'string' ? supportedLocale(value) : null;
+  if (!found) throw invalid(`${param} must be one of the supported languages: ${LOCALES.join(', ')}`, param);
+  return found;
 }
 
 /** The supported locale closest to a tag: exact, else by language (`pt` and `pt-PT` → pt-BR, `zh` → zh-CN, `de-AT` → de). */
