@@ -104,6 +104,8 @@ export function approx(units: bigint, decimals: number): string {
 export interface CheckoutContext {
   /** The page's language. */
   locale: Locale;
+  /** The language the payer picked on the switcher, carried through the page's forms and links. */
+  picked?: Locale | null;
   payment: Payment;
   mode: Mode;
   merchantName: string;
@@ -207,7 +209,7 @@ function picker(ctx: CheckoutContext, heading: boolean): Html {
     : '';
   if (left <= 0) return html`<p class="k-note">${t(l, 'pick.used_up', { max: MAX_ATTEMPTS })}</p>`;
   return html`<form method="post" action="/p/${p.id}/attempts" class="k-pick" data-enhance>
-${heading ? html`<h2>${t(l, 'pick.heading')}</h2>` : ''}${hidden}${langField(l)}
+${heading ? html`<h2>${t(l, 'pick.heading')}</h2>` : ''}${hidden}${langField(ctx.picked)}
 ${ctx.coins.length === 0 && (ctx.unpriced ?? []).length === 0 ? html`<p class="k-note">${t(l, 'pick.none')}</p>` : ''}${unpricedNote(l, ctx.unpriced ?? [])}
 ${[...groups].map(
   ([network, coins]) => html`<fieldset><legend>${network}</legend>
@@ -384,7 +386,7 @@ export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
     : ctx.embed
       ? html`<button type="button" class="k-link" data-kasse-cancel>${t(l, 'checkout.cancel')}</button>`
       : '';
-  const query = `${ctx.embed ? '&embed=1' : ''}&lang=${l}`;
+  const query = `${ctx.embed ? '&embed=1' : ''}${ctx.picked ? `&lang=${ctx.picked}` : ''}`;
   const keep: Record<string, string> = ctx.embed
     ? { embed: '1', ...(ctx.parentOrigin ? { origin: ctx.parentOrigin } : {}) }
     : {};
@@ -414,6 +416,7 @@ ${await checkoutMain(ctx)}
 
 export interface PosSaleContext {
   locale: Locale;
+  picked?: Locale | null;
   payment: Payment;
   mode: Mode;
   linkTitle: string;
@@ -426,7 +429,7 @@ export async function posMain(ctx: PosSaleContext): Promise<Html> {
   const l = ctx.locale;
   const p = ctx.payment;
   const amount = money(l, p.price_amount);
-  const home = `/l/${ctx.slug}?lang=${l}`;
+  const home = `/l/${ctx.slug}${ctx.picked ? `?lang=${ctx.picked}` : ''}`;
   const next = html`<a class="k-btn k-next" href="${home}" data-autofocus>${t(l, 'pos.next')}</a>`;
   switch (phaseOf(p)) {
     case 'pick':
@@ -450,7 +453,7 @@ export async function posSalePage(ctx: PosSaleContext): Promise<string> {
   const body = html`<div class="k-card k-pos">
 <header class="k-head"><h1 class="k-title">${ctx.linkTitle}</h1><p class="k-price">${money(l, p.price_amount)}</p><p class="k-order">${sale}</p></header>
 <p id="k-status" class="k-status${quietStatus(p, 'pos') ? ' k-sr' : ''}" role="status" aria-live="polite">${statusLine(l, p, 'pos')}</p>
-<main id="k-main" data-events="/p/${p.id}/events?view=pos&amp;slug=${ctx.slug}&amp;lang=${l}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="">
+<main id="k-main" data-events="/p/${p.id}/events?view=pos&amp;slug=${ctx.slug}${ctx.picked ? `&lang=${ctx.picked}` : ''}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="">
 ${await posMain(ctx)}
 </main>
 <footer class="k-foot">${switcher(l)}</footer>

@@ -42,7 +42,7 @@ import {
 } from './page.ts';
 import { payerMessage } from './payer-text.ts';
 import { t, type Locale } from '../core/i18n/index.ts';
-import { langQuery, pageLocale } from './lang.ts';
+import { langQuery, pageLocale, pickedLocale } from './lang.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 interface PageQuery {
@@ -80,10 +80,11 @@ async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<{ coins: Co
 async function context(
   kasse: Kasse,
   found: PublicPayment,
-  q: { locale: Locale; embed: boolean; origin: string | null; error?: string | null },
+  q: { locale: Locale; picked?: Locale | null; embed: boolean; origin: string | null; error?: string | null },
 ): Promise<CheckoutContext> {
   return {
     locale: q.locale,
+    picked: q.picked ?? null,
     ...(await coinsFor(kasse, found)),
     closed: !kasse.chains.anyAvailable(found.mode),
     payment: found.payment,
@@ -138,6 +139,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
     const embed = req.query.embed === '1';
     const ctx = await context(kasse, found, {
       locale: pageLocale(req, found.payment.locale),
+      picked: pickedLocale(req),
       embed,
       origin: embed ? parentOrigin(req.query.origin) : null,
       error: null,
@@ -184,7 +186,13 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
           ? notFoundPage(reply, locale)
           : sendPage(reply, e.status, messagePage(locale, t(locale, 'page.wrong'), e.message));
       const fresh = (await kasse.payments.reader.publicPayment(found.payment.id)) ?? found;
-      const ctx = await context(kasse, fresh, { locale, embed, origin, error: e.message });
+      const ctx = await context(kasse, fresh, {
+        locale,
+        picked: pickedLocale(req, fields.lang),
+        embed,
+        origin,
+        error: e.message,
+      });
       return sendPage(reply, e.status, await checkoutPage(ctx), framing(fresh));
     }
   });
@@ -233,8 +241,18 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
           const p = found.payment;
           const main =
             view === 'pos'
-              ? await posMain({ locale, payment: p, mode: found.mode, linkTitle: '', slug, now: kasse.clock.now() })
-              : await checkoutMain(await context(kasse, found, { locale, embed, origin: null }));
+              ? await posMain({
+                  locale,
+                  picked: pickedLocale(req),
+                  payment: p,
+                  mode: found.mode,
+                  linkTitle: '',
+                  slug,
+                  now: kasse.clock.now(),
+                })
+              : await checkoutMain(
+                  await context(kasse, found, { locale, picked: pickedLocale(req), embed, origin: null }),
+                );
           const data = {
             fp: key,
             status: p.status,

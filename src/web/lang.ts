@@ -18,11 +18,15 @@ export function pageLocale(req: FastifyRequest, stored?: string | null, asked?: 
   });
 }
 
+/** The language the payer picked on the switcher (`?lang=`, or a form's `lang`), or null when none was. */
+export function pickedLocale(req: FastifyRequest, asked?: unknown): Locale | null {
+  const value = asked ?? ((req.query ?? {}) as Record<string, unknown>).lang;
+  return typeof value === 'string' ? supportedLocale(value) : null;
+}
+
 /** `?lang=xx` (or `&lang=xx` after other parameters) when the payer picked a language, so it survives redirects. */
 export function langQuery(req: FastifyRequest, first: boolean, asked?: unknown): string {
-  const query = (req.query ?? {}) as Record<string, unknown>;
-  const value = asked ?? query.lang;
-  const l = typeof value === 'string' ? supportedLocale(value) : null;
+  const l = pickedLocale(req, asked);
   return l ? `${first ? '?' : '&'}lang=${l}` : '';
 }
 
@@ -38,9 +42,9 @@ export function switcher(locale: Locale, action?: string, hidden: Record<string,
   )}</select><button type="submit" class="k-small">${t(locale, 'page.change_language')}</button></form>`;
 }
 
-/** A hidden form field carrying the payer's pick of language through a form post. */
-export function langField(locale: Locale): Html {
-  return html`<input type="hidden" name="lang" value="${locale}">`;
+/** A hidden form field carrying the payer's pick of language (if any) through a form post. */
+export function langField(picked: Locale | null | undefined): Html | string {
+  return picked ? html`<input type="hidden" name="lang" value="${picked}">` : '';
 }
 
 /**

@@ -17,7 +17,7 @@ import { merchantName } from '../modules/merchants/lookup.ts';
 import { LINK_LIMITS, type LinkAvailability, type LinkRow } from '../modules/links/service.ts';
 import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { type Locale, money, t } from '../core/i18n/index.ts';
-import { langField, langQuery, pageLocale, switcher } from './lang.ts';
+import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import { posSalePage } from './checkout-view.ts';
 import {
   addFormParser,
@@ -75,7 +75,7 @@ const availabilityText = (l: Locale, a: LinkAvailability) =>
 function linkForm(
   l: Locale,
   link: LinkRow,
-  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string; picked?: Locale | null },
 ): Html {
   const range = amountHint(l, boundsOf(link));
   const email = link.collect_email
@@ -84,7 +84,7 @@ function linkForm(
   const amountInput = (label: string, required: boolean) =>
     html`<label for="k-amount">${label}</label><div class="k-money"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?"${required ? html` required` : ''} value="${values.amount ?? ''}" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>`;
   const error = html`<p class="k-error" role="alert">${values.error ?? ''}</p>`;
-  const open = html`<form method="post" action="/l/${link.slug}" class="k-form${link.kind === 'pos' ? ' k-terminal' : ''}" data-once${link.kind === 'pos' ? html` data-keypad` : ''} novalidate>${langField(l)}`;
+  const open = html`<form method="post" action="/l/${link.slug}" class="k-form${link.kind === 'pos' ? ' k-terminal' : ''}" data-once${link.kind === 'pos' ? html` data-keypad` : ''} novalidate>${langField(values.picked)}`;
   switch (link.kind) {
     case 'fixed':
       return html`${open}${email}<button type="submit" class="k-btn">${t(l, 'link.pay', { amount: money(l, link.amount_usd_cents!) })}</button>${error}</form>`;
@@ -113,7 +113,7 @@ function linkPage(
   l: Locale,
   link: LinkRow,
   merchant: Merchant,
-  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string; picked?: Locale | null },
 ): string {
   const price = link.kind === 'fixed' ? html`<p class="k-price">${money(l, link.amount_usd_cents!)}</p>` : '';
   const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(l, link, values)}</main>${footer(l, link)}</div>`;
@@ -207,7 +207,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     if (availability !== 'ok')
       return sendPage(reply, 410, unavailablePage(l, link, merchant, availabilityText(l, availability)));
     if (!kasse.chains.anyAvailable(link.mode)) return sendPage(reply, 200, closedPage(l, link, merchant));
-    return sendPage(reply, 200, linkPage(l, link, merchant, { csrf: gate.csrf }));
+    return sendPage(reply, 200, linkPage(l, link, merchant, { csrf: gate.csrf, picked: pickedLocale(req) }));
   });
 
   app.post<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
@@ -267,7 +267,11 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       return sendPage(
         reply,
         e.status,
-        linkPage(l, fresh, merchant, { ...values, error: payerMessage(l, e, boundsOf(fresh)) }),
+        linkPage(l, fresh, merchant, {
+          ...values,
+          picked: pickedLocale(req, bodyLang(req)),
+          error: payerMessage(l, e, boundsOf(fresh)),
+        }),
       );
     }
   });
@@ -286,6 +290,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       200,
       await posSalePage({
         locale: l,
+        picked: pickedLocale(req),
         payment: found.payment,
         mode: found.mode,
         linkTitle: link.title,

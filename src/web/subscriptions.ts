@@ -14,7 +14,7 @@ import { day, type Locale, type MessageKey, moment, money, t } from '../core/i18
 import type { Kasse } from '../kasse.ts';
 import { every } from '../modules/subscriptions/mail.ts';
 import type { CustomerView } from '../modules/subscriptions/service.ts';
-import { langField, langQuery, pageLocale, switcher } from './lang.ts';
+import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import {
   addFormParser,
   asApiError,
@@ -52,7 +52,7 @@ function subscriptionPage(
   l: Locale,
   token: string,
   v: CustomerView,
-  o: { notice?: string; error?: string } = {},
+  o: { notice?: string; error?: string; picked?: Locale | null } = {},
 ): string {
   const s = v.subscription;
   const cancelled = s.status === 'cancelled';
@@ -62,7 +62,7 @@ function subscriptionPage(
       (i) =>
         html`<li><span>${t(l, 'sub.period', { period: i.period, date: day(l, new Date(i.created_at)) })}</span><span>${money(l, i.amount_usd_cents)}</span><span class="k-inv-${i.status}">${say(l, PAYMENT_TEXT, i.status)}</span>${
           i.status === 'waiting'
-            ? html`<a class="k-small" href="${i.checkout_url}?lang=${l}">${t(l, 'sub.pay')}</a>`
+            ? html`<a class="k-small" href="${i.checkout_url}${o.picked ? `?lang=${o.picked}` : ''}">${t(l, 'sub.pay')}</a>`
             : ''
         }</li>`,
     )}</ul>`;
@@ -82,7 +82,7 @@ ${s.invoices.length > 0 ? html`<h2>${t(l, 'sub.payments')}</h2>${payments}` : ''
 ${
   cancelled
     ? html`<p class="k-note">${t(l, 'sub.cancelled_note')}</p>`
-    : html`<form method="post" action="/s/${token}/cancel" class="k-form" data-once>${langField(l)}<h2>${t(l, 'sub.cancel_heading')}</h2><p class="k-note">${t(l, 'sub.cancel_note')}</p><button type="submit" class="k-btn k-alt">${t(l, 'sub.cancel_button')}</button></form>`
+    : html`<form method="post" action="/s/${token}/cancel" class="k-form" data-once>${langField(o.picked)}<h2>${t(l, 'sub.cancel_heading')}</h2><p class="k-note">${t(l, 'sub.cancel_note')}</p><button type="submit" class="k-btn k-alt">${t(l, 'sub.cancel_button')}</button></form>`
 }
 </main><footer class="k-foot"><span class="k-brand">${t(l, 'page.secured')}</span>${switcher(l, `/s/${token}`)}</footer></div>`;
   return renderPage({ locale: l, title: `${s.title} · ${v.merchantName}`, body, test: v.mode === 'test' });
@@ -109,7 +109,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     if (!view) return refused(reply, pageLocale(req), 'missing');
     const l = pageLocale(req, view.subscription.locale);
     const notice = req.query.done === 'cancelled' ? t(l, 'sub.cancel_done') : undefined;
-    return sendPage(reply, 200, subscriptionPage(l, req.params.token, view, { notice }));
+    return sendPage(reply, 200, subscriptionPage(l, req.params.token, view, { notice, picked: pickedLocale(req) }));
   });
 
   app.post<{ Params: { token: string } }>('/s/:token/cancel', async (req, reply) => {
@@ -133,7 +133,11 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
           : e instanceof ApiError && e.param === 'Origin'
             ? t(l, 'sub.from_this_page')
             : t(l, 'sub.try_again');
-      return sendPage(reply, e.status, subscriptionPage(l, req.params.token, view, { error: message }));
+      return sendPage(
+        reply,
+        e.status,
+        subscriptionPage(l, req.params.token, view, { error: message, picked: pickedLocale(req, bodyLang(req)) }),
+      );
     }
   });
 };

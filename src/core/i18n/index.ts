@@ -185,5 +185,5 @@ export function countdownText(locale: Locale, seconds: number): string {
 
 /** "BTC, ETH and USDC" in the locale. */
 export function list(locale: Locale, items: string[]): string {
-  return new Intl.ListFormat(locale, { style: 'long', type: 'conjunction' }).format(items);
+  return new Intl.ListFormat(intlLocale(locale), { style: 'long', type: 'conjunction' }).format(items);
 }
