@@ -64,11 +64,10 @@ export interface PageOptions {
 /** A whole document: one stylesheet and deferred scripts from this host, nothing inline. */
 export function renderPage(o: PageOptions): string {
   return html`<!doctype html>
-<html lang="${o.locale}" dir="${dirOf(o.locale)}"${o.rootAttrs ?? ''}>
+<html lang="${o.locale}" dir="${dirOf(o.locale)}" data-text="${clientText(o.locale)}"${o.rootAttrs ?? ''}>
 <head>
 ${PAGE_HEAD}
 <title>${o.title}</title>
-${clientText(o.locale)}
 <link rel="stylesheet" href="${assetUrl('kasse.css')}">
 <script src="${assetUrl('pay.js')}" defer></script>
 ${(o.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}${o.head ?? ''}</head>

@@ -1,7 +1,7 @@
 /* Kasse pages: live status, countdowns, copy buttons, the POS keypad and the modal's messages. Chain families' wallet
    scripts load after this one and use window.kassePage: onRender(fn) runs fn now and after every live update of the
    page, say(text) announces a status. Progressive enhancement only: every page works without this file. No
-   dependencies. Its few words come from the page (#k-text: JSON in the page's language). */
+   dependencies. Its few words come from the page (<html data-text>: JSON in the page's language). */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -10,7 +10,7 @@
   var FINAL = ['paid', 'expired', 'cancelled', 'refunded'];
   var status = d.getElementById('k-status'), main = d.getElementById('k-main');
   var offset = 0, told = false, key = () => {}, rendered = [];
-  var T = JSON.parse((d.getElementById('k-text') || {}).textContent || '{}'), lang = T.lang || 'en';
+  var T = JSON.parse(root.dataset.text || '{}'), lang = T.lang || 'en';
   var nf = (o) => new Intl.NumberFormat(lang, o), two = nf({ minimumIntegerDigits: 2 }), usd = nf({ style: 'currency', currency: 'USD' });
 
   function $(s, el) { return (el || d).querySelector(s); }
