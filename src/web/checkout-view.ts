@@ -250,6 +250,7 @@ async function sendBlock(
   const wallet =
     network && token
       ? ctx.walletButtons({
+          locale: l,
           mode: ctx.mode,
           network,
           token,

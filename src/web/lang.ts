@@ -63,5 +63,11 @@ export function clientText(locale: Locale): string {
     enterFirst: t(locale, 'pos.enter_first'),
     close: t(locale, 'checkout.close_modal'),
     dialog: t(locale, 'checkout.modal'),
+    walletFailed: t(locale, 'wallet.failed'),
+    walletSent: t(locale, 'wallet.sent'),
+    walletNotSent: t(locale, 'wallet.not_sent'),
+    walletSigned: t(locale, 'wallet.signed'),
+    walletNoAccount: t(locale, 'wallet.no_account'),
+    walletSending: t(locale, 'wallet.sending'),
   });
 }

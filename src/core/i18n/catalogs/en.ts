@@ -214,6 +214,16 @@ const en = {
   'mail.why_customer': 'You cancelled it with the link from our emails.',
   'mail.why_merchant': '{merchant} cancelled it.',
   'mail.why_unpaid': 'The payment for a period was not received before its grace period ended.',
+  'wallet.browser': 'Pay with browser wallet',
+  'wallet.gasless': 'Pay by signature (no gas fee)',
+  'wallet.solana': 'Pay with Solana wallet',
+  'wallet.solana_gasless': 'Pay {symbol} by signature (no SOL needed)',
+  'wallet.failed': 'The wallet did not complete the payment.',
+  'wallet.sent': 'Transaction sent. Waiting for the network to see it.',
+  'wallet.not_sent': 'The payment could not be sent.',
+  'wallet.signed': 'Signed. Kasse is sending your payment.',
+  'wallet.no_account': 'The wallet shared no account.',
+  'wallet.sending': 'Payment sent; waiting for the network…',
 } as const;
 
 export type MessageKey = keyof typeof en;
