@@ -63,7 +63,7 @@ function walletButtons(deps: SolanaCheckoutDeps, c: WalletChoice): WalletButton[
   const buttons: WalletButton[] = [{ label: t(c.locale, 'wallet.solana'), data: { 'solana-pay': '', ...data } }];
   if (token.gasless && token.kind === 'spl')
     buttons.push({
-      label: t(c.locale, 'wallet.solana_gasless', { symbol: token.symbol }),
+      label: t(c.locale, 'wallet.sign_without_fee', { symbol: token.symbol }),
       data: { 'solana-gasless': '', ...data },
     });
   return buttons;

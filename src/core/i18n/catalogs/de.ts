@@ -223,7 +223,7 @@ export default {
   'wallet.browser': 'Mit Browser-Wallet bezahlen',
   'wallet.gasless': 'Per Signatur bezahlen (ohne Gasgebühr)',
   'wallet.solana': 'Mit Solana-Wallet bezahlen',
-  'wallet.solana_gasless': '{symbol} per Signatur bezahlen (kein SOL nötig)',
+  'wallet.sign_without_fee': '{symbol} per Signatur bezahlen (kein SOL nötig)',
   'wallet.failed': 'Die Wallet hat die Zahlung nicht abgeschlossen.',
   'wallet.sent': 'Transaktion gesendet. Warten, bis das Netzwerk sie sieht.',
   'wallet.not_sent': 'Die Zahlung konnte nicht gesendet werden.',

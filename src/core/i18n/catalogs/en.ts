@@ -217,7 +217,7 @@ const en = {
   'wallet.browser': 'Pay with browser wallet',
   'wallet.gasless': 'Pay by signature (no gas fee)',
   'wallet.solana': 'Pay with Solana wallet',
-  'wallet.solana_gasless': 'Pay {symbol} by signature (no SOL needed)',
+  'wallet.sign_without_fee': 'Pay {symbol} by signature (no SOL needed)',
   'wallet.failed': 'The wallet did not complete the payment.',
   'wallet.sent': 'Transaction sent. Waiting for the network to see it.',
   'wallet.not_sent': 'The payment could not be sent.',

@@ -217,7 +217,7 @@ export default {
   'wallet.browser': 'Pagar con la billetera del navegador',
   'wallet.gasless': 'Pagar con firma (sin comisión de gas)',
   'wallet.solana': 'Pagar con billetera de Solana',
-  'wallet.solana_gasless': 'Pagar {symbol} con firma (sin necesidad de SOL)',
+  'wallet.sign_without_fee': 'Pagar {symbol} con firma (sin necesidad de SOL)',
   'wallet.failed': 'La billetera no completó el pago.',
   'wallet.sent': 'Transacción enviada. Esperando a que la red la vea.',
   'wallet.not_sent': 'No se pudo enviar el pago.',

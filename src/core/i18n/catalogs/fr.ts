@@ -219,7 +219,7 @@ export default {
   'wallet.browser': 'Payer avec le portefeuille du navigateur',
   'wallet.gasless': 'Payer par signature (sans frais de gaz)',
   'wallet.solana': 'Payer avec un portefeuille Solana',
-  'wallet.solana_gasless': 'Payer en {symbol} par signature (sans SOL)',
+  'wallet.sign_without_fee': 'Payer en {symbol} par signature (sans SOL)',
   'wallet.failed': 'Le portefeuille n’a pas terminé le paiement.',
   'wallet.sent': 'Transaction envoyée. En attente de sa détection par le réseau.',
   'wallet.not_sent': 'Le paiement n’a pas pu être envoyé.',

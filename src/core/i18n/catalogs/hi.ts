@@ -207,7 +207,7 @@ export default {
   'wallet.browser': 'ब्राउज़र वॉलेट से भुगतान करें',
   'wallet.gasless': 'हस्ताक्षर से भुगतान करें (कोई गैस शुल्क नहीं)',
   'wallet.solana': 'Solana वॉलेट से भुगतान करें',
-  'wallet.solana_gasless': 'हस्ताक्षर से {symbol} का भुगतान करें (SOL की ज़रूरत नहीं)',
+  'wallet.sign_without_fee': 'हस्ताक्षर से {symbol} का भुगतान करें (SOL की ज़रूरत नहीं)',
   'wallet.failed': 'वॉलेट ने भुगतान पूरा नहीं किया।',
   'wallet.sent': 'लेन-देन भेज दिया गया। नेटवर्क के देखने की प्रतीक्षा है।',
   'wallet.not_sent': 'भुगतान भेजा नहीं जा सका।',

@@ -219,7 +219,7 @@ export default {
   'wallet.browser': 'Bayar dengan dompet browser',
   'wallet.gasless': 'Bayar dengan tanda tangan (tanpa biaya gas)',
   'wallet.solana': 'Bayar dengan dompet Solana',
-  'wallet.solana_gasless': 'Bayar {symbol} dengan tanda tangan (tanpa perlu SOL)',
+  'wallet.sign_without_fee': 'Bayar {symbol} dengan tanda tangan (tanpa perlu SOL)',
   'wallet.failed': 'Dompet tidak menyelesaikan pembayaran.',
   'wallet.sent': 'Transaksi terkirim. Menunggu jaringan melihatnya.',
   'wallet.not_sent': 'Pembayaran tidak dapat dikirim.',

@@ -214,7 +214,7 @@ export default {
   'wallet.browser': 'Pagar com a carteira do navegador',
   'wallet.gasless': 'Pagar por assinatura (sem taxa de gás)',
   'wallet.solana': 'Pagar com carteira Solana',
-  'wallet.solana_gasless': 'Pagar {symbol} por assinatura (sem precisar de SOL)',
+  'wallet.sign_without_fee': 'Pagar {symbol} por assinatura (sem precisar de SOL)',
   'wallet.failed': 'A carteira não concluiu o pagamento.',
   'wallet.sent': 'Transação enviada. Aguardando a rede vê-la.',
   'wallet.not_sent': 'Não foi possível enviar o pagamento.',

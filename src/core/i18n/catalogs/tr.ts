@@ -215,7 +215,7 @@ export default {
   'wallet.browser': 'Tarayıcı cüzdanıyla öde',
   'wallet.gasless': 'İmzayla öde (gas ücreti yok)',
   'wallet.solana': 'Solana cüzdanıyla öde',
-  'wallet.solana_gasless': '{symbol} ile imzayla öde (SOL gerekmez)',
+  'wallet.sign_without_fee': '{symbol} ile imzayla öde (SOL gerekmez)',
   'wallet.failed': 'Cüzdan ödemeyi tamamlamadı.',
   'wallet.sent': 'İşlem gönderildi. Ağın görmesi bekleniyor.',
   'wallet.not_sent': 'Ödeme gönderilemedi.',

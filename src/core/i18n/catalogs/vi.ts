@@ -222,7 +222,7 @@ export default {
   'wallet.browser': 'Thanh toán bằng ví trình duyệt',
   'wallet.gasless': 'Thanh toán bằng chữ ký (không mất phí gas)',
   'wallet.solana': 'Thanh toán bằng ví Solana',
-  'wallet.solana_gasless': 'Thanh toán {symbol} bằng chữ ký (không cần SOL)',
+  'wallet.sign_without_fee': 'Thanh toán {symbol} bằng chữ ký (không cần SOL)',
   'wallet.failed': 'Ví chưa hoàn tất thanh toán.',
   'wallet.sent': 'Đã gửi giao dịch. Đang chờ mạng ghi nhận.',
   'wallet.not_sent': 'Không thể gửi khoản thanh toán.',

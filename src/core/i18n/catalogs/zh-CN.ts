@@ -204,7 +204,7 @@ export default {
   'wallet.browser': '使用浏览器钱包付款',
   'wallet.gasless': '通过签名付款（无 Gas 费）',
   'wallet.solana': '使用 Solana 钱包付款',
-  'wallet.solana_gasless': '通过签名支付 {symbol}（无需 SOL）',
+  'wallet.sign_without_fee': '通过签名支付 {symbol}（无需 SOL）',
   'wallet.failed': '钱包未完成付款。',
   'wallet.sent': '交易已发送。正在等待网络检测到。',
   'wallet.not_sent': '无法发送付款。',
