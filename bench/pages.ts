@@ -6,6 +6,9 @@
  * document (`html_wire`, gzipped above 1 KiB; `html_bytes` uncompressed). Time: first-contentful-paint from the Performance API,
  * median of cold loads (a fresh browser context each, so nothing is cached), plus the server's time to first byte.
  * The app runs in this process on a throwaway embedded PostgreSQL with local price servers.
+ *
+ * `languages`: the checkout (coin picker, and address + QR) in every supported language (`?lang=`), fewer loads each
+ * (`BENCH_LANG_LOADS`, default 3): only the page's own language travels, so the weight barely moves between them.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +19,7 @@ import { createLogger } from '../src/core/log.ts';
 import { Kasse } from '../src/kasse.ts';
 import { startListeners } from '../src/server.ts';
 import { assetSizes } from '../src/web/assets.ts';
+import { LOCALES } from '../src/core/i18n/index.ts';
 import { CHROMIUM_ARGS } from '../test/harness/browser.ts';
 import { testSecrets } from '../test/harness/app.ts';
 import { startBinanceServer, startCoinGeckoServer } from '../test/harness/price-servers.ts';
@@ -93,14 +97,14 @@ export async function run(): Promise<object> {
       pos_terminal: pos.url,
     };
 
-    const result: Record<string, unknown> = {};
-    for (const [name, url] of Object.entries(pages)) {
+    /** Median first paint and the weight of `url` over `n` cold loads (after one warm-up). */
+    const measure = async (url: string, n: number, signedIn = false) => {
       const fcp: number[] = [];
       const ttfb: number[] = [];
       let weight = { html_bytes: 0, html_wire: 0, js_gzip: 0, css_gzip: 0, requests: 0 };
-      for (let i = 0; i < loads + 1; i++) {
+      for (let i = 0; i < n + 1; i++) {
         const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-        if (name === 'pos_terminal')
+        if (signedIn)
           await context.addCookies([{ name: 'kasse_session', value: session.token, url: kasse.urls.checkout }]);
         const page = await context.newPage();
         await page.goto(url, { waitUntil: 'load' });
@@ -125,14 +129,31 @@ export async function run(): Promise<object> {
         ttfb.push(t.ttfb);
         weight = { html_bytes: t.htmlRaw, html_wire: t.html, js_gzip: t.js, css_gzip: t.css, requests: t.requests };
       }
-      result[name] = {
+      return {
         ...weight,
         fcp_ms_median: median(fcp),
         fcp_ms_min: Math.round(Math.min(...fcp) * 10) / 10,
         ttfb_ms_median: median(ttfb),
       };
+    };
+
+    const result: Record<string, unknown> = {};
+    for (const [name, url] of Object.entries(pages)) result[name] = await measure(url, loads, name === 'pos_terminal');
+    const langLoads = Number(process.env.BENCH_LANG_LOADS ?? 3);
+    const languages: Record<string, unknown> = {};
+    for (const l of LOCALES) {
+      languages[l] = {
+        checkout_picker: await measure(`${picker.checkout_url}?lang=${l}`, langLoads),
+        checkout_address: await measure(`${address.checkout_url}?lang=${l}`, langLoads),
+      };
     }
-    return { loads_per_page: loads, viewport: '390x844', pages: result, assets: assetSizes() };
+    return {
+      loads_per_page: loads,
+      viewport: '390x844',
+      pages: result,
+      languages: { loads_per_page: langLoads, pages: languages },
+      assets: assetSizes(),
+    };
   } finally {
     await browser.close();
     await listeners.close();

@@ -20,6 +20,7 @@ import type { Flags } from '../core/flags.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
+import type { Locale } from '../core/i18n/index.ts';
 import type { Secrets } from '../core/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { NetworkHealth } from './health.ts';
@@ -135,6 +136,8 @@ export interface FamilyWorker {
 
 /** A coin choice the checkout shows, for a family to offer wallet buttons for. */
 export interface WalletChoice {
+  /** The page's language: button labels come from its catalog (src/core/i18n). */
+  locale: Locale;
   mode: Mode;
   network: NetworkConfig;
   token: TokenConfig;

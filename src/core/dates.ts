@@ -1,4 +1,4 @@
-/** How dates read in English text (statements, subscription mail): month names, in UTC. */
+/** How dates read in English text (statements): month names, in UTC. */
 
 export const MONTHS = [
   'January',
@@ -14,8 +14,3 @@ export const MONTHS = [
   'November',
   'December',
 ] as const;
-
-/** "1 March 2026" (UTC). */
-export function dayText(d: Date): string {
-  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
-}

@@ -124,6 +124,8 @@ export interface PaymentsTable {
   success_url: string | null;
   cancel_url: string | null;
   webhook_url: string | null;
+  /** The payer's language (0032_locale); null: negotiated from the browser. */
+  locale: string | null;
   metadata: Json;
   expires_at: Timestamp;
   paid_at: Timestamp | null;
@@ -234,6 +236,7 @@ export interface LinksTable {
   presets_usd_cents: number[];
   collect_email: boolean;
   success_url: string | null;
+  locale: string | null;
   max_uses: number | null;
   uses: Generated<number>;
   seq: Generated<number>;
@@ -508,6 +511,7 @@ export interface SubscriptionsTable {
   periods_paid: Generated<number>;
   last_payment_id: string | null;
   success_url: string | null;
+  locale: string | null;
   metadata: Json;
   cancelled_at: Timestamp | null;
   cancellation_reason: 'merchant' | 'customer' | 'unpaid' | null;

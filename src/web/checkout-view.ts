@@ -1,7 +1,8 @@
 /**
  * Rendering of the hosted checkout (`/p/<id>`) and of a POS sale (`/l/<slug>/sale/<id>`): pure functions from the
  * Payment (as the API shows it) to markup. The live-status stream renders the same `main` fragments, so a page and
- * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag.
+ * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag; every
+ * word the page says comes from the catalog of its locale (src/core/i18n). Coin amounts stay as wallets take them.
  */
 import { createHash } from 'node:crypto';
 import type { WalletChoice } from '../chains/plugin.ts';
@@ -11,7 +12,9 @@ import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
 import type { Payment } from '../modules/payments/schema.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';
 import type { MerchantBrand } from './brand.ts';
-import { html, qrSvg, renderPage, usd, type Html } from './page.ts';
+import { countdownText, list, type Locale, moment, money, t } from '../core/i18n/index.ts';
+import { html, qrSvg, renderPage, type Html } from './page.ts';
+import { langField, switcher } from './lang.ts';
 
 type Attempt = Payment['attempts'][number];
 
@@ -100,6 +103,10 @@ export function approx(units: bigint, decimals: number): string {
 }
 
 export interface CheckoutContext {
+  /** The page's language. */
+  locale: Locale;
+  /** The language the payer picked on the switcher, carried through the page's forms and links. */
+  picked?: Locale | null;
   payment: Payment;
   mode: Mode;
   merchantName: string;
@@ -145,36 +152,30 @@ export function quietStatus(p: Payment, view: 'checkout' | 'pos' = 'checkout'): 
 }
 
 /** The status line announced to screen readers (and shown while the payer is to send money) for the payment's state. */
-export function statusLine(p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
+export function statusLine(l: Locale, p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
   const a = lastAttempt(p);
   const phase = phaseOf(p);
-  if (view === 'pos' && (phase === 'pick' || phase === 'pay')) return 'Waiting for the customer to scan and pay.';
+  if (view === 'pos' && (phase === 'pick' || phase === 'pay')) return t(l, 'status.pos_waiting');
   switch (phase) {
     case 'pick':
-      return a ? 'The price hold ended. Choose a coin to continue.' : 'Choose a coin to pay with.';
+      return t(l, a ? 'status.pick_again' : 'status.pick');
     case 'pay':
-      return `Waiting for ${a!.pay_amount_display} ${a!.symbol}.`;
+      return t(l, 'status.pay', { amount: a!.pay_amount_display, symbol: symbolOf(a!) });
     case 'seen': {
       const need = a?.confirmations_required ?? null;
       const have = Math.min(...(a?.deposits.filter((d) => d.status !== 'orphaned').map((d) => d.confirmations) ?? [0]));
       return need === null
-        ? 'Payment detected. Waiting for confirmations.'
-        : `Payment detected. ${Math.min(have, Number(need))} of ${need} confirmations.`;
+        ? t(l, 'status.seen')
+        : t(l, 'status.seen_count', { have: Math.min(have, Number(need)), need: Number(need) });
     }
     case 'underpaid':
-      return `Part of the payment arrived. ${missingDisplay(a!)} ${a!.symbol} is missing.`;
-    case 'paid':
-      return 'Paid. Thank you!';
-    case 'expired':
-      return 'This payment has expired.';
-    case 'late':
-      return 'Your payment arrived after the time window. The merchant will review it.';
-    case 'cancelled':
-      return 'This payment was cancelled.';
-    case 'refunded':
-      return 'This payment was refunded.';
+      return t(l, 'status.underpaid', { amount: missingDisplay(a!), symbol: symbolOf(a!) });
+    default:
+      return t(l, `status.${phase}`);
   }
 }
+
+const symbolOf = (a: Attempt) => a.symbol ?? a.token;
 
 function missingUnits(a: Attempt): bigint {
   const missing = BigInt(a.pay_amount) - BigInt(a.received_amount);
@@ -188,18 +189,20 @@ function missingDisplay(a: Attempt): string {
   return formatUnits(missing > 0n ? missing : 0n, d);
 }
 
-const countdown = (expiresAt: string, now: Date) => {
+/** The time left, as minutes and seconds in the page's digits (pay.js keeps it running, announcing only the end). */
+const countdown = (l: Locale, expiresAt: string, now: Date) => {
   const left = Math.max(0, Math.floor((Date.parse(expiresAt) - now.getTime()) / 1000));
-  const text = `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
-  return html`<time class="k-count" datetime="PT${left}S" data-expires="${expiresAt}" data-now="${now.toISOString()}">${text}</time>`;
+  const spoken = t(l, 'send.countdown', { minutes: Math.floor(left / 60), seconds: left % 60 });
+  return html`<time class="k-count" datetime="PT${left}S" data-expires="${expiresAt}" data-now="${now.toISOString()}" title="${spoken}">${countdownText(l, left)}</time>`;
 };
 
 /** A copyable value: the text plus a button that copies it. */
-const copyable = (id: string, label: string, value: string, cls = '') =>
-  html`<div class="k-copy"><span class="k-label" id="${id}-l">${label}</span><code class="k-value ${cls}" id="${id}">${value}</code><button type="button" class="k-small" data-copy="${value}" aria-describedby="${id}-l">Copy</button></div>`;
+const copyable = (l: Locale, id: string, label: string, value: string, cls = '') =>
+  html`<div class="k-copy"><span class="k-label" id="${id}-l">${label}</span><code class="k-value ${cls}" id="${id}">${value}</code><button type="button" class="k-small" data-copy="${value}" aria-describedby="${id}-l">${t(l, 'send.copy')}</button></div>`;
 
 /** The coin picker: one submit button per coin, grouped by network. Works without JavaScript. */
 function picker(ctx: CheckoutContext, heading: boolean): Html {
+  const l = ctx.locale;
   const p = ctx.payment;
   const left = MAX_ATTEMPTS - p.attempts.length;
   const groups = new Map<string, CoinOption[]>();
@@ -207,29 +210,26 @@ function picker(ctx: CheckoutContext, heading: boolean): Html {
   const hidden = ctx.embed
     ? html`<input type="hidden" name="embed" value="1">${ctx.parentOrigin ? html`<input type="hidden" name="origin" value="${ctx.parentOrigin}">` : ''}`
     : '';
-  if (left <= 0)
-    return html`<p class="k-note">This payment has used all ${MAX_ATTEMPTS} coin choices. Ask the merchant for a new payment.</p>`;
+  if (left <= 0) return html`<p class="k-note">${t(l, 'pick.used_up', { max: MAX_ATTEMPTS })}</p>`;
   return html`<form method="post" action="/p/${p.id}/attempts" class="k-pick" data-enhance>
-${heading ? html`<h2>Choose a coin</h2>` : ''}${hidden}
-${ctx.coins.length === 0 && (ctx.unpriced ?? []).length === 0 ? html`<p class="k-note">No coin is available right now. Please try again in a minute.</p>` : ''}${unpricedNote(ctx.unpriced ?? [])}
+${heading ? html`<h2>${t(l, 'pick.heading')}</h2>` : ''}${hidden}${langField(ctx.picked)}
+${ctx.coins.length === 0 && (ctx.unpriced ?? []).length === 0 ? html`<p class="k-note">${t(l, 'pick.none')}</p>` : ''}${unpricedNote(l, ctx.unpriced ?? [])}
 ${[...groups].map(
   ([network, coins]) => html`<fieldset><legend>${network}</legend>
 ${coins.map(
   (c) =>
-    html`<button type="submit" name="token" value="${c.token}" class="k-coin"${c.belowMin ? html` disabled` : ''}><b>${c.symbol}</b><span>${c.name}</span><span class="k-est">${c.belowMin ? 'below minimum' : `≈ ${c.estimate} ${c.symbol}`}</span></button>\n`,
+    html`<button type="submit" name="token" value="${c.token}" class="k-coin"${c.belowMin ? html` disabled` : ''}><b>${c.symbol}</b><span>${c.name}</span><span class="k-est">${c.belowMin ? t(l, 'pick.below_min') : t(l, 'pick.estimate', { amount: c.estimate, symbol: c.symbol })}</span></button>\n`,
 )}</fieldset>
 `,
-)}<p class="k-hint">The amount is held for 10 minutes once you choose. ${left < MAX_ATTEMPTS ? `${left} more ${left === 1 ? 'choice' : 'choices'} left.` : ''}</p>
+)}<p class="k-hint">${t(l, 'pick.hold')} ${left < MAX_ATTEMPTS ? t(l, 'pick.left', { left }) : ''}</p>
 <p class="k-error" role="alert">${ctx.error ?? ''}</p>
 </form>`;
 }
 
 /** Says which coins are missing from the picker because no price can be fetched, instead of leaving them out silently. */
-function unpricedNote(symbols: string[]): Html | string {
+function unpricedNote(l: Locale, symbols: string[]): Html | string {
   if (symbols.length === 0) return '';
-  const list =
-    symbols.length === 1 ? symbols[0]! : `${symbols.slice(0, -1).join(', ')} and ${symbols[symbols.length - 1]}`;
-  return html`<p class="k-note" data-unpriced>${list} cannot be offered right now because ${symbols.length === 1 ? 'its price' : 'their prices'} cannot be fetched. Please choose another coin or try again in a few minutes.</p>`;
+  return html`<p class="k-note" data-unpriced>${t(l, 'pick.unpriced', { coins: list(l, symbols), count: symbols.length })}</p>`;
 }
 
 /** Address, exact amount, QR code, deep link, wallet buttons and the hold countdown for sending `units` of `a`'s coin. */
@@ -238,8 +238,9 @@ async function sendBlock(
   a: Attempt,
   units: bigint,
   uri: string | null,
-  timerLabel = 'Price held for',
+  timerLabel: 'send.held_for' | 'send.rest_within' = 'send.held_for',
 ): Promise<Html> {
+  const l = ctx.locale;
   const token = ctx.chains.token(ctx.mode, a.token);
   const network = ctx.chains.network(ctx.mode, a.chain);
   const amount = token
@@ -248,10 +249,11 @@ async function sendBlock(
       ? a.pay_amount_display
       : units.toString();
   const symbol = a.symbol ?? a.token;
-  const qr = await qrSvg(uri ?? a.address, `QR code: send ${amount} ${symbol} to ${a.address}`);
+  const qr = await qrSvg(uri ?? a.address, t(l, 'send.qr', { amount, symbol, address: a.address }));
   const wallet =
     network && token
       ? ctx.walletButtons({
+          locale: l,
           mode: ctx.mode,
           network,
           token,
@@ -264,77 +266,79 @@ async function sendBlock(
       : '';
   const networkName = network?.name ?? a.chain;
   return html`<div class="k-send">
-<div class="k-network" role="note"><span class="k-label" id="k-network-l">Network</span><strong class="k-netname" id="k-network" aria-describedby="k-network-l">${networkName}</strong><span class="k-netnote">Send ${symbol} on ${networkName} only. Money sent on another network or in another coin can be lost.</span></div>
-${copyable('k-amount', `Amount (${symbol})`, amount, 'k-big')}
-${copyable('k-address', 'To address', a.address, 'k-addr')}
+<div class="k-network" role="note"><span class="k-label" id="k-network-l">${t(l, 'send.network')}</span><strong class="k-netname" id="k-network" aria-describedby="k-network-l">${networkName}</strong><span class="k-netnote">${t(l, 'send.network_note', { symbol, network: networkName })}</span></div>
+${copyable(l, 'k-amount', t(l, 'send.amount', { symbol }), amount, 'k-big')}
+${copyable(l, 'k-address', t(l, 'send.address'), a.address, 'k-addr')}
 <div class="k-qrbox">${qr}</div>
-${uri ? html`<a class="k-btn" href="${uri}">Open in wallet app</a>` : ''}
+${uri ? html`<a class="k-btn" href="${uri}">${t(l, 'send.open_wallet')}</a>` : ''}
 ${wallet}
 <p class="k-error" role="alert" data-wallet-error></p>
-<p class="k-timer">${timerLabel} ${countdown(a.expires_at, ctx.now)}</p>
-<p class="k-note">Send exactly this amount, in one transfer.</p>
+<p class="k-timer">${t(l, timerLabel)} ${countdown(l, a.expires_at, ctx.now)}</p>
+<p class="k-note">${t(l, 'send.exactly_note')}</p>
 </div>`;
 }
 
-function deposits(a: Attempt | undefined): Html | string {
+function deposits(l: Locale, a: Attempt | undefined): Html | string {
   if (!a || a.deposits.length === 0) return '';
+  const status = (s: string) => (s === 'pending' || s === 'confirmed' || s === 'orphaned' ? t(l, `deposit.${s}`) : s);
   return html`<ul class="k-deps">${a.deposits.map(
     (d) =>
-      html`<li>${d.amount_display} ${d.token.split(':')[1]!.toUpperCase()} · ${d.status}${d.explorer_url ? html` · <a href="${d.explorer_url}" target="_blank" rel="noopener noreferrer">view transaction</a>` : ''}</li>`,
+      html`<li>${t(l, 'deposit.line', { amount: d.amount_display, symbol: d.token.split(':')[1]!.toUpperCase(), status: status(d.status) })}${d.explorer_url ? html` · <a href="${d.explorer_url}" target="_blank" rel="noopener noreferrer">${t(l, 'deposit.view')}</a>` : ''}</li>`,
   )}</ul>`;
 }
 
 /** How far the confirmations of a detected payment are. */
-function confirmationsLine(a: Attempt | undefined): Html | string {
+function confirmationsLine(l: Locale, a: Attempt | undefined): Html | string {
   const need = a?.confirmations_required ?? null;
   const live = a?.deposits.filter((d) => d.status !== 'orphaned') ?? [];
   if (need === null || live.length === 0) return '';
   const have = Math.min(Number(need), ...live.map((d) => d.confirmations));
-  return html`<p class="k-confirms">${have} of ${need} confirmations</p>`;
+  return html`<p class="k-confirms">${t(l, 'confirmations.count', { have, need: Number(need) })}</p>`;
 }
-
-/** "2026-03-01 12:00 UTC": the same for every payer, whatever their time zone. */
-const utcTime = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 
 /** "0x1234abcd…9f8e": a transaction hash short enough for a phone, the full hash in the link's title. */
 const shortHash = (h: string) => (h.length > 20 ? `${h.slice(0, 10)}…${h.slice(-6)}` : h);
 
 /** The paid page's receipt: what was paid, in which coin on which network, the transaction(s), when, and the reference. */
 function receipt(ctx: CheckoutContext): Html {
+  const l = ctx.locale;
   const p = ctx.payment;
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? lastAttempt(p);
   const network = a ? (ctx.chains.network(ctx.mode, a.chain)?.name ?? a.chain) : null;
   const txs = (a?.deposits ?? []).filter((d) => d.status !== 'orphaned' && d.token === a!.token);
   const row = (label: string, value: Html | string) => html`<div><dt>${label}</dt><dd>${value}</dd></div>`;
-  return html`<dl class="k-receipt" aria-label="Receipt">
-${row('Amount', usd(p.price_amount))}
-${a ? row('Paid with', `${a.received_amount_display} ${a.symbol ?? a.token} on ${network}`) : ''}
-${txs.map((d) => row('Transaction', d.explorer_url ? html`<a href="${d.explorer_url}" target="_blank" rel="noopener noreferrer" title="${d.tx_hash}">${shortHash(d.tx_hash)}</a>` : html`<code title="${d.tx_hash}">${shortHash(d.tx_hash)}</code>`))}
-${p.paid_at ? row('Date', utcTime(p.paid_at)) : ''}
-${row('Reference', p.order_id)}
+  return html`<dl class="k-receipt" aria-label="${t(l, 'receipt.label')}">
+${row(t(l, 'receipt.amount'), money(l, p.price_amount))}
+${a ? row(t(l, 'receipt.paid_with'), t(l, 'receipt.paid_with_value', { amount: a.received_amount_display, symbol: symbolOf(a), network: network! })) : ''}
+${txs.map((d) => row(t(l, 'receipt.transaction'), d.explorer_url ? html`<a href="${d.explorer_url}" target="_blank" rel="noopener noreferrer" title="${d.tx_hash}">${shortHash(d.tx_hash)}</a>` : html`<code title="${d.tx_hash}">${shortHash(d.tx_hash)}</code>`))}
+${p.paid_at ? row(t(l, 'receipt.date'), moment(l, new Date(p.paid_at))) : ''}
+${row(t(l, 'receipt.reference'), p.order_id)}
 </dl>`;
 }
 
 /** The inside of `<main>` for the payment's current state. */
 export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
+  const l = ctx.locale;
   const p = ctx.payment;
   const a = lastAttempt(p);
+  const state = (phase: 'expired' | 'cancelled' | 'refunded' | 'late', extra: Html | string = '') =>
+    html`<div class="k-state"><h2>${t(l, `${phase}.heading`)}</h2><p>${t(l, `${phase}.text`)}</p>${extra}</div>`;
   switch (phaseOf(p)) {
     case 'pick':
       if (ctx.closed) {
-        return html`<div class="k-state"><h2>This shop cannot take crypto payments yet</h2><p>${ctx.merchantName} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.</p></div>`;
+        return html`<div class="k-state"><h2>${t(l, 'closed.heading')}</h2><p>${t(l, 'closed.text', { merchant: ctx.merchantName })}</p></div>`;
       }
-      return html`${a ? html`<p class="k-note">The price for ${a.symbol} was held for 10 minutes and that time has ended.</p>` : ''}${picker(ctx, true)}`;
+      return html`${a ? html`<p class="k-note">${t(l, 'pick.hold_ended', { symbol: symbolOf(a) })}</p>` : ''}${picker(ctx, true)}`;
     case 'pay': {
       const block = await sendBlock(ctx, a!, BigInt(a!.pay_amount), a!.uri);
       const more =
         p.attempts.length < MAX_ATTEMPTS
-          ? html`<details class="k-more"><summary>Pay with another coin</summary>${picker(ctx, false)}</details>`
+          ? html`<details class="k-more"><summary>${t(l, 'pick.another')}</summary>${picker(ctx, false)}</details>`
           : '';
-      return html`<h2>Send exactly</h2>${block}${more}`;
+      return html`<h2>${t(l, 'send.heading')}</h2>${block}${more}`;
     }
     case 'seen':
-      return html`<div class="k-state"><p class="k-icon" aria-hidden="true">⏳</p><h2>Payment detected</h2><p>We see your payment of ${a?.received_amount_display} ${a?.symbol}. It is paid once the network confirms it; you may close this page.</p>${confirmationsLine(a)}${deposits(a)}</div>`;
+      return html`<div class="k-state"><p class="k-icon" aria-hidden="true">⏳</p><h2>${t(l, 'seen.heading')}</h2><p>${t(l, 'seen.text', { amount: a?.received_amount_display ?? '', symbol: a ? symbolOf(a) : '' })}</p>${confirmationsLine(l, a)}${deposits(l, a)}</div>`;
     case 'underpaid': {
       const missing = missingUnits(a!);
       const uri =
@@ -343,20 +347,21 @@ export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
               .adapter(ctx.mode, a!.chain)
               .paymentUri(ctx.chains.token(ctx.mode, a!.token)!, a!.address, missing)
           : null;
-      return html`<h2>Part of the payment arrived</h2><p class="k-warn">Received ${a!.received_amount_display} of ${a!.pay_amount_display} ${a!.symbol}. <strong>${missingDisplay(a!)} ${a!.symbol} is missing.</strong> Send the rest to the same address:</p>${await sendBlock(ctx, a!, missing, uri, 'Send the rest within')}`;
+      const symbol = symbolOf(a!);
+      return html`<h2>${t(l, 'underpaid.heading')}</h2><p class="k-warn">${t(l, 'underpaid.received', { received: a!.received_amount_display, due: a!.pay_amount_display, symbol })} <strong>${t(l, 'underpaid.missing', { missing: missingDisplay(a!), symbol })}</strong> ${t(l, 'underpaid.send_rest')}</p>${await sendBlock(ctx, a!, missing, uri, 'send.rest_within')}`;
     }
     case 'paid':
-      return html`<div class="k-state k-ok"><p class="k-icon" aria-hidden="true">✓</p><h2>Paid</h2><p>Thank you! Your payment of ${usd(p.price_amount)} is complete.</p>${receipt(ctx)}${
-        p.success_url && !ctx.embed ? html`<a class="k-btn" href="${p.success_url}" data-success>Continue</a>` : ''
+      return html`<div class="k-state k-ok"><p class="k-icon" aria-hidden="true">✓</p><h2>${t(l, 'paid.heading')}</h2><p>${t(l, 'paid.text', { amount: money(l, p.price_amount) })}</p>${receipt(ctx)}${
+        p.success_url && !ctx.embed
+          ? html`<a class="k-btn" href="${p.success_url}" data-success>${t(l, 'paid.continue')}</a>`
+          : ''
       }</div>`;
-    case 'expired':
-      return html`<div class="k-state"><h2>This payment has expired</h2><p>Nothing was paid in time. If you already sent money, it is still found and the merchant is told.</p></div>`;
     case 'late':
-      return html`<div class="k-state"><h2>Payment arrived late</h2><p>Your payment arrived after the time window closed. The merchant will review it; there is nothing more to do here.</p>${deposits(a)}</div>`;
+      return state('late', deposits(l, a));
+    case 'expired':
     case 'cancelled':
-      return html`<div class="k-state"><h2>This payment was cancelled</h2><p>The merchant cancelled it. Do not send money for it.</p></div>`;
     case 'refunded':
-      return html`<div class="k-state"><h2>This payment was refunded</h2><p>The money was sent back.</p></div>`;
+      return state(phaseOf(p) as 'expired');
   }
 }
 
@@ -377,28 +382,34 @@ function noscriptHead(p: Payment, phase: Phase, embed: boolean): Html | undefine
 
 /** The whole checkout page. */
 export async function checkoutPage(ctx: CheckoutContext): Promise<string> {
+  const l = ctx.locale;
   const p = ctx.payment;
   const phase = phaseOf(p);
   const back = p.cancel_url
-    ? html`<a href="${p.cancel_url}" data-kasse-cancel>← Back to ${ctx.merchantName}</a>`
+    ? html`<a href="${p.cancel_url}" data-kasse-cancel>${t(l, 'checkout.back', { merchant: ctx.merchantName })}</a>`
     : ctx.embed
-      ? html`<button type="button" class="k-link" data-kasse-cancel>Cancel</button>`
+      ? html`<button type="button" class="k-link" data-kasse-cancel>${t(l, 'checkout.cancel')}</button>`
       : '';
-  const query = ctx.embed ? `&embed=1` : '';
+  const query = `${ctx.embed ? '&embed=1' : ''}${ctx.picked ? `&lang=${ctx.picked}` : ''}`;
+  const keep: Record<string, string> = ctx.embed
+    ? { embed: '1', ...(ctx.parentOrigin ? { origin: ctx.parentOrigin } : {}) }
+    : {};
+  const price = money(l, p.price_amount);
   const body = html`<div class="k-card">
 <header class="k-head">
 <p class="k-merchant">${ctx.merchantName}</p>
-<p class="k-price">${usd(p.price_amount)}</p>
-${p.description ? html`<h1 class="k-desc">${p.description}</h1>` : html`<h1 class="k-desc">Payment to ${ctx.merchantName}</h1>`}
+<p class="k-price">${price}</p>
+<h1 class="k-desc">${p.description ? p.description : t(l, 'checkout.to_merchant', { merchant: ctx.merchantName })}</h1>
 </header>
-<p id="k-status" class="k-status${quietStatus(p) ? ' k-sr' : ''}" role="status" aria-live="polite">${ctx.closed && phase === 'pick' ? 'This shop cannot take crypto payments yet.' : statusLine(p)}</p>
+<p id="k-status" class="k-status${quietStatus(p) ? ' k-sr' : ''}" role="status" aria-live="polite">${ctx.closed && phase === 'pick' ? t(l, 'status.closed') : statusLine(l, p)}</p>
 <main id="k-main" data-events="/p/${p.id}/events?view=checkout${query}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="${p.success_url ?? ''}">
 ${await checkoutMain(ctx)}
 </main>
-<footer class="k-foot">${back}<span class="k-brand">Secured by Kasse</span></footer>
+<footer class="k-foot">${back}<span class="k-brand">${t(l, 'page.secured')}</span>${switcher(l, `/p/${p.id}`, keep)}</footer>
 </div>`;
   return renderPage({
-    title: `Pay ${usd(p.price_amount)} to ${ctx.merchantName}`,
+    locale: l,
+    title: t(l, 'checkout.title', { amount: price, merchant: ctx.merchantName }),
     body,
     head: noscriptHead(p, phase, ctx.embed),
     rootAttrs: rootAttrs(ctx),
@@ -409,6 +420,8 @@ ${await checkoutMain(ctx)}
 }
 
 export interface PosSaleContext {
+  locale: Locale;
+  picked?: Locale | null;
   payment: Payment;
   mode: Mode;
   linkTitle: string;
@@ -419,34 +432,41 @@ export interface PosSaleContext {
 
 /** The inside of `<main>` on the POS terminal for a sale: QR of the checkout to scan, then PAID, then next sale. */
 export async function posMain(ctx: PosSaleContext): Promise<Html> {
+  const l = ctx.locale;
   const p = ctx.payment;
-  const next = html`<a class="k-btn k-next" href="/l/${ctx.slug}" data-autofocus>Next sale</a>`;
+  const amount = money(l, p.price_amount);
+  const home = `/l/${ctx.slug}${ctx.picked ? `?lang=${ctx.picked}` : ''}`;
+  const next = html`<a class="k-btn k-next" href="${home}" data-autofocus>${t(l, 'pos.next')}</a>`;
   switch (phaseOf(p)) {
     case 'pick':
     case 'pay':
-      return html`<p class="k-scan">Scan to pay ${usd(p.price_amount)}</p><div class="k-qrbox k-qr-pos">${await qrSvg(p.checkout_url, `QR code of the checkout for ${usd(p.price_amount)}`)}</div><p class="k-hint">The customer scans this with a phone camera, chooses a coin and pays.</p><a class="k-link" href="/l/${ctx.slug}">Cancel and start over</a>`;
+      return html`<p class="k-scan">${t(l, 'pos.scan', { amount })}</p><div class="k-qrbox k-qr-pos">${await qrSvg(p.checkout_url, t(l, 'pos.qr', { amount }))}</div><p class="k-hint">${t(l, 'pos.scan_hint')}</p><a class="k-link" href="${home}">${t(l, 'pos.start_over')}</a>`;
     case 'seen':
-      return html`<p class="k-scan">Payment detected</p><p class="k-hint">Waiting for the network to confirm it.</p>`;
+      return html`<p class="k-scan">${t(l, 'seen.heading')}</p><p class="k-hint">${t(l, 'pos.seen_hint')}</p>`;
     case 'underpaid':
-      return html`<p class="k-scan k-warnbig">Underpaid</p><p class="k-hint">Only part of the amount arrived; the customer's screen shows what is missing.</p>${next}`;
+      return html`<p class="k-scan k-warnbig">${t(l, 'pos.underpaid')}</p><p class="k-hint">${t(l, 'pos.underpaid_hint')}</p>${next}`;
     case 'paid':
-      return html`<p class="k-paid">PAID</p><p class="k-hint">${usd(p.price_amount)} received.</p>${next}`;
+      return html`<p class="k-paid">${t(l, 'pos.paid')}</p><p class="k-hint">${t(l, 'pos.received', { amount })}</p>${next}`;
     default:
-      return html`<p class="k-scan k-warnbig">Not paid</p><p class="k-hint">${statusLine(p)}</p>${next}`;
+      return html`<p class="k-scan k-warnbig">${t(l, 'pos.not_paid')}</p><p class="k-hint">${statusLine(l, p)}</p>${next}`;
   }
 }
 
 export async function posSalePage(ctx: PosSaleContext): Promise<string> {
+  const l = ctx.locale;
   const p = ctx.payment;
+  const sale = t(l, 'pos.sale', { order: p.order_id });
   const body = html`<div class="k-card k-pos">
-<header class="k-head"><h1 class="k-title">${ctx.linkTitle}</h1><p class="k-price">${usd(p.price_amount)}</p><p class="k-order">Sale ${p.order_id}</p></header>
-<p id="k-status" class="k-status${quietStatus(p, 'pos') ? ' k-sr' : ''}" role="status" aria-live="polite">${statusLine(p, 'pos')}</p>
-<main id="k-main" data-events="/p/${p.id}/events?view=pos&amp;slug=${ctx.slug}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="">
+<header class="k-head"><h1 class="k-title">${ctx.linkTitle}</h1><p class="k-price">${money(l, p.price_amount)}</p><p class="k-order">${sale}</p></header>
+<p id="k-status" class="k-status${quietStatus(p, 'pos') ? ' k-sr' : ''}" role="status" aria-live="polite">${statusLine(l, p, 'pos')}</p>
+<main id="k-main" data-events="/p/${p.id}/events?view=pos&amp;slug=${ctx.slug}${ctx.picked ? `&lang=${ctx.picked}` : ''}" data-fp="${viewKey(p)}" data-status="${p.status}" data-redirect="">
 ${await posMain(ctx)}
 </main>
+<footer class="k-foot">${switcher(l)}</footer>
 </div>`;
   return renderPage({
-    title: `Sale ${p.order_id} · ${ctx.linkTitle}`,
+    locale: l,
+    title: `${sale} · ${ctx.linkTitle}`,
     body,
     test: ctx.mode === 'test',
     brand: ctx.brand,

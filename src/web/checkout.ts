@@ -42,9 +42,12 @@ import {
   type Framing,
 } from './page.ts';
 import { payerMessage } from './payer-text.ts';
+import { t, type Locale } from '../core/i18n/index.ts';
+import { langQuery, pageLocale, pickedLocale } from './lang.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 interface PageQuery {
+  lang?: string;
   embed?: string;
   origin?: string;
   error?: string;
@@ -78,9 +81,11 @@ async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<{ coins: Co
 async function context(
   kasse: Kasse,
   found: PublicPayment,
-  q: { embed: boolean; origin: string | null; error?: string | null },
+  q: { locale: Locale; picked?: Locale | null; embed: boolean; origin: string | null; error?: string | null },
 ): Promise<CheckoutContext> {
   return {
+    locale: q.locale,
+    picked: q.picked ?? null,
     ...(await coinsFor(kasse, found)),
     closed: !kasse.chains.anyAvailable(found.mode),
     payment: found.payment,
@@ -97,12 +102,8 @@ async function context(
   };
 }
 
-function notFoundPage(reply: FastifyReply) {
-  return sendPage(
-    reply,
-    404,
-    messagePage('Payment not found', 'There is no payment at this address. Check the link you were given.'),
-  );
+function notFoundPage(reply: FastifyReply, l: Locale) {
+  return sendPage(reply, 404, messagePage(l, t(l, 'page.payment_not_found'), t(l, 'page.payment_not_found_text')));
 }
 
 /** The fields of the public answer to choosing a coin: the payment's state and the new coin choice, no metadata. */
@@ -136,9 +137,11 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
 
   app.get<{ Params: { id: string }; Querystring: PageQuery }>('/p/:id', async (req, reply) => {
     const found = await kasse.payments.reader.publicPayment(req.params.id);
-    if (!found) return notFoundPage(reply);
+    if (!found) return notFoundPage(reply, pageLocale(req));
     const embed = req.query.embed === '1';
     const ctx = await context(kasse, found, {
+      locale: pageLocale(req, found.payment.locale),
+      picked: pickedLocale(req),
       embed,
       origin: embed ? parentOrigin(req.query.origin) : null,
       error: null,
@@ -148,7 +151,8 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
 
   app.post<{ Params: { id: string } }>('/p/:id/attempts', async (req, reply) => {
     const json = isJson(req);
-    const fields = bodyFields(req, ['token', 'chain', 'embed', 'origin']);
+    const fields = bodyFields(req, ['token', 'chain', 'embed', 'origin', 'lang']);
+    let locale = pageLocale(req, null, fields.lang);
     const embed = fields.embed === '1';
     const origin = embed ? parentOrigin(fields.origin) : null;
     let found: PublicPayment | null = null;
@@ -156,6 +160,7 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       assertSameOrigin(req, kasse.urls.checkout);
       found = await kasse.payments.reader.publicPayment(req.params.id);
       if (!found) throw notFound('payment');
+      locale = pageLocale(req, found.payment.locale, fields.lang);
       const token = fields.token;
       if (typeof token !== 'string' || token.length === 0 || token.length > 64)
         throw invalid('token is required', 'token');
@@ -169,95 +174,115 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
       });
       if (json) return reply.code(201).send(publicAttempt(payment));
       const q = embed ? `?embed=1${origin ? `&origin=${encodeURIComponent(origin)}` : ''}` : '';
-      return reply.code(303).header('location', `/p/${payment.id}${q}`).send();
+      return reply
+        .code(303)
+        .header('location', `/p/${payment.id}${q}${langQuery(req, q === '', fields.lang)}`)
+        .send();
     } catch (err) {
       const api = asApiError(err);
       // The page's script shows the message to the payer as it is, so both answers carry the payer's wording.
-      const e = new ApiError(api.code, payerMessage(api), api.param, api.headers);
+      const e = new ApiError(api.code, payerMessage(locale, api), api.param, api.headers);
       if (json) return sendError(reply, e);
       if (!found)
         return e.status === 404
-          ? notFoundPage(reply)
-          : sendPage(reply, e.status, messagePage('Something went wrong', e.message));
+          ? notFoundPage(reply, locale)
+          : sendPage(reply, e.status, messagePage(locale, t(locale, 'page.wrong'), e.message));
       const fresh = (await kasse.payments.reader.publicPayment(found.payment.id)) ?? found;
-      const ctx = await context(kasse, fresh, { embed, origin, error: e.message });
+      const ctx = await context(kasse, fresh, {
+        locale,
+        picked: pickedLocale(req, fields.lang),
+        embed,
+        origin,
+        error: e.message,
+      });
       return sendPage(reply, e.status, await checkoutPage(ctx), framing(fresh));
     }
   });
 
-  app.get<{ Params: { id: string }; Querystring: { view?: string; fp?: string; embed?: string; slug?: string } }>(
-    '/p/:id/events',
-    async (req, reply) => {
-      const id = req.params.id;
-      const first = await kasse.payments.reader.publicPayment(id);
-      if (!first) return sendError(reply, notFound('payment'));
-      const view = req.query.view === 'pos' ? 'pos' : 'checkout';
-      const embed = req.query.embed === '1';
-      const slug = typeof req.query.slug === 'string' && /^[0-9a-z]{12}$/.test(req.query.slug) ? req.query.slug : '';
-      let lastKey = typeof req.query.fp === 'string' ? req.query.fp : '';
-      // Behind EventSource's automatic reconnect (retry), a restarted server resumes the stream from the stored state.
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-        'content-security-policy': "default-src 'none'",
-        'x-content-type-options': 'nosniff',
-      });
-      res.write('retry: 2000\n\n');
-      streams.add(reply);
+  app.get<{
+    Params: { id: string };
+    Querystring: { view?: string; fp?: string; embed?: string; slug?: string; lang?: string };
+  }>('/p/:id/events', async (req, reply) => {
+    const id = req.params.id;
+    const first = await kasse.payments.reader.publicPayment(id);
+    if (!first) return sendError(reply, notFound('payment'));
+    const view = req.query.view === 'pos' ? 'pos' : 'checkout';
+    const embed = req.query.embed === '1';
+    const slug = typeof req.query.slug === 'string' && /^[0-9a-z]{12}$/.test(req.query.slug) ? req.query.slug : '';
+    const locale = pageLocale(req, first.payment.locale);
+    let lastKey = typeof req.query.fp === 'string' ? req.query.fp : '';
+    // Behind EventSource's automatic reconnect (retry), a restarted server resumes the stream from the stored state.
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      'content-security-policy': "default-src 'none'",
+      'x-content-type-options': 'nosniff',
+    });
+    res.write('retry: 2000\n\n');
+    streams.add(reply);
 
-      let busy = false;
-      let again = false;
-      const push = async (): Promise<void> => {
-        if (busy) {
-          again = true;
-          return;
-        }
-        busy = true;
-        try {
-          do {
-            again = false;
-            const found = await kasse.payments.reader.publicPayment(id);
-            if (!found || res.writableEnded) return;
-            const key = viewKey(found.payment);
-            if (key === lastKey) continue;
-            lastKey = key;
-            const p = found.payment;
-            const main =
-              view === 'pos'
-                ? await posMain({ payment: p, mode: found.mode, linkTitle: '', slug, now: kasse.clock.now() })
-                : await checkoutMain(await context(kasse, found, { embed, origin: null }));
-            const data = {
-              fp: key,
-              status: p.status,
-              phase: phaseOf(p),
-              say: statusLine(p, view),
-              quiet: quietStatus(p, view),
-              final: FINAL_STATUSES.includes(p.status),
-              redirect: view === 'checkout' && !embed ? p.success_url : null,
-              html: main.value,
-            };
-            res.write(`event: state\ndata: ${JSON.stringify(data)}\n\n`);
-          } while (again);
-        } catch (err) {
-          kasse.log.warn({ err, paymentId: id }, 'checkout status push failed');
-        } finally {
-          busy = false;
-        }
-      };
-      const unsubscribe = watch.subscribe(id, () => void push());
-      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
-      heartbeat.unref();
-      req.raw.on('close', () => {
-        clearInterval(heartbeat);
-        unsubscribe();
-        streams.delete(reply);
-      });
-      await push();
-    },
-  );
+    let busy = false;
+    let again = false;
+    const push = async (): Promise<void> => {
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      try {
+        do {
+          again = false;
+          const found = await kasse.payments.reader.publicPayment(id);
+          if (!found || res.writableEnded) return;
+          const key = viewKey(found.payment);
+          if (key === lastKey) continue;
+          lastKey = key;
+          const p = found.payment;
+          const main =
+            view === 'pos'
+              ? await posMain({
+                  locale,
+                  picked: pickedLocale(req),
+                  payment: p,
+                  mode: found.mode,
+                  linkTitle: '',
+                  slug,
+                  now: kasse.clock.now(),
+                })
+              : await checkoutMain(
+                  await context(kasse, found, { locale, picked: pickedLocale(req), embed, origin: null }),
+                );
+          const data = {
+            fp: key,
+            status: p.status,
+            phase: phaseOf(p),
+            say: statusLine(locale, p, view),
+            quiet: quietStatus(p, view),
+            final: FINAL_STATUSES.includes(p.status),
+            redirect: view === 'checkout' && !embed ? p.success_url : null,
+            html: main.value,
+          };
+          res.write(`event: state\ndata: ${JSON.stringify(data)}\n\n`);
+        } while (again);
+      } catch (err) {
+        kasse.log.warn({ err, paymentId: id }, 'checkout status push failed');
+      } finally {
+        busy = false;
+      }
+    };
+    const unsubscribe = watch.subscribe(id, () => void push());
+    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
+    heartbeat.unref();
+    req.raw.on('close', () => {
+      clearInterval(heartbeat);
+      unsubscribe();
+      streams.delete(reply);
+    });
+    await push();
+  });
 };
 
 export default checkoutRoutes;

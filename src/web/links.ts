@@ -13,8 +13,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
-import { LINK_LIMITS, unavailableMessage, type LinkRow } from '../modules/links/service.ts';
-import { amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
+import { LINK_LIMITS, type LinkAvailability, type LinkRow } from '../modules/links/service.ts';
+import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
+import { type Locale, money, t } from '../core/i18n/index.ts';
+import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import { brandOf, type MerchantBrand } from './brand.ts';
 import { posSalePage } from './checkout-view.ts';
 import {
@@ -27,7 +29,6 @@ import {
   messagePage,
   renderPage,
   sendPage,
-  usd,
   type Html,
 } from './page.ts';
 import type { CheckoutRoute } from './routes.ts';
@@ -69,44 +70,57 @@ const boundsOf = (link: LinkRow): AmountBounds => ({
   floor: LINK_LIMITS.centsMin,
 });
 
+/** A link's availability as the payer reads it. */
+const availabilityText = (l: Locale, a: LinkAvailability) =>
+  t(l, a === 'inactive' || a === 'expired' || a === 'used_up' ? `link.${a}` : 'link.unavailable');
+
 function linkForm(
+  l: Locale,
   link: LinkRow,
-  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string; picked?: Locale | null },
 ): Html {
-  const range = amountHint(boundsOf(link));
+  const range = amountHint(l, boundsOf(link));
   const email = link.collect_email
-    ? html`<label for="k-email">Your email</label><input id="k-email" name="email" type="email" required maxlength="${LINK_LIMITS.emailMax}" autocomplete="email" value="${values.email ?? ''}" aria-describedby="k-email-h"><p class="k-hint" id="k-email-h">For your receipt; shared with the merchant.</p>`
+    ? html`<label for="k-email">${t(l, 'link.email')}</label><input id="k-email" name="email" type="email" required maxlength="${LINK_LIMITS.emailMax}" autocomplete="email" value="${values.email ?? ''}" aria-describedby="k-email-h"><p class="k-hint" id="k-email-h">${t(l, 'link.email_hint')}</p>`
     : '';
   const amountInput = (label: string, required: boolean) =>
     html`<label for="k-amount">${label}</label><div class="k-money"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?"${required ? html` required` : ''} value="${values.amount ?? ''}" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>`;
   const error = html`<p class="k-error" role="alert">${values.error ?? ''}</p>`;
+  const open = html`<form method="post" action="/l/${link.slug}" class="k-form${link.kind === 'pos' ? ' k-terminal' : ''}" data-once${link.kind === 'pos' ? html` data-keypad` : ''} novalidate>${langField(values.picked)}`;
   switch (link.kind) {
     case 'fixed':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${email}<button type="submit" class="k-btn">Pay ${usd(link.amount_usd_cents!)}</button>${error}</form>`;
+      return html`${open}${email}<button type="submit" class="k-btn">${t(l, 'link.pay', { amount: money(l, link.amount_usd_cents!) })}</button>${error}</form>`;
     case 'open':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${amountInput('Amount in US dollars', true)}${email}<button type="submit" class="k-btn">Continue to payment</button>${error}</form>`;
+      return html`${open}${amountInput(t(l, 'link.amount'), true)}${email}<button type="submit" class="k-btn">${t(l, 'link.continue')}</button>${error}</form>`;
     case 'tip':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form" data-once novalidate>${email}<fieldset class="k-presets"><legend>Choose an amount</legend>${link.presets_usd_cents.map(
-        (c) => html`<button type="submit" name="amount_usd_cents" value="${c}" class="k-preset">${usd(c)}</button>`,
-      )}</fieldset>${amountInput('Or another amount in US dollars', false)}<button type="submit" name="custom" value="1" class="k-btn k-alt">Pay this amount</button>${error}</form>`;
+      return html`${open}${email}<fieldset class="k-presets"><legend>${t(l, 'link.choose_amount')}</legend>${link.presets_usd_cents.map(
+        (c) =>
+          html`<button type="submit" name="amount_usd_cents" value="${c}" class="k-preset">${money(l, c)}</button>`,
+      )}</fieldset>${amountInput(t(l, 'link.other_amount'), false)}<button type="submit" name="custom" value="1" class="k-btn k-alt">${t(l, 'link.pay_this')}</button>${error}</form>`;
     case 'pos':
-      return html`<form method="post" action="/l/${link.slug}" class="k-form k-terminal" data-once data-keypad novalidate><input type="hidden" name="_csrf" value="${values.csrf ?? ''}">
-<label for="k-amount">Amount to charge (US$)</label>
+      return html`${open}<input type="hidden" name="_csrf" value="${values.csrf ?? ''}">
+<label for="k-amount">${t(l, 'pos.amount')}</label>
 <div class="k-money k-display"><span aria-hidden="true">$</span><input id="k-amount" name="amount" inputmode="decimal" autocomplete="off" required pattern="\\$?[0-9]{1,9}([.,][0-9]{1,2})?" value="${values.amount ?? ''}" placeholder="0.00" aria-describedby="k-amount-h"></div><p class="k-hint" id="k-amount-h">${range}</p>
-<div class="k-keypad" hidden>${['1', '2', '3', '4', '5', '6', '7', '8', '9', '00', '0'].map((k) => html`<button type="button" data-key="${k}">${k}</button>`)}<button type="button" data-key="back" aria-label="Delete last digit">⌫</button></div>
-<button type="button" class="k-link" data-key="clear" hidden>Clear</button>
-<button type="submit" class="k-btn k-charge">Charge</button>${error}</form>`;
+<div class="k-keypad" hidden>${['1', '2', '3', '4', '5', '6', '7', '8', '9', '00', '0'].map((k) => html`<button type="button" data-key="${k}">${k}</button>`)}<button type="button" data-key="back" aria-label="${t(l, 'pos.delete_digit')}">⌫</button></div>
+<button type="button" class="k-link" data-key="clear" hidden>${t(l, 'pos.clear')}</button>
+<button type="submit" class="k-btn k-charge">${t(l, 'pos.charge')}</button>${error}</form>`;
   }
 }
 
+/** The page's footer: who secures it and the language switcher (back to the link's own address). */
+const footer = (l: Locale, link: LinkRow) =>
+  html`<footer class="k-foot"><span class="k-brand">${t(l, 'page.secured')}</span>${switcher(l, `/l/${link.slug}`)}</footer>`;
+
 function linkPage(
+  l: Locale,
   link: LinkRow,
   merchant: Merchant,
-  values: { amount?: string; email?: string; error?: string | null; csrf?: string },
+  values: { amount?: string; email?: string; error?: string | null; csrf?: string; picked?: Locale | null },
 ): string {
-  const price = link.kind === 'fixed' ? html`<p class="k-price">${usd(link.amount_usd_cents!)}</p>` : '';
-  const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(link, values)}</main><footer class="k-foot"><span class="k-brand">Secured by Kasse</span></footer></div>`;
+  const price = link.kind === 'fixed' ? html`<p class="k-price">${money(l, link.amount_usd_cents!)}</p>` : '';
+  const body = html`<div class="k-card${link.kind === 'pos' ? ' k-pos' : ''}">${header(link, merchant, price)}<main id="k-main">${linkForm(l, link, values)}</main>${footer(l, link)}</div>`;
   return renderPage({
+    locale: l,
     title: `${link.title} · ${merchant.name}`,
     body,
     test: link.mode === 'test',
@@ -114,37 +128,31 @@ function linkPage(
   });
 }
 
-function unavailablePage(link: LinkRow, merchant: Merchant, message: string, heading = 'Not available'): string {
+function unavailablePage(l: Locale, link: LinkRow, merchant: Merchant, message: string, heading?: string): string {
   return renderPage({
+    locale: l,
     title: `${link.title} · ${merchant.name}`,
-    body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>${heading}</h2><p>${message}</p></main></div>`,
+    body: html`<div class="k-card">${header(link, merchant)}<main id="k-main" class="k-message"><h2>${heading ?? t(l, 'link.not_available')}</h2><p>${message}</p></main>${footer(l, link)}</div>`,
     test: link.mode === 'test',
     brand: merchant.brand,
   });
 }
 
 /** The page of a link whose mode has no network that can take payments (a live installation not set up yet). */
-const closedPage = (link: LinkRow, merchant: Merchant) =>
-  unavailablePage(
-    link,
-    merchant,
-    `${merchant.name} has not finished setting up crypto payments, so nothing can be paid here for now. Please pay another way, or come back later.`,
-    'This shop cannot take crypto payments yet',
-  );
+const closedPage = (l: Locale, link: LinkRow, merchant: Merchant) =>
+  unavailablePage(l, link, merchant, t(l, 'closed.text', { merchant: merchant.name }), t(l, 'closed.heading'));
 
-const linkNotFound = (reply: FastifyReply) =>
-  sendPage(
-    reply,
-    404,
-    messagePage('Link not found', 'There is no payment link at this address. Check the link you were given.'),
-  );
+const linkNotFound = (reply: FastifyReply, l: Locale) =>
+  sendPage(reply, 404, messagePage(l, t(l, 'link.not_found'), t(l, 'link.not_found_text')));
 
 /** Amount in cents and email from a JSON body (`amount_usd_cents`) or a form (`amount_usd_cents` preset, or `amount` in dollars). */
 function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; email?: string; amountText?: string } {
   const json = isJson(req);
   const f = bodyFields(
     req,
-    json ? ['amount_usd_cents', 'email', '_csrf'] : ['amount_usd_cents', 'amount', 'email', 'custom', '_csrf'],
+    json
+      ? ['amount_usd_cents', 'email', '_csrf', 'lang']
+      : ['amount_usd_cents', 'amount', 'email', 'custom', '_csrf', 'lang'],
   );
   if (f.email !== undefined && typeof f.email !== 'string') throw invalid('email must be a string', 'email');
   const email = f.email as string | undefined;
@@ -160,9 +168,9 @@ function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; e
       throw invalid('amount_usd_cents must be a whole number of cents', 'amount_usd_cents');
     return { amountCents: Number(f.amount_usd_cents), email, amountText };
   }
-  if (amountText === '') throw invalid('Enter an amount.', 'amount');
+  if (amountText === '') throw invalid(AMOUNT_MISSING, 'amount');
   const cents = parseDollars(amountText);
-  if (cents === null) throw invalid('Enter an amount in dollars, like 12.50.', 'amount');
+  if (cents === null) throw invalid(AMOUNT_FORMAT, 'amount');
   return { amountCents: cents, email, amountText };
 }
 
@@ -170,7 +178,7 @@ function payInput(req: FastifyRequest, link: LinkRow): { amountCents?: number; e
  * NOTE: a POS terminal takes payments in the shop's name, so it needs a signed-in dashboard user of the link's merchant
  * (any role): a leaked terminal URL is useless to a stranger. Others are sent to sign in (or refused: another merchant).
  */
-async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, link: LinkRow, json = false) {
+async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, link: LinkRow, l: Locale, json = false) {
   if (link.kind !== 'pos') return { csrf: undefined, staff: null };
   const access = await posAccess(kasse, req, link.merchant_id);
   if (access === 'signin') {
@@ -184,41 +192,39 @@ async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, l
   }
   if (access === 'forbidden') {
     if (json) sendError(reply, notFound('payment link'));
-    else
-      sendPage(
-        reply,
-        403,
-        messagePage(
-          'Not your terminal',
-          'This POS terminal belongs to another account. Sign in as a user of that account to use it.',
-        ),
-      );
+    else sendPage(reply, 403, messagePage(l, t(l, 'pos.not_yours'), t(l, 'pos.not_yours_text')));
     return null;
   }
   return { csrf: access.csrf, staff: access };
 }
+
+/** The `lang` a form post carries (the payer's pick of language), if any. */
+const bodyLang = (req: FastifyRequest): unknown =>
+  req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).lang : undefined;
 
 const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
   addFormParser(app);
 
   app.get<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
     const link = await kasse.links.bySlug(req.params.slug);
-    if (!link) return linkNotFound(reply);
+    if (!link) return linkNotFound(reply, pageLocale(req));
+    const l = pageLocale(req, link.locale);
     const merchant = await merchantOf(kasse, link);
-    const gate = await posGate(kasse, req, reply, link);
+    const gate = await posGate(kasse, req, reply, link, l);
     if (!gate) return reply;
     const availability = kasse.links.availability(link);
     if (availability !== 'ok')
-      return sendPage(reply, 410, unavailablePage(link, merchant, unavailableMessage(availability)));
-    if (!kasse.chains.anyAvailable(link.mode)) return sendPage(reply, 200, closedPage(link, merchant));
-    return sendPage(reply, 200, linkPage(link, merchant, { csrf: gate.csrf }));
+      return sendPage(reply, 410, unavailablePage(l, link, merchant, availabilityText(l, availability)));
+    if (!kasse.chains.anyAvailable(link.mode)) return sendPage(reply, 200, closedPage(l, link, merchant));
+    return sendPage(reply, 200, linkPage(l, link, merchant, { csrf: gate.csrf, picked: pickedLocale(req) }));
   });
 
   app.post<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
     const json = isJson(req);
     const link = await kasse.links.bySlug(req.params.slug);
-    if (!link) return json ? sendError(reply, notFound('payment link')) : linkNotFound(reply);
-    const gate = await posGate(kasse, req, reply, link, json);
+    if (!link) return json ? sendError(reply, notFound('payment link')) : linkNotFound(reply, pageLocale(req));
+    const l = pageLocale(req, link.locale, bodyLang(req));
+    const gate = await posGate(kasse, req, reply, link, l, json);
     if (!gate) return reply;
     let values: { amount?: string; email?: string; csrf?: string } = { csrf: gate.csrf };
     try {
@@ -252,7 +258,10 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
           .send({ payment_id: payment.id, checkout_url: payment.checkout_url, order_id: payment.order_id });
       return reply
         .code(303)
-        .header('location', link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`)
+        .header(
+          'location',
+          `${link.kind === 'pos' ? `/l/${link.slug}/sale/${payment.id}` : `/p/${payment.id}`}${langQuery(req, true, bodyLang(req))}`,
+        )
         .send();
     } catch (err) {
       const e = asApiError(err);
@@ -261,13 +270,17 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       const fresh = (await kasse.links.bySlug(link.slug)) ?? link;
       const availability = kasse.links.availability(fresh);
       if (availability !== 'ok')
-        return sendPage(reply, 410, unavailablePage(fresh, merchant, unavailableMessage(availability)));
-      if (!kasse.chains.anyAvailable(fresh.mode)) return sendPage(reply, 503, closedPage(fresh, merchant));
+        return sendPage(reply, 410, unavailablePage(l, fresh, merchant, availabilityText(l, availability)));
+      if (!kasse.chains.anyAvailable(fresh.mode)) return sendPage(reply, 503, closedPage(l, fresh, merchant));
       for (const [k, v] of Object.entries(e.headers)) reply.header(k, v);
       return sendPage(
         reply,
         e.status,
-        linkPage(fresh, merchant, { ...values, error: payerMessage(e, boundsOf(fresh)) }),
+        linkPage(l, fresh, merchant, {
+          ...values,
+          picked: pickedLocale(req, bodyLang(req)),
+          error: payerMessage(l, e, boundsOf(fresh)),
+        }),
       );
     }
   });
@@ -276,13 +289,17 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
     const link = await kasse.links.bySlug(req.params.slug);
     const found = link && link.kind === 'pos' ? await kasse.payments.reader.publicPayment(req.params.id) : null;
     if (!link || !found || found.payment.metadata.link_id !== link.id) {
-      return sendPage(reply, 404, messagePage('Sale not found', 'There is no such sale on this terminal.'));
+      const l = pageLocale(req, link?.locale);
+      return sendPage(reply, 404, messagePage(l, t(l, 'pos.sale_not_found'), t(l, 'pos.sale_not_found_text')));
     }
-    if (!(await posGate(kasse, req, reply, link))) return reply;
+    const l = pageLocale(req, found.payment.locale);
+    if (!(await posGate(kasse, req, reply, link, l))) return reply;
     return sendPage(
       reply,
       200,
       await posSalePage({
+        locale: l,
+        picked: pickedLocale(req),
         payment: found.payment,
         mode: found.mode,
         linkTitle: link.title,

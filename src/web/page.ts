@@ -12,6 +12,8 @@ import { formatCents } from '../core/money.ts';
 import { escapeHtml, Html, html, raw } from '../core/html.ts';
 import { assetUrl } from './assets.ts';
 import { brandHead, brandLogo, type MerchantBrand } from './brand.ts';
+import { dirOf, type Locale, t } from '../core/i18n/index.ts';
+import { clientText, switcher } from './lang.ts';
 
 export { Html, html, raw };
 
@@ -46,6 +48,8 @@ export function contentSecurityPolicy(framing: Framing): string {
 }
 
 export interface PageOptions {
+  /** The page's language: `<html lang dir>`, the test banner, and the few strings pay.js shows. */
+  locale: Locale;
   title: string;
   body: Html;
   /** Extra head markup (no-JS refreshes). */
@@ -63,7 +67,7 @@ export interface PageOptions {
 /** A whole document: one stylesheet and deferred scripts from this host, nothing inline. */
 export function renderPage(o: PageOptions): string {
   return html`<!doctype html>
-<html lang="en"${o.rootAttrs ?? ''}>
+<html lang="${o.locale}" dir="${dirOf(o.locale)}" data-text="${clientText(o.locale)}"${o.rootAttrs ?? ''}>
 <head>
 ${PAGE_HEAD}
 <title>${o.title}</title>
@@ -71,7 +75,7 @@ ${PAGE_HEAD}
 ${brandHead(o.brand)}<script src="${assetUrl('pay.js')}" defer></script>
 ${(o.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}${o.head ?? ''}</head>
 <body>
-${o.test ? html`<p class="k-test">Test mode: no real money moves</p>\n` : ''}${brandLogo(o.brand)}${o.body}
+${o.test ? html`<p class="k-test">${t(o.locale, 'page.test_mode')}</p>\n` : ''}${brandLogo(o.brand)}${o.body}
 </body>
 </html>
 `.value;
@@ -91,11 +95,12 @@ export function sendPage(reply: FastifyReply, status: number, doc: string, frami
   return reply.send(doc);
 }
 
-/** A page that only says something (unknown payment, link turned off, …). */
-export function messagePage(title: string, message: string, extra?: Html): string {
+/** A page that only says something (unknown payment, link turned off, …), with the language switcher. */
+export function messagePage(locale: Locale, title: string, message: string, extra?: Html): string {
   return renderPage({
+    locale,
     title: `${title} · Kasse`,
-    body: html`<main class="k-card k-message"><h1>${title}</h1><p>${message}</p>${extra ?? ''}</main>`,
+    body: html`<main class="k-card k-message"><h1>${title}</h1><p>${message}</p>${extra ?? ''}${switcher(locale)}</main>`,
   });
 }
 

@@ -1,10 +1,11 @@
 /**
  * What payers read when something they did on a page cannot go through. The API's messages are written for the
- * merchant's developers (`amount_usd_cents must be …`) and may name what only the operator can fix; pages show
- * payers these instead. Every error a payer page shows goes through `payerMessage`.
+ * merchant's developers (`amount_usd_cents must be …`), stay English, and may name what only the operator can fix;
+ * pages show payers these instead, in the page's language. Every error a payer page shows goes through
+ * `payerMessage`.
  */
 import type { ApiError } from '../core/errors.ts';
-import { usd } from './page.ts';
+import { type Locale, money, t } from '../core/i18n/index.ts';
 
 /** Bounds of an amount the payer types, as the merchant set them (null = none set). */
 export interface AmountBounds {
@@ -14,52 +15,58 @@ export interface AmountBounds {
   floor: number;
 }
 
+/** The messages a link page raises (param `amount`) for what the payer typed; shown translated. */
+export const AMOUNT_MISSING = 'Enter an amount.';
+export const AMOUNT_FORMAT = 'Enter an amount in dollars, like 12.50.';
+
 /** The hint under an amount field: only what the merchant set, or the smallest amount when nothing was set. */
-export function amountHint(b: AmountBounds): string {
-  if (b.min !== null && b.max !== null) return `From ${usd(b.min)} to ${usd(b.max)}.`;
-  if (b.min !== null) return `${usd(b.min)} or more.`;
-  if (b.max !== null) return `Up to ${usd(b.max)}.`;
-  return `Any amount of ${usd(b.floor)} or more.`;
+export function amountHint(l: Locale, b: AmountBounds): string {
+  if (b.min !== null && b.max !== null) return t(l, 'amount.from_to', { min: money(l, b.min), max: money(l, b.max) });
+  if (b.min !== null) return t(l, 'amount.min', { min: money(l, b.min) });
+  if (b.max !== null) return t(l, 'amount.max', { max: money(l, b.max) });
+  return t(l, 'amount.any', { min: money(l, b.floor) });
 }
 
 /** What to ask for when the amount is out of bounds. */
-function amountRequest(b: AmountBounds): string {
-  const min = b.min ?? b.floor;
+function amountRequest(l: Locale, b: AmountBounds): string {
+  const min = money(l, b.min ?? b.floor);
   return b.max !== null
-    ? `Enter an amount from ${usd(min)} to ${usd(b.max)}.`
-    : `Enter an amount of ${usd(min)} or more.`;
+    ? t(l, 'amount.enter_from_to', { min, max: money(l, b.max) })
+    : t(l, 'amount.enter_min', { min });
 }
 
-/** The payer's version of an error raised while starting a payment or choosing a coin. */
-export function payerMessage(e: ApiError, bounds?: AmountBounds): string {
+/**
+ * The payer's version of an error raised while starting a payment (a link page: `bounds` given) or choosing a coin
+ * (the checkout).
+ */
+export function payerMessage(l: Locale, e: ApiError, bounds?: AmountBounds): string {
   switch (e.param) {
     case 'amount':
-      // Raised by the page itself for what the payer typed; already written for them.
-      return e.message;
+      return e.message === AMOUNT_MISSING ? t(l, 'amount.missing') : t(l, 'amount.format', { example: '12.50' });
     case 'amount_usd_cents':
-      return bounds ? amountRequest(bounds) : 'Choose one of the amounts shown.';
+      return bounds ? amountRequest(l, bounds) : t(l, 'err.choose_preset');
     case 'email':
-      return 'Enter your email address, like name@example.com.';
+      return t(l, 'err.email');
     case 'Origin':
-      return 'This form was sent from another site. Please open the payment page again.';
+      return t(l, 'err.origin');
   }
   switch (e.code) {
     case 'rate_limited':
-      return 'Too many payments were started from this device. Please wait a minute and try again.';
+      return t(l, 'err.rate_limited');
     case 'chain_paused':
-      return 'That network cannot take payments right now. Please choose another coin.';
+      return t(l, 'err.chain_paused');
     case 'price_unavailable':
-      return 'The price of that coin cannot be fetched right now. Please choose another coin or try again in a few minutes.';
+      return t(l, 'err.price_unavailable');
     case 'too_many_attempts':
-      return 'This payment has used all its coin choices. Please ask the merchant for a new payment.';
+      return t(l, 'err.too_many_attempts');
     case 'amount_too_small':
-      return `${e.message} Please choose another coin.`;
+      return t(l, 'err.amount_too_small');
     case 'invalid_state':
-      // Written for payers where raised (a link turned off or used up, a payment already final).
-      return e.message;
+      // A link turned off or used up meanwhile (link pages), or a payment already final (the checkout).
+      return t(l, bounds ? 'link.unavailable' : 'err.final');
     case 'not_found':
-      return 'This payment page no longer exists. Please check the link you were given.';
+      return t(l, 'err.not_found');
     default:
-      return 'This did not go through. Please check what you entered and try again.';
+      return t(l, 'err.other');
   }
 }

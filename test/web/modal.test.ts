@@ -152,6 +152,18 @@ describe('checkout.js modal', () => {
     await rec.context.close();
   });
 
+  test('a checkout in another language names the dialog and its close button in it', async () => {
+    const p = await payment({ locale: 'es' });
+    const rec = await openModal(p.id);
+    const close = rec.page.getByRole('button', { name: 'Cerrar el pago' });
+    await close.waitFor();
+    assert.equal(await close.getAttribute('lang'), 'es');
+    assert.equal(await rec.page.getByRole('dialog').getAttribute('aria-label'), 'Pago');
+    await close.click();
+    assert.equal(await result(rec), 'closed');
+    await rec.context.close();
+  });
+
   test('Escape closes it too', async () => {
     const p = await payment();
     const rec = await openModal(p.id);

@@ -2341,6 +2341,8 @@ export interface components {
             paid_attempt_id: string | null;
             success_url: string | null;
             cancel_url: string | null;
+            /** @description The payer's language, as given on creation (or inherited); absent when not set. */
+            locale?: string;
             metadata: {
                 [key: string]: unknown;
             };
@@ -2518,6 +2520,8 @@ export interface components {
             /** @description The page asks for the payer's email and stores it as `metadata.payer_email`. */
             collect_email: boolean;
             success_url: string | null;
+            /** @description The payer's language of the page and of its payments; absent when not set. */
+            locale?: string;
             max_uses: number | null;
             /** @description Payments created through the link. */
             uses: number;
@@ -2869,6 +2873,8 @@ export interface components {
             periods_paid: number;
             last_payment_id: string | null;
             success_url: string | null;
+            /** @description The customer's language of emails, the subscription page and its payments; absent when not set. */
+            locale?: string;
             metadata: {
                 [key: string]: unknown;
             };
@@ -3568,6 +3574,8 @@ export interface operations {
                      * @description Overrides the account default webhook URL for this payment.
                      */
                     webhook_url?: string;
+                    /** @description The payer's language on the checkout, link pages and emails: a BCP 47 tag from en, es, pt-BR, fr, de, hi, id, tr, vi, zh-CN (any letter case; answers give the spelling shown). Without it the page follows the payer's browser, else English. Any other tag is 400 `invalid_request` with `param` `locale`. */
+                    locale?: string;
                     /** @description Any JSON object up to 4096 bytes. */
                     metadata?: {
                         [key: string]: unknown;
@@ -4477,6 +4485,8 @@ export interface operations {
                      * @description Where the payer's browser goes after paying (https on the live API).
                      */
                     success_url?: string;
+                    /** @description The payer's language on the checkout, link pages and emails: a BCP 47 tag from en, es, pt-BR, fr, de, hi, id, tr, vi, zh-CN (any letter case; answers give the spelling shown). Without it the page follows the payer's browser, else English. Any other tag is 400 `invalid_request` with `param` `locale`. */
+                    locale?: string;
                     /** @description Payments the link may create (counted when each payment is created). */
                     max_uses?: number;
                     /**
@@ -5197,6 +5207,8 @@ export interface operations {
                      * @description Where the payer's browser goes after paying (https on the live API).
                      */
                     success_url?: string;
+                    /** @description The payer's language on the checkout, link pages and emails: a BCP 47 tag from en, es, pt-BR, fr, de, hi, id, tr, vi, zh-CN (any letter case; answers give the spelling shown). Without it the page follows the payer's browser, else English. Any other tag is 400 `invalid_request` with `param` `locale`. */
+                    locale?: string;
                     /** @description Your data, up to 4 kB as JSON; returned as sent. */
                     metadata?: {
                         [key: string]: unknown;

@@ -1,7 +1,7 @@
 /* Kasse checkout, EVM wallets: "Pay with browser wallet" sends the exact transfer through the page's EIP-1193
    provider (window.ethereum); "Pay by signature" has the wallet sign an EIP-3009 TransferWithAuthorization for
    Kasse to relay (POST /p/<id>/gasless). Both buttons stay hidden without a wallet. Loaded after pay.js, whose
-   window.kassePage it uses (onRender, say). Progressive enhancement only; no dependencies. */
+   window.kassePage it uses (onRender, say, text: the words in the page's language). Progressive enhancement only; no dependencies. */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -24,7 +24,7 @@
   }
   function failed(b, err) {
     var p = $('[data-wallet-error]');
-    if (p) p.textContent = (err && err.message) || 'The wallet did not complete the payment.';
+    if (p) p.textContent = (err && err.message) || page.text.walletFailed;
     b.disabled = false;
   }
   function walletPay(b) {
@@ -34,7 +34,7 @@
       var tx = { from: from, to: ds.to, value: ds.value };
       if (ds.data) tx.data = ds.data;
       return eth('eth_sendTransaction', [tx]);
-    }).then(() => { page.say('Transaction sent. Waiting for the network to see it.'); }, (err) => { failed(b, err); });
+    }).then(() => { page.say(page.text.walletSent); }, (err) => { failed(b, err); });
   }
 
   /* Pay by signature: EIP-3009 TransferWithAuthorization, relayed by Kasse (POST /p/<id>/gasless). */
@@ -67,8 +67,8 @@
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ attempt_id: ds.attempt, from: from, to: ds.to, value: ds.value, valid_after: 0, valid_before: Number(ds.validBefore), nonce: nonce, signature: sig })
       })).then((r) => r.json().then((body) => {
-        if (!r.ok) throw new Error(body.error ? body.error.message : 'The payment could not be sent.');
-        page.say('Signed. Kasse is sending your payment.');
+        if (!r.ok) throw new Error(body.error ? body.error.message : page.text.walletNotSent);
+        page.say(page.text.walletSigned);
       })).catch((err) => { failed(b, err); });
   }
 

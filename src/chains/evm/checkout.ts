@@ -6,6 +6,7 @@
  * every submission costs RPC calls. The checkout renders the buttons hidden; the script shows them when the browser
  * has a wallet.
  */
+import { t } from '../../core/i18n/index.ts';
 import { Type } from 'typebox';
 import type { CheckoutEndpoint, CheckoutExtension, WalletButton, WalletChoice } from '../plugin.ts';
 import type { GaslessAuthorization, GaslessRelay } from './gasless.ts';
@@ -52,12 +53,12 @@ export function walletButtons(c: WalletChoice): WalletButton[] {
   const buttons: WalletButton[] = [];
   if (tx)
     buttons.push({
-      label: 'Pay with browser wallet',
+      label: t(c.locale, 'wallet.browser'),
       data: { wallet: '', chain, to: tx.to, value: tx.value, data: tx.data },
     });
   if (token.gasless && token.contract) {
     buttons.push({
-      label: 'Pay by signature (no gas fee)',
+      label: t(c.locale, 'wallet.gasless'),
       data: {
         gasless: `/p/${c.paymentId}/gasless`,
         attempt: c.attemptId,

@@ -11,6 +11,7 @@
  * Both cost RPC calls, so a client address may make RELAY_PER_MINUTE of each a minute (429 `rate_limited`).
  * Refusals are 400/404/422 Error bodies naming the field, and change nothing.
  */
+import { t } from '../../core/i18n/index.ts';
 import { Type } from 'typebox';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -59,10 +60,10 @@ function walletButtons(deps: SolanaCheckoutDeps, c: WalletChoice): WalletButton[
   const adapter = deps.adapter(c.mode, network.id);
   if (!adapter || !(token.kind === 'native' || (token.kind === 'spl' && token.contract))) return [];
   const data = { base: `/p/${c.paymentId}/solana`, attempt: c.attemptId, cluster: clusterOf(c.mode) };
-  const buttons: WalletButton[] = [{ label: 'Pay with Solana wallet', data: { 'solana-pay': '', ...data } }];
+  const buttons: WalletButton[] = [{ label: t(c.locale, 'wallet.solana'), data: { 'solana-pay': '', ...data } }];
   if (token.gasless && token.kind === 'spl')
     buttons.push({
-      label: `Pay ${token.symbol} by signature (no SOL needed)`,
+      label: t(c.locale, 'wallet.sign_without_fee', { symbol: token.symbol }),
       data: { 'solana-gasless': '', ...data },
     });
   return buttons;

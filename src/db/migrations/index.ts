@@ -21,6 +21,7 @@ import * as m0027 from './0027_mail_by_reference.ts';
 import * as m0028 from './0028_session_notes.ts';
 import * as m0029 from './0029_chain_health.ts';
 import * as m0031 from './0031_branding_tolerance.ts';
+import * as m0032 from './0032_locale.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0028_session_notes': m0028,
   '0029_chain_health': m0029,
   '0031_branding_tolerance': m0031,
+  '0032_locale': m0032,
 };

@@ -4,7 +4,7 @@ import { ID_PATTERNS } from '../../core/ids.ts';
 import { LINK_KINDS, LINK_LIMITS, SLUG_PATTERN } from '../../modules/links/service.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { keyActor } from '../actor.ts';
-import { DateTime, LinkIdParam, Nullable } from '../schemas/common.ts';
+import { DateTime, LinkIdParam, LocaleField, Nullable } from '../schemas/common.ts';
 
 const L = LINK_LIMITS;
 const Cents = (description: string) => Type.Integer({ minimum: L.centsMin, maximum: L.centsMax, description });
@@ -47,6 +47,9 @@ export const PaymentLinkSchema = Type.Object(
       description: "The page asks for the payer's email and stores it as `metadata.payer_email`.",
     }),
     success_url: Nullable(Type.String()),
+    locale: Type.Optional(
+      Type.String({ description: "The payer's language of the page and of its payments; absent when not set." }),
+    ),
     max_uses: Nullable(Type.Integer()),
     uses: Type.Integer({ minimum: 0, description: 'Payments created through the link.' }),
     expires_at: Nullable(DateTime()),
@@ -76,6 +79,7 @@ export const CreateLinkBody = Type.Object(
     ),
     collect_email: Type.Optional(Type.Boolean({ description: 'Ask the payer for an email (not for `pos`).' })),
     success_url: Type.Optional(Url("Where the payer's browser goes after paying (https on the live API).")),
+    locale: Type.Optional(LocaleField),
     max_uses: Type.Optional(MaxUses),
     expires_at: Type.Optional(DateTime('After this the page takes no payment; must be in the future.')),
   },

@@ -14,7 +14,7 @@ import {
 import { SUBSCRIPTION_SCHEMAS } from '../../modules/subscriptions/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { idempotencyKey, keyActor } from '../actor.ts';
-import { DateTime, Nullable } from '../schemas/common.ts';
+import { DateTime, LocaleField, Nullable } from '../schemas/common.ts';
 import { IdempotencyHeaders } from '../schemas/payments.ts';
 
 const Enum = <T extends string>(values: readonly T[], description?: string) =>
@@ -64,6 +64,7 @@ export const CreateSubscriptionBody = Type.Object(
         description: "Where the payer's browser goes after paying (https on the live API).",
       }),
     ),
+    locale: Type.Optional(LocaleField),
     metadata: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: 'Your data, up to 4 kB as JSON; returned as sent.' }),
     ),

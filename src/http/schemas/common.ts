@@ -1,6 +1,7 @@
 /** Schemas shared by routes: the Error body, pagination, id patterns. Registered as OpenAPI components. */
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
+import { LOCALES } from '../../core/i18n/index.ts';
 
 export const ErrorSchema = Type.Object(
   {
@@ -25,3 +26,9 @@ export const LinkIdParam = Type.Object({
 export const EventIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id' }) });
 
 export { Amount, DateTime, Nullable } from '../../core/json-schema.ts';
+
+/** The optional `locale` of payments, links and subscriptions: checked by the service (400 names the supported tags). */
+export const LocaleField = Type.String({
+  maxLength: 35,
+  description: `The payer's language on the checkout, link pages and emails: a BCP 47 tag from ${LOCALES.join(', ')} (any letter case; answers give the spelling shown). Without it the page follows the payer's browser, else English. Any other tag is 400 \`invalid_request\` with \`param\` \`locale\`.`,
+});

@@ -9,6 +9,7 @@ import { PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/mode
 import { PAYMENT_SCHEMAS, RateSource, type Payment } from '../../modules/payments/schema.ts';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, METADATA_MAX_BYTES } from '../../modules/payments/service.ts';
 import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
+import { LocaleField } from './common.ts';
 
 const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, description });
 
@@ -103,6 +104,7 @@ export const CreatePaymentBody = Type.Object(
     ),
     cancel_url: Type.Optional(Url("Target of the checkout's back button after cancellation.")),
     webhook_url: Type.Optional(Url('Overrides the account default webhook URL for this payment.')),
+    locale: Type.Optional(LocaleField),
     metadata: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: `Any JSON object up to ${METADATA_MAX_BYTES} bytes.` }),
     ),

@@ -5,9 +5,12 @@
  * the merchant's logo from the checkout host (brand.ts).
  */
 import { html, type Html } from '../../core/html.ts';
+import { dirOf } from '../../core/i18n/index.ts';
 import { accentOf, logoBlock, type MailBrand } from './brand.ts';
 
 export interface EmailContent {
+  /** The language the mail is written in (`<html lang>`); English when absent. */
+  lang?: string;
   /** First line of the body, also the HTML heading. */
   heading: string;
   /** Paragraphs of plain text. */
@@ -50,7 +53,7 @@ export function renderEmail(c: EmailContent): RenderedEmail {
         )}</table>`
       : '';
   const body = html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${c.heading}</title></head>
+<html lang="${c.lang ?? 'en'}" dir="${dirOf(c.lang ?? 'en')}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${c.heading}</title></head>
 <body style="margin:0;padding:24px;background:#f4f5f7;${FONT};color:#1d2330">
 <div style="max-width:560px;margin:0 auto;background:#ffffff;border-radius:8px;padding:32px">
 ${logoBlock(c.brand)}<h1 style="font-size:20px;margin:0 0 16px">${c.heading}</h1>

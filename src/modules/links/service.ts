@@ -15,6 +15,7 @@ import { newId } from '../../core/ids.ts';
 import type { Db } from '../../db/index.ts';
 import type { LinksTable } from '../../db/schema.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
+import { localeParam } from '../../core/i18n/index.ts';
 import type { PaymentService } from '../payments/service.ts';
 import type { Payment } from '../payments/schema.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
@@ -52,6 +53,8 @@ export interface CreateLinkInput {
   presets_usd_cents?: number[];
   collect_email?: boolean;
   success_url?: string;
+  /** The payer's language of the page and its payments: a tag from LOCALES (src/core/i18n). */
+  locale?: string;
   max_uses?: number;
   expires_at?: string;
 }
@@ -104,6 +107,7 @@ export class LinkService {
     actor?: Actor,
   ): Promise<ReturnType<LinkService['json']>> {
     validateCreate(input, mode, this.deps.clock.now());
+    const locale = input.locale === undefined ? null : localeParam(input.locale);
     const now = this.deps.clock.now();
     for (let tries = 0; ; tries++) {
       try {
@@ -123,6 +127,7 @@ export class LinkService {
             presets_usd_cents: input.presets_usd_cents ?? [],
             collect_email: input.collect_email ?? false,
             success_url: input.success_url ?? null,
+            locale,
             max_uses: input.max_uses ?? null,
             expires_at: input.expires_at === undefined ? null : new Date(input.expires_at),
             created_at: now,
@@ -243,6 +248,7 @@ export class LinkService {
             order_id: `${link.slug}-${admitted.seq}`,
             description: link.title,
             ...(link.success_url ? { success_url: link.success_url } : {}),
+            ...(link.locale ? { locale: link.locale } : {}),
             // Back on the checkout returns to the link page; a POS payer has no page to go back to.
             ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://'))
               ? { cancel_url: linkUrl }
@@ -283,6 +289,7 @@ export class LinkService {
       presets_usd_cents: r.presets_usd_cents,
       collect_email: r.collect_email,
       success_url: r.success_url,
+      ...(r.locale ? { locale: r.locale } : {}),
       max_uses: r.max_uses,
       uses: r.uses,
       expires_at: r.expires_at?.toISOString() ?? null,

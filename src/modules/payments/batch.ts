@@ -22,6 +22,8 @@ export interface IssuedPaymentInput {
   order_id: string;
   description: string | null;
   success_url: string | null;
+  /** The payer's language (a subscription's), already checked. */
+  locale: string | null;
   metadata: Record<string, unknown>;
 }
 
@@ -61,6 +63,7 @@ export async function createPaymentsIn(
       success_url: i.success_url,
       cancel_url: null,
       webhook_url: null,
+      locale: i.locale,
       metadata,
       expires_at: expires,
       created_at: now,

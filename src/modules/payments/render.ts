@@ -54,6 +54,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
     paid_attempt_id: p.paid_attempt_id,
     success_url: p.success_url,
     cancel_url: p.cancel_url,
+    ...(p.locale ? { locale: p.locale } : {}),
     metadata: (p.metadata ?? {}) as Record<string, unknown>,
     created_at: p.created_at.toISOString(),
     attempts: l.attempts.map((a) => {

@@ -76,6 +76,9 @@ export const PaymentSchema = Type.Object(
     paid_attempt_id: Nullable(Type.String()),
     success_url: Nullable(Type.String()),
     cancel_url: Nullable(Type.String()),
+    locale: Type.Optional(
+      Type.String({ description: "The payer's language, as given on creation (or inherited); absent when not set." }),
+    ),
     metadata: Type.Record(Type.String(), Type.Unknown()),
     created_at: DateTime(),
     attempts: Type.Array(Ref<Attempt>('Attempt')),

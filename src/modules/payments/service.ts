@@ -11,6 +11,7 @@ import type { Mode } from '../../core/mode.ts';
 import { pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
+import { localeParam } from '../../core/i18n/index.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import { writeTogether } from '../../db/statement.ts';
 import { writeCoalesced } from '../../db/coalesce.ts';
@@ -51,6 +52,8 @@ export interface CreatePaymentInput {
   success_url?: string;
   cancel_url?: string;
   webhook_url?: string;
+  /** The payer's language: a tag from LOCALES (src/core/i18n). */
+  locale?: string;
   metadata?: Record<string, unknown>;
 }
 
@@ -139,6 +142,7 @@ export class PaymentService {
       const url = input[field];
       if (url !== undefined) assertHttpUrl(url, field, mode === 'live');
     }
+    const locale = input.locale === undefined ? null : localeParam(input.locale);
     const metadata = input.metadata ?? {};
     const metadataJson = JSON.stringify(metadata);
     if (Buffer.byteLength(metadataJson, 'utf8') > METADATA_MAX_BYTES) {
@@ -173,6 +177,7 @@ export class PaymentService {
       success_url: input.success_url ?? null,
       cancel_url: input.cancel_url ?? null,
       webhook_url: input.webhook_url ?? null,
+      locale,
       metadata,
       expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
       created_at: now,

@@ -6,14 +6,14 @@
  * They go into the outbox by reference (`subscriptionMail`): the invoice and the reminder name their payment, the
  * notice its subscription, each with the expiry of the customer's link; the composer (composer.ts) builds them from
  * the stored rows when they are sent or shown. So the merchant's name is the one it has when the mail is sent.
+ * Each is written in the subscription's `locale` (English when none was given), through the message catalogs.
  */
-import { formatCents } from '../../core/money.ts';
+import { chooseLocale, day, type Locale, moment, money, t } from '../../core/i18n/index.ts';
 import type { ComposedMail, MailReference } from '../email/service.ts';
 import type { EmailContent } from '../email/template.ts';
 import { dueAt, type Interval } from './calendar.ts';
 import type { CancellationReason } from './model.ts';
 import type { SubscriptionRow } from './store.ts';
-import { dayText } from '../../core/dates.ts';
 
 /** The kinds of subscription mail, all stored by reference. */
 export const MAIL_KINDS = {
@@ -65,53 +65,64 @@ export interface InvoicePayment {
   price_amount: number;
 }
 
-/** "1 March 2026" (UTC). */
-export const day = dayText;
+export { day, moment };
 
-/** "1 March 2026, 12:00 UTC". */
-export function moment(d: Date): string {
-  return `${day(d)}, ${d.toISOString().slice(11, 16)} UTC`;
+/** "every month", "every 3 months" in the locale. */
+export function every(interval: Interval, count: number, locale: Locale = 'en'): string {
+  return t(locale, `every.${interval}`, { count });
 }
 
-export const usd = (cents: number) => `$${formatCents(cents).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}`;
+/** The language of a subscription's mail: its `locale`, else English. */
+const localeOf = (c: MailContext): Locale => chooseLocale({ stored: c.sub.locale });
 
-/** "every month", "every 3 months". */
-export function every(interval: Interval, count: number): string {
-  return count === 1 ? `every ${interval}` : `every ${count} ${interval}s`;
-}
-
-function periodRange(sub: SubscriptionRow, period: number): string {
+function periodRange(l: Locale, sub: SubscriptionRow, period: number): string {
   const start = dueAt(sub.started_at, sub.interval, sub.interval_count, period);
   const end = dueAt(sub.started_at, sub.interval, sub.interval_count, period + 1);
-  return `${day(start)} – ${day(end)}`;
+  return t(l, 'mail.period_value', { period, start: day(l, start), end: day(l, end) });
 }
 
-const footer = (c: MailContext) => [
-  `You receive this email because ${c.merchantName} bills you for ${c.sub.title} (${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}) through Kasse.`,
+/** The names every message of a mail may use. */
+function words(c: MailContext, amount: number) {
+  const l = localeOf(c);
+  return {
+    l,
+    v: { merchant: c.merchantName, title: c.sub.title, amount: money(l, amount) },
+  };
+}
+
+const footer = (c: MailContext, l: Locale) => [
+  t(l, 'mail.footer', {
+    merchant: c.merchantName,
+    title: c.sub.title,
+    amount: money(l, c.sub.amount_usd_cents),
+    every: every(c.sub.interval, c.sub.interval_count, l),
+  }),
 ];
-const manage = (c: MailContext) => [{ label: 'See or cancel your subscription', url: c.customerUrl }];
+const manage = (c: MailContext, l: Locale) => [{ label: t(l, 'mail.manage'), url: c.customerUrl }];
 
 /** The invoice of a period: merchant, amount, period, due date and the checkout link. */
 export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): ComposedMail {
+  const { l, v } = words(c, payment.price_amount);
+  const name = c.sub.customer_name;
   const body: EmailContent = {
-    heading: `${c.merchantName}: invoice for ${c.sub.title}`,
+    lang: l,
+    heading: t(l, 'mail.invoice_heading', v),
     paragraphs: [
-      `${c.sub.customer_name ? `Hello ${c.sub.customer_name}, y` : 'Y'}our payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title} is due on ${day(due)}.`,
+      name
+        ? t(l, 'mail.invoice_text_named', { ...v, name, due: day(l, due) })
+        : t(l, 'mail.invoice_text', { ...v, due: day(l, due) }),
     ],
     details: [
-      ['Amount', usd(payment.price_amount)],
-      ['Period', `${period} (${periodRange(c.sub, period)})`],
-      ['Due', moment(due)],
-      ['Pay by', moment(payment.expires_at)],
+      [t(l, 'mail.amount'), v.amount],
+      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+      [t(l, 'mail.due'), moment(l, due)],
+      [t(l, 'mail.pay_by'), moment(l, payment.expires_at)],
     ],
-    action: { label: 'Pay now', url: payment.checkout_url },
-    footer: footer(c),
-    links: manage(c),
+    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
+    footer: footer(c, l),
+    links: manage(c, l),
   };
-  return {
-    subject: `Invoice from ${c.merchantName}: ${c.sub.title}, ${usd(payment.price_amount)} due ${day(due)}`,
-    content: body,
-  };
+  return { subject: t(l, 'mail.invoice_subject', { ...v, due: day(l, due) }), content: body };
 }
 
 /** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
@@ -122,42 +133,43 @@ export function reminderMail(
   endsAt: Date,
   payment: InvoicePayment,
 ): ComposedMail {
+  const { l, v } = words(c, payment.price_amount);
   const body: EmailContent = {
-    heading: `Payment overdue: ${c.sub.title}`,
+    lang: l,
+    heading: t(l, 'mail.reminder_heading', v),
     paragraphs: [
-      `Your payment of ${usd(payment.price_amount)} to ${c.merchantName} for ${c.sub.title}, due on ${day(due)}, has not arrived and is overdue.`,
-      `Unless it is paid, your subscription will end on ${moment(endsAt)}. Here is a new payment link.`,
+      t(l, 'mail.reminder_text', { ...v, due: day(l, due) }),
+      t(l, 'mail.reminder_ends', { ends: moment(l, endsAt) }),
     ],
     details: [
-      ['Amount', usd(payment.price_amount)],
-      ['Period', `${period} (${periodRange(c.sub, period)})`],
-      ['Was due', moment(due)],
-      ['Subscription ends', moment(endsAt)],
+      [t(l, 'mail.amount'), v.amount],
+      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+      [t(l, 'mail.was_due'), moment(l, due)],
+      [t(l, 'mail.ends'), moment(l, endsAt)],
     ],
-    action: { label: 'Pay now', url: payment.checkout_url },
-    footer: footer(c),
-    links: manage(c),
+    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
+    footer: footer(c, l),
+    links: manage(c, l),
   };
-  return { subject: `Overdue: ${c.sub.title} from ${c.merchantName}, ends ${day(endsAt)} unless paid`, content: body };
+  return { subject: t(l, 'mail.reminder_subject', { ...v, ends: day(l, endsAt) }), content: body };
 }
 
-const WHY: Record<CancellationReason, (c: MailContext) => string> = {
-  customer: () => 'You cancelled it with the link from our emails.',
-  merchant: (c) => `${c.merchantName} cancelled it.`,
-  unpaid: () => 'The payment for a period was not received before its grace period ended.',
-};
+const WHY = {
+  customer: 'mail.why_customer',
+  merchant: 'mail.why_merchant',
+  unpaid: 'mail.why_unpaid',
+} as const satisfies Record<CancellationReason, string>;
 
 /** The subscription ended (no more invoices). */
 export function cancelledMail(c: MailContext, reason: CancellationReason): ComposedMail {
+  const { l, v } = words(c, c.sub.amount_usd_cents);
   const body: EmailContent = {
-    heading: `Subscription cancelled: ${c.sub.title}`,
-    paragraphs: [
-      `Your subscription to ${c.sub.title} from ${c.merchantName} has been cancelled. You will not be billed for it again.`,
-      WHY[reason](c),
-    ],
-    details: [['Amount', `${usd(c.sub.amount_usd_cents)} ${every(c.sub.interval, c.sub.interval_count)}`]],
-    footer: [`You receive this email because ${c.merchantName} billed you for ${c.sub.title} through Kasse.`],
-    links: [{ label: 'See your subscription', url: c.customerUrl }],
+    lang: l,
+    heading: t(l, 'mail.cancelled_heading', v),
+    paragraphs: [t(l, 'mail.cancelled_text', v), t(l, WHY[reason], v)],
+    details: [[t(l, 'mail.amount'), `${v.amount} ${every(c.sub.interval, c.sub.interval_count, l)}`]],
+    footer: [t(l, 'mail.footer_ended', v)],
+    links: [{ label: t(l, 'mail.see'), url: c.customerUrl }],
   };
-  return { subject: `Subscription cancelled: ${c.sub.title} from ${c.merchantName}`, content: body };
+  return { subject: t(l, 'mail.cancelled_subject', v), content: body };
 }

@@ -73,6 +73,7 @@ export function subscriptionJson(
     periods_paid: r.periods_paid,
     last_payment_id: r.last_payment_id,
     success_url: r.success_url,
+    ...(r.locale ? { locale: r.locale } : {}),
     metadata: (r.metadata ?? {}) as Record<string, unknown>,
     cancelled_at: iso(r.cancelled_at),
     cancellation_reason: r.cancellation_reason,

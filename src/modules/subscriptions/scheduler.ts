@@ -210,6 +210,7 @@ export class SubscriptionScheduler {
         order_id: `${w.row.id}-${step.period}`,
         description: `${w.row.title} (period ${step.period})`,
         success_url: w.row.success_url,
+        locale: w.row.locale,
         metadata: { subscription_id: w.row.id, period: step.period },
       }));
       const payments = await this.deps.payments.createIn(tx, mode, inputs);

@@ -60,6 +60,11 @@ export const SubscriptionSchema = Type.Object(
     }),
     last_payment_id: Nullable(Type.String({ description: 'The latest payment issued.' })),
     success_url: Nullable(Type.String()),
+    locale: Type.Optional(
+      Type.String({
+        description: "The customer's language of emails, the subscription page and its payments; absent when not set.",
+      }),
+    ),
     metadata: Type.Record(Type.String(), Type.Unknown()),
     cancelled_at: Nullable(DateTime()),
     cancellation_reason: Nullable(

@@ -16,6 +16,7 @@ import { afterCommit, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/idempotency.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
+import { localeParam } from '../../core/i18n/index.ts';
 import type { PaymentChange } from '../payments/engine.ts';
 import type { Interval } from './calendar.ts';
 import type { LinkCheck } from './customer-link.ts';
@@ -60,6 +61,8 @@ export interface CreateSubscriptionInput {
   grace_days?: number;
   start_at?: string;
   success_url?: string;
+  /** The customer's language of its emails, page and payments: a tag from LOCALES (src/core/i18n). */
+  locale?: string;
   metadata?: Record<string, unknown>;
 }
 
@@ -110,6 +113,7 @@ export class SubscriptionService extends WorkNotifier {
     const key = validateKey(idempotencyKey);
     const now = this.deps.clock.now();
     if (input.success_url !== undefined) assertHttpUrl(input.success_url, 'success_url', mode === 'live');
+    const locale = input.locale === undefined ? null : localeParam(input.locale);
     const metadata = input.metadata ?? {};
     if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > METADATA_MAX_BYTES)
       throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
@@ -139,6 +143,7 @@ export class SubscriptionService extends WorkNotifier {
         started_at: start,
         next_due_at: start,
         success_url: input.success_url ?? null,
+        locale,
         metadata: JSON.stringify(metadata),
         run_at: start,
         created_at: now,

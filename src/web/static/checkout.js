@@ -35,7 +35,7 @@
       var box = el('div', { position: 'relative', width: wide ? '28rem' : '100%', height: wide ? 'min(46rem, 92vh)' : '100%', background: '#fff', borderRadius: wide ? '1rem' : '0', overflow: 'hidden', boxShadow: '0 10px 40px rgba(0,0,0,.3)' });
       var frame = el('iframe', { width: '100%', height: '100%', border: '0', display: 'block' },
         { src: `${url}?embed=1&origin=${encodeURIComponent(location.origin)}`, title: 'Checkout', allow: 'clipboard-write' });
-      var close = el('button', { position: 'absolute', top: '.4rem', right: '.4rem', width: '2.75rem', height: '2.75rem', border: '0', borderRadius: '50%', background: '#f1f3f6', color: '#16181d', font: '600 1.5rem/1 system-ui,sans-serif', cursor: 'pointer' },
+      var close = el('button', { position: 'absolute', top: '.4rem', insetInlineEnd: '.4rem', width: '2.75rem', height: '2.75rem', border: '0', borderRadius: '50%', background: '#f1f3f6', color: '#16181d', font: '600 1.5rem/1 system-ui,sans-serif', cursor: 'pointer' },
         { type: 'button', 'aria-label': 'Close checkout' });
       close.textContent = '\u00d7';
 
@@ -52,6 +52,8 @@
       function onMessage(e) {
         var m = e.data;
         if (e.origin !== base || e.source !== frame.contentWindow || !m || m.kasse !== 1) return;
+        /* The checkout names the dialog and its close button in the payer's language. */
+        if (m.close) { close.setAttribute('aria-label', m.close); close.lang = overlay.lang = m.lang; overlay.setAttribute('aria-label', m.dialog); }
         if (/^(paid|expired|cancelled|closed)$/.test(m.status)) done(m.status);
       }
       /* Keep focus inside the dialog while it is open: Tab cycles between the checkout frame and the close button. */

@@ -1,7 +1,7 @@
 /* Kasse pages: live status, countdowns, copy buttons, the POS keypad and the modal's messages. Chain families' wallet
    scripts load after this one and use window.kassePage: onRender(fn) runs fn now and after every live update of the
    page, say(text) announces a status. Progressive enhancement only: every page works without this file. No
-   dependencies. */
+   dependencies. Its few words come from the page (<html data-text>: JSON in the page's language). */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -10,12 +10,17 @@
   var FINAL = ['paid', 'expired', 'cancelled', 'refunded'];
   var status = d.getElementById('k-status'), main = d.getElementById('k-main');
   var offset = 0, told = false, key = () => {}, rendered = [];
+  var T = JSON.parse(root.dataset.text || '{}'), lang = T.lang || 'en';
+  var nf = (o) => new Intl.NumberFormat(lang, o), two = nf({ minimumIntegerDigits: 2 }), usd = nf({ style: 'currency', currency: 'USD' });
 
   function $(s, el) { return (el || d).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
   /* The status line is shown while the payer is to send money, and announced only when the page says the same. */
   function say(text, quiet) { if (status) { status.textContent = text; status.classList.toggle('k-sr', !!quiet); } }
-  w.kassePage = { say: say, onRender: (fn) => { rendered.push(fn); if (main && main.dataset.events) fn(); } };
+  w.kassePage = { say: say, text: T, onRender: (fn) => { rendered.push(fn); if (main && main.dataset.events) fn(); } };
+
+  /* Give the modal (checkout.js) its close button's words in the page's language. */
+  if (embed && parentOrigin && w.parent !== w) w.parent.postMessage({ kasse: 1, lang: lang, close: T.close, dialog: T.dialog }, parentOrigin);
 
   /* Tell the merchant page (checkout.js) the outcome, once. */
   function tell(result) {
@@ -42,9 +47,9 @@
   function tick() {
     $$('time[data-expires]').forEach((t) => {
       var left = Math.max(0, Math.floor((Date.parse(t.dataset.expires) - Date.now() - offset) / 1000));
-      var text = `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
+      var text = `${nf({}).format(Math.floor(left / 60))}:${two.format(left % 60)}`;
       if (t.textContent !== text) t.textContent = text;
-      if (!left && !t.dataset.over) { t.dataset.over = 1; say('The price hold has ended.'); }
+      if (!left && !t.dataset.over) { t.dataset.over = 1; say(T.over); }
     });
   }
 
@@ -70,7 +75,7 @@
 
   function copy(b) {
     var v = b.dataset.copy, label = b.textContent;
-    function done() { b.textContent = 'Copied'; setTimeout(() => { b.textContent = label; }, 1500); }
+    function done() { b.textContent = T.copied; setTimeout(() => { b.textContent = label; }, 1500); }
     function fallback() {
       var r = d.createRange(), s = getSelection();
       r.selectNodeContents(b.previousElementSibling);
@@ -100,9 +105,9 @@
       f.dataset.busy = 1;
       const err = $('.k-error', f);
       const fail = (m) => { delete f.dataset.busy; if (err) err.textContent = m; };
-      fetch(f.action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: sub.value }) })
+      fetch(f.action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: sub.value, lang: lang }) })
         .then((r) => r.json().then((body) => { if (r.ok) location.reload(); else fail(body.error.message); }))
-        .catch(() => { fail('Network error. Please try again.'); });
+        .catch(() => { fail(T.network); });
     } else if (f.hasAttribute('data-once')) f.dataset.busy = 1;
   });
   /* In the modal, Escape closes it like its close button. */
@@ -115,9 +120,10 @@
     const input = $('input[name=amount]', pad), charge = $('.k-charge', pad);
     $$('.k-keypad,[data-key=clear]', pad).forEach((el) => { el.hidden = false; });
     const cents = () => Math.round(parseFloat(input.value.replace(',', '.').replace(/[^0-9.]/g, '')) * 100) || 0;
+    const label = (c) => { charge.textContent = c ? T.chargeAmount.replace('{amount}', usd.format(c / 100)) : T.charge; };
     const show = (c) => {
       input.value = c ? (c / 100).toFixed(2) : '';
-      charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge';
+      label(c);
     };
     key = (k) => {
       var c = cents();
@@ -126,13 +132,13 @@
       else if (c < 1e8) c = c * 10 ** k.length + Number(k);
       show(c);
     };
-    input.addEventListener('input', () => { var c = cents(); charge.textContent = c ? `Charge $${(c / 100).toFixed(2)}` : 'Charge'; });
+    input.addEventListener('input', () => { label(cents()); });
     /* Charging nothing says so instead of doing nothing. */
     pad.addEventListener('submit', (e) => {
       if (cents() > 0) return;
       e.preventDefault();
       var err = $('.k-error', pad);
-      if (err) err.textContent = 'Enter the amount to charge first.';
+      if (err) err.textContent = T.enterFirst;
       input.focus();
     });
   }

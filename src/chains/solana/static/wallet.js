@@ -2,7 +2,7 @@
    Phantom, Solflare, Backpack and others announce themselves to a page). Kasse builds the transaction; the wallet
    signs it. "Pay with Solana wallet" signs and sends it from the wallet; "Pay USDC by signature" only signs (Kasse's
    hot wallet pays the fee, the payer needs no SOL) and posts it to Kasse's relay. Both buttons stay hidden without
-   such a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say). No dependencies. */
+   such a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say, text: the words in the page's language). No dependencies. */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -48,7 +48,7 @@
     wallet.features['standard:connect'].connect()
       .then((r) => {
         account = (r && r.accounts && r.accounts[0]) || wallet.accounts[0];
-        if (!account) throw new Error('The wallet shared no account.');
+        if (!account) throw new Error(page.text.walletNoAccount);
         return post(`${base}/transaction`, { attempt_id: b.dataset.attempt, account: account.address, gasless: gasless });
       })
       .then((built) => {
@@ -59,7 +59,7 @@
         }
         return wallet.features['solana:signAndSendTransaction'].signAndSendTransaction({ account: account, transaction: tx, chain: chain });
       })
-      .then(() => { b.textContent = 'Payment sent; waiting for the network…'; page.say('Transaction sent. Waiting for the network to see it.'); })
+      .then(() => { b.textContent = page.text.walletSending; page.say(page.text.walletSent); })
       .catch((err) => { b.disabled = false; error(String((err && err.message) || err)); });
   });
 

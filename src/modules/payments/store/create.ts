@@ -23,10 +23,10 @@ export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]):
     values.map((v) => (v[k] ? new Date(v[k] as Date | string).toISOString() : null));
   const { rows } = await sql<PaymentRow>`
     INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, description, success_url, cancel_url,
-      webhook_url, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at)
+      webhook_url, locale, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at)
     SELECT * FROM unnest(${ids}::text[], ${col('merchant_id')}::text[], ${col('mode')}::text[], ${col('status')}::text[],
       ${col('price_amount')}::int[], ${col('price_currency')}::text[], ${col('order_id')}::text[], ${col('description')}::text[],
-      ${col('success_url')}::text[], ${col('cancel_url')}::text[], ${col('webhook_url')}::text[], ${col('metadata')}::json[],
+      ${col('success_url')}::text[], ${col('cancel_url')}::text[], ${col('webhook_url')}::text[], ${col('locale')}::text[], ${col('metadata')}::json[],
       ${time('expires_at')}::timestamptz[], ${time('paid_at')}::timestamptz[], ${col('paid_attempt_id')}::text[],
       ${values.map((v) => (v.paid_amount == null ? null : String(v.paid_amount)))}::numeric[], ${time('created_at')}::timestamptz[],
       ${time('updated_at')}::timestamptz[])
@@ -84,6 +84,7 @@ const PAYMENT_COLUMNS = [
   'success_url',
   'cancel_url',
   'webhook_url',
+  'locale',
   'metadata',
   'expires_at',
   'paid_at',
