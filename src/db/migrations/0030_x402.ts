@@ -11,8 +11,16 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE payments ADD COLUMN source text CHECK (source IN ('x402')), ADD COLUMN x402 jsonb;
+    -- An x402 payment below a cent counts for 0 cents until the merchant's x402 total crosses one (docs/x402.md).
+    ALTER TABLE payments DROP CONSTRAINT payments_price_amount_check, ADD CONSTRAINT payments_price_amount_check
+      CHECK (price_amount BETWEEN 1 AND 100000000 OR (source = 'x402' AND price_amount >= 0));
     ALTER TABLE attempts ADD COLUMN external boolean NOT NULL DEFAULT false;
-    CREATE INDEX payments_by_source ON payments (merchant_id, mode, source, created_at DESC, id DESC)
+    -- Every x402 payment of a merchant on a network pays the one x402 address: its index repeats on them.
+    ALTER TABLE attempts DROP CONSTRAINT attempts_address_index_key;
+    CREATE UNIQUE INDEX attempts_address_index_key ON attempts (address_index) WHERE NOT external;
+    DROP INDEX attempts_address;
+    CREATE UNIQUE INDEX attempts_address ON attempts (mode, chain, lower(address)) WHERE NOT external;
+    CREATE INDEX payments_by_source ON payments (merchant_id, mode, source, id DESC)
       WHERE source IS NOT NULL;
 
     CREATE TABLE x402_pay_to (

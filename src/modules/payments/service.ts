@@ -58,6 +58,7 @@ export interface CreatePaymentInput {
 export interface ListQuery {
   order_id?: string;
   status?: PaymentStatus;
+  source?: 'x402';
   cursor?: string;
   limit?: number;
 }

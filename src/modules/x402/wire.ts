@@ -17,7 +17,7 @@ export const RequirementsSchema = Type.Object(
     maxTimeoutSeconds: Type.Integer({ minimum: 0 }),
     extra: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
-  { ...Open, $id: 'X402PaymentRequirements', description: 'x402 v2 PaymentRequirements.' },
+  { ...Open, description: 'x402 v2 PaymentRequirements.' },
 );
 
 export const FacilitatorBodySchema = Type.Object(
@@ -45,7 +45,7 @@ export const FacilitatorBodySchema = Type.Object(
       },
       { ...Open, description: 'x402 v2 PaymentPayload, as the client sent it.' },
     ),
-    paymentRequirements: Type.Unsafe<Static<typeof RequirementsSchema>>({ $ref: 'X402PaymentRequirements#' }),
+    paymentRequirements: RequirementsSchema,
   },
   { ...Open, description: 'What `HTTPFacilitatorClient` posts to verify and settle.' },
 );
@@ -108,4 +108,4 @@ export const SupportedResponseSchema = Type.Object(
 );
 export type SupportedResponse = Static<typeof SupportedResponseSchema>;
 
-export const X402_SCHEMAS = [RequirementsSchema, VerifyResponseSchema, SettleResponseSchema, SupportedResponseSchema];
+export const X402_SCHEMAS = [VerifyResponseSchema, SettleResponseSchema, SupportedResponseSchema];
