@@ -65,8 +65,9 @@ export async function startShop(opts: {
   };
 }
 
-/** An agent's fetch that pays x402 challenges with `account`. */
-export function agentFetch(account: LocalAccount): typeof fetch {
+/** An agent's fetch that pays x402 challenges with `account` (also in a token the client does not know: `anyAsset`). */
+export function agentFetch(account: LocalAccount, anyAsset = false): typeof fetch {
   const client = new x402Client().register('eip155:*', new ExactEvmClient(account));
+  if (anyAsset) client.setSpendControls({ allowedAssets: true });
   return wrapFetchWithPayment(fetch, client) as typeof fetch;
 }
