@@ -12,6 +12,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type Hex, getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { launchBrowser } from '../harness/browser.ts';
+import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, startShop } from './agents.ts';
@@ -259,5 +261,45 @@ describe('amounts below a cent', () => {
     const usdc = balance.custody.find((c: any) => c.token === 'base:usdc');
     assert.equal(usdc.amount, '1020000', 'the exact USDC units');
     assert.ok(balance.available_usd_cents <= 102 && balance.available_usd_cents >= 100, 'cents less the fee');
+  });
+});
+
+describe('the dashboard', () => {
+  test('the payments page filters x402 payments and shows who paid, escaped', async () => {
+    const merchant = await t.merchant();
+    const to = (await ok(merchant.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+    const b0 = await body({ to, payTo: to });
+    b0.paymentPayload.resource.description = '<img src=x onerror="alert(1)">';
+    const settled = await ok(merchant.test.post('/x402/settle', b0));
+    await ok(
+      merchant.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'checkout-1' }),
+      201,
+    );
+    const browser = await launchBrowser();
+    try {
+      const u = await createUser(t.kasse, merchant.id, 'x402-owner@example.com', 'owner');
+      const { page, context } = await browser.open('desktop');
+      await setUpAccount(page, u.setupUrl, t.clock, { email: 'x402-owner@example.com', id: u.id });
+      const base = t.urls.checkout;
+      await page.goto(`${base}/dashboard/test/payments`);
+      assert.equal(await page.locator('tbody tr').count(), 2);
+      await page.getByLabel('Paid by').selectOption('x402');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      assert.deepEqual(await page.locator('tbody td[data-label=Order]').allTextContents(), [
+        `x402:${(await t.kasse.db.selectFrom('x402_settlements').select('id').where('payment_id', '=', settled.extra.payment_id).executeTakeFirstOrThrow()).id}`,
+      ]);
+      await page.goto(`${base}/dashboard/test/payments/${settled.extra.payment_id}`);
+      const facts = await page.locator('.d-facts').textContent();
+      assert.match(
+        facts!,
+        new RegExp(`x402 client ${agent.address} for http://shop.test/weather \\(0.001 USD, simulated\\)`),
+      );
+      assert.equal(await page.locator('.d-facts img').count(), 0, 'the description is text');
+      const bad = await page.goto(`${base}/dashboard/test/payments?source=card`);
+      assert.equal(bad!.status(), 400);
+      await context.close();
+    } finally {
+      await browser.close();
+    }
   });
 });
