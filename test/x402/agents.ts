@@ -15,19 +15,11 @@ import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import express from 'express';
 import type { LocalAccount } from 'viem';
+import { Kasse } from '../../sdk/src/index.ts';
 
 export interface Shop {
   url: string;
   close(): Promise<void>;
-}
-
-/** The facilitator config `HTTPFacilitatorClient` takes for Kasse at `apiBase` (…/v1) with `key`. */
-export function kasseFacilitator(apiBase: string, key: string) {
-  const auth = { Authorization: `Bearer ${key}` };
-  return {
-    url: `${apiBase}/x402`,
-    createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
-  };
 }
 
 /** An Express API whose `GET /weather` costs `price` on `network`, paid to `payTo`, with Kasse as facilitator. */
@@ -38,7 +30,8 @@ export async function startShop(opts: {
   payTo: string;
   price: Price;
 }): Promise<Shop> {
-  const facilitator = new HTTPFacilitatorClient(kasseFacilitator(opts.apiBase, opts.key));
+  // The SDK's helper gives the facilitator config (docs/x402.md).
+  const facilitator = new HTTPFacilitatorClient(new Kasse(opts.key, { baseUrl: opts.apiBase }).x402.facilitator());
   const server = new x402ResourceServer(facilitator).register(opts.network, new ExactEvmScheme());
   const app = express();
   app.use(
