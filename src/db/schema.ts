@@ -3,10 +3,11 @@
  * numeric(78,0) token amounts arrive as strings and are turned into bigint by the module that owns them.
  * Chain families add their own tables to `Database` from their folder (declaration merging).
  */
+import type { X402PayToTable, X402SettlementsTable, X402TotalsTable } from '../modules/x402/tables.ts';
 import type { ColumnType, Generated } from 'kysely';
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
-type Json = ColumnType<unknown, string, string>;
+export type Json = ColumnType<unknown, string, string>;
 
 export interface MerchantsTable {
   id: string;
@@ -451,48 +452,6 @@ export interface Database {
   x402_pay_to: X402PayToTable;
   x402_settlements: X402SettlementsTable;
   x402_totals: X402TotalsTable;
-}
-
-/** A merchant's x402 receiving address on a network (migration 0030; src/modules/x402/). */
-export interface X402PayToTable {
-  merchant_id: string;
-  mode: 'test' | 'live';
-  chain: string;
-  address_index: ColumnType<bigint, bigint | string, bigint | string>;
-  address: string;
-  created_at: Timestamp;
-}
-
-/** One x402 authorization being or having been settled (migration 0030; src/modules/x402/). */
-export interface X402SettlementsTable {
-  id: string;
-  merchant_id: string;
-  mode: 'test' | 'live';
-  chain: string;
-  network: string;
-  auth_key: string;
-  payer: string;
-  pay_to: string;
-  token: string;
-  amount: Numeric;
-  resource: string | null;
-  description: string | null;
-  /** The requirements and payload settled, to submit them again after a crash (`X402Stored` of the module). */
-  request: Json;
-  status: 'pending' | 'settled' | 'failed';
-  transaction: string | null;
-  simulated: boolean;
-  error: string | null;
-  payment_id: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
-}
-
-/** A merchant's running x402 total in millionths of a dollar (migration 0030; src/modules/x402/). */
-export interface X402TotalsTable {
-  merchant_id: string;
-  mode: 'test' | 'live';
-  micro_usd: Numeric;
 }
 
 /** How a watched network's nodes answered its watcher (migration 0028; src/chains/health.ts). */

@@ -32,7 +32,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Supported',
         summary: 'x402: supported kinds',
         description:
-          'Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant\'s x402 address on the network), the USDC `asset` and, for EVM networks, the EIP-712 `name` and `version`.',
+          'Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant\'s x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).',
         tags: ['x402'],
         response: { 200: ref(SupportedResponseSchema) },
       },
@@ -72,7 +72,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Verify',
         summary: 'x402: verify a payment',
         description:
-          "Checks a payment payload against the requirements without settling it: signature in USDC's EIP-712 domain, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.",
+          "Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.",
         tags: ['x402'],
         body: FacilitatorBodySchema,
         response: { 200: ref(VerifyResponseSchema) },

@@ -348,7 +348,7 @@ function sameRequest(row: SettlementRow, r: X402Request): boolean {
   return BigInt(row.amount) === r.amount && sameAddress(row.pay_to, r.payTo) && row.network === r.kind.network;
 }
 
-/** Addresses compare exactly, hex ones (EVM) in any case. */
+/** Addresses compare exactly, hex ones in any case. */
 function sameAddress(a: string, b: string): boolean {
   return a === b || (a.startsWith('0x') && a.toLowerCase() === b.toLowerCase());
 }

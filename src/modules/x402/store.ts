@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
-import type { X402SettlementsTable } from '../../db/schema.ts';
+import type { X402SettlementsTable } from './tables.ts';
 import type { Selectable } from 'kysely';
 
 export type SettlementRow = Selectable<X402SettlementsTable>;

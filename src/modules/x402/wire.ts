@@ -40,7 +40,7 @@ export const FacilitatorBodySchema = Type.Object(
           Type.Object({ scheme: Type.Optional(Type.String()), network: Type.Optional(Type.String()) }, Open),
         ),
         payload: Type.Record(Type.String(), Type.Unknown(), {
-          description: 'The scheme payload (EVM: `{signature, authorization}`).',
+          description: 'The scheme payload, as the network scheme defines it.',
         }),
       },
       { ...Open, description: 'x402 v2 PaymentPayload, as the client sent it.' },
@@ -95,7 +95,7 @@ export const SupportedResponseSchema = Type.Object(
           network: Type.String(),
           extra: Type.Record(Type.String(), Type.Unknown(), {
             description:
-              "`payTo` (the merchant's address), `asset`, `decimals`, the EIP-712 `name` and `version` (EVM), `simulated` on the simulator.",
+              "`payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator.",
           }),
         },
         { additionalProperties: false },
