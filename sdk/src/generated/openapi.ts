@@ -613,7 +613,7 @@ export interface paths {
         };
         /**
          * x402: supported kinds
-         * @description Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset` and, for EVM networks, the EIP-712 `name` and `version`.
+         * @description Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).
          */
         get: operations["x402Supported"];
         put?: never;
@@ -655,7 +655,7 @@ export interface paths {
         put?: never;
         /**
          * x402: verify a payment
-         * @description Checks a payment payload against the requirements without settling it: signature in USDC's EIP-712 domain, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.
+         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.
          */
         post: operations["x402Verify"];
         delete?: never;
@@ -3117,7 +3117,7 @@ export interface components {
                 x402Version: number;
                 scheme: string;
                 network: string;
-                /** @description `payTo` (the merchant's address), `asset`, `decimals`, the EIP-712 `name` and `version` (EVM), `simulated` on the simulator. */
+                /** @description `payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator. */
                 extra: {
                     [key: string]: unknown;
                 };
@@ -6194,7 +6194,7 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         };
-                        /** @description The scheme payload (EVM: `{signature, authorization}`). */
+                        /** @description The scheme payload, as the network scheme defines it. */
                         payload: {
                             [key: string]: unknown;
                         };
@@ -6304,7 +6304,7 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         };
-                        /** @description The scheme payload (EVM: `{signature, authorization}`). */
+                        /** @description The scheme payload, as the network scheme defines it. */
                         payload: {
                             [key: string]: unknown;
                         };
