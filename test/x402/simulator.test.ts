@@ -196,6 +196,10 @@ describe('the facilitator API', () => {
     });
     assert.equal(p.attempts[0].pay_amount, '1000');
     assert.equal(p.attempts[0].address, payTo);
+    // Refunded like any payment, to the payer's address, for the exact amount.
+    const refund = await ok(m.test.post(`/payments/${p.id}/refund`, { destination: agent.address }), 202);
+    assert.equal(refund.amount, '1000');
+    assert.equal(refund.destination, agent.address);
   });
 });
 
