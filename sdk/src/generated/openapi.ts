@@ -2407,7 +2407,7 @@ export interface components {
         Payment: {
             id: string;
             status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
-            /** @description US cents. */
+            /** @description US cents. An x402 payment counts the whole cents it carries the merchant's x402 total across, 0 below a cent (docs/x402.md). */
             price_amount: number;
             /** @enum {string} */
             price_currency: "USD";

@@ -79,7 +79,10 @@ export const PaymentSchema = Type.Object(
   {
     id: Type.String({ pattern: ID_PATTERNS.pay }),
     status: Enum(PAYMENT_STATUSES),
-    price_amount: Type.Integer({ description: 'US cents.' }),
+    price_amount: Type.Integer({
+      description:
+        "US cents. An x402 payment counts the whole cents it carries the merchant's x402 total across, 0 below a cent (docs/x402.md).",
+    }),
     price_currency: Type.Literal('USD'),
     order_id: Type.String(),
     description: Nullable(Type.String()),
