@@ -238,7 +238,19 @@ function build(core: KasseClientCore, table: object): Record<string, unknown> {
   );
 }
 
-export interface Kasse extends Resources {}
+/**
+ * What `HTTPFacilitatorClient` of `@x402/core/server` takes to use this Kasse as its x402 facilitator:
+ * `new HTTPFacilitatorClient(kasse.x402.facilitator())`, then `x402ResourceServer` and `paymentMiddleware` of
+ * `@x402/express` (or `@x402/hono`) as usual. The API key goes as Bearer on every call (docs/x402.md).
+ */
+export interface X402FacilitatorConfig {
+  url: string;
+  createAuthHeaders: () => Promise<Record<'verify' | 'settle' | 'supported', Record<string, string>>>;
+}
+
+export interface Kasse extends Resources {
+  x402: Resources['x402'] & { facilitator(): X402FacilitatorConfig };
+}
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the resource methods declared by the interface are built from the table in the constructor
 export class Kasse {
@@ -252,6 +264,12 @@ export class Kasse {
   constructor(apiKey: string, options: KasseOptions) {
     this.core = new KasseClientCore(apiKey, options);
     Object.assign(this, build(this.core, RESOURCES));
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    const facilitator: X402FacilitatorConfig = {
+      url: `${this.core.baseUrl}/x402`,
+      createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
+    };
+    this.x402.facilitator = () => facilitator;
   }
 }
 

@@ -5,7 +5,14 @@
  *   const kasse = new Kasse(process.env.KASSE_API_KEY!, { baseUrl: 'https://api.pay.example.com/v1' });
  *   const payment = await kasse.payments.create({ price_amount: 2500, price_currency: 'USD', order_id: '1001' });
  */
-export { Kasse, KasseClientCore, VERSION, type KasseOptions, type RequestOptions } from './client.ts';
+export {
+  Kasse,
+  KasseClientCore,
+  VERSION,
+  type KasseOptions,
+  type RequestOptions,
+  type X402FacilitatorConfig,
+} from './client.ts';
 export {
   KasseApiError,
   KasseAuthenticationError,

@@ -56,6 +56,12 @@ export const RESOURCES = {
     retrieve: op('getDisbursement'),
     cancel: op('cancelDisbursement'),
   },
+  x402: {
+    supported: op('x402Supported'),
+    payTo: op('x402PayTo'),
+    verify: op('x402Verify'),
+    settle: op('x402Settle'),
+  },
   testHelpers: { payments: { simulate: op('simulatePayment') }, subscriptions: { advance: op('advanceSubscription') } },
 } as const;
 

@@ -3,10 +3,11 @@
  * numeric(78,0) token amounts arrive as strings and are turned into bigint by the module that owns them.
  * Chain families add their own tables to `Database` from their folder (declaration merging).
  */
+import type { X402PayToTable, X402SettlementsTable, X402TotalsTable } from '../modules/x402/tables.ts';
 import type { ColumnType, Generated } from 'kysely';
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
-type Json = ColumnType<unknown, string, string>;
+export type Json = ColumnType<unknown, string, string>;
 
 export interface MerchantsTable {
   id: string;
@@ -138,6 +139,10 @@ export interface PaymentsTable {
   updated_at: Timestamp;
   /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (migration 0031). */
   paid_within_tolerance: Generated<boolean>;
+  /** `x402` for a payment the x402 facilitator settled; null otherwise (migration 0030). */
+  source: ColumnType<'x402' | null, 'x402' | null | undefined, never>;
+  /** The x402 details (`X402Details` of payments/external.ts) of such a payment. */
+  x402: ColumnType<unknown, string | null | undefined, never>;
 }
 
 export interface AttemptsTable {
@@ -159,6 +164,8 @@ export interface AttemptsTable {
   expires_at: Timestamp;
   uri: string | null;
   created_at: Timestamp;
+  /** Settled by the x402 facilitator, not by a watcher's report (watchers ignore its address; migration 0030). */
+  external: Generated<boolean>;
 }
 
 export interface DepositsTable {
@@ -461,6 +468,9 @@ export interface Database {
   disbursement_items: DisbursementItemsTable;
   disbursement_approvals: DisbursementApprovalsTable;
   chain_health: ChainHealthTable;
+  x402_pay_to: X402PayToTable;
+  x402_settlements: X402SettlementsTable;
+  x402_totals: X402TotalsTable;
 }
 
 /** How a watched network's nodes answered its watcher (migration 0028; src/chains/health.ts). */

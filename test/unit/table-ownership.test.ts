@@ -51,6 +51,9 @@ const OWNERS: Record<string, string> = {
   disbursement_items: 'modules/disbursements/',
   disbursement_approvals: 'modules/disbursements/',
   chain_health: 'chains/health.ts',
+  x402_pay_to: 'modules/x402/',
+  x402_settlements: 'modules/x402/',
+  x402_totals: 'modules/x402/',
 };
 
 /** Reads across modules that are the design. Only plain reads: no code writes or locks another module's rows. */
@@ -89,7 +92,7 @@ function tables(): Map<string, string> {
   const owners = new Map<string, string>();
   const declared = (file: string) =>
     [...readFileSync(file, 'utf8').matchAll(/interface Database \{([^}]*)\}/g)].flatMap((m) =>
-      [...m[1]!.matchAll(/^\s*([a-z_]+):/gm)].map((t) => t[1]!),
+      [...m[1]!.matchAll(/^\s*([a-z_][a-z0-9_]*):/gm)].map((t) => t[1]!),
     );
   for (const t of declared(join(SRC, 'db', 'schema.ts'))) owners.set(t, OWNERS[t] ?? '');
   for (const family of readdirSync(join(SRC, 'chains'))) {
@@ -104,8 +107,8 @@ function tables(): Map<string, string> {
 type Use = { table: string; kind: 'read' | 'lock' | 'write'; line: number };
 
 const BUILDER =
-  /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_]+)/g;
-const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_]+)\b/g;
+  /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_][a-z0-9_]*)/g;
+const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_][a-z0-9_]*)\b/g;
 const READS = new Set(['selectFrom', 'innerJoin', 'leftJoin', 'rightJoin', 'fullJoin', 'crossJoin', 'FROM', 'JOIN']);
 
 /** The tables `text` queries, through Kysely's builders, the statement helpers or raw SQL. */

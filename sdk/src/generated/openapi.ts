@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * List payments
-         * @description Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.
+         * @description Newest first, filtered by `order_id`, `status` and `source`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.
          */
         get: operations["listPayments"];
         put?: never;
@@ -598,6 +598,86 @@ export interface paths {
          * @description Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.
          */
         post: operations["cancelDisbursement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/supported": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * x402: supported kinds
+         * @description Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).
+         */
+        get: operations["x402Supported"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/pay_to": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * x402: the merchant's address on a network
+         * @description The merchant's x402 receiving address on a CAIP-2 network of this mode (404 for other networks).
+         */
+        get: operations["x402PayTo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * x402: verify a payment
+         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.
+         */
+        post: operations["x402Verify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * x402: settle a payment
+         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). Idempotent on the authorization. The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
+         */
+        post: operations["x402Settle"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2265,6 +2345,21 @@ export interface components {
             uri: string | null;
             deposits: components["schemas"]["Deposit"][];
         };
+        /** @description How an x402 payment was settled. */
+        X402Details: {
+            resource: string | null;
+            description: string | null;
+            /** @description Address that signed the authorization (refunds go back to it). */
+            payer: string;
+            /** @description CAIP-2 network id, e.g. `eip155:8453`. */
+            network: string;
+            /** @description Settling transaction (`0xsim…` when simulated). */
+            transaction: string;
+            /** @description Settlement was simulated (a test-mode network on the simulator). */
+            simulated: boolean;
+            /** @description Exact amount in US dollars, e.g. `0.001` (see docs/x402.md). */
+            amount_usd: string;
+        };
         /**
          * @description A payment; `GET /payments/{id}` is the source of truth.
          * @example {
@@ -2324,7 +2419,7 @@ export interface components {
         Payment: {
             id: string;
             status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
-            /** @description US cents. */
+            /** @description US cents. An x402 payment counts the whole cents it carries the merchant's x402 total across, 0 below a cent (docs/x402.md). */
             price_amount: number;
             /** @enum {string} */
             price_currency: "USD";
@@ -2352,6 +2447,12 @@ export interface components {
             /** @description Present (true) only when the payment was paid although its confirmed amount fell short of the paid attempt's `pay_amount`, by no more than the account's `underpayment_tolerance_bps` allows (an accepted underpayment does not have it). */
             underpaid_within_tolerance?: boolean;
             tolerance_shortfall?: string | null;
+            /**
+             * @description Present for a payment an x402 client paid through `/x402/settle`.
+             * @enum {string}
+             */
+            source?: "x402";
+            x402?: components["schemas"]["X402Details"];
         };
         /**
          * @description A refund of a payment's money.
@@ -3006,6 +3107,47 @@ export interface components {
                 open: number;
             };
         };
+        /** @description x402 v2 VerifyResponse. */
+        X402VerifyResponse: {
+            isValid: boolean;
+            /** @description The official facilitator's refusal code. */
+            invalidReason?: string;
+            invalidMessage?: string;
+            payer?: string;
+        };
+        /** @description x402 v2 SettleResponse. */
+        X402SettleResponse: {
+            success: boolean;
+            errorReason?: string;
+            errorMessage?: string;
+            payer?: string;
+            /** @description The settling transaction (`0xsim…` when simulated); empty if none. */
+            transaction: string;
+            network: string;
+            amount?: string;
+            extra?: {
+                /** @description The `paid` Payment it became. */
+                payment_id: string | null;
+                /** @description Settlement was simulated (a network on the simulator). */
+                simulated: boolean;
+            };
+        };
+        /** @description x402 v2 SupportedResponse. */
+        X402SupportedResponse: {
+            kinds: {
+                x402Version: number;
+                scheme: string;
+                network: string;
+                /** @description `payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator. */
+                extra: {
+                    [key: string]: unknown;
+                };
+            }[];
+            extensions: string[];
+            signers: {
+                [key: string]: string[];
+            };
+        };
         /**
          * @description The body of a `payment.*` webhook: the event and the full Payment as it was at that moment.
          * @example {
@@ -3472,6 +3614,8 @@ export interface operations {
                 order_id?: string;
                 /** @example paid */
                 status?: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
+                /** @description Only payments x402 clients paid (`/x402/settle`). */
+                source?: "x402";
                 /** @description next_cursor of the previous page. */
                 cursor?: string;
                 /** @example 20 */
@@ -5904,6 +6048,356 @@ export interface operations {
             };
             /** @description Not possible now — `invalid_state`: Not possible in the current state. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402Supported: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description x402 v2 SupportedResponse. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402SupportedResponse"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402PayTo: {
+        parameters: {
+            query: {
+                /** @description CAIP-2 id, e.g. `eip155:8453`. */
+                network: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pay_to: string;
+                    };
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402Verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What `HTTPFacilitatorClient` posts to verify and settle. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 2. */
+                    x402Version: number;
+                    /** @description x402 v2 PaymentPayload, as the client sent it. */
+                    paymentPayload: {
+                        x402Version: number;
+                        resource?: {
+                            url?: string;
+                            description?: string;
+                            mimeType?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        accepted?: {
+                            scheme?: string;
+                            network?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /** @description The scheme payload, as the network scheme defines it. */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description x402 v2 PaymentRequirements. */
+                    paymentRequirements: {
+                        /** @description `exact`. */
+                        scheme: string;
+                        /** @description CAIP-2 network id, e.g. `eip155:8453`. */
+                        network: string;
+                        /** @description Smallest units of the asset, as a decimal string (USDC: 6 decimals). */
+                        amount: string;
+                        /** @description The network's USDC (its contract or mint). */
+                        asset: string;
+                        /** @description The merchant's x402 address on the network (`GET /x402/pay_to`). */
+                        payTo: string;
+                        maxTimeoutSeconds: number;
+                        extra?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description x402 v2 VerifyResponse. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402VerifyResponse"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402Settle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What `HTTPFacilitatorClient` posts to verify and settle. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 2. */
+                    x402Version: number;
+                    /** @description x402 v2 PaymentPayload, as the client sent it. */
+                    paymentPayload: {
+                        x402Version: number;
+                        resource?: {
+                            url?: string;
+                            description?: string;
+                            mimeType?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        accepted?: {
+                            scheme?: string;
+                            network?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /** @description The scheme payload, as the network scheme defines it. */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description x402 v2 PaymentRequirements. */
+                    paymentRequirements: {
+                        /** @description `exact`. */
+                        scheme: string;
+                        /** @description CAIP-2 network id, e.g. `eip155:8453`. */
+                        network: string;
+                        /** @description Smallest units of the asset, as a decimal string (USDC: 6 decimals). */
+                        amount: string;
+                        /** @description The network's USDC (its contract or mint). */
+                        asset: string;
+                        /** @description The merchant's x402 address on the network (`GET /x402/pay_to`). */
+                        payTo: string;
+                        maxTimeoutSeconds: number;
+                        extra?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description x402 v2 SettleResponse. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402SettleResponse"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -37,4 +37,8 @@ export const OPERATIONS = {
   listDisbursements: { method: 'get', path: '/disbursements', body: false, query: true, idempotencyKey: false, list: 'cursor', stream: false, binary: false },
   getDisbursement: { method: 'get', path: '/disbursements/{id}', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   cancelDisbursement: { method: 'post', path: '/disbursements/{id}/cancel', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  x402Supported: { method: 'get', path: '/x402/supported', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  x402PayTo: { method: 'get', path: '/x402/pay_to', body: false, query: true, idempotencyKey: false, list: null, stream: false, binary: false },
+  x402Verify: { method: 'post', path: '/x402/verify', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  x402Settle: { method: 'post', path: '/x402/settle', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
 } as const;

@@ -20,6 +20,7 @@ import * as m0026 from './0026_creation_without_merchant_locks.ts';
 import * as m0027 from './0027_mail_by_reference.ts';
 import * as m0028 from './0028_session_notes.ts';
 import * as m0029 from './0029_chain_health.ts';
+import * as m0030 from './0030_x402.ts';
 import * as m0031 from './0031_branding_tolerance.ts';
 import * as m0032 from './0032_locale.ts';
 
@@ -41,6 +42,7 @@ export const migrations: Record<string, Migration> = {
   '0027_mail_by_reference': m0027,
   '0028_session_notes': m0028,
   '0029_chain_health': m0029,
+  '0030_x402': m0030,
   '0031_branding_tolerance': m0031,
   '0032_locale': m0032,
 };

@@ -60,7 +60,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         operationId: 'listPayments',
         summary: 'List payments',
         description:
-          'Newest first, filtered by `order_id` and `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
+          'Newest first, filtered by `order_id`, `status` and `source`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListPaymentsQuery,
         response: {

@@ -126,6 +126,7 @@ export const ListPaymentsQuery = Type.Object(
   {
     order_id: Type.Optional(Type.String()),
     status: Type.Optional(Enum(PAYMENT_STATUSES)),
+    source: Type.Optional(Type.Literal('x402', { description: 'Only payments x402 clients paid (`/x402/settle`).' })),
     cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page.' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT })),
   },

@@ -105,6 +105,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
     ...(p.paid_within_tolerance
       ? { underpaid_within_tolerance: true, tolerance_shortfall: toleranceShortfall(l) }
       : {}),
+    ...(p.source === 'x402' ? { source: 'x402' as const, x402: p.x402 as Payment['x402'] } : {}),
   };
 }
 

@@ -21,6 +21,8 @@ export interface PaymentSearch {
   to?: Date;
   /** Payments with a coin choice in this token. */
   token?: string;
+  /** `x402`: only payments the x402 facilitator settled. */
+  source?: 'x402';
   cursor?: string;
   limit?: number;
 }

@@ -31,6 +31,8 @@ export async function paymentStates(
 export interface PaymentListQuery {
   order_id?: string;
   status?: PaymentStatus;
+  /** `x402`: only payments the x402 facilitator settled. */
+  source?: 'x402';
   cursor?: string;
   limit: number;
 }
@@ -45,6 +47,7 @@ export async function listPaymentIds(
   let query = db.selectFrom('payments').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
   if (q.order_id !== undefined) query = query.where('order_id', '=', q.order_id);
   if (q.status !== undefined) query = query.where('status', '=', q.status);
+  if (q.source !== undefined) query = query.where('source', '=', q.source);
   if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
   return (
     await query
@@ -68,6 +71,7 @@ export async function searchPaymentIds(
     .where('p.mode', '=', mode);
   if (q.status) query = query.where('p.status', '=', q.status);
   if (q.order_id) query = query.where('p.order_id', '=', q.order_id);
+  if (q.source) query = query.where('p.source', '=', q.source);
   if (q.from) query = query.where('p.created_at', '>=', q.from);
   if (q.to) query = query.where('p.created_at', '<', q.to);
   if (q.token)

@@ -82,6 +82,8 @@ interface Filters {
   from: string;
   to: string;
   token: string;
+  /** `x402`: only payments x402 clients paid. */
+  source: string;
 }
 
 function filtersOf(q: Record<string, string>): { f: Filters; search: PaymentSearch } {
@@ -91,6 +93,7 @@ function filtersOf(q: Record<string, string>): { f: Filters; search: PaymentSear
     from: q.from ?? '',
     to: q.to ?? '',
     token: q.token ?? '',
+    source: q.source ?? '',
   };
   const search: PaymentSearch = {};
   if (f.status) {
@@ -102,6 +105,10 @@ function filtersOf(q: Record<string, string>): { f: Filters; search: PaymentSear
   const to = parseDay(f.to, 'to');
   if (to) search.to = new Date(to.getTime() + 86_400_000);
   if (f.token) search.token = f.token.slice(0, 64);
+  if (f.source) {
+    if (f.source !== 'x402') throw invalid('Unknown source.', 'source');
+    search.source = 'x402';
+  }
   if (q.cursor) search.cursor = q.cursor;
   return { f, search };
 }
@@ -123,6 +130,16 @@ ${field({ name: 'order_id', label: 'Order id', value: f.order_id, told })}
 ${field({ name: 'from', label: 'From', type: 'date', value: f.from, told })}
 ${field({ name: 'to', label: 'To', type: 'date', value: f.to, told })}
 ${select({ name: 'token', label: 'Coin', value: f.token, options: [['', 'Any'], ...tokens], told })}
+${select({
+  name: 'source',
+  label: 'Paid by',
+  value: f.source,
+  options: [
+    ['', 'Anyone'],
+    ['x402', 'x402 clients (agents)'],
+  ],
+  told,
+})}
 <div class="d-filter-actions"><button type="submit" class="d-btn">Filter</button> <a href="/dashboard/${ctx.mode}/payments">Clear</a></div>
 </form>`;
 }
@@ -299,6 +316,7 @@ ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told
 <dt>Amount</dt><dd>${usd(p.price_amount)}</dd><dt>Status</dt><dd>${badge(p.status)}</dd>
 ${creditFacts(credit)}
 <dt>Order id</dt><dd>${p.order_id}</dd><dt>Description</dt><dd>${p.description ?? '—'}</dd>
+${p.x402 ? html`<dt>Paid by</dt><dd>x402 client <code class="d-mono">${p.x402.payer}</code> for ${p.x402.resource ?? '—'} (${p.x402.amount_usd} USD${p.x402.simulated ? ', simulated' : ''})</dd>` : ''}
 <dt>Created</dt><dd>${when(p.created_at)}</dd><dt>Expires</dt><dd>${when(p.expires_at)}</dd><dt>Paid</dt><dd>${when(p.paid_at)}</dd>
 <dt>Payment id</dt><dd><code class="d-mono">${p.id}</code> <button type="button" class="d-copy" data-copy="${p.id}">Copy</button></dd>
 <dt>Checkout</dt><dd><a href="${p.checkout_url}" target="_blank" rel="noopener noreferrer">${p.checkout_url}</a></dd>
@@ -338,7 +356,7 @@ export function paymentPages(r: Router): void {
 
   r.page('/payments', 'read', async (ctx, _p, q) => {
     let told: Told | null = null;
-    let f: Filters = { status: '', order_id: '', from: '', to: '', token: '' };
+    let f: Filters = { status: '', order_id: '', from: '', to: '', token: '', source: '' };
     let list: { data: Payment[]; next_cursor: string | null } = { data: [], next_cursor: null };
     try {
       const parsed = filtersOf(q);
@@ -347,6 +365,7 @@ export function paymentPages(r: Router): void {
     } catch (err) {
       told = tell(err, {
         status: 'Choose a status from the list.',
+        source: 'Choose who paid from the list.',
         cursor: 'That page link is not valid; start from the first page.',
         from: 'Use a date like 2026-03-01.',
         to: 'Use a date like 2026-03-01.',
