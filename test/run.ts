@@ -128,7 +128,7 @@ async function main(): Promise<number> {
 
   const reports = mkdtempSync(join(tmpdir(), 'kasse-tap-'));
   const tapFile = join(reports, 'results.tap');
-  const timesFile = join(reports, 'file-times.mjsv');
+  const timesFile = join(reports, 'file-times.tsv');
   const child = spawn(
     process.execPath,
     [
