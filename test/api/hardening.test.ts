@@ -54,6 +54,7 @@ const SAMPLES: Record<string, { body?: unknown; query?: string }> = {
   'PATCH /links/{id}': { body: { active: false } },
   'POST /events/{id}/redeliver': {},
   'GET /estimate': { query: 'price_amount=100&token=base:usdc' },
+  'GET /x402/pay_to': { query: 'network=eip155:8453' },
 };
 
 describe('unknown query parameters', () => {
