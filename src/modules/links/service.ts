@@ -240,6 +240,40 @@ export class LinkService {
       if (textLength(email) > LINK_LIMITS.emailMax || !EMAIL.test(email))
         throw invalid('email must be an email address', 'email');
     }
+    const seq = await this.admit(link);
+    const linkUrl = this.url(link);
+    try {
+      return (
+        await this.deps.payments.create(
+          link.mode,
+          link.merchant_id,
+          {
+            price_amount: amount,
+            price_currency: 'USD',
+            order_id: this.orderId(link, seq),
+            description: link.title,
+            ...(link.success_url ? { success_url: link.success_url } : {}),
+            // Back on the checkout returns to the link page; a POS payer has no page to go back to.
+            ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://'))
+              ? { cancel_url: linkUrl }
+              : {}),
+            metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
+          },
+          undefined,
+          actor,
+        )
+      ).payment;
+    } catch (err) {
+      await this.release(link);
+      throw err;
+    }
+  }
+
+  /**
+   * Counts one use of the link and allocates its next payment number, if it can take a payment now (a hard cap on
+   * `max_uses`, also under concurrency); 422 `invalid_state` when it is inactive, expired or used up.
+   */
+  async admit(link: LinkRow): Promise<number> {
     const now = this.deps.clock.now();
     const admitted = await this.deps.db
       .updateTable('links')
@@ -254,37 +288,22 @@ export class LinkService {
       const fresh = (await this.bySlug(link.slug)) ?? link;
       throw new ApiError('invalid_state', unavailableMessage(this.availability(fresh, now)));
     }
-    const linkUrl = this.url(link);
-    try {
-      return (
-        await this.deps.payments.create(
-          link.mode,
-          link.merchant_id,
-          {
-            price_amount: amount,
-            price_currency: 'USD',
-            order_id: `${link.slug}-${admitted.seq}`,
-            description: link.title,
-            ...(link.success_url ? { success_url: link.success_url } : {}),
-            // Back on the checkout returns to the link page; a POS payer has no page to go back to.
-            ...(link.kind !== 'pos' && (link.mode === 'test' || linkUrl.startsWith('https://'))
-              ? { cancel_url: linkUrl }
-              : {}),
-            metadata: email === undefined ? { link_id: link.id } : { link_id: link.id, payer_email: email },
-          },
-          undefined,
-          actor,
-        )
-      ).payment;
-    } catch (err) {
-      await this.deps.db
-        .updateTable('links')
-        .set((eb) => ({ uses: eb('uses', '-', 1) }))
-        .where('id', '=', link.id)
-        .where('uses', '>', 0)
-        .execute();
-      throw err;
-    }
+    return admitted.seq;
+  }
+
+  /** Gives back a use `admit` counted when no payment came of it (its number is not given back: order ids never repeat). */
+  async release(link: LinkRow): Promise<void> {
+    await this.deps.db
+      .updateTable('links')
+      .set((eb) => ({ uses: eb('uses', '-', 1) }))
+      .where('id', '=', link.id)
+      .where('uses', '>', 0)
+      .execute();
+  }
+
+  /** The order id of the link's payment number `seq`. */
+  orderId(link: Pick<LinkRow, 'slug'>, seq: number): string {
+    return `${link.slug}-${seq}`;
   }
 
   url(link: Pick<LinkRow, 'slug'>): string {
