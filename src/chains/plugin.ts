@@ -26,6 +26,9 @@ import type { NetworkHealth } from './health.ts';
 import type { DepositSink, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
+import type { X402Scheme } from './x402.ts';
+
+export type * from './x402.ts';
 
 /** What a family's addresses look like; used for every network of the family, with or without a running adapter. */
 export interface AddressFormat {
@@ -188,6 +191,8 @@ export interface LoadedFamily {
   /** Loops the workers role runs (created on demand: the API role and the CLI run none). */
   workers?(): FamilyWorker[];
   checkout?: CheckoutExtension;
+  /** The family's x402 `exact` scheme, where its networks can take USDC from an x402 client (x402.ts). */
+  x402?: X402Scheme;
 }
 
 /** An operator command, `kasse <name> …` (names start with the family's name). */
