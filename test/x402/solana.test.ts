@@ -28,21 +28,29 @@ import { getTransferSolInstruction } from '@solana-program/system';
 import { getTransferCheckedInstruction } from '@solana-program/token';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { SOLANA_DEVNET_CAIP2 } from '@x402/svm';
-import { SolanaX402, SVM_REASONS, type SvmRequirements } from '../../src/chains/solana/x402.ts';
+import { solanaKeys } from '../../src/chains/solana/index.ts';
+import { SVM_REASONS, solanaX402 } from '../../src/chains/solana/x402.ts';
+import type { X402Kind, X402Requirements, X402Scheme } from '../../src/chains/x402.ts';
+import { eventually } from '../harness/expect.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 import type { Wallet } from '../harness/solana-chain.ts';
 
 let k: SolanaKasse;
-let scheme: SolanaX402;
-/** The merchant's receiving key in these scheme-level tests (its token account exists). */
+let x402: X402Scheme;
+let kind: X402Kind;
+/** The merchant's receiving key (its token account opened by the hot wallet). */
 let payTo: string;
+let seq = 0;
 
 before(async () => {
   k = await startSolanaKasse();
-  scheme = new SolanaX402(k.adapter);
-  payTo = (await generateKeyPairSigner()).address;
-  await k.chain.mintUsdc(k.funder, payTo, 0n);
+  x402 = solanaX402({ chains: k.t.kasse.chains, keys: solanaKeys(k.t.kasse.secrets), adapters: [k.adapter] });
+  kind = x402.kinds('test')[0]!;
+  payTo = await x402.payTo('test', 'solana', 900_000n);
+  // The receiving key's USDC token account is opened from the hot wallet.
+  await k.send();
   await k.chain.produce();
+  assert.ok(await k.chain.exists(await k.chain.ata(payTo)));
   // Blocks keep coming, as on a cluster: settle waits for its transaction to be confirmed.
   await k.chain.rpc('harness_autoProduce', [50]);
 });
@@ -56,11 +64,8 @@ const b64enc = getBase64Encoder();
 
 function requirements(
   amount: bigint,
-  over: Partial<SvmRequirements> = {},
-): SvmRequirements & {
-  maxTimeoutSeconds: number;
-  extra: Record<string, unknown>;
-} {
+  over: Partial<X402Requirements> = {},
+): X402Requirements & { extra: Record<string, unknown> } {
   return {
     scheme: 'exact',
     network: SOLANA_DEVNET_CAIP2,
@@ -80,6 +85,27 @@ async function poorPayer(usdc = 10_000_000n): Promise<Wallet> {
   await k.chain.produce();
   return w;
 }
+
+type Payload = { payload: Record<string, unknown> };
+
+/** The scheme, asked as the facilitator module asks it (which has matched network, payTo and amount already). */
+const scheme = {
+  request: (payload: Payload, req: X402Requirements) => ({
+    mode: 'test' as const,
+    kind,
+    payTo,
+    amount: BigInt(req.amount),
+    requirements: req,
+    payload: payload.payload,
+  }),
+  async verify(payload: Payload, req: X402Requirements) {
+    return x402.verify(this.request(payload, req));
+  },
+  async settle(payload: Payload, req: X402Requirements, id = `x4s_${++seq}`) {
+    return x402.settle(this.request(payload, req), id, new Date(Date.now() + 30_000));
+  },
+};
+const reasonOf = (v: { valid: boolean; reason?: string }) => (v.valid ? undefined : v.reason);
 
 /** What the official client sends for `req`, as a PaymentPayload. */
 async function officialPayload(payer: Wallet, req: ReturnType<typeof requirements>) {
@@ -137,14 +163,25 @@ async function usdcTransfer(from: Wallet, toOwner: string, amount: bigint, autho
 }
 
 async function relays(): Promise<number> {
-  return (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('id', 'like', 'x402_%').execute())
-    .length;
+  return (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('id', 'like', 'x4s_%').execute()).length;
 }
 
-test('supported: the CAIP-2 devnet id in test mode and the hot wallet as fee payer', () => {
-  assert.equal(scheme.network, SOLANA_DEVNET_CAIP2);
-  assert.deepEqual(scheme.extra(), { feePayer: k.hotWallet });
-  assert.equal(scheme.usdc?.contract, k.usdc);
+test('kinds: the CAIP-2 devnet id in test mode, the networks file USDC, the hot wallet as fee payer', () => {
+  assert.deepEqual(
+    x402.kinds('test').map((k2) => ({ ...k2, asset: k2.token.contract })),
+    [
+      {
+        network: SOLANA_DEVNET_CAIP2,
+        chain: 'solana',
+        asset: k.usdc,
+        token: kind.token,
+        extra: { feePayer: k.hotWallet },
+        simulated: false,
+      },
+    ],
+  );
+  // Live mode has no Solana network with a sender here: nothing is offered (never simulated in live mode).
+  assert.deepEqual(x402.kinds('live'), []);
 });
 
 test('a payment the official client builds is verified and settled; the payer needs no SOL', async () => {
@@ -154,45 +191,55 @@ test('a payment the official client builds is verified and settled; the payer ne
   const hotBefore = await k.chain.balance(k.hotWallet);
   const toBefore = await k.chain.tokenBalance(payTo);
 
-  const v = await scheme.verify(payload, req, payTo);
-  assert.deepEqual(v, { isValid: true, payer: payer.address });
+  const v = await scheme.verify(payload, req);
+  assert.equal(v.valid, true, JSON.stringify(v));
+  assert.equal(v.valid && v.payer, payer.address);
 
-  const s = await scheme.settle(payload, req, payTo);
-  assert.equal(s.success, true, JSON.stringify(s));
-  assert.equal(s.payer, payer.address);
-  assert.equal(s.network, SOLANA_DEVNET_CAIP2);
+  const s = await scheme.settle(payload, req, 'x4s_first');
+  assert.equal(s.status, 'settled', s.status === 'failed' ? s.message : '');
+  if (s.status !== 'settled') return;
+  assert.equal(s.simulated, false);
   const status = await k.chain.rpc('getSignatureStatuses', [[s.transaction], { searchTransactionHistory: true }]);
   assert.equal(status.value[0].err, null);
+  assert.equal(BigInt(status.value[0].slot), s.blockNumber);
   assert.equal(await k.chain.tokenBalance(payTo), toBefore + 1_000n);
   assert.equal(await k.chain.tokenBalance(payer.address), 10_000_000n - 1_000n);
   assert.equal(await k.chain.balance(payer.address), 0n);
   const spent = hotBefore - (await k.chain.balance(k.hotWallet));
   assert.ok(spent > 0n && spent <= 15_000n, `the hot wallet paid ${spent} lamports`);
+  // The index is the merchant's token account in the transaction, as the watcher would file it.
+  const tx = await k.chain.rpc('getTransaction', [
+    s.transaction,
+    { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 },
+  ]);
+  assert.equal(tx.transaction.message.accountKeys[s.index], await k.chain.ata(payTo));
 
-  // The same payload settled again: the same transaction, nothing moved twice.
-  const again = await scheme.settle(payload, req, payTo);
+  // The same settlement asked again: the same transaction, nothing moved twice; `settlement` says the same.
+  const again = await scheme.settle(payload, req, 'x4s_first');
   assert.deepEqual(again, s);
+  assert.deepEqual(await x402.settlement('test', 'solana', 'x4s_first'), s);
   assert.equal(await k.chain.tokenBalance(payTo), toBefore + 1_000n);
-  // And it no longer verifies: it was settled.
-  const replay = await scheme.verify(payload, req, payTo);
-  assert.equal(replay.invalidReason, SVM_REASONS.duplicate);
+  // The payload no longer verifies, and cannot be settled under another id: it was settled.
+  assert.equal(reasonOf(await scheme.verify(payload, req)), SVM_REASONS.duplicate);
+  const other = await scheme.settle(payload, req, 'x4s_other');
+  assert.equal(other.status === 'failed' && other.reason, SVM_REASONS.duplicate);
+  assert.equal(await k.chain.tokenBalance(payTo), toBefore + 1_000n);
 });
 
-test('two settles of one payload at once send exactly one transaction', async () => {
+test('two settles of one settlement at once send exactly one transaction', async () => {
   const payer = await poorPayer();
   const req = requirements(10_000n);
   const payload = await officialPayload(payer, req);
   const before = await relays();
   const toBefore = await k.chain.tokenBalance(payTo);
-  const [a, b] = await Promise.all([scheme.settle(payload, req, payTo), scheme.settle(payload, req, payTo)]);
-  assert.equal(a.success, true, JSON.stringify(a));
-  assert.equal(b.success, true, JSON.stringify(b));
-  assert.equal(a.transaction, b.transaction);
+  const [a, b] = await Promise.all([scheme.settle(payload, req, 'x4s_race'), scheme.settle(payload, req, 'x4s_race')]);
+  assert.equal(a.status, 'settled', a.status === 'failed' ? a.message : '');
+  assert.deepEqual(b, a);
   assert.equal(await relays(), before + 1);
   assert.equal(await k.chain.tokenBalance(payTo), toBefore + 10_000n);
 });
 
-test('wrong recipient, mint, amount and network are refused and nothing moves', async () => {
+test('wrong recipient, mint and amount are refused and nothing moves', async () => {
   const payer = await poorPayer();
   const toBefore = await k.chain.tokenBalance(payTo);
   const other = (await generateKeyPairSigner()).address;
@@ -201,47 +248,29 @@ test('wrong recipient, mint, amount and network are refused and nothing moves', 
 
   // The client paid someone else while the requirements name the merchant.
   const elsewhere = await officialPayload(payer, requirements(1_000n, { payTo: other }));
-  const r1 = await scheme.verify(elsewhere, requirements(1_000n), payTo);
-  assert.equal(r1.invalidReason, SVM_REASONS.recipient);
-  // Requirements that are not this merchant's payTo.
-  const r2 = await scheme.verify(elsewhere, requirements(1_000n, { payTo: other }), payTo);
-  assert.equal(r2.invalidReason, SVM_REASONS.recipient);
+  assert.equal(reasonOf(await scheme.verify(elsewhere, requirements(1_000n))), SVM_REASONS.recipient);
 
-  // Another mint.
-  const { mint, authority } = await k.chain.createMint(k.funder, 6);
+  // Another mint, in the transaction or in the requirements.
+  const { mint } = await k.chain.createMint(k.funder, 6);
   await k.chain.produce();
   const fake = await officialPayload(payer, requirements(1_000n, { asset: mint }));
-  assert.equal((await scheme.verify(fake, requirements(1_000n), payTo)).invalidReason, SVM_REASONS.mint);
-  assert.equal(
-    (await scheme.verify(fake, requirements(1_000n, { asset: mint }), payTo)).invalidReason,
-    SVM_REASONS.mint,
-  );
-  void authority;
+  assert.equal(reasonOf(await scheme.verify(fake, requirements(1_000n))), SVM_REASONS.mint);
+  assert.equal(reasonOf(await scheme.verify(fake, requirements(1_000n, { asset: mint }))), SVM_REASONS.mint);
 
-  // Less than asked.
+  // Less than asked, verified or settled.
   const under = await officialPayload(payer, requirements(999n));
-  assert.equal((await scheme.verify(under, requirements(1_000n), payTo)).invalidReason, SVM_REASONS.amount);
-  const settled = await scheme.settle(under, requirements(1_000n), payTo);
-  assert.equal(settled.success, false);
-  assert.equal(settled.errorReason, SVM_REASONS.amount);
-
-  // Another network.
-  const good = await officialPayload(payer, requirements(1_000n));
-  assert.equal(
-    (await scheme.verify(good, requirements(1_000n, { network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp' }), payTo))
-      .invalidReason,
-    SVM_REASONS.network,
-  );
+  assert.equal(reasonOf(await scheme.verify(under, requirements(1_000n))), SVM_REASONS.amount);
+  const settled = await scheme.settle(under, requirements(1_000n));
+  assert.equal(settled.status === 'failed' && settled.reason, SVM_REASONS.amount);
   assert.equal(await k.chain.tokenBalance(payTo), toBefore);
+  assert.equal(await k.chain.tokenBalance(payer.address), 10_000_000n);
 });
 
 test('a payer without the amount is refused with insufficient_funds', async () => {
   const payer = await poorPayer(500n);
   const req = requirements(1_000n);
-  const payload = await officialPayload(payer, req);
-  const v = await scheme.verify(payload, req, payTo);
-  assert.equal(v.isValid, false);
-  assert.equal(v.invalidReason, SVM_REASONS.insufficientFunds);
+  const v = await scheme.verify(await officialPayload(payer, req), req);
+  assert.equal(reasonOf(v), SVM_REASONS.insufficientFunds);
   assert.equal(v.payer, payer.address);
 });
 
@@ -252,9 +281,9 @@ test('a forged or missing payer signature is refused', async () => {
   const tx = getTransactionDecoder().decode(b64enc.encode(payload.payload.transaction as string));
   const forged = { ...tx, signatures: { ...tx.signatures, [payer.address]: new Uint8Array(64).fill(7) } };
   const bad = { ...payload, payload: { transaction: b64.decode(getTransactionEncoder().encode(forged as never)) } };
-  assert.equal((await scheme.verify(bad, req, payTo)).invalidReason, SVM_REASONS.signature);
-  const settled = await scheme.settle(bad, req, payTo);
-  assert.equal(settled.errorReason, SVM_REASONS.signature);
+  assert.equal(reasonOf(await scheme.verify(bad, req)), SVM_REASONS.signature);
+  const settled = await scheme.settle(bad, req);
+  assert.equal(settled.status === 'failed' && settled.reason, SVM_REASONS.signature);
 });
 
 test('the fee payer signs for the fee and nothing else', async () => {
@@ -263,8 +292,7 @@ test('the fee payer signs for the fee and nothing else', async () => {
   const hot = { address: address(k.hotWallet) } as Wallet;
   const pay = await usdcTransfer(payer, payTo, 1_000n);
   const refusal = async (ixs: Instruction[], signers: Wallet[] = [payer]) =>
-    (await scheme.verify({ accepted: req, payload: { transaction: await handBuilt(signers, ixs) } }, req, payTo))
-      .invalidReason;
+    reasonOf(await scheme.verify({ payload: { transaction: await handBuilt(signers, ixs) } }, req));
 
   // The layout the official client makes, by hand: accepted.
   assert.equal(await refusal([computeLimit(20_000), computePrice(1n), pay, memo('n1')]), undefined);
@@ -303,13 +331,13 @@ test('the fee payer signs for the fee and nothing else', async () => {
   const ownTx = await k.chain.sign(own, [computeLimit(20_000), computePrice(1n), pay]);
   const ownPayload = b64.decode(getTransactionEncoder().encode(ownTx));
   assert.equal(
-    (await scheme.verify({ accepted: req, payload: { transaction: ownPayload } }, req, payTo)).invalidReason,
+    reasonOf(await scheme.verify({ payload: { transaction: ownPayload } }, req)),
     SVM_REASONS.feePayerMismatch,
   );
   // extra.feePayer that is not Kasse's.
   const foreign = requirements(1_000n, { extra: { feePayer: own.address } });
   assert.equal(
-    (await scheme.verify(await officialPayload(payer, req), foreign, payTo)).invalidReason,
+    reasonOf(await scheme.verify(await officialPayload(payer, req), foreign)),
     SVM_REASONS.feePayerNotManaged,
   );
 });
@@ -317,11 +345,37 @@ test('the fee payer signs for the fee and nothing else', async () => {
 test('garbage is refused as undecodable', async () => {
   const req = requirements(1_000n);
   assert.equal(
-    (await scheme.verify({ accepted: req, payload: { transaction: 'bm90IGEgdHg=' } }, req, payTo)).invalidReason,
+    reasonOf(await scheme.verify({ payload: { transaction: 'bm90IGEgdHg=' } }, req)),
     SVM_REASONS.undecodable,
   );
-  assert.equal(
-    (await scheme.verify({ accepted: req, payload: {} }, req, payTo)).invalidReason,
-    SVM_REASONS.transaction,
-  );
+  assert.equal(reasonOf(await scheme.verify({ payload: {} }, req)), SVM_REASONS.transaction);
+});
+
+test('past its deadline settle answers pending; the stored transaction lands and `settlement` reports it later', async () => {
+  const payer = await poorPayer();
+  const req = requirements(2_000n);
+  const payload = await officialPayload(payer, req);
+  const toBefore = await k.chain.tokenBalance(payTo);
+  await k.chain.rpc('harness_autoProduce', [0]);
+  try {
+    const s = await x402.settle(scheme.request(payload, req), 'x4s_late', new Date(Date.now() - 1));
+    assert.equal(s.status, 'pending');
+    assert.ok(s.transaction, 'the transaction was stored and sent before the answer');
+  } finally {
+    await k.chain.rpc('harness_autoProduce', [50]);
+  }
+  // As after a restart: a scheme made anew only reads where the settlement stands.
+  const fresh = solanaX402({ chains: k.t.kasse.chains, keys: solanaKeys(k.t.kasse.secrets), adapters: [k.adapter] });
+  const done = await eventually('the settlement to land', async () => {
+    const s = await fresh.settlement('test', 'solana', 'x4s_late');
+    return s.status === 'settled' ? s : null;
+  });
+  assert.equal(done.simulated, false);
+  assert.equal(await k.chain.tokenBalance(payTo), toBefore + 2_000n);
+  assert.deepEqual(await fresh.settlement('test', 'solana', 'x4s_never'), {
+    status: 'failed',
+    reason: SVM_REASONS.failed,
+    message: 'Nothing was submitted for this settlement.',
+    transaction: null,
+  });
 });
