@@ -129,13 +129,8 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
 
     async settlement(mode, chain, id) {
       const adapter = adapterOf(mode, chain);
-      if (!adapter?.sender)
-        return {
-          status: 'failed',
-          reason: SVM_REASONS.failed,
-          message: 'No sender runs for this network.',
-          transaction: null,
-        };
+      // A simulated settlement ends inside its settle; until then (and after a restart, which settles again) it waits.
+      if (!adapter?.sender) return { status: 'pending', transaction: null };
       return new SolanaX402(adapter).settlement(id, null);
     },
   };
@@ -315,13 +310,8 @@ export class SolanaX402 {
    */
   async settlement(id: string, finalized: boolean | null): Promise<X402Settlement> {
     let row = await this.sender.get(id);
-    if (!row)
-      return {
-        status: 'failed',
-        reason: SVM_REASONS.failed,
-        message: 'Nothing was submitted for this settlement.',
-        transaction: null,
-      };
+    // Not recorded (yet): the settle that claimed it is still checking it, or died before it sent anything.
+    if (!row) return { status: 'pending', transaction: null };
     if (row.status === 'pending' || row.status === 'signed') row = await this.sender.push(id).catch(() => row!);
     const transaction = row.signature;
     if (row.status === 'failed')
