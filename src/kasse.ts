@@ -41,6 +41,7 @@ import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.
 import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { DisbursementService } from './modules/disbursements/service.ts';
+import { X402Service } from './modules/x402/service.ts';
 
 export interface KasseOptions {
   config: Config;
@@ -114,6 +115,8 @@ export class Kasse {
   readonly subscriptionLinks: CustomerLinks;
   /** Mass payouts approved by owners, sent through the transfers module. */
   readonly disbursements: DisbursementService;
+  /** The x402 facilitator: verify and settle for x402 clients through the families' schemes. */
+  readonly x402: X402Service;
 
   private constructor(
     readonly config: Config,
@@ -233,6 +236,13 @@ export class Kasse {
       const loaded = family.load?.(this.familyContext) ?? { adapters: [] };
       for (const adapter of loaded.adapters) this.chains.register(adapter);
       return { family, loaded };
+    });
+    this.x402 = new X402Service({
+      db,
+      clock,
+      log,
+      payments: this.payments,
+      schemes: () => this.families.flatMap((f) => (f.loaded.x402 ? [f.loaded.x402] : [])),
     });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {

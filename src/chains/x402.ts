@@ -31,6 +31,13 @@ export interface X402Kind {
   extra: Record<string, unknown>;
   /** Settlement on this network is simulated (the test-mode simulator serves it). */
   simulated: boolean;
+  /** The official codes of the refusals the module makes for the scheme on this network. */
+  codes: {
+    /** `payTo` is not the merchant's x402 address. */
+    recipient: string;
+    /** The authorization was already settled (or is being settled) by Kasse. */
+    replay: string;
+  };
 }
 
 /** `paymentRequirements` of x402 v2, as the module validated them (strings as sent). */
@@ -91,9 +98,11 @@ export type X402Settlement =
 
 export interface X402Scheme {
   /** The kinds the family offers in `mode` (networks with a USDC the scheme can take; simulator-served ones too). */
-  kinds(mode: Mode): X402Kind[];
+  kinds(mode: Mode): Promise<X402Kind[]>;
   /** The merchant's receiving address on `chain`, made from derivation index `index` (the module allots it). */
   payTo(mode: Mode, chain: string, index: bigint): Promise<string>;
+  /** The authorization's key (as `X402Valid.key`) read from the payload alone, or null when it is malformed. */
+  key(request: X402Request): string | null;
   /** Checks the payload; never writes. */
   verify(request: X402Request): Promise<X402Verdict>;
   /**

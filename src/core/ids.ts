@@ -67,7 +67,8 @@ export type IdPrefix =
   | 'dlv'
   | 'swp'
   | 'eml'
-  | 'dsp';
+  | 'dsp'
+  | 'x4s';
 
 function randomBase32(chars: number): string {
   let out = '';

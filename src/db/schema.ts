@@ -121,6 +121,10 @@ export interface PaymentsTable {
   deposits_dirty: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** `x402` for a payment the x402 facilitator settled; null otherwise (migration 0030). */
+  source: ColumnType<'x402' | null, 'x402' | null | undefined, never>;
+  /** The x402 details (`X402Details` of payments/external.ts) of such a payment. */
+  x402: ColumnType<unknown, string | null | undefined, never>;
 }
 
 export interface AttemptsTable {
@@ -142,6 +146,8 @@ export interface AttemptsTable {
   expires_at: Timestamp;
   uri: string | null;
   created_at: Timestamp;
+  /** Settled by the x402 facilitator, not by a watcher's report (watchers ignore its address; migration 0030). */
+  external: Generated<boolean>;
 }
 
 export interface DepositsTable {
@@ -442,6 +448,51 @@ export interface Database {
   disbursement_items: DisbursementItemsTable;
   disbursement_approvals: DisbursementApprovalsTable;
   chain_health: ChainHealthTable;
+  x402_pay_to: X402PayToTable;
+  x402_settlements: X402SettlementsTable;
+  x402_totals: X402TotalsTable;
+}
+
+/** A merchant's x402 receiving address on a network (migration 0030; src/modules/x402/). */
+export interface X402PayToTable {
+  merchant_id: string;
+  mode: 'test' | 'live';
+  chain: string;
+  address_index: ColumnType<bigint, bigint | string, bigint | string>;
+  address: string;
+  created_at: Timestamp;
+}
+
+/** One x402 authorization being or having been settled (migration 0030; src/modules/x402/). */
+export interface X402SettlementsTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  chain: string;
+  network: string;
+  auth_key: string;
+  payer: string;
+  pay_to: string;
+  token: string;
+  amount: Numeric;
+  resource: string | null;
+  description: string | null;
+  /** The requirements and payload settled, to submit them again after a crash (`X402Stored` of the module). */
+  request: Json;
+  status: 'pending' | 'settled' | 'failed';
+  transaction: string | null;
+  simulated: boolean;
+  error: string | null;
+  payment_id: string | null;
+  created_at: Timestamp;
+  settled_at: Timestamp | null;
+}
+
+/** A merchant's running x402 total in millionths of a dollar (migration 0030; src/modules/x402/). */
+export interface X402TotalsTable {
+  merchant_id: string;
+  mode: 'test' | 'live';
+  micro_usd: Numeric;
 }
 
 /** How a watched network's nodes answered its watcher (migration 0028; src/chains/health.ts). */

@@ -24,6 +24,8 @@ export function startWorkers(kasse: Kasse): Workers {
   loops.push(new Loop('statement-emails', 60_000, () => kasse.statementEmails.runOnce(), kasse.log));
   loops.push(subscriptionLoop(kasse));
   loops.push(new Loop('disbursements-due', 5_000, () => kasse.disbursements.runDue(), kasse.log));
+  // x402 settlements a crash or an expired wait left pending: submitted again and recorded when they land.
+  loops.push(new Loop('x402-resume', 5_000, () => kasse.x402.resume(), kasse.log));
   loops.push(new Loop('signin-throttle-prune', 15 * 60_000, () => kasse.users.throttle.prune(), kasse.log));
   for (const l of loops) l.start();
   // The chain families' loops: watchers of the networks they follow, senders of outgoing transfers.

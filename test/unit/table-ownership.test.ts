@@ -50,6 +50,9 @@ const OWNERS: Record<string, string> = {
   disbursement_items: 'modules/disbursements/',
   disbursement_approvals: 'modules/disbursements/',
   chain_health: 'chains/health.ts',
+  x402_pay_to: 'modules/x402/',
+  x402_settlements: 'modules/x402/',
+  x402_totals: 'modules/x402/',
 };
 
 /** Reads across modules that are the design. Only plain reads: no code writes or locks another module's rows. */

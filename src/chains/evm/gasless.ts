@@ -77,7 +77,7 @@ export const TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
 );
 
 /** EIP-3009 parts beyond contracts.ts: the (v, r, s) overload every USDC version has, the domain, and the errors. */
-const eip3009Abi = parseAbi([
+export const eip3009Abi = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
   'function DOMAIN_SEPARATOR() view returns (bytes32)',
   'error AuthorizationNotYetValid()',
@@ -167,26 +167,7 @@ export class GaslessRelay {
     const domain = await call(encodeFunctionData({ abi: eip3009Abi, functionName: 'DOMAIN_SEPARATOR' }), (out) =>
       decodeFunctionResult({ abi: eip3009Abi, functionName: 'DOMAIN_SEPARATOR', data: out }),
     );
-    const digest = keccak256(
-      concat([
-        '0x1901',
-        domain,
-        keccak256(
-          encodeAbiParameters(
-            [
-              { type: 'bytes32' },
-              { type: 'address' },
-              { type: 'address' },
-              { type: 'uint256' },
-              { type: 'uint256' },
-              { type: 'uint256' },
-              { type: 'bytes32' },
-            ],
-            [TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce],
-          ),
-        ),
-      ]),
-    );
+    const digest = authorizationDigest(domain, { from, to, value, validAfter, validBefore, nonce });
     const ecdsa = size(signature) === 65;
     const signer = ecdsa ? await recoverAddress({ hash: digest, signature }).catch(() => null) : null;
     if (signer !== from) {
@@ -310,7 +291,41 @@ export class GaslessRelay {
   }
 }
 
-function encodeVrs(
+/** An EIP-3009 TransferWithAuthorization's fields. */
+export interface Authorization {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+}
+
+/** The EIP-712 digest a TransferWithAuthorization signs, in the token's domain (its DOMAIN_SEPARATOR). */
+export function authorizationDigest(domainSeparator: Hex, a: Authorization): Hex {
+  return keccak256(
+    concat([
+      '0x1901',
+      domainSeparator,
+      keccak256(
+        encodeAbiParameters(
+          [
+            { type: 'bytes32' },
+            { type: 'address' },
+            { type: 'address' },
+            { type: 'uint256' },
+            { type: 'uint256' },
+            { type: 'uint256' },
+            { type: 'bytes32' },
+          ],
+          [TRANSFER_WITH_AUTHORIZATION_TYPEHASH, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce],
+        ),
+      ),
+    ]),
+  );
+}
+
+export function encodeVrs(
   from: Address,
   to: Address,
   value: bigint,
@@ -329,7 +344,7 @@ function encodeVrs(
 }
 
 /** What a reverted simulation says (the node's message, a decoded custom error or reason string); null if it did not revert. */
-function revertReason(err: unknown): string | null {
+export function revertReason(err: unknown): string | null {
   if (!(err instanceof Error) || !/revert/i.test(err.message)) return null;
   const data = revertData(err);
   if (data && data.length >= 10) {

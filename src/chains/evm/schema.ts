@@ -52,7 +52,7 @@ export interface EvmSweepItemsTable {
 
 /** An outgoing hot-wallet transfer (migration 0006_evm_sender; src/chains/evm/sender.ts). */
 export interface EvmTransfersTable extends TransferQueueColumns {
-  purpose: 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve';
+  purpose: 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve' | 'x402';
   from_address: string;
   to_address: string;
   value: Numeric;

@@ -20,6 +20,7 @@ import * as m0026 from './0026_creation_without_merchant_locks.ts';
 import * as m0027 from './0027_mail_by_reference.ts';
 import * as m0028 from './0028_session_notes.ts';
 import * as m0029 from './0029_chain_health.ts';
+import * as m0030 from './0030_x402.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0027_mail_by_reference': m0027,
   '0028_session_notes': m0028,
   '0029_chain_health': m0029,
+  '0030_x402': m0030,
 };

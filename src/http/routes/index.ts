@@ -12,6 +12,7 @@ import payments from './payments.ts';
 import simulate from './simulate.ts';
 import statements from './statements.ts';
 import subscriptions from './subscriptions.ts';
+import x402 from './x402.ts';
 
 export type ApiRoute = (app: ApiApp, deps: ApiDeps) => Promise<void>;
 
@@ -19,3 +20,4 @@ export const apiRoutes: ApiRoute[] = [account, events, payments, currencies, bal
 apiRoutes.push(statements, invoices, subscriptions);
 apiRoutes.push(eventStream);
 apiRoutes.push(disbursements);
+apiRoutes.push(x402);

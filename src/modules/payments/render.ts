@@ -100,6 +100,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
           }),
       };
     }),
+    ...(p.source === 'x402' ? { source: 'x402' as const, x402: p.x402 as Payment['x402'] } : {}),
   };
 }
 

@@ -62,6 +62,19 @@ export const AttemptSchema = Type.Object(
 );
 export type Attempt = Static<typeof AttemptSchema>;
 
+export const X402DetailsSchema = Type.Object(
+  {
+    resource: Nullable(Type.String({ description: 'URL of the resource paid for, as the resource server named it.' })),
+    description: Nullable(Type.String({ description: "The resource server's description of what was paid for." })),
+    payer: Type.String({ description: 'Address that signed the authorization (refunds go back to it).' }),
+    network: Type.String({ description: 'CAIP-2 network id, e.g. `eip155:8453`.' }),
+    transaction: Type.String({ description: 'Settling transaction (`0xsim…` when simulated).' }),
+    simulated: Type.Boolean({ description: 'Settlement was simulated (a test-mode network on the simulator).' }),
+    amount_usd: Type.String({ description: 'Exact amount in US dollars, e.g. `0.001` (see docs/x402.md).' }),
+  },
+  { $id: 'X402Details', additionalProperties: false, description: 'How an x402 payment was settled.' },
+);
+
 export const PaymentSchema = Type.Object(
   {
     id: Type.String({ pattern: ID_PATTERNS.pay }),
@@ -79,6 +92,10 @@ export const PaymentSchema = Type.Object(
     metadata: Type.Record(Type.String(), Type.Unknown()),
     created_at: DateTime(),
     attempts: Type.Array(Ref<Attempt>('Attempt')),
+    source: Type.Optional(
+      Type.Literal('x402', { description: 'Present for a payment an x402 client paid through `/x402/settle`.' }),
+    ),
+    x402: Type.Optional(Ref<Static<typeof X402DetailsSchema>>('X402Details')),
   },
   {
     $id: 'Payment',
@@ -113,9 +130,9 @@ export const RefundSchema = Type.Object(
 export type Refund = Static<typeof RefundSchema>;
 
 /** The schemas above, in dependency order, for registration as OpenAPI components. */
-export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, PaymentSchema, RefundSchema] as const;
+export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, X402DetailsSchema, PaymentSchema, RefundSchema] as const;
 
 /** JSON text of a Payment exactly as the API serialises it (the same schema, the same serializer). */
 export const serializePayment: (payment: Payment) => string = fastJson(freeFormKeys(PaymentSchema) as never, {
-  schema: freeFormKeys({ Attempt: AttemptSchema, Deposit: DepositSchema }) as never,
+  schema: freeFormKeys({ Attempt: AttemptSchema, Deposit: DepositSchema, X402Details: X402DetailsSchema }) as never,
 }) as (payment: Payment) => string;

@@ -32,6 +32,7 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
+import { recordExternal, type ExternalSettlement } from './external.ts';
 import { AddressIndexes, insertRows, newAttemptRow, newPaymentRow } from './store/create.ts';
 import { loadPayment, loadPayments, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
 import { listPaymentIds } from './store/reads.ts';
@@ -211,6 +212,16 @@ export class PaymentService {
    */
   createIn(db: DbOrTx, mode: Mode, items: readonly IssuedPaymentInput[]): Promise<Payment[]> {
     return createPaymentsIn(this.engine, db, mode, items);
+  }
+
+  /** Records an authorization the x402 facilitator settled as a `paid` payment, inside `tx` (external.ts). */
+  recordExternal(tx: Tx, settlement: ExternalSettlement): Promise<Payment> {
+    return recordExternal(this.engine, tx, settlement);
+  }
+
+  /** A fresh derivation index from the deposit addresses' sequence (never derived for anything else). */
+  nextAddressIndex(): Promise<bigint> {
+    return this.addressIndexes.next();
   }
 
   /** Status, amount, times and checkout URL of many payments of `mode`, in one query (batch.ts). */

@@ -43,12 +43,22 @@ export function newPaymentRow(
   id: string,
   values: Omit<
     PaymentRow,
-    'id' | 'credit_seq' | 'credited' | 'deposits_dirty' | 'paid_at' | 'paid_attempt_id' | 'paid_amount'
+    | 'id'
+    | 'credit_seq'
+    | 'credited'
+    | 'deposits_dirty'
+    | 'paid_at'
+    | 'paid_attempt_id'
+    | 'paid_amount'
+    | 'source'
+    | 'x402'
   >,
 ): PaymentRow {
   return {
     id,
     ...values,
+    source: null,
+    x402: null,
     paid_at: null,
     paid_attempt_id: null,
     paid_amount: null,
@@ -59,8 +69,11 @@ export function newPaymentRow(
 }
 
 /** A new coin choice's complete row (see `newPaymentRow`). */
-export function newAttemptRow(id: string, values: Omit<AttemptRow, 'id' | 'overpaid' | 'wrong_asset'>): AttemptRow {
-  return { id, ...values, overpaid: false, wrong_asset: false };
+export function newAttemptRow(
+  id: string,
+  values: Omit<AttemptRow, 'id' | 'overpaid' | 'wrong_asset' | 'external'>,
+): AttemptRow {
+  return { id, ...values, overpaid: false, wrong_asset: false, external: false };
 }
 
 // The INSERTs of creation as constant texts: the API's hot path builds no query per call (db/statement.ts).

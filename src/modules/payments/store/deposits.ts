@@ -21,6 +21,7 @@ export async function issuedAddresses(
     .select('address')
     .where('mode', '=', mode)
     .where('chain', '=', chain)
+    .where('external', '=', false)
     .where(sql<string>`lower(address)`, 'in', [...new Set(addresses.map((a) => a.toLowerCase()))])
     .execute();
   return new Map(rows.map((r) => [r.address.toLowerCase(), r.address]));
@@ -38,6 +39,7 @@ export async function attemptsByAddress(
     .selectAll()
     .where('mode', '=', mode)
     .where('chain', '=', chain)
+    .where('external', '=', false)
     .where(sql<string>`lower(address)`, 'in', [...new Set(addresses.map((a) => a.toLowerCase()))])
     .execute();
 }

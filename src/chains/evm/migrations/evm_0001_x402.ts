@@ -1,0 +1,10 @@
+/** x402 settlements are hot-wallet transfers of their own purpose (`x402`; src/chains/evm/x402.ts). */
+import { sql, type Kysely } from 'kysely';
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await sql`
+    ALTER TABLE evm_transfers DROP CONSTRAINT evm_transfers_purpose_check;
+    ALTER TABLE evm_transfers ADD CONSTRAINT evm_transfers_purpose_check
+      CHECK (purpose IN ('refund', 'payout', 'gasless', 'disperse', 'approve', 'x402'));
+  `.execute(db);
+}

@@ -1,0 +1,117 @@
+/**
+ * Payments settled outside the checkout: the x402 facilitator (src/modules/x402) hands over an authorization it
+ * settled on chain, and it becomes a `paid` Payment through the same paths as any payment — one coin choice at the
+ * merchant's x402 address (`external`: no watcher files transfers on it), the settling transfer as its confirmed
+ * deposit, then the state machine, which credits the ledger with the merchant's fee and publishes `payment.paid`.
+ * All in the caller's transaction, so the facilitator's settlement row and the payment commit together. Such a
+ * payment is not bound by the coin's checkout minimum (`min_amount`). Rules: docs/x402.md.
+ */
+import type { Mode } from '../../core/mode.ts';
+import type { Tx } from '../../db/index.ts';
+import type { PaymentEngine } from './engine.ts';
+import { PAYMENT_LIFETIME_MS } from './model.ts';
+import type { Payment } from './schema.ts';
+import { upsertDeposit, withDeposits } from './store/deposits.ts';
+import { insertExternal } from './store/external.ts';
+import { lockPayment } from './store/payments.ts';
+
+/** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
+export interface X402Details {
+  /** The URL of the resource paid for, as the resource server described it. */
+  resource: string | null;
+  description: string | null;
+  /** The paying address. */
+  payer: string;
+  /** CAIP-2 network id the authorization was settled on. */
+  network: string;
+  /** The settling transaction; a `0xsim…` hash when settlement was simulated. */
+  transaction: string;
+  /** Settlement was simulated (a test-mode network on the simulator). */
+  simulated: boolean;
+  /** The exact amount in US dollars (USDC), e.g. "0.001". */
+  amount_usd: string;
+}
+
+export interface ExternalSettlement {
+  mode: Mode;
+  merchantId: string;
+  /** Kasse network id and token id of the USDC settled. */
+  chain: string;
+  token: string;
+  /** The merchant's x402 address on the network and its derivation index (sweeps find it through the deposit). */
+  address: string;
+  addressIndex: bigint;
+  /** Smallest units settled. */
+  amount: bigint;
+  /** US cents this payment counts for (docs/x402.md: the sub-cent carry). */
+  priceCents: number;
+  orderId: string;
+  description: string | null;
+  x402: X402Details;
+  /** The settling transfer: transaction, position, block (null when simulated). */
+  transfer: { txHash: string; index: number; blockNumber: bigint | null; blockHash: string | null; from: string };
+}
+
+/** Records a settled x402 payment as `paid` inside `tx`; answers the Payment. */
+export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalSettlement): Promise<Payment> {
+  const now = engine.deps.clock.now();
+  const { paymentId } = await insertExternal(
+    tx,
+    {
+      merchant_id: s.merchantId,
+      mode: s.mode,
+      status: 'waiting',
+      price_amount: s.priceCents,
+      price_currency: 'USD',
+      order_id: s.orderId,
+      description: s.description,
+      success_url: null,
+      cancel_url: null,
+      webhook_url: null,
+      metadata: JSON.stringify({}),
+      expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
+      created_at: now,
+      updated_at: now,
+      x402: JSON.stringify(s.x402),
+    },
+    {
+      mode: s.mode,
+      chain: s.chain,
+      token: s.token,
+      address: s.address,
+      address_index: s.addressIndex,
+      pay_amount: s.amount.toString(),
+      rate: '1',
+      rate_source: 'peg',
+      status: 'waiting',
+      confirmation_tier: 1,
+      confirmations_required: 1,
+      expires_at: new Date(now.getTime() + 60_000),
+      uri: null,
+      created_at: now,
+    },
+  );
+  const l = (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
+  const attempt = l.attempts[0]!;
+  const deposit = await upsertDeposit(
+    tx,
+    attempt,
+    {
+      token: s.token,
+      txHash: s.transfer.txHash,
+      index: s.transfer.index,
+      amount: s.amount,
+      from: s.transfer.from,
+      blockNumber: s.transfer.blockNumber,
+      blockHash: s.transfer.blockHash,
+      status: 'confirmed',
+      confirmations: 1,
+      seenAt: now,
+    },
+    { valueCents: BigInt(s.priceCents), atLeastMin: true, now },
+  );
+  const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
+  if (applied.payment.status !== 'paid')
+    throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
+  return applied.payment;
+}

@@ -1,0 +1,111 @@
+/**
+ * x402 v2 on the wire, as `HTTPFacilitatorClient` of `@x402/core` 2.27 sends and reads it: the body of verify and
+ * settle, and the VerifyResponse, SettleResponse and SupportedResponse. Objects of the protocol accept properties
+ * Kasse does not read (clients add fields between versions); what Kasse reads is typed here.
+ */
+import { Type, type Static } from 'typebox';
+
+const Open = { additionalProperties: true } as const;
+
+export const RequirementsSchema = Type.Object(
+  {
+    scheme: Type.String({ description: '`exact`.' }),
+    network: Type.String({ description: 'CAIP-2 network id, e.g. `eip155:8453`.' }),
+    amount: Type.String({ description: 'Smallest units of the asset, as a decimal string (USDC: 6 decimals).' }),
+    asset: Type.String({ description: "The network's USDC (its contract or mint)." }),
+    payTo: Type.String({ description: "The merchant's x402 address on the network (`GET /x402/pay_to`)." }),
+    maxTimeoutSeconds: Type.Integer({ minimum: 0 }),
+    extra: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { ...Open, $id: 'X402PaymentRequirements', description: 'x402 v2 PaymentRequirements.' },
+);
+
+export const FacilitatorBodySchema = Type.Object(
+  {
+    x402Version: Type.Integer({ description: '2.' }),
+    paymentPayload: Type.Object(
+      {
+        x402Version: Type.Integer(),
+        resource: Type.Optional(
+          Type.Object(
+            {
+              url: Type.Optional(Type.String()),
+              description: Type.Optional(Type.String()),
+              mimeType: Type.Optional(Type.String()),
+            },
+            Open,
+          ),
+        ),
+        accepted: Type.Optional(
+          Type.Object({ scheme: Type.Optional(Type.String()), network: Type.Optional(Type.String()) }, Open),
+        ),
+        payload: Type.Record(Type.String(), Type.Unknown(), {
+          description: 'The scheme payload (EVM: `{signature, authorization}`).',
+        }),
+      },
+      { ...Open, description: 'x402 v2 PaymentPayload, as the client sent it.' },
+    ),
+    paymentRequirements: Type.Unsafe<Static<typeof RequirementsSchema>>({ $ref: 'X402PaymentRequirements#' }),
+  },
+  { ...Open, description: 'What `HTTPFacilitatorClient` posts to verify and settle.' },
+);
+export type FacilitatorBody = Static<typeof FacilitatorBodySchema>;
+
+export const VerifyResponseSchema = Type.Object(
+  {
+    isValid: Type.Boolean(),
+    invalidReason: Type.Optional(Type.String({ description: "The official facilitator's refusal code." })),
+    invalidMessage: Type.Optional(Type.String()),
+    payer: Type.Optional(Type.String()),
+  },
+  { $id: 'X402VerifyResponse', additionalProperties: false, description: 'x402 v2 VerifyResponse.' },
+);
+export type VerifyResponse = Static<typeof VerifyResponseSchema>;
+
+export const SettleResponseSchema = Type.Object(
+  {
+    success: Type.Boolean(),
+    errorReason: Type.Optional(Type.String()),
+    errorMessage: Type.Optional(Type.String()),
+    payer: Type.Optional(Type.String()),
+    transaction: Type.String({ description: 'The settling transaction (`0xsim…` when simulated); empty if none.' }),
+    network: Type.String(),
+    amount: Type.Optional(Type.String()),
+    extra: Type.Optional(
+      Type.Object(
+        {
+          payment_id: Type.Union([Type.String(), Type.Null()], { description: 'The `paid` Payment it became.' }),
+          simulated: Type.Boolean({ description: 'Settlement was simulated (a network on the simulator).' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { $id: 'X402SettleResponse', additionalProperties: false, description: 'x402 v2 SettleResponse.' },
+);
+export type SettleResponse = Static<typeof SettleResponseSchema>;
+
+export const SupportedResponseSchema = Type.Object(
+  {
+    kinds: Type.Array(
+      Type.Object(
+        {
+          x402Version: Type.Integer(),
+          scheme: Type.String(),
+          network: Type.String(),
+          extra: Type.Record(Type.String(), Type.Unknown(), {
+            description:
+              "`payTo` (the merchant's address), `asset`, `decimals`, the EIP-712 `name` and `version` (EVM), `simulated` on the simulator.",
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    extensions: Type.Array(Type.String()),
+    signers: Type.Record(Type.String(), Type.Array(Type.String())),
+  },
+  { $id: 'X402SupportedResponse', additionalProperties: false, description: 'x402 v2 SupportedResponse.' },
+);
+export type SupportedResponse = Static<typeof SupportedResponseSchema>;
+
+export const X402_SCHEMAS = [RequirementsSchema, VerifyResponseSchema, SettleResponseSchema, SupportedResponseSchema];
