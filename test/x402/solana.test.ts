@@ -45,7 +45,7 @@ let seq = 0;
 before(async () => {
   k = await startSolanaKasse();
   x402 = solanaX402({ chains: k.t.kasse.chains, keys: solanaKeys(k.t.kasse.secrets), adapters: [k.adapter] });
-  kind = x402.kinds('test')[0]!;
+  kind = (await x402.kinds('test'))[0]!;
   payTo = await x402.payTo('test', 'solana', 900_000n);
   // The receiving key's USDC token account is opened from the hot wallet.
   await k.send();
@@ -166,9 +166,9 @@ async function relays(): Promise<number> {
   return (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('id', 'like', 'x4s_%').execute()).length;
 }
 
-test('kinds: the CAIP-2 devnet id in test mode, the networks file USDC, the hot wallet as fee payer', () => {
+test('kinds: the CAIP-2 devnet id in test mode, the networks file USDC, the hot wallet as fee payer', async () => {
   assert.deepEqual(
-    x402.kinds('test').map((k2) => ({ ...k2, asset: k2.token.contract })),
+    (await x402.kinds('test')).map((k2) => ({ ...k2, asset: k2.token.contract })),
     [
       {
         network: SOLANA_DEVNET_CAIP2,
@@ -177,11 +177,12 @@ test('kinds: the CAIP-2 devnet id in test mode, the networks file USDC, the hot 
         token: kind.token,
         extra: { feePayer: k.hotWallet },
         simulated: false,
+        codes: { recipient: SVM_REASONS.recipient, replay: SVM_REASONS.duplicate },
       },
     ],
   );
   // Live mode has no Solana network with a sender here: nothing is offered (never simulated in live mode).
-  assert.deepEqual(x402.kinds('live'), []);
+  assert.deepEqual(await x402.kinds('live'), []);
 });
 
 test('a payment the official client builds is verified and settled; the payer needs no SOL', async () => {

@@ -40,6 +40,7 @@ import type { SolanaTransferRow } from './sender.ts';
 import { associatedTokenAccount } from './transactions.ts';
 import {
   checkX402Transaction,
+  keyOf,
   MAX_PRIORITY_LAMPORTS,
   no,
   solanaCaip2,
@@ -70,7 +71,7 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
     deps.adapters.find((a) => a.mode === mode && a.network.id === chain) ?? null;
   const feePayer = () => deps.keys.hotWallet().address;
   return {
-    kinds(mode) {
+    async kinds(mode) {
       const kinds: X402Kind[] = [];
       for (const network of deps.chains.networks(mode)) {
         const token = usdcOf(network);
@@ -87,6 +88,7 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
           token,
           extra: { feePayer: feePayer() },
           simulated,
+          codes: { recipient: SVM_REASONS.recipient, replay: SVM_REASONS.duplicate },
         });
       }
       return kinds;
@@ -100,6 +102,8 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
       if (adapter && token) await withTx(adapter.deps.db, (tx) => adapter.addressIssued(tx, { token, address, index }));
       return address;
     },
+
+    key: (request) => keyOf(request.payload.transaction),
 
     async verify(request) {
       const adapter = adapterOf(request.mode, request.kind.chain);
