@@ -25,6 +25,7 @@ import { transferRequestUri } from './pay.ts';
 import './schema.ts';
 import { SolanaSender } from './sender.ts';
 import { recordSweeps } from './sweep.ts';
+import { solanaX402 } from './x402.ts';
 
 export { decodeBase58 } from './address.ts';
 export { SolanaAdapter } from './adapter.ts';
@@ -87,6 +88,7 @@ function load(ctx: FamilyContext): LoadedFamily {
     adapters,
     workers: () => workers(ctx, adapters),
     checkout: checkoutExtension({ clock: ctx.clock, chains: ctx.chains, payments: ctx.payments, adapter }),
+    x402: solanaX402({ chains: ctx.chains, keys, adapters }),
   };
 }
 

@@ -222,20 +222,7 @@ export class LinkService {
       if (textLength(email) > LINK_LIMITS.emailMax || !EMAIL.test(email))
         throw invalid('email must be an email address', 'email');
     }
-    const now = this.deps.clock.now();
-    const admitted = await this.deps.db
-      .updateTable('links')
-      .set((eb) => ({ uses: eb('uses', '+', 1), seq: eb('seq', '+', 1), updated_at: now }))
-      .where('id', '=', link.id)
-      .where('active', '=', true)
-      .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses', '<', eb.ref('max_uses'))]))
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-      .returning(['seq'])
-      .executeTakeFirst();
-    if (!admitted) {
-      const fresh = (await this.bySlug(link.slug)) ?? link;
-      throw new ApiError('invalid_state', unavailableMessage(this.availability(fresh, now)));
-    }
+    const seq = await this.admit(link);
     const linkUrl = this.url(link);
     try {
       return (
@@ -245,7 +232,7 @@ export class LinkService {
           {
             price_amount: amount,
             price_currency: 'USD',
-            order_id: `${link.slug}-${admitted.seq}`,
+            order_id: this.orderId(link, seq),
             description: link.title,
             ...(link.success_url ? { success_url: link.success_url } : {}),
             ...(link.locale ? { locale: link.locale } : {}),
@@ -260,14 +247,46 @@ export class LinkService {
         )
       ).payment;
     } catch (err) {
-      await this.deps.db
-        .updateTable('links')
-        .set((eb) => ({ uses: eb('uses', '-', 1) }))
-        .where('id', '=', link.id)
-        .where('uses', '>', 0)
-        .execute();
+      await this.release(link);
       throw err;
     }
+  }
+
+  /**
+   * Counts one use of the link and allocates its next payment number, if it can take a payment now (a hard cap on
+   * `max_uses`, also under concurrency); 422 `invalid_state` when it is inactive, expired or used up.
+   */
+  async admit(link: LinkRow): Promise<number> {
+    const now = this.deps.clock.now();
+    const admitted = await this.deps.db
+      .updateTable('links')
+      .set((eb) => ({ uses: eb('uses', '+', 1), seq: eb('seq', '+', 1), updated_at: now }))
+      .where('id', '=', link.id)
+      .where('active', '=', true)
+      .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses', '<', eb.ref('max_uses'))]))
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+      .returning(['seq'])
+      .executeTakeFirst();
+    if (!admitted) {
+      const fresh = (await this.bySlug(link.slug)) ?? link;
+      throw new ApiError('invalid_state', unavailableMessage(this.availability(fresh, now)));
+    }
+    return admitted.seq;
+  }
+
+  /** Gives back a use `admit` counted when no payment came of it (its number is not given back: order ids never repeat). */
+  async release(link: LinkRow): Promise<void> {
+    await this.deps.db
+      .updateTable('links')
+      .set((eb) => ({ uses: eb('uses', '-', 1) }))
+      .where('id', '=', link.id)
+      .where('uses', '>', 0)
+      .execute();
+  }
+
+  /** The order id of the link's payment number `seq`. */
+  orderId(link: Pick<LinkRow, 'slug'>, seq: number): string {
+    return `${link.slug}-${seq}`;
   }
 
   url(link: Pick<LinkRow, 'slug'>): string {
