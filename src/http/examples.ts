@@ -116,6 +116,42 @@ const event = { id: EVENT_ID, type: 'payment.paid', created_at: '2026-03-01T12:0
 
 /** Examples of the component schemas, by schema name. */
 export const SCHEMA_EXAMPLES: Record<string, unknown> = {
+  X402Details: {
+    resource: 'https://api.example.com/weather',
+    description: 'Weather report',
+    payer: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+    network: 'eip155:8453',
+    transaction: `0x${'c4'.repeat(32)}`,
+    simulated: false,
+    amount_usd: '0.001',
+  },
+  X402VerifyResponse: { isValid: true, payer: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' },
+  X402SettleResponse: {
+    success: true,
+    payer: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+    transaction: `0x${'c4'.repeat(32)}`,
+    network: 'eip155:8453',
+    amount: '1000',
+    extra: { payment_id: 'pay_01JQ3S0F4B7N2C9X5K8M1P6R3T', simulated: false },
+  },
+  X402SupportedResponse: {
+    kinds: [
+      {
+        x402Version: 2,
+        scheme: 'exact',
+        network: 'eip155:8453',
+        extra: {
+          payTo: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+          asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+          decimals: 6,
+          name: 'USD Coin',
+          version: '2',
+        },
+      },
+    ],
+    extensions: [],
+    signers: { 'eip155:*': ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] },
+  },
   SubscriptionInvoice: subscriptionInvoice,
   Subscription: {
     id: SUBSCRIPTION_ID,
@@ -328,6 +364,36 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
   },
 };
 
+/** What an x402 resource server's facilitator client posts to verify and settle (an EIP-3009 authorization). */
+const x402Body = {
+  x402Version: 2,
+  paymentPayload: {
+    x402Version: 2,
+    resource: { url: 'https://api.example.com/weather', description: 'Weather report', mimeType: 'application/json' },
+    accepted: { scheme: 'exact', network: 'eip155:8453' },
+    payload: {
+      signature: `0x${'5a'.repeat(65)}`,
+      authorization: {
+        from: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+        to: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+        value: '1000',
+        validAfter: '1772366400',
+        validBefore: '1772366700',
+        nonce: `0x${'ab'.repeat(32)}`,
+      },
+    },
+  },
+  paymentRequirements: {
+    scheme: 'exact',
+    network: 'eip155:8453',
+    amount: '1000',
+    asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+    payTo: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+    maxTimeoutSeconds: 60,
+    extra: { name: 'USD Coin', version: '2' },
+  },
+};
+
 /** Examples of request bodies, by operation id. */
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
   createPayment: {
@@ -340,6 +406,8 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     metadata: { customer_id: 'cus_42' },
   },
   createPaymentAttempt: { chain: 'base', token: 'base:usdc' },
+  x402Verify: x402Body,
+  x402Settle: x402Body,
   refundPayment: { destination: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D', note: 'Customer returned the mugs' },
   simulatePayment: { outcome: 'paid' },
   redeliverEvent: {},

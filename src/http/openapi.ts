@@ -156,6 +156,11 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   { name: 'Account', description: 'The merchant account behind the API key, and its tax profile.' },
   {
+    name: 'x402',
+    description:
+      "Kasse as an x402 facilitator: resource servers verify and settle agents' per-request USDC payments with the merchant's API key, and each settlement becomes a paid Payment (docs/x402.md).",
+  },
+  {
     name: 'Webhooks',
     description:
       'Kasse POSTs an Event to your webhook URL on every change of a payment. Verify the `Service-Signature` header on the raw body before trusting it (the SDK’s `Kasse.webhooks.constructEvent` does), deduplicate on the event id, acknowledge with a 2xx within 10 seconds, and treat `GET /payments/{id}` as the truth. In test mode, `kasse listen` forwards these to your machine and `kasse trigger` fires them.',

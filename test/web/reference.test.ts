@@ -102,7 +102,7 @@ describe('the OpenAPI document', () => {
     const ids = new Set<string>();
     for (const { path, method, op } of operations()) {
       const name = `${method.toUpperCase()} ${path}`;
-      assert.match(op.operationId ?? '', /^[a-z][A-Za-z]+$/, `${name} has an operationId`);
+      assert.match(op.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${name} has an operationId`);
       assert.ok(!ids.has(op.operationId), `${op.operationId} is unique`);
       ids.add(op.operationId);
       assert.ok(op.summary && op.description, `${name} is described`);

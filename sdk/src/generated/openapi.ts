@@ -2345,7 +2345,18 @@ export interface components {
             uri: string | null;
             deposits: components["schemas"]["Deposit"][];
         };
-        /** @description How an x402 payment was settled. */
+        /**
+         * @description How an x402 payment was settled.
+         * @example {
+         *       "resource": "https://api.example.com/weather",
+         *       "description": "Weather report",
+         *       "payer": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+         *       "network": "eip155:8453",
+         *       "transaction": "0xc4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4",
+         *       "simulated": false,
+         *       "amount_usd": "0.001"
+         *     }
+         */
         X402Details: {
             resource: string | null;
             description: string | null;
@@ -3107,7 +3118,13 @@ export interface components {
                 open: number;
             };
         };
-        /** @description x402 v2 VerifyResponse. */
+        /**
+         * @description x402 v2 VerifyResponse.
+         * @example {
+         *       "isValid": true,
+         *       "payer": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+         *     }
+         */
         X402VerifyResponse: {
             isValid: boolean;
             /** @description The official facilitator's refusal code. */
@@ -3115,7 +3132,20 @@ export interface components {
             invalidMessage?: string;
             payer?: string;
         };
-        /** @description x402 v2 SettleResponse. */
+        /**
+         * @description x402 v2 SettleResponse.
+         * @example {
+         *       "success": true,
+         *       "payer": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+         *       "transaction": "0xc4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4",
+         *       "network": "eip155:8453",
+         *       "amount": "1000",
+         *       "extra": {
+         *         "payment_id": "pay_01JQ3S0F4B7N2C9X5K8M1P6R3T",
+         *         "simulated": false
+         *       }
+         *     }
+         */
         X402SettleResponse: {
             success: boolean;
             errorReason?: string;
@@ -3132,7 +3162,31 @@ export interface components {
                 simulated: boolean;
             };
         };
-        /** @description x402 v2 SupportedResponse. */
+        /**
+         * @description x402 v2 SupportedResponse.
+         * @example {
+         *       "kinds": [
+         *         {
+         *           "x402Version": 2,
+         *           "scheme": "exact",
+         *           "network": "eip155:8453",
+         *           "extra": {
+         *             "payTo": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *             "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *             "decimals": 6,
+         *             "name": "USD Coin",
+         *             "version": "2"
+         *           }
+         *         }
+         *       ],
+         *       "extensions": [],
+         *       "signers": {
+         *         "eip155:*": [
+         *           "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+         *         ]
+         *       }
+         *     }
+         */
         X402SupportedResponse: {
             kinds: {
                 x402Version: number;
