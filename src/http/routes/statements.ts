@@ -49,7 +49,7 @@ const Statement = Type.Object(
     conversions: Type.Object(
       {
         count: Int(),
-        value_usd_cents: Cents('Values credited for payments in coins that are not stablecoins (as in ).'),
+        value_usd_cents: Cents('Values credited for payments in coins that are not stablecoins (as in `credits`).'),
         swap_fee_usd_cents: Cents('The conversion spread.'),
         fee_usd_cents: Cents('Service fees.'),
         net_usd_cents: Cents('value − swap fee − fee.'),
