@@ -139,6 +139,8 @@ export interface PaymentsTable {
   updated_at: Timestamp;
   /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (migration 0031). */
   paid_within_tolerance: Generated<boolean>;
+  /** US cents a payment paid within the tolerance was credited at (migration 0033); null: at the price. */
+  credited_cents: ColumnType<number | null, number | null | undefined, number | null>;
   /** `x402` for a payment the x402 facilitator settled; null otherwise (migration 0030). */
   source: ColumnType<'x402' | null, 'x402' | null | undefined, never>;
   /** The x402 details (`X402Details` of payments/external.ts) of such a payment. */

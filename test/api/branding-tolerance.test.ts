@@ -124,19 +124,26 @@ describe('underpayment tolerance in the simulator', () => {
     assert.equal(event!.type, 'payment.paid');
     assert.equal(event!.data.underpaid_within_tolerance, true);
     assert.equal(event!.data.tolerance_shortfall, '250000');
-    assert.equal((await available()) - before, 2475, 'the price is credited less the fee');
-    const custody = await t.kasse.db
-      .selectFrom('ledger_entries')
-      .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
-      .select('ledger_entries.amount')
-      .where('ledger_transactions.payment_id', '=', p.id)
-      .where('ledger_entries.account', '=', `test:custody:${m.id}`)
-      .execute();
+    // Credited at floor(2500 × 24 750 000 / 25 000 000) = 2475 cents; the 1 % fee on that is 25 (rounded half up).
+    assert.equal((await available()) - before, 2450, 'the value received is credited, less the fee on it');
+    assert.equal(paid.price_amount, 2500, 'the price stays as it was asked');
+    const lines = async (account: string) =>
+      (
+        await t.kasse.db
+          .selectFrom('ledger_entries')
+          .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
+          .select('ledger_entries.amount')
+          .where('ledger_transactions.payment_id', '=', p.id)
+          .where('ledger_entries.account', '=', account)
+          .execute()
+      ).map((c) => String(c.amount));
     assert.deepEqual(
-      custody.map((c) => String(c.amount)),
+      await lines(`test:custody:${m.id}`),
       ['24750000'],
       'the coins taken into custody are those that arrived: the ledger shows the shortfall',
     );
+    assert.deepEqual(await lines('test:settlement'), ['2475'], 'the settlement is the value received');
+    assert.deepEqual(await lines('test:fees'), ['-25']);
   });
 
   test('one smallest unit more short: underpaid', async () => {

@@ -257,6 +257,31 @@ describe('statements', () => {
     }
   });
 
+  test('a payment paid short within the tolerance counts at the value credited, paid and refunded', async () => {
+    const shop = await t.merchant({ rateLimit: 100_000 });
+    await ok(shop.test.patch('/account', { underpayment_tolerance_bps: 100 }));
+    const short = async () => {
+      const p = await ok(
+        shop.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'tol', token: 'base:usdc' }),
+        201,
+      );
+      // 100 bps of 25 000 000 allows 250 000 short: credited at floor(2500 × 24 750 000 / 25 000 000) = 2475.
+      const paid = await ok(shop.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid', amount: '24750000' }));
+      assert.equal(paid.underpaid_within_tolerance, true);
+      return paid;
+    };
+    await short();
+    const refunded = await short();
+    await refund(shop, refunded.id);
+    const month = t.clock.now().toISOString().slice(0, 7);
+    const s = await ok(shop.test.get(`/statements/${month}`));
+    assert.equal(s.reconciliation_gap_usd_cents, 0);
+    assert.deepEqual(s.credits, { count: 2, value_usd_cents: 4950, fee_usd_cents: 50, net_usd_cents: 4900 });
+    assert.deepEqual(s.reversals, { count: 1, net_usd_cents: 2450 });
+    assert.equal(s.closing_balance_usd_cents, 2450);
+    assert.equal((await ok(shop.test.get('/balance'))).available_usd_cents, 2450);
+  });
+
   test('a broken posting shows as a reconciliation gap', async () => {
     const shop = await t.merchant({ rateLimit: 100_000 });
     await pay(shop, 2000, 'base:usdc', 'paid');

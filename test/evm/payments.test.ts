@@ -165,6 +165,7 @@ describe('payment flow', () => {
       const over = await createPayment('base:usdc', 2000);
       const allowed = (atBound.amount * 50n) / 10_000n; // 20 000 000 × 0.5 % = 100 000
       assert.equal(allowed, 100_000n);
+      const before = await balanceCents();
       await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, atBound.address, atBound.amount - allowed));
       await k.chain.receipt(await k.chain.sendToken(k.payer, k.usdc, over.address, over.amount - allowed - 1n));
       await k.tick();
@@ -175,6 +176,8 @@ describe('payment flow', () => {
       assert.equal(paid.underpaid_within_tolerance, true);
       assert.equal(paid.tolerance_shortfall, allowed.toString());
       assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      // Credited at floor(2000 × 0.995) = 1990 cents, less the 1 % fee on that (20).
+      assert.equal((await balanceCents()) - before, 1970, 'the value received is credited, less the fee on it');
       const short = await get(over.id);
       assert.equal(short.status, 'underpaid');
       assert.equal(short.underpaid_within_tolerance, undefined);

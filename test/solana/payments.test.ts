@@ -166,6 +166,7 @@ describe('payment flow', () => {
       const allowed = (atBound.amount * 25n) / 10_000n; // 10 000 000 × 0.25 % = 25 000
       assert.equal(allowed, 25_000n);
       const payer = await k.payer(1_000_000_000n, 50_000_000n);
+      const before = await balanceCents();
       await k.chain.sendUsdc(payer, atBound.address, atBound.amount - allowed, { createAta: true });
       await k.chain.sendUsdc(payer, over.address, over.amount - allowed - 1n, { createAta: true });
       await k.chain.produce();
@@ -175,6 +176,8 @@ describe('payment flow', () => {
       assert.equal(paid.underpaid_within_tolerance, true);
       assert.equal(paid.tolerance_shortfall, '25000');
       assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      // Credited at floor(1000 × 0.9975) = 997 cents, less the 1 % fee on that (10).
+      assert.equal((await balanceCents()) - before, 987, 'the value received is credited, less the fee on it');
       const short = await get(over.id);
       assert.equal(short.status, 'underpaid');
       assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');

@@ -9,6 +9,7 @@ import type {
   PaymentStatus,
 } from '../../src/modules/payments/model.ts';
 import {
+  creditedCents,
   isFinal,
   moneySeen,
   next,
@@ -988,6 +989,22 @@ describe('helpers', () => {
 });
 
 describe('decision: underpayment tolerance', () => {
+  describe('creditedCents: the price in proportion to what arrived, rounded down', () => {
+    it('at the bound (100 bps short) a $10.00 price credits $9.90', () => {
+      assert.equal(creditedCents(1000n, PAY - 10_000n, PAY), 990n);
+    });
+    it('rounds down: $10.00 for 999 999 of 1 000 000 credits $9.99', () => {
+      assert.equal(creditedCents(1000n, PAY - 1n, PAY), 999n);
+    });
+    it('an exact (or larger) payment credits the price', () => {
+      assert.equal(creditedCents(1000n, PAY, PAY), 1000n);
+      assert.equal(creditedCents(1000n, PAY + 5n, PAY), 1000n);
+    });
+    it('exact in bigint for amounts beyond 2^53', () => {
+      const due = 10n ** 24n;
+      assert.equal(creditedCents(123_456_789n, due - 1n, due), 123_456_788n);
+    });
+  });
   const within = (p: PaymentState, bps: number, trigger: Trigger = { kind: 'deposits_changed' }, now = at(30)) =>
     next(p, trigger, { now, rates: new Map([['base:usdc', '1.00']]), toleranceBps: bps });
   // 100 bps of 1 000 000 allows floor(10 000) smallest units short.

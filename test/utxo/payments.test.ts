@@ -154,6 +154,7 @@ describe('payment outcomes', () => {
       const over = await createPayment(2000);
       const allowed = (atBound.amount * 100n) / 10_000n;
       assert.ok(allowed > 0n);
+      const before = await balanceCents();
       await k.payer.send(atBound.address, atBound.amount - allowed);
       await k.payer.send(over.address, over.amount - (over.amount * 100n) / 10_000n - 1n);
       await k.tick();
@@ -164,6 +165,13 @@ describe('payment outcomes', () => {
       assert.equal(paid.underpaid_within_tolerance, true);
       assert.equal(paid.tolerance_shortfall, allowed.toString());
       assert.equal(k.eventTypes(atBound.id).at(-1), 'payment.paid');
+      // Credited at floor(2000 × (pay − floor(pay / 100)) / pay) = 1980 cents, less the 1 % fee (20) and
+      // the 0.5 % conversion spread (10) on that: litecoin is not a stablecoin.
+      assert.equal(
+        (await balanceCents()) - before,
+        1950,
+        'the value received is credited, less the fee and spread on it',
+      );
       const short = await get(over.id);
       assert.equal(short.status, 'underpaid');
       assert.equal(k.eventTypes(over.id).at(-1), 'payment.underpaid');

@@ -23,6 +23,7 @@ import * as m0029 from './0029_chain_health.ts';
 import * as m0030 from './0030_x402.ts';
 import * as m0031 from './0031_branding_tolerance.ts';
 import * as m0032 from './0032_locale.ts';
+import * as m0033 from './0033_credited_cents.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0030_x402': m0030,
   '0031_branding_tolerance': m0031,
   '0032_locale': m0032,
+  '0033_credited_cents': m0033,
 };

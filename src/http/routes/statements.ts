@@ -31,7 +31,9 @@ const Statement = Type.Object(
     credits: Type.Object(
       {
         count: Int(),
-        value_usd_cents: Cents('Prices of payments credited in stablecoins.'),
+        value_usd_cents: Cents(
+          'Values credited for payments in stablecoins: the price, or the value received for a payment paid short within the tolerance.',
+        ),
         fee_usd_cents: Cents('Service fees.'),
         net_usd_cents: Cents('value − fee.'),
       },
@@ -47,7 +49,7 @@ const Statement = Type.Object(
     conversions: Type.Object(
       {
         count: Int(),
-        value_usd_cents: Cents('Prices of payments credited in coins that are not stablecoins.'),
+        value_usd_cents: Cents('Values credited for payments in coins that are not stablecoins (as in `credits`).'),
         swap_fee_usd_cents: Cents('The conversion spread.'),
         fee_usd_cents: Cents('Service fees.'),
         net_usd_cents: Cents('value − swap fee − fee.'),

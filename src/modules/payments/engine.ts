@@ -19,7 +19,7 @@ import type { AuditLog } from '../audit/service.ts';
 import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
-import { next, type Trigger } from './state.ts';
+import { creditedCents, next, type Trigger } from './state.ts';
 import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store/payments.ts';
 
 /** What every module that moves money is built with (payments and disbursements). */
@@ -112,6 +112,7 @@ export class PaymentEngine {
 
     let seq = row.credit_seq;
     let credited = row.credited;
+    let creditedAt = row.credited_cents;
     for (const e of events) {
       if (e === 'payment.reorged' && credited) {
         await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_reorg');
@@ -119,12 +120,13 @@ export class PaymentEngine {
       } else if (e === 'payment.paid' && !credited) {
         const attempt = after.attempts.find((a) => a.id === after.paidAttemptId)!;
         seq += 1;
+        creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, after.paidAmount, attempt.payAmount);
         await this.deps.ledger.creditPayment(tx, {
           mode: row.mode,
           merchantId: row.merchant_id,
           paymentId: row.id,
           seq,
-          priceCents: row.price_amount,
+          priceCents: creditedAt ?? row.price_amount,
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
           amount: after.paidAmount ?? 0n,
@@ -139,7 +141,7 @@ export class PaymentEngine {
       await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_refund');
       credited = false;
     }
-    current = await saveCredit(tx, current, seq, credited);
+    current = await saveCredit(tx, current, seq, credited, creditedAt);
     // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
     if (current.deposits.length > 0)
       await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
@@ -170,4 +172,18 @@ export class PaymentEngine {
   private async feeBps(tx: Tx, merchantId: string): Promise<number> {
     return (await merchantFeeBps(tx, merchantId)) ?? this.deps.feeBps;
   }
+}
+
+/**
+ * The US cents a payment is credited at when not its price: paid short within the tolerance, the price in
+ * proportion to what arrived (docs/payments.md); null otherwise (exact payments, accepted underpayments).
+ */
+function creditValue(
+  priceCents: number,
+  withinTolerance: boolean | undefined,
+  paidAmount: bigint | null | undefined,
+  payAmount: bigint,
+): number | null {
+  if (!withinTolerance || paidAmount == null) return null;
+  return Number(creditedCents(BigInt(priceCents), paidAmount, payAmount));
 }

@@ -38,6 +38,15 @@ export function allowedShortfall(payAmount: bigint, bps: number): bigint {
   return (payAmount * BigInt(bps)) / 10_000n;
 }
 
+/**
+ * The US cents a payment paid short within the tolerance is credited at: the price in proportion to what arrived,
+ * floor(priceCents × paidAmount / payAmount). An exact (or larger) payment is credited at the price.
+ */
+export function creditedCents(priceCents: bigint, paidAmount: bigint, payAmount: bigint): bigint {
+  if (payAmount <= 0n || paidAmount >= payAmount) return priceCents;
+  return (priceCents * paidAmount) / payAmount;
+}
+
 /** The trigger is not possible in the payment's current state; the caller maps it to 422 `invalid_state`. */
 export class TransitionError extends Error {
   constructor(message: string) {

@@ -229,7 +229,8 @@ export class StatementService {
   }
 
   /**
-   * The month from the operational records alone, in US cents at price: payments that became paid (event
+   * The month from the operational records alone, in US cents at the value credited (the price, or what a payment
+   * paid short within the tolerance was credited at): payments that became paid (event
    * `payment.paid`), credits undone by a reorg (`payment.reorged`) or by a sent refund of a payment that had been
    * paid, and what payouts took from the balance.
    */
@@ -241,13 +242,13 @@ export class StatementService {
   ): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
     const [events, refunds, payouts] = await Promise.all([
       sql<{ type: string; sum: string }>`
-        SELECT e.type, coalesce(sum(p.price_amount), 0)::text AS sum
+        SELECT e.type, coalesce(sum(coalesce(p.credited_cents, p.price_amount)), 0)::text AS sum
         FROM events e JOIN payments p ON p.id = e.ordering_key
         WHERE e.merchant_id = ${merchantId} AND e.mode = ${mode} AND e.type IN ('payment.paid', 'payment.reorged')
           AND e.created_at >= ${from} AND e.created_at < ${to}
         GROUP BY 1`.execute(this.deps.db),
       sql<{ sum: string }>`
-        SELECT coalesce(sum(p.price_amount), 0)::text AS sum
+        SELECT coalesce(sum(coalesce(p.credited_cents, p.price_amount)), 0)::text AS sum
         FROM refunds r JOIN payments p ON p.id = r.payment_id
         WHERE r.merchant_id = ${merchantId} AND r.mode = ${mode} AND r.status = 'sent' AND p.paid_at IS NOT NULL
           AND r.settled_at >= ${from} AND r.settled_at < ${to}`.execute(this.deps.db),

@@ -51,6 +51,7 @@ export function newPaymentRow(
     | 'paid_attempt_id'
     | 'paid_amount'
     | 'paid_within_tolerance'
+    | 'credited_cents'
     | 'source'
     | 'x402'
   >,
@@ -64,6 +65,7 @@ export function newPaymentRow(
     paid_attempt_id: null,
     paid_amount: null,
     paid_within_tolerance: false,
+    credited_cents: null,
     credit_seq: 0,
     credited: false,
     deposits_dirty: false,

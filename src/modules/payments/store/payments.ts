@@ -152,9 +152,20 @@ export async function persist(
   return { row, attempts, deposits: l.deposits };
 }
 
-/** Records the ledger bookkeeping of a payment: how many credits it had and whether one stands now. */
-export async function saveCredit(tx: Tx, l: Loaded, seq: number, credited: boolean): Promise<Loaded> {
-  if (seq === l.row.credit_seq && credited === l.row.credited) return l;
-  await tx.updateTable('payments').set({ credit_seq: seq, credited }).where('id', '=', l.row.id).execute();
-  return { ...l, row: { ...l.row, credit_seq: seq, credited } };
+/**
+ * Records the ledger bookkeeping of a payment: how many credits it had, whether one stands now, and the US cents its
+ * latest credit was at when not the price (null: the price).
+ */
+export async function saveCredit(
+  tx: Tx,
+  l: Loaded,
+  seq: number,
+  credited: boolean,
+  creditedCents: number | null,
+): Promise<Loaded> {
+  const { row } = l;
+  if (seq === row.credit_seq && credited === row.credited && creditedCents === row.credited_cents) return l;
+  const set = { credit_seq: seq, credited, credited_cents: creditedCents };
+  await tx.updateTable('payments').set(set).where('id', '=', row.id).execute();
+  return { ...l, row: { ...row, ...set } };
 }
