@@ -2725,7 +2725,7 @@ export interface components {
             };
             credits: {
                 count: number;
-                /** @description US cents. Prices of payments credited in stablecoins. */
+                /** @description US cents. Values credited for payments in stablecoins: the price, or the value received for a payment paid short within the tolerance. */
                 value_usd_cents: number;
                 /** @description US cents. Service fees. */
                 fee_usd_cents: number;
@@ -2740,7 +2740,7 @@ export interface components {
             };
             conversions: {
                 count: number;
-                /** @description US cents. Prices of payments credited in coins that are not stablecoins. */
+                /** @description US cents. Values credited for payments in coins that are not stablecoins (as in `credits`). */
                 value_usd_cents: number;
                 /** @description US cents. The conversion spread. */
                 swap_fee_usd_cents: number;
