@@ -9,7 +9,7 @@
  * connection is subscribed again; reconnection backs off (doubling from `baseMs` up to `maxMs`, with jitter, the
  * next URL each time). The live path is the gauge `kasse_chain_watch_path{chain,mode,path}` (1 on the live path).
  */
-import { WebSocket } from 'ws';
+import { type RawData, WebSocket } from 'ws';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
@@ -115,12 +115,8 @@ export class PushChannel {
       answered = true;
     });
     ws.on('message', (data) => {
-      let m: Answer;
-      try {
-        m = JSON.parse(data.toString('utf8')) as Answer;
-      } catch {
-        return;
-      }
+      const m = parseAnswer(data);
+      if (!m) return;
       if (m.method !== undefined && m.params?.subscription !== undefined) return this.notified(m.params.result);
       if (m.id === undefined) return;
       if (m.error || m.result === undefined || m.result === null) {
@@ -199,6 +195,15 @@ export async function probePush(
   return { path: 'poll', url: null, error };
 }
 
+/** A frame from the node as JSON-RPC, or null when it is not JSON (it is then ignored). */
+function parseAnswer(data: RawData): Answer | null {
+  try {
+    return JSON.parse(data.toString('utf8')) as Answer;
+  } catch {
+    return null;
+  }
+}
+
 function probeOne(url: string, subscribe: PushSpec['subscribe'], timeoutMs: number): Promise<string> {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { handshakeTimeout: timeoutMs });
@@ -211,13 +216,8 @@ function probeOne(url: string, subscribe: PushSpec['subscribe'], timeoutMs: numb
     const timer = setTimeout(() => done(`${shownUrl(url)}: no answer within ${timeoutMs} ms`), timeoutMs);
     ws.on('open', () => subscribeOn(ws, subscribe));
     ws.on('message', (data) => {
-      let m: Answer;
-      try {
-        m = JSON.parse(data.toString('utf8')) as Answer;
-      } catch {
-        return;
-      }
-      if (m.id === undefined) return;
+      const m = parseAnswer(data);
+      if (m?.id === undefined) return;
       if (m.error || m.result === undefined || m.result === null)
         return done(`${shownUrl(url)}: ${m.error?.message ?? 'subscription refused'}`);
       if (++acked === subscribe.length) done('');
