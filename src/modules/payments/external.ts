@@ -47,6 +47,8 @@ export interface ExternalSettlement {
   priceCents: number;
   orderId: string;
   description: string | null;
+  /** The Payment's metadata (a payment link's sale: `link_id`); none when absent. */
+  metadata?: Record<string, string>;
   x402: X402Details;
   /** The settling transfer: transaction, position, block (null when simulated). */
   transfer: { txHash: string; index: number; blockNumber: bigint | null; blockHash: string | null; from: string };
@@ -68,7 +70,7 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
       success_url: null,
       cancel_url: null,
       webhook_url: null,
-      metadata: JSON.stringify({}),
+      metadata: JSON.stringify(s.metadata ?? {}),
       expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
       created_at: now,
       updated_at: now,

@@ -54,6 +54,15 @@ export interface X402Deps {
 interface Stored {
   requirements: X402Requirements;
   payload: Record<string, unknown>;
+  /** What the Payment records when the settlement sells something of the merchant's own (a payment link). */
+  sale?: X402Sale;
+}
+
+/** A settlement's own sale: the Payment's order id, description and metadata instead of the x402 defaults. */
+export interface X402Sale {
+  orderId: string;
+  description: string;
+  metadata: Record<string, string>;
 }
 
 type Prepared = { scheme: X402Scheme; request: X402Request; resource: Resource } | { refusal: VerifyResponse };
@@ -100,7 +109,7 @@ export class X402Service {
       : invalid(verdict.reason, verdict.message, verdict.payer);
   }
 
-  async settle(mode: Mode, merchantId: string, body: FacilitatorBody): Promise<SettleResponse> {
+  async settle(mode: Mode, merchantId: string, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
     const p = await this.prepare(mode, merchantId, body);
     const network = body.paymentRequirements?.network ?? '';
     if ('refusal' in p) return settleRefusal(p.refusal, network);
@@ -127,7 +136,11 @@ export class X402Service {
       amount: request.amount.toString(),
       resource: p.resource.url,
       description: p.resource.description,
-      request: { requirements: request.requirements, payload: request.payload } satisfies Stored,
+      request: {
+        requirements: request.requirements,
+        payload: request.payload,
+        ...(sale ? { sale } : {}),
+      } satisfies Stored,
       simulated: request.kind.simulated,
       created_at: this.deps.clock.now(),
     });
@@ -205,6 +218,7 @@ export class X402Service {
         const token = (await this.kinds(locked.mode)).find((k) => k.kind.chain === locked.chain)?.kind.token;
         const decimals = token?.decimals ?? 6;
         const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
+        const sale = (locked.request as Stored).sale;
         const total = await addToTotal(tx, locked.merchant_id, locked.mode, micro);
         const payment = await this.deps.payments.recordExternal(tx, {
           mode: locked.mode,
@@ -215,8 +229,9 @@ export class X402Service {
           addressIndex: payTo?.index ?? 0n,
           amount,
           priceCents: Number(total.after / MICRO_PER_CENT - total.before / MICRO_PER_CENT),
-          orderId: `x402:${locked.id}`,
-          description: locked.description,
+          orderId: sale?.orderId ?? `x402:${locked.id}`,
+          description: sale?.description ?? locked.description,
+          ...(sale ? { metadata: sale.metadata } : {}),
           x402: {
             resource: locked.resource,
             description: locked.description,
