@@ -9,21 +9,11 @@ import { getAddress, recoverTypedDataAddress, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTestKasse } from '../test/harness/app.ts';
 import { benchDatabase } from './_pg.ts';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../test/harness/hardhat.ts';
 
 const NETWORK = 'eip155:84532';
 const USDC = getAddress('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
 const DOMAIN = { name: 'USDC', version: '2', chainId: 84532, verifyingContract: USDC } as const;
-const TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
-
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const summary = (ms: number[]) => {
   const s = [...ms].sort((a, b) => a - b);
@@ -52,7 +42,7 @@ export async function run(): Promise<object> {
       };
       const signature = await agent.signTypedData({
         domain: DOMAIN,
-        types: TYPES,
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
         primaryType: 'TransferWithAuthorization',
         message,
       });
@@ -113,7 +103,7 @@ export async function run(): Promise<object> {
     const recover = await timed(signed.slice(0, N), (s) =>
       recoverTypedDataAddress({
         domain: DOMAIN,
-        types: TYPES,
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
         primaryType: 'TransferWithAuthorization',
         message: s.message,
         signature: s.signature,

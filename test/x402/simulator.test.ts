@@ -17,20 +17,10 @@ import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, startShop } from './agents.ts';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
 
 const NETWORK = 'eip155:84532';
 const USDC = getAddress('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
-const TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
-
 let t: TestKasse;
 let m: TestMerchant;
 let payTo: string;
@@ -71,7 +61,7 @@ async function body(
   };
   const signature = await signer.signTypedData({
     domain: { name: 'USDC', version: '2', chainId: 84532, verifyingContract: USDC },
-    types: TYPES,
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
     primaryType: 'TransferWithAuthorization',
     message,
   });
