@@ -7,13 +7,15 @@
  *   GET  /l/<slug>/sale/<pay_id>    POS: the sale's QR code, live status, PAID, next sale
  *
  * An unknown slug is 404; a link turned off, expired or used up is 410 and creates nothing. Payment creation is rate
- * limited per client address (the page is public).
+ * limited per client address (the page is public). A fixed-amount link also answers x402 clients (agents paying with
+ * `PAYMENT-SIGNATURE`, src/web/x402-links.ts); browsers keep getting the page.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
-import { LINK_LIMITS, type LinkAvailability, type LinkRow } from '../modules/links/service.ts';
+import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/service.ts';
+import { agentPayable, answerAgent, isAgentRequest } from './x402-links.ts';
 import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { type Locale, money, t } from '../core/i18n/index.ts';
 import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
@@ -202,12 +204,34 @@ async function posGate(kasse: Kasse, req: FastifyRequest, reply: FastifyReply, l
 const bodyLang = (req: FastifyRequest): unknown =>
   req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).lang : undefined;
 
+/**
+ * An x402 client on a fixed-amount link (src/web/x402-links.ts): refused in the Error body when the link cannot
+ * take a payment; a paid attempt counts against the per-address limit on payments made through link pages.
+ */
+async function payByAgent(kasse: Kasse, link: LinkRow, req: FastifyRequest, reply: FastifyReply) {
+  const availability = kasse.links.availability(link);
+  if (availability !== 'ok') throw new ApiError('invalid_state', unavailableMessage(availability));
+  if (req.headers['payment-signature'] !== undefined) {
+    const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
+    if (!rate.allowed) throw rateLimited(rate.resetSeconds);
+  }
+  return answerAgent({ links: kasse.links, facilitator: kasse.x402 }, link, req, reply);
+}
+
+/** 429 for a client address that made too many payments through link pages this minute. */
+const rateLimited = (resetSeconds: number) =>
+  new ApiError('rate_limited', `Too many payments from this address; retry in ${resetSeconds} s.`, null, {
+    'Retry-After': String(resetSeconds),
+  });
+
 const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
   addFormParser(app);
 
   app.get<{ Params: { slug: string } }>('/l/:slug', async (req, reply) => {
     const link = await kasse.links.bySlug(req.params.slug);
-    if (!link) return linkNotFound(reply, pageLocale(req));
+    const agent = isAgentRequest(req);
+    if (!link) return agent ? sendError(reply, notFound('payment link')) : linkNotFound(reply, pageLocale(req));
+    if (agent && agentPayable(link)) return payByAgent(kasse, link, req, reply);
     const l = pageLocale(req, link.locale);
     const merchant = await merchantOf(kasse, link);
     const gate = await posGate(kasse, req, reply, link, l);
@@ -239,14 +263,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       const input = payInput(req, link);
       values = { amount: input.amountText, email: input.email, csrf: gate.csrf };
       const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
-      if (!rate.allowed) {
-        throw new ApiError(
-          'rate_limited',
-          `Too many payments from this address; retry in ${rate.resetSeconds} s.`,
-          null,
-          { 'Retry-After': String(rate.resetSeconds) },
-        );
-      }
+      if (!rate.allowed) throw rateLimited(rate.resetSeconds);
       const payment = await kasse.links.pay(
         link,
         input,

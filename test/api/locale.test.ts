@@ -39,7 +39,7 @@ function refusedLocale(res: { status: number; body: any }) {
 }
 
 async function page(path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${t.urls.checkout}${path}`, { headers });
+  const res = await fetch(`${t.urls.checkout}${path}`, { headers: { accept: 'text/html', ...headers } });
   return { status: res.status, text: await res.text() };
 }
 

@@ -331,7 +331,7 @@ describe('dashboard pages', () => {
     await page.getByText('The link was turned off').waitFor();
     l = (await w.m.test.get(`/links/${l.id}`)).body;
     assert.equal(l.active, false);
-    assert.equal((await fetch(l.url)).status, 410);
+    assert.equal((await fetch(l.url, { headers: { accept: 'text/html' } })).status, 410);
     // The POS terminal opens from the links list for the signed-in user.
     await page.goto(`${base}/dashboard/test/links`);
     const [terminal] = await Promise.all([

@@ -133,7 +133,7 @@ describe('escaping and the Content-Security-Policy', () => {
     assert.ok(!res.headers.get('content-security-policy')!.includes('http:'));
     const html = await res.text();
     assert.ok(!html.includes('Test mode'), 'no test banner on live payments');
-    const missing = await fetch(`${w.t.urls.checkout}/l/000000000000`);
+    const missing = await fetch(`${w.t.urls.checkout}/l/000000000000`, { headers: { accept: 'text/html' } });
     assert.equal(missing.status, 404);
     assertCsp(missing.headers.get('content-security-policy') ?? undefined, "'none'");
     const css = await fetch(`${w.t.urls.checkout}/assets/kasse.css`);

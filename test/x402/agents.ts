@@ -58,9 +58,20 @@ export async function startShop(opts: {
   };
 }
 
-/** An agent's fetch that pays x402 challenges with `account` (also in a token the client does not know: `anyAsset`). */
-export function agentFetch(account: LocalAccount, anyAsset = false): typeof fetch {
+/** How an agent spends: in tokens its client does not know too (`anyAsset`), up to `maxUsd` a payment ($1 unless told). */
+export interface AgentOptions {
+  anyAsset?: boolean;
+  maxUsd?: string;
+  /** The fetch its requests go through. */
+  base?: typeof fetch;
+}
+
+/** An agent's fetch that pays x402 challenges with `account`. */
+export function agentFetch(account: LocalAccount, o: AgentOptions = {}): typeof fetch {
   const client = new x402Client().register('eip155:*', new ExactEvmClient(account));
-  if (anyAsset) client.setSpendControls({ allowedAssets: true });
-  return wrapFetchWithPayment(fetch, client) as typeof fetch;
+  client.setSpendControls({
+    ...(o.anyAsset ? { allowedAssets: true as const } : {}),
+    ...(o.maxUsd ? { maxAmountPerPayment: o.maxUsd } : {}),
+  });
+  return wrapFetchWithPayment(o.base ?? fetch, client) as typeof fetch;
 }

@@ -109,7 +109,7 @@ test('an agent with no ETH pays an Express API through Kasse: real transfer, pai
   });
   try {
     const [agentBefore, merchantBefore] = [await usdcOf(agent.address), await usdcOf(payTo)];
-    const res = await agentFetch(agent, true)(`${shop.url}/weather`);
+    const res = await agentFetch(agent, { anyAsset: true })(`${shop.url}/weather`);
     assert.equal(res.status, 200, await res.clone().text());
     const receipt = JSON.parse(Buffer.from(res.headers.get('payment-response')!, 'base64').toString());
     assert.equal(receipt.success, true);

@@ -18,6 +18,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import { withTx, type Db } from '../../db/index.ts';
+import type { Payment } from '../payments/schema.ts';
 import type { PaymentService } from '../payments/service.ts';
 import {
   addToTotal,
@@ -38,6 +39,8 @@ import type { FacilitatorBody, SettleResponse, SupportedResponse, VerifyResponse
 export const SETTLE_WAIT_MS = 60_000;
 /** A pending settlement this old is resumed by the workers role (its request is over or its process died). */
 export const RESUME_AFTER_MS = SETTLE_WAIT_MS + 5_000;
+/** How long a sale's requirements give the client to pay (`maxTimeoutSeconds`), as the official middleware's default. */
+const SALE_TIMEOUT_S = 300;
 /** Millionths of a dollar per cent (the sub-cent carry, docs/x402.md). */
 const MICRO_PER_CENT = 10_000n;
 
@@ -63,6 +66,14 @@ export interface X402Sale {
   orderId: string;
   description: string;
   metadata: Record<string, string>;
+}
+
+/** A sale's settlement: the answer for the client, the Payment made (or made before, for a replay), and whether the
+ * authorization had been claimed before (a replay makes no new sale). */
+export interface X402SaleResult {
+  response: SettleResponse;
+  payment: Payment | null;
+  replay: boolean;
 }
 
 type Prepared = { scheme: X402Scheme; request: X402Request; resource: Resource } | { refusal: VerifyResponse };
@@ -110,19 +121,62 @@ export class X402Service {
   }
 
   async settle(mode: Mode, merchantId: string, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
-    const p = await this.prepare(mode, merchantId, body);
+    return (await this.settleOnce(mode, merchantId, body, sale)).response;
+  }
+
+  /**
+   * What an agent may pay `cents` US cents to the merchant with: one exact-scheme requirement per network of the mode
+   * (the network's USDC, the merchant's payTo, what the client signs with in `extra`).
+   */
+  async requirements(mode: Mode, merchantId: string, cents: number): Promise<X402Requirements[]> {
+    const out: X402Requirements[] = [];
+    for (const { kind } of await this.kinds(mode)) {
+      if (kind.token.decimals < 2) continue;
+      out.push({
+        scheme: 'exact',
+        network: kind.network,
+        amount: (BigInt(cents) * 10n ** BigInt(kind.token.decimals - 2)).toString(),
+        asset: kind.token.contract!,
+        payTo: await this.payToAddress(mode, merchantId, kind),
+        maxTimeoutSeconds: SALE_TIMEOUT_S,
+        extra: kind.extra,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Settles a sale of the merchant's own (a payment link): `settle` with the sale recorded on the Payment, answering
+   * the Payment too, and whether the authorization had already been claimed before this call (a replay: no new sale).
+   */
+  async sell(mode: Mode, merchantId: string, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
+    const { response, claimed } = await this.settleOnce(mode, merchantId, body, sale);
+    const id = response.success ? response.extra?.payment_id : undefined;
+    const payment = typeof id === 'string' ? await this.deps.payments.get({ mode, merchantId }, id) : null;
+    return { response, payment, replay: !claimed };
+  }
+
+  /** `settle`, also saying whether this call claimed the authorization (false for refusals and followers). */
+  private async settleOnce(
+    mode: Mode,
+    merchantId: string,
+    body: FacilitatorBody,
+    sale?: X402Sale,
+  ): Promise<{ response: SettleResponse; claimed: boolean }> {
     const network = body.paymentRequirements?.network ?? '';
-    if ('refusal' in p) return settleRefusal(p.refusal, network);
+    const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });
+    const p = await this.prepare(mode, merchantId, body);
+    if ('refusal' in p) return refused(p.refusal);
     const { scheme, request } = p;
     const key = scheme.key(request);
     const earlier = key ? await settlementByKey(this.deps.db, mode, request.kind.chain, key) : undefined;
+    const replayed = () => refused(invalid(request.kind.codes.replay, 'This authorization was already settled.'));
     if (earlier) {
-      if (earlier.merchant_id !== merchantId || !sameRequest(earlier, request))
-        return settleRefusal(invalid(request.kind.codes.replay, 'This authorization was already settled.'), network);
-      return this.follow(scheme, earlier, request, false);
+      if (earlier.merchant_id !== merchantId || !sameRequest(earlier, request)) return replayed();
+      return { response: await this.follow(scheme, earlier, request, false), claimed: false };
     }
     const verdict = await scheme.verify(request);
-    if (!verdict.valid) return settleRefusal(invalid(verdict.reason, verdict.message, verdict.payer), network);
+    if (!verdict.valid) return refused(invalid(verdict.reason, verdict.message, verdict.payer));
     const { row, claimed } = await claimSettlement(this.deps.db, {
       id: newId('x4s'),
       merchant_id: merchantId,
@@ -144,9 +198,8 @@ export class X402Service {
       simulated: request.kind.simulated,
       created_at: this.deps.clock.now(),
     });
-    if (!claimed && (row.merchant_id !== merchantId || !sameRequest(row, request)))
-      return settleRefusal(invalid(request.kind.codes.replay, 'This authorization was already settled.'), network);
-    return this.follow(scheme, row, request, claimed);
+    if (!claimed && (row.merchant_id !== merchantId || !sameRequest(row, request))) return replayed();
+    return { response: await this.follow(scheme, row, request, claimed), claimed };
   }
 
   /**

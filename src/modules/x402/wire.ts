@@ -20,31 +20,34 @@ export const RequirementsSchema = Type.Object(
   { ...Open, description: 'x402 v2 PaymentRequirements.' },
 );
 
+export const PaymentPayloadSchema = Type.Object(
+  {
+    x402Version: Type.Integer(),
+    resource: Type.Optional(
+      Type.Object(
+        {
+          url: Type.Optional(Type.String()),
+          description: Type.Optional(Type.String()),
+          mimeType: Type.Optional(Type.String()),
+        },
+        Open,
+      ),
+    ),
+    accepted: Type.Optional(
+      Type.Object({ scheme: Type.Optional(Type.String()), network: Type.Optional(Type.String()) }, Open),
+    ),
+    payload: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'The scheme payload, as the network scheme defines it.',
+    }),
+  },
+  { ...Open, description: 'x402 v2 PaymentPayload, as the client sent it.' },
+);
+export type PaymentPayload = Static<typeof PaymentPayloadSchema>;
+
 export const FacilitatorBodySchema = Type.Object(
   {
     x402Version: Type.Integer({ description: '2.' }),
-    paymentPayload: Type.Object(
-      {
-        x402Version: Type.Integer(),
-        resource: Type.Optional(
-          Type.Object(
-            {
-              url: Type.Optional(Type.String()),
-              description: Type.Optional(Type.String()),
-              mimeType: Type.Optional(Type.String()),
-            },
-            Open,
-          ),
-        ),
-        accepted: Type.Optional(
-          Type.Object({ scheme: Type.Optional(Type.String()), network: Type.Optional(Type.String()) }, Open),
-        ),
-        payload: Type.Record(Type.String(), Type.Unknown(), {
-          description: 'The scheme payload, as the network scheme defines it.',
-        }),
-      },
-      { ...Open, description: 'x402 v2 PaymentPayload, as the client sent it.' },
-    ),
+    paymentPayload: PaymentPayloadSchema,
     paymentRequirements: RequirementsSchema,
   },
   { ...Open, description: 'What `HTTPFacilitatorClient` posts to verify and settle.' },

@@ -1,0 +1,143 @@
+/**
+ * Agent-payable payment links: a fixed-amount link answers an x402 client the way `@x402/express`'s middleware
+ * answers one, so an agent with `wrapFetchWithPayment` pays a link directly and a merchant sells to agents without
+ * running any server.
+ *
+ *   GET /l/<slug>, no `PAYMENT-SIGNATURE`   402, `PAYMENT-REQUIRED`: the link's price in USDC on every network of
+ *                                           the link's mode that takes x402 payments (`accepts`), the link's URL as
+ *                                           the resource, its title as the description
+ *   GET /l/<slug>, `PAYMENT-SIGNATURE`      the payload is matched to one of those requirements, verified and settled
+ *                                           through the facilitator (a `paid` Payment with `source: "x402"`,
+ *                                           `metadata.link_id`, the link's next order id); 200 with the JSON receipt
+ *                                           and `PAYMENT-RESPONSE`, or 402 with `PAYMENT-REQUIRED` naming the reason
+ *
+ * An x402 client is a request carrying `PAYMENT-SIGNATURE`, or one whose `Accept` does not ask for HTML; browsers
+ * keep getting the link page. A use of the link is counted before the money moves (`max_uses` stays a hard cap) and
+ * given back when the settlement fails or turns out to be a replay of a payment already made (the replay answers the
+ * receipt of that payment again). A settlement still waiting for its confirmations keeps its use: the payment lands
+ * when they come, and a retry with the same `PAYMENT-SIGNATURE` answers its receipt then.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from '@x402/core/http';
+import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { Value } from 'typebox/value';
+import type { X402Requirements } from '../chains/x402.ts';
+import { ApiError } from '../core/errors.ts';
+import type { LinkRow, LinkService } from '../modules/links/service.ts';
+import type { X402Service } from '../modules/x402/service.ts';
+import { type PaymentPayload, PaymentPayloadSchema } from '../modules/x402/wire.ts';
+
+const X402_VERSION = 2;
+/** What official servers send with a payment-required answer: never kept by a shared cache. */
+const NO_STORE = 'no-store';
+
+/** What agent-payable links need of the facilitator. */
+export type LinkFacilitator = Pick<X402Service, 'requirements' | 'sell'>;
+
+/** Whether a request to a link page comes from an x402 client rather than a browser. */
+export function isAgentRequest(req: FastifyRequest): boolean {
+  if (req.headers['payment-signature'] !== undefined) return true;
+  return !/\btext\/html\b/i.test(String(req.headers.accept ?? ''));
+}
+
+/** Whether `link` can be paid by an agent: a fixed amount and nothing to ask the payer. */
+export function agentPayable(link: LinkRow): boolean {
+  return link.kind === 'fixed' && !link.collect_email && link.amount_usd_cents !== null;
+}
+
+/** Requirements equal where an x402 server compares them: every field the client signs against. */
+function sameRequirements(a: X402Requirements, b: Record<string, unknown>): boolean {
+  return (
+    a.scheme === b.scheme &&
+    a.network === b.network &&
+    a.asset === b.asset &&
+    a.amount === b.amount &&
+    a.payTo === b.payTo &&
+    a.maxTimeoutSeconds === b.maxTimeoutSeconds &&
+    JSON.stringify(a.extra ?? {}) === JSON.stringify(b.extra ?? {})
+  );
+}
+
+/** The payload of a `PAYMENT-SIGNATURE` header, or why it is not one Kasse takes. */
+function payloadOf(header: string): PaymentPayload | string {
+  let decoded: unknown;
+  try {
+    decoded = decodePaymentSignatureHeader(header);
+  } catch {
+    return 'The PAYMENT-SIGNATURE header is not a base64 x402 payment payload.';
+  }
+  if (!Value.Check(PaymentPayloadSchema, decoded) || decoded.x402Version !== X402_VERSION || !decoded.accepted)
+    return `The PAYMENT-SIGNATURE header is not an x402 version ${X402_VERSION} payment payload.`;
+  return decoded;
+}
+
+/** Answers an x402 client on a fixed-amount link (see the header comment). */
+export async function answerAgent(
+  deps: { links: LinkService; facilitator: LinkFacilitator },
+  link: LinkRow,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const resource = { url: deps.links.url(link), description: link.title, mimeType: 'application/json' };
+  const accepts = await deps.facilitator.requirements(link.mode, link.merchant_id, link.amount_usd_cents!);
+  if (accepts.length === 0)
+    throw new ApiError(
+      'chain_paused',
+      `No network takes x402 payments in ${link.mode} mode now; GET /v1/x402/supported on the ${link.mode} API says which do.`,
+    );
+  const required = (error: string): FastifyReply => {
+    const body: PaymentRequired = {
+      x402Version: X402_VERSION,
+      error,
+      resource,
+      accepts: accepts as PaymentRequirements[],
+    };
+    return reply
+      .code(402)
+      .header('PAYMENT-REQUIRED', encodePaymentRequiredHeader(body))
+      .header('Cache-Control', NO_STORE)
+      .send(body);
+  };
+  const header = req.headers['payment-signature'];
+  if (header === undefined) return required('Payment required');
+  const payload = payloadOf(String(header));
+  if (typeof payload === 'string') return required(payload);
+  const requirements = accepts.find((r) => sameRequirements(r, payload.accepted!));
+  if (!requirements) return required('No matching payment requirements');
+  const seq = await deps.links.admit(link);
+  let settled: Awaited<ReturnType<LinkFacilitator['sell']>>;
+  try {
+    settled = await deps.facilitator.sell(
+      link.mode,
+      link.merchant_id,
+      { x402Version: X402_VERSION, paymentPayload: { ...payload, resource }, paymentRequirements: requirements },
+      { orderId: deps.links.orderId(link, seq), description: link.title, metadata: { link_id: link.id } },
+    );
+  } catch (err) {
+    await deps.links.release(link);
+    throw err;
+  }
+  const { response, payment, replay } = settled;
+  const pending = response.errorReason === 'settlement_pending';
+  if (replay || (!payment && !pending)) await deps.links.release(link);
+  reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(response as never));
+  if (!payment) return required(response.errorMessage ?? response.errorReason ?? 'The payment could not be settled.');
+  return reply
+    .code(200)
+    .header('Cache-Control', NO_STORE)
+    .send({
+      payment_id: payment.id,
+      status: payment.status,
+      order_id: payment.order_id,
+      price_amount: payment.price_amount,
+      price_currency: payment.price_currency,
+      description: payment.description,
+      network: response.network,
+      transaction: response.transaction,
+      payer: response.payer ?? null,
+    });
+}

@@ -1,0 +1,174 @@
+/**
+ * Agent-payable payment links (docs/x402.md): a fixed-amount link answers an x402 client with 402 and
+ * `PAYMENT-REQUIRED`, and an agent with `wrapFetchWithPayment` (`@x402/fetch`, unchanged) pays it without the merchant
+ * running any server: a `paid` x402 Payment with the link's order id and `metadata.link_id`, one use counted, a JSON
+ * receipt and `PAYMENT-RESPONSE`. Browsers keep getting the page; links that ask the payer something are not
+ * agent-payable; a replayed payment signature answers the same receipt and pays nothing twice.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { launchBrowser } from '../harness/browser.ts';
+import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { assertError, ok } from '../harness/expect.ts';
+import { agentFetch } from './agents.ts';
+
+const NETWORK = 'eip155:84532';
+let t: TestKasse;
+let m: TestMerchant;
+
+before(async () => {
+  t = await startTestKasse();
+  // The x402 client signs windows from the real clock.
+  t.clock.set(Date.now());
+  m = await t.merchant();
+});
+after(() => t?.close());
+
+const newLink = async (fields: Record<string, unknown>) => ok(m.test.post('/links', fields), 201);
+/** A fetch Response as the status and JSON body the assertions read. */
+const answer = async (res: Response | Promise<Response>) => {
+  const r = await res;
+  return { status: r.status, body: await r.json() };
+};
+const uses = async (id: string): Promise<number> => (await ok(m.test.get(`/links/${id}`))).uses;
+
+/** An agent's fetch that also remembers every `PAYMENT-SIGNATURE` it sent. */
+function recordingAgent() {
+  const sent: string[] = [];
+  const base: typeof fetch = (input, init) => {
+    const signature = new Request(input, init).headers.get('payment-signature');
+    if (signature) sent.push(signature);
+    return fetch(input, init);
+  };
+  return { pay: agentFetch(privateKeyToAccount(generatePrivateKey()), { maxUsd: '$5', base }), sent };
+}
+
+describe('a fixed-amount link', () => {
+  test('asks an x402 client for the price in USDC on every network of the mode, counting no use', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250 });
+    const res = await fetch(link.url);
+    assert.equal(res.status, 402);
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    const required = decodePaymentRequiredHeader(res.headers.get('payment-required')!);
+    assert.deepEqual(await res.json(), JSON.parse(JSON.stringify(required)));
+    assert.equal(required.x402Version, 2);
+    assert.deepEqual(required.resource, {
+      url: link.url,
+      description: 'Field guide PDF',
+      mimeType: 'application/json',
+    });
+    const base = required.accepts.find((a) => a.network === NETWORK)!;
+    const payTo = (await ok(m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+    assert.equal(base.scheme, 'exact');
+    assert.equal(base.amount, '2500000', '$2.50 in USDC smallest units');
+    assert.equal(base.payTo, payTo);
+    const supported = (await ok(m.test.get('/x402/supported'))).kinds.map((k: { network: string }) => k.network);
+    assert.deepEqual(required.accepts.map((a) => a.network).sort(), [...supported].sort());
+    assert.equal(await uses(link.id), 0);
+    assert.equal((await ok(m.test.get('/payments?source=x402'))).data.length, 0);
+  });
+
+  test('an agent pays it: a paid x402 Payment with the link order id, one use, a receipt', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250, max_uses: 2 });
+    const agent = recordingAgent();
+    const res = await agent.pay(link.url);
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(agent.sent.length, 1);
+    const receipt = await res.json();
+    const settled = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+    assert.equal(settled.success, true);
+    assert.match(settled.transaction, /^0xsim/);
+    assert.deepEqual(receipt, {
+      payment_id: receipt.payment_id,
+      status: 'paid',
+      order_id: `${link.slug}-1`,
+      price_amount: 250,
+      price_currency: 'USD',
+      description: 'Field guide PDF',
+      network: settled.network,
+      transaction: settled.transaction,
+      payer: settled.payer,
+    });
+    const p = await ok(m.test.get(`/payments/${receipt.payment_id}`));
+    assert.equal(p.status, 'paid');
+    assert.equal(p.source, 'x402');
+    assert.equal(p.order_id, `${link.slug}-1`);
+    assert.equal(p.metadata.link_id, link.id);
+    assert.equal(p.x402.resource, link.url);
+    assert.equal(p.x402.payer, settled.payer);
+    assert.equal(await uses(link.id), 1);
+
+    // The same signature again is a replay: the same receipt, nothing paid or counted twice.
+    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
+    assert.equal(again.status, 200);
+    assert.equal((await again.json()).payment_id, receipt.payment_id);
+    assert.equal(await uses(link.id), 1);
+    assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+
+    // A second agent takes the last use; a third finds the link used up and nothing is signed for it.
+    assert.equal((await recordingAgent().pay(link.url)).status, 200);
+    const late = recordingAgent();
+    assertError(await answer(late.pay(link.url)), 422, 'invalid_state');
+    assert.equal(late.sent.length, 0);
+    assert.equal(await uses(link.id), 2);
+    assert.equal((await ok(m.test.get('/payments?source=x402'))).data.length, 2);
+  });
+
+  test('a payload that is not for this link, or not a payload, is asked again and counts nothing', async () => {
+    const cheap = await newLink({ kind: 'fixed', title: 'Sticker', amount_usd_cents: 100 });
+    const dear = await newLink({ kind: 'fixed', title: 'Poster', amount_usd_cents: 900 });
+    const agent = recordingAgent();
+    assert.equal((await agent.pay(cheap.url)).status, 200);
+    const before = (await ok(m.test.get('/payments?source=x402'))).data.length;
+    // A $1 signature shown to a $9 link does not match its requirements.
+    const wrong = await fetch(dear.url, { headers: { 'payment-signature': agent.sent[0]! } });
+    assert.equal(wrong.status, 402);
+    assert.equal(
+      decodePaymentRequiredHeader(wrong.headers.get('payment-required')!).error,
+      'No matching payment requirements',
+    );
+    const garbage = await fetch(dear.url, { headers: { 'payment-signature': 'not base64 json' } });
+    assert.equal(garbage.status, 402);
+    assert.match((await garbage.json()).error, /not .*x402 .*payment payload/);
+    assert.equal(await uses(dear.id), 0);
+    assert.equal((await ok(m.test.get('/payments?source=x402'))).data.length, before);
+  });
+
+  test('turned off, it refuses agents in the Error body; an unknown slug is 404 not_found', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Gone soon', amount_usd_cents: 300 });
+    await ok(m.test.patch(`/links/${link.id}`, { active: false }));
+    const agent = recordingAgent();
+    assertError(await answer(agent.pay(link.url)), 422, 'invalid_state');
+    assert.equal(agent.sent.length, 0);
+    assertError(await answer(fetch(`${t.urls.checkout}/l/zzzzzzzzzzzz`)), 404, 'not_found');
+  });
+});
+
+describe('what stays a page', () => {
+  test('a browser gets the link page; open, tip and email-collecting links are not agent-payable', async () => {
+    const fixed = await newLink({ kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250 });
+    const browser = await launchBrowser();
+    try {
+      const { page } = await browser.open();
+      const res = await page.goto(fixed.url);
+      assert.equal(res!.status(), 200);
+      assert.equal(res!.headers()['payment-required'], undefined);
+      await page.getByRole('button', { name: 'Pay $2.50' }).waitFor();
+    } finally {
+      await browser.close();
+    }
+    for (const fields of [
+      { kind: 'open', title: 'Donation' },
+      { kind: 'tip', title: 'Tips', presets_usd_cents: [100, 200] },
+      { kind: 'fixed', title: 'Signed copy', amount_usd_cents: 500, collect_email: true },
+    ]) {
+      const link = await newLink(fields);
+      const res = await fetch(link.url);
+      assert.equal(res.status, 200, fields.kind);
+      assert.equal(res.headers.get('payment-required'), null);
+      assert.match(res.headers.get('content-type')!, /text\/html/);
+    }
+  });
+});
