@@ -20,6 +20,14 @@ import { agentFetch, startShop } from './agents.ts';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
 
 const NETWORK = 'eip155:84532';
+const TAX_PROFILE = {
+  seller_name: 'Weather API',
+  legal_name: 'Weather API Private Limited',
+  tax_id: '27AAPFU0939F1ZV',
+  address: '12 Marine Drive, Mumbai 400002',
+  state_code: '27',
+  invoice_prefix: 'WX',
+};
 const USDC = getAddress('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
 let t: TestKasse;
 let m: TestMerchant;
@@ -274,6 +282,22 @@ describe('amounts below a cent', () => {
     const usdc = balance.custody.find((c: any) => c.token === 'base:usdc');
     assert.equal(usdc.amount, '1020000', 'the exact USDC units');
     assert.ok(balance.available_usd_cents <= 102 && balance.available_usd_cents >= 100, 'cents less the fee');
+
+    // The month's statement counts them like any payment, in the whole cents they carried.
+    const statement = await ok(merchant.test.get(`/statements/${t.clock.now().toISOString().slice(0, 7)}`));
+    assert.deepEqual(statement.payments, { count: 12, gross_usd_cents: 102 });
+    assert.equal(statement.credits.value_usd_cents, 102);
+    assert.equal(statement.closing_balance_usd_cents, balance.available_usd_cents);
+    assert.equal(statement.reconciliation_gap_usd_cents, 0);
+    // And the $1 one takes a GST tax invoice like any paid payment.
+    await ok(merchant.test.patch('/account', { tax_profile: TAX_PROFILE }));
+    const invoice = await ok(
+      merchant.test.post(`/payments/${dollar.id}/tax_invoice`, { place_of_supply: 'intra', fx_rate: '83.25' }),
+      201,
+    );
+    assert.equal(invoice.usd_cents, 100);
+    assert.equal(invoice.total, '83.25');
+    assert.equal(invoice.payment_id, dollar.id);
   });
 });
 

@@ -124,8 +124,12 @@ export class StatementService {
     const conversion = accounts.conversion(mode);
     const payouts = accounts.payouts(mode);
 
+    const custody = accounts.custody(mode, merchantId);
+    // A credit is counted by its coins taken into custody: one worth less than a cent (an x402 payment of $0.001,
+    // docs/x402.md) posts coins but no cents.
+    const coinsIn = (g: PostingGroup) => g.account === custody && g.currency === g.token;
     const credit = (kind: string) => ({
-      count: count(pick([kind], settlement)),
+      count: count(groups.filter((g) => g.kind === kind && coinsIn(g))),
       value: total(pick([kind], settlement)),
       fee: -total(pick([kind], fees)),
       swap: -total(pick([kind], conversion)),
@@ -150,10 +154,9 @@ export class StatementService {
     for (const g of groups) {
       if (!(CREDIT_KINDS as readonly string[]).includes(g.kind) || g.token === null) continue;
       const c = coins.get(g.token) ?? { payments: 0, received: 0n, value: 0n };
-      if (g.account === settlement && g.currency === USD) {
+      if (g.account === settlement && g.currency === USD) c.value += g.sum;
+      else if (coinsIn(g)) {
         c.payments += g.n;
-        c.value += g.sum;
-      } else if (g.account === accounts.custody(mode, merchantId) && g.currency === g.token) {
         c.received += g.sum;
       }
       coins.set(g.token, c);
