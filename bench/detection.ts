@@ -31,7 +31,7 @@ const PUSH_SAMPLES = Number(process.env.BENCH_DETECTION_PUSH_SAMPLES ?? 20);
 const POLL_SAMPLES = Number(process.env.BENCH_DETECTION_POLL_SAMPLES ?? 6);
 const WATCHER_CALLS = {
   evm: ['eth_blockNumber', 'eth_getLogs', 'eth_getBlockByNumber'],
-  solana: ['getBlocksWithLimit', 'getBlock', 'getSlot'],
+  solana: ['getBlocksWithLimit', 'getBlock', 'batch:getBlock', 'getSlot'],
 };
 
 type Path = 'push' | 'poll';

@@ -100,6 +100,29 @@ describe('Solana push', () => {
     }
   });
 
+  test('on the push path a slot costs about one RPC call: its block, read at once; finality when the root moves', async () => {
+    const w = watcher().start();
+    const rpc = k.adapter.rpc();
+    const calls = () =>
+      ['getBlocksWithLimit', 'getBlock', 'batch:getBlock', 'getSlot'].reduce((n, m) => n + (rpc.counts.get(m) ?? 0), 0);
+    try {
+      await eventually('push live', () => w.watchPath === 'push');
+      await eventually('caught up', async () => (await w.cursor())?.slot === BigInt((await k.chain.state()).tip));
+      const before = calls();
+      const p = await pay(1000);
+      const slots = 24;
+      for (let i = 0; i < slots; i++) {
+        const slot = await k.chain.produce();
+        await eventually(`slot ${slot} read`, async () => (await w.cursor())!.slot >= BigInt(slot));
+      }
+      await reaches(p, 'paid');
+      const perSlot = (calls() - before) / slots;
+      assert.ok(perSlot <= 1.2, `${perSlot} RPC calls per slot`);
+    } finally {
+      await w.stop();
+    }
+  });
+
   test('the WebSocket is cut mid-payment: polling covers within one interval, push comes back', async () => {
     const w = watcher(500).start();
     const cut = (pubsub: boolean) =>

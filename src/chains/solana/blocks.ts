@@ -1,5 +1,6 @@
 /** What a Solana block holds as the watcher reads it, and the SOL and configured-token transfers found in it. */
 import type { TokenConfig } from '../types.ts';
+import type { Commitment } from './rpc.ts';
 
 interface TokenBalance {
   accountIndex: number;
@@ -98,3 +99,9 @@ export function transfersOf(
   }
   return out;
 }
+
+/** `getBlock`'s parameters: one slot at `commitment`, JSON, no rewards. */
+export const getBlockParams = (slot: bigint, commitment: Commitment, details: 'accounts' | 'none') => [
+  Number(slot),
+  { commitment, encoding: 'json', transactionDetails: details, rewards: false, maxSupportedTransactionVersion: 0 },
+];

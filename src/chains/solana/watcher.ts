@@ -1,19 +1,14 @@
 /**
  * The Solana deposit watcher of one network in one mode: it reads every confirmed block after a cursor stored in
- * PostgreSQL, as Solana's exchange integration guide recommends, never an address's history.
- *
- * Each tick makes:
- *   ONE `getBlocksWithLimit(cursor + 1, n, confirmed)` — the slots after the cursor that have a block (skipped
- *        slots are simply absent), which also tells how far the confirmed chain reaches;
- *   ONE `getBlock(slot, confirmed, transactionDetails: "accounts", rewards: false)` per block — signatures, account
- *        keys and the pre/post SOL and token balances of each transaction, nothing else;
- *   ONE `getBlocksWithLimit(final_slot + 1, n, finalized)` — the finality check, when a block with deposits awaits
- *        it or blocks have piled up (so usually once per tick).
- * So a tick costs (blocks + 2) calls whatever the number of open deposit addresses, and one batched
- * `DepositSink.watchedAddresses` lookup for every recipient seen. Transfers are balance changes: a key whose lamports
- * rose in a successful transaction received SOL, an SPL token account of a configured mint whose amount rose gave
- * its owner tokens (whichever instruction moved them, inner instructions included; blocks.ts). A recipient counts
- * only when the sink knows it with exactly that spelling (base58 is case-sensitive).
+ * PostgreSQL, as Solana's exchange integration guide recommends, never an address's history. A polling tick makes ONE
+ * `getBlocksWithLimit(cursor + 1, n, confirmed)` (the slots after the cursor that have a block), ONE `getBlock(slot,
+ * confirmed, transactionDetails: "accounts", rewards: false)` per block, and ONE `getBlocksWithLimit(final_slot + 1,
+ * n, finalized)` (the finality check, when deposits await it or blocks piled up): (blocks + 2) calls whatever the
+ * number of open deposit addresses, plus one batched `DepositSink.watchedAddresses` lookup for the recipients seen.
+ * On the push path (slot-news.ts) a tick reads the announced slot's block at once when it builds on the cursor, and
+ * checks finality only when the announced root moved: about one call per slot. Transfers are balance changes: a key
+ * whose lamports rose in a successful transaction received SOL, an SPL token account of a configured mint whose
+ * amount rose gave its owner tokens (blocks.ts); a recipient counts only with exactly the sink's spelling.
  *
  * No slot is skipped unseen: each block must name the previous block read (slot and blockhash) as its parent, so a
  * node that left out a block, or lags, is caught (retried on the next URL). A block whose parent is not the cursor is
@@ -35,7 +30,8 @@ import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation, TransferKey } from '../ports.ts';
 import type { TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
-import { transfersOf, type RpcBlock } from './blocks.ts';
+import { getBlockParams, transfersOf, type RpcBlock } from './blocks.ts';
+import { SlotNews } from './slot-news.ts';
 
 export interface SolanaWatcherOptions extends WatcherBasics {
   rpc: SolanaRpc;
@@ -94,8 +90,16 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private readonly retryBackoffMs: number;
   private readonly finalityEvery: number;
 
+  private readonly news: SlotNews;
+  /** Blocks read since the last finality check. */
+  private sinceFinality = 0;
+  /** The announced root of the last finality check on the push path. */
+  private checkedRoot = -1n;
+
   constructor(private readonly opts: SolanaWatcherOptions) {
-    super('solana', opts);
+    const news = new SlotNews();
+    super('solana', { ...opts, push: opts.push && { ...opts.push, news: (r) => news.hear(r) } });
+    this.news = news;
     this.native = opts.network.tokens.find((t) => t.kind === 'native') ?? null;
     this.mints = new Map(
       opts.network.tokens.filter((t) => t.kind === 'spl' && t.contract).map((t) => [t.contract!, t] as const),
@@ -136,14 +140,23 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     };
     let cursor = (await this.cursor()) ?? (await this.initCursor());
     let failures = 0;
-    let sinceFinality = 0;
     let depositsAwaiting = await this.depositsAwaitingFinality(cursor);
+    // What the node announced, trusted while the push channel is live (slot-news.ts).
+    const news = this.watchPath === 'push' ? this.news : null;
     for (;;) {
       try {
         const limit = Math.min(this.batch, this.maxSlotsPerTick - result.blocks);
-        const slots = limit > 0 ? await this.producedSlots(cursor.slot + 1n, limit, 'confirmed') : [];
+        const announced = limit > 0 && news ? await news.block(this.opts.rpc, cursor) : null;
+        const slots =
+          announced === 'quiet'
+            ? []
+            : announced
+              ? [announced.slot]
+              : limit > 0
+                ? await this.producedSlots(cursor.slot + 1n, limit, 'confirmed')
+                : [];
         if (slots.length > 0) {
-          const scan = await this.scan(cursor, slots);
+          const scan = await this.scan(cursor, slots, announced && announced !== 'quiet' ? [announced.block] : null);
           if (scan === 'fork') {
             cursor = await this.fork(cursor, 'confirmed', result);
             continue;
@@ -151,15 +164,20 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
           result.blocks += slots.length;
           result.deposits += scan.deposits;
           if (scan.deposits > 0) depositsAwaiting = true;
-          sinceFinality += slots.length;
+          this.sinceFinality += slots.length;
           cursor = scan.cursor;
           result.tip = cursor.slot;
           failures = 0;
         }
-        const more = slots.length === limit && limit > 0;
-        if (depositsAwaiting || sinceFinality >= this.finalityEvery || (!more && sinceFinality > 0)) {
+        const more = announced === null && slots.length === limit && limit > 0;
+        // Finality can only have moved when the announced root did; without news, every tick that read blocks checks.
+        const rootMoved = !news || news.root === null || news.root > this.checkedRoot;
+        const due =
+          depositsAwaiting || this.sinceFinality >= this.finalityEvery || (!news && !more && this.sinceFinality > 0);
+        if (rootMoved && due) {
+          if (news?.root != null) this.checkedRoot = news.root;
           const checked = await this.checkFinality(cursor, result);
-          sinceFinality = 0;
+          this.sinceFinality = 0;
           if (checked === 'fork') {
             cursor = (await this.cursor())!;
             depositsAwaiting = true;
@@ -194,16 +212,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
 
   private async block(slot: bigint, commitment: Commitment, details: 'accounts' | 'none'): Promise<RpcBlock> {
     try {
-      return await this.opts.rpc.request<RpcBlock>('getBlock', [
-        Number(slot),
-        {
-          commitment,
-          encoding: 'json',
-          transactionDetails: details,
-          rewards: false,
-          maxSupportedTransactionVersion: 0,
-        },
-      ]);
+      return await this.opts.rpc.request<RpcBlock>('getBlock', getBlockParams(slot, commitment, details));
     } catch (err) {
       if (err instanceof SolanaRpcError && err.code !== null && SKIPPED_SLOT_CODES.has(err.code))
         throw new InconsistentChainError(`slot ${slot} was listed with a block, then reported skipped`);
@@ -211,9 +220,16 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     }
   }
 
-  /** Reads `slots` (produced slots after the cursor, ascending), records their deposits and moves the cursor. */
-  private async scan(cursor: Cursor, slots: bigint[]): Promise<{ cursor: Cursor; deposits: number } | 'fork'> {
-    const blocks = await this.blocks(slots);
+  /**
+   * Reads `slots` (produced slots after the cursor, ascending; their blocks when already `read`), records their
+   * deposits and moves the cursor.
+   */
+  private async scan(
+    cursor: Cursor,
+    slots: bigint[],
+    read: RpcBlock[] | null,
+  ): Promise<{ cursor: Cursor; deposits: number } | 'fork'> {
+    const blocks = read ?? (await this.blocks(slots));
     const first = blocks[0]!;
     if (BigInt(first.parentSlot) !== cursor.slot || first.previousBlockhash !== cursor.blockhash) {
       // A parent above the cursor means a block was left out of the list: the node is inconsistent, not forked.
