@@ -295,6 +295,22 @@ export class TransferQueue<R extends QueuedTransfer> {
     return (await this.get(id))!;
   }
 
+  /**
+   * `push` on a request path that has recorded the transfer (a relay): a failure now is logged and the transfer left
+   * to the worker. Returns the transfer as stored afterwards.
+   */
+  async pushOrLeave(id: string): Promise<R> {
+    try {
+      return await this.push(id);
+    } catch (err) {
+      this.deps.log.error(
+        { err: errorText(err), transferId: id },
+        'transfer could not be sent now; the sender carries it on',
+      );
+      return (await this.get(id))!;
+    }
+  }
+
   /** Exactly one step of one transfer (tests stop between steps to play a crash). */
   async step(id: string): Promise<StepResult> {
     const row = await this.get(id);
@@ -487,6 +503,11 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
   push(id: string): Promise<R> {
     return this.queue.push(id);
+  }
+
+  /** Steps a recorded transfer until it has been sent once where it can now; a failure leaves it to the worker. */
+  pushOrLeave(id: string): Promise<R> {
+    return this.queue.pushOrLeave(id);
   }
 
   /** Exactly one step of one transfer (tests stop between steps to play a crash). */

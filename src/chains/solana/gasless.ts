@@ -50,12 +50,11 @@ import {
 } from '@solana-program/token';
 import { ApiError, invalid } from '../../core/errors.ts';
 import { ulid } from '../../core/ids.ts';
-import { withTx } from '../../db/index.ts';
+import { withTx, isUniqueViolation } from '../../db/index.ts';
 import type { TokenConfig } from '../types.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { keyPairOf } from './keys.ts';
 import { LAMPORTS_PER_SIGNATURE } from './plans.ts';
-import type { SolanaTransferRow } from './sender.ts';
 import { associatedTokenAccount, MAX_TRANSACTION_BYTES, type Lifetime } from './transactions.ts';
 
 /** What the checkout knows of a coin choice (from the payments module's read-only port). */
@@ -319,7 +318,7 @@ export class RelayService {
           .execute();
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
+      if (isUniqueViolation(err))
         throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
       throw err;
     }
@@ -334,17 +333,8 @@ export class RelayService {
       },
       'solana gasless payment accepted',
     );
-    let row: SolanaTransferRow | undefined;
-    try {
-      row = await sender.push(id);
-    } catch (err) {
-      adapter.deps.log.error(
-        { err: err instanceof Error ? err.message : String(err), transferId: id },
-        'solana relay could not be sent now; the sender carries it on',
-      );
-      row = await sender.get(id);
-    }
-    return { signature, status: row!.status };
+    const row = await sender.pushOrLeave(id);
+    return { signature, status: row.status };
   }
 }
 

@@ -11,7 +11,7 @@ import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
-import { withTx, type Db } from '../../db/index.ts';
+import { withTx, type Db, isUniqueViolation } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
@@ -182,9 +182,9 @@ export class InvoiceService {
         });
       }
       return inserted;
-    }).catch((err: { code?: string; constraint?: string }) => {
+    }).catch((err: unknown) => {
       // Two requests for one payment that both passed the checks: the unique index decides.
-      if (err?.code === '23505' && err.constraint === 'tax_invoices_payment_id_key') throw alreadyInvoiced();
+      if (isUniqueViolation(err, 'tax_invoices_payment_id_key')) throw alreadyInvoiced();
       throw err;
     });
     return invoiceJson(row);
