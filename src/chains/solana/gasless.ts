@@ -18,11 +18,8 @@
 import {
   AccountRole,
   address,
-  appendTransactionMessageInstructions,
-  blockhash as toBlockhash,
   compileTransaction,
   createNoopSigner,
-  createTransactionMessage,
   getBase64Decoder,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
@@ -31,9 +28,7 @@ import {
   getTransactionDecoder,
   getTransactionEncoder,
   partiallySignTransaction,
-  pipe,
   setTransactionMessageFeePayer,
-  setTransactionMessageLifetimeUsingBlockhash,
   verifySignature,
   type Address,
   type Instruction,
@@ -55,7 +50,7 @@ import type { TokenConfig } from '../types.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { keyPairOf } from './keys.ts';
 import { LAMPORTS_PER_SIGNATURE } from './plans.ts';
-import { associatedTokenAccount, MAX_TRANSACTION_BYTES, type Lifetime } from './transactions.ts';
+import { associatedTokenAccount, MAX_TRANSACTION_BYTES, messageOf, type Lifetime } from './transactions.ts';
 
 /** What the checkout knows of a coin choice (from the payments module's read-only port). */
 export interface PayableAttempt {
@@ -130,16 +125,7 @@ export async function buildPayment(
   }
   const lifetime = await latestBlockhash(adapter);
   const feePayer = opts.gasless ? hot : address(payer);
-  const message = pipe(
-    createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayer(feePayer, m),
-    (m) =>
-      setTransactionMessageLifetimeUsingBlockhash(
-        { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
-        m,
-      ),
-    (m) => appendTransactionMessageInstructions(instructions, m),
-  );
+  const message = setTransactionMessageFeePayer(feePayer, messageOf(instructions, lifetime));
   const tx = compileTransaction(message);
   return {
     transaction: b64.decode(getTransactionEncoder().encode(tx)),
