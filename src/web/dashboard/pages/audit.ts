@@ -11,7 +11,7 @@ import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { refusal, send, shell } from '../layout.ts';
+import { refusal, send, shell, sendShell } from '../layout.ts';
 import { errorBox, field, select, tell, type Told } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
@@ -159,11 +159,7 @@ ${
       )}</tbody></table>`
     : html`<p class="d-empty">Nothing recorded for these filters.</p>`
 }<nav class="d-pager">${q.cursor ? html`<a href="${base}${qs({})}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}${qs({ cursor: page.next_cursor })}" rel="next">Older entries →</a>` : ''}</nav>`;
-    return send(
-      ctx.reply,
-      told ? told.status : 200,
-      shell(ctx, { title: 'Audit log', active: '/audit', body, wide: true }),
-    );
+    return sendShell(ctx, told, { title: 'Audit log', active: '/audit', body, wide: true });
   });
 
   const testOnly = (ctx: Ctx) =>
@@ -190,7 +186,7 @@ ${
           )}</tbody></table>`
         : html`<p class="d-empty">No mail yet.</p>`
     }<nav class="d-pager">${page.next_cursor ? html`<a href="/dashboard/test/mail?cursor=${page.next_cursor}" rel="next">Older mail →</a>` : ''}</nav>`;
-    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Mail', active: '/mail', body, wide: true }));
+    return sendShell(ctx, told, { title: 'Mail', active: '/mail', body, wide: true });
   });
 
   const findMail = async (ctx: Ctx, id: string) => {

@@ -28,7 +28,7 @@ import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import type { Ctx } from '../context.ts';
-import { done, navigation, refusal, send, shell } from '../layout.ts';
+import { done, navigation, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
 import { usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
@@ -252,11 +252,7 @@ ${
     ? html`<table class="d-table"><thead><tr><th>Number</th><th>Date</th><th>Customer</th><th>Payment</th><th class="d-num">Total</th><th>PDF</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="d-empty">No tax invoices issued in ${month}. Issue one from a paid payment’s page.</p>`
 }${page.next_cursor ? html`<nav class="d-pager" aria-label="Pages"><a href="${base}?month=${month}&amp;cursor=${page.next_cursor}" rel="next">Older invoices →</a></nav>` : ''}`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true });
 }
 
 export function invoicePages(r: Router): void {

@@ -22,7 +22,7 @@ import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
+import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
@@ -379,11 +379,7 @@ ${paymentsTable(ctx, list.data)}
         ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f, { cursor: list.next_cursor })}" rel="next">Older payments →</a>`
         : ''
     }</nav>`;
-    return send(
-      ctx.reply,
-      told ? told.status : 200,
-      shell(ctx, { title: 'Payments', active: '/payments', body, wide: true }),
-    );
+    return sendShell(ctx, told, { title: 'Payments', active: '/payments', body, wide: true });
   });
 
   r.page('/payments.csv', 'read', async (ctx, _p, q) => {
