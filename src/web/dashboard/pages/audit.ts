@@ -12,7 +12,7 @@ import { html, type Html } from '../../../core/html.ts';
 import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { refusal, send, shell, sendShell } from '../layout.ts';
-import { errorBox, field, select, tell, type Told } from '../forms.ts';
+import { errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
@@ -132,12 +132,7 @@ export function auditPages(r: Router): void {
       if (q.cursor) query.cursor = q.cursor;
       page = await kasse.audit.list(ctx.merchant.id, query);
     } catch (err) {
-      told = tell(err, {
-        from: 'Use a date like 2026-03-01.',
-        to: 'Use a date like 2026-03-01.',
-        action: 'Choose from the list.',
-        cursor: 'That page link is not valid; start from the first page.',
-      });
+      told = tell(err, { ...DATE_HINTS, action: 'Choose from the list.', ...PAGE_HINT });
     }
     const qs = (extra: Record<string, string>) => {
       const p = new URLSearchParams();

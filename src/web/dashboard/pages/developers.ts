@@ -24,7 +24,7 @@ import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { crossSite, type Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
-import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
+import { csrfField, errorBox, field, tell, type Told, codeField, PAGE_HINT } from '../forms.ts';
 import { badge, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import type { EventWithDeliveries } from '../../../modules/webhooks/service.ts';
@@ -252,7 +252,7 @@ export function developerPages(r: Router): void {
     try {
       page = await kasse.webhooks.list(ctx.merchant.id, ctx.mode, { cursor: q.cursor, limit: 25 });
     } catch (err) {
-      told = tell(err, { cursor: 'That page link is not valid; start from the first page.' });
+      told = tell(err, PAGE_HINT);
     }
     const base = `/dashboard/${ctx.mode}/developers/events`;
     const body = html`${errorBox(told)}${

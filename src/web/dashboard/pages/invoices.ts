@@ -29,7 +29,7 @@ import type { Payment } from '../../../modules/payments/schema.ts';
 import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import type { Ctx } from '../context.ts';
 import { done, navigation, refusal, sendShell } from '../layout.ts';
-import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { csrfField, errorBox, field, select, tell, type Told, PAGE_HINT } from '../forms.ts';
 import { usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
@@ -238,7 +238,7 @@ async function invoiceListPage(ctx: Ctx, q: Record<string, string>) {
   } catch (err) {
     told = tell(err, {
       month: 'Choose a month, like 2026-04.',
-      cursor: 'That page link is not valid; start from the first page.',
+      ...PAGE_HINT,
     });
   }
   const base = `/dashboard/${ctx.mode}/tax_invoices`;

@@ -23,7 +23,7 @@ import type { Payment } from '../../../modules/payments/schema.ts';
 import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
-import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { actionForm, csrfField, errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -366,9 +366,8 @@ export function paymentPages(r: Router): void {
       told = tell(err, {
         status: 'Choose a status from the list.',
         source: 'Choose who paid from the list.',
-        cursor: 'That page link is not valid; start from the first page.',
-        from: 'Use a date like 2026-03-01.',
-        to: 'Use a date like 2026-03-01.',
+        ...PAGE_HINT,
+        ...DATE_HINTS,
       });
     }
     const body = html`${errorBox(told)}${filterForm(ctx, f, told)}
