@@ -5,6 +5,7 @@
  * worked examples: docs/invoices.md.
  */
 import type { Selectable } from 'kysely';
+import { ownedRow } from '../../db/owned.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
@@ -191,15 +192,7 @@ export class InvoiceService {
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<InvoiceRow> {
-    const row = await this.deps.db
-      .selectFrom('tax_invoices')
-      .selectAll()
-      .where('id', '=', id)
-      .where('mode', '=', mode)
-      .where('merchant_id', '=', merchantId)
-      .executeTakeFirst();
-    if (!row) throw notFound('tax invoice');
-    return row;
+    return ownedRow(this.deps.db, 'tax_invoices', { merchantId, mode }, id, 'tax invoice');
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. `from`/`to`: issued at or after, before. */
