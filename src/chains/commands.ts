@@ -16,6 +16,14 @@ export function networkFlags(extra: FamilyCommand['flags'] = {}): FamilyCommand[
 }
 
 /**
+ * A family's `<family> status` command (`usage` after its name): the watcher's cursor set against the node, and the
+ * hot wallet, on the network the flags name; `run` builds the report, printed as JSON.
+ */
+export function statusCommand(family: string, usage: string, run: FamilyCommand['run']): FamilyCommand {
+  return { name: `${family} status`, usage: `${family} status ${usage}`, flags: networkFlags(), run };
+}
+
+/**
  * The network `--chain` names in `--mode`, of `family` (`noun` says what it is not otherwise, e.g. "an EVM network"),
  * with a node to ask (`node` says which kind, when the operator may not know).
  */

@@ -66,6 +66,34 @@ export interface TransferQueueColumns {
   settled_at: Timestamp | null;
 }
 
+/**
+ * Those columns after the family's own in its migration (`CREATE TABLE <family>_transfers (…, ${queueColumns})`):
+ * the last failed step's reason, consecutive failed tries of the current step and when the next try is due
+ * (backoff), a worker's lease on the row while it works on it, whether the settlement was handed to the sink, and
+ * when each step happened.
+ */
+export const queueColumns = sql.raw(
+  [
+    'error text',
+    'tries integer NOT NULL DEFAULT 0',
+    'next_attempt_at timestamptz NOT NULL',
+    'locked_until timestamptz',
+    'reported boolean NOT NULL DEFAULT false',
+    'created_at timestamptz NOT NULL',
+    'signed_at timestamptz',
+    'broadcast_at timestamptz',
+    'settled_at timestamptz',
+  ].join(',\n      '),
+);
+
+/** The indexes a pass reads a family's transfers table by: the due open rows, and the settled ones not reported. */
+export function queueIndexes(table: string): RawBuilder<unknown> {
+  return sql.raw(
+    `CREATE INDEX ${table}_due ON ${table} (mode, chain, next_attempt_at) WHERE status IN ('pending', 'signed', 'broadcast');
+    CREATE INDEX ${table}_unreported ON ${table} (mode, chain) WHERE status IN ('sent', 'failed') AND NOT reported;`,
+  );
+}
+
 /** The purposes a sender is handed by the transfers module, and so reports to its sink; the rest are the family's. */
 const SINK_PURPOSES: readonly string[] = ['refund', 'payout'];
 export const reportsToSink = (purpose: string): boolean => SINK_PURPOSES.includes(purpose);
@@ -267,6 +295,22 @@ export class TransferQueue<R extends QueuedTransfer> {
     return (await this.get(id))!;
   }
 
+  /**
+   * `push` on a request path that has recorded the transfer (a relay): a failure now is logged and the transfer left
+   * to the worker. Returns the transfer as stored afterwards.
+   */
+  async pushOrLeave(id: string): Promise<R> {
+    try {
+      return await this.push(id);
+    } catch (err) {
+      this.deps.log.error(
+        { err: errorText(err), transferId: id },
+        'transfer could not be sent now; the sender carries it on',
+      );
+      return (await this.get(id))!;
+    }
+  }
+
   /** Exactly one step of one transfer (tests stop between steps to play a crash). */
   async step(id: string): Promise<StepResult> {
     const row = await this.get(id);
@@ -459,6 +503,11 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   /** Steps a transfer until it has been sent once (the relay's request path), without waiting for the worker. */
   push(id: string): Promise<R> {
     return this.queue.push(id);
+  }
+
+  /** Steps a recorded transfer until it has been sent once where it can now; a failure leaves it to the worker. */
+  pushOrLeave(id: string): Promise<R> {
+    return this.queue.pushOrLeave(id);
   }
 
   /** Exactly one step of one transfer (tests stop between steps to play a crash). */

@@ -12,6 +12,12 @@ export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
 export type DbOrTx = Db | Tx;
 
+/** Whether `err` is PostgreSQL's unique violation (23505): of `constraint`, when one is named. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string } | null | undefined;
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
 const INT8 = 20;
 const NUMERIC = 1700;
 

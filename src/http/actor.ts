@@ -10,3 +10,8 @@ export function keyActor(req: FastifyRequest): Actor {
 export function idempotencyKey(req: FastifyRequest): string | undefined {
   return req.headers['idempotency-key'] as string | undefined;
 }
+
+/** The Idempotency-Key and the actor an idempotent create is asked with (the last arguments of the service's create). */
+export function idempotent(req: FastifyRequest): [string | undefined, Actor] {
+  return [idempotencyKey(req), keyActor(req)];
+}

@@ -8,7 +8,6 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
-import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter } from '../plugin.ts';
 import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
@@ -18,7 +17,7 @@ import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
 import type { EvmSender } from './sender.ts';
 import { EvmWatcher, TRANSFER_TOPIC, type EvmWatcherOptions } from './watcher.ts';
-import { networkRpcOptions } from '../jsonrpc.ts';
+import { NetworkAdapter, type NetworkRpcOptions } from '../network-adapter.ts';
 import { watcherBasics } from '../loops.ts';
 import type { PushSpec } from '../push.ts';
 
@@ -66,21 +65,14 @@ export function evmPush(network: NetworkConfig): PushSpec {
   };
 }
 
-export class EvmAdapter implements ChainAdapter {
-  readonly settings: EvmNetworkSettings;
+export class EvmAdapter extends NetworkAdapter<EvmNetworkSettings, RpcClient, EvmAdapterDeps> implements ChainAdapter {
   readonly factory: Address;
   private readonly saltKey: Buffer;
-  private client: RpcClient | null = null;
   /** Hot-wallet sender of refunds, payouts and gasless relays (sender.ts); attached when the family loads. */
   sender?: EvmSender;
 
-  constructor(
-    readonly network: NetworkConfig,
-    readonly mode: Mode,
-    private readonly deps: EvmAdapterDeps,
-  ) {
-    if (network.family !== 'evm') throw new Error(`EvmAdapter: ${network.id} is not an evm network`);
-    this.settings = evmSettings(network);
+  constructor(network: NetworkConfig, mode: Mode, deps: EvmAdapterDeps) {
+    super(network, mode, deps, 'evm', evmSettings);
     if (!this.settings.forwarderFactory)
       throw new Error(`EvmAdapter: ${mode} network ${network.id} has no evm.forwarder_factory`);
     this.factory = this.settings.forwarderFactory as Address;
@@ -109,14 +101,8 @@ export class EvmAdapter implements ChainAdapter {
     return isValidEvmAddress(address);
   }
 
-  explorerUrl(txHash: string): string | null {
-    return explorerTxUrl(this.network, txHash);
-  }
-
-  /** The network's RPC client (one per adapter, shared by the watcher and the CLI). */
-  rpc(): RpcClient {
-    this.client ??= new RpcClient(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
-    return this.client;
+  protected newRpc(options: NetworkRpcOptions): RpcClient {
+    return new RpcClient(options);
   }
 
   /** A watcher reporting to `sink`, not started (tests call `tick()` on it directly). */

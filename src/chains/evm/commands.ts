@@ -1,7 +1,7 @@
 /** EVM operator commands (`kasse evm …`): deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
 import { getAddress, type Address, type Hex } from 'viem';
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { commandNetwork, networkFlags, storedCursor } from '../commands.ts';
+import { commandNetwork, statusCommand, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
@@ -82,12 +82,10 @@ export const evmCommands: FamilyCommand[] = [
       );
     },
   },
-  {
-    name: 'evm status',
-    usage:
-      'evm status --chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet)',
-    flags: networkFlags(),
-    run: async (ctx, f) => {
+  statusCommand(
+    'evm',
+    '--chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet)',
+    async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const m = mode(f);
       const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
@@ -116,5 +114,5 @@ export const evmCommands: FamilyCommand[] = [
         hot_wallet_balance: balance.toString(),
       };
     },
-  },
+  ),
 ];

@@ -32,7 +32,7 @@ import { ulid } from '../../core/ids.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db, type DbOrTx } from '../../db/index.ts';
+import { withTx, type Db, type DbOrTx, isUniqueViolation } from '../../db/index.ts';
 import type { PaymentsPort } from '../ports.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { EvmAdapter } from './adapter.ts';
@@ -231,8 +231,7 @@ export class GaslessRelay {
           .execute();
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
-        throw refuse('This authorization nonce was already submitted.', 'nonce');
+      if (isUniqueViolation(err)) throw refuse('This authorization nonce was already submitted.', 'nonce');
       throw err;
     }
     this.deps.log.info(
@@ -240,18 +239,8 @@ export class GaslessRelay {
       'gasless authorization accepted',
     );
 
-    let row = await sender.get(id);
-    try {
-      row = await sender.push(id);
-    } catch (err) {
-      // Recorded: the sender's worker carries it on.
-      this.deps.log.error(
-        { err: err instanceof Error ? err.message : String(err), transferId: id },
-        'gasless relay could not be pushed now',
-      );
-      row = await sender.get(id);
-    }
-    return { tx_hash: row!.status === 'pending' ? null : row!.tx_hash, status: row!.status };
+    const row = await sender.pushOrLeave(id);
+    return { tx_hash: row.status === 'pending' ? null : row.tx_hash, status: row.status };
   }
 
   /** The relay Kasse already made of this authorization, if any. */

@@ -6,8 +6,8 @@
  * relay; and the `kasse evm …` commands. Everything EVM lives in this folder. Docs: docs/evm.md.
  */
 import { getAddress, isAddress, type LocalAccount } from 'viem';
-import { MODES } from '../../core/mode.ts';
 import { watcherAndSenderLoops } from '../loops.ts';
+import { servedNetworks } from '../served.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { EvmAdapter } from './adapter.ts';
 import { eip681Uri, isValidEvmAddress } from './address.ts';
@@ -30,26 +30,13 @@ export { EvmAdapter } from './adapter.ts';
 const SENDER_INTERVAL_MS = 2_000;
 
 function load(ctx: FamilyContext): LoadedFamily {
-  const adapters: EvmAdapter[] = [];
-  for (const mode of MODES) {
-    for (const network of ctx.chains.networks(mode)) {
-      if (network.family !== 'evm') continue;
-      if (!evmSettings(network).forwarderFactory) {
-        ctx.chains.explainMissing(
-          mode,
-          network.id,
-          'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',
-        );
-        continue;
-      }
-      if (mode === 'live' && network.rpcUrls.length === 0) {
-        // Deposits to addresses no watcher follows would never be seen.
-        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
-        continue;
-      }
-      adapters.push(new EvmAdapter(network, mode, ctx));
-    }
-  }
+  const adapters = servedNetworks(ctx, 'evm', (network, mode) => {
+    if (!evmSettings(network).forwarderFactory)
+      return 'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)';
+    // Deposits to addresses no watcher follows would never be seen.
+    if (mode === 'live' && network.rpcUrls.length === 0) return 'no "rpc_urls" to watch it with';
+    return null;
+  }).map(({ network, mode }) => new EvmAdapter(network, mode, ctx));
   // One hot wallet for every EVM network, derived on first use (an HD derivation costs a few hundred ms).
   let account: LocalAccount | null = null;
   const senderDeps = {

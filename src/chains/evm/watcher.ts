@@ -429,12 +429,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     await this.opts.sink.blocksRemoved(this.mode, this.chain, fromBlock);
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, ancestor);
-      await tx
-        .deleteFrom('evm_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('number', '>=', fromBlock)
-        .execute();
+      await this.forgetBlocks(tx, '>=', fromBlock);
     });
     result.reorgFrom = result.reorgFrom === null || fromBlock < result.reorgFrom ? fromBlock : result.reorgFrom;
     return ancestor;
@@ -473,6 +468,16 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     return row?.hash ?? null;
   }
 
+  /** Drops the stored hashes of this network's blocks numbered `op` `number` (reorged away, or past finality). */
+  private async forgetBlocks(tx: Tx, op: '>=' | '<', number: bigint): Promise<void> {
+    await tx
+      .deleteFrom('evm_blocks')
+      .where('mode', '=', this.mode)
+      .where('chain', '=', this.chain)
+      .where('number', op, number)
+      .execute();
+  }
+
   /**
    * Stores the scanned blocks' hashes, moves the cursor from `prev` to `next` and prunes hashes below the finality
    * depth, atomically. The move is a compare-and-set: if another worker process moved the cursor meanwhile, nothing
@@ -499,12 +504,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
             .doUpdateSet((eb) => ({ hash: eb.ref('excluded.hash'), parent_hash: eb.ref('excluded.parent_hash') })),
         )
         .execute();
-      await tx
-        .deleteFrom('evm_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('number', '<', keepFrom)
-        .execute();
+      await this.forgetBlocks(tx, '<', keepFrom);
     });
   }
 

@@ -10,7 +10,6 @@ import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter, IssuedAddress, PaymentUriContext } from '../plugin.ts';
 import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
@@ -23,7 +22,7 @@ import { SolanaRpc } from './rpc.ts';
 import type { SolanaSender } from './sender.ts';
 import { associatedTokenAccount } from './transactions.ts';
 import { SolanaWatcher, type SolanaWatcherOptions } from './watcher.ts';
-import { networkRpcOptions } from '../jsonrpc.ts';
+import { NetworkAdapter, type NetworkRpcOptions } from '../network-adapter.ts';
 import { watcherBasics } from '../loops.ts';
 import type { PushSpec } from '../push.ts';
 
@@ -37,19 +36,15 @@ export interface SolanaAdapterDeps {
   keys: SolanaKeys;
 }
 
-export class SolanaAdapter implements ChainAdapter {
-  readonly settings: SolanaNetworkSettings;
-  private client: SolanaRpc | null = null;
+export class SolanaAdapter
+  extends NetworkAdapter<SolanaNetworkSettings, SolanaRpc, SolanaAdapterDeps>
+  implements ChainAdapter
+{
   /** The hot-wallet sender (sender.ts); attached when the family registers its adapters. */
   sender?: SolanaSender;
 
-  constructor(
-    readonly network: NetworkConfig,
-    readonly mode: Mode,
-    readonly deps: SolanaAdapterDeps,
-  ) {
-    if (network.family !== 'solana') throw new Error(`SolanaAdapter: ${network.id} is not a solana network`);
-    this.settings = solanaSettings(network);
+  constructor(network: NetworkConfig, mode: Mode, deps: SolanaAdapterDeps) {
+    super(network, mode, deps, 'solana', solanaSettings);
   }
 
   async deriveAddress(index: bigint): Promise<string> {
@@ -73,13 +68,8 @@ export class SolanaAdapter implements ChainAdapter {
     return isSolanaAddress(address);
   }
 
-  explorerUrl(txHash: string): string | null {
-    return explorerTxUrl(this.network, txHash);
-  }
-
-  rpc(): SolanaRpc {
-    this.client ??= new SolanaRpc(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
-    return this.client;
+  protected newRpc(options: NetworkRpcOptions): SolanaRpc {
+    return new SolanaRpc(options);
   }
 
   /**

@@ -1,6 +1,6 @@
 /** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { networkFlags, storedCursor } from '../commands.ts';
+import { networkFlags, statusCommand, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import { probePush } from '../push.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
@@ -47,12 +47,10 @@ export const solanaCommands: FamilyCommand[] = [
       }
     },
   },
-  {
-    name: 'solana status',
-    usage:
-      'solana status --mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances)',
-    flags: networkFlags(),
-    run: async (ctx, f) => {
+  statusCommand(
+    'solana',
+    '--mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances)',
+    async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       const rpc = adapter.rpc();
       const hot = adapter.deps.keys.hotWallet().address;
@@ -93,5 +91,5 @@ export const solanaCommands: FamilyCommand[] = [
         treasury: adapter.settings.treasury,
       };
     },
-  },
+  ),
 ];

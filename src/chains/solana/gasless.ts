@@ -18,11 +18,8 @@
 import {
   AccountRole,
   address,
-  appendTransactionMessageInstructions,
-  blockhash as toBlockhash,
   compileTransaction,
   createNoopSigner,
-  createTransactionMessage,
   getBase64Decoder,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
@@ -31,9 +28,7 @@ import {
   getTransactionDecoder,
   getTransactionEncoder,
   partiallySignTransaction,
-  pipe,
   setTransactionMessageFeePayer,
-  setTransactionMessageLifetimeUsingBlockhash,
   verifySignature,
   type Address,
   type Instruction,
@@ -50,13 +45,12 @@ import {
 } from '@solana-program/token';
 import { ApiError, invalid } from '../../core/errors.ts';
 import { ulid } from '../../core/ids.ts';
-import { withTx } from '../../db/index.ts';
+import { withTx, isUniqueViolation } from '../../db/index.ts';
 import type { TokenConfig } from '../types.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { keyPairOf } from './keys.ts';
 import { LAMPORTS_PER_SIGNATURE } from './plans.ts';
-import type { SolanaTransferRow } from './sender.ts';
-import { associatedTokenAccount, MAX_TRANSACTION_BYTES, type Lifetime } from './transactions.ts';
+import { associatedTokenAccount, MAX_TRANSACTION_BYTES, messageOf, type Lifetime } from './transactions.ts';
 
 /** What the checkout knows of a coin choice (from the payments module's read-only port). */
 export interface PayableAttempt {
@@ -131,16 +125,7 @@ export async function buildPayment(
   }
   const lifetime = await latestBlockhash(adapter);
   const feePayer = opts.gasless ? hot : address(payer);
-  const message = pipe(
-    createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayer(feePayer, m),
-    (m) =>
-      setTransactionMessageLifetimeUsingBlockhash(
-        { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
-        m,
-      ),
-    (m) => appendTransactionMessageInstructions(instructions, m),
-  );
+  const message = setTransactionMessageFeePayer(feePayer, messageOf(instructions, lifetime));
   const tx = compileTransaction(message);
   return {
     transaction: b64.decode(getTransactionEncoder().encode(tx)),
@@ -319,7 +304,7 @@ export class RelayService {
           .execute();
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
+      if (isUniqueViolation(err))
         throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
       throw err;
     }
@@ -334,17 +319,8 @@ export class RelayService {
       },
       'solana gasless payment accepted',
     );
-    let row: SolanaTransferRow | undefined;
-    try {
-      row = await sender.push(id);
-    } catch (err) {
-      adapter.deps.log.error(
-        { err: err instanceof Error ? err.message : String(err), transferId: id },
-        'solana relay could not be sent now; the sender carries it on',
-      );
-      row = await sender.get(id);
-    }
-    return { signature, status: row!.status };
+    const row = await sender.pushOrLeave(id);
+    return { signature, status: row.status };
   }
 }
 

@@ -10,8 +10,9 @@
  */
 import { createHash } from 'node:crypto';
 import { Loop } from '../../core/loop.ts';
-import { MODES, type Mode } from '../../core/mode.ts';
+import type { Mode } from '../../core/mode.ts';
 import { watcherAndSenderLoops } from '../loops.ts';
+import { servedNetworks } from '../served.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { encodeBase58, isSolanaAddress } from './address.ts';
 import { SolanaAdapter } from './adapter.ts';
@@ -47,41 +48,29 @@ export function solanaKeys(secrets: { masterSeed: string }): SolanaKeys {
 
 function load(ctx: FamilyContext): LoadedFamily {
   const keys = solanaKeys(ctx.secrets);
-  const adapters: SolanaAdapter[] = [];
-  for (const mode of MODES) {
-    for (const network of ctx.chains.networks(mode)) {
-      if (network.family !== 'solana') continue;
-      if (network.rpcUrls.length === 0) {
-        ctx.chains.explainMissing(mode, network.id, 'no "rpc_urls" to watch it with');
-        continue;
-      }
-      if (!solanaSettings(network).treasury) {
-        ctx.chains.explainMissing(
-          mode,
-          network.id,
-          'no treasury for sweeps (set "solana.treasury" in the networks file)',
-        );
-        continue;
-      }
-      const adapter = new SolanaAdapter(network, mode, {
-        db: ctx.db,
-        clock: ctx.clock,
-        log: ctx.log,
-        metrics: ctx.metrics,
-        keys,
-        health: ctx.health,
-      });
-      adapter.sender = new SolanaSender(adapter, {
-        db: ctx.db,
-        clock: ctx.clock,
-        log: ctx.log,
-        metrics: ctx.metrics,
-        keys,
-        sink: ctx.transfers,
-      });
-      adapters.push(adapter);
-    }
-  }
+  const adapters = servedNetworks(ctx, 'solana', (network) => {
+    if (network.rpcUrls.length === 0) return 'no "rpc_urls" to watch it with';
+    if (!solanaSettings(network).treasury) return 'no treasury for sweeps (set "solana.treasury" in the networks file)';
+    return null;
+  }).map(({ network, mode }) => {
+    const adapter = new SolanaAdapter(network, mode, {
+      db: ctx.db,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      keys,
+      health: ctx.health,
+    });
+    adapter.sender = new SolanaSender(adapter, {
+      db: ctx.db,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      keys,
+      sink: ctx.transfers,
+    });
+    return adapter;
+  });
   const byKey = new Map(adapters.map((a) => [`${a.mode}:${a.network.id}`, a]));
   const adapter = (mode: Mode, chain: string) => byKey.get(`${mode}:${chain}`) ?? null;
   return {

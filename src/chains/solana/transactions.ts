@@ -67,15 +67,10 @@ export interface SignedTransaction {
   size: number;
 }
 
-/** Signs a v0 transaction paid by `feePayer`; every signer the instructions name signs too. */
-export async function signInstructions(
-  feePayer: KeyPairSigner,
-  instructions: Instruction[],
-  lifetime: Lifetime,
-): Promise<SignedTransaction> {
-  const msg = pipe(
+/** A v0 message of `instructions` that lives until `lifetime`'s blockhash expires; its fee payer is set after. */
+export function messageOf(instructions: Instruction[], lifetime: Lifetime) {
+  return pipe(
     createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayerSigner(feePayer, m),
     (m) =>
       setTransactionMessageLifetimeUsingBlockhash(
         { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
@@ -83,6 +78,15 @@ export async function signInstructions(
       ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
+}
+
+/** Signs a v0 transaction paid by `feePayer`; every signer the instructions name signs too. */
+export async function signInstructions(
+  feePayer: KeyPairSigner,
+  instructions: Instruction[],
+  lifetime: Lifetime,
+): Promise<SignedTransaction> {
+  const msg = setTransactionMessageFeePayerSigner(feePayer, messageOf(instructions, lifetime));
   const tx = await signTransactionMessageWithSigners(msg);
   return {
     raw: getBase64EncodedWireTransaction(tx),

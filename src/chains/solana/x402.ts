@@ -27,7 +27,7 @@ import {
   partiallySignTransaction,
 } from '@solana/kit';
 import type { Mode } from '../../core/mode.ts';
-import { withTx } from '../../db/index.ts';
+import { withTx, isUniqueViolation } from '../../db/index.ts';
 import { confirmationTier } from '../networks.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { simulatedTxHash, type NetworkConfig, type TokenConfig } from '../types.ts';
@@ -291,7 +291,7 @@ export class SolanaX402 {
       );
     } catch (err) {
       // Another settle of the same id recorded it first: follow that one.
-      if ((err as { code?: string }).code !== '23505') throw err;
+      if (!isUniqueViolation(err)) throw err;
       return;
     }
     adapter.deps.log.info(

@@ -10,7 +10,6 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Secrets } from '../../core/secrets.ts';
 import type { Db } from '../../db/index.ts';
-import { explorerTxUrl } from '../networks.ts';
 import type { ChainAdapter } from '../plugin.ts';
 import type { NetworkHealth } from '../health.ts';
 import type { DepositSink } from '../ports.ts';
@@ -20,7 +19,7 @@ import { utxoSettings, type UtxoSettings } from './config.ts';
 import { UtxoRpc } from './rpc.ts';
 import type { UtxoSender } from './sender.ts';
 import { UtxoWatcher, type UtxoWatcherOptions } from './watcher.ts';
-import { networkRpcOptions } from '../jsonrpc.ts';
+import { NetworkAdapter, type NetworkRpcOptions } from '../network-adapter.ts';
 import { watcherBasics } from '../loops.ts';
 
 export interface UtxoAdapterDeps {
@@ -33,20 +32,13 @@ export interface UtxoAdapterDeps {
   secrets: Pick<Secrets, 'masterSeed'>;
 }
 
-export class UtxoAdapter implements ChainAdapter {
-  readonly settings: UtxoSettings;
+export class UtxoAdapter extends NetworkAdapter<UtxoSettings, UtxoRpc, UtxoAdapterDeps> implements ChainAdapter {
   private account: HDKey | null = null;
-  private client: UtxoRpc | null = null;
   /** Hot-wallet sender of refunds, payouts and sweeps (sender.ts); attached when the family loads, where a node is configured. */
   sender?: UtxoSender;
 
-  constructor(
-    readonly network: NetworkConfig,
-    readonly mode: Mode,
-    private readonly deps: UtxoAdapterDeps,
-  ) {
-    if (network.family !== 'utxo') throw new Error(`UtxoAdapter: ${network.id} is not a utxo network`);
-    this.settings = utxoSettings(network);
+  constructor(network: NetworkConfig, mode: Mode, deps: UtxoAdapterDeps) {
+    super(network, mode, deps, 'utxo', utxoSettings);
   }
 
   /** The BIP-84 account key of this network (derived on first use). */
@@ -81,13 +73,8 @@ export class UtxoAdapter implements ChainAdapter {
     return isValidUtxoAddress(address, this.settings.params);
   }
 
-  explorerUrl(txHash: string): string | null {
-    return explorerTxUrl(this.network, txHash);
-  }
-
-  rpc(): UtxoRpc {
-    this.client ??= new UtxoRpc(networkRpcOptions(this.network, this.settings.rpcTimeoutMs, this.deps));
-    return this.client;
+  protected newRpc(options: NetworkRpcOptions): UtxoRpc {
+    return new UtxoRpc(options);
   }
 
   /** A watcher reporting to `sink`, not started (tests tick it by hand). */

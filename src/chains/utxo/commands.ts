@@ -1,7 +1,7 @@
 /** UTXO operator commands (`kasse utxo …`): sweep deposit addresses, and the watcher's and hot wallet's status. */
 import { newId } from '../../core/ids.ts';
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { commandNetwork, networkFlags, storedCursor } from '../commands.ts';
+import { commandNetwork, statusCommand, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
@@ -59,12 +59,10 @@ export const utxoCommands: FamilyCommand[] = [
       };
     },
   },
-  {
-    name: 'utxo status',
-    usage:
-      'utxo status --chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
-    flags: networkFlags(),
-    run: async (ctx, f) => {
+  statusCommand(
+    'utxo',
+    '--chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
+    async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const m = adapter.mode;
       const chain = adapter.network.id;
@@ -110,5 +108,5 @@ export const utxoCommands: FamilyCommand[] = [
         transfers: Object.fromEntries(transfers.map((t) => [t.status, Number(t.n)])),
       };
     },
-  },
+  ),
 ];

@@ -5,8 +5,8 @@
  * BIP-21 URIs) with its sender, and the workers role runs a watcher per network and one sender loop. Everything Bitcoin lives in this folder. Docs: docs/utxo.md.
  */
 import { bech32 } from '@scure/base';
-import { MODES } from '../../core/mode.ts';
 import { watcherAndSenderLoops } from '../loops.ts';
+import { servedNetworks } from '../served.ts';
 import type { ChainFamily, FamilyContext, FamilyWorker, LoadedFamily } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
 import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
@@ -22,23 +22,13 @@ const SENDER_INTERVAL_MS = 5_000;
 export { UtxoAdapter } from './adapter.ts';
 
 function load(ctx: FamilyContext): LoadedFamily {
-  const adapters: UtxoAdapter[] = [];
-  for (const mode of MODES) {
-    for (const network of ctx.chains.networks(mode)) {
-      if (network.family !== 'utxo') continue;
-      // Served only with a node to watch it: without one, live mode is paused and test mode simulated (the
-      // simulator's addresses then have the network's prefix).
-      if (network.rpcUrls.length === 0) {
-        ctx.chains.explainMissing(
-          mode,
-          network.id,
-          'no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run (docs/utxo.md)',
-        );
-        continue;
-      }
-      adapters.push(new UtxoAdapter(network, mode, ctx));
-    }
-  }
+  // Served only with a node to watch it: without one, live mode is paused and test mode simulated (the simulator's
+  // addresses then have the network's prefix).
+  const adapters = servedNetworks(ctx, 'utxo', (network) =>
+    network.rpcUrls.length === 0
+      ? 'no "rpc_urls": point it at a Bitcoin Core or Litecoin Core node you run (docs/utxo.md)'
+      : null,
+  ).map(({ network, mode }) => new UtxoAdapter(network, mode, ctx));
   for (const adapter of adapters) {
     const { mode, network } = adapter;
     adapter.sender = new UtxoSender(adapter, {

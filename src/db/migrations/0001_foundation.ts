@@ -1,5 +1,6 @@
 /** Merchants, API keys (hashes only), rate-limit windows and idempotency records. */
 import { sql, type Kysely } from 'kysely';
+import { tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -14,9 +15,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE TABLE api_keys (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       key_hash text NOT NULL UNIQUE,
       key_hint text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now(),

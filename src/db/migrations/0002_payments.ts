@@ -7,6 +7,7 @@
  * entries are append-only.
  */
 import { sql, type Kysely } from 'kysely';
+import { merchantMode, mode, network, tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -14,9 +15,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE SEQUENCE deposit_address_index AS bigint START 1;
 
     CREATE TABLE payments (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       status text NOT NULL CHECK (status IN ('waiting', 'detected', 'confirming', 'paid', 'underpaid', 'expired', 'late', 'refunded', 'cancelled')),
       price_amount integer NOT NULL CHECK (price_amount BETWEEN 1 AND 100000000),
       price_currency text NOT NULL CHECK (price_currency = 'USD'),
@@ -50,8 +49,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TABLE attempts (
       id text PRIMARY KEY,
       payment_id text NOT NULL REFERENCES payments(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       token text NOT NULL,
       address text NOT NULL,
       address_index bigint NOT NULL UNIQUE,
@@ -75,8 +73,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       id text PRIMARY KEY,
       attempt_id text NOT NULL REFERENCES attempts(id),
       payment_id text NOT NULL REFERENCES payments(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       token text NOT NULL,
       tx_hash text NOT NULL,
       log_index integer NOT NULL,
@@ -102,8 +99,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       id text PRIMARY KEY,
       payment_id text NOT NULL REFERENCES payments(id),
       attempt_id text NOT NULL REFERENCES attempts(id),
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       status text NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
       destination text NOT NULL,
       token text NOT NULL,
@@ -122,7 +118,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
     CREATE TABLE ledger_transactions (
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${mode},
       merchant_id text REFERENCES merchants(id),
       kind text NOT NULL,
       payment_id text REFERENCES payments(id),

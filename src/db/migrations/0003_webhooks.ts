@@ -8,6 +8,7 @@
  * once).
  */
 import { sql, type Kysely } from 'kysely';
+import { merchantMode } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -15,8 +16,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       id text PRIMARY KEY,
       -- Global publication order: the order of events that share an ordering key.
       seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       type text NOT NULL,
       ordering_key text NOT NULL,
       -- Per-object destination (Payment.webhook_url); null = the account default at send time.

@@ -7,13 +7,12 @@
  * last use cannot both get it. Merchant reads use (merchant_id, mode, id DESC): newest first.
  */
 import { sql, type Kysely } from 'kysely';
+import { tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE links (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       slug text NOT NULL UNIQUE CHECK (slug ~ '^[0-9a-z]{12}$'),
       kind text NOT NULL CHECK (kind IN ('fixed', 'open', 'tip', 'pos')),
       title text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 120),

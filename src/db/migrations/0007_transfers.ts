@@ -7,13 +7,14 @@
  * Existing refunds are copied in; whether a refund is simulated is kept here only from now on.
  */
 import { sql, type Kysely } from 'kysely';
+import { mode } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE transfers (
       -- the owner's object id (rfd_… for a refund, po_… for a payout); senders are idempotent on it
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${mode},
       purpose text NOT NULL,
       chain text NOT NULL,
       token text NOT NULL,

@@ -10,14 +10,14 @@
  * concurrent requests queue on the row. A sequence would leave gaps.
  */
 import { sql, type Kysely } from 'kysely';
+import { merchantMode, tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE merchants ADD COLUMN tax_profile_test json, ADD COLUMN tax_profile_live json;
 
     CREATE TABLE tax_invoice_counters (
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       -- '26-27' for April 2026 to March 2027 (IST)
       financial_year text NOT NULL CHECK (financial_year ~ '^[0-9]{2}-[0-9]{2}$'),
       last_number integer NOT NULL CHECK (last_number > 0),
@@ -25,9 +25,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
 
     CREATE TABLE tax_invoices (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       payment_id text NOT NULL UNIQUE REFERENCES payments(id),
       number text NOT NULL CHECK (number ~ '^[A-Za-z0-9/-]{1,16}$'),
       financial_year text NOT NULL,

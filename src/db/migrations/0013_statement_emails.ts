@@ -12,12 +12,13 @@
  * `email_outbox.attachments`: files sent with a mail (the statement's PDF), base64 in JSON, written with the mail.
  */
 import { sql, type Kysely } from 'kysely';
+import { merchantMode, mode } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE statement_subscribers (
       user_id text NOT NULL REFERENCES users(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${mode},
       merchant_id text NOT NULL REFERENCES merchants(id),
       created_at timestamptz NOT NULL,
       PRIMARY KEY (user_id, mode)
@@ -25,8 +26,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX statement_subscribers_merchant ON statement_subscribers (merchant_id, mode);
 
     CREATE TABLE statement_email_schedule (
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       -- the UTC month whose statement is mailed next
       month text NOT NULL CHECK (month ~ '^[0-9]{4}-(0[1-9]|1[0-2])$'),
       -- when it may go: after the month has ended (later after a failed try)

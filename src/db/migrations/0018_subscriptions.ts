@@ -14,13 +14,12 @@
  * scheduler looks at it again.
  */
 import { sql, type Kysely } from 'kysely';
+import { tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE subscriptions (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       customer_email text NOT NULL CHECK (char_length(customer_email) BETWEEN 3 AND 254),
       customer_name text CHECK (char_length(customer_name) <= 200),
       title text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 120),

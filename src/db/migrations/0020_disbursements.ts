@@ -5,13 +5,12 @@
  * Rules: docs/disbursements.md.
  */
 import { sql, type Kysely } from 'kysely';
+import { tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE disbursements (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants (id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       title text NOT NULL,
       token text NOT NULL,
       status text NOT NULL CHECK (status IN ('pending_approval', 'approved', 'released', 'cancelled')),

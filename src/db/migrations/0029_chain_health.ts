@@ -4,12 +4,12 @@
  * /currencies, the dashboard, `kasse <family> status`).
  */
 import { sql, type Kysely } from 'kysely';
+import { network } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE chain_health (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       ok_at timestamptz,
       failed_at timestamptz,
       failing_since timestamptz,

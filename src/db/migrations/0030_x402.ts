@@ -7,6 +7,7 @@
  * (`x402_totals`, the sub-cent carry of cents-based figures).
  */
 import { sql, type Kysely } from 'kysely';
+import { merchantMode, tenant } from '../columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -24,8 +25,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       WHERE source IS NOT NULL;
 
     CREATE TABLE x402_pay_to (
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       chain text NOT NULL,
       address_index bigint NOT NULL,
       address text NOT NULL,
@@ -35,9 +35,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE UNIQUE INDEX x402_pay_to_address ON x402_pay_to (mode, chain, lower(address));
 
     CREATE TABLE x402_settlements (
-      id text PRIMARY KEY,
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${tenant},
       chain text NOT NULL,
       network text NOT NULL,
       auth_key text NOT NULL,
@@ -60,8 +58,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX x402_settlements_pending ON x402_settlements (created_at) WHERE status = 'pending';
 
     CREATE TABLE x402_totals (
-      merchant_id text NOT NULL REFERENCES merchants(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
+      ${merchantMode},
       micro_usd numeric(78, 0) NOT NULL,
       PRIMARY KEY (merchant_id, mode)
     );

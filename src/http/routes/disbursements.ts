@@ -7,8 +7,9 @@ import {
   ListDisbursementsQuery,
 } from '../../modules/disbursements/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotencyKey, keyActor } from '../actor.ts';
-import { IdempotencyHeaders } from '../schemas/payments.ts';
+import { idempotent, keyActor } from '../actor.ts';
+import { PageOf } from '../schemas/common.ts';
+import { IdempotentCreate } from '../schemas/payments.ts';
 
 const DisbursementIdParam = Type.Object({
   id: Type.String({ pattern: ID_PATTERNS.dsb, description: 'Disbursement id' }),
@@ -35,19 +36,12 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
           "Creates a batch of 1 to 500 payouts in the merchant's payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.",
         tags,
         errors: ['idempotency_conflict', 'price_unavailable'],
-        headers: IdempotencyHeaders,
         body: CreateDisbursementBody,
-        response: { 201: DisbursementRef, 200: DisbursementRef },
+        ...IdempotentCreate(DisbursementRef, 'disbursement'),
       },
     },
     async (req, reply) => {
-      const result = await kasse.disbursements.create(
-        mode,
-        req.auth.merchantId,
-        req.body,
-        idempotencyKey(req),
-        keyActor(req),
-      );
+      const result = await kasse.disbursements.create(mode, req.auth.merchantId, req.body, ...idempotent(req));
       return reply.code(result.status as 200 | 201).send(result.disbursement);
     },
   );
@@ -62,12 +56,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
           'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListDisbursementsQuery,
-        response: {
-          200: Type.Object({
-            data: Type.Array(DisbursementRef),
-            next_cursor: Type.Union([Type.String(), Type.Null()]),
-          }),
-        },
+        response: { 200: PageOf(DisbursementRef) },
       },
     },
     async (req) => kasse.disbursements.list(mode, req.auth.merchantId, req.query),

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { Nullable, PaymentIdParam } from '../schemas/common.ts';
+import { PageOf, PaymentIdParam } from '../schemas/common.ts';
 import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
 import { invoiceJson } from '../../modules/invoices/service.ts';
 import { invoicePdf } from '../../modules/invoices/pdf.ts';
@@ -55,7 +55,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
           },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Object({ data: Type.Array(InvoiceRef), next_cursor: Nullable(Type.String()) }) },
+        response: { 200: PageOf(InvoiceRef) },
       },
     },
     async (req) => kasse.invoices.list(mode, req.auth.merchantId, req.query),

@@ -1,13 +1,13 @@
 /** Payments: create, list, read, coin choices, cancel, accept and refund. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotencyKey, keyActor } from '../actor.ts';
-import { PaymentIdParam } from '../schemas/common.ts';
+import { idempotent, keyActor } from '../actor.ts';
+import { PageOf, PaymentIdParam } from '../schemas/common.ts';
 import {
   addPaymentSchemas,
   CreateAttemptBody,
   CreatePaymentBody,
-  IdempotencyHeaders,
+  IdempotentCreate,
   ListPaymentsQuery,
   PaymentRef,
   RefundBody,
@@ -28,16 +28,9 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         description:
           'Creates a payment in US cents (status `waiting`, with a `checkout_url`). With `token` (and optionally `chain`, which must match it) the coin choice is issued in the same call and the checkout skips its coin picker; `chain` without `token` is refused (400, param `token`). URLs must be https:// on the live API. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first payment, a different body 409 `idempotency_conflict`.',
         tags,
-        headers: IdempotencyHeaders,
         body: CreatePaymentBody,
         errors: ['idempotency_conflict', 'amount_too_small', 'price_unavailable', 'chain_paused'],
-        response: {
-          201: { ...PaymentRef, description: 'The payment was created.' },
-          200: {
-            ...PaymentRef,
-            description: 'A replay: the payment an earlier request with the same Idempotency-Key and body created.',
-          },
-        },
+        ...IdempotentCreate(PaymentRef, 'payment'),
       },
     },
     async (req, reply) => {
@@ -45,8 +38,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         mode,
         req.auth.merchantId,
         req.body,
-        idempotencyKey(req),
-        keyActor(req),
+        ...idempotent(req),
         req.auth.merchant.name,
       );
       return reply.code(result.status as 200 | 201).send(result.payment);
@@ -63,9 +55,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
           'Newest first, filtered by `order_id`, `status` and `source`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListPaymentsQuery,
-        response: {
-          200: Type.Object({ data: Type.Array(PaymentRef), next_cursor: Type.Union([Type.String(), Type.Null()]) }),
-        },
+        response: { 200: PageOf(PaymentRef) },
       },
     },
     async (req) => kasse.payments.list(mode, req.auth.merchantId, req.query),
@@ -107,38 +97,34 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         .send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 
-  app.post(
-    '/payments/:id/cancel',
-    {
-      schema: {
-        operationId: 'cancelPayment',
-        summary: 'Cancel a payment',
-        description:
-          'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
-        tags,
-        params: PaymentIdParam,
-        errors: ['invalid_state'],
-        response: { 200: PaymentRef },
+  /** A change of state the payment's own state machine decides (else 422 `invalid_state`), answering the Payment. */
+  const transition = (action: 'cancel' | 'accept', operationId: string, summary: string, description: string) =>
+    app.post(
+      `/payments/:id/${action}`,
+      {
+        schema: {
+          operationId,
+          summary,
+          description,
+          tags,
+          params: PaymentIdParam,
+          errors: ['invalid_state'],
+          response: { 200: PaymentRef },
+        },
       },
-    },
-    async (req) => kasse.payments.cancel(scope(req.auth.merchantId), req.params.id, keyActor(req)),
+      async (req) => kasse.payments[action](scope(req.auth.merchantId), req.params.id, keyActor(req)),
+    );
+  transition(
+    'cancel',
+    'cancelPayment',
+    'Cancel a payment',
+    'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
   );
-
-  app.post(
-    '/payments/:id/accept',
-    {
-      schema: {
-        operationId: 'acceptPayment',
-        summary: 'Accept an underpaid or late payment',
-        description:
-          'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
-        tags,
-        params: PaymentIdParam,
-        errors: ['invalid_state'],
-        response: { 200: PaymentRef },
-      },
-    },
-    async (req) => kasse.payments.accept(scope(req.auth.merchantId), req.params.id, keyActor(req)),
+  transition(
+    'accept',
+    'acceptPayment',
+    'Accept an underpaid or late payment',
+    'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
   );
 
   app.post(

@@ -13,9 +13,9 @@ import {
 } from '../../modules/subscriptions/model.ts';
 import { SUBSCRIPTION_SCHEMAS } from '../../modules/subscriptions/schema.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotencyKey, keyActor } from '../actor.ts';
-import { DateTime, LocaleField, Nullable } from '../schemas/common.ts';
-import { IdempotencyHeaders } from '../schemas/payments.ts';
+import { idempotent, keyActor } from '../actor.ts';
+import { DateTime, LocaleField, PageOf } from '../schemas/common.ts';
+import { IdempotentCreate } from '../schemas/payments.ts';
 
 const Enum = <T extends string>(values: readonly T[], description?: string) =>
   Type.Union(
@@ -103,19 +103,12 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
           "Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period's payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period's payment changes neither the period's count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.",
         tags,
         errors: ['idempotency_conflict'],
-        headers: IdempotencyHeaders,
         body: CreateSubscriptionBody,
-        response: { 201: SubscriptionRef, 200: SubscriptionRef },
+        ...IdempotentCreate(SubscriptionRef, 'subscription'),
       },
     },
     async (req, reply) => {
-      const result = await kasse.subscriptions.create(
-        mode,
-        req.auth.merchantId,
-        req.body,
-        idempotencyKey(req),
-        keyActor(req),
-      );
+      const result = await kasse.subscriptions.create(mode, req.auth.merchantId, req.body, ...idempotent(req));
       return reply.code(result.status as 200 | 201).send(result.subscription);
     },
   );
@@ -130,7 +123,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
           'Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
         tags,
         querystring: ListSubscriptionsQuery,
-        response: { 200: Type.Object({ data: Type.Array(SubscriptionRef), next_cursor: Nullable(Type.String()) }) },
+        response: { 200: PageOf(SubscriptionRef) },
       },
     },
     async (req) => kasse.subscriptions.list(scope(req.auth.merchantId), req.query),

@@ -1,5 +1,5 @@
 /** Schemas shared by routes: the Error body, pagination, id patterns. Registered as OpenAPI components. */
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { LOCALES } from '../../core/i18n/index.ts';
 
@@ -26,6 +26,10 @@ export const LinkIdParam = Type.Object({
 export const EventIdParam = Type.Object({ id: Type.String({ pattern: ID_PATTERNS.evt, description: 'Event id' }) });
 
 export { Amount, DateTime, Nullable } from '../../core/json-schema.ts';
+
+/** One page of a list (200): `data` in the list's order, and the `next_cursor` to pass as `cursor` (null: last page). */
+export const PageOf = (item: TSchema) =>
+  Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]) });
 
 /** The optional `locale` of payments, links and subscriptions: checked by the service (400 names the supported tags). */
 export const LocaleField = Type.String({

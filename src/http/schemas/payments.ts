@@ -122,6 +122,21 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
+/**
+ * The `headers` and `response` of a create that takes an `Idempotency-Key` (`headers`): 201 with what it created, 200
+ * with what an earlier request with the same key and body created (`reply.code(result.status)`).
+ */
+export const IdempotentCreate = (object: TSchema, noun: string) => ({
+  headers: IdempotencyHeaders,
+  response: {
+    201: { ...object, description: `The ${noun} was created.` },
+    200: {
+      ...object,
+      description: `A replay: the ${noun} an earlier request with the same Idempotency-Key and body created.`,
+    },
+  },
+});
+
 export const ListPaymentsQuery = Type.Object(
   {
     order_id: Type.Optional(Type.String()),

@@ -3,6 +3,7 @@
  * Disbursement rendered from them (with the JSON serialiser webhooks use).
  */
 import type { Selectable } from 'kysely';
+import { ownedRow } from '../../db/owned.ts';
 import fastJson from 'fast-json-stringify';
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { TokenConfig } from '../../chains/types.ts';
@@ -27,16 +28,7 @@ export async function batchRow(
   id: string,
   lock = false,
 ): Promise<DisbursementRow> {
-  let q = db
-    .selectFrom('disbursements')
-    .selectAll()
-    .where('id', '=', id)
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode);
-  if (lock) q = q.forUpdate();
-  const row = await q.executeTakeFirst();
-  if (!row) throw notFound('disbursement');
-  return row;
+  return ownedRow(db, 'disbursements', { merchantId, mode }, id, 'disbursement', lock);
 }
 
 export function batchItems(db: DbOrTx, id: string): Promise<ItemRow[]> {

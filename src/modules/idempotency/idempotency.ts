@@ -11,7 +11,7 @@ import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
-import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import { type Db, type DbOrTx, type Tx, isUniqueViolation } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 import { textLength } from '../../core/text.ts';
 
@@ -127,8 +127,7 @@ function keyWrite(scope: KeyScope & { key: string }, status: number, body: unkno
 
 /** True for the unique violation of a key already stored (`idempotency_keys`' primary key). */
 function keyTaken(err: unknown): boolean {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
+  return isUniqueViolation(err, 'idempotency_keys_pkey');
 }
 
 /**

@@ -5,13 +5,14 @@
  * worked examples: docs/invoices.md.
  */
 import type { Selectable } from 'kysely';
+import { ownedRow } from '../../db/owned.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
-import { withTx, type Db } from '../../db/index.ts';
+import { withTx, type Db, isUniqueViolation } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import type { TaxInvoicesTable } from '../../db/schema.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
@@ -182,24 +183,16 @@ export class InvoiceService {
         });
       }
       return inserted;
-    }).catch((err: { code?: string; constraint?: string }) => {
+    }).catch((err: unknown) => {
       // Two requests for one payment that both passed the checks: the unique index decides.
-      if (err?.code === '23505' && err.constraint === 'tax_invoices_payment_id_key') throw alreadyInvoiced();
+      if (isUniqueViolation(err, 'tax_invoices_payment_id_key')) throw alreadyInvoiced();
       throw err;
     });
     return invoiceJson(row);
   }
 
   async get(mode: Mode, merchantId: string, id: string): Promise<InvoiceRow> {
-    const row = await this.deps.db
-      .selectFrom('tax_invoices')
-      .selectAll()
-      .where('id', '=', id)
-      .where('mode', '=', mode)
-      .where('merchant_id', '=', merchantId)
-      .executeTakeFirst();
-    if (!row) throw notFound('tax invoice');
-    return row;
+    return ownedRow(this.deps.db, 'tax_invoices', { merchantId, mode }, id, 'tax invoice');
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. `from`/`to`: issued at or after, before. */

@@ -101,24 +101,15 @@ export class MerchantSettings {
     else if (b?.color !== undefined) patch.brandColor = b.color === null ? null : checkBrandColor(b.color);
     if (input.underpaymentToleranceBps !== undefined) patch.underpaymentToleranceBps = input.underpaymentToleranceBps;
     return this.deps.merchants.update(merchantId, patch, async (tx, { before, after }) => {
-      const brand = changes(before, after, { brandColor: 'color', logoSha256: 'logo_sha256' });
-      if (brand)
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode: null,
-          actor,
-          action: 'settings.branding',
-          details: brand,
-        });
-      const tolerance = changes(before, after, { underpaymentToleranceBps: 'underpayment_tolerance_bps' });
-      if (tolerance)
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode: null,
-          actor,
-          action: 'settings.tolerance',
-          details: tolerance,
-        });
+      // One audit entry per setting that changed, naming its fields as the API does.
+      const audited = [
+        { action: 'settings.branding', fields: { brandColor: 'color', logoSha256: 'logo_sha256' } },
+        { action: 'settings.tolerance', fields: { underpaymentToleranceBps: 'underpayment_tolerance_bps' } },
+      ] as const;
+      for (const { action, fields } of audited) {
+        const details = changes(before, after, fields);
+        if (details) await this.deps.audit.record(tx, { merchantId, mode: null, actor, action, details });
+      }
     });
   }
 

@@ -19,7 +19,7 @@ import type { Mode } from '../../core/mode.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { invalidState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
-import { withTx, type Db } from '../../db/index.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import type { EmailService } from '../email/service.ts';
@@ -103,14 +103,7 @@ export class StatementEmails {
         .values({ merchant_id: user.merchant_id, mode, month, due_at: statementEmailDue(month) })
         .onConflict((oc) => oc.columns(['merchant_id', 'mode']).doNothing())
         .execute();
-      if (added)
-        await this.deps.audit.record(tx, {
-          merchantId: user.merchant_id,
-          mode,
-          actor,
-          action: 'statement_email.subscribe',
-          target: { type: 'user', id: user.id },
-        });
+      if (added) await this.recordChoice(tx, user, mode, actor, 'subscribe');
     });
   }
 
@@ -122,14 +115,24 @@ export class StatementEmails {
         .where('user_id', '=', user.id)
         .where('mode', '=', mode)
         .executeTakeFirst();
-      if (removed.numDeletedRows)
-        await this.deps.audit.record(tx, {
-          merchantId: user.merchant_id,
-          mode,
-          actor,
-          action: 'statement_email.unsubscribe',
-          target: { type: 'user', id: user.id },
-        });
+      if (removed.numDeletedRows) await this.recordChoice(tx, user, mode, actor, 'unsubscribe');
+    });
+  }
+
+  /** Audits a user's opt-in or opt-out (only when it changed something). */
+  private recordChoice(
+    tx: Tx,
+    user: { id: string; merchant_id: string },
+    mode: Mode,
+    actor: Actor,
+    choice: 'subscribe' | 'unsubscribe',
+  ): Promise<void> {
+    return this.deps.audit.record(tx, {
+      merchantId: user.merchant_id,
+      mode,
+      actor,
+      action: `statement_email.${choice}`,
+      target: { type: 'user', id: user.id },
     });
   }
 

@@ -91,13 +91,18 @@ export async function listSubscriptionRows(
     .execute();
 }
 
-/** Every invoice of the subscriptions, by subscription, period and seq. */
-export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
-  if (subscriptionIds.length === 0) return [];
+/** The invoices whose `column` is one of `values` (the callers return none without asking when there are none). */
+function invoicesIn(db: DbOrTx, column: 'subscription_id' | 'payment_id', values: readonly string[]) {
   return db
     .selectFrom('subscription_invoices')
     .selectAll()
-    .where('subscription_id', 'in', subscriptionIds as string[])
+    .where(column, 'in', values as string[]);
+}
+
+/** Every invoice of the subscriptions, by subscription, period and seq. */
+export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
+  if (subscriptionIds.length === 0) return [];
+  return invoicesIn(db, 'subscription_id', subscriptionIds)
     .orderBy('subscription_id')
     .orderBy('period')
     .orderBy('seq')
@@ -107,11 +112,7 @@ export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[])
 /** The invoices of the payments `paymentIds` (those that are invoices). */
 export async function invoicesByPayment(db: DbOrTx, paymentIds: readonly string[]): Promise<InvoiceRow[]> {
   if (paymentIds.length === 0) return [];
-  return db
-    .selectFrom('subscription_invoices')
-    .selectAll()
-    .where('payment_id', 'in', paymentIds as string[])
-    .execute();
+  return invoicesIn(db, 'payment_id', paymentIds).execute();
 }
 
 /** The subscriptions `ids`, any merchant and mode (for what already names them: a stored mail's reference). */
@@ -127,10 +128,7 @@ export async function subscriptionsByIds(db: DbOrTx, ids: readonly string[]): Pr
 /** The invoices the scheduler still has to look at (the latest unpaid one of each open period). */
 export async function openInvoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
   if (subscriptionIds.length === 0) return [];
-  return db
-    .selectFrom('subscription_invoices')
-    .selectAll()
-    .where('subscription_id', 'in', subscriptionIds as string[])
+  return invoicesIn(db, 'subscription_id', subscriptionIds)
     .where('check_at', 'is not', null)
     .orderBy('period')
     .execute();

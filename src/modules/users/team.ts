@@ -7,7 +7,7 @@
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
-import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
+import { withTx, type DbOrTx, type Tx, isUniqueViolation } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { renderEmail } from '../email/template.ts';
 import { approvalsRequired } from '../merchants/lookup.ts';
@@ -71,8 +71,7 @@ export class Team {
         return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
-        throw invalid('A Kasse user with this email already exists.', 'email');
+      if (isUniqueViolation(err)) throw invalid('A Kasse user with this email already exists.', 'email');
       throw err;
     }
   }

@@ -8,11 +8,12 @@
  * Tenant scoping: every read takes the merchant and the mode; another merchant's or the other mode's event is 404.
  */
 import { sql } from 'kysely';
+import { ownedRow } from '../../db/owned.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
-import { invalidState, notFound } from '../../core/errors.ts';
+import { invalidState } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
@@ -359,16 +360,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
     this.client.close();
   }
 
-  private async findEvent(db: DbOrTx, merchantId: string, mode: Mode, id: string) {
-    const event = await db
-      .selectFrom('events')
-      .selectAll()
-      .where('id', '=', id)
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
-      .executeTakeFirst();
-    if (!event) throw notFound('event');
-    return event;
+  private findEvent(db: DbOrTx, merchantId: string, mode: Mode, id: string) {
+    return ownedRow(db, 'events', { merchantId, mode }, id, 'event');
   }
 }
 

@@ -36,6 +36,10 @@ const GENERIC: Partial<Record<ErrorCode, string>> = {
   service_unavailable: 'The service is unavailable right now. Try again shortly.',
 };
 
+/** The hints of a list page's refusals (tell): its page link, and its date filters where it has them. */
+export const PAGE_HINT = { cursor: 'That page link is not valid; start from the first page.' } as const;
+export const DATE_HINTS = { from: 'Use a date like 2026-03-01.', to: 'Use a date like 2026-03-01.' } as const;
+
 /** What to tell a person about an error: our sentence, the API's code, the field to mark. */
 export interface Told {
   status: number;

@@ -10,7 +10,7 @@ import type { Permission } from '../../modules/users/permissions.ts';
 import { assetUrl } from '../assets.ts';
 import { PAGE_HEAD, sendPage } from '../page.ts';
 import type { Ctx } from './context.ts';
-import { csrfField } from './forms.ts';
+import { csrfField, type Told } from './forms.ts';
 
 /** A page in the navigation. Capabilities add theirs here (e.g. Disbursements), in the order shown. */
 export interface NavEntry {
@@ -154,6 +154,11 @@ ${flash((ctx.req.query as Record<string, unknown>)?.done)}${o.body}
 
 export function send(reply: FastifyReply, status: number, doc: string): FastifyReply {
   return sendPage(reply, status, doc, 'none');
+}
+
+/** A page in the shell: 200, or the status of what went wrong (`told`, shown on the page). */
+export function sendShell(ctx: Ctx, told: Told | null | undefined, o: Parameters<typeof shell>[1]): FastifyReply {
+  return send(ctx.reply, told ? told.status : 200, shell(ctx, o));
 }
 
 /** Redirect after a successful action (303 See Other), with a flash key. */

@@ -3,13 +3,13 @@
  * and the sweeps that moved deposit addresses' funds to the treasury through the ForwarderFactory.
  */
 import { sql, type Kysely } from 'kysely';
+import { network } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     -- The last block whose deposits are recorded; the watcher resumes after it.
     CREATE TABLE evm_cursors (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       block_number bigint NOT NULL,
       block_hash text NOT NULL,
       updated_at timestamptz NOT NULL DEFAULT now(),
@@ -18,8 +18,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- Hashes of the scanned blocks down to the finality depth: a reorg walks back through them to the common
     -- ancestor. Older rows are pruned.
     CREATE TABLE evm_blocks (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       number bigint NOT NULL,
       hash text NOT NULL,
       parent_hash text NOT NULL,
@@ -28,8 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- One sweep transaction. Recorded before it is broadcast (status broadcast), settled from its receipt.
     CREATE TABLE evm_sweeps (
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       factory text NOT NULL,
       treasury text NOT NULL,
       tx_hash text NOT NULL UNIQUE,

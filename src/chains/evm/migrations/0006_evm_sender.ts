@@ -4,6 +4,8 @@
  * relayed. Design and crash-safety rules: src/chains/evm/sender.ts and docs/evm.md.
  */
 import { sql, type Kysely } from 'kysely';
+import { network } from '../../../db/columns.ts';
+import { queueColumns, queueIndexes } from '../../queue.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -12,8 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TABLE evm_transfers (
       -- the refund's or payout's id (the sender is idempotent on it), or gsl_... for a gasless relay
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       purpose text NOT NULL CHECK (purpose IN ('refund', 'payout', 'gasless')),
       status text NOT NULL CHECK (status IN ('pending', 'signed', 'broadcast', 'sent', 'failed')),
       -- the hot wallet (checksummed) and the transaction's target, value and calldata
@@ -34,21 +35,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       broadcast_block bigint,
       block_number bigint,
       gas_used numeric(78, 0),
-      error text,
-      -- consecutive failed tries of the current step, and when the next try is due (backoff)
-      tries integer NOT NULL DEFAULT 0,
-      next_attempt_at timestamptz NOT NULL,
-      -- a worker's lease on the row while it works on it (other workers skip it until then)
-      locked_until timestamptz,
-      -- the settlement was handed to the purpose's TransferSink
-      reported boolean NOT NULL DEFAULT false,
-      created_at timestamptz NOT NULL,
-      signed_at timestamptz,
-      broadcast_at timestamptz,
-      settled_at timestamptz
+      ${queueColumns}
     );
-    CREATE INDEX evm_transfers_due ON evm_transfers (mode, chain, next_attempt_at) WHERE status IN ('pending', 'signed', 'broadcast');
-    CREATE INDEX evm_transfers_unreported ON evm_transfers (mode, chain) WHERE status IN ('sent', 'failed') AND NOT reported;
+    ${queueIndexes('evm_transfers')}
     -- A nonce belongs to one transfer (its versions share it).
     CREATE UNIQUE INDEX evm_transfers_nonce ON evm_transfers (mode, chain, from_address, nonce) WHERE nonce IS NOT NULL;
 
@@ -69,8 +58,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- The next nonce of a hot wallet per network and mode; allocation is an UPDATE of this row inside the
     -- transaction that stores the signed transaction, so two workers never sign with the same nonce.
     CREATE TABLE evm_nonces (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       address text NOT NULL,
       next_nonce bigint NOT NULL CHECK (next_nonce >= 0),
       updated_at timestamptz NOT NULL,
@@ -81,8 +69,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- single-use on Kasse's side even before the chain has seen it.
     CREATE TABLE evm_gasless (
       transfer_id text PRIMARY KEY REFERENCES evm_transfers(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       -- token contract, payer and authorization nonce, all lower case
       contract text NOT NULL,
       authorizer text NOT NULL,

@@ -5,14 +5,15 @@
  * fee payer. Design: src/chains/solana/ and docs/solana.md.
  */
 import { sql, type Kysely } from 'kysely';
+import { network } from '../../../db/columns.ts';
+import { queueColumns, queueIndexes } from '../../queue.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     -- The last confirmed block whose transfers are recorded (the watcher resumes after it), the slot up to which
     -- the finalized chain is known to agree with what was read, and the slot the watcher started at.
     CREATE TABLE solana_cursors (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       slot bigint NOT NULL,
       blockhash text NOT NULL,
       final_slot bigint NOT NULL,
@@ -23,8 +24,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- Blocks read at confirmed commitment above final_slot (and the one at it): a fork walks back through them,
     -- and finality is checked against them. Rows at or below final_slot are pruned.
     CREATE TABLE solana_blocks (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       slot bigint NOT NULL,
       blockhash text NOT NULL,
       parent_slot bigint NOT NULL,
@@ -34,8 +34,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- Deposit keys Kasse issued on Solana (one per coin choice), written with the coin choice. For an SPL coin
     -- Kasse creates the key's associated token account; a sweep moves what arrived to the treasury and closes it.
     CREATE TABLE solana_addresses (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       address text NOT NULL,
       address_index bigint NOT NULL,
       token text NOT NULL,
@@ -57,8 +56,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- version's blockhash expired unseen, so two versions can never both land.
     CREATE TABLE solana_transfers (
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       purpose text NOT NULL CHECK (purpose IN ('refund', 'payout', 'account', 'sweep', 'gasless')),
       status text NOT NULL CHECK (status IN ('pending', 'signed', 'broadcast', 'sent', 'failed')),
       plan jsonb NOT NULL,
@@ -68,18 +66,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- the newest version's signature until settled, then the one that landed
       signature text,
       slot bigint,
-      error text,
-      tries integer NOT NULL DEFAULT 0,
-      next_attempt_at timestamptz NOT NULL,
-      locked_until timestamptz,
-      reported boolean NOT NULL DEFAULT false,
-      created_at timestamptz NOT NULL,
-      signed_at timestamptz,
-      broadcast_at timestamptz,
-      settled_at timestamptz
+      ${queueColumns}
     );
-    CREATE INDEX solana_transfers_due ON solana_transfers (mode, chain, next_attempt_at) WHERE status IN ('pending', 'signed', 'broadcast');
-    CREATE INDEX solana_transfers_unreported ON solana_transfers (mode, chain) WHERE status IN ('sent', 'failed') AND NOT reported;
+    ${queueIndexes('solana_transfers')}
 
     -- Every signed version of a transfer's transaction, stored before it is sent and resent byte for byte until
     -- its blockhash expires (last_valid_block_height).
@@ -98,8 +87,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- coin choice (active turns false when its transfer fails).
     CREATE TABLE solana_gasless (
       transfer_id text PRIMARY KEY REFERENCES solana_transfers(id),
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       attempt_id text NOT NULL,
       payer text NOT NULL,
       active boolean NOT NULL DEFAULT true,

@@ -4,13 +4,14 @@
  * the hot-wallet sender's transfers with every signed version of their transaction. Design: docs/utxo.md.
  */
 import { sql, type Kysely } from 'kysely';
+import { network } from '../../../db/columns.ts';
+import { queueColumns, queueIndexes } from '../../queue.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     -- The last block whose outputs are recorded; the watcher resumes after it.
     CREATE TABLE utxo_cursors (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       height bigint NOT NULL,
       hash text NOT NULL,
       updated_at timestamptz NOT NULL DEFAULT now(),
@@ -18,8 +19,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     -- Hashes of scanned blocks down to the finality depth: a reorg walks back through them to the common ancestor.
     CREATE TABLE utxo_blocks (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       height bigint NOT NULL,
       hash text NOT NULL,
       PRIMARY KEY (mode, chain, height)
@@ -27,8 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- Transactions paying a deposit address that were reported from the mempool and no block holds yet. One that
     -- leaves the mempool without entering a block (replaced, evicted) has its deposits dropped.
     CREATE TABLE utxo_mempool (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       txid text NOT NULL,
       -- output indexes that paid deposit addresses
       outputs integer[] NOT NULL,
@@ -38,8 +37,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- Outputs in blocks paying a deposit address or the hot wallet: what sweeps and refunds spend. spent_by names
     -- the transfer whose signed transaction spends the coin (set when it is signed, so no two transfers spend it).
     CREATE TABLE utxo_coins (
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       txid text NOT NULL,
       vout integer NOT NULL,
       address text NOT NULL,
@@ -55,8 +53,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- stored, perhaps not broadcast) -> broadcast -> sent (a version has the network's confirmations) or failed.
     CREATE TABLE utxo_transfers (
       id text PRIMARY KEY,
-      mode text NOT NULL CHECK (mode IN ('test', 'live')),
-      chain text NOT NULL,
+      ${network},
       purpose text NOT NULL,
       status text NOT NULL CHECK (status IN ('pending', 'signed', 'broadcast', 'sent', 'failed')),
       -- where the coins go; for a sweep, the whole of its inputs less the fee
@@ -70,18 +67,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       broadcast_height bigint,
       bumped_height bigint,
       block_height bigint,
-      error text,
-      tries integer NOT NULL DEFAULT 0,
-      next_attempt_at timestamptz NOT NULL,
-      locked_until timestamptz,
-      reported boolean NOT NULL DEFAULT false,
-      created_at timestamptz NOT NULL,
-      signed_at timestamptz,
-      broadcast_at timestamptz,
-      settled_at timestamptz
+      ${queueColumns}
     );
-    CREATE INDEX utxo_transfers_due ON utxo_transfers (mode, chain, next_attempt_at) WHERE status IN ('pending', 'signed', 'broadcast');
-    CREATE INDEX utxo_transfers_unreported ON utxo_transfers (mode, chain) WHERE status IN ('sent', 'failed') AND NOT reported;
+    ${queueIndexes('utxo_transfers')}
     -- Every signed version, stored before it is broadcast. Versions spend the same coins (a replacement pays a
     -- higher fee out of the change), so at most one of them can ever be mined.
     CREATE TABLE utxo_transfer_txs (

@@ -37,6 +37,14 @@ export interface PaymentListQuery {
   limit: number;
 }
 
+/** The ids of a list query in its order, `limit + 1` deep (one more tells whether a next page exists). */
+async function idsDeep(
+  query: { limit(n: number): { execute(): Promise<Array<{ id: string }>> } },
+  limit: number,
+): Promise<string[]> {
+  return (await query.limit(limit + 1).execute()).map((r) => r.id);
+}
+
 /** Ids of a merchant's payments, newest first: up to `limit + 1` (one more tells whether a next page exists). */
 export async function listPaymentIds(
   db: DbOrTx,
@@ -49,12 +57,7 @@ export async function listPaymentIds(
   if (q.status !== undefined) query = query.where('status', '=', q.status);
   if (q.source !== undefined) query = query.where('source', '=', q.source);
   if (q.cursor !== undefined) query = query.where('id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
-  return (
-    await query
-      .orderBy('id', 'desc')
-      .limit(q.limit + 1)
-      .execute()
-  ).map((r) => r.id);
+  return idsDeep(query.orderBy('id', 'desc'), q.limit);
 }
 
 /** Ids of the dashboard's search (see PaymentSearch), newest first: one more than `q.limit` when there is a next page. */
@@ -85,12 +88,7 @@ export async function searchPaymentIds(
       ),
     );
   if (q.cursor) query = query.where('p.id', '<', decodeCursor(q.cursor, new RegExp(ID_PATTERNS.pay)));
-  return (
-    await query
-      .orderBy('p.id', 'desc')
-      .limit(q.limit + 1)
-      .execute()
-  ).map((r) => r.id);
+  return idsDeep(query.orderBy('p.id', 'desc'), q.limit);
 }
 
 /** Paid price (US cents) and count per UTC day (YYYY-MM-DD) of payments paid in [from, to) and not reversed since; days without any are absent. */

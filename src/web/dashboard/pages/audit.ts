@@ -11,8 +11,8 @@ import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { refusal, send, shell } from '../layout.ts';
-import { errorBox, field, select, tell, type Told } from '../forms.ts';
+import { refusal, send, shell, sendShell } from '../layout.ts';
+import { errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
@@ -132,12 +132,7 @@ export function auditPages(r: Router): void {
       if (q.cursor) query.cursor = q.cursor;
       page = await kasse.audit.list(ctx.merchant.id, query);
     } catch (err) {
-      told = tell(err, {
-        from: 'Use a date like 2026-03-01.',
-        to: 'Use a date like 2026-03-01.',
-        action: 'Choose from the list.',
-        cursor: 'That page link is not valid; start from the first page.',
-      });
+      told = tell(err, { ...DATE_HINTS, action: 'Choose from the list.', ...PAGE_HINT });
     }
     const qs = (extra: Record<string, string>) => {
       const p = new URLSearchParams();
@@ -159,11 +154,7 @@ ${
       )}</tbody></table>`
     : html`<p class="d-empty">Nothing recorded for these filters.</p>`
 }<nav class="d-pager">${q.cursor ? html`<a href="${base}${qs({})}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}${qs({ cursor: page.next_cursor })}" rel="next">Older entries →</a>` : ''}</nav>`;
-    return send(
-      ctx.reply,
-      told ? told.status : 200,
-      shell(ctx, { title: 'Audit log', active: '/audit', body, wide: true }),
-    );
+    return sendShell(ctx, told, { title: 'Audit log', active: '/audit', body, wide: true });
   });
 
   const testOnly = (ctx: Ctx) =>
@@ -190,7 +181,7 @@ ${
           )}</tbody></table>`
         : html`<p class="d-empty">No mail yet.</p>`
     }<nav class="d-pager">${page.next_cursor ? html`<a href="/dashboard/test/mail?cursor=${page.next_cursor}" rel="next">Older mail →</a>` : ''}</nav>`;
-    return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: 'Mail', active: '/mail', body, wide: true }));
+    return sendShell(ctx, told, { title: 'Mail', active: '/mail', body, wide: true });
   });
 
   const findMail = async (ctx: Ctx, id: string) => {

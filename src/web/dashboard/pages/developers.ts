@@ -23,8 +23,8 @@ import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { crossSite, type Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
-import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
+import { done, refusal, send, shell, sendShell } from '../layout.ts';
+import { csrfField, errorBox, field, tell, type Told, codeField, PAGE_HINT } from '../forms.ts';
 import { badge, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import type { EventWithDeliveries } from '../../../modules/webhooks/service.ts';
@@ -252,7 +252,7 @@ export function developerPages(r: Router): void {
     try {
       page = await kasse.webhooks.list(ctx.merchant.id, ctx.mode, { cursor: q.cursor, limit: 25 });
     } catch (err) {
-      told = tell(err, { cursor: 'That page link is not valid; start from the first page.' });
+      told = tell(err, PAGE_HINT);
     }
     const base = `/dashboard/${ctx.mode}/developers/events`;
     const body = html`${errorBox(told)}${
@@ -267,11 +267,7 @@ export function developerPages(r: Router): void {
           )}</tbody></table>`
         : html`<p class="d-empty">No events in this mode yet.</p>`
     }<nav class="d-pager">${q.cursor ? html`<a href="${base}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}?cursor=${page.next_cursor}" rel="next">Older events →</a>` : ''}</nav>`;
-    return send(
-      ctx.reply,
-      told ? told.status : 200,
-      shell(ctx, { title: 'Events', active: '/developers', body, wide: true }),
-    );
+    return sendShell(ctx, told, { title: 'Events', active: '/developers', body, wide: true });
   });
 
   const eventPage = async (ctx: Ctx, id: string, told: Told | null = null, status = 200) => {

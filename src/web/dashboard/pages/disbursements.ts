@@ -20,7 +20,7 @@ import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursem
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
 import { coinName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
+import { done, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
@@ -92,11 +92,7 @@ async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, c
   const { data } = await ctx.kasse.disbursements.list(ctx.mode, ctx.merchant.id, { limit: 100 });
   const balance = checked?.items ? await available(ctx) : null;
   const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked, balance) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: 'Disbursements', active: '/disbursements', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: 'Disbursements', active: '/disbursements', body, wide: true });
 }
 
 async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
@@ -165,11 +161,7 @@ ${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''
           : '—'
       }</td></tr>`,
   )}</tbody></table></section>`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: d.title, active: '/disbursements', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: d.title, active: '/disbursements', body, wide: true });
 }
 
 export function disbursementPages(r: Router): void {

@@ -28,8 +28,8 @@ import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { pdfBrand } from '../../../modules/merchants/logos.ts';
 import type { Ctx } from '../context.ts';
-import { done, navigation, refusal, send, shell } from '../layout.ts';
-import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { done, navigation, refusal, sendShell } from '../layout.ts';
+import { csrfField, errorBox, field, select, tell, type Told, PAGE_HINT } from '../forms.ts';
 import { usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
@@ -238,7 +238,7 @@ async function invoiceListPage(ctx: Ctx, q: Record<string, string>) {
   } catch (err) {
     told = tell(err, {
       month: 'Choose a month, like 2026-04.',
-      cursor: 'That page link is not valid; start from the first page.',
+      ...PAGE_HINT,
     });
   }
   const base = `/dashboard/${ctx.mode}/tax_invoices`;
@@ -252,11 +252,7 @@ ${
     ? html`<table class="d-table"><thead><tr><th>Number</th><th>Date</th><th>Customer</th><th>Payment</th><th class="d-num">Total</th><th>PDF</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="d-empty">No tax invoices issued in ${month}. Issue one from a paid payment’s page.</p>`
 }${page.next_cursor ? html`<nav class="d-pager" aria-label="Pages"><a href="${base}?month=${month}&amp;cursor=${page.next_cursor}" rel="next">Older invoices →</a></nav>` : ''}`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: 'Tax invoices', active: '/tax_invoices', body, wide: true });
 }
 
 export function invoicePages(r: Router): void {

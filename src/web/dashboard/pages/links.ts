@@ -13,7 +13,7 @@ import { LINK_KINDS, LINK_LIMITS, type CreateLinkInput, type PatchLinkInput } fr
 import { parseDollars } from '../../links.ts';
 import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
+import { done, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
@@ -143,11 +143,7 @@ function linksList(ctx: Ctx, links: Link[]): Html {
 async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null) {
   const { data } = await ctx.kasse.links.list(ctx.mode, ctx.merchant.id);
   const body = html`${linksList(ctx, data)}${ctx.can('links.write') ? createForm(ctx, values, told) : ''}`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: 'Payment links', active: '/links', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: 'Payment links', active: '/links', body, wide: true });
 }
 
 const localInput = (iso: string | null) => (iso ? iso.slice(0, 16) : '');
@@ -185,7 +181,7 @@ ${field({ name: 'expires_at', label: 'Expires (UTC)', type: 'datetime-local', va
 <div class="d-field-wide"><button type="submit" class="d-btn">Save</button></div></form></section>`
     : ''
 }`;
-  return send(ctx.reply, told ? told.status : 200, shell(ctx, { title: l.title, active: '/links', body, wide: true }));
+  return sendShell(ctx, told, { title: l.title, active: '/links', body, wide: true });
 }
 
 export function linkPages(r: Router): void {

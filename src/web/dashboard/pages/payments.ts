@@ -22,8 +22,8 @@ import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
 import { coinName, coinSymbol, networkName } from '../coins.ts';
 import type { Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
-import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { done, refusal, send, shell, sendShell } from '../layout.ts';
+import { actionForm, csrfField, errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -366,9 +366,8 @@ export function paymentPages(r: Router): void {
       told = tell(err, {
         status: 'Choose a status from the list.',
         source: 'Choose who paid from the list.',
-        cursor: 'That page link is not valid; start from the first page.',
-        from: 'Use a date like 2026-03-01.',
-        to: 'Use a date like 2026-03-01.',
+        ...PAGE_HINT,
+        ...DATE_HINTS,
       });
     }
     const body = html`${errorBox(told)}${filterForm(ctx, f, told)}
@@ -379,11 +378,7 @@ ${paymentsTable(ctx, list.data)}
         ? html`<a href="/dashboard/${ctx.mode}/payments${filterQuery(f, { cursor: list.next_cursor })}" rel="next">Older payments →</a>`
         : ''
     }</nav>`;
-    return send(
-      ctx.reply,
-      told ? told.status : 200,
-      shell(ctx, { title: 'Payments', active: '/payments', body, wide: true }),
-    );
+    return sendShell(ctx, told, { title: 'Payments', active: '/payments', body, wide: true });
   });
 
   r.page('/payments.csv', 'read', async (ctx, _p, q) => {

@@ -13,7 +13,7 @@ import { every } from '../../../modules/subscriptions/mail.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../../modules/subscriptions/model.ts';
 import type { Subscription } from '../../../modules/subscriptions/schema.ts';
 import type { Ctx } from '../context.ts';
-import { done, refusal, send, shell } from '../layout.ts';
+import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, errorBox, tell, type Told } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
@@ -106,11 +106,7 @@ ${s.status === 'cancelled' ? html`<dt>Cancelled</dt><dd>${when(s.cancelled_at)}<
 <dt>Id</dt><dd><code class="d-mono">${s.id}</code></dd>
 </dl>${cancel}</section>
 <section class="d-panel"><h2>Invoices</h2>${invoices}</section>`;
-  return send(
-    ctx.reply,
-    told ? told.status : 200,
-    shell(ctx, { title: s.title, active: '/subscriptions', body, wide: true }),
-  );
+  return sendShell(ctx, told, { title: s.title, active: '/subscriptions', body, wide: true });
 }
 
 export function subscriptionPages(r: Router): void {
