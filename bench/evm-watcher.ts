@@ -84,6 +84,7 @@ class TimedSink implements DepositSink {
     depositsProgressed: 0,
     blocksRemoved: 0,
     depositsDropped: 0,
+    depositsOpen: 0,
   };
   constructor(private readonly inner: DepositSink) {}
   private async time<T>(name: keyof DepositSink, fn: () => Promise<T>): Promise<T> {
@@ -111,6 +112,9 @@ class TimedSink implements DepositSink {
   }
   depositsDropped(mode: Mode, chain: string, transfers: TransferKey[]) {
     return this.time('depositsDropped', () => this.inner.depositsDropped(mode, chain, transfers));
+  }
+  depositsOpen(mode: Mode, chain: string) {
+    return this.time('depositsOpen', () => this.inner.depositsOpen(mode, chain));
   }
 }
 

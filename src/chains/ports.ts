@@ -71,6 +71,8 @@ export interface DepositSink {
   blocksRemoved(mode: Mode, chain: string, fromBlock: bigint): Promise<void>;
   /** Transfers that will not happen after all (dropped from the mempool, in a skipped slot): `orphaned`. */
   depositsDropped(mode: Mode, chain: string, transfers: TransferKey[]): Promise<void>;
+  /** Whether a coin choice on `chain` waits for its money now (a watcher may look more often while one does). */
+  depositsOpen(mode: Mode, chain: string): Promise<boolean>;
 }
 
 // ---- Read-only payment data ----

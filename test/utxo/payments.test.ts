@@ -13,6 +13,7 @@ import { Transaction } from '@scure/btc-signer';
 import { utxoParams } from '../../src/chains/utxo/params.ts';
 import { MINUTE } from '../../src/core/clock.ts';
 import { LitecoinWallet, startLitecoind, type LitecoinNode } from '../harness/litecoind.ts';
+import { eventually } from '../harness/expect.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 import { startUtxoKasse, type UtxoKasse } from '../harness/utxo-kasse.ts';
 
@@ -63,6 +64,33 @@ describe('payment outcomes', () => {
     const ids = JSON.stringify(res.body);
     assert.match(ids, /litecoin:ltc/);
     assert.equal(k.t.kasse.chains.hasAdapter('test', 'litecoin'), true);
+  });
+
+  test('while a coin choice waits the mempool is looked at between ticks; with none, the node is not asked', async () => {
+    const rpc = k.adapter.rpc();
+    const asked = () => rpc.counts.get('getrawmempool') ?? 0;
+    const before = asked();
+    assert.equal(await k.watcher.lookAtMempool(), null, 'no coin choice waits: nothing to look for');
+    assert.equal(asked(), before, 'and the node was not asked');
+
+    // Ticks every 10 minutes, the mempool every 50 ms while a coin choice waits.
+    const network = { ...k.adapter.network, pollIntervalMs: 600_000 };
+    const w = k.adapter.watcher(k.t.kasse.payments.deposits, { network, mempoolPollMs: 50 }).start();
+    let p: Awaited<ReturnType<typeof createPayment>>;
+    try {
+      await w.tick();
+      p = await createPayment(1000);
+      await k.payer.send(p.address, p.amount);
+      await eventually('detected from the mempool without a tick', async () => (await get(p.id)).status === 'detected');
+      assert.ok(asked() > before);
+    } finally {
+      await w.stop();
+    }
+    // The ticks take it from there: in its block, it is counting confirmations.
+    await k.tick();
+    await k.payer.mine(1);
+    await k.tick();
+    assert.equal((await get(p!.id)).status, 'confirming');
   });
 
   test('exact: BIP-84 address, BIP-21 URI, detected from the mempool at 0 confirmations, confirming, paid', async () => {
@@ -333,6 +361,49 @@ describe('reorgs and restarts', () => {
     const types = k.eventTypes(p.id);
     assert.equal(types.at(-1), 'payment.paid');
     assert.equal(await balanceCents(), balancePaid, 'credited again');
+  });
+
+  test('invalidateblock under a sent refund: the sender follows it out of its block and in again; refunded once', async () => {
+    const sender = k.adapter.sender!;
+    await k.payer.send(k.adapter.hotWalletAddress(), 200_000_000n);
+    const p = await createPayment(1000);
+    await k.payer.send(p.address, p.amount);
+    for (let i = 0; i < 6 && (await get(p.id)).status !== 'paid'; i++) {
+      await k.payer.mine(1);
+      await k.tick();
+    }
+    assert.equal((await get(p.id)).status, 'paid');
+    const destination = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    const res = await k.m.test.post(`/payments/${p.id}/refund`, { destination });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const id = res.body.id as string;
+    assert.equal(await sender.step(id), 'progress'); // signed and stored
+    assert.equal(await sender.step(id), 'progress'); // broadcast
+    const { txid } = (await sender.get(id))!;
+    const [blockHash] = await k.payer.mine(1);
+    await k.tick();
+    const height = (await k.payer.rpc('getblockheader', [blockHash])).height;
+    assert.equal(Number((await sender.get(id))!.block_height), height, 'the watcher told the sender its block');
+
+    await k.payer.rpc('invalidateblock', [blockHash]);
+    assert.equal((await k.tick()).reorgFrom, height);
+    assert.equal((await sender.get(id))!.block_height, null, 'its block is gone');
+    assert.equal(await sender.step(id), 'wait', 'back in the mempool: waited for, not sent again');
+    assert.ok((await k.payer.getRawMempool()).includes(txid!));
+
+    const other = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    for (let i = 0; i < 6 && (await sender.get(id))!.status !== 'sent'; i++) {
+      await k.payer.mine(1, other);
+      await k.tick();
+      await sender.step(id);
+    }
+    const sent = (await sender.get(id))!;
+    assert.equal(sent.status, 'sent');
+    assert.equal(sent.txid, txid, 'the one transaction, mined again');
+    assert.equal((await sender.versions(id)).length, 1, 'never re-signed');
+    await k.t.kasse.webhooks.drain();
+    assert.equal((await get(p.id)).status, 'refunded');
+    assert.equal(k.eventTypes(p.id).filter((t) => t === 'payment.refunded').length, 1);
   });
 
   test('a restarted Kasse resumes from the stored cursor and misses nothing mined while it was down', async () => {

@@ -86,6 +86,7 @@ export class UtxoAdapter extends NetworkAdapter<UtxoSettings, UtxoRpc, UtxoAdapt
       rpc: this.rpc(),
       ownAddresses: [this.hotWalletAddress()],
       startHeight: this.settings.startHeight,
+      mempoolPollMs: this.settings.mempoolPollMs,
       blocks: this.sender,
       ...overrides,
     });

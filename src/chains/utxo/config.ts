@@ -2,7 +2,8 @@
  * The `utxo` object of a Bitcoin or Litecoin network in the networks files:
  *
  *   "utxo": { "coin": "bitcoin", "network": "testnet", "account": 0, "start_height": 123, "rpc_timeout_ms": 30000,
- *             "max_fee_rate": 200, "fee_target_blocks": 6, "bump_after_blocks": 3, "treasury": "bc1q…" }
+ *             "max_fee_rate": 200, "fee_target_blocks": 6, "bump_after_blocks": 3, "treasury": "bc1q…",
+ *             "mempool_poll_ms": 1000 }
  *
  * `coin` and `network` are required (they fix address prefixes and BIP-84 paths); the rest is optional. The node's
  * RPC URL (with its RPC user and password, `http://user:pass@host:8332/`) goes in the network's `rpc_urls`.
@@ -28,6 +29,8 @@ export interface UtxoSettings {
   bumpAfterBlocks: number;
   /** Where sweeps send deposit addresses' coins; null = the hot wallet. */
   treasury: string | null;
+  /** How often the watcher looks at the mempool between ticks while a coin choice waits; 0: only with the ticks. */
+  mempoolPollMs: number;
 }
 
 export const UTXO_DEFAULTS = {
@@ -36,6 +39,7 @@ export const UTXO_DEFAULTS = {
   maxFeeRate: 200n,
   feeTargetBlocks: 6,
   bumpAfterBlocks: 3,
+  mempoolPollMs: 1000,
 } as const;
 
 export function utxoSettings(network: NetworkConfig): UtxoSettings {
@@ -58,6 +62,7 @@ export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
       'fee_target_blocks',
       'bump_after_blocks',
       'treasury',
+      'mempool_poll_ms',
     ],
     'an object with "coin" and "network"',
   );
@@ -77,5 +82,6 @@ export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
     feeTargetBlocks: settings.int('fee_target_blocks', 1, UTXO_DEFAULTS.feeTargetBlocks, 1008),
     bumpAfterBlocks: settings.int('bump_after_blocks', 1, UTXO_DEFAULTS.bumpAfterBlocks, 1000),
     treasury: treasury as string | null,
+    mempoolPollMs: settings.int('mempool_poll_ms', 0, UTXO_DEFAULTS.mempoolPollMs, 600_000),
   };
 }

@@ -22,6 +22,7 @@
 import { sql } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
+import { Loop } from '../../core/loop.ts';
 import { PollingWatcher, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation } from '../ports.ts';
 import type { TokenConfig } from '../types.ts';
@@ -41,6 +42,11 @@ export interface UtxoWatcherOptions extends WatcherBasics {
   maxBlocksPerTick?: number;
   /** Mempool transactions fetched per batched request. Default 500. */
   mempoolBatch?: number;
+  /**
+   * While a coin choice on the network waits for its money, the mempool is also looked at this often between ticks
+   * (one `getrawmempool`, and the new transactions in one batch). Default 1000; 0: only with the ticks.
+   */
+  mempoolPollMs?: number;
   /** Told of each block read and of blocks a reorg removed, in the cursor's transaction (the sender follows by it). */
   blocks?: BlockListener;
 }
@@ -107,6 +113,10 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   private readonly mempoolBatch: number;
   /** Mempool transactions already examined (pruned to the mempool each poll; cleared by a reorg). */
   private examined = new Set<string>();
+  private readonly mempoolPollMs: number;
+  private mempoolLoop: Loop | null = null;
+  /** The pass running now (a tick or a mempool look): one at a time. */
+  private passing: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: UtxoWatcherOptions) {
     super('utxo', opts);
@@ -116,6 +126,47 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     this.own = new Set(opts.ownAddresses.map((a) => a.toLowerCase()));
     this.maxBlocks = Math.max(1, opts.maxBlocksPerTick ?? 500);
     this.mempoolBatch = Math.max(1, opts.mempoolBatch ?? 500);
+    this.mempoolPollMs = opts.mempoolPollMs ?? 1000;
+  }
+
+  override start(): this {
+    super.start();
+    if (this.mempoolPollMs > 0 && !this.mempoolLoop)
+      this.mempoolLoop = new Loop(
+        `utxo-mempool:${this.mode}:${this.chain}`,
+        this.mempoolPollMs,
+        () => this.lookAtMempool(),
+        this.opts.log,
+      ).start();
+    return this;
+  }
+
+  override async stop(): Promise<void> {
+    await this.mempoolLoop?.stop();
+    this.mempoolLoop = null;
+    await super.stop();
+  }
+
+  /**
+   * Between ticks, while a coin choice on the network waits for its money: reports the new mempool transactions'
+   * deposits (one `getrawmempool`, the new ones in one batch). Nothing is judged dropped here; the ticks do that with
+   * the blocks they read. Answers the deposits reported, or null when no coin choice waits (nothing asked).
+   */
+  async lookAtMempool(): Promise<number | null> {
+    return this.serial(async () => {
+      if (!(await this.opts.sink.depositsOpen(this.mode, this.chain))) return null;
+      const result = { deposits: 0, mempoolDeposits: 0, dropped: 0 };
+      const mempool = new Set(await this.opts.rpc.call<string[]>('getrawmempool', [false]));
+      await this.pollMempool(mempool, null, result);
+      return result.mempoolDeposits;
+    });
+  }
+
+  /** Runs `pass` after the one running now. */
+  private serial<T>(pass: () => Promise<T>): Promise<T> {
+    const run = this.passing.then(pass, pass);
+    this.passing = run.catch(() => {});
+    return run;
   }
 
   async cursor(): Promise<Cursor | null> {
@@ -128,7 +179,11 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     return row ? { height: Number(row.height), hash: row.hash } : null;
   }
 
-  protected async run(): Promise<UtxoTickResult> {
+  protected run(): Promise<UtxoTickResult> {
+    return this.serial(() => this.pass());
+  }
+
+  private async pass(): Promise<UtxoTickResult> {
     const result: UtxoTickResult = {
       tip: null,
       scanned: 0,
@@ -264,10 +319,15 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
 
   /**
    * The mempool part of a tick: new transactions' deposits are reported without a block; reported ones that left
-   * the mempool (snapshot taken before the blocks were read) and are in no block read since are dropped.
+   * the mempool (snapshot taken before the blocks were read) and are in no block read since are dropped. Without
+   * `inBlocks` (a look between ticks), nothing is dropped.
    */
-  private async pollMempool(mempool: Set<string>, inBlocks: Set<string>, result: UtxoTickResult): Promise<void> {
-    const fresh = [...mempool].filter((txid) => !this.examined.has(txid) && !inBlocks.has(txid));
+  private async pollMempool(
+    mempool: Set<string>,
+    inBlocks: Set<string> | null,
+    result: Pick<UtxoTickResult, 'deposits' | 'mempoolDeposits' | 'dropped'>,
+  ): Promise<void> {
+    const fresh = [...mempool].filter((txid) => !this.examined.has(txid) && !inBlocks?.has(txid));
     const paid: Paid[] = [];
     for (let i = 0; i < fresh.length; i += this.mempoolBatch) {
       const slice = fresh.slice(i, i + this.mempoolBatch);
@@ -317,6 +377,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     }
     for (const txid of fresh) if (mempool.has(txid)) this.examined.add(txid);
     for (const txid of this.examined) if (!mempool.has(txid)) this.examined.delete(txid);
+    if (!inBlocks) return;
 
     const reported = await this.opts.db
       .selectFrom('utxo_mempool')

@@ -22,6 +22,7 @@ import {
   orphanDeposits,
   paymentsWithDeposits,
   recountConfirmations,
+  anyWaitingAttempt,
   setConfirmations,
   upsertDeposit,
   withDeposits,
@@ -42,6 +43,10 @@ export class DepositRecorder implements DepositSink {
       if (c) out.set(a, c);
     }
     return out;
+  }
+
+  depositsOpen(mode: Mode, chain: string): Promise<boolean> {
+    return anyWaitingAttempt(this.engine.deps.db, mode, chain, this.engine.deps.clock.now());
   }
 
   async recordDeposits(mode: Mode, deposits: DepositObservation[]): Promise<void> {

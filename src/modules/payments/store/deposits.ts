@@ -27,6 +27,21 @@ export async function issuedAddresses(
   return new Map(rows.map((r) => [r.address.toLowerCase(), r.address]));
 }
 
+/** Whether any coin choice Kasse issued on `chain` is waiting for its money and not expired at `now`. */
+export async function anyWaitingAttempt(db: DbOrTx, mode: Mode, chain: string, now: Date): Promise<boolean> {
+  const row = await db
+    .selectFrom('attempts')
+    .select(sql<number>`1`.as('one'))
+    .where('status', '=', 'waiting')
+    .where('expires_at', '>', now)
+    .where('mode', '=', mode)
+    .where('chain', '=', chain)
+    .where(sql<boolean>`NOT external`)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The attempts that issued any of `addresses` (compared in lower case). */
 export async function attemptsByAddress(
   db: DbOrTx,
