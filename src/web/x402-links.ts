@@ -124,7 +124,10 @@ export async function answerAgent(
   const { response, payment, replay } = settled;
   const pending = response.errorReason === 'settlement_pending';
   if (replay || (!payment && !pending)) await deps.links.release(link);
-  reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(response as never));
+  reply.header(
+    'PAYMENT-RESPONSE',
+    encodePaymentResponseHeader(response as Parameters<typeof encodePaymentResponseHeader>[0]),
+  );
   if (!payment) return required(response.errorMessage ?? response.errorReason ?? 'The payment could not be settled.');
   return reply
     .code(200)
