@@ -110,6 +110,7 @@ function parseNetwork(raw: unknown, at: string, families: readonly ChainFamily[]
     confirmationTiers: tiers,
     finalityConfirmations: finality,
     pollIntervalMs: n.poll_interval_ms === undefined ? 10_000 : posInt(n, 'poll_interval_ms', at),
+    ...(n.sender_lease_ms === undefined ? {} : { senderLeaseMs: posInt(n, 'sender_lease_ms', at) }),
     paused,
     tokens,
     ...(rules.settings ? { settings: rules.settings(n[family], `${at}.${family}`) } : {}),

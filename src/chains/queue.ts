@@ -123,7 +123,7 @@ export interface TransferSteps<R extends QueuedTransfer> {
 }
 
 export interface QueueOptions {
-  /** Transfers a pass takes, and how long it holds them. */
+  /** Transfers a pass takes, and how long it holds them (the network's `sender_lease_ms` comes first). */
   batch: number;
   leaseMs: number;
   /** Backoff after a failed try: base·2^tries, at most max. */
@@ -185,7 +185,7 @@ export class TransferQueue<R extends QueuedTransfer> {
       .limit(this.options.batch);
     const leased = await this.db
       .updateTable(this.table)
-      .set({ locked_until: new Date(now.getTime() + this.options.leaseMs) })
+      .set({ locked_until: new Date(now.getTime() + (this.where.network.senderLeaseMs ?? this.options.leaseMs)) })
       .where('id', 'in', due)
       .returning('id')
       .execute();

@@ -54,6 +54,8 @@ export interface NetworkConfig {
   /** Confirmations after which a deposit is `final` and reorgs are no longer watched for. */
   finalityConfirmations: number;
   pollIntervalMs: number;
+  /** How long a sender pass holds the transfers it took (`sender_lease_ms`); absent: the family's default (60 s). */
+  senderLeaseMs?: number;
   paused: boolean;
   tokens: TokenConfig[];
   /** The family's own settings (the network's object named after the family), as the family parsed them. */

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { after, before, describe, test } from 'node:test';
+import { Agent, fetch } from 'undici';
 import { createSseParser, type SseMessage } from '../../sdk/src/index.ts';
 import { withTx } from '../../src/db/index.ts';
 import { MAX_STREAMS_PER_MERCHANT } from '../../src/modules/webhooks/stream.ts';
@@ -37,11 +38,15 @@ async function openStream(
   opts: { types?: string; lastEventId?: string; base?: string } = {},
 ): Promise<OpenStream> {
   const ctl = new AbortController();
+  // A connection of its own, let go with the stream: a closed stream leaves no connection behind that the server's
+  // close would wait for (Node reaps a connection that never sent a request only at its 60 s header timeout).
+  const agent = new Agent();
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'text/event-stream' };
   if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
   const res = await fetch(`${opts.base ?? t.urls.test}/test/events/stream${opts.types ? `?types=${opts.types}` : ''}`, {
     headers,
     signal: ctl.signal,
+    dispatcher: agent,
   });
   const messages: SseMessage[] = [];
   let taken = 0;
@@ -72,10 +77,14 @@ async function openStream(
         check();
       });
     },
-    close: () => ctl.abort(),
+    close: () => {
+      ctl.abort();
+      void agent.destroy();
+    },
   };
   if (!res.ok) {
     s.messages.push({ id: undefined, event: 'error', data: await res.text() });
+    await agent.close();
     return s;
   }
   const parser = createSseParser(
@@ -96,6 +105,8 @@ async function openStream(
       }
     } catch {
       // aborted by the test
+    } finally {
+      void agent.destroy();
     }
   })();
   return s;

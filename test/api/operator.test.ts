@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { after, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { english, generateMnemonic } from 'viem/accounts';
 import { startEmbedded } from '../../src/db/embedded.ts';
@@ -70,293 +70,299 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-test('kasse merchant create --json prints exactly one JSON object with the keys', async () => {
-  const db = await createTestDatabase();
-  try {
-    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-'));
+// The cases share nothing (each its own data directory or database) and mostly wait on processes they start: two
+// run at once.
+describe('the operator contract', { concurrency: 2 }, () => {
+  test('kasse merchant create --json prints exactly one JSON object with the keys', async () => {
+    const db = await createTestDatabase();
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'kasse-cli-'));
+      dirs.push(dataDir);
+      const env = {
+        DATABASE_URL: db.url,
+        KASSE_DATA_DIR: dataDir,
+        KASSE_SECRET_KEY: 'ab'.repeat(32),
+        KASSE_MASTER_SEED: generateMnemonic(english),
+      };
+      const res = await kasse(
+        ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
+        env,
+      );
+      assert.equal(res.code, 0, res.stderr);
+      const lines = res.stdout.trim().split('\n');
+      assert.equal(lines.length, 1);
+      const out = JSON.parse(lines[0]!);
+      assert.deepEqual(Object.keys(out).sort(), ['live_key', 'merchant_id', 'test_key', 'webhook_secret']);
+      assert.match(out.merchant_id, /^mer_[0-9A-Z]{26}$/);
+      assert.match(out.test_key, /^kasse_test_/);
+      assert.match(out.live_key, /^kasse_live_/);
+      assert.match(out.webhook_secret, /^whsec_/);
+
+      const bad = await kasse(['merchant', 'create', '--json'], env);
+      assert.equal(bad.code, 2);
+      assert.equal(bad.stdout, '');
+      assert.match(bad.stderr, /--name is required/);
+
+      const revoke = await kasse(['key', 'revoke', out.test_key, '--json'], env);
+      assert.equal(revoke.code, 0, revoke.stderr);
+      const again = await kasse(['key', 'revoke', out.test_key], env);
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /No such active API key/);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
+    dirs.push(dataDir);
+    // Commands run from another directory, with the data directory given relative as beside `npm start` (which runs in
+    // the Kasse directory): they must find the server's database, not one of their own.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
+    dirs.push(elsewhere);
+    const env = {
+      KASSE_DATA_DIR: relative(ROOT, dataDir),
+      KASSE_LIVE_PORT: '0',
+      KASSE_TEST_PORT: '0',
+      KASSE_CHECKOUT_PORT: '0',
+      DATABASE_URL: '',
+    };
+
+    // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
+    const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+    assert.equal(refused.code, 2);
+    assert.equal(refused.stdout, '');
+    assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
+    assert.match(refused.stderr, /KASSE_DATA_DIR/);
+    assert.deepEqual(readdirSync(dataDir), []);
+
+    const first = await start(env);
+    assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
+    assert.equal(created.code, 0, created.stderr);
+    const { test_key } = JSON.parse(created.stdout);
+    const account = await fetch(`${first.urls['test api']}/account`, {
+      headers: { authorization: `Bearer ${test_key}` },
+    });
+    assert.equal(account.status, 200);
+    // One line per mode says which networks run and what the others are missing.
+    const logged = () =>
+      first
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+    await eventually('the test mode line', () => logged().some((l) => /^test mode:/.test(l.msg)));
+    const lines = logged();
+    const live = lines.filter((l) => /^live mode:/.test(l.msg));
+    const testMode = lines.filter((l) => /^test mode:/.test(l.msg));
+    assert.equal(live.length, 1);
+    assert.equal(testMode.length, 1);
+    assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
+    assert.match(
+      live[0].msg,
+      /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/,
+    );
+    assert.match(live[0].msg, /Going live/);
+    assert.equal(live[0].mode, 'live');
+    assert.match(testMode[0].msg, /^test mode: simulator only/);
+    first.child.kill('SIGTERM');
+    assert.equal(await first.exited, 0);
+    assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
+
+    // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
+    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+    assert.equal(listed.code, 0, listed.stderr);
+    const merchants = JSON.parse(listed.stdout);
+    assert.equal(merchants[0].name, 'Beside');
+    assert.deepEqual(Object.keys(merchants[0]), [
+      'id',
+      'name',
+      'webhook_url_test',
+      'webhook_url_live',
+      'rate_limit_per_minute',
+      'fee_bps',
+      'created_at',
+    ]);
+    assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
+
+    const second = await start(env);
+    const again = await fetch(`${second.urls['test api']}/account`, {
+      headers: { authorization: `Bearer ${test_key}` },
+    });
+    assert.equal(again.status, 200);
+    second.child.kill('SIGINT');
+    assert.equal(await second.exited, 0);
+  });
+
+  test("the CLI makes no secrets of its own: without the server's it refuses, naming where it looked", async () => {
+    const db = await createTestDatabase();
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'kasse-nosecrets-'));
+      dirs.push(dataDir);
+      const res = await kasse(['merchant', 'list', '--json'], { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir });
+      assert.equal(res.code, 2);
+      assert.equal(res.stdout, '');
+      assert.match(res.stderr, new RegExp(`no secrets at ${join(dataDir, 'secrets.json')}`));
+      assert.deepEqual(readdirSync(dataDir), []);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  /** A small seeded generator (mulberry32): the same "random" kill moments on every run. */
+  function seeded(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  test('a crash of the whole process group at random moments, restarted at once ten times: every start comes up, nothing is lost', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-crash-'));
     dirs.push(dataDir);
     const env = {
-      DATABASE_URL: db.url,
       KASSE_DATA_DIR: dataDir,
-      KASSE_SECRET_KEY: 'ab'.repeat(32),
-      KASSE_MASTER_SEED: generateMnemonic(english),
+      KASSE_LIVE_PORT: '0',
+      KASSE_TEST_PORT: '0',
+      KASSE_CHECKOUT_PORT: '0',
+      DATABASE_URL: '',
+      KASSE_LOG_LEVEL: 'warn',
+      // Every round reads back every payment kept so far: more requests a minute than the default limit allows.
+      KASSE_RATE_LIMIT: '100000',
     };
-    const res = await kasse(
-      ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
-      env,
-    );
-    assert.equal(res.code, 0, res.stderr);
-    const lines = res.stdout.trim().split('\n');
-    assert.equal(lines.length, 1);
-    const out = JSON.parse(lines[0]!);
-    assert.deepEqual(Object.keys(out).sort(), ['live_key', 'merchant_id', 'test_key', 'webhook_secret']);
-    assert.match(out.merchant_id, /^mer_[0-9A-Z]{26}$/);
-    assert.match(out.test_key, /^kasse_test_/);
-    assert.match(out.live_key, /^kasse_live_/);
-    assert.match(out.webhook_secret, /^whsec_/);
+    let running = await start(env, { detached: true });
+    try {
+      const created = await kasse(['merchant', 'create', '--name', 'Crashes', '--json'], env);
+      assert.equal(created.code, 0, created.stderr);
+      const auth = { authorization: `Bearer ${JSON.parse(created.stdout).test_key}` };
+      const pay = (base: string, cents: number) =>
+        fetch(`${base}/payments`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ price_amount: cents, price_currency: 'USD', order_id: `crash-${cents}` }),
+        });
+      const random = seeded(33);
+      const kept: string[] = [];
+      for (let round = 1; round <= 10; round++) {
+        const base = running.urls['test api']!;
+        // A payment answered before the kill must be there after it; another is on its way when the kill comes.
+        const answered = await pay(base, 1000 + round);
+        assert.equal(answered.status, 201);
+        kept.push(((await answered.json()) as { id: string }).id);
+        void pay(base, 5000 + round).catch(() => {});
+        await new Promise((r) => setTimeout(r, Math.floor(random() * 400)));
+        process.kill(-running.child.pid!, 'SIGKILL');
+        await running.exited;
 
-    const bad = await kasse(['merchant', 'create', '--json'], env);
-    assert.equal(bad.code, 2);
-    assert.equal(bad.stdout, '');
-    assert.match(bad.stderr, /--name is required/);
-
-    const revoke = await kasse(['key', 'revoke', out.test_key, '--json'], env);
-    assert.equal(revoke.code, 0, revoke.stderr);
-    const again = await kasse(['key', 'revoke', out.test_key], env);
-    assert.equal(again.code, 2);
-    assert.match(again.stderr, /No such active API key/);
-  } finally {
-    await db.drop();
-  }
-});
-
-test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
-  dirs.push(dataDir);
-  // Commands run from another directory, with the data directory given relative as beside `npm start` (which runs in
-  // the Kasse directory): they must find the server's database, not one of their own.
-  const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
-  dirs.push(elsewhere);
-  const env = {
-    KASSE_DATA_DIR: relative(ROOT, dataDir),
-    KASSE_LIVE_PORT: '0',
-    KASSE_TEST_PORT: '0',
-    KASSE_CHECKOUT_PORT: '0',
-    DATABASE_URL: '',
-  };
-
-  // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
-  const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
-  assert.equal(refused.code, 2);
-  assert.equal(refused.stdout, '');
-  assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
-  assert.match(refused.stderr, /KASSE_DATA_DIR/);
-  assert.deepEqual(readdirSync(dataDir), []);
-
-  const first = await start(env);
-  assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
-  assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
-  assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
-  const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
-  assert.equal(created.code, 0, created.stderr);
-  const { test_key } = JSON.parse(created.stdout);
-  const account = await fetch(`${first.urls['test api']}/account`, {
-    headers: { authorization: `Bearer ${test_key}` },
-  });
-  assert.equal(account.status, 200);
-  // One line per mode says which networks run and what the others are missing.
-  const logged = () =>
-    first
-      .output()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l));
-  await eventually('the test mode line', () => logged().some((l) => /^test mode:/.test(l.msg)));
-  const lines = logged();
-  const live = lines.filter((l) => /^live mode:/.test(l.msg));
-  const testMode = lines.filter((l) => /^test mode:/.test(l.msg));
-  assert.equal(live.length, 1);
-  assert.equal(testMode.length, 1);
-  assert.equal(live[0].level, 40, 'a live mode that cannot take payments is a warning');
-  assert.match(
-    live[0].msg,
-    /^live mode: no network can take payments; paused: ethereum, base, polygon, arbitrum, solana, bitcoin, litecoin\. Why: ethereum, base, polygon, arbitrum: no forwarder factory configured/,
-  );
-  assert.match(live[0].msg, /Going live/);
-  assert.equal(live[0].mode, 'live');
-  assert.match(testMode[0].msg, /^test mode: simulator only/);
-  first.child.kill('SIGTERM');
-  assert.equal(await first.exited, 0);
-  assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
-
-  // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
-  const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
-  assert.equal(listed.code, 0, listed.stderr);
-  const merchants = JSON.parse(listed.stdout);
-  assert.equal(merchants[0].name, 'Beside');
-  assert.deepEqual(Object.keys(merchants[0]), [
-    'id',
-    'name',
-    'webhook_url_test',
-    'webhook_url_live',
-    'rate_limit_per_minute',
-    'fee_bps',
-    'created_at',
-  ]);
-  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
-
-  const second = await start(env);
-  const again = await fetch(`${second.urls['test api']}/account`, { headers: { authorization: `Bearer ${test_key}` } });
-  assert.equal(again.status, 200);
-  second.child.kill('SIGINT');
-  assert.equal(await second.exited, 0);
-});
-
-test("the CLI makes no secrets of its own: without the server's it refuses, naming where it looked", async () => {
-  const db = await createTestDatabase();
-  try {
-    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-nosecrets-'));
-    dirs.push(dataDir);
-    const res = await kasse(['merchant', 'list', '--json'], { DATABASE_URL: db.url, KASSE_DATA_DIR: dataDir });
-    assert.equal(res.code, 2);
-    assert.equal(res.stdout, '');
-    assert.match(res.stderr, new RegExp(`no secrets at ${join(dataDir, 'secrets.json')}`));
-    assert.deepEqual(readdirSync(dataDir), []);
-  } finally {
-    await db.drop();
-  }
-});
-
-/** A small seeded generator (mulberry32): the same "random" kill moments on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-test('a crash of the whole process group at random moments, restarted at once ten times: every start comes up, nothing is lost', async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'kasse-crash-'));
-  dirs.push(dataDir);
-  const env = {
-    KASSE_DATA_DIR: dataDir,
-    KASSE_LIVE_PORT: '0',
-    KASSE_TEST_PORT: '0',
-    KASSE_CHECKOUT_PORT: '0',
-    DATABASE_URL: '',
-    KASSE_LOG_LEVEL: 'warn',
-    // Every round reads back every payment kept so far: more requests a minute than the default limit allows.
-    KASSE_RATE_LIMIT: '100000',
-  };
-  let running = await start(env, { detached: true });
-  try {
-    const created = await kasse(['merchant', 'create', '--name', 'Crashes', '--json'], env);
-    assert.equal(created.code, 0, created.stderr);
-    const auth = { authorization: `Bearer ${JSON.parse(created.stdout).test_key}` };
-    const pay = (base: string, cents: number) =>
-      fetch(`${base}/payments`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ price_amount: cents, price_currency: 'USD', order_id: `crash-${cents}` }),
-      });
-    const random = seeded(33);
-    const kept: string[] = [];
-    for (let round = 1; round <= 10; round++) {
-      const base = running.urls['test api']!;
-      // A payment answered before the kill must be there after it; another is on its way when the kill comes.
-      const answered = await pay(base, 1000 + round);
-      assert.equal(answered.status, 201);
-      kept.push(((await answered.json()) as { id: string }).id);
-      void pay(base, 5000 + round).catch(() => {});
-      await new Promise((r) => setTimeout(r, Math.floor(random() * 400)));
-      process.kill(-running.child.pid!, 'SIGKILL');
-      await running.exited;
-
-      running = await start(env, { detached: true });
-      const root = running.urls['test api']!.replace(/\/v1$/, '');
-      const ready = await fetch(`${root}/readyz`);
-      assert.equal(ready.status, 200, `round ${round}: /readyz after the restart`);
-      for (const id of kept) {
-        const got = await fetch(`${running.urls['test api']}/payments/${id}`, { headers: auth });
-        assert.equal(got.status, 200, `round ${round}: payment ${id} after the restart`);
+        running = await start(env, { detached: true });
+        const root = running.urls['test api']!.replace(/\/v1$/, '');
+        const ready = await fetch(`${root}/readyz`);
+        assert.equal(ready.status, 200, `round ${round}: /readyz after the restart`);
+        for (const id of kept) {
+          const got = await fetch(`${running.urls['test api']}/payments/${id}`, { headers: auth });
+          assert.equal(got.status, 200, `round ${round}: payment ${id} after the restart`);
+        }
+      }
+      running.child.kill('SIGTERM');
+      assert.equal(await running.exited, 0);
+    } finally {
+      try {
+        process.kill(-running.child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
       }
     }
-    running.child.kill('SIGTERM');
-    assert.equal(await running.exited, 0);
-  } finally {
-    try {
-      process.kill(-running.child.pid!, 'SIGKILL');
-    } catch {
-      // already gone
+  });
+
+  /** Polls `check` every 50 ms until it holds; fails after `ms`. */
+  async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+    const end = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
-});
 
-/** Polls `check` every 50 ms until it holds; fails after `ms`. */
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+  const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`);
-
-/**
- * An embedded PostgreSQL with a row in it, killed with SIGKILL: its `postmaster.pid` (and the port in it) stays behind,
- * as after a crash of Kasse's process group.
- */
-async function crashedCluster(): Promise<{ dataDir: string; pidFile: string; port: number }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'kasse-pg-crash-'));
-  dirs.push(dataDir);
-  const first = await startEmbedded(dataDir);
-  const client = new pg.Client({ connectionString: first.url });
-  await client.connect();
-  await client.query("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before the crash')");
-  await client.end();
-  const pidFile = join(dataDir, 'pg', 'postmaster.pid');
-  const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
-  process.kill(Number(pid), 'SIGKILL');
-  await until(() => !alive(Number(pid)), 10_000, 'the killed postmaster to be gone');
-  return { dataDir, pidFile, port: Number(port) };
-}
-
-/** Names process `pid` in the left-behind `postmaster.pid`, as a pid that is a zombie or was reused would be. */
-function namePid(pidFile: string, pid: number): void {
-  const lines = readFileSync(pidFile, 'utf8').split('\n');
-  lines[0] = String(pid);
-  writeFileSync(pidFile, lines.join('\n'));
-}
-
-async function keptRow(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query('SELECT v FROM kept')).rows[0].v;
-  } finally {
+  /**
+   * An embedded PostgreSQL with a row in it, killed with SIGKILL: its `postmaster.pid` (and the port in it) stays behind,
+   * as after a crash of Kasse's process group.
+   */
+  async function crashedCluster(): Promise<{ dataDir: string; pidFile: string; port: number }> {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kasse-pg-crash-'));
+    dirs.push(dataDir);
+    const first = await startEmbedded(dataDir);
+    const client = new pg.Client({ connectionString: first.url });
+    await client.connect();
+    await client.query("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before the crash')");
     await client.end();
+    const pidFile = join(dataDir, 'pg', 'postmaster.pid');
+    const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
+    process.kill(Number(pid), 'SIGKILL');
+    await until(() => !alive(Number(pid)), 10_000, 'the killed postmaster to be gone');
+    return { dataDir, pidFile, port: Number(port) };
   }
-}
 
-test('the embedded PostgreSQL after a crash whose postmaster is a zombie not yet reaped: waited for, then started again', async () => {
-  const { dataDir, pidFile, port } = await crashedCluster();
-  // A zombie: the background `sleep` exits after its parent (`sh`, become `sleep 3`) stopped reaping; it stays a zombie
-  // until its parent ends.
-  const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const zombie = await new Promise<number>((resolve) =>
-    parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
-  );
-  await until(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'), 5_000, 'the zombie');
-  namePid(pidFile, zombie);
-
-  const again = await startEmbedded(dataDir);
-  try {
-    assert.ok(!alive(zombie), 'started only once the old postmaster was gone');
-    assert.notEqual(new URL(again.url).port, String(port), 'a new server, not the dead port');
-    assert.equal(await keptRow(again.url), 'before the crash');
-  } finally {
-    await again.stop();
+  /** Names process `pid` in the left-behind `postmaster.pid`, as a pid that is a zombie or was reused would be. */
+  function namePid(pidFile: string, pid: number): void {
+    const lines = readFileSync(pidFile, 'utf8').split('\n');
+    lines[0] = String(pid);
+    writeFileSync(pidFile, lines.join('\n'));
   }
-});
 
-test('the embedded PostgreSQL after a crash whose pid another process took: started again, that process untouched', async () => {
-  const { dataDir, pidFile } = await crashedCluster();
-  const other = spawn('sleep', ['30'], { stdio: 'ignore' });
-  try {
-    namePid(pidFile, other.pid!);
+  async function keptRow(url: string): Promise<string> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query('SELECT v FROM kept')).rows[0].v;
+    } finally {
+      await client.end();
+    }
+  }
+
+  test('the embedded PostgreSQL after a crash whose postmaster is a zombie not yet reaped: waited for, then started again', async () => {
+    const { dataDir, pidFile, port } = await crashedCluster();
+    // A zombie: the background `sleep` exits after its parent (`sh`, become `sleep 3`) stopped reaping; it stays a zombie
+    // until its parent ends.
+    const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const zombie = await new Promise<number>((resolve) =>
+      parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
+    );
+    await until(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'), 5_000, 'the zombie');
+    namePid(pidFile, zombie);
+
     const again = await startEmbedded(dataDir);
     try {
+      assert.ok(!alive(zombie), 'started only once the old postmaster was gone');
+      assert.notEqual(new URL(again.url).port, String(port), 'a new server, not the dead port');
       assert.equal(await keptRow(again.url), 'before the crash');
-      assert.ok(alive(other.pid!));
     } finally {
       await again.stop();
     }
-  } finally {
-    other.kill('SIGKILL');
-  }
+  });
+
+  test('the embedded PostgreSQL after a crash whose pid another process took: started again, that process untouched', async () => {
+    const { dataDir, pidFile } = await crashedCluster();
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      namePid(pidFile, other.pid!);
+      const again = await startEmbedded(dataDir);
+      try {
+        assert.equal(await keptRow(again.url), 'before the crash');
+        assert.ok(alive(other.pid!));
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      other.kill('SIGKILL');
+    }
+  });
 });

@@ -147,6 +147,32 @@ describe('leasing', () => {
     assert.equal(await queue(null).runDue(), 1);
     assert.equal((await row('po_held')).status, 'sent');
   });
+
+  test("a pass holds its transfers for the network's sender_lease_ms when set, else the family's lease", async () => {
+    const heldFor = async (where: NetworkConfig, id: string) => {
+      await insert(id, 'payout');
+      let ms = 0;
+      const sign = steps().sign;
+      const q = new TransferQueue<Row>(
+        'test',
+        'queue_transfers',
+        { network: where, mode: 'test' },
+        { db, clock, log, sink: null },
+        OPTIONS,
+        {
+          ...steps(),
+          sign: async (r) => {
+            ms = (await row(r.id)).locked_until!.getTime() - clock.millis();
+            return sign(r);
+          },
+        },
+      );
+      assert.equal(await q.runDue(), 1);
+      return ms;
+    };
+    assert.equal(await heldFor({ ...network, senderLeaseMs: 3_000 }, 'po_short'), 3_000);
+    assert.equal(await heldFor(network, 'po_default'), OPTIONS.leaseMs);
+  });
 });
 
 describe('failed steps', () => {

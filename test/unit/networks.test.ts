@@ -74,6 +74,25 @@ describe('networks files', () => {
     assert.deepEqual(ethereum!.wsUrls, []);
   });
 
+  test('sender_lease_ms: how long a sender pass holds its transfers, for every family; absent when not set', () => {
+    const doc = live();
+    for (const n of doc.networks) n.sender_lease_ms = 3000;
+    doc.networks[0].sender_lease_ms = undefined;
+    const parsed = parseNetworks(doc, 'networks.live.json', families);
+    assert.equal(parsed[0]!.senderLeaseMs, undefined);
+    assert.deepEqual(
+      parsed.slice(1).map((n) => [n.family, n.senderLeaseMs]),
+      [
+        ['evm', 3000],
+        ['evm', 3000],
+        ['evm', 3000],
+        ['solana', 3000],
+        ['utxo', 3000],
+        ['utxo', 3000],
+      ],
+    );
+  });
+
   test('tiers pick confirmations by price; explorer templates', () => {
     const eth = loadNetworks({ networksFile: null }, families).live[0]!;
     assert.deepEqual(confirmationTier(eth, 10_000), { tier: 1, confirmations: 3 });
@@ -106,6 +125,8 @@ describe('networks files', () => {
         /needs coingecko_id or binance_symbol/,
       ],
       [(d) => (d.networks[0].family = 'cosmos'), /family must be one of/],
+      [(d) => (d.networks[4].sender_lease_ms = 0), /\(solana\)\.sender_lease_ms must be a positive integer/],
+      [(d) => (d.networks[1].sender_lease_ms = '3s'), /\(base\)\.sender_lease_ms must be a positive integer/],
       [
         (d) => (d.networks[1].ws_urls = ['https://mainnet.base.org']),
         /\(base\)\.ws_urls must be an array of ws\(s\) URLs/,

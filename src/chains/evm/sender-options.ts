@@ -28,7 +28,7 @@ export interface EvmSenderOptions {
   replaceAfterBlocks?: number;
   /** Confirmations a receipt needs before the transfer settles. Default: the network's highest tier. */
   confirmations?: number;
-  /** Transfers a worker takes per pass, and how long it holds them. */
+  /** Transfers a worker takes per pass, and how long it holds them (the network's `sender_lease_ms` comes first). */
   batch?: number;
   leaseMs?: number;
   /** Backoff after a failed try: base·2^tries, at most max. */
