@@ -5415,7 +5415,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            /** @description A replay: the subscription an earlier request with the same Idempotency-Key and body created. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5424,7 +5424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
-            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            /** @description The subscription was created. */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -5891,7 +5891,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            /** @description A replay: the disbursement an earlier request with the same Idempotency-Key and body created. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5900,7 +5900,7 @@ export interface operations {
                     "application/json": components["schemas"]["Disbursement"];
                 };
             };
-            /** @description A batch of payouts approved by the merchant's owners on the dashboard. */
+            /** @description The disbursement was created. */
             201: {
                 headers: {
                     [name: string]: unknown;
