@@ -70,9 +70,9 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-// The cases share nothing (each its own data directory or database) and mostly wait on processes they start: two
-// run at once.
-describe('the operator contract', { concurrency: 2 }, () => {
+// The cases share nothing (each its own data directory or database). They run one at a time: their time is the CPU
+// of the processes they start, and the runner already runs another file beside this one on the suite's two cores.
+describe('the operator contract', () => {
   test('kasse merchant create --json prints exactly one JSON object with the keys', async () => {
     const db = await createTestDatabase();
     try {
