@@ -32,9 +32,22 @@ function makeAjv(coerce: boolean): Ajv {
 const strictAjv = makeAjv(false);
 const coercingAjv = makeAjv(true);
 
+/**
+ * Validators by part and schema text: the live and the test API register the same routes, and each schema is
+ * compiled once per process (a validator keeps no state between calls).
+ */
+const validators = new Map<string, ReturnType<FastifySchemaCompiler<unknown>>>();
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-  return ajv.compile(freeFormKeys(schema) as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  const strict = httpPart === 'body';
+  const closed = freeFormKeys(schema) as object;
+  const key = `${strict ? 'body' : 'text'}:${JSON.stringify(closed)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = (strict ? strictAjv : coercingAjv).compile(closed) as ReturnType<FastifySchemaCompiler<unknown>>;
+    validators.set(key, validate);
+  }
+  return validate;
 };
 
 /**
