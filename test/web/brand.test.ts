@@ -12,40 +12,24 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { contentSecurityPolicy } from '../../src/web/page.ts';
-import {
-  launchBrowser,
-  screenshot,
-  startWebKasse,
-  type RecordedPage,
-  type TestBrowser,
-  type WebKasse,
-} from '../harness/browser.ts';
-import { createUser, csrfOf, get, setUpAccount, signIn, type DashboardUser } from '../harness/dashboard.ts';
+import { screenshot, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import { csrfOf, get, startDashboard, type DashboardTeam } from '../harness/dashboard.ts';
 import { ok } from '../harness/expect.ts';
 import { ARTIFACTS, readPdf } from '../harness/pdf.ts';
 
+let d: DashboardTeam<'owner' | 'viewer'>;
 let w: WebKasse;
 let b: TestBrowser;
 let base: string;
-let owner: DashboardUser;
 let ownerPage: RecordedPage;
 const COLOR = '#0b5d3b';
 
 before(async () => {
-  w = await startWebKasse();
-  b = await launchBrowser();
-  base = w.t.urls.checkout;
-  const u = await createUser(w.t.kasse, w.m.id, 'owner@example.com', 'owner');
-  const setup = await b.open('desktop');
-  owner = await setUpAccount(setup.page, u.setupUrl, w.t.clock, { email: 'owner@example.com', id: u.id });
-  await setup.context.close();
-  ownerPage = await b.open('desktop');
-  await signIn(ownerPage.page, base, w.t.clock, owner);
+  d = await startDashboard({ owner: 'owner', viewer: 'viewer' });
+  ({ w, b, base } = d);
+  ownerPage = await d.as('owner');
 });
-after(async () => {
-  await b?.close();
-  await w?.close();
-});
+after(() => d?.close());
 
 /** A 900 × 600 PNG with EXIF metadata (a camera's, say). */
 const bigPng = () =>
@@ -97,10 +81,8 @@ describe('Settings: logo and colour', () => {
       headers: { origin: base },
     });
     assert.equal(forged.status(), 403);
-    const v = await createUser(w.t.kasse, w.m.id, 'viewer@example.com', 'viewer');
-    const vp = await b.open('desktop');
+    const vp = await d.as('viewer');
     try {
-      await setUpAccount(vp.page, v.setupUrl, w.t.clock, { email: 'viewer@example.com', id: v.id });
       await vp.page.goto(`${base}/dashboard/test/settings`);
       assert.equal(await vp.page.getByRole('button', { name: 'Upload logo' }).count(), 0);
       const res = await vp.context.request.post(`${base}/dashboard/test/settings/logo`, {
