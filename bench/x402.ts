@@ -1,15 +1,9 @@
-/**
- * The x402 facilitator in simulator mode (test API, networks on the simulator: verification real, settlement
- * simulated): latency of `POST /x402/verify` and `POST /x402/settle` one request at a time (p50/p99), and settles per
- * second with 16 requests in flight, against a bare EIP-712 signature recovery (viem `recoverTypedDataAddress`, the
- * floor of any verification) measured in the same run. Authorizations are signed before the clock starts.
- */
-import { randomBytes } from 'node:crypto';
 import { getAddress, recoverTypedDataAddress, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTestKasse } from '../test/harness/app.ts';
 import { benchDatabase } from './_pg.ts';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../test/harness/hardhat.ts';
+import { authorizationBody } from '../test/harness/x402.ts';
 
 const NETWORK = 'eip155:84532';
 const USDC = getAddress('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
@@ -32,51 +26,19 @@ export async function run(): Promise<object> {
     const agent = privateKeyToAccount(generatePrivateKey());
     const now = Math.floor(Date.now() / 1000);
     const sign = async () => {
-      const message = {
-        from: agent.address,
-        to: payTo,
-        value: 1000n,
-        validAfter: BigInt(now - 600),
-        validBefore: BigInt(now + 3600),
-        nonce: `0x${randomBytes(32).toString('hex')}` as Hex,
-      };
-      const signature = await agent.signTypedData({
+      const signed = await authorizationBody({
+        signer: agent,
         domain: DOMAIN,
-        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-        primaryType: 'TransferWithAuthorization',
-        message,
-      });
-      const requirements = {
-        scheme: 'exact',
         network: NETWORK,
-        amount: '1000',
         asset: USDC,
         payTo,
+        value: 1000n,
+        validAfter: now - 600,
+        validBefore: now + 3600,
         maxTimeoutSeconds: 300,
-        extra: { name: 'USDC', version: '2' },
-      };
-      return {
-        message,
-        signature,
-        body: JSON.stringify({
-          x402Version: 2,
-          paymentPayload: {
-            x402Version: 2,
-            resource: { url: 'https://api.example/weather', description: 'Weather' },
-            accepted: requirements,
-            payload: {
-              signature,
-              authorization: {
-                ...message,
-                value: '1000',
-                validAfter: String(message.validAfter),
-                validBefore: String(message.validBefore),
-              },
-            },
-          },
-          paymentRequirements: requirements,
-        }),
-      };
+        resource: { url: 'https://api.example/weather', description: 'Weather' },
+      });
+      return { ...signed, body: JSON.stringify(signed.body) };
     };
     const N = Number(process.env.BENCH_X402_N ?? 400);
     const THROUGHPUT_N = Number(process.env.BENCH_X402_THROUGHPUT_N ?? 1600);

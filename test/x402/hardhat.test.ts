@@ -7,17 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Address, type Hex, getAddress } from 'viem';
+import { type Address, getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { ok } from '../harness/expect.ts';
-import { startHardhatNode, TRANSFER_WITH_AUTHORIZATION_TYPES, type HardhatNode } from '../harness/hardhat.ts';
+import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
 import { agentFetch, startShop } from './agents.ts';
 
@@ -44,47 +44,19 @@ const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
 
 async function body(units: bigint, signer = agent) {
   const now = Math.floor(Date.now() / 1000);
-  const message = {
-    from: signer.address,
-    to: payTo,
-    value: units,
-    validAfter: BigInt(now - 600),
-    validBefore: BigInt(now + 600),
-    nonce: `0x${randomBytes(32).toString('hex')}` as Hex,
-  };
-  const signature = await signer.signTypedData({
+  const signed = await authorizationBody({
+    signer,
     domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: k.usdc },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message,
-  });
-  const requirements = {
-    scheme: 'exact',
     network: NETWORK,
-    amount: units.toString(),
     asset: k.usdc,
     payTo,
+    value: units,
+    validAfter: now - 600,
+    validBefore: now + 600,
     maxTimeoutSeconds: 600,
-    extra: { name: 'Test USDC', version: '2' },
-  };
-  return {
-    x402Version: 2,
-    paymentPayload: {
-      x402Version: 2,
-      resource: { url: 'http://shop.test/weather', description: 'Weather', mimeType: 'application/json' },
-      accepted: requirements,
-      payload: {
-        signature,
-        authorization: {
-          ...message,
-          value: String(message.value),
-          validAfter: String(message.validAfter),
-          validBefore: String(message.validBefore),
-        },
-      },
-    },
-    paymentRequirements: requirements,
-  };
+    resource: { url: 'http://shop.test/weather', description: 'Weather', mimeType: 'application/json' },
+  });
+  return signed.body;
 }
 
 test('supported names the test USDC domain read from the chain', async () => {

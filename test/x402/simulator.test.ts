@@ -8,16 +8,15 @@
  * missing keys get the Error body (403, 401).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { type Hex, getAddress } from 'viem';
+import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { launchBrowser } from '../harness/browser.ts';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, startShop } from './agents.ts';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../harness/hardhat.ts';
+import { authorizationBody, type AuthorizationOptions } from '../harness/x402.ts';
 
 const NETWORK = 'eip155:84532';
 const TAX_PROFILE = {
@@ -45,61 +44,30 @@ after(() => t?.close());
 const agent = privateKeyToAccount(generatePrivateKey());
 const nowS = () => Math.floor(t.clock.now().getTime() / 1000);
 
-/** A signed EIP-3009 authorization and the body HTTPFacilitatorClient would post for it. */
+/** A signed EIP-3009 authorization and the body HTTPFacilitatorClient would post for it (for $0.001 unless told). */
 async function body(
-  o: {
-    value?: bigint;
-    to?: string;
-    validAfter?: number;
-    validBefore?: number;
-    amount?: string;
-    asset?: string;
-    payTo?: string;
+  o: Partial<
+    Pick<AuthorizationOptions, 'value' | 'to' | 'validAfter' | 'validBefore' | 'amount' | 'asset' | 'payTo'>
+  > & {
     signer?: typeof agent;
   } = {},
 ) {
-  const signer = o.signer ?? agent;
-  const message = {
+  const signed = await authorizationBody({
+    signer: o.signer ?? agent,
     from: agent.address,
-    to: getAddress(o.to ?? payTo),
-    value: o.value ?? 1000n,
-    validAfter: BigInt(o.validAfter ?? nowS() - 600),
-    validBefore: BigInt(o.validBefore ?? nowS() + 300),
-    nonce: `0x${randomBytes(32).toString('hex')}` as Hex,
-  };
-  const signature = await signer.signTypedData({
     domain: { name: 'USDC', version: '2', chainId: 84532, verifyingContract: USDC },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message,
-  });
-  const requirements = {
-    scheme: 'exact',
     network: NETWORK,
-    amount: o.amount ?? '1000',
     asset: o.asset ?? USDC,
     payTo: o.payTo ?? payTo,
+    to: o.to,
+    value: o.value ?? 1000n,
+    amount: o.amount ?? '1000',
+    validAfter: o.validAfter ?? nowS() - 600,
+    validBefore: o.validBefore ?? nowS() + 300,
     maxTimeoutSeconds: 300,
-    extra: { name: 'USDC', version: '2' },
-  };
-  return {
-    x402Version: 2,
-    paymentPayload: {
-      x402Version: 2,
-      resource: { url: 'http://shop.test/weather', description: 'Weather in Kochi', mimeType: 'application/json' },
-      accepted: requirements,
-      payload: {
-        signature,
-        authorization: {
-          ...message,
-          value: message.value.toString(),
-          validAfter: message.validAfter.toString(),
-          validBefore: message.validBefore.toString(),
-        },
-      },
-    },
-    paymentRequirements: requirements,
-  };
+    resource: { url: 'http://shop.test/weather', description: 'Weather in Kochi', mimeType: 'application/json' },
+  });
+  return signed.body;
 }
 
 describe('the facilitator API', () => {
