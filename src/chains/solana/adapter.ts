@@ -101,16 +101,12 @@ export class SolanaAdapter
     return !this.network.paused;
   }
 
-  /** What wakes the watcher over the network's `ws_urls`: `slotSubscribe`, each new slot and root (push.ts). */
+  /**
+   * What wakes the watcher over the network's `ws_urls`: `slotSubscribe`, each new slot and root (push.ts); the
+   * watcher reads each notification's news itself (slot-news.ts).
+   */
   push(): PushSpec {
-    return {
-      urls: this.network.wsUrls ?? [],
-      subscribe: [{ method: 'slotSubscribe', params: [] }],
-      news: (r) => {
-        const o = r as { slot?: unknown; root?: unknown } | null;
-        return o && typeof o.slot === 'number' ? `${o.slot}:${o.root}` : null;
-      },
-    };
+    return { urls: this.network.wsUrls ?? [], subscribe: [{ method: 'slotSubscribe', params: [] }] };
   }
 
   watcher(sink: DepositSink, overrides: Partial<SolanaWatcherOptions> = {}): SolanaWatcher {

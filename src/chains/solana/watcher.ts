@@ -97,6 +97,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private checkedRoot = -1n;
 
   constructor(private readonly opts: SolanaWatcherOptions) {
+    // Each notification is recorded and deduplicated by its slot and root (slot-news.ts).
     const news = new SlotNews();
     super('solana', { ...opts, push: opts.push && { ...opts.push, news: (r) => news.hear(r) } });
     this.news = news;
