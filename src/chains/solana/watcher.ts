@@ -147,17 +147,9 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     for (;;) {
       try {
         const limit = Math.min(this.batch, this.maxSlotsPerTick - result.blocks);
-        const announced = limit > 0 && news ? await news.block(this.opts.rpc, cursor) : null;
-        const slots =
-          announced === 'quiet'
-            ? []
-            : announced
-              ? [announced.slot]
-              : limit > 0
-                ? await this.producedSlots(cursor.slot + 1n, limit, 'confirmed')
-                : [];
+        const { slots, read, listed } = await this.nextSlots(cursor, limit, news);
         if (slots.length > 0) {
-          const scan = await this.scan(cursor, slots, announced && announced !== 'quiet' ? [announced.block] : null);
+          const scan = await this.scan(cursor, slots, read);
           if (scan === 'fork') {
             cursor = await this.fork(cursor, 'confirmed', result);
             continue;
@@ -170,7 +162,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
           result.tip = cursor.slot;
           failures = 0;
         }
-        const more = announced === null && slots.length === limit && limit > 0;
+        const more = listed && slots.length === limit;
         // Finality can only have moved when the announced root did; without news, every tick that read blocks checks.
         const rootMoved = !news || news.root === null || news.root > this.checkedRoot;
         const due =
@@ -204,6 +196,22 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         await new Promise((r) => setTimeout(r, Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1))));
       }
     }
+  }
+
+  /**
+   * The slots to read next, up to `limit`: on the push path the announced one (its block already `read`), or none when
+   * no slot after the cursor was announced; else those the node lists after the cursor (`listed`).
+   */
+  private async nextSlots(
+    cursor: Cursor,
+    limit: number,
+    news: SlotNews | null,
+  ): Promise<{ slots: bigint[]; read: RpcBlock[] | null; listed: boolean }> {
+    if (limit <= 0) return { slots: [], read: null, listed: false };
+    const announced = news ? await news.block(this.opts.rpc, cursor) : null;
+    if (announced === 'quiet') return { slots: [], read: null, listed: false };
+    if (announced) return { slots: [announced.slot], read: [announced.block], listed: false };
+    return { slots: await this.producedSlots(cursor.slot + 1n, limit, 'confirmed'), read: null, listed: true };
   }
 
   private async producedSlots(from: bigint, limit: number, commitment: Commitment): Promise<bigint[]> {
