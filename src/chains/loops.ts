@@ -6,7 +6,9 @@
 import { Loop } from '../core/loop.ts';
 import type { Logger } from '../core/log.ts';
 import type { Mode } from '../core/mode.ts';
-import type { Db } from '../db/index.ts';
+import { sql, type ExpressionBuilder, type FilterObject, type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { Db, Tx } from '../db/index.ts';
+import type { Database } from '../db/schema.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { HealthReport, NetworkHealth } from './health.ts';
 import { JsonRpcError } from './jsonrpc.ts';
@@ -14,6 +16,9 @@ import type { FamilyWorker } from './plugin.ts';
 import { PushChannel, recordWatchPath, type PushSpec, type WatchPath } from './push.ts';
 import type { DepositSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
+
+/** Kysely over tables named at run time: the cursor helpers take the family's table by name. */
+type AnyTables = Kysely<Record<string, { mode: Mode; chain: string } & Record<string, unknown>>>;
 
 /** A hot-wallet sender as its loop drives it: one network and mode, a pass over its due transfers, a wake-up call. */
 export interface DueSender {
@@ -108,6 +113,19 @@ export function watcherBasics(
   return { db: deps.db, health: deps.health, log: deps.log, metrics: deps.metrics, network, mode, sink };
 }
 
+/** The node answered something that does not fit together; the pass retries (after backoff, on the next URL). */
+export class InconsistentChainError extends Error {
+  override name = 'InconsistentChainError';
+}
+
+/** How a watcher retries a step whose answers from the node did not fit together (`InconsistentChainError`). */
+export interface InconsistencyRetries {
+  /** Retries in a row within one pass before it fails. Default 3. */
+  inconsistencyRetries?: number;
+  /** Backoff between those retries (full jitter up to base·2^n). Default 250 ms. */
+  retryBackoffMs?: number;
+}
+
 /** Another worker process moved the cursor while this one scanned; the pass stops and the next one re-reads it. */
 export class CursorMovedError extends Error {
   constructor() {
@@ -200,8 +218,59 @@ export abstract class PollingWatcher<R extends { behind: boolean }> implements F
     return true;
   }
 
-  /** Throws `CursorMovedError` when a conditional cursor update `r` found the cursor no longer where this pass left it. */
-  protected cursorMoved(r: { numUpdatedRows: bigint }): void {
+  /**
+   * What a pass does after a step threw `err`, `tries` retries in: 'yield' when another process moved the cursor;
+   * 'retry' when the node's answers did not fit together and fewer than the allowed retries were made, after failing
+   * over to the next RPC URL and a backoff that doubles with each try; anything else is thrown.
+   */
+  protected async afterFailure(
+    err: unknown,
+    tries: number,
+    rpc: { failover(): void },
+    retries: InconsistencyRetries,
+  ): Promise<'yield' | 'retry'> {
+    if (this.yieldsTo(err)) return 'yield';
+    if (!(err instanceof InconsistentChainError) || tries >= (retries.inconsistencyRetries ?? 3)) throw err;
+    this.loopLog.warn(
+      { chain: this.chain, mode: this.mode, err: err.message, retry: tries + 1 },
+      'inconsistent chain data; retrying on the next rpc url',
+    );
+    rpc.failover();
+    const backoff = Math.floor(Math.random() * (retries.retryBackoffMs ?? 250) * 2 ** tries);
+    await new Promise((r) => setTimeout(r, backoff));
+    return 'retry';
+  }
+
+  /** A `where` for the rows of this watcher's network and mode: every table of a family's watcher is keyed by both. */
+  protected readonly onNetwork = <TB extends keyof Database>(eb: ExpressionBuilder<Database, TB>) =>
+    eb.and({ mode: this.mode, chain: this.chain } as unknown as FilterObject<Database, TB>);
+
+  /** This network's row of the family's cursor `table` (none before the first pass). */
+  protected async cursorRow<T extends keyof Database>(table: T): Promise<Selectable<Database[T]> | undefined> {
+    const db = this.basics.db as unknown as AnyTables;
+    return (await db
+      .selectFrom(table as string)
+      .selectAll()
+      .where(this.onNetwork)
+      .executeTakeFirst()) as Selectable<Database[T]> | undefined;
+  }
+
+  /**
+   * Moves this network's row of the family's cursor `table` from `prev` to `next` (column values) inside `tx`, as a
+   * compare-and-set: throws `CursorMovedError` when the row no longer holds `prev`, another process having moved it.
+   */
+  protected async moveCursorRow<T extends keyof Database>(
+    tx: Tx,
+    table: T,
+    prev: Updateable<Database[T]>,
+    next: Updateable<Database[T]>,
+  ): Promise<void> {
+    const r = await (tx as unknown as AnyTables)
+      .updateTable(table as string)
+      .set({ ...(next as Record<string, unknown>), updated_at: sql`now()` })
+      .where(this.onNetwork)
+      .where((eb) => eb.and(prev as Record<string, unknown>))
+      .executeTakeFirst();
     if (r.numUpdatedRows === 0n) throw new CursorMovedError();
   }
 

@@ -20,7 +20,7 @@ import { groupBy } from '../core/group.ts';
 import type { Logger } from '../core/log.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
-import type { Db, Tx } from '../db/index.ts';
+import { afterCommit, type Db, type Tx } from '../db/index.ts';
 import type { Timestamp } from '../db/schema.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
@@ -162,6 +162,34 @@ export class TransferQueue<R extends QueuedTransfer> {
   /** A transfer as stored. */
   async get(id: string): Promise<R | undefined> {
     return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
+  }
+
+  /**
+   * Records a new transfer in `tx`, idempotent on `id`: the queue's columns (this network and mode, due now; signed
+   * now when it starts `signed`) with the family's own `columns`.
+   */
+  async add(
+    tx: Tx,
+    id: string,
+    columns: Record<string, unknown>,
+    status: 'pending' | 'signed' = 'pending',
+  ): Promise<void> {
+    const now = this.deps.clock.now();
+    const signedAt = status === 'signed' ? now : null;
+    await (tx as unknown as Kysely<Record<string, Record<string, unknown>>>)
+      .insertInto(this.table)
+      .values({
+        id,
+        mode: this.where.mode,
+        chain: this.chain,
+        status,
+        next_attempt_at: now,
+        created_at: now,
+        signed_at: signedAt,
+        ...columns,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
   }
 
   /** Signed versions of a transfer in the family's `table` of them (`transfer_id`, `version`), oldest first. */
@@ -466,8 +494,12 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
     this.listeners.push(listener);
   }
 
-  protected workRecorded(): void {
-    for (const l of this.listeners) l();
+  /** Records a new transfer in `tx` (`TransferQueue.add`); the loop is woken once `tx` commits. */
+  protected async enqueued(...args: Parameters<TransferQueue<R>['add']>): Promise<void> {
+    await this.queue.add(...args);
+    afterCommit(args[0], () => {
+      for (const l of this.listeners) l();
+    });
   }
 
   /** A transfer as stored. */

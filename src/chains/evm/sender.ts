@@ -28,7 +28,7 @@
 import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
 import { formatUnits } from '../../core/money.ts';
-import { afterCommit, withTx, type Tx } from '../../db/index.ts';
+import { withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { OutgoingSender, TransferRequest } from '../ports.ts';
 import {
@@ -159,28 +159,16 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
   /** Records any call from the hot wallet as a `pending` transfer inside `tx`; idempotent on `call.id`. */
   async record(tx: Tx, call: OutgoingCall): Promise<void> {
     if (call.amount <= 0n) throw new Error('an outgoing transfer moves a positive amount');
-    const now = this.deps.clock.now();
-    await tx
-      .insertInto('evm_transfers')
-      .values({
-        id: call.id,
-        mode: this.mode,
-        chain: this.network.id,
-        purpose: call.purpose,
-        status: 'pending',
-        from_address: this.address,
-        to_address: getAddress(call.to),
-        value: call.value.toString(),
-        data: call.data,
-        token: call.token,
-        destination: call.destination,
-        amount: call.amount.toString(),
-        next_attempt_at: now,
-        created_at: now,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    afterCommit(tx, () => this.workRecorded());
+    await this.enqueued(tx, call.id, {
+      purpose: call.purpose,
+      from_address: this.address,
+      to_address: getAddress(call.to),
+      value: call.value.toString(),
+      data: call.data,
+      token: call.token,
+      destination: call.destination,
+      amount: call.amount.toString(),
+    });
   }
 
   rpc(): RpcClient {

@@ -19,11 +19,10 @@
  * NOTE: native coin is seen only as the `value` of a transaction sent straight to a deposit address; coin moved by an
  * internal call (a contract, a smart wallet, an exchange's batch sender) is not seen. See docs/evm.md.
  */
-import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import type { Tx } from '../../db/index.ts';
 import { withTx } from '../../db/index.ts';
-import { PollingWatcher, type WatcherBasics } from '../loops.ts';
+import { InconsistentChainError, PollingWatcher, type InconsistencyRetries, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation } from '../ports.ts';
 import type { TokenConfig } from '../types.ts';
 import { bloomMayContain } from './bloom.ts';
@@ -32,7 +31,7 @@ import type { RpcClient } from './rpc.ts';
 /** keccak256("Transfer(address,address,uint256)") */
 export const TRANSFER_TOPIC: Hex = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 
-export interface EvmWatcherOptions extends WatcherBasics {
+export interface EvmWatcherOptions extends WatcherBasics, InconsistencyRetries {
   rpc: RpcClient;
   /** Blocks per batch when behind (one eth_getLogs per batch). Default 20. */
   blocksPerBatch?: number;
@@ -42,10 +41,6 @@ export interface EvmWatcherOptions extends WatcherBasics {
   fetchConcurrency?: number;
   /** First block to scan when no cursor is stored; default: the head at first start. */
   startBlock?: bigint | null;
-  /** Retries of a batch that got inconsistent answers, within one tick. Default 3. */
-  inconsistencyRetries?: number;
-  /** Backoff between those retries (full jitter up to base·2^n). Default 250 ms. */
-  retryBackoffMs?: number;
 }
 
 /** What one tick did (tests and benchmarks read it). */
@@ -99,14 +94,6 @@ interface RpcReceipt {
   blockHash: Hex;
 }
 
-/** The node answered something that does not fit together; retry (after backoff, on the next URL). */
-export class InconsistentChainError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InconsistentChainError';
-  }
-}
-
 /** Native transfers use this index (ERC-20 transfers use the log index, which is never negative). */
 export const NATIVE_TRANSFER_INDEX = -1;
 
@@ -119,8 +106,6 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   private readonly blocksPerBatch: number;
   private readonly maxBlocksPerTick: number;
   private readonly concurrency: number;
-  private readonly retries: number;
-  private readonly retryBackoffMs: number;
 
   constructor(private readonly opts: EvmWatcherOptions) {
     super('evm', opts);
@@ -133,18 +118,11 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     this.blocksPerBatch = Math.max(1, opts.blocksPerBatch ?? 20);
     this.maxBlocksPerTick = Math.max(1, opts.maxBlocksPerTick ?? 1000);
     this.concurrency = Math.max(1, opts.fetchConcurrency ?? 4);
-    this.retries = opts.inconsistencyRetries ?? 3;
-    this.retryBackoffMs = opts.retryBackoffMs ?? 250;
   }
 
   /** The stored cursor: the last block whose deposits are recorded (null before the first tick). */
   async cursor(): Promise<Cursor | null> {
-    const row = await this.opts.db
-      .selectFrom('evm_cursors')
-      .select(['block_number', 'block_hash'])
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .executeTakeFirst();
+    const row = await this.cursorRow('evm_cursors');
     return row ? { number: BigInt(row.block_number), hash: row.block_hash } : null;
   }
 
@@ -200,15 +178,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
         cursor = scan.cursor;
         failures = 0;
       } catch (err) {
-        if (this.yieldsTo(err)) return result;
-        if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
-        failures++;
-        this.opts.log.warn(
-          { chain: this.chain, mode: this.mode, err: err.message, retry: failures },
-          'inconsistent chain data; retrying',
-        );
-        this.opts.rpc.failover();
-        await sleep(Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1)));
+        if ((await this.afterFailure(err, failures++, this.opts.rpc, this.opts)) === 'yield') return result;
       }
     }
   }
@@ -461,8 +431,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
     const row = await this.opts.db
       .selectFrom('evm_blocks')
       .select('hash')
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
+      .where(this.onNetwork)
       .where('number', '=', n)
       .executeTakeFirst();
     return row?.hash ?? null;
@@ -470,12 +439,7 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
 
   /** Drops the stored hashes of this network's blocks numbered `op` `number` (reorged away, or past finality). */
   private async forgetBlocks(tx: Tx, op: '>=' | '<', number: bigint): Promise<void> {
-    await tx
-      .deleteFrom('evm_blocks')
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .where('number', op, number)
-      .execute();
+    await tx.deleteFrom('evm_blocks').where(this.onNetwork).where('number', op, number).execute();
   }
 
   /**
@@ -509,22 +473,11 @@ export class EvmWatcher extends PollingWatcher<TickResult> {
   }
 
   private async moveCursor(tx: Tx, prev: Cursor, next: Cursor): Promise<void> {
-    const r = await tx
-      .updateTable('evm_cursors')
-      .set({ block_number: next.number, block_hash: next.hash, updated_at: sql`now()` })
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .where('block_number', '=', prev.number)
-      .where('block_hash', '=', prev.hash)
-      .executeTakeFirst();
-    this.cursorMoved(r);
+    const at = (c: Cursor) => ({ block_number: c.number, block_hash: c.hash });
+    await this.moveCursorRow(tx, 'evm_cursors', at(prev), at(next));
   }
 }
 
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

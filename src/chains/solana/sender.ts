@@ -25,7 +25,7 @@ import type { Address } from '@solana/kit';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
 import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
@@ -184,27 +184,15 @@ export class SolanaSender
     what: { token?: string; destination?: string; amount?: bigint },
     initial: { status: 'pending' | 'signed'; signature?: string } = { status: 'pending' },
   ): Promise<void> {
-    const now = this.deps.clock.now();
-    await tx
-      .insertInto('solana_transfers')
-      .values({
-        id,
-        mode: this.mode,
-        chain: this.network.id,
-        purpose,
-        status: initial.status,
-        plan: JSON.stringify(plan),
-        token: what.token ?? null,
-        destination: what.destination ?? null,
-        amount: what.amount?.toString() ?? null,
-        signature: initial.signature ?? null,
-        next_attempt_at: now,
-        created_at: now,
-        signed_at: initial.status === 'signed' ? now : null,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    afterCommit(tx, () => this.workRecorded());
+    const columns = {
+      purpose,
+      plan: JSON.stringify(plan),
+      token: what.token ?? null,
+      destination: what.destination ?? null,
+      amount: what.amount?.toString() ?? null,
+      signature: initial.signature ?? null,
+    };
+    await this.enqueued(tx, id, columns, initial.status);
   }
 
   private async lifetime(): Promise<Lifetime> {

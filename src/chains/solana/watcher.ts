@@ -26,14 +26,14 @@
  */
 import { sql } from 'kysely';
 import { withTx, type Tx } from '../../db/index.ts';
-import { PollingWatcher, type WatcherBasics } from '../loops.ts';
+import { InconsistentChainError, PollingWatcher, type InconsistencyRetries, type WatcherBasics } from '../loops.ts';
 import type { DepositObservation, TransferKey } from '../ports.ts';
 import type { TokenConfig } from '../types.ts';
 import { SKIPPED_SLOT_CODES, SolanaRpcError, type Commitment, type SolanaRpc } from './rpc.ts';
 import { getBlockParams, transfersOf, type RpcBlock } from './blocks.ts';
 import { SlotNews } from './slot-news.ts';
 
-export interface SolanaWatcherOptions extends WatcherBasics {
+export interface SolanaWatcherOptions extends WatcherBasics, InconsistencyRetries {
   rpc: SolanaRpc;
   /** Blocks read per tick at most (a tick that stops short is followed by another at once). Default 1000. */
   maxSlotsPerTick?: number;
@@ -43,9 +43,6 @@ export interface SolanaWatcherOptions extends WatcherBasics {
   fetchConcurrency?: number;
   /** First slot to read when no cursor is stored; default: the confirmed tip at first start. */
   startSlot?: bigint | null;
-  /** Retries of a batch that got answers that do not fit together, within one tick. Default 3. */
-  inconsistencyRetries?: number;
-  retryBackoffMs?: number;
   /** Read a block with deposits awaiting finality, or this many blocks without, before the finality check. Default 8. */
   finalityEvery?: number;
 }
@@ -78,16 +75,12 @@ interface Cursor {
   startSlot: bigint;
 }
 
-export class InconsistentChainError extends Error {}
-
 export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   private readonly native: TokenConfig | null;
   private readonly mints: Map<string, TokenConfig>;
   private readonly maxSlotsPerTick: number;
   private readonly batch: number;
   private readonly concurrency: number;
-  private readonly retries: number;
-  private readonly retryBackoffMs: number;
   private readonly finalityEvery: number;
 
   private readonly news: SlotNews;
@@ -108,18 +101,11 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     this.maxSlotsPerTick = Math.max(1, opts.maxSlotsPerTick ?? 1000);
     this.batch = Math.max(1, opts.batch ?? 100);
     this.concurrency = Math.max(1, opts.fetchConcurrency ?? 4);
-    this.retries = opts.inconsistencyRetries ?? 3;
-    this.retryBackoffMs = opts.retryBackoffMs ?? 250;
     this.finalityEvery = opts.finalityEvery ?? 8;
   }
 
   async cursor(): Promise<Cursor | null> {
-    const row = await this.opts.db
-      .selectFrom('solana_cursors')
-      .selectAll()
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .executeTakeFirst();
+    const row = await this.cursorRow('solana_cursors');
     return row
       ? {
           slot: BigInt(row.slot),
@@ -185,15 +171,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
         result.finalSlot = cursor.finalSlot;
         return result;
       } catch (err) {
-        if (this.yieldsTo(err)) return result;
-        if (!(err instanceof InconsistentChainError) || failures >= this.retries) throw err;
-        failures++;
-        this.opts.log.warn(
-          { chain: this.chain, mode: this.mode, err: err.message, retry: failures },
-          'inconsistent chain data; retrying on the next rpc url',
-        );
-        this.opts.rpc.failover();
-        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * this.retryBackoffMs * 2 ** (failures - 1))));
+        if ((await this.afterFailure(err, failures++, this.opts.rpc, this.opts)) === 'yield') return result;
       }
     }
   }
@@ -322,8 +300,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
           await tx
             .updateTable('solana_addresses')
             .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${slot.toString()}::bigint)` })
-            .where('mode', '=', this.mode)
-            .where('chain', '=', this.chain)
+            .where(this.onNetwork)
             .where('address', '=', address)
             .execute();
         }
@@ -381,20 +358,8 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     await this.reportFinal(stored.filter((b) => b.slot <= agreed && b.deposits > 0));
     const next = { ...cursor, finalSlot: agreed };
     await withTx(this.opts.db, async (tx) => {
-      const r = await tx
-        .updateTable('solana_cursors')
-        .set({ final_slot: agreed, updated_at: sql`now()` })
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('final_slot', '=', cursor.finalSlot)
-        .executeTakeFirst();
-      this.cursorMoved(r);
-      await tx
-        .deleteFrom('solana_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('slot', '<', agreed)
-        .execute();
+      await this.moveCursorRow(tx, 'solana_cursors', { final_slot: cursor.finalSlot }, { final_slot: agreed });
+      await tx.deleteFrom('solana_blocks').where(this.onNetwork).where('slot', '<', agreed).execute();
     });
     return next;
   }
@@ -436,8 +401,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     const rows = await this.opts.db
       .selectFrom('solana_blocks')
       .select(['slot', 'blockhash', 'deposits', 'transfers'])
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
+      .where(this.onNetwork)
       .where('slot', '>', above)
       .orderBy('slot')
       .execute();
@@ -493,8 +457,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
       const final = await this.opts.db
         .selectFrom('solana_blocks')
         .select(['slot', 'blockhash'])
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
+        .where(this.onNetwork)
         .where('slot', '<=', cursor.finalSlot)
         .orderBy('slot', 'desc')
         .executeTakeFirst();
@@ -515,12 +478,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
     const next: Cursor = { ...cursor, slot: ancestor.slot, blockhash: ancestor.blockhash };
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, next);
-      await tx
-        .deleteFrom('solana_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('slot', '>=', fromSlot)
-        .execute();
+      await tx.deleteFrom('solana_blocks').where(this.onNetwork).where('slot', '>=', fromSlot).execute();
     });
     result.forkFrom = result.forkFrom === null || fromSlot < result.forkFrom ? fromSlot : result.forkFrom;
     return next;
@@ -576,14 +534,7 @@ export class SolanaWatcher extends PollingWatcher<SolanaTickResult> {
   }
 
   private async moveCursor(tx: Tx, prev: Cursor, next: Cursor): Promise<void> {
-    const r = await tx
-      .updateTable('solana_cursors')
-      .set({ slot: next.slot, blockhash: next.blockhash, updated_at: sql`now()` })
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .where('slot', '=', prev.slot)
-      .where('blockhash', '=', prev.blockhash)
-      .executeTakeFirst();
-    this.cursorMoved(r);
+    const at = (c: Cursor) => ({ slot: c.slot, blockhash: c.blockhash });
+    await this.moveCursorRow(tx, 'solana_cursors', at(prev), at(next));
   }
 }

@@ -21,7 +21,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { afterCommit, withTx, type Db, type Tx } from '../../db/index.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
 import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
@@ -101,23 +101,8 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
 
   /** Records a refund or payout in the caller's transaction (no network I/O). Idempotent on the transfer id. */
   async enqueue(tx: Tx, request: TransferRequest): Promise<void> {
-    const now = this.deps.clock.now();
-    await tx
-      .insertInto('utxo_transfers')
-      .values({
-        id: request.transferId,
-        mode: request.mode,
-        chain: this.network.id,
-        purpose: request.purpose,
-        status: 'pending',
-        destination: request.destination,
-        amount: request.amount,
-        next_attempt_at: now,
-        created_at: now,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    afterCommit(tx, () => this.workRecorded());
+    const { purpose, destination, amount } = request;
+    await this.enqueued(tx, request.transferId, { purpose, destination, amount });
   }
 
   /**

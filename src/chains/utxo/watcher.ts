@@ -19,7 +19,6 @@
  * coins above it and rescans. Transactions of the removed blocks return to the node's mempool and are reported again
  * from there until a block holds them.
  */
-import { sql } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import { Loop } from '../../core/loop.ts';
@@ -170,12 +169,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   }
 
   async cursor(): Promise<Cursor | null> {
-    const row = await this.opts.db
-      .selectFrom('utxo_cursors')
-      .select(['height', 'hash'])
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .executeTakeFirst();
+    const row = await this.cursorRow('utxo_cursors');
     return row ? { height: Number(row.height), hash: row.hash } : null;
   }
 
@@ -255,8 +249,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       for (const d of deposits) inBlocks.add(d.txid);
       await this.opts.db
         .deleteFrom('utxo_mempool')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
+        .where(this.onNetwork)
         .where('txid', 'in', [...new Set(deposits.map((d) => d.txid))])
         .execute();
     }
@@ -382,8 +375,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     const reported = await this.opts.db
       .selectFrom('utxo_mempool')
       .select(['txid', 'outputs'])
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
+      .where(this.onNetwork)
       .execute();
     const gone = reported.filter((r) => !mempool.has(r.txid) && !inBlocks.has(r.txid));
     if (gone.length > 0) {
@@ -398,8 +390,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
       );
       await this.opts.db
         .deleteFrom('utxo_mempool')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
+        .where(this.onNetwork)
         .where(
           'txid',
           'in',
@@ -418,8 +409,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     const stored = await this.opts.db
       .selectFrom('utxo_blocks')
       .select(['height', 'hash'])
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
+      .where(this.onNetwork)
       .where('height', '<', BigInt(cursor.height))
       .orderBy('height', 'desc')
       .execute();
@@ -447,18 +437,8 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
     await withTx(this.opts.db, async (tx) => {
       await this.moveCursor(tx, cursor, ancestor);
       await this.opts.blocks?.blocksDisconnected(tx, from);
-      await tx
-        .deleteFrom('utxo_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('height', '>=', BigInt(from))
-        .execute();
-      await tx
-        .deleteFrom('utxo_coins')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
-        .where('height', '>=', BigInt(from))
-        .execute();
+      await tx.deleteFrom('utxo_blocks').where(this.onNetwork).where('height', '>=', BigInt(from)).execute();
+      await tx.deleteFrom('utxo_coins').where(this.onNetwork).where('height', '>=', BigInt(from)).execute();
     });
     // Transactions of the removed blocks are back in the mempool: examine them again.
     this.examined.clear();
@@ -510,8 +490,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
         .execute();
       await tx
         .deleteFrom('utxo_blocks')
-        .where('mode', '=', this.mode)
-        .where('chain', '=', this.chain)
+        .where(this.onNetwork)
         .where('height', '<', BigInt(next.height - this.network.finalityConfirmations))
         .execute();
     });
@@ -519,14 +498,7 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   }
 
   private async moveCursor(tx: Tx, prev: Cursor, next: Cursor): Promise<void> {
-    const r = await tx
-      .updateTable('utxo_cursors')
-      .set({ height: next.height, hash: next.hash, updated_at: sql`now()` })
-      .where('mode', '=', this.mode)
-      .where('chain', '=', this.chain)
-      .where('height', '=', BigInt(prev.height))
-      .where('hash', '=', prev.hash)
-      .executeTakeFirst();
-    this.cursorMoved(r);
+    const at = (c: Cursor) => ({ height: BigInt(c.height), hash: c.hash });
+    await this.moveCursorRow(tx, 'utxo_cursors', at(prev), at(next));
   }
 }
