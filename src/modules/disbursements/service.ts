@@ -415,15 +415,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    */
   async transfersSettled(tx: Tx, transfers: SettledTransfer[]): Promise<void> {
     const mode = transfers[0]!.mode;
+    const ids = transfers.map((t) => t.id);
     const found = await tx
       .selectFrom('disbursement_items as i')
       .innerJoin('disbursements as d', 'd.id', 'i.disbursement_id')
       .select(['i.payout_id', 'i.disbursement_id', 'd.merchant_id'])
-      .where(
-        'i.payout_id',
-        'in',
-        transfers.map((t) => t.id),
-      )
+      .where('i.payout_id', 'in', ids)
       .where('d.mode', '=', mode)
       .orderBy('i.disbursement_id')
       .execute();

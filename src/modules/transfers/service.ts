@@ -112,15 +112,12 @@ export class TransferService implements TransferSink {
    */
   async transfersSettled(mode: Mode, results: readonly TransferResult[]): Promise<void> {
     if (results.length === 0) return;
+    const ids = results.map((r) => r.transferId);
     await withTx(this.deps.db, async (tx) => {
       const rows = await tx
         .selectFrom('transfers')
         .select(['id', 'purpose', 'status'])
-        .where(
-          'id',
-          'in',
-          results.map((r) => r.transferId),
-        )
+        .where('id', 'in', ids)
         .where('mode', '=', mode)
         .orderBy('id')
         .forUpdate()

@@ -16,6 +16,7 @@ import {
   normalEmail,
   sha256,
   toUserRecord,
+  userByEmail,
   type ClientMeta,
   type NewSession,
   type UserRecord,
@@ -133,12 +134,7 @@ export class OneTimeLinks extends SigninService {
     const normal = normalEmail(email);
     if (!EMAIL.test(normal)) throw invalid('Enter an email address.', 'email');
     await withTx(this.deps.db, async (tx) => {
-      const user = await tx
-        .selectFrom('users')
-        .selectAll()
-        .where('email', '=', normal)
-        .where('removed_at', 'is', null)
-        .executeTakeFirst();
+      const user = await userByEmail(tx, normal).executeTakeFirst();
       if (!user || user.password_hash === null) return;
       const link = await this.issueToken(tx, user.id, 'reset');
       const merchant = await this.deps.merchants.get(user.merchant_id);
@@ -178,13 +174,7 @@ export class OneTimeLinks extends SigninService {
   /** Operator: a fresh one-time link for a user (set-up, or a password reset for one who has a password). */
   async setupLink(email: string, actor: Actor): Promise<{ user: UserRecord; setup_url: string; expires_at: string }> {
     return withTx(this.deps.db, async (tx) => {
-      const user = await tx
-        .selectFrom('users')
-        .selectAll()
-        .where('email', '=', normalEmail(email))
-        .where('removed_at', 'is', null)
-        .forUpdate()
-        .executeTakeFirst();
+      const user = await userByEmail(tx, email).forUpdate().executeTakeFirst();
       if (!user) throw notFound('user');
       const link = await this.issueToken(tx, user.id, user.password_hash === null ? 'setup' : 'reset', SETUP_LINK_MS);
       await this.deps.audit.record(tx, accountEntry(user.merchant_id, actor, 'user.setup_link', { target: user.id }));

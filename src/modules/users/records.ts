@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, DbOrTx } from '../../db/index.ts';
 import type { SessionsTable, UsersTable } from '../../db/schema.ts';
 import type { AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
@@ -62,6 +62,11 @@ export const newToken = () => randomBytes(32).toString('base64url');
 
 export function normalEmail(email: string): string {
   return email.trim().toLowerCase();
+}
+
+/** The query for the current (not removed) user with `email`, which is normalised here. */
+export function userByEmail(db: DbOrTx, email: string) {
+  return db.selectFrom('users').selectAll().where('email', '=', normalEmail(email)).where('removed_at', 'is', null);
 }
 
 export function toUserRecord(u: UserRow): UserRecord {

@@ -9,7 +9,14 @@ import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/service.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
 import { accountEntry, userActor } from './entries.ts';
-import { normalEmail, type ClientMeta, type NewSession, type SessionRow, type UserRow } from './records.ts';
+import {
+  normalEmail,
+  userByEmail,
+  type ClientMeta,
+  type NewSession,
+  type SessionRow,
+  type UserRow,
+} from './records.ts';
 import { stageAfterPassword } from './sessions.ts';
 import { THROTTLE_LIMITS, type ThrottleKey } from './throttle.ts';
 import { SigninService } from './signin-service.ts';
@@ -39,12 +46,7 @@ export class SignIn extends SigninService {
     meta: ClientMeta & { device?: string },
   ): Promise<{ user: UserRow; session: NewSession }> {
     const normal = normalEmail(email);
-    const user = await this.deps.db
-      .selectFrom('users')
-      .selectAll()
-      .where('email', '=', normal)
-      .where('removed_at', 'is', null)
-      .executeTakeFirst();
+    const user = await userByEmail(this.deps.db, normal).executeTakeFirst();
     const device = user ? this.knownDevice(user.id, meta.device) : null;
     const accountKey: ThrottleKey = device
       ? { key: `device:${user!.id}:${device}`, limit: THROTTLE_LIMITS.device }
