@@ -4,16 +4,21 @@
  * the bytes.
  */
 import { createRequire } from 'node:module';
-import PDFDocument from 'pdfkit';
+import type PDFDocument from 'pdfkit';
 
 const require = createRequire(import.meta.url);
 const fontDir = require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf').replace(/DejaVuSans\.ttf$/, '');
 
 export type Pdf = PDFKit.PDFDocument;
 
+/** pdfkit and its fonts' parsers are loaded on the first document, not by every process that imports this. */
+let pdfkit: Promise<typeof PDFDocument> | null = null;
+
 /** A4 portrait, 40 pt margins, fonts `regular` and `bold` registered, document info set. */
-export function newPdf(info: { title: string; author: string }): Pdf {
-  const doc = new PDFDocument({
+export async function newPdf(info: { title: string; author: string }): Promise<Pdf> {
+  pdfkit ??= import('pdfkit').then((m) => m.default);
+  const Document = await pdfkit;
+  const doc = new Document({
     size: 'A4',
     margin: 40,
     info: { Title: info.title, Author: info.author, Creator: 'Kasse' },

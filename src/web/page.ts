@@ -6,7 +6,6 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { gzipSync } from 'node:zlib';
-import QRCode from 'qrcode';
 import { ApiError, invalid } from '../core/errors.ts';
 import { formatCents } from '../core/money.ts';
 import { escapeHtml, Html, html, raw } from '../core/html.ts';
@@ -153,6 +152,7 @@ export function asApiError(err: unknown): ApiError {
 
 /** An inline SVG QR code of `text` (our own markup: qrcode emits only paths), labelled for screen readers. */
 export async function qrSvg(text: string, label: string): Promise<Html> {
+  const { default: QRCode } = await import('qrcode');
   const svg = await QRCode.toString(text, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
   return raw(svg.replace('<svg ', `<svg class="k-qr" role="img" aria-label="${escapeHtml(label)}" `));
 }

@@ -24,16 +24,17 @@ import {
   encodePaymentResponseHeader,
 } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
-import { Value } from 'typebox/value';
 import type { X402Requirements } from '../chains/x402.ts';
 import { ApiError } from '../core/errors.ts';
 import type { LinkRow, LinkService } from '../modules/links/service.ts';
 import type { X402Service } from '../modules/x402/service.ts';
 import { type PaymentPayload, PaymentPayloadSchema } from '../modules/x402/wire.ts';
+import { bodyGuard } from '../http/validation.ts';
 
 const X402_VERSION = 2;
 /** What official servers send with a payment-required answer: never kept by a shared cache. */
 const NO_STORE = 'no-store';
+const isPayload = bodyGuard<PaymentPayload>(PaymentPayloadSchema);
 
 /** What agent-payable links need of the facilitator. */
 export type LinkFacilitator = Pick<X402Service, 'requirements' | 'sell'>;
@@ -70,7 +71,7 @@ function payloadOf(header: string): PaymentPayload | string {
   } catch {
     return 'The PAYMENT-SIGNATURE header is not a base64 x402 payment payload.';
   }
-  if (!Value.Check(PaymentPayloadSchema, decoded) || decoded.x402Version !== X402_VERSION || !decoded.accepted)
+  if (!isPayload(decoded) || decoded.x402Version !== X402_VERSION || !decoded.accepted)
     return `The PAYMENT-SIGNATURE header is not an x402 version ${X402_VERSION} payment payload.`;
   return decoded;
 }

@@ -4,8 +4,8 @@
  * worker can record that a message is being handed over before the server can accept it, and can tell from each
  * failure whether the server certainly did not take the message (safe to retry) or might have (never resent).
  */
-import MailComposer from 'nodemailer/lib/mail-composer';
-import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type MailComposer from 'nodemailer/lib/mail-composer';
+import type SMTPConnection from 'nodemailer/lib/smtp-connection';
 
 export interface OutgoingMail {
   from: string;
@@ -81,6 +81,15 @@ function describe(err: SmtpError): string {
   return (err.message || String(err)).replace(/\s+/g, ' ').slice(0, 500);
 }
 
+/** nodemailer's connection and composer, loaded when mail is first sent, not by every process that imports this. */
+let modules: Promise<{ SMTPConnection: typeof SMTPConnection; MailComposer: typeof MailComposer }> | null = null;
+function nodemailer() {
+  modules ??= Promise.all([import('nodemailer/lib/smtp-connection'), import('nodemailer/lib/mail-composer')]).then(
+    ([c, m]) => ({ SMTPConnection: c.default, MailComposer: m.default }),
+  );
+  return modules;
+}
+
 export class SmtpTransport {
   private readonly server: ServerOptions;
 
@@ -93,6 +102,7 @@ export class SmtpTransport {
 
   /** Opens a connection and signs in; throws (nothing was offered to the server) when that fails. */
   async open(): Promise<SmtpSession> {
+    const { SMTPConnection, MailComposer } = await nodemailer();
     const conn = new SMTPConnection({
       host: this.server.host,
       port: this.server.port,

@@ -24,7 +24,7 @@ export async function invoicePdf(
   inv: TaxInvoiceJson,
   opts: { mode: 'test' | 'live'; orderId?: string; brand?: PdfBrand | null },
 ): Promise<Buffer> {
-  const doc = newPdf({ title: `Tax invoice ${inv.number}`, author: inv.seller.name });
+  const doc = await newPdf({ title: `Tax invoice ${inv.number}`, author: inv.seller.name });
   drawBrand(doc, opts.brand);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;

@@ -4,7 +4,6 @@
  * How pages use them: src/web/brand.ts and docs/dashboard.md.
  */
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
 import { invalid } from '../../core/errors.ts';
 
 /** WCAG 2.1 AA for normal text. */
@@ -101,6 +100,8 @@ export async function processLogo(bytes: Buffer, param = 'logo'): Promise<Proces
   if (bytes.length > LOGO_MAX_BYTES)
     throw invalid(`The logo is ${Math.ceil(bytes.length / 1024)} kB; it may be at most 256 kB.`, param);
   const refused = invalid('The logo must be a PNG, JPEG or WebP picture (SVG and other formats are refused).', param);
+  // sharp (libvips) is loaded when a logo is first processed, not by every process that imports this.
+  const { default: sharp } = await import('sharp');
   let format: string | undefined;
   try {
     format = (await sharp(bytes, { limitInputPixels: 40_000_000 }).metadata()).format;

@@ -174,7 +174,7 @@ export async function statementPdf(
   s: Statement,
   who: { merchantName: string; mode: 'test' | 'live'; brand?: PdfBrand | null },
 ): Promise<Buffer> {
-  const doc = newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
+  const doc = await newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   drawBrand(doc, who.brand);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
