@@ -38,21 +38,38 @@ const coercingAjv = makeAjv(true);
  */
 const validators = new Map<string, ReturnType<FastifySchemaCompiler<unknown>>>();
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const strict = httpPart === 'body';
+type Validate = ReturnType<FastifySchemaCompiler<unknown>> & { errors?: unknown };
+
+function compiled(schema: unknown, strict: boolean): Validate {
   const closed = freeFormKeys(schema) as object;
   const key = `${strict ? 'body' : 'text'}:${JSON.stringify(closed)}`;
   let validate = validators.get(key);
   if (!validate) {
-    validate = (strict ? strictAjv : coercingAjv).compile(closed) as ReturnType<FastifySchemaCompiler<unknown>>;
+    validate = (strict ? strictAjv : coercingAjv).compile(closed) as Validate;
     validators.set(key, validate);
   }
   return validate;
+}
+
+/**
+ * Fastify's validator compiler. Each validator is compiled at the first request that needs it, not when the route is
+ * registered: most processes (a worker, a CLI command, a test file) serve few of the routes, and compiling all of
+ * them took most of a listener's start. Ajv's `errors` are handed on as Fastify reads them, from the function.
+ */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  let validate: Validate | null = null;
+  const lazy: Validate = (data: unknown) => {
+    validate ??= compiled(schema, httpPart === 'body');
+    const result = validate(data);
+    lazy.errors = validate.errors;
+    return result;
+  };
+  return lazy;
 };
 
 /** A type guard from a body schema, compiled once: for JSON that arrives other than as a route's body (a header). */
 export function bodyGuard<T>(schema: object): (value: unknown) => value is T {
-  const validate = validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '' });
+  const validate = compiled(schema, true);
   return (value): value is T => validate(value) === true;
 }
 
@@ -68,10 +85,19 @@ export function closedQuery(schema: unknown): object {
 
 const NO_QUERY = { type: 'object', properties: {}, additionalProperties: false };
 
-/** Fastify's response serialiser (fast-json-stringify), compiled from the same schemas after `freeFormKeys`. */
+/**
+ * Fastify's response serialiser (fast-json-stringify), compiled from the same schemas after `freeFormKeys`, at the
+ * first answer that needs it (as validators are).
+ */
 export function buildSerializer(externalSchemas: unknown, options: unknown) {
   const compile = SerializerSelector()(freeFormKeys(externalSchemas), options as never);
-  return (route: SerializerSelector.RouteDefinition) => compile({ ...route, schema: freeFormKeys(route.schema) });
+  return (route: SerializerSelector.RouteDefinition) => {
+    let serialize: ((data: unknown) => string) | null = null;
+    return (data: unknown) => {
+      serialize ??= compile({ ...route, schema: freeFormKeys(route.schema) }) as (data: unknown) => string;
+      return serialize(data);
+    };
+  };
 }
 
 /** Dotted path of the offending field (`items.3.destination`), or the header/parameter name. */
