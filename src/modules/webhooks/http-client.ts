@@ -13,7 +13,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import { blockedRange } from '../../core/addresses.ts';
 import type { Mode } from '../../core/mode.ts';
 
@@ -120,20 +120,29 @@ type Attempt = Omit<PostResult, 'durationMs'>;
 const STALE_SOCKET = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 export class MerchantHttpClient {
-  /** One undici Agent per mode: a keep-alive Pool per destination origin inside it. */
-  private readonly agents: Record<Mode, Agent>;
+  /**
+   * One undici Agent per mode: a keep-alive Pool per destination origin inside it. Made (and undici loaded) at the
+   * first request, so a process that sends none does not load it.
+   */
+  private agents: Promise<Record<Mode, Agent>> | null = null;
   private readonly targets = new Map<string, Target | string>();
 
-  constructor(private readonly opts: MerchantHttpOptions) {
-    const make = (mode: Mode) =>
-      new Agent({
-        connections: opts.connectionsPerOrigin ?? 64,
-        pipelining: 1,
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
-        connect: { timeout: opts.timeoutMs, ...(mode === 'live' ? { lookup: checkedLookup } : {}) },
-      });
-    this.agents = { test: make('test'), live: make('live') };
+  constructor(private readonly opts: MerchantHttpOptions) {}
+
+  private pools(): Promise<Record<Mode, Agent>> {
+    this.agents ??= import('undici').then(({ Agent }) => {
+      const { connectionsPerOrigin, timeoutMs } = this.opts;
+      const make = (mode: Mode) =>
+        new Agent({
+          connections: connectionsPerOrigin ?? 64,
+          pipelining: 1,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          connect: { timeout: timeoutMs, ...(mode === 'live' ? { lookup: checkedLookup } : {}) },
+        });
+      return { test: make('test'), live: make('live') };
+    });
+    return this.agents;
   }
 
   /** POSTs `body` to `url`; never throws, every failure is a result. */
@@ -184,7 +193,7 @@ export class MerchantHttpClient {
       return { outcome: ok ? 'delivered' : 'http_error', status, error: ok ? null : `HTTP ${status}`, body: snippet };
     };
     try {
-      const res = await this.agents[mode].request({
+      const res = await (await this.pools())[mode].request({
         origin: target.origin,
         path: target.path,
         method: 'POST',
@@ -259,6 +268,8 @@ export class MerchantHttpClient {
 
   /** Closes pooled connections. */
   close(): void {
-    for (const agent of Object.values(this.agents)) void agent.destroy().catch(() => {});
+    void this.agents?.then((agents) => {
+      for (const agent of Object.values(agents)) void agent.destroy().catch(() => {});
+    });
   }
 }
