@@ -67,8 +67,8 @@ async function startDatabase(): Promise<{ env: Record<string, string>; stop(): P
   let pgDir: string | null = null;
   if (!adminUrl) {
     pgDir = mkdtempSync(join(tmpdir(), 'kasse-test-pg-'));
-    const { startEmbedded } = await import('../src/db/embedded.ts');
-    const pg = await startEmbedded(pgDir, 'postgres');
+    const { startEmbedded, THROWAWAY } = await import('../src/db/embedded.ts');
+    const pg = await startEmbedded(pgDir, 'postgres', () => {}, THROWAWAY);
     adminUrl = pg.url;
     stopPg = pg.stop;
   }
