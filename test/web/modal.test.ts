@@ -62,12 +62,14 @@ async function payment(extra: Record<string, unknown> = {}) {
   return res.body;
 }
 
-async function openModal(target: string, size: Size = 'phone'): Promise<RecordedPage> {
+/** Opens the modal for `target`; it is done once the checkout shows in it and the dialog has the name `dialog`. */
+async function openModal(target: string, size: Size = 'phone', dialog = 'Checkout'): Promise<RecordedPage> {
   const rec = await b.open(size);
   await rec.page.goto(`${shop.url}/shop?p=${encodeURIComponent(target)}`);
   await rec.page.getByRole('button', { name: 'Pay with crypto' }).click();
-  await rec.page.getByRole('dialog', { name: 'Checkout' }).waitFor();
   await rec.page.frameLocator('iframe[title=Checkout]').locator('#k-main').waitFor();
+  // The dialog opens named in English and takes the payer's language when the checkout in it says which that is.
+  await rec.page.getByRole('dialog', { name: dialog }).waitFor();
   return rec;
 }
 
@@ -154,7 +156,7 @@ describe('checkout.js modal', () => {
 
   test('a checkout in another language names the dialog and its close button in it', async () => {
     const p = await payment({ locale: 'es' });
-    const rec = await openModal(p.id);
+    const rec = await openModal(p.id, 'phone', 'Pago');
     const close = rec.page.getByRole('button', { name: 'Cerrar el pago' });
     await close.waitFor();
     assert.equal(await close.getAttribute('lang'), 'es');
