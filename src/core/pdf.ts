@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type PDFDocument from 'pdfkit';
+import { loadOnce } from './lazy.ts';
 
 const require = createRequire(import.meta.url);
 const fontDir = require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf').replace(/DejaVuSans\.ttf$/, '');
@@ -12,12 +13,11 @@ const fontDir = require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf').replace(/
 export type Pdf = PDFKit.PDFDocument;
 
 /** pdfkit and its fonts' parsers are loaded on the first document, not by every process that imports this. */
-let pdfkit: Promise<typeof PDFDocument> | null = null;
+const pdfkit = loadOnce<typeof PDFDocument>(() => import('pdfkit').then((m) => m.default));
 
 /** A4 portrait, 40 pt margins, fonts `regular` and `bold` registered, document info set. */
 export async function newPdf(info: { title: string; author: string }): Promise<Pdf> {
-  pdfkit ??= import('pdfkit').then((m) => m.default);
-  const Document = await pdfkit;
+  const Document = await pdfkit();
   const doc = new Document({
     size: 'A4',
     margin: 40,

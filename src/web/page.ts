@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { gzipSync } from 'node:zlib';
 import { ApiError, invalid } from '../core/errors.ts';
+import { loadOnce } from '../core/lazy.ts';
 import { formatCents } from '../core/money.ts';
 import { escapeHtml, Html, html, raw } from '../core/html.ts';
 import { assetUrl } from './assets.ts';
@@ -150,9 +151,11 @@ export function asApiError(err: unknown): ApiError {
   throw err;
 }
 
+/** qrcode, loaded at the first code drawn. */
+const qrcode = loadOnce(() => import('qrcode').then((m) => m.default));
+
 /** An inline SVG QR code of `text` (our own markup: qrcode emits only paths), labelled for screen readers. */
 export async function qrSvg(text: string, label: string): Promise<Html> {
-  const { default: QRCode } = await import('qrcode');
-  const svg = await QRCode.toString(text, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
+  const svg = await (await qrcode()).toString(text, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
   return raw(svg.replace('<svg ', `<svg class="k-qr" role="img" aria-label="${escapeHtml(label)}" `));
 }

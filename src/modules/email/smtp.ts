@@ -4,8 +4,7 @@
  * worker can record that a message is being handed over before the server can accept it, and can tell from each
  * failure whether the server certainly did not take the message (safe to retry) or might have (never resent).
  */
-import type MailComposer from 'nodemailer/lib/mail-composer';
-import type SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { loadOnce } from '../../core/lazy.ts';
 
 export interface OutgoingMail {
   from: string;
@@ -82,13 +81,12 @@ function describe(err: SmtpError): string {
 }
 
 /** nodemailer's connection and composer, loaded when mail is first sent, not by every process that imports this. */
-let modules: Promise<{ SMTPConnection: typeof SMTPConnection; MailComposer: typeof MailComposer }> | null = null;
-function nodemailer() {
-  modules ??= Promise.all([import('nodemailer/lib/smtp-connection'), import('nodemailer/lib/mail-composer')]).then(
-    ([c, m]) => ({ SMTPConnection: c.default, MailComposer: m.default }),
-  );
-  return modules;
-}
+const nodemailer = loadOnce(() =>
+  Promise.all([import('nodemailer/lib/smtp-connection'), import('nodemailer/lib/mail-composer')]).then(([c, m]) => ({
+    SMTPConnection: c.default,
+    MailComposer: m.default,
+  })),
+);
 
 export class SmtpTransport {
   private readonly server: ServerOptions;

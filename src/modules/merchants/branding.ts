@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { invalid } from '../../core/errors.ts';
+import { loadOnce } from '../../core/lazy.ts';
 
 /** WCAG 2.1 AA for normal text. */
 export const MIN_CONTRAST = 4.5;
@@ -90,6 +91,8 @@ export interface ProcessedLogo {
 }
 
 const LOGO_FORMATS = new Set(['png', 'jpeg', 'webp']);
+/** sharp (libvips), loaded when a logo is first processed, not by every process that imports this. */
+const libvips = loadOnce(() => import('sharp').then((m) => m.default));
 
 /**
  * Decodes an uploaded logo and re-encodes it as PNG: metadata dropped, orientation applied, at most LOGO_MAX_PX on
@@ -100,8 +103,7 @@ export async function processLogo(bytes: Buffer, param = 'logo'): Promise<Proces
   if (bytes.length > LOGO_MAX_BYTES)
     throw invalid(`The logo is ${Math.ceil(bytes.length / 1024)} kB; it may be at most 256 kB.`, param);
   const refused = invalid('The logo must be a PNG, JPEG or WebP picture (SVG and other formats are refused).', param);
-  // sharp (libvips) is loaded when a logo is first processed, not by every process that imports this.
-  const { default: sharp } = await import('sharp');
+  const sharp = await libvips();
   let format: string | undefined;
   try {
     format = (await sharp(bytes, { limitInputPixels: 40_000_000 }).metadata()).format;

@@ -7,6 +7,7 @@ import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import { Secret, TOTP } from 'otpauth';
 import { invalid } from '../../core/errors.ts';
+import { loadOnce } from '../../core/lazy.ts';
 import { textLength } from '../../core/text.ts';
 
 /** NOTE: password rules. */
@@ -33,19 +34,15 @@ export async function verifyPassword(stored: string | null, password: string): P
 }
 
 type Checker = { checkAsync(pw: string, inputs?: string[]): Promise<{ score: number }> };
-let checker: Promise<Checker> | null = null;
 
 /** zxcvbn-ts with its list of the most common passwords, loaded on first use (it is large). */
-function strength(): Promise<Checker> {
-  checker ??= (async () => {
-    const [{ ZxcvbnFactory }, common] = await Promise.all([
-      import('@zxcvbn-ts/core'),
-      import('@zxcvbn-ts/language-common'),
-    ]);
-    return new ZxcvbnFactory({ dictionary: { ...common.dictionary }, graphs: common.adjacencyGraphs }) as Checker;
-  })();
-  return checker;
-}
+const strength = loadOnce(async (): Promise<Checker> => {
+  const [{ ZxcvbnFactory }, common] = await Promise.all([
+    import('@zxcvbn-ts/core'),
+    import('@zxcvbn-ts/language-common'),
+  ]);
+  return new ZxcvbnFactory({ dictionary: { ...common.dictionary }, graphs: common.adjacencyGraphs }) as Checker;
+});
 
 /**
  * 400 (param `param`) unless the password is 10 to 200 characters and not one of the most common passwords or an

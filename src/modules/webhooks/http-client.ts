@@ -15,6 +15,7 @@ import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Agent } from 'undici';
 import { blockedRange } from '../../core/addresses.ts';
+import { loadOnce } from '../../core/lazy.ts';
 import type { Mode } from '../../core/mode.ts';
 
 export type AttemptOutcome = 'delivered' | 'http_error' | 'timeout' | 'network_error' | 'refused';
@@ -119,6 +120,9 @@ type Attempt = Omit<PostResult, 'durationMs'>;
 /** Socket errors that mean a pooled keep-alive connection was closed under the request, before any answer. */
 const STALE_SOCKET = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
+/** undici, loaded at the first delivery. */
+const undici = loadOnce(() => import('undici'));
+
 export class MerchantHttpClient {
   /**
    * One undici Agent per mode: a keep-alive Pool per destination origin inside it. Made (and undici loaded) at the
@@ -130,7 +134,7 @@ export class MerchantHttpClient {
   constructor(private readonly opts: MerchantHttpOptions) {}
 
   private pools(): Promise<Record<Mode, Agent>> {
-    this.agents ??= import('undici').then(({ Agent }) => {
+    this.agents ??= undici().then(({ Agent }) => {
       const { connectionsPerOrigin, timeoutMs } = this.opts;
       const make = (mode: Mode) =>
         new Agent({
