@@ -1,8 +1,9 @@
 /**
- * Real Chromium for web tests: Debian's /usr/bin/chromium driven by playwright-core, one browser per test file (each
- * launch gets a fresh temporary profile). Pages record every request, dialog, console error and page error so tests
- * can assert that nothing left the checkout host and no script ran that should not have. Screenshots go to
- * test-results/screenshots/ (kept by CI) at phone (390×844) and desktop (1280×800) sizes.
+ * Real Chromium for web tests: Debian's chromium-headless-shell (the same engine as /usr/bin/chromium without the
+ * desktop browser's user interface layers, as Playwright itself runs headless tests) driven by playwright-core, one
+ * browser per test file (each launch gets a fresh temporary profile). Pages record every request, dialog, console
+ * error and page error so tests can assert that nothing left the checkout host and no script ran that should not have.
+ * Screenshots go to test-results/screenshots/ (kept by CI) at phone (390×844) and desktop (1280×800) sizes.
  *
  * `startWebKasse` is the whole app with local price servers (CoinGecko and Binance stand-ins on the fake clock), so
  * the coin picker shows priced coins without the internet.
@@ -14,6 +15,9 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { FakeClock } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from './app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from './price-servers.ts';
+
+/** Debian's package `chromium-headless-shell`; about a third less CPU per page than headless /usr/bin/chromium. */
+export const HEADLESS_SHELL = '/usr/bin/chromium-headless-shell';
 
 export const CHROMIUM_ARGS = [
   '--headless',
@@ -53,7 +57,7 @@ export interface TestBrowser {
 }
 
 export async function launchBrowser(): Promise<TestBrowser> {
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
+  const browser = await chromium.launch({ executablePath: HEADLESS_SHELL, args: CHROMIUM_ARGS, headless: true });
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   return {
     browser,
