@@ -2,14 +2,25 @@
  * Configuration: the environment parsed and validated once at start; a bad value stops the program with a message
  * naming the variable. Everything else receives a typed `Config`, never `process.env`.
  */
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The Kasse directory (where package.json is). npm scripts run here, so the default data directory and a relative
- * KASSE_DATA_DIR are taken from here: the server and the CLI find the same database wherever the CLI is run from.
+ * The Kasse directory (where package.json is): the nearest directory above this file that has one, so it is the same
+ * whether the sources run or JavaScript compiled from them into a folder inside it (the test run's). npm scripts run
+ * here, so the default data directory and a relative KASSE_DATA_DIR are taken from here: the server and the CLI find
+ * the same database wherever the CLI is run from. Files Kasse reads outside src/ (config/, docs/, contracts/, the
+ * README) are found from here too.
  */
-export const KASSE_HOME = fileURLToPath(new URL('..', import.meta.url));
+export const KASSE_HOME = packageRoot(dirname(fileURLToPath(import.meta.url)));
+
+function packageRoot(dir: string): string {
+  if (existsSync(join(dir, 'package.json'))) return dir;
+  const up = dirname(dir);
+  if (up === dir) throw new Error('no package.json above src/config.ts');
+  return packageRoot(up);
+}
 
 export type Role = 'api' | 'workers';
 

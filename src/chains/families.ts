@@ -1,13 +1,16 @@
 /**
  * The installed chain families: every folder under src/chains/ with an `index.ts` that default-exports a
  * `ChainFamily` (plugin.ts) named like the folder, in name order. Finding them here, rather than listing them in the
- * container, is what makes a new family a new folder and nothing else. Read once per process.
+ * container, is what makes a new family a new folder and nothing else. Read once per process. (`index.js` when this
+ * file runs compiled to JavaScript, as in the test run.)
  */
 import { existsSync, readdirSync } from 'node:fs';
+import { extname } from 'node:path';
 import { ConfigError } from '../config.ts';
 import type { ChainFamily } from './plugin.ts';
 
 const HERE = new URL('./', import.meta.url);
+const INDEX = `index${extname(import.meta.url)}`;
 
 let found: Promise<ChainFamily[]> | null = null;
 
@@ -19,12 +22,12 @@ export function installedFamilies(): Promise<ChainFamily[]> {
 
 async function discover(): Promise<ChainFamily[]> {
   const names = readdirSync(HERE, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(new URL(`${d.name}/index.ts`, HERE)))
+    .filter((d) => d.isDirectory() && existsSync(new URL(`${d.name}/${INDEX}`, HERE)))
     .map((d) => d.name)
     .sort();
   const families: ChainFamily[] = [];
   for (const name of names) {
-    const family = ((await import(new URL(`${name}/index.ts`, HERE).href)) as { default?: ChainFamily }).default;
+    const family = ((await import(new URL(`${name}/${INDEX}`, HERE).href)) as { default?: ChainFamily }).default;
     if (!family || family.name !== name)
       throw new Error(`src/chains/${name}/index.ts must default-export the chain family named "${name}"`);
     families.push(family);

@@ -8,12 +8,13 @@
  * `kind` is `native` or one of the token kinds the family declares (any installed family's on a `none` network).
  */
 import { readFileSync } from 'node:fs';
-import { ConfigError, type Config } from '../config.ts';
+import { join } from 'node:path';
+import { ConfigError, KASSE_HOME, type Config } from '../config.ts';
 import { parseUnits } from '../core/money.ts';
 import type { ChainFamily } from './plugin.ts';
 import type { ConfirmationTier, Mode, NetworkConfig, TokenConfig } from './types.ts';
 
-const CONFIG_DIR = new URL('../../config/', import.meta.url);
+const CONFIG_DIR = join(KASSE_HOME, 'config');
 /** The family of networks no installed family serves: test-mode simulator addresses only. */
 export const NO_FAMILY = 'none';
 const ID = /^[a-z0-9][a-z0-9-]{0,31}$/;
@@ -25,8 +26,8 @@ export function loadNetworks(
   families: readonly ChainFamily[],
 ): Record<Mode, NetworkConfig[]> {
   return {
-    live: readNetworks(config.liveNetworksFile ?? new URL('networks.live.json', CONFIG_DIR).pathname, families),
-    test: readNetworks(config.networksFile ?? new URL('networks.test.json', CONFIG_DIR).pathname, families),
+    live: readNetworks(config.liveNetworksFile ?? join(CONFIG_DIR, 'networks.live.json'), families),
+    test: readNetworks(config.networksFile ?? join(CONFIG_DIR, 'networks.test.json'), families),
   };
 }
 

@@ -11,8 +11,10 @@
  *   `webhooks`), tag descriptions and the introduction (docs/api.md, the API's conventions).
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifySchema } from 'fastify';
 import type { Mode } from '../chains/types.ts';
+import { KASSE_HOME } from '../config.ts';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
 import { freeFormKeys } from '../core/json-schema.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
@@ -263,7 +265,7 @@ const PAYMENT_EVENT = {
 
 /** docs/api.md without its title, relative links turned into their text: the reference's introduction. */
 function conventions(): string {
-  const text = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+  const text = readFileSync(join(KASSE_HOME, 'docs', 'api.md'), 'utf8');
   return text.replace(/^# .*\n+/, '').replace(/\[([^\]]+)\]\((?!https?:)[^)]*\)/g, '$1');
 }
 

@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { commandTable, readCommandLine } from '../../src/cli/program.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
+const ROOT = KASSE_HOME;
 const DOCS = [
   'README.md',
   ...readdirSync(join(ROOT, 'docs'))

@@ -13,8 +13,9 @@ import { english, generateMnemonic } from 'viem/accounts';
 import { startEmbedded } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../harness/db.ts';
 import { eventually } from '../harness/expect.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
+const ROOT = KASSE_HOME;
 
 function run(
   args: string[],

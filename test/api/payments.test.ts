@@ -12,6 +12,7 @@ import { paymentStatements, startTestKasse, type TestKasse, type TestMerchant } 
 import { assertError } from '../harness/expect.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -49,7 +50,7 @@ before(async () => {
   cg.setPrice('solana', '150.5');
   cg.setPrice('polygon-ecosystem-token', 0.25);
   // The test networks with polygon paused.
-  const doc = JSON.parse(readFileSync(new URL('../../config/networks.test.json', import.meta.url), 'utf8'));
+  const doc = JSON.parse(readFileSync(join(KASSE_HOME, 'config', 'networks.test.json'), 'utf8'));
   doc.networks.find((n: any) => n.id === 'polygon').paused = true;
   const file = join(mkdtempSync(join(tmpdir(), 'kasse-nets-')), 'networks.json');
   writeFileSync(file, JSON.stringify(doc));

@@ -12,6 +12,7 @@ import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -277,7 +278,7 @@ describe('rules', () => {
   });
 
   test('the auto-picked coin is the networks file\'s "default" coin', async () => {
-    const doc = JSON.parse(readFileSync(new URL('../../config/networks.test.json', import.meta.url), 'utf8'));
+    const doc = JSON.parse(readFileSync(join(KASSE_HOME, 'config', 'networks.test.json'), 'utf8'));
     for (const n of doc.networks) for (const tok of n.tokens) tok.default = n.id === 'solana' && tok.symbol === 'usdc';
     const file = join(mkdtempSync(join(tmpdir(), 'kasse-default-')), 'networks.test.json');
     writeFileSync(file, JSON.stringify(doc));

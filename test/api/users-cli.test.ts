@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
+const ROOT = KASSE_HOME;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let env: Record<string, string>;
 let dataDir: string;

@@ -19,8 +19,9 @@ import { startWorkers, type Workers } from '../../src/workers/index.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
+const ROOT = KASSE_HOME;
 /** Where the CLI would put an embedded database if it opened one: it must never appear. */
 const NO_DATA_DIR = join(tmpdir(), `kasse-developer-no-data-${process.pid}`);
 

@@ -10,8 +10,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { encodeFunctionData, getAddress, type Address } from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import type { EvmSender } from '../../src/chains/evm/sender.ts';
@@ -20,6 +18,7 @@ import { createUser } from '../harness/dashboard.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { countQueries } from '../harness/query-count.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -281,7 +280,7 @@ describe('disbursements on chain', () => {
       writeFileSync(networksFile, JSON.stringify(networks));
       const start = () => {
         const c = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-          cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+          cwd: KASSE_HOME,
           env: {
             ...process.env,
             DATABASE_URL: k.t.databaseUrl,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { english, generateMnemonic } from 'viem/accounts';
 import type { ChainFamily } from '../../src/chains/plugin.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { KASSE_HOME, loadConfig, type Config } from '../../src/config.ts';
 import { FakeClock } from '../../src/core/clock.ts';
 import { createLogger } from '../../src/core/log.ts';
 import type { Secrets } from '../../src/core/secrets.ts';
@@ -177,7 +177,7 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
  * live mode runs them (addresses derive offline; nothing is watched unless workers start). The others stay as shipped.
  */
 export function liveNetworksFile(chains: string[] = ['base']): string {
-  const doc = JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8')) as {
+  const doc = JSON.parse(readFileSync(join(KASSE_HOME, 'config', 'networks.live.json'), 'utf8')) as {
     networks: Array<{ id: string; evm?: unknown }>;
   };
   for (const n of doc.networks)

@@ -11,8 +11,7 @@
  * node with `startHardhatNode()` (about a second) and stops it when done; nothing another file does can disturb it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import {
   createPublicClient,
   createWalletClient,
@@ -31,11 +30,12 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { artifact, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
 import { registerInfrastructure } from './infrastructure.ts';
 import { freePort } from './net.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 /** Environment variable carrying the shared node's URL to test files. */
 export const EVM_RPC_ENV = 'KASSE_TEST_EVM_RPC';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOT = KASSE_HOME;
 const HARDHAT_CLI = join(ROOT, 'node_modules', 'hardhat', 'internal', 'cli', 'bootstrap.js');
 const CONFIG = join(ROOT, 'test', 'harness', 'hardhat.config.cjs');
 

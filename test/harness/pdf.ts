@@ -5,8 +5,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { KASSE_HOME } from '../../src/config.ts';
 
-export const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
+export const ARTIFACTS = join(KASSE_HOME, 'test-artifacts');
 
 export interface PdfReadBack {
   text: string;

@@ -24,8 +24,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Rent } from 'litesvm';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
@@ -47,6 +46,7 @@ import {
   type Commitment,
   type LedgerTx,
 } from './solana-validator.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 export const SOLANA_RPC_ENV = 'KASSE_TEST_SOLANA_RPC';
 
@@ -597,7 +597,7 @@ export async function startSolanaNode(opts: { listeners?: number; finalityDepth?
 
 /** A node in a child process (its ledger work is not counted in this process's CPU): the shared node of a run, benchmarks. */
 export async function spawnSolanaNode(): Promise<{ urls: string[]; stop(): Promise<void> }> {
-  const script = join(dirname(fileURLToPath(import.meta.url)), 'solana-node.ts');
+  const script = join(KASSE_HOME, 'test', 'harness', 'solana-node.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const urls = await new Promise<string[]>((resolve, reject) => {
     let out = '';

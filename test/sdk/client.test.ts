@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -28,6 +29,7 @@ import { FakeClock } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -74,7 +76,7 @@ describe('the client covers the API', () => {
     const doc = await (await fetch(`${t.urls.test}/openapi.json`)).json();
     const files = await generatedFiles(doc);
     for (const [name, text] of Object.entries(files)) {
-      const checkedIn = readFileSync(new URL(`../../sdk/src/generated/${name}`, import.meta.url), 'utf8');
+      const checkedIn = readFileSync(join(KASSE_HOME, 'sdk', 'src', 'generated', name), 'utf8');
       assert.ok(
         checkedIn === text,
         `sdk/src/generated/${name} is out of date: run \`npm run sdk:generate\` and commit the result`,

@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 const run = promisify(execFile);
-const ROOT = new URL('../..', import.meta.url).pathname;
+const ROOT = KASSE_HOME;
 const SDK = join(ROOT, 'sdk');
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 

@@ -8,12 +8,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { checkHotWalletKey, installedFamilies } from '../../src/chains/families.ts';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError, KASSE_HOME } from '../../src/config.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 
-const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const SRC = join(KASSE_HOME, 'src');
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -5,11 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import semver from 'semver';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = new URL('../../', import.meta.url);
-const json = (file: string) => JSON.parse(readFileSync(new URL(file, ROOT), 'utf8'));
+const ROOT = KASSE_HOME;
+const json = (file: string) => JSON.parse(readFileSync(join(ROOT, file), 'utf8'));
 
 test('every locked package runs on the Node versions the project states', () => {
   const pkg = json('package.json');
@@ -25,5 +27,5 @@ test('every locked package runs on the Node versions the project states', () => 
     }
   }
   assert.deepEqual(refusing, []);
-  assert.match(readFileSync(new URL('README.md', ROOT), 'utf8'), /Node\.js 20/);
+  assert.match(readFileSync(join(ROOT, 'README.md'), 'utf8'), /Node\.js 20/);
 });

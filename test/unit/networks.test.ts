@@ -2,16 +2,17 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { getAddress } from 'viem';
 import { installedFamilies } from '../../src/chains/families.ts';
 import { confirmationTier, explorerTxUrl, loadNetworks, parseNetworks } from '../../src/chains/networks.ts';
 import { ChainRegistry } from '../../src/chains/registry.ts';
 import { decodeBase58 } from '../../src/chains/solana/index.ts';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError, KASSE_HOME } from '../../src/config.ts';
 
 const families = await installedFamilies();
-const live = () => JSON.parse(readFileSync(new URL('../../config/networks.live.json', import.meta.url), 'utf8'));
+const live = () => JSON.parse(readFileSync(join(KASSE_HOME, 'config', 'networks.live.json'), 'utf8'));
 
 describe('networks files', () => {
   test('live and test sets share network and token ids; amounts are bigint smallest units', () => {

@@ -4,9 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const HERE = new URL('.', import.meta.url);
+const HERE = join(KASSE_HOME, 'test', 'unit');
 
 /** What a file may not import: a database, the whole app, a chain node or Chromium. */
 const INFRASTRUCTURE = [
@@ -19,7 +21,7 @@ test('no unit test imports a database, the app, a chain node or a browser', () =
   const files = readdirSync(HERE).filter((f) => f.endsWith('.test.ts'));
   assert.ok(files.length > 10, `found ${files.length} files`);
   const offending = files.flatMap((f) =>
-    [...readFileSync(new URL(f, HERE), 'utf8').matchAll(/\bfrom '([^']+)'/g)]
+    [...readFileSync(join(HERE, f), 'utf8').matchAll(/\bfrom '([^']+)'/g)]
       .map((m) => m[1]!)
       .filter((spec) => INFRASTRUCTURE.some((re) => re.test(spec)))
       .map((spec) => `${f} imports ${spec}`),

@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { KASSE_HOME } from '../../src/config.ts';
 
-const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const SRC = join(KASSE_HOME, 'src');
 
 /** Owner of each core table: a folder (ending in /) or one file, relative to src/. */
 const OWNERS: Record<string, string> = {

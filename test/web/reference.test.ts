@@ -6,12 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { get } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
-import { loadConfig } from '../../src/config.ts';
+import { KASSE_HOME, loadConfig } from '../../src/config.ts';
 import { ERROR_STATUS } from '../../src/core/errors.ts';
 import { EVENT_TYPES } from '../../src/modules/payments/model.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
@@ -70,7 +72,7 @@ describe('links to the reference', () => {
       `http://${defaults.host}:${defaults.ports.test}/v1/openapi.json`,
     ]);
     for (const file of ['README.md', 'docs/developer-tools.md']) {
-      const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+      const text = readFileSync(join(KASSE_HOME, file), 'utf8');
       const links = new Set([...text.matchAll(/<(http:\/\/[^>]+\/v1\/[^>]*)>/g)].map((x) => x[1]!));
       assert.deepEqual(links, expected, file);
       // Each link names its API next to it.
@@ -89,7 +91,7 @@ describe('links to the reference', () => {
 
   test('relative links of the README, the developer docs and the SDK README point at files that exist', () => {
     for (const file of ['README.md', 'docs/developer-tools.md', 'sdk/README.md']) {
-      const url = new URL(`../../${file}`, import.meta.url);
+      const url = pathToFileURL(join(KASSE_HOME, file));
       for (const [, target] of readFileSync(url, 'utf8').matchAll(/\]\(((?!https?:|#)[^)]+)\)/g)) {
         assert.ok(existsSync(new URL(target!.split('#')[0]!, url)), `${file} links to ${target}`);
       }

@@ -7,9 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { type Address, getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
@@ -20,6 +18,7 @@ import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
 import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
 import { agentFetch, startShop } from './agents.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 
 const NETWORK = 'eip155:31337';
 let node: HardhatNode;
@@ -142,7 +141,7 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
   try {
     const port = await freePort();
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+      cwd: KASSE_HOME,
       env: {
         ...process.env,
         DATABASE_URL: k.t.databaseUrl,

@@ -88,5 +88,9 @@ export function gaslessEndpoint(relay: GaslessRelay): CheckoutEndpoint {
 }
 
 export function checkoutExtension(relay: GaslessRelay): CheckoutExtension {
-  return { script: new URL('./checkout.js', import.meta.url), walletButtons, endpoints: [gaslessEndpoint(relay)] };
+  return {
+    script: new URL('./static/checkout.js', import.meta.url),
+    walletButtons,
+    endpoints: [gaslessEndpoint(relay)],
+  };
 }

@@ -8,9 +8,10 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Abi, Hex } from 'viem';
+import { KASSE_HOME } from '../../config.ts';
 
 /** A compiled contract as stored under contracts/build/. */
 export interface ContractArtifact {
@@ -27,8 +28,7 @@ interface Solc {
   compile(input: string, callbacks?: { import(path: string): { contents: string } | { error: string } }): string;
 }
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const CONTRACTS_DIR = join(ROOT, 'contracts');
+export const CONTRACTS_DIR = join(KASSE_HOME, 'contracts');
 export const BUILD_DIR = join(CONTRACTS_DIR, 'build');
 
 /** Source files and the contracts in them that get an artifact. */

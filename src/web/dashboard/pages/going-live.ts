@@ -5,11 +5,13 @@
  *   GET /dashboard/<mode>/going-live
  */
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KASSE_HOME } from '../../../config.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { send, shell } from '../layout.ts';
 import type { Router } from '../routing.ts';
 
-const README = new URL('../../../../README.md', import.meta.url);
+const README = join(KASSE_HOME, 'README.md');
 
 /** The text of a `## <title>` section of the README, or null when the file or section is missing. */
 export async function readmeSection(title: string): Promise<string | null> {
