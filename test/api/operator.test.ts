@@ -1,6 +1,8 @@
 /**
  * The operator contract: `npm start` on the embedded PostgreSQL prints its three URLs, the `kasse` CLI works against
- * the same database whether or not the server runs, data survives a restart, and SIGTERM shuts down cleanly.
+ * the same database whether or not the server runs, data survives a restart, and SIGTERM shuts down cleanly. The
+ * cases about the commands themselves run the operator's exact commands (`npm start`'s, bin/kasse.js); the others
+ * run the server and CLI as this test runs (test/harness/commands.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -14,6 +16,7 @@ import { startEmbedded } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../harness/db.ts';
 import { eventually } from '../harness/expect.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import { CLI, OPERATOR_CLI, OPERATOR_SERVER, SERVER } from '../harness/commands.ts';
 
 const ROOT = KASSE_HOME;
 
@@ -36,17 +39,19 @@ function run(
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>, cwd = ROOT) =>
-  run([join(ROOT, 'bin/kasse.js'), ...args], env, cwd);
+const kasse = (args: string[], env: Record<string, string>, cwd = ROOT, cli = CLI) => run([...cli, ...args], env, cwd);
 
-/** Starts `src/main.ts` and resolves once the three URL lines are printed; `output()` is its stdout so far. */
+/**
+ * Starts the server (`command`: `SERVER`, or `OPERATOR_SERVER` for `npm start`'s own) and resolves once the three URL
+ * lines are printed; `output()` is its stdout so far.
+ */
 function start(
   env: Record<string, string>,
-  opts: { detached?: boolean } = {},
+  opts: { detached?: boolean; command?: string[] } = {},
 ): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
     // detached: in a process group of its own (with the embedded PostgreSQL it starts), for the group to be killed.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, opts.command ?? SERVER, {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,6 +93,8 @@ describe('the operator contract', () => {
       const res = await kasse(
         ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
         env,
+        ROOT,
+        OPERATOR_CLI,
       );
       assert.equal(res.code, 0, res.stderr);
       const lines = res.stdout.trim().split('\n');
@@ -130,18 +137,18 @@ describe('the operator contract', () => {
     };
 
     // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
-    const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+    const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere, OPERATOR_CLI);
     assert.equal(refused.code, 2);
     assert.equal(refused.stdout, '');
     assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
     assert.match(refused.stderr, /KASSE_DATA_DIR/);
     assert.deepEqual(readdirSync(dataDir), []);
 
-    const first = await start(env);
+    const first = await start(env, { command: OPERATOR_SERVER });
     assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
-    const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere);
+    const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere, OPERATOR_CLI);
     assert.equal(created.code, 0, created.stderr);
     const { test_key } = JSON.parse(created.stdout);
     const account = await fetch(`${first.urls['test api']}/account`, {
@@ -174,7 +181,7 @@ describe('the operator contract', () => {
     assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
 
     // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
-    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere);
+    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere, OPERATOR_CLI);
     assert.equal(listed.code, 0, listed.stderr);
     const merchants = JSON.parse(listed.stdout);
     assert.equal(merchants[0].name, 'Beside');
@@ -189,7 +196,7 @@ describe('the operator contract', () => {
     ]);
     assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
 
-    const second = await start(env);
+    const second = await start(env, { command: OPERATOR_SERVER });
     const again = await fetch(`${second.urls['test api']}/account`, {
       headers: { authorization: `Bearer ${test_key}` },
     });

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
+import { nodeArgs } from '../harness/commands.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -41,7 +42,7 @@ interface Worker {
 }
 
 function worker(crash?: 'in-transaction' | 'after-commit'): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/harness/subscription-worker.ts'], {
+  const child = spawn(process.execPath, nodeArgs('test/harness/subscription-worker'), {
     env: {
       ...process.env,
       KASSE_WORKER_DATABASE_URL: t.databaseUrl,

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { english, generateMnemonic } from 'viem/accounts';
 import { createTestDatabase } from '../harness/db.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import { CLI } from '../harness/commands.ts';
 
 const ROOT = KASSE_HOME;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -19,7 +20,7 @@ let dataDir: string;
 
 function kasse(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/kasse.js', ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

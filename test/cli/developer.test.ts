@@ -20,6 +20,7 @@ import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/ap
 import { eventually } from '../harness/expect.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import { CLI } from '../harness/commands.ts';
 
 const ROOT = KASSE_HOME;
 /** Where the CLI would put an embedded database if it opened one: it must never appear. */
@@ -38,7 +39,7 @@ function kasse(
   environment: NodeJS.ProcessEnv,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/kasse.js', ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: ROOT,
       env: environment,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,7 +64,7 @@ interface Listener {
 
 /** Starts `kasse listen` and resolves once it is connected. */
 async function listen(args: string[], environment: NodeJS.ProcessEnv): Promise<Listener> {
-  const child = spawn(process.execPath, ['bin/kasse.js', 'listen', ...args], {
+  const child = spawn(process.execPath, [...CLI, 'listen', ...args], {
     cwd: ROOT,
     env: environment,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -19,6 +19,7 @@ import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { countQueries } from '../harness/query-count.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import { SERVER } from '../harness/commands.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -279,7 +280,7 @@ describe('disbursements on chain', () => {
       const networksFile = k.networksFile.replace(/\.json$/, '.short-lease.json');
       writeFileSync(networksFile, JSON.stringify(networks));
       const start = () => {
-        const c = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        const c = spawn(process.execPath, SERVER, {
           cwd: KASSE_HOME,
           env: {
             ...process.env,

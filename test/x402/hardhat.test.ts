@@ -19,6 +19,7 @@ import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
 import { agentFetch, startShop } from './agents.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import { SERVER } from '../harness/commands.ts';
 
 const NETWORK = 'eip155:31337';
 let node: HardhatNode;
@@ -140,7 +141,7 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
   let child: ChildProcess | null = null;
   try {
     const port = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, SERVER, {
       cwd: KASSE_HOME,
       env: {
         ...process.env,
