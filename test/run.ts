@@ -4,8 +4,9 @@
  * formatting and lint rules), starts the shared local infrastructure once for the whole run (one PostgreSQL server;
  * chain nodes where suites need them), then runs every `*.test.ts` file, compiled, with Node's test runner, two files
  * at a time. Each test file creates its own database on the shared server. Running compiled JavaScript spares every
- * test process tsx's loader (about 1.8 s of CPU each); the processes the tests start as an operator would (`npm
- * start`'s command, `bin/kasse.js`) still run the sources through tsx.
+ * test process tsx's loader (about 1.8 s of CPU each); so do the servers and CLIs the tests start
+ * (test/harness/commands.ts), except in the operator contract's cases about `npm start`'s and bin/kasse.js's own
+ * commands.
  *
  * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
  * `--unit` runs them all without the type-check and lint, for a quick loop. KASSE_SKIP_TYPECHECK=1 skips both too.
