@@ -13,15 +13,14 @@ import { commandTable, readCommandLine } from '../../src/cli/program.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = KASSE_HOME;
 const DOCS = [
   'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
+  ...readdirSync(join(KASSE_HOME, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
 ].map((file) => ({
   file,
-  text: readFileSync(join(ROOT, file), 'utf8'),
+  text: readFileSync(join(KASSE_HOME, file), 'utf8'),
 }));
 
 let t: TestKasse;
@@ -170,9 +169,11 @@ const SAMPLE_APP_VARIABLES = new Set(['KASSE_WEBHOOK_SECRET']);
 test('every environment variable the docs name is read by Kasse, and the README configures every one config.ts reads', () => {
   // Kasse reads them in src/; the test command and its harness read the KASSE_TEST_* ones the docs describe.
   const read = new Set(
-    [...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'test')), ...sources(join(ROOT, 'bench'))].flatMap((f) => [
-      ...variablesRead(readFileSync(f, 'utf8')),
-    ]),
+    [
+      ...sources(join(KASSE_HOME, 'src')),
+      ...sources(join(KASSE_HOME, 'test')),
+      ...sources(join(KASSE_HOME, 'bench')),
+    ].flatMap((f) => [...variablesRead(readFileSync(f, 'utf8'))]),
   );
   const wrong: string[] = [];
   for (const { file, text } of DOCS) {
@@ -189,7 +190,7 @@ test('every environment variable the docs name is read by Kasse, and the README 
       .filter((l) => l.startsWith('| `'))
       .flatMap((l) => [...l.split('|')[1]!.matchAll(VARIABLE)].map((m) => m[1]!)),
   );
-  const config = variablesRead(readFileSync(join(ROOT, 'src/config.ts'), 'utf8'));
+  const config = variablesRead(readFileSync(join(KASSE_HOME, 'src/config.ts'), 'utf8'));
   assert.deepEqual(
     [...configured].sort(),
     [...config].sort(),
@@ -206,7 +207,7 @@ test('every file or folder of the code the docs point at exists', () => {
     )) {
       const path = m[1]!;
       if (!/\/$|\.\w+$|\/.*\//.test(path)) continue;
-      if (!existsSync(join(ROOT, path))) wrong.push(`${file}: ${path}`);
+      if (!existsSync(join(KASSE_HOME, path))) wrong.push(`${file}: ${path}`);
     }
   }
   assert.deepEqual(wrong, []);

@@ -18,12 +18,10 @@ import { eventually } from '../harness/expect.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 import { CLI, OPERATOR_CLI, OPERATOR_SERVER, SERVER } from '../harness/commands.ts';
 
-const ROOT = KASSE_HOME;
-
 function run(
   args: string[],
   env: Record<string, string>,
-  cwd = ROOT,
+  cwd = KASSE_HOME,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, {
@@ -39,7 +37,8 @@ function run(
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>, cwd = ROOT, cli = CLI) => run([...cli, ...args], env, cwd);
+const kasse = (args: string[], env: Record<string, string>, cwd = KASSE_HOME, cli = CLI) =>
+  run([...cli, ...args], env, cwd);
 
 /**
  * Starts the server (`command`: `SERVER`, or `OPERATOR_SERVER` for `npm start`'s own) and resolves once the three URL
@@ -52,7 +51,7 @@ function start(
   return new Promise((resolve, reject) => {
     // detached: in a process group of its own (with the embedded PostgreSQL it starts), for the group to be killed.
     const child = spawn(process.execPath, opts.command ?? SERVER, {
-      cwd: ROOT,
+      cwd: KASSE_HOME,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: opts.detached === true,
@@ -93,7 +92,7 @@ describe('the operator contract', () => {
       const res = await kasse(
         ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
         env,
-        ROOT,
+        KASSE_HOME,
         OPERATOR_CLI,
       );
       assert.equal(res.code, 0, res.stderr);
@@ -129,7 +128,7 @@ describe('the operator contract', () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'kasse-elsewhere-'));
     dirs.push(elsewhere);
     const env = {
-      KASSE_DATA_DIR: relative(ROOT, dataDir),
+      KASSE_DATA_DIR: relative(KASSE_HOME, dataDir),
       KASSE_LIVE_PORT: '0',
       KASSE_TEST_PORT: '0',
       KASSE_CHECKOUT_PORT: '0',

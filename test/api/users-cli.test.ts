@@ -13,7 +13,6 @@ import { createTestDatabase } from '../harness/db.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 import { CLI } from '../harness/commands.ts';
 
-const ROOT = KASSE_HOME;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let env: Record<string, string>;
 let dataDir: string;
@@ -21,7 +20,7 @@ let dataDir: string;
 function kasse(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...CLI, ...args], {
-      cwd: ROOT,
+      cwd: KASSE_HOME,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

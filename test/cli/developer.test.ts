@@ -22,7 +22,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-r
 import { KASSE_HOME } from '../../src/config.ts';
 import { CLI } from '../harness/commands.ts';
 
-const ROOT = KASSE_HOME;
 /** Where the CLI would put an embedded database if it opened one: it must never appear. */
 const NO_DATA_DIR = join(tmpdir(), `kasse-developer-no-data-${process.pid}`);
 
@@ -40,7 +39,7 @@ function kasse(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...CLI, ...args], {
-      cwd: ROOT,
+      cwd: KASSE_HOME,
       env: environment,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -65,7 +64,7 @@ interface Listener {
 /** Starts `kasse listen` and resolves once it is connected. */
 async function listen(args: string[], environment: NodeJS.ProcessEnv): Promise<Listener> {
   const child = spawn(process.execPath, [...CLI, 'listen', ...args], {
-    cwd: ROOT,
+    cwd: KASSE_HOME,
     env: environment,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -35,9 +35,8 @@ import { KASSE_HOME } from '../../src/config.ts';
 /** Environment variable carrying the shared node's URL to test files. */
 export const EVM_RPC_ENV = 'KASSE_TEST_EVM_RPC';
 
-const ROOT = KASSE_HOME;
-const HARDHAT_CLI = join(ROOT, 'node_modules', 'hardhat', 'internal', 'cli', 'bootstrap.js');
-const CONFIG = join(ROOT, 'test', 'harness', 'hardhat.config.cjs');
+const HARDHAT_CLI = join(KASSE_HOME, 'node_modules', 'hardhat', 'internal', 'cli', 'bootstrap.js');
+const CONFIG = join(KASSE_HOME, 'test', 'harness', 'hardhat.config.cjs');
 
 export const hardhatChain: Chain = {
   id: 31337,
@@ -70,7 +69,7 @@ export async function startHardhatNode(): Promise<HardhatNode> {
     process.execPath,
     [HARDHAT_CLI, '--config', CONFIG, 'node', '--hostname', '127.0.0.1', '--port', String(port)],
     {
-      cwd: ROOT,
+      cwd: KASSE_HOME,
       env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true', HARDHAT_TELEMETRY_DISABLED: 'true' },
       stdio: ['ignore', 'ignore', 'pipe'],
     },

@@ -14,9 +14,8 @@ import { startTestKasse, type TestKasse } from '../harness/app.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 
 const run = promisify(execFile);
-const ROOT = KASSE_HOME;
-const SDK = join(ROOT, 'sdk');
-const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
+const SDK = join(KASSE_HOME, 'sdk');
+const TSC = join(KASSE_HOME, 'node_modules', '.bin', 'tsc');
 
 let t: TestKasse;
 let dir: string;
@@ -147,7 +146,7 @@ export async function flow(): Promise<Payment> {
         strict: true,
         noEmit: true,
         types: ['node'],
-        typeRoots: [join(ROOT, 'node_modules', '@types')],
+        typeRoots: [join(KASSE_HOME, 'node_modules', '@types')],
       },
       files: ['shop.ts'],
     }),

@@ -10,8 +10,7 @@ import { test } from 'node:test';
 import semver from 'semver';
 import { KASSE_HOME } from '../../src/config.ts';
 
-const ROOT = KASSE_HOME;
-const json = (file: string) => JSON.parse(readFileSync(join(ROOT, file), 'utf8'));
+const json = (file: string) => JSON.parse(readFileSync(join(KASSE_HOME, file), 'utf8'));
 
 test('every locked package runs on the Node versions the project states', () => {
   const pkg = json('package.json');
@@ -27,5 +26,5 @@ test('every locked package runs on the Node versions the project states', () => 
     }
   }
   assert.deepEqual(refusing, []);
-  assert.match(readFileSync(join(ROOT, 'README.md'), 'utf8'), /Node\.js 20/);
+  assert.match(readFileSync(join(KASSE_HOME, 'README.md'), 'utf8'), /Node\.js 20/);
 });
