@@ -4,9 +4,7 @@
  * formatting and lint rules), starts the shared local infrastructure once for the whole run (one PostgreSQL server;
  * chain nodes where suites need them), then runs every `*.test.ts` file, compiled, with Node's test runner, two files
  * at a time. Each test file creates its own database on the shared server. Running compiled JavaScript spares every
- * test process tsx's loader (about 1.8 s of CPU each); so do the servers and CLIs the tests start
- * (test/harness/commands.ts), except in the operator contract's cases about `npm start`'s and bin/kasse.js's own
- * commands.
+ * test process tsx's loader (docs/testing.md; the processes tests start: test/harness/commands.ts).
  *
  * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
  * `--unit` runs them all without the type-check and lint, for a quick loop. KASSE_SKIP_TYPECHECK=1 skips both too.
@@ -19,7 +17,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { extname, join, relative } from 'node:path';
+import { extname, join, relative, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startInfrastructure } from './harness/infrastructure.ts';
 
@@ -89,11 +87,11 @@ async function startDatabase(): Promise<{ env: Record<string, string>; stop(): P
   };
 }
 
-/** Where tsconfig.test.json compiles to. */
+/** Where tsconfig.test.json compiles to, afresh on every run: nothing stays of a file since deleted or renamed. */
 const BUILD = '.test-build';
 
-/** The compiled file of a test file: test/a.test.ts → .test-build/test/a.test.js. */
-const compiled = (file: string) => join(BUILD, file.replace(/\.ts$/, '.js'));
+/** A test file's compiled path (test/a.test.ts → .test-build/test/a.test.js); the runner's flags pass as they are. */
+const compiled = (arg: string) => (arg.startsWith('-') ? arg : join(BUILD, relative('.', arg)).replace(/\.ts$/, '.js'));
 
 /**
  * The files of src/ that are not TypeScript (scripts and styles the pages serve), copied beside the compiled ones. A
@@ -110,8 +108,8 @@ function copyAssets(): void {
   cpSync('src', join(BUILD, 'src'), { recursive: true, filter: asset });
 }
 
-/** The ten test files that took longest, so the suite's time can be seen where it goes. */
-function printSlowest(timesFile: string): void {
+/** The ten test files that took longest (`name`: the file it ran as → its name), so the time can be seen where it goes. */
+function printSlowest(timesFile: string, name: (file: string) => string): void {
   if (!existsSync(timesFile)) return;
   const rows = readFileSync(timesFile, 'utf8')
     .split('\n')
@@ -119,10 +117,8 @@ function printSlowest(timesFile: string): void {
     .map((line) => line.split('\t') as [string, string])
     .sort((a, b) => Number(b[0]) - Number(a[0]));
   process.stdout.write('slowest test files:\n');
-  for (const [ms, file] of rows.slice(0, 10)) {
-    const source = relative('.', file).replace(new RegExp(`^${BUILD}/(.*)\\.js$`), '$1.ts');
-    process.stdout.write(`  ${(Number(ms) / 1000).toFixed(1).padStart(6)} s  ${source}\n`);
-  }
+  for (const [ms, file] of rows.slice(0, 10))
+    process.stdout.write(`  ${(Number(ms) / 1000).toFixed(1).padStart(6)} s  ${name(file)}\n`);
 }
 
 const NOTHING = { env: {}, stop: async () => {} };
@@ -139,6 +135,7 @@ async function main(): Promise<number> {
 
   const build = !unitOnly && !process.env.KASSE_SKIP_TYPECHECK;
   if (build) {
+    rmSync(BUILD, { recursive: true, force: true });
     const checks = [
       { title: 'typecheck and compile: tsc -p tsconfig.test.json', command: ['tsc', '-p', 'tsconfig.test.json'] },
       { title: 'lint: biome check .', command: ['biome', 'check', '.'] },
@@ -150,8 +147,15 @@ async function main(): Promise<number> {
         return 1;
       }
     }
-    copyAssets();
+    try {
+      copyAssets();
+    } catch (err) {
+      process.stdout.write(`${err instanceof Error ? err.message : String(err)}\n0 passed, 1 failed\n`);
+      return 1;
+    }
   }
+  const run = build ? files.map(compiled) : files;
+  const sourceOf = new Map(run.map((f, i) => [resolve(f), files[i]!]));
 
   const pure = files.every(isUnit);
   const database = pure ? NOTHING : await startDatabase();
@@ -173,13 +177,13 @@ async function main(): Promise<number> {
       `--test-reporter-destination=${tapFile}`,
       '--test-reporter=./test/harness/file-times.mjs',
       `--test-reporter-destination=${timesFile}`,
-      ...(build ? files.map(compiled) : files),
+      ...run,
     ],
     { stdio: 'inherit', env: { ...process.env, ...infra.env, ...database.env } },
   );
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await infra.stop();
-  if (files.length > 4) printSlowest(timesFile);
+  if (files.length > 4) printSlowest(timesFile, (f) => sourceOf.get(f) ?? relative('.', f));
   const tap = existsSync(tapFile) ? readFileSync(tapFile, 'utf8') : '';
   const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap)?.[1] ?? 0);
   process.stdout.write(

@@ -6,11 +6,12 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../config.ts';
 import type { ChainFamily } from './plugin.ts';
 
 const HERE = new URL('./', import.meta.url);
-const INDEX = `index${extname(import.meta.url)}`;
+const INDEX = `index${extname(fileURLToPath(import.meta.url))}`;
 
 let found: Promise<ChainFamily[]> | null = null;
 

@@ -1,8 +1,7 @@
 /**
  * The operator contract: `npm start` on the embedded PostgreSQL prints its three URLs, the `kasse` CLI works against
  * the same database whether or not the server runs, data survives a restart, and SIGTERM shuts down cleanly. The
- * cases about the commands themselves run the operator's exact commands (`npm start`'s, bin/kasse.js); the others
- * run the server and CLI as this test runs (test/harness/commands.ts).
+ * cases about the commands themselves run the operator's exact ones (test/harness/commands.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,8 +36,9 @@ function run(
   });
 }
 
-const kasse = (args: string[], env: Record<string, string>, cwd = KASSE_HOME, cli = CLI) =>
-  run([...cli, ...args], env, cwd);
+/** The CLI (`cli`: `CLI`, or `OPERATOR_CLI` for bin/kasse.js itself) run in `cwd`. */
+const kasse = (args: string[], env: Record<string, string>, opts: { cwd?: string; cli?: string[] } = {}) =>
+  run([...(opts.cli ?? CLI), ...args], env, opts.cwd);
 
 /**
  * Starts the server (`command`: `SERVER`, or `OPERATOR_SERVER` for `npm start`'s own) and resolves once the three URL
@@ -92,8 +92,7 @@ describe('the operator contract', () => {
       const res = await kasse(
         ['merchant', 'create', '--name', 'Corner Shop', '--webhook-url', 'https://shop.example/hook', '--json'],
         env,
-        KASSE_HOME,
-        OPERATOR_CLI,
+        { cli: OPERATOR_CLI },
       );
       assert.equal(res.code, 0, res.stderr);
       const lines = res.stdout.trim().split('\n');
@@ -136,7 +135,7 @@ describe('the operator contract', () => {
     };
 
     // Before the server ever ran there: a refusal naming the directory, and nothing created anywhere.
-    const refused = await kasse(['merchant', 'list', '--json'], env, elsewhere, OPERATOR_CLI);
+    const refused = await kasse(['merchant', 'list', '--json'], env, { cwd: elsewhere, cli: OPERATOR_CLI });
     assert.equal(refused.code, 2);
     assert.equal(refused.stdout, '');
     assert.ok(refused.stderr.includes(`no Kasse database in ${dataDir}.`), refused.stderr);
@@ -147,7 +146,10 @@ describe('the operator contract', () => {
     assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
-    const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, elsewhere, OPERATOR_CLI);
+    const created = await kasse(['merchant', 'create', '--name', 'Beside', '--json'], env, {
+      cwd: elsewhere,
+      cli: OPERATOR_CLI,
+    });
     assert.equal(created.code, 0, created.stderr);
     const { test_key } = JSON.parse(created.stdout);
     const account = await fetch(`${first.urls['test api']}/account`, {
@@ -180,7 +182,7 @@ describe('the operator contract', () => {
     assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
 
     // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
-    const listed = await kasse(['merchant', 'list', '--json'], env, elsewhere, OPERATOR_CLI);
+    const listed = await kasse(['merchant', 'list', '--json'], env, { cwd: elsewhere, cli: OPERATOR_CLI });
     assert.equal(listed.code, 0, listed.stderr);
     const merchants = JSON.parse(listed.stdout);
     assert.equal(merchants[0].name, 'Beside');

@@ -17,7 +17,7 @@ import { startTestKasse, type TestKasse, type TestMerchant } from './app.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from './price-servers.ts';
 
 /** Debian's package `chromium-headless-shell`; about a third less CPU per page than headless /usr/bin/chromium. */
-export const HEADLESS_SHELL = '/usr/bin/chromium-headless-shell';
+const HEADLESS_SHELL = '/usr/bin/chromium-headless-shell';
 
 export const CHROMIUM_ARGS = [
   '--headless',

@@ -24,6 +24,6 @@ export const OPERATOR_SERVER = ['--import', 'tsx', join(KASSE_HOME, 'src', 'main
 export const OPERATOR_CLI = [join(KASSE_HOME, 'bin', 'kasse.js')];
 
 /** The server (`src/main`) as this test runs. */
-export const SERVER = COMPILED ? nodeArgs('src/main') : OPERATOR_SERVER;
+export const SERVER = nodeArgs('src/main');
 /** The CLI (`src/cli/index`, what bin/kasse.js runs) as this test runs. */
 export const CLI = COMPILED ? nodeArgs('src/cli/index') : OPERATOR_CLI;

@@ -6,8 +6,12 @@
  * of test/ is looked at), so a new family's test tooling stays in its own test folder.
  */
 import { existsSync, readdirSync } from 'node:fs';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const TEST_DIR = new URL('../', import.meta.url);
+/** `infrastructure.ts`, or `.js` when this file runs compiled. */
+const HARNESS = `infrastructure${extname(fileURLToPath(import.meta.url))}`;
 export interface Infrastructure {
   env: Record<string, string>;
   stop(): Promise<void>;
@@ -47,7 +51,7 @@ function registerFamilyHarnesses(): Promise<void> {
       .map((d) => d.name)
       .sort();
     for (const name of folders) {
-      const file = new URL(`${name}/infrastructure.ts`, TEST_DIR);
+      const file = new URL(`${name}/${HARNESS}`, TEST_DIR);
       if (existsSync(file)) await import(file.href);
     }
   })();

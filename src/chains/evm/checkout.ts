@@ -1,7 +1,7 @@
 /**
  * What the EVM family adds to the hosted checkout: two wallet buttons on an EVM coin choice — "Pay with browser
  * wallet" (an EIP-1193 `eth_sendTransaction` of the exact transfer) and, for gasless USDC, "Pay by signature (no gas
- * fee)" (an EIP-3009 authorization signed with `eth_signTypedData_v4`) — their script (checkout.js), and the relay
+ * fee)" (an EIP-3009 authorization signed with `eth_signTypedData_v4`) — their script (static/checkout.js), and the relay
  * endpoint the signature is posted to, `POST /p/<payment_id>/gasless` (gasless.ts), limited per client address as
  * every submission costs RPC calls. The checkout renders the buttons hidden; the script shows them when the browser
  * has a wallet.
