@@ -108,7 +108,7 @@ function copyAssets(): void {
   cpSync('src', join(BUILD, 'src'), { recursive: true, filter: asset });
 }
 
-/** The ten test files that took longest (`name`: the file it ran as → its name), so the time can be seen where it goes. */
+/** The ten test files that took longest (`name`: a file as it ran → its name), to see where the time goes. */
 function printSlowest(timesFile: string, name: (file: string) => string): void {
   if (!existsSync(timesFile)) return;
   const rows = readFileSync(timesFile, 'utf8')
