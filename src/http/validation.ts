@@ -67,10 +67,16 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   return lazy;
 };
 
-/** A type guard from a body schema, compiled once: for JSON that arrives other than as a route's body (a header). */
+/**
+ * A type guard from a body schema, compiled at its first use like the routes' validators: for JSON that arrives other
+ * than as a route's body (a header).
+ */
 export function bodyGuard<T>(schema: object): (value: unknown) => value is T {
-  const validate = compiled(schema, true);
-  return (value): value is T => validate(value) === true;
+  let validate: Validate | null = null;
+  return (value): value is T => {
+    validate ??= compiled(schema, true);
+    return validate(value) === true;
+  };
 }
 
 /**
