@@ -4,11 +4,31 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { artifactJson, BUILD_DIR, compileContracts } from '../../src/chains/evm/compile.ts';
-import { abiMatchesArtifact, disperseAbi, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
+import {
+  abiMatchesArtifact,
+  authCaptureEscrowAbi,
+  disperseAbi,
+  erc20Abi,
+  forwarderFactoryAbi,
+  subscriptionCollectorAbi,
+  tokenCollectorAbi,
+} from '../../src/chains/evm/contracts.ts';
 
 test('recompiling the contracts gives the committed artifacts byte for byte', () => {
   const fresh = compileContracts();
-  assert.deepEqual(Object.keys(fresh).sort(), ['Disperse', 'Forwarder', 'ForwarderFactory', 'TestUSDC']);
+  assert.deepEqual(Object.keys(fresh).sort(), [
+    'AuthCaptureEscrow',
+    'Disperse',
+    'ERC3009PaymentCollector',
+    'Forwarder',
+    'ForwarderFactory',
+    'OperatorRefundCollector',
+    'ReentrantToken',
+    'ShortCollector',
+    'SubscriptionCollector',
+    'TestUSDC',
+    'TokenStore',
+  ]);
   for (const a of Object.values(fresh)) {
     const committed = readFileSync(join(BUILD_DIR, `${a.contractName}.json`), 'utf8');
     const parsed = JSON.parse(committed);
@@ -27,4 +47,8 @@ test('the hand-written ABIs agree with the compiled ones', () => {
   assert.ok(abiMatchesArtifact(forwarderFactoryAbi, 'ForwarderFactory'));
   assert.ok(abiMatchesArtifact(erc20Abi, 'TestUSDC'));
   assert.ok(abiMatchesArtifact(disperseAbi, 'Disperse'));
+  assert.ok(abiMatchesArtifact(authCaptureEscrowAbi, 'AuthCaptureEscrow'));
+  assert.ok(abiMatchesArtifact(tokenCollectorAbi, 'ERC3009PaymentCollector'));
+  assert.ok(abiMatchesArtifact(tokenCollectorAbi, 'OperatorRefundCollector'));
+  assert.ok(abiMatchesArtifact(subscriptionCollectorAbi, 'SubscriptionCollector'));
 });

@@ -14,10 +14,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import {
   createPublicClient,
+  decodeErrorResult,
   createWalletClient,
   encodeFunctionData,
   http,
   parseEther,
+  type Abi,
   type Account,
   type Address,
   type Chain,
@@ -27,7 +29,7 @@ import {
   type WalletClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { artifact, erc20Abi, forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
+import { artifact, erc20Abi, forwarderFactoryAbi, type ContractName } from '../../src/chains/evm/contracts.ts';
 import { registerInfrastructure } from './infrastructure.ts';
 import { freePort } from './net.ts';
 import { KASSE_HOME } from '../../src/config.ts';
@@ -196,6 +198,82 @@ export class TestChain {
     const hash = await from.deployContract({
       abi: a.abi,
       bytecode: a.bytecode,
+      account: from.account,
+      chain: hardhatChain,
+    });
+    return (await this.receipt(hash)).contractAddress!;
+  }
+
+  /** Calls `functionName` on the contract at `address` from `from` and waits for it; throws if it reverted. */
+  async write(from: TestWallet, address: Address, abi: Abi, functionName: string, args: readonly unknown[] = []) {
+    const hash = await from.sendTransaction({
+      to: address,
+      data: encodeFunctionData({ abi, functionName, args }),
+      account: from.account,
+      chain: hardhatChain,
+    });
+    return this.receipt(hash);
+  }
+
+  /**
+   * Asserts that `from` calling `functionName` now reverts with the custom error `error` (decoded with `abi`, which
+   * should also carry the errors of contracts the call reaches). Simulated: nothing is mined.
+   */
+  async refusedWith(
+    from: TestWallet,
+    address: Address,
+    abi: Abi,
+    functionName: string,
+    args: readonly unknown[],
+    error: string,
+  ): Promise<void> {
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_call',
+        params: [{ from: from.address, to: address, data: encodeFunctionData({ abi, functionName, args }) }, 'latest'],
+      }),
+    });
+    const body = (await res.json()) as { error?: { message: string; data?: string | { data?: string } } };
+    if (body.error) {
+      // Hardhat answers a revert with the return data in `error.data.data` (and in the message).
+      const d = body.error.data;
+      const data = (typeof d === 'string' ? d : d?.data) ?? body.error.message.match(/return data: (0x[0-9a-f]*)/i)?.[1];
+      let name: string;
+      try {
+        name = data ? decodeErrorResult({ abi, data: data as Hex }).errorName : body.error.message;
+      } catch {
+        name = `an error unknown to the ABI (${body.error.message})`;
+      }
+      if (name !== error) throw new Error(`${functionName} reverted with ${name}, expected ${error}`);
+      return;
+    }
+    throw new Error(`${functionName} succeeded, expected ${error}`);
+  }
+
+  /** The latest block's timestamp (seconds). */
+  async now(): Promise<number> {
+    return Number((await this.client.getBlock()).timestamp);
+  }
+
+  /**
+   * Mines empty blocks until the latest block's timestamp reaches `timestamp` (each block is at least a second after
+   * the one before, so this is how time passes on a shared node without moving its clock for the other files).
+   */
+  async mineUntil(timestamp: number): Promise<void> {
+    while ((await this.now()) < timestamp) await this.rpc('evm_mine');
+  }
+
+  /** Deploys the committed artifact `name` from `from` with constructor `args`. */
+  async deployContract(from: TestWallet, name: ContractName, args: readonly unknown[] = []): Promise<Address> {
+    const a = artifact(name);
+    const hash = await from.deployContract({
+      abi: a.abi,
+      bytecode: a.bytecode,
+      args,
       account: from.account,
       chain: hardhatChain,
     });

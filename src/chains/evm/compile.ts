@@ -36,6 +36,11 @@ const SOURCES: Record<string, string[]> = {
   'ForwarderFactory.sol': ['ForwarderFactory', 'Forwarder'],
   'TestUSDC.sol': ['TestUSDC'],
   'Disperse.sol': ['Disperse'],
+  'AuthCaptureEscrow.sol': ['AuthCaptureEscrow', 'TokenStore'],
+  'PaymentCollectors.sol': ['ERC3009PaymentCollector', 'OperatorRefundCollector'],
+  'SubscriptionCollector.sol': ['SubscriptionCollector'],
+  // Test only: hostile contracts for the escrow's invariant suite (test/evm/escrow.test.ts).
+  'test/EscrowAttackers.sol': ['ReentrantToken', 'ShortCollector'],
 };
 
 const SETTINGS = {
