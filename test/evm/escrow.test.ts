@@ -11,7 +11,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { before, test } from 'node:test';
 import { AuthCaptureEvmScheme } from '@x402/evm/auth-capture/client';
-import { encodeFunctionData, getAddress, hexToBigInt, maxUint256, toFunctionSelector, type Abi, type Address, type Hex } from 'viem';
+import {
+  encodeFunctionData,
+  getAddress,
+  hexToBigInt,
+  maxUint256,
+  toFunctionSelector,
+  type Abi,
+  type Address,
+  type Hex,
+} from 'viem';
 import { artifact, authCaptureEscrowAbi, erc20Abi, tokenCollectorAbi } from '../../src/chains/evm/contracts.ts';
 import {
   AUTH_CAPTURE_V1_1,
@@ -134,7 +143,11 @@ test('placed at the canonical v1.1 addresses: the hash agrees with the spec, col
   });
   assert.equal(onChain, paymentInfoHash(CHAIN_ID, info));
   for (const c of [COLLECTOR, REFUND_COLLECTOR]) {
-    const served = await chain.client.readContract({ address: c, abi: tokenCollectorAbi, functionName: 'authCaptureEscrow' });
+    const served = await chain.client.readContract({
+      address: c,
+      abi: tokenCollectorAbi,
+      functionName: 'authCaptureEscrow',
+    });
     assert.equal(served, ESCROW);
   }
   const types = await Promise.all(
@@ -180,9 +193,9 @@ test('the official @x402/evm AuthCaptureEvmScheme client signs a payload that au
       feeRecipient: feeReceiver,
     },
   };
-  const client = new AuthCaptureEvmScheme(payer.account);
-  // biome-ignore lint/suspicious/noExplicitAny: the requirements object is the wire shape the client reads.
-  const { payload } = (await client.createPaymentPayload(2, requirements as any)) as {
+  const client = new AuthCaptureEvmScheme(payer.account as ConstructorParameters<typeof AuthCaptureEvmScheme>[0]);
+  type Requirements = Parameters<typeof client.createPaymentPayload>[1];
+  const { payload } = (await client.createPaymentPayload(2, requirements as unknown as Requirements)) as unknown as {
     payload: { authorization: Record<string, string>; signature: Hex; salt: Hex };
   };
   assert.equal(getAddress(payload.authorization.to!), COLLECTOR);
@@ -256,7 +269,14 @@ test('only the operator authorizes, captures, voids, charges and refunds', async
     await refused(who, 'refund', [info, 1n, REFUND_COLLECTOR, '0x'], 'InvalidSender');
   }
   // Nor can anyone but the escrow use a collector or a token store.
-  await chain.refusedWith(stranger, COLLECTOR, ABI, 'collectTokens', [info, stranger.address, 1n, signature], 'OnlyAuthCaptureEscrow');
+  await chain.refusedWith(
+    stranger,
+    COLLECTOR,
+    ABI,
+    'collectTokens',
+    [info, stranger.address, 1n, signature],
+    'OnlyAuthCaptureEscrow',
+  );
   const store = await chain.client.readContract({
     address: ESCROW,
     abi: authCaptureEscrowAbi,

@@ -79,7 +79,12 @@ const signTerms = (t: SubscriptionTerms, signer: TestWallet = payer, at: Address
   signer.signTypedData({ account: signer.account, ...termsTypedData(CHAIN_ID, at, t) });
 
 async function signPermit(owner: TestWallet, value: bigint, deadline?: bigint) {
-  const nonce = await chain.client.readContract({ address: usdc, abi: erc20Abi, functionName: 'nonces', args: [owner.address] });
+  const nonce = await chain.client.readContract({
+    address: usdc,
+    abi: erc20Abi,
+    functionName: 'nonces',
+    args: [owner.address],
+  });
   const d = deadline ?? BigInt((await chain.now()) + 3600);
   const sig = await owner.signTypedData({
     account: owner.account,
@@ -145,16 +150,45 @@ test('one permit and one signed Terms, relayed by anyone, grant the collector; t
   // A permit someone submitted first (front-running the relay) does not stop the grant while its allowance stands.
   const t2 = await newTerms();
   const p2 = await signPermit(payer, 15n * USDC);
-  await chain.write(stranger, usdc, erc20Abi, 'permit', [payer.address, collector, p2.value, p2.deadline, p2.v, p2.r, p2.s]);
+  await chain.write(stranger, usdc, erc20Abi, 'permit', [
+    payer.address,
+    collector,
+    p2.value,
+    p2.deadline,
+    p2.v,
+    p2.r,
+    p2.s,
+  ]);
   await send(relayer, 'grantWithPermit', [t2, await signTerms(t2), p2.value, p2.deadline, p2.v, p2.r, p2.s]);
   assert.equal((await grantState(t2)).status, 1);
 
   // TestUSDC's EIP-2612: expired, replayed and forged permits are refused.
   const late = await signPermit(payer, 1n, BigInt((await chain.now()) - 1));
-  await chain.refusedWith(relayer, usdc, TOKEN_ABI, 'permit', [payer.address, collector, 1n, late.deadline, late.v, late.r, late.s], 'PermitExpired');
-  await chain.refusedWith(relayer, usdc, TOKEN_ABI, 'permit', [payer.address, collector, p2.value, p2.deadline, p2.v, p2.r, p2.s], 'InvalidSignature');
+  await chain.refusedWith(
+    relayer,
+    usdc,
+    TOKEN_ABI,
+    'permit',
+    [payer.address, collector, 1n, late.deadline, late.v, late.r, late.s],
+    'PermitExpired',
+  );
+  await chain.refusedWith(
+    relayer,
+    usdc,
+    TOKEN_ABI,
+    'permit',
+    [payer.address, collector, p2.value, p2.deadline, p2.v, p2.r, p2.s],
+    'InvalidSignature',
+  );
   const forged = await signPermit(stranger, 1n);
-  await chain.refusedWith(relayer, usdc, TOKEN_ABI, 'permit', [payer.address, collector, 1n, forged.deadline, forged.v, forged.r, forged.s], 'InvalidSignature');
+  await chain.refusedWith(
+    relayer,
+    usdc,
+    TOKEN_ABI,
+    'permit',
+    [payer.address, collector, 1n, forged.deadline, forged.v, forged.r, forged.s],
+    'InvalidSignature',
+  );
 });
 
 test('the operator charges at most the amount per period, once per period, only to the terms receiver; a missed period does not add up', async () => {
@@ -202,10 +236,16 @@ test('the payer revokes directly or by a signature anyone relays; revoke signatu
   await send(operator, 'charge', [t, 5n * USDC]);
   for (const who of [operator, relayer, stranger]) await refused(who, 'revoke', [t], 'NotPayer');
 
-  const forged = await stranger.signTypedData({ account: stranger.account, ...revokeTypedData(CHAIN_ID, collector, id(t)) });
+  const forged = await stranger.signTypedData({
+    account: stranger.account,
+    ...revokeTypedData(CHAIN_ID, collector, id(t)),
+  });
   await refused(relayer, 'revokeWithSignature', [t, forged], 'InvalidSignature');
   const other = await newTerms();
-  const forOther = await payer.signTypedData({ account: payer.account, ...revokeTypedData(CHAIN_ID, collector, id(other)) });
+  const forOther = await payer.signTypedData({
+    account: payer.account,
+    ...revokeTypedData(CHAIN_ID, collector, id(other)),
+  });
   await refused(relayer, 'revokeWithSignature', [t, forOther], 'InvalidSignature');
 
   const signed = await payer.signTypedData({ account: payer.account, ...revokeTypedData(CHAIN_ID, collector, id(t)) });
@@ -236,7 +276,12 @@ test('terms are granted once: replays, altered terms, other signers, another col
   const second = await chain.deployContract(operator, 'SubscriptionCollector');
   await chain.refusedWith(relayer, second, ABI, 'grant', [t, sig], 'InvalidSignature');
 
-  for (const bad of [{ period: 0 }, { end: t.start }, { receiver: '0x0000000000000000000000000000000000000000' as Address }, { amountPerPeriod: 0n }]) {
+  for (const bad of [
+    { period: 0 },
+    { end: t.start },
+    { receiver: '0x0000000000000000000000000000000000000000' as Address },
+    { amountPerPeriod: 0n },
+  ]) {
     const b = { ...(await newTerms()), ...bad };
     await refused(relayer, 'grant', [b, await signTerms(b)], 'InvalidTerms');
   }

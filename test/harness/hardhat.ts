@@ -241,7 +241,8 @@ export class TestChain {
     if (body.error) {
       // Hardhat answers a revert with the return data in `error.data.data` (and in the message).
       const d = body.error.data;
-      const data = (typeof d === 'string' ? d : d?.data) ?? body.error.message.match(/return data: (0x[0-9a-f]*)/i)?.[1];
+      const data =
+        (typeof d === 'string' ? d : d?.data) ?? body.error.message.match(/return data: (0x[0-9a-f]*)/i)?.[1];
       let name: string;
       try {
         name = data ? decodeErrorResult({ abi, data: data as Hex }).errorName : body.error.message;

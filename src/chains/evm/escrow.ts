@@ -77,7 +77,10 @@ export function paymentInfoHash(chainId: number, info: PaymentInfo, escrow: Addr
     ),
   );
   return keccak256(
-    encodeAbiParameters([{ type: 'uint256' }, { type: 'address' }, { type: 'bytes32' }], [BigInt(chainId), escrow, inner]),
+    encodeAbiParameters(
+      [{ type: 'uint256' }, { type: 'address' }, { type: 'bytes32' }],
+      [BigInt(chainId), escrow, inner],
+    ),
   );
 }
 
@@ -107,11 +110,19 @@ export async function placeAuthCaptureContracts(rpc: NodeRpc): Promise<AuthCaptu
     [escrow, artifact('AuthCaptureEscrow').bytecode],
     [
       AUTH_CAPTURE_V1_1.erc3009Collector,
-      encodeDeployData({ abi: artifact('ERC3009PaymentCollector').abi, bytecode: artifact('ERC3009PaymentCollector').bytecode, args: [escrow] }),
+      encodeDeployData({
+        abi: artifact('ERC3009PaymentCollector').abi,
+        bytecode: artifact('ERC3009PaymentCollector').bytecode,
+        args: [escrow],
+      }),
     ],
     [
       AUTH_CAPTURE_V1_1.operatorRefundCollector,
-      encodeDeployData({ abi: artifact('OperatorRefundCollector').abi, bytecode: artifact('OperatorRefundCollector').bytecode, args: [escrow] }),
+      encodeDeployData({
+        abi: artifact('OperatorRefundCollector').abi,
+        bytecode: artifact('OperatorRefundCollector').bytecode,
+        args: [escrow],
+      }),
     ],
   ];
   for (const [address, creation] of placements) {
