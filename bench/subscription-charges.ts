@@ -8,7 +8,7 @@
  * transfer, or ≤ 0.7× in batches.
  */
 import { randomBytes } from 'node:crypto';
-import { getAddress, parseSignature, type Hex } from 'viem';
+import { getAddress, maxUint256, parseSignature, type Hex } from 'viem';
 import { erc20Abi, subscriptionCollectorAbi } from '../src/chains/evm/contracts.ts';
 import { permitTypedData, termsTypedData, type SubscriptionTerms } from '../src/chains/evm/subscription-collector.ts';
 import { startHardhatNode, TestChain, type TestWallet } from '../test/harness/hardhat.ts';
@@ -33,7 +33,7 @@ export async function run() {
     const start = Number((await chain.client.getBlock()).timestamp);
 
     /** A payer holding the token who granted 12 monthly charges of AMOUNT to the merchant. */
-    const grantor = async (): Promise<{ payer: TestWallet; terms: SubscriptionTerms }> => {
+    const grantor = async (permitValue = AMOUNT * 12n): Promise<{ payer: TestWallet; terms: SubscriptionTerms }> => {
       const payer = await chain.newWallet();
       await chain.receipt(await chain.mint(operator, usdc, payer.address, 1_000n * USDC));
       const terms: SubscriptionTerms = {
@@ -58,14 +58,14 @@ export async function run() {
           ...permitTypedData(
             CHAIN_ID,
             { address: usdc, name: 'Test USDC', version: '2' },
-            { owner: payer.address, spender: collector, value: AMOUNT * 12n, nonce: 0n, deadline },
+            { owner: payer.address, spender: collector, value: permitValue, nonce: 0n, deadline },
           ),
         }),
       );
       await chain.write(operator, collector, subscriptionCollectorAbi, 'grantWithPermit', [
         terms,
         signature,
-        AMOUNT * 12n,
+        permitValue,
         deadline,
         Number(permit.v),
         permit.r,
@@ -86,27 +86,44 @@ export async function run() {
     }
     const batched: Record<string, { gas_total: number; gas_per_charge: number; ratio_to_plain: number }> = {};
     const plainGas = median(plain);
-    for (const size of BATCHES) {
+    const batch = async (size: number, permitValue?: bigint) => {
       const items = [];
-      for (let i = 0; i < size; i++) items.push({ terms: (await grantor()).terms, amount: AMOUNT });
+      for (let i = 0; i < size; i++) items.push({ terms: (await grantor(permitValue)).terms, amount: AMOUNT });
       const r = await chain.write(operator, collector, subscriptionCollectorAbi, 'chargeBatch', [items]);
       if (r.logs.length !== 2 * size) throw new Error(`batch of ${size}: ${r.logs.length} logs, expected ${2 * size}`);
       const per = r.gasUsed / BigInt(size);
-      batched[String(size)] = {
+      return {
         gas_total: Number(r.gasUsed),
         gas_per_charge: Number(per),
         ratio_to_plain: Math.round((Number(per) / Number(plainGas)) * 100) / 100,
       };
-    }
+    };
+    for (const size of BATCHES) batched[String(size)] = await batch(size);
+    // For comparison: payers who permitted an unlimited allowance, which the token then never writes down.
+    const largest = Math.max(...BATCHES);
+    const unlimited = await batch(largest, maxUint256);
+    const unlimitedSingle = (
+      await chain.write(operator, collector, subscriptionCollectorAbi, 'charge', [
+        (await grantor(maxUint256)).terms,
+        AMOUNT,
+      ])
+    ).gasUsed;
     return {
       gas: { plain_transfer: Number(plainGas), charge: Number(median(single)) },
       ratio_to_plain: { charge: Math.round((Number(median(single)) / Number(plainGas)) * 100) / 100 },
       batched,
       goal: { charge: 1.3, batched: 0.7 },
+      unlimited_permit: {
+        charge: Number(unlimitedSingle),
+        charge_ratio_to_plain: Math.round((Number(unlimitedSingle) / Number(plainGas)) * 100) / 100,
+        [`batched_${largest}`]: unlimited,
+      },
       notes:
         `Gas per transaction (21,000 base included); charge and plain_transfer are medians of ${SINGLE}. Each ` +
         'charge moves the amount from a payer whose balance slot is cold to the merchant and lowers its allowance; ' +
-        'a batch pays the 21,000 base once and finds the merchant and token warm after its first charge.',
+        'a batch pays the 21,000 base once and finds the merchant and token warm after its first charge. ' +
+        'unlimited_permit: the same with payers who permitted type(uint256).max (no allowance write per charge); ' +
+        'Kasse asks for the grant total instead.',
     };
   } finally {
     await node.stop();

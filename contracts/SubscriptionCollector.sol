@@ -114,14 +114,14 @@ contract SubscriptionCollector is EIP712, ReentrancyGuardTransient {
 
     /// @notice Moves `amount` from the payer to the receiver for the current period. Only the terms' operator.
     function charge(Terms calldata terms, uint256 amount) external nonReentrant {
-        (bytes32 id, Grant memory g, uint256 period, bytes4 err) = _check(terms, amount, msg.sender);
+        (bytes32 id, uint256 period, bytes4 err) = _check(terms, amount, msg.sender);
         if (err != 0) {
             assembly ("memory-safe") {
                 mstore(0, err)
                 revert(0, 4)
             }
         }
-        _record(id, g, period, amount);
+        _record(id, period, amount);
         IERC20(terms.token).safeTransferFrom(terms.payer, terms.receiver, amount);
     }
 
@@ -131,10 +131,10 @@ contract SubscriptionCollector is EIP712, ReentrancyGuardTransient {
         for (uint256 i; i < items.length; ++i) {
             Terms calldata t = items[i].terms;
             uint256 amount = items[i].amount;
-            (bytes32 id, Grant memory g, uint256 period, bytes4 err) = _check(t, amount, msg.sender);
+            (bytes32 id, uint256 period, bytes4 err) = _check(t, amount, msg.sender);
             if (err == 0) {
                 if (IERC20(t.token).trySafeTransferFrom(t.payer, t.receiver, amount)) {
-                    _record(id, g, period, amount);
+                    _record(id, period, amount);
                     ++charged;
                     continue;
                 }
@@ -160,13 +160,23 @@ contract SubscriptionCollector is EIP712, ReentrancyGuardTransient {
 
     /// @notice The grant id: the EIP-712 digest of `terms` in this contract's domain (what the payer signs).
     function grantId(Terms calldata terms) public view returns (bytes32) {
-        return _hashTypedDataV4(keccak256(abi.encode(TERMS_TYPEHASH, terms)));
+        bytes32 typeHash = TERMS_TYPEHASH;
+        bytes32 structHash;
+        // keccak256(abi.encode(TERMS_TYPEHASH, terms)) without the ABI encoder: Terms is nine static words. Values
+        // with dirty high bits hash to an id no payer signed, so they meet UnknownGrant.
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(m, typeHash)
+            calldatacopy(add(m, 0x20), terms, 0x120)
+            structHash := keccak256(m, 0x140)
+        }
+        return _hashTypedDataV4(structHash);
     }
 
     /// @notice Why `charger` could not charge `amount` now (an error selector), or zero if the rules allow it. The
     /// payer's balance and allowance are not checked.
     function chargeError(Terms calldata terms, uint256 amount, address charger) external view returns (bytes4) {
-        (,,, bytes4 err) = _check(terms, amount, charger);
+        (,, bytes4 err) = _check(terms, amount, charger);
         return err;
     }
 
@@ -193,24 +203,30 @@ contract SubscriptionCollector is EIP712, ReentrancyGuardTransient {
     function _check(Terms calldata t, uint256 amount, address charger)
         private
         view
-        returns (bytes32 id, Grant memory g, uint256 period, bytes4 err)
+        returns (bytes32 id, uint256 period, bytes4 err)
     {
         id = grantId(t);
-        g = grants[id];
-        if (g.status == Status.None) return (id, g, 0, UnknownGrant.selector);
-        if (g.status == Status.Revoked) return (id, g, 0, GrantRevoked.selector);
-        if (charger != t.operator) return (id, g, 0, NotOperator.selector);
-        if (block.timestamp < t.start) return (id, g, 0, NotStarted.selector);
-        if (block.timestamp >= t.end) return (id, g, 0, Ended.selector);
-        if (amount == 0) return (id, g, 0, ZeroAmount.selector);
-        if (amount > t.amountPerPeriod) return (id, g, 0, ExceedsAmountPerPeriod.selector);
-        period = (block.timestamp - t.start) / t.period;
-        if (period < g.nextPeriod) return (id, g, period, AlreadyChargedThisPeriod.selector);
+        Grant storage g = grants[id];
+        Status status = g.status;
+        if (status != Status.Active) return (id, 0, status == Status.None ? UnknownGrant.selector : GrantRevoked.selector);
+        if (charger != t.operator) return (id, 0, NotOperator.selector);
+        uint256 start = t.start;
+        if (block.timestamp < start) return (id, 0, NotStarted.selector);
+        if (block.timestamp >= t.end) return (id, 0, Ended.selector);
+        if (amount == 0) return (id, 0, ZeroAmount.selector);
+        if (amount > t.amountPerPeriod) return (id, 0, ExceedsAmountPerPeriod.selector);
+        unchecked {
+            period = (block.timestamp - start) / t.period;
+        }
+        if (period < g.nextPeriod) return (id, period, AlreadyChargedThisPeriod.selector);
     }
 
-    function _record(bytes32 id, Grant memory g, uint256 period, uint256 amount) private {
+    function _record(bytes32 id, uint256 period, uint256 amount) private {
+        Grant storage g = grants[id];
         // period < (end − start) / period < 2^48 and amount ≤ amountPerPeriod ≤ 2^128 − 1: the casts are exact.
-        grants[id] = Grant(Status.Active, uint48(period + 1), g.charges + 1, g.charged + uint128(amount));
+        g.nextPeriod = uint48(period + 1);
+        g.charges += 1;
+        g.charged += uint128(amount);
         emit Charged(id, period, amount);
     }
 
