@@ -29,7 +29,7 @@ import {
   placeAuthCaptureContracts,
   type PaymentInfo,
 } from '../../src/chains/evm/escrow.ts';
-import { sharedEvmRpc, TestChain, type TestWallet } from '../harness/hardhat.ts';
+import { sharedEvmRpc, TestChain, TRANSFER_WITH_AUTHORIZATION_TYPES, type TestWallet } from '../harness/hardhat.ts';
 
 const ESCROW = AUTH_CAPTURE_V1_1.escrow;
 const COLLECTOR = AUTH_CAPTURE_V1_1.erc3009Collector;
@@ -88,16 +88,7 @@ async function sign(info: PaymentInfo, signer: TestWallet = payer): Promise<Hex>
   return signer.signTypedData({
     account: signer.account,
     domain: { name: 'Test USDC', version: '2', chainId: CHAIN_ID, verifyingContract: info.token },
-    types: {
-      ReceiveWithAuthorization: [
-        { name: 'from', type: 'address' },
-        { name: 'to', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'validAfter', type: 'uint256' },
-        { name: 'validBefore', type: 'uint256' },
-        { name: 'nonce', type: 'bytes32' },
-      ],
-    },
+    types: { ReceiveWithAuthorization: TRANSFER_WITH_AUTHORIZATION_TYPES.TransferWithAuthorization },
     primaryType: 'ReceiveWithAuthorization',
     message: {
       from: info.payer,

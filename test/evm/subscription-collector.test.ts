@@ -163,32 +163,18 @@ test('one permit and one signed Terms, relayed by anyone, grant the collector; t
   assert.equal((await grantState(t2)).status, 1);
 
   // TestUSDC's EIP-2612: expired, replayed and forged permits are refused.
-  const late = await signPermit(payer, 1n, BigInt((await chain.now()) - 1));
-  await chain.refusedWith(
-    relayer,
-    usdc,
-    TOKEN_ABI,
-    'permit',
-    [payer.address, collector, 1n, late.deadline, late.v, late.r, late.s],
-    'PermitExpired',
-  );
-  await chain.refusedWith(
-    relayer,
-    usdc,
-    TOKEN_ABI,
-    'permit',
-    [payer.address, collector, p2.value, p2.deadline, p2.v, p2.r, p2.s],
-    'InvalidSignature',
-  );
-  const forged = await signPermit(stranger, 1n);
-  await chain.refusedWith(
-    relayer,
-    usdc,
-    TOKEN_ABI,
-    'permit',
-    [payer.address, collector, 1n, forged.deadline, forged.v, forged.r, forged.s],
-    'InvalidSignature',
-  );
+  const permitRefused = (p: { value: bigint; deadline: bigint; v: number; r: Hex; s: Hex }, error: string) =>
+    chain.refusedWith(
+      relayer,
+      usdc,
+      TOKEN_ABI,
+      'permit',
+      [payer.address, collector, p.value, p.deadline, p.v, p.r, p.s],
+      error,
+    );
+  await permitRefused(await signPermit(payer, 1n, BigInt((await chain.now()) - 1)), 'PermitExpired');
+  await permitRefused(p2, 'InvalidSignature');
+  await permitRefused(await signPermit(stranger, 1n), 'InvalidSignature');
 });
 
 test('the operator charges at most the amount per period, once per period, only to the terms receiver; a missed period does not add up', async () => {
