@@ -363,6 +363,49 @@ describe('reorgs and restarts', () => {
     assert.equal(await balanceCents(), balancePaid, 'credited again');
   });
 
+  test('a reorg lowering the tip while a coin choice waits: the first pass, a mempool look, reverses the credit; a competing chain that drops the transaction leaves it orphaned', async () => {
+    const p = await createPayment(3000);
+    const balance0 = await balanceCents();
+    const spender = await LitecoinWallet.create(node.url, undefined, false);
+    await k.payer.send(spender.address, 100_000_000n);
+    await k.payer.mine(3);
+    await k.tick();
+    const txid = await spender.send(p.address, p.amount);
+    await k.tick();
+    const [blockHash] = await k.payer.mine(1);
+    await k.payer.mine(1);
+    await k.tick();
+    assert.equal((await get(p.id)).status, 'paid');
+    assert.ok((await balanceCents()) > balance0, 'credited');
+    await createPayment(500); // a coin choice waits: the mempool is looked at between ticks
+    const tip = await k.payer.rpc<number>('getblockcount');
+
+    await k.payer.rpc('invalidateblock', [blockHash]);
+    assert.equal(await k.payer.rpc<number>('getblockcount'), tip - 2, 'the tip went down');
+    assert.ok((await k.payer.getRawMempool()).includes(txid), 'the transaction is back in the mempool');
+    // The first pass after it: a look between ticks, which finds the transaction back in the mempool.
+    await k.watcher.lookAtMempool();
+    await k.t.kasse.webhooks.drain();
+    let pay = await get(p.id);
+    assert.ok(k.eventTypes(p.id).includes('payment.reorged'));
+    assert.equal(await balanceCents(), balance0, 'credit reversed in that pass');
+    assert.equal(pay.status, 'detected', 'in the mempool again: detected');
+    assert.equal(pay.attempts[0].deposits[0].block_number, null);
+
+    // The competing chain takes a replacement paying someone else: the payment's transaction is gone for good.
+    const other = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    await spender.replaceTo(txid, other);
+    await k.payer.mine(3, other);
+    await k.tick();
+    await k.t.kasse.webhooks.drain();
+    pay = await get(p.id);
+    assert.equal(pay.attempts[0].deposits[0].status, 'orphaned');
+    assert.equal(pay.status, 'waiting');
+    assert.equal(await balanceCents(), balance0);
+    const types = k.eventTypes(p.id);
+    assert.deepEqual(types.slice(types.indexOf('payment.reorged')), ['payment.reorged', 'payment.detected']);
+  });
+
   test('invalidateblock under a sent refund: the sender follows it out of its block and in again; refunded once', async () => {
     const sender = k.adapter.sender!;
     await k.payer.send(k.adapter.hotWalletAddress(), 200_000_000n);
