@@ -40,6 +40,8 @@ const OUTPUT_VB = 31n;
 const OVERHEAD_VB = 11n;
 const OPEN = ['pending', 'signed', 'broadcast'] as const;
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 10_000, retryMaxMs: 600_000 };
+/** How often a transfer waiting for the hot wallet's own change looks again when no block made it due sooner. */
+const CHANGE_RECHECK_MS = 60_000;
 /** Node answers meaning a transaction's inputs are spent by another one (mined, or in the mempool). */
 const CONFLICT = /missingorspent|missing inputs|mempool-conflict|insufficient fee|rejecting replacement/i;
 
@@ -164,16 +166,83 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
         break;
     }
     const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB);
-    if (total < need) {
-      await this.settle(
-        t.id,
-        'failed',
-        null,
-        `the hot wallet holds ${total} of the ${need} units this transfer and its fee need`,
-      );
+    if (total < need) return this.short(t, total, picked.length, feeRate);
+    return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
+  }
+
+  /**
+   * The hot wallet's coins in blocks (`confirmed`, `count` of them) do not cover the transfer. When they would with
+   * the change of Kasse's own transactions not yet in a block, the transfer stays `pending` and waits for it (its
+   * reason in `error`, at most `change_wait_ms` from when it started waiting; the watcher's block with one of them
+   * makes it due at once); otherwise, or once the wait ran out, it fails with the reason.
+   */
+  private async short(t: Row, confirmed: bigint, count: number, feeRate: bigint): Promise<StepOutcome> {
+    const change = await this.ownChange(t.id);
+    const back = change.reduce((sum, c) => sum + c.amount, 0n);
+    const inputs = BigInt(count + change.length);
+    const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * inputs + OUTPUT_VB);
+    const holds =
+      back === 0n
+        ? `the hot wallet holds ${confirmed} of the ${need} units this transfer and its fee need`
+        : `the hot wallet holds ${confirmed} units in blocks and ${back} in the change of its own transactions not ` +
+          `yet in a block (${change.map((c) => c.txid).join(', ')}), of the ${need} this transfer and its fee need`;
+    const now = this.deps.clock.now();
+    const since = t.waiting_since ?? now;
+    const until = new Date(since.getTime() + this.settings.changeWaitMs);
+    if (confirmed + back < need || now >= until) {
+      const reason =
+        confirmed + back < need
+          ? holds
+          : `the change of the hot wallet's own transactions was not in a block within ${waited(this.settings.changeWaitMs)}: ${holds}`;
+      await this.settle(t.id, 'failed', null, reason);
       return 'done';
     }
-    return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
+    const recheck = Math.min(now.getTime() + CHANGE_RECHECK_MS, until.getTime());
+    await this.deps.db
+      .updateTable('utxo_transfers')
+      .set({
+        waiting_since: since,
+        error: `waiting until ${until.toISOString()} for its own change: ${holds}`,
+        next_attempt_at: new Date(recheck),
+      })
+      .where('id', '=', t.id)
+      .where('status', '=', 'pending')
+      .execute();
+    if (t.waiting_since === null)
+      this.deps.log.info(
+        { transferId: t.id, chain: this.network.id, mode: this.mode, until, change: change.map((c) => c.txid) },
+        "utxo transfer waits for the hot wallet's own change",
+      );
+    return 'wait';
+  }
+
+  /**
+   * What the hot wallet gets back from Kasse's own transactions not yet in a block the watcher read: the outputs
+   * paying it (change, or a sweep into it) of each open transfer's newest version, but `except`'s.
+   */
+  private async ownChange(except: string): Promise<Array<{ txid: string; amount: bigint }>> {
+    const rows = await this.deps.db
+      .selectFrom('utxo_transfers as t')
+      .innerJoin('utxo_transfer_txs as v', (j) => j.onRef('v.transfer_id', '=', 't.id').onRef('v.txid', '=', 't.txid'))
+      .select(['v.txid', 'v.raw'])
+      .where('t.mode', '=', this.mode)
+      .where('t.chain', '=', this.network.id)
+      .where('t.status', 'in', ['signed', 'broadcast'])
+      .where('t.block_height', 'is', null)
+      .where('t.id', '<>', except)
+      .execute();
+    const hot = outputScript(this.adapter.hotWalletAddress(), this.settings.params);
+    const out: Array<{ txid: string; amount: bigint }> = [];
+    for (const r of rows) {
+      const tx = Transaction.fromRaw(Buffer.from(r.raw, 'hex'), { allowUnknownOutputs: true });
+      let amount = 0n;
+      for (let i = 0; i < tx.outputsLength; i++) {
+        const o = tx.getOutput(i);
+        if (o.script && o.amount !== undefined && Buffer.from(o.script).equals(hot)) amount += o.amount;
+      }
+      if (amount > 0n) out.push({ txid: r.txid, amount });
+    }
+    return out;
   }
 
   /**
@@ -405,11 +474,22 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
    */
   async blockConnected(tx: Tx, height: number, txids: string[]): Promise<void> {
     if (txids.length === 0) return;
-    await sql`
-      UPDATE utxo_transfers AS t SET txid = v.txid, block_height = ${height}, next_attempt_at = ${this.deps.clock.now()}
+    const now = this.deps.clock.now();
+    const mined = await sql`
+      UPDATE utxo_transfers AS t SET txid = v.txid, block_height = ${height}, next_attempt_at = ${now}
       FROM utxo_transfer_txs AS v
       WHERE v.txid = ANY(${txids}::text[]) AND t.id = v.transfer_id
         AND t.mode = ${this.mode} AND t.chain = ${this.network.id} AND t.status IN ('signed', 'broadcast')`.execute(tx);
+    // Their change is in a block now: transfers waiting for it are due.
+    if ((mined.numAffectedRows ?? 0n) > 0n)
+      await tx
+        .updateTable('utxo_transfers')
+        .set({ next_attempt_at: now })
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.network.id)
+        .where('status', '=', 'pending')
+        .where('waiting_since', 'is not', null)
+        .execute();
   }
 
   /** A reorg removed the blocks from `height` up (in the watcher's transaction): what was mined there is not. */
@@ -571,4 +651,9 @@ function destinationScript(destination: string, params: UtxoSettings['params']):
   } catch (err) {
     throw new PermanentTransferError(`${destination} cannot be paid: ${(err as Error).message}`);
   }
+}
+
+/** A wait in words ("60 minutes", "90 seconds"). */
+function waited(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} minutes` : `${Math.round(ms / 1000)} seconds`;
 }
