@@ -1,7 +1,7 @@
 /** UTXO operator commands (`kasse utxo …`): sweep deposit addresses, and the watcher's and hot wallet's status. */
 import { newId } from '../../core/ids.ts';
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { commandNetwork, statusCommand, networkFlags, storedCursor } from '../commands.ts';
+import { commandNetwork, missingMethods, statusCommand, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
@@ -61,7 +61,7 @@ export const utxoCommands: FamilyCommand[] = [
   },
   statusCommand(
     'utxo',
-    '--chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet, unswept deposits, transfers waiting for change)',
+    '--chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet, unswept deposits, transfers waiting for change, optional methods the node lacks)',
     async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const m = adapter.mode;
@@ -101,6 +101,13 @@ export const utxoCommands: FamilyCommand[] = [
           .orderBy('created_at')
           .execute(),
       ]);
+      const missing = await missingMethods([
+        {
+          method: 'estimatesmartfee',
+          probe: () => adapter.rpc().call('estimatesmartfee', [adapter.settings.feeTargetBlocks]),
+          without: "the sender pays the node's relay fee (getnetworkinfo), at most max_fee_rate",
+        },
+      ]);
       const of = (kind: string) => coins.find((c) => c.kind === kind);
       return {
         chain,
@@ -116,6 +123,8 @@ export const utxoCommands: FamilyCommand[] = [
         unswept_deposit_coins: Number(of('deposits')?.n ?? 0),
         unswept_deposit_total: String(of('deposits')?.total ?? 0),
         transfers: Object.fromEntries(transfers.map((t) => [t.status, Number(t.n)])),
+        // Optional methods the node does not serve, and what Kasse does instead.
+        missing_methods: missing,
         // Pending refunds and payouts waiting for the hot wallet's own change to be in a block, and why.
         waiting_for_change: waiting.map((t) => ({
           transfer_id: t.id,
