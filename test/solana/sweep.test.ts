@@ -52,6 +52,16 @@ async function runSender() {
   }
 }
 
+/** Records sweeps of every due key, runs the sender until they settle, and answers what became of them. */
+async function sweepNow() {
+  const report = await recordSweeps(k.adapter);
+  await runSender();
+  return sweepResults(
+    k.adapter,
+    report.transfers.map((t) => t.id),
+  );
+}
+
 test('the token account of a USDC coin choice is opened by the hot wallet; a sweep empties and closes it', async () => {
   const usdc = await choice('solana:usdc', 'sweep-usdc');
   const sol = await choice('solana:sol', 'sweep-sol');
@@ -146,12 +156,7 @@ test('a payment into a token account the payer opened for the key (not its assoc
   assert.ok((await sweepDue(k.adapter)).some((d) => d.address === usdc.address));
 
   const treasury0 = await k.chain.tokenBalance(k.treasury);
-  const report = await recordSweeps(k.adapter);
-  await runSender();
-  const results = await sweepResults(
-    k.adapter,
-    report.transfers.map((t) => t.id),
-  );
+  const results = await sweepNow();
   const result = results.find((r) => r.moved?.closed.includes(own));
   assert.ok(result, `a sweep moved the payer-opened account: ${JSON.stringify(results)}`);
   assert.equal(result.status, 'sent', result.error ?? '');
@@ -202,12 +207,7 @@ test('a node that does not serve getTokenAccountsByOwner, as hosted providers: s
     assert.match(s.missing_methods[0].without, /associated token accounts only/);
 
     const treasury0 = await k.chain.tokenBalance(k.treasury);
-    const report = await recordSweeps(k.adapter);
-    await runSender();
-    const results = await sweepResults(
-      k.adapter,
-      report.transfers.map((t) => t.id),
-    );
+    const results = await sweepNow();
     const result = results.find((r) => r.addresses.includes(usdc.address))!;
     assert.equal(result.status, 'sent', result.error ?? '');
     assert.deepEqual(result.moved!.missing, ['getTokenAccountsByOwner']);

@@ -312,7 +312,8 @@ describe('mempool replacement', () => {
 });
 
 describe('reorgs and restarts', () => {
-  test('invalidateblock: a paid payment loses its block, payment.reorged, credit reversed; mined again: paid again', async () => {
+  /** A payment paid by a transaction in `blockHash`, one block below the tip, and the balance before and after. */
+  async function paidInABlock() {
     const p = await createPayment(3000);
     const balance0 = await balanceCents();
     // Paid from coins that are not fresh coinbase outputs, which the removed blocks would make immature again.
@@ -325,10 +326,15 @@ describe('reorgs and restarts', () => {
     const [blockHash] = await k.payer.mine(1);
     await k.payer.mine(1);
     await k.tick();
-    let pay = await get(p.id);
-    assert.equal(pay.status, 'paid');
+    assert.equal((await get(p.id)).status, 'paid');
     const balancePaid = await balanceCents();
     assert.ok(balancePaid > balance0, 'credited');
+    return { p, spender, txid, blockHash: blockHash!, balance0, balancePaid };
+  }
+
+  test('invalidateblock: a paid payment loses its block, payment.reorged, credit reversed; mined again: paid again', async () => {
+    const { p, spender, txid, blockHash, balance0, balancePaid } = await paidInABlock();
+    let pay = await get(p.id);
     const height = (await k.payer.rpc('getblockheader', [blockHash])).height;
 
     await k.payer.rpc('invalidateblock', [blockHash]);
@@ -364,19 +370,7 @@ describe('reorgs and restarts', () => {
   });
 
   test('a reorg lowering the tip while a coin choice waits: the first pass, a mempool look, reverses the credit; a competing chain that drops the transaction leaves it orphaned', async () => {
-    const p = await createPayment(3000);
-    const balance0 = await balanceCents();
-    const spender = await LitecoinWallet.create(node.url, undefined, false);
-    await k.payer.send(spender.address, 100_000_000n);
-    await k.payer.mine(3);
-    await k.tick();
-    const txid = await spender.send(p.address, p.amount);
-    await k.tick();
-    const [blockHash] = await k.payer.mine(1);
-    await k.payer.mine(1);
-    await k.tick();
-    assert.equal((await get(p.id)).status, 'paid');
-    assert.ok((await balanceCents()) > balance0, 'credited');
+    const { p, spender, txid, blockHash, balance0 } = await paidInABlock();
     await createPayment(500); // a coin choice waits: the mempool is looked at between ticks
     const tip = await k.payer.rpc<number>('getblockcount');
 
