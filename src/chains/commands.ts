@@ -1,12 +1,13 @@
 /**
  * What every family's operator commands (`kasse <family> …`, each family's commands.ts) share: the flags naming a
- * network, finding that network with refusals that say what is configured, and the watcher's stored cursor that
- * `status` sets against the node.
+ * network, finding that network with refusals that say what is configured, the watcher's stored cursor that
+ * `status` sets against the node, and the optional node methods `status` probes.
  */
 import type { Kysely } from 'kysely';
 import { mode, requireString, UsageError, type Flags } from '../core/flags.ts';
 import type { Mode } from '../core/mode.ts';
 import type { Db } from '../db/index.ts';
+import { methodUnavailable } from './jsonrpc.ts';
 import type { FamilyCommand, FamilyContext } from './plugin.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -58,4 +59,32 @@ export async function storedCursor<C>(db: Db, table: string, m: Mode, chain: str
     .where('mode', '=', m)
     .where('chain', '=', chain)
     .executeTakeFirst()) as C | undefined;
+}
+
+/** A node method Kasse does without when the node does not serve it: a cheap call to it, and what Kasse does then. */
+export interface OptionalMethod {
+  method: string;
+  probe(): Promise<unknown>;
+  /** What Kasse does on a node that lacks it, in words. */
+  without: string;
+}
+
+/**
+ * The optional methods the network's node lacks, for a family's `status`: each probed once; listed with the node's
+ * answer when it says it does not serve the method (`unavailable`: the family's reading of such answers). A probe that
+ * fails otherwise is not a missing method (a node that does not answer is the status's own error).
+ */
+export async function missingMethods(
+  methods: OptionalMethod[],
+  unavailable: (err: unknown) => boolean = methodUnavailable,
+): Promise<Array<{ method: string; answer: string; without: string }>> {
+  const out: Array<{ method: string; answer: string; without: string }> = [];
+  for (const m of methods) {
+    try {
+      await m.probe();
+    } catch (err) {
+      if (unavailable(err)) out.push({ method: m.method, answer: (err as Error).message, without: m.without });
+    }
+  }
+  return out;
 }

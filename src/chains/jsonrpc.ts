@@ -58,6 +58,22 @@ export class JsonRpcError extends Error {
   }
 }
 
+/** JSON-RPC's "Method not found": a method the node (or the provider in front of it) does not offer or has disabled. */
+export const METHOD_NOT_FOUND = -32601;
+
+/**
+ * Whether `err` says the node does not serve the method at all, rather than that this call failed: JSON-RPC -32601
+ * "Method not found", or HTTP 403 (a provider's plan, or a Core RPC user's whitelist, that leaves the method out).
+ * `codes` adds a family's own answers of that kind. Callers of an optional method do without it on such an answer.
+ */
+export function methodUnavailable(err: unknown, codes: readonly number[] = []): boolean {
+  return (
+    err instanceof JsonRpcError &&
+    err.code !== null &&
+    (err.code === METHOD_NOT_FOUND || err.code === 403 || codes.includes(err.code))
+  );
+}
+
 /** A node's error answer, as the dialect reads it. */
 export interface ErrorAnswer {
   code: number | null;

@@ -60,7 +60,8 @@ export interface DepositSink {
   watchedAddresses(mode: Mode, chain: string, addresses: string[]): Promise<Map<string, string>>;
   /**
    * Records transfers seen in blocks or in the mempool; idempotent on (chain, txHash, index). A transfer reported
-   * again takes the block it is reported in now (a mempool sighting moves into its block).
+   * again takes the block it is reported in now (a mempool sighting moves into its block); reported again without a
+   * block, it keeps the block it was recorded in: only `blocksRemoved` and `depositsDropped` take it out.
    */
   recordDeposits(mode: Mode, deposits: DepositObservation[]): Promise<void>;
   /** Depth finality: the chain's head moved; confirmations of deposits in blocks are recounted from it. */

@@ -168,6 +168,23 @@ function print(value: unknown, json: boolean, output: Output): void {
   output.out(`${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), json ? undefined : 2)}\n`);
 }
 
+/**
+ * Prints what an operator command answered and resolves to its exit code: 0; or, when it failed in part (a
+ * `CommandError` with a report of what it did), the report as usual, the failure on stderr, and 1. Other failures are
+ * thrown to `runCli`.
+ */
+export async function answer(result: Promise<unknown>, json: boolean, output: Output): Promise<number> {
+  try {
+    print(await result, json, output);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof CommandError) || err.report === undefined) throw err;
+    print(err.report, json, output);
+    output.err(`kasse: ${err.message}\n`);
+    return 1;
+  }
+}
+
 /** Runs one command line; resolves to the exit code (0 done, 1 failed, 2 called wrongly). */
 export async function runCli(argv: readonly string[], output: Output): Promise<number> {
   try {
@@ -186,8 +203,11 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
       case 'operator': {
         const { command, flags, positionals } = reading;
         const { withKasse } = await import('./context.ts');
-        print(await withKasse((kasse) => command.run(kasse, flags, positionals)), flags.json === true, output);
-        return 0;
+        return await answer(
+          withKasse((kasse) => command.run(kasse, flags, positionals)),
+          flags.json === true,
+          output,
+        );
       }
     }
   } catch (err) {

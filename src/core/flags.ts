@@ -4,8 +4,19 @@ import type { Mode } from './mode.ts';
 /** A command was called wrongly; the CLI prints the message and exits with status 2. */
 export class UsageError extends Error {}
 
-/** A command could not do its work for a reason outside it (a node that does not answer); the CLI prints the message, exits 1. */
-export class CommandError extends Error {}
+/**
+ * A command could not do its work, or all of it, for a reason outside it (a node that does not answer, a transfer
+ * the node refused); the CLI prints `report` (what was done, when given) on stdout as usual, the message on stderr,
+ * and exits 1.
+ */
+export class CommandError extends Error {
+  constructor(
+    message: string,
+    readonly report?: unknown,
+  ) {
+    super(message);
+  }
+}
 
 export type Flags = Record<string, string | boolean | undefined>;
 

@@ -308,6 +308,37 @@ describe('DepositSink for chains that are not EVM: mempool sightings, commitment
     assert.deepEqual(await eventTypes(p.id), ['payment.detected', 'payment.paid']);
   });
 
+  test('a paid transfer seen again without a block (back in the mempool before the reorg is read) keeps its block: the reorg still reverses it', async () => {
+    const before = await available();
+    const p = await create();
+    const o = obs(p.attempts[0], 10_000_000n, 7000n);
+    await sink().recordDeposits('test', [o]);
+    await sink().headAdvanced('test', 'base', 7010n);
+    assert.equal((await get(p.id)).status, 'paid');
+
+    await sink().recordDeposits('test', [{ ...o, blockNumber: null, blockHash: null }]);
+    let now = await get(p.id);
+    assert.equal(now.attempts[0].deposits[0].block_number, '7000', 'a sighting does not take it out of its block');
+    assert.equal(now.status, 'paid');
+
+    await sink().blocksRemoved('test', 'base', 7000n);
+    now = await get(p.id);
+    assert.equal(now.attempts[0].deposits[0].status, 'orphaned');
+    assert.equal(now.status, 'waiting');
+    assert.equal(await available(), before, 'credit reversed');
+    // Seen in the mempool once more, after the reorg: pending without a block.
+    await sink().recordDeposits('test', [{ ...o, blockNumber: null, blockHash: null }]);
+    now = await get(p.id);
+    assert.equal(now.attempts[0].deposits[0].status, 'pending');
+    assert.equal(now.attempts[0].deposits[0].block_number, null);
+    assert.deepEqual(await eventTypes(p.id), [
+      'payment.detected',
+      'payment.paid',
+      'payment.reorged',
+      'payment.detected',
+    ]);
+  });
+
   test('commitment finality: the chain says how far a transfer is; paid at the confirmations asked, then final', async () => {
     const before = await available();
     const p = await create({ token: 'solana:usdc' });

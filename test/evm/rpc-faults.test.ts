@@ -2,12 +2,14 @@
  * The watcher and its RPC client against misbehaving endpoints: Kasse talks to the run's shared Hardhat node through
  * two fault-injection proxies (test/harness/rpc-proxy.ts). Errors, HTTP 500, 429, timeouts, dropped connections,
  * non-JSON bodies, missing blocks, logs for unknown block hashes, incomplete log answers and a lagging head are all
- * survived with retries and failover, every payment is found, and the stored chain of block hashes has no gap.
+ * survived with retries and failover, every payment is found, and the stored chain of block hashes has no gap; an
+ * optional method both nodes refuse is listed by `kasse evm status`.
  * Blocks mined by the other test file on the shared node only add blocks, which this file tolerates.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
+import { evmCommands } from '../../src/chains/evm/commands.ts';
 import { RpcClient, RpcError } from '../../src/chains/evm/rpc.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { sharedEvmRpc } from '../harness/hardhat.ts';
@@ -186,6 +188,32 @@ describe('inconsistent answers are retried, never skipped', () => {
     assert.equal(rows.at(-1)!.hash, cursor.hash);
     const onChain = await k.chain.client.getBlock({ blockNumber: cursor.number });
     assert.equal(onChain.hash, cursor.hash);
+  });
+});
+
+describe('optional methods', () => {
+  test('kasse evm status lists eth_maxPriorityFeePerGas when the nodes do not serve it, with what the sender does instead', async () => {
+    const status = () =>
+      evmCommands
+        .find((c) => c.name === 'evm status')!
+        .run(k.t.kasse.familyContext, { chain: 'base', mode: 'test' }, []) as Promise<{
+        missing_methods: Array<{ method: string; answer: string; without: string }>;
+      }>;
+    assert.deepEqual((await status()).missing_methods, []);
+    primary.refuseMethods(['eth_maxPriorityFeePerGas']);
+    secondary.refuseMethods(['eth_maxPriorityFeePerGas']);
+    try {
+      const [missing] = (await status()).missing_methods;
+      assert.equal(missing!.method, 'eth_maxPriorityFeePerGas');
+      assert.equal(
+        missing!.answer,
+        'eth_maxPriorityFeePerGas: the method eth_maxPriorityFeePerGas does not exist/is not available (-32601)',
+      );
+      assert.match(missing!.without, /tips 1 gwei/);
+    } finally {
+      primary.refuseMethods([]);
+      secondary.refuseMethods([]);
+    }
   });
 });
 

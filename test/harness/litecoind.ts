@@ -9,7 +9,7 @@
  * Every node runs on free ports in a temporary data directory, removed when it stops.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,33 @@ import { registerInfrastructure } from './infrastructure.ts';
 import { freePort } from './net.ts';
 
 export const LTC_RPC_ENV = 'KASSE_TEST_LTC_RPC';
+
+/**
+ * A second RPC user of every node, as an operator's `rpcwhitelist` (or a provider's plan) makes one: it may call what
+ * Kasse's watcher, sender and status call, but not `estimatesmartfee` (Core answers HTTP 403). `limitedRpcUrl` is a
+ * node's URL as that user (same password).
+ */
+const LIMITED_USER = 'kasse-limited';
+const LIMITED_METHODS = [
+  'getbestblockhash',
+  'getblockheader',
+  'getblock',
+  'getblockhash',
+  'getblockcount',
+  'getrawmempool',
+  'getrawtransaction',
+  'getmempoolinfo',
+  'getmempoolentry',
+  'getnetworkinfo',
+  'sendrawtransaction',
+];
+
+/** `url` (a node's RPC URL) as the limited user. */
+export function limitedRpcUrl(url: string): string {
+  const u = new URL(url);
+  u.username = LIMITED_USER;
+  return u.toString();
+}
 const LITECOIND = process.env.KASSE_LITECOIND ?? 'litecoind';
 
 export interface LitecoinNode {
@@ -68,6 +95,10 @@ export async function startLitecoind(): Promise<LitecoinNode> {
       `-port=${p2pPort}`,
       '-rpcuser=kasse',
       `-rpcpassword=${password}`,
+      `-rpcauth=${rpcAuth(LIMITED_USER, password)}`,
+      `-rpcwhitelist=${LIMITED_USER}:${LIMITED_METHODS.join(',')}`,
+      // Whitelists bind only the users that have one: `kasse` may call everything.
+      '-rpcwhitelistdefault=0',
       '-rpcbind=127.0.0.1',
       '-rpcallowip=127.0.0.1',
       '-listen=0',
@@ -199,4 +230,10 @@ export function coins(sats: bigint): string {
 function toSats(value: number | string): bigint {
   const [w, f = ''] = String(value).split('.');
   return BigInt(w!) * 100_000_000n + BigInt(`${f}00000000`.slice(0, 8));
+}
+
+/** Core's `-rpcauth` value for `user` and `password` (share/rpcauth/rpcauth.py: HMAC-SHA256 keyed by a random salt). */
+function rpcAuth(user: string, password: string): string {
+  const salt = randomBytes(16).toString('hex');
+  return `${user}:${salt}$${createHmac('sha256', salt).update(password).digest('hex')}`;
 }

@@ -4,7 +4,8 @@
  * HTTP 429, answers that never come (past the client's timeout), connections dropped without an answer, non-JSON
  * bodies, `null` blocks, logs naming a block hash that does not exist, empty log answers — and to lag behind the
  * real head (head going backwards; blocks above the lagged head missing; logs clipped to it, like a node that
- * answers a range with only what it has). Every request is counted per method.
+ * answers a range with only what it has), and to refuse methods as a provider that disabled them. Every request is
+ * counted per method.
  *
  * WebSocket connections (`wsUrl`, the node's subscriptions) are relayed to the node's WebSocket on its HTTP port;
  * `dropSockets()` kills the open ones (a node restart, a proxy timeout) and `refuseSockets(true)` turns new ones away.
@@ -50,6 +51,11 @@ export interface RpcProxy {
   clearFaults(): void;
   /** Pretends to be `blocks` behind the real head (0 = in step). */
   setLag(blocks: number): void;
+  /**
+   * Answers every request for `methods` (until told otherwise) as a node that does not serve them: JSON-RPC -32601
+   * with geth's words, "the method … does not exist/is not available" (a provider that disabled the method).
+   */
+  refuseMethods(methods: string[]): void;
   /** Requests received, by method (faulted ones included). */
   readonly counts: Map<string, number>;
   /** Faults applied so far, in order. */
@@ -75,6 +81,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   const sockets = new Set<Socket>();
   let lag = 0;
   let total = 0;
+  let refused = new Set<string>();
   let refuse = false;
   let socketsOpened = 0;
   const wss = new WebSocketServer({ noServer: true });
@@ -155,6 +162,16 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     const r = parsed;
     total++;
     counts.set(r.method, (counts.get(r.method) ?? 0) + 1);
+    if (refused.has(r.method))
+      return send(
+        res,
+        200,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: r.id,
+          error: { code: -32601, message: `the method ${r.method} does not exist/is not available` },
+        }),
+      );
     const fault = takeFault(r.method);
     switch (fault) {
       case 'error':
@@ -277,6 +294,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     },
     setLag(blocks) {
       lag = blocks;
+    },
+    refuseMethods(methods) {
+      refused = new Set(methods);
     },
     counts,
     applied,

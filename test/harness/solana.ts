@@ -10,7 +10,9 @@
  * run when a selected file path contains `/solana/`, URLs in KASSE_TEST_SOLANA_RPC) the same way as a private one
  * (`startSolanaNode()`, in process, about 100 ms): produce slots, skip slots, drop a transaction before finality,
  * finalize, set block time, set the cluster's rent (lamports per byte-year at a 1-year exemption threshold; null:
- * the default), produce slots on a timer, set listener faults, read call counts.
+ * the default), produce slots on a timer, set listener faults, read call counts, and refuse methods as a node that
+ * does not serve them answers (`harness_refuseMethods([…])`: JSON-RPC -32601 "Method not found", what an Agave node
+ * answers for a method group it was started without, and what hosted providers answer for methods they disable).
  *
  * Each listener also serves Solana's PubSub WebSocket on its port (`ws://…`, in `wsUrls`): `slotSubscribe` answers a
  * subscription id and then sends `slotNotification` ({ result: { parent, root, slot }, subscription }) on every
@@ -97,6 +99,8 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
   const pubsubs: WebSocketServer[] = [];
   const sockets = new Set<Socket>();
   let timer: NodeJS.Timeout | null = null;
+  /** Methods every listener refuses as a node that does not serve them does (`harness_refuseMethods`). */
+  const refused = new Set<string>();
 
   const handler = (state: ListenerState) => {
     /** The newest block at `commitment` as this listener sees it. */
@@ -394,6 +398,11 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
         if (s.down || !s.pubsub) for (const ws of pubsubs[Number(p[0])]!.clients) ws.terminate();
         return { down: s.down, lag: s.lag, pubsub: s.pubsub };
       },
+      harness_refuseMethods: (p) => {
+        refused.clear();
+        for (const m of Array.isArray(p[0]) ? p[0] : []) refused.add(String(m));
+        return [...refused];
+      },
       harness_counts: (p) => Object.fromEntries(states[Number(p[0] ?? 0)]!.counts),
       harness_resetCounts: () => {
         for (const s of states) s.counts.clear();
@@ -411,7 +420,7 @@ export async function serveSolana(validator: SolanaValidator, listeners = 1): Pr
       const id = req.id ?? null;
       const method = typeof req.method === 'string' ? req.method : '';
       state.counts.set(method, (state.counts.get(method) ?? 0) + 1);
-      const fn = methods[method];
+      const fn = refused.has(method) ? undefined : methods[method];
       if (!fn) return { jsonrpc: '2.0', id, error: { code: -32601, message: 'Method not found' } };
       try {
         return { jsonrpc: '2.0', id, result: await fn(Array.isArray(req.params) ? req.params : []) };

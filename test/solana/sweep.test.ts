@@ -1,12 +1,17 @@
 /**
  * Kasse opens the token account of a USDC coin choice from its hot wallet (the payer needs none), and a sweep moves
  * final deposits to the treasury, closes the emptied token accounts (their rent back to the hot wallet), sweeps SOL
- * to the last lamport with the hot wallet paying the fees, and closes token accounts that were never used.
+ * to the last lamport with the hot wallet paying the fees, and closes token accounts that were never used. Against a
+ * node that does not serve getTokenAccountsByOwner (as hosted providers often do), the sweep takes the associated
+ * token accounts and says so, `kasse solana status` lists the missing method, and a sweep the node refuses is
+ * reported per key with the node's error and exit 1.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { HOUR } from '../../src/core/clock.ts';
-import { recordSweeps, sweepDue, sweepResults } from '../../src/chains/solana/sweep.ts';
+import { solanaCommands } from '../../src/chains/solana/commands.ts';
+import { recordSweeps, sweepDue, sweepOutcome, sweepResults } from '../../src/chains/solana/sweep.ts';
+import { answer } from '../../src/cli/program.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 
 let k: SolanaKasse;
@@ -45,6 +50,16 @@ async function runSender() {
     await k.chain.produce();
     await k.chain.finalize();
   }
+}
+
+/** Records sweeps of every due key, runs the sender until they settle, and answers what became of them. */
+async function sweepNow() {
+  const report = await recordSweeps(k.adapter);
+  await runSender();
+  return sweepResults(
+    k.adapter,
+    report.transfers.map((t) => t.id),
+  );
 }
 
 test('the token account of a USDC coin choice is opened by the hot wallet; a sweep empties and closes it', async () => {
@@ -141,12 +156,7 @@ test('a payment into a token account the payer opened for the key (not its assoc
   assert.ok((await sweepDue(k.adapter)).some((d) => d.address === usdc.address));
 
   const treasury0 = await k.chain.tokenBalance(k.treasury);
-  const report = await recordSweeps(k.adapter);
-  await runSender();
-  const results = await sweepResults(
-    k.adapter,
-    report.transfers.map((t) => t.id),
-  );
+  const results = await sweepNow();
   const result = results.find((r) => r.moved?.closed.includes(own));
   assert.ok(result, `a sweep moved the payer-opened account: ${JSON.stringify(results)}`);
   assert.equal(result.status, 'sent', result.error ?? '');
@@ -164,6 +174,96 @@ test('a payment into a token account the payer opened for the key (not its assoc
   );
   assert.equal(await k.chain.exists(stray), true);
   assert.deepEqual(await sweepDue(k.adapter), []);
+});
+
+/** A USDC coin choice paid into its associated token account (and some SOL beside), final and due for a sweep. */
+async function paidAndFinal(order: string) {
+  const usdc = await choice('solana:usdc', order);
+  await runSender(); // Kasse opens its associated token account
+  const payer = await k.payer(10_000_000_000n, 50_000_000n);
+  await k.chain.sendUsdc(payer, usdc.address, usdc.amount);
+  await k.chain.sendSol(payer, usdc.address, 10_000_000n);
+  await k.chain.produce();
+  await k.tick();
+  await k.chain.finalize();
+  await k.chain.produce();
+  await k.tick();
+  assert.ok((await sweepDue(k.adapter)).some((d) => d.address === usdc.address));
+  return usdc;
+}
+
+const command = (name: string) => solanaCommands.find((c) => c.name === name)!;
+
+test('a node that does not serve getTokenAccountsByOwner, as hosted providers: status lists it; the sweep takes the associated token accounts and says what it could not look for', async () => {
+  const status = () => command('solana status').run(k.t.kasse.familyContext, { mode: 'test' }, []) as Promise<any>;
+  assert.deepEqual((await status()).missing_methods, [], 'this node serves every method Kasse asks for');
+  const usdc = await paidAndFinal('hosted-1');
+  await k.chain.rpc('harness_refuseMethods', [['getTokenAccountsByOwner']]);
+  try {
+    const s = await status();
+    assert.equal(s.missing_methods.length, 1);
+    assert.equal(s.missing_methods[0].method, 'getTokenAccountsByOwner');
+    assert.match(s.missing_methods[0].answer, /Method not found \(-32601\)/, "the node's own answer");
+    assert.match(s.missing_methods[0].without, /associated token accounts only/);
+
+    const treasury0 = await k.chain.tokenBalance(k.treasury);
+    const results = await sweepNow();
+    const result = results.find((r) => r.addresses.includes(usdc.address))!;
+    assert.equal(result.status, 'sent', result.error ?? '');
+    assert.deepEqual(result.moved!.missing, ['getTokenAccountsByOwner']);
+    assert.equal((await k.chain.tokenBalance(k.treasury)) - treasury0, usdc.amount, 'the USDC reached the treasury');
+    assert.equal(await k.chain.exists(await k.chain.ata(usdc.address)), false, 'its token account is closed');
+    assert.equal(await k.chain.balance(usdc.address), 0n, 'and its SOL swept');
+    const outcome = sweepOutcome(results);
+    assert.deepEqual(outcome.missing_methods, ['getTokenAccountsByOwner']);
+    assert.deepEqual(outcome.failures, []);
+    assert.ok(
+      outcome.notes.some((n) => n.includes('getTokenAccountsByOwner') && n.includes(usdc.address)),
+      'says which method was missing and which keys were swept without it',
+    );
+    assert.deepEqual(
+      outcome.keys.find((x) => x.address === usdc.address),
+      { address: usdc.address, transfer_id: result.id, status: 'sent', error: null },
+    );
+  } finally {
+    await k.chain.rpc('harness_refuseMethods', [[]]);
+  }
+});
+
+test("a sweep the node refuses is reported per key with the node's own error and exit 1: nothing stays pending in silence", async () => {
+  const usdc = await paidAndFinal('hosted-2');
+  // A node that serves neither: the sweep cannot even read the keys' accounts.
+  await k.chain.rpc('harness_refuseMethods', [['getTokenAccountsByOwner', 'getMultipleAccounts']]);
+  let out = '';
+  let err = '';
+  let code: number;
+  try {
+    code = await answer(
+      command('solana sweep').run(k.t.kasse.familyContext, { mode: 'test', 'wait-seconds': '1' }, []),
+      true,
+      { out: (x) => void (out += x), err: (x) => void (err += x) },
+    );
+  } finally {
+    await k.chain.rpc('harness_refuseMethods', [[]]);
+  }
+  assert.equal(code, 1, 'a non-zero exit');
+  const printed = JSON.parse(out);
+  const key = printed.keys.find((x: { address: string }) => x.address === usdc.address);
+  assert.equal(key.status, 'pending');
+  assert.match(key.error, /getMultipleAccounts: Method not found \(-32601\)/, "the node's own error, for the key");
+  const result = printed.results.find((r: { id: string }) => r.id === key.transfer_id);
+  assert.ok(result.tries >= 1);
+  assert.match(result.waiting, /next try at/);
+  assert.match(err, /did not go through/);
+  assert.ok(err.includes(usdc.address), 'the failure names the key');
+  assert.match(err, /getMultipleAccounts: Method not found/);
+
+  // Served again, the same sweep goes through on the sender's next tries.
+  k.t.clock.advance(10 * 60_000);
+  await runSender();
+  const [after] = await sweepResults(k.adapter, [key.transfer_id]);
+  assert.equal(after!.status, 'sent', after!.error ?? '');
+  assert.equal(await k.chain.exists(await k.chain.ata(usdc.address)), false);
 });
 
 test('the test node answers getTokenAccountsByOwner in the wire format of a Solana node', async () => {

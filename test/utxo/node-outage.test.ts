@@ -2,14 +2,15 @@
  * A Litecoin node that stops answering: its watcher's failed passes pause the network in GET /currencies (status and
  * reason, 503 chain_paused for a new coin choice), in this process and in another one on the same database (the
  * health is kept in PostgreSQL), `kasse utxo status` says in words which node does not answer, and all of it recovers
- * when the node answers again.
+ * when the node answers again. Kasse talks to the node as an RPC user that may not call `estimatesmartfee`: the status
+ * lists it as a missing optional method and the sender does without it.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { utxoCommands } from '../../src/chains/utxo/commands.ts';
 import { CommandError } from '../../src/core/flags.ts';
 import { Kasse } from '../../src/kasse.ts';
-import { sharedLitecoinRpc } from '../harness/litecoind.ts';
+import { LitecoinWallet, limitedRpcUrl, sharedLitecoinRpc } from '../harness/litecoind.ts';
 import { eventually } from '../harness/expect.ts';
 import { startTcpRelay, type TcpRelay } from '../harness/net.ts';
 import { startUtxoKasse, type UtxoKasse } from '../harness/utxo-kasse.ts';
@@ -20,7 +21,12 @@ let other: Kasse;
 
 before(async () => {
   relay = await startTcpRelay(sharedLitecoinRpc());
-  k = await startUtxoKasse({ rpcUrl: relay.url, receiver: false });
+  // As an RPC user whose whitelist leaves out estimatesmartfee (test/harness/litecoind.ts).
+  k = await startUtxoKasse({
+    rpcUrl: limitedRpcUrl(relay.url),
+    receiver: false,
+    payer: await LitecoinWallet.create(sharedLitecoinRpc()),
+  });
   // A second process's Kasse on the same database, as an API-only process beside the workers would be.
   other = await Kasse.open({ config: k.t.config, databaseUrl: k.t.databaseUrl, secrets: k.secrets, clock: k.t.clock });
 });
@@ -101,5 +107,21 @@ test('the node stops answering: paused with a reason, a coin choice refused, the
     () => other.chains.status('test', 'litecoin').state === 'running',
   );
   const answered = (await status()) as { tip: number };
-  assert.ok(answered.tip > 0);
+  assert.ok(answered.tip > 0, JSON.stringify(answered));
+});
+
+test('kasse utxo status lists the optional method the node will not serve; the sender pays the relay fee without it', async () => {
+  const s = (await status()) as { missing_methods: Array<{ method: string; answer: string; without: string }> };
+  assert.deepEqual(
+    s.missing_methods.map((m) => m.method),
+    ['estimatesmartfee'],
+  );
+  assert.match(s.missing_methods[0]!.answer, /^estimatesmartfee: HTTP 403$/, "the node's own answer");
+  assert.match(s.missing_methods[0]!.without, /relay fee/);
+  const relayFee = await k.payer.rpc<{ relayfee: number }>('getnetworkinfo');
+  assert.equal(
+    await k.adapter.sender!.feeRate(),
+    (BigInt(Math.round(relayFee.relayfee * 1e8)) + 999n) / 1000n,
+    'the fee rate from the relay fee',
+  );
 });

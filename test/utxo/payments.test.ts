@@ -312,7 +312,8 @@ describe('mempool replacement', () => {
 });
 
 describe('reorgs and restarts', () => {
-  test('invalidateblock: a paid payment loses its block, payment.reorged, credit reversed; mined again: paid again', async () => {
+  /** A payment paid by a transaction in `blockHash`, one block below the tip, and the balance before and after. */
+  async function paidInABlock() {
     const p = await createPayment(3000);
     const balance0 = await balanceCents();
     // Paid from coins that are not fresh coinbase outputs, which the removed blocks would make immature again.
@@ -325,10 +326,15 @@ describe('reorgs and restarts', () => {
     const [blockHash] = await k.payer.mine(1);
     await k.payer.mine(1);
     await k.tick();
-    let pay = await get(p.id);
-    assert.equal(pay.status, 'paid');
+    assert.equal((await get(p.id)).status, 'paid');
     const balancePaid = await balanceCents();
     assert.ok(balancePaid > balance0, 'credited');
+    return { p, spender, txid, blockHash: blockHash!, balance0, balancePaid };
+  }
+
+  test('invalidateblock: a paid payment loses its block, payment.reorged, credit reversed; mined again: paid again', async () => {
+    const { p, spender, txid, blockHash, balance0, balancePaid } = await paidInABlock();
+    let pay = await get(p.id);
     const height = (await k.payer.rpc('getblockheader', [blockHash])).height;
 
     await k.payer.rpc('invalidateblock', [blockHash]);
@@ -361,6 +367,37 @@ describe('reorgs and restarts', () => {
     const types = k.eventTypes(p.id);
     assert.equal(types.at(-1), 'payment.paid');
     assert.equal(await balanceCents(), balancePaid, 'credited again');
+  });
+
+  test('a reorg lowering the tip while a coin choice waits: the first pass, a mempool look, reverses the credit; a competing chain that drops the transaction leaves it orphaned', async () => {
+    const { p, spender, txid, blockHash, balance0 } = await paidInABlock();
+    await createPayment(500); // a coin choice waits: the mempool is looked at between ticks
+    const tip = await k.payer.rpc<number>('getblockcount');
+
+    await k.payer.rpc('invalidateblock', [blockHash]);
+    assert.equal(await k.payer.rpc<number>('getblockcount'), tip - 2, 'the tip went down');
+    assert.ok((await k.payer.getRawMempool()).includes(txid), 'the transaction is back in the mempool');
+    // The first pass after it: a look between ticks, which finds the transaction back in the mempool.
+    await k.watcher.lookAtMempool();
+    await k.t.kasse.webhooks.drain();
+    let pay = await get(p.id);
+    assert.ok(k.eventTypes(p.id).includes('payment.reorged'));
+    assert.equal(await balanceCents(), balance0, 'credit reversed in that pass');
+    assert.equal(pay.status, 'detected', 'in the mempool again: detected');
+    assert.equal(pay.attempts[0].deposits[0].block_number, null);
+
+    // The competing chain takes a replacement paying someone else: the payment's transaction is gone for good.
+    const other = await k.payer.rpc<string>('getnewaddress', ['', 'bech32']);
+    await spender.replaceTo(txid, other);
+    await k.payer.mine(3, other);
+    await k.tick();
+    await k.t.kasse.webhooks.drain();
+    pay = await get(p.id);
+    assert.equal(pay.attempts[0].deposits[0].status, 'orphaned');
+    assert.equal(pay.status, 'waiting');
+    assert.equal(await balanceCents(), balance0);
+    const types = k.eventTypes(p.id);
+    assert.deepEqual(types.slice(types.indexOf('payment.reorged')), ['payment.reorged', 'payment.detected']);
   });
 
   test('invalidateblock under a sent refund: the sender follows it out of its block and in again; refunded once', async () => {

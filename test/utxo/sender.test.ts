@@ -3,7 +3,8 @@
  * wallet; blocks mined by the other file only add confirmations, so these tests mine until what they wait for):
  * a refund signed locally, stored before it is broadcast, confirmed and reported (payment `refunded`); a crash
  * between signing and broadcasting (the restarted Kasse broadcasts the stored bytes, paid once); a stuck refund
- * replaced with a higher fee (RBF) spending the same coins, only one version mined; `kasse utxo sweep` moving
+ * replaced with a higher fee (RBF) spending the same coins, only one version mined; a refund that waits for the hot
+ * wallet's own change, bounded, and one the hot wallet truly cannot cover; `kasse utxo sweep` moving
  * confirmed deposits to the hot wallet, and `kasse utxo status`.
  */
 import assert from 'node:assert/strict';
@@ -34,13 +35,14 @@ before(async () => {
   sender = k.adapter.sender!;
   assert.ok(sender, 'a sender runs where the network has a node');
   await k.tick();
-  // Fund the hot wallet with two coins, seen by the watcher in a block.
-  await k.payer.send(k.adapter.hotWalletAddress(), 300_000_000n);
-  await k.payer.send(k.adapter.hotWalletAddress(), 200_000_000n);
+  // Fund the hot wallet with one coin, seen by the watcher in a block. Each refund spends it and makes one change
+  // coin, so the hot wallet holds one coin in a block whenever no transfer is open.
+  await k.payer.send(k.adapter.hotWalletAddress(), 500_000_000n);
   await k.payer.mine(1);
   await k.tick();
   const status = await run(k.t.kasse, 'utxo status');
   assert.equal(status.hot_wallet_balance, '500000000');
+  assert.equal(status.hot_wallet_coins, 1);
 });
 after(() => k?.close());
 
@@ -241,6 +243,111 @@ describe('refunds', () => {
     assert.equal(done.txid, versions[1]!.txid);
     assert.equal(await received(destination), BigInt(done.amount), 'paid once');
     await expectRefunded(p.id, id, versions[1]!.txid);
+  });
+});
+
+describe('the hot wallet waits for its own change', () => {
+  test("two refunds back to back on one coin: the second waits, pending, for the first one's change and is sent once it is in a block", async () => {
+    const p1 = await paidPayment(700);
+    const p2 = await paidPayment(600);
+    const status = await run(k.t.kasse, 'utxo status');
+    assert.equal(status.hot_wallet_coins, 1, 'one coin in a block');
+    const [d1, d2] = [
+      await k.payer.rpc<string>('getnewaddress', ['', 'bech32']),
+      await k.payer.rpc<string>('getnewaddress', ['', 'bech32']),
+    ];
+    const r1 = await refund(p1.id, d1);
+    const r2 = await refund(p2.id, d2);
+    await sender.runDue(); // one pass of the workers' sender loop: both, oldest first
+    const t1 = (await sender.get(r1))!;
+    assert.equal(t1.status, 'broadcast');
+    let t2 = (await sender.get(r2))!;
+    assert.equal(t2.status, 'pending', 'not failed: the change of the first refund is on its way back');
+    assert.ok(t2.waiting_since);
+    assert.match(t2.error!, /^waiting until .* for its own change/);
+    assert.ok(t2.error!.includes(t1.txid!), 'names the transaction whose change it waits for');
+    assert.equal((await sender.versions(r2)).length, 0, 'nothing signed yet');
+    const refundRow = await k.t.kasse.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('id', '=', r2)
+      .executeTakeFirstOrThrow();
+    assert.equal(refundRow.status, 'pending');
+    const again = await k.m.test.post(`/payments/${p2.id}/refund`, { destination: d2 });
+    assert.equal(again.status, 422, 'one refund at a time: the waiting one stands');
+    const shown = await run(k.t.kasse, 'utxo status');
+    assert.deepEqual(
+      shown.waiting_for_change.map((w: { transfer_id: string; reason: string }) => [w.transfer_id, w.reason]),
+      [[r2, t2.error]],
+    );
+    await sender.runDue();
+    assert.equal((await sender.get(r2))!.status, 'pending', 'still waiting while the change is in no block');
+
+    // The first refund's block: its change is a coin in a block, and the watcher's block makes the second due.
+    await k.payer.mine(1);
+    await k.tick();
+    await sender.runDue();
+    t2 = (await sender.get(r2))!;
+    assert.equal(t2.status, 'broadcast');
+    assert.equal(t2.error, null);
+    const [v] = await sender.versions(r2);
+    const decoded = await k.payer.rpc('decoderawtransaction', [v!.raw]);
+    assert.deepEqual(
+      decoded.vin.map((i: { txid: string }) => i.txid),
+      [t1.txid],
+      "spends the first refund's change",
+    );
+    assert.deepEqual((await run(k.t.kasse, 'utxo status')).waiting_for_change, []);
+    await mineUntil(async () => {
+      await sender.runDue();
+      return (await sender.get(r1))!.status === 'sent' && (await sender.get(r2))!.status === 'sent';
+    });
+    assert.equal((await sender.versions(r2)).length, 1, 'sent once');
+    assert.equal(await received(d2), BigInt((await sender.get(r2))!.amount));
+    await expectRefunded(p1.id, r1, t1.txid!);
+    await expectRefunded(p2.id, r2, t2.txid!);
+  });
+
+  test('it fails at once when even that change would not cover it, and when the change stays out of blocks past change_wait_ms', async () => {
+    const p1 = await paidPayment(500);
+    const p2 = await paidPayment(500);
+    const hot = BigInt((await run(k.t.kasse, 'utxo status')).hot_wallet_balance);
+    const big = await paidPayment(Number(hot / 10_000n)); // worth the whole hot wallet: more than what comes back
+    const r1 = await refund(p1.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+    await sender.runDue();
+    const t1 = (await sender.get(r1))!;
+    assert.equal(t1.status, 'broadcast');
+    // Miners leave it out: its change stays in no block.
+    await k.payer.rpc('prioritisetransaction', [t1.txid, 0, -10_000_000]);
+    try {
+      const rBig = await refund(big.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+      assert.equal(await sender.step(rBig), 'done');
+      const tBig = (await sender.get(rBig))!;
+      assert.equal(tBig.status, 'failed', 'the hot wallet truly lacks the funds');
+      assert.match(tBig.error!, /hot wallet holds 0 units in blocks and \d+ in the change of its own transactions/);
+
+      const r2 = await refund(p2.id, await k.payer.rpc<string>('getnewaddress', ['', 'bech32']));
+      assert.equal(await sender.step(r2), 'wait');
+      assert.equal((await sender.get(r2))!.status, 'pending');
+      k.t.clock.advance(59 * 60_000);
+      await sender.runDue();
+      assert.equal((await sender.get(r2))!.status, 'pending', 'within change_wait_ms (60 minutes)');
+      k.t.clock.advance(2 * 60_000);
+      await sender.runDue();
+      const t2 = (await sender.get(r2))!;
+      assert.equal(t2.status, 'failed');
+      assert.match(t2.error!, /was not in a block within 60 minutes/);
+      assert.equal((await sender.versions(r2)).length, 0, 'nothing was signed');
+      await k.tick();
+      const event = k.receiver!.events.find((e) => e.type === 'refund.failed' && e.data?.id === r2);
+      assert.ok(event, 'refund.failed was delivered');
+      assert.match(event.data.error, /was not in a block within 60 minutes/);
+      assert.equal((await k.m.test.get(`/payments/${p2.id}`)).body.status, 'paid', 'and may be refunded again');
+    } finally {
+      await k.payer.rpc('prioritisetransaction', [t1.txid, 0, 10_000_000]);
+    }
+    await mineUntil(async () => (await sender.step(r1)) === 'done');
+    assert.equal((await sender.get(r1))!.status, 'sent');
   });
 });
 

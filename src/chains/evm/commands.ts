@@ -1,7 +1,7 @@
 /** EVM operator commands (`kasse evm …`): deploy the ForwarderFactory, sweep deposit addresses to the treasury, watcher status. */
-import { getAddress, type Address, type Hex } from 'viem';
+import { formatGwei, getAddress, type Address, type Hex } from 'viem';
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { commandNetwork, statusCommand, networkFlags, storedCursor } from '../commands.ts';
+import { commandNetwork, missingMethods, statusCommand, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import type { NetworkConfig } from '../types.ts';
@@ -11,6 +11,7 @@ import { isValidEvmAddress } from './address.ts';
 import { evmSettings } from './config.ts';
 import { deployForwarderFactory, sweepDeposits } from './operations.ts';
 import { RpcClient } from './rpc.ts';
+import { SENDER_DEFAULTS } from './sender-options.ts';
 import { hotWalletAccount, HOT_WALLET_PATH } from './wallet.ts';
 
 function evmNetwork(ctx: FamilyContext, f: Flags): NetworkConfig {
@@ -84,7 +85,7 @@ export const evmCommands: FamilyCommand[] = [
   },
   statusCommand(
     'evm',
-    '--chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet)',
+    '--chain ID --mode test|live [--json]   (watcher cursor against the node head; push or poll; hot wallet; optional methods the node lacks)',
     async (ctx, f) => {
       const network = evmNetwork(ctx, f);
       const m = mode(f);
@@ -100,6 +101,13 @@ export const evmCommands: FamilyCommand[] = [
         storedCursor<{ block_number: bigint }>(ctx.db, 'evm_cursors', m, network.id),
         probePush(evmPush(network)),
       ]);
+      const missing = await missingMethods([
+        {
+          method: 'eth_maxPriorityFeePerGas',
+          probe: () => rpc.request('eth_maxPriorityFeePerGas'),
+          without: `the sender tips ${formatGwei(SENDER_DEFAULTS.fallbackTip)} gwei per gas above the base fee`,
+        },
+      ]);
       return {
         chain: network.id,
         mode: m,
@@ -112,6 +120,8 @@ export const evmCommands: FamilyCommand[] = [
         push_error: push.error,
         hot_wallet: account.address,
         hot_wallet_balance: balance.toString(),
+        // Optional methods the node does not serve, and what Kasse does instead.
+        missing_methods: missing,
       };
     },
   ),

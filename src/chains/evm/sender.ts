@@ -30,6 +30,7 @@ import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type A
 import { formatUnits } from '../../core/money.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
+import { methodUnavailable } from '../jsonrpc.ts';
 import type { OutgoingSender, TransferRequest } from '../ports.ts';
 import {
   QueuedSender,
@@ -188,7 +189,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
     try {
       tip = BigInt(await this.rpc().request<Hex>('eth_maxPriorityFeePerGas'));
     } catch (err) {
-      if (!(err instanceof RpcError) || err.retryable) throw err;
+      if (!(err instanceof RpcError) || (err.retryable && !methodUnavailable(err))) throw err;
       tip = SENDER_DEFAULTS.fallbackTip;
     }
     const maxFeePerGas = min(2n * BigInt(block.baseFeePerGas) + tip, this.maxFeePerGas);

@@ -1,13 +1,14 @@
 /** Solana operator commands: sweep deposit keys to the treasury, and the watcher's and hot wallet's status. */
-import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { networkFlags, statusCommand, storedCursor } from '../commands.ts';
+import { CommandError, mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
+import { missingMethods, networkFlags, statusCommand, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import { probePush } from '../push.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { SolanaAdapter } from './adapter.ts';
 import { HOT_WALLET_PATH } from './keys.ts';
-import { recordSweeps, sweepResults } from './sweep.ts';
-import { associatedTokenAccount, readTokenAccount, type RpcAccount } from './transactions.ts';
+import { recordSweeps, sweepOutcome, sweepResults } from './sweep.ts';
+import { methodUnavailable } from './rpc.ts';
+import { associatedTokenAccount, readTokenAccount, TOKEN_PROGRAM_ADDRESS, type RpcAccount } from './transactions.ts';
 
 function solanaAdapter(ctx: FamilyContext, f: Flags): SolanaAdapter {
   const m = mode(f);
@@ -38,18 +39,26 @@ export const solanaCommands: FamilyCommand[] = [
       const report = await recordSweeps(adapter, { batch: optionalInt(f, 'batch'), dryRun: f['dry-run'] === true });
       const ids = report.transfers.map((t) => t.id);
       const deadline = Date.now() + (optionalInt(f, 'wait-seconds') ?? 120) * 1000;
-      for (;;) {
+      let results = await sweepResults(adapter, ids);
+      while (!results.every((r) => r.status === 'sent' || r.status === 'failed') && Date.now() < deadline) {
         await adapter.sender!.runDue();
-        const results = await sweepResults(adapter, ids);
-        if (results.every((r) => r.status === 'sent' || r.status === 'failed') || Date.now() >= deadline)
-          return { ...report, results };
+        results = await sweepResults(adapter, ids);
+        if (results.every((r) => r.status === 'sent' || r.status === 'failed')) break;
         await new Promise((r) => setTimeout(r, 2000));
       }
+      const { failures, ...outcome } = sweepOutcome(results);
+      const done = { ...report, ...outcome, results };
+      if (failures.length > 0)
+        throw new CommandError(
+          `${failures.length} of ${results.length} sweep transaction(s) did not go through:\n  ${failures.join('\n  ')}`,
+          done,
+        );
+      return done;
     },
   },
   statusCommand(
     'solana',
-    '--mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances)',
+    '--mode test|live [--chain solana] [--json]   (watcher cursor against the cluster; push or poll; hot wallet balances; optional methods the node lacks)',
     async (ctx, f) => {
       const adapter = solanaAdapter(ctx, f);
       const rpc = adapter.rpc();
@@ -71,6 +80,22 @@ export const solanaCommands: FamilyCommand[] = [
         storedCursor<{ slot: bigint; final_slot: bigint }>(ctx.db, 'solana_cursors', adapter.mode, adapter.network.id),
         probePush(adapter.push()),
       ]);
+      const missing = await missingMethods(
+        [
+          {
+            method: 'getTokenAccountsByOwner',
+            probe: () =>
+              rpc.request('getTokenAccountsByOwner', [
+                hot,
+                { programId: TOKEN_PROGRAM_ADDRESS },
+                { encoding: 'base64', commitment: 'confirmed', dataSlice: { offset: 0, length: 0 } },
+              ]),
+            without:
+              "sweeps take each key's associated token accounts only; a token account a payer opened otherwise for a key is not found",
+          },
+        ],
+        methodUnavailable,
+      );
       return {
         chain: adapter.network.id,
         mode: adapter.mode,
@@ -89,6 +114,8 @@ export const solanaCommands: FamilyCommand[] = [
           usdc.map((t, i) => [t.id, String(readTokenAccount(accounts.value[i + 1] ?? null)?.amount ?? 0n)]),
         ),
         treasury: adapter.settings.treasury,
+        // Optional methods the node does not serve (hosted providers often disable them), and what Kasse does instead.
+        missing_methods: missing,
       };
     },
   ),

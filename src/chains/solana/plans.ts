@@ -7,7 +7,7 @@ import { PermanentTransferError } from '../ports.ts';
 import { errorText } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { SolanaKeys } from './keys.ts';
-import type { SolanaRpc } from './rpc.ts';
+import { methodUnavailable, type SolanaRpc } from './rpc.ts';
 import {
   associatedTokenAccount,
   emptyTokenAccountInstructions,
@@ -42,6 +42,11 @@ export interface SweepSummary {
   closed: string[];
   rent: string;
   left: SweepLeft[];
+  /**
+   * Optional methods the node did not serve, which the sweep did without (`getTokenAccountsByOwner`: only each key's
+   * associated token accounts, known by derivation, were looked at). Absent when it had all it asks for.
+   */
+  missing?: string[];
 }
 
 /** A token balance a sweep cannot move: a mint the network does not configure, or a frozen account. */
@@ -124,7 +129,9 @@ export async function planInstructions(
 /**
  * Everything the swept keys hold: every token account of a configured mint a key owns (its associated one, and any
  * other a payer opened for it; found with getTokenAccountsByOwner) emptied to the treasury and closed, then SOL.
- * What cannot be moved (another mint, a frozen account) is left and listed in the summary's `left`.
+ * What cannot be moved (another mint, a frozen account) is left and listed in the summary's `left`. A node that does
+ * not serve getTokenAccountsByOwner (hosted providers often disable it) gets each key's associated token accounts,
+ * which Kasse knows by derivation, read with getMultipleAccounts; the summary's `missing` says so.
  */
 async function sweepInstructions(
   ctx: PlanContext,
@@ -141,11 +148,23 @@ async function sweepInstructions(
   const treasuryAtas = new Map<string, Address>();
   let lamports = 0n;
   let rent = 0n;
+  const owned = await ownedTokenAccounts(
+    ctx,
+    plan.items.map((i) => i.address),
+    [...mints.keys()],
+  );
+  if (owned.missing) {
+    summary.missing = [owned.missing];
+    ctx.log.warn(
+      { chain: ctx.network.id, mode: ctx.mode, missing: owned.missing, keys: plan.items.map((i) => i.address) },
+      'the node does not serve getTokenAccountsByOwner: the sweep takes the associated token accounts only',
+    );
+  }
   for (const [i, item] of plan.items.entries()) {
     const owner = await signerOf(ctx.keys.deposit(ctx.mode, BigInt(item.index)));
     if (owner.address !== item.address)
       throw new Error(`deposit key ${item.index} does not derive to ${item.address} from this seed`);
-    for (const { pubkey, account } of await tokenAccountsOf(ctx.rpc, item.address)) {
+    for (const { pubkey, account } of owned.byOwner.get(item.address) ?? []) {
       const t = readTokenAccount(account);
       if (!t) continue;
       const m = mints.get(t.mint);
@@ -201,12 +220,45 @@ async function sweepInstructions(
   return { instructions, summary };
 }
 
+type OwnedAccount = { pubkey: Address; account: RpcAccount };
+
+/**
+ * The SPL Token accounts of each of `owners`: all of them (any mint) with getTokenAccountsByOwner, or, when the node
+ * does not serve it (`missing` names it), their associated accounts of `mints` that exist, in one getMultipleAccounts
+ * per 100.
+ */
+async function ownedTokenAccounts(
+  ctx: PlanContext,
+  owners: string[],
+  mints: string[],
+): Promise<{ byOwner: Map<string, OwnedAccount[]>; missing: string | null }> {
+  const byOwner = new Map<string, OwnedAccount[]>();
+  try {
+    for (const owner of owners) byOwner.set(owner, await tokenAccountsOf(ctx.rpc, owner));
+    return { byOwner, missing: null };
+  } catch (err) {
+    if (!methodUnavailable(err)) throw err;
+  }
+  const derived = await Promise.all(
+    owners.flatMap((owner) =>
+      mints.map(async (mint) => ({ owner, pubkey: await associatedTokenAccount(owner, mint) })),
+    ),
+  );
+  const found = await accounts(
+    ctx.rpc,
+    derived.map((d) => d.pubkey),
+  );
+  byOwner.clear();
+  derived.forEach((d, i) => {
+    const account = found[i];
+    if (account) byOwner.set(d.owner, [...(byOwner.get(d.owner) ?? []), { pubkey: d.pubkey, account }]);
+  });
+  return { byOwner, missing: 'getTokenAccountsByOwner' };
+}
+
 /** The SPL Token accounts whose owner is `owner` (any mint). */
-async function tokenAccountsOf(
-  rpc: () => SolanaRpc,
-  owner: string,
-): Promise<Array<{ pubkey: Address; account: RpcAccount }>> {
-  const r = await rpc().request<{ value: Array<{ pubkey: Address; account: RpcAccount }> }>('getTokenAccountsByOwner', [
+async function tokenAccountsOf(rpc: () => SolanaRpc, owner: string): Promise<OwnedAccount[]> {
+  const r = await rpc().request<{ value: OwnedAccount[] }>('getTokenAccountsByOwner', [
     owner,
     { programId: TOKEN_PROGRAM_ADDRESS },
     { encoding: 'base64', commitment: 'confirmed' },

@@ -8,7 +8,13 @@
  * answers (-32004, -32014), a node behind or unhealthy, and rate limits are retried on the next URL: a lagging node
  * is the usual cause.
  */
-import { JsonRpcError, JsonRpcTransport, type ErrorAnswer, type JsonRpcOptions } from '../jsonrpc.ts';
+import {
+  JsonRpcError,
+  JsonRpcTransport,
+  methodUnavailable as unavailable,
+  type ErrorAnswer,
+  type JsonRpcOptions,
+} from '../jsonrpc.ts';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
 
@@ -33,3 +39,9 @@ export class SolanaRpc extends JsonRpcTransport<SolanaRpcError> {
     super(opts, { error: SolanaRpcError, classify });
   }
 }
+
+/**
+ * Whether `err` says the node does not serve the method: "Method not found", HTTP 403, or -32010 (the node keeps no
+ * account index for the key, so `getTokenAccountsByOwner` and `getProgramAccounts` are unavailable for it).
+ */
+export const methodUnavailable = (err: unknown): boolean => unavailable(err, [-32010]);

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { ulid } from '../../core/ids.ts';
 import { withTx } from '../../db/index.ts';
 import type { SolanaAdapter } from './adapter.ts';
-import type { SweepLeft, SweepSummary } from './plans.ts';
+import type { Plan, SweepLeft, SweepSummary } from './plans.ts';
 
 export interface SweepOptions {
   /** Deposit keys per transaction (each adds a signature). Default 4. */
@@ -85,24 +85,100 @@ export async function recordSweeps(adapter: SolanaAdapter, opts: SweepOptions = 
 
 export interface SweepResult {
   id: string;
+  /** The deposit keys it sweeps. */
+  addresses: string[];
   status: string;
   signature: string | null;
+  /** Why it failed, or why its last step failed and is tried again (`tries` times so far); the node's own words. */
   error: string | null;
+  tries: number;
+  /** Still open: what it waits for, in words (null once settled). */
+  waiting: string | null;
   moved: SweepSummary | null;
   /** Token balances of the swept keys that no sweep can move (another mint, a frozen account): the operator's to deal with. */
   left: SweepLeft[];
 }
 
-/** What became of recorded sweeps (after the sender worked on them). */
+/** What became of recorded sweeps (after the sender worked on them), in the order of `ids`. */
 export async function sweepResults(adapter: SolanaAdapter, ids: string[]): Promise<SweepResult[]> {
   if (ids.length === 0) return [];
   const rows = await adapter.deps.db
     .selectFrom('solana_transfers')
-    .select(['id', 'status', 'signature', 'error', 'plan'])
+    .select(['id', 'status', 'signature', 'error', 'tries', 'plan', 'locked_until', 'next_attempt_at'])
     .where('id', 'in', ids)
     .execute();
-  return rows.map((r) => {
-    const moved = (r.plan as { built?: SweepSummary }).built ?? null;
-    return { id: r.id, status: r.status, signature: r.signature, error: r.error, moved, left: moved?.left ?? [] };
+  const now = adapter.deps.clock.now();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => {
+    const r = byId.get(id);
+    if (!r) return [];
+    const plan = r.plan as Extract<Plan, { kind: 'sweep' }>;
+    const moved = plan.built ?? null;
+    const open = r.status === 'pending' || r.status === 'signed' || r.status === 'broadcast';
+    let waiting: string | null = null;
+    if (open)
+      waiting =
+        r.locked_until && r.locked_until > now
+          ? `held by a sender pass (this or another process) until ${r.locked_until.toISOString()}`
+          : r.error
+            ? `tried ${r.tries} time(s); next try at ${r.next_attempt_at.toISOString()}`
+            : OPEN_STEP[r.status as keyof typeof OPEN_STEP];
+    return [
+      {
+        id: r.id,
+        addresses: plan.items.map((i) => i.address),
+        status: r.status,
+        signature: r.signature,
+        error: r.error,
+        tries: r.tries,
+        waiting,
+        moved,
+        left: moved?.left ?? [],
+      },
+    ];
   });
+}
+
+const OPEN_STEP = {
+  pending: 'not signed yet',
+  signed: 'signed, not yet taken by the node',
+  broadcast: 'sent to the network, waiting for finalization',
+} as const;
+
+/**
+ * What an operator reads of sweeps after waiting for them: each key with its sweep's outcome, the optional methods
+ * the node lacked and what the sweep did without them, and the failures — a sweep that failed, or is still open after
+ * a failed step or unsigned — each with the node's own error.
+ */
+export function sweepOutcome(results: SweepResult[]): {
+  keys: Array<{ address: string; transfer_id: string; status: string; error: string | null }>;
+  missing_methods: string[];
+  notes: string[];
+  failures: string[];
+} {
+  const missing = new Set<string>();
+  const notes: string[] = [];
+  const failures: string[] = [];
+  for (const r of results) {
+    for (const m of r.moved?.missing ?? []) {
+      missing.add(m);
+      notes.push(
+        `${r.id}: the node does not serve ${m}, so only the associated token accounts of ${r.addresses.join(', ')} ` +
+          'were swept; a token account a payer opened otherwise for one of these keys was not looked for',
+      );
+    }
+    const failed = r.status === 'failed' || (r.status !== 'sent' && (r.error !== null || r.status === 'pending'));
+    if (failed)
+      failures.push(
+        `${r.id} (${r.addresses.join(', ')}): ${r.status}${r.error ? `: ${r.error}` : ''}${r.waiting ? ` (${r.waiting})` : ''}`,
+      );
+  }
+  return {
+    keys: results.flatMap((r) =>
+      r.addresses.map((address) => ({ address, transfer_id: r.id, status: r.status, error: r.error })),
+    ),
+    missing_methods: [...missing],
+    notes,
+    failures,
+  };
 }

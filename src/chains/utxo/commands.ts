@@ -1,7 +1,7 @@
 /** UTXO operator commands (`kasse utxo …`): sweep deposit addresses, and the watcher's and hot wallet's status. */
 import { newId } from '../../core/ids.ts';
 import { mode, optionalInt, UsageError, type Flags } from '../../core/flags.ts';
-import { commandNetwork, statusCommand, networkFlags, storedCursor } from '../commands.ts';
+import { commandNetwork, missingMethods, statusCommand, networkFlags, storedCursor } from '../commands.ts';
 import { fromNodes } from '../health.ts';
 import type { FamilyCommand, FamilyContext } from '../plugin.ts';
 import { UtxoAdapter } from './adapter.ts';
@@ -61,13 +61,13 @@ export const utxoCommands: FamilyCommand[] = [
   },
   statusCommand(
     'utxo',
-    '--chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet and unswept deposits)',
+    '--chain ID --mode test|live [--json]   (watcher cursor against the node tip; hot wallet, unswept deposits, transfers waiting for change, optional methods the node lacks)',
     async (ctx, f) => {
       const adapter = utxoAdapter(ctx, f);
       const m = adapter.mode;
       const chain = adapter.network.id;
       const hot = adapter.hotWalletAddress();
-      const [[tip, mempool], cursor, coins, transfers] = await Promise.all([
+      const [[tip, mempool], cursor, coins, transfers, waiting] = await Promise.all([
         fromNodes(adapter.network, m, ctx.health, () =>
           Promise.all([
             adapter.rpc().call<number>('getblockcount'),
@@ -91,6 +91,22 @@ export const utxoCommands: FamilyCommand[] = [
           .where('chain', '=', chain)
           .groupBy('status')
           .execute(),
+        ctx.db
+          .selectFrom('utxo_transfers')
+          .select(['id', 'purpose', 'amount', 'waiting_since', 'error'])
+          .where('mode', '=', m)
+          .where('chain', '=', chain)
+          .where('status', '=', 'pending')
+          .where('waiting_since', 'is not', null)
+          .orderBy('created_at')
+          .execute(),
+      ]);
+      const missing = await missingMethods([
+        {
+          method: 'estimatesmartfee',
+          probe: () => adapter.rpc().call('estimatesmartfee', [adapter.settings.feeTargetBlocks]),
+          without: "the sender pays the node's relay fee (getnetworkinfo), at most max_fee_rate",
+        },
       ]);
       const of = (kind: string) => coins.find((c) => c.kind === kind);
       return {
@@ -103,9 +119,20 @@ export const utxoCommands: FamilyCommand[] = [
         mempool_min_fee_sat_per_kvb: satoshis(mempool.mempoolminfee).toString(),
         hot_wallet: hot,
         hot_wallet_balance: String(of('hot')?.total ?? 0),
+        hot_wallet_coins: Number(of('hot')?.n ?? 0),
         unswept_deposit_coins: Number(of('deposits')?.n ?? 0),
         unswept_deposit_total: String(of('deposits')?.total ?? 0),
         transfers: Object.fromEntries(transfers.map((t) => [t.status, Number(t.n)])),
+        // Optional methods the node does not serve, and what Kasse does instead.
+        missing_methods: missing,
+        // Pending refunds and payouts waiting for the hot wallet's own change to be in a block, and why.
+        waiting_for_change: waiting.map((t) => ({
+          transfer_id: t.id,
+          purpose: t.purpose,
+          amount: String(t.amount),
+          since: t.waiting_since!.toISOString(),
+          reason: t.error,
+        })),
       };
     },
   ),

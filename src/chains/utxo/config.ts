@@ -3,7 +3,7 @@
  *
  *   "utxo": { "coin": "bitcoin", "network": "testnet", "account": 0, "start_height": 123, "rpc_timeout_ms": 30000,
  *             "max_fee_rate": 200, "fee_target_blocks": 6, "bump_after_blocks": 3, "treasury": "bc1q…",
- *             "mempool_poll_ms": 1000 }
+ *             "mempool_poll_ms": 1000, "change_wait_ms": 3600000 }
  *
  * `coin` and `network` are required (they fix address prefixes and BIP-84 paths); the rest is optional. The node's
  * RPC URL (with its RPC user and password, `http://user:pass@host:8332/`) goes in the network's `rpc_urls`.
@@ -31,6 +31,11 @@ export interface UtxoSettings {
   treasury: string | null;
   /** How often the watcher looks at the mempool between ticks while a coin choice waits; 0: only with the ticks. */
   mempoolPollMs: number;
+  /**
+   * How long a refund or payout the hot wallet's coins in blocks cannot cover, but can with the change of Kasse's own
+   * transactions not yet in a block, waits for that change before it fails; 0: it fails at once.
+   */
+  changeWaitMs: number;
 }
 
 export const UTXO_DEFAULTS = {
@@ -40,6 +45,7 @@ export const UTXO_DEFAULTS = {
   feeTargetBlocks: 6,
   bumpAfterBlocks: 3,
   mempoolPollMs: 1000,
+  changeWaitMs: 3_600_000,
 } as const;
 
 export function utxoSettings(network: NetworkConfig): UtxoSettings {
@@ -63,6 +69,7 @@ export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
       'bump_after_blocks',
       'treasury',
       'mempool_poll_ms',
+      'change_wait_ms',
     ],
     'an object with "coin" and "network"',
   );
@@ -83,5 +90,6 @@ export function parseUtxoSettings(raw: unknown, at: string): UtxoSettings {
     bumpAfterBlocks: settings.int('bump_after_blocks', 1, UTXO_DEFAULTS.bumpAfterBlocks, 1000),
     treasury: treasury as string | null,
     mempoolPollMs: settings.int('mempool_poll_ms', 0, UTXO_DEFAULTS.mempoolPollMs, 600_000),
+    changeWaitMs: settings.int('change_wait_ms', 0, UTXO_DEFAULTS.changeWaitMs, 7 * 86_400_000),
   };
 }

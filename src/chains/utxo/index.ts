@@ -12,6 +12,7 @@ import { UtxoAdapter } from './adapter.ts';
 import { bip21Uri, isValidOnAnyNetwork, isValidUtxoAddress } from './address.ts';
 import { parseUtxoSettings, utxoSettings } from './config.ts';
 import * as m0024 from './migrations/0024_utxo.ts';
+import * as u0001 from './migrations/0001_change_wait.ts';
 import './schema.ts';
 import { UtxoSender } from './sender.ts';
 import { utxoCommands } from './commands.ts';
@@ -64,7 +65,7 @@ const utxo: ChainFamily = {
       bip21Uri(utxoSettings(network).params, address, amount, token.decimals),
   },
   networks: { settings: parseUtxoSettings },
-  migrations: { '0024_utxo': m0024 },
+  migrations: { '0024_utxo': m0024, 'utxo/0001_change_wait': u0001 },
   commands: utxoCommands,
   load,
 };

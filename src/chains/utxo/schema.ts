@@ -1,4 +1,4 @@
-/** Row types of the UTXO family's tables (migrations/0024_utxo.ts), merged into Kasse's `Database` type. */
+/** Row types of the UTXO family's tables (migrations/), merged into Kasse's `Database` type. */
 import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp } from '../../db/schema.ts';
 import type { TransferQueueColumns } from '../queue.ts';
@@ -49,6 +49,8 @@ export interface UtxoTransfersTable extends TransferQueueColumns {
   broadcast_height: Big | null;
   bumped_height: Big | null;
   block_height: Big | null;
+  /** When a pending transfer started waiting for the hot wallet's own change (utxo/0001_change_wait). */
+  waiting_since: Timestamp | null;
 }
 
 export interface UtxoTransferTxsTable {

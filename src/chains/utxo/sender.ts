@@ -14,32 +14,39 @@
  *     conflict, so at most one is ever mined: one transfer, one spend.
  *   - sent once a version has the network's first-tier confirmations.
  * The transfers queue (../queue.ts) leases the rows, drives these steps, retries failed ones and reports settled
- * refunds and payouts to the TransferSink (sweeps have no owner); this file supplies the steps and the versions.
+ * refunds and payouts to the TransferSink (sweeps have no owner); this file supplies the steps and the versions,
+ * transaction.ts the signed transactions.
  */
-import { Transaction } from '@scure/btc-signer';
 import { sql, type Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { Metrics } from '../../core/metrics.ts';
-import { PermanentTransferError, type OutgoingSender, type TransferRequest, type TransferSink } from '../ports.ts';
+import { methodUnavailable } from '../jsonrpc.ts';
+import type { OutgoingSender, TransferRequest, TransferSink } from '../ports.ts';
 import { QueuedSender, TransferQueue, type QueueOptions, type StepOutcome, type StepResult } from '../queue.ts';
 import type { NetworkConfig } from '../types.ts';
 import type { UtxoAdapter } from './adapter.ts';
 import { outputScript } from './address.ts';
 import type { UtxoSettings } from './config.ts';
 import { RPC_CODES, satoshis, UtxoRpcError } from './rpc.ts';
+import {
+  buildTransaction,
+  DUST,
+  INPUT_VB,
+  OUTPUT_VB,
+  OVERHEAD_VB,
+  paidTo,
+  type Built,
+  type Coin,
+} from './transaction.ts';
 import type { UtxoTransfersTable, UtxoTransferTxsTable } from './schema.ts';
 
-/** Outputs below this many satoshis are not made (dust); change that small goes to the fee. */
-export const DUST = 546n;
-/** Estimated vbytes of a P2WPKH input, an output, and the transaction's fixed part (sizes are checked after signing). */
-const INPUT_VB = 68n;
-const OUTPUT_VB = 31n;
-const OVERHEAD_VB = 11n;
 const OPEN = ['pending', 'signed', 'broadcast'] as const;
 const QUEUE_DEFAULTS: QueueOptions = { batch: 50, leaseMs: 60_000, retryBaseMs: 10_000, retryMaxMs: 600_000 };
+/** How often a transfer waiting for the hot wallet's own change looks again when no block made it due sooner. */
+const CHANGE_RECHECK_MS = 60_000;
 /** Node answers meaning a transaction's inputs are spent by another one (mined, or in the mempool). */
 const CONFLICT = /missingorspent|missing inputs|mempool-conflict|insufficient fee|rejecting replacement/i;
 
@@ -53,15 +60,6 @@ export interface UtxoSenderDeps {
   sink: TransferSink;
   /** Deposit address keys by address, for sweeps: the addresses holding confirmed deposits with their indexes. */
   fundedAddresses(): Promise<Array<{ address: string; index: bigint }>>;
-}
-
-interface Coin {
-  txid: string;
-  vout: number;
-  address: string;
-  amount: bigint;
-  /** Key index of a deposit address; null for the hot wallet. */
-  index: bigint | null;
 }
 
 type Row = Selectable<UtxoTransfersTable>;
@@ -164,16 +162,73 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
         break;
     }
     const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(picked.length) + OUTPUT_VB);
-    if (total < need) {
-      await this.settle(
-        t.id,
-        'failed',
-        null,
-        `the hot wallet holds ${total} of the ${need} units this transfer and its fee need`,
-      );
+    if (total < need) return this.short(t, total, picked.length, feeRate);
+    return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
+  }
+
+  /**
+   * The hot wallet's coins in blocks (`confirmed`, `count` of them) do not cover the transfer. When they would with
+   * the change of Kasse's own transactions not yet in a block, the transfer stays `pending` and waits for it (its
+   * reason in `error`, at most `change_wait_ms` from when it started waiting; the watcher's block with one of them
+   * makes it due at once); otherwise, or once the wait ran out, it fails with the reason.
+   */
+  private async short(t: Row, confirmed: bigint, count: number, feeRate: bigint): Promise<StepOutcome> {
+    const change = await this.ownChange(t.id);
+    const back = change.reduce((sum, c) => sum + c.amount, 0n);
+    const inputs = BigInt(count + change.length);
+    const need = BigInt(t.amount) + feeRate * (OVERHEAD_VB + INPUT_VB * inputs + OUTPUT_VB);
+    const holds =
+      back === 0n
+        ? `the hot wallet holds ${confirmed} of the ${need} units this transfer and its fee need`
+        : `the hot wallet holds ${confirmed} units in blocks and ${back} in the change of its own transactions not ` +
+          `yet in a block (${change.map((c) => c.txid).join(', ')}), of the ${need} this transfer and its fee need`;
+    const now = this.deps.clock.now();
+    const since = t.waiting_since ?? now;
+    const until = new Date(since.getTime() + this.settings.changeWaitMs);
+    if (confirmed + back < need || now >= until) {
+      const reason =
+        confirmed + back < need
+          ? holds
+          : `the change of the hot wallet's own transactions was not in a block within ${waited(this.settings.changeWaitMs)}: ${holds}`;
+      await this.settle(t.id, 'failed', null, reason);
       return 'done';
     }
-    return (await this.signFirst(t.id, picked, t.destination, BigInt(t.amount), feeRate)) ? 'progress' : 'wait';
+    const recheck = Math.min(now.getTime() + CHANGE_RECHECK_MS, until.getTime());
+    await this.deps.db
+      .updateTable('utxo_transfers')
+      .set({
+        waiting_since: since,
+        error: `waiting until ${until.toISOString()} for its own change: ${holds}`,
+        next_attempt_at: new Date(recheck),
+      })
+      .where('id', '=', t.id)
+      .where('status', '=', 'pending')
+      .execute();
+    if (t.waiting_since === null)
+      this.deps.log.info(
+        { transferId: t.id, chain: this.network.id, mode: this.mode, until, change: change.map((c) => c.txid) },
+        "utxo transfer waits for the hot wallet's own change",
+      );
+    return 'wait';
+  }
+
+  /**
+   * What the hot wallet gets back from Kasse's own transactions not yet in a block the watcher read: the outputs
+   * paying it (change, or a sweep into it) of each open transfer's newest version, but `except`'s.
+   */
+  private async ownChange(except: string): Promise<Array<{ txid: string; amount: bigint }>> {
+    const rows = await this.deps.db
+      .selectFrom('utxo_transfers as t')
+      .innerJoin('utxo_transfer_txs as v', (j) => j.onRef('v.transfer_id', '=', 't.id').onRef('v.txid', '=', 't.txid'))
+      .select(['v.txid', 'v.raw'])
+      .where('t.mode', '=', this.mode)
+      .where('t.chain', '=', this.network.id)
+      .where('t.status', 'in', ['signed', 'broadcast'])
+      .where('t.block_height', 'is', null)
+      .where('t.id', '<>', except)
+      .execute();
+    const hot = outputScript(this.adapter.hotWalletAddress(), this.settings.params);
+    return rows.map((r) => ({ txid: r.txid, amount: paidTo(r.raw, hot) })).filter((c) => c.amount > 0n);
   }
 
   /**
@@ -225,77 +280,22 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
   }
 
   /** Builds and signs a transaction over `coins` paying `amount` (or everything less the fee) at `feeRate` sat/vB. */
-  private build(
-    coins: Coin[],
-    destination: string,
-    amount: bigint | null,
-    feeRate: bigint,
-  ): { txid: string; raw: string; fee: bigint; sent: bigint } {
-    const params = this.settings.params;
-    const total = coins.reduce((s, c) => s + c.amount, 0n);
-    const payTo = destinationScript(destination, params);
-    const changeTo = outputScript(this.adapter.hotWalletAddress(), params);
-    const attempt = (withChange: boolean, fee: bigint) => {
-      // Low-R signatures (as Bitcoin Core makes them) are at most 71 bytes, so a re-signed transaction is not longer.
-      const tx = new Transaction({ allowUnknownOutputs: false, lowR: true });
-      for (const c of coins) {
-        tx.addInput({
-          txid: c.txid,
-          index: c.vout,
-          witnessUtxo: { script: outputScript(c.address, params), amount: c.amount },
-          sequence: 0xfffffffd,
-        });
-      }
-      const pay = amount ?? total - fee;
-      if (pay < DUST) throw new Error(`${pay} units after a fee of ${fee} is below the dust limit`);
-      tx.addOutput({ script: payTo, amount: pay });
-      const change = total - pay - fee;
-      if (withChange) tx.addOutput({ script: changeTo, amount: change });
-      for (let i = 0; i < coins.length; i++) {
-        const c = coins[i]!;
-        tx.signIdx(
-          c.index === null ? this.adapter.hotWalletKey().privateKey! : this.adapter.depositKey(c.index).privateKey!,
-          i,
-        );
-      }
-      tx.finalize();
-      return { tx, pay, change };
-    };
-    // Size with a change output first; drop it when the change would be dust.
-    const outputs = amount === null ? 1n : 2n;
-    let fee = feeRate * (OVERHEAD_VB + INPUT_VB * BigInt(coins.length) + OUTPUT_VB * outputs);
-    const withChange = amount !== null && total - amount - fee >= DUST;
-    if (amount !== null && !withChange) fee = total - amount;
-    if (amount !== null && total < amount + fee)
-      throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${fee}`);
-    let built = attempt(withChange, fee);
-    // Then exactly the rate for the signed size (the estimate counts P2WPKH; other destinations are larger). A new
-    // fee means new signatures, a byte shorter or longer, so the signed size is checked again until the fee covers it.
-    for (let pass = 0; ; pass++) {
-      const exact = feeRate * BigInt(built.tx.vsize);
-      if (exact === fee || (pass > 0 && exact < fee)) break;
-      if (pass === 3) throw new Error(`no fee settles for a transaction of ${built.tx.vsize} vB at ${feeRate} per vB`);
-      if (amount === null) {
-        fee = exact;
-        built = attempt(false, fee);
-      } else if (withChange && total - amount - exact >= DUST) {
-        fee = exact;
-        built = attempt(true, fee);
-      } else if (total - amount >= exact) {
-        // No change worth an output: the rest is the fee (at least the rate).
-        fee = total - amount;
-        built = attempt(false, fee);
-      } else {
-        throw new Error(`coins of ${total} cannot pay ${amount} and a fee of ${exact}`);
-      }
-    }
-    return { txid: built.tx.id, raw: built.tx.hex, fee, sent: built.pay };
+  private build(coins: Coin[], destination: string, amount: bigint | null, feeRate: bigint): Built {
+    return buildTransaction(this.adapter, coins, destination, amount, feeRate);
   }
 
-  /** The node's fee estimate in sat/vB (its relay fee when it has none), at most `max_fee_rate`, at least 1. */
+  /**
+   * The node's fee estimate in sat/vB (its relay fee when it has none, or does not serve `estimatesmartfee`), at most
+   * `max_fee_rate`, at least 1.
+   */
   async feeRate(): Promise<bigint> {
     const rpc = this.adapter.rpc();
-    const est = await rpc.call<{ feerate?: string }>('estimatesmartfee', [this.settings.feeTargetBlocks]);
+    const est = await rpc
+      .call<{ feerate?: string }>('estimatesmartfee', [this.settings.feeTargetBlocks])
+      .catch((err: unknown): { feerate?: string } => {
+        if (methodUnavailable(err)) return {};
+        throw err;
+      });
     const perKvB =
       est.feerate !== undefined
         ? satoshis(est.feerate)
@@ -405,11 +405,22 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
    */
   async blockConnected(tx: Tx, height: number, txids: string[]): Promise<void> {
     if (txids.length === 0) return;
-    await sql`
-      UPDATE utxo_transfers AS t SET txid = v.txid, block_height = ${height}, next_attempt_at = ${this.deps.clock.now()}
+    const now = this.deps.clock.now();
+    const mined = await sql`
+      UPDATE utxo_transfers AS t SET txid = v.txid, block_height = ${height}, next_attempt_at = ${now}
       FROM utxo_transfer_txs AS v
       WHERE v.txid = ANY(${txids}::text[]) AND t.id = v.transfer_id
         AND t.mode = ${this.mode} AND t.chain = ${this.network.id} AND t.status IN ('signed', 'broadcast')`.execute(tx);
+    // Their change is in a block now: transfers waiting for it are due.
+    if ((mined.numAffectedRows ?? 0n) > 0n)
+      await tx
+        .updateTable('utxo_transfers')
+        .set({ next_attempt_at: now })
+        .where('mode', '=', this.mode)
+        .where('chain', '=', this.network.id)
+        .where('status', '=', 'pending')
+        .where('waiting_since', 'is not', null)
+        .execute();
   }
 
   /** A reorg removed the blocks from `height` up (in the watcher's transaction): what was mined there is not. */
@@ -564,11 +575,7 @@ async function storeVersion(
     .execute();
 }
 
-/** The output script paying a transfer's destination; an address no script can pay fails the transfer for good. */
-function destinationScript(destination: string, params: UtxoSettings['params']): Uint8Array {
-  try {
-    return outputScript(destination, params);
-  } catch (err) {
-    throw new PermanentTransferError(`${destination} cannot be paid: ${(err as Error).message}`);
-  }
+/** A wait in words ("60 minutes", "90 seconds"). */
+function waited(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} minutes` : `${Math.round(ms / 1000)} seconds`;
 }

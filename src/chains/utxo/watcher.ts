@@ -17,7 +17,9 @@
  * A reorg shows as a cursor block the node no longer has on its best chain (`confirmations: -1`): the watcher walks
  * back through the stored hashes to the highest block still on it, tells the sink (`blocksRemoved`), forgets the
  * coins above it and rescans. Transactions of the removed blocks return to the node's mempool and are reported again
- * from there until a block holds them.
+ * from there until a block holds them. Between ticks, while a coin choice waits, the mempool is looked at every
+ * second; a look that finds the best block moved runs the tick instead, so a reorg is acted on by the first pass
+ * that sees it.
  */
 import type { Clock } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
@@ -147,18 +149,23 @@ export class UtxoWatcher extends PollingWatcher<UtxoTickResult> {
   }
 
   /**
-   * Between ticks, while a coin choice on the network waits for its money: reports the new mempool transactions'
-   * deposits (one `getrawmempool`, the new ones in one batch). Nothing is judged dropped here; the ticks do that with
-   * the blocks they read. Answers the deposits reported, or null when no coin choice waits (nothing asked).
+   * Between ticks, while a coin choice on the network waits for its money: when the node's best block is still the
+   * cursor, reports the new mempool transactions' deposits (`getbestblockhash`, `getrawmempool`, the new ones in one
+   * batch); nothing is judged dropped here. When the best block moved (a new block, or a reorg putting transactions
+   * back into the mempool), the whole tick runs now instead, so blocks are followed, and removed ones acted on, in
+   * this pass. Answers the mempool deposits reported, or null when no coin choice waits (nothing asked).
    */
   async lookAtMempool(): Promise<number | null> {
-    return this.serial(async () => {
+    const look = await this.serial(async () => {
       if (!(await this.opts.sink.depositsOpen(this.mode, this.chain))) return null;
+      const cursor = await this.cursor();
+      if (cursor && (await this.opts.rpc.call<string>('getbestblockhash')) !== cursor.hash) return 'blocks' as const;
       const result = { deposits: 0, mempoolDeposits: 0, dropped: 0 };
       const mempool = new Set(await this.opts.rpc.call<string[]>('getrawmempool', [false]));
       await this.pollMempool(mempool, null, result);
       return result.mempoolDeposits;
     });
+    return look === 'blocks' ? (await this.tick()).mempoolDeposits : look;
   }
 
   /** Runs `pass` after the one running now. */

@@ -76,8 +76,9 @@ export interface NewDeposit {
 
 /**
  * Stores one transfer on `attempt` inside the caller's transaction (the payment is locked). Idempotent on
- * (mode, chain, tx hash, index): a transfer seen again takes the block it is reported in now (a mempool sighting
- * moves into its block; one seen again after its block was orphaned is revived as pending in its new block).
+ * (mode, chain, tx hash, index): a transfer seen again in a block takes that block (a mempool sighting moves into
+ * its block; one seen again after its block was orphaned is revived as pending, in its new block or in the mempool).
+ * Seen again without a block, a transfer recorded in one keeps it.
  */
 export async function upsertDeposit(
   tx: Tx,
@@ -110,8 +111,12 @@ export async function upsertDeposit(
     })
     .onConflict((oc) =>
       oc.columns(['mode', 'chain', 'tx_hash', 'log_index']).doUpdateSet({
-        block_number: (eb) => eb.ref('excluded.block_number'),
-        block_hash: (eb) => eb.ref('excluded.block_hash'),
+        // Only the watcher's block-following takes a deposit out of its block (`orphanDeposits`): a sighting without
+        // a block (the mempool, a lagging node) leaves the block where it is, so a reorg still finds it there.
+        block_number: sql`CASE WHEN excluded.block_number IS NULL AND deposits.status <> 'orphaned'
+          THEN deposits.block_number ELSE excluded.block_number END`,
+        block_hash: sql`CASE WHEN excluded.block_number IS NULL AND deposits.status <> 'orphaned'
+          THEN deposits.block_hash ELSE excluded.block_hash END`,
         status: sql`CASE WHEN deposits.status = 'orphaned' THEN 'pending' ELSE deposits.status END`,
       }),
     )
