@@ -10,7 +10,7 @@
 import type { Selectable } from 'kysely';
 import type { Mode } from '../../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../../db/schema.ts';
+import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../tables.ts';
 import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from '../model.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
