@@ -1,16 +1,17 @@
 /**
  * Forward-only migrations through Kysely's migrator. db/ runs them and owns none: each module keeps its tables'
- * migrations in `modules/<name>/migrations/` (listed in that folder's `index.ts`), the chains layer its shared table's
- * in `chains/migrations/`, and each family its own (`ChainFamily.migrations`). `src/migrations.ts` gathers them into
- * the one list the server, the CLI and the test template apply. Names are recorded in `kasse_migrations` and never
+ * migrations in `modules/<name>/migrations/` (listed in that folder's `index.ts`), the chains layer chain health's in
+ * `chains/migrations/`, and each family its own (`ChainFamily.migrations`). `src/migrations.ts` gathers them into the
+ * one list the server, the CLI and the test template apply. Names are recorded in `kasse_migrations` and never
  * change once released; a migration moved between folders keeps its name. The naming and order rule:
  *
- * - Modules share one numbering, `NNNN_<what>`: a new migration takes the next number free among them all (the
- *   highest in any module's `migrations/` plus one), so it sorts after every table it may use. No two of them share
- *   a number (test/unit/table-ownership.test.ts).
- * - A migration lives with the module that owns the tables it creates or changes, and a new one changes only its
- *   module's tables. A released one that made tables of several modules sits with the module that owns most of it,
- *   and its header names the other modules' tables.
+ * - Modules (and chain health) share one numbering, `NNNN_<what>`: a new migration takes the next number free among
+ *   them all (the highest in any module's `migrations/` plus one), so it sorts after every table it may use. No two
+ *   of them share a number (test/unit/table-ownership.test.ts).
+ * - A migration lives in the `migrations/` of the module that owns the tables it creates or changes; one that creates
+ *   or changes another owner's table names that table in its header (released ones that made several modules' tables
+ *   sit with the module owning most of them). Moving a migration to its owner keeps its name: the file moves, its
+ *   `db/columns.ts` import takes the new path, and one line lists it in the folder's `index.ts`.
  * - Families' first migrations took numbers among the modules' (`0004_evm`, `0014_solana`, …) and keep those names.
  *   A family's new migrations are named in its namespace, `<family>/NNNN_<what>`, numbered within the family.
  * - Pending migrations run in the order of their names: every numbered one (`0…`) sorts before every namespaced one
