@@ -78,7 +78,7 @@ async function bareStream(
       id: newId('pay'),
       merchant_id: merchantId,
       mode: 'test' as const,
-      status: 'waiting',
+      status: 'waiting' as const,
       price_amount: 1500,
       price_currency: 'USD',
       order_id: `bare-${i + j}`,

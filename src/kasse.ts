@@ -20,6 +20,7 @@ import { loadSecrets, type Secrets } from './core/secrets.ts';
 import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
+import { kasseMigrations } from './migrations.ts';
 import { FrankfurterClient } from './modules/fx/frankfurter.ts';
 import { InvoiceService } from './modules/invoices/service.ts';
 import { LedgerService } from './modules/ledger/ledger.ts';
@@ -258,7 +259,7 @@ export class Kasse {
     const families = opts.families ?? (await installedFamilies());
     checkHotWalletKey(secrets.hotWalletKey, families);
     const { db } = createDb(opts.databaseUrl, opts.poolSize ?? 20);
-    await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {})));
+    await migrateToLatest(db, kasseMigrations(families));
     const notifier = opts.listen === false ? null : new Notifier(opts.databaseUrl);
     const kasse = new Kasse(opts.config, secrets, db, opts.clock ?? systemClock, log, notifier, families);
     await kasse.health.load();

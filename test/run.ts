@@ -36,12 +36,14 @@ function findTests(dir: string): string[] {
  * (test/harness/db.ts): a copy takes a fraction of the migrations' time.
  */
 async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop(): Promise<void> }> {
-  const [{ default: pg }, { installedFamilies }, { createDb }, { migrateToLatest }] = await Promise.all([
-    import('pg'),
-    import('../src/chains/families.ts'),
-    import('../src/db/index.ts'),
-    import('../src/db/migrate.ts'),
-  ]);
+  const [{ default: pg }, { installedFamilies }, { createDb }, { migrateToLatest }, { kasseMigrations }] =
+    await Promise.all([
+      import('pg'),
+      import('../src/chains/families.ts'),
+      import('../src/db/index.ts'),
+      import('../src/db/migrate.ts'),
+      import('../src/migrations.ts'),
+    ]);
   const name = `kasse_template_${randomBytes(4).toString('hex')}`;
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: adminUrl });
@@ -53,7 +55,7 @@ async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop(
   url.pathname = `/${name}`;
   const { db } = createDb(url.toString(), 1);
   const families = await installedFamilies();
-  await migrateToLatest(db, Object.assign({}, ...families.map((f) => f.migrations ?? {}))).finally(() => db.destroy());
+  await migrateToLatest(db, kasseMigrations(families)).finally(() => db.destroy());
   return { name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 

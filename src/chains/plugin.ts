@@ -218,7 +218,7 @@ export interface ChainFamily {
   readonly hotWalletKey?: HotWalletKeyFormat;
   /**
    * The family's own tables, merged into Kasse's migrations. New ones are named in the family's namespace,
-   * `<family>/<NNNN>_<what>`, numbered within the family; they run after every pending core migration, in name order
+   * `<family>/<NNNN>_<what>`, numbered within the family; they run after every pending module migration, in name order
    * (src/db/migrate.ts). Names a database has already recorded never change.
    */
   readonly migrations?: Record<string, Migration>;

@@ -21,6 +21,7 @@ import type { TransferRequest } from '../../src/chains/ports.ts';
 import { parseNetworks } from '../../src/chains/networks.ts';
 import { ConfigError } from '../../src/config.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { kasseMigrations } from '../../src/migrations.ts';
 import { invalidState } from '../../src/core/errors.ts';
 import { familyCommands } from '../../src/cli/commands/index.ts';
 import { startWorkers } from '../../src/workers/index.ts';
@@ -213,20 +214,20 @@ test("its own token kind: accepted on its networks, refused on others; a payment
   assert.equal(res.body.attempts[0].uri, `toy:${res.body.attempts[0].address}?amount=1000`);
 });
 
-test('its migrations are in its namespace: a core migration released after them still runs on this database', async () => {
+test('its migrations are in its namespace: a module migration released after them still runs on this database', async () => {
   const recorded = await sql<{ name: string }>`SELECT name FROM kasse_migrations WHERE name LIKE 'toy/%'`.execute(
     t.kasse.db,
   );
   assert.deepEqual(recorded.rows, [{ name: 'toy/0001_sent' }]);
-  const families = Object.assign({}, ...t.kasse.families.map((f) => f.family.migrations ?? {}));
+  const all = kasseMigrations(t.kasse.families.map((f) => f.family));
   const later = {
     up: async (db: Kysely<unknown>) => void (await sql`CREATE TABLE toy_later_core (id int)`.execute(db)),
   };
-  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }), [
+  assert.deepEqual(await migrateToLatest(t.kasse.db, { ...all, '0098_released_later': later }), [
     '0098_released_later',
   ]);
   assert.deepEqual(
-    await migrateToLatest(t.kasse.db, { ...families, '0098_released_later': later }),
+    await migrateToLatest(t.kasse.db, { ...all, '0098_released_later': later }),
     [],
     'nothing runs twice',
   );

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { ownMigrations } from '../../src/migrations.ts';
 import { AddressIndexes } from '../../src/modules/payments/store/create.ts';
 import { createTestDatabase } from '../harness/db.ts';
 
@@ -15,7 +16,7 @@ before(async () => {
   drop = t.drop;
   db = createDb(t.url, 8).db;
   other = createDb(t.url, 8).db;
-  await migrateToLatest(db);
+  await migrateToLatest(db, ownMigrations);
 });
 after(async () => {
   await db.destroy();

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { ApiError } from '../../src/core/errors.ts';
 import { createDb, type Db } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { ownMigrations } from '../../src/migrations.ts';
 import { idempotent, once, requestHash, validateKey } from '../../src/modules/idempotency/idempotency.ts';
 import { writeTogether, type Write } from '../../src/db/statement.ts';
 import { createTestDatabase } from '../harness/db.ts';
@@ -17,7 +18,7 @@ before(async () => {
   const t = await createTestDatabase();
   drop = t.drop;
   db = createDb(t.url, 20).db;
-  await migrateToLatest(db);
+  await migrateToLatest(db, ownMigrations);
   await sql`INSERT INTO merchants (id, name, webhook_secret_enc) VALUES (${merchantId}, 'M', 'x')`.execute(db);
   await sql`CREATE TABLE created (id serial PRIMARY KEY, note text)`.execute(db);
 });

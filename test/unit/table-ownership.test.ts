@@ -1,59 +1,26 @@
 /**
- * Modules own their tables: every table (src/db/schema.ts and each chain family's schema.ts) has one owner — a
- * module folder, or the one home where a module keeps its rows (the payments store's folder, the subscriptions
- * store's file) — and no other code names it in a query. Others ask the owner through its API (merchants/lookup.ts,
+ * Modules own their tables: every table has one owner — the folder whose `tables.ts` (a module's, the chains
+ * layer's) or `schema.ts` (a family's) adds it to `Database`, or the one home inside that folder where a module keeps
+ * its rows (HOMES) — and no other code names it in a query. Others ask the owner through its API (merchants/lookup.ts,
  * users/owners.ts, the payments store's functions, …). The few reads across modules that are the design are listed
  * in ALLOWED with their reason and their exact number of uses, so a new one fails here until it is argued for.
- * Migrations create every table and are not scanned.
+ * Migrations are not scanned for queries; they live with their owner, and one that makes or changes another owner's
+ * table names it in its header (src/db/migrate.ts).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { test } from 'node:test';
 import { KASSE_HOME } from '../../src/config.ts';
+import { ownMigrations } from '../../src/migrations.ts';
 
 const SRC = join(KASSE_HOME, 'src');
 
-/** Owner of each core table: a folder (ending in /) or one file, relative to src/. */
-const OWNERS: Record<string, string> = {
-  merchants: 'modules/merchants/',
-  api_keys: 'modules/merchants/',
-  merchant_logos: 'modules/merchants/',
-  rate_limit_windows: 'modules/ratelimit/',
-  idempotency_keys: 'modules/idempotency/',
-  payments: 'modules/payments/store/',
-  attempts: 'modules/payments/store/',
-  deposits: 'modules/payments/store/',
-  refunds: 'modules/payments/store/',
-  ledger_transactions: 'modules/ledger/',
-  ledger_entries: 'modules/ledger/',
-  ledger_checkpoints: 'modules/ledger/',
-  events: 'modules/webhooks/',
-  webhook_deliveries: 'modules/webhooks/',
-  webhook_attempts: 'modules/webhooks/',
-  links: 'modules/links/',
-  transfers: 'modules/transfers/',
-  tax_invoices: 'modules/invoices/',
-  tax_invoice_counters: 'modules/invoices/',
-  email_outbox: 'modules/email/',
-  users: 'modules/users/',
-  user_tokens: 'modules/users/',
-  user_recovery_codes: 'modules/users/',
-  sessions: 'modules/users/',
-  session_notes: 'modules/users/',
-  signin_throttle: 'modules/users/',
-  audit_log: 'modules/audit/',
-  statement_subscribers: 'modules/statements/',
-  statement_email_schedule: 'modules/statements/',
-  subscriptions: 'modules/subscriptions/store.ts',
-  subscription_invoices: 'modules/subscriptions/store.ts',
-  disbursements: 'modules/disbursements/',
-  disbursement_items: 'modules/disbursements/',
-  disbursement_approvals: 'modules/disbursements/',
-  chain_health: 'chains/health.ts',
-  x402_pay_to: 'modules/x402/',
-  x402_settlements: 'modules/x402/',
-  x402_totals: 'modules/x402/',
+/** Owners that keep their rows in one home inside their folder: only that folder or file queries them. */
+const HOMES: Record<string, string> = {
+  'modules/payments/': 'modules/payments/store/',
+  'modules/subscriptions/': 'modules/subscriptions/store.ts',
+  'chains/': 'chains/health.ts',
 };
 
 /** Reads across modules that are the design. Only plain reads: no code writes or locks another module's rows. */
@@ -74,32 +41,42 @@ const ALLOWED: Array<{ file: string; table: string; uses: number; why: string }>
   },
 ];
 
-function files(dir: string): string[] {
+function files(dir: string, migrations = false): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name);
-    if (statSync(p).isDirectory()) return name === 'migrations' ? [] : files(p);
+    if (statSync(p).isDirectory()) return name === 'migrations' && !migrations ? [] : files(p, migrations);
     return /\.ts$/.test(name) ? [p] : [];
   });
 }
+
+const rel = (file: string) => relative(SRC, file).split(sep).join('/');
 
 /** The text without comments (block, line, and JSDoc), roughly: enough to tell code from prose. Lines keep their numbers. */
 function code(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, '')).replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
-/** Every table the schemas declare (the core's and each family's `interface Database`), with its owner. */
+/** Every table added to `Database` (`declare module '…/db/schema.ts'`), with the folder of the file that adds it. */
+function declarations(): Map<string, string> {
+  const where = new Map<string, string>();
+  for (const file of files(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/declare module '[./]*db\/schema\.ts' \{\s*interface Database \{([^}]*)\}/g)) {
+      for (const t of m[1]!.matchAll(/^\s*([a-z_][a-z0-9_]*):/gm)) {
+        assert.ok(!where.has(t[1]!), `${t[1]} is declared twice`);
+        where.set(t[1]!, rel(file));
+      }
+    }
+  }
+  return where;
+}
+
+/** Every table with its owner: the folder that declares it, or that folder's home for its rows. */
 function tables(): Map<string, string> {
   const owners = new Map<string, string>();
-  const declared = (file: string) =>
-    [...readFileSync(file, 'utf8').matchAll(/interface Database \{([^}]*)\}/g)].flatMap((m) =>
-      [...m[1]!.matchAll(/^\s*([a-z_][a-z0-9_]*):/gm)].map((t) => t[1]!),
-    );
-  for (const t of declared(join(SRC, 'db', 'schema.ts'))) owners.set(t, OWNERS[t] ?? '');
-  for (const family of readdirSync(join(SRC, 'chains'))) {
-    const schema = join(SRC, 'chains', family, 'schema.ts');
-    if (!statSync(join(SRC, 'chains', family)).isDirectory() || !files(join(SRC, 'chains', family)).includes(schema))
-      continue;
-    for (const t of declared(schema)) owners.set(t, `chains/${family}/`);
+  for (const [t, file] of declarations()) {
+    const folder = `${dirname(file)}/`;
+    owners.set(t, HOMES[folder] ?? folder);
   }
   return owners;
 }
@@ -109,6 +86,7 @@ type Use = { table: string; kind: 'read' | 'lock' | 'write'; line: number };
 const BUILDER =
   /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_][a-z0-9_]*)/g;
 const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_][a-z0-9_]*)\b/g;
+const OWNED_ROW = /\bownedRow\(\s*[A-Za-z_.]+\s*,\s*['"]([a-z_][a-z0-9_]*)['"]/g;
 const READS = new Set(['selectFrom', 'innerJoin', 'leftJoin', 'rightJoin', 'fullJoin', 'crossJoin', 'FROM', 'JOIN']);
 
 /** The tables `text` queries, through Kysely's builders, the statement helpers or raw SQL. */
@@ -130,7 +108,34 @@ function uses(text: string, known: ReadonlySet<string>): Use[] {
       found.push({ table: m[2]!, kind: write ? 'write' : lock ? 'lock' : 'read', line: lineOf(m.index!) });
     }
   }
+  // `ownedRow(db, 'table', owner, id, noun, lock?)` (src/db/owned.ts) reads the table it is given; with a `lock`
+  // other than `false` it may lock the row.
+  for (const m of body.matchAll(OWNED_ROW)) {
+    if (!known.has(m[1]!)) continue;
+    const args = callArguments(body, m.index! + 'ownedRow('.length);
+    const lock = args.length >= 6 && args[5] !== 'false';
+    found.push({ table: m[1]!, kind: lock ? 'lock' : 'read', line: lineOf(m.index!) });
+  }
   return found;
+}
+
+/** The arguments of the call whose `(` ends just before `at`, trimmed, split at its own commas. */
+function callArguments(text: string, at: number): string[] {
+  const args: string[] = [];
+  let depth = 0;
+  let from = at;
+  for (let i = at; i < text.length; i++) {
+    const c = text[i]!;
+    if ('([{'.includes(c)) depth++;
+    else if (')]}'.includes(c) && depth-- === 0) {
+      args.push(text.slice(from, i).trim());
+      break;
+    } else if (c === ',' && depth === 0) {
+      args.push(text.slice(from, i).trim());
+      from = i + 1;
+    }
+  }
+  return args.filter((a, i) => a !== '' || i < args.length - 1);
 }
 
 const owns = (owner: string, path: string) => (owner.endsWith('/') ? path.startsWith(owner) : path === owner);
@@ -145,9 +150,12 @@ test('the scan finds every way code names a table, and not prose', () => {
     tx.selectFrom('merchants').select('id').where('id', '=', x).forUpdate().executeTakeFirst(); sql\`SELECT 1 FROM events FOR UPDATE\`;
     // db.selectFrom('users') in a comment
     /* UPDATE payments in a block comment */
-    const text = 'money from payments and users';`;
+    const text = 'money from payments and users';
+    ownedRow(this.deps.db, 'payments', { merchantId, mode }, id, 'payment'); ownedRow(tx, 'events', o, id, 'event', lock,);
+    ownedRow(db, 'users', o, id, 'user', false);`;
   const got = uses(sample, known).map((u) => `${u.table}:${u.kind}`);
   assert.deepEqual(got.sort(), [
+    'events:lock',
     'events:lock',
     'events:write',
     'events:write',
@@ -157,24 +165,82 @@ test('the scan finds every way code names a table, and not prose', () => {
     'merchants:write',
     'payments:read',
     'payments:read',
+    'payments:read',
     'payments:write',
+    'users:read',
     'users:write',
     'users:write',
     'users:write',
   ]);
 });
 
-test('every table has an owner', () => {
-  const all = tables();
-  assert.ok(all.size > 40, `the schemas declare the tables (${all.size} found)`);
-  const orphans = [...all].filter(([, owner]) => !owner).map(([t]) => t);
-  assert.deepEqual(orphans, [], 'a new table needs its owner in OWNERS');
-  for (const [t, owner] of all)
-    assert.ok(statSync(join(SRC, owner), { throwIfNoEntry: false }), `the owner of ${t}, ${owner}, exists`);
+test('every table is declared by its owner: a module or the chains layer in tables.ts, a family in schema.ts', () => {
+  const declared = declarations();
+  assert.ok(declared.size > 40, `the owners declare the tables (${declared.size} found)`);
+  for (const [t, file] of declared)
+    assert.match(
+      file,
+      /^(modules\/[a-z0-9]+\/tables\.ts|chains\/tables\.ts|chains\/[a-z0-9]+\/schema\.ts)$/,
+      `${t} is declared in ${file}`,
+    );
+  // A tables.ts names its rows with the shared column types and its own module's types, nothing else.
+  for (const file of new Set([...declared.values()].filter((f) => f.endsWith('/tables.ts'))))
+    for (const m of readFileSync(join(SRC, file), 'utf8').matchAll(/^import .* from '([^']+)';$/gm))
+      assert.ok(
+        m[1] === 'kysely' || /^[./]*db\/schema\.ts$/.test(m[1]!) || /^\.\/[^/]+$/.test(m[1]!),
+        `${file} imports ${m[1]}`,
+      );
+  for (const [folder, home] of Object.entries(HOMES)) {
+    assert.ok(home.startsWith(folder) && statSync(join(SRC, home), { throwIfNoEntry: false }), `${home} exists`);
+    assert.ok(
+      [...declared.values()].some((f) => `${dirname(f)}/` === folder),
+      `${folder} declares tables`,
+    );
+  }
+  // db/ composes and runs the owners' migrations and declares no table; from outside it, it imports only core/ and
+  // the configuration.
+  const schema = readFileSync(join(SRC, 'db', 'schema.ts'), 'utf8');
+  assert.match(schema, /export interface Database \{\}/);
+  for (const file of files(join(SRC, 'db'), true))
+    assert.doesNotMatch(
+      readFileSync(file, 'utf8'),
+      /from '\.\.\/(?!core\/|config\.ts')/,
+      `${rel(file)} imports a layer above db/`,
+    );
+});
+
+test('migrations live with their owner, and a migration names in its header the tables of others it touches', () => {
+  const owner = new Map([...declarations()].map(([t, file]) => [t, `${dirname(file)}/`]));
+  const migrations = files(SRC, true).filter((f) => /\/migrations\/[^/]+\.ts$/.test(f) && basename(f) !== 'index.ts');
+  assert.ok(migrations.length > 25, `${migrations.length} migration files`);
+  const touched =
+    /\b(?:CREATE TABLE|ALTER TABLE|CREATE (?:UNIQUE )?INDEX \w+ ON|createTable\(|alterTable\()\s*['"]?([a-z_][a-z0-9_]*)/g;
+  const strays: string[] = [];
+  for (const file of migrations) {
+    const path = rel(file);
+    const folder = path.slice(0, path.indexOf('migrations/'));
+    const text = readFileSync(file, 'utf8');
+    const header = /^\/\*\*[\s\S]*?\*\//.exec(text)?.[0] ?? '';
+    for (const m of code(text).matchAll(touched)) {
+      const t = m[1]!;
+      if (!owner.has(t) || owner.get(t) === folder || new RegExp(`\\b${t}\\b`).test(header)) continue;
+      strays.push(`${path} touches ${t} (owned by ${owner.get(t)}) without naming it in its header`);
+    }
+  }
+  assert.deepEqual([...new Set(strays)], []);
+  // Modules (and the chains layer) share one numbering: each file is listed under its own name, no number twice.
+  const own = migrations
+    .map(rel)
+    .filter((p) => /^(modules\/[a-z0-9]+|chains)\/migrations\//.test(p))
+    .map((p) => basename(p, '.ts'))
+    .sort();
+  assert.deepEqual(Object.keys(ownMigrations).sort(), own, 'every module migration file is applied, under its name');
+  for (const name of own) assert.match(name, /^\d{4}_[a-z0-9_]+$/);
+  const numbers = own.map((n) => n.slice(0, 4));
   assert.deepEqual(
-    Object.keys(OWNERS).filter((t) => !all.has(t)),
+    numbers.filter((n, i) => numbers.indexOf(n) !== i),
     [],
-    'OWNERS names only tables that exist',
+    'no two module migrations share a number',
   );
 });
 

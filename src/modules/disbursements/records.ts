@@ -11,7 +11,7 @@ import { notFound } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx } from '../../db/index.ts';
-import type { DisbursementItemsTable, DisbursementsTable } from '../../db/schema.ts';
+import type { DisbursementItemsTable, DisbursementsTable } from './tables.ts';
 import type { CanonicalBatch } from './approval.ts';
 import { DisbursementSchema, type Disbursement } from './schema.ts';
 

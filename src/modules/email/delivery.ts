@@ -2,7 +2,7 @@
  * The email delivery worker (`runOnce`, run by the workers role): sends what is due in the outbox through SMTP, or
  * keeps it for the dashboard's Mail page when no SMTP server is configured.
  *
- * Delivery is at most once as far as SMTP allows (states in src/db/migrations/0010_email.ts): before a message is
+ * Delivery is at most once as far as SMTP allows (states in migrations/0010_email.ts): before a message is
  * offered to the server its row is marked `handed` (a batch of them in one statement, before any of the batch is
  * offered, so a worker that dies mid-batch leaves the batch `uncertain`, never sent twice); a refusal the server answered, or a failure before the offer,
  * puts it back to `pending` for a retry with backoff (1 min, 5 min, 15 min, 1 h, 3 h, 6 h, 12 h; then `failed`), a

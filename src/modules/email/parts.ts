@@ -5,7 +5,7 @@
  */
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/index.ts';
-import type { EmailOutboxTable } from '../../db/schema.ts';
+import type { EmailOutboxTable } from './tables.ts';
 import type { MailComposer } from './service.ts';
 import { renderEmail, type EmailContent } from './template.ts';
 

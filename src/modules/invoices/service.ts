@@ -14,7 +14,7 @@ import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
 import { withTx, type Db, isUniqueViolation } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/service.ts';
-import type { TaxInvoicesTable } from '../../db/schema.ts';
+import type { TaxInvoicesTable } from './tables.ts';
 import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
 import type { MerchantRecord, MerchantService } from '../merchants/service.ts';
 import { invoiceablePayment, lockForInvoice } from '../payments/store/reads.ts';

@@ -13,7 +13,7 @@ import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db } from '../../db/index.ts';
-import type { LinksTable } from '../../db/schema.ts';
+import type { LinksTable } from './tables.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { localeParam } from '../../core/i18n/index.ts';
 import type { PaymentService } from '../payments/service.ts';

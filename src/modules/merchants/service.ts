@@ -12,7 +12,7 @@ import { textLength } from '../../core/text.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts';
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
-import type { MerchantsTable } from '../../db/schema.ts';
+import type { MerchantsTable } from './tables.ts';
 import { checkBrandColor } from './branding.ts';
 
 export interface AuthenticatedKey {

@@ -8,7 +8,7 @@ import type { Mode } from '../../core/mode.ts';
 import { invalid } from '../../core/errors.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { PaymentEngine } from './engine.ts';
-import { PAYMENT_LIFETIME_MS } from './model.ts';
+import { PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
 import { insertPayments, type NewPayment } from './store/create.ts';
 import { paymentStates } from './store/reads.ts';
@@ -30,7 +30,7 @@ export interface IssuedPaymentInput {
 /** What a module that issued payments shows of each: its state and where to pay it. */
 export interface PaymentSummary {
   id: string;
-  status: string;
+  status: PaymentStatus;
   price_amount: number;
   checkout_url: string;
   created_at: Date;

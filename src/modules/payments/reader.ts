@@ -8,7 +8,6 @@ import { ID_PATTERNS } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
 import { merchantName } from '../merchants/lookup.ts';
 import type { PaymentEngine } from './engine.ts';
-import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';
 import { isFinal } from './state.ts';
 import { fundedAddresses } from './store/deposits.ts';
@@ -57,7 +56,7 @@ export class PaymentsReader implements PaymentsPort {
       address: a.address,
       payAmount: BigInt(a.pay_amount),
       expiresAt: a.expires_at,
-      open: a.status === 'waiting' && !isFinal(found.status as PaymentStatus),
+      open: a.status === 'waiting' && !isFinal(found.status),
     };
   }
 

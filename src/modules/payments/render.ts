@@ -6,7 +6,6 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import { SIMULATED_TX_PREFIX } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
-import type { AttemptStatus, DepositStatus, PaymentStatus } from './model.ts';
 import type { Payment, RATE_SOURCES, Refund } from './schema.ts';
 import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store/payments.ts';
 
@@ -43,7 +42,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
   const mode = p.mode;
   return {
     id: p.id,
-    status: p.status as PaymentStatus,
+    status: p.status,
     price_amount: p.price_amount,
     price_currency: p.price_currency as 'USD',
     order_id: p.order_id,
@@ -73,7 +72,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
         received_amount_display: formatUnits(received, meta.decimals),
         rate: a.rate,
         rate_source: a.rate_source as RateSourceName,
-        status: a.status as AttemptStatus,
+        status: a.status,
         overpaid: a.overpaid,
         wrong_asset: a.wrong_asset,
         confirmation_tier: a.confirmation_tier,
@@ -91,7 +90,7 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
               amount_display: formatUnits(amount, tokenMeta(chains, mode, d.token).decimals),
               from: d.from_address,
               block_number: d.block_number === null ? null : d.block_number.toString(),
-              status: d.status as DepositStatus,
+              status: d.status,
               confirmations: d.confirmations,
               explorer_url:
                 network && !d.tx_hash.startsWith(SIMULATED_TX_PREFIX)

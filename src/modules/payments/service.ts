@@ -370,8 +370,7 @@ export class PaymentService {
 }
 
 function assertCanAddAttempt(l: Loaded): void {
-  if (isFinal(l.row.status as PaymentStatus))
-    throw invalidState(`This payment is ${l.row.status}; no new coin can be chosen.`);
+  if (isFinal(l.row.status)) throw invalidState(`This payment is ${l.row.status}; no new coin can be chosen.`);
   if (l.attempts.length >= MAX_ATTEMPTS) {
     throw new ApiError(
       'too_many_attempts',

@@ -84,7 +84,7 @@ export function subscriptionJson(
       return {
         payment_id: i.payment_id,
         period: i.period,
-        status: p.status as Subscription['invoices'][number]['status'],
+        status: p.status,
         amount_usd_cents: p.price_amount,
         checkout_url: p.checkout_url,
         created_at: p.created_at.toISOString(),

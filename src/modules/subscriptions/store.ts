@@ -11,7 +11,7 @@ import type { Mode } from '../../core/mode.ts';
 import { decodeCursor } from '../../core/cursor.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import type { SubscriptionInvoicesTable, SubscriptionsTable } from '../../db/schema.ts';
+import type { SubscriptionInvoicesTable, SubscriptionsTable } from './tables.ts';
 import type { CancellationReason, OpenInvoice, SubscriptionState, SubscriptionStatus } from './model.ts';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;

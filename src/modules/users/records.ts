@@ -7,7 +7,7 @@ import type { Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
-import type { SessionsTable, UsersTable } from '../../db/schema.ts';
+import type { SessionsTable, UsersTable } from './tables.ts';
 import type { AuditLog } from '../audit/service.ts';
 import type { EmailService } from '../email/service.ts';
 import type { MerchantService } from '../merchants/service.ts';

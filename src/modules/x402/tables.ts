@@ -1,4 +1,4 @@
-/** The x402 module's tables (migration 0030), as the database schema (src/db/schema.ts) names them. */
+/** Row types of the x402 module's tables (migrations/), merged into Kasse's `Database` type. */
 import type { ColumnType } from 'kysely';
 import type { Json, Numeric, Timestamp } from '../../db/schema.ts';
 
@@ -42,4 +42,12 @@ export interface X402TotalsTable {
   merchant_id: string;
   mode: 'test' | 'live';
   micro_usd: Numeric;
+}
+
+declare module '../../db/schema.ts' {
+  interface Database {
+    x402_pay_to: X402PayToTable;
+    x402_settlements: X402SettlementsTable;
+    x402_totals: X402TotalsTable;
+  }
 }

@@ -6,7 +6,7 @@ import { sql, type Insertable } from 'kysely';
 import { newId } from '../../../core/ids.ts';
 import type { Db, DbOrTx } from '../../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../../db/statement.ts';
-import type { PaymentsTable } from '../../../db/schema.ts';
+import type { PaymentsTable } from '../tables.ts';
 import type { AttemptRow, PaymentRow } from './payments.ts';
 
 export type NewPayment = Omit<Insertable<PaymentsTable>, 'id' | 'credit_seq' | 'credited' | 'deposits_dirty'>;

@@ -5,7 +5,7 @@
 import type { Insertable } from 'kysely';
 import { newId } from '../../../core/ids.ts';
 import type { Tx } from '../../../db/index.ts';
-import type { AttemptsTable, PaymentsTable } from '../../../db/schema.ts';
+import type { AttemptsTable, PaymentsTable } from '../tables.ts';
 
 export type ExternalPayment = Omit<Insertable<PaymentsTable>, 'id' | 'source'>;
 export type ExternalAttempt = Omit<Insertable<AttemptsTable>, 'id' | 'payment_id' | 'external'>;

@@ -10,8 +10,8 @@
 import type { Selectable } from 'kysely';
 import type { Mode } from '../../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../../../db/schema.ts';
-import type { AttemptState, AttemptStatus, DepositStatus, PaymentState, PaymentStatus } from '../model.ts';
+import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../tables.ts';
+import type { AttemptState, PaymentState } from '../model.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type AttemptRow = Selectable<AttemptsTable>;
@@ -74,7 +74,7 @@ export async function lockPayment(tx: Tx, scope: PaymentScope, id: string): Prom
 export function toState(l: Loaded): PaymentState {
   return {
     id: l.row.id,
-    status: l.row.status as PaymentStatus,
+    status: l.row.status,
     createdAt: l.row.created_at,
     expiresAt: l.row.expires_at,
     paidAt: l.row.paid_at,
@@ -85,7 +85,7 @@ export function toState(l: Loaded): PaymentState {
       (a): AttemptState => ({
         id: a.id,
         token: a.token,
-        status: a.status as AttemptStatus,
+        status: a.status,
         payAmount: BigInt(a.pay_amount),
         rate: a.rate,
         expiresAt: a.expires_at,
@@ -97,7 +97,7 @@ export function toState(l: Loaded): PaymentState {
             id: d.id,
             token: d.token,
             amount: BigInt(d.amount),
-            status: d.status as DepositStatus,
+            status: d.status,
             confirmations: d.confirmations,
             seenAt: d.seen_at,
             valueCents: d.value_cents,

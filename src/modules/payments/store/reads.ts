@@ -177,7 +177,7 @@ export async function attemptOfPayment(
   db: DbOrTx,
   paymentId: string,
   attemptId: string,
-): Promise<{ mode: Mode; status: string; attempt: AttemptRow | null } | null> {
+): Promise<{ mode: Mode; status: PaymentStatus; attempt: AttemptRow | null } | null> {
   const payment = await db
     .selectFrom('payments')
     .select(['mode', 'status'])

@@ -3,7 +3,7 @@ import type { Insertable } from 'kysely';
 import { newId } from '../../../core/ids.ts';
 import type { Mode } from '../../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { RefundsTable } from '../../../db/schema.ts';
+import type { RefundsTable } from '../tables.ts';
 import type { PaymentScope, RefundRow } from './payments.ts';
 
 /** The payment's refund that has not failed, if any (a payment has at most one at a time). */

@@ -1,6 +1,9 @@
-/** Merchants, API keys (hashes only), rate-limit windows and idempotency records. */
+/**
+ * Merchants, API keys (hashes only), rate-limit windows and idempotency records. Other modules' tables it makes:
+ * `rate_limit_windows` (modules/ratelimit), `idempotency_keys` (modules/idempotency).
+ */
 import { sql, type Kysely } from 'kysely';
-import { tenant } from '../columns.ts';
+import { tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -14,7 +14,7 @@
  * scheduler looks at it again.
  */
 import { sql, type Kysely } from 'kysely';
-import { tenant } from '../columns.ts';
+import { tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

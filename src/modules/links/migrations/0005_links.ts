@@ -7,7 +7,7 @@
  * last use cannot both get it. Merchant reads use (merchant_id, mode, id DESC): newest first.
  */
 import { sql, type Kysely } from 'kysely';
-import { tenant } from '../columns.ts';
+import { tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -8,9 +8,12 @@
  * Invoice numbers are consecutive without gaps per merchant, mode and Indian financial year: the counter row is
  * incremented in the transaction that inserts the invoice, so a failed transaction gives its number back and
  * concurrent requests queue on the row. A sequence would leave gaps.
+ *
+ * Other modules' tables it makes or changes: `ledger_checkpoints` and `ledger_transactions.token` (modules/ledger),
+ * `merchants`' tax profiles, the statements' indexes on `events` and `refunds`.
  */
 import { sql, type Kysely } from 'kysely';
-import { merchantMode, tenant } from '../columns.ts';
+import { merchantMode, tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

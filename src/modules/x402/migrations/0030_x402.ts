@@ -5,9 +5,11 @@
  * index per network (`x402_pay_to`), one row per authorization it settles (`x402_settlements`, unique per network
  * and authorization: the idempotency of settle across processes), and each merchant's running x402 total
  * (`x402_totals`, the sub-cent carry of cents-based figures).
+ *
+ * Other modules' tables it changes: `payments` and `attempts` (modules/payments).
  */
 import { sql, type Kysely } from 'kysely';
-import { merchantMode, tenant } from '../columns.ts';
+import { merchantMode, tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -5,9 +5,11 @@
  * due rows from here and nothing time-based is held in memory. Token amounts are numeric(78,0) (a uint256 fits).
  * Every ledger transaction must balance per currency: a deferred constraint trigger checks it at commit, and
  * entries are append-only.
+ *
+ * Other modules' tables it makes: `ledger_transactions`, `ledger_entries` and their triggers (modules/ledger).
  */
 import { sql, type Kysely } from 'kysely';
-import { merchantMode, mode, network, tenant } from '../columns.ts';
+import { merchantMode, mode, network, tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -7,7 +7,7 @@
  * Existing refunds are copied in; whether a refund is simulated is kept here only from now on.
  */
 import { sql, type Kysely } from 'kysely';
-import { mode } from '../columns.ts';
+import { mode } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

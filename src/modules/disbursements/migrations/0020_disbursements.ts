@@ -5,7 +5,7 @@
  * Rules: docs/disbursements.md.
  */
 import { sql, type Kysely } from 'kysely';
-import { tenant } from '../columns.ts';
+import { tenant } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

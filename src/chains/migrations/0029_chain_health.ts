@@ -4,7 +4,7 @@
  * /currencies, the dashboard, `kasse <family> status`).
  */
 import { sql, type Kysely } from 'kysely';
-import { network } from '../columns.ts';
+import { network } from '../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -6,6 +6,9 @@
  *
  * Emails are unique among users who are not removed (one merchant per user). Removed users keep their row (the audit
  * log names them) with `removed_at` set. Session cookies carry a random token; only its SHA-256 is stored here.
+ *
+ * Other modules' tables it makes or changes: `audit_log` (modules/audit), `merchants`' settings, an index each on
+ * `events` and `payments`.
  */
 import { sql, type Kysely } from 'kysely';
 

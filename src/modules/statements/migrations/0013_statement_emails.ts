@@ -12,7 +12,7 @@
  * `email_outbox.attachments`: files sent with a mail (the statement's PDF), base64 in JSON, written with the mail.
  */
 import { sql, type Kysely } from 'kysely';
-import { merchantMode, mode } from '../columns.ts';
+import { merchantMode, mode } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -8,7 +8,7 @@
  * once).
  */
 import { sql, type Kysely } from 'kysely';
-import { merchantMode } from '../columns.ts';
+import { merchantMode } from '../../../db/columns.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
