@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parseTransferRequestUri } from '../../src/chains/solana/pay.ts';
+import { parseTransferRequestUri } from '../harness/transfer-request.ts';
 import { solanaKeys } from '../../src/chains/solana/index.ts';
 import { MINUTE } from '../../src/core/clock.ts';
 import { createTestDatabase } from '../harness/db.ts';
