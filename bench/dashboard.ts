@@ -21,8 +21,8 @@ import { FakeClock } from '../src/core/clock.ts';
 import { createLogger } from '../src/core/log.ts';
 import { Kasse } from '../src/kasse.ts';
 import { startListeners } from '../src/server.ts';
-import { assetSizes } from '../src/web/assets.ts';
 import { testSecrets } from '../test/harness/app.ts';
+import { servedAssetSizes } from './_assets.ts';
 import { benchDatabase } from './_pg.ts';
 
 const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 100_000);
@@ -159,7 +159,7 @@ export async function run(): Promise<object> {
         { median_ms: pct(xs, 50), p95_ms: pct(xs, 95), requests: xs.length, response_bytes: wire[k] },
       ]),
     );
-    const sizes = assetSizes();
+    const sizes = await servedAssetSizes(kasse);
     return {
       payments_in_mode: PAYMENTS,
       paid: Math.floor(PAYMENTS * 0.7),

@@ -18,11 +18,11 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/core/log.ts';
 import { Kasse } from '../src/kasse.ts';
 import { startListeners } from '../src/server.ts';
-import { assetSizes } from '../src/web/assets.ts';
 import { LOCALES } from '../src/core/i18n/index.ts';
 import { CHROMIUM_ARGS } from '../test/harness/browser.ts';
 import { testSecrets } from '../test/harness/app.ts';
 import { startBinanceServer, startCoinGeckoServer } from '../test/harness/price-servers.ts';
+import { servedAssetSizes } from './_assets.ts';
 import { benchDatabase } from './_pg.ts';
 
 const median = (xs: number[]) => {
@@ -152,7 +152,7 @@ export async function run(): Promise<object> {
       viewport: '390x844',
       pages: result,
       languages: { loads_per_page: langLoads, pages: languages },
-      assets: assetSizes(),
+      assets: await servedAssetSizes(kasse),
     };
   } finally {
     await browser.close();

@@ -1,11 +1,13 @@
 /**
  * `npm run bench [name…]`: runs each benchmark module (bench/<name>.ts exporting `run()`), prints its result and
- * records it under bench/results/<name>.json together with the machine it ran on (and its load average before and
- * after), and the date.
+ * keeps it as a new record, bench/results/<name>/<UTC date and time>.json, together with the machine it ran on (and
+ * its load average before and after) and the date. A record is never overwritten: bench/README.md quotes figures by
+ * linking to the record they were read from (test/unit/bench-figures.test.ts checks every link).
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { execSync } from 'node:child_process';
+import { recordPath } from './_records.ts';
 
 const ALL = readdirSync('bench')
   .filter((f) => f.endsWith('.ts') && f !== 'run.ts' && !f.startsWith('_'))
@@ -28,7 +30,6 @@ function machine() {
 }
 
 const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ALL;
-mkdirSync('bench/results', { recursive: true });
 for (const name of names) {
   const mod = (await import(`./${name}.ts`)) as { run(): Promise<object> };
   process.stdout.write(`bench ${name}: running\n`);
@@ -36,8 +37,11 @@ for (const name of names) {
   const loadBefore = Math.round(loadavg()[0]! * 100) / 100;
   const result = await mod.run();
   const load_average = { start: loadBefore, end: Math.round(loadavg()[0]! * 100) / 100 };
-  const record = { benchmark: name, date: new Date().toISOString(), machine: { ...machine(), load_average }, result };
-  writeFileSync(`bench/results/${name}.json`, `${JSON.stringify(record, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+  const date = new Date();
+  const record = { benchmark: name, date: date.toISOString(), machine: { ...machine(), load_average }, result };
+  const path = recordPath(name, date);
+  mkdirSync(`bench/results/${name}`, { recursive: true });
+  writeFileSync(path, `${JSON.stringify(record, null, 2)}\n`, { flag: 'wx' });
+  process.stdout.write(`${JSON.stringify(record, null, 2)}\nkept as ${path}\n`);
 }
 process.exit(0);

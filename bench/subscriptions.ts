@@ -22,7 +22,7 @@ import { createLogger } from '../src/core/log.ts';
 import { withTx } from '../src/db/index.ts';
 import { Kasse } from '../src/kasse.ts';
 import { SCHEDULER_BATCH, SCHEDULER_LANES } from '../src/modules/subscriptions/scheduler.ts';
-import { insertSubscriptions } from '../src/modules/subscriptions/store.ts';
+import { dueSubscriptions, seedSubscriptions } from '../test/harness/subscriptions.ts';
 import { startChild } from './_child.ts';
 import { benchDatabase } from './_pg.ts';
 
@@ -31,27 +31,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** `n` monthly subscriptions of `merchantId`, all due at `at`, written in bulk. */
 async function seed(kasse: Kasse, merchantId: string, n: number, at: Date): Promise<void> {
   for (let i = 0; i < n; i += 10_000) {
-    const rows = Array.from({ length: Math.min(10_000, n - i) }, (_, j) => ({
-      id: newId('sub'),
-      merchant_id: merchantId,
-      mode: 'test' as const,
+    const rows = dueSubscriptions(merchantId, Math.min(10_000, n - i), at, (j) => ({
       customer_email: `customer${i + j}@example.com`,
-      customer_name: null,
       title: 'Coffee club',
       amount_usd_cents: 1500,
-      interval: 'month' as const,
-      interval_count: 1,
-      grace_days: 3,
-      status: 'active' as const,
-      started_at: at,
-      next_due_at: at,
-      success_url: null,
-      metadata: '{}',
-      run_at: at,
-      created_at: at,
-      updated_at: at,
     }));
-    for (let k = 0; k < rows.length; k += 1000) await insertSubscriptions(kasse.db, rows.slice(k, k + 1000));
+    await seedSubscriptions(kasse.db, rows);
   }
 }
 

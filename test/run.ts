@@ -66,6 +66,12 @@ function isUnit(file: string): boolean {
   return !relative(UNIT_DIR, file).startsWith('..');
 }
 
+/**
+ * Settings of the run's embedded cluster, which is thrown away after it: nothing is flushed to disk, so a crash of the
+ * machine loses it, and checkpoints (every `CREATE DATABASE … STRATEGY FILE_COPY` makes two) cost no disk writes.
+ */
+const THROWAWAY = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'];
+
 /** The run's PostgreSQL server (KASSE_TEST_DATABASE_URL's, or an embedded one) with its migrated template. */
 async function startDatabase(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   let adminUrl = process.env.KASSE_TEST_DATABASE_URL;
@@ -73,7 +79,7 @@ async function startDatabase(): Promise<{ env: Record<string, string>; stop(): P
   let pgDir: string | null = null;
   if (!adminUrl) {
     pgDir = mkdtempSync(join(tmpdir(), 'kasse-test-pg-'));
-    const { startEmbedded, THROWAWAY } = await import('../src/db/embedded.ts');
+    const { startEmbedded } = await import('../src/db/embedded.ts');
     const pg = await startEmbedded(pgDir, 'postgres', () => {}, THROWAWAY);
     adminUrl = pg.url;
     stopPg = pg.stop;

@@ -136,12 +136,6 @@ async function runningPort(dir: string, deadline: number): Promise<number | null
   }
 }
 
-/**
- * Settings of a throwaway cluster (the test suite's): nothing is flushed to disk, so a crash of the machine loses it,
- * and checkpoints (every `CREATE DATABASE … STRATEGY FILE_COPY` makes two) cost no disk writes.
- */
-export const THROWAWAY = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'];
-
 export async function startEmbedded(
   dataDir: string,
   database = 'kasse',

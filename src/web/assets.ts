@@ -55,13 +55,6 @@ export function assetUrl(name: string): string {
   return `/assets/${name}?v=${load(name).hash}`;
 }
 
-/** Sizes in bytes (raw and gzip) of every asset, the families' scripts included; for the benchmark. */
-export function assetSizes(): Record<string, { bytes: number; gzip: number }> {
-  return Object.fromEntries(
-    [...files.keys(), 'checkout.js'].map((n) => [n, { bytes: load(n).body.length, gzip: load(n).gzip.length }]),
-  );
-}
-
 function send(req: FastifyRequest, reply: FastifyReply, a: Asset, cacheControl: string) {
   const etag = `"${a.hash}"`;
   reply

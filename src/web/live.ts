@@ -4,7 +4,7 @@
  *
  * The feed is driven by PostgreSQL alone: one timer per process polls a fingerprint of every watched payment (status,
  * attempt statuses, deposit statuses and confirmations) in a single query every 100 ms while someone watches (so the
- * page shows a status within about 250 ms of its event, bench/results/detection.json), and wakes the streams of
+ * page shows a status within about 250 ms of its event, bench/results/detection/), and wakes the streams of
  * the payments whose fingerprint moved. Nothing but the list of open connections lives in memory, so a restart loses
  * nothing: browsers reconnect and are sent the current state.
  */

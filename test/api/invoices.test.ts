@@ -10,7 +10,7 @@ import { withTx } from '../../src/db/index.ts';
 import { after, before, describe, test } from 'node:test';
 import { gstinCheckChar } from '../../src/modules/invoices/gst.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
-import { ok, refused } from '../harness/expect.ts';
+import { eventually, ok, refused } from '../harness/expect.ts';
 import { startFxServer, type FxServer } from '../harness/fx-server.ts';
 import { readPdf } from '../harness/pdf.ts';
 
@@ -169,17 +169,19 @@ describe('tax profile', () => {
     });
     await first;
     const b = withTx(t.kasse.db, (tx) => merchants.updateSettings(tx, shop.id, { approvalsRequired: 1 }, []));
-    // b is blocked on a's row lock (polled, bounded), then a commits.
-    for (let i = 0; ; i++) {
-      const waiting = await sql<{
-        n: string;
-      }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(
-        t.kasse.db,
-      );
-      if (Number(waiting.rows[0]!.n) > 0) break;
-      assert.ok(i < 200, 'the second change waits for the first');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    // b is blocked on a's row lock, then a commits.
+    await eventually(
+      'the second change to wait for the first',
+      async () => {
+        const waiting = await sql<{
+          n: string;
+        }>`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`.execute(
+          t.kasse.db,
+        );
+        return Number(waiting.rows[0]!.n) > 0;
+      },
+      { intervalMs: 10 },
+    );
     release();
     await a;
     const { before, after } = await b;

@@ -290,15 +290,6 @@ describe('the operator contract', () => {
     }
   });
 
-  /** Polls `check` every 50 ms until it holds; fails after `ms`. */
-  async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-    const end = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
   /**
@@ -316,7 +307,7 @@ describe('the operator contract', () => {
     const pidFile = join(dataDir, 'pg', 'postmaster.pid');
     const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
     process.kill(Number(pid), 'SIGKILL');
-    await until(() => !alive(Number(pid)), 10_000, 'the killed postmaster to be gone');
+    await eventually('the killed postmaster to be gone', () => !alive(Number(pid)), { timeoutMs: 10_000 });
     return { dataDir, pidFile, port: Number(port) };
   }
 
@@ -345,7 +336,7 @@ describe('the operator contract', () => {
     const zombie = await new Promise<number>((resolve) =>
       parent.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
     );
-    await until(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'), 5_000, 'the zombie');
+    await eventually('the zombie', () => readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z'));
     namePid(pidFile, zombie);
 
     const again = await startEmbedded(dataDir);

@@ -9,13 +9,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { FakeClock, MINUTE } from '../../src/core/clock.ts';
-import { newId } from '../../src/core/ids.ts';
 import type { MailMessage } from '../../src/modules/email/service.ts';
 import { renderEmail } from '../../src/modules/email/template.ts';
 import { SCHEDULER_BATCH, SCHEDULER_LANES } from '../../src/modules/subscriptions/scheduler.ts';
-import { insertSubscriptions } from '../../src/modules/subscriptions/store.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
+import { dueSubscriptions, seedSubscriptions } from '../harness/subscriptions.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -88,27 +87,12 @@ describe('many due at once', () => {
     const shop = await t.merchant({ name: 'Bulk <shop>' });
     const at = new Date('2026-06-01T00:00:00.000Z');
     const n = SCHEDULER_BATCH * SCHEDULER_LANES + 37;
-    const rows = Array.from({ length: n }, (_, i) => ({
-      id: newId('sub'),
-      merchant_id: shop.id,
-      mode: 'test' as const,
+    const rows = dueSubscriptions(shop.id, n, at, (i) => ({
       customer_email: `bulk${i}@example.com`,
-      customer_name: null,
       title: `Plan ${i}`,
       amount_usd_cents: 500 + i,
-      interval: 'month' as const,
-      interval_count: 1,
-      grace_days: 3,
-      status: 'active' as const,
-      started_at: at,
-      next_due_at: at,
-      success_url: null,
-      metadata: '{}',
-      run_at: at,
-      created_at: at,
-      updated_at: at,
     }));
-    await insertSubscriptions(t.kasse.db, rows);
+    await seedSubscriptions(t.kasse.db, rows);
     t.clock.set(at.toISOString());
     const r = await t.kasse.subscriptions.runDue();
     assert.equal(r.invoiced, n);

@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 import { nodeArgs } from '../harness/commands.ts';
 
@@ -165,11 +166,14 @@ describe('the scheduler across processes', () => {
     const before = (await m.test.get(`/payments?order_id=${id}-2`)).body.data;
     assert.equal(before.length, 0, 'no payment for period 2 survived the crash');
     // PostgreSQL ends the dead connection's transaction; its locks go with it.
-    let r = await t.kasse.subscriptions.runDue();
-    for (let i = 0; i < 50 && r.invoiced === 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      r = await t.kasse.subscriptions.runDue();
-    }
+    const r = await eventually(
+      'a pass that invoices once the dead transaction is gone',
+      async () => {
+        const pass = await t.kasse.subscriptions.runDue();
+        return pass.invoiced > 0 && pass;
+      },
+      { intervalMs: 100 },
+    );
     assert.ok(r.invoiced >= 1);
     await t.kasse.email.runOnce();
     await t.kasse.email.runOnce();

@@ -15,6 +15,7 @@ import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import type { EvmSender } from '../../src/chains/evm/sender.ts';
 import type { Actor } from '../../src/modules/audit/service.ts';
 import { createUser } from '../harness/dashboard.ts';
+import { eventually } from '../harness/expect.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { countQueries } from '../harness/query-count.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
@@ -316,10 +317,10 @@ describe('disbursements on chain', () => {
       };
       child = start();
       // Killed once the batch is out (broadcast, not mined: automine is off).
-      for (let i = 0; (await status()) !== 'broadcast'; i++) {
-        if (i > 600) throw new Error('the workers process did not broadcast the batch');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually('the workers process to broadcast the batch', async () => (await status()) === 'broadcast', {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
       child.kill('SIGKILL');
       await new Promise((r) => child!.once('exit', r));
       child = null;
@@ -328,12 +329,11 @@ describe('disbursements on chain', () => {
       child = start();
       // Polls the service, not the API (the API key's rate limit is not what is tested here).
       // Well within the default minute's lease (start-up included): the 3 s one is what the restarted process waited out.
-      const deadline = Date.now() + 45_000;
-      while ((await k.t.kasse.disbursements.get('test', k.m.id, d.id)).progress.open > 0) {
-        if (Date.now() > deadline)
-          throw new Error('the restarted workers process did not settle the batch within 45 s');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(
+        'the restarted workers process to settle the batch (45 s)',
+        async () => (await k.t.kasse.disbursements.get('test', k.m.id, d.id)).progress.open === 0,
+        { timeoutMs: 45_000, intervalMs: 100 },
+      );
       child.kill('SIGKILL');
       await new Promise((r) => child!.once('exit', r));
       child = null;

@@ -11,10 +11,12 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { getAddress, parseEther, parseTransaction, type Address, type Hex } from 'viem';
 import { SENDER_DEFAULTS } from '../../src/chains/evm/sender-options.ts';
-import { EvmSender, evmSenders } from '../../src/chains/evm/sender.ts';
+import { EvmAdapter } from '../../src/chains/evm/adapter.ts';
+import { EvmSender } from '../../src/chains/evm/sender.ts';
 import { hotWalletAccount } from '../../src/chains/evm/wallet.ts';
 import { newId } from '../../src/core/ids.ts';
 import { withTx } from '../../src/db/index.ts';
+import type { Kasse } from '../../src/kasse.ts';
 import { startTestKasse } from '../harness/app.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
@@ -191,6 +193,16 @@ describe('a node that cannot be reached', () => {
     await expectRefunded(p.id, id, sent.tx_hash!);
   });
 });
+
+/** The senders of every EVM adapter `kasse` registered, both modes. */
+function evmSenders(kasse: Kasse): EvmSender[] {
+  return (['live', 'test'] as const).flatMap((mode) =>
+    kasse.chains.networks(mode).flatMap((network) => {
+      const adapter = kasse.chains.hasAdapter(mode, network.id) ? kasse.chains.adapter(mode, network.id) : null;
+      return adapter instanceof EvmAdapter && adapter.sender ? [adapter.sender] : [];
+    }),
+  );
+}
 
 describe('crash safety', () => {
   /** A second Kasse on the same database, as after a restart; the first one is never called again. */

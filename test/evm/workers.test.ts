@@ -5,10 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { Loop } from '../../src/core/loop.ts';
 import { startWorkers, type Workers } from '../../src/workers/index.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { eventually } from '../harness/expect.ts';
 import { sharedEvmRpc } from '../harness/hardhat.ts';
+
+const POLL_MS = 200;
 
 let k: EvmKasse;
 let workers: Workers | null = null;
@@ -16,7 +19,7 @@ let workers: Workers | null = null;
 before(async () => {
   k = await startEvmKasse({
     rpcUrl: sharedEvmRpc(),
-    pollIntervalMs: 200,
+    pollIntervalMs: POLL_MS,
     tiers: [{ max_usd_cents: null, confirmations: 2 }],
   });
 });
@@ -54,6 +57,18 @@ test('the workers role watches the chain on its poll interval and the payment is
   workers = null;
   const cursor = (await k.watcher.cursor())!.number;
   await k.chain.mine(3);
-  await new Promise((r) => setTimeout(r, 600));
+  const head = await k.chain.blockNumber();
+  // A loop of its own on the watcher's poll interval, started after the stop: once three of its passes have seen the
+  // new blocks, the watcher's loop, had it kept running, would have polled and moved the cursor to them.
+  let passes = 0;
+  const control = new Loop(
+    'control',
+    POLL_MS,
+    async () => {
+      if ((await k.chain.blockNumber()) >= head) passes++;
+    },
+    k.t.kasse.log,
+  ).start();
+  await eventually('three passes on the poll interval', () => passes >= 3).finally(() => control.stop());
   assert.equal((await k.watcher.cursor())!.number, cursor, 'no watcher runs after stop');
 });

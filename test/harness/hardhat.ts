@@ -31,7 +31,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { artifact, erc20Abi, forwarderFactoryAbi, type ContractName } from '../../src/chains/evm/contracts.ts';
 import { registerInfrastructure } from './infrastructure.ts';
-import { freePort } from './net.ts';
+import { freePort, nodeAnswering } from './net.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 
 /** Environment variable carrying the shared node's URL to test files. */
@@ -79,20 +79,12 @@ export async function startHardhatNode(): Promise<HardhatNode> {
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`hardhat node exited (${child.exitCode}): ${stderr}`);
-    try {
-      await rpcCall(url, 'eth_chainId');
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`hardhat node did not start on ${url}: ${stderr}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await nodeAnswering(
+    child,
+    `the hardhat node on ${url}`,
+    () => rpcCall(url, 'eth_chainId'),
+    () => stderr,
+  );
   return {
     url,
     stop: async () => {

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerInfrastructure } from './infrastructure.ts';
-import { freePort } from './net.ts';
+import { freePort, nodeAnswering } from './net.ts';
 
 export const LTC_RPC_ENV = 'KASSE_TEST_LTC_RPC';
 
@@ -115,20 +115,12 @@ export async function startLitecoind(): Promise<LitecoinNode> {
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`litecoind exited (${child.exitCode}): ${stderr}`);
-    try {
-      await ltcRpc(url, 'getblockchaininfo');
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`litecoind did not start: ${stderr}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await nodeAnswering(
+    child,
+    'litecoind',
+    () => ltcRpc(url, 'getblockchaininfo'),
+    () => stderr,
+  );
   return {
     url,
     stop: async () => {

@@ -1,6 +1,38 @@
-/** A free TCP port on 127.0.0.1 for a local chain node the harness starts (never a fixed port). */
+/** Local chain nodes the harness starts: a free port for one (never a fixed port), its start awaited, a relay before it. */
+import type { ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
+import { eventually } from './expect.ts';
 
+/**
+ * Resolves once `probe` succeeds against the node `child` started (tried every 100 ms for up to a minute). Fails at
+ * once when the node exits; a node that never answers is killed. `name` and the node's `stderr()` go into the error.
+ */
+export async function nodeAnswering(
+  child: ChildProcess,
+  name: string,
+  probe: () => Promise<unknown>,
+  stderr: () => string,
+): Promise<void> {
+  try {
+    await eventually(
+      `${name} to answer`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${stderr()}`);
+        return probe().then(
+          () => true,
+          () => false,
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+  } catch (err) {
+    if (child.exitCode !== null) throw err;
+    child.kill('SIGKILL');
+    throw new Error(`${name} did not start: ${stderr()}`, { cause: err });
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();

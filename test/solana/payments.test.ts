@@ -8,10 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parseTransferRequestUri } from '../../src/chains/solana/pay.ts';
+import { parseTransferRequestUri } from '../harness/transfer-request.ts';
 import { solanaKeys } from '../../src/chains/solana/index.ts';
 import { MINUTE } from '../../src/core/clock.ts';
-import { bpsOf } from '../../src/core/money.ts';
 import { createTestDatabase } from '../harness/db.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 
@@ -305,8 +304,10 @@ describe('chain events', () => {
 
   test('a transaction dropped before finality: deposit orphaned, payment.reorged, ledger reversed; paid again when it lands again', async () => {
     const before = await balanceCents();
-    // SOL is converted: the merchant is credited the price less the fee and the conversion spread.
-    const credit = 1000 - Number(bpsOf(1000n, k.t.config.feeBps) + bpsOf(1000n, k.t.config.swapFeeBps));
+    // SOL is converted: the merchant is credited the price less the default fee (1 % of $10.00: 10 cents) and the
+    // default conversion spread (0.5 %: 5 cents).
+    assert.deepEqual([k.t.config.feeBps, k.t.config.swapFeeBps], [100, 50], 'the default fee and spread');
+    const credit = 985;
     const p = await createPayment('solana:sol', 1000);
     const payer = await k.payer();
     const { getTransferSolInstruction } = await import('@solana-program/system');

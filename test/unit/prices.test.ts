@@ -474,12 +474,23 @@ describe('PriceService', () => {
     assert.equal(s.quote(ETH)?.rate, '3456.78', 'start() refreshes at once');
     s.start([ETH, USDC], 40);
     await eventually('three refreshes', () => cg.requests - n >= 3, { intervalMs: 10 }).finally(() => s.stop());
-    await new Promise((r) => setTimeout(r, 20));
-    const after = cg.requests;
-    assert.ok(after - n >= 3, `expected at least 3 refreshes, got ${after - n}`);
+    assert.ok(cg.requests - n >= 3, `expected at least 3 refreshes, got ${cg.requests - n}`);
+    // A refresh the timer started before stop() still runs: this call shares it (or makes one, when none runs).
+    await s.refresh([ETH]);
     assert.equal(s.quote(ETH)?.rate, '3456.78');
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(cg.requests, after);
+    const ethRequests = () => cg.requestLog.filter((u) => u.includes('ids=ethereum')).length;
+    const after = ethRequests();
+    // Another service started now on the same interval, refreshing another coin: once it has refreshed three times
+    // after its first, a timer of the stopped service would have fired as often.
+    const control = service();
+    const solBefore = cg.requestLog.filter((u) => u.includes('ids=solana')).length;
+    control.start([SOL], 40);
+    await eventually(
+      'three timed refreshes of another service',
+      () => cg.requestLog.filter((u) => u.includes('ids=solana')).length - solBefore >= 4,
+      { intervalMs: 10 },
+    ).finally(() => control.stop());
+    assert.equal(ethRequests(), after, 'no refresh after stop()');
   });
 
   test('rejects a non-positive maxAgeMs', () => {

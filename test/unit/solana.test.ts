@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseSolanaSettings } from '../../src/chains/solana/config.ts';
 import { SolanaKeys } from '../../src/chains/solana/keys.ts';
-import { parseTransferRequestUri, transferRequestUri } from '../../src/chains/solana/pay.ts';
+import { transferRequestUri } from '../../src/chains/solana/pay.ts';
 import { transfersOf } from '../../src/chains/solana/blocks.ts';
 import type { TokenConfig } from '../../src/chains/types.ts';
+import { parseTransferRequestUri } from '../harness/transfer-request.ts';
 
 const MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 

@@ -137,9 +137,17 @@ describe('checkout.js modal', () => {
   test('closed by the close button; forged messages are ignored', async () => {
     const p = await payment();
     const rec = await openModal(p.id);
-    // A message from the merchant page itself (not the checkout frame) must not settle the promise.
-    await rec.page.evaluate(() => window.postMessage({ kasse: 1, status: 'paid' }, '*'));
-    await rec.page.waitForTimeout(300);
+    // A message from the merchant page itself (not the checkout frame) must not settle the promise. A second
+    // message posted after it arrives once every listener has handled the first (the modal's, registered earlier,
+    // included) and any promise it settled has run its callbacks.
+    await rec.page.evaluate(
+      () =>
+        new Promise<void>((handled) => {
+          window.addEventListener('message', (e) => e.data === 'after-forged' && handled());
+          window.postMessage({ kasse: 1, status: 'paid' }, '*');
+          window.postMessage('after-forged', '*');
+        }),
+    );
     assert.equal(await rec.page.locator('#result').textContent(), '');
     // Focus stays inside the dialog: tabbing past its close button returns to the checkout frame.
     await rec.page.getByRole('button', { name: 'Close checkout' }).focus();

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
+import { eventually } from '../harness/expect.ts';
 import {
   foreignRequests,
   launchBrowser,
@@ -105,8 +106,21 @@ describe('escaping and the Content-Security-Policy', () => {
     const sale = /\/sale\/(pay_[0-9A-Z]{36})$/.exec(page.url())![1]!;
     await w.m.test.post(`/test/payments/${sale}/simulate`, { outcome: 'paid' });
     await page.locator('.k-paid').waitFor({ timeout: 10_000 });
-
-    await page.waitForTimeout(300);
+    assert.equal(await page.locator('img').count(), 0, 'the update added no image');
+    assert.equal(await page.locator('script:not([src])').count(), 0, 'the update added no script');
+    // An image the test loads after the update: the browser reports requests in the order it sends them, so once this
+    // one has failed and been reported, any request the update's markup made has been reported before it.
+    const probe = `${w.t.urls.checkout}/assets/probe-after-update`;
+    await page.evaluate(
+      (src) =>
+        new Promise((done) => {
+          const img = new Image();
+          img.onload = img.onerror = done;
+          img.src = src;
+        }),
+      probe,
+    );
+    await eventually('the probe request reported', () => requests.includes(probe));
     assert.deepEqual(dialogs, []);
     assert.deepEqual(foreignRequests(requests, w.t.urls.checkout), []);
     assert.ok(!requests.some((u) => /\/x$/.test(u)), 'no request for the injected image');

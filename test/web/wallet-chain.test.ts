@@ -34,7 +34,6 @@ import {
   type TypedDataDefinition,
 } from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
-import { bpsOf } from '../../src/core/money.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import {
   foreignRequests,
@@ -50,6 +49,10 @@ import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } fro
 /** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
 const CONFIRMATIONS = 3;
 const PRICE_CENTS = 1500;
+/** The merchant's credit for PRICE_CENTS at the default fee (1 %: 15 cents). */
+const CREDIT_CENTS = 1485;
+/** The same for a converted coin, less the default spread as well (0.5 % of 1,500 is 7.5, rounded half up: 8). */
+const CONVERTED_CREDIT_CENTS = 1477;
 const HARDHAT_CHAIN_ID = 31337;
 
 let node: HardhatNode;
@@ -487,10 +490,10 @@ describe('pay with browser wallet on the local chain', () => {
 
       // The merchant is credited the price less the fee (and the conversion spread for ETH), and holds exactly the coins that arrived.
       const balance1 = await getBalance();
-      const spread = token === 'base:eth' ? Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.swapFeeBps)) : 0;
+      assert.deepEqual([k.t.config.feeBps, k.t.config.swapFeeBps], [100, 50], 'the default fee and spread');
       assert.equal(
         balance1.available_usd_cents - balance0.available_usd_cents,
-        PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)) - spread,
+        token === 'base:eth' ? CONVERTED_CREDIT_CENTS : CREDIT_CENTS,
       );
       assert.equal(custodyOf(balance1, token) - custodyOf(balance0, token), amount);
       // The payer paid the amount plus the gas of its own transaction.
@@ -595,10 +598,8 @@ describe('pay by signature on the local chain', () => {
       'the hot wallet paid the gas',
     );
     const balance1 = await getBalance();
-    assert.equal(
-      balance1.available_usd_cents - balance0.available_usd_cents,
-      PRICE_CENTS - Number(bpsOf(BigInt(PRICE_CENTS), k.t.config.feeBps)),
-    );
+    assert.equal(k.t.config.feeBps, 100, 'the default fee');
+    assert.equal(balance1.available_usd_cents - balance0.available_usd_cents, CREDIT_CENTS);
     assert.equal(custodyOf(balance1, 'base:usdc') - custodyOf(balance0, 'base:usdc'), amount);
 
     // The relay settles as sent in the hot-wallet sender.

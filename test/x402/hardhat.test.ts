@@ -13,7 +13,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
-import { ok } from '../harness/expect.ts';
+import { eventually, ok } from '../harness/expect.ts';
 import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
 import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
@@ -162,11 +162,11 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const api = new ApiClient(`http://127.0.0.1:${port}/v1`, k.m.testKey);
-    for (let i = 0; ; i++) {
-      if (i > 600) throw new Error('the API process did not start');
-      if ((await fetch(`http://127.0.0.1:${port}/v1/x402/supported`).catch(() => null))?.status === 401) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      'the API process to start',
+      async () => (await fetch(`http://127.0.0.1:${port}/v1/x402/supported`).catch(() => null))?.status === 401,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     const before = await usdcOf(payTo);
     const nonce = await hotNonce();
     const b = await body(7_000n);
@@ -179,12 +179,14 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
         .executeTakeFirst();
     const transfer = async (id: string) =>
       k.t.kasse.db.selectFrom('evm_transfers').select('status').where('id', '=', id).executeTakeFirst();
-    for (let i = 0; ; i++) {
-      if (i > 600) throw new Error('the API process did not broadcast the settlement');
-      const s = await settlement();
-      if (s && (await transfer(s.id))?.status === 'broadcast') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      'the API process to broadcast the settlement',
+      async () => {
+        const s = await settlement();
+        return s && (await transfer(s.id))?.status === 'broadcast';
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     child.kill('SIGKILL');
     await new Promise((r) => child!.once('exit', r));
     child = null;

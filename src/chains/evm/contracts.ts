@@ -1,11 +1,31 @@
 /**
- * The compiled contracts (contracts/build/*.json, produced by compile.ts and committed), read once on first use.
- * Nothing here compiles: the server and the CLI run on the committed bytecode.
+ * The compiled contracts (contracts/build/*.json, produced by contracts/compile.ts and committed), read once on first
+ * use. Nothing here compiles: the server and the CLI run on the committed bytecode.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAbi, type Abi } from 'viem';
-import { BUILD_DIR, type ContractArtifact } from './compile.ts';
+import { parseAbi, type Abi, type Hex } from 'viem';
+import { KASSE_HOME } from '../../config.ts';
+
+/** A compiled contract as stored under contracts/build/. */
+export interface ContractArtifact {
+  contractName: string;
+  sourceName: string;
+  abi: Abi;
+  bytecode: Hex;
+  deployedBytecode: Hex;
+  compiler: {
+    version: string;
+    settings: {
+      evmVersion: string;
+      optimizer: { enabled: boolean; runs: number };
+      metadata: { bytecodeHash: string; appendCBOR: boolean };
+    };
+  };
+}
+
+/** Where the committed artifacts are. */
+export const BUILD_DIR = join(KASSE_HOME, 'contracts', 'build');
 
 export type ContractName =
   | 'ForwarderFactory'
@@ -172,15 +192,3 @@ export const subscriptionCollectorAbi = parseAbi([
   'error TransferFailed()',
   'error ReentrancyGuardReentrantCall()',
 ]);
-
-/** Whether the hand-written ABI above agrees with the compiled one (checked by the compile test). */
-export function abiMatchesArtifact(abi: Abi, name: ContractName): boolean {
-  const sig = (x: Abi[number]) =>
-    JSON.stringify({
-      type: x.type,
-      name: 'name' in x ? x.name : '',
-      inputs: 'inputs' in x ? x.inputs.map((i) => i.type) : [],
-    });
-  const compiled = new Set(artifact(name).abi.map(sig));
-  return abi.every((x) => compiled.has(sig(x)));
-}

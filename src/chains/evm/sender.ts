@@ -40,9 +40,7 @@ import {
   type StepOutcome,
   type StepResult,
 } from '../queue.ts';
-import type { ChainRegistry } from '../registry.ts';
 import type { NetworkConfig } from '../types.ts';
-import { EvmAdapter } from './adapter.ts';
 import { evmSettings } from './config.ts';
 import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
@@ -487,16 +485,4 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
   async formBatches(): Promise<void> {
     await this.batches?.form();
   }
-}
-
-/** The senders of every registered EVM adapter, both modes. */
-export function evmSenders(kasse: { chains: ChainRegistry }): EvmSender[] {
-  const out: EvmSender[] = [];
-  for (const mode of ['live', 'test'] as const) {
-    for (const network of kasse.chains.networks(mode)) {
-      const adapter = kasse.chains.hasAdapter(mode, network.id) ? kasse.chains.adapter(mode, network.id) : null;
-      if (adapter instanceof EvmAdapter && adapter.sender) out.push(adapter.sender);
-    }
-  }
-  return out;
 }

@@ -26,25 +26,3 @@ export function transferRequestUri(r: TransferRequest): string {
   if (r.message) params.push(`message=${encodeURIComponent(r.message)}`);
   return `solana:${r.recipient}?${params.join('&')}`;
 }
-
-/** Reads a transfer request back (tests, and a check that what Kasse shows parses as wallets parse it). */
-export function parseTransferRequestUri(uri: string): {
-  recipient: string;
-  amount: string | null;
-  splToken: string | null;
-  references: string[];
-  label: string | null;
-  message: string | null;
-} {
-  const m = /^solana:([1-9A-HJ-NP-Za-km-z]{32,44})(?:\?(.*))?$/.exec(uri);
-  if (!m) throw new Error(`not a Solana Pay transfer request: ${uri}`);
-  const q = new URLSearchParams(m[2] ?? '');
-  return {
-    recipient: m[1]!,
-    amount: q.get('amount'),
-    splToken: q.get('spl-token'),
-    references: q.getAll('reference'),
-    label: q.get('label'),
-    message: q.get('message'),
-  };
-}

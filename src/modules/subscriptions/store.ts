@@ -192,15 +192,6 @@ export async function insertSubscription(tx: Tx, values: NewSubscription): Promi
   return tx.insertInto('subscriptions').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Many subscriptions in one statement (bulk loads: the benchmark's seed). */
-export async function insertSubscriptions(db: DbOrTx, values: readonly NewSubscription[]): Promise<void> {
-  if (values.length > 0)
-    await db
-      .insertInto('subscriptions')
-      .values(values as NewSubscription[])
-      .execute();
-}
-
 /** Locks the subscription `id` if its scheduler work is due at `wall` (skipping it when another worker holds it). */
 export async function lockDue(tx: Tx, id: string, wall: Date): Promise<SubscriptionRow[]> {
   const { rows } = await sql<SubscriptionRow>`

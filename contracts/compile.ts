@@ -2,34 +2,25 @@
  * Compiles the Solidity in `contracts/` with solc-js (pinned compiler from package.json, `evmVersion: cancun`,
  * optimizer on, no metadata hash so comments do not change bytecode) and writes one artifact per deployable contract
  * to `contracts/build/<Name>.json`. The artifacts are committed: the server and the CLI only read them and never
- * compile at run time; test/evm/compile.test.ts checks that recompiling gives identical bytecode.
+ * compile at run time (src/chains/evm/contracts.ts reads them); test/evm/compile.test.ts checks that recompiling gives
+ * identical artifacts. A build step, kept out of the runtime tree:
  *
- *   node --import tsx src/chains/evm/compile.ts
+ *   npm run contracts:compile
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Abi, Hex } from 'viem';
-import { KASSE_HOME } from '../../config.ts';
-
-/** A compiled contract as stored under contracts/build/. */
-export interface ContractArtifact {
-  contractName: string;
-  sourceName: string;
-  abi: Abi;
-  bytecode: Hex;
-  deployedBytecode: Hex;
-  compiler: { version: string; settings: typeof SETTINGS };
-}
+import type { Abi } from 'viem';
+import { BUILD_DIR, type ContractArtifact } from '../src/chains/evm/contracts.ts';
+import { KASSE_HOME } from '../src/config.ts';
 
 interface Solc {
   version(): string;
   compile(input: string, callbacks?: { import(path: string): { contents: string } | { error: string } }): string;
 }
 
-export const CONTRACTS_DIR = join(KASSE_HOME, 'contracts');
-export const BUILD_DIR = join(CONTRACTS_DIR, 'build');
+const CONTRACTS_DIR = join(KASSE_HOME, 'contracts');
 
 /** Source files and the contracts in them that get an artifact. */
 const SOURCES: Record<string, string[]> = {
@@ -43,11 +34,11 @@ const SOURCES: Record<string, string[]> = {
   'test/EscrowAttackers.sol': ['ReentrantToken', 'ShortCollector'],
 };
 
-const SETTINGS = {
+const SETTINGS: ContractArtifact['compiler']['settings'] = {
   evmVersion: 'cancun',
   optimizer: { enabled: true, runs: 200 },
   metadata: { bytecodeHash: 'none', appendCBOR: false },
-} as const;
+};
 
 /** Compiles every source and returns the artifacts by contract name; throws with solc's messages on errors. */
 export function compileContracts(): Record<string, ContractArtifact> {
