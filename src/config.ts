@@ -52,6 +52,8 @@ export interface Config {
   mail: { smtpUrl: string | null; from: string };
   /** Bearer token for `GET /metrics` (`KASSE_METRICS_TOKEN`); null = loopback clients only. */
   metricsToken: string | null;
+  /** How long the roles get to finish after a stop signal before the process stops at once (src/main.ts). */
+  stopTimeoutMs: number;
   /**
    * Secrets given in the environment (`KASSE_SECRET_KEY`, `KASSE_MASTER_SEED`, `KASSE_HOT_WALLET_KEY`); checked and
    * completed from the secrets file by core/secrets.ts. Never logged.
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     },
     bodyLimitBytes: int(env, 'KASSE_BODY_LIMIT', 64 * 1024, 1024),
     metricsToken: env.KASSE_METRICS_TOKEN || null,
+    stopTimeoutMs: int(env, 'KASSE_STOP_TIMEOUT_MS', 10_000, 100, 600_000),
     secretsEnv: {
       secretKey: env.KASSE_SECRET_KEY || null,
       masterSeed: env.KASSE_MASTER_SEED || null,

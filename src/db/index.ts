@@ -41,6 +41,14 @@ export function prepare(text: string): string {
 
 /** The pool's client: a statement text marked by `prepare` goes out named. */
 class PreparingClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A connection the server ends while the client is checked out (a restart, a failover, the embedded server
+    // stopping on a terminal's Ctrl-C) fails the client's queries, and the pool drops it at release. Without a
+    // listener the client's 'error' event (pg-pool listens only while it is idle) would end the process.
+    this.on('error', () => {});
+  }
+
   override query(...args: unknown[]): never {
     const [text, values] = args;
     const name =

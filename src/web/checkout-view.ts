@@ -1,8 +1,10 @@
 /**
  * Rendering of the hosted checkout (`/p/<id>`) and of a POS sale (`/l/<slug>/sale/<id>`): pure functions from the
  * Payment (as the API shows it) to markup. The live-status stream renders the same `main` fragments, so a page and
- * its updates cannot disagree. Every merchant- or payer-supplied string goes through the escaping `html` tag; every
- * word the page says comes from the catalog of its locale (src/core/i18n). Coin amounts stay as wallets take them.
+ * its updates cannot disagree. The coin choice shown and its confirmations come from the payments module's rule
+ * (`shownAttempt`, `confirmationProgress` in payments/payer.ts): the choice holding the money. Every merchant- or
+ * payer-supplied string goes through the escaping `html` tag; every word the page says comes from the catalog of its
+ * locale (src/core/i18n). Coin amounts stay as wallets take them.
  */
 import { createHash } from 'node:crypto';
 import type { WalletChoice } from '../chains/plugin.ts';
@@ -11,6 +13,7 @@ import type { Mode } from '../core/mode.ts';
 import { centsToUnits, formatUnits, parseUnits } from '../core/money.ts';
 import type { Payment } from '../modules/payments/schema.ts';
 import { MAX_ATTEMPTS } from '../modules/payments/model.ts';
+import { confirmationProgress, shownAttempt } from '../modules/payments/payer.ts';
 import type { MerchantBrand } from './brand.ts';
 import { countdownText, list, type Locale, moment, money, t } from '../core/i18n/index.ts';
 import { html, qrSvg, renderPage, type Html } from './page.ts';
@@ -27,7 +30,7 @@ export const FINAL_STATUSES = ['paid', 'expired', 'cancelled', 'refunded'];
 export function phaseOf(p: Payment): Phase {
   switch (p.status) {
     case 'waiting':
-      return lastAttempt(p)?.status === 'waiting' ? 'pay' : 'pick';
+      return shownAttempt(p)?.status === 'waiting' ? 'pay' : 'pick';
     case 'detected':
     case 'confirming':
       return 'seen';
@@ -35,8 +38,6 @@ export function phaseOf(p: Payment): Phase {
       return p.status as Phase;
   }
 }
-
-const lastAttempt = (p: Payment): Attempt | undefined => p.attempts[p.attempts.length - 1];
 
 /** A coin the payer may pick, priced for this payment. */
 export interface CoinOption {
@@ -153,7 +154,7 @@ export function quietStatus(p: Payment, view: 'checkout' | 'pos' = 'checkout'): 
 
 /** The status line announced to screen readers (and shown while the payer is to send money) for the payment's state. */
 export function statusLine(l: Locale, p: Payment, view: 'checkout' | 'pos' = 'checkout'): string {
-  const a = lastAttempt(p);
+  const a = shownAttempt(p);
   const phase = phaseOf(p);
   if (view === 'pos' && (phase === 'pick' || phase === 'pay')) return t(l, 'status.pos_waiting');
   switch (phase) {
@@ -162,11 +163,8 @@ export function statusLine(l: Locale, p: Payment, view: 'checkout' | 'pos' = 'ch
     case 'pay':
       return t(l, 'status.pay', { amount: a!.pay_amount_display, symbol: symbolOf(a!) });
     case 'seen': {
-      const need = a?.confirmations_required ?? null;
-      const have = Math.min(...(a?.deposits.filter((d) => d.status !== 'orphaned').map((d) => d.confirmations) ?? [0]));
-      return need === null
-        ? t(l, 'status.seen')
-        : t(l, 'status.seen_count', { have: Math.min(have, Number(need)), need: Number(need) });
+      const progress = confirmationProgress(a);
+      return progress ? t(l, 'status.seen_count', progress) : t(l, 'status.seen');
     }
     case 'underpaid':
       return t(l, 'status.underpaid', { amount: missingDisplay(a!), symbol: symbolOf(a!) });
@@ -289,11 +287,8 @@ function deposits(l: Locale, a: Attempt | undefined): Html | string {
 
 /** How far the confirmations of a detected payment are. */
 function confirmationsLine(l: Locale, a: Attempt | undefined): Html | string {
-  const need = a?.confirmations_required ?? null;
-  const live = a?.deposits.filter((d) => d.status !== 'orphaned') ?? [];
-  if (need === null || live.length === 0) return '';
-  const have = Math.min(Number(need), ...live.map((d) => d.confirmations));
-  return html`<p class="k-confirms">${t(l, 'confirmations.count', { have, need: Number(need) })}</p>`;
+  const progress = confirmationProgress(a);
+  return progress ? html`<p class="k-confirms">${t(l, 'confirmations.count', progress)}</p>` : '';
 }
 
 /** "0x1234abcd…9f8e": a transaction hash short enough for a phone, the full hash in the link's title. */
@@ -303,7 +298,7 @@ const shortHash = (h: string) => (h.length > 20 ? `${h.slice(0, 10)}…${h.slice
 function receipt(ctx: CheckoutContext): Html {
   const l = ctx.locale;
   const p = ctx.payment;
-  const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? lastAttempt(p);
+  const a = shownAttempt(p);
   const network = a ? (ctx.chains.network(ctx.mode, a.chain)?.name ?? a.chain) : null;
   const txs = (a?.deposits ?? []).filter((d) => d.status !== 'orphaned' && d.token === a!.token);
   const row = (label: string, value: Html | string) => html`<div><dt>${label}</dt><dd>${value}</dd></div>`;
@@ -320,7 +315,7 @@ ${row(t(l, 'receipt.reference'), p.order_id)}
 export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
   const l = ctx.locale;
   const p = ctx.payment;
-  const a = lastAttempt(p);
+  const a = shownAttempt(p);
   const state = (phase: 'expired' | 'cancelled' | 'refunded' | 'late', extra: Html | string = '') =>
     html`<div class="k-state"><h2>${t(l, `${phase}.heading`)}</h2><p>${t(l, `${phase}.text`)}</p>${extra}</div>`;
   switch (phaseOf(p)) {

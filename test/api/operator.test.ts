@@ -1,10 +1,14 @@
 /**
  * The operator contract: `npm start` on the embedded PostgreSQL prints its three URLs, the `kasse` CLI works against
- * the same database whether or not the server runs, data survives a restart, and SIGTERM shuts down cleanly. The
- * cases about the commands themselves run the operator's exact ones (test/harness/commands.ts).
+ * the same database whether or not the server runs, data survives a restart, and a stop signal to `npm start`'s own
+ * process, or to the command the README gives service managers, leaves no process of Kasse or its PostgreSQL behind
+ * (nor does npm killed outright). The cases about the commands themselves run the operator's exact ones
+ * (test/harness/commands.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -15,7 +19,7 @@ import { startEmbedded } from '../../src/db/embedded.ts';
 import { createTestDatabase } from '../harness/db.ts';
 import { eventually } from '../harness/expect.ts';
 import { KASSE_HOME } from '../../src/config.ts';
-import { CLI, OPERATOR_CLI, OPERATOR_SERVER, SERVER } from '../harness/commands.ts';
+import { CLI, OPERATOR_CLI, SERVER } from '../harness/commands.ts';
 
 function run(
   args: string[],
@@ -40,19 +44,22 @@ function run(
 const kasse = (args: string[], env: Record<string, string>, opts: { cwd?: string; cli?: string[] } = {}) =>
   run([...(opts.cli ?? CLI), ...args], env, opts.cwd);
 
+/** The environment a service manager gives: this one without the variables npm sets for the scripts it runs. */
+const managerEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+
 /**
- * Starts the server (`command`: `SERVER`, or `OPERATOR_SERVER` for `npm start`'s own) and resolves once the three URL
- * lines are printed; `output()` is its stdout so far.
+ * Starts the server (`command`: `SERVER` or another command line, run by `program`: this Node, or `npm` for
+ * `NPM_START`) and resolves once the three URL lines are printed; `output()` is its stdout so far.
  */
 function start(
   env: Record<string, string>,
-  opts: { detached?: boolean; command?: string[] } = {},
+  opts: { detached?: boolean; command?: string[]; program?: string } = {},
 ): Promise<{ child: ChildProcess; urls: Record<string, string>; exited: Promise<number>; output: () => string }> {
   return new Promise((resolve, reject) => {
     // detached: in a process group of its own (with the embedded PostgreSQL it starts), for the group to be killed.
-    const child = spawn(process.execPath, opts.command ?? SERVER, {
+    const child = spawn(opts.program ?? process.execPath, opts.command ?? SERVER, {
       cwd: KASSE_HOME,
-      env: { ...process.env, ...env },
+      env: { ...managerEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: opts.detached === true,
     });
@@ -70,8 +77,87 @@ function start(
   });
 }
 
+/** `npm start` itself, as an operator types it in the Kasse directory. */
+const NPM_START = { program: 'npm', command: ['start'] };
+
+/** Every process now: pid → parent, start time (since boot, which tells a reused pid apart), name, command line. */
+function processTable(): Map<number, { ppid: number; started: string; name: string; cmdline: string }> {
+  const table = new Map<number, { ppid: number; started: string; name: string; cmdline: string }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // "<pid> (<name>) <state> <ppid> …": the name may hold spaces and parentheses; the 22nd field is the start time.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (rest[0] === 'Z') continue;
+      table.set(Number(entry), {
+        ppid: Number(rest[1]),
+        started: rest[19]!,
+        name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+        cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' '),
+      });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return table;
+}
+
+type Running = { pid: number; started: string; name: string };
+
+/** The Node and PostgreSQL processes of `root` and under it (Kasse, its embedded server and the server's processes). */
+function kasseProcesses(root: number): Running[] {
+  const table = processTable();
+  const found: Running[] = [];
+  const visit = (pid: number) => {
+    const p = table.get(pid);
+    if (p && (p.name === 'node' || p.cmdline.startsWith('postgres') || p.cmdline.includes('/bin/postgres')))
+      found.push({ pid, started: p.started, name: p.name });
+    for (const [child, c] of table) if (c.ppid === pid) visit(child);
+  };
+  visit(root);
+  seen.push(...found);
+  return found;
+}
+
+/** Every process `kasseProcesses` found: what a failing case left running is killed after the file. */
+const seen: Running[] = [];
+
+/** Those of `procs` still running (the same pid started at the same time, not a zombie). */
+function stillRunning(procs: Running[]): Running[] {
+  const table = processTable();
+  return procs.filter((p) => table.get(p.pid)?.started === p.started);
+}
+
+/** Processes anywhere whose command line names the data directory's cluster (`postgres -D <dir>/pg`). */
+function clusterProcesses(dataDir: string): number[] {
+  const dir = join(dataDir, 'pg');
+  return [...processTable()].filter(([, p]) => p.cmdline.includes(` -D ${dir} `)).map(([pid]) => pid);
+}
+
+/** Kasse's log lines (the JSON lines of the server's stdout), those with `msg` when given. */
+const logLines = (output: string, msg?: string) =>
+  output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((l) => msg === undefined || l.msg === msg);
+
+/** The node command line (after the program) of the README's systemd unit and of its container command. */
+function documentedCommands(): { systemd: string[]; container: string[] } {
+  const readme = readFileSync(join(KASSE_HOME, 'README.md'), 'utf8');
+  const execStart = /^ExecStart=(.*)$/m.exec(readme)![1]!.split(' ');
+  const docker = /^docker run ([\s\S]*?)\n```/m
+    .exec(readme)![1]!
+    .replace(/\\\n\s*/g, ' ')
+    .split(' ');
+  assert.equal(execStart[0], '/usr/bin/node');
+  return { systemd: execStart.slice(1), container: docker.slice(docker.lastIndexOf('node') + 1) };
+}
+
 const dirs: string[] = [];
 after(() => {
+  for (const p of stillRunning(seen)) process.kill(p.pid, 'SIGKILL');
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -119,7 +205,7 @@ describe('the operator contract', () => {
     }
   });
 
-  test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async () => {
+  test('npm start on the embedded PostgreSQL: URLs, a line per mode, CLI beside the server from any directory, restart keeps data, clean shutdown', async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'kasse-start-'));
     dirs.push(dataDir);
     // Commands run from another directory, with the data directory given relative as beside `npm start` (which runs in
@@ -142,7 +228,7 @@ describe('the operator contract', () => {
     assert.match(refused.stderr, /KASSE_DATA_DIR/);
     assert.deepEqual(readdirSync(dataDir), []);
 
-    const first = await start(env, { command: OPERATOR_SERVER });
+    const first = await start({ ...env, NPM_CONFIG_UPDATE_NOTIFIER: 'false' }, NPM_START);
     assert.match(first.urls['live api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls['test api']!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.match(first.urls.checkout!, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -157,12 +243,7 @@ describe('the operator contract', () => {
     });
     assert.equal(account.status, 200);
     // One line per mode says which networks run and what the others are missing.
-    const logged = () =>
-      first
-        .output()
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l));
+    const logged = () => logLines(first.output());
     await eventually('the test mode line', () => logged().some((l) => /^test mode:/.test(l.msg)));
     const lines = logged();
     const live = lines.filter((l) => /^live mode:/.test(l.msg));
@@ -177,9 +258,22 @@ describe('the operator contract', () => {
     assert.match(live[0].msg, /Going live/);
     assert.equal(live[0].mode, 'live');
     assert.match(testMode[0].msg, /^test mode: simulator only/);
+    // SIGTERM to npm's own process, as a service manager running `npm start` sends it: when npm has exited, Kasse and
+    // every process of its PostgreSQL have stopped, in order.
+    const pidFile = join(dataDir, 'pg', 'postmaster.pid');
+    const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    const tree = kasseProcesses(first.child.pid!);
+    assert.ok(tree.some((p) => p.name === 'node') && tree.some((p) => p.pid === postmaster), JSON.stringify(tree));
+    const signalled = Date.now();
     first.child.kill('SIGTERM');
-    assert.equal(await first.exited, 0);
-    assert.ok(!existsSync(join(dataDir, 'pg', 'postmaster.pid')), 'embedded PostgreSQL stopped');
+    const code = await first.exited;
+    t.diagnostic(`npm start stopped ${Date.now() - signalled} ms after SIGTERM to npm`);
+    assert.deepEqual(stillRunning(tree), [], 'no process of that start is left');
+    assert.deepEqual(clusterProcesses(dataDir), [], 'no PostgreSQL of that data directory is left');
+    assert.ok(!existsSync(pidFile), 'embedded PostgreSQL stopped');
+    assert.equal(code, 0);
+    assert.equal(logLines(first.output(), 'shutting down')[0]?.signal, 'SIGTERM');
+    assert.equal(logLines(first.output(), 'stopped')[0]?.code, 0);
 
     // The CLI starts the embedded server itself when Kasse is not running; merchants print in the API's snake_case.
     const listed = await kasse(['merchant', 'list', '--json'], env, { cwd: elsewhere, cli: OPERATOR_CLI });
@@ -197,13 +291,50 @@ describe('the operator contract', () => {
     ]);
     assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created where the commands ran');
 
-    const second = await start(env, { command: OPERATOR_SERVER });
+    // Started again on the same data directory by the command the README gives systemd and containers: the data is
+    // there, and SIGINT stops it as cleanly.
+    const documented = documentedCommands();
+    assert.deepEqual(documented.container, documented.systemd);
+    const second = await start(env, { command: documented.systemd });
     const again = await fetch(`${second.urls['test api']}/account`, {
       headers: { authorization: `Bearer ${test_key}` },
     });
     assert.equal(again.status, 200);
+    const secondTree = kasseProcesses(second.child.pid!);
+    const interrupted = Date.now();
     second.child.kill('SIGINT');
     assert.equal(await second.exited, 0);
+    t.diagnostic(`the service command stopped ${Date.now() - interrupted} ms after SIGINT`);
+    assert.ok(secondTree.some((p) => p.pid === second.child.pid));
+    assert.deepEqual(stillRunning(secondTree), []);
+    assert.deepEqual(clusterProcesses(dataDir), []);
+    assert.ok(!existsSync(pidFile));
+
+    // npm killed outright passes nothing on: Kasse, left with another parent, stops by itself. A client holds a
+    // connection open that never sends a request (as a browser's preconnect does), which the listeners' close waits
+    // for: after KASSE_STOP_TIMEOUT_MS Kasse stops at once, its PostgreSQL stopped all the same.
+    const third = await start(
+      { ...env, NPM_CONFIG_UPDATE_NOTIFIER: 'false', KASSE_STOP_TIMEOUT_MS: '1000' },
+      NPM_START,
+    );
+    const idle = connect(Number(new URL(third.urls.checkout!).port), '127.0.0.1');
+    idle.on('error', () => {});
+    await once(idle, 'connect');
+    const thirdTree = kasseProcesses(third.child.pid!);
+    const killed = Date.now();
+    third.child.kill('SIGKILL');
+    await third.exited;
+    // Within Kasse's bounded stop: the watch's half second, the roles' 1 s here, the database's 9 s at most.
+    await eventually('Kasse to stop once npm is gone', () => stillRunning(thirdTree).length === 0, {
+      timeoutMs: 20_000,
+    });
+    t.diagnostic(`Kasse and PostgreSQL gone ${Date.now() - killed} ms after npm was killed (stop timeout 1000 ms)`);
+    idle.destroy();
+    assert.deepEqual(clusterProcesses(dataDir), []);
+    assert.ok(!existsSync(pidFile));
+    assert.equal(logLines(third.output(), 'shutting down')[0]?.signal, 'parent exited');
+    assert.equal(logLines(third.output(), 'stopping at once')[0]?.why, 'not stopped within 1000 ms');
+    assert.equal(logLines(third.output(), 'stopped')[0]?.code, 1);
   });
 
   test("the CLI makes no secrets of its own: without the server's it refuses, naming where it looked", async () => {

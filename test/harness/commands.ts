@@ -3,8 +3,8 @@
  * compiled (`npm test`: test/run.ts compiles into .test-build/) starts them compiled too, which spares each process
  * tsx's loader (about 1.8 s of CPU); a test run from its sources (KASSE_SKIP_TYPECHECK=1) starts them as an operator
  * does, `node --import tsx src/main.ts` (`npm start`) and `bin/kasse.js`. Either way it is the same code; the
- * operator contract's own cases (test/api/operator.test.ts) run the operator's exact commands, `OPERATOR_SERVER` and
- * `OPERATOR_CLI`, in both.
+ * operator contract's own cases (test/api/operator.test.ts) run the operator's exact commands in both: `npm start`
+ * itself, the server command line the README gives service managers, and `OPERATOR_CLI`.
  */
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +18,6 @@ export function nodeArgs(module: string): string[] {
   return ['--enable-source-maps', fileURLToPath(new URL(`../../${module}.js`, import.meta.url))];
 }
 
-/** What `npm start` runs (package.json's script), from the Kasse directory. */
-export const OPERATOR_SERVER = ['--import', 'tsx', join(KASSE_HOME, 'src', 'main.ts')];
 /** The package's `kasse` command. */
 export const OPERATOR_CLI = [join(KASSE_HOME, 'bin', 'kasse.js')];
 

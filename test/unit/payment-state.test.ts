@@ -17,6 +17,8 @@ import {
   type Transition,
   type Trigger,
 } from '../../src/modules/payments/state.ts';
+import { confirmationProgress, shownAttempt } from '../../src/modules/payments/payer.ts';
+import type { Attempt, Payment } from '../../src/modules/payments/schema.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** Minutes after the payment was created. */
@@ -1067,5 +1069,71 @@ describe('decision: underpayment tolerance', () => {
     assert.deepEqual(events, ['payment.reorged']);
     assert.equal(payment.status, 'underpaid');
     assert.equal(payment.paidWithinTolerance, false);
+  });
+});
+
+describe('the coin choice the payer sees', () => {
+  type Dep = { token?: string; amount: bigint; status: DepositStatus; confirmations: number };
+  /** A coin choice as the API shows it: USDC unless named, 1 000 000 units due, 3 confirmations required. */
+  const choice = (id: string, deposits: Dep[] = [], o: Partial<Attempt> = {}): Attempt =>
+    ({
+      id,
+      chain: 'base',
+      token: 'base:usdc',
+      pay_amount: PAY.toString(),
+      confirmations_required: 3,
+      deposits: deposits.map((d) => ({
+        tx_hash: `0x${id}`,
+        token: d.token ?? o.token ?? 'base:usdc',
+        amount: d.amount.toString(),
+        status: d.status,
+        confirmations: d.confirmations,
+      })),
+      ...o,
+    }) as Attempt;
+  const payment = (attempts: Attempt[], paid: string | null = null) =>
+    ({ id: 'pay_1', attempts, paid_attempt_id: paid }) as Payment;
+  const eth = (id: string, deposits: Dep[] = []) =>
+    choice(id, deposits, { token: 'base:eth', pay_amount: (5n * 10n ** 14n).toString() });
+  const shown = (p: Payment) => shownAttempt(p)?.id;
+
+  it('no choice yet: nothing to show, no confirmations', () => {
+    assert.equal(shownAttempt(payment([])), undefined);
+    assert.equal(confirmationProgress(undefined), null);
+  });
+  it('while no choice holds money of its coin, the last one chosen', () => {
+    assert.equal(shown(payment([choice('a'), eth('b')])), 'b');
+    const orphaned = choice('a', [{ amount: PAY, status: 'orphaned', confirmations: 0 }]);
+    assert.equal(shown(payment([orphaned, eth('b')])), 'b', 'money that left the chain holds nothing');
+    const wrongCoin = choice('a', [{ token: 'base:eth', amount: 10n ** 15n, status: 'pending', confirmations: 1 }]);
+    assert.equal(shown(payment([wrongCoin, eth('b')])), 'b', 'another coin on its address pays nothing');
+  });
+  it('the choice holding the money, though another was chosen after it', () => {
+    const usdc = choice('a', [{ amount: PAY, status: 'pending', confirmations: 1 }]);
+    assert.equal(shown(payment([usdc, eth('b')])), 'a');
+    assert.deepEqual(confirmationProgress(usdc), { have: 1, need: 3 });
+    assert.equal(confirmationProgress(eth('b')), null, 'no money, no count: never "3 of 3"');
+  });
+  it("the engine's order: confirmed share, then seen share, ties to the latest", () => {
+    const half = (id: string, status: DepositStatus) =>
+      choice(id, [{ amount: PAY / 2n, status, confirmations: status === 'pending' ? 0 : 3 }]);
+    assert.equal(shown(payment([half('a', 'confirmed'), half('b', 'pending')])), 'a');
+    assert.equal(shown(payment([half('a', 'pending'), half('b', 'pending')])), 'b');
+  });
+  it('a paid payment shows the choice it was paid with, whatever arrived elsewhere after', () => {
+    const first = choice('a', [{ amount: PAY, status: 'confirmed', confirmations: 3 }]);
+    const more = choice('b', [{ amount: 2n * PAY, status: 'confirmed', confirmations: 9 }]);
+    assert.equal(shown(payment([first, more], 'a')), 'a');
+  });
+  it("confirmations: the least-confirmed of the choice's own coin still on chain, at most the number required", () => {
+    const a = choice('a', [
+      { amount: 1n, status: 'confirmed', confirmations: 7 },
+      { amount: 1n, status: 'pending', confirmations: 2 },
+      { amount: 1n, status: 'orphaned', confirmations: 0 },
+      { token: 'base:eth', amount: 1n, status: 'pending', confirmations: 0 },
+    ]);
+    assert.deepEqual(confirmationProgress(a), { have: 2, need: 3 });
+    const done = choice('a', [{ amount: PAY, status: 'confirmed', confirmations: 40 }]);
+    assert.deepEqual(confirmationProgress(done), { have: 3, need: 3 });
   });
 });

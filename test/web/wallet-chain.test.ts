@@ -14,6 +14,9 @@
  * - Pay by signature: a payer holding USDC and no ETH signs TransferWithAuthorization (domain read from the token
  *   through the wallet); Kasse's hot wallet relays it and pays the gas; the page shows Paid; the payer's ETH is still 0
  *   and its USDC dropped by exactly pay_amount.
+ * - The page follows the money: USDC picked, then ETH, then the USDC address paid from outside the page; the page,
+ *   and the live status feed of the checkout, the modal and the POS view, show USDC, what arrived and its
+ *   confirmations, never the ETH choice (nor "3 of 3" of a choice with nothing on it); paid, the receipt is USDC.
  *
  * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
  * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
@@ -24,6 +27,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { Agent, fetch as undiciFetch } from 'undici';
 import {
   decodeFunctionData,
   getAddress,
@@ -33,6 +37,7 @@ import {
   type Hex,
   type TypedDataDefinition,
 } from 'viem';
+import { createSseParser, type SseMessage } from '../../sdk/src/index.ts';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import {
@@ -411,6 +416,33 @@ async function finishPaid(
   assert.deepEqual(rec.dialogs, []);
 }
 
+/** The first state the payment's live status feed sends (`query`: the view's own parameters, as its page asks). */
+async function feedState(id: string, query: string): Promise<Record<string, any>> {
+  const ctl = new AbortController();
+  // A connection of its own, let go with the feed, so the server's close waits for nothing.
+  const agent = new Agent();
+  try {
+    const res = await undiciFetch(`${k.t.urls.checkout}/p/${id}/events?${query}`, {
+      signal: ctl.signal,
+      dispatcher: agent,
+    });
+    assert.equal(res.status, 200);
+    const messages: SseMessage[] = [];
+    const parser = createSseParser((m) => messages.push(m));
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    while (!messages.some((m) => m.event === 'state')) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, 'the feed ended before sending the state');
+      parser.push(decoder.decode(value, { stream: true }));
+    }
+    return JSON.parse(messages.find((m) => m.event === 'state')!.data);
+  } finally {
+    ctl.abort();
+    void agent.destroy();
+  }
+}
+
 const receiptOf = (hash: Hash) => k.chain.rpc<unknown>('eth_getTransactionReceipt', [hash]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -613,6 +645,62 @@ describe('pay by signature on the local chain', () => {
     assert.equal(transfer.purpose, 'gasless');
     assert.equal(transfer.tx_hash, hash);
     assert.equal(transfer.status, 'sent');
+    await rec.context.close();
+  });
+});
+
+describe('the page follows the money', () => {
+  test('USDC chosen, then ETH, then the USDC address paid: every view shows USDC, what arrived and its confirmations', async () => {
+    const p = await createPayment('follow');
+    const { rec, attempt: usdc } = await openAndPick('desktop', new InjectedWallet(payer), p, 'base:usdc');
+    const { page } = rec;
+
+    // The payer changes their mind: ETH, a new address.
+    const chosen = page.waitForResponse(
+      (r) => r.url() === `${k.t.urls.checkout}/p/${p.id}/attempts` && r.request().method() === 'POST',
+    );
+    await page.getByText('Pay with another coin').click();
+    await page.locator('.k-more button[name="token"][value="base:eth"]').click();
+    assert.equal((await chosen).status(), 201);
+    const eth = (await getPayment(p.id)).attempts[1];
+    assert.equal(eth.token, 'base:eth');
+    await page.locator('#k-address', { hasText: eth.address }).waitFor();
+
+    // …but pays the USDC address from before, in full.
+    const hash = await k.chain.sendToken(payer, k.usdc, usdc.address, BigInt(usdc.pay_amount));
+    await confirmOneBlock(page, 1);
+    const main = page.locator('#k-main');
+    const seen = `We see your payment of ${usdc.pay_amount_display} USDC.`;
+    await main.getByText(seen).waitFor();
+    assert.equal(await main.locator('.k-confirms').textContent(), `1 of ${CONFIRMATIONS} confirmations`);
+    assert.equal(
+      await main.locator('.k-deps li').textContent(),
+      `${usdc.pay_amount_display} USDC · pending · view transaction`,
+    );
+    assert.ok(!(await main.textContent())!.includes('ETH'), 'nothing of the ETH choice is shown');
+
+    // The live status feed says the same to every view: the checkout, the modal and the POS sale screen.
+    const line = `Payment detected. 1 of ${CONFIRMATIONS} confirmations.`;
+    for (const query of ['view=checkout', 'view=checkout&embed=1', 'view=pos&slug=']) {
+      const state = await feedState(p.id, query);
+      assert.equal(state.status, 'confirming', query);
+      assert.equal(state.phase, 'seen', query);
+      assert.equal(state.say, line, query);
+      if (!query.startsWith('view=pos')) {
+        assert.ok(state.html.includes(seen), `${query}: ${state.html}`);
+        assert.ok(state.html.includes(`1 of ${CONFIRMATIONS} confirmations`), query);
+        assert.ok(!state.html.includes('ETH'), query);
+      }
+    }
+
+    for (let n = 2; n <= CONFIRMATIONS; n++) await confirmOneBlock(page, n);
+    const paidWith = `${usdc.pay_amount_display} USDC on Base (local Hardhat)`;
+    assert.equal(await page.locator('.k-receipt dd', { hasText: 'USDC' }).textContent(), paidWith);
+    const pay = await getPayment(p.id);
+    assert.equal(pay.status, 'paid');
+    assert.equal(pay.paid_attempt_id, usdc.id);
+    assert.equal(pay.attempts[0].deposits[0].tx_hash, hash);
+    assert.deepEqual(rec.errors, []);
     await rec.context.close();
   });
 });

@@ -79,7 +79,7 @@ export function moneySeen(payment: PaymentState): boolean {
 
 /** Whether any of the asked coin arrived on any attempt (a wrong asset alone does not stop expiry: nothing was paid). */
 function ownCoinSeen(payment: PaymentState): boolean {
-  return payment.attempts.some((a) => a.deposits.some((d) => d.status !== 'orphaned' && d.token === a.token));
+  return payment.attempts.some((a) => a.deposits.some((d) => counts(a, d)));
 }
 
 /**
@@ -123,22 +123,43 @@ interface Tally {
   completing: DepositState | null;
 }
 
-function tally(a: AttemptState, toleranceBps = 0): Tally {
-  const counted = a.deposits.filter((d) => d.token === a.token && d.status !== 'orphaned');
-  const settled = counted
-    .filter((d) => d.status === 'confirmed' || d.status === 'final')
-    .sort((x, y) => x.seenAt.getTime() - y.seenAt.getTime());
+/** What the carrier rule reads of a coin choice: its coin, its pay amount and the deposits to its address. */
+export interface Holding {
+  token: string;
+  payAmount: bigint;
+  deposits: ReadonlyArray<Pick<DepositState, 'token' | 'amount' | 'status'>>;
+}
+
+/** Whether a deposit pays the choice: its own coin, not left the chain. */
+export const counts = (a: Pick<Holding, 'token'>, d: Pick<DepositState, 'token' | 'status'>) =>
+  d.token === a.token && d.status !== 'orphaned';
+const settled = (d: Pick<DepositState, 'status'>) => d.status === 'confirmed' || d.status === 'final';
+
+/** Seen and confirmed amounts of the choice's own coin. */
+function held(a: Holding): { seen: bigint; confirmed: bigint } {
   let seen = 0n;
-  for (const d of counted) seen += d.amount;
   let confirmed = 0n;
+  for (const d of a.deposits) {
+    if (!counts(a, d)) continue;
+    seen += d.amount;
+    if (settled(d)) confirmed += d.amount;
+  }
+  return { seen, confirmed };
+}
+
+function tally(a: AttemptState, toleranceBps = 0): Tally {
+  const counted = a.deposits.filter((d) => counts(a, d));
+  const { seen, confirmed } = held(a);
+  let running = 0n;
   let completing: DepositState | null = null;
-  for (const d of settled) {
-    confirmed += d.amount;
-    if (!completing && confirmed >= a.payAmount) completing = d;
+  const done = counted.filter(settled).sort((x, y) => x.seenAt.getTime() - y.seenAt.getTime());
+  for (const d of done) {
+    running += d.amount;
+    if (!completing && running >= a.payAmount) completing = d;
   }
   const within =
     seen === confirmed && confirmed > 0n && a.payAmount - confirmed <= allowedShortfall(a.payAmount, toleranceBps);
-  if (!completing && within) completing = settled[settled.length - 1]!;
+  if (!completing && within) completing = done[done.length - 1]!;
   return { seen, confirmed, counting: seen > confirmed && counted.some((d) => d.confirmations >= 1), completing };
 }
 
@@ -158,22 +179,31 @@ function hold(current: PaymentStatus, derived: AttemptStatus, confirmed: bigint)
   return derived;
 }
 
-/** The attempt carrying the money: most confirmed, then seen, share of its pay amount, then any deposit; ties go to the latest. */
-function carrier(attempts: AttemptState[]): AttemptState | undefined {
-  let best: { a: AttemptState; t: Tally; any: boolean } | undefined;
+/**
+ * The coin choice carrying the money: most confirmed, then seen, share of its pay amount, then any deposit; ties go to
+ * the latest (with no deposit anywhere, the latest choice).
+ */
+export function carrier<A extends Holding>(attempts: readonly A[]): A | undefined {
+  let best: { a: A; h: { seen: bigint; confirmed: bigint }; any: boolean } | undefined;
   for (const a of attempts) {
-    const cur = { a, t: tally(a), any: a.deposits.some((d) => d.status !== 'orphaned') };
+    const cur = { a, h: held(a), any: a.deposits.some((d) => d.status !== 'orphaned') };
     if (!best) {
       best = cur;
       continue;
     }
-    const byConfirmed = cur.t.confirmed * best.a.payAmount - best.t.confirmed * a.payAmount;
-    const bySeen = cur.t.seen * best.a.payAmount - best.t.seen * a.payAmount;
+    const byConfirmed = cur.h.confirmed * best.a.payAmount - best.h.confirmed * a.payAmount;
+    const bySeen = cur.h.seen * best.a.payAmount - best.h.seen * a.payAmount;
     const order =
       byConfirmed !== 0n ? byConfirmed : bySeen !== 0n ? bySeen : BigInt(Number(cur.any) - Number(best.any));
     if (order >= 0n) best = cur;
   }
   return best?.a;
+}
+
+/** The carrier when some of its own coin arrived on it; null while no choice holds money of its coin. */
+export function holder<A extends Holding>(attempts: readonly A[]): A | null {
+  const a = carrier(attempts);
+  return a && held(a).seen > 0n ? a : null;
 }
 
 const STATUS_EVENT: Partial<Record<PaymentStatus, PaymentEventType>> = {
