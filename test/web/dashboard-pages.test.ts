@@ -363,23 +363,18 @@ describe('dashboard pages', () => {
     await page.getByRole('button', { name: 'Roll test key' }).click();
     const api2 = new ApiClient(w.t.urls.test, (await page.locator('#new-key').textContent())!);
 
-    // Reveal needs a fresh code.
+    // Reveal needs a fresh code: one field for revealing and rolling.
     await page.goto(`${base}/dashboard/test/developers`);
-    await page.locator('form[action$="/secret/reveal"]').getByLabel('Your current 6-digit code').fill('123456');
+    assert.equal(await page.getByLabel('Your current 6-digit code').count(), 1, 'one code field');
+    await page.getByLabel('Your current 6-digit code').fill('123456');
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     await page.getByRole('alert').filter({ hasText: 'That code is not valid' }).waitFor();
     assert.equal(await page.locator('#webhook-secret').count(), 0);
-    await page
-      .locator('form[action$="/secret/reveal"]')
-      .getByLabel('Your current 6-digit code')
-      .fill(totpCode(owner.secret!, w.t.clock));
+    await page.getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     assert.equal(await page.locator('#webhook-secret').textContent(), w.m.webhookSecret);
     // Roll: deliveries carry both signatures until the overlap ends.
-    await page
-      .locator('form[action$="/secret/roll"]')
-      .getByLabel('Your current 6-digit code')
-      .fill(totpCode(owner.secret!, w.t.clock));
+    await page.getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Roll secret' }).click();
     const fresh = (await page.locator('#webhook-secret').textContent())!;
     assert.match(fresh, /^whsec_/);

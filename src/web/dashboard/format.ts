@@ -1,4 +1,7 @@
-/** How values read on the dashboard: dollars, moments (shown in the browser's time zone by the script), statuses. */
+/**
+ * How values read on the dashboard: dollars, coin amounts, moments (shown in the browser's time zone by the script),
+ * statuses, and long addresses that may wrap.
+ */
 import { html, type Html } from '../../core/html.ts';
 import { formatCents } from '../../core/money.ts';
 
@@ -15,4 +18,12 @@ export function when(iso: string | Date | null): Html | string {
 
 export function badge(status: string): Html {
   return html`<span class="d-badge d-s-${status.replace(/[^a-z_]/g, '')}">${status.replace(/_/g, ' ')}</span>`;
+}
+
+/**
+ * Text without spaces that may be longer than its column (an email address, a URL): it may wrap after `@`, `.`, `/`,
+ * `-` and `_`, never inside a word.
+ */
+export function wrapAt(text: string): Html {
+  return html`${text.split(/(?<=[@./_-])/).map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
 }

@@ -13,7 +13,7 @@ import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts'
 import type { Ctx } from '../context.ts';
 import { refusal, send, shell, sendShell } from '../layout.ts';
 import { errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { badge, usd, when, wrapAt } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 /**
@@ -95,13 +95,16 @@ const label = (key: string) => DETAIL_LABELS[key] ?? `${key.charAt(0).toUpperCas
 
 /** An entry's details as labelled values. */
 function details(d: Record<string, unknown>): Html {
-  return html`<dl class="d-details">${Object.entries(d).map(([k, v]) => html`<dt>${label(k)}</dt><dd>${detailValue(k, v)}</dd>`)}</dl>`;
+  return html`<dl class="d-details">${Object.entries(d).map(([k, v]) => html`<dt>${label(k)}</dt><dd>${long(detailValue(k, v))}</dd>`)}</dl>`;
 }
 
-function who(a: AuditRecord): string {
-  if (a.actor.type === 'key') return `API key ${a.actor.id ?? ''}`;
+/** A value without spaces too long for a narrow column (an email, a URL) may wrap at its punctuation. */
+const long = (text: string) => (text.length > 24 && !/\s/.test(text) ? wrapAt(text) : text);
+
+function who(a: AuditRecord): Html | string {
+  if (a.actor.type === 'key') return html`API key <code class="d-mono">${a.actor.id ?? ''}</code>`;
   if (a.actor.type === 'operator') return 'operator (CLI)';
-  return a.actor.label ?? a.actor.id ?? 'unknown';
+  return wrapAt(a.actor.label ?? a.actor.id ?? 'unknown');
 }
 
 function day(text: string | undefined, param: string): Date | undefined {

@@ -55,7 +55,10 @@ export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
   )}</tbody></table>`;
 }
 
-/** A server-rendered bar chart of paid volume per day. */
+/**
+ * A server-rendered bar chart of paid volume per day. The SVG stretches to the panel's width, so the axis's dates are
+ * HTML beside it: text inside a stretched SVG would be drawn stretched.
+ */
 function chart(days: Array<{ day: string; cents: number; count: number }>): Html {
   const W = 600;
   const H = 160;
@@ -66,7 +69,7 @@ function chart(days: Array<{ day: string; cents: number; count: number }>): Html
     const h = Math.round((d.cents / max) * (H - 20));
     return html`<rect x="${(i * bw + 1).toFixed(1)}" y="${H - h}" width="${(bw - 2).toFixed(1)}" height="${h}" class="d-bar"><title>${d.day}: ${usd(d.cents)} (${d.count} paid)</title></rect>`;
   });
-  return html`<figure class="d-chart"><svg viewBox="0 0 ${W} ${H + 18}" role="img" aria-labelledby="chart-t chart-d" preserveAspectRatio="none"><title id="chart-t">Paid volume, last 30 days</title><desc id="chart-d">${usd(total)} paid from ${days[0]!.day} to ${days[days.length - 1]!.day}; the highest day ${usd(max === 1 ? 0 : max)}.</desc><line x1="0" y1="${H}" x2="${W}" y2="${H}" class="d-axis"/>${bars}<text x="0" y="${H + 14}" class="d-tick">${days[0]!.day.slice(5)}</text><text x="${W}" y="${H + 14}" text-anchor="end" class="d-tick">${days[days.length - 1]!.day.slice(5)}</text></svg><figcaption>${usd(total)} paid in the last 30 days${max > 1 ? html` · best day ${usd(max)}` : ''}</figcaption></figure>`;
+  return html`<figure class="d-chart"><svg viewBox="0 0 ${W} ${H + 1}" role="img" aria-labelledby="chart-t chart-d" preserveAspectRatio="none"><title id="chart-t">Paid volume, last 30 days</title><desc id="chart-d">${usd(total)} paid from ${days[0]!.day} to ${days[days.length - 1]!.day}; the highest day ${usd(max === 1 ? 0 : max)}.</desc><line x1="0" y1="${H}" x2="${W}" y2="${H}" class="d-axis"/>${bars}</svg><div class="d-ticks" aria-hidden="true"><span>${days[0]!.day.slice(5)}</span><span>${days[days.length - 1]!.day.slice(5)}</span></div><figcaption>${usd(total)} paid in the last 30 days${max > 1 ? html` · best day ${usd(max)}` : ''}</figcaption></figure>`;
 }
 
 function parseDay(text: string | undefined, param: string): Date | undefined {

@@ -85,7 +85,7 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
     s.month < current ? html`<a href="${base}/${nextMonth(s.month)}" rel="next">Next month →</a>` : ''
   }</nav>`;
   const gap = s.reconciliation_gap_usd_cents;
-  return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
+  return html`<div class="d-toolbar"><span>${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''}</span><a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a><a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></div>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
 <section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
     (l) =>
