@@ -18,11 +18,11 @@ import { html, type Html } from '../../../core/html.ts';
 import { fingerprint } from '../../../modules/disbursements/approval.ts';
 import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursements/csv.ts';
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
-import { coinName } from '../coins.ts';
+import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { amount, badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
@@ -156,7 +156,7 @@ ${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''
 </dl>${actions}</section>
 <section class="d-panel"><h2>Payouts</h2><table class="d-table"><thead><tr><th class="d-num">#</th><th>Destination</th><th>Label</th><th class="d-num">USD</th><th class="d-num">${d.symbol}</th><th>Payout</th></tr></thead><tbody>${d.items.map(
     (i) =>
-      html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${i.amount_display}</td><td data-label="Payout">${
+      html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${amount(i.amount_display)}</td><td data-label="Payout">${
         i.payout
           ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}`
           : '—'

@@ -11,6 +11,7 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
+import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
@@ -22,14 +23,18 @@ export interface SettingsSection {
   render(ctx: Ctx, told: Told | null, values: Form): Promise<Html> | Html;
 }
 
-/** Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`). */
+/**
+ * Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`), each named
+ * as the page's mode names it (test mode's coins after their testnets) when the mode has it.
+ */
 function payoutTokens(ctx: Ctx): Array<[string, string]> {
   const seen = new Map<string, string>();
+  const { chains } = ctx.kasse;
   const paying = new Set(ctx.kasse.families.filter((f) => f.family.payouts).map((f) => f.family.name));
-  for (const mode of ['live', 'test'] as const) {
-    for (const t of ctx.kasse.chains.tokens(mode)) {
-      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id))
-        seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
+  for (const mode of ctx.mode === 'test' ? (['test', 'live'] as const) : (['live', 'test'] as const)) {
+    for (const t of chains.tokens(mode)) {
+      if (paying.has(chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id))
+        seen.set(t.id, coinName(chains, mode, t.id));
     }
   }
   return [...seen];
