@@ -257,7 +257,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       if (!kasse.chains.anyAvailable(link.mode)) {
         throw new ApiError(
           'chain_paused',
-          `No network can take payments in ${link.mode} mode now; GET /v1/currencies on the ${link.mode} API says why.`,
+          `No network can take payments in ${link.mode} mode now; try again later.`,
         );
       }
       const input = payInput(req, link);
