@@ -155,7 +155,8 @@ export function settingsPages(r: Router): void {
 
   r.action('/settings/logo', 'settings.write', async (ctx, form) => {
     try {
-      await kasse.merchantSettings.setLogo(ctx.merchant.id, Buffer.from(form.logo ?? '', 'base64'), ctx.actor);
+      const bytes = Buffer.from(form.logo ?? '', 'base64');
+      await kasse.merchantSettings.setLogo(ctx.merchant.id, bytes, ctx.actor, form['logo:type'] ?? '');
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'logo');
     } catch (err) {
       const told = tell(err, {}, true);
