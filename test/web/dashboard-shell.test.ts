@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { ACTION_FAMILIES, inFamily } from '../../src/web/dashboard/pages/audit.ts';
+import { readmeSection } from '../../src/web/dashboard/pages/going-live.ts';
 import { t } from '../../src/core/i18n/index.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startMerchantSite, type TestBrowser, type WebKasse } from '../harness/browser.ts';
@@ -244,6 +245,9 @@ describe('dashboard shell', () => {
     const missing = (await page.locator('[data-missing]').textContent())!;
     for (const r of reasons) assert.ok(missing.includes(r.replace(/`/g, '')), `Going live: "${r}"`);
     assert.match((await page.locator('main').textContent())!, /Fund the hot wallet/);
+    const steps = (await readmeSection('Going live'))!.match(/^\d+\. /gm)!.length;
+    assert.ok(steps >= 5);
+    assert.equal(await page.locator('.d-doc ol > li').count(), steps, "each of the README's steps an item");
     await context.close();
 
     // Choosing a coin: the API's 503 says why in plain words; the payer's page says it in the payer's language.

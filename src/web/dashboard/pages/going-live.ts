@@ -43,7 +43,8 @@ export function markdownBlocks(md: string): Html {
   const flush = () => {
     if (items.length) blocks.push(html`<ol>${items.splice(0).map((item) => html`<li>${item}</li>`)}</ol>`);
   };
-  for (const block of md.split(/\n\s*\n/)) {
+  // A numbered item starts a block of its own, though the README writes items without blank lines between them.
+  for (const block of md.replace(/\n(?=\d+\. )/g, '\n\n').split(/\n\s*\n/)) {
     const body = block.replace(/^ {3}/gm, '');
     if (/^\s*```/.test(body)) {
       const code = html`<pre class="d-pre">${body.replace(/^\s*```\w*\n?|\n?\s*```\s*$/g, '')}</pre>`;
