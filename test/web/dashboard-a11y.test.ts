@@ -1,12 +1,12 @@
 /**
  * The dashboard for everyone, in real Chromium: axe-core finds no WCAG 2.1 AA violation on the sign-in page and on
- * each main page an owner uses (home, payments and one payment, links and one link, subscriptions, disbursements and
- * one waiting for approval, tax invoices, statements and one month, developers, team, settings with a logo, audit,
- * account; live mode's too), at desktop and phone sizes, with a failed form's errors and with the user menu open; the
- * same pages are laid out without a defect axe does not see (test/harness/layout.ts: no word broken in a table cell,
- * buttons and fields at least 8 px apart, no select cutting its text, no text in a stretched SVG, every navigation
- * entry in sight); and the pages work by keyboard alone: a skip link leads past the navigation to the content, and
- * every control reached by Tab shows a visible focus ring.
+ * each main page an owner uses (home, payments and one payment, links and one link, subscriptions and one,
+ * disbursements and one waiting for approval, tax invoices, statements and one month, developers, team, settings with
+ * a logo, audit, account; live mode's too), at desktop and phone sizes, with a failed form's errors and with the user
+ * menu open; the same pages are laid out without a defect axe does not see (test/harness/layout.ts: no word broken in
+ * a table cell, buttons and fields at least 8 px apart, no select cutting its text, no text in a stretched SVG, no page
+ * wider than the window, every navigation entry in sight); and the pages work by keyboard alone: a skip link leads
+ * past the navigation to the content, and every control reached by Tab shows a visible focus ring.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -37,6 +37,14 @@ before(async () => {
     .png()
     .toBuffer();
   await d.w.t.kasse.merchantSettings.setLogo(d.w.m.id, logo, { type: 'operator', id: null, label: 'test', ip: null });
+  ids.sub = (
+    await api.post('/subscriptions', {
+      customer_email: 'ana@example.com',
+      title: 'Coffee club',
+      amount_usd_cents: 1900,
+      interval: 'month',
+    })
+  ).body.id;
   // A long address, as the team table and the audit log show it.
   await createUser(d.w.t.kasse, d.w.m.id, 'konstantina.papadopoulou-georgiou@example-bakery.com', 'viewer');
   await d.w.t.kasse.webhooks.drain();
@@ -45,7 +53,7 @@ after(async () => {
   await d?.close();
 });
 
-/** Pages under /dashboard/ (`:payment`, `:link` and `:dsb` stand for the ids made in `before`). */
+/** Pages under /dashboard/ (`:payment`, `:link`, `:sub` and `:dsb` stand for the ids made in `before`). */
 const PAGES = [
   'test',
   'test/payments',
@@ -53,6 +61,7 @@ const PAGES = [
   'test/links',
   'test/links/:link',
   'test/subscriptions',
+  'test/subscriptions/:sub',
   'test/disbursements',
   'test/disbursements/:dsb',
   'test/tax_invoices',
