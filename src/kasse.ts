@@ -189,6 +189,7 @@ export class Kasse {
       users: this.users.team,
       merchants: this.merchants,
       audit: this.audit,
+      chains: this.chains,
       dashboardUrl: (path) => `${this.urls.checkout}/dashboard${path}`,
     });
     const fx = new FrankfurterClient({ baseUrl: config.fx.url, timeoutMs: config.fx.timeoutMs, clock });

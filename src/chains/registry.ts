@@ -24,13 +24,23 @@ const SIMULATOR_FORMAT: AddressFormat = {
 /**
  * Where a network of a mode stands: `running` (a chain adapter serves it), `simulated` (test mode without an adapter:
  * payments are issued and finished with the simulator, nothing is watched) or `paused` (no new coin choices: paused
- * by the operator, no adapter in live mode, or its nodes do not answer its watcher). `reason` says why for the last
- * two, in words an operator can act on.
+ * by the operator, no adapter in live mode, or its nodes do not answer its watcher). For the last two, `reason` says
+ * why in words an operator can act on (the setting, the command: `kasse … status`, GET /currencies, the log, the
+ * dashboard's Going live page), and `plain` in words for merchants and payers, who cannot act on those.
  */
 export interface NetworkStatus {
   state: 'running' | 'simulated' | 'paused';
   reason: string | null;
+  plain: string | null;
 }
+
+/** Why a network takes no payments, for merchants and payers: no settings, commands or files. */
+export const PLAIN_REASONS = {
+  operator: 'paused by whoever runs this Kasse',
+  nodes: 'its connection to the network is down; it resumes by itself when the network answers again',
+  setup: 'not set up for live payments yet',
+  simulated: 'test payments on it are finished with the simulator',
+} as const;
 
 export class ChainRegistry {
   private readonly registered = new Map<string, ChainAdapter>();
@@ -125,19 +135,26 @@ export class ChainRegistry {
     const network = this.network(mode, chain);
     if (!network) throw new Error(`unknown ${mode} network "${chain}"`);
     if (network.paused)
-      return { state: 'paused', reason: 'paused by the operator ("paused": true in the networks file)' };
+      return {
+        state: 'paused',
+        reason: 'paused by the operator ("paused": true in the networks file)',
+        plain: PLAIN_REASONS.operator,
+      };
     if (this.hasAdapter(mode, chain)) {
       const down = this.health?.down(mode, chain);
-      if (!down) return { state: 'running', reason: null };
+      if (!down) return { state: 'running', reason: null, plain: null };
       const since = down.failingSince ? ` since ${down.failingSince.toISOString()}` : '';
       return {
         state: 'paused',
         reason: `${network.rpcUrls.length > 1 ? 'none of its nodes answers' : 'its node does not answer'}${since}; new coin choices resume when it does (\`kasse ${network.family} status\` says more)`,
+        plain: PLAIN_REASONS.nodes,
       };
     }
     const why =
       this.missing.get(`${mode}:${chain}`) ?? `no chain support for ${network.family} networks in this installation`;
-    return { state: mode === 'test' ? 'simulated' : 'paused', reason: why };
+    return mode === 'test'
+      ? { state: 'simulated', reason: why, plain: PLAIN_REASONS.simulated }
+      : { state: 'paused', reason: why, plain: PLAIN_REASONS.setup };
   }
 
   /** Whether any network of `mode` can take new coin choices. */

@@ -65,3 +65,27 @@ export function formatCents(cents: bigint | number): string {
 export function bpsOf(cents: bigint, bps: number): bigint {
   return (cents * BigInt(bps) + 5000n) / 10000n;
 }
+
+/** NOTE: coin amounts are read to 6 significant digits, and never to fewer than 2 decimals (a stablecoin's cents). */
+const READ_DIGITS = 6;
+const READ_MIN_DECIMALS = 2;
+
+/**
+ * A coin amount rounded for reading (half up), marked "≈" when rounding changed it: to 6 significant digits, but never
+ * fewer than 2 decimals nor more than the exact amount has, trailing zeros dropped. A non-zero amount never reads as
+ * 0: below 1 the digits count from the first that is not zero. "0.006666666666666667" → "≈0.00666667", "25.123456" →
+ * "≈25.1235", "123456.789" → "≈123456.79", "300" → "300". CSV files, the API and the amount's details give it exactly.
+ */
+export function readableAmount(exact: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(exact);
+  if (!m) throw new Error(`not a decimal amount: ${exact}`);
+  const sign = m[1]!;
+  const whole = m[2]!;
+  const frac = m[3] ?? '';
+  const significant =
+    whole !== '0' ? READ_DIGITS - whole.replace(/^0+/, '').length : frac.search(/[1-9]|$/) + READ_DIGITS;
+  const decimals = Math.max(READ_MIN_DECIMALS, significant);
+  if (frac.length <= decimals) return exact;
+  const scaled = BigInt(whole + frac.slice(0, decimals)) + (frac.charCodeAt(decimals) >= 53 /* '5' */ ? 1n : 0n);
+  return `≈${sign}${formatUnits(scaled, decimals)}`;
+}

@@ -40,26 +40,61 @@ export function pdfBytes(doc: Pdf): Promise<Buffer> {
   });
 }
 
-/** Draws label/value rows as two columns from the current position; returns the y below them. */
+/** How a row is set: in bold, with a rule above it (a total), with a smaller grey line under its label. */
+export interface RowStyle {
+  bold?: boolean;
+  rule?: boolean;
+  detail?: string | null;
+}
+
+/**
+ * Draws label/value rows as two columns from the current position (values right-aligned); returns the y below them.
+ * `labelWidth` defaults to what the widest value leaves, so labels wrap only when the page is too narrow for them.
+ */
 export function rows(
   doc: Pdf,
-  items: Array<[string, string]>,
+  items: Array<[string, string] | [string, string, RowStyle]>,
   opts: { x?: number; width?: number; labelWidth?: number; size?: number } = {},
 ): number {
   const x = opts.x ?? doc.page.margins.left;
   const width = opts.width ?? doc.page.width - doc.page.margins.left - doc.page.margins.right;
-  const labelWidth = opts.labelWidth ?? width * 0.55;
+  const size = opts.size ?? 9;
+  doc.fontSize(size);
+  const widest = Math.max(
+    ...items.map(([, value, style]) => doc.font(style?.bold ? 'bold' : 'regular').widthOfString(value)),
+  );
+  const labelWidth = opts.labelWidth ?? width - Math.max(width * 0.2, widest + 12);
   let y = doc.y;
-  doc.fontSize(opts.size ?? 9);
-  for (const [label, value] of items) {
-    const h = Math.max(
-      doc.heightOfString(label, { width: labelWidth - 6 }),
-      doc.heightOfString(value, { width: width - labelWidth }),
-    );
-    doc.font('regular').text(label, x, y, { width: labelWidth - 6 });
+  for (const [label, value, style = {}] of items) {
+    const font = style.bold ? 'bold' : 'regular';
+    if (style.rule) {
+      doc
+        .moveTo(x, y)
+        .lineTo(x + width, y)
+        .lineWidth(0.8)
+        .strokeColor('#333')
+        .stroke();
+      y += 3;
+    }
+    doc.font(font).fontSize(size);
+    const labelHeight = doc.heightOfString(label, { width: labelWidth - 6 });
+    const h = Math.max(labelHeight, doc.heightOfString(value, { width: width - labelWidth }));
+    doc.text(label, x, y, { width: labelWidth - 6 });
     doc.text(value, x + labelWidth, y, { width: width - labelWidth, align: 'right' });
-    y += h + 3;
+    y += h;
+    if (style.detail) {
+      doc
+        .font('regular')
+        .fontSize(size - 1.5)
+        .fillColor('#555');
+      const dh = doc.heightOfString(style.detail, { width: labelWidth - 6 });
+      doc.text(style.detail, x, y, { width: labelWidth - 6 });
+      doc.fillColor('black').fontSize(size);
+      y += dh;
+    }
+    y += 3;
   }
+  doc.font('regular');
   doc.x = x;
   doc.y = y;
   return y;

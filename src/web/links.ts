@@ -255,10 +255,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       assertSameOrigin(req, kasse.urls.checkout);
       if (gate.staff) checkSessionCsrf(kasse, req, gate.staff.session, (req.body ?? {}) as Record<string, unknown>);
       if (!kasse.chains.anyAvailable(link.mode)) {
-        throw new ApiError(
-          'chain_paused',
-          `No network can take payments in ${link.mode} mode now; GET /v1/currencies on the ${link.mode} API says why.`,
-        );
+        throw new ApiError('chain_paused', `No network can take payments in ${link.mode} mode now; try again later.`);
       }
       const input = payInput(req, link);
       values = { amount: input.amountText, email: input.email, csrf: gate.csrf };

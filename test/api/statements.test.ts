@@ -234,7 +234,10 @@ describe('statements', () => {
       ['failed-payout', failed, -10_000],
     ] as const) {
       const pdf = pdfBalance(
-        readPdf(await statementPdf(s, { merchantName: 'Payout shop', mode: 'test' }), `statement-signs-${name}`).text,
+        readPdf(
+          await statementPdf(s, { merchantName: 'Payout shop', mode: 'test', chains: t.kasse.chains }),
+          `statement-signs-${name}`,
+        ).text,
       );
       assert.deepEqual(
         pdf.labels.map((l) => l.split(/[:(]/)[0]!.trim()),
@@ -251,7 +254,7 @@ describe('statements', () => {
       assert.equal(assertAddsUp(pdf, `${name} PDF`), s.closing_balance_usd_cents);
       assert.equal(pdf.cents[3], -s.reversals.net_usd_cents, `${name}: reversals take from the balance`);
       assert.equal(pdf.cents[4], payouts, `${name}: payouts take what they took (releases less failures)`);
-      const csv = csvBalance(statementCsv(s));
+      const csv = csvBalance(statementCsv(s, { chains: t.kasse.chains, mode: 'test' }));
       assert.deepEqual(csv.labels, ['opening', 'credits', 'conversions', 'reversals', 'payouts', 'closing']);
       assert.deepEqual(csv.cents, pdf.cents, `${name}: the CSV has the PDF's signed figures`);
     }
@@ -355,7 +358,7 @@ describe('statements', () => {
   });
 
   test('CSV and PDF of a statement say what the statement says', async () => {
-    const csv = statementCsv(march);
+    const csv = statementCsv(march, { chains: t.kasse.chains, mode: 'test' });
     const lines = csv.trimEnd().split('\r\n');
     assert.equal(lines[0], 'section,item,count,usd,token,amount,destination,tx_hash,time');
     for (const row of [
@@ -371,12 +374,15 @@ describe('statements', () => {
       'reversals,net,2,64.35',
       'clawback,change,,0.00',
       'held,value,3,25.80',
-      'coin,ETH,1,50.00,base:eth,0.025',
+      'coin,ETH on Base Sepolia,1,50.00,base:eth,0.025',
       'reconciliation,gap,,0.00',
     ]) {
       assert.ok(lines.includes(row), `CSV has ${row}`);
     }
-    const pdf = readPdf(await statementPdf(march, { merchantName: 'Chai & Co', mode: 'test' }), 'statement-2026-03');
+    const pdf = readPdf(
+      await statementPdf(march, { merchantName: 'Chai & Co', mode: 'test', chains: t.kasse.chains }),
+      'statement-2026-03',
+    );
     assert.equal(pdf.pages, 1);
     assert.match(pdf.pageSize, /A4/);
     for (const text of [
@@ -392,7 +398,7 @@ describe('statements', () => {
       '−64.35',
       'Held at the end of the period',
       '25.80',
-      'ETH on base',
+      'ETH on Base Sepolia — 1 payment',
       '0.025 ETH received',
     ]) {
       assert.ok(pdf.text.includes(text), `PDF shows ${text}\n${pdf.text}`);

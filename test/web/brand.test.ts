@@ -1,6 +1,7 @@
 /**
  * The merchant's brand in real Chromium: an owner uploads a logo and sets a colour on the Settings page (decoded and
- * re-encoded, SVG and oversized files refused, CSRF and role checked, audited); the logo is served content-addressed
+ * re-encoded; SVG, oversized files — a 5 MB one answered with the limit and a way back —, files with another file
+ * appended and files that are not the format they claim refused; CSRF and role checked; audited); the logo is served content-addressed
  * with immutable caching; the checkout, a link page, the POS terminal and the customer's subscription page show the
  * logo and colour under their unchanged strict CSP with no CSP error; mails to customers carry them; tax-invoice and
  * statement PDFs embed the logo.
@@ -10,7 +11,9 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { crc32 } from 'node:zlib';
 import sharp from 'sharp';
+import { pictureEnd } from '../../src/modules/merchants/branding.ts';
 import { contentSecurityPolicy } from '../../src/web/page.ts';
 import { screenshot, type RecordedPage, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 import { csrfOf, get, startDashboard, type DashboardTeam } from '../harness/dashboard.ts';
@@ -49,6 +52,34 @@ async function upload(name: string, mimeType: string, buffer: Buffer): Promise<v
 
 const logoOf = async () => (await w.t.kasse.merchants.get(w.m.id)).logoSha256;
 
+/** A ZIP archive of one stored file, laid out as `zip` writes it (local header, data, central directory, end). */
+function zipOf(name: string, data: Buffer): Buffer {
+  const n = Buffer.from(name);
+  const crc = crc32(data);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt32LE(crc, 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(n.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt32LE(crc, 16);
+  central.writeUInt32LE(data.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(n.length, 28);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(central.length + n.length, 12);
+  end.writeUInt32LE(local.length + n.length + data.length, 16);
+  return Buffer.concat([local, n, data, central, n, end]);
+}
+
 describe('Settings: logo and colour', () => {
   test('an SVG is refused with a clear message, and nothing changes', async () => {
     await upload(
@@ -70,6 +101,60 @@ describe('Settings: logo and colour', () => {
     assert.ok(noisy.length > 256 * 1024);
     await upload('big.png', 'image/png', noisy);
     assert.match((await ownerPage.page.getByRole('alert').textContent()) ?? '', /at most 256 kB/);
+    assert.equal(await logoOf(), null);
+  });
+
+  test('a 5 MB file is refused with the limit and a way back to Settings', async () => {
+    const { page } = ownerPage;
+    await page.goto(`${base}/dashboard/test/settings`);
+    await page
+      .getByLabel('Logo file')
+      .setInputFiles({ name: 'huge.png', mimeType: 'image/png', buffer: Buffer.alloc(5 * 1024 * 1024, 7) });
+    const [res] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/dashboard/test/settings/logo')),
+      page.getByRole('button', { name: 'Upload logo' }).click(),
+    ]);
+    assert.equal(res.status(), 413);
+    await page.getByRole('heading', { name: 'File too large' }).waitFor();
+    assert.match(
+      await page.locator('main').innerText(),
+      /The logo may be at most 256 kB; the file sent was larger \(5\.0 MB\)\. Nothing was changed\./,
+    );
+    await page.getByRole('link', { name: 'Back to Settings' }).click();
+    await page.waitForURL(/\/dashboard\/test\/settings#logo$/);
+    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+    assert.equal(await logoOf(), null);
+  });
+
+  test('a picture with another file appended, or not the format it claims, is refused; nothing changes', async () => {
+    const picture = (format: 'png' | 'jpeg' | 'webp') =>
+      sharp({ create: { width: 120, height: 40, channels: 3, background: '#0b5d3b' } })
+        .withMetadata({ exif: { IFD0: { Copyright: 'camera' } } })
+        [format](format === 'jpeg' ? { progressive: true } : {})
+        .toBuffer();
+    // What the structure walk reads as each picture's end is the end of the file sharp wrote.
+    for (const format of ['png', 'jpeg', 'webp'] as const) {
+      const bytes = await picture(format);
+      assert.equal(pictureEnd(bytes, format), bytes.length, format);
+    }
+    const zip = zipOf('notes.txt', Buffer.from('not a picture\n'));
+    for (const [format, name, type] of [
+      ['png', 'logo.png', 'image/png'],
+      ['jpeg', 'logo.jpg', 'image/jpeg'],
+      ['webp', 'logo.webp', 'image/webp'],
+    ] as const) {
+      await upload(name, type, Buffer.concat([await picture(format), zip]));
+      assert.match(
+        (await ownerPage.page.getByRole('alert').textContent()) ?? '',
+        new RegExp(`has ${zip.length} bytes of other data after the end of its (PNG|JPEG|WebP) picture`),
+        name,
+      );
+    }
+    await upload('logo.png', 'image/png', await picture('jpeg'));
+    assert.match((await ownerPage.page.getByRole('alert').textContent()) ?? '', /sent as PNG but holds a JPEG picture/);
+    // A browser that does not know the type sends the name's: a .webp file holding a PNG is refused too.
+    await upload('logo.webp', 'application/octet-stream', await picture('png'));
+    assert.match((await ownerPage.page.getByRole('alert').textContent()) ?? '', /sent as WebP but holds a PNG picture/);
     assert.equal(await logoOf(), null);
   });
 

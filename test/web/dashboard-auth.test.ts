@@ -173,14 +173,52 @@ describe('dashboard sign-in', () => {
     });
     assert.equal(ok.status, 303);
     // The sign-in form needs its pre-session token as well.
+    // The forms before sign-in need their pre-session token as well: refused like every form, 403.
     const anon = await b.open('phone');
     await anon.page.goto(`${base}/dashboard/signin`);
     const noToken = await post(anon.page, `${base}/dashboard/signin`, { email: owner.email, password: owner.password });
-    assert.equal(noToken.status, 400);
+    assert.equal(noToken.status, 403);
     assert.match(noToken.body, /This form has expired/);
+    assert.equal(await anon.page.getByLabel('Email').count(), 1, 'the sign-in form, to try again');
+    const signin = await anon.context.request.post(`${base}/dashboard/signin`, {
+      form: { _csrf: await csrfOf(anon.page), email: owner.email, password: owner.password },
+      maxRedirects: 0,
+      headers: { origin: base },
+    });
+    assert.equal(signin.status(), 303);
+    const cookies = signin.headersArray().filter((h) => h.name.toLowerCase() === 'set-cookie');
+    assert.equal(cookies.filter((c) => c.value.startsWith('kasse_session=')).length, 1, 'one session cookie');
+    assert.equal(new URL(signin.headers().location!, base).pathname, '/dashboard/signin/code');
+    const noCode = await post(anon.page, `${base}/dashboard/signin/code`, { code: '123456' });
+    assert.equal(noCode.status, 403);
+    assert.match(noCode.body, /This form has expired/);
     await anon.context.close();
     await other.context.close();
     await page.context().close();
+  });
+
+  test('behind an https checkout URL, signing in sets each __Host- cookie once', async () => {
+    // The checkout URL is what a proxy in front of Kasse serves; requests still reach this listener.
+    const { kasse } = w.t;
+    const real = kasse.urls.checkout;
+    kasse.urls.checkout = 'https://pay.example';
+    try {
+      const form = await fetch(`${base}/dashboard/signin`);
+      const pre = form.headers.getSetCookie().find((c) => c.startsWith('__Host-kasse_pre='))!;
+      assert.match(pre, /; Secure/);
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+      const res = await fetch(`${base}/dashboard/signin`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: pre.split(';')[0]! },
+        body: new URLSearchParams({ _csrf: csrf, email: owner.email, password: owner.password }),
+      });
+      assert.equal(res.status, 303);
+      const names = res.headers.getSetCookie().map((c) => c.split('=')[0]);
+      assert.deepEqual(names.sort(), ['__Host-kasse_device', '__Host-kasse_session'], 'each cookie once');
+    } finally {
+      kasse.urls.checkout = real;
+    }
   });
 
   test('throttling: a wait after repeated failures, per account and per address; a known browser still gets in', async () => {

@@ -165,13 +165,14 @@ describe('dashboard pages', () => {
     const lines = csv.body.trim().split('\r\n');
     assert.equal(
       lines[0],
-      'id,created_at,status,price_usd,price_amount,order_id,description,token,pay_amount,received_amount,paid_at,fee_usd,swap_fee_usd,net_usd,tx_hashes',
+      'id,created_at,status,price_usd,price_amount,order_id,description,token,coin,pay_amount,received_amount,paid_at,fee_usd,swap_fee_usd,net_usd,tx_hashes',
     );
     assert.equal(lines.length, 2);
     assert.match(
       lines[1]!,
       new RegExp(`^"${ids.paid}",".+","paid","25.00","2500","A-1 <img src=x onerror=""alert\\(1\\)"">"`),
     );
+    assert.match(lines[1]!, /,"base:usdc","USDC on Base Sepolia","25","25",/, 'the coin by id and by name');
     assert.match(lines[1]!, /,"0\.25","0\.00","24\.75","0x/, 'the fee (1 %) and the net credited');
     const filtered = await get(
       page,
@@ -363,23 +364,18 @@ describe('dashboard pages', () => {
     await page.getByRole('button', { name: 'Roll test key' }).click();
     const api2 = new ApiClient(w.t.urls.test, (await page.locator('#new-key').textContent())!);
 
-    // Reveal needs a fresh code.
+    // Reveal needs a fresh code: one field for revealing and rolling.
     await page.goto(`${base}/dashboard/test/developers`);
-    await page.locator('form[action$="/secret/reveal"]').getByLabel('Your current 6-digit code').fill('123456');
+    assert.equal(await page.getByLabel('Your current 6-digit code').count(), 1, 'one code field');
+    await page.getByLabel('Your current 6-digit code').fill('123456');
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     await page.getByRole('alert').filter({ hasText: 'That code is not valid' }).waitFor();
     assert.equal(await page.locator('#webhook-secret').count(), 0);
-    await page
-      .locator('form[action$="/secret/reveal"]')
-      .getByLabel('Your current 6-digit code')
-      .fill(totpCode(owner.secret!, w.t.clock));
+    await page.getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     assert.equal(await page.locator('#webhook-secret').textContent(), w.m.webhookSecret);
     // Roll: deliveries carry both signatures until the overlap ends.
-    await page
-      .locator('form[action$="/secret/roll"]')
-      .getByLabel('Your current 6-digit code')
-      .fill(totpCode(owner.secret!, w.t.clock));
+    await page.getByLabel('Your current 6-digit code').fill(totpCode(owner.secret!, w.t.clock));
     await page.getByRole('button', { name: 'Roll secret' }).click();
     const fresh = (await page.locator('#webhook-secret').textContent())!;
     assert.match(fresh, /^whsec_/);
@@ -430,7 +426,14 @@ describe('dashboard pages', () => {
 
   test('settings: name, payout coin and quorum; a quorum above the number of owners is refused', async () => {
     const { page, context } = await signedIn('phone');
-    await page.goto(`${base}/dashboard/test/settings`);
+    // The payout coin is named as each mode names it: after its testnet in test mode.
+    for (const [mode, name] of [
+      ['live', 'USDC on Base'],
+      ['test', 'USDC on Base Sepolia'],
+    ] as const) {
+      await page.goto(`${base}/dashboard/${mode}/settings`);
+      assert.equal(await page.getByLabel('Payout coin').locator('option:checked').textContent(), name, mode);
+    }
     assert.equal(await page.locator('#tax-profile').count(), 1);
     await page.getByLabel('Approvals a disbursement needs').selectOption('1');
     await page.getByLabel('Payout coin').selectOption({ index: 0 });
@@ -476,6 +479,10 @@ describe('dashboard pages', () => {
       'payments created by key',
     );
     assert.ok(who.includes('owner@example.com'), 'the refund made from the dashboard');
+    // Coins by name, as everywhere else; never a token id.
+    const what = (await page.locator('td[data-label=What]').allInnerTexts()).join('\n');
+    assert.match(what, /Coin\s+USDC on Base Sepolia/);
+    assert.doesNotMatch(what, /\b[a-z]+:(usdc|usdt|eth|sol)\b/, 'no token id');
     await page.getByLabel('What').selectOption('signin');
     await page.getByLabel('Who').selectOption({ label: 'owner@example.com' });
     await page.getByRole('button', { name: 'Filter' }).click();

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { ACTION_FAMILIES, inFamily } from '../../src/web/dashboard/pages/audit.ts';
+import { readmeSection } from '../../src/web/dashboard/pages/going-live.ts';
+import { t } from '../../src/core/i18n/index.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startMerchantSite, type TestBrowser, type WebKasse } from '../harness/browser.ts';
 import {
@@ -205,7 +207,7 @@ describe('dashboard shell', () => {
     }
   });
 
-  test('live pages carry a banner with the reason GET /currencies gives when no network takes payments', async () => {
+  test('live pages carry a banner in plain words when no network takes payments; Going live gives the reasons GET /currencies gives', async () => {
     assert.equal(w.t.kasse.chains.anyAvailable('live'), false);
     const live = new ApiClient(w.t.urls.live, (await w.t.kasse.merchants.rollKey(w.m.id, 'live')).key);
     const reasons = [
@@ -216,6 +218,8 @@ describe('dashboard shell', () => {
       ),
     ];
     assert.ok(reasons.length > 0 && reasons.every((r) => typeof r === 'string' && r.length > 0));
+    /** What merchants and payers should not have to read: commands, settings, files. */
+    const OPERATOR = /`|kasse |docs\/|\.md\b|networks file|forwarder_factory|rpc_urls|treasury/;
     const { page, context } = await as('member', 'phone');
     for (const path of [
       '/dashboard/live',
@@ -226,7 +230,9 @@ describe('dashboard shell', () => {
       await page.goto(base + path);
       const banner = (await page.locator('[data-live-banner]').textContent())!;
       assert.match(banner, /Live mode cannot take payments: no network is running/, path);
-      for (const r of reasons) assert.ok(banner.includes(r), `${path}: "${r}"`);
+      assert.match(banner, /Ethereum, Base, .*, Litecoin: not set up for live payments yet/, path);
+      assert.match(banner, /Whoever runs this Kasse finishes the set-up/, path);
+      assert.doesNotMatch(banner, OPERATOR, path);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 1, `${path} scrolls sideways by ${overflow}px`);
     }
@@ -235,8 +241,32 @@ describe('dashboard shell', () => {
     await page.goto(`${base}/dashboard/live`);
     await page.getByRole('link', { name: /Going live/ }).click();
     await page.getByRole('heading', { name: 'Going live', level: 1 }).waitFor();
+    // The operator's reasons, commands included, stay on Going live.
+    const missing = (await page.locator('[data-missing]').textContent())!;
+    for (const r of reasons) assert.ok(missing.includes(r.replace(/`/g, '')), `Going live: "${r}"`);
     assert.match((await page.locator('main').textContent())!, /Fund the hot wallet/);
+    const steps = (await readmeSection('Going live'))!.match(/^\d+\. /gm)!.length;
+    assert.ok(steps >= 5);
+    assert.equal(await page.locator('.d-doc ol > li').count(), steps, "each of the README's steps an item");
     await context.close();
+
+    // Choosing a coin: the API's 503 says why in plain words; the payer's page says it in the payer's language.
+    const p = (await live.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'L-1' })).body;
+    const api = await live.post(`/payments/${p.id}/attempts`, { chain: 'ethereum', token: 'ethereum:usdc' });
+    assert.equal(api.status, 503);
+    assert.equal(
+      api.body.error.message,
+      'The Ethereum network takes no payments now (not set up for live payments yet); choose another coin.',
+    );
+    const payer = await fetch(`${base}/p/${p.id}/attempts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base, 'accept-language': 'de' },
+      body: JSON.stringify({ token: 'ethereum:usdc' }),
+    });
+    assert.equal(payer.status, 503);
+    const told = ((await payer.json()) as { error: { message: string } }).error.message;
+    assert.equal(told, t('de', 'err.chain_paused'));
+    assert.doesNotMatch(told, OPERATOR);
   });
 
   test('audit log: refusals and first sign-ins recorded; every family filters; details as labelled values; no broken words', async () => {

@@ -24,7 +24,7 @@ import {
 } from '../harness/browser.ts';
 import { createUser, csrfOf, get, post, setUpAccount, signIn, type DashboardUser } from '../harness/dashboard.ts';
 import { startFxServer, type FxServer } from '../harness/fx-server.ts';
-import { readPdf } from '../harness/pdf.ts';
+import { pdfRuns, readPdf } from '../harness/pdf.ts';
 import { assertAddsUp, centsOf, csvBalance, pdfBalance, type ReadBalance } from '../harness/statements.ts';
 import { linkIn, startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
 
@@ -171,11 +171,20 @@ describe('statements on the dashboard', () => {
     assert.match(read.text, new RegExp(`Closing balance\\s+${(march.closing_balance_usd_cents / 100).toFixed(2)}`));
     const inPdf = pdfBalance(read.text);
     assert.deepEqual(inPdf.cents, page.cents, "the PDF has the page's signed figures");
-    assert.deepEqual(
-      inPdf.labels.map((l) => l.split(':')[0]),
-      page.labels,
-      'line for line',
-    );
+    assert.deepEqual(inPdf.labels, page.labels, 'line for line, each label whole on the line of its amount');
+    // Each line's make-up is under its label; the opening and closing balances are bold, their movements are not.
+    const runs = pdfRuns('dashboard-statement-2026-03');
+    const run = (text: string) => runs.find((r) => r.text.trim() === text) ?? assert.fail(`no run "${text}"`);
+    for (const label of page.labels) {
+      const r = run(label);
+      const balance = /^(Opening|Closing) balance$/.test(label);
+      assert.equal(r.bold, balance, `${label} ${balance ? 'is' : 'is not'} bold`);
+      const amount = runs.find((x) => x.top === r.top && x.left > r.left + 200)!;
+      assert.equal(amount.bold, balance, `the amount of ${label}`);
+    }
+    const credits = run(page.labels[1]!);
+    const detail = runs.find((r) => r.text.startsWith('value $65.00'))!;
+    assert.ok(detail.top > credits.top && detail.left === credits.left, 'the make-up under its label');
 
     // The month after is linked; the month in progress runs to now; a month ahead or malformed is refused.
     await owner.page.getByRole('link', { name: 'Next month →' }).click();
@@ -312,6 +321,55 @@ describe('statements on the dashboard', () => {
     assert.equal(await w.t.kasse.statementEmails.runOnce(), 1);
     assert.equal((await statementMails()).length, 2);
     assert.equal((await w.t.kasse.statementEmails.next(w.m.id, 'test'))!.month, '2026-07');
+  });
+
+  test('coin amounts read rounded in lists, on the payment, the statement and its PDF; exact a click away and in the CSV', async () => {
+    const p = (await w.m.test.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'ETH-9' })).body;
+    assert.equal((await w.m.test.post(`/payments/${p.id}/attempts`, { chain: 'base', token: 'base:eth' })).status, 201);
+    const paid = (await w.m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' })).body;
+    const exact: string = paid.attempts[0].received_amount_display;
+    assert.match(exact, /^0\.\d{16,18}$/, 'ETH has 18 decimals');
+    const read = `≈${Number(exact).toPrecision(6)}`; // 6 significant digits
+    assert.ok(read.length < 12, read);
+    const month = w.t.clock.now().toISOString().slice(0, 7);
+    const owner = await as('owner', '/dashboard/test/payments');
+    const { page } = owner;
+    const row = page.locator('tr', { has: page.getByRole('link', { name: 'ETH-9' }) });
+    const coin = row.locator('td[data-label=Coin]');
+    assert.equal((await coin.innerText()).trim(), `${read} ETH on Base Sepolia`);
+    assert.equal(await coin.locator('summary').getAttribute('title'), `Exactly ${exact} ETH on Base Sepolia`);
+    await coin.locator('summary').click();
+    assert.match(
+      await coin.innerText(),
+      new RegExp(`exactly ${exact.replace('.', '\\.')}`),
+      'a click shows it exactly',
+    );
+
+    await page.goto(`${base}/dashboard/test/payments/${p.id}`);
+    for (const cell of ['Asked', 'Received'])
+      assert.equal((await page.locator(`td[data-label=${cell}]`).innerText()).trim(), read, cell);
+    assert.equal(await page.getByRole('button', { name: /^Refund / }).innerText(), `Refund ${read} ETH`);
+    await page.goto(`${base}/dashboard/test`);
+    assert.match(
+      await page
+        .locator('td[data-label=Held]')
+        .allInnerTexts()
+        .then((t) => t.join('|')),
+      new RegExp(read),
+    );
+
+    await page.goto(`${base}/dashboard/test/statements/${month}`);
+    const eth = page.locator('tr', { has: page.locator('td[data-label=Coin]', { hasText: /^ETH$/ }) });
+    assert.equal((await eth.locator('td[data-label=Received]').innerText()).trim(), read);
+    assert.ok(!(await page.locator('main').innerText()).includes(exact), 'no 18 decimals on the page');
+    const csv = (await get(page, `${base}/dashboard/test/statements/${month}/csv`)).body;
+    assert.ok(csv.includes(`coin,ETH on Base Sepolia,1,25.00,base:eth,${exact}\r\n`), csv);
+    const pdfFile = await owner.context.request.get(`${base}/dashboard/test/statements/${month}/pdf`);
+    const pdf = readPdf(await pdfFile.body(), 'dashboard-statement-eth');
+    assert.ok(pdf.text.includes(`ETH on Base Sepolia — 1 payment, ${read} ETH received`), pdf.text);
+    assert.ok(!pdf.text.includes(exact), 'no 18 decimals in the PDF');
+    assert.match(pdf.text, /≈ Coin amounts rounded to 6 significant digits; the CSV download gives them exactly\./);
+    await owner.context.close();
   });
 });
 

@@ -132,6 +132,12 @@ describe('disbursements on the dashboard', () => {
     assert.equal(await page.locator('[data-fingerprint]').innerText(), fingerprint(digest));
     assert.equal(await page.locator('table.d-table tbody tr').count(), 3, 'every item is listed');
     assert.match(await page.locator('.d-facts').innerText(), /\$60\.00 in USDC on Base Sepolia/);
+    // The owners' mail names the coin as the page does (kept on the Mail page: this app has no SMTP server).
+    await page.goto(`${base}/dashboard/test/mail`);
+    await page.getByRole('link', { name: 'Approve disbursement: March <affiliates>' }).first().click();
+    const mail = await page.locator('.d-mailtext').innerText();
+    assert.match(mail, /pays 3 addresses \$60\.00 in USDC on Base Sepolia\./);
+    assert.doesNotMatch(mail, /on base\b/);
     await ana.context.close();
   });
 

@@ -1,4 +1,5 @@
 /** The mail that asks every owner to approve a new batch, and the dollar amounts as owners read them. */
+import { coinName, type CoinNames } from '../../chains/names.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
@@ -8,7 +9,7 @@ import type { Disbursement } from './schema.ts';
 
 /** Mails every owner that a batch waits for approval (in the creating transaction: the outbox sends it). */
 export async function mailOwners(
-  deps: { email: EmailService; checkoutBase: () => string },
+  deps: { email: EmailService; checkoutBase: () => string; chains: CoinNames },
   tx: Tx,
   mode: Mode,
   d: Disbursement,
@@ -18,7 +19,7 @@ export async function mailOwners(
   const content = renderEmail({
     heading: `A disbursement waits for your approval`,
     paragraphs: [
-      `“${d.title}” pays ${d.item_count} ${d.item_count === 1 ? 'address' : 'addresses'} ${usdText(BigInt(d.total_usd_cents))} in ${d.symbol} on ${d.chain}.`,
+      `“${d.title}” pays ${d.item_count} ${d.item_count === 1 ? 'address' : 'addresses'} ${usdText(BigInt(d.total_usd_cents))} in ${coinName(deps.chains, mode, d.token)}.`,
       `It needs ${d.approvals_required} owner ${d.approvals_required === 1 ? 'approval' : 'approvals'}. Check every item on the dashboard and approve it there with your authenticator code.`,
     ],
     action: { label: 'Review the disbursement', url },

@@ -94,11 +94,67 @@ const LOGO_FORMATS = new Set(['png', 'jpeg', 'webp']);
 /** sharp (libvips), loaded when a logo is first processed, not by every process that imports this. */
 const libvips = loadOnce(() => import('sharp').then((m) => m.default));
 
+/** The picture formats of the media types a browser may claim for a file; any other claim is some other format. */
+const CLAIMED: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/jpg': 'jpeg',
+  'image/pjpeg': 'jpeg',
+  'image/webp': 'webp',
+};
+const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', webp: 'WebP' };
+
+/**
+ * Where a PNG, JPEG or WebP file's picture ends, read from its own structure: after PNG's IEND chunk, JPEG's EOI
+ * marker (segments and entropy-coded scans walked, so an embedded thumbnail's markers are skipped), or the length
+ * its RIFF header gives. Null when the structure is broken before its end.
+ */
+export function pictureEnd(bytes: Buffer, format: string): number | null {
+  const len = bytes.length;
+  if (format === 'png') {
+    for (let at = 8; at + 12 <= len; ) {
+      const type = bytes.toString('latin1', at + 4, at + 8);
+      at += 12 + bytes.readUInt32BE(at);
+      if (type === 'IEND') return at <= len ? at : null;
+    }
+    return null;
+  }
+  if (format === 'webp') {
+    if (len < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF') return null;
+    const end = 8 + bytes.readUInt32LE(4);
+    return end <= len ? end : null;
+  }
+  if (format === 'jpeg') {
+    let at = 2; // after SOI
+    while (at < len) {
+      if (bytes[at] !== 0xff) return null;
+      while (bytes[at] === 0xff) at++;
+      const marker = bytes[at++];
+      if (marker === undefined) return null;
+      if (marker === 0xd9) return at; // EOI
+      if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) continue; // no length
+      if (at + 2 > len) return null;
+      at += bytes.readUInt16BE(at);
+      if (marker !== 0xda) continue;
+      // A scan's entropy-coded data runs to the next marker that is not a stuffed 0xFF00 or a restart marker.
+      while (
+        at + 1 < len &&
+        !(bytes[at] === 0xff && bytes[at + 1] !== 0 && (bytes[at + 1]! < 0xd0 || bytes[at + 1]! > 0xd7))
+      )
+        at++;
+    }
+    return null;
+  }
+  return null;
+}
+
 /**
  * Decodes an uploaded logo and re-encodes it as PNG: metadata dropped, orientation applied, at most LOGO_MAX_PX on
- * its longer side. 400 on `logo` for an empty or too large file, SVG, or anything that is not PNG, JPEG or WebP.
+ * its longer side. 400 on `logo` for an empty or too large file, SVG, anything that is not PNG, JPEG or WebP, a file
+ * whose content is not the format it claims (`claimed`: the media type the upload gave it, '' for none), and a file
+ * with data after the end of its picture (another file appended to it, a ZIP say), which re-encoding would hide.
  */
-export async function processLogo(bytes: Buffer, param = 'logo'): Promise<ProcessedLogo> {
+export async function processLogo(bytes: Buffer, claimed = '', param = 'logo'): Promise<ProcessedLogo> {
   if (bytes.length === 0) throw invalid('Choose a logo file to upload.', param);
   if (bytes.length > LOGO_MAX_BYTES)
     throw invalid(`The logo is ${Math.ceil(bytes.length / 1024)} kB; it may be at most 256 kB.`, param);
@@ -111,6 +167,19 @@ export async function processLogo(bytes: Buffer, param = 'logo'): Promise<Proces
     throw refused;
   }
   if (!format || !LOGO_FORMATS.has(format)) throw refused;
+  if (claimed && CLAIMED[claimed] !== format)
+    throw invalid(
+      `The file is sent as ${CLAIMED[claimed] ? FORMAT_NAMES[CLAIMED[claimed]] : claimed} but holds a ${FORMAT_NAMES[format]} picture. Export the logo again as PNG, JPEG or WebP and upload that file.`,
+      param,
+    );
+  const end = pictureEnd(bytes, format);
+  if (end === null)
+    throw invalid('The logo could not be read as a picture; export it again as PNG, JPEG or WebP.', param);
+  if (end < bytes.length)
+    throw invalid(
+      `The file has ${bytes.length - end} bytes of other data after the end of its ${FORMAT_NAMES[format]} picture. Upload the picture alone: export the logo again as PNG, JPEG or WebP.`,
+      param,
+    );
   try {
     const { data, info } = await sharp(bytes, { limitInputPixels: 40_000_000, animated: false })
       .rotate()

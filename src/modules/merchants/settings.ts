@@ -117,8 +117,9 @@ export class MerchantSettings {
    * Decodes and re-encodes an uploaded logo (branding.ts), stores its pixels and makes it the merchant's logo,
    * audited (`settings.branding`). 400 on `logo` for a file that is not a PNG, JPEG or WebP of at most 256 kB.
    */
-  async setLogo(merchantId: string, bytes: Buffer, actor: Actor): Promise<MerchantRecord> {
-    const logo = await processLogo(bytes);
+  /** `claimed`: the media type the upload gave the file ('' for none); a file that is not what it claims is refused. */
+  async setLogo(merchantId: string, bytes: Buffer, actor: Actor, claimed = ''): Promise<MerchantRecord> {
+    const logo = await processLogo(bytes, claimed);
     await storeLogo(this.deps.db, logo);
     return this.saveLogo(merchantId, logo.sha256, actor);
   }

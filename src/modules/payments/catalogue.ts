@@ -99,7 +99,7 @@ export class Catalogue {
     if (!this.deps.chains.available(mode, token.chain)) {
       throw new ApiError(
         'chain_paused',
-        `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).reason}); choose another coin.`,
+        `The ${network.name} network takes no payments now (${this.deps.chains.status(mode, token.chain).plain}); choose another coin.`,
       );
     }
     const quote = await this.deps.prices.quoteFresh(token);

@@ -16,6 +16,7 @@
  */
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import type { CoinNames } from '../../chains/names.ts';
 import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { invalidState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
@@ -43,6 +44,8 @@ export interface StatementEmailDeps {
   users: Pick<Team, 'list'>;
   merchants: Pick<MerchantService, 'get'>;
   audit: AuditLog;
+  /** Names the statement's coins in its PDF. */
+  chains: CoinNames;
   /** Absolute URL of a dashboard path (`/test/statements/2026-03`). */
   dashboardUrl: (path: string) => string;
 }
@@ -262,6 +265,7 @@ export class StatementEmails {
     const pdf = await statementPdf(statement, {
       merchantName: merchant.name,
       mode,
+      chains: this.deps.chains,
       brand: await pdfBrand(this.deps.db, merchantId),
     });
     return {

@@ -1,11 +1,20 @@
 /**
- * A statement as a download: CSV (one table, amounts as US dollars with two decimals) and PDF (A4). Pure functions
- * of the Statement object, so any page or email can offer them.
+ * A statement as a download: CSV (one table, amounts as US dollars with two decimals, coin amounts exact) and PDF
+ * (A4, coin amounts rounded for reading). Pure functions of the Statement object and the names of its mode's coins
+ * (chains/names.ts), so any page or email can offer them.
  */
-import { formatCents } from '../../core/money.ts';
+import { coinName, type CoinNames } from '../../chains/names.ts';
+import type { Mode } from '../../core/mode.ts';
+import { formatCents, readableAmount } from '../../core/money.ts';
 import { drawBrand, newPdf, pdfBytes, rows, type PdfBrand } from '../../core/pdf.ts';
 import type { Statement } from './service.ts';
 import { MONTHS } from '../../core/dates.ts';
+
+/** What names a statement's coins: the registry and the statement's mode. */
+export interface StatementCoins {
+  chains: CoinNames;
+  mode: Mode;
+}
 
 /** "1,234.56" (negative "-1,234.56") for cents. */
 export function usd(cents: number): string {
@@ -130,9 +139,10 @@ const HEADER = ['section', 'item', 'count', 'usd', 'token', 'amount', 'destinati
 
 /**
  * The statement as CSV (RFC 4180, CRLF line ends, header row first). The `balance` rows are the balance lines,
- * signed (their `usd` adds up to the closing); the other sections give the statement's figures as the API does.
+ * signed (their `usd` adds up to the closing); the other sections give the statement's figures as the API does, a
+ * `coin` row's item being the coin's name ("ETH on Base Sepolia") and its token and exact amount beside it.
  */
-export function statementCsv(s: Statement): string {
+export function statementCsv(s: Statement, coins: StatementCoins): string {
   const out: Array<Array<string | number | null>> = [HEADER];
   const row = (
     section: string,
@@ -157,7 +167,11 @@ export function statementCsv(s: Statement): string {
   row('clawback', 'change', null, s.clawback_change_usd_cents);
   row('held', 'value', s.held.count, s.held.value_usd_cents);
   row('reconciliation', 'gap', null, s.reconciliation_gap_usd_cents);
-  for (const c of s.by_coin) row('coin', c.symbol, c.payments, c.value_usd_cents, [c.token, c.received_display]);
+  for (const c of s.by_coin)
+    row('coin', coinName(coins.chains, coins.mode, c.token), c.payments, c.value_usd_cents, [
+      c.token,
+      c.received_display,
+    ]);
   for (const p of s.payouts.items)
     row('payout', p.id, null, p.usd_cents, [p.token, p.amount_display, p.destination, p.tx_hash, p.sent_at]);
   return `${out.map((r) => r.map(field).join(',')).join('\r\n')}\r\n`;
@@ -169,10 +183,14 @@ export function monthName(month: string): string {
   return `${MONTHS[Number(m) - 1]} ${y}`;
 }
 
-/** The statement as an A4 PDF. */
+/**
+ * The statement as an A4 PDF. The balance reads line by line with each line's make-up under it, the opening and
+ * closing balances in bold (the closing under a rule); coin amounts are rounded for reading ("≈", as on the page),
+ * and the CSV has them exact.
+ */
 export async function statementPdf(
   s: Statement,
-  who: { merchantName: string; mode: 'test' | 'live'; brand?: PdfBrand | null },
+  who: StatementCoins & { merchantName: string; brand?: PdfBrand | null },
 ): Promise<Buffer> {
   const doc = await newPdf({ title: `Statement ${s.month}`, author: who.merchantName });
   drawBrand(doc, who.brand);
@@ -202,10 +220,12 @@ export async function statementPdf(
   section('Balance');
   rows(
     doc,
-    balanceLines(s).map((l): [string, string] => [
-      l.detail ? `${l.label}: ${l.detail}` : l.label,
+    balanceLines(s).map((l): [string, string, { bold: boolean; rule: boolean; detail: string | null }] => [
+      l.label,
       signedAmount(l, usd),
+      { bold: l.kind === 'balance', rule: l.key === 'closing', detail: l.detail },
     ]),
+    { size: 10 },
   );
   section('Activity');
   rows(doc, [
@@ -220,7 +240,7 @@ export async function statementPdf(
     rows(
       doc,
       s.by_coin.map((c) => [
-        `${c.symbol} on ${c.chain} — ${c.payments} payment${c.payments === 1 ? '' : 's'}, ${c.received_display} ${c.symbol} received`,
+        `${coinName(who.chains, who.mode, c.token)} — ${c.payments} payment${c.payments === 1 ? '' : 's'}, ${readableAmount(c.received_display)} ${c.symbol} received`,
         usd(c.value_usd_cents),
       ]),
     );
@@ -233,7 +253,7 @@ export async function statementPdf(
         doc,
         [
           [
-            `${p.sent_at.slice(0, 10)} ${p.amount_display} ${p.symbol} to ${p.destination}${p.tx_hash ? ` (${p.tx_hash})` : ''}`,
+            `${p.sent_at.slice(0, 10)} ${readableAmount(p.amount_display)} ${coinName(who.chains, who.mode, p.token)} to ${p.destination}${p.tx_hash ? ` (${p.tx_hash})` : ''}`,
             usd(p.usd_cents),
           ],
         ],
@@ -241,5 +261,13 @@ export async function statementPdf(
       );
     }
   }
+  const exact = [...s.by_coin.map((c) => c.received_display), ...s.payouts.items.map((p) => p.amount_display)];
+  if (exact.some((a) => readableAmount(a) !== a))
+    doc
+      .moveDown()
+      .font('regular')
+      .fontSize(8)
+      .fillColor('#555')
+      .text('≈ Coin amounts rounded to 6 significant digits; the CSV download gives them exactly.', left);
   return pdfBytes(doc);
 }

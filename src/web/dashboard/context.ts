@@ -78,8 +78,13 @@ export function setCookie(
   ];
   if (secureCookies(kasse)) attrs.push('Secure');
   if (maxAgeSeconds !== undefined) attrs.push(`Max-Age=${maxAgeSeconds}`);
+  // One Set-Cookie per cookie: a later value replaces an earlier one of the answer (Fastify appends to the header).
   const prior = reply.getHeader('set-cookie');
-  reply.header('set-cookie', [...(Array.isArray(prior) ? prior : prior ? [String(prior)] : []), attrs.join('; ')]);
+  const others = (Array.isArray(prior) ? prior : prior ? [String(prior)] : []).filter(
+    (c) => !c.startsWith(`${cookieName(kasse, base)}=`),
+  );
+  reply.removeHeader('set-cookie');
+  reply.header('set-cookie', [...others, attrs.join('; ')]);
 }
 
 export function clearCookie(reply: FastifyReply, kasse: Kasse, base: 'session' | 'pre'): void {
@@ -123,28 +128,42 @@ function sameToken(a: string, b: unknown): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export const csrfRefused = () =>
-  new ApiError(
-    'invalid_request',
-    'This form has expired or did not come from the dashboard. Reload the page and try again.',
-    '_csrf',
-  );
+/**
+ * A form refused before its action ran: no CSRF token of this browser or session, or sent from another site. The
+ * dashboard answers it 403 wherever it is refused (forms.ts `tell`); as an API error it stays `invalid_request`.
+ */
+export class FormRefused extends ApiError {
+  constructor(message: string, param: string) {
+    super('invalid_request', message, param);
+  }
+}
 
-/** 400 unless the form carries the pre-sign-in token of this browser and comes from this host. */
+export const csrfRefused = () =>
+  new FormRefused('This form has expired or did not come from the dashboard. Reload the page and try again.', '_csrf');
+
+function sameOrigin(kasse: Kasse, req: FastifyRequest): void {
+  try {
+    assertSameOrigin(req, kasse.urls.checkout);
+  } catch (err) {
+    throw err instanceof ApiError ? new FormRefused(err.message, err.param ?? 'Origin') : err;
+  }
+}
+
+/** FormRefused unless the form carries the pre-sign-in token of this browser and comes from this host. */
 export function checkPreCsrf(kasse: Kasse, req: FastifyRequest, body: Record<string, unknown>): void {
-  assertSameOrigin(req, kasse.urls.checkout);
+  sameOrigin(kasse, req);
   const value = parseCookies(req)[cookieName(kasse, 'pre')];
   if (!value || !sameToken(mac(kasse, `pre:${value}`), body._csrf)) throw csrfRefused();
 }
 
-/** 400 unless the form carries this session's token and comes from this host. */
+/** FormRefused unless the form carries this session's token and comes from this host. */
 export function checkSessionCsrf(
   kasse: Kasse,
   req: FastifyRequest,
   session: SessionRow,
   body: Record<string, unknown>,
 ): void {
-  assertSameOrigin(req, kasse.urls.checkout);
+  sameOrigin(kasse, req);
   if (!sameToken(sessionCsrf(kasse, session), body._csrf)) throw csrfRefused();
 }
 

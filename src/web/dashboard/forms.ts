@@ -7,7 +7,7 @@
  */
 import { ApiError, type ErrorCode } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
-import type { Ctx } from './context.ts';
+import { type Ctx, FormRefused } from './context.ts';
 
 export function csrfField(token: string): Html {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
@@ -59,7 +59,8 @@ export function tell(err: unknown, hints: Record<string, string> = {}, own = fal
   const hint = field !== null ? hints[field] : undefined;
   const message =
     hint ?? (own ? err.message : (hints[err.code] ?? GENERIC[err.code] ?? 'That did not work. Try again.'));
-  return { status: err.status, code: err.code, message, field };
+  // A form refused for its CSRF token or origin answers 403 wherever it was sent (docs/dashboard.md).
+  return { status: err instanceof FormRefused ? 403 : err.status, code: err.code, message, field };
 }
 
 export function errorBox(told: Told | null): Html | string {

@@ -101,8 +101,9 @@ ${o.body}
 export const GOING_LIVE_PATH = '/dashboard/live/going-live';
 
 /**
- * Live mode's warning when a live network takes no payments: each such network with the reason `GET /currencies`
- * gives as `network_status_reason` (the same function, `ChainRegistry.status`), and a link to "Going live".
+ * Live mode's warning when a live network takes no payments: each such network with why in plain words
+ * (`NetworkStatus.plain`: no settings or commands, which the merchant cannot act on), what to do, and a link to
+ * "Going live", which gives the operator's reasons and steps.
  */
 export function liveBanner(ctx: Pick<Ctx, 'kasse' | 'mode'>): Html | string {
   if (ctx.mode !== 'live') return '';
@@ -111,7 +112,7 @@ export function liveBanner(ctx: Pick<Ctx, 'kasse' | 'mode'>): Html | string {
   for (const n of chains.networks('live')) {
     const s = chains.status('live', n.id);
     if (s.state === 'running') continue;
-    const why = s.reason ?? s.state;
+    const why = s.plain ?? s.state;
     reasons.set(why, [...(reasons.get(why) ?? []), n.name]);
   }
   if (reasons.size === 0) return '';
@@ -121,7 +122,7 @@ export function liveBanner(ctx: Pick<Ctx, 'kasse' | 'mode'>): Html | string {
     : 'Some networks take no live payments; payers cannot choose their coins.';
   return html`<div class="d-livebar" role="note" data-live-banner><p><strong>${lead}</strong></p><ul>${[...reasons].map(
     ([why, names]) => html`<li>${names.join(', ')}: ${why}</li>`,
-  )}</ul><p><a href="${GOING_LIVE_PATH}">Going live: what to set up →</a></p></div>`;
+  )}</ul><p>Whoever runs this Kasse finishes the set-up; you can go on in test mode meanwhile. <a href="${GOING_LIVE_PATH}">Going live: what is missing and the steps →</a></p></div>`;
 }
 
 /**

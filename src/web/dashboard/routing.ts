@@ -31,6 +31,7 @@ import {
 } from './context.ts';
 import { documentOf, refusal, send, shell } from './layout.ts';
 import { errorBox, tell } from './forms.ts';
+import { tooLargeUpload } from './upload.ts';
 
 export type DashboardModule = (r: Router) => void;
 
@@ -216,6 +217,17 @@ export function errorPage(kasse: Kasse, err: FastifyError, req: FastifyRequest, 
     kasse.log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'unhandled dashboard error');
     message = `Something went wrong on our side. Nothing was changed by this request; try again, and quote request id ${req.id} if it happens again.`;
   } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    const upload = tooLargeUpload(req.url, req.headers['content-length']);
+    if (upload)
+      return send(
+        reply,
+        status,
+        documentOf({
+          title: 'File too large',
+          bare: true,
+          body: html`<main class="d-card" id="main"><p class="d-brand">Kasse</p><h1>File too large</h1><p>${upload.message}</p><p><a class="d-btn" href="${upload.back}">Back to ${upload.page}</a></p></main>`,
+        }),
+      );
     message = 'What was sent is too large. Nothing was changed.';
   } else {
     message = err instanceof ApiError ? err.message : 'The request could not be read. Nothing was changed.';

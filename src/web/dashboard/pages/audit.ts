@@ -10,10 +10,11 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
+import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { refusal, send, shell, sendShell } from '../layout.ts';
 import { errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { badge, usd, when, wrapAt } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 /**
@@ -74,34 +75,47 @@ const DETAIL_LABELS: Record<string, string> = {
   total_usd_cents: 'Total',
   title: 'Title',
   token: 'Coin',
+  payout_token: 'Payout coin',
   permission: 'Permission',
   request: 'Request',
   code: 'Error code',
 };
 
-function detailValue(key: string, v: unknown): string {
+/** Details that hold a token id (a change's `from` and `to` included), shown by the coin's name. */
+const COIN_KEYS = new Set(['token', 'payout_token']);
+
+/** A detail's value in words; `coin` names a token id as people read it ("USDC on Base Sepolia"). */
+function detailValue(key: string, v: unknown, coin: (token: string) => string): string {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
   if (typeof v === 'number' && /(^|_)usd_cents$/.test(key)) return usd(v);
-  if (Array.isArray(v)) return v.map((x) => detailValue(key, x)).join(', ');
+  if (typeof v === 'string' && COIN_KEYS.has(key)) return coin(v);
+  if (Array.isArray(v)) return v.map((x) => detailValue(key, x, coin)).join(', ');
   if (typeof v === 'object')
     return Object.entries(v as Record<string, unknown>)
-      .map(([k, x]) => `${label(k)}: ${detailValue(k, x)}`)
+      .map(
+        ([k, x]) =>
+          `${label(k)}: ${detailValue(COIN_KEYS.has(key) && (k === 'from' || k === 'to') ? key : k, x, coin)}`,
+      )
       .join('; ');
   return String(v);
 }
 
 const label = (key: string) => DETAIL_LABELS[key] ?? `${key.charAt(0).toUpperCase()}${key.slice(1).replace(/_/g, ' ')}`;
 
-/** An entry's details as labelled values. */
-function details(d: Record<string, unknown>): Html {
-  return html`<dl class="d-details">${Object.entries(d).map(([k, v]) => html`<dt>${label(k)}</dt><dd>${detailValue(k, v)}</dd>`)}</dl>`;
+/** An entry's details as labelled values; token ids named in `mode` (the entry's, else the page's). */
+function details(ctx: Ctx, a: AuditRecord, d: Record<string, unknown>): Html {
+  const coin = (token: string) => coinName(ctx.kasse.chains, a.mode ?? ctx.mode, token);
+  return html`<dl class="d-details">${Object.entries(d).map(([k, v]) => html`<dt>${label(k)}</dt><dd>${long(detailValue(k, v, coin))}</dd>`)}</dl>`;
 }
 
-function who(a: AuditRecord): string {
-  if (a.actor.type === 'key') return `API key ${a.actor.id ?? ''}`;
+/** A value without spaces too long for a narrow column (an email, a URL) may wrap at its punctuation. */
+const long = (text: string) => (text.length > 24 && !/\s/.test(text) ? wrapAt(text) : text);
+
+function who(a: AuditRecord): Html | string {
+  if (a.actor.type === 'key') return html`API key <code class="d-mono">${a.actor.id ?? ''}</code>`;
   if (a.actor.type === 'operator') return 'operator (CLI)';
-  return a.actor.label ?? a.actor.id ?? 'unknown';
+  return wrapAt(a.actor.label ?? a.actor.id ?? 'unknown');
 }
 
 function day(text: string | undefined, param: string): Date | undefined {
@@ -150,7 +164,7 @@ ${
   page.data.length
     ? html`<table class="d-table d-audit"><thead><tr><th>When</th><th>Who</th><th>What</th><th>Object</th><th>Mode</th><th>From</th></tr></thead><tbody>${page.data.map(
         (a) =>
-          html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${who(a)}</td><td data-label="What"><code>${a.action}</code>${a.details ? details(a.details) : ''}</td><td data-label="Object">${a.target ? html`<code class="d-mono">${a.target.id ?? a.target.type}</code>` : '—'}</td><td data-label="Mode">${a.mode ?? '—'}</td><td data-label="From">${a.actor.ip ?? '—'}</td></tr>`,
+          html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${who(a)}</td><td data-label="What"><code>${a.action}</code>${a.details ? details(ctx, a, a.details) : ''}</td><td data-label="Object">${a.target ? html`<code class="d-mono">${a.target.id ?? a.target.type}</code>` : '—'}</td><td data-label="Mode">${a.mode ?? '—'}</td><td data-label="From">${a.actor.ip ?? '—'}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="d-empty">Nothing recorded for these filters.</p>`
 }<nav class="d-pager">${q.cursor ? html`<a href="${base}${qs({})}">First page</a>` : ''}${page.next_cursor ? html`<a href="${base}${qs({ cursor: page.next_cursor })}" rel="next">Older entries →</a>` : ''}</nav>`;

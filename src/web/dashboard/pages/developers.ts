@@ -113,8 +113,7 @@ async function developersPage(ctx: Ctx, shown: Shown = {}, told: Told | null = n
       : ''
   }${
     owner
-      ? html`<div class="d-two"><form method="post" action="${base}/secret/reveal" class="d-form">${csrfField(ctx.csrf)}${codeField(told)}<button type="submit" class="d-btn d-secondary">Reveal secret</button></form>
-<form method="post" action="${base}/secret/roll" class="d-form">${csrfField(ctx.csrf)}${codeField(told, 'roll_code')}<button type="submit" class="d-btn d-danger">Roll secret</button></form></div>`
+      ? html`<form method="post" action="${base}/secret/reveal" class="d-form" data-secret>${csrfField(ctx.csrf)}${codeField(told)}<div class="d-actions"><button type="submit" class="d-btn d-secondary">Reveal secret</button><button type="submit" class="d-btn d-danger" formaction="${base}/secret/roll">Roll secret</button></div></form>`
       : html`<p class="d-hint">Only owners can reveal or roll the secret.</p>`
   }</section>`;
   const body = html`${errorBox(told)}${keyPanel}${urlPanel}${secretPanel}<section class="d-panel"><h2>Events</h2><p><a href="${base}/events">Event log with every delivery attempt →</a></p></section>`;
@@ -229,7 +228,7 @@ export function developerPages(r: Router): void {
 
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
-      await secondFactor(ctx, form.roll_code, 'webhook_secret.roll');
+      await secondFactor(ctx, form.code, 'webhook_secret.roll');
       const rolled = await kasse.merchantSettings.rollWebhookSecret(ctx.merchant.id, ctx.actor);
       kasse.webhooks.delivery.forgetSecrets();
       return developersPage(ctx, {
@@ -242,7 +241,7 @@ export function developerPages(r: Router): void {
       });
     } catch (err) {
       const told = tell(err, {}, true);
-      return developersPage(ctx, {}, told.field === 'code' ? { ...told, field: 'roll_code' } : told, told.status);
+      return developersPage(ctx, {}, told, told.status);
     }
   });
 
@@ -261,8 +260,10 @@ export function developerPages(r: Router): void {
             (e) => {
               const obj = (e.data as { id?: string })?.id ?? '';
               return html`<tr><td data-label="When">${when(e.created_at)}</td><td data-label="Type">${e.type}</td><td data-label="Object">${
-                obj.startsWith('pay_') ? html`<a href="/dashboard/${ctx.mode}/payments/${obj}">${obj}</a>` : obj
-              }</td><td data-label="Event"><a href="${base}/${e.id}">${e.id}</a></td></tr>`;
+                obj.startsWith('pay_')
+                  ? html`<a href="/dashboard/${ctx.mode}/payments/${obj}"><code class="d-mono">${obj}</code></a>`
+                  : html`<code class="d-mono">${obj}</code>`
+              }</td><td data-label="Event"><a href="${base}/${e.id}"><code class="d-mono">${e.id}</code></a></td></tr>`;
             },
           )}</tbody></table>`
         : html`<p class="d-empty">No events in this mode yet.</p>`

@@ -18,11 +18,11 @@ import { html, type Html } from '../../../core/html.ts';
 import { fingerprint } from '../../../modules/disbursements/approval.ts';
 import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursements/csv.ts';
 import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
-import { coinName } from '../coins.ts';
+import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { amount, badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
@@ -124,19 +124,20 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
       )
     : '';
   const left = d.approvals_required - d.approvals.length;
-  let actions: Html | string = '';
+  // Cancelling needs no code: beside Approve or Release it posts their form to its own action, unchecked.
+  const cancellable = owner && waiting;
+  const cancel = html`<button type="submit" class="d-btn d-danger" formaction="${base}/cancel" formnovalidate>Cancel batch</button>`;
+  let actions: Html | string = cancellable
+    ? html`<form method="post" action="${base}/cancel" class="d-actions">${csrfField(ctx.csrf)}${cancel}</form>`
+    : '';
   if (owner && d.status === 'pending_approval' && !mine) {
     actions = html`<form method="post" action="${base}/approve" class="d-form" data-approve>${csrfField(ctx.csrf)}<input type="hidden" name="digest" value="${digest}">
-<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${payouts(d.item_count)}, ${usd(d.total_usd_cents)} in ${coin}.</p>${codeField(told, 'code')}<button type="submit" class="d-btn">Approve</button></form>`;
+<p>You approve the batch with fingerprint <strong class="d-mono">${fingerprint(digest)}</strong>: ${payouts(d.item_count)}, ${usd(d.total_usd_cents)} in ${coin}.</p>${codeField(told, 'code')}<div class="d-actions"><button type="submit" class="d-btn">Approve</button>${cancel}</div></form>`;
   } else if (owner && d.status === 'pending_approval') {
-    actions = html`<p class="d-hint">You approved this batch. It needs ${left} more owner ${left === 1 ? 'approval' : 'approvals'}.</p>`;
+    actions = html`<p class="d-hint">You approved this batch. It needs ${left} more owner ${left === 1 ? 'approval' : 'approvals'}.</p>${actions}`;
   } else if (owner && d.status === 'approved') {
-    actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${codeField(told, 'release_code')}<button type="submit" class="d-btn">Release</button></form>`;
+    actions = html`<form method="post" action="${base}/release" class="d-form" data-release>${csrfField(ctx.csrf)}<p>Releasing takes ${usd(d.total_usd_cents)} from the available balance and sends every payout.</p>${codeField(told, 'release_code')}<div class="d-actions"><button type="submit" class="d-btn">Release</button>${cancel}</div></form>`;
   }
-  const cancel =
-    owner && (d.status === 'pending_approval' || d.status === 'approved')
-      ? html`<form method="post" action="${base}/cancel" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-danger">Cancel batch</button></form>`
-      : '';
   const complete = d.status === 'released' && completedAt !== null;
   const body = html`${errorBox(told)}${short}
 <section class="d-panel"><dl class="d-facts">
@@ -152,10 +153,10 @@ ${
     : ''
 }
 ${d.cancelled_at ? html`<dt>Cancelled</dt><dd>${when(d.cancelled_at)}</dd>` : ''}
-</dl>${actions}${cancel}</section>
+</dl>${actions}</section>
 <section class="d-panel"><h2>Payouts</h2><table class="d-table"><thead><tr><th class="d-num">#</th><th>Destination</th><th>Label</th><th class="d-num">USD</th><th class="d-num">${d.symbol}</th><th>Payout</th></tr></thead><tbody>${d.items.map(
     (i) =>
-      html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${i.amount_display}</td><td data-label="Payout">${
+      html`<tr><td data-label="#" class="d-num">${i.item_no}</td><td data-label="Destination"><code class="d-mono">${i.destination}</code></td><td data-label="Label">${i.label ?? ''}</td><td data-label="USD" class="d-num">${usd(i.usd_cents)}</td><td data-label="${d.symbol}" class="d-num">${amount(i.amount_display)}</td><td data-label="Payout">${
         i.payout
           ? html`${badge(i.payout.status)}${i.payout.tx_hash ? html` <code class="d-mono">${i.payout.tx_hash.slice(0, 12)}…</code>` : ''}${i.payout.error ? html`<br><span class="d-hint">${i.payout.error}</span>` : ''}`
           : '—'

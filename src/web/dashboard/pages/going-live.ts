@@ -1,6 +1,7 @@
 /**
  * The README's "Going live" section inside the dashboard, linked from live mode's banner when a network takes no
- * payments (the installation may have no way out to the internet, so the dashboard shows the README it ships with).
+ * payments (the installation may have no way out to the internet, so the dashboard shows the README it ships with),
+ * after what each such network still needs in the operator's words: the banner says it plainly, this page exactly.
  *
  *   GET /dashboard/<mode>/going-live
  */
@@ -8,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KASSE_HOME } from '../../../config.ts';
 import { html, type Html } from '../../../core/html.ts';
+import type { Ctx } from '../context.ts';
 import { send, shell } from '../layout.ts';
 import type { Router } from '../routing.ts';
 
@@ -41,7 +43,8 @@ export function markdownBlocks(md: string): Html {
   const flush = () => {
     if (items.length) blocks.push(html`<ol>${items.splice(0).map((item) => html`<li>${item}</li>`)}</ol>`);
   };
-  for (const block of md.split(/\n\s*\n/)) {
+  // A numbered item starts a block of its own, though the README writes items without blank lines between them.
+  for (const block of md.replace(/\n(?=\d+\. )/g, '\n\n').split(/\n\s*\n/)) {
     const body = block.replace(/^ {3}/gm, '');
     if (/^\s*```/.test(body)) {
       const code = html`<pre class="d-pre">${body.replace(/^\s*```\w*\n?|\n?\s*```\s*$/g, '')}</pre>`;
@@ -60,12 +63,31 @@ export function markdownBlocks(md: string): Html {
   return html`${blocks}`;
 }
 
+/**
+ * What each live network that takes no payments still needs, in the operator's words (`NetworkStatus.reason`, as
+ * `kasse <family> status` and GET /currencies give it: settings, commands, documents).
+ */
+function missing(ctx: Ctx): Html | string {
+  const { chains } = ctx.kasse;
+  const reasons = new Map<string, string[]>();
+  for (const n of chains.networks('live')) {
+    const s = chains.status('live', n.id);
+    if (s.state !== 'running') reasons.set(s.reason ?? s.state, [...(reasons.get(s.reason ?? s.state) ?? []), n.name]);
+  }
+  if (reasons.size === 0) return html`<section class="d-panel"><p>Every live network takes payments.</p></section>`;
+  return html`<section class="d-panel" data-missing><h2>What this installation still needs</h2><ul>${[...reasons].map(
+    ([why, names]) => html`<li><strong>${names.join(', ')}</strong>: ${inline(why)}</li>`,
+  )}</ul></section>`;
+}
+
 export function goingLivePages(r: Router): void {
   r.page('/going-live', 'read', async (ctx) => {
     const section = await readmeSection('Going live');
-    const body = section
-      ? html`<section class="d-panel d-doc">${markdownBlocks(section)}</section>`
-      : html`<p>See the section "Going live" in the README.md that came with Kasse.</p>`;
+    const body = html`${missing(ctx)}${
+      section
+        ? html`<section class="d-panel d-doc">${markdownBlocks(section)}</section>`
+        : html`<p>See the section "Going live" in the README.md that came with Kasse.</p>`
+    }`;
     return send(ctx.reply, 200, shell(ctx, { title: 'Going live', active: null, body, wide: true }));
   });
 }

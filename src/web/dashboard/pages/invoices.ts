@@ -71,7 +71,7 @@ function profileForm(ctx: Ctx, told: Told | null, values: Form): Html {
   return html`<form method="post" action="/dashboard/${ctx.mode}/settings/tax_profile" class="d-form" id="tax-profile">${csrfField(ctx.csrf)}<fieldset class="d-panel"${off}><legend>Tax profile (${ctx.mode} mode)</legend>
 <p class="d-hint">The seller details printed on GST tax invoices issued in ${ctx.mode} mode; each mode has its own. ${
     profile ? '' : html`<strong>Not set yet:</strong> tax invoices can be issued once it is saved.`
-  }</p>
+  }</p><div class="d-grid">
 ${field({ name: P('seller_name'), label: 'Seller name (trade name)', value: v('seller_name'), required: true, told, attrs: html` maxlength="200"` })}
 ${field({ name: P('legal_name'), label: 'Legal name, if different (optional)', value: v('legal_name'), told, attrs: html` maxlength="200"` })}
 ${field({ name: P('tax_id'), label: 'GSTIN', value: v('tax_id'), required: true, told, hint: '15 characters, e.g. 27AAPFU0939F1ZV.', attrs: html` maxlength="15" autocomplete="off" spellcheck="false"` })}
@@ -86,11 +86,11 @@ ${select({
   value: v('tax_inclusive'),
   told,
   options: [
-    ['true', 'Include GST (the tax is part of the price)'],
-    ['false', 'Exclude GST (the tax is added to the price)'],
+    ['true', 'GST included in the price'],
+    ['false', 'GST added to the price'],
   ],
 })}
-</fieldset>${write ? html`<button type="submit" class="d-btn">Save tax profile</button>` : html`<p class="d-hint">Only owners can change the tax profile.</p>`}</form>`;
+</div></fieldset>${write ? html`<button type="submit" class="d-btn">Save tax profile</button>` : html`<p class="d-hint">Only owners can change the tax profile.</p>`}</form>`;
 }
 
 /** The form's fields as a profile patch: text trimmed, empty optional fields null, numbers and booleans parsed. */

@@ -15,16 +15,16 @@ import type { Mode } from '../../../core/mode.ts';
 import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { formatCents } from '../../../core/money.ts';
+import { formatCents, readableAmount } from '../../../core/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../../modules/payments/model.ts';
 import type { PaymentCreditTotals } from '../../../modules/ledger/ledger.ts';
 import type { PaymentSearch } from '../../../modules/payments/reports.ts';
 import type { Payment } from '../../../modules/payments/schema.ts';
-import { coinName, coinSymbol, networkName } from '../coins.ts';
+import { coinName, coinSymbol, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, csrfField, errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { amount, badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
 
@@ -38,11 +38,14 @@ export const paymentSections: Array<
   (ctx: Ctx, p: Payment, told: Told | null, values: Record<string, string>) => Promise<Html | string>
 > = [];
 
-/** The coin a payment was paid in, else its latest choice: "25.00 USDC on Base". */
-function coinOf(ctx: Ctx, p: Payment): string {
+/** The coin a payment was paid in, else its latest choice: "25 USDC on Base Sepolia". */
+function coinOf(ctx: Ctx, p: Payment): Html | string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   return a
-    ? `${a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display} ${coinName(ctx.kasse.chains, ctx.mode, a.token)}`
+    ? amount(
+        a.received_amount !== '0' ? a.received_amount_display : a.pay_amount_display,
+        coinName(ctx.kasse.chains, ctx.mode, a.token),
+      )
     : '—';
 }
 
@@ -55,7 +58,10 @@ export function paymentsTable(ctx: Ctx, payments: Payment[]): Html {
   )}</tbody></table>`;
 }
 
-/** A server-rendered bar chart of paid volume per day. */
+/**
+ * A server-rendered bar chart of paid volume per day. The SVG stretches to the panel's width, so the axis's dates are
+ * HTML beside it: text inside a stretched SVG would be drawn stretched.
+ */
 function chart(days: Array<{ day: string; cents: number; count: number }>): Html {
   const W = 600;
   const H = 160;
@@ -66,7 +72,7 @@ function chart(days: Array<{ day: string; cents: number; count: number }>): Html
     const h = Math.round((d.cents / max) * (H - 20));
     return html`<rect x="${(i * bw + 1).toFixed(1)}" y="${H - h}" width="${(bw - 2).toFixed(1)}" height="${h}" class="d-bar"><title>${d.day}: ${usd(d.cents)} (${d.count} paid)</title></rect>`;
   });
-  return html`<figure class="d-chart"><svg viewBox="0 0 ${W} ${H + 18}" role="img" aria-labelledby="chart-t chart-d" preserveAspectRatio="none"><title id="chart-t">Paid volume, last 30 days</title><desc id="chart-d">${usd(total)} paid from ${days[0]!.day} to ${days[days.length - 1]!.day}; the highest day ${usd(max === 1 ? 0 : max)}.</desc><line x1="0" y1="${H}" x2="${W}" y2="${H}" class="d-axis"/>${bars}<text x="0" y="${H + 14}" class="d-tick">${days[0]!.day.slice(5)}</text><text x="${W}" y="${H + 14}" text-anchor="end" class="d-tick">${days[days.length - 1]!.day.slice(5)}</text></svg><figcaption>${usd(total)} paid in the last 30 days${max > 1 ? html` · best day ${usd(max)}` : ''}</figcaption></figure>`;
+  return html`<figure class="d-chart"><svg viewBox="0 0 ${W} ${H + 1}" role="img" aria-labelledby="chart-t chart-d" preserveAspectRatio="none"><title id="chart-t">Paid volume, last 30 days</title><desc id="chart-d">${usd(total)} paid from ${days[0]!.day} to ${days[days.length - 1]!.day}; the highest day ${usd(max === 1 ? 0 : max)}.</desc><line x1="0" y1="${H}" x2="${W}" y2="${H}" class="d-axis"/>${bars}</svg><div class="d-ticks" aria-hidden="true"><span>${days[0]!.day.slice(5)}</span><span>${days[days.length - 1]!.day.slice(5)}</span></div><figcaption>${usd(total)} paid in the last 30 days${max > 1 ? html` · best day ${usd(max)}` : ''}</figcaption></figure>`;
 }
 
 function parseDay(text: string | undefined, param: string): Date | undefined {
@@ -151,7 +157,10 @@ function csvField(v: string | number | null): string {
   return `"${s.replace(/"/g, '""')}"`;
 }
 
-/** `fee_usd`, `swap_fee_usd` and `net_usd` are what the payment's credit took and left (empty when never credited). */
+/**
+ * `token` is the coin's id and `coin` its name ("ETH on Base Sepolia"); amounts are exact. `fee_usd`, `swap_fee_usd`
+ * and `net_usd` are what the payment's credit took and left (empty when never credited).
+ */
 const CSV_HEADER = [
   'id',
   'created_at',
@@ -161,6 +170,7 @@ const CSV_HEADER = [
   'order_id',
   'description',
   'token',
+  'coin',
   'pay_amount',
   'received_amount',
   'paid_at',
@@ -170,7 +180,7 @@ const CSV_HEADER = [
   'tx_hashes',
 ];
 
-function csvRow(p: Payment, credit: PaymentCreditTotals | undefined): string {
+function csvRow(p: Payment, credit: PaymentCreditTotals | undefined, coin: (token: string) => string): string {
   const a = p.attempts.find((x) => x.id === p.paid_attempt_id) ?? p.attempts[p.attempts.length - 1];
   const hashes = p.attempts.flatMap((x) => x.deposits.map((d) => d.tx_hash)).join(' ');
   const money = (c: bigint | undefined) => (c === undefined ? null : formatCents(c));
@@ -183,6 +193,7 @@ function csvRow(p: Payment, credit: PaymentCreditTotals | undefined): string {
     p.order_id,
     p.description,
     a?.token ?? '',
+    a ? coin(a.token) : '',
     a?.pay_amount_display ?? '',
     a?.received_amount_display ?? '',
     p.paid_at,
@@ -275,20 +286,20 @@ export async function paymentPage(
     actions.push(actionForm(ctx, `${base}/cancel`, 'Cancel payment', { danger: true }));
   const refundForm =
     staff && money
-      ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${money.amount} ${coinName(chains, ctx.mode, money.token)}</strong> to an address on ${networkName(chains, ctx.mode, money.chain)}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
+      ? html`<section class="d-panel"><h2>Refund</h2><p>Returns <strong>${amount(money.amount, coinName(chains, ctx.mode, money.token))}</strong> to an address on ${networkName(chains, ctx.mode, money.chain)}. It is sent from the hot wallet; the payment becomes refunded when it is.</p>
 <form method="post" action="${base}/refund" class="d-form">${csrfField(ctx.csrf)}
 ${field({ name: 'destination', label: `Destination address on ${networkName(chains, ctx.mode, money.chain)}`, value: values.destination ?? '', required: true, told, attrs: html` autocomplete="off" spellcheck="false"` })}
 ${field({ name: 'note', label: 'Note (optional)', value: values.note ?? '', told, attrs: html` maxlength="500"` })}
-<button type="submit" class="d-btn d-danger">Refund ${money.amount} ${coinSymbol(chains, ctx.mode, money.token)}</button></form></section>`
+<button type="submit" class="d-btn d-danger" title="Refund exactly ${money.amount} ${coinSymbol(chains, ctx.mode, money.token)}">Refund ${readableAmount(money.amount)} ${coinSymbol(chains, ctx.mode, money.token)}</button></form></section>`
       : '';
   const attempts = p.attempts.length
     ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Address</th><th class="d-num">Asked</th><th class="d-num">Received</th><th>Status</th><th>Deposits</th></tr></thead><tbody>${p.attempts.map(
         (a) =>
-          html`<tr><td data-label="Coin">${coinName(chains, ctx.mode, a.token)}</td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${a.pay_amount_display}</td><td data-label="Received" class="d-num">${a.received_amount_display}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
+          html`<tr><td data-label="Coin">${coinName(chains, ctx.mode, a.token)}</td><td data-label="Address"><code class="d-mono">${a.address}</code></td><td data-label="Asked" class="d-num">${amount(a.pay_amount_display)}</td><td data-label="Received" class="d-num">${amount(a.received_amount_display)}</td><td data-label="Status">${badge(a.status)}${a.overpaid ? html` ${badge('overpaid')}` : ''}${a.wrong_asset ? html` ${badge('wrong_asset')}` : ''}</td><td data-label="Deposits">${
             a.deposits.length
               ? html`<ul class="d-plain">${a.deposits.map(
                   (d) =>
-                    html`<li>${d.amount_display} ${coinSymbol(chains, ctx.mode, d.token)} · ${badge(d.status)} · ${d.confirmations} conf. · ${
+                    html`<li>${amount(d.amount_display, coinSymbol(chains, ctx.mode, d.token))} · ${badge(d.status)} · ${d.confirmations} conf. · ${
                       d.explorer_url
                         ? html`<a href="${d.explorer_url}" rel="noopener noreferrer" target="_blank"><code class="d-mono">${d.tx_hash.slice(0, 18)}…</code></a>`
                         : html`<code class="d-mono">${d.tx_hash.slice(0, 18)}…</code>`
@@ -346,7 +357,7 @@ export function paymentPages(r: Router): void {
       balance.custody.length
         ? html`<table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Held</th></tr></thead><tbody>${balance.custody.map(
             (c) =>
-              html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(kasse.chains, ctx.mode, c.chain)}</td><td data-label="Held" class="d-num">${c.amount_display}</td></tr>`,
+              html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(kasse.chains, ctx.mode, c.chain)}</td><td data-label="Held" class="d-num">${amount(c.amount_display)}</td></tr>`,
           )}</tbody></table>`
         : html`<p class="d-empty">No coins held yet.</p>`
     }</section>
@@ -405,7 +416,7 @@ ${paymentsTable(ctx, list.data)}
           merchantId,
           page.data.map((p) => p.id),
         );
-        yield page.data.map((p) => csvRow(p, credits.get(p.id))).join('');
+        yield page.data.map((p) => csvRow(p, credits.get(p.id), (t) => coinName(kasse.chains, mode, t))).join('');
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
     }

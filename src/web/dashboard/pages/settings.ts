@@ -11,9 +11,10 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
+import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
-import { actionForm, csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
 import type { Form, Router } from '../routing.ts';
 
 /** A settings section: the fields it shows and how it saves them (in the settings transaction). */
@@ -22,14 +23,18 @@ export interface SettingsSection {
   render(ctx: Ctx, told: Told | null, values: Form): Promise<Html> | Html;
 }
 
-/** Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`). */
+/**
+ * Token ids of either mode on networks whose chain family pays out disbursements (`ChainFamily.payouts`), each named
+ * as the page's mode names it (test mode's coins after their testnets) when the mode has it.
+ */
 function payoutTokens(ctx: Ctx): Array<[string, string]> {
   const seen = new Map<string, string>();
+  const { chains } = ctx.kasse;
   const paying = new Set(ctx.kasse.families.filter((f) => f.family.payouts).map((f) => f.family.name));
-  for (const mode of ['live', 'test'] as const) {
-    for (const t of ctx.kasse.chains.tokens(mode)) {
-      if (paying.has(ctx.kasse.chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id))
-        seen.set(t.id, `${t.symbol} on ${ctx.kasse.chains.network(mode, t.chain)?.name ?? t.chain}`);
+  for (const mode of ctx.mode === 'test' ? (['test', 'live'] as const) : (['live', 'test'] as const)) {
+    for (const t of chains.tokens(mode)) {
+      if (paying.has(chains.network(mode, t.chain)?.family ?? '') && !seen.has(t.id))
+        seen.set(t.id, coinName(chains, mode, t.id));
     }
   }
   return [...seen];
@@ -81,13 +86,11 @@ export const settingsSections: SettingsSection[] = [
     title: 'Disbursements',
     render: async (ctx, told, values) => {
       const owners = await ctx.kasse.users.team.ownerCount(ctx.kasse.db, ctx.merchant.id);
-      const quorum: Array<[string, string]> = [
-        ['', `Automatic: ${owners >= 2 ? 2 : 1} now (2 when there are two or more owners, else 1)`],
-      ];
+      const quorum: Array<[string, string]> = [['', `Automatic (${owners >= 2 ? 2 : 1} now)`]];
       for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++)
         quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);
       return html`${select({ name: 'payout_token', label: 'Payout coin', value: values.payout_token ?? ctx.merchant.payoutToken, told, options: payoutTokens(ctx), hint: 'Disbursements pay out in this coin; destinations are addresses of its network.' })}
-${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. The account has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
+${select({ name: 'approvals_required', label: 'Approvals a disbursement needs', value: values.approvals_required ?? (ctx.merchant.approvalsRequired === null ? '' : String(ctx.merchant.approvalsRequired)), told, options: quorum, hint: `Owners approve on the dashboard with a fresh two-factor code. Automatic: 2 when the account has two or more owners, else 1; it has ${owners} owner${owners === 1 ? '' : 's'}.` })}`;
     },
   },
 ];
@@ -152,7 +155,8 @@ export function settingsPages(r: Router): void {
 
   r.action('/settings/logo', 'settings.write', async (ctx, form) => {
     try {
-      await kasse.merchantSettings.setLogo(ctx.merchant.id, Buffer.from(form.logo ?? '', 'base64'), ctx.actor);
+      const bytes = Buffer.from(form.logo ?? '', 'base64');
+      await kasse.merchantSettings.setLogo(ctx.merchant.id, bytes, ctx.actor, form['logo:type'] ?? '');
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'logo');
     } catch (err) {
       const told = tell(err, {}, true);
@@ -187,7 +191,7 @@ function logoForm(ctx: Ctx, told: Told | null): Html {
     ? html`<p><img class="d-logo" src="/brand/logo/${logo}.png" alt="Current logo"></p>`
     : html`<p class="d-hint">No logo yet: payer pages show your name only.</p>`;
   if (!ctx.can('settings.write')) return html`<section class="d-panel"><h2>Logo</h2>${current}</section>`;
-  return html`<section class="d-panel" id="logo"><h2>Logo</h2>${current}<form method="post" action="/dashboard/${ctx.mode}/settings/logo" enctype="multipart/form-data" class="d-form">${csrfField(ctx.csrf)}<div class="d-field${bad ? ' d-bad' : ''}"><label for="f-logo">Logo file</label><input id="f-logo" name="logo" type="file" accept="image/png,image/jpeg,image/webp" required aria-describedby="f-logo-h"${bad ? html` aria-invalid="true"` : ''}><p class="d-hint" id="f-logo-h">PNG, JPEG or WebP, at most 256 kB; shown at most 512 pixels wide or high on payer pages, emails and PDFs. SVG is not accepted.</p></div><button type="submit" class="d-btn">Upload logo</button></form>${logo ? actionForm(ctx, `/dashboard/${ctx.mode}/settings/logo/remove`, 'Remove logo', { danger: true }) : ''}</section>`;
+  return html`<section class="d-panel" id="logo"><h2>Logo</h2>${current}<form method="post" action="/dashboard/${ctx.mode}/settings/logo" enctype="multipart/form-data" class="d-form">${csrfField(ctx.csrf)}<div class="d-field${bad ? ' d-bad' : ''}"><label for="f-logo">Logo file</label><input id="f-logo" name="logo" type="file" accept="image/png,image/jpeg,image/webp" required aria-describedby="f-logo-h"${bad ? html` aria-invalid="true"` : ''}><p class="d-hint" id="f-logo-h">PNG, JPEG or WebP, at most 256 kB; shown at most 512 pixels wide or high on payer pages, emails and PDFs. SVG is not accepted.</p></div><div class="d-actions"><button type="submit" class="d-btn">Upload logo</button>${logo ? html`<button type="submit" class="d-btn d-danger" formaction="/dashboard/${ctx.mode}/settings/logo/remove" formnovalidate>Remove logo</button>` : ''}</div></form></section>`;
 }
 
 settingsForms.unshift((ctx, told) => logoForm(ctx, told));

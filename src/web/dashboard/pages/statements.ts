@@ -23,11 +23,11 @@ import {
   statementPdf,
 } from '../../../modules/statements/render.ts';
 import { monthRange, type Statement } from '../../../modules/statements/service.ts';
-import { networkName } from '../coins.ts';
+import { coinName, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
 import { actionForm, errorBox, tell, type Told } from '../forms.ts';
-import { when } from '../format.ts';
+import { amount, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 const MONTH_HINTS = { month: 'Choose a month from the list: statements exist for months that have begun.' };
@@ -85,7 +85,7 @@ async function statementBody(ctx: Ctx, s: Statement): Promise<Html> {
     s.month < current ? html`<a href="${base}/${nextMonth(s.month)}" rel="next">Next month →</a>` : ''
   }</nav>`;
   const gap = s.reconciliation_gap_usd_cents;
-  return html`<p class="d-toolbar">${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''} · <a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a> <a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></p>
+  return html`<div class="d-toolbar"><span>${when(s.from)} to ${when(s.to)}${s.month === current ? ' (in progress)' : ''}</span><a class="d-btn d-secondary" href="${base}/${s.month}/csv" download>Download CSV</a><a class="d-btn d-secondary" href="${base}/${s.month}/pdf" download>Download PDF</a></div>
 ${gap !== 0 ? html`<div class="d-error" role="alert"><p>The ledger and the payment records disagree by ${dollars(gap)} this month. Tell the operator of your Kasse.</p></div>` : ''}
 <section class="d-panel"><h2>Balance</h2><table class="d-table d-statement"><tbody>${balanceLines(s).map(
     (l) =>
@@ -102,14 +102,14 @@ ${
   s.by_coin.length
     ? html`<section class="d-panel"><h2>By coin</h2><table class="d-table"><thead><tr><th>Coin</th><th>Network</th><th class="d-num">Payments</th><th class="d-num">Received</th><th class="d-num">Value</th></tr></thead><tbody>${s.by_coin.map(
         (c) =>
-          html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(ctx.kasse.chains, ctx.mode, c.chain)}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${c.received_display}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
+          html`<tr><td data-label="Coin">${c.symbol}</td><td data-label="Network">${networkName(ctx.kasse.chains, ctx.mode, c.chain)}</td><td data-label="Payments" class="d-num">${c.payments}</td><td data-label="Received" class="d-num">${amount(c.received_display)}</td><td data-label="Value" class="d-num">${dollars(c.value_usd_cents)}</td></tr>`,
       )}</tbody></table></section>`
     : ''
 }${
   s.payouts.items.length
     ? html`<section class="d-panel"><h2>Payouts sent</h2><table class="d-table"><thead><tr><th>Sent</th><th>Amount</th><th>Destination</th><th class="d-num">USD</th></tr></thead><tbody>${s.payouts.items.map(
         (p) =>
-          html`<tr><td data-label="Sent">${when(p.sent_at)}</td><td data-label="Amount">${p.amount_display} ${p.symbol}</td><td data-label="Destination"><code class="d-mono">${p.destination}</code></td><td data-label="USD" class="d-num">${dollars(p.usd_cents)}</td></tr>`,
+          html`<tr><td data-label="Sent">${when(p.sent_at)}</td><td data-label="Amount">${amount(p.amount_display, coinName(ctx.kasse.chains, ctx.mode, p.token))}</td><td data-label="Destination"><code class="d-mono">${p.destination}</code></td><td data-label="USD" class="d-num">${dollars(p.usd_cents)}</td></tr>`,
       )}</tbody></table></section>`
     : ''
 }${nav}`;
@@ -156,10 +156,11 @@ export function statementPages(r: Router): void {
           .send(`${s.message} (${s.code})\n`);
       const body =
         kind === 'csv'
-          ? statementCsv(s)
+          ? statementCsv(s, { chains: kasse.chains, mode: ctx.mode })
           : await statementPdf(s, {
               merchantName: ctx.merchant.name,
               mode: ctx.mode,
+              chains: kasse.chains,
               brand: await pdfBrand(kasse.db, ctx.merchant.id),
             });
       return ctx.reply

@@ -15,7 +15,7 @@ import type { Subscription } from '../../../modules/subscriptions/schema.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, errorBox, tell, type Told } from '../forms.ts';
-import { badge, usd, when } from '../format.ts';
+import { badge, usd, when, wrapAt } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 const PAGE = 25;
@@ -26,7 +26,7 @@ function table(ctx: Ctx, subs: Subscription[]): Html {
     return html`<p class="d-empty">No subscriptions${ctx.mode === 'test' ? ' in test mode yet. Create one with POST /v1/subscriptions and a test key' : ' yet'}.</p>`;
   return html`<table class="d-table"><thead><tr><th>Customer</th><th>Title</th><th class="d-num">Amount</th><th>Status</th><th>Next due</th><th class="d-num">Paid</th></tr></thead><tbody>${subs.map(
     (s) =>
-      html`<tr><td data-label="Customer"><a href="/dashboard/${ctx.mode}/subscriptions/${s.id}">${s.customer.email}</a>${s.customer.name ? html`<br><span class="d-muted">${s.customer.name}</span>` : ''}</td><td data-label="Title">${s.title}</td><td data-label="Amount" class="d-num">${usd(s.amount_usd_cents)} ${every(s.interval, s.interval_count)}</td><td data-label="Status">${badge(s.status)}</td><td data-label="Next due">${s.status === 'cancelled' ? '—' : when(s.next_due_at)}</td><td data-label="Paid" class="d-num">${s.periods_paid} / ${s.periods_invoiced}</td></tr>`,
+      html`<tr><td data-label="Customer"><a href="/dashboard/${ctx.mode}/subscriptions/${s.id}">${wrapAt(s.customer.email)}</a>${s.customer.name ? html`<br><span class="d-muted">${s.customer.name}</span>` : ''}</td><td data-label="Title">${s.title}</td><td data-label="Amount" class="d-num">${usd(s.amount_usd_cents)} ${every(s.interval, s.interval_count)}</td><td data-label="Status">${badge(s.status)}</td><td data-label="Next due">${s.status === 'cancelled' ? '—' : when(s.next_due_at)}</td><td data-label="Paid" class="d-num">${s.periods_paid} / ${s.periods_invoiced}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -88,7 +88,7 @@ async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) 
         .reverse()
         .map(
           (i) =>
-            html`<tr><td data-label="Period">${i.period}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}">${i.payment_id}</a></td><td data-label="Amount" class="d-num">${usd(i.amount_usd_cents)}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Issued">${when(i.created_at)}</td><td data-label="Paid">${when(i.paid_at)}</td></tr>`,
+            html`<tr><td data-label="Period">${i.period}</td><td data-label="Payment"><a href="/dashboard/${ctx.mode}/payments/${i.payment_id}"><code class="d-mono">${i.payment_id}</code></a></td><td data-label="Amount" class="d-num">${usd(i.amount_usd_cents)}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Issued">${when(i.created_at)}</td><td data-label="Paid">${when(i.paid_at)}</td></tr>`,
         )}</tbody></table>`
     : html`<p class="d-empty">Nothing invoiced yet: the first period is due ${when(s.next_due_at)}.</p>`;
   const cancel =

@@ -15,14 +15,13 @@ import { normalEmail } from '../../../modules/users/records.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
-import { badge, when } from '../format.ts';
+import { badge, when, wrapAt } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 
-const ROLE_TEXT: Record<string, string> = {
-  owner: 'Owner — everything, including team, keys, settings and approving disbursements',
-  member: 'Member — payments, refunds, links, webhooks; not team, keys or settings',
-  viewer: 'Viewer — reads everything, changes nothing',
-};
+const ROLE_NAME: Record<string, string> = { owner: 'Owner', member: 'Member', viewer: 'Viewer' };
+/** What each role may do, below the choice (the options stay short enough for a phone). */
+const ROLE_HINT =
+  'Owner: everything, including team, keys, settings and approving disbursements. Member: payments, refunds, links, webhooks; not team, keys or settings. Viewer: reads everything, changes nothing.';
 
 async function teamPage(ctx: Ctx, told: Told | null = null, values: Form = {}, status = 200) {
   const users = await ctx.kasse.users.team.list(ctx.merchant.id);
@@ -30,7 +29,7 @@ async function teamPage(ctx: Ctx, told: Told | null = null, values: Form = {}, s
   const base = `/dashboard/${ctx.mode}/team`;
   const rows = users.map(
     (u) =>
-      html`<tr><td data-label="User">${u.email}${u.id === ctx.user.id ? html` <span class="d-muted">(you)</span>` : ''}</td><td data-label="Role">${
+      html`<tr><td data-label="User">${wrapAt(u.email)}${u.id === ctx.user.id ? html` <span class="d-muted">(you)</span>` : ''}</td><td data-label="Role">${
         manage
           ? html`<form method="post" action="${base}/${u.id}/role" class="d-inline d-rolefrm">${csrfField(ctx.csrf)}<label class="d-sr" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLES.map(
               (r) => html`<option value="${r}"${r === u.role ? html` selected` : ''}>${r}</option>`,
@@ -49,7 +48,7 @@ async function teamPage(ctx: Ctx, told: Told | null = null, values: Form = {}, s
   const invite: Html | string = manage
     ? html`<section class="d-panel"><h2>Invite someone</h2><form method="post" action="${base}/invite" class="d-form">${csrfField(ctx.csrf)}
 ${field({ name: 'email', label: 'Email', type: 'email', value: values.email ?? '', required: true, told })}
-${select({ name: 'role', label: 'Role', value: values.role ?? 'member', told, options: ROLES.map((r) => [r, ROLE_TEXT[r]!] as [string, string]) })}
+${select({ name: 'role', label: 'Role', value: values.role ?? 'member', told, hint: ROLE_HINT, options: ROLES.map((r) => [r, ROLE_NAME[r]!] as [string, string]) })}
 <p class="d-hint">They get an email with a link to choose a password; it works once, for 24 hours. Owners must set up two-factor authentication at first sign-in.</p>
 <button type="submit" class="d-btn">Send invitation</button></form></section>`
     : '';
