@@ -241,6 +241,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     const session = sessionOf(payment);
     if (!session) return { action: 'not_supported' };
     const action = webhookAction(event.type);
+    this.logger.info(`${NAME}: webhook ${event.id} (${event.type}) → ${action} for ${session}`);
     const cents = action === 'captured' ? capturedCents(payment) : payment.price_amount;
     const asked = payment.metadata?.medusa_amount;
     const amount = cents === payment.price_amount && typeof asked === 'string' ? asked : fromCents(cents);
