@@ -165,7 +165,7 @@ export function payerAddress(payment: PaymentFacts): string | null {
   for (const d of paid.deposits) {
     if (d.token !== paid.token || (d.status !== 'confirmed' && d.status !== 'final')) continue;
     if (d.from === null) return null;
-    senders.set(d.from.toLowerCase(), d.from);
+    if (!senders.has(d.from.toLowerCase())) senders.set(d.from.toLowerCase(), d.from);
   }
   return senders.size === 1 ? [...senders.values()][0]! : null;
 }
