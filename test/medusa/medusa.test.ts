@@ -8,8 +8,8 @@
  * admin API arriving in Kasse; a forged webhook changing nothing.
  *
  * The project's own Medusa packages are the integration's installed tree linked in (`cp -al`, the same versions its
- * lockfile holds), which spares a second download and unpacking of Medusa's 700 MB; `npm install` of the tarball then
- * works on that tree as on any installed project.
+ * lockfile holds; copied when the temporary directory is on another file system), which spares a second download and
+ * unpacking of Medusa's 700 MB; `npm install` of the tarball then works on that tree as on any installed project.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -157,8 +157,10 @@ async function makeShop(): Promise<void> {
       exclude: ['node_modules', '.medusa/server'],
     }),
   );
+  const installed = join(MEDUSA_PACKAGE, 'node_modules');
   await timed('link Medusa', () =>
-    run('cp', ['-al', join(MEDUSA_PACKAGE, 'node_modules'), join(shop, 'node_modules')]),
+    // Hard links need one file system; across two the tree is copied.
+    run('cp', ['-al', installed, join(shop, 'node_modules')]).catch(() => run('cp', ['-a', installed, shop])),
   );
   // npm rewrites its record of the tree in place: the project gets its own copy, not a link to the integration's.
   const record = join(shop, 'node_modules', '.package-lock.json');
