@@ -3,6 +3,8 @@
  * them with @kasse/sdk (from this repository's sdk/, which is not on npm) into one CommonJS file, so the provider
  * loads the way Medusa loads providers (`require`), in jest as in `medusa start`, and has no dependency but its peer.
  * Files are built aside and renamed into dist/, so a process loading the package meanwhile never finds it missing.
+ * src/package.json marks the sources as the ES modules they are written as, so the repository's own type-check, which
+ * compiles mapping.ts for its pure tests, emits them as such; what ships is the CommonJS bundle.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
