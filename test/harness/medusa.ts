@@ -36,11 +36,12 @@ function lockHash(): string {
   return h.digest('hex');
 }
 
-function run(command: string, args: string[], log: string): Promise<void> {
+function run(command: string, args: string[], log: string, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(log, { flags: 'a' });
     const child = spawn(command, args, {
       cwd: MEDUSA_PACKAGE,
+      signal,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, npm_config_loglevel: 'error', MEDUSA_DISABLE_TELEMETRY: 'true' },
     });
@@ -55,19 +56,22 @@ function run(command: string, args: string[], log: string): Promise<void> {
   });
 }
 
-/** Installs (when the lockfile changed) and builds the package; the outcome goes to `statusFile`. */
-async function prepare(statusFile: string, log: string): Promise<void> {
+/**
+ * Installs (when the lockfile changed) and builds the package; the outcome goes to `statusFile`. `signal` stops it (a
+ * run ending early, say on a type error): an install cut short leaves no stamp, so the next run installs again.
+ */
+async function prepare(statusFile: string, log: string, signal?: AbortSignal): Promise<void> {
   const status: Status = { ok: false, ms: { install: 0, build: 0 } };
   try {
     const hash = lockHash();
     if (!existsSync(STAMP) || readFileSync(STAMP, 'utf8') !== hash) {
       const start = Date.now();
-      await run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], log);
+      await run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], log, signal);
       writeFileSync(STAMP, hash);
       status.ms.install = Date.now() - start;
     }
     const start = Date.now();
-    await run('npm', ['run', 'build'], log);
+    await run('npm', ['run', 'build'], log, signal);
     status.ms.build = Date.now() - start;
     status.ok = true;
   } catch (err) {
@@ -80,10 +84,12 @@ registerInfrastructure(async (files) => {
   if (!files.some((f) => f.replaceAll('\\', '/').includes('/medusa/'))) return null;
   const dir = mkdtempSync(join(tmpdir(), 'kasse-medusa-package-'));
   const statusFile = join(dir, 'status.json');
-  const done = prepare(statusFile, join(dir, 'install.log'));
+  const abort = new AbortController();
+  const done = prepare(statusFile, join(dir, 'install.log'), abort.signal);
   return {
     env: { [MEDUSA_STATUS_ENV]: statusFile },
     stop: async () => {
+      abort.abort();
       await done;
       rmSync(dir, { recursive: true, force: true });
     },
