@@ -3,7 +3,13 @@
  * numeric(78,0) token amounts arrive as strings and are turned into bigint by the module that owns them.
  * Chain families add their own tables to `Database` from their folder (declaration merging).
  */
-import type { X402PayToTable, X402SettlementsTable, X402TotalsTable } from '../modules/x402/tables.ts';
+import type {
+  X402PayToRetiredTable,
+  X402PayToTable,
+  X402ResourcesTable,
+  X402SettlementsTable,
+  X402TotalsTable,
+} from '../modules/x402/tables.ts';
 import type { ColumnType, Generated } from 'kysely';
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -16,6 +22,8 @@ export interface MerchantsTable {
   webhook_url_live: string | null;
   webhook_secret_enc: string;
   rate_limit_per_minute: number | null;
+  /** The x402 facilitator routes' limit per key (migration 0035); null: KASSE_X402_RATE_LIMIT. */
+  x402_rate_limit_per_minute: ColumnType<number | null, number | null | undefined, number | null>;
   fee_bps: number | null;
   created_at: Generated<Date>;
   /** Tax profile per mode (migration 0012; shape: src/modules/invoices/profile.ts). */
@@ -473,6 +481,8 @@ export interface Database {
   x402_pay_to: X402PayToTable;
   x402_settlements: X402SettlementsTable;
   x402_totals: X402TotalsTable;
+  x402_pay_to_retired: X402PayToRetiredTable;
+  x402_resources: X402ResourcesTable;
 }
 
 /** How a watched network's nodes answered its watcher (migration 0028; src/chains/health.ts). */

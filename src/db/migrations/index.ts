@@ -24,6 +24,8 @@ import * as m0030 from './0030_x402.ts';
 import * as m0031 from './0031_branding_tolerance.ts';
 import * as m0032 from './0032_locale.ts';
 import * as m0033 from './0033_credited_cents.ts';
+import * as m0034 from './0034_x402_agents.ts';
+import * as m0035 from './0035_x402_rate_limit.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -47,4 +49,6 @@ export const migrations: Record<string, Migration> = {
   '0031_branding_tolerance': m0031,
   '0032_locale': m0032,
   '0033_credited_cents': m0033,
+  '0034_x402_agents': m0034,
+  '0035_x402_rate_limit': m0035,
 };
