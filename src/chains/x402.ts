@@ -106,8 +106,9 @@ export interface X402Scheme {
    */
   payTo(mode: Mode, chain: string, index: bigint): Promise<string>;
   /**
-   * What `payTo` derives from on `chain` now (e.g. `simulator`, or the forwarder factory): an address derived under
-   * another value is derived again and the old one retired, so only addresses the family can sweep are given out.
+   * What `payTo` derives from on `chain` now (the forwarder factory, say), or `simulator` on a network the test-mode
+   * simulator serves: an address derived under another value is derived again and the old one retired, so only
+   * addresses the family can sweep are given out (under `simulator` addresses are kept as they are).
    */
   derivation(mode: Mode, chain: string): string;
   /** The authorization's key (as `X402Valid.key`) read from the payload alone, or null when it is malformed. */

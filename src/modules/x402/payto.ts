@@ -9,7 +9,8 @@
  * node configured after agents used the simulator, another factory), the address is derived again from its index
  * under the current configuration and the old one is retired (`x402_pay_to_retired`): it is never offered again, and
  * a payment to it is refused as paying someone else. Only an address the current configuration can sweep is given
- * out. A process checks each address once (the configuration is read when it starts) and then answers from memory.
+ * out; under the simulator (which sweeps nothing and moves no money) addresses stay as they are. A process checks
+ * each address once (the configuration is read when it starts) and then answers from memory.
  */
 import type { X402Kind, X402Scheme } from '../../chains/x402.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -17,6 +18,9 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
 import { payToOf, replacePayTo, savePayTo } from './store.ts';
+
+/** The derivation of networks the test-mode simulator serves (`X402Scheme.derivation`). */
+export const SIMULATOR = 'simulator';
 
 export interface PayTo {
   address: string;
@@ -67,7 +71,8 @@ export class PayToBook {
       const kept = (await payToOf(db, merchantId, mode, kind.chain))!;
       return { address: kept.address, index: kept.index };
     }
-    if (row.derivation === derivation) return { address: row.address, index: row.index };
+    // The simulator takes a payment at any address and moves no money: an address stays as it is under it.
+    if (row.derivation === derivation || derivation === SIMULATOR) return { address: row.address, index: row.index };
     // Derived under another configuration of the network (or before Kasse recorded which): derive it again.
     const address = await scheme.payTo(mode, kind.chain, row.index);
     const retired = address.toLowerCase() === row.address.toLowerCase() ? null : row;
