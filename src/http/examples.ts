@@ -149,8 +149,59 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
         },
       },
     ],
-    extensions: [],
+    extensions: ['bazaar', 'payment-identifier'],
     signers: { 'eip155:*': ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] },
+  },
+  X402DiscoveryResources: {
+    x402Version: 2,
+    items: [
+      {
+        resource: 'https://api.example.com/weather',
+        type: 'http',
+        x402Version: 2,
+        accepts: [
+          {
+            scheme: 'exact',
+            network: 'eip155:8453',
+            amount: '1000',
+            asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+            payTo: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+            maxTimeoutSeconds: 300,
+            extra: { name: 'USD Coin', version: '2' },
+          },
+        ],
+        lastUpdated: '2026-03-01T12:04:12.000Z',
+        description: 'Weather for one city',
+        mimeType: 'application/json',
+        extensions: {
+          bazaar: {
+            info: {
+              input: { type: 'http', method: 'GET', queryParams: { city: 'Kochi' } },
+              output: { type: 'json', example: { city: 'Kochi', sky: 'rain' } },
+            },
+            schema: {
+              $schema: 'https://json-schema.org/draft/2020-12/schema',
+              type: 'object',
+              properties: {
+                input: {
+                  type: 'object',
+                  properties: {
+                    type: { type: 'string', const: 'http' },
+                    method: { type: 'string', enum: ['GET', 'HEAD', 'DELETE'] },
+                    queryParams: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+                  },
+                  required: ['type', 'method'],
+                  additionalProperties: false,
+                },
+                output: { type: 'object', properties: { type: { type: 'string' }, example: { type: 'object' } } },
+              },
+              required: ['input'],
+            },
+          },
+        },
+      },
+    ],
+    pagination: { limit: 20, offset: 0, total: 1 },
   },
   SubscriptionInvoice: subscriptionInvoice,
   Subscription: {

@@ -17,6 +17,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { axeViolations, describeViolations } from '../harness/axe.ts';
 import { launchBrowser } from '../harness/browser.ts';
 import { createUser, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
@@ -692,6 +693,8 @@ describe('the dashboard', () => {
         ).items.map((i) => i.resource);
       assert.deepEqual((await listed()).sort(), ['http://shop.test/forecast', link.url].sort());
       await page.getByRole('link', { name: 'Agents' }).click();
+      const violations = await axeViolations(page);
+      assert.deepEqual(violations, [], describeViolations(violations));
       const failed = page.locator('[data-panel=failed] tbody tr');
       assert.equal(await failed.count(), 1);
       assert.match(
