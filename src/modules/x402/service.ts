@@ -17,8 +17,8 @@
  * client that lost its answer retries through the `payment-identifier` extension (identifier.ts): the same identifier
  * with the same payment is answered what the original was, another payment under it is refused (409).
  *
- * A settled authorization becomes a `paid` Payment in the transaction that marks its row settled (the row locked), so
- * it is credited once. A crash leaves the row `pending`; the workers role's `resume` submits it again (idempotent in
+ * A settled authorization becomes a `paid` Payment in the transaction that marks its pending row settled, so it is
+ * credited once (settlements.ts). A crash leaves the row `pending`; the workers role's `resume` submits it again (idempotent in
  * the family) and records it when it lands. A settlement that cannot be recorded ends `failed` with its reason
  * (dashboard, `kasse x402 settlements`), never retried; one whose network does not answer is looked at again later,
  * less and less often. Settle always answers a SettleResponse (`unexpected_settle_error` for what nobody foresaw).
@@ -58,6 +58,8 @@ import type { FacilitatorBody, SettleResponse, SupportedResponse, VerifyResponse
 export const MAX_USD = 1_000_000n;
 /** How long a sale's requirements give the client to pay (`maxTimeoutSeconds`), as the official middleware's default. */
 const SALE_TIMEOUT_S = 300;
+/** How long the families' kinds of a mode are reused: networks pause or resume with a restart or a node's health. */
+const KINDS_FOR_MS = 1_000;
 /** The extensions Kasse's facilitator takes part in, as `supported` lists them. */
 const EXTENSIONS = ['bazaar', 'payment-identifier'];
 
@@ -113,6 +115,11 @@ export class X402Service {
   /** The discovery catalogue (discovery.ts). */
   readonly discovery: X402Discovery;
   private readonly lifecycle: Settlements;
+  /** The kinds of each mode as the families offered them a moment ago (every request asks). */
+  private readonly kindsOf = new Map<
+    Mode,
+    { kinds: Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>>; until: number }
+  >();
 
   constructor(private readonly deps: X402Deps) {
     this.payTos = new PayToBook({
@@ -289,14 +296,15 @@ export class X402Service {
     // Who this request is, for the one success of the authorization: its payment identifier, else itself alone.
     const me = identified ? `id:${identified.id}` : `req:${newId('x4s')}`;
     const key = scheme.key(request);
-    const [earlier, named] = await Promise.all([
+    // The lookups travel while the family checks the payload (a settle of a new payment is the usual one).
+    const [earlier, named, verdict] = await Promise.all([
       key ? settlementByKey(db, mode, request.kind.chain, key) : undefined,
       identified ? settlementByIdentifier(db, merchantId, mode, identified.id) : undefined,
+      scheme.verify(request),
     ]);
     const follower = (row: SettlementRow) => this.follower(scheme, row, request, merchantId, me, identified);
     if (named) return { response: await follower(named), claimed: false };
     if (earlier) return { response: await follower(earlier), claimed: false };
-    const verdict = await scheme.verify(request);
     if (!verdict.valid) return refused(invalid(verdict.reason, verdict.message, verdict.payer));
     const row = await claimSettlement(db, {
       id: newId('x4s'),
@@ -407,10 +415,17 @@ export class X402Service {
   }
 
   /** Every kind of the mode with the scheme offering it. */
-  private async kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
-    const out = [];
-    for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
-    return out;
+  private kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
+    const cached = this.kindsOf.get(mode);
+    if (cached && Date.now() < cached.until) return cached.kinds;
+    const kinds = (async () => {
+      const out = [];
+      for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
+      return out;
+    })();
+    this.kindsOf.set(mode, { kinds, until: Date.now() + KINDS_FOR_MS });
+    kinds.catch(() => this.kindsOf.delete(mode));
+    return kinds;
   }
 }
 

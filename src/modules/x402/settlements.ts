@@ -1,7 +1,8 @@
 /**
  * The life of an x402 settlement after its claim (service.ts claims it): driving it (the claimant) or watching it
  * (another request given the authorization's answer) to where it ends, recording a settled one as a `paid` Payment
- * in the transaction that marks its row settled (the row locked, so it is credited once), ending one that cannot be
+ * in the transaction that marks its row settled — only a pending row is, so of two recordings (a request's and the
+ * workers') one commits and the other rolls back: it is credited once —, ending one that cannot be
  * recorded `failed` with its reason, and resuming in the workers role what a crash or an expired wait left pending.
  * A settlement whose network does not answer is looked at again later, less and less often; one that cannot be
  * recorded is never retried.
@@ -20,7 +21,6 @@ import type { Stored } from './service.ts';
 import {
   addToTotal,
   getSettlement,
-  lockSettlement,
   markFailed,
   markSettled,
   releaseAnswer,
@@ -38,6 +38,8 @@ export const RESUME_AFTER_MS = SETTLE_WAIT_MS + 5_000;
 const RESUME_BACKOFF_MS = { first: 5_000, most: 60 * 60_000 };
 /** Millionths of a dollar per cent (the sub-cent carry, docs/x402.md). */
 const MICRO_PER_CENT = 10_000n;
+/** Rolls back a recording another request or process made first (its row was no longer pending). */
+const ALREADY_RECORDED = new Error('x402 settlement recorded elsewhere');
 
 export interface SettlementDeps {
   db: Db;
@@ -140,60 +142,66 @@ export class Settlements {
    * anything else is thrown, to be tried again.
    */
   private async finish(row: SettlementRow, state: X402Settlement): Promise<SettlementRow> {
+    let now: SettlementRow | undefined;
     if (state.status === 'failed') {
-      await markFailed(this.deps.db, row.id, {
+      now = await markFailed(this.deps.db, row.id, {
         transaction: state.transaction,
         error: `${state.reason}: ${state.message}`,
         now: this.deps.clock.now(),
       });
     } else if (state.status === 'settled') {
       try {
-        await this.record(row, state);
+        now = await this.record(row, state);
       } catch (err) {
         if (!cannotRecord(err)) throw err;
         this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 settlement cannot be recorded');
-        await markFailed(this.deps.db, row.id, {
+        now = await markFailed(this.deps.db, row.id, {
           transaction: state.transaction,
           error: `unexpected_settle_error: the transfer ${state.transaction} could not be recorded as a payment (${errText(err)})`,
           now: this.deps.clock.now(),
         });
       }
-    }
-    return (await getSettlement(this.deps.db, row.id)) ?? row;
+    } else return row;
+    // Nothing changed here: another request or process ended it first.
+    return now ?? (await getSettlement(this.deps.db, row.id)) ?? row;
   }
 
-  /** The settled authorization as a `paid` Payment, with its row marked settled, in one transaction. */
-  private async record(row: SettlementRow, state: Extract<X402Settlement, { status: 'settled' }>): Promise<void> {
+  /**
+   * The settled authorization as a `paid` Payment, with its row marked settled, in one transaction: the row as it is
+   * then, or nothing when another request or process recorded it first (this transaction is then rolled back).
+   */
+  private async record(
+    row: SettlementRow,
+    state: Extract<X402Settlement, { status: 'settled' }>,
+  ): Promise<SettlementRow | undefined> {
     const now = this.deps.clock.now();
-    await withTx(this.deps.db, async (tx) => {
-      const locked = await lockSettlement(tx, row.id);
-      if (!locked || locked.status !== 'pending') return;
-      const found = (await this.deps.kinds(locked.mode)).find((k) => k.kind.chain === locked.chain);
-      if (!found) throw new ApiError('invalid_state', `${locked.network} is no longer offered`);
-      const payTo = await this.deps.payTos.get(locked.mode, locked.merchant_id, found.kind, found.scheme);
-      const amount = BigInt(locked.amount);
+    return withTx(this.deps.db, async (tx) => {
+      const found = (await this.deps.kinds(row.mode)).find((k) => k.kind.chain === row.chain);
+      if (!found) throw new ApiError('invalid_state', `${row.network} is no longer offered`);
+      const payTo = await this.deps.payTos.get(row.mode, row.merchant_id, found.kind, found.scheme);
+      const amount = BigInt(row.amount);
       const decimals = found.kind.token.decimals;
       const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
-      const sale = (locked.request as Stored).sale;
-      const total = await addToTotal(tx, locked.merchant_id, locked.mode, micro);
+      const sale = (row.request as Stored).sale;
+      const total = await addToTotal(tx, row.merchant_id, row.mode, micro);
       const payment = await this.deps.payments.recordExternal(tx, {
-        mode: locked.mode,
-        merchantId: locked.merchant_id,
-        chain: locked.chain,
-        token: locked.token,
-        address: locked.pay_to,
+        mode: row.mode,
+        merchantId: row.merchant_id,
+        chain: row.chain,
+        token: row.token,
+        address: row.pay_to,
         // A retired address (settled before the network's configuration changed) has the same index.
         addressIndex: payTo.index,
         amount,
         priceCents: Number(total.after / MICRO_PER_CENT - total.before / MICRO_PER_CENT),
-        orderId: sale?.orderId ?? `x402:${locked.id}`,
-        description: sale?.description ?? locked.description,
+        orderId: sale?.orderId ?? `x402:${row.id}`,
+        description: sale?.description ?? row.description,
         ...(sale ? { metadata: sale.metadata } : {}),
         x402: {
-          resource: locked.resource,
-          description: locked.description,
-          payer: locked.payer,
-          network: locked.network,
+          resource: row.resource,
+          description: row.description,
+          payer: row.payer,
+          network: row.network,
           transaction: state.transaction,
           simulated: state.simulated,
           amount_usd: formatUnits(amount, decimals),
@@ -203,17 +211,22 @@ export class Settlements {
           index: state.index,
           blockNumber: state.blockNumber,
           blockHash: state.blockHash,
-          from: locked.payer,
+          from: row.payer,
         },
       });
-      await markSettled(tx, locked.id, { transaction: state.transaction, paymentId: payment.id, now });
+      const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
+      if (!settled) throw ALREADY_RECORDED;
       const linkId = sale?.metadata.link_id;
-      if (linkId && locked.resource)
-        await this.deps.discovery.linkPaid(tx, locked.mode, locked.merchant_id, linkId, locked.resource, now);
+      if (linkId && row.resource)
+        await this.deps.discovery.linkPaid(tx, row.mode, row.merchant_id, linkId, row.resource, now);
       this.deps.log.info(
-        { settlementId: locked.id, paymentId: payment.id, mode: locked.mode, chain: locked.chain },
+        { settlementId: row.id, paymentId: payment.id, mode: row.mode, chain: row.chain },
         'x402 payment settled',
       );
+      return settled;
+    }).catch((err: unknown) => {
+      if (err === ALREADY_RECORDED) return undefined;
+      throw err;
     });
   }
 

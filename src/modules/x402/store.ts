@@ -165,39 +165,41 @@ export async function releaseAnswer(db: DbOrTx, id: string, from: string): Promi
     .execute();
 }
 
-export async function lockSettlement(tx: Tx, id: string): Promise<SettlementRow | undefined> {
-  return tx.selectFrom('x402_settlements').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
-}
-
 export async function getSettlement(db: DbOrTx, id: string): Promise<SettlementRow | undefined> {
   return db.selectFrom('x402_settlements').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/**
+ * Marks a pending settlement settled with its payment (in the transaction that recorded it); the row as it is now, or
+ * nothing when it was not pending (another request or process recorded it first: roll back).
+ */
 export async function markSettled(
   tx: Tx,
   id: string,
   s: { transaction: string; paymentId: string; now: Date },
-): Promise<void> {
-  await tx
+): Promise<SettlementRow | undefined> {
+  return tx
     .updateTable('x402_settlements')
     .set({ status: 'settled', transaction: s.transaction, payment_id: s.paymentId, settled_at: s.now, error: null })
     .where('id', '=', id)
-    .execute();
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
 }
 
-/** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); answers whether it was pending. */
+/** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); the row, or nothing if not pending. */
 export async function markFailed(
   db: DbOrTx,
   id: string,
   f: { transaction: string | null; error: string; now: Date },
-): Promise<boolean> {
-  const r = await db
+): Promise<SettlementRow | undefined> {
+  return db
     .updateTable('x402_settlements')
     .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now, resume_at: null })
     .where('id', '=', id)
     .where('status', '=', 'pending')
+    .returningAll()
     .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
 }
 
 /**
