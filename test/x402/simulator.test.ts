@@ -19,7 +19,7 @@ import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { axeViolations, describeViolations } from '../harness/axe.ts';
 import { launchBrowser } from '../harness/browser.ts';
-import { createUser, setUpAccount } from '../harness/dashboard.ts';
+import { createUser, csrfOf, post, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentClient, agentFetch, paymentSignature, startHonoShop, startShop, type Shop } from './agents.ts';
@@ -725,6 +725,20 @@ describe('the dashboard', () => {
       );
       assert.ok(stuck);
       await context.close();
+
+      // A viewer reads the page and has no switch; the server refuses one posted all the same.
+      const v = await createUser(t.kasse, merchant.id, 'x402-viewer@example.com', 'viewer');
+      const viewer = await browser.open('desktop');
+      await setUpAccount(viewer.page, v.setupUrl, t.clock, { email: 'x402-viewer@example.com', id: v.id });
+      await viewer.page.goto(`${base}/dashboard/test/agents`);
+      assert.equal(await viewer.page.locator('[data-catalogue] button').count(), 0);
+      const refused = await post(viewer.page, `${base}/dashboard/test/agents/links/${link.id}/publish`, {
+        _csrf: await csrfOf(viewer.page),
+        published: '1',
+      });
+      assert.equal(refused.status, 403);
+      assert.deepEqual(await listed(), ['http://shop.test/forecast'], 'nothing changed');
+      await viewer.context.close();
     } finally {
       await browser.close();
     }
