@@ -655,7 +655,7 @@ export interface paths {
         put?: never;
         /**
          * x402: verify a payment
-         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.
+         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance, an amount of at most $1,000,000. A refusal is `isValid: false` with the official `invalidReason`. A retry under the same `payment-identifier` with the same payment answers as before; another payment under it is 409 `idempotency_conflict`.
          */
         post: operations["x402Verify"];
         delete?: never;
@@ -675,7 +675,7 @@ export interface paths {
         put?: never;
         /**
          * x402: settle a payment
-         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). Idempotent on the authorization. The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
+         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (`invalid_exact_evm_nonce_already_used`, `duplicate_settlement`) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
          */
         post: operations["x402Settle"];
         delete?: never;
@@ -3199,7 +3199,10 @@ export interface components {
          *           }
          *         }
          *       ],
-         *       "extensions": [],
+         *       "extensions": [
+         *         "bazaar",
+         *         "payment-identifier"
+         *       ],
          *       "signers": {
          *         "eip155:*": [
          *           "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -3222,7 +3225,114 @@ export interface components {
                 [key: string]: string[];
             };
         };
-        /** @description The `bazaar` extension's DiscoveryResourcesResponse. */
+        /**
+         * @description The `bazaar` extension's DiscoveryResourcesResponse.
+         * @example {
+         *       "x402Version": 2,
+         *       "items": [
+         *         {
+         *           "resource": "https://api.example.com/weather",
+         *           "type": "http",
+         *           "x402Version": 2,
+         *           "accepts": [
+         *             {
+         *               "scheme": "exact",
+         *               "network": "eip155:8453",
+         *               "amount": "1000",
+         *               "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *               "payTo": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *               "maxTimeoutSeconds": 300,
+         *               "extra": {
+         *                 "name": "USD Coin",
+         *                 "version": "2"
+         *               }
+         *             }
+         *           ],
+         *           "lastUpdated": "2026-03-01T12:04:12.000Z",
+         *           "description": "Weather for one city",
+         *           "mimeType": "application/json",
+         *           "extensions": {
+         *             "bazaar": {
+         *               "info": {
+         *                 "input": {
+         *                   "type": "http",
+         *                   "method": "GET",
+         *                   "queryParams": {
+         *                     "city": "Kochi"
+         *                   }
+         *                 },
+         *                 "output": {
+         *                   "type": "json",
+         *                   "example": {
+         *                     "city": "Kochi",
+         *                     "sky": "rain"
+         *                   }
+         *                 }
+         *               },
+         *               "schema": {
+         *                 "$schema": "https://json-schema.org/draft/2020-12/schema",
+         *                 "type": "object",
+         *                 "properties": {
+         *                   "input": {
+         *                     "type": "object",
+         *                     "properties": {
+         *                       "type": {
+         *                         "type": "string",
+         *                         "const": "http"
+         *                       },
+         *                       "method": {
+         *                         "type": "string",
+         *                         "enum": [
+         *                           "GET",
+         *                           "HEAD",
+         *                           "DELETE"
+         *                         ]
+         *                       },
+         *                       "queryParams": {
+         *                         "type": "object",
+         *                         "properties": {
+         *                           "city": {
+         *                             "type": "string"
+         *                           }
+         *                         },
+         *                         "required": [
+         *                           "city"
+         *                         ]
+         *                       }
+         *                     },
+         *                     "required": [
+         *                       "type",
+         *                       "method"
+         *                     ],
+         *                     "additionalProperties": false
+         *                   },
+         *                   "output": {
+         *                     "type": "object",
+         *                     "properties": {
+         *                       "type": {
+         *                         "type": "string"
+         *                       },
+         *                       "example": {
+         *                         "type": "object"
+         *                       }
+         *                     }
+         *                   }
+         *                 },
+         *                 "required": [
+         *                   "input"
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 20,
+         *         "offset": 0,
+         *         "total": 1
+         *       }
+         *     }
+         */
         X402DiscoveryResources: {
             /** @description 2. */
             x402Version: number;

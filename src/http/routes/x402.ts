@@ -83,7 +83,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Verify',
         summary: 'x402: verify a payment',
         description:
-          "Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.",
+          "Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance, an amount of at most $1,000,000. A refusal is `isValid: false` with the official `invalidReason`. A retry under the same `payment-identifier` with the same payment answers as before; another payment under it is 409 `idempotency_conflict`.",
         tags: ['x402'],
         body: FacilitatorBodySchema,
         errors: ['idempotency_conflict'],
@@ -101,7 +101,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Settle',
         summary: 'x402: settle a payment',
         description:
-          'Verifies, then submits the authorization through Kasse\'s relayer (the hot wallet pays the fee) and answers once the network\'s confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). Idempotent on the authorization. The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).',
+          'Verifies, then submits the authorization through Kasse\'s relayer (the hot wallet pays the fee) and answers once the network\'s confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (`invalid_exact_evm_nonce_already_used`, `duplicate_settlement`) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).',
         tags: ['x402'],
         body: FacilitatorBodySchema,
         errors: ['idempotency_conflict'],
