@@ -3,7 +3,8 @@
  * default configuration (bench/servers/api.ts), against baselines measured in the same run:
  *
  * - `POST /x402/verify` one at a time (p50, p99) against a bare EIP-712 signature recovery of the same
- *   authorizations in this process, in alternating rounds (goal: verify p50 ≤ 1.3 × the bare recovery's);
+ *   authorizations in this process, in alternating rounds (goal: verify p50 ≤ 1.3 × the bare recovery's), and a bare
+ *   Fastify route answering the same body (the HTTP round trip every verify pays on top of the recovery);
  * - `POST /x402/settle` one at a time (p50, p99);
  * - settles per second at 16 in flight (fresh authorizations, each settled once) against `POST /payments` creations
  *   per second at 16 connections, alternating rounds, each side's median round (goal: settles ≥ 0.5 × creations, with
@@ -13,6 +14,7 @@
  *   settlements are recorded one after another (the running x402 total that makes each payment's cents exact).
  */
 import { loadavg } from 'node:os';
+import pgModule from 'pg';
 import { getAddress, recoverTypedDataAddress, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../test/harness/hardhat.ts';
@@ -27,6 +29,7 @@ const NETWORK = 'eip155:84532';
 const USDC = getAddress('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
 const DOMAIN = { name: 'USDC', version: '2', chainId: 84532, verifyingContract: USDC } as const;
 const IN_FLIGHT = 16;
+const pgClient = pgModule.Client;
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const round = (x: number) => Math.round(x * 1000) / 1000;
 const summary = (ms: number[]) => {
@@ -80,8 +83,12 @@ export async function run(): Promise<object> {
     for (let i = 0; i < N * 2 + THROUGHPUT_N * ROUNDS + 20; i++) signed.push(await sign());
     // For the spread rounds: request i goes to merchant i mod 16, its authorization paying that merchant.
     const spreadPayTo = await Promise.all(srv.info.keys.map(payToOf));
-    const spread: string[] = [];
-    for (let i = 0; i < THROUGHPUT_N * ROUNDS; i++) spread.push((await sign(spreadPayTo[i % IN_FLIGHT]!)).body);
+    const spread: string[][] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const bodies: string[] = [];
+      for (let i = 0; i < THROUGHPUT_N; i++) bodies.push((await sign(spreadPayTo[i % IN_FLIGHT]!)).body);
+      spread.push(bodies);
+    }
     const post = async (path: string, body: string) => {
       const res = await fetch(`${srv.info.test}${path}`, { method: 'POST', headers, body });
       const json = (await res.json()) as { isValid?: boolean; success?: boolean };
@@ -116,13 +123,20 @@ export async function run(): Promise<object> {
     const verifyItems = take(N);
     const recoverRounds: number[][] = [];
     const verifyRounds: number[][] = [];
+    const echoRounds: number[][] = [];
+    const echo = async (body: string) => {
+      const res = await fetch(`${srv.info.bare}/bare-echo`, { method: 'POST', headers, body });
+      await res.json();
+    };
     const per = Math.ceil(N / ROUNDS);
     for (let r = 0; r < ROUNDS; r++) {
       const items = verifyItems.slice(r * per, (r + 1) * per);
       recoverRounds.push(await timed(items, recover));
+      echoRounds.push(await timed(items, (s) => echo(s.body)));
       verifyRounds.push(await timed(items, (s) => post('/x402/verify', s.body)));
     }
     const bare = summary(recoverRounds.flat());
+    const roundTrip = summary(echoRounds.flat());
     const verify = summary(verifyRounds.flat());
     const settle = summary(await timed(take(N), (s) => post('/x402/settle', s.body)));
 
@@ -133,11 +147,20 @@ export async function run(): Promise<object> {
       const u = (await (await fetch(cpuUrl)).json()) as { user: number; system: number; statements: number };
       return { us: u.user + u.system, statements: u.statements };
     };
+    // Every settle of a round must have made its payment: an answer of 200 may be a refusal.
+    const db = new pgClient({ connectionString: pg.url });
+    await db.connect();
+    const settledRows = async () =>
+      Number((await db.query(`SELECT count(*) AS n FROM x402_settlements WHERE status = 'settled'`)).rows[0].n);
     const measure = async (target: Target) => {
       const before = { server: await cpu(), postgres: postgresCpu(postmaster) * 1e6, load: load1() };
+      const settledBefore = await settledRows();
       const r: LoadResult = await load(target);
       const total = Math.max(1, r.total);
       const after = await cpu();
+      const settledNow = (await settledRows()) - settledBefore;
+      if (target.url.endsWith('/x402/settle') && settledNow !== r.total)
+        throw new Error(`${settledNow} of ${r.total} settles made a payment`);
       return {
         ...r,
         statements_per_request: Math.round(((after.statements - before.server.statements) / total) * 10) / 10,
@@ -173,7 +196,7 @@ export async function run(): Promise<object> {
           amount: batch.length,
         }),
       );
-      const bodies = spread.slice(r * THROUGHPUT_N, (r + 1) * THROUGHPUT_N);
+      const bodies = spread[r]!;
       spreadRounds.push(
         await measure({
           url: `${srv.info.test}/x402/settle`,
@@ -186,6 +209,7 @@ export async function run(): Promise<object> {
         }),
       );
     }
+    await db.end();
     const created = median(createRounds, (x) => x.requests_per_sec);
     const settled = median(settleRounds, (x) => x.requests_per_sec);
     const spreadSettled = median(spreadRounds, (x) => x.requests_per_sec);
@@ -195,6 +219,8 @@ export async function run(): Promise<object> {
       bare_eip712_recovery: { ...bare, per_second: round(1000 / bare.p50_ms) },
       verify,
       verify_p50_over_bare_recovery: round(verify.p50_ms / bare.p50_ms),
+      bare_http_round_trip: roundTrip,
+      verify_p50_beyond_recovery_and_round_trip_ms: round(verify.p50_ms - bare.p50_ms - roundTrip.p50_ms),
       settle_one_at_a_time: settle,
       in_flight: IN_FLIGHT,
       create_payment: created,

@@ -50,6 +50,8 @@ for (let i = 0; i < Number(process.env.BENCH_MERCHANTS ?? 0); i++) {
 // The baselines: the same framework with no Kasse middleware.
 const bare = Fastify();
 bare.get('/bare', async () => ({ ok: true }));
+// A JSON body read and answered, nothing else: an HTTP round trip of a body's size.
+bare.post('/bare-echo', async (req) => ({ ok: typeof req.body === 'object' }));
 await sql`CREATE TABLE IF NOT EXISTS bench_rows (id text PRIMARY KEY, merchant_id text, mode text, status text, price_amount bigint,
   order_id text, description text, metadata jsonb, expires_at timestamptz, created_at timestamptz)`.execute(kasse.db);
 bare.post('/bare-insert', async (req) => {

@@ -271,7 +271,8 @@ export class X402Service {
         response: {
           success: false,
           errorReason: 'unexpected_settle_error',
-          errorMessage: 'Kasse could not settle this payment; nothing was recorded for it unless a retry says so.',
+          errorMessage:
+            'Kasse could not settle this payment because of an unexpected error; a retry with the same payment identifier says where it stands.',
           transaction: '',
           network: body.paymentRequirements?.network ?? '',
         },
