@@ -352,6 +352,10 @@ async function leftPending(merchant: TestMerchant, to: string): Promise<string> 
   return id;
 }
 
+/** A Hono API of the merchant's on Base Sepolia at $0.001 a call (other options as given), Kasse its facilitator. */
+const honoShop = (merchant: TestMerchant, to: string, o: Partial<Parameters<typeof startHonoShop>[0]> = {}) =>
+  startHonoShop({ apiBase: t.urls.test, key: merchant.testKey, network: NETWORK, payTo: to, price: '$0.001', ...o });
+
 const x402Payments = async (merchant: TestMerchant) =>
   (await ok(merchant.test.get('/payments?source=x402&limit=100'))).data as any[];
 
@@ -364,10 +368,7 @@ describe('one payment buys one response', () => {
     try {
       second.clock.set(t.clock.now());
       const { merchant, to } = await freshMerchant();
-      for (const apiBase of [t.urls.test, second.urls.test])
-        shops.push(
-          await startHonoShop({ apiBase, key: merchant.testKey, network: NETWORK, payTo: to, price: '$0.001' }),
-        );
+      for (const apiBase of [t.urls.test, second.urls.test]) shops.push(await honoShop(merchant, to, { apiBase }));
       const header = await paymentSignature(agent, `${shops[0]!.url}/weather`);
       const answers = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
@@ -401,12 +402,7 @@ describe('one payment buys one response', () => {
 describe('retries through payment-identifier', () => {
   test('the same identifier and payment after a lost answer: the same answer, one payment; another payment under it: refused', async () => {
     const { merchant, to } = await freshMerchant();
-    const shop = await startHonoShop({
-      apiBase: t.urls.test,
-      key: merchant.testKey,
-      network: NETWORK,
-      payTo: to,
-      price: '$0.001',
+    const shop = await honoShop(merchant, to, {
       extensions: { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension() },
     });
     try {
@@ -501,13 +497,7 @@ describe('amounts', () => {
 describe("the facilitator's own limit", () => {
   test('300 paid calls in one minute through @x402/hono are all served; the API keeps its 60 a minute', async () => {
     const { merchant, to } = await freshMerchant();
-    const shop = await startHonoShop({
-      apiBase: t.urls.test,
-      key: merchant.testKey,
-      network: NETWORK,
-      payTo: to,
-      price: '$0.001',
-    });
+    const shop = await honoShop(merchant, to);
     try {
       // The fake clock stands still: every call falls in one rate-limit minute. The official client signs 300
       // payments for the route's 402 answer; each goes through the middleware's verify and settle.
@@ -556,15 +546,7 @@ describe('discovery', () => {
       inputSchema: { properties: { city: { type: 'string' } }, required: ['city'] },
       output: { example: { city: 'Kochi', sky: 'rain' } },
     });
-    const shop = await startHonoShop({
-      apiBase: t.urls.test,
-      key: merchant.testKey,
-      network: NETWORK,
-      payTo: to,
-      price: '$0.002',
-      extensions: declaration,
-      bazaar: true,
-    });
+    const shop = await honoShop(merchant, to, { price: '$0.002', extensions: declaration, bazaar: true });
     try {
       const resource = `${shop.url}/weather`;
       const mine = async (q: Parameters<ReturnType<typeof catalogue>['listResources']>[0] = {}) =>
