@@ -452,6 +452,19 @@ describe('amounts', () => {
       assert.equal(s.body.success, false);
       assert.equal(s.body.errorReason, 'invalid_payment_requirements');
     }
+    // What nobody foresaw (here: the family's check throwing) is still a SettleResponse.
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const verify = evm.verify;
+    evm.verify = async () => {
+      throw new Error('unforeseen');
+    };
+    try {
+      const s = await merchant.test.post('/x402/settle', await signed(1000n));
+      assert.equal(s.status, 200);
+      assert.deepEqual([s.body.success, s.body.errorReason], [false, 'unexpected_settle_error']);
+    } finally {
+      evm.verify = verify;
+    }
     const largest = await ok(merchant.test.post('/x402/settle', await signed(1_000_000_000_000n)));
     assert.equal(largest.success, true, JSON.stringify(largest));
     const p = await ok(merchant.test.get(`/payments/${largest.extra.payment_id}`));

@@ -23,6 +23,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN resume_at timestamptz,
       ADD COLUMN resume_tries integer NOT NULL DEFAULT 0,
       ADD CHECK ((payment_identifier IS NULL) = (payload_digest IS NULL));
+    -- Settled before: their success was answered already.
+    UPDATE x402_settlements SET answered_to = 'req:earlier' WHERE status = 'settled';
     CREATE UNIQUE INDEX x402_settlements_identifier ON x402_settlements (merchant_id, mode, payment_identifier)
       WHERE payment_identifier IS NOT NULL;
     CREATE INDEX x402_settlements_by_merchant ON x402_settlements (merchant_id, mode, created_at DESC, id DESC);
