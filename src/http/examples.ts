@@ -8,6 +8,7 @@
  * validates every example against its schema and fails when a component, request body or success response has none.
  */
 import type { ErrorCode } from '../core/errors.ts';
+import { LINK_DECLARATION } from '../modules/x402/discovery.ts';
 
 const PAYMENT_ID = 'pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX';
 const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
@@ -156,49 +157,24 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     x402Version: 2,
     items: [
       {
-        resource: 'https://api.example.com/weather',
+        resource: 'https://pay.example.com/l/k3x9m2p7q8r4',
         type: 'http',
         x402Version: 2,
         accepts: [
           {
             scheme: 'exact',
             network: 'eip155:8453',
-            amount: '1000',
+            amount: '2500000',
             asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
             payTo: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
             maxTimeoutSeconds: 300,
-            extra: { name: 'USD Coin', version: '2' },
+            extra: { name: 'USD Coin', version: '2', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', decimals: 6 },
           },
         ],
         lastUpdated: '2026-03-01T12:04:12.000Z',
-        description: 'Weather for one city',
+        description: 'Weather report',
         mimeType: 'application/json',
-        extensions: {
-          bazaar: {
-            info: {
-              input: { type: 'http', method: 'GET', queryParams: { city: 'Kochi' } },
-              output: { type: 'json', example: { city: 'Kochi', sky: 'rain' } },
-            },
-            schema: {
-              $schema: 'https://json-schema.org/draft/2020-12/schema',
-              type: 'object',
-              properties: {
-                input: {
-                  type: 'object',
-                  properties: {
-                    type: { type: 'string', const: 'http' },
-                    method: { type: 'string', enum: ['GET', 'HEAD', 'DELETE'] },
-                    queryParams: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-                  },
-                  required: ['type', 'method'],
-                  additionalProperties: false,
-                },
-                output: { type: 'object', properties: { type: { type: 'string' }, example: { type: 'object' } } },
-              },
-              required: ['input'],
-            },
-          },
-        },
+        extensions: { bazaar: LINK_DECLARATION },
       },
     ],
     pagination: { limit: 20, offset: 0, total: 1 },

@@ -675,7 +675,7 @@ export interface paths {
         put?: never;
         /**
          * x402: settle a payment
-         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (`invalid_exact_evm_nonce_already_used`, `duplicate_settlement`) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
+         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
          */
         post: operations["x402Settle"];
         delete?: never;
@@ -3231,41 +3231,48 @@ export interface components {
          *       "x402Version": 2,
          *       "items": [
          *         {
-         *           "resource": "https://api.example.com/weather",
+         *           "resource": "https://pay.example.com/l/k3x9m2p7q8r4",
          *           "type": "http",
          *           "x402Version": 2,
          *           "accepts": [
          *             {
          *               "scheme": "exact",
          *               "network": "eip155:8453",
-         *               "amount": "1000",
+         *               "amount": "2500000",
          *               "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
          *               "payTo": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
          *               "maxTimeoutSeconds": 300,
          *               "extra": {
          *                 "name": "USD Coin",
-         *                 "version": "2"
+         *                 "version": "2",
+         *                 "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *                 "decimals": 6
          *               }
          *             }
          *           ],
          *           "lastUpdated": "2026-03-01T12:04:12.000Z",
-         *           "description": "Weather for one city",
+         *           "description": "Weather report",
          *           "mimeType": "application/json",
          *           "extensions": {
          *             "bazaar": {
          *               "info": {
          *                 "input": {
          *                   "type": "http",
-         *                   "method": "GET",
-         *                   "queryParams": {
-         *                     "city": "Kochi"
-         *                   }
+         *                   "queryParams": {},
+         *                   "method": "GET"
          *                 },
          *                 "output": {
          *                   "type": "json",
          *                   "example": {
-         *                     "city": "Kochi",
-         *                     "sky": "rain"
+         *                     "payment_id": "pay_01JD8X4TQ9KZ3M7V2N5R6W8Y0A",
+         *                     "status": "paid",
+         *                     "order_id": "k3x9m2p7q8r4-7",
+         *                     "price_amount": 500,
+         *                     "price_currency": "USD",
+         *                     "description": "Weather report",
+         *                     "network": "eip155:8453",
+         *                     "transaction": "0x4c1d…",
+         *                     "payer": "0x857b…"
          *                   }
          *                 }
          *               },
@@ -3290,14 +3297,7 @@ export interface components {
          *                       },
          *                       "queryParams": {
          *                         "type": "object",
-         *                         "properties": {
-         *                           "city": {
-         *                             "type": "string"
-         *                           }
-         *                         },
-         *                         "required": [
-         *                           "city"
-         *                         ]
+         *                         "properties": {}
          *                       }
          *                     },
          *                     "required": [
@@ -3315,7 +3315,10 @@ export interface components {
          *                       "example": {
          *                         "type": "object"
          *                       }
-         *                     }
+         *                     },
+         *                     "required": [
+         *                       "type"
+         *                     ]
          *                   }
          *                 },
          *                 "required": [
