@@ -206,17 +206,23 @@ export class Kasse {
     });
     this.eventStream = new EventStreamHub(db);
     this.subscriptionLinks = new CustomerLinks(secrets.secretKey, () => this.urls.checkout);
-    this.subscriptions = new SubscriptionService({
-      db,
-      clock,
-      log,
-      payments: this.payments,
-      events: this.webhooks,
-      email: this.email,
-      audit: this.audit,
-      merchants: this.merchants,
-      links: this.subscriptionLinks,
-    });
+    this.subscriptions = new SubscriptionService(
+      {
+        db,
+        clock,
+        log,
+        payments: this.payments,
+        events: this.webhooks,
+        email: this.email,
+        audit: this.audit,
+        merchants: this.merchants,
+        links: this.subscriptionLinks,
+      },
+      {
+        chains: this.chains,
+        schemes: () => this.families.flatMap((f) => (f.loaded.charges ? [f.loaded.charges] : [])),
+      },
+    );
     this.disbursements = new DisbursementService({
       ...funds,
       email: this.email,

@@ -27,8 +27,10 @@ import type { NetworkHealth } from './health.ts';
 import type { DepositSink, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
+import type { ChargeScheme } from './charges.ts';
 import type { X402Scheme } from './x402.ts';
 
+export type * from './charges.ts';
 export type * from './x402.ts';
 
 /** What a family's addresses look like; used for every network of the family, with or without a running adapter. */
@@ -196,6 +198,8 @@ export interface LoadedFamily {
   checkout?: CheckoutExtension;
   /** The family's x402 `exact` scheme, where its networks can take USDC from an x402 client (x402.ts). */
   x402?: X402Scheme;
+  /** Recurring charges under a payer's grant, where its networks can take them (charges.ts). */
+  charges?: ChargeScheme;
 }
 
 /** An operator command, `kasse <name> …` (names start with the family's name). */

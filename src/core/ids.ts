@@ -58,6 +58,8 @@ export type IdPrefix =
   | 'key'
   | 'lnk'
   | 'sub'
+  | 'grt'
+  | 'chg'
   | 'dsb'
   | 'rfd'
   | 'po'
@@ -119,5 +121,6 @@ export const ID_PATTERNS = {
   evt: '^evt_[0-9A-Z]{26}$',
   mer: '^mer_[0-9A-Z]{26}$',
   sub: '^sub_[0-9A-Z]{26}$',
+  chg: '^chg_[0-9A-Z]{26}$',
   dsb: '^dsb_[0-9A-Z]{26}$',
 } as const;

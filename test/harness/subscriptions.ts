@@ -4,7 +4,7 @@
  */
 import { newId } from '../../src/core/ids.ts';
 import type { DbOrTx } from '../../src/db/index.ts';
-import type { NewSubscription } from '../../src/modules/subscriptions/store.ts';
+import type { NewSubscription } from '../../src/modules/subscriptions/store/subscriptions.ts';
 
 /** What differs between the seeded subscriptions. */
 export interface SeedRow {

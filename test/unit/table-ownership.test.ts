@@ -19,7 +19,7 @@ const SRC = join(KASSE_HOME, 'src');
 /** Owners that keep their rows in one home inside their folder: only that folder or file queries them. */
 const HOMES: Record<string, string> = {
   'modules/payments/': 'modules/payments/store/',
-  'modules/subscriptions/': 'modules/subscriptions/store.ts',
+  'modules/subscriptions/': 'modules/subscriptions/store/',
   'chains/': 'chains/health.ts',
 };
 

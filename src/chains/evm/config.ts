@@ -9,6 +9,8 @@
  *   "evm": { "eip712_domains": { "usdc": { "name": "USDC", "version": "2" } } }
  * (a token's EIP-712 domain name and version, by symbol, for a network without a node: the x402 facilitator's
  * `supported` names them so clients sign as on the real chain; with a node they are read from the token)
+ *   "evm": { "subscription_collector": "0x…" }
+ * (a deployed contracts/SubscriptionCollector.sol: subscriptions charge themselves on the network, charges.ts)
  *
  * Without `forwarder_factory` Kasse cannot derive deposit addresses on the network, so no EVM adapter is registered
  * for it (test mode falls back to the simulator's addresses; live mode reports the network unavailable).
@@ -40,6 +42,8 @@ export interface EvmNetworkSettings {
   disperseMaxItems?: number;
   /** EIP-712 domains of tokens by symbol (`eip712_domains`), for a network served without a node. */
   eip712Domains: Record<string, { name: string; version: string }>;
+  /** The SubscriptionCollector grants are given to and charged through (`subscription_collector`); absent: none. */
+  subscriptionCollector?: string;
 }
 
 export const EVM_DEFAULTS = { blocksPerBatch: 20, rpcTimeoutMs: 10_000 } as const;
@@ -64,6 +68,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     'disperse',
     'disperse_max_items',
     'eip712_domains',
+    'subscription_collector',
   ]);
   const o = settings.values;
   const address = (k: string): string | null => {
@@ -84,6 +89,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     ...(address('disperse')
       ? { disperse: address('disperse')!, disperseMaxItems: settings.int('disperse_max_items', 2, 200) }
       : {}),
+    ...(address('subscription_collector') ? { subscriptionCollector: address('subscription_collector')! } : {}),
   };
 }
 

@@ -5,6 +5,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { Numeric, Timestamp } from '../../db/schema.ts';
 import type { TransferQueueColumns } from '../queue.ts';
+import type { TransferPurpose } from './transfer.ts';
 
 /** EVM watcher cursor: the last block whose deposits are recorded (migration 0004_evm). */
 export interface EvmCursorsTable {
@@ -50,9 +51,9 @@ export interface EvmSweepItemsTable {
   ok: boolean | null;
 }
 
-/** An outgoing hot-wallet transfer (migration 0006_evm_sender; src/chains/evm/sender.ts). */
+/** An outgoing hot-wallet transfer (migration 0006_evm_sender, purposes widened since; src/chains/evm/sender.ts). */
 export interface EvmTransfersTable extends TransferQueueColumns {
-  purpose: 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve' | 'x402';
+  purpose: TransferPurpose;
   from_address: string;
   to_address: string;
   value: Numeric;

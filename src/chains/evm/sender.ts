@@ -157,7 +157,8 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
 
   /** Records any call from the hot wallet as a `pending` transfer inside `tx`; idempotent on `call.id`. */
   async record(tx: Tx, call: OutgoingCall): Promise<void> {
-    if (call.amount <= 0n) throw new Error('an outgoing transfer moves a positive amount');
+    if (call.amount < 0n || (call.amount === 0n && call.purpose !== 'revoke'))
+      throw new Error('an outgoing transfer moves a positive amount');
     await this.enqueued(tx, call.id, {
       purpose: call.purpose,
       from_address: this.address,

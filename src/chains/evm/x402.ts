@@ -21,7 +21,6 @@ import {
   getAddress,
   isAddress,
   isHex,
-  parseAbi,
   recoverAddress,
   size,
   type Address,
@@ -39,6 +38,7 @@ import { evmSettings } from './config.ts';
 import { erc20Abi } from './contracts.ts';
 import { authorizationDigest, eip3009Abi, encodeVrs, revertReason, type Authorization } from './gasless.ts';
 import type { EvmSender } from './sender.ts';
+import { TokenDomains } from './token-domain.ts';
 import { TRANSFER_TOPIC } from './watcher.ts';
 
 /** The official facilitator's refusal codes (`@x402/evm`'s exact facilitator). */
@@ -64,11 +64,6 @@ const MIN_VALIDITY_SECONDS = 6n;
 /** How often `settle` looks at its transfer while following it. */
 const FOLLOW_EVERY_MS = 200;
 
-const domainAbi = parseAbi([
-  'function eip712Domain() view returns (bytes1 fields, string name, string version, uint256 chainId, address verifyingContract, bytes32 salt, uint256[] extensions)',
-  'function name() view returns (string)',
-]);
-
 export interface EvmX402Deps {
   db: Db;
   clock: Clock;
@@ -90,7 +85,7 @@ interface Receipt {
 }
 
 export class EvmX402 implements X402Scheme {
-  private readonly domains = new Map<string, { name: string; version: string }>();
+  private readonly domains = new TokenDomains();
   private readonly recovered = new Map<string, Address | null>();
   private readonly separators = new Map<string, Hex>();
 
@@ -104,7 +99,9 @@ export class EvmX402 implements X402Scheme {
       if (!token) continue;
       const adapter = this.adapter(mode, network.id);
       if (!adapter && mode === 'live') continue;
-      const domain = adapter ? await this.domain(adapter, token).catch(() => null) : configuredDomain(network, token);
+      const domain = adapter
+        ? await this.domains.of(adapter, token).catch(() => null)
+        : configuredDomain(network, token);
       if (!domain) continue;
       kinds.push({
         network: `eip155:${network.chainId}`,
@@ -308,32 +305,6 @@ export class EvmX402 implements X402Scheme {
 
   private async call(adapter: EvmAdapter, to: Address, data: Hex): Promise<Hex> {
     return adapter.rpc().request<Hex>('eth_call', [{ to, data }, 'latest']);
-  }
-
-  /** The token's EIP-712 name and version (EIP-5267 `eip712Domain`, else `name` and version "2"), read once. */
-  private async domain(adapter: EvmAdapter, token: TokenConfig): Promise<{ name: string; version: string }> {
-    const key = `${adapter.mode}:${token.id}`;
-    const known = this.domains.get(key);
-    if (known) return known;
-    const contract = getAddress(token.contract!);
-    let domain: { name: string; version: string };
-    try {
-      const out = decodeFunctionResult({
-        abi: domainAbi,
-        functionName: 'eip712Domain',
-        data: await this.call(adapter, contract, encodeFunctionData({ abi: domainAbi, functionName: 'eip712Domain' })),
-      });
-      domain = { name: out[1], version: out[2] };
-    } catch {
-      const name = decodeFunctionResult({
-        abi: domainAbi,
-        functionName: 'name',
-        data: await this.call(adapter, contract, encodeFunctionData({ abi: domainAbi, functionName: 'name' })),
-      });
-      domain = { name, version: '2' };
-    }
-    this.domains.set(key, domain);
-    return domain;
   }
 }
 

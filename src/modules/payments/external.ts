@@ -5,6 +5,10 @@
  * deposit, then the state machine, which credits the ledger with the merchant's fee and publishes `payment.paid`.
  * All in the caller's transaction, so the facilitator's settlement row and the payment commit together. Such a
  * payment is not bound by the coin's checkout minimum (`min_amount`). Rules: docs/x402.md.
+ *
+ * A subscription's charge (src/modules/subscriptions) pays a payment that already exists (the period's) the same
+ * way: `settleCharged` adds the external coin choice at the merchant's receiving address to the waiting payment and
+ * records the charge's transfer as its confirmed deposit, in the subscriptions module's transaction.
  */
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
@@ -12,7 +16,7 @@ import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
 import { upsertDeposit, withDeposits } from './store/deposits.ts';
-import { insertExternal } from './store/external.ts';
+import { insertAttempt, insertExternal } from './store/external.ts';
 import { lockPayment } from './store/payments.ts';
 
 /** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
@@ -115,5 +119,75 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
   const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
   if (applied.payment.status !== 'paid')
     throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
+  return applied.payment;
+}
+
+/** A subscription's charge that landed: the transfer from the payer to the merchant's receiving address. */
+export interface ChargeSettlement {
+  chain: string;
+  token: string;
+  /** The merchant's receiving address on the network and its derivation index (sweeps find it through the deposit). */
+  address: string;
+  addressIndex: bigint;
+  /** Smallest units charged: exactly what the payment asks for at the peg. */
+  amount: bigint;
+  transfer: { txHash: string; index: number; blockNumber: bigint | null; blockHash: string | null; from: string };
+}
+
+/**
+ * Records a charge as the payment of waiting payment `paymentId` inside `tx`: the payment is locked, an external
+ * coin choice added and the transfer recorded as its confirmed deposit; answers the paid Payment, or null when the
+ * payment is no longer waiting (nothing is written then).
+ */
+export async function settleCharged(
+  engine: PaymentEngine,
+  tx: Tx,
+  scope: { mode: Mode; merchantId: string },
+  paymentId: string,
+  s: ChargeSettlement,
+): Promise<Payment | null> {
+  const now = engine.deps.clock.now();
+  const l = await lockPayment(tx, scope, paymentId);
+  if (!l) throw new Error(`payment ${paymentId} of merchant ${scope.merchantId} (${scope.mode}) not found`);
+  if (l.row.status !== 'waiting') return null;
+  const attempt = await insertAttempt(tx, {
+    payment_id: paymentId,
+    mode: scope.mode,
+    chain: s.chain,
+    token: s.token,
+    address: s.address,
+    address_index: s.addressIndex,
+    pay_amount: s.amount.toString(),
+    rate: '1',
+    rate_source: 'peg',
+    status: 'waiting',
+    confirmation_tier: 1,
+    confirmations_required: 1,
+    expires_at: new Date(now.getTime() + 60_000),
+    uri: null,
+    created_at: now,
+  });
+  const deposit = await upsertDeposit(
+    tx,
+    attempt,
+    {
+      token: s.token,
+      txHash: s.transfer.txHash,
+      index: s.transfer.index,
+      amount: s.amount,
+      from: s.transfer.from,
+      blockNumber: s.transfer.blockNumber,
+      blockHash: s.transfer.blockHash,
+      status: 'confirmed',
+      confirmations: 1,
+      seenAt: now,
+    },
+    { valueCents: BigInt(l.row.price_amount), atLeastMin: true, now },
+  );
+  const applied = await engine.apply(tx, withDeposits({ ...l, attempts: [...l.attempts, attempt] }, [deposit]), {
+    kind: 'deposits_changed',
+  });
+  if (applied.payment.status !== 'paid')
+    throw new Error(`charged payment ${paymentId} ended ${applied.payment.status}, not paid`);
   return applied.payment;
 }

@@ -33,7 +33,7 @@ import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
 import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
-import { recordExternal, type ExternalSettlement } from './external.ts';
+import { recordExternal, settleCharged, type ChargeSettlement, type ExternalSettlement } from './external.ts';
 import { AddressIndexes, insertRows, newAttemptRow, newPaymentRow } from './store/create.ts';
 import { loadPayment, loadPayments, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
 import { listPaymentIds } from './store/reads.ts';
@@ -223,6 +223,19 @@ export class PaymentService {
   /** Records an authorization the x402 facilitator settled as a `paid` payment, inside `tx` (external.ts). */
   recordExternal(tx: Tx, settlement: ExternalSettlement): Promise<Payment> {
     return recordExternal(this.engine, tx, settlement);
+  }
+
+  /**
+   * Records a subscription's charge that landed as the payment of waiting payment `paymentId`, inside `tx`
+   * (external.ts); null when the payment is no longer waiting (nothing written).
+   */
+  settleCharged(
+    tx: Tx,
+    tenant: { mode: Mode; merchantId: string },
+    paymentId: string,
+    settlement: ChargeSettlement,
+  ): Promise<Payment | null> {
+    return settleCharged(this.engine, tx, tenant, paymentId, settlement);
   }
 
   /** A fresh derivation index from the deposit addresses' sequence (never derived for anything else). */

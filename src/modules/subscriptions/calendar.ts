@@ -49,3 +49,28 @@ export function dueAt(anchor: Date, interval: Interval, count: number, period: n
       return addMonths(anchor, steps * 12);
   }
 }
+
+const shortest = new Map<string, number>();
+
+/**
+ * The shortest time between two consecutive due times of `count` × `interval`, in whole seconds, over every anchor
+ * (each day of a four-year cycle, month ends included, so clamping and leap days are covered): a week step is
+ * exact; `count` months is at least 28 days for one, 59 for two, …; a year 365 days. A grant's on-chain period is
+ * this long, so every due time falls into a period of its own.
+ */
+export function shortestPeriodSeconds(interval: Interval, count: number): number {
+  if (interval === 'week') return (count * WEEK_MS) / 1000;
+  const key = `${interval}:${count}`;
+  const known = shortest.get(key);
+  if (known !== undefined) return known;
+  let min = Number.POSITIVE_INFINITY;
+  for (let d = 0; d < 1461; d++) {
+    const anchor = new Date(Date.UTC(2024, 0, 1) + d * DAY_MS);
+    for (let n = 1; n <= 8; n++) {
+      const gap = dueAt(anchor, interval, count, n + 1).getTime() - dueAt(anchor, interval, count, n).getTime();
+      if (gap < min) min = gap;
+    }
+  }
+  shortest.set(key, min / 1000);
+  return min / 1000;
+}

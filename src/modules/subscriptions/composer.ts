@@ -8,10 +8,21 @@ import type { DbOrTx } from '../../db/index.ts';
 import type { ComposedMail, MailComposer, MailRef } from '../email/service.ts';
 import { mailBrand, merchantBrands } from '../merchants/logos.ts';
 import type { PaymentSummary } from '../payments/batch.ts';
-import { cancelledMail, invoiceMail, MAIL_KINDS, parseMailRef, reminderMail, type MailContext } from './mail.ts';
+import {
+  cancelledMail,
+  chargedMail,
+  chargeFailedMail,
+  invoiceMail,
+  MAIL_KINDS,
+  parseMailRef,
+  reminderMail,
+  type ChargeFacts,
+  type MailContext,
+} from './mail.ts';
+import { chargesOf, type ChargeRow } from './store/charges.ts';
 import { endsAt } from './policy.ts';
 import type { Presenter } from './presenter.ts';
-import { invoicesByPayment, subscriptionsByIds, type InvoiceRow, type SubscriptionRow } from './store.ts';
+import { invoicesByPayment, subscriptionsByIds, type InvoiceRow, type SubscriptionRow } from './store/subscriptions.ts';
 
 export function subscriptionMailComposer(p: Presenter): MailComposer {
   const deps = p.deps;
@@ -29,6 +40,17 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
       db,
       [...subs.values()].map((s) => s.merchant_id),
     );
+    const charged = new Set([MAIL_KINDS.charged, MAIL_KINDS.chargeFailed] as string[]);
+    const charges = await chargesOf(db, [
+      ...new Set(
+        parsed
+          .filter((x) => charged.has(x.mail.kind))
+          .flatMap((x) => {
+            const i = x.ref && invoices.get(x.ref.about);
+            return i ? [i.subscription_id] : [];
+          }),
+      ),
+    ]);
 
     const out = new Map<string, ComposedMail>();
     for (const { mail, ref } of parsed) {
@@ -41,7 +63,13 @@ export function subscriptionMailComposer(p: Presenter): MailComposer {
         sub,
         customerUrl: deps.links.url(sub.id, ref.linkExpires),
       };
-      const composed = build(mail.kind, ctx, invoice, invoice && payments.get(invoice.payment_id));
+      const composed = build(
+        mail.kind,
+        ctx,
+        invoice,
+        invoice && payments.get(invoice.payment_id),
+        invoice ? chargeFactsOf(mail.kind, invoice, charges) : null,
+      );
       const brand = brands.get(sub.merchant_id);
       if (composed && brand) composed.content.brand = mailBrand(brand, deps.links.checkoutBase());
       if (composed) out.set(mail.ref, composed);
@@ -56,6 +84,7 @@ function build(
   ctx: MailContext,
   invoice: InvoiceRow | undefined,
   payment: PaymentSummary | undefined,
+  charge: ChargeFacts | null,
 ): ComposedMail | null {
   if (kind === MAIL_KINDS.cancelled)
     return !invoice && ctx.sub.cancellation_reason ? cancelledMail(ctx, ctx.sub.cancellation_reason) : null;
@@ -63,5 +92,24 @@ function build(
   if (kind === MAIL_KINDS.invoice) return invoiceMail(ctx, invoice.period, invoice.due_at, payment);
   if (kind === MAIL_KINDS.reminder)
     return reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment);
+  if (kind === MAIL_KINDS.charged && charge) return chargedMail(ctx, invoice.period, payment, charge);
+  if (kind === MAIL_KINDS.chargeFailed && charge) return chargeFailedMail(ctx, invoice.period, payment, charge);
   return null;
+}
+
+/**
+ * What a charge mail says of its charge: the receipt, the charge that paid its payment; the failure notice, the
+ * period's first failed attempt and its next one (if any).
+ */
+function chargeFactsOf(kind: string, invoice: InvoiceRow, charges: readonly ChargeRow[]): ChargeFacts | null {
+  const mine = charges.filter((c) => c.subscription_id === invoice.subscription_id && c.period === invoice.period);
+  if (kind === MAIL_KINDS.charged) {
+    const paid = mine.find((c) => c.status === 'succeeded' && c.payment_id === invoice.payment_id);
+    return paid ? { transaction: paid.tx_hash, reason: null, nextAttempt: null } : null;
+  }
+  if (kind !== MAIL_KINDS.chargeFailed) return null;
+  const failed = mine.find((c) => c.status === 'failed');
+  if (!failed) return null;
+  const next = mine.find((c) => c.attempt === failed.attempt + 1 && c.status !== 'cancelled');
+  return { transaction: failed.tx_hash, reason: failed.failure_reason, nextAttempt: next ? next.due_at : null };
 }

@@ -1,6 +1,7 @@
 /**
  * The emails a subscription sends its customer: the invoice of each period, the reminder with a fresh payment while
- * a period is overdue, and the notice that the subscription ended. Built with the shared email layout, so every
+ * a period is overdue, and the notice that the subscription ended; for a charged subscription, the receipt of each
+ * charge and the notice that a charge failed, with the period's payment to pay by hand. Built with the shared email layout, so every
  * merchant and customer string is escaped in the HTML part; every mail carries the customer's signed link.
  *
  * They go into the outbox by reference (`subscriptionMail`): the invoice and the reminder name their payment, the
@@ -12,14 +13,16 @@ import { chooseLocale, day, type Locale, moment, money, t } from '../../core/i18
 import type { ComposedMail, MailReference } from '../email/service.ts';
 import type { EmailContent } from '../email/template.ts';
 import { dueAt, type Interval } from './calendar.ts';
-import type { CancellationReason } from './model.ts';
-import type { SubscriptionRow } from './store.ts';
+import type { CancellationReason, ChargeFailureReason } from './model.ts';
+import type { SubscriptionRow } from './store/subscriptions.ts';
 
 /** The kinds of subscription mail, all stored by reference. */
 export const MAIL_KINDS = {
   invoice: 'subscription.invoice',
   reminder: 'subscription.reminder',
   cancelled: 'subscription.cancelled',
+  charged: 'subscription.charged',
+  chargeFailed: 'subscription.charge_failed',
 } as const;
 export type SubscriptionMailKind = (typeof MAIL_KINDS)[keyof typeof MAIL_KINDS];
 
@@ -172,4 +175,72 @@ export function cancelledMail(c: MailContext, reason: CancellationReason): Compo
     links: [{ label: t(l, 'mail.see'), url: c.customerUrl }],
   };
   return { subject: t(l, 'mail.cancelled_subject', v), content: body };
+}
+
+/** What a charge mail tells of its charge. */
+export interface ChargeFacts {
+  transaction: string | null;
+  reason: ChargeFailureReason | null;
+  /** When the period is tried again (null: it is not). */
+  nextAttempt: Date | null;
+}
+
+/** The receipt of a charge made under the customer's grant. */
+export function chargedMail(
+  c: MailContext,
+  period: number,
+  payment: InvoicePayment,
+  charge: ChargeFacts,
+): ComposedMail {
+  const { l, v } = words(c, payment.price_amount);
+  const body: EmailContent = {
+    lang: l,
+    heading: t(l, 'mail.charged_heading', v),
+    paragraphs: [t(l, 'mail.charged_text', v), t(l, 'mail.charged_limit', v)],
+    details: [
+      [t(l, 'mail.amount'), v.amount],
+      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+      ...(charge.transaction ? [[t(l, 'mail.transaction'), charge.transaction] as [string, string]] : []),
+    ],
+    footer: footer(c, l),
+    links: manage(c, l),
+  };
+  return { subject: t(l, 'mail.charged_subject', v), content: body };
+}
+
+const REASON = {
+  insufficient_funds: 'mail.reason_insufficient_funds',
+  allowance_exhausted: 'mail.reason_allowance_exhausted',
+  grant_revoked: 'mail.reason_grant_revoked',
+  grant_expired: 'mail.reason_grant_expired',
+  transaction_failed: 'mail.reason_transaction_failed',
+} as const satisfies Record<ChargeFailureReason, string>;
+
+/** A charge failed: why, whether it is tried again, and the period's payment to pay by hand. */
+export function chargeFailedMail(
+  c: MailContext,
+  period: number,
+  payment: InvoicePayment,
+  charge: ChargeFacts,
+): ComposedMail {
+  const { l, v } = words(c, payment.price_amount);
+  const body: EmailContent = {
+    lang: l,
+    heading: t(l, 'mail.charge_failed_heading', v),
+    paragraphs: [
+      t(l, 'mail.charge_failed_text', { ...v, reason: t(l, REASON[charge.reason ?? 'transaction_failed']) }),
+      charge.nextAttempt
+        ? t(l, 'mail.charge_failed_retry', { next: moment(l, charge.nextAttempt) })
+        : t(l, 'mail.charge_failed_by_hand', v),
+    ],
+    details: [
+      [t(l, 'mail.amount'), v.amount],
+      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+      [t(l, 'mail.pay_by'), moment(l, payment.expires_at)],
+    ],
+    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
+    footer: footer(c, l),
+    links: manage(c, l),
+  };
+  return { subject: t(l, 'mail.charge_failed_subject', v), content: body };
 }

@@ -1,6 +1,8 @@
 /** Plain data of the subscriptions module: statuses, limits, event types and timings. */
 import { DAY_MS, type Interval } from './calendar.ts';
 
+const HOUR_MS = 60 * 60 * 1000;
+
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'cancelled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
@@ -13,6 +15,9 @@ export const SUBSCRIPTION_EVENTS = [
   'subscription.paid',
   'subscription.past_due',
   'subscription.cancelled',
+  'subscription.granted',
+  'subscription.charge_failed',
+  'subscription.grant_ended',
 ] as const;
 export type SubscriptionEventType = (typeof SUBSCRIPTION_EVENTS)[number];
 
@@ -60,3 +65,40 @@ export interface OpenInvoice {
   checkAt: Date;
   paymentStatus: string;
 }
+
+/** How a subscription's periods are collected: an emailed invoice, or a charge under the payer's grant. */
+export const COLLECTIONS = ['send_invoice', 'charge_automatically'] as const;
+export type Collection = (typeof COLLECTIONS)[number];
+
+/** A grant as the API shows it (`none`: the payer has not granted, or the grant is still being submitted). */
+export const GRANT_STATUSES = ['none', 'active', 'revoked', 'exhausted'] as const;
+export type GrantStatus = (typeof GRANT_STATUSES)[number];
+/** A grant as stored: `pending` while its relay is on its way, `failed` when the relay failed (shown as `none`). */
+export type GrantRowStatus = 'pending' | 'active' | 'revoked' | 'exhausted' | 'failed';
+
+/** A charge attempt as stored, and as the API shows it. */
+export type ChargeRowStatus = 'scheduled' | 'submitted' | 'succeeded' | 'failed' | 'cancelled';
+export const CHARGE_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export type ChargeStatus = (typeof CHARGE_STATUSES)[number];
+
+/** NOTE: why a charge failed — the closed list the API, the webhooks and the dashboard show. */
+export const CHARGE_FAILURE_REASONS = [
+  'insufficient_funds',
+  'allowance_exhausted',
+  'grant_revoked',
+  'grant_expired',
+  'transaction_failed',
+] as const;
+export type ChargeFailureReason = (typeof CHARGE_FAILURE_REASONS)[number];
+
+/** NOTE: a grant covers this many periods (its end, and the total the payer allows: amount × periods). */
+export const GRANT_PERIODS = 12;
+/**
+ * NOTE: after a failed charge, the next attempts come this long after the first one failed (then every last step),
+ * while they fall before the period's grace ends and before the next period's slot on chain opens.
+ */
+export const CHARGE_RETRY_AFTER_MS = [HOUR_MS, DAY_MS, 3 * DAY_MS, 7 * DAY_MS] as const;
+/** A charge the chain would take only a little later (its period has not started on chain yet) is tried again after this. */
+export const CHARGE_NOT_YET_MS = 60 * 1000;
+/** How soon a submitted charge is looked at again while its transaction is on its way. */
+export const CHARGE_FOLLOW_MS = 5 * 1000;

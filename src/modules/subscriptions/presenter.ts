@@ -16,7 +16,9 @@ import type { CustomerLinks } from './customer-link.ts';
 import { subscriptionMail, type SubscriptionMailKind } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { serializeSubscription, type Subscription } from './schema.ts';
-import { invoicesOf, type InvoiceRow, type SubscriptionRow } from './store.ts';
+import { invoicesOf, type InvoiceRow, type SubscriptionRow } from './store/subscriptions.ts';
+import { chargesOf, grantsOf, type ChargeRow, type GrantRow } from './store/charges.ts';
+import type { ChargeStatus, GrantStatus } from './model.ts';
 
 export interface SubscriptionDeps {
   db: Db;
@@ -39,6 +41,63 @@ export interface SubscriptionEvent {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** What charged subscriptions add to their object: every grant and every charge attempt, by subscription. */
+export interface ChargeFacts {
+  grants: Map<string, GrantRow[]>;
+  charges: Map<string, ChargeRow[]>;
+}
+
+export const NO_CHARGES: ChargeFacts = { grants: new Map(), charges: new Map() };
+
+/** The grants and charges of the subscriptions `rows` that have any (two queries; none for invoiced ones). */
+export async function chargeFacts(db: DbOrTx, rows: readonly SubscriptionRow[]): Promise<ChargeFacts> {
+  // A subscription switched back to invoices keeps showing its grant and charges.
+  const ids = rows.map((r) => r.id);
+  const [grants, charges] = await Promise.all([grantsOf(db, ids), chargesOf(db, ids)]);
+  return { grants: group(grants), charges: group(charges) };
+}
+
+function group<T extends { subscription_id: string }>(rows: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const r of rows) {
+    const list = out.get(r.subscription_id);
+    if (list) list.push(r);
+    else out.set(r.subscription_id, [r]);
+  }
+  return out;
+}
+
+const CHARGE_STATUS: Record<ChargeRow['status'], ChargeStatus> = {
+  scheduled: 'pending',
+  submitted: 'pending',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+/** The grant a Subscription shows: the latest that got anywhere (a grant still on its way, or whose relay failed, is `none`). */
+function grantJson(r: SubscriptionRow, grants: readonly GrantRow[], charges: readonly ChargeRow[]) {
+  const g = [...grants].reverse().find((x) => x.status !== 'failed' && x.status !== 'pending');
+  const status: GrantStatus = g ? (g.status as GrantStatus) : 'none';
+  let next: Date | null = null;
+  if (g && status === 'active' && r.status !== 'cancelled' && r.collection === 'charge_automatically') {
+    for (const c of charges)
+      if ((c.status === 'scheduled' || c.status === 'submitted') && (!next || c.due_at < next)) next = c.due_at;
+    if (!next && r.next_due_at < g.expires_at) next = r.next_due_at;
+  }
+  return {
+    status,
+    token: g ? g.token : null,
+    payer: g ? g.payer : null,
+    amount_per_period: g ? g.amount_per_period : null,
+    period_seconds: g ? g.period_seconds : null,
+    expires_at: g ? g.expires_at.toISOString() : null,
+    granted_at: iso(g ? g.granted_at : null),
+    charges: g ? g.charges : 0,
+    next_charge_at: iso(next),
+  };
+}
+
 /** Invoices by subscription, each list in period and seq order. */
 export function bySubscription(invoices: Iterable<InvoiceRow>): Map<string, InvoiceRow[]> {
   const out = new Map<string, InvoiceRow[]>();
@@ -56,7 +115,11 @@ export function subscriptionJson(
   r: SubscriptionRow,
   invoices: readonly InvoiceRow[],
   payments: ReadonlyMap<string, PaymentSummary>,
+  facts: ChargeFacts,
 ): Subscription {
+  const grants = facts.grants.get(r.id) ?? [];
+  const charges = facts.charges.get(r.id) ?? [];
+  const tokenOf = new Map(grants.map((g) => [g.id, g.token]));
   return {
     id: r.id,
     merchant_id: r.merchant_id,
@@ -78,6 +141,22 @@ export function subscriptionJson(
     cancelled_at: iso(r.cancelled_at),
     cancellation_reason: r.cancellation_reason,
     created_at: r.created_at.toISOString(),
+    collection: r.collection,
+    grant: grantJson(r, grants, charges),
+    charges: charges.map((c) => ({
+      id: c.id,
+      period: c.period,
+      attempt: c.attempt,
+      status: CHARGE_STATUS[c.status],
+      amount: c.amount,
+      token: tokenOf.get(c.grant_id)!,
+      payment_id: c.payment_id,
+      transaction: c.tx_hash,
+      failure_reason: c.failure_reason,
+      failure_message: c.failure_message,
+      created_at: c.created_at.toISOString(),
+      settled_at: iso(c.settled_at),
+    })),
     invoices: invoices.map((i) => {
       const p = payments.get(i.payment_id);
       if (!p) throw new Error(`payment ${i.payment_id} of subscription ${r.id} not found`);
@@ -105,9 +184,9 @@ export class Presenter {
       db,
       rows.map((r) => r.id),
     );
-    const payments = await this.paymentsOf(db, rows, invoices);
+    const [payments, facts] = await Promise.all([this.paymentsOf(db, rows, invoices), chargeFacts(db, rows)]);
     const bySub = bySubscription(invoices);
-    return rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], payments));
+    return rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], payments, facts));
   }
 
   /** The state of the payments of `invoices`, whose subscriptions are among `subs` (any mix of modes): one query per mode. */

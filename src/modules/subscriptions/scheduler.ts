@@ -24,7 +24,9 @@ import type { Payment } from '../payments/schema.ts';
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
-import { bySubscription, subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
+import { bySubscription, chargeFacts, subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
+import { currentGrants, insertCharges, nextChargeDue, type GrantRow, type NewCharge } from './store/charges.ts';
+import type { Charging } from './charging.ts';
 import type { Subscription } from './schema.ts';
 import {
   claimDue,
@@ -45,7 +47,7 @@ import {
   stateOf,
   type InvoiceRow,
   type SubscriptionRow,
-} from './store.ts';
+} from './store/subscriptions.ts';
 
 /** Subscriptions planned and written per transaction. */
 export const SCHEDULER_BATCH = 200;
@@ -102,10 +104,17 @@ interface Work {
   plan: Plan;
   /** The payment each invoice/reissue step created. */
   issued: Map<Step, Payment>;
+  /** The grant its periods are charged under (collection `charge_automatically` with an active grant). */
+  grant: GrantRow | null;
+  /** The invoice steps whose period is charged (no invoice mail: the charge tells, or its fallback mails). */
+  charged: Set<Step>;
 }
 
 export class SubscriptionScheduler {
-  constructor(private readonly p: Presenter) {}
+  constructor(
+    private readonly p: Presenter,
+    private readonly charging: Charging,
+  ) {}
 
   private get deps() {
     return this.p.deps;
@@ -171,17 +180,30 @@ export class SubscriptionScheduler {
       rows.map((r) => r.id),
     );
     const known: Known = { invoices, payments: await this.p.paymentsOf(tx, rows, invoices) };
+    const grants = await currentGrants(
+      tx,
+      rows.filter((r) => r.collection === 'charge_automatically').map((r) => r.id),
+    );
     const bySub = bySubscription(invoices);
     const work: Work[] = rows.map((row) => {
       const now = clockOf(row, wall);
       const open = (bySub.get(row.id) ?? [])
         .filter((i) => i.check_at !== null)
         .map((i) => openInvoice(i, known.payments.get(i.payment_id)!.status));
-      return { row, now, plan: plan(stateOf(row), open, now), issued: new Map() };
+      const grant = grants.get(row.id);
+      return {
+        row,
+        now,
+        plan: plan(stateOf(row), open, now),
+        issued: new Map(),
+        grant: grant?.status === 'active' ? grant : null,
+        charged: new Set(),
+      };
     });
 
     await this.issuePayments(tx, work, known);
     await this.writeInvoices(tx, work, known);
+    await this.writeCharges(tx, work, wall);
     const updated = await this.writeSubscriptions(tx, work, wall);
     await this.notify(tx, work, updated, known);
 
@@ -261,6 +283,24 @@ export class SubscriptionScheduler {
     await clearChecks(tx, cancelled);
   }
 
+  /**
+   * A charge for each invoiced period of a subscription charged under an active grant, due now: the charging
+   * worker submits it (charging.ts), or mails the invoice when the grant cannot be charged after all.
+   */
+  private async writeCharges(tx: Tx, work: Work[], wall: Date): Promise<void> {
+    const charges: NewCharge[] = [];
+    for (const w of work) {
+      if (!w.grant) continue;
+      for (const step of w.plan.steps) {
+        if (step.kind !== 'invoice') continue;
+        w.charged.add(step);
+        charges.push(this.charging.firstCharge(w.row, w.grant, step.period, w.now, wall));
+      }
+    }
+    await insertCharges(tx, charges);
+    if (charges.length > 0) this.charging.wake(tx);
+  }
+
   /** Every planned subscription's new state in one statement; returns the rows as they now stand, by id. */
   private async writeSubscriptions(tx: Tx, work: Work[], wall: Date): Promise<Map<string, SubscriptionRow>> {
     const out = new Map<string, SubscriptionRow>();
@@ -292,7 +332,8 @@ export class SubscriptionScheduler {
     if (telling.length === 0) return;
     const rows = telling.map((w) => updated.get(w.row.id)!);
     const bySub = bySubscription(known.invoices);
-    const objects = rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], known.payments));
+    const facts = await chargeFacts(tx, rows);
+    const objects = rows.map((r) => subscriptionJson(r, bySub.get(r.id) ?? [], known.payments, facts));
     const events: SubscriptionEvent[] = [];
     const mails: MailReference[] = [];
     for (let i = 0; i < telling.length; i++) {
@@ -304,7 +345,7 @@ export class SubscriptionScheduler {
       for (const type of types) events.push({ row, data: objects[i]!, type });
       for (const step of w.plan.steps) {
         const key = `subscription:${row.id}`;
-        if (step.kind === 'invoice')
+        if (step.kind === 'invoice' && !w.charged.has(step))
           mails.push(this.p.mail(row, MAIL_KINDS.invoice, w.issued.get(step)!.id, `${key}:period:${step.period}:1`));
         else if (step.kind === 'reissue')
           mails.push(
@@ -370,8 +411,9 @@ export class SubscriptionScheduler {
   /**
    * Moves a test subscription's clock to its next due time and runs the scheduler through everything that falls due
    * on the way, in order — payments whose 24 hours end are expired (the simulator's `expired`, real events), unpaid
-   * periods get their daily fresh payments, grace ends — up to and including the invoice of that next period. The
-   * mail and webhooks are the real ones. 422 `invalid_state` for a cancelled subscription.
+   * periods get their daily fresh payments, charges and their retries are made, grace ends — up to and including the
+   * invoice (and charge) of that next period. The mail and webhooks are the real ones. 422 `invalid_state` for a
+   * cancelled subscription.
    */
   async advance(merchantId: string, id: string, actor?: Actor): Promise<Subscription> {
     const scope = { mode: 'test' as const, merchantId };
@@ -386,6 +428,8 @@ export class SubscriptionScheduler {
       const open = await openInvoicesOf(this.deps.db, [id]);
       let at = row.next_due_at;
       for (const o of open) if (o.check_at! < at) at = o.check_at!;
+      const charge = await nextChargeDue(this.deps.db, id);
+      if (charge && charge < at) at = charge;
       if (at > target) break;
       // Payments whose 24 hours are over on the subscription's clock end as they would have (real `payment.expired`).
       const due = open.filter((o) => o.check_at! <= at);
@@ -420,6 +464,8 @@ export class SubscriptionScheduler {
           });
         }
       });
+      // The charges due by then, on the simulator settled at once (a chain's take their blocks).
+      await this.charging.runDue(id);
     }
     const after = (await loadSubscription(this.deps.db, scope, id))!;
     if (after.status === 'cancelled' && after.run_at !== null) await this.withdraw(after);

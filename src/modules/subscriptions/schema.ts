@@ -9,7 +9,14 @@ import { ID_PATTERNS } from '../../core/ids.ts';
 import { DateTime, Enum, freeFormKeys, Nullable } from '../../core/json-schema.ts';
 import { PAYMENT_STATUSES } from '../payments/model.ts';
 import { INTERVALS } from './calendar.ts';
-import { CANCELLATION_REASONS, SUBSCRIPTION_STATUSES } from './model.ts';
+import {
+  CANCELLATION_REASONS,
+  CHARGE_FAILURE_REASONS,
+  CHARGE_STATUSES,
+  COLLECTIONS,
+  GRANT_STATUSES,
+  SUBSCRIPTION_STATUSES,
+} from './model.ts';
 
 export const SubscriptionInvoiceSchema = Type.Object(
   {
@@ -30,6 +37,55 @@ export const SubscriptionInvoiceSchema = Type.Object(
     paid_at: Nullable(DateTime()),
   },
   { $id: 'SubscriptionInvoice', additionalProperties: false, description: 'One payment issued for a subscription.' },
+);
+
+export const SubscriptionGrantSchema = Type.Object(
+  {
+    status: Enum(
+      GRANT_STATUSES,
+      '`none` (the payer has not granted yet, or the grant is still being submitted), `active`, `revoked` (by the payer, on chain or on the subscription page), `exhausted` (its end or its total reached). Periods are invoiced by email whenever no grant is `active`.',
+    ),
+    token: Nullable(Type.String({ description: 'The coin charged (`base:usdc`).' })),
+    payer: Nullable(Type.String({ description: "The payer's address." })),
+    amount_per_period: Nullable(
+      Type.String({ description: "At most this much is charged per period, in the token's smallest unit." }),
+    ),
+    period_seconds: Nullable(
+      Type.Integer({
+        description:
+          'At most one charge per this many seconds (the shortest time between two due times: a month is at least 28 days).',
+      }),
+    ),
+    expires_at: Nullable(DateTime('Nothing is charged at or after this time.')),
+    granted_at: Nullable(DateTime()),
+    charges: Type.Integer({ minimum: 0, description: 'Charges that succeeded under this grant.' }),
+    next_charge_at: Nullable(DateTime('When the next period will be charged (null when nothing is to charge).')),
+  },
+  {
+    $id: 'SubscriptionGrant',
+    additionalProperties: false,
+    description: "The payer's permission for Kasse to charge each period (`collection` `charge_automatically`).",
+  },
+);
+
+export const SubscriptionChargeSchema = Type.Object(
+  {
+    id: Type.String({ pattern: ID_PATTERNS.chg }),
+    period: Type.Integer({ minimum: 1 }),
+    attempt: Type.Integer({ minimum: 1, description: "1 at the period's due time; retries count up." }),
+    status: Enum(CHARGE_STATUSES, '`pending`, `succeeded`, `failed`, or `cancelled` (not attempted after all).'),
+    amount: Type.String({ description: "The token's smallest unit." }),
+    token: Type.String(),
+    payment_id: Nullable(Type.String({ description: 'The payment it paid (succeeded).' })),
+    transaction: Nullable(
+      Type.String({ description: 'The charge’s transaction on chain (a `0xsim…` hash when simulated).' }),
+    ),
+    failure_reason: Nullable(Enum(CHARGE_FAILURE_REASONS, 'Why it failed.')),
+    failure_message: Nullable(Type.String()),
+    created_at: DateTime(),
+    settled_at: Nullable(DateTime()),
+  },
+  { $id: 'SubscriptionCharge', additionalProperties: false, description: 'One attempt to charge a period.' },
 );
 
 export const SubscriptionSchema = Type.Object(
@@ -74,6 +130,14 @@ export const SubscriptionSchema = Type.Object(
       ),
     ),
     created_at: DateTime(),
+    collection: Enum(
+      COLLECTIONS,
+      '`send_invoice`: each period is emailed as a payment to pay by hand. `charge_automatically`: each period is charged under the payer’s grant (given once on the subscription page), and invoiced by email when no grant is active or a charge fails.',
+    ),
+    grant: Type.Unsafe<Static<typeof SubscriptionGrantSchema>>({ $ref: 'SubscriptionGrant#' }),
+    charges: Type.Array(Type.Unsafe<Static<typeof SubscriptionChargeSchema>>({ $ref: 'SubscriptionCharge#' }), {
+      description: 'Every charge attempt, oldest first (none for `send_invoice`).',
+    }),
     invoices: Type.Array(Type.Unsafe<Static<typeof SubscriptionInvoiceSchema>>({ $ref: 'SubscriptionInvoice#' }), {
       description: 'One per payment issued, oldest first.',
     }),
@@ -89,11 +153,22 @@ export const SubscriptionSchema = Type.Object(
 /** The Subscription object: what the API answers and what `subscription.*` webhooks carry as `data`. */
 export type Subscription = Static<typeof SubscriptionSchema>;
 export type SubscriptionInvoice = Static<typeof SubscriptionInvoiceSchema>;
+export type SubscriptionGrant = Static<typeof SubscriptionGrantSchema>;
+export type SubscriptionCharge = Static<typeof SubscriptionChargeSchema>;
 
 /** The schemas above, in dependency order, for registration as OpenAPI components. */
-export const SUBSCRIPTION_SCHEMAS = [SubscriptionInvoiceSchema, SubscriptionSchema] as const;
+export const SUBSCRIPTION_SCHEMAS = [
+  SubscriptionInvoiceSchema,
+  SubscriptionGrantSchema,
+  SubscriptionChargeSchema,
+  SubscriptionSchema,
+] as const;
 
 /** JSON text of a Subscription exactly as the API serialises it. */
 export const serializeSubscription: (s: Subscription) => string = fastJson(freeFormKeys(SubscriptionSchema) as never, {
-  schema: freeFormKeys({ SubscriptionInvoice: SubscriptionInvoiceSchema }) as never,
+  schema: freeFormKeys({
+    SubscriptionInvoice: SubscriptionInvoiceSchema,
+    SubscriptionGrant: SubscriptionGrantSchema,
+    SubscriptionCharge: SubscriptionChargeSchema,
+  }) as never,
 }) as (s: Subscription) => string;

@@ -6,7 +6,9 @@
  * This file is the module as the rest of Kasse sees it: create (with Idempotency-Key), read, list and cancel for the
  * API and the dashboard; the customer's side of the signed link; and the payments hook that keeps a subscription's
  * periods true as its payments change (paid, reorged, expired), inside the payment's own transaction. The scheduler
- * (scheduler.ts) does the due work; the rules are in policy.ts and docs/subscriptions.md.
+ * (scheduler.ts) does the due work; the rules are in policy.ts and docs/subscriptions.md. A subscription with
+ * collection `charge_automatically` is charged each period under its payer's grant (grants.ts: given, revoked,
+ * simulated; charging.ts: the charges, through the families' recurring-charge schemes).
  */
 import type { Mode } from '../../core/mode.ts';
 import { pageOf } from '../../core/cursor.ts';
@@ -26,6 +28,10 @@ import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type 
 import { ENDED_UNPAID } from './policy.ts';
 import { Presenter, type SubscriptionDeps } from './presenter.ts';
 import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
+import { Charging, type ChargeResult, type ChargingDeps } from './charging.ts';
+import { Grants } from './grants.ts';
+import { cancelScheduled } from './store/charges.ts';
+import type { Collection } from './model.ts';
 import type { Subscription } from './schema.ts';
 import {
   clearPeriodChecks,
@@ -45,7 +51,7 @@ import {
   setRunAt,
   type SubscriptionRow,
   type SubscriptionScope,
-} from './store.ts';
+} from './store/subscriptions.ts';
 import { WorkNotifier } from '../../core/wakers.ts';
 
 /** NOTE: metadata up to 4 kB as on payments (UTF-8 bytes of its JSON text). */
@@ -64,6 +70,8 @@ export interface CreateSubscriptionInput {
   /** The customer's language of its emails, page and payments: a tag from LOCALES (src/core/i18n). */
   locale?: string;
   metadata?: Record<string, unknown>;
+  /** `send_invoice` (default) or `charge_automatically`. */
+  collection?: Collection;
 }
 
 export interface ListSubscriptionsQuery {
@@ -83,19 +91,34 @@ export interface CustomerView {
 
 export class SubscriptionService extends WorkNotifier {
   readonly scheduler: SubscriptionScheduler;
+  /** Charges under payers' grants: the worker that submits and follows them. */
+  readonly charging: Charging;
+  /** Payers' grants (the subscription page, the simulator) and the merchant's switch back to invoices. */
+  readonly grants: Grants;
   private readonly p: Presenter;
 
-  constructor(private readonly deps: SubscriptionDeps) {
+  constructor(
+    private readonly deps: SubscriptionDeps,
+    charges: ChargingDeps,
+  ) {
     super();
     this.p = new Presenter(deps);
-    this.scheduler = new SubscriptionScheduler(this.p);
+    this.charging = new Charging(this.p, charges);
+    this.scheduler = new SubscriptionScheduler(this.p, this.charging);
+    this.grants = new Grants(this.p, this.charging, charges);
+    this.charging.onWork(() => this.nudge());
     deps.payments.engine.observe((tx, change) => this.onPaymentChange(tx, change));
     deps.email.composeWith(Object.values(MAIL_KINDS), subscriptionMailComposer(this.p));
   }
 
-  /** One due-work pass of the scheduler (what the workers run, and tests after moving the fake clock). */
-  runDue(): Promise<DueResult> {
-    return this.scheduler.runDue();
+  /**
+   * One due-work pass (what the workers run, and tests after moving the fake clock): the scheduler's, then grants
+   * whose relay is on its way, then the charges due (submitted, followed, settled).
+   */
+  async runDue(): Promise<DueResult & { charges: ChargeResult }> {
+    const due = await this.scheduler.runDue();
+    await this.grants.followGrants();
+    return { ...due, charges: await this.charging.runDue() };
   }
 
   /**
@@ -145,6 +168,7 @@ export class SubscriptionService extends WorkNotifier {
         success_url: input.success_url ?? null,
         locale,
         metadata: JSON.stringify(metadata),
+        collection: input.collection ?? 'send_invoice',
         run_at: start,
         created_at: now,
         updated_at: now,
@@ -203,6 +227,7 @@ export class SubscriptionService extends WorkNotifier {
       if (locked.status === 'cancelled') throw invalidState('This subscription is already cancelled.');
       const wall = this.deps.clock.now();
       const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
+      await cancelScheduled(tx, { subscriptionId: id }, 'The subscription is cancelled.', wall);
       if (actor)
         await this.deps.audit.record(tx, {
           merchantId: scope.merchantId,

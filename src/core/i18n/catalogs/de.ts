@@ -230,4 +230,64 @@ export default {
   'wallet.signed': 'Signiert. Kasse sendet Ihre Zahlung.',
   'wallet.no_account': 'Die Wallet hat kein Konto freigegeben.',
   'wallet.sending': 'Zahlung gesendet; warten auf das Netzwerk…',
+  'sub.grant_heading': 'Automatisch bezahlen',
+  'sub.grant_intro':
+    'Lassen Sie {merchant} jede Periode von Ihrem Wallet abbuchen, ohne jedes Mal einen Zahlungslink zu öffnen. Sie unterschreiben einmal; Kasse zahlt die Netzwerkgebühren.',
+  'sub.grant_allow': 'Was Sie erlauben',
+  'sub.grant_amount':
+    'Höchstens {amount} ({token_amount} {symbol}) pro Periode und höchstens einmal {days, plural, one {pro Tag} other {alle # Tage}}.',
+  'sub.grant_receiver': 'Nur an die Adresse {receiver} von {merchant}.',
+  'sub.grant_period': 'Vom {start} bis zum {end}: insgesamt höchstens {total} ({token_total} {symbol}).',
+  'sub.grant_contract':
+    'Mehr kann nicht abgebucht werden: Der Vertrag auf {network} lehnt jede Abbuchung über diese Grenzen, an andere oder nach dem Ausschalten ab.',
+  'sub.grant_delegate':
+    'Auf {network} begrenzt das Netzwerk selbst die erlaubte Gesamtsumme, die Grenze pro Periode hält aber Kasse ein, nicht das Netzwerk: Diese Garantie ist schwächer als in Netzwerken mit einem Vertrag.',
+  'sub.grant_cancel':
+    'Sie können es jederzeit auf dieser Seite ausschalten (oder in Ihrem Wallet widerrufen): Abbuchungen enden sofort, spätere Perioden werden per E-Mail in Rechnung gestellt.',
+  'sub.grant_network': 'Netzwerk',
+  'sub.grant_button': 'Automatische Zahlung auf {network} einrichten',
+  'sub.grant_wallet': 'Sie brauchen ein Wallet in diesem Browser mit {symbol} im gewählten Netzwerk.',
+  'sub.grant_pending':
+    'Ihre Erlaubnis wird im Netzwerk eingetragen. Diese Seite aktualisiert sich, wenn es so weit ist.',
+  'sub.grant_on': 'Automatische Zahlung ist aktiv',
+  'sub.grant_on_text': '{merchant} bucht jede Periode {amount} von {payer} auf {network} ab.',
+  'sub.grant_next': 'Nächste Abbuchung',
+  'sub.grant_count': 'Bisherige Abbuchungen',
+  'sub.grant_until': 'Erlaubt bis',
+  'sub.revoke_button': 'Automatische Zahlung ausschalten',
+  'sub.revoke_note':
+    'Ihr Wallet unterschreibt den Widerruf, Kasse reicht ihn ein (ohne Gebühr für Sie). Spätere Perioden werden dann per E-Mail in Rechnung gestellt.',
+  'sub.grant_revoked':
+    'Automatische Zahlung ist aus. Perioden werden per E-Mail in Rechnung gestellt; Sie können sie unten wieder einrichten.',
+  'sub.grant_exhausted':
+    'Ihre Erlaubnis für automatische Zahlungen ist aufgebraucht. Perioden werden per E-Mail in Rechnung gestellt; Sie können sie unten wieder einrichten.',
+  'sub.charges': 'Automatische Abbuchungen',
+  'sub.charge_pending': 'Wird abgebucht',
+  'sub.charge_succeeded': 'Abgebucht',
+  'sub.charge_failed': 'Fehlgeschlagen',
+  'sub.charge_cancelled': 'Nicht abgebucht',
+  'sub.charge_row': 'Periode {period} · Versuch {attempt} · {date}',
+  'wallet.grant_signing': 'Bestätigen Sie in Ihrem Wallet: zuerst die Genehmigung, dann die Bedingungen.',
+  'wallet.grant_sent': 'Unterschrieben. Kasse trägt Ihre Erlaubnis ein…',
+  'wallet.revoke_signing': 'Bestätigen Sie den Widerruf in Ihrem Wallet.',
+  'wallet.revoke_sent': 'Automatische Zahlung ist aus.',
+  'mail.transaction': 'Transaktion',
+  'mail.charged_heading': 'Zahlung erhalten: {title}',
+  'mail.charged_text':
+    '{merchant} hat {amount} für {title} von Ihrem Wallet abgebucht, mit der Erlaubnis, die Sie erteilt haben.',
+  'mail.charged_limit':
+    'Pro Periode können höchstens {amount} abgebucht werden, und Sie können die automatische Zahlung jederzeit auf Ihrer Abonnementseite ausschalten.',
+  'mail.charged_subject': 'Beleg von {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Automatische Zahlung fehlgeschlagen: {title}',
+  'mail.charge_failed_text': 'Wir konnten {amount} für {title} nicht abbuchen: {reason}.',
+  'mail.charge_failed_retry': 'Wir versuchen es am {next} erneut. Sie können auch jetzt mit dem Link unten bezahlen.',
+  'mail.charge_failed_by_hand': 'Bitte bezahlen Sie mit dem Link unten.',
+  'mail.charge_failed_subject': 'Zahlung fehlgeschlagen: {title} von {merchant}',
+  'mail.reason_insufficient_funds': 'Ihr Wallet hatte nicht genug Guthaben',
+  'mail.reason_allowance_exhausted': 'die erlaubte Gesamtsumme ist aufgebraucht',
+  'mail.reason_grant_revoked': 'die Erlaubnis wurde ausgeschaltet',
+  'mail.reason_grant_expired': 'die Erlaubnis ist abgelaufen',
+  'mail.reason_transaction_failed': 'die Transaktion ist nicht durchgegangen',
+  'mail.grant_invite':
+    'Sie können {merchant} auch jede Periode automatisch von Ihrem Wallet abbuchen lassen: Richten Sie es auf Ihrer Abonnementseite ein.',
 };

@@ -224,6 +224,63 @@ const en = {
   'wallet.signed': 'Signed. Kasse is sending your payment.',
   'wallet.no_account': 'The wallet shared no account.',
   'wallet.sending': 'Payment sent; waiting for the network…',
+  'sub.grant_heading': 'Pay automatically',
+  'sub.grant_intro':
+    'Let {merchant} charge each period from your wallet, with no payment link to open each time. You sign once; Kasse pays the network fees.',
+  'sub.grant_allow': 'What you allow',
+  'sub.grant_amount':
+    'At most {amount} ({token_amount} {symbol}) per period, and at most once every {days, plural, one {# day} other {# days}}.',
+  'sub.grant_receiver': 'Paid only to {merchant}’s address {receiver}.',
+  'sub.grant_period': 'From {start} until {end}: at most {total} ({token_total} {symbol}) in all.',
+  'sub.grant_contract':
+    'Nothing more can be taken: the contract on {network} refuses any charge above these limits, to anyone else, or after you turn it off.',
+  'sub.grant_delegate':
+    'On {network} the network itself caps the total you allow, but the limit per period is kept by Kasse, not by the network: this guarantee is weaker than on networks with a contract.',
+  'sub.grant_cancel':
+    'You can turn it off on this page at any time (or revoke it in your wallet): charges stop at once, and later periods are invoiced by email.',
+  'sub.grant_network': 'Network',
+  'sub.grant_button': 'Set up automatic payment on {network}',
+  'sub.grant_wallet': 'You need a wallet in this browser holding {symbol} on the network you choose.',
+  'sub.grant_pending': 'Your permission is being recorded on the network. This page updates when it is done.',
+  'sub.grant_on': 'Automatic payment is on',
+  'sub.grant_on_text': '{merchant} charges {amount} each period from {payer} on {network}.',
+  'sub.grant_next': 'Next charge',
+  'sub.grant_count': 'Charges so far',
+  'sub.grant_until': 'Allowed until',
+  'sub.revoke_button': 'Turn off automatic payment',
+  'sub.revoke_note':
+    'Your wallet signs the cancellation and Kasse submits it (no fee for you). Later periods are then invoiced by email.',
+  'sub.grant_revoked': 'Automatic payment is off. Periods are invoiced by email; you can set it up again below.',
+  'sub.grant_exhausted':
+    'Your permission for automatic payment has run out. Periods are invoiced by email; you can set it up again below.',
+  'sub.charges': 'Automatic charges',
+  'sub.charge_pending': 'Charging',
+  'sub.charge_succeeded': 'Charged',
+  'sub.charge_failed': 'Failed',
+  'sub.charge_cancelled': 'Not charged',
+  'sub.charge_row': 'Period {period} · attempt {attempt} · {date}',
+  'wallet.grant_signing': 'Confirm in your wallet: first the permit, then the terms.',
+  'wallet.grant_sent': 'Signed. Kasse is recording your permission…',
+  'wallet.revoke_signing': 'Confirm the cancellation in your wallet.',
+  'wallet.revoke_sent': 'Automatic payment is off.',
+  'mail.transaction': 'Transaction',
+  'mail.charged_heading': 'Payment received: {title}',
+  'mail.charged_text': '{merchant} charged {amount} for {title} from your wallet, under the permission you gave.',
+  'mail.charged_limit':
+    'No more than {amount} can be charged per period, and you can turn automatic payment off at any time on your subscription page.',
+  'mail.charged_subject': 'Receipt from {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Automatic payment failed: {title}',
+  'mail.charge_failed_text': 'We could not charge {amount} for {title}: {reason}.',
+  'mail.charge_failed_retry': 'We will try again on {next}. You can also pay now with the link below.',
+  'mail.charge_failed_by_hand': 'Please pay with the link below.',
+  'mail.charge_failed_subject': 'Payment failed: {title} from {merchant}',
+  'mail.reason_insufficient_funds': 'your wallet did not hold enough',
+  'mail.reason_allowance_exhausted': 'the total you allowed is used up',
+  'mail.reason_grant_revoked': 'the permission was turned off',
+  'mail.reason_grant_expired': 'the permission has ended',
+  'mail.reason_transaction_failed': 'the transaction did not go through',
+  'mail.grant_invite':
+    'You can also let {merchant} charge each period automatically from your wallet: set it up on your subscription page.',
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -224,4 +224,62 @@ export default {
   'wallet.signed': 'Firmado. Kasse está enviando tu pago.',
   'wallet.no_account': 'La billetera no compartió ninguna cuenta.',
   'wallet.sending': 'Pago enviado; esperando a la red…',
+  'sub.grant_heading': 'Pagar automáticamente',
+  'sub.grant_intro':
+    'Deja que {merchant} cobre cada periodo desde tu billetera, sin abrir un enlace de pago cada vez. Firmas una vez; Kasse paga las comisiones de red.',
+  'sub.grant_allow': 'Lo que permites',
+  'sub.grant_amount':
+    'Como máximo {amount} ({token_amount} {symbol}) por periodo, y como máximo una vez {days, plural, one {al día} other {cada # días}}.',
+  'sub.grant_receiver': 'Solo a la dirección {receiver} de {merchant}.',
+  'sub.grant_period': 'Del {start} al {end}: como máximo {total} ({token_total} {symbol}) en total.',
+  'sub.grant_contract':
+    'No se puede cobrar nada más: el contrato en {network} rechaza cualquier cobro por encima de estos límites, a otra persona o después de que lo desactives.',
+  'sub.grant_delegate':
+    'En {network} la propia red limita el total que permites, pero el límite por periodo lo mantiene Kasse, no la red: esta garantía es más débil que en las redes con un contrato.',
+  'sub.grant_cancel':
+    'Puedes desactivarlo en esta página cuando quieras (o revocarlo en tu billetera): los cobros se detienen al instante y los periodos siguientes se facturan por correo.',
+  'sub.grant_network': 'Red',
+  'sub.grant_button': 'Configurar el pago automático en {network}',
+  'sub.grant_wallet': 'Necesitas una billetera en este navegador con {symbol} en la red que elijas.',
+  'sub.grant_pending': 'Tu permiso se está registrando en la red. Esta página se actualizará cuando termine.',
+  'sub.grant_on': 'El pago automático está activado',
+  'sub.grant_on_text': '{merchant} cobra {amount} cada periodo desde {payer} en {network}.',
+  'sub.grant_next': 'Próximo cobro',
+  'sub.grant_count': 'Cobros hasta ahora',
+  'sub.grant_until': 'Permitido hasta',
+  'sub.revoke_button': 'Desactivar el pago automático',
+  'sub.revoke_note':
+    'Tu billetera firma la cancelación y Kasse la envía (sin comisión para ti). Los periodos siguientes se facturan por correo.',
+  'sub.grant_revoked':
+    'El pago automático está desactivado. Los periodos se facturan por correo; puedes volver a configurarlo abajo.',
+  'sub.grant_exhausted':
+    'Tu permiso de pago automático se ha agotado. Los periodos se facturan por correo; puedes volver a configurarlo abajo.',
+  'sub.charges': 'Cobros automáticos',
+  'sub.charge_pending': 'Cobrando',
+  'sub.charge_succeeded': 'Cobrado',
+  'sub.charge_failed': 'Fallido',
+  'sub.charge_cancelled': 'No cobrado',
+  'sub.charge_row': 'Periodo {period} · intento {attempt} · {date}',
+  'wallet.grant_signing': 'Confirma en tu billetera: primero el permiso de gasto, luego las condiciones.',
+  'wallet.grant_sent': 'Firmado. Kasse está registrando tu permiso…',
+  'wallet.revoke_signing': 'Confirma la cancelación en tu billetera.',
+  'wallet.revoke_sent': 'El pago automático está desactivado.',
+  'mail.transaction': 'Transacción',
+  'mail.charged_heading': 'Pago recibido: {title}',
+  'mail.charged_text': '{merchant} cobró {amount} por {title} desde tu billetera, con el permiso que diste.',
+  'mail.charged_limit':
+    'No se pueden cobrar más de {amount} por periodo, y puedes desactivar el pago automático cuando quieras en la página de tu suscripción.',
+  'mail.charged_subject': 'Recibo de {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Falló el pago automático: {title}',
+  'mail.charge_failed_text': 'No pudimos cobrar {amount} por {title}: {reason}.',
+  'mail.charge_failed_retry': 'Lo intentaremos de nuevo el {next}. También puedes pagar ahora con el enlace de abajo.',
+  'mail.charge_failed_by_hand': 'Paga con el enlace de abajo.',
+  'mail.charge_failed_subject': 'Pago fallido: {title} de {merchant}',
+  'mail.reason_insufficient_funds': 'tu billetera no tenía saldo suficiente',
+  'mail.reason_allowance_exhausted': 'el total que permitiste se ha agotado',
+  'mail.reason_grant_revoked': 'el permiso fue desactivado',
+  'mail.reason_grant_expired': 'el permiso ha terminado',
+  'mail.reason_transaction_failed': 'la transacción no se completó',
+  'mail.grant_invite':
+    'También puedes dejar que {merchant} cobre cada periodo automáticamente desde tu billetera: configúralo en la página de tu suscripción.',
 };

@@ -226,4 +226,65 @@ export default {
   'wallet.signed': 'Signé. Kasse envoie votre paiement.',
   'wallet.no_account': 'Le portefeuille n’a partagé aucun compte.',
   'wallet.sending': 'Paiement envoyé ; en attente du réseau…',
+  'sub.grant_heading': 'Payer automatiquement',
+  'sub.grant_intro':
+    'Laissez {merchant} prélever chaque période depuis votre portefeuille, sans ouvrir de lien de paiement à chaque fois. Vous signez une fois ; Kasse paie les frais de réseau.',
+  'sub.grant_allow': 'Ce que vous autorisez',
+  'sub.grant_amount':
+    'Au plus {amount} ({token_amount} {symbol}) par période, et au plus une fois {days, plural, one {par jour} other {tous les # jours}}.',
+  'sub.grant_receiver': 'Versé uniquement à l’adresse {receiver} de {merchant}.',
+  'sub.grant_period': 'Du {start} au {end} : au plus {total} ({token_total} {symbol}) au total.',
+  'sub.grant_contract':
+    'Rien de plus ne peut être prélevé : le contrat sur {network} refuse tout prélèvement au-delà de ces limites, vers quelqu’un d’autre ou après que vous l’avez désactivé.',
+  'sub.grant_delegate':
+    'Sur {network}, le réseau lui-même plafonne le total que vous autorisez, mais la limite par période est tenue par Kasse, pas par le réseau : cette garantie est plus faible que sur les réseaux avec un contrat.',
+  'sub.grant_cancel':
+    'Vous pouvez le désactiver sur cette page à tout moment (ou le révoquer dans votre portefeuille) : les prélèvements s’arrêtent aussitôt et les périodes suivantes sont facturées par e-mail.',
+  'sub.grant_network': 'Réseau',
+  'sub.grant_button': 'Activer le paiement automatique sur {network}',
+  'sub.grant_wallet': 'Il vous faut un portefeuille dans ce navigateur, avec des {symbol} sur le réseau choisi.',
+  'sub.grant_pending':
+    'Votre autorisation est en cours d’enregistrement sur le réseau. Cette page se mettra à jour une fois terminé.',
+  'sub.grant_on': 'Le paiement automatique est activé',
+  'sub.grant_on_text': '{merchant} prélève {amount} à chaque période depuis {payer} sur {network}.',
+  'sub.grant_next': 'Prochain prélèvement',
+  'sub.grant_count': 'Prélèvements effectués',
+  'sub.grant_until': 'Autorisé jusqu’au',
+  'sub.revoke_button': 'Désactiver le paiement automatique',
+  'sub.revoke_note':
+    'Votre portefeuille signe l’annulation et Kasse la soumet (sans frais pour vous). Les périodes suivantes sont alors facturées par e-mail.',
+  'sub.grant_revoked':
+    'Le paiement automatique est désactivé. Les périodes sont facturées par e-mail ; vous pouvez le réactiver ci-dessous.',
+  'sub.grant_exhausted':
+    'Votre autorisation de paiement automatique est épuisée. Les périodes sont facturées par e-mail ; vous pouvez la renouveler ci-dessous.',
+  'sub.charges': 'Prélèvements automatiques',
+  'sub.charge_pending': 'Prélèvement en cours',
+  'sub.charge_succeeded': 'Prélevé',
+  'sub.charge_failed': 'Échec',
+  'sub.charge_cancelled': 'Non prélevé',
+  'sub.charge_row': 'Période {period} · tentative {attempt} · {date}',
+  'wallet.grant_signing': 'Confirmez dans votre portefeuille : d’abord le permis, puis les conditions.',
+  'wallet.grant_sent': 'Signé. Kasse enregistre votre autorisation…',
+  'wallet.revoke_signing': 'Confirmez l’annulation dans votre portefeuille.',
+  'wallet.revoke_sent': 'Le paiement automatique est désactivé.',
+  'mail.transaction': 'Transaction',
+  'mail.charged_heading': 'Paiement reçu : {title}',
+  'mail.charged_text':
+    '{merchant} a prélevé {amount} pour {title} depuis votre portefeuille, selon l’autorisation que vous avez donnée.',
+  'mail.charged_limit':
+    'Pas plus de {amount} ne peut être prélevé par période, et vous pouvez désactiver le paiement automatique à tout moment sur la page de votre abonnement.',
+  'mail.charged_subject': 'Reçu de {merchant} : {title}, {amount}',
+  'mail.charge_failed_heading': 'Échec du paiement automatique : {title}',
+  'mail.charge_failed_text': 'Nous n’avons pas pu prélever {amount} pour {title} : {reason}.',
+  'mail.charge_failed_retry':
+    'Nous réessaierons le {next}. Vous pouvez aussi payer maintenant avec le lien ci-dessous.',
+  'mail.charge_failed_by_hand': 'Veuillez payer avec le lien ci-dessous.',
+  'mail.charge_failed_subject': 'Échec du paiement : {title} de {merchant}',
+  'mail.reason_insufficient_funds': 'votre portefeuille ne contenait pas assez',
+  'mail.reason_allowance_exhausted': 'le total autorisé est épuisé',
+  'mail.reason_grant_revoked': 'l’autorisation a été désactivée',
+  'mail.reason_grant_expired': 'l’autorisation a pris fin',
+  'mail.reason_transaction_failed': 'la transaction n’a pas abouti',
+  'mail.grant_invite':
+    'Vous pouvez aussi laisser {merchant} prélever chaque période automatiquement depuis votre portefeuille : activez-le sur la page de votre abonnement.',
 };

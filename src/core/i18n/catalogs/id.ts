@@ -226,4 +226,62 @@ export default {
   'wallet.signed': 'Sudah ditandatangani. Kasse sedang mengirim pembayaran Anda.',
   'wallet.no_account': 'Dompet tidak membagikan akun apa pun.',
   'wallet.sending': 'Pembayaran terkirim; menunggu jaringan…',
+  'sub.grant_heading': 'Bayar otomatis',
+  'sub.grant_intro':
+    'Izinkan {merchant} menagih setiap periode dari dompet Anda, tanpa membuka tautan pembayaran setiap kali. Anda menandatangani sekali; Kasse membayar biaya jaringan.',
+  'sub.grant_allow': 'Yang Anda izinkan',
+  'sub.grant_amount':
+    'Paling banyak {amount} ({token_amount} {symbol}) per periode, dan paling banyak sekali setiap {days, plural, other {# hari}}.',
+  'sub.grant_receiver': 'Hanya dibayarkan ke alamat {receiver} milik {merchant}.',
+  'sub.grant_period': 'Dari {start} sampai {end}: paling banyak {total} ({token_total} {symbol}) seluruhnya.',
+  'sub.grant_contract':
+    'Tidak ada yang bisa diambil lebih: kontrak di {network} menolak setiap tagihan di atas batas ini, ke pihak lain, atau setelah Anda mematikannya.',
+  'sub.grant_delegate':
+    'Di {network}, jaringan itu sendiri membatasi total yang Anda izinkan, tetapi batas per periode dijaga oleh Kasse, bukan oleh jaringan: jaminan ini lebih lemah daripada di jaringan dengan kontrak.',
+  'sub.grant_cancel':
+    'Anda dapat mematikannya di halaman ini kapan saja (atau mencabutnya di dompet Anda): tagihan langsung berhenti, dan periode berikutnya ditagih lewat email.',
+  'sub.grant_network': 'Jaringan',
+  'sub.grant_button': 'Atur pembayaran otomatis di {network}',
+  'sub.grant_wallet': 'Anda memerlukan dompet di browser ini yang berisi {symbol} di jaringan yang Anda pilih.',
+  'sub.grant_pending': 'Izin Anda sedang dicatat di jaringan. Halaman ini akan diperbarui setelah selesai.',
+  'sub.grant_on': 'Pembayaran otomatis aktif',
+  'sub.grant_on_text': '{merchant} menagih {amount} setiap periode dari {payer} di {network}.',
+  'sub.grant_next': 'Tagihan berikutnya',
+  'sub.grant_count': 'Tagihan sejauh ini',
+  'sub.grant_until': 'Diizinkan sampai',
+  'sub.revoke_button': 'Matikan pembayaran otomatis',
+  'sub.revoke_note':
+    'Dompet Anda menandatangani pembatalan dan Kasse mengirimkannya (tanpa biaya bagi Anda). Periode berikutnya lalu ditagih lewat email.',
+  'sub.grant_revoked': 'Pembayaran otomatis mati. Periode ditagih lewat email; Anda dapat mengaturnya lagi di bawah.',
+  'sub.grant_exhausted':
+    'Izin pembayaran otomatis Anda sudah habis. Periode ditagih lewat email; Anda dapat mengaturnya lagi di bawah.',
+  'sub.charges': 'Tagihan otomatis',
+  'sub.charge_pending': 'Sedang ditagih',
+  'sub.charge_succeeded': 'Ditagih',
+  'sub.charge_failed': 'Gagal',
+  'sub.charge_cancelled': 'Tidak ditagih',
+  'sub.charge_row': 'Periode {period} · percobaan {attempt} · {date}',
+  'wallet.grant_signing': 'Konfirmasi di dompet Anda: pertama izin pengeluaran, lalu ketentuannya.',
+  'wallet.grant_sent': 'Ditandatangani. Kasse sedang mencatat izin Anda…',
+  'wallet.revoke_signing': 'Konfirmasi pembatalan di dompet Anda.',
+  'wallet.revoke_sent': 'Pembayaran otomatis mati.',
+  'mail.transaction': 'Transaksi',
+  'mail.charged_heading': 'Pembayaran diterima: {title}',
+  'mail.charged_text': '{merchant} menagih {amount} untuk {title} dari dompet Anda, sesuai izin yang Anda berikan.',
+  'mail.charged_limit':
+    'Tidak lebih dari {amount} dapat ditagih per periode, dan Anda dapat mematikan pembayaran otomatis kapan saja di halaman langganan Anda.',
+  'mail.charged_subject': 'Tanda terima dari {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Pembayaran otomatis gagal: {title}',
+  'mail.charge_failed_text': 'Kami tidak dapat menagih {amount} untuk {title}: {reason}.',
+  'mail.charge_failed_retry':
+    'Kami akan mencoba lagi pada {next}. Anda juga dapat membayar sekarang dengan tautan di bawah.',
+  'mail.charge_failed_by_hand': 'Silakan bayar dengan tautan di bawah.',
+  'mail.charge_failed_subject': 'Pembayaran gagal: {title} dari {merchant}',
+  'mail.reason_insufficient_funds': 'saldo dompet Anda tidak cukup',
+  'mail.reason_allowance_exhausted': 'total yang Anda izinkan sudah habis',
+  'mail.reason_grant_revoked': 'izin telah dimatikan',
+  'mail.reason_grant_expired': 'izin telah berakhir',
+  'mail.reason_transaction_failed': 'transaksi tidak berhasil',
+  'mail.grant_invite':
+    'Anda juga dapat mengizinkan {merchant} menagih setiap periode secara otomatis dari dompet Anda: atur di halaman langganan Anda.',
 };

@@ -221,4 +221,62 @@ export default {
   'wallet.signed': 'Assinado. A Kasse está enviando seu pagamento.',
   'wallet.no_account': 'A carteira não compartilhou nenhuma conta.',
   'wallet.sending': 'Pagamento enviado; aguardando a rede…',
+  'sub.grant_heading': 'Pagar automaticamente',
+  'sub.grant_intro':
+    'Deixe {merchant} cobrar cada período da sua carteira, sem abrir um link de pagamento a cada vez. Você assina uma vez; a Kasse paga as taxas da rede.',
+  'sub.grant_allow': 'O que você permite',
+  'sub.grant_amount':
+    'No máximo {amount} ({token_amount} {symbol}) por período, e no máximo uma vez {days, plural, one {por dia} other {a cada # dias}}.',
+  'sub.grant_receiver': 'Pago somente ao endereço {receiver} de {merchant}.',
+  'sub.grant_period': 'De {start} até {end}: no máximo {total} ({token_total} {symbol}) no total.',
+  'sub.grant_contract':
+    'Nada mais pode ser cobrado: o contrato na {network} recusa qualquer cobrança acima desses limites, para outra pessoa ou depois que você desativar.',
+  'sub.grant_delegate':
+    'Na {network} a própria rede limita o total que você permite, mas o limite por período é mantido pela Kasse, não pela rede: esta garantia é mais fraca do que em redes com um contrato.',
+  'sub.grant_cancel':
+    'Você pode desativar nesta página a qualquer momento (ou revogar na sua carteira): as cobranças param na hora e os períodos seguintes são faturados por e-mail.',
+  'sub.grant_network': 'Rede',
+  'sub.grant_button': 'Configurar pagamento automático na {network}',
+  'sub.grant_wallet': 'Você precisa de uma carteira neste navegador com {symbol} na rede escolhida.',
+  'sub.grant_pending': 'Sua permissão está sendo registrada na rede. Esta página será atualizada quando terminar.',
+  'sub.grant_on': 'O pagamento automático está ativado',
+  'sub.grant_on_text': '{merchant} cobra {amount} a cada período de {payer} na {network}.',
+  'sub.grant_next': 'Próxima cobrança',
+  'sub.grant_count': 'Cobranças até agora',
+  'sub.grant_until': 'Permitido até',
+  'sub.revoke_button': 'Desativar pagamento automático',
+  'sub.revoke_note':
+    'Sua carteira assina o cancelamento e a Kasse o envia (sem taxa para você). Os períodos seguintes passam a ser faturados por e-mail.',
+  'sub.grant_revoked':
+    'O pagamento automático está desativado. Os períodos são faturados por e-mail; você pode configurá-lo de novo abaixo.',
+  'sub.grant_exhausted':
+    'Sua permissão de pagamento automático se esgotou. Os períodos são faturados por e-mail; você pode configurá-lo de novo abaixo.',
+  'sub.charges': 'Cobranças automáticas',
+  'sub.charge_pending': 'Cobrando',
+  'sub.charge_succeeded': 'Cobrado',
+  'sub.charge_failed': 'Falhou',
+  'sub.charge_cancelled': 'Não cobrado',
+  'sub.charge_row': 'Período {period} · tentativa {attempt} · {date}',
+  'wallet.grant_signing': 'Confirme na sua carteira: primeiro a permissão de gasto, depois os termos.',
+  'wallet.grant_sent': 'Assinado. A Kasse está registrando sua permissão…',
+  'wallet.revoke_signing': 'Confirme o cancelamento na sua carteira.',
+  'wallet.revoke_sent': 'O pagamento automático está desativado.',
+  'mail.transaction': 'Transação',
+  'mail.charged_heading': 'Pagamento recebido: {title}',
+  'mail.charged_text': '{merchant} cobrou {amount} por {title} da sua carteira, com a permissão que você deu.',
+  'mail.charged_limit':
+    'Não é possível cobrar mais de {amount} por período, e você pode desativar o pagamento automático a qualquer momento na página da sua assinatura.',
+  'mail.charged_subject': 'Recibo de {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Falha no pagamento automático: {title}',
+  'mail.charge_failed_text': 'Não conseguimos cobrar {amount} por {title}: {reason}.',
+  'mail.charge_failed_retry': 'Tentaremos novamente em {next}. Você também pode pagar agora com o link abaixo.',
+  'mail.charge_failed_by_hand': 'Pague com o link abaixo.',
+  'mail.charge_failed_subject': 'Falha no pagamento: {title} de {merchant}',
+  'mail.reason_insufficient_funds': 'sua carteira não tinha saldo suficiente',
+  'mail.reason_allowance_exhausted': 'o total que você permitiu se esgotou',
+  'mail.reason_grant_revoked': 'a permissão foi desativada',
+  'mail.reason_grant_expired': 'a permissão terminou',
+  'mail.reason_transaction_failed': 'a transação não foi concluída',
+  'mail.grant_invite':
+    'Você também pode deixar {merchant} cobrar cada período automaticamente da sua carteira: configure na página da sua assinatura.',
 };

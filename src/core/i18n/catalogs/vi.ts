@@ -229,4 +229,63 @@ export default {
   'wallet.signed': 'Đã ký. Kasse đang gửi khoản thanh toán của bạn.',
   'wallet.no_account': 'Ví không chia sẻ tài khoản nào.',
   'wallet.sending': 'Đã gửi thanh toán; đang chờ mạng…',
+  'sub.grant_heading': 'Thanh toán tự động',
+  'sub.grant_intro':
+    'Cho phép {merchant} trừ tiền mỗi kỳ từ ví của bạn, không cần mở liên kết thanh toán mỗi lần. Bạn ký một lần; Kasse trả phí mạng.',
+  'sub.grant_allow': 'Những gì bạn cho phép',
+  'sub.grant_amount':
+    'Tối đa {amount} ({token_amount} {symbol}) mỗi kỳ, và tối đa một lần mỗi {days, plural, other {# ngày}}.',
+  'sub.grant_receiver': 'Chỉ trả vào địa chỉ {receiver} của {merchant}.',
+  'sub.grant_period': 'Từ {start} đến {end}: tổng cộng tối đa {total} ({token_total} {symbol}).',
+  'sub.grant_contract':
+    'Không thể lấy thêm: hợp đồng trên {network} từ chối mọi lần trừ vượt các giới hạn này, cho người khác, hoặc sau khi bạn tắt.',
+  'sub.grant_delegate':
+    'Trên {network}, chính mạng giới hạn tổng số bạn cho phép, nhưng giới hạn mỗi kỳ do Kasse giữ, không phải mạng: bảo đảm này yếu hơn trên các mạng có hợp đồng.',
+  'sub.grant_cancel':
+    'Bạn có thể tắt trên trang này bất cứ lúc nào (hoặc thu hồi trong ví): việc trừ tiền dừng ngay, và các kỳ sau được gửi hóa đơn qua email.',
+  'sub.grant_network': 'Mạng',
+  'sub.grant_button': 'Thiết lập thanh toán tự động trên {network}',
+  'sub.grant_wallet': 'Bạn cần một ví trong trình duyệt này có {symbol} trên mạng bạn chọn.',
+  'sub.grant_pending': 'Quyền của bạn đang được ghi lên mạng. Trang này sẽ cập nhật khi xong.',
+  'sub.grant_on': 'Thanh toán tự động đang bật',
+  'sub.grant_on_text': '{merchant} trừ {amount} mỗi kỳ từ {payer} trên {network}.',
+  'sub.grant_next': 'Lần trừ tiếp theo',
+  'sub.grant_count': 'Số lần đã trừ',
+  'sub.grant_until': 'Được phép đến',
+  'sub.revoke_button': 'Tắt thanh toán tự động',
+  'sub.revoke_note':
+    'Ví của bạn ký lệnh hủy và Kasse gửi đi (bạn không mất phí). Các kỳ sau sẽ được gửi hóa đơn qua email.',
+  'sub.grant_revoked':
+    'Thanh toán tự động đã tắt. Các kỳ được gửi hóa đơn qua email; bạn có thể thiết lập lại bên dưới.',
+  'sub.grant_exhausted':
+    'Quyền thanh toán tự động của bạn đã hết. Các kỳ được gửi hóa đơn qua email; bạn có thể thiết lập lại bên dưới.',
+  'sub.charges': 'Các lần trừ tự động',
+  'sub.charge_pending': 'Đang trừ tiền',
+  'sub.charge_succeeded': 'Đã trừ',
+  'sub.charge_failed': 'Thất bại',
+  'sub.charge_cancelled': 'Không trừ',
+  'sub.charge_row': 'Kỳ {period} · lần {attempt} · {date}',
+  'wallet.grant_signing': 'Xác nhận trong ví: trước là quyền chi tiêu, sau là các điều khoản.',
+  'wallet.grant_sent': 'Đã ký. Kasse đang ghi quyền của bạn…',
+  'wallet.revoke_signing': 'Xác nhận việc hủy trong ví của bạn.',
+  'wallet.revoke_sent': 'Thanh toán tự động đã tắt.',
+  'mail.transaction': 'Giao dịch',
+  'mail.charged_heading': 'Đã nhận thanh toán: {title}',
+  'mail.charged_text': '{merchant} đã trừ {amount} cho {title} từ ví của bạn, theo quyền bạn đã cấp.',
+  'mail.charged_limit':
+    'Mỗi kỳ không thể trừ quá {amount}, và bạn có thể tắt thanh toán tự động bất cứ lúc nào trên trang đăng ký của bạn.',
+  'mail.charged_subject': 'Biên nhận từ {merchant}: {title}, {amount}',
+  'mail.charge_failed_heading': 'Thanh toán tự động thất bại: {title}',
+  'mail.charge_failed_text': 'Chúng tôi không thể trừ {amount} cho {title}: {reason}.',
+  'mail.charge_failed_retry':
+    'Chúng tôi sẽ thử lại vào {next}. Bạn cũng có thể thanh toán ngay bằng liên kết bên dưới.',
+  'mail.charge_failed_by_hand': 'Vui lòng thanh toán bằng liên kết bên dưới.',
+  'mail.charge_failed_subject': 'Thanh toán thất bại: {title} từ {merchant}',
+  'mail.reason_insufficient_funds': 'ví của bạn không đủ số dư',
+  'mail.reason_allowance_exhausted': 'tổng số bạn cho phép đã dùng hết',
+  'mail.reason_grant_revoked': 'quyền đã bị tắt',
+  'mail.reason_grant_expired': 'quyền đã hết hạn',
+  'mail.reason_transaction_failed': 'giao dịch không thành công',
+  'mail.grant_invite':
+    'Bạn cũng có thể cho phép {merchant} tự động trừ tiền mỗi kỳ từ ví: thiết lập trên trang đăng ký của bạn.',
 };

@@ -1,5 +1,6 @@
 /**
- * The subscriptions store: the only code that reads or writes `subscriptions` and `subscription_invoices` — lookups,
+ * The subscriptions store: with store/charges.ts the only code on the module's tables; this file reads and writes
+ * `subscriptions` and `subscription_invoices` — lookups,
  * the scheduler's claims and leases, and every write the service, the payments hook and the scheduler make, each
  * behind a named function that runs in the caller's transaction (the one holding the rows' locks). Every lookup for
  * a merchant takes the mode and the merchant, so a test subscription never shows on the live API and the reverse.
@@ -7,12 +8,12 @@
  * batch of any size costs the same few round trips.
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
-import { decodeCursor } from '../../core/cursor.ts';
-import { ID_PATTERNS } from '../../core/ids.ts';
-import type { DbOrTx, Tx } from '../../db/index.ts';
-import type { SubscriptionInvoicesTable, SubscriptionsTable } from './tables.ts';
-import type { CancellationReason, OpenInvoice, SubscriptionState, SubscriptionStatus } from './model.ts';
+import type { Mode } from '../../../core/mode.ts';
+import { decodeCursor } from '../../../core/cursor.ts';
+import { ID_PATTERNS } from '../../../core/ids.ts';
+import type { DbOrTx, Tx } from '../../../db/index.ts';
+import type { SubscriptionInvoicesTable, SubscriptionsTable } from '../tables.ts';
+import type { CancellationReason, Collection, OpenInvoice, SubscriptionState, SubscriptionStatus } from '../model.ts';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type InvoiceRow = Selectable<SubscriptionInvoicesTable>;
@@ -219,6 +220,11 @@ export async function clearWithdrawal(db: DbOrTx, id: string): Promise<void> {
     .where('id', '=', id)
     .where('status', '=', 'cancelled')
     .execute();
+}
+
+/** How the subscription's periods are collected from now on. */
+export async function setCollection(tx: Tx, id: string, collection: Collection, wall: Date): Promise<void> {
+  await tx.updateTable('subscriptions').set({ collection, updated_at: wall }).where('id', '=', id).execute();
 }
 
 export async function setClockOffset(tx: Tx, id: string, offsetMs: bigint): Promise<void> {
