@@ -28,6 +28,33 @@ const subscriptionInvoice = {
   paid_at: '2026-03-01T09:04:12.000Z',
 };
 
+const subscriptionGrant = {
+  status: 'active',
+  token: 'base:usdc',
+  payer: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+  amount_per_period: '24000000',
+  period_seconds: 2419200,
+  expires_at: '2027-03-01T09:00:00.000Z',
+  granted_at: '2026-03-01T09:02:40.000Z',
+  charges: 1,
+  next_charge_at: '2026-04-01T09:00:00.000Z',
+};
+
+const subscriptionCharge = {
+  id: 'chg_01JQ3X9Q0A2C4E6G8J0L2N4Q6S',
+  period: 1,
+  attempt: 1,
+  status: 'succeeded',
+  amount: '24000000',
+  token: 'base:usdc',
+  payment_id: PAYMENT_ID,
+  transaction: TX_HASH,
+  failure_reason: null,
+  failure_message: null,
+  created_at: '2026-03-01T09:02:41.000Z',
+  settled_at: '2026-03-01T09:03:05.000Z',
+};
+
 const deposit = {
   tx_hash: TX_HASH,
   token: 'base:usdc',
@@ -180,6 +207,8 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     pagination: { limit: 20, offset: 0, total: 1 },
   },
   SubscriptionInvoice: subscriptionInvoice,
+  SubscriptionGrant: subscriptionGrant,
+  SubscriptionCharge: subscriptionCharge,
   Subscription: {
     id: SUBSCRIPTION_ID,
     merchant_id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
@@ -200,6 +229,9 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     cancelled_at: null,
     cancellation_reason: null,
     created_at: '2026-03-01T09:00:00.000Z',
+    collection: 'charge_automatically',
+    grant: subscriptionGrant,
+    charges: [subscriptionCharge],
     invoices: [subscriptionInvoice],
   },
   Disbursement: {
@@ -457,7 +489,9 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     grace_days: 3,
     success_url: 'https://shop.example.com/subscriptions/thanks',
     metadata: { customer_id: 'cus_42' },
+    collection: 'charge_automatically',
   },
+  simulateSubscription: { outcome: 'grant' },
   createDisbursement: {
     title: 'March affiliate commissions',
     items: [

@@ -69,5 +69,9 @@ export function clientText(locale: Locale): string {
     walletSigned: t(locale, 'wallet.signed'),
     walletNoAccount: t(locale, 'wallet.no_account'),
     walletSending: t(locale, 'wallet.sending'),
+    grantSigning: t(locale, 'wallet.grant_signing'),
+    grantSent: t(locale, 'wallet.grant_sent'),
+    revokeSigning: t(locale, 'wallet.revoke_signing'),
+    revokeSent: t(locale, 'wallet.revoke_sent'),
   });
 }

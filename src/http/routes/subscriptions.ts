@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { INTERVALS } from '../../modules/subscriptions/calendar.ts';
 import {
+  COLLECTIONS,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   SUBSCRIPTION_LIMITS as L,
@@ -67,6 +68,22 @@ export const CreateSubscriptionBody = Type.Object(
     locale: Type.Optional(LocaleField),
     metadata: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: 'Your data, up to 4 kB as JSON; returned as sent.' }),
+    ),
+    collection: Type.Optional(
+      Enum(
+        COLLECTIONS,
+        "`send_invoice` (default): each period's payment is emailed to pay by hand. `charge_automatically`: the customer's subscription page asks the payer to grant recurring charges once with their wallet (USDC; Kasse pays the network fees); from then on each period is charged when due, and emailed as an invoice only when no grant is active or a charge fails.",
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SimulateSubscriptionBody = Type.Object(
+  {
+    outcome: Enum(
+      ['grant', 'revoke', 'insufficient_funds'] as const,
+      '`grant`: the payer grants recurring charges (simulated; the due, unpaid period is charged at once) — on a simulated grant already in force, its wallet is funded again. `revoke`: the payer revokes the grant in force. `insufficient_funds`: the simulated wallet is emptied, so charges fail until `grant` funds it again.',
     ),
   },
   { additionalProperties: false },
@@ -169,7 +186,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         operationId: 'advanceSubscription',
         summary: 'Advance a subscription to its next due time (test API only)',
         description:
-          "Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.",
+          "Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), charges and their retries are made (simulated grants), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced (and charged, under an active grant). The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.",
         tags: ['Test mode'],
         errors: ['invalid_state'],
         params: SubscriptionIdParam,
@@ -177,5 +194,24 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
       },
     },
     async (req) => kasse.subscriptions.scheduler.advance(req.auth.merchantId, req.params.id, keyActor(req)),
+  );
+
+  app.post(
+    '/test/subscriptions/:id/simulate',
+    {
+      schema: {
+        operationId: 'simulateSubscription',
+        summary: "Simulate the payer's grant of a charged subscription (test API only)",
+        description:
+          "For a test subscription with `collection` `charge_automatically`: simulates what the payer does with their wallet — grant recurring charges, revoke them, or run short of funds — with no chain involved. Everything that follows is the real path: charges of due periods settle the period's payment (`payment.paid`, the ledger, `subscription.paid` with the charge's `0xsim…` transaction), failures send `subscription.charge_failed` and email the customer the payment to pay by hand, retries and `past_due` follow as the test clock is advanced (`POST /test/subscriptions/{id}/advance`). 422 `invalid_state` for a cancelled subscription, one paid by invoice, `revoke` or `insufficient_funds` with no grant in force.",
+        tags: ['Test mode'],
+        errors: ['invalid_state'],
+        params: SubscriptionIdParam,
+        body: SimulateSubscriptionBody,
+        response: { 200: SubscriptionRef },
+      },
+    },
+    async (req) =>
+      kasse.subscriptions.grants.simulate(req.auth.merchantId, req.params.id, req.body.outcome, keyActor(req)),
   );
 }

@@ -88,6 +88,13 @@ export interface GrantChoice {
   enforcement: ChargeKind['enforcement'];
 }
 
+/** What the page shows before the payer connects a wallet: each network's terms (the payer and salt aside). */
+export interface GrantPreview {
+  choice: GrantChoice;
+  terms: TermsBody;
+  decimals: number;
+}
+
 export type SimulateGrantOutcome = 'grant' | 'revoke' | 'insufficient_funds';
 
 export class Grants {
@@ -189,6 +196,34 @@ export class Grants {
       total: amount * BigInt(GRANT_PERIODS),
       salt,
     };
+  }
+
+  /** Whether a grant of the subscription is active or on its way, and whether it is the simulator's. */
+  async state(subscriptionId: string): Promise<{ active: boolean; pending: boolean; simulated: boolean }> {
+    const g = (await currentGrants(this.deps.db, [subscriptionId])).get(subscriptionId);
+    return {
+      active: g?.status === 'active',
+      pending: g?.status === 'pending',
+      simulated: g?.enforcement === 'simulated',
+    };
+  }
+
+  /** The terms a grant would have on each network now (empty when the subscription takes no grant now). */
+  async preview(check: LinkCheck): Promise<GrantPreview[]> {
+    if (!check.ok) return [];
+    const sub = await findSubscription(this.deps.db, check.subscriptionId);
+    if (!sub || sub.status === 'cancelled' || sub.collection !== 'charge_automatically') return [];
+    const choices = this.choices(sub.mode);
+    const out: GrantPreview[] = [];
+    for (const { kind, scheme } of this.kinds(sub.mode)) {
+      const terms = await this.terms(sub, kind, scheme, '', `0x${'0'.repeat(64)}`);
+      out.push({
+        choice: choices.find((c) => c.network === kind.chain)!,
+        terms: termsBody(terms),
+        decimals: kind.token.decimals,
+      });
+    }
+    return out;
   }
 
   /** What the payer's wallet signs to grant `sub` on `network` (the page asks once the wallet is connected). */

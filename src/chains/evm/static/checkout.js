@@ -1,7 +1,9 @@
 /* Kasse checkout, EVM wallets: "Pay with browser wallet" sends the exact transfer through the page's EIP-1193
    provider (window.ethereum); "Pay by signature" has the wallet sign an EIP-3009 TransferWithAuthorization for
-   Kasse to relay (POST /p/<id>/gasless). Both buttons stay hidden without a wallet. Loaded after pay.js, whose
-   window.kassePage it uses (onRender, say, text: the words in the page's language). Progressive enhancement only; no dependencies. */
+   Kasse to relay (POST /p/<id>/gasless). On the subscription page, "Set up automatic payment" has the wallet sign
+   the permit and the terms Kasse offers (POST …/grant/offer, then …/grant), and "Turn off" the revoke. The buttons
+   stay hidden without a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say, text: the words
+   in the page's language). Progressive enhancement only; no dependencies. */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -14,6 +16,8 @@
   page.onRender(() => {
     if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach((b) => { b.hidden = false; });
   });
+  if (w.ethereum) $$('[data-grant][data-family="evm"],[data-revoke][data-family="evm"]').forEach((b) => { b.hidden = false; });
+  if ($('[data-grant-pending]')) setTimeout(() => { location.reload(); }, 3000);
 
   function eth(method, params) { return w.ethereum.request({ method: method, params: params || [] }); }
   function connect(chain) {
@@ -72,10 +76,48 @@
       })).catch((err) => { failed(b, err); });
   }
 
+  /* Subscriptions: grant recurring charges (permit + terms, relayed by Kasse), or revoke them. */
+  function post(url, body) {
+    return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      .then((r) => r.json().then((j) => { if (!r.ok) throw new Error(j.error ? j.error.message : page.text.walletNotSent); return j; }));
+  }
+  function sign(from, typed) { return eth('eth_signTypedData_v4', [from, JSON.stringify(typed)]); }
+  function grantFailed(b, err) {
+    var p = $('[data-grant-error]', b.closest('section'));
+    if (p) { p.textContent = (err && err.message) || page.text.walletFailed; p.hidden = false; }
+    b.disabled = false;
+  }
+  function chainHex(b) { return `0x${Number(b.dataset.chainId).toString(16)}`; }
+  function grant(b) {
+    var ds = b.dataset, from, offer, sigs = {};
+    b.disabled = true;
+    connect(chainHex(b)).then((f) => { from = f; return post(ds.offer, { network: ds.network, payer: from }); })
+      .then((o) => { offer = o; page.say(page.text.grantSigning); return sign(from, o.sign.permit); })
+      .then((s) => { sigs.permit = s; return sign(from, offer.sign.terms); })
+      .then((s) => {
+        sigs.terms = s;
+        sigs.permit_deadline = offer.sign.permit_deadline;
+        return post(ds.submit, { network: ds.network, payer: from, terms: offer.terms, signatures: sigs });
+      })
+      .then(() => { page.say(page.text.grantSent); setTimeout(() => { location.reload(); }, 1500); })
+      .catch((err) => { grantFailed(b, err); });
+  }
+  function revoke(b) {
+    var ds = b.dataset, from;
+    b.disabled = true;
+    connect(chainHex(b)).then((f) => { from = f; return post(ds.offer, {}); })
+      .then((o) => { page.say(page.text.revokeSigning); return sign(from, o.sign.revoke); })
+      .then((s) => post(ds.submit, { signatures: { revoke: s } }))
+      .then(() => { page.say(page.text.revokeSent); setTimeout(() => { location.reload(); }, 1500); })
+      .catch((err) => { grantFailed(b, err); });
+  }
+
   d.addEventListener('click', (e) => {
     var b = e.target.closest('button');
     if (!b) return;
     if (b.hasAttribute('data-wallet')) walletPay(b);
     else if (b.dataset.gasless) gaslessPay(b);
+    else if (b.hasAttribute('data-grant') && b.dataset.family === 'evm') grant(b);
+    else if (b.hasAttribute('data-revoke') && b.dataset.family === 'evm') revoke(b);
   });
 })();
