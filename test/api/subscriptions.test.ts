@@ -59,6 +59,9 @@ const FIELDS = [
   'cancelled_at',
   'cancellation_reason',
   'created_at',
+  'collection',
+  'grant',
+  'charges',
   'invoices',
 ];
 const INVOICE_FIELDS = [
@@ -71,6 +74,18 @@ const INVOICE_FIELDS = [
   'expires_at',
   'paid_at',
 ];
+
+const NO_GRANT = {
+  status: 'none',
+  token: null,
+  payer: null,
+  amount_per_period: null,
+  period_seconds: null,
+  expires_at: null,
+  granted_at: null,
+  charges: 0,
+  next_charge_at: null,
+};
 
 let customerSeq = 0;
 const customer = () => `customer${++customerSeq}@example.com`;
@@ -151,6 +166,10 @@ describe('POST /subscriptions', () => {
         cancelled_at: null,
         cancellation_reason: null,
         created_at: '2026-01-31T09:00:00.000Z',
+        // Without `collection` a subscription is invoiced by email, as ever.
+        collection: 'send_invoice',
+        grant: NO_GRANT,
+        charges: [],
       },
     );
     assert.equal(s.invoices.length, 1);
@@ -893,6 +912,154 @@ describe('test mode: advance', () => {
   });
 });
 
+describe('charged automatically (test mode: the simulator)', () => {
+  const simulate = (id: string, outcome: string) => m.test.post(`/test/subscriptions/${id}/simulate`, { outcome });
+  const balance = async () => (await m.test.get('/balance')).body.available_usd_cents as number;
+
+  test('granted once: the due period is charged at once, and each advance charges the next; no invoice email, a receipt each time', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, collection: 'charge_automatically', grace_days: 3 });
+    assert.equal(s.collection, 'charge_automatically');
+    assert.deepEqual(s.grant, NO_GRANT);
+    // No grant yet: the first period is invoiced by email, as for any subscription.
+    await pump();
+    await smtp.waitFor((x) => x.to === email && /^Invoice/.test(x.subject));
+    const before = await balance();
+
+    const res = await simulate(s.id, 'grant');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    s = res.body;
+    assert.equal(s.grant.status, 'active');
+    assert.match(s.grant.token, /^[a-z0-9-]+:usdc$/, 'the first test network with USDC');
+    assert.equal(s.grant.amount_per_period, '15000000');
+    assert.equal(s.grant.period_seconds, 28 * 86_400);
+    assert.equal(s.grant.charges, 1);
+    assert.equal(s.periods_paid, 1);
+    assert.equal(s.invoices[0].status, 'paid');
+    assert.equal(s.charges.length, 1);
+    const c = s.charges[0];
+    assert.deepEqual(
+      { ...c, id: 0, created_at: 0, settled_at: 0 },
+      {
+        id: 0,
+        period: 1,
+        attempt: 1,
+        status: 'succeeded',
+        amount: '15000000',
+        token: s.grant.token,
+        payment_id: s.invoices[0].payment_id,
+        transaction: c.transaction,
+        failure_reason: null,
+        failure_message: null,
+        created_at: 0,
+        settled_at: 0,
+      },
+    );
+    assert.match(c.transaction, /^0xsim/);
+    // The payment is paid like any other: its deposit is the charge's transaction, the merchant credited.
+    const p = (await m.test.get(`/payments/${c.payment_id}`)).body;
+    assert.equal(p.status, 'paid');
+    assert.equal(p.attempts.at(-1).deposits[0].tx_hash, c.transaction);
+    await pump();
+    assert.equal(await balance(), before + 1485);
+    const paid = eventsOf(s.id).find((e) => e.type === 'subscription.paid')!;
+    assert.equal(paid.data.charges[0].transaction, c.transaction, 'subscription.paid carries the charge');
+    await smtp.waitFor((x) => x.to === email && /^Receipt/.test(x.subject) && x.text.includes(c.transaction));
+
+    for (let period = 2; period <= 3; period++) {
+      s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
+      assert.equal(s.periods_invoiced, period);
+      assert.equal(s.periods_paid, period, 'charged as it fell due');
+      assert.equal(s.charges.at(-1).status, 'succeeded');
+    }
+    await pump();
+    assert.equal(
+      mailsTo(email).filter((x) => /^Invoice/.test(x.subject)).length,
+      1,
+      'only the period before the grant',
+    );
+    assert.equal(mailsTo(email).filter((x) => /^Receipt/.test(x.subject)).length, 3);
+    assert.equal(await balance(), before + 3 * 1485);
+    assert.deepEqual(subEvents(s.id), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.granted',
+      'subscription.paid',
+      'subscription.invoiced',
+      'subscription.paid',
+      'subscription.invoiced',
+      'subscription.paid',
+    ]);
+  });
+
+  test('an empty wallet: charge_failed with the reason, the payment to pay by hand mailed, retried, then paid once funded within grace', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, collection: 'charge_automatically', grace_days: 3 });
+    await simulate(s.id, 'grant');
+    assert.equal((await simulate(s.id, 'insufficient_funds')).status, 200);
+    s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
+    const [failed, retry] = s.charges.slice(1);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.failure_reason, 'insufficient_funds');
+    assert.equal(retry.status, 'pending');
+    assert.equal(retry.attempt, 2);
+    assert.equal(s.periods_paid, 1);
+    await pump();
+    const e = eventsOf(s.id).find((x) => x.type === 'subscription.charge_failed')!;
+    assert.equal(e.data.charges[1].failure_reason, 'insufficient_funds');
+    const mail = await smtp.waitFor((x) => x.to === email && /^Payment failed/.test(x.subject));
+    assert.match(mail.text, /did not hold enough/);
+    assert.ok(mail.text.includes(s.invoices[1].checkout_url), 'the payment to pay by hand');
+    // Funded again; the retry (an hour after the due time, on the subscription's clock) goes through.
+    await simulate(s.id, 'grant');
+    t.clock.advance(HOUR + 1000);
+    await pump();
+    s = await sub(s.id);
+    assert.equal(s.charges.at(-1).status, 'succeeded');
+    assert.equal(s.periods_paid, 2);
+    assert.equal(s.status, 'active');
+    assert.equal(mailsTo(email).filter((x) => /^Payment failed/.test(x.subject)).length, 1, 'told once per period');
+  });
+
+  test('revoked: grant_ended, and the next period is invoiced by email with nothing charged', async () => {
+    const email = customer();
+    let s = await create({ customer_email: email, collection: 'charge_automatically' });
+    await simulate(s.id, 'grant');
+    s = (await simulate(s.id, 'revoke')).body;
+    assert.equal(s.grant.status, 'revoked');
+    assert.equal(s.grant.next_charge_at, null);
+    s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
+    assert.equal(s.charges.length, 1, 'nothing charged after the revoke');
+    assert.equal(s.invoices[1].status, 'waiting');
+    await pump();
+    assert.ok(subEvents(s.id).includes('subscription.grant_ended'));
+    await smtp.waitFor((x) => x.to === email && /^Invoice/.test(x.subject) && x.text.includes('Period: 2 ('));
+  });
+
+  test('refused: simulating on an invoiced subscription, revoking with no grant, an unknown outcome; nothing changes', async () => {
+    const invoiced = await create({ customer_email: customer() });
+    assertError(await simulate(invoiced.id, 'grant'), 422, 'invalid_state', null);
+    const charged = await create({ customer_email: customer(), collection: 'charge_automatically' });
+    assertError(await simulate(charged.id, 'revoke'), 422, 'invalid_state', null);
+    assertError(await simulate(charged.id, 'insufficient_funds'), 422, 'invalid_state', null);
+    assertError(await simulate(charged.id, 'steal'), 400, 'invalid_request', 'outcome');
+    assertError(
+      await m.test.post('/subscriptions', {
+        customer_email: customer(),
+        title: 'x',
+        amount_usd_cents: 500,
+        interval: 'month',
+        collection: 'charge_now',
+      }),
+      400,
+      'invalid_request',
+      'collection',
+    );
+    assert.deepEqual((await sub(charged.id)).grant, NO_GRANT);
+    assert.equal((await m.live.post(`/test/subscriptions/${charged.id}/simulate`, { outcome: 'grant' })).status, 404);
+  });
+});
+
 describe('webhooks', () => {
   test('every event arrived signed and verified by the receiver, data being the Subscription', async () => {
     await pump();
@@ -900,7 +1067,10 @@ describe('webhooks', () => {
     const subs = hook.events.filter((e) => e.type.startsWith('subscription.'));
     assert.deepEqual([...new Set(subs.map((e) => e.type))].sort(), [
       'subscription.cancelled',
+      'subscription.charge_failed',
       'subscription.created',
+      'subscription.grant_ended',
+      'subscription.granted',
       'subscription.invoiced',
       'subscription.paid',
       'subscription.past_due',

@@ -36,10 +36,11 @@ export function windowEnd(
 /**
  * When the next attempt at a period is due after `attempts` attempts failed: the period's due time plus the
  * attempt's retry delay (CHARGE_RETRY_AFTER_MS, then the last one more each time), at once if that is past; null
- * when it would fall at or after the end of grace or of the period's window.
+ * when it would fall when the period can no longer be paid (the end of grace, and at least its first payment's 24
+ * hours) or at or after the end of the period's window.
  */
 export function retryAt(
-  p: { dueAt: Date; graceEndsAt: Date; windowEnd: Date },
+  p: { dueAt: Date; payableUntil: Date; windowEnd: Date },
   attempts: number,
   now: Date,
 ): Date | null {
@@ -47,7 +48,7 @@ export function retryAt(
   const last = steps[steps.length - 1]!;
   const delay = attempts <= steps.length ? steps[attempts - 1]! : last * (attempts - steps.length + 1);
   const at = new Date(p.dueAt.getTime() + delay);
-  if (at >= p.graceEndsAt || at >= p.windowEnd) return null;
+  if (at >= p.payableUntil || at >= p.windowEnd) return null;
   return at < now ? now : at;
 }
 

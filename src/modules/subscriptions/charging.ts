@@ -54,7 +54,13 @@ import {
   type NewCharge,
 } from './store/charges.ts';
 import { MAIL_KINDS } from './mail.ts';
-import { CHARGE_FOLLOW_MS, CHARGE_NOT_YET_MS, type ChargeFailureReason, type SubscriptionEventType } from './model.ts';
+import {
+  CHARGE_FOLLOW_MS,
+  CHARGE_NOT_YET_MS,
+  INVOICE_LIFETIME_MS,
+  type ChargeFailureReason,
+  type SubscriptionEventType,
+} from './model.ts';
 import type { Presenter } from './presenter.ts';
 import { simulatedCheck, simulatedState } from './simulated.ts';
 import {
@@ -221,7 +227,7 @@ export class Charging extends WorkNotifier {
     if (grant.status !== 'active') return { message: 'The grant is no longer active.', mailInvoice: true };
     if (period.dueAt.getTime() >= grant.expires_at.getTime())
       return { message: 'The grant has ended.', grantEnds: 'exhausted', mailInvoice: true };
-    if (now.getTime() >= this.windowEnd(sub, grant, period.number).getTime() || now >= period.graceEndsAt)
+    if (now.getTime() >= this.windowEnd(sub, grant, period.number).getTime() || now >= period.payableUntil)
       return { message: 'The time to charge this period has passed.', mailInvoice: false };
     return null;
   }
@@ -505,7 +511,7 @@ export class Charging extends WorkNotifier {
     return {
       number: period,
       dueAt: first.due_at,
-      graceEndsAt: first.grace_ends_at,
+      payableUntil: new Date(Math.max(first.grace_ends_at.getTime(), first.issued_at.getTime() + INVOICE_LIFETIME_MS)),
       paid: invoices.some((i) => i.paid),
     };
   }
@@ -544,6 +550,7 @@ export class Charging extends WorkNotifier {
 export interface PeriodView {
   number: number;
   dueAt: Date;
-  graceEndsAt: Date;
+  /** Until the period may still be paid: the end of its grace, and at least its first payment's 24 hours. */
+  payableUntil: Date;
   paid: boolean;
 }

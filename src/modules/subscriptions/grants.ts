@@ -393,7 +393,7 @@ export class Grants {
           !busy &&
           !period.paid &&
           now < this.charging.windowEnd(sub, active, open.period) &&
-          now < period.graceEndsAt
+          now < period.payableUntil
         ) {
           await insertCharges(tx, [
             { ...this.charging.firstCharge(sub, active, open.period, now, wall), attempt: attempts.length + 1 },
