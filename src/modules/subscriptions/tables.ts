@@ -41,7 +41,7 @@ export interface SubscriptionsTable {
   run_at: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
-  /** How periods are collected (migration 0036): emailed invoices, or charges under the payer's grant. */
+  /** How periods are collected (migration 0038): emailed invoices, or charges under the payer's grant. */
   collection: Generated<Collection>;
 }
 
@@ -59,7 +59,7 @@ export interface SubscriptionInvoicesTable {
 
 type BigintColumn = ColumnType<bigint, bigint | string, bigint | string>;
 
-/** A merchant's receiving address for charges on a network (migration 0036). */
+/** A merchant's receiving address for charges on a network (migration 0038). */
 export interface SubscriptionReceiversTable {
   merchant_id: string;
   mode: 'test' | 'live';
@@ -69,7 +69,7 @@ export interface SubscriptionReceiversTable {
   created_at: Timestamp;
 }
 
-/** A payer's grant of recurring charges (migration 0036). */
+/** A payer's grant of recurring charges (migration 0038). */
 export interface SubscriptionGrantsTable {
   id: string;
   merchant_id: string;
@@ -100,7 +100,7 @@ export interface SubscriptionGrantsTable {
   updated_at: Timestamp;
 }
 
-/** One attempt to charge a period under a grant (migration 0036). */
+/** One attempt to charge a period under a grant (migration 0038). */
 export interface SubscriptionChargesTable {
   id: string;
   merchant_id: string;
