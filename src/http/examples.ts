@@ -9,51 +9,11 @@
  */
 import type { ErrorCode } from '../core/errors.ts';
 import { LINK_DECLARATION } from '../modules/x402/discovery.ts';
+import { PAYMENT_ID, SUBSCRIPTION_ID, SUBSCRIPTION_SCHEMA_EXAMPLES, TX_HASH } from './subscription-examples.ts';
 
-const PAYMENT_ID = 'pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX';
 const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
 const EVENT_ID = 'evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD';
 const ADDRESS = '0x39065a69608C0DA67c7D106301c1195C221a1802';
-const TX_HASH = '0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a';
-const SUBSCRIPTION_ID = 'sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F';
-
-const subscriptionInvoice = {
-  payment_id: PAYMENT_ID,
-  period: 1,
-  status: 'paid',
-  amount_usd_cents: 2400,
-  checkout_url: `https://pay.example.com/p/${PAYMENT_ID}`,
-  created_at: '2026-03-01T09:00:00.000Z',
-  expires_at: '2026-03-02T09:00:00.000Z',
-  paid_at: '2026-03-01T09:04:12.000Z',
-};
-
-const subscriptionGrant = {
-  status: 'active',
-  token: 'base:usdc',
-  payer: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
-  amount_per_period: '24000000',
-  period_seconds: 2419200,
-  expires_at: '2027-03-01T09:00:00.000Z',
-  granted_at: '2026-03-01T09:02:40.000Z',
-  charges: 1,
-  next_charge_at: '2026-04-01T09:00:00.000Z',
-};
-
-const subscriptionCharge = {
-  id: 'chg_01JQ3X9Q0A2C4E6G8J0L2N4Q6S',
-  period: 1,
-  attempt: 1,
-  status: 'succeeded',
-  amount: '24000000',
-  token: 'base:usdc',
-  payment_id: PAYMENT_ID,
-  transaction: TX_HASH,
-  failure_reason: null,
-  failure_message: null,
-  created_at: '2026-03-01T09:02:41.000Z',
-  settled_at: '2026-03-01T09:03:05.000Z',
-};
 
 const deposit = {
   tx_hash: TX_HASH,
@@ -206,34 +166,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     ],
     pagination: { limit: 20, offset: 0, total: 1 },
   },
-  SubscriptionInvoice: subscriptionInvoice,
-  SubscriptionGrant: subscriptionGrant,
-  SubscriptionCharge: subscriptionCharge,
-  Subscription: {
-    id: SUBSCRIPTION_ID,
-    merchant_id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
-    customer: { email: 'asha@example.com', name: 'Asha' },
-    title: 'Coffee beans, monthly',
-    amount_usd_cents: 2400,
-    interval: 'month',
-    interval_count: 1,
-    grace_days: 3,
-    status: 'active',
-    started_at: '2026-03-01T09:00:00.000Z',
-    next_due_at: '2026-04-01T09:00:00.000Z',
-    periods_invoiced: 1,
-    periods_paid: 1,
-    last_payment_id: PAYMENT_ID,
-    success_url: 'https://shop.example.com/subscriptions/thanks',
-    metadata: { customer_id: 'cus_42' },
-    cancelled_at: null,
-    cancellation_reason: null,
-    created_at: '2026-03-01T09:00:00.000Z',
-    collection: 'charge_automatically',
-    grant: subscriptionGrant,
-    charges: [subscriptionCharge],
-    invoices: [subscriptionInvoice],
-  },
+  ...SUBSCRIPTION_SCHEMA_EXAMPLES,
   Disbursement: {
     id: 'dsb_01JQ3Y2B4D6F8H0K2M4P6R8T0V',
     merchant_id: 'mer_01JQ3S0F4B7N2C9X5K8M1P6R3T',
