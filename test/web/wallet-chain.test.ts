@@ -17,6 +17,10 @@
  * - The page follows the money: USDC picked, then ETH, then the USDC address paid from outside the page; the page,
  *   and the live status feed of the checkout, the modal and the POS view, show USDC, what arrived and its
  *   confirmations, never the ETH choice (nor "3 of 3" of a choice with nothing on it); paid, the receipt is USDC.
+ * - A subscription that charges itself: the payer grants once on the subscription page (the wallet signs the
+ *   EIP-2612 permit and the collector's Terms; Kasse relays them and pays the gas); three weekly periods are charged
+ *   as the chain's time and Kasse's clock reach them, with the payer's and the receiver's USDC and the merchant's
+ *   balance exact; the payer revokes on chain between periods, and the fourth is not charged but invoiced.
  *
  * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
  * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
@@ -38,7 +42,7 @@ import {
   type TypedDataDefinition,
 } from 'viem';
 import { createSseParser, type SseMessage } from '../../sdk/src/index.ts';
-import { erc20Abi } from '../../src/chains/evm/contracts.ts';
+import { erc20Abi, subscriptionCollectorAbi } from '../../src/chains/evm/contracts.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import {
   foreignRequests,
@@ -49,7 +53,7 @@ import {
   type RecordedPage,
   type TestBrowser,
 } from '../harness/browser.ts';
-import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
+import { hardhatChain, startHardhatNode, TestChain, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
 
 /** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
 const CONFIRMATIONS = 3;
@@ -68,6 +72,10 @@ let shop: Awaited<ReturnType<typeof startMerchantSite>>;
 let payer: TestWallet;
 /** Holds USDC and no ETH at all. */
 let gaslessPayer: TestWallet;
+/** Grants recurring charges (holds USDC, and ETH only for revoking on chain itself). */
+let subscriber: TestWallet;
+/** The SubscriptionCollector the network names (`evm.subscription_collector`). */
+let collector: Address;
 
 /** Kasse's fake clock at the latest block's time (and the fake price feed with it), as the relay's checks need. */
 async function alignClockWithChain(): Promise<void> {
@@ -78,15 +86,24 @@ async function alignClockWithChain(): Promise<void> {
 
 before(async () => {
   node = await startHardhatNode();
+  collector = getAddress(
+    await new TestChain(node.url).deployContract(
+      await new TestChain(node.url).newWallet('10'),
+      'SubscriptionCollector',
+    ),
+  );
   k = await startEvmKasse({
     rpcUrl: node.url,
     tiers: [{ max_usd_cents: null, confirmations: CONFIRMATIONS }],
     finality: 6,
+    evm: { subscription_collector: collector },
   });
   payer = await k.chain.newWallet('10');
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, payer.address, 1_000_000_000n));
   gaslessPayer = await k.chain.newWallet('0');
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, gaslessPayer.address, 1_000_000_000n));
+  subscriber = await k.chain.newWallet('1');
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, subscriber.address, 100_000_000n));
   await alignClockWithChain();
   await k.tick(); // the watcher's cursor starts at the head
   // From here on nothing is mined unless the test mines it.
@@ -702,5 +719,203 @@ describe('the page follows the money', () => {
     assert.equal(pay.attempts[0].deposits[0].tx_hash, hash);
     assert.deepEqual(rec.errors, []);
     await rec.context.close();
+  });
+});
+
+describe('a subscription that charges itself on the local chain', () => {
+  const WEEK_S = 7 * 86_400;
+  const AMOUNT = 15_000_000n; // PRICE_CENTS in USDC at the peg
+
+  const subscription = async (id: string) => {
+    const res = await k.m.test.get(`/subscriptions/${id}`);
+    assert.equal(res.status, 200);
+    return res.body;
+  };
+  /** Runs the hot wallet's sender, then the subscriptions' due work (scheduler, relays, charges); delivers webhooks. */
+  async function runDue() {
+    await k.adapter.sender!.runDue();
+    const r = await k.t.kasse.subscriptions.runDue();
+    await k.t.kasse.webhooks.drain();
+    return r;
+  }
+  /**
+   * Runs the due work and mines a block 5 s later (Kasse's clock with it, so a charge followed every 5 s is looked at
+   * again) until `done` holds: the relays need CONFIRMATIONS blocks.
+   */
+  async function mineUntil(done: () => Promise<boolean>, what: string) {
+    for (let i = 0; i < 4 * CONFIRMATIONS; i++) {
+      await runDue();
+      if (await done()) return;
+      await timeReaches((await k.chain.now()) + 5);
+    }
+    assert.fail(`${what}: not reached after ${4 * CONFIRMATIONS} blocks`);
+  }
+  /** The chain's next block at `at` (Unix seconds), then Kasse's clock at it. */
+  async function timeReaches(at: number) {
+    await k.chain.rpc('evm_setNextBlockTimestamp', [at]);
+    await k.chain.mine(1);
+    await alignClockWithChain();
+  }
+
+  test('granted once on the page with the wallet: three periods charge themselves, exact on chain and in the ledger; a revoke on chain stops the fourth', async () => {
+    await alignClockWithChain();
+    const created = await k.m.test.post('/subscriptions', {
+      customer_email: 'asha@example.com',
+      title: 'Coffee beans, weekly',
+      amount_usd_cents: PRICE_CENTS,
+      interval: 'week',
+      grace_days: 2,
+      collection: 'charge_automatically',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    assert.equal(created.body.grant.status, 'none');
+    const startedAt = Date.parse(created.body.started_at) / 1000;
+    const usdc0 = await k.chain.tokenBalance(k.usdc, subscriber.address);
+    const eth0 = await k.chain.balance(subscriber.address);
+    const credit0 = (await getBalance()).available_usd_cents;
+
+    // The payer opens the subscription page (the link its emails carry) and grants with the browser wallet.
+    const wallet = new InjectedWallet(subscriber);
+    const rec = await b.open('desktop');
+    await wallet.attach(rec.page);
+    const url = k.t.kasse.subscriptionLinks.url(id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000));
+    await rec.page.goto(url);
+    await rec.page.getByRole('heading', { name: 'Pay automatically' }).waitFor();
+    const offer = rec.page.locator('.k-offer', { hasText: 'Base (local Hardhat)' });
+    assert.match(await offer.innerText(), /Paid only to .+ address 0x[0-9a-fA-F]{40}\./);
+    await rec.page.getByRole('button', { name: 'Set up automatic payment on Base (local Hardhat)' }).click();
+    await rec.page.getByText('Your permission is being recorded on the network.').waitFor({ timeout: 15_000 });
+    assert.deepEqual(
+      wallet.signed.map((x) => x.primaryType),
+      ['Permit', 'Terms'],
+      'the permit, then the terms: nothing sent from the wallet',
+    );
+    assert.deepEqual(wallet.sent, []);
+    const [permit, termsSigned] = wallet.signed as [(typeof wallet.signed)[0], (typeof wallet.signed)[0]];
+    const terms = termsSigned.message as Record<string, string>;
+    assert.equal(getAddress(String(permit.message.spender)), collector);
+    assert.equal(String(permit.message.value), String(12n * AMOUNT), 'the grant total: twelve periods');
+    assert.equal(getAddress(terms.payer!), subscriber.address);
+    assert.equal(getAddress(terms.token!), getAddress(k.usdc));
+    assert.equal(String(terms.amountPerPeriod), AMOUNT.toString());
+    assert.equal(Number(terms.period), WEEK_S);
+    assert.equal(Number(terms.start), startedAt);
+    assert.equal(Number(terms.end), startedAt + 12 * WEEK_S);
+    assert.equal(getAddress(String(termsSigned.domain.verifyingContract)), collector);
+    const receiver = getAddress(terms.receiver!);
+    const receiverUsdc0 = await k.chain.tokenBalance(k.usdc, receiver);
+
+    // Kasse relays the grant (its hot wallet pays the gas); once it has its confirmations the due period is charged.
+    await mineUntil(async () => (await subscription(id)).periods_paid === 1, 'period 1 charged');
+    let s = await subscription(id);
+    assert.equal(s.grant.status, 'active');
+    assert.equal(s.grant.payer, subscriber.address);
+    assert.equal(s.grant.amount_per_period, AMOUNT.toString());
+    const txs: string[] = [s.charges[0].transaction];
+
+    for (let period = 2; period <= 3; period++) {
+      await timeReaches(startedAt + (period - 1) * WEEK_S + 1);
+      await mineUntil(async () => (await subscription(id)).periods_paid === period, `period ${period} charged`);
+      s = await subscription(id);
+      txs.push(s.charges.at(-1).transaction);
+    }
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.attempt, c.status]),
+      [
+        [1, 1, 'succeeded'],
+        [2, 1, 'succeeded'],
+        [3, 1, 'succeeded'],
+      ],
+      'each period charged once',
+    );
+    assert.equal(s.grant.charges, 3);
+    assert.equal(s.periods_invoiced, 3);
+    // Exact on chain: the payer paid three periods and no gas; the merchant's address received them.
+    assert.equal(await k.chain.tokenBalance(k.usdc, subscriber.address), usdc0 - 3n * AMOUNT);
+    assert.equal(await k.chain.tokenBalance(k.usdc, receiver), receiverUsdc0 + 3n * AMOUNT);
+    assert.equal(await k.chain.balance(subscriber.address), eth0, 'the payer spent no gas');
+    // Exact in the ledger: each period's payment is paid by its charge, the merchant credited three times.
+    for (const [i, inv] of s.invoices.entries()) {
+      assert.equal(inv.status, 'paid');
+      const p = await getPayment(inv.payment_id);
+      assert.deepEqual(
+        p.attempts.at(-1).deposits.map((d: any) => [d.tx_hash, d.amount, d.token]),
+        [[txs[i], AMOUNT.toString(), 'base:usdc']],
+      );
+      const tx = await k.chain.client.getTransaction({ hash: txs[i] as Hash });
+      assert.equal(tx.to && getAddress(tx.to), collector, 'charged through the collector');
+      assert.notEqual(getAddress(tx.from), subscriber.address);
+    }
+    assert.equal((await getBalance()).available_usd_cents, credit0 + 3 * CREDIT_CENTS);
+    const hooks = () => k.receiver!.events.filter((e) => e.data?.id === id).map((e) => e.type as string);
+    assert.deepEqual(hooks(), [
+      'subscription.created',
+      'subscription.invoiced',
+      'subscription.granted',
+      'subscription.paid',
+      'subscription.invoiced',
+      'subscription.paid',
+      'subscription.invoiced',
+      'subscription.paid',
+    ]);
+
+    // The page shows the grant in force and its charges.
+    await rec.page.reload();
+    await rec.page.getByRole('heading', { name: 'Automatic payment is on' }).waitFor();
+    assert.match(await rec.page.locator('.k-grant').innerText(), /Charges so far\s*3/);
+    await screenshot(rec.page, 'subscription-charged-desktop');
+
+    // The payer revokes on chain, with their own wallet, between the third and fourth periods.
+    const onChainTerms = {
+      payer: getAddress(terms.payer!),
+      token: getAddress(terms.token!),
+      receiver,
+      operator: getAddress(terms.operator!),
+      amountPerPeriod: BigInt(terms.amountPerPeriod!),
+      period: Number(terms.period),
+      start: Number(terms.start),
+      end: Number(terms.end),
+      salt: terms.salt as Hex,
+    };
+    const revoke = await subscriber.writeContract({
+      address: collector,
+      abi: subscriptionCollectorAbi,
+      functionName: 'revoke',
+      args: [onChainTerms],
+      account: subscriber.account,
+      chain: hardhatChain,
+    });
+    await k.chain.mine(1);
+    await k.chain.receipt(revoke);
+
+    await timeReaches(startedAt + 3 * WEEK_S + 1);
+    await runDue();
+    s = await subscription(id);
+    assert.equal(s.periods_invoiced, 4);
+    assert.equal(s.periods_paid, 3, 'the fourth is not charged');
+    assert.equal(s.grant.status, 'revoked');
+    assert.deepEqual(
+      [s.charges.at(-1).period, s.charges.at(-1).status, s.charges.at(-1).failure_reason],
+      [4, 'failed', 'grant_revoked'],
+    );
+    assert.equal(s.charges.at(-1).transaction, null, 'refused before anything was sent');
+    assert.equal(s.invoices[3].status, 'waiting', 'the period is to be paid by hand');
+    assert.equal(await k.chain.tokenBalance(k.usdc, subscriber.address), usdc0 - 3n * AMOUNT);
+    assert.deepEqual(hooks().slice(8), [
+      'subscription.invoiced',
+      'subscription.charge_failed',
+      'subscription.grant_ended',
+    ]);
+    // The fifth period is invoiced by email like any subscription's: no charge is even tried.
+    await timeReaches(startedAt + 4 * WEEK_S + 1);
+    await runDue();
+    s = await subscription(id);
+    assert.equal(s.periods_invoiced, 5);
+    assert.equal(s.charges.length, 4);
+    await rec.page.reload();
+    await rec.page.getByText('Automatic payment is off.').waitFor();
+    assert.deepEqual(rec.errors, []);
+    await rec.page.close();
   });
 });
