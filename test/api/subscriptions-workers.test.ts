@@ -6,14 +6,12 @@
  * database; mail arrives over real SMTP.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../src/core/clock.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../harness/smtp.ts';
-import { nodeArgs } from '../harness/commands.ts';
+import { startSubscriptionWorker, type SubscriptionWorker } from '../harness/subscriptions.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -35,54 +33,16 @@ after(async () => {
   await smtp?.close();
 });
 
-interface Worker {
-  child: ChildProcessWithoutNullStreams;
-  ready: Promise<void>;
-  /** Starts the pass at the parent's clock time; resolves with its printed result (null when it died) and signal. */
-  go(): Promise<{ result: any; signal: NodeJS.Signals | null }>;
-}
+type Worker = SubscriptionWorker & { go(): ReturnType<SubscriptionWorker['go']> };
 
 function worker(crash?: 'in-transaction' | 'after-commit'): Worker {
-  const child = spawn(process.execPath, nodeArgs('test/harness/subscription-worker'), {
-    env: {
-      ...process.env,
-      KASSE_WORKER_DATABASE_URL: t.databaseUrl,
-      KASSE_WORKER_SECRET_KEY: t.kasse.secrets.secretKey.toString('hex'),
-      KASSE_WORKER_MASTER_SEED: t.kasse.secrets.masterSeed,
-      KASSE_WORKER_SMTP_URL: smtp.url,
-      ...(crash ? { KASSE_WORKER_CRASH: crash } : {}),
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
+  const w = startSubscriptionWorker({
+    databaseUrl: t.databaseUrl,
+    secrets: { secretKey: t.kasse.secrets.secretKey, masterSeed: t.kasse.secrets.masterSeed },
+    smtpUrl: smtp.url,
+    crash,
   });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const lines = createInterface({ input: child.stdout });
-  const printed: string[] = [];
-  let onLine: (() => void) | null = null;
-  lines.on('line', (l) => {
-    printed.push(l);
-    onLine?.();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const ready = new Promise<void>((resolve, reject) => {
-    onLine = () => printed.includes('ready') && resolve();
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`worker exited before ready (${code ?? signal}):\n${stderr}`)),
-    );
-  });
-  return {
-    child,
-    ready,
-    async go() {
-      child.stdin.write(`${t.clock.now().toISOString()}\n`);
-      const { code, signal } = await exited;
-      const out = printed.filter((l) => l !== 'ready');
-      if (code !== 0 && signal === null) throw new Error(`worker failed (${code}):\n${stderr}`);
-      return { result: out.length > 0 ? JSON.parse(out[0]!) : null, signal };
-    },
-  };
+  return { ...w, go: () => w.go(t.clock.now()) };
 }
 
 async function createMany(n: number, email: (i: number) => string) {

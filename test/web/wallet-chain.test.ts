@@ -53,6 +53,7 @@ import {
   type RecordedPage,
   type TestBrowser,
 } from '../harness/browser.ts';
+import { startSubscriptionWorker, type SubscriptionWorker } from '../harness/subscriptions.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
 
 /** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
@@ -757,6 +758,103 @@ describe('a subscription that charges itself on the local chain', () => {
     await alignClockWithChain();
   }
 
+  /** A fresh payer holding `usdc` (smallest units) and no ETH. */
+  async function fundedPayer(usdc: bigint): Promise<TestWallet> {
+    const w = await k.chain.newWallet('0');
+    const hash = await k.chain.mint(k.payer, k.usdc, w.address, usdc);
+    await k.chain.mine(1);
+    await k.chain.receipt(hash);
+    return w;
+  }
+  /** A weekly subscription charged automatically, and its page's URL. */
+  async function chargedSubscription(email: string) {
+    const res = await k.m.test.post('/subscriptions', {
+      customer_email: email,
+      title: 'Tea, weekly',
+      amount_usd_cents: PRICE_CENTS,
+      interval: 'week',
+      grace_days: 2,
+      collection: 'charge_automatically',
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const page = k.t.kasse.subscriptionLinks.url(res.body.id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000));
+    return { id: res.body.id as string, startedAt: Date.parse(res.body.started_at) / 1000, page };
+  }
+  const postJson = async (url: string, body: unknown) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: new URL(url).origin },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  /** What the page asks a wallet to sign, signed by `w` (typed data as the page passes it to the wallet). */
+  async function signedOffer(page: string, w: TestWallet) {
+    const offer = await postJson(`${page}/grant/offer`, { network: 'base', payer: w.address });
+    assert.equal(offer.status, 200, JSON.stringify(offer.body));
+    const sign = (typed: any) => {
+      const { EIP712Domain: _d, ...types } = typed.types;
+      return w.account.signTypedData!({
+        domain: typed.domain,
+        types,
+        primaryType: typed.primaryType,
+        message: typed.message,
+      });
+    };
+    const o = offer.body;
+    const signatures = {
+      permit: await sign(o.sign.permit),
+      terms: await sign(o.sign.terms),
+      permit_deadline: o.sign.permit_deadline,
+    };
+    return { body: { network: 'base', payer: w.address, terms: o.terms, signatures }, offer: o, sign };
+  }
+  const hotNonce = async () =>
+    Number(
+      await k.chain.client.getTransactionCount({ address: k.adapter.sender!.address as Address, blockTag: 'pending' }),
+    );
+  const chargeTransfers = async (period: number, id: string) => {
+    const charges = (await subscription(id)).charges.filter((c: any) => c.period === period);
+    return k.t.kasse.db
+      .selectFrom('evm_transfers')
+      .select(['id', 'status', 'tx_hash'])
+      .where('purpose', '=', 'charge')
+      .where(
+        'id',
+        'in',
+        charges.map((c: any) => c.id),
+      )
+      .execute();
+  };
+
+  /**
+   * Two other Kasse processes on this database working this chain (test/harness/subscription-worker.ts): one plain,
+   * one that dies (SIGKILL) as soon as the node accepted a transaction of its hot wallet.
+   */
+  let started: { a: SubscriptionWorker; killed: SubscriptionWorker } | null = null;
+  function workers() {
+    if (started) return started;
+    const opts = {
+      databaseUrl: k.t.databaseUrl,
+      secrets: k.secrets,
+      env: {
+        KASSE_NETWORKS_FILE: k.networksFile,
+        KASSE_COINGECKO_URL: k.coingecko.url,
+        KASSE_BINANCE_URL: k.binance.url,
+      },
+    };
+    started = {
+      a: startSubscriptionWorker(opts),
+      killed: startSubscriptionWorker({ ...opts, crash: 'after-send' }),
+    };
+    for (const w of Object.values(started)) w.ready.catch(() => {});
+    return started;
+  }
+  after(() => {
+    for (const w of Object.values(started ?? {}))
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill();
+  });
+
   test('granted once on the page with the wallet: three periods charge themselves, exact on chain and in the ledger; a revoke on chain stops the fourth', async () => {
     await alignClockWithChain();
     const created = await k.m.test.post('/subscriptions', {
@@ -917,5 +1015,141 @@ describe('a subscription that charges itself on the local chain', () => {
     await rec.page.getByText('Automatic payment is off.').waitFor();
     assert.deepEqual(rec.errors, []);
     await rec.page.close();
+  });
+
+  test('exactly once: two processes race a due charge; one killed (SIGKILL) just after the node took its charge is followed to the outcome, never sent again', async () => {
+    const payer = await fundedPayer(100_000_000n);
+    await alignClockWithChain();
+    const sub = await chargedSubscription('race@example.com');
+    const grant = await signedOffer(sub.page, payer);
+    const res = await postJson(`${sub.page}/grant`, grant.body);
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 1, 'period 1 charged');
+    const usdc1 = await k.chain.tokenBalance(k.usdc, payer.address);
+
+    const { a, killed } = workers();
+    try {
+      await Promise.all([a.ready, killed.ready]);
+      // Period 2 falls due; this process and another run their pass at the same moment: one charge, one transaction.
+      await timeReaches(sub.startedAt + WEEK_S + 1);
+      const nonce2 = await hotNonce();
+      const [ra, rb] = await Promise.all([a.go(k.t.clock.now()).then((r) => r.result), runDue()]);
+      assert.equal((await subscription(sub.id)).periods_invoiced, 2);
+      assert.equal(ra.charges.submitted + rb.charges.submitted, 1, JSON.stringify([ra, rb]));
+      assert.equal(await hotNonce(), nonce2 + 1, 'one charge transaction');
+      await mineUntil(async () => (await subscription(sub.id)).periods_paid === 2, 'period 2 charged');
+      assert.equal((await chargeTransfers(2, sub.id)).length, 1);
+
+      // Period 3: the process dies the moment the node accepted its charge, before it recorded the broadcast.
+      await timeReaches(sub.startedAt + 2 * WEEK_S + 1);
+      const nonce3 = await hotNonce();
+      const { signal } = await killed.go(k.t.clock.now());
+      assert.equal(signal, 'SIGKILL');
+      assert.equal(await hotNonce(), nonce3 + 1, 'the charge is in the node’s pool');
+      const [left] = await chargeTransfers(3, sub.id);
+      assert.equal(left!.status, 'signed', 'its sending was never recorded');
+      let s = await subscription(sub.id);
+      assert.deepEqual([s.charges.at(-1).period, s.charges.at(-1).status], [3, 'pending']);
+      // Its leases run out; this process follows the same transaction to its outcome.
+      await timeReaches((await k.chain.now()) + 121);
+      await mineUntil(async () => (await subscription(sub.id)).periods_paid === 3, 'period 3 charged');
+      s = await subscription(sub.id);
+      const transfers = await chargeTransfers(3, sub.id);
+      assert.deepEqual(
+        transfers.map((x) => [x.status, x.tx_hash]),
+        [['sent', left!.tx_hash]],
+        'the very transaction the killed process signed',
+      );
+      assert.equal(s.charges.at(-1).transaction, left!.tx_hash);
+      assert.equal(await hotNonce(), nonce3 + 1, 'nothing sent again');
+      assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), usdc1 - 2n * AMOUNT, 'charged once each');
+      assert.deepEqual(
+        s.charges.map((c: any) => [c.period, c.status]),
+        [
+          [1, 'succeeded'],
+          [2, 'succeeded'],
+          [3, 'succeeded'],
+        ],
+      );
+    } finally {
+      for (const w of [a, killed]) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill();
+    }
+  });
+
+  test('bad grants are refused with the Error body and store nothing; a short balance fails the charge, a top-up within grace pays the retry', async () => {
+    const payer = await fundedPayer(20_000_000n); // one period and a third
+    await alignClockWithChain();
+    const sub = await chargedSubscription('short@example.com');
+    const good = await signedOffer(sub.page, payer);
+    const grants = async () =>
+      Number(
+        (
+          await k.t.kasse.db
+            .selectFrom('evm_transfers')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('purpose', '=', 'grant')
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await grants();
+    const other = (await k.chain.newWallet('0')).address;
+    const refused = async (body: any, param: string) => {
+      const r = await postJson(`${sub.page}/grant`, body);
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.equal(r.body.error.code, 'invalid_request');
+      assert.equal(r.body.error.param, param);
+      assert.equal(typeof r.body.error.message, 'string');
+    };
+    const b = good.body;
+    await refused({ ...b, terms: { ...b.terms, receiver: other } }, 'terms.receiver');
+    await refused({ ...b, terms: { ...b.terms, amount_per_period: '30000000' } }, 'terms.amount_per_period');
+    await refused({ ...b, terms: { ...b.terms, period_seconds: 86_400 } }, 'terms.period_seconds');
+    // Terms signed for another receiver, sent beside Kasse's terms.
+    const foreign = { ...good.offer.sign.terms, message: { ...good.offer.sign.terms.message, receiver: other } };
+    await refused({ ...b, signatures: { ...b.signatures, terms: await good.sign(foreign) } }, 'signatures.terms');
+    // An expired permit: its deadline has passed by the time it arrives.
+    const expired = Math.floor(k.t.clock.now().getTime() / 1000) - 1;
+    const stale = {
+      ...good.offer.sign.permit,
+      message: { ...good.offer.sign.permit.message, deadline: String(expired) },
+    };
+    await refused(
+      { ...b, signatures: { ...b.signatures, permit: await good.sign(stale), permit_deadline: String(expired) } },
+      'signatures.permit_deadline',
+    );
+    assert.equal((await subscription(sub.id)).grant.status, 'none');
+    assert.equal(await grants(), before, 'nothing recorded, nothing relayed');
+
+    assert.equal((await postJson(`${sub.page}/grant`, b)).status, 202);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 1, 'period 1 charged');
+    // Period 2: 5 USDC left of the 15 due. The charge fails before anything is sent; the retry is an hour later.
+    await timeReaches(sub.startedAt + WEEK_S + 1);
+    await runDue();
+    let s = await subscription(sub.id);
+    const [failed, retry] = s.charges.slice(1);
+    assert.deepEqual(
+      [failed.status, failed.failure_reason, failed.transaction, retry.status, retry.attempt],
+      ['failed', 'insufficient_funds', null, 'pending', 2],
+    );
+    const hook = k.receiver!.events.find((e) => e.type === 'subscription.charge_failed' && e.data?.id === sub.id);
+    assert.equal(hook?.data.charges[1].failure_reason, 'insufficient_funds');
+    assert.equal(s.status, 'active');
+    // Topped up; the retry an hour after the due time pays the period.
+    const hash = await k.chain.mint(k.payer, k.usdc, payer.address, 10_000_000n);
+    await k.chain.mine(1);
+    await k.chain.receipt(hash);
+    await timeReaches(sub.startedAt + WEEK_S + 3601);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 2, 'period 2 charged on retry');
+    s = await subscription(sub.id);
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.attempt, c.status]),
+      [
+        [1, 1, 'succeeded'],
+        [2, 1, 'failed'],
+        [2, 2, 'succeeded'],
+      ],
+    );
+    assert.equal(s.status, 'active');
+    assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), 0n, '20 + 10 − 2 × 15');
   });
 });
