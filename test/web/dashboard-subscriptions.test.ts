@@ -2,7 +2,9 @@
  * The dashboard's Subscriptions pages in real Chromium: the list (status filter) and a subscription's page with its
  * invoices at phone and desktop sizes, markup in customer and title inert, nothing loaded from elsewhere; an owner
  * cancels with the button (the customer is told, the event is sent); a viewer sees no button and a direct POST is
- * refused; another mode and another merchant's subscription are not found.
+ * refused; another mode and another merchant's subscription are not found. A subscription charged automatically
+ * shows its collection, the payer's grant and each charge attempt with its outcome; an owner switches it back to
+ * invoices (audited), a viewer and a form without its CSRF token cannot.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -161,6 +163,76 @@ describe('dashboard: subscriptions', () => {
       .execute();
     assert.equal(audit.length, 1);
     assert.equal(audit[0]!.actor_id, owner.id);
+    await o.context.close();
+  });
+
+  test('charged automatically: the grant and each charge attempt with its outcome; an owner switches it back to invoices, a viewer and a form without CSRF cannot', async () => {
+    const api = w.m.test;
+    const created = await api.post('/subscriptions', {
+      customer_email: 'dee@example.com',
+      title: 'Charged beans',
+      amount_usd_cents: 1900,
+      interval: 'month',
+      collection: 'charge_automatically',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    assert.equal((await api.post(`/test/subscriptions/${id}/simulate`, { outcome: 'grant' })).status, 200);
+    assert.equal((await api.post(`/test/subscriptions/${id}/simulate`, { outcome: 'insufficient_funds' })).status, 200);
+    const s = (await api.post(`/test/subscriptions/${id}/advance`)).body;
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.status]),
+      [
+        [1, 'succeeded'],
+        [2, 'failed'],
+        [2, 'pending'],
+      ],
+    );
+    const page = `${base}/dashboard/test/subscriptions/${id}`;
+
+    const v = await signedIn(viewer);
+    await v.page.goto(page);
+    const panel = v.page.locator('section', { has: v.page.getByRole('heading', { name: 'Automatic payment' }) });
+    const text = await panel.innerText();
+    assert.match(text, /Grant\s+active/);
+    assert.match(text, /Amount per period\s+19 USDC on /);
+    assert.match(text, /Charges so far\s+1/);
+    assert.match(text, /Next charge\s+\S/);
+    // Newest first: the retry to come, the failure and its reason, the first period's charge and its transaction.
+    const rows = await panel.locator('tbody tr').allInnerTexts();
+    assert.equal(rows.length, 3);
+    assert.match(rows[0]!, /^2\s+2\s+19 USDC\s+pending/);
+    assert.match(rows[1]!, /^2\s+1\s+19 USDC\s+failed\s+insufficient funds: /);
+    assert.match(rows[2]!, new RegExp(`^1\\s+1\\s+19 USDC\\s+succeeded\\s+${s.charges[0].transaction}`));
+    assert.match(await v.page.locator('.d-facts').first().innerText(), /Collection\s+Charged automatically/);
+    assert.equal(await v.page.getByRole('button', { name: 'Switch to invoices' }).count(), 0);
+    const refused = await post(v.page, `${page}/invoices`, { _csrf: await csrfOf(v.page) });
+    assert.equal(refused.status, 403);
+    await v.context.close();
+
+    const o = await signedIn(owner);
+    await o.page.goto(page);
+    assert.equal((await post(o.page, `${page}/invoices`, {})).status, 403, 'no CSRF token');
+    assert.equal((await api.get(`/subscriptions/${id}`)).body.collection, 'charge_automatically');
+    await o.page.getByRole('button', { name: 'Switch to invoices' }).click();
+    await o.page.waitForURL(/done=subscription_invoiced/);
+    assert.match((await o.page.locator('.d-flash').textContent())!, /invoiced by email from now on/);
+    assert.match(await o.page.locator('.d-facts').first().innerText(), /Collection\s+Invoiced by email/);
+    assert.equal(await o.page.getByRole('button', { name: 'Switch to invoices' }).count(), 0);
+    await screenshot(o.page, 'dashboard-subscription-charges-desktop');
+    const after = (await api.get(`/subscriptions/${id}`)).body;
+    assert.equal(after.collection, 'send_invoice');
+    assert.equal(after.charges.at(-1).status, 'cancelled', 'the pending retry is not made');
+    const audit = await w.t.kasse.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('action', '=', 'subscription.collection')
+      .where('target_id', '=', id)
+      .execute();
+    assert.deepEqual(
+      audit.map((a) => [a.actor_type, a.actor_id]),
+      [['user', owner.id]],
+    );
     await o.context.close();
   });
 });

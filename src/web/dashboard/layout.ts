@@ -69,6 +69,7 @@ const DONE: Record<string, string> = {
   tax_profile: 'The tax profile was saved.',
   invoiced: 'The tax invoice was issued.',
   subscription_cancelled: 'The subscription was cancelled; its open payments were withdrawn and the customer was told.',
+  subscription_invoiced: 'The subscription is invoiced by email from now on; no period is charged any more.',
   dsb_created: 'The disbursement was created. The owners were emailed to approve it.',
   dsb_approved: 'Your approval was recorded.',
   dsb_released: 'The disbursement was released: its total left the available balance and the payouts are being sent.',

@@ -4,10 +4,15 @@
  *   GET  /dashboard/<mode>/subscriptions              newest first, filtered by status, cursor paging
  *   GET  /dashboard/<mode>/subscriptions/<id>         customer, schedule, counts, every payment issued (its invoices)
  *   POST /dashboard/<mode>/subscriptions/<id>/cancel  cancels it (staff: the `payments.write` permission)
+ *   POST /dashboard/<mode>/subscriptions/<id>/invoices  a charged subscription is invoiced by email from now on
+ *                                                     (`payments.write`; audited)
  *
+ * A charged subscription's page shows how it is collected, the payer's grant (amount per period, next charge, charges
+ * so far, until when) and every charge attempt with its outcome (docs/subscriptions.md).
  * Everything goes through the subscriptions service with the merchant and mode of the session.
  */
 import { ID_PATTERNS } from '../../../core/ids.ts';
+import { formatUnits } from '../../../core/money.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { every } from '../../../modules/subscriptions/mail.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../../modules/subscriptions/model.ts';
@@ -15,7 +20,7 @@ import type { Subscription } from '../../../modules/subscriptions/schema.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, errorBox, tell, type Told } from '../forms.ts';
-import { badge, usd, when, wrapAt } from '../format.ts';
+import { amount, badge, usd, when, wrapAt } from '../format.ts';
 import type { Router } from '../routing.ts';
 
 const PAGE = 25;
@@ -73,6 +78,50 @@ const REASON: Record<string, string> = {
   unpaid: 'unpaid at the end of grace',
 };
 
+const COLLECTION: Record<Subscription['collection'], string> = {
+  send_invoice: 'Invoiced by email',
+  charge_automatically: 'Charged automatically under the payer’s grant',
+};
+
+/** The grant and the charge attempts of a subscription charged automatically (or that was). */
+function chargesPanel(ctx: Ctx, s: Subscription): Html | string {
+  const g = s.grant;
+  if (s.collection === 'send_invoice' && g.status === 'none' && s.charges.length === 0) return '';
+  const units = (v: string, token: string) => {
+    const t = ctx.kasse.chains.token(ctx.mode, token);
+    return t ? amount(formatUnits(BigInt(v), t.decimals), t.symbol.toUpperCase()) : html`${v} (${token})`;
+  };
+  const network = (token: string) => {
+    const id = token.split(':')[0]!;
+    return ctx.kasse.chains.network(ctx.mode, id)?.name ?? id;
+  };
+  const grant =
+    g.status === 'none'
+      ? html`<p class="d-empty">The payer has not granted recurring charges yet: periods are invoiced by email until they do, on the subscription page the emails link to.</p>`
+      : html`<dl class="d-facts"><dt>Grant</dt><dd>${badge(g.status)}</dd>
+<dt>Amount per period</dt><dd>${units(g.amount_per_period!, g.token!)} on ${network(g.token!)}</dd>
+<dt>Payer</dt><dd><code class="d-mono">${wrapAt(g.payer!)}</code></dd>
+<dt>Next charge</dt><dd>${g.next_charge_at ? when(g.next_charge_at) : '—'}</dd>
+<dt>Charges so far</dt><dd>${g.charges}</dd>
+<dt>Granted</dt><dd>${when(g.granted_at)}</dd>
+<dt>Allowed until</dt><dd>${when(g.expires_at)}</dd></dl>`;
+  const attempts = s.charges.length
+    ? html`<table class="d-table"><thead><tr><th>Period</th><th class="d-num">Attempt</th><th class="d-num">Amount</th><th>Outcome</th><th>Transaction</th><th>Tried</th></tr></thead><tbody>${[
+        ...s.charges,
+      ]
+        .reverse()
+        .map(
+          (c) =>
+            html`<tr><td data-label="Period">${c.period}</td><td data-label="Attempt" class="d-num">${c.attempt}</td><td data-label="Amount" class="d-num">${units(c.amount, c.token)}</td><td data-label="Outcome">${badge(c.status)}${c.failure_reason ? html`<br><span class="d-muted">${c.failure_reason.replace(/_/g, ' ')}: ${c.failure_message ?? ''}</span>` : ''}</td><td data-label="Transaction">${c.transaction ? html`<code class="d-mono">${wrapAt(c.transaction)}</code>` : '—'}</td><td data-label="Tried">${when(c.created_at)}</td></tr>`,
+        )}</tbody></table>`
+    : html`<p class="d-empty">No charge tried yet.</p>`;
+  const back =
+    s.collection === 'charge_automatically' && s.status !== 'cancelled' && ctx.can('payments.write')
+      ? html`<p class="d-muted">Switched back to invoices, no period is charged any more: each is emailed to pay by hand. The payer's grant stays on chain unused until they revoke it.</p>${actionForm(ctx, `/dashboard/${ctx.mode}/subscriptions/${s.id}/invoices`, 'Switch to invoices')}`
+      : '';
+  return html`<section class="d-panel"><h2>Automatic payment</h2>${grant}${back}<h3>Charge attempts</h3>${attempts}</section>`;
+}
+
 async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) {
   let s: Subscription;
   try {
@@ -99,13 +148,14 @@ async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) 
 <dt>Customer</dt><dd>${s.customer.name ? `${s.customer.name} · ` : ''}${s.customer.email}</dd>
 <dt>Amount</dt><dd>${usd(s.amount_usd_cents)} ${every(s.interval, s.interval_count)}</dd>
 <dt>Status</dt><dd>${badge(s.status)}${s.cancellation_reason ? ` (${REASON[s.cancellation_reason]})` : ''}</dd>
+<dt>Collection</dt><dd>${COLLECTION[s.collection]}</dd>
 <dt>Grace</dt><dd>${s.grace_days} day${s.grace_days === 1 ? '' : 's'}</dd>
 <dt>Started</dt><dd>${when(s.started_at)}</dd>
 ${s.status === 'cancelled' ? html`<dt>Cancelled</dt><dd>${when(s.cancelled_at)}</dd>` : html`<dt>Next due</dt><dd>${when(s.next_due_at)}</dd>`}
 <dt>Periods paid</dt><dd>${s.periods_paid} of ${s.periods_invoiced} invoiced</dd>
 <dt>Id</dt><dd><code class="d-mono">${s.id}</code></dd>
 </dl>${cancel}</section>
-<section class="d-panel"><h2>Invoices</h2>${invoices}</section>`;
+${chargesPanel(ctx, s)}<section class="d-panel"><h2>Invoices</h2>${invoices}</section>`;
   return sendShell(ctx, told, { title: s.title, active: '/subscriptions', body, wide: true });
 }
 
@@ -124,6 +174,20 @@ export function subscriptionPages(r: Router): void {
     try {
       await kasse.subscriptions.cancel({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/subscriptions/${p.id}`, 'subscription_cancelled');
+    } catch (err) {
+      return subscriptionPage(ctx, p.id!, tell(err));
+    }
+  });
+
+  r.action('/subscriptions/:id/invoices', 'payments.write', async (ctx, _form, p) => {
+    if (!idOk(p.id!)) return refusal(ctx, 404, NOT_FOUND);
+    try {
+      await kasse.subscriptions.grants.switchToInvoices(
+        { mode: ctx.mode, merchantId: ctx.merchant.id },
+        p.id!,
+        ctx.actor,
+      );
+      return done(ctx.reply, `/dashboard/${ctx.mode}/subscriptions/${p.id}`, 'subscription_invoiced');
     } catch (err) {
       return subscriptionPage(ctx, p.id!, tell(err));
     }
