@@ -6,11 +6,10 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { Writable } from 'node:stream';
-import { createLogger } from '../../src/core/log.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
+import { recordedLog } from '../harness/log.ts';
 
 function assertErrorBody(body: any, code: string, param: string | null = null) {
   assert.deepEqual(Object.keys(body), ['error']);
@@ -23,16 +22,10 @@ function assertErrorBody(body: any, code: string, param: string | null = null) {
 
 let t: TestKasse;
 let m: TestMerchant;
-const logLines: any[] = [];
+const { log, lines: logLines } = recordedLog();
 
 before(async () => {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  t = await startTestKasse({ log: createLogger('info', sink) });
+  t = await startTestKasse({ log });
   m = await t.merchant();
 });
 after(() => t.close());
