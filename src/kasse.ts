@@ -129,7 +129,12 @@ export class Kasse {
     families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
-    this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.merchants = new MerchantService(
+      db,
+      secrets.secretKey,
+      { rateLimitPerMinute: config.rateLimitPerMinute },
+      clock,
+    );
     this.audit = new AuditLog(db, clock);
     this.email = new EmailService({
       db,
