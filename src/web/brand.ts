@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kasse } from '../kasse.ts';
 import { html, type Html } from '../core/html.ts';
-import { brandLogoUrl, logoPng, merchantBrand, type MerchantBrand } from '../modules/merchants/logos.ts';
+import { brandLogoUrl, logoPng, merchantBrand, type MerchantBrand } from '../modules/merchants/index.ts';
 
 export { brandLogoUrl, type MerchantBrand };
 

@@ -14,7 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
-import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/service.ts';
+import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/index.ts';
 import { agentPayable, answerAgent, isAgentRequest } from './x402-links.ts';
 import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { type Locale, money, t } from '../core/i18n/index.ts';

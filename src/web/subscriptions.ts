@@ -12,8 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../core/errors.ts';
 import { day, type Locale, type MessageKey, moment, money, t } from '../core/i18n/index.ts';
 import type { Kasse } from '../kasse.ts';
-import { every } from '../modules/subscriptions/mail.ts';
-import type { CustomerView } from '../modules/subscriptions/service.ts';
+import { type CustomerView, every } from '../modules/subscriptions/index.ts';
 import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import {
   addFormParser,

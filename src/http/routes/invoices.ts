@@ -4,9 +4,8 @@ import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { PageOf, PaymentIdParam } from '../schemas/common.ts';
 import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
-import { invoiceJson } from '../../modules/invoices/service.ts';
-import { invoicePdf } from '../../modules/invoices/pdf.ts';
-import { pdfBrand } from '../../modules/merchants/logos.ts';
+import { invoiceJson, invoicePdf } from '../../modules/invoices/index.ts';
+import { pdfBrand } from '../../modules/merchants/index.ts';
 
 const InvoiceRef = Type.Unsafe({ $ref: 'TaxInvoice#' });
 const InvoiceIdParam = Type.Object({

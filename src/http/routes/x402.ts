@@ -8,13 +8,13 @@
 import { Type } from 'typebox';
 import { notFound } from '../../core/errors.ts';
 import {
-  FacilitatorBodySchema,
   type FacilitatorBody,
+  FacilitatorBodySchema,
   SettleResponseSchema,
   SupportedResponseSchema,
   VerifyResponseSchema,
   X402_SCHEMAS,
-} from '../../modules/x402/wire.ts';
+} from '../../modules/x402/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { addPaymentSchemas } from '../schemas/payments.ts';
 

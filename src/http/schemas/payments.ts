@@ -4,10 +4,17 @@
  */
 import { Type, type TSchema } from 'typebox';
 import type { ApiApp } from '../api.ts';
-import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/idempotency.ts';
-import { PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/model.ts';
-import { PAYMENT_SCHEMAS, RateSource, type Payment } from '../../modules/payments/schema.ts';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, METADATA_MAX_BYTES } from '../../modules/payments/service.ts';
+import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/index.ts';
+import {
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  METADATA_MAX_BYTES,
+  type Payment,
+  PAYMENT_SCHEMAS,
+  PAYMENT_STATUSES,
+  RateSource,
+  SIMULATE_OUTCOMES,
+} from '../../modules/payments/index.ts';
 import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
 import { LocaleField } from './common.ts';
 

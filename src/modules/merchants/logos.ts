@@ -4,7 +4,7 @@
  */
 import type { DbOrTx } from '../../db/index.ts';
 import type { PdfBrand } from '../../core/pdf.ts';
-import type { MailBrand } from '../email/brand.ts';
+import type { MailBrand } from '../email/index.ts';
 import type { ProcessedLogo } from './branding.ts';
 
 /** The absolute URL of a logo on the checkout host `base` (served by src/web/brand.ts). */

@@ -8,7 +8,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Mode } from '../../core/mode.ts';
 import { invalid } from '../../core/errors.ts';
 import { withTx, type Db } from '../../db/index.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import type { Users } from '../users/index.ts';
 import { checkBrandColor, processLogo } from './branding.ts';
 import { storeLogo } from './logos.ts';

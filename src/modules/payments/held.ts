@@ -6,7 +6,7 @@
 import type { ChainRegistry } from '../../chains/registry.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
-import type { HeldLot, HeldTarget } from '../ledger/holds.ts';
+import type { HeldLot, HeldTarget } from '../ledger/index.ts';
 import type { Loaded } from './store/payments.ts';
 import { sentRefunds } from './store/refunds.ts';
 

@@ -10,11 +10,11 @@
  */
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
-import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
+import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import { confirmedAmount, refundJson } from './render.ts';
 import type { Refund } from './schema.ts';
-import type { Actor } from '../audit/service.ts';
+import type { Actor } from '../audit/index.ts';
 import { next, TransitionError } from './state.ts';
 import { loadPayment, toState, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
 import { insertRefund, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund } from './store/refunds.ts';

@@ -8,7 +8,7 @@ import { simulatedTxHash, type TokenConfig } from '../../chains/types.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
 import type { DepositRecorder } from './deposits.ts';
-import type { Actor } from '../audit/service.ts';
+import type { Actor } from '../audit/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentEventType, SimulateOutcome } from './model.ts';
 import type { Payment } from './schema.ts';

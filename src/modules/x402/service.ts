@@ -18,8 +18,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import { withTx, type Db } from '../../db/index.ts';
-import type { Payment } from '../payments/schema.ts';
-import type { PaymentService } from '../payments/service.ts';
+import type { Payment, PaymentService } from '../payments/index.ts';
 import {
   addToTotal,
   claimSettlement,

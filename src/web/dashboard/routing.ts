@@ -17,8 +17,7 @@ import { html } from '../../core/html.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Kasse } from '../../kasse.ts';
-import { NOTE_PAGE_MAX } from '../../modules/users/notes.ts';
-import type { Permission } from '../../modules/users/permissions.ts';
+import { NOTE_PAGE_MAX, type Permission } from '../../modules/users/index.ts';
 import {
   checkSessionCsrf,
   cookieName,

@@ -3,7 +3,7 @@
  * and, when it failed, why (the merchant may then ask again with the refund form above it).
  */
 import { html, type Html } from '../../../core/html.ts';
-import type { Payment } from '../../../modules/payments/schema.ts';
+import type { Payment } from '../../../modules/payments/index.ts';
 import type { Ctx } from '../context.ts';
 import { coinSymbol } from '../../../chains/names.ts';
 import { amount, badge, when } from '../format.ts';

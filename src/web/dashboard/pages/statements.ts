@@ -12,17 +12,19 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { pdfBrand } from '../../../modules/merchants/logos.ts';
-import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
+import { pdfBrand } from '../../../modules/merchants/index.ts';
 import {
   balanceLines,
   dollars,
   monthName,
+  monthOf,
+  monthRange,
+  nextMonth,
   signedAmount,
+  type Statement,
   statementCsv,
   statementPdf,
-} from '../../../modules/statements/render.ts';
-import { monthRange, type Statement } from '../../../modules/statements/service.ts';
+} from '../../../modules/statements/index.ts';
 import { coinName, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
