@@ -27,7 +27,6 @@ import {
   type CheckoutContext,
   type CoinOption,
 } from './checkout-view.ts';
-import { brandOf } from './brand.ts';
 import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
 import {
@@ -90,7 +89,7 @@ async function context(
     payment: found.payment,
     mode: found.mode,
     merchantName: found.merchantName,
-    brand: await brandOf(kasse, found.merchantId),
+    brand: await kasse.merchants.brands.of(found.merchantId),
     chains: kasse.chains,
     now: kasse.clock.now(),
     embed: q.embed,

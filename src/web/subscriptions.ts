@@ -24,7 +24,7 @@ import {
   sendPage,
   type Html,
 } from './page.ts';
-import { brandOf, type MerchantBrand } from './brand.ts';
+import type { MerchantBrand } from './brand.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 const STATUS_TEXT: Record<string, MessageKey> = {
@@ -113,7 +113,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     return sendPage(
       reply,
       200,
-      subscriptionPage(l, req.params.token, view, await brandOf(kasse, view.merchantId), {
+      subscriptionPage(l, req.params.token, view, await kasse.merchants.brands.of(view.merchantId), {
         notice,
         picked: pickedLocale(req),
       }),
@@ -144,7 +144,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
       return sendPage(
         reply,
         e.status,
-        subscriptionPage(l, req.params.token, view, await brandOf(kasse, view.merchantId), {
+        subscriptionPage(l, req.params.token, view, await kasse.merchants.brands.of(view.merchantId), {
           error: message,
           picked: pickedLocale(req, bodyLang(req)),
         }),

@@ -4,15 +4,7 @@
  * merchant's row in their own transaction (lookup.ts).
  */
 export { checkBrandColor } from './branding.ts';
-export {
-  brandLogoUrl,
-  logoPng,
-  mailBrand,
-  merchantBrand,
-  merchantBrands,
-  pdfBrand,
-  type MerchantBrand,
-} from './logos.ts';
+export { brandLogoUrl, mailBrand, merchantBrands, type MerchantBrand } from './logos.ts';
 export {
   approvalsRequired,
   defaultWebhookUrl,

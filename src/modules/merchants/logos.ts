@@ -86,3 +86,23 @@ export async function pdfBrand(db: DbOrTx, merchantId: string): Promise<PdfBrand
     .executeTakeFirst();
   return row ? { color: row.brand_color, logoPng: row.png } : null;
 }
+
+/** Brands for the layers that hold no database handle (pages, the logo route, PDFs answered over HTTP). */
+export class Brands {
+  constructor(private readonly db: DbOrTx) {}
+
+  /** The merchant's name, colour and logo (null for no such merchant). */
+  of(merchantId: string): Promise<MerchantBrand | null> {
+    return merchantBrand(this.db, merchantId);
+  }
+
+  /** The merchant's brand as PDFs carry it. */
+  pdf(merchantId: string): Promise<PdfBrand | null> {
+    return pdfBrand(this.db, merchantId);
+  }
+
+  /** The logo's PNG stored under `sha256`, or null. */
+  logo(sha256: string): Promise<Buffer | null> {
+    return logoPng(this.db, sha256);
+  }
+}

@@ -14,6 +14,7 @@ import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts'
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from './tables.ts';
 import { checkBrandColor } from './branding.ts';
+import { Brands } from './logos.ts';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -100,12 +101,16 @@ export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 export class MerchantService {
   /** Resolved tokens: token → key (null for a refused token), the token's hash for invalidation, expiry. */
   private cache = new Map<string, { value: AuthenticatedKey | null; hash: string; until: number }>();
+  /** Merchants' brands (name, colour, logo) as pages, PDFs and the logo route show them. */
+  readonly brands: Brands;
 
   constructor(
     private readonly db: Db,
     private readonly secretKey: Buffer,
     private readonly defaults: { rateLimitPerMinute: number },
-  ) {}
+  ) {
+    this.brands = new Brands(db);
+  }
 
   async create(input: { name: string; webhookUrl?: string | null }): Promise<NewMerchant> {
     const name = input.name.trim();

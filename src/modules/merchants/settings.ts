@@ -56,7 +56,7 @@ export class MerchantSettings {
     const { merchants, audit, users } = this.deps;
     await withTx(this.deps.db, async (tx) => {
       if (input.approvalsRequired !== null) {
-        const owners = await users.team.ownerCount(tx, merchantId);
+        const owners = await users.team.ownerCount(merchantId, tx);
         if (input.approvalsRequired > owners)
           throw invalid(
             `The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`,

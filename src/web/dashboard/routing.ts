@@ -166,7 +166,7 @@ export class Router {
 
   /** 403 page for a permission the user's role lacks; the refusal is in the audit log. */
   private async refuse(ctx: Ctx, permission: Permission, message: string): Promise<FastifyReply> {
-    await this.kasse.audit.record(this.kasse.db, {
+    await this.kasse.audit.recordAlone({
       merchantId: ctx.merchant.id,
       mode: ctx.mode,
       actor: ctx.actor,

@@ -29,7 +29,6 @@ import {
   type TaxProfile,
 } from '../../../modules/invoices/index.ts';
 import type { Payment } from '../../../modules/payments/index.ts';
-import { pdfBrand } from '../../../modules/merchants/index.ts';
 import type { Ctx } from '../context.ts';
 import { done, navigation, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told, PAGE_HINT } from '../forms.ts';
@@ -297,7 +296,7 @@ export function invoicePages(r: Router): void {
     if (!row) return refusal(ctx, 404, 'There is no such tax invoice in this mode of your account.');
     const pdf = await invoicePdf(invoiceJson(row), {
       mode: ctx.mode,
-      brand: await pdfBrand(kasse.db, ctx.merchant.id),
+      brand: await kasse.merchants.brands.pdf(ctx.merchant.id),
     });
     return ctx.reply
       .header('content-type', 'application/pdf')

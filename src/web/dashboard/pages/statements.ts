@@ -12,7 +12,6 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { pdfBrand } from '../../../modules/merchants/index.ts';
 import {
   balanceLines,
   dollars,
@@ -163,7 +162,7 @@ export function statementPages(r: Router): void {
               merchantName: ctx.merchant.name,
               mode: ctx.mode,
               chains: kasse.chains,
-              brand: await pdfBrand(kasse.db, ctx.merchant.id),
+              brand: await kasse.merchants.brands.pdf(ctx.merchant.id),
             });
       return ctx.reply
         .header('content-type', kind === 'csv' ? 'text/csv; charset=utf-8' : 'application/pdf')
