@@ -27,6 +27,8 @@ import { LedgerService } from './modules/ledger/index.ts';
 import { LinkService } from './modules/links/index.ts';
 import { KEYS_CHANNEL, MerchantService, MerchantSettings } from './modules/merchants/index.ts';
 import { type FundsDeps, PaymentService } from './modules/payments/index.ts';
+import { RefundService } from './modules/refunds/index.ts';
+import { Simulator } from './modules/simulator/index.ts';
 import { TransferService } from './modules/transfers/index.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
 import { RateLimiter } from './modules/ratelimit/index.ts';
@@ -82,8 +84,12 @@ export class Kasse {
   readonly ledger: LedgerService;
   /** Outgoing transfers (refunds, payouts): recorded, handed to chain senders, settled through one sink. */
   readonly transfers: TransferService;
-  /** Payments, coin choices, refunds (`payments.refunds`), deposits (`payments.deposits`), the simulator. */
+  /** Payments, coin choices, deposits (`payments.deposits`, the chain families' sink), the payment engine. */
   readonly payments: PaymentService;
+  /** Refunds: a payment's money sent back through the transfers module. */
+  readonly refunds: RefundService;
+  /** The test-mode simulator: a test payment finished with a chosen outcome. */
+  readonly simulator: Simulator;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
   /** Monthly statements from the ledger. */
@@ -174,6 +180,8 @@ export class Kasse {
       swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
+    this.refunds = new RefundService(this.payments.engine, this.transfers);
+    this.simulator = new Simulator(this.payments);
     this.statements = new StatementService({ db, clock, chains: this.chains });
     this.statementEmails = new StatementEmails({
       db,
@@ -203,6 +211,7 @@ export class Kasse {
       clock,
       log,
       payments: this.payments,
+      simulator: this.simulator,
       events: this.webhooks,
       email: this.email,
       audit: this.audit,

@@ -15,6 +15,7 @@ import {
   RateSource,
   SIMULATE_OUTCOMES,
 } from '../../modules/payments/index.ts';
+import { RefundSchema } from '../../modules/refunds/index.ts';
 import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
 import { LocaleField } from './common.ts';
 
@@ -85,7 +86,7 @@ export const BalanceSchema = Type.Object(
   { $id: 'Balance', additionalProperties: false, description: "The merchant's balance in this mode." },
 );
 
-const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, CurrencySchema, EstimateSchema, BalanceSchema];
+const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, RefundSchema, CurrencySchema, EstimateSchema, BalanceSchema];
 
 /** Adds the payments components to a route module's context (each module is its own encapsulated context). */
 export function addPaymentSchemas(app: ApiApp): void {

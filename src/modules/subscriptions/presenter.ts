@@ -10,6 +10,7 @@ import type { AuditLog } from '../audit/index.ts';
 import type { EmailService, MailReference } from '../email/index.ts';
 import type { MerchantService } from '../merchants/index.ts';
 import type { PaymentService, PaymentSummary } from '../payments/index.ts';
+import type { Simulator } from '../simulator/index.ts';
 import type { EventInput, EventPublisher } from '../webhooks/index.ts';
 import type { CustomerLinks } from './customer-link.ts';
 import { subscriptionMail, type SubscriptionMailKind } from './mail.ts';
@@ -22,6 +23,8 @@ export interface SubscriptionDeps {
   clock: Clock;
   log: Logger;
   payments: PaymentService;
+  /** Ends a test subscription's payments when its clock is advanced past their 24 hours. */
+  simulator: Simulator;
   events: EventPublisher;
   email: EmailService;
   audit: AuditLog;

@@ -396,7 +396,7 @@ export class SubscriptionScheduler {
       for (const o of due) {
         if (states.get(o.payment_id)?.status !== 'waiting') continue;
         try {
-          await this.deps.payments.simulator.simulate(merchantId, o.payment_id, 'expired');
+          await this.deps.simulator.simulate(merchantId, o.payment_id, 'expired');
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
         }

@@ -466,7 +466,7 @@ ${paymentsTable(ctx, list.data)}
       if (!destination) throw invalid('destination is required', 'destination');
       const note = (form.note ?? '').trim();
       if (textLength(note) > 500) throw invalid('note is too long', 'note');
-      await kasse.payments.refunds.create(
+      await kasse.refunds.create(
         { mode: ctx.mode, merchantId: ctx.merchant.id },
         p.id!,
         { destination, ...(note ? { note } : {}) },
