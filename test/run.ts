@@ -2,8 +2,8 @@
  * The test command (`npm test`): type-checks and compiles (`tsc -p tsconfig.test.json`: the sources and tests as
  * JavaScript in .test-build/, the other files of src/ copied beside them), lints (`biome check .`: biome.json's
  * formatting and lint rules), starts the shared local infrastructure once for the whole run (one PostgreSQL server;
- * chain nodes where suites need them), then runs every `*.test.ts` file, compiled, with Node's test runner, two files
- * at a time. Each test file creates its own database on the shared server. Running compiled JavaScript spares every
+ * chain nodes and the Medusa integration's install where suites need them, these as the run begins, beside the
+ * type-check), then runs every `*.test.ts` file, compiled, with Node's test runner, two files at a time. Each test file creates its own database on the shared server. Running compiled JavaScript spares every
  * test process tsx's loader (docs/testing.md; the processes tests start: test/harness/commands.ts).
  *
  * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
@@ -14,7 +14,7 @@
  *   npm test -- test/api/foo.test.ts   some files
  *   npm run test:unit                  the pure files (test/unit/), no type-check or lint
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { extname, join, relative, resolve } from 'node:path';
@@ -131,6 +131,15 @@ function printSlowest(timesFile: string, name: (file: string) => string): void {
 
 const NOTHING = { env: {}, stop: async () => {} };
 
+/** Runs a command with the terminal as its output; resolves with its exit status (background work goes on meanwhile). */
+function spawnAsync(command: string, args: string[]): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: 'inherit' });
+    child.once('error', () => resolve(1));
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const unitOnly = args[0] === '--unit';
@@ -142,6 +151,15 @@ async function main(): Promise<number> {
   }
 
   const build = !unitOnly && !process.env.KASSE_SKIP_TYPECHECK;
+  const pure = files.every(isUnit);
+  // Infrastructure starts before the type-check, which keeps one core busy: an install in the background (the Medusa
+  // integration's) and the chain nodes' starts use the other.
+  const infra = pure ? NOTHING : await startInfrastructure(files);
+  const fail = async (message: string) => {
+    await infra.stop();
+    process.stdout.write(`${message}0 passed, 1 failed\n`);
+    return 1;
+  };
   if (build) {
     rmSync(BUILD, { recursive: true, force: true });
     const checks = [
@@ -150,24 +168,18 @@ async function main(): Promise<number> {
     ];
     for (const { title, command } of checks) {
       process.stdout.write(`${title}\n`);
-      if (spawnSync('npx', command, { stdio: 'inherit' }).status !== 0) {
-        process.stdout.write('0 passed, 1 failed\n');
-        return 1;
-      }
+      if ((await spawnAsync('npx', command)) !== 0) return fail('');
     }
     try {
       copyAssets();
     } catch (err) {
-      process.stdout.write(`${err instanceof Error ? err.message : String(err)}\n0 passed, 1 failed\n`);
-      return 1;
+      return fail(`${err instanceof Error ? err.message : String(err)}\n`);
     }
   }
   const run = build ? files.map(compiled) : files;
   const sourceOf = new Map(run.map((f, i) => [resolve(f), files[i]!]));
 
-  const pure = files.every(isUnit);
   const database = pure ? NOTHING : await startDatabase();
-  const infra = pure ? NOTHING : await startInfrastructure(files);
 
   const reports = mkdtempSync(join(tmpdir(), 'kasse-tap-'));
   const tapFile = join(reports, 'results.tap');

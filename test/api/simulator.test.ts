@@ -270,6 +270,30 @@ describe('rules', () => {
     assert.equal((await other.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid' })).status, 404);
   });
 
+  test("from names the payer's address as the deposit's sender; one not of the network is refused and changes nothing", async () => {
+    const payer = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+    const p = await create();
+    for (const [from, outcome] of [
+      ['bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', 'paid'],
+      ['0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed', 'paid'],
+      [payer, 'expired'],
+    ] as const) {
+      const res = await m.test.post(`/test/payments/${p.id}/simulate`, { outcome, from });
+      assert.equal(res.status, 400, `${from} ${outcome}`);
+      assert.equal(res.body.error.param, 'from');
+    }
+    const untouched = (await m.test.get(`/payments/${p.id}`)).body;
+    assert.equal(untouched.status, 'waiting');
+    assert.deepEqual(untouched.attempts, [], 'no coin was chosen for a refused request');
+
+    const paid = await m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'paid', from: payer });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.attempts[0].deposits[0].from, payer);
+    const late = await create();
+    await m.test.post(`/test/payments/${late.id}/simulate`, { outcome: 'late', from: payer });
+    assert.equal((await m.test.get(`/payments/${late.id}`)).body.attempts[0].deposits[0].from, payer);
+  });
+
   test('the auto-picked coin follows the real rules: below its minimum is 422 amount_too_small', async () => {
     const p = await create({ price_amount: 50 });
     const res = await simulate(p.id, 'paid');

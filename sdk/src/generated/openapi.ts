@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Simulate an outcome (test API only)
-         * @description Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). `amount` sets what arrives for `paid` or `underpaid`; the outcome must still be what it brings (a short amount within the account’s tolerance is `paid`). 422 `invalid_state` for a payment that is not waiting.
+         * @description Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). `amount` sets what arrives for `paid` or `underpaid`; the outcome must still be what it brings (a short amount within the account’s tolerance is `paid`). `from` names the payer's address the money comes from (400 when it is not an address of the attempt's network). 422 `invalid_state` for a payment that is not waiting.
          */
         post: operations["simulatePayment"];
         delete?: never;
@@ -4521,6 +4521,8 @@ export interface operations {
                     outcome: "paid" | "underpaid" | "expired" | "late" | "wrong_asset";
                     /** @description For `paid` and `underpaid`: the amount that arrives, smallest unit (default: the pay amount, or half of it), to try the account’s `underpayment_tolerance_bps`. */
                     amount?: string;
+                    /** @description For every outcome but `expired`: the payer's address on the attempt's network, recorded as the deposit's sender (`from`), as a chain watcher records it; refunds can then go back to it. Default: none (`from` null, as when the sender cannot be told). */
+                    from?: string;
                 };
             };
         };

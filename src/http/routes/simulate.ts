@@ -14,7 +14,7 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
         operationId: 'simulatePayment',
         summary: 'Simulate an outcome (test API only)',
         description:
-          "Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). `amount` sets what arrives for `paid` or `underpaid`; the outcome must still be what it brings (a short amount within the account’s tolerance is `paid`). 422 `invalid_state` for a payment that is not waiting.",
+          "Finishes a `waiting` test payment with `paid`, `underpaid`, `expired`, `late` or `wrong_asset`, running the real transitions, ledger and signed webhooks; only that outcome's event is sent. Without a coin choice, a stablecoin (base:usdc) is picked first, except for `expired`. `expired` and `late` act as if the payment's 24 hours ended now (a simulated late payment is not auto-accepted). `amount` sets what arrives for `paid` or `underpaid`; the outcome must still be what it brings (a short amount within the account’s tolerance is `paid`). `from` names the payer's address the money comes from (400 when it is not an address of the attempt's network). 422 `invalid_state` for a payment that is not waiting.",
         tags: ['Test mode'],
         params: PaymentIdParam,
         body: SimulateBody,
@@ -29,6 +29,7 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
         req.body.outcome,
         keyActor(req),
         req.body.amount === undefined ? undefined : BigInt(req.body.amount),
+        req.body.from,
       ),
   );
 }

@@ -188,6 +188,14 @@ export const SimulateBody = Type.Object(
           'For `paid` and `underpaid`: the amount that arrives, smallest unit (default: the pay amount, or half of it), to try the account’s `underpayment_tolerance_bps`.',
       }),
     ),
+    from: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        description:
+          "For every outcome but `expired`: the payer's address on the attempt's network, recorded as the deposit's sender (`from`), as a chain watcher records it; refunds can then go back to it. Default: none (`from` null, as when the sender cannot be told).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

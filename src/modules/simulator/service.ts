@@ -44,21 +44,25 @@ export class Simulator {
     outcome: SimulateOutcome,
     actor?: Actor,
     amount?: bigint,
+    from?: string,
   ): Promise<Payment> {
     const scope = { mode: 'test' as const, merchantId };
     if (amount !== undefined && outcome !== 'paid' && outcome !== 'underpaid')
       throw invalid('amount is for the paid and underpaid outcomes only', 'amount');
+    if (from !== undefined && outcome === 'expired') throw invalid('from is for outcomes that bring money', 'from');
     const first = await this.engine.load(scope, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
-    if (outcome !== 'expired' && first.attempts.length === 0)
-      await this.payments.createAttempt(scope, id, { token: this.defaultCoin().id });
+    const coin = outcome !== 'expired' && first.attempts.length === 0 ? this.defaultCoin() : null;
+    if (from !== undefined) this.assertAddress(coin?.chain ?? first.attempts[first.attempts.length - 1]!.chain, from);
+    if (coin) await this.payments.createAttempt(scope, id, { token: coin.id });
+    const sender = from ?? null;
     const result = await this.engine.locked(scope, id, async (tx, l) => {
       assertWaiting(l);
       const applied =
         outcome === 'expired' || outcome === 'late'
-          ? await this.closeWindow(tx, l, outcome)
-          : await this.deposit(tx, l, outcome, amount);
+          ? await this.closeWindow(tx, l, outcome, sender)
+          : await this.deposit(tx, l, outcome, sender, amount);
       if (!applied.events.includes(EXPECTED[outcome]))
         throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
       if (actor)
@@ -80,20 +84,26 @@ export class Simulator {
    * paid: the exact amount; underpaid: half of it (either: `amount` when given); wrong_asset: another coin of the
    * chain at its minimum.
    */
-  private async deposit(tx: Tx, l: Loaded, outcome: 'paid' | 'underpaid' | 'wrong_asset', given?: bigint) {
+  private async deposit(
+    tx: Tx,
+    l: Loaded,
+    outcome: 'paid' | 'underpaid' | 'wrong_asset',
+    from: string | null,
+    given?: bigint,
+  ) {
     const attempt = l.attempts[l.attempts.length - 1]!;
     const payAmount = BigInt(attempt.pay_amount);
     const now = this.engine.deps.clock.now();
     let d: NewDeposit;
     if (outcome === 'wrong_asset') {
       const other = this.otherCoin(attempt.chain, attempt.token);
-      d = simulated(other.id, other.minAmount, now);
+      d = simulated(other.id, other.minAmount, now, from);
     } else {
       const amount = given ?? (outcome === 'paid' ? payAmount : payAmount / 2n);
       if (amount === 0n) throw invalidState('The pay amount is too small to simulate an underpayment.');
       // Seen within the coin hold even if the fake clock has passed it: the outcome is paid, not late.
       // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
-      d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now);
+      d = simulated(attempt.token, amount, attempt.expires_at < now ? attempt.expires_at : now, from);
     }
     return this.engine.apply(
       tx,
@@ -107,7 +117,7 @@ export class Simulator {
    * the coin hold ended. Neither rewrites the payment's or attempt's stored times. Like real late money, a late
    * payment in a coin whose price held is auto-accepted by a later pass of the workers.
    */
-  private async closeWindow(tx: Tx, l: Loaded, outcome: 'expired' | 'late') {
+  private async closeWindow(tx: Tx, l: Loaded, outcome: 'expired' | 'late', from: string | null) {
     const now = this.engine.deps.clock.now();
     if (outcome === 'expired') {
       // biome-ignore lint/complexity/useMathMinMax: Dates, which Math.min/max would turn into numbers
@@ -117,10 +127,17 @@ export class Simulator {
     const attempt = l.attempts[l.attempts.length - 1]!;
     const afterHold = new Date(Math.max(now.getTime(), attempt.expires_at.getTime() + 1));
     const withMoney = await this.deposits.store(tx, l, attempt, {
-      ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold),
+      ...simulated(attempt.token, BigInt(attempt.pay_amount), afterHold, from),
       confirmations: attempt.confirmations_required,
     });
     return this.engine.apply(tx, withMoney, { kind: 'deposits_changed' }, afterHold);
+  }
+
+  /** A payer's address must be one of the network paid on, as a refund's destination must. */
+  private assertAddress(chain: string, from: string): void {
+    const { chains } = this.engine.deps;
+    if (!chains.adapter('test', chain).isValidAddress(from))
+      throw invalid(`from is not a valid ${chains.network('test', chain)?.name ?? chain} address`, 'from');
   }
 
   /** The networks file's `default` coin, else the first stablecoin, on an available test network. */
@@ -145,13 +162,13 @@ function assertWaiting(l: Loaded): void {
     throw invalidState(`Only a waiting payment can be simulated; this payment is ${l.row.status}.`);
 }
 
-function simulated(token: string, amount: bigint, seenAt: Date): NewDeposit {
+function simulated(token: string, amount: bigint, seenAt: Date, from: string | null): NewDeposit {
   return {
     token,
     txHash: simulatedTxHash(),
     index: 0,
     amount,
-    from: null,
+    from,
     blockNumber: null,
     blockHash: null,
     status: 'confirmed',

@@ -1,0 +1,443 @@
+/**
+ * Kasse inside a real Medusa: a fresh Medusa 2.21 project gets the provider with the install steps of
+ * docs/integrations/medusa.md run verbatim (`npm pack` of integrations/medusa, `npm install` of the tarball) and the
+ * `medusa-config.ts` printed there, its database migrated by `medusa db:migrate` on the run's PostgreSQL, an admin made
+ * by `medusa user`, and `medusa start` serving it (booted once for the file). Then, through Medusa's own store and
+ * admin APIs: a cart paid through Kasse's simulator, Kasse's webhook delivered to Medusa's own webhook route and the
+ * cart completed into an order; the storefront coming back after that finds the same order; a refund made with the
+ * admin API arriving in Kasse; a forged webhook changing nothing.
+ *
+ * The project's own Medusa packages are the integration's installed tree linked in (`cp -al`, the same versions its
+ * lockfile holds; copied when the temporary directory is on another file system), which spares a second download and
+ * unpacking of Medusa's 700 MB; `npm install` of the tarball then works on that tree as on any installed project.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { Kasse } from '../../sdk/src/index.ts';
+import { KASSE_HOME } from '../../src/config.ts';
+import { FakeClock } from '../../src/core/clock.ts';
+import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
+import { MEDUSA_PACKAGE, medusaPackage } from '../harness/medusa.ts';
+import { freePort } from '../harness/net.ts';
+
+const run = promisify(execFile);
+const PAYER = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+const ADMIN = { email: 'admin@shop.test', password: 'a-long-admin-password' };
+const DOC = readFileSync(join(KASSE_HOME, 'docs', 'integrations', 'medusa.md'), 'utf8');
+
+/** The first code block of `lang` in the doc's section `## <heading>`. */
+function docBlock(heading: string, lang: string): string {
+  const section = DOC.split(/^## /m).find((s) => s.startsWith(`${heading}\n`));
+  const code = section && new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1];
+  assert.ok(code, `docs/integrations/medusa.md has a ${lang} block under "## ${heading}"`);
+  return code;
+}
+
+let t: TestKasse;
+let m: TestMerchant;
+let kasse: Kasse;
+let shop: string;
+let port: number;
+let database: string;
+let medusaProcess: ChildProcess | null = null;
+let medusaLog = '';
+let adminHeaders: Record<string, string>;
+let storeHeaders: Record<string, string>;
+let regionId: string;
+let variantId: string;
+const times: Record<string, number> = {};
+
+async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const start = Date.now();
+  try {
+    return await fn();
+  } finally {
+    times[name] = Date.now() - start;
+  }
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: process.env.KASSE_TEST_DATABASE_URL });
+  await c.connect();
+  await c.query(sql).finally(() => c.end());
+}
+
+function shopEnv(): NodeJS.ProcessEnv {
+  const url = new URL(process.env.KASSE_TEST_DATABASE_URL!);
+  url.pathname = `/${database}`;
+  return {
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: url.toString(),
+    KASSE_API_KEY: m.testKey,
+    KASSE_API_URL: t.urls.test,
+    KASSE_WEBHOOK_SECRET: m.webhookSecret,
+    DISABLE_MEDUSA_ADMIN: 'true',
+    MEDUSA_DISABLE_TELEMETRY: 'true',
+    npm_config_loglevel: 'error',
+  };
+}
+
+/** A `medusa` command of the project, to its end. */
+function medusaCommand(args: string[]) {
+  return run(join(shop, 'node_modules', '.bin', 'medusa'), args, { cwd: shop, env: shopEnv(), maxBuffer: 64 << 20 });
+}
+
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any = text;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: json };
+}
+
+async function ok(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await call(method, path, body, headers);
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** A fresh Medusa project, with the provider installed and configured as the doc says. */
+async function makeShop(): Promise<void> {
+  shop = mkdtempSync(join(tmpdir(), 'kasse-medusa-shop-'));
+  const integration = JSON.parse(readFileSync(join(MEDUSA_PACKAGE, 'package.json'), 'utf8'));
+  const version = (name: string) => integration.devDependencies[name];
+  writeFileSync(
+    join(shop, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'shop',
+        version: '0.0.1',
+        private: true,
+        scripts: { start: 'medusa start', migrate: 'medusa db:migrate' },
+        dependencies: Object.fromEntries(
+          ['@medusajs/cli', '@medusajs/framework', '@medusajs/medusa'].map((n) => [n, version(n)]),
+        ),
+        devDependencies: Object.fromEntries(['@types/node', 'ts-node', 'typescript'].map((n) => [n, version(n)])),
+      },
+      null,
+      2,
+    ),
+  );
+  writeFileSync(
+    join(shop, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2021',
+        esModuleInterop: true,
+        module: 'Node16',
+        moduleResolution: 'Node16',
+        emitDecoratorMetadata: true,
+        experimentalDecorators: true,
+        skipLibCheck: true,
+        declaration: false,
+        outDir: './.medusa/server',
+        rootDir: './',
+        resolveJsonModule: true,
+        strictNullChecks: true,
+      },
+      'ts-node': { transpileOnly: true },
+      include: ['**/*'],
+      exclude: ['node_modules', '.medusa/server'],
+    }),
+  );
+  const installed = join(MEDUSA_PACKAGE, 'node_modules');
+  await timed('link Medusa', () =>
+    // Hard links need one file system; across two the tree is copied.
+    run('cp', ['-al', installed, join(shop, 'node_modules')]).catch(() => run('cp', ['-a', installed, shop])),
+  );
+  // npm rewrites its record of the tree in place: the project gets its own copy, not a link to the integration's.
+  const record = join(shop, 'node_modules', '.package-lock.json');
+  rmSync(record);
+  cpSync(join(MEDUSA_PACKAGE, 'node_modules', '.package-lock.json'), record);
+  rmSync(join(shop, 'node_modules', '.kasse-install-stamp'), { force: true });
+  await timed('install steps', () =>
+    run('bash', ['-euo', 'pipefail', '-c', docBlock('Install', 'sh')], {
+      env: { ...process.env, KASSE_DIR: KASSE_HOME, SHOP_DIR: shop, npm_config_loglevel: 'error' },
+      maxBuffer: 64 << 20,
+    }),
+  );
+  writeFileSync(join(shop, 'medusa-config.ts'), docBlock('Configure', 'ts'));
+}
+
+/** `medusa start` on `port`, resolved once it answers /health; its output is kept in `medusaLog`. */
+async function startMedusa(): Promise<void> {
+  const child = spawn(join(shop, 'node_modules', '.bin', 'medusa'), ['start', '--port', String(port)], {
+    cwd: shop,
+    env: shopEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  medusaProcess = child;
+  child.stdout!.on('data', (d) => (medusaLog += String(d)));
+  child.stderr!.on('data', (d) => (medusaLog += String(d)));
+  await eventually(
+    'Medusa to answer /health',
+    async () => {
+      if (child.exitCode !== null) assert.fail(`medusa start exited ${child.exitCode}:\n${medusaLog.slice(-4000)}`);
+      return (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok;
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+}
+
+/** Lines of Medusa's log matching `pattern`, once there are `n` of them. */
+function logLines(pattern: RegExp, n = 1): Promise<string[]> {
+  return eventually(
+    `${n} line(s) of Medusa's log matching ${pattern}`,
+    () => {
+      const lines = medusaLog.split('\n').filter((l) => pattern.test(l));
+      return lines.length >= n && lines;
+    },
+    // Medusa hands a webhook to the provider after its webhook_delay (5 s).
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+before(async () => {
+  await Promise.all([
+    (async () => {
+      times.package = (await medusaPackage()).install;
+      await makeShop();
+    })(),
+    (async () => {
+      port = await freePort();
+      // Medusa checks Kasse's signatures against the real clock, so Kasse's clock starts at it.
+      t = await startTestKasse({ clock: new FakeClock(Date.now()) });
+      m = await t.merchant({ webhookUrl: `http://127.0.0.1:${port}/hooks/payment/kasse_kasse`, rateLimit: 100_000 });
+      kasse = new Kasse(m.testKey, { baseUrl: t.urls.test });
+      database = `medusa_${randomBytes(4).toString('hex')}`;
+      await admin(`CREATE DATABASE ${database}`);
+    })(),
+  ]);
+  await timed('db:migrate', () => medusaCommand(['db:migrate']));
+  await Promise.all([
+    timed('medusa user', () => medusaCommand(['user', '-e', ADMIN.email, '-p', ADMIN.password])),
+    timed('medusa start', startMedusa),
+  ]);
+  const { token } = await ok('POST', '/auth/user/emailpass', ADMIN);
+  adminHeaders = { authorization: `Bearer ${token}` };
+  const channel = (await ok('GET', '/admin/sales-channels', undefined, adminHeaders)).sales_channels[0];
+  const region = await ok(
+    'POST',
+    '/admin/regions',
+    { name: 'United States', currency_code: 'usd', countries: ['us'], payment_providers: ['pp_kasse_kasse'] },
+    adminHeaders,
+  );
+  regionId = region.region.id;
+  const key = (await ok('POST', '/admin/api-keys', { title: 'Storefront', type: 'publishable' }, adminHeaders)).api_key;
+  await ok('POST', `/admin/api-keys/${key.id}/sales-channels`, { add: [channel.id] }, adminHeaders);
+  storeHeaders = { 'x-publishable-api-key': key.token };
+  const product = await ok(
+    'POST',
+    '/admin/products',
+    {
+      title: 'Mug',
+      status: 'published',
+      options: [{ title: 'Size', values: ['One'] }],
+      variants: [
+        {
+          title: 'One',
+          options: { Size: 'One' },
+          prices: [{ amount: 25.5, currency_code: 'usd' }],
+          manage_inventory: false,
+        },
+      ],
+      sales_channels: [{ id: channel.id }],
+    },
+    adminHeaders,
+  );
+  variantId = product.product.variants[0].id;
+});
+
+after(async () => {
+  if (medusaProcess && medusaProcess.exitCode === null) {
+    const exited = new Promise((r) => medusaProcess!.once('exit', r));
+    medusaProcess.kill('SIGTERM');
+    await exited;
+  }
+  await t?.close();
+  if (database) await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  if (shop) rmSync(shop, { recursive: true, force: true });
+  process.stdout.write(`# Medusa steps (ms): ${JSON.stringify(times)}\n`);
+});
+
+/** A store cart with a mug, its payment collection and a Kasse payment session, as a storefront makes them. */
+async function checkout() {
+  const { cart } = await ok(
+    'POST',
+    '/store/carts',
+    {
+      region_id: regionId,
+      email: `payer-${randomBytes(4).toString('hex')}@example.com`,
+      items: [{ variant_id: variantId, quantity: 1 }],
+    },
+    storeHeaders,
+  );
+  const { payment_collection: collection } = await ok(
+    'POST',
+    '/store/payment-collections',
+    { cart_id: cart.id },
+    storeHeaders,
+  );
+  const { payment_collection: withSession } = await ok(
+    'POST',
+    `/store/payment-collections/${collection.id}/payment-sessions`,
+    { provider_id: 'pp_kasse_kasse', data: { success_url: 'https://shop.example.com/order/confirmed' } },
+    storeHeaders,
+  );
+  const session = withSession.payment_sessions[0];
+  return { cart, session, paymentId: session.data.id as string };
+}
+
+/** The orders Medusa made of `cart` (each checkout has its own email), with payments, captures and refunds. */
+async function orderOf(cart: { id: string; email: string }) {
+  const { cart: now } = await ok('GET', `/store/carts/${cart.id}?fields=id,completed_at`, undefined, storeHeaders);
+  if (!now.completed_at) return null;
+  const { orders } = await ok(
+    'GET',
+    '/admin/orders?limit=100&fields=id,email,total,payment_status,*payment_collections.payments,*payment_collections.payments.captures,*payment_collections.payments.refunds',
+    undefined,
+    adminHeaders,
+  );
+  const mine = orders.filter((o: any) => o.email === cart.email);
+  return mine.length > 0 ? mine : null;
+}
+
+describe('Kasse inside Medusa', () => {
+  test('the package installs into a fresh Medusa project with the documented steps and Medusa loads it', async () => {
+    const installed = JSON.parse(readFileSync(join(shop, 'node_modules', '@kasse', 'medusa', 'package.json'), 'utf8'));
+    assert.equal(installed.name, '@kasse/medusa');
+    assert.deepEqual(installed.dependencies ?? {}, {}, 'the SDK is inside the package');
+    assert.deepEqual(installed.peerDependencies, { '@medusajs/framework': '2.21.x' });
+    const { payment_providers } = await ok('GET', '/admin/payments/payment-providers', undefined, adminHeaders);
+    assert.ok(
+      payment_providers.some((p: any) => p.id === 'pp_kasse_kasse' && p.is_enabled),
+      JSON.stringify(payment_providers),
+    );
+  });
+
+  test("a cart paid through Kasse: its webhook reaches Medusa's route and completes the cart into an order", async () => {
+    const { cart, session, paymentId } = await checkout();
+    assert.match(session.data.checkout_url, new RegExp(`^${t.urls.checkout}/p/pay_`));
+    const payment = await kasse.payments.retrieve(paymentId);
+    assert.equal(payment.price_amount, 2550);
+    assert.equal(payment.order_id, session.id);
+    assert.equal(payment.success_url, 'https://shop.example.com/order/confirmed');
+
+    // The customer came back before paying: Medusa does not complete the cart.
+    const early = await call('POST', `/store/carts/${cart.id}/complete`, {}, storeHeaders);
+    assert.notEqual(early.body.type, 'order', JSON.stringify(early.body));
+    assert.equal(await orderOf(cart), null);
+
+    await kasse.testHelpers.payments.simulate(paymentId, { outcome: 'paid', from: PAYER });
+    assert.equal(await t.kasse.webhooks.drain(), 1);
+    const [event] = (await kasse.events.list({ type: 'payment.paid' })).data.filter(
+      (e) => (e.data as { id: string }).id === paymentId,
+    );
+    const { deliveries } = await kasse.events.retrieve(event!.id);
+    assert.equal(deliveries[0]!.status, 'delivered', 'Medusa answered the webhook');
+    assert.equal(deliveries[0]!.url, `http://127.0.0.1:${port}/hooks/payment/kasse_kasse`);
+
+    const orders = await eventually('the order Medusa makes of the cart', () => orderOf(cart), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    assert.equal(orders.length, 1);
+    const order = orders[0];
+    assert.equal(order.total, 25.5);
+    assert.equal(order.payment_status, 'captured');
+    const payments = order.payment_collections.flatMap((c: any) => c.payments);
+    assert.equal(payments.length, 1);
+    assert.equal(payments[0].provider_id, 'pp_kasse_kasse');
+    assert.equal(payments[0].data.id, paymentId);
+    assert.equal(payments[0].data.status, 'paid');
+
+    // The storefront coming back now gets the same order, not a second one.
+    const late = await ok('POST', `/store/carts/${cart.id}/complete`, {}, storeHeaders);
+    assert.equal(late.type, 'order');
+    assert.equal(late.order.id, order.id);
+
+    // Kasse delivering the event again (at least once) adds nothing. A later cart's webhook, sent after it with the
+    // same delay, shows that Medusa has handled it.
+    await kasse.events.redeliver(event!.id);
+    await t.kasse.webhooks.drain();
+    const second = await checkout();
+    await kasse.testHelpers.payments.simulate(second.paymentId, { outcome: 'paid', from: PAYER });
+    await t.kasse.webhooks.drain();
+    await logLines(new RegExp(`webhook ${event!.id} \\(payment\\.paid\\) → captured for ${session.id}`), 2);
+    await eventually('the later cart’s order', () => orderOf(second.cart), { timeoutMs: 60_000, intervalMs: 500 });
+    const again = (await orderOf(cart))!;
+    assert.equal(again.length, 1);
+    const paymentsAgain = again[0].payment_collections.flatMap((c: any) => c.payments);
+    assert.equal(paymentsAgain.length, 1);
+    assert.equal(paymentsAgain[0].captures.length, 1);
+  });
+
+  test("a refund from Medusa's admin API arrives in Kasse, in full, to the payer's address", async () => {
+    const { cart, paymentId } = await checkout();
+    await kasse.testHelpers.payments.simulate(paymentId, { outcome: 'paid', from: PAYER });
+    await t.kasse.webhooks.drain();
+    const [order] = await eventually('the order', () => orderOf(cart), { timeoutMs: 60_000, intervalMs: 500 });
+    const medusaPayment = order.payment_collections.flatMap((c: any) => c.payments)[0];
+
+    const partial = await call('POST', `/admin/payments/${medusaPayment.id}/refund`, { amount: 10 }, adminHeaders);
+    assert.ok(partial.status >= 400, JSON.stringify(partial.body));
+    assert.match(partial.body.message, /Kasse refunds a payment in full: 25\.50 USD/);
+    assert.equal((await kasse.payments.retrieve(paymentId)).status, 'paid', 'nothing was asked of Kasse');
+
+    const refunded = await ok('POST', `/admin/payments/${medusaPayment.id}/refund`, { amount: 25.5 }, adminHeaders);
+    assert.equal(refunded.payment.refunds.length, 1);
+    assert.equal(refunded.payment.refunds[0].amount, 25.5);
+    await t.kasse.refunds.settleSimulated();
+    const inKasse = await kasse.payments.retrieve(paymentId);
+    assert.equal(inKasse.status, 'refunded');
+    const rows = await t.kasse.db
+      .selectFrom('refunds')
+      .select(['destination', 'status', 'amount'])
+      .where('payment_id', '=', paymentId)
+      .execute();
+    assert.deepEqual(rows, [{ destination: PAYER, status: 'sent', amount: '25500000' }]);
+    // Kasse's payment.refunded reaches Medusa too, which has no action for it.
+    await t.kasse.webhooks.drain();
+    await logLines(/\(payment\.refunded\) → not_supported/);
+  });
+
+  test("a forged webhook at Medusa's route is refused by the provider and changes nothing", async () => {
+    const { cart, paymentId } = await checkout();
+    const payment = await kasse.payments.retrieve(paymentId);
+    const body = JSON.stringify({
+      id: `evt_${'F'.repeat(26)}`,
+      type: 'payment.paid',
+      created_at: new Date().toISOString(),
+      data: { ...payment, status: 'paid' },
+    });
+    const res = await fetch(`http://127.0.0.1:${port}/hooks/payment/kasse_kasse`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'service-signature': Kasse.webhooks.sign(body, 'whsec_not_the_secret'),
+      },
+      body,
+    });
+    assert.equal(res.status, 200, 'Medusa answers every webhook and hands it to the provider later');
+    await logLines(/webhook refused \(signature_mismatch\)/);
+    assert.equal(await orderOf(cart), null);
+    assert.equal((await kasse.payments.retrieve(paymentId)).status, 'waiting');
+  });
+});

@@ -1,0 +1,430 @@
+/**
+ * The Medusa payment provider (integrations/medusa, built and loaded as Medusa loads it) method by method against a
+ * Kasse started here: test mode, payments finished by the simulator, webhooks delivered by Kasse's worker, signed
+ * with the merchant's secret, and handed to the provider as Medusa's webhook route hands them (raw body, headers).
+ * Medusa itself runs in medusa.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { FakeClock, MINUTE } from '../../src/core/clock.ts';
+import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
+import { loadProviderPackage, medusaPackage, requireFromMedusaPackage } from '../harness/medusa.ts';
+import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+
+const PAYER = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+
+let t: TestKasse;
+let m: TestMerchant;
+let receiver: WebhookReceiver;
+let Provider: any;
+let provider: any;
+const warnings: string[] = [];
+const logger = { warn: (msg: string) => warnings.push(msg), info() {}, error() {}, debug() {} };
+
+before(async () => {
+  const [pkg] = await Promise.all([
+    medusaPackage().then(() => loadProviderPackage()),
+    (async () => {
+      // The provider checks signatures against the real clock, so Kasse's clock starts at it.
+      t = await startTestKasse({ clock: new FakeClock(Date.now()) });
+      receiver = await startWebhookReceiver({ now: () => t.clock.now() });
+      m = await t.merchant({ webhookUrl: receiver.url, rateLimit: 100_000 });
+      receiver.setSecret(m.webhookSecret);
+    })(),
+  ]);
+  Provider = pkg.default.services[0];
+  provider = make();
+});
+after(async () => {
+  await t?.close();
+  await receiver?.close();
+});
+
+function make(options: Record<string, unknown> = {}) {
+  return new Provider(
+    { logger },
+    { apiKey: m.testKey, baseUrl: t.urls.test, webhookSecret: m.webhookSecret, ...options },
+  );
+}
+
+const session = () => `payses_${randomBytes(8).toString('hex')}`;
+
+/** What Medusa's payment module passes to `initiatePayment` for a new session. */
+function initiate(amount: unknown, currency = 'usd', data: Record<string, unknown> = {}, id = session()) {
+  return provider.initiatePayment({ amount, currency_code: currency, data, context: { idempotency_key: id } });
+}
+
+async function kassePayment(id: string) {
+  return (await m.test.get(`/payments/${id}`)).body;
+}
+
+async function simulate(id: string, outcome: string, from?: string) {
+  const res = await m.test.post(`/test/payments/${id}/simulate`, { outcome, ...(from ? { from } : {}) });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** Kasse's worker delivers what is due; the `n` deliveries of these payments that arrived. */
+async function delivered(paymentIds: string[], n: number): Promise<ReceivedEvent[]> {
+  await t.kasse.webhooks.drain();
+  return eventually(`${n} webhooks of ${paymentIds.join(', ')}`, () => {
+    const events = receiver.events.filter((e) => paymentIds.includes(e.data?.id));
+    return events.length >= n && events.slice(0, n);
+  });
+}
+
+function asMedusaReceives(e: ReceivedEvent) {
+  return { data: JSON.parse(e.rawBody), rawData: Buffer.from(e.rawBody), headers: e.headers };
+}
+
+async function rejects(fn: () => Promise<unknown>, pattern: RegExp) {
+  await assert.rejects(fn, (err: Error) => {
+    assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+describe('options', () => {
+  test('checked when Medusa loads the provider, each problem naming the option', () => {
+    const good = { apiKey: 'kasse_test_abc', baseUrl: 'http://127.0.0.1:8081/v1', webhookSecret: 'whsec_abc' };
+    const cases: Array<[unknown, RegExp]> = [
+      [undefined, /options are missing/],
+      [{ ...good, apiKey: undefined }, /option apiKey is missing/],
+      [{ ...good, apiKey: 'sk_live_x' }, /option apiKey is not a Kasse API key/],
+      [{ ...good, webhookSecret: 'secret' }, /option webhookSecret is not a Kasse webhook secret/],
+      [{ ...good, baseUrl: undefined }, /option baseUrl is missing/],
+      [{ ...good, baseUrl: 'not a url' }, /option baseUrl is not a URL/],
+      [{ ...good, baseUrl: 'http://127.0.0.1:8081' }, /ending in \/v1/],
+      [{ ...good, baseUrl: 'ftp://127.0.0.1/v1' }, /http\(s\) URL/],
+      [{ ...good, capture: 'sometimes' }, /option capture must be "automatic" or "manual"/],
+      [{ ...good, webhook_secret: 'whsec_abc' }, /unknown option webhook_secret/],
+    ];
+    for (const [options, message] of cases)
+      assert.throws(
+        () => Provider.validateOptions(options),
+        (err: Error) => /^Kasse payment provider \(@kasse\/medusa\): /.test(err.message) && message.test(err.message),
+        JSON.stringify(options),
+      );
+    Provider.validateOptions(good);
+    Provider.validateOptions({ ...good, capture: 'automatic' });
+    assert.equal(Provider.identifier, 'kasse');
+  });
+
+  test('capture "manual" is refused while the Kasse client has no hold and capture', () => {
+    assert.throws(
+      () =>
+        Provider.validateOptions({
+          apiKey: 'kasse_test_abc',
+          baseUrl: 'http://127.0.0.1:8081/v1',
+          webhookSecret: 'whsec_abc',
+          capture: 'manual',
+        }),
+      /capture "manual" needs a Kasse client with payments\.capture and payments\.void/,
+    );
+  });
+});
+
+describe('initiatePayment', () => {
+  test('creates a Kasse payment for the amount in cents, named by the session, with its checkout_url in data', async () => {
+    const id = session();
+    const out = await initiate('25.5', 'usd', { success_url: 'https://shop.example.com/thanks', cart_id: 'x' }, id);
+    assert.match(out.id, /^pay_/);
+    assert.equal(out.status, 'pending');
+    const p = await kassePayment(out.id);
+    assert.equal(p.price_amount, 2550);
+    assert.equal(p.price_currency, 'USD');
+    assert.equal(p.order_id, id);
+    assert.equal(p.success_url, 'https://shop.example.com/thanks');
+    assert.deepEqual(p.metadata, { medusa_session_id: id, medusa_amount: '25.5' });
+    assert.equal(out.data.id, out.id);
+    assert.equal(out.data.checkout_url, p.checkout_url);
+    assert.match(out.data.checkout_url, /\/p\/pay_/);
+  });
+
+  test('Medusa repeating the call for the same session gets the same payment, not a second one', async () => {
+    const id = session();
+    const [a, b] = await Promise.all([initiate(10, 'usd', {}, id), initiate(10, 'usd', {}, id)]);
+    const c = await initiate(10, 'usd', {}, id);
+    assert.equal(a.id, b.id);
+    assert.equal(a.id, c.id);
+    const all = (await m.test.get(`/payments?order_id=${id}`)).body.data;
+    assert.equal(all.length, 1);
+  });
+
+  test('amounts become exact cents: a BigNumber, a raw value, a fraction of a cent rounded half up', async () => {
+    const { BigNumber } = requireFromMedusaPackage('@medusajs/framework/utils');
+    const cases: Array<[unknown, number]> = [
+      [new BigNumber('19.99'), 1999],
+      [{ value: '10.825', precision: 20 }, 1083],
+      ['10.824999', 1082],
+      [0.1 + 0.2, 30],
+      [1000000, 100_000_000],
+    ];
+    for (const [amount, cents] of cases) {
+      const out = await initiate(amount);
+      assert.equal((await kassePayment(out.id)).price_amount, cents, JSON.stringify(amount));
+    }
+  });
+
+  test('another currency, a zero amount or more than Kasse takes is refused with a clear error and creates nothing', async () => {
+    const id = session();
+    await rejects(() => initiate(25, 'eur', {}, id), /Kasse prices payments in US dollars, and this one is in EUR/);
+    await rejects(() => initiate(0, 'usd', {}, id), /less than a cent/);
+    await rejects(() => initiate('1000000.01', 'usd', {}, id), /more than Kasse's largest payment/);
+    await rejects(
+      () => initiate(5, 'usd', { success_url: 'ftp://x' }, id),
+      /Kasse answered: .*\(invalid_request, param success_url/,
+    );
+    assert.deepEqual((await m.test.get(`/payments?order_id=${id}`)).body.data, []);
+  });
+});
+
+describe('statuses', () => {
+  test("authorizePayment and getPaymentStatus follow Kasse's status, with Kasse's payment in data", async () => {
+    const expect: Array<[string | null, string]> = [
+      [null, 'pending'],
+      ['paid', 'captured'],
+      ['underpaid', 'requires_more'],
+      ['expired', 'canceled'],
+      ['late', 'pending'],
+    ];
+    for (const [outcome, status] of expect) {
+      const out = await initiate(12);
+      if (outcome) await simulate(out.id, outcome);
+      const kasse = await kassePayment(out.id);
+      const authorized = await provider.authorizePayment({ data: out.data, context: {} });
+      assert.equal(authorized.status, status, `${outcome} → ${status}`);
+      assert.deepEqual(authorized.data, kasse);
+      assert.equal((await provider.getPaymentStatus({ data: out.data })).status, status);
+      assert.deepEqual((await provider.retrievePayment({ data: out.data })).data, kasse);
+    }
+  });
+
+  test("a session's data naming another session's payment is refused", async () => {
+    const out = await initiate(12);
+    await rejects(
+      () => provider.authorizePayment({ data: out.data, context: { idempotency_key: session() } }),
+      /belongs to payment session payses_/,
+    );
+    await rejects(() => provider.retrievePayment({ data: { id: 'nothing' } }), /no Kasse payment id/);
+    await rejects(
+      () => provider.retrievePayment({ data: { id: `pay_${'A'.repeat(36)}` } }),
+      /Kasse answered: .*not_found/,
+    );
+  });
+});
+
+describe('capture, cancel, delete, update', () => {
+  test('capturePayment confirms a paid payment (automatic capture) and refuses one that is not paid', async () => {
+    const out = await initiate(30);
+    await rejects(
+      () => provider.capturePayment({ data: out.data }),
+      /is waiting; only a paid or authorized payment is captured/,
+    );
+    await simulate(out.id, 'paid');
+    const captured = await provider.capturePayment({ data: out.data, context: { idempotency_key: 'capt_1' } });
+    assert.equal(captured.data.status, 'paid');
+    assert.equal((await provider.capturePayment({ data: out.data })).data.status, 'paid', 'again: nothing changes');
+  });
+
+  test('cancelPayment cancels a waiting payment, again changes nothing, and refuses one the payer paid', async () => {
+    const out = await initiate(30);
+    assert.equal((await provider.cancelPayment({ data: out.data })).data.status, 'cancelled');
+    assert.equal((await kassePayment(out.id)).status, 'cancelled');
+    assert.equal((await provider.cancelPayment({ data: out.data })).data.status, 'cancelled');
+    const paid = await initiate(30);
+    await simulate(paid.id, 'paid');
+    await rejects(
+      () => provider.cancelPayment({ data: paid.data }),
+      /is paid: the payer has sent money, so it cannot be cancelled/,
+    );
+    assert.equal((await kassePayment(paid.id)).status, 'paid');
+  });
+
+  test('deletePayment lets a waiting payment go and keeps one holding money', async () => {
+    const out = await initiate(30);
+    assert.equal((await provider.deletePayment({ data: out.data })).data.status, 'cancelled');
+    const expired = await initiate(30);
+    await simulate(expired.id, 'expired');
+    assert.equal((await provider.deletePayment({ data: expired.data })).data.status, 'expired');
+    const underpaid = await initiate(30);
+    await simulate(underpaid.id, 'underpaid');
+    await rejects(() => provider.deletePayment({ data: underpaid.data }), /is underpaid: the payer has sent money/);
+    assert.deepEqual(await provider.deletePayment({ data: {} }), { data: {} }, 'a session that never got a payment');
+  });
+
+  test('updatePayment: the same amount keeps the payment; a new amount replaces it once, however often Medusa asks', async () => {
+    const id = session();
+    const first = await initiate('20', 'usd', {}, id);
+    const same = await provider.updatePayment({ amount: 20, currency_code: 'usd', data: first.data, context: {} });
+    assert.equal(same.data.id, first.id);
+    const update = () =>
+      provider.updatePayment({ amount: '22.5', currency_code: 'usd', data: first.data, context: {} });
+    const [a, b] = [await update(), await update()];
+    assert.equal(a.data.id, b.data.id);
+    assert.notEqual(a.data.id, first.id);
+    assert.equal(a.status, 'pending');
+    assert.equal((await kassePayment(first.id)).status, 'cancelled');
+    const replacement = await kassePayment(a.data.id);
+    assert.equal(replacement.price_amount, 2250);
+    assert.deepEqual(replacement.metadata, { medusa_session_id: id, medusa_amount: '22.5' });
+    const live = (await m.test.get(`/payments?order_id=${id}`)).body.data.filter((p: any) => p.status === 'waiting');
+    assert.deepEqual(
+      live.map((p: any) => p.id),
+      [a.data.id],
+    );
+
+    await simulate(a.data.id, 'paid');
+    await rejects(
+      () => provider.updatePayment({ amount: 30, currency_code: 'usd', data: a.data, context: {} }),
+      /is paid: the payer has sent money, so its amount cannot change/,
+    );
+    await rejects(
+      () => provider.updatePayment({ amount: 30, currency_code: 'eur', data: a.data, context: {} }),
+      /in EUR/,
+    );
+  });
+});
+
+describe('refundPayment', () => {
+  test('refunds the whole payment to the address it was paid from; Medusa repeating it sends nothing twice', async () => {
+    const out = await initiate('40');
+    await simulate(out.id, 'paid', PAYER);
+    await rejects(
+      () => provider.refundPayment({ amount: 10, data: out.data, context: {} }),
+      /Kasse refunds a payment in full: 40\.00 USD for payment pay_\w+, not 10\.00 USD/,
+    );
+    const refunded = await provider.refundPayment({
+      amount: '40',
+      data: out.data,
+      context: { idempotency_key: 'ref_1' },
+    });
+    assert.equal(refunded.data.id, out.id);
+    const again = await provider.refundPayment({ amount: 40, data: out.data, context: { idempotency_key: 'ref_1' } });
+    assert.equal(again.data.id, out.id);
+    await t.kasse.refunds.settleSimulated();
+    const p = await kassePayment(out.id);
+    assert.equal(p.status, 'refunded');
+    const sent = await t.kasse.db
+      .selectFrom('refunds')
+      .select(['destination', 'status', 'note'])
+      .where('payment_id', '=', out.id)
+      .execute();
+    assert.deepEqual(sent, [{ destination: PAYER, status: 'sent', note: 'Medusa refund ref_1' }]);
+    assert.equal((await provider.refundPayment({ amount: 40, data: out.data, context: {} })).data.status, 'refunded');
+  });
+
+  test("without the payer's address it says how to refund from Kasse's dashboard, then records that refund", async () => {
+    const out = await initiate('15');
+    await simulate(out.id, 'paid');
+    await rejects(
+      () => provider.refundPayment({ amount: 15, data: out.data, context: {} }),
+      /Kasse does not know the one address payment pay_\w+ was paid from.*Refund it on Kasse's dashboard/,
+    );
+    assert.equal((await kassePayment(out.id)).status, 'paid', 'nothing was sent');
+    assert.equal((await m.test.post(`/payments/${out.id}/refund`, { destination: PAYER })).status, 202);
+    await t.kasse.refunds.settleSimulated();
+    const recorded = await provider.refundPayment({ amount: 15, data: out.data, context: {} });
+    assert.equal(recorded.data.status, 'refunded');
+    const count = await t.kasse.db
+      .selectFrom('refunds')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('payment_id', '=', out.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(count.n), 1);
+  });
+});
+
+describe('getWebhookActionAndData', () => {
+  test("Kasse's signed events become Medusa's actions with the session id and amount", async () => {
+    const ids = { paid: session(), expired: session(), cancelled: session(), underpaid: session() };
+    const paid = await initiate('25.5', 'usd', {}, ids.paid);
+    const expired = await initiate(20, 'usd', {}, ids.expired);
+    const cancelled = await initiate(21, 'usd', {}, ids.cancelled);
+    const underpaid = await initiate(22, 'usd', {}, ids.underpaid);
+    await simulate(paid.id, 'paid', PAYER);
+    await simulate(expired.id, 'expired');
+    await provider.cancelPayment({ data: cancelled.data });
+    await simulate(underpaid.id, 'underpaid');
+    const events = await delivered([paid.id, expired.id, cancelled.id, underpaid.id], 4);
+    const got = new Map<string, any>();
+    for (const e of events) got.set(e.type, await provider.getWebhookActionAndData(asMedusaReceives(e)));
+    const amount = (r: any) => r.data.amount.bigNumber.toFixed();
+    assert.equal(got.get('payment.paid').action, 'captured');
+    assert.equal(got.get('payment.paid').data.session_id, ids.paid);
+    assert.equal(amount(got.get('payment.paid')), '25.5');
+    assert.deepEqual(
+      [got.get('payment.expired').action, got.get('payment.expired').data.session_id],
+      ['canceled', ids.expired],
+    );
+    assert.equal(amount(got.get('payment.expired')), '20');
+    assert.deepEqual(
+      [got.get('payment.cancelled').action, got.get('payment.cancelled').data.session_id],
+      ['canceled', ids.cancelled],
+    );
+    assert.deepEqual(
+      [got.get('payment.underpaid').action, got.get('payment.underpaid').data.session_id],
+      ['requires_more', ids.underpaid],
+    );
+
+    // The same delivery twice (at least once) maps the same way; a string body as well as the bytes.
+    const paidEvent = events.find((e) => e.type === 'payment.paid')!;
+    const twice = await provider.getWebhookActionAndData({
+      ...asMedusaReceives(paidEvent),
+      rawData: paidEvent.rawBody,
+    });
+    assert.deepEqual(JSON.stringify(twice), JSON.stringify(got.get('payment.paid')));
+    // Medusa's event bus can hand the body over serialised as {type: 'Buffer', data}.
+    const serialised = JSON.parse(JSON.stringify(asMedusaReceives(paidEvent)));
+    assert.equal((await provider.getWebhookActionAndData(serialised)).action, 'captured');
+
+    await provider.refundPayment({ amount: '25.5', data: paid.data, context: {} });
+    await t.kasse.refunds.settleSimulated();
+    const refunded = (await delivered([paid.id], 2)).find((e) => e.type === 'payment.refunded');
+    const r = await provider.getWebhookActionAndData(asMedusaReceives(refunded!));
+    assert.equal(r.action, 'not_supported');
+    assert.equal(r.data.session_id, ids.paid);
+  });
+
+  test('a payment Medusa did not create, and events of other objects, are not supported', async () => {
+    const p = (await m.test.post('/payments', { price_amount: 500, price_currency: 'USD', order_id: 'pos-7' })).body;
+    await simulate(p.id, 'paid');
+    const [e] = await delivered([p.id], 1);
+    assert.deepEqual(await provider.getWebhookActionAndData(asMedusaReceives(e!)), { action: 'not_supported' });
+  });
+
+  test('a forged, tampered, unsigned or stale delivery is refused: no action, no session, a warning says why', async () => {
+    const out = await initiate(33);
+    await simulate(out.id, 'paid');
+    const [e] = await delivered([out.id], 1);
+    const real = asMedusaReceives(e!);
+    const forgedSignature = real.headers['service-signature']!.toString().replace(/v1=\w/, 'v1=0');
+    const tampered = e!.rawBody.replace('"status":"paid"', '"status":"paiD"');
+    const cases: Array<[any, string]> = [
+      [{ ...real, headers: { ...real.headers, 'service-signature': forgedSignature } }, 'signature_mismatch'],
+      [{ ...real, rawData: Buffer.from(tampered), data: JSON.parse(tampered) }, 'signature_mismatch'],
+      [{ ...real, headers: {} }, 'missing_header'],
+      [{ ...real, rawData: undefined }, 'malformed_body'],
+    ];
+    for (const [payload, reason] of cases) {
+      warnings.length = 0;
+      assert.deepEqual(await provider.getWebhookActionAndData(payload), { action: 'not_supported' }, reason);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, new RegExp(`webhook refused \\(${reason}\\)`));
+    }
+    // Signed by another account's secret.
+    const other = make({ webhookSecret: 'whsec_another' });
+    assert.deepEqual(await other.getWebhookActionAndData(real), { action: 'not_supported' });
+
+    // A real delivery signed ten minutes away from the provider's clock is outside the 300 s tolerance.
+    t.clock.advance(10 * MINUTE);
+    const late = await initiate(34);
+    await simulate(late.id, 'expired');
+    const [stale] = await delivered([late.id], 1);
+    warnings.length = 0;
+    assert.deepEqual(await provider.getWebhookActionAndData(asMedusaReceives(stale!)), { action: 'not_supported' });
+    assert.match(warnings[0]!, /webhook refused \(timestamp_out_of_tolerance\)/);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * The Medusa provider's rules that need neither Medusa nor Kasse (integrations/medusa/src/mapping.ts): amounts as
+ * exact cents, every Kasse status and event as Medusa's, the address a refund goes back to, and the options.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  capturedCents,
+  fromCents,
+  optionsProblem,
+  type PaymentFacts,
+  payerAddress,
+  sessionOf,
+  sessionStatus,
+  toCents,
+  webhookAction,
+} from '../../integrations/medusa/src/mapping.ts';
+import { EVENT_TYPES, PAYMENT_STATUSES } from '../../src/modules/payments/model.ts';
+
+test('toCents: decimal dollars to integer cents exactly, a fraction of a cent half up; fromCents back', () => {
+  const cases: Array<[string, number]> = [
+    ['25.5', 2550],
+    ['25.50', 2550],
+    ['0.01', 1],
+    ['0.005', 1],
+    ['0.0049999', 0],
+    ['10.825', 1083],
+    ['10.824', 1082],
+    ['19.999', 2000],
+    ['1000000', 100_000_000],
+    ['7', 700],
+    ['7.', 700],
+  ];
+  for (const [decimal, cents] of cases) {
+    if (cents === 0) assert.throws(() => toCents(decimal), /less than a cent/);
+    else assert.equal(toCents(decimal), cents, decimal);
+  }
+  for (const bad of ['-1', '1e3', 'abc', '', '1,5'])
+    assert.throws(() => toCents(bad), /not a positive decimal amount/, bad);
+  assert.throws(() => toCents('1000000.005'), /more than Kasse's largest payment/);
+  assert.deepEqual([2550, 1, 0, 100_000_000].map(fromCents), ['25.50', '0.01', '0.00', '1000000.00']);
+  assert.throws(() => fromCents(1.5), /whole number of cents/);
+});
+
+test('every Kasse payment status has a Medusa session status', () => {
+  const expected: Record<string, string> = {
+    waiting: 'pending',
+    detected: 'pending',
+    confirming: 'pending',
+    paid: 'captured',
+    underpaid: 'requires_more',
+    expired: 'canceled',
+    late: 'pending',
+    refunded: 'captured',
+    cancelled: 'canceled',
+  };
+  assert.deepEqual(Object.keys(expected).sort(), [...PAYMENT_STATUSES].sort());
+  for (const status of PAYMENT_STATUSES) assert.equal(sessionStatus(status), expected[status], status);
+  assert.equal(sessionStatus('authorized'), 'authorized');
+  assert.equal(sessionStatus('a-status-of-a-newer-kasse'), 'pending');
+});
+
+test('every payment event has a Medusa webhook action', () => {
+  const expected: Record<string, string> = {
+    'payment.detected': 'pending',
+    'payment.confirming': 'pending',
+    'payment.paid': 'captured',
+    'payment.underpaid': 'requires_more',
+    'payment.overpaid': 'not_supported',
+    'payment.expired': 'canceled',
+    'payment.late': 'pending',
+    'payment.wrong_asset': 'not_supported',
+    'payment.reorged': 'pending',
+    'payment.refunded': 'not_supported',
+    'payment.cancelled': 'canceled',
+  };
+  assert.deepEqual(Object.keys(expected).sort(), [...EVENT_TYPES].sort());
+  for (const type of EVENT_TYPES) assert.equal(webhookAction(type), expected[type], type);
+  assert.equal(webhookAction('payment.authorized'), 'authorized');
+  assert.equal(webhookAction('payment.captured'), 'captured');
+  assert.equal(webhookAction('refund.failed'), 'not_supported');
+});
+
+function payment(deposits: PaymentFacts['attempts'][number]['deposits'], paid = true): PaymentFacts {
+  return {
+    id: 'pay_1',
+    status: paid ? 'paid' : 'underpaid',
+    price_amount: 2500,
+    paid_attempt_id: paid ? 'att_2' : null,
+    metadata: { medusa_session_id: 'payses_1' },
+    attempts: [
+      { id: 'att_1', token: 'base:usdc', deposits: [{ token: 'base:usdc', from: '0xOTHER', status: 'confirmed' }] },
+      { id: 'att_2', token: 'base:usdc', deposits },
+    ],
+  };
+}
+
+test("payerAddress: the one sender of the paid attempt's confirmed money, else none", () => {
+  const a = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+  const confirmed = (from: string | null, token = 'base:usdc', status = 'confirmed') => ({ token, from, status });
+  assert.equal(payerAddress(payment([confirmed(a)])), a);
+  assert.equal(payerAddress(payment([confirmed(a), confirmed(a.toLowerCase(), 'base:usdc', 'final')])), a);
+  assert.equal(payerAddress(payment([confirmed(a), confirmed('0x0000000000000000000000000000000000000001')])), null);
+  assert.equal(payerAddress(payment([confirmed(null)])), null, 'a sender Kasse could not tell');
+  assert.equal(payerAddress(payment([confirmed(a), confirmed(null)])), null);
+  assert.equal(payerAddress(payment([confirmed(a), confirmed('0xB', 'base:usdc', 'orphaned')])), a);
+  assert.equal(payerAddress(payment([confirmed(a), confirmed('0xB', 'base:eth')])), a, 'a wrong asset is not paid');
+  assert.equal(payerAddress(payment([confirmed(a)], false)), null, 'no paid attempt');
+});
+
+test('capturedCents and sessionOf', () => {
+  assert.equal(capturedCents(payment([])), 2500);
+  assert.equal(
+    capturedCents({
+      ...payment([]),
+      authorization: { amount_usd_cents: 2500, captured_usd_cents: 1000, voided: true },
+    }),
+    1000,
+  );
+  assert.equal(sessionOf(payment([])), 'payses_1');
+  assert.equal(sessionOf({ metadata: {} }), null);
+  assert.equal(sessionOf({ metadata: { medusa_session_id: 7 } }), null);
+});
+
+test('optionsProblem: capture "manual" is accepted when the client can hold and capture', () => {
+  const options = { apiKey: 'kasse_live_x', baseUrl: 'https://api.pay.example.com/v1/', webhookSecret: 'whsec_x' };
+  assert.equal(optionsProblem(options, false), null);
+  assert.equal(optionsProblem({ ...options, capture: 'manual' }, true), null);
+  assert.match(optionsProblem({ ...options, capture: 'manual' }, false)!, /needs a Kasse client with payments.capture/);
+  assert.match(optionsProblem([], true)!, /options are missing/);
+  assert.match(optionsProblem({ ...options, apiKey: 'kasse_live_' }, true)!, /not a Kasse API key/);
+});
