@@ -130,7 +130,10 @@ export class Kasse {
     families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
-    this.merchants = new MerchantService(db, secrets.secretKey, { rateLimitPerMinute: config.rateLimitPerMinute });
+    this.merchants = new MerchantService(db, secrets.secretKey, {
+      rateLimitPerMinute: config.rateLimitPerMinute,
+      x402RateLimitPerMinute: config.x402.rateLimitPerMinute,
+    });
     this.audit = new AuditLog(db, clock);
     this.email = new EmailService({
       db,
@@ -249,6 +252,9 @@ export class Kasse {
       log,
       payments: this.payments,
       schemes: () => this.families.flatMap((f) => (f.loaded.x402 ? [f.loaded.x402] : [])),
+      audit: this.audit,
+      discoveryDays: config.x402.discoveryDays,
+      linkUrl: (slug) => this.links.url({ slug }),
     });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {

@@ -43,6 +43,9 @@ const ALLOWED: Array<{ file: string; table: string; uses: number; why: string }>
     uses: 2,
     why: 'default webhook URL in the publishing statement',
   },
+  // The public x402 discovery catalogue pages through agent-payable links together with the catalogue state the x402
+  // module keeps for each (turned off, last paid by an agent) and the declared resources: one query, one page.
+  { file: 'modules/x402/discovery.ts', table: 'links', uses: 1, why: 'x402 discovery catalogue page' },
 ];
 
 function files(dir: string, migrations = false): string[] {

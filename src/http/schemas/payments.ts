@@ -163,7 +163,14 @@ export const CreateAttemptBody = Type.Object(
 
 export const RefundBody = Type.Object(
   {
-    destination: Type.String({ minLength: 1, maxLength: 256, description: "Address on the attempt's network." }),
+    destination: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description:
+          'Address on the attempt\'s network. Required, except for a payment an x402 client made (`source: "x402"`): there it defaults to the paying address (`x402.payer`).',
+      }),
+    ),
     note: Type.Optional(Type.String({ maxLength: 500 })),
   },
   { additionalProperties: false },

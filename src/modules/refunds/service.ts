@@ -1,6 +1,8 @@
 /**
- * Refunds: the confirmed money of the attempt that holds it goes back to a destination the payer names. The refunds
- * module keeps them (`refunds`, through store.ts) and changes their payments only through the payments engine.
+ * Refunds: the confirmed money of the attempt that holds it goes back to a destination the payer names; for a
+ * payment an x402 client made, by default to the address that paid (the one address Kasse knows the money came from).
+ * The refunds module keeps them (`refunds`, through store.ts) and changes their payments only through the payments
+ * engine.
  *
  * Requesting one records it `pending` and asks the transfers module for the outgoing transfer in the same
  * transaction (no network I/O): a chain family's sender, the simulated sender in test mode, or in live mode
@@ -46,7 +48,8 @@ export const REFUND_PURPOSE = 'refund';
 export const REFUND_FAILED_EVENT = 'refund.failed';
 
 export interface RefundInput {
-  destination: string;
+  /** Where the money goes; absent: the payer's address of an x402 payment (required for any other payment). */
+  destination?: string;
   note?: string;
 }
 
@@ -65,10 +68,16 @@ export class RefundService implements TransferOwner {
     const { chains, clock } = this.engine.deps;
     const first = await this.engine.load(scope, paymentId);
     if (!first) throw notFound('payment');
+    const destination = input.destination ?? (first.row.x402 as { payer?: string } | null)?.payer;
+    if (!destination)
+      throw invalid(
+        'destination is required: the address on the paid network to send the money back to',
+        'destination',
+      );
     const holder = refundable(first);
     if (!holder) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
     const adapter = chains.adapter(scope.mode, holder.attempt.chain);
-    if (!adapter.isValidAddress(input.destination)) {
+    if (!adapter.isValidAddress(destination)) {
       throw invalid(
         `destination is not a valid ${chains.network(scope.mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`,
         'destination',
@@ -95,7 +104,7 @@ export class RefundService implements TransferOwner {
         merchant_id: l.row.merchant_id,
         mode: scope.mode,
         status: 'pending',
-        destination: input.destination,
+        destination,
         token: money.token,
         amount: money.amount.toString(),
         note: input.note ?? null,
