@@ -26,6 +26,10 @@ export interface Target {
   idempotencyKeyPrefix?: string;
   connections?: number;
   seconds?: number;
+  /** Send this many requests (then the rate is their number over the time they took) instead of for `seconds`. */
+  amount?: number;
+  /** Headers of the `i`-th request, replacing `headers` (a key per merchant, say). */
+  headersOf?: (i: number) => Record<string, string>;
 }
 
 /** Loads made so far: each load's keys are its own, so a later round of the same target sends no key twice. */
@@ -37,25 +41,29 @@ export async function load(opts: Target): Promise<LoadResult> {
   const keyed = opts.idempotencyKeyPrefix === undefined ? undefined : `${opts.idempotencyKeyPrefix}-${++loads}`;
   const setup = (req: Record<string, unknown>) => {
     const n = i++;
+    const headers = opts.headersOf ? opts.headersOf(n) : (req.headers as Record<string, string>);
     return {
       ...req,
       ...(typeof bodyFn === 'function' ? { body: bodyFn(n) } : {}),
-      ...(keyed !== undefined
-        ? { headers: { ...(req.headers as Record<string, string>), 'idempotency-key': `${keyed}-${n}` } }
-        : {}),
+      ...(opts.headersOf ? { headers } : {}),
+      ...(keyed !== undefined ? { headers: { ...headers, 'idempotency-key': `${keyed}-${n}` } } : {}),
     };
   };
+  const started = performance.now();
   const result = await autocannon({
     url: opts.url,
     method: opts.method ?? 'GET',
     headers: opts.headers,
     connections: opts.connections ?? 64,
-    duration: opts.seconds ?? 10,
-    ...(typeof bodyFn === 'function' || keyed !== undefined ? { requests: [{ setupRequest: setup }] } : {}),
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds ?? 10 }),
+    ...(typeof bodyFn === 'function' || keyed !== undefined || opts.headersOf
+      ? { requests: [{ setupRequest: setup }] }
+      : {}),
     ...(typeof bodyFn === 'string' ? { body: bodyFn } : {}),
   });
+  const seconds = (performance.now() - started) / 1000;
   return {
-    requests_per_sec: Math.round(result.requests.average),
+    requests_per_sec: Math.round(opts.amount ? result.requests.total / seconds : result.requests.average),
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
     non_2xx: result.non2xx,

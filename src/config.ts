@@ -15,6 +15,12 @@ import { fileURLToPath } from 'node:url';
  */
 export const KASSE_HOME = packageRoot(dirname(fileURLToPath(import.meta.url)));
 
+/**
+ * NOTE: the x402 facilitator routes' default limit per key: a paid call costs a verify and a settle, so 3,000 requests
+ * a minute serve 1,500 paid calls a minute (25 a second) per key; the spec's 60 a minute keeps governing the rest.
+ */
+export const X402_RATE_LIMIT_DEFAULT = 3000;
+
 function packageRoot(dir: string): string {
   if (existsSync(join(dir, 'package.json'))) return dir;
   const up = dirname(dir);
@@ -35,6 +41,8 @@ export interface Config {
   logLevel: string;
   /** Default requests per minute per API key. */
   rateLimitPerMinute: number;
+  /** The x402 facilitator (docs/x402.md): its routes' limit per key, and how long an unpaid resource stays discoverable. */
+  x402: { rateLimitPerMinute: number; discoveryDays: number };
   /** Service fee in basis points of the credited value. */
   feeBps: number;
   secretsFile: string | null;
@@ -140,6 +148,10 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     roles: roles as Role[],
     logLevel: env.KASSE_LOG_LEVEL || defaults.logLevel || 'info',
     rateLimitPerMinute: int(env, 'KASSE_RATE_LIMIT', 60, 1),
+    x402: {
+      rateLimitPerMinute: int(env, 'KASSE_X402_RATE_LIMIT', X402_RATE_LIMIT_DEFAULT, 1),
+      discoveryDays: int(env, 'KASSE_X402_DISCOVERY_DAYS', 30, 1, 3650),
+    },
     feeBps: int(env, 'KASSE_FEE_BPS', 100, 0, 10000),
     secretsFile: env.KASSE_SECRETS_FILE || null,
     networksFile: env.KASSE_NETWORKS_FILE || null,

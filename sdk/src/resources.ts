@@ -61,6 +61,7 @@ export const RESOURCES = {
     payTo: op('x402PayTo'),
     verify: op('x402Verify'),
     settle: op('x402Settle'),
+    discoveryResources: op('x402DiscoveryResources'),
   },
   testHelpers: { payments: { simulate: op('simulatePayment') }, subscriptions: { advance: op('advanceSubscription') } },
 } as const;

@@ -99,8 +99,18 @@ export type X402Settlement =
 export interface X402Scheme {
   /** The kinds the family offers in `mode` (networks with a USDC the scheme can take; simulator-served ones too). */
   kinds(mode: Mode): Promise<X402Kind[]>;
-  /** The merchant's receiving address on `chain`, made from derivation index `index` (the module allots it). */
+  /**
+   * The merchant's receiving address on `chain`, made from derivation index `index` (the module allots it) under the
+   * network's current configuration, with whatever the family does for a new receiving address (idempotent: the
+   * module asks again for the same index when the configuration changed).
+   */
   payTo(mode: Mode, chain: string, index: bigint): Promise<string>;
+  /**
+   * What `payTo` derives from on `chain` now (the forwarder factory, say), or `simulator` on a network the test-mode
+   * simulator serves: an address derived under another value is derived again and the old one retired, so only
+   * addresses the family can sweep are given out (under `simulator` addresses are kept as they are).
+   */
+  derivation(mode: Mode, chain: string): string;
   /** The authorization's key (as `X402Valid.key`) read from the payload alone, or null when it is malformed. */
   key(request: X402Request): string | null;
   /** Checks the payload; never writes. */

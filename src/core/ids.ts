@@ -68,7 +68,8 @@ export type IdPrefix =
   | 'swp'
   | 'eml'
   | 'dsp'
-  | 'x4s';
+  | 'x4s'
+  | 'x4r';
 
 function randomBase32(chars: number): string {
   let out = '';

@@ -18,8 +18,8 @@ import { sql } from 'kysely';
 import type { Mode } from '../core/mode.ts';
 import { ApiError, type ErrorBody } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
-import type { AuthenticatedKey } from '../modules/merchants/service.ts';
-import type { RateDecision } from '../modules/ratelimit/limiter.ts';
+import type { AuthenticatedKey } from '../modules/merchants/index.ts';
+import type { RateDecision } from '../modules/ratelimit/index.ts';
 import { documentErrors } from './openapi.ts';
 import referenceRoutes from './reference.ts';
 import { blockedRange } from '../core/addresses.ts';
@@ -57,9 +57,33 @@ function bearerToken(header: string | undefined): string | undefined {
 
 /**
  * The API listeners' guard: bearer auth and the rate limit. With the key cached and allowance leased (nearly every
- * request) it decides without waiting; otherwise it asks the database.
+ * request) it decides without waiting; otherwise it asks the database. A route marked `limit: 'x402'` (the x402
+ * facilitator's) counts against the key's own x402 allowance, sized for machine traffic, in a window of its own; every
+ * other route against the key's API limit (the spec's 60 a minute by default).
  */
-function keyGuard(kasse: Kasse, mode: Mode): Hook {
+function keyGuard(kasse: Kasse, mode: Mode): (limit: 'api' | 'x402') => Hook {
+  return (limit) =>
+    limit === 'x402'
+      ? guardOf(
+          kasse,
+          mode,
+          (key) => `x402:${key.keyId}`,
+          (key) => key.x402RateLimit,
+        )
+      : guardOf(
+          kasse,
+          mode,
+          (key) => key.keyId,
+          (key) => key.rateLimit,
+        );
+}
+
+function guardOf(
+  kasse: Kasse,
+  mode: Mode,
+  bucket: (key: AuthenticatedKey) => string,
+  allowance: (key: AuthenticatedKey) => number,
+): Hook {
   const admit = (req: FastifyRequest, reply: FastifyReply, key: AuthenticatedKey, rate: RateDecision) => {
     // Strings: Node would otherwise convert each number twice (validation, then the header block).
     reply.header('ratelimit-limit', String(rate.limit));
@@ -88,7 +112,7 @@ function keyGuard(kasse: Kasse, mode: Mode): Hook {
   const admitSlowly = async (req: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
     const key = await kasse.merchants.authenticate(token);
     checkMode(key);
-    admit(req, reply, key, await kasse.rateLimiter.take(key.keyId, key.rateLimit));
+    admit(req, reply, key, await kasse.rateLimiter.take(bucket(key), allowance(key)));
   };
   return (req, reply, done) => {
     const token = bearerToken(req.headers.authorization);
@@ -96,7 +120,7 @@ function keyGuard(kasse: Kasse, mode: Mode): Hook {
       const key = kasse.merchants.authenticateCached(token);
       if (key) {
         checkMode(key);
-        const rate = kasse.rateLimiter.tryTake(key.keyId, key.rateLimit);
+        const rate = kasse.rateLimiter.tryTake(bucket(key), allowance(key));
         if (rate) {
           admit(req, reply, key, rate);
           return done();

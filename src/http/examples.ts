@@ -8,6 +8,7 @@
  * validates every example against its schema and fails when a component, request body or success response has none.
  */
 import type { ErrorCode } from '../core/errors.ts';
+import { LINK_DECLARATION } from '../modules/x402/index.ts';
 
 const PAYMENT_ID = 'pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX';
 const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
@@ -149,8 +150,34 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
         },
       },
     ],
-    extensions: [],
+    extensions: ['bazaar', 'payment-identifier'],
     signers: { 'eip155:*': ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'] },
+  },
+  X402DiscoveryResources: {
+    x402Version: 2,
+    items: [
+      {
+        resource: 'https://pay.example.com/l/k3x9m2p7q8r4',
+        type: 'http',
+        x402Version: 2,
+        accepts: [
+          {
+            scheme: 'exact',
+            network: 'eip155:8453',
+            amount: '2500000',
+            asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+            payTo: '0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D',
+            maxTimeoutSeconds: 300,
+            extra: { name: 'USD Coin', version: '2', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', decimals: 6 },
+          },
+        ],
+        lastUpdated: '2026-03-01T12:04:12.000Z',
+        description: 'Weather report',
+        mimeType: 'application/json',
+        extensions: { bazaar: LINK_DECLARATION },
+      },
+    ],
+    pagination: { limit: 20, offset: 0, total: 1 },
   },
   SubscriptionInvoice: subscriptionInvoice,
   Subscription: {

@@ -105,6 +105,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** On an API listener, the route answers without a key (probes, metrics, the OpenAPI document). */
     public?: boolean;
+    /** On an API listener, the limit the route counts against: the key's own one (default) or its x402 one. */
+    limit?: 'api' | 'x402';
   }
   interface FastifyRequest {
     /** The matched route's URL pattern (the metrics label); null when no route matched. */
@@ -124,11 +126,16 @@ declare module 'fastify' {
  * promise per hook costs a microtask. Answers made before any route hook (unknown route, malformed URL) get their
  * request id in `sendError`.
  */
-export function instrument(app: FastifyInstance, deps: FrameDeps, listener: string, guard?: Hook): void {
+export function instrument(
+  app: FastifyInstance,
+  deps: FrameDeps,
+  listener: string,
+  guard?: (limit: 'api' | 'x402') => Hook,
+): void {
   app.decorateRequest('routeUrl', null);
   app.addHook('onRoute', (route) => {
     const url = route.url;
-    const check = guard && !route.config?.public ? guard : undefined;
+    const check = guard && !route.config?.public ? guard(route.config?.limit ?? 'api') : undefined;
     // Lower case, as Fastify would make it: a name that already is costs no new string per request.
     const hook: Hook = (req, reply, done) => {
       reply.header('request-id', req.id);

@@ -12,8 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../core/errors.ts';
 import { day, type Locale, type MessageKey, moment, money, t } from '../core/i18n/index.ts';
 import type { Kasse } from '../kasse.ts';
-import { every } from '../modules/subscriptions/mail.ts';
-import type { CustomerView } from '../modules/subscriptions/service.ts';
+import { type CustomerView, every } from '../modules/subscriptions/index.ts';
 import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import {
   addFormParser,
@@ -25,7 +24,7 @@ import {
   sendPage,
   type Html,
 } from './page.ts';
-import { brandOf, type MerchantBrand } from './brand.ts';
+import type { MerchantBrand } from './brand.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 const STATUS_TEXT: Record<string, MessageKey> = {
@@ -114,7 +113,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     return sendPage(
       reply,
       200,
-      subscriptionPage(l, req.params.token, view, await brandOf(kasse, view.merchantId), {
+      subscriptionPage(l, req.params.token, view, await kasse.merchants.brands.of(view.merchantId), {
         notice,
         picked: pickedLocale(req),
       }),
@@ -145,7 +144,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
       return sendPage(
         reply,
         e.status,
-        subscriptionPage(l, req.params.token, view, await brandOf(kasse, view.merchantId), {
+        subscriptionPage(l, req.params.token, view, await kasse.merchants.brands.of(view.merchantId), {
           error: message,
           picked: pickedLocale(req, bodyLang(req)),
         }),

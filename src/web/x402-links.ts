@@ -12,10 +12,12 @@
  *                                           and `PAYMENT-RESPONSE`, or 402 with `PAYMENT-REQUIRED` naming the reason
  *
  * An x402 client is a request carrying `PAYMENT-SIGNATURE`, or one whose `Accept` does not ask for HTML; browsers
- * keep getting the link page. A use of the link is counted before the money moves (`max_uses` stays a hard cap) and
- * given back when the settlement fails or turns out to be a replay of a payment already made (the replay answers the
- * receipt of that payment again). A settlement still waiting for its confirmations keeps its use: the payment lands
- * when they come, and a retry with the same `PAYMENT-SIGNATURE` answers its receipt then.
+ * keep getting the link page. A payment pays the link it was made for (its `resource`): shown to another link it is
+ * asked for again and counts nothing there. A use of the link is counted before the money moves (`max_uses` stays a
+ * hard cap) and given back when this request made no sale: the settlement failed, or the authorization was settled
+ * already — another request with it is refused as a duplicate, and a retry with the same `payment-identifier` (the
+ * 402 declares the extension) answers the receipt of that payment again. A settlement still waiting for its
+ * confirmations keeps its use: the payment lands when they come, and a retry answers its receipt then.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -24,11 +26,11 @@ import {
   encodePaymentResponseHeader,
 } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { X402Requirements } from '../chains/x402.ts';
 import { ApiError } from '../core/errors.ts';
-import type { LinkRow, LinkService } from '../modules/links/service.ts';
-import type { X402Service } from '../modules/x402/service.ts';
-import { type PaymentPayload, PaymentPayloadSchema } from '../modules/x402/wire.ts';
+import type { LinkRow, LinkService } from '../modules/links/index.ts';
+import { type PaymentPayload, PaymentPayloadSchema, type X402Service } from '../modules/x402/index.ts';
 import { bodyGuard } from '../http/validation.ts';
 
 const X402_VERSION = 2;
@@ -96,6 +98,7 @@ export async function answerAgent(
       error,
       resource,
       accepts: accepts as PaymentRequirements[],
+      extensions: { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) },
     };
     return reply
       .code(402)
@@ -109,6 +112,9 @@ export async function answerAgent(
   if (typeof payload === 'string') return required(payload);
   const requirements = accepts.find((r) => sameRequirements(r, payload.accepted!));
   if (!requirements) return required('No matching payment requirements');
+  // The signature does not name the link; the payload's resource says which one it was made for.
+  if (payload.resource?.url !== resource.url)
+    return required(`This payment was made for ${payload.resource?.url ?? 'no resource'}, not for ${resource.url}.`);
   const seq = await deps.links.admit(link);
   let settled: Awaited<ReturnType<LinkFacilitator['sell']>>;
   try {
@@ -122,9 +128,9 @@ export async function answerAgent(
     await deps.links.release(link);
     throw err;
   }
-  const { response, payment, replay } = settled;
+  const { response, payment, made } = settled;
   const pending = response.errorReason === 'settlement_pending';
-  if (replay || (!payment && !pending)) await deps.links.release(link);
+  if (!made || (!payment && !pending)) await deps.links.release(link);
   reply.header(
     'PAYMENT-RESPONSE',
     encodePaymentResponseHeader(response as Parameters<typeof encodePaymentResponseHeader>[0]),

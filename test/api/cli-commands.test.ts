@@ -39,6 +39,7 @@ test('every merchant and key command answers in snake_case', async () => {
     'merchant update': await run('merchant update', {
       merchant: created.merchant_id,
       'rate-limit': '120',
+      'x402-rate-limit': '900',
       'fee-bps': '50',
     }),
     'key list': await run('key list', { merchant: created.merchant_id }),
@@ -53,6 +54,7 @@ test('every merchant and key command answers in snake_case', async () => {
   }
   const updated = outputs['merchant update'] as Record<string, unknown>;
   assert.equal(updated.rate_limit_per_minute, 120);
+  assert.equal(updated.x402_rate_limit_per_minute, 900);
   assert.equal(updated.fee_bps, 50);
   assert.equal(updated.webhook_url_live, 'https://shop.example/hook');
   assert.deepEqual(

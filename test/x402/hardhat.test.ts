@@ -1,9 +1,12 @@
 /**
  * Kasse as x402 facilitator on a PRIVATE Hardhat node with the test USDC: real `transferWithAuthorization` relayed
- * by the hot wallet (the agent holds no ETH), balances checked on chain. The official packages end to end; an
- * insufficient balance refused before anything is sent; one authorization settled concurrently through two Kasse
- * processes on one database (exactly one transaction, one payment); and an API process killed with SIGKILL between
- * broadcast and confirmation, after which the workers' pass settles it exactly once.
+ * by the hot wallet (the agent holds no ETH), balances checked on chain. The official packages end to end, the agent
+ * allowing the local token as docs/x402.md shows; an insufficient balance refused before anything is sent; one
+ * PAYMENT-SIGNATURE sent five times at once through `@x402/hono` in front of two Kasse processes on one database
+ * (one 200, one transaction, one payment); amounts above $1,000,000 refused before anything is sent and $1,000,000
+ * itself recorded; an address handed out on the simulator retired once the node is configured, and the one derived in
+ * its place settled into and swept by `kasse evm sweep`; and an API process killed with SIGKILL between broadcast and
+ * confirmation, after which the workers' pass settles it exactly once.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -17,7 +20,14 @@ import { eventually, ok } from '../harness/expect.ts';
 import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
 import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
-import { agentFetch, startShop } from './agents.ts';
+import { agentFetch, paymentSignature, startHonoShop, startShop, type Shop } from './agents.ts';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import { evmCommands } from '../../src/chains/evm/commands.ts';
+import type { SweepReport } from '../../src/chains/evm/operations.ts';
+import { startTestKasse } from '../harness/app.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 import { SERVER } from '../harness/commands.ts';
 
@@ -42,14 +52,14 @@ after(async () => {
 const hotNonce = () => k.chain.client.getTransactionCount({ address: k.adapter.sender!.address as Address });
 const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
 
-async function body(units: bigint, signer = agent) {
+async function body(units: bigint, signer = agent, to: Address = payTo) {
   const now = Math.floor(Date.now() / 1000);
   const signed = await authorizationBody({
     signer,
     domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: k.usdc },
     network: NETWORK,
     asset: k.usdc,
-    payTo,
+    payTo: to,
     value: units,
     validAfter: now - 600,
     validBefore: now + 600,
@@ -81,7 +91,10 @@ test('an agent with no ETH pays an Express API through Kasse: real transfer, pai
   });
   try {
     const [agentBefore, merchantBefore] = [await usdcOf(agent.address), await usdcOf(payTo)];
-    const res = await agentFetch(agent, { anyAsset: true })(`${shop.url}/weather`);
+    // The docs' configuration: the client's spend controls allow the local token by name.
+    const res = await agentFetch(agent, { allowedAssets: [{ network: NETWORK, asset: k.usdc }] })(
+      `${shop.url}/weather`,
+    );
     assert.equal(res.status, 200, await res.clone().text());
     const receipt = JSON.parse(Buffer.from(res.headers.get('payment-response')!, 'base64').toString());
     assert.equal(receipt.success, true);
@@ -110,7 +123,7 @@ test('a payer without the USDC is refused at verify and settle, and nothing is s
   assert.equal(await hotNonce(), nonce);
 });
 
-test('one authorization settled concurrently by two processes: one transaction, one payment', async () => {
+test('one PAYMENT-SIGNATURE five times at once through @x402/hono and two processes: one 200, one transfer', async () => {
   const second = await startEvmKasse({
     rpcUrl: node.url,
     tiers: [{ max_usd_cents: null, confirmations: 1 }],
@@ -119,21 +132,121 @@ test('one authorization settled concurrently by two processes: one transaction, 
     secrets: k.secrets,
     contracts: { usdc: k.usdc, factory: k.factory, treasury: k.treasury, hotWalletKey: k.hotWalletKey },
   });
+  const shops: Shop[] = [];
   try {
     second.t.clock.set(Date.now());
-    const other = new ApiClient(second.t.urls.test, k.m.testKey);
+    const price = { amount: '2500', asset: k.usdc, extra: { name: 'Test USDC', version: '2' } };
+    for (const apiBase of [k.t.urls.test, second.t.urls.test])
+      shops.push(await startHonoShop({ apiBase, key: k.m.testKey, network: NETWORK, payTo, price }));
     const nonce = await hotNonce();
     const before = await usdcOf(payTo);
-    const b = await body(2_500n);
-    const answers = await Promise.all([0, 1, 2, 3].map((i) => ok((i % 2 ? other : k.m.test).post('/x402/settle', b))));
-    for (const a of answers) assert.equal(a.success, true, JSON.stringify(a));
-    assert.equal(new Set(answers.map((a) => a.transaction)).size, 1, 'the same transaction');
-    assert.equal(new Set(answers.map((a) => a.extra.payment_id)).size, 1, 'the same payment');
+    const paidBefore = (await ok(k.m.test.get('/payments?source=x402&limit=100'))).data.length;
+    const header = await paymentSignature(agent, `${shops[0]!.url}/weather`, { anyAsset: true });
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => fetch(`${shops[i % 2]!.url}/weather`, { headers: { 'payment-signature': header } })),
+    );
+    assert.deepEqual(answers.map((r) => r.status).sort(), [200, 402, 402, 402, 402]);
+    for (const r of answers.filter((a) => a.status === 402)) {
+      const settled = r.headers.get('payment-response');
+      const reason = settled
+        ? decodePaymentResponseHeader(settled).errorReason
+        : decodePaymentRequiredHeader(r.headers.get('payment-required')!).error;
+      assert.equal(reason, 'invalid_exact_evm_nonce_already_used');
+    }
     assert.equal(await hotNonce(), nonce + 1, 'one transaction sent');
     assert.equal(await usdcOf(payTo), before + 2_500n, 'moved once');
+    const paid = (await ok(k.m.test.get('/payments?source=x402&limit=100'))).data.length;
+    assert.equal(paid, paidBefore + 1, 'one payment');
   } finally {
+    for (const shop of shops) await shop.close();
     await second.close();
   }
+});
+
+test('above $1,000,000 verify and settle refuse and nothing is sent; $1,000,000 settles and is recorded', async () => {
+  const rich = privateKeyToAccount(generatePrivateKey());
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, rich.address, 2_000_000_000_000n));
+  const nonce = await hotNonce();
+  const beyond = await body(1_000_000_000_001n, rich);
+  assert.equal((await ok(k.m.test.post('/x402/verify', beyond))).invalidReason, 'invalid_payment_requirements');
+  const refused = await ok(k.m.test.post('/x402/settle', beyond));
+  assert.deepEqual([refused.success, refused.errorReason], [false, 'invalid_payment_requirements']);
+  assert.equal(await hotNonce(), nonce, 'nothing sent');
+  const before = await usdcOf(payTo);
+  const largest = await ok(k.m.test.post('/x402/settle', await body(1_000_000_000_000n, rich)));
+  assert.equal(largest.success, true, JSON.stringify(largest));
+  assert.equal(await usdcOf(payTo), before + 1_000_000_000_000n);
+  const p = await ok(k.m.test.get(`/payments/${largest.extra.payment_id}`));
+  assert.equal(p.price_amount, 100_000_000);
+  assert.equal(p.attempts[0].deposits[0].amount, '1000000000000');
+});
+
+test('an address given out on the simulator is retired once the node is configured; its successor is swept', async () => {
+  // The merchant's first days: the same database, `base` on the simulator (no forwarder factory configured yet).
+  const dir = mkdtempSync(join(tmpdir(), 'kasse-x402-sim-'));
+  const file = join(dir, 'networks.json');
+  const doc = JSON.parse(readFileSync(k.networksFile, 'utf8'));
+  delete doc.networks[0].evm;
+  writeFileSync(file, JSON.stringify(doc));
+  const nowhere = 'http://127.0.0.1:9';
+  const early = await startTestKasse({
+    databaseUrl: k.t.databaseUrl,
+    secrets: k.secrets,
+    env: { KASSE_NETWORKS_FILE: file, KASSE_COINGECKO_URL: nowhere, KASSE_BINANCE_URL: nowhere },
+  });
+  let merchant: Awaited<ReturnType<typeof early.merchant>>;
+  let simulated: string;
+  try {
+    merchant = await early.merchant();
+    simulated = (await ok(merchant.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+    const kinds = (await ok(merchant.test.get('/x402/supported'))).kinds;
+    assert.equal(kinds[0].extra.simulated, true);
+  } finally {
+    await early.close();
+  }
+  // Then the node was configured (k runs with the factory): the address offered is one the factory sweeps.
+  const api = new ApiClient(k.t.urls.test, merchant.testKey);
+  const derived = (await ok(api.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+  assert.notEqual(derived.toLowerCase(), simulated.toLowerCase());
+  const row = await k.t.kasse.db
+    .selectFrom('x402_pay_to')
+    .selectAll()
+    .where('merchant_id', '=', merchant.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(k.adapter.addressOf(BigInt(row.address_index)), getAddress(derived), 'the factory clone of its index');
+  assert.equal((await ok(api.get('/x402/supported'))).kinds[0].extra.payTo, derived);
+  assert.deepEqual(
+    (await k.t.kasse.x402.retired('test', merchant.id)).map((r) => r.address),
+    [simulated],
+    'the simulator-era address is retired',
+  );
+  // A payment to the retired address is refused as paying someone else.
+  const stale = await authorizationBody({
+    signer: agent,
+    domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: k.usdc },
+    network: NETWORK,
+    asset: k.usdc,
+    payTo: simulated,
+    value: 3_000n,
+    validAfter: Math.floor(Date.now() / 1000) - 600,
+    validBefore: Math.floor(Date.now() / 1000) + 600,
+    maxTimeoutSeconds: 600,
+    resource: { url: 'http://shop.test/weather', description: 'Weather', mimeType: 'application/json' },
+  });
+  assert.equal((await ok(api.post('/x402/settle', stale.body))).errorReason, 'invalid_exact_evm_recipient_mismatch');
+  // Paid at the derived address, the money is swept to the treasury.
+  const settled = await ok(api.post('/x402/settle', await body(3_000n, agent, derived as Address)));
+  assert.equal(settled.success, true, JSON.stringify(settled));
+  assert.equal(await usdcOf(derived as Address), 3_000n);
+  const treasury = await usdcOf(k.treasury);
+  const sweep = evmCommands.find((c) => c.name === 'evm sweep')!;
+  const report = (await sweep.run(k.t.kasse.familyContext, { mode: 'test', chain: 'base' }, [])) as SweepReport;
+  assert.ok(
+    report.transactions.every((t) => t.status === 'confirmed'),
+    JSON.stringify(report),
+  );
+  assert.equal(await usdcOf(derived as Address), 0n, 'swept');
+  assert.ok((await usdcOf(k.treasury)) >= treasury + 3_000n);
 });
 
 test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once', async () => {
@@ -207,9 +320,10 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
     const paid = list.data.filter((p: any) => p.attempts[0].pay_amount === '7000');
     assert.equal(paid.length, 1, 'one payment');
     assert.equal(paid[0].status, 'paid');
+    // The request that was answered died with its process; without a payment identifier a retry is a duplicate.
     const again = await ok(k.m.test.post('/x402/settle', b));
-    assert.equal(again.success, true);
-    assert.equal(again.transaction, paid[0].x402.transaction, 'a retry answers the same transaction');
+    assert.equal(again.errorReason, 'invalid_exact_evm_nonce_already_used');
+    assert.equal(await hotNonce(), nonce + 1, 'still one transaction');
   } finally {
     child?.kill('SIGKILL');
     await k.chain.setAutomine(true);

@@ -1,9 +1,11 @@
 /**
  * Agent-payable payment links (docs/x402.md): a fixed-amount link answers an x402 client with 402 and
- * `PAYMENT-REQUIRED`, and an agent with `wrapFetchWithPayment` (`@x402/fetch`, unchanged) pays it without the merchant
- * running any server: a `paid` x402 Payment with the link's order id and `metadata.link_id`, one use counted, a JSON
- * receipt and `PAYMENT-RESPONSE`. Browsers keep getting the page; links that ask the payer something are not
- * agent-payable; a replayed payment signature answers the same receipt and pays nothing twice.
+ * `PAYMENT-REQUIRED`, and an agent with `wrapFetchWithPayment` (`@x402/fetch` 2.27) or `wrapAxiosWithPayment`
+ * (`@x402/axios` 2.11), unchanged, pays it without the merchant running any server: a `paid` x402 Payment with the
+ * link's order id and `metadata.link_id`, one use counted, a JSON receipt and `PAYMENT-RESPONSE`. Browsers keep
+ * getting the page; links that ask the payer something are not agent-payable. One payment buys one receipt: the same
+ * signature again is refused as used and counts nothing, a retry under its `payment-identifier` answers the same
+ * receipt, and a payment made for one link is refused by another of the same price.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -12,7 +14,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { launchBrowser } from '../harness/browser.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
-import { agentFetch } from './agents.ts';
+import { agentFetch, paymentSignature } from './agents.ts';
+import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { generatePaymentId } from '@x402/extensions/payment-identifier';
+import axios from 'axios';
 
 const NETWORK = 'eip155:84532';
 let t: TestKasse;
@@ -34,15 +40,15 @@ const answer = async (res: Response | Promise<Response>) => {
 };
 const uses = async (id: string): Promise<number> => (await ok(m.test.get(`/links/${id}`))).uses;
 
-/** An agent's fetch that also remembers every `PAYMENT-SIGNATURE` it sent. */
-function recordingAgent() {
+/** An agent's fetch that also remembers every `PAYMENT-SIGNATURE` it sent (naming its payments by `paymentId`). */
+function recordingAgent(paymentId?: () => string) {
   const sent: string[] = [];
   const base: typeof fetch = (input, init) => {
     const signature = new Request(input, init).headers.get('payment-signature');
     if (signature) sent.push(signature);
     return fetch(input, init);
   };
-  return { pay: agentFetch(privateKeyToAccount(generatePrivateKey()), { maxUsd: '$5', base }), sent };
+  return { pay: agentFetch(privateKeyToAccount(generatePrivateKey()), { maxUsd: '$5', base, paymentId }), sent };
 }
 
 describe('a fixed-amount link', () => {
@@ -59,6 +65,7 @@ describe('a fixed-amount link', () => {
       description: 'Field guide PDF',
       mimeType: 'application/json',
     });
+    assert.deepEqual(Object.keys(required.extensions ?? {}), ['payment-identifier'], 'retries are safe through it');
     const base = required.accepts.find((a) => a.network === NETWORK)!;
     const payTo = (await ok(m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
     assert.equal(base.scheme, 'exact');
@@ -100,20 +107,73 @@ describe('a fixed-amount link', () => {
     assert.equal(p.x402.payer, settled.payer);
     assert.equal(await uses(link.id), 1);
 
-    // The same signature again is a replay: the same receipt, nothing paid or counted twice.
+    // The same signature again buys nothing: refused as used, nothing paid or counted twice.
     const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 200);
-    assert.equal((await again.json()).payment_id, receipt.payment_id);
+    assert.equal(again.status, 402);
+    assert.equal(
+      decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
+      'invalid_exact_evm_nonce_already_used',
+    );
     assert.equal(await uses(link.id), 1);
     assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
 
-    // A second agent takes the last use; a third finds the link used up and nothing is signed for it.
-    assert.equal((await recordingAgent().pay(link.url)).status, 200);
+    // A second agent, on @x402/axios 2.11, takes the last use; a third finds the link used up and signs nothing.
+    const axiosClient = new AxiosX402Client().register(
+      'eip155:*',
+      new ExactEvmScheme(privateKeyToAccount(generatePrivateKey())) as never,
+    );
+    const viaAxios = await wrapAxiosWithPayment(axios.create(), axiosClient).get(link.url);
+    assert.equal(viaAxios.status, 200);
+    assert.equal(viaAxios.data.order_id, `${link.slug}-3`);
     const late = recordingAgent();
     assertError(await answer(late.pay(link.url)), 422, 'invalid_state');
     assert.equal(late.sent.length, 0);
     assert.equal(await uses(link.id), 2);
     assert.equal((await ok(m.test.get('/payments?source=x402'))).data.length, 2);
+  });
+
+  test('a retry under the payment-identifier the 402 declares answers the same receipt, counting one use', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Tide table', amount_usd_cents: 150 });
+    const id = generatePaymentId();
+    const agent = recordingAgent(() => id);
+    const first = await agent.pay(link.url);
+    assert.equal(first.status, 200, await first.clone().text());
+    const receipt = await first.json();
+    // The answer was lost: the same payment again, under the same identifier.
+    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
+    assert.equal(again.status, 200);
+    assert.deepEqual(await again.json(), receipt);
+    assert.equal(await uses(link.id), 1);
+    assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+  });
+
+  test('a payment made for one link is refused by another of the same price, which counts nothing', async () => {
+    const first = await newLink({ kind: 'fixed', title: 'Map of Kochi', amount_usd_cents: 400 });
+    const second = await newLink({ kind: 'fixed', title: 'Map of Munnar', amount_usd_cents: 400 });
+    const agent = recordingAgent();
+    // Paid at the first link, then shown to the second.
+    assert.equal((await agent.pay(first.url)).status, 200);
+    const elsewhere = await fetch(second.url, { headers: { 'payment-signature': agent.sent[0]! } });
+    assert.equal(elsewhere.status, 402);
+    assert.match(
+      decodePaymentRequiredHeader(elsewhere.headers.get('payment-required')!).error!,
+      /made for .*, not for/,
+    );
+    // Made for the first link, shown to the second before anything was settled.
+    const fresh = await paymentSignature(privateKeyToAccount(generatePrivateKey()), first.url, { maxUsd: '$5' });
+    const early = await fetch(second.url, { headers: { 'payment-signature': fresh } });
+    assert.equal(early.status, 402);
+    assert.equal(early.headers.get('payment-response'), null, 'nothing settled');
+    assert.equal(await uses(second.id), 0);
+    // It still pays the link it was made for.
+    assert.equal((await fetch(first.url, { headers: { 'payment-signature': fresh } })).status, 200);
+    assert.equal(await uses(first.id), 2);
+    assert.equal(
+      (await ok(m.test.get(`/payments?source=x402&limit=100`))).data.filter(
+        (p: any) => p.metadata.link_id === second.id,
+      ).length,
+      0,
+    );
   });
 
   test('a payload that is not for this link, or not a payload, is asked again and counts nothing', async () => {

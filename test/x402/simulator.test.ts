@@ -1,21 +1,46 @@
 /**
  * Kasse as x402 facilitator in test mode with networks on the simulator (the default `npm start`): the official
- * packages end to end (an Express API with `paymentMiddleware`, an agent with `wrapFetchWithPayment`), verification
- * real (EIP-712 signatures recovered, recipient, asset, amount, window, replay) and settlement simulated (said so in
- * the answer's extra and on the Payment). Every settlement is a `paid` Payment with `source: "x402"`, credited,
- * announced by `payment.paid` and listed with `source=x402`; cents-based figures carry sub-cent amounts over
+ * packages end to end (Express and Hono APIs with their `paymentMiddleware`, agents with `wrapFetchWithPayment`),
+ * verification real (EIP-712 signatures recovered, recipient, asset, amount, window, replay) and settlement simulated
+ * (said so in the answer's extra and on the Payment). Every settlement is a `paid` Payment with `source: "x402"`,
+ * credited, announced by `payment.paid` and listed with `source=x402`; cents-based figures carry sub-cent amounts over
  * (docs/x402.md) at $0.001, $0.01 and $1. Refusals: the official `invalidReason` codes; keys of the other mode and
  * missing keys get the Error body (403, 401).
+ *
+ * Under agents' traffic: one payment buys one response (one PAYMENT-SIGNATURE sent ten times at once through
+ * `@x402/hono` in front of two Kasse apps on one database — separate pools, caches and limiters, as two processes
+ * have — is served once), retries are safe through `payment-identifier` (the extension's own helpers), amounts are
+ * bounded and a settlement that cannot be recorded ends failed, 300 paid calls a minute pass the facilitator's own
+ * limit, and the discovery catalogue (`withBazaar` of `@x402/extensions`) lists what merchants' servers declared.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { axeViolations, describeViolations } from '../harness/axe.ts';
 import { launchBrowser } from '../harness/browser.ts';
-import { createUser, setUpAccount } from '../harness/dashboard.ts';
+import { createUser, csrfOf, post, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
-import { agentFetch, startShop } from './agents.ts';
+import { agentClient, agentFetch, paymentSignature, startHonoShop, startShop, type Shop } from './agents.ts';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { declareDiscoveryExtension, validateDiscoveryExtension, withBazaar } from '@x402/extensions/bazaar';
+import {
+  declarePaymentIdentifierExtension,
+  extractPaymentIdentifier,
+  generatePaymentId,
+  PAYMENT_IDENTIFIER,
+} from '@x402/extensions/payment-identifier';
+import { x402Commands } from '../../src/cli/commands/x402.ts';
+import { X402_RATE_LIMIT_DEFAULT } from '../../src/config.ts';
+import { IDENTIFIER_PARAM } from '../../src/modules/x402/identifier.ts';
+import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { authorizationBody, type AuthorizationOptions } from '../harness/x402.ts';
 
 const NETWORK = 'eip155:84532';
@@ -81,6 +106,10 @@ describe('the facilitator API', () => {
       extra: { name: 'USDC', version: '2', asset: USDC, decimals: 6, payTo, simulated: true },
     });
     assert.ok(s.kinds.some((k: any) => k.network === 'eip155:11155111'));
+    // Each token's EIP-712 domain from the networks file, as @x402/evm names it: Arbitrum Sepolia's is "USD Coin".
+    const arbitrum = s.kinds.find((k: any) => k.network === 'eip155:421614');
+    assert.deepEqual([arbitrum.extra.name, arbitrum.extra.version], ['USD Coin', '2']);
+    assert.deepEqual(s.extensions, ['bazaar', 'payment-identifier']);
     assert.ok(s.kinds.every((k: any) => k.x402Version === 2 && k.scheme === 'exact'));
     assert.match(payTo, /^0x[0-9a-fA-F]{40}$/);
     const other = await t.merchant();
@@ -131,7 +160,7 @@ describe('the facilitator API', () => {
     assertError(malformed, 400, 'invalid_request', 'paymentRequirements');
   });
 
-  test('settle is simulated, idempotent on the authorization, and refuses a replay to verify', async () => {
+  test('settle is simulated and answers success once; a later settle of the authorization is refused as used', async () => {
     const b = await body();
     const first = await ok(m.test.post('/x402/settle', b));
     assert.equal(first.success, true);
@@ -139,8 +168,16 @@ describe('the facilitator API', () => {
     assert.equal(first.payer, agent.address);
     assert.match(first.transaction, /^0xsim[0-9a-f]{61}$/);
     assert.equal(first.extra.simulated, true);
+    // As the official facilitator: the nonce is used, so a second settle fails (and credits nothing).
     const again = await ok(m.test.post('/x402/settle', b));
-    assert.deepEqual(again, first, 'the same transaction and payment');
+    assert.deepEqual(again, {
+      success: false,
+      errorReason: 'invalid_exact_evm_nonce_already_used',
+      errorMessage: again.errorMessage,
+      payer: agent.address,
+      transaction: '',
+      network: NETWORK,
+    });
     const replay = await ok(m.test.post('/x402/verify', b));
     assert.equal(replay.invalidReason, 'invalid_exact_evm_nonce_already_used');
     const other = await t.merchant();
@@ -162,15 +199,15 @@ describe('the facilitator API', () => {
     });
     assert.equal(p.attempts[0].pay_amount, '1000');
     assert.equal(p.attempts[0].address, payTo);
-    // Refunded like any payment, to the payer's address, for the exact amount.
-    const refund = await ok(m.test.post(`/payments/${p.id}/refund`, { destination: agent.address }), 202);
+    // Refunded like any payment for the exact amount; by default to the address that paid.
+    const refund = await ok(m.test.post(`/payments/${p.id}/refund`, {}), 202);
     assert.equal(refund.amount, '1000');
     assert.equal(refund.destination, agent.address);
   });
 });
 
 describe('a settlement with its own sale', () => {
-  test("the Payment takes the sale's order id, description and metadata; a replay makes no second one", async () => {
+  test("the Payment takes the sale's order id, description and metadata; a second settle makes no second one", async () => {
     const b = await body();
     const sale = { orderId: 'weather-7', description: 'Weather report', metadata: { link_id: 'lnk_test' } };
     const first = await t.kasse.x402.settle('test', m.id, b, sale);
@@ -182,7 +219,7 @@ describe('a settlement with its own sale', () => {
     assert.equal(p.description, 'Weather report');
     assert.deepEqual(p.metadata, { link_id: 'lnk_test' });
     const again = await t.kasse.x402.settle('test', m.id, b, { ...sale, orderId: 'weather-8' });
-    assert.deepEqual(again, first, 'the same transaction and payment');
+    assert.equal(again.errorReason, 'invalid_exact_evm_nonce_already_used', 'refused as used');
     const list = await ok(m.test.get('/payments?source=x402&limit=100'));
     assert.equal(list.data.filter((x: any) => x.order_id?.startsWith('weather-')).length, 1, 'one payment');
   });
@@ -269,8 +306,335 @@ describe('amounts below a cent', () => {
   });
 });
 
+/** Why the official middleware refused a paid request: the settle failure it passes on, else the verify refusal. */
+function refusalOf(res: Response): string | undefined {
+  const settled = res.headers.get('payment-response');
+  if (settled) return decodePaymentResponseHeader(settled).errorReason;
+  const required = res.headers.get('payment-required');
+  return required ? decodePaymentRequiredHeader(required).error : undefined;
+}
+
+/** A merchant of its own and its x402 address on Base Sepolia. */
+async function freshMerchant() {
+  const merchant = await t.merchant();
+  return { merchant, to: (await ok(merchant.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to as string };
+}
+
+/**
+ * What an earlier version left behind for the merchant: a settlement of an amount no Payment can carry, claimed and
+ * pending since before the workers' resumption looks at it. Answers its id.
+ */
+async function leftPending(merchant: TestMerchant, to: string): Promise<string> {
+  const units = 2n ** 63n;
+  const b = await body({ value: units, amount: units.toString(), to, payTo: to });
+  const id = `x4s_${merchant.id.slice(4, 24)}STUCK1`;
+  await t.kasse.db
+    .insertInto('x402_settlements')
+    .values({
+      id,
+      merchant_id: merchant.id,
+      mode: 'test',
+      chain: 'base',
+      network: NETWORK,
+      auth_key: `stuck:${b.paymentPayload.payload.authorization.nonce}`,
+      payer: agent.address,
+      pay_to: to,
+      token: 'base:usdc',
+      amount: units.toString(),
+      resource: 'http://shop.test/weather',
+      description: null,
+      request: JSON.stringify({ requirements: b.paymentRequirements, payload: b.paymentPayload.payload }),
+      status: 'pending',
+      simulated: true,
+      created_at: new Date(t.clock.now().getTime() - RESUME_AFTER_MS - 1000),
+    })
+    .execute();
+  return id;
+}
+
+/** A Hono API of the merchant's on Base Sepolia at $0.001 a call (other options as given), Kasse its facilitator. */
+const honoShop = (merchant: TestMerchant, to: string, o: Partial<Parameters<typeof startHonoShop>[0]> = {}) =>
+  startHonoShop({ apiBase: t.urls.test, key: merchant.testKey, network: NETWORK, payTo: to, price: '$0.001', ...o });
+
+const x402Payments = async (merchant: TestMerchant) =>
+  (await ok(merchant.test.get('/payments?source=x402&limit=100'))).data as any[];
+
+describe('one payment buys one response', () => {
+  test('one PAYMENT-SIGNATURE sent ten times at once through @x402/hono to two Kasse apps: one 200, one payment', async () => {
+    // A second Kasse on the same database: its own pool, key cache, limiter leases and address book, as a second
+    // process has; nothing is shared but PostgreSQL.
+    const second = await startTestKasse({ databaseUrl: t.databaseUrl });
+    const shops: Shop[] = [];
+    try {
+      second.clock.set(t.clock.now());
+      const { merchant, to } = await freshMerchant();
+      for (const apiBase of [t.urls.test, second.urls.test]) shops.push(await honoShop(merchant, to, { apiBase }));
+      const header = await paymentSignature(agent, `${shops[0]!.url}/weather`);
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          fetch(`${shops[i % 2]!.url}/weather`, { headers: { 'payment-signature': header } }),
+        ),
+      );
+      const served = answers.filter((r) => r.status === 200);
+      assert.equal(served.length, 1, `statuses ${answers.map((r) => r.status).join(' ')}`);
+      assert.deepEqual(await served[0]!.json(), { city: 'Kochi', sky: 'rain' });
+      for (const r of answers.filter((a) => a.status !== 200)) {
+        assert.equal(r.status, 402);
+        assert.equal(refusalOf(r), 'invalid_exact_evm_nonce_already_used');
+      }
+      // And later, through either process, it buys nothing more.
+      for (const shop of shops) {
+        const late = await fetch(`${shop.url}/weather`, { headers: { 'payment-signature': header } });
+        assert.equal(late.status, 402);
+        assert.equal(refusalOf(late), 'invalid_exact_evm_nonce_already_used');
+      }
+      const paid = await x402Payments(merchant);
+      assert.equal(paid.length, 1, 'one payment');
+      const usdc = (await ok(merchant.test.get('/balance'))).custody.find((c: any) => c.token === 'base:usdc');
+      assert.equal(usdc.amount, '1000', 'credited once');
+    } finally {
+      for (const shop of shops) await shop.close();
+      await second.close();
+    }
+  });
+});
+
+describe('retries through payment-identifier', () => {
+  test('the same identifier and payment after a lost answer: the same answer, one payment; another payment under it: refused', async () => {
+    const { merchant, to } = await freshMerchant();
+    const shop = await honoShop(merchant, to, {
+      extensions: { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension() },
+    });
+    try {
+      const id = generatePaymentId();
+      const url = `${shop.url}/weather`;
+      const header = await paymentSignature(agent, url, { paymentId: () => id });
+      assert.equal(extractPaymentIdentifier(decodePaymentSignatureHeader(header)), id, 'the client named its payment');
+      const first = await fetch(url, { headers: { 'payment-signature': header } });
+      assert.equal(first.status, 200);
+      const receipt = decodePaymentResponseHeader(first.headers.get('payment-response')!);
+      // The answer was lost on the way: the client sends the same payment again.
+      const retry = await fetch(url, { headers: { 'payment-signature': header } });
+      assert.equal(retry.status, 200, refusalOf(retry));
+      assert.deepEqual(decodePaymentResponseHeader(retry.headers.get('payment-response')!), receipt, 'the same answer');
+      assert.equal((await x402Payments(merchant)).length, 1, 'one payment');
+
+      // Another payment (a new authorization) under the same identifier is refused, and pays nothing.
+      const other = await paymentSignature(agent, url, { paymentId: () => id });
+      const refused = await fetch(url, { headers: { 'payment-signature': other } });
+      assert.equal(refused.status, 402);
+      const payload = decodePaymentSignatureHeader(other);
+      const conflict = { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted };
+      for (const path of ['/x402/verify', '/x402/settle'])
+        assertError(await merchant.test.post(path, conflict), 409, 'idempotency_conflict', IDENTIFIER_PARAM);
+      assert.equal((await x402Payments(merchant)).length, 1, 'still one payment');
+
+      // A malformed identifier is the client's error, in the Error body.
+      const bad = structuredClone(conflict) as any;
+      bad.paymentPayload.extensions[PAYMENT_IDENTIFIER].info.id = 'short';
+      assertError(await merchant.test.post('/x402/settle', bad), 400, 'invalid_request', IDENTIFIER_PARAM);
+    } finally {
+      await shop.close();
+    }
+  });
+});
+
+describe('amounts', () => {
+  test('beyond $1,000,000 verify and settle refuse with invalid_payment_requirements; $1,000,000 is recorded', async () => {
+    const { merchant, to } = await freshMerchant();
+    const signed = (units: bigint) => body({ value: units, amount: units.toString(), to, payTo: to });
+    for (const units of [2n ** 63n, 100_000_000_000_001n, 1_000_000_000_001n]) {
+      const b = await signed(units);
+      const v = await ok(merchant.test.post('/x402/verify', b));
+      assert.equal(v.invalidReason, 'invalid_payment_requirements', units.toString());
+      const s = await merchant.test.post('/x402/settle', b);
+      assert.equal(s.status, 200, 'a SettleResponse, not an error');
+      assert.equal(s.body.success, false);
+      assert.equal(s.body.errorReason, 'invalid_payment_requirements');
+    }
+    // What nobody foresaw (here: the family's check throwing) is still a SettleResponse.
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const verify = evm.verify;
+    evm.verify = async () => {
+      throw new Error('unforeseen');
+    };
+    try {
+      const s = await merchant.test.post('/x402/settle', await signed(1000n));
+      assert.equal(s.status, 200);
+      assert.deepEqual([s.body.success, s.body.errorReason], [false, 'unexpected_settle_error']);
+    } finally {
+      evm.verify = verify;
+    }
+    const largest = await ok(merchant.test.post('/x402/settle', await signed(1_000_000_000_000n)));
+    assert.equal(largest.success, true, JSON.stringify(largest));
+    const p = await ok(merchant.test.get(`/payments/${largest.extra.payment_id}`));
+    assert.equal(p.price_amount, 100_000_000);
+    assert.equal(p.x402.amount_usd, '1000000');
+    assert.equal((await x402Payments(merchant)).length, 1);
+  });
+
+  test('a settlement left pending that cannot be recorded ends failed with its reason and is not retried', async () => {
+    const { merchant, to } = await freshMerchant();
+    const id = await leftPending(merchant, to);
+    assert.ok((await t.kasse.x402.resume()) >= 1);
+    const row = await t.kasse.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, 'failed');
+    assert.match(row.error!, /^unexpected_settle_error: the transfer 0xsim\w+ could not be recorded as a payment/);
+    // Never looked at again.
+    await t.kasse.x402.resume();
+    const after = await t.kasse.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(after, row);
+    assert.equal((await x402Payments(merchant)).length, 0);
+    // The operator sees it in `kasse x402 settlements`.
+    const listed = (await x402Commands[0]!.run(
+      t.kasse,
+      { merchant: merchant.id, mode: 'test', status: 'failed', json: true },
+      [],
+    )) as any[];
+    assert.deepEqual(
+      listed.map((l) => [l.id, l.status, l.error_reason]),
+      [[id, 'failed', 'unexpected_settle_error']],
+    );
+    assert.match(listed[0].error_message, /could not be recorded as a payment/);
+  });
+});
+
+describe("the facilitator's own limit", () => {
+  test('300 paid calls in one minute through @x402/hono are all served; the API keeps its 60 a minute', async () => {
+    const { merchant, to } = await freshMerchant();
+    const shop = await honoShop(merchant, to);
+    try {
+      // The fake clock stands still: every call falls in one rate-limit minute. The official client signs 300
+      // payments for the route's 402 answer; each goes through the middleware's verify and settle.
+      const window = t.clock.now();
+      const url = `${shop.url}/weather`;
+      const required = decodePaymentRequiredHeader((await fetch(url)).headers.get('payment-required')!);
+      const client = agentClient(agent);
+      const signatures = await Promise.all(
+        Array.from({ length: 300 }, async () =>
+          encodePaymentSignatureHeader(await client.createPaymentPayload(required)),
+        ),
+      );
+      const statuses: number[] = [];
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let s = signatures.pop(); s; s = signatures.pop())
+            statuses.push((await fetch(url, { headers: { 'payment-signature': s } })).status);
+        }),
+      );
+      assert.equal(t.clock.now().getTime(), window.getTime());
+      assert.deepEqual(
+        statuses.filter((s) => s !== 200),
+        [],
+        'every paid call served',
+      );
+      assert.equal(statuses.length, 300);
+      const supported = await m.test.get('/x402/supported');
+      assert.equal(supported.headers.get('ratelimit-limit'), String(X402_RATE_LIMIT_DEFAULT));
+      // None of it counted against the API's limit, which stays the spec's.
+      const list = await merchant.test.get('/payments?source=x402&limit=1');
+      assert.equal(list.headers.get('ratelimit-limit'), '60');
+      assert.equal(list.headers.get('ratelimit-remaining'), '59');
+    } finally {
+      await shop.close();
+    }
+  });
+});
+
+describe('discovery', () => {
+  const catalogue = (base: string) => withBazaar(new HTTPFacilitatorClient({ url: `${base}/x402` })).extensions.bazaar;
+
+  test('lists paid resources declared through the bazaar extension and agent-payable links, per mode, in pages', async () => {
+    const { merchant, to } = await freshMerchant();
+    const declaration = declareDiscoveryExtension({
+      input: { city: 'Kochi' },
+      inputSchema: { properties: { city: { type: 'string' } }, required: ['city'] },
+      output: { example: { city: 'Kochi', sky: 'rain' } },
+    });
+    const shop = await honoShop(merchant, to, { price: '$0.002', extensions: declaration, bazaar: true });
+    try {
+      const resource = `${shop.url}/weather`;
+      const mine = async (q: Parameters<ReturnType<typeof catalogue>['listResources']>[0] = {}) =>
+        (await catalogue(t.urls.test).listResources({ payTo: to, limit: 100, ...q })).items;
+      // Verified but not paid: recorded, not listed (a payload costs nothing to make).
+      const header = await paymentSignature(agent, `${resource}?city=Kochi`);
+      const payload = decodePaymentSignatureHeader(header);
+      const verified = await ok(
+        merchant.test.post('/x402/verify', {
+          x402Version: 2,
+          paymentPayload: payload,
+          paymentRequirements: payload.accepted,
+        }),
+      );
+      assert.equal(verified.isValid, true);
+      assert.deepEqual(await mine(), []);
+
+      const paid = await fetch(`${resource}?city=Kochi`, { headers: { 'payment-signature': header } });
+      assert.equal(paid.status, 200, refusalOf(paid));
+      const link = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250 }),
+        201,
+      );
+      const items = await mine({ type: 'http' });
+      assert.deepEqual(items.map((i) => i.resource).sort(), [resource, link.url].sort());
+      const declared = items.find((i) => i.resource === resource)!;
+      assert.equal(declared.type, 'http');
+      assert.equal(declared.x402Version, 2);
+      assert.equal(declared.description, 'Weather in Kochi');
+      assert.equal(declared.mimeType, 'application/json');
+      assert.deepEqual(
+        declared.accepts.map((a) => [a.network, a.amount, a.payTo, a.asset]),
+        [[NETWORK, '2000', to, USDC]],
+      );
+      const bazaar = declared.extensions!.bazaar as any;
+      assert.deepEqual(bazaar.info.input, { type: 'http', method: 'GET', queryParams: { city: 'Kochi' } });
+      assert.deepEqual(bazaar.info.output.example, { city: 'Kochi', sky: 'rain' });
+      const listedLink = items.find((i) => i.resource === link.url)!;
+      assert.equal(listedLink.description, 'Field guide PDF');
+      assert.ok(listedLink.accepts.some((a) => a.network === NETWORK && a.amount === '2500000' && a.payTo === to));
+      // Every item's declaration holds against its own schema, by the extension's validator.
+      for (const i of items) assert.deepEqual(validateDiscoveryExtension(i.extensions!.bazaar as any), { valid: true });
+
+      // Pages: limit and offset, with the total.
+      const all = await catalogue(t.urls.test).listResources({ payTo: to, limit: 1 });
+      assert.deepEqual(all.pagination, { limit: 1, offset: 0, total: 2 });
+      const second = await catalogue(t.urls.test).listResources({ payTo: to, limit: 1, offset: 1 });
+      assert.deepEqual(
+        [...all.items, ...second.items].map((i) => i.resource).sort(),
+        items.map((i) => i.resource).sort(),
+      );
+      assert.deepEqual(await mine({ type: 'mcp' }), []);
+      assert.deepEqual(await mine({ network: 'eip155:1' }), []);
+      assert.equal((await mine({ network: NETWORK })).length, 2);
+      // Test mode's catalogue only: the live API lists none of it.
+      const live = await catalogue(t.urls.live).listResources({ limit: 100 });
+      assert.ok(!live.items.some((i) => i.resource === resource || i.resource === link.url));
+
+      // Not paid for 30 days (KASSE_X402_DISCOVERY_DAYS): dropped; paid again: back.
+      const now = t.clock.now();
+      t.clock.set(new Date(now.getTime() + 31 * 24 * 3600_000));
+      try {
+        assert.deepEqual(await mine(), []);
+      } finally {
+        t.clock.set(now);
+      }
+      assert.equal((await mine()).length, 2);
+    } finally {
+      await shop.close();
+    }
+  });
+});
+
 describe('the dashboard', () => {
-  test('the payments page filters x402 payments and shows who paid, escaped', async () => {
+  test('payments filter x402 ones and show who paid, escaped; Agents shows failed settlements and turns resources off', async () => {
     const merchant = await t.merchant();
     const to = (await ok(merchant.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
     const b0 = await body({ to, payTo: to });
@@ -302,7 +666,74 @@ describe('the dashboard', () => {
       assert.equal(await page.locator('.d-facts img').count(), 0, 'the description is text');
       const bad = await page.goto(`${base}/dashboard/test/payments?source=card`);
       assert.equal(bad!.status(), 400);
+
+      // Agents: the settlement that could not be recorded, with why; the catalogue with a switch per resource.
+      const stuck = await leftPending(merchant, to);
+      await t.kasse.x402.resume();
+      const declared = await body({ to, payTo: to });
+      (declared.paymentPayload as any).resource.url = 'http://shop.test/forecast?days=<3>';
+      const bazaar = declareDiscoveryExtension({ output: { example: { days: 3 } } }).bazaar!;
+      (bazaar.info.input as { method?: string }).method = 'GET';
+      (declared.paymentPayload as any).extensions = { bazaar };
+      assert.equal((await ok(merchant.test.post('/x402/settle', declared))).success, true);
+      const link = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Guide <b>PDF</b>', amount_usd_cents: 300 }),
+        201,
+      );
+      const listed = async () =>
+        (
+          await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+            payTo: to,
+          })
+        ).items.map((i) => i.resource);
+      assert.deepEqual((await listed()).sort(), ['http://shop.test/forecast', link.url].sort());
+      await page.getByRole('link', { name: 'Agents' }).click();
+      const violations = await axeViolations(page);
+      assert.deepEqual(violations, [], describeViolations(violations));
+      const failed = page.locator('[data-panel=failed] tbody tr');
+      assert.equal(await failed.count(), 1);
+      assert.match(
+        (await failed.textContent())!,
+        /unexpected_settle_error: the transfer 0xsim\w+ could not be recorded/,
+      );
+      assert.match((await failed.textContent())!, /9223372036854775808/);
+      const resource = page.locator('[data-catalogue] tr[data-resource]');
+      assert.match((await resource.textContent())!, /GET http:\/\/shop\.test\/forecast.*listed/);
+      const linkRow = page.locator(`[data-catalogue] tr[data-link="${link.id}"]`);
+      assert.match((await linkRow.textContent())!, /Guide <b>PDF<\/b>.*listed/, 'the title is text');
+      await resource.getByRole('button', { name: 'Turn off' }).click();
+      await page.waitForLoadState('domcontentloaded');
+      assert.match((await page.locator('[data-catalogue] tr[data-resource]').textContent())!, /turned off/);
+      await page
+        .locator(`[data-catalogue] tr[data-link="${link.id}"]`)
+        .getByRole('button', { name: 'Turn off' })
+        .click();
+      await page.waitForLoadState('domcontentloaded');
+      assert.deepEqual(await listed(), []);
+      await page.locator('[data-catalogue] tr[data-resource]').getByRole('button', { name: 'Turn on' }).click();
+      await page.waitForLoadState('domcontentloaded');
+      assert.deepEqual(await listed(), ['http://shop.test/forecast']);
+      const audit = await t.kasse.audit.list(merchant.id, { action: 'x402.resource.' });
+      assert.deepEqual(
+        audit.data.map((a) => a.action),
+        ['x402.resource.publish', 'x402.resource.unpublish', 'x402.resource.unpublish'],
+      );
+      assert.ok(stuck);
       await context.close();
+
+      // A viewer reads the page and has no switch; the server refuses one posted all the same.
+      const v = await createUser(t.kasse, merchant.id, 'x402-viewer@example.com', 'viewer');
+      const viewer = await browser.open('desktop');
+      await setUpAccount(viewer.page, v.setupUrl, t.clock, { email: 'x402-viewer@example.com', id: v.id });
+      await viewer.page.goto(`${base}/dashboard/test/agents`);
+      assert.equal(await viewer.page.locator('[data-catalogue] button').count(), 0);
+      const refused = await post(viewer.page, `${base}/dashboard/test/agents/links/${link.id}/publish`, {
+        _csrf: await csrfOf(viewer.page),
+        published: '1',
+      });
+      assert.equal(refused.status, 403);
+      assert.deepEqual(await listed(), ['http://shop.test/forecast'], 'nothing changed');
+      await viewer.context.close();
     } finally {
       await browser.close();
     }

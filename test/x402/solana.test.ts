@@ -31,7 +31,7 @@ import { SOLANA_DEVNET_CAIP2 } from '@x402/svm';
 import { solanaKeys } from '../../src/chains/solana/index.ts';
 import { SVM_REASONS, solanaX402 } from '../../src/chains/solana/x402.ts';
 import type { X402Kind, X402Requirements, X402Scheme } from '../../src/chains/x402.ts';
-import { eventually } from '../harness/expect.ts';
+import { eventually, ok } from '../harness/expect.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 import type { Wallet } from '../harness/solana-chain.ts';
 
@@ -175,7 +175,7 @@ test('kinds: the CAIP-2 devnet id in test mode, the networks file USDC, the hot 
         chain: 'solana',
         asset: k.usdc,
         token: kind.token,
-        extra: { feePayer: k.hotWallet },
+        extra: { feePayer: k.hotWallet, asset: k.usdc, decimals: 6 },
         simulated: false,
         codes: { recipient: SVM_REASONS.recipient, replay: SVM_REASONS.duplicate },
       },
@@ -375,4 +375,27 @@ test('past its deadline settle answers pending; the stored transaction lands and
   assert.equal(await k.chain.tokenBalance(payTo), toBefore + 2_000n);
   // A settlement nothing was recorded for (its settle is still checking, or died before sending) is pending.
   assert.deepEqual(await fresh.settlement('test', 'solana', 'x4s_never'), { status: 'pending', transaction: null });
+});
+
+test('through the API: supported names the asset and decimals; one settlement answers success once, then duplicate_settlement', async () => {
+  const merchantPayTo = (await ok(k.m.test.get(`/x402/pay_to?network=${SOLANA_DEVNET_CAIP2}`))).pay_to;
+  const supported = (await ok(k.m.test.get('/x402/supported'))).kinds.find(
+    (s: { network: string }) => s.network === SOLANA_DEVNET_CAIP2,
+  );
+  assert.deepEqual(supported.extra, { feePayer: k.hotWallet, asset: k.usdc, decimals: 6, payTo: merchantPayTo });
+  // Its token account is opened from the hot wallet when the address is first given out.
+  await k.send();
+  await eventually('the token account to open', async () => k.chain.exists(await k.chain.ata(merchantPayTo)));
+  const payer = await poorPayer();
+  const req = requirements(3_000n, { payTo: merchantPayTo, extra: { feePayer: k.hotWallet } });
+  const body = { x402Version: 2, paymentPayload: await officialPayload(payer, req), paymentRequirements: req };
+  const first = await ok(k.m.test.post('/x402/settle', body));
+  assert.equal(first.success, true, JSON.stringify(first));
+  const again = await ok(k.m.test.post('/x402/settle', body));
+  assert.deepEqual(
+    [again.success, again.errorReason, again.transaction],
+    [false, 'duplicate_settlement', ''],
+    'the official Solana scheme fails a second settle of one transaction',
+  );
+  assert.equal(await k.chain.tokenBalance(merchantPayTo), 3_000n, 'moved once');
 });

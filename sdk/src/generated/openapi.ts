@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a payment
-         * @description Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.
+         * @description Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise; for a payment an x402 client made it defaults to the paying address `x402.payer`). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.
          */
         post: operations["refundPayment"];
         delete?: never;
@@ -655,7 +655,7 @@ export interface paths {
         put?: never;
         /**
          * x402: verify a payment
-         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance. A refusal is `isValid: false` with the official `invalidReason`.
+         * @description Checks a payment payload against the requirements without settling it: signature, recipient (this merchant), asset, amount, validity window, nonce unused on chain and in Kasse, the payer's balance, an amount of at most $1,000,000. A refusal is `isValid: false` with the official `invalidReason`. A retry under the same `payment-identifier` with the same payment answers as before; another payment under it is 409 `idempotency_conflict`.
          */
         post: operations["x402Verify"];
         delete?: never;
@@ -675,9 +675,29 @@ export interface paths {
         put?: never;
         /**
          * x402: settle a payment
-         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). Idempotent on the authorization. The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
+         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
          */
         post: operations["x402Settle"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/discovery/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * x402: discover paid resources
+         * @description The discovery catalogue of this mode (the `bazaar` extension of `@x402/extensions`), without a key: every merchant's active agent-payable payment links, and every resource a merchant's server declared through the extension when it verified or settled a payment through Kasse, once paid for. Each with what it accepts (price, network, asset, payTo), and how to call it and what it answers (`extensions.bazaar`). A resource drops out when its merchant turns it off on the dashboard, or when it has not been paid for `KASSE_X402_DISCOVERY_DAYS` days (30 by default). Newest news first; 600 requests a minute per client address.
+         */
+        get: operations["x402DiscoveryResources"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3179,7 +3199,10 @@ export interface components {
          *           }
          *         }
          *       ],
-         *       "extensions": [],
+         *       "extensions": [
+         *         "bazaar",
+         *         "payment-identifier"
+         *       ],
          *       "signers": {
          *         "eip155:*": [
          *           "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -3200,6 +3223,148 @@ export interface components {
             extensions: string[];
             signers: {
                 [key: string]: string[];
+            };
+        };
+        /**
+         * @description The `bazaar` extension's DiscoveryResourcesResponse.
+         * @example {
+         *       "x402Version": 2,
+         *       "items": [
+         *         {
+         *           "resource": "https://pay.example.com/l/k3x9m2p7q8r4",
+         *           "type": "http",
+         *           "x402Version": 2,
+         *           "accepts": [
+         *             {
+         *               "scheme": "exact",
+         *               "network": "eip155:8453",
+         *               "amount": "2500000",
+         *               "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *               "payTo": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *               "maxTimeoutSeconds": 300,
+         *               "extra": {
+         *                 "name": "USD Coin",
+         *                 "version": "2",
+         *                 "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *                 "decimals": 6
+         *               }
+         *             }
+         *           ],
+         *           "lastUpdated": "2026-03-01T12:04:12.000Z",
+         *           "description": "Weather report",
+         *           "mimeType": "application/json",
+         *           "extensions": {
+         *             "bazaar": {
+         *               "info": {
+         *                 "input": {
+         *                   "type": "http",
+         *                   "queryParams": {},
+         *                   "method": "GET"
+         *                 },
+         *                 "output": {
+         *                   "type": "json",
+         *                   "example": {
+         *                     "payment_id": "pay_01JD8X4TQ9KZ3M7V2N5R6W8Y0A",
+         *                     "status": "paid",
+         *                     "order_id": "k3x9m2p7q8r4-7",
+         *                     "price_amount": 500,
+         *                     "price_currency": "USD",
+         *                     "description": "Weather report",
+         *                     "network": "eip155:8453",
+         *                     "transaction": "0x4c1d…",
+         *                     "payer": "0x857b…"
+         *                   }
+         *                 }
+         *               },
+         *               "schema": {
+         *                 "$schema": "https://json-schema.org/draft/2020-12/schema",
+         *                 "type": "object",
+         *                 "properties": {
+         *                   "input": {
+         *                     "type": "object",
+         *                     "properties": {
+         *                       "type": {
+         *                         "type": "string",
+         *                         "const": "http"
+         *                       },
+         *                       "method": {
+         *                         "type": "string",
+         *                         "enum": [
+         *                           "GET",
+         *                           "HEAD",
+         *                           "DELETE"
+         *                         ]
+         *                       },
+         *                       "queryParams": {
+         *                         "type": "object",
+         *                         "properties": {}
+         *                       }
+         *                     },
+         *                     "required": [
+         *                       "type",
+         *                       "method"
+         *                     ],
+         *                     "additionalProperties": false
+         *                   },
+         *                   "output": {
+         *                     "type": "object",
+         *                     "properties": {
+         *                       "type": {
+         *                         "type": "string"
+         *                       },
+         *                       "example": {
+         *                         "type": "object"
+         *                       }
+         *                     },
+         *                     "required": [
+         *                       "type"
+         *                     ]
+         *                   }
+         *                 },
+         *                 "required": [
+         *                   "input"
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 20,
+         *         "offset": 0,
+         *         "total": 1
+         *       }
+         *     }
+         */
+        X402DiscoveryResources: {
+            /** @description 2. */
+            x402Version: number;
+            items: {
+                /** @description The resource's URL (a payment link's, or as the merchant's server declared it). */
+                resource: string;
+                /** @description `http` or `mcp`. */
+                type: string;
+                x402Version: number;
+                /** @description The PaymentRequirements it is paid with, one per network (as it was last paid on each). */
+                accepts: {
+                    [key: string]: unknown;
+                }[];
+                /** @description ISO 8601: when it was last paid (a link: changed or paid). */
+                lastUpdated: string;
+                description?: string;
+                mimeType?: string;
+                serviceName?: string;
+                tags?: string[];
+                iconUrl?: string;
+                /** @description `bazaar`: how to call it (input) and what it answers (output), with its JSON Schema. */
+                extensions?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            pagination: {
+                limit: number;
+                offset: number;
+                total: number;
             };
         };
         /**
@@ -4227,8 +4392,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Address on the attempt's network. */
-                    destination: string;
+                    /** @description Address on the attempt's network. Required, except for a payment an x402 client made (`source: "x402"`): there it defaults to the paying address (`x402.payer`). */
+                    destination?: string;
                     note?: string;
                 };
             };
@@ -6351,6 +6516,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited — `rate_limited`: Too many requests. */
             429: {
                 headers: {
@@ -6454,6 +6628,76 @@ export interface operations {
             };
             /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402DiscoveryResources: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `http` or `mcp`.
+                 * @example payment.paid
+                 */
+                type?: string;
+                /**
+                 * @description Resources per page (1 to 100, default 20).
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Resources to skip. */
+                offset?: number;
+                /** @description Only those paid on this CAIP-2 network. */
+                network?: string;
+                /** @description Only this x402 address's merchant's. */
+                payTo?: string;
+                /** @description `exact` (the only one). */
+                scheme?: string;
+                /** @description `bazaar` (every one has it). */
+                extensions?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The `bazaar` extension's DiscoveryResourcesResponse. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402DiscoveryResources"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

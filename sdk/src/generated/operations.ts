@@ -41,4 +41,5 @@ export const OPERATIONS = {
   x402PayTo: { method: 'get', path: '/x402/pay_to', body: false, query: true, idempotencyKey: false, list: null, stream: false, binary: false },
   x402Verify: { method: 'post', path: '/x402/verify', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   x402Settle: { method: 'post', path: '/x402/settle', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  x402DiscoveryResources: { method: 'get', path: '/x402/discovery/resources', body: false, query: true, idempotencyKey: false, list: null, stream: false, binary: false },
 } as const;

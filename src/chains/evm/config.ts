@@ -6,6 +6,9 @@
  *            "disperse": "0x…", "disperse_max_items": 200 }
  * (the last four tune the hot-wallet sender, sender.ts: `disperse` is a deployed contracts/Disperse.sol through which
  * ERC-20 payouts leave in batches of at most `disperse_max_items`)
+ *   "evm": { "eip712_domains": { "usdc": { "name": "USDC", "version": "2" } } }
+ * (a token's EIP-712 domain name and version, by symbol, for a network without a node: the x402 facilitator's
+ * `supported` names them so clients sign as on the real chain; with a node they are read from the token)
  *
  * Without `forwarder_factory` Kasse cannot derive deposit addresses on the network, so no EVM adapter is registered
  * for it (test mode falls back to the simulator's addresses; live mode reports the network unavailable).
@@ -35,6 +38,8 @@ export interface EvmNetworkSettings {
   disperse?: string;
   /** Hot-wallet sender: most payouts in one batch transaction (`disperse_max_items`, default 200). */
   disperseMaxItems?: number;
+  /** EIP-712 domains of tokens by symbol (`eip712_domains`), for a network served without a node. */
+  eip712Domains: Record<string, { name: string; version: string }>;
 }
 
 export const EVM_DEFAULTS = { blocksPerBatch: 20, rpcTimeoutMs: 10_000 } as const;
@@ -47,7 +52,7 @@ export function evmSettings(network: NetworkConfig): EvmNetworkSettings {
 /** Parses the `evm` object (`at` names it in error messages); undefined/null gives the defaults. */
 export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
   if (raw === undefined || raw === null)
-    return { forwarderFactory: null, treasury: null, startBlock: null, ...EVM_DEFAULTS };
+    return { forwarderFactory: null, treasury: null, startBlock: null, eip712Domains: {}, ...EVM_DEFAULTS };
   const settings = new SettingsObject(raw, at, [
     'forwarder_factory',
     'treasury',
@@ -58,6 +63,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     'replace_after_blocks',
     'disperse',
     'disperse_max_items',
+    'eip712_domains',
   ]);
   const o = settings.values;
   const address = (k: string): string | null => {
@@ -73,11 +79,27 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     startBlock: settings.start('start_block', 'a block number'),
     blocksPerBatch: settings.int('blocks_per_batch', 1, EVM_DEFAULTS.blocksPerBatch),
     rpcTimeoutMs: settings.int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
+    eip712Domains: domains(o.eip712_domains, `${at}.eip712_domains`),
     ...senderSettings(settings),
     ...(address('disperse')
       ? { disperse: address('disperse')!, disperseMaxItems: settings.int('disperse_max_items', 2, 200) }
       : {}),
   };
+}
+
+/** `{"<symbol>": {"name": …, "version": …}}`, each a non-empty string; absent: none. */
+function domains(raw: unknown, at: string): Record<string, { name: string; version: string }> {
+  if (raw === undefined || raw === null) return {};
+  const all = new SettingsObject(raw, at, Object.keys(raw as object), 'an object of token symbols').values;
+  const out: Record<string, { name: string; version: string }> = {};
+  for (const [symbol, d] of Object.entries(all)) {
+    if (symbol === '$comment') continue;
+    const v = new SettingsObject(d, `${at}.${symbol}`, ['name', 'version']).values;
+    if (typeof v.name !== 'string' || !v.name || typeof v.version !== 'string' || !v.version)
+      throw new ConfigError(`${at}.${symbol} must have a non-empty name and version`);
+    out[symbol.toLowerCase()] = { name: v.name, version: v.version };
+  }
+  return out;
 }
 
 /** The hot-wallet sender's optional settings: `max_fee_gwei` (decimal gwei, a string or number) and `replace_after_blocks`. */

@@ -7,7 +7,7 @@
  * `verify` checks, before anything is written: the payload's shape, the EIP-712 domain the requirements name, the
  * recipient (the merchant's x402 address) and the exact value, the validity window against Kasse's clock (valid
  * before at least 6 seconds ahead, as the official facilitator asks), the signature (recovered against the token's
- * DOMAIN_SEPARATOR read from the chain; on a simulator network against the domain the requirements name), and on a
+ * DOMAIN_SEPARATOR read from the chain; on a simulator network against its domain in the networks file), and on a
  * network with a node: the nonce unused on chain, the payer's balance and an `eth_call` of the exact transaction
  * from the hot wallet. Refusals carry the official `invalid_exact_evm_*` codes. `settle` records the transfer under
  * the module's settlement id (idempotent), pushes it and follows it to the network's confirmations; on a simulator
@@ -32,9 +32,10 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
 import type { ChainRegistry } from '../registry.ts';
-import { SIMULATED_TX_PREFIX, type TokenConfig } from '../types.ts';
+import { SIMULATED_TX_PREFIX, type NetworkConfig, type TokenConfig } from '../types.ts';
 import type { X402Kind, X402Request, X402Scheme, X402Settlement, X402Verdict } from '../x402.ts';
 import { EvmAdapter } from './adapter.ts';
+import { evmSettings } from './config.ts';
 import { erc20Abi } from './contracts.ts';
 import { authorizationDigest, eip3009Abi, encodeVrs, revertReason, type Authorization } from './gasless.ts';
 import type { EvmSender } from './sender.ts';
@@ -56,8 +57,8 @@ export const X402_EVM_ERRORS = {
   event: 'invalid_exact_evm_transfer_event_mismatch',
 } as const;
 
-/** The domain Circle's testnet USDC signs in; what a simulator network offers (it has no node to ask). */
-const SIMULATOR_DOMAIN = { name: 'USDC', version: '2' };
+/** Recovered signers of recent authorizations (verify, then settle of the same payload, recovers once). */
+const RECOVERED_MAX = 4096;
 /** The official facilitator refuses an authorization that expires within this many seconds. */
 const MIN_VALIDITY_SECONDS = 6n;
 /** How often `settle` looks at its transfer while following it. */
@@ -90,6 +91,8 @@ interface Receipt {
 
 export class EvmX402 implements X402Scheme {
   private readonly domains = new Map<string, { name: string; version: string }>();
+  private readonly recovered = new Map<string, Address | null>();
+  private readonly separators = new Map<string, Hex>();
 
   constructor(private readonly deps: EvmX402Deps) {}
 
@@ -101,7 +104,7 @@ export class EvmX402 implements X402Scheme {
       if (!token) continue;
       const adapter = this.adapter(mode, network.id);
       if (!adapter && mode === 'live') continue;
-      const domain = adapter ? await this.domain(adapter, token).catch(() => null) : SIMULATOR_DOMAIN;
+      const domain = adapter ? await this.domain(adapter, token).catch(() => null) : configuredDomain(network, token);
       if (!domain) continue;
       kinds.push({
         network: `eip155:${network.chainId}`,
@@ -117,6 +120,11 @@ export class EvmX402 implements X402Scheme {
 
   async payTo(mode: Mode, chain: string, index: bigint): Promise<string> {
     return getAddress(await this.deps.chains.adapter(mode, chain).deriveAddress(index));
+  }
+
+  derivation(mode: Mode, chain: string): string {
+    const adapter = this.deps.chains.hasAdapter(mode, chain) ? this.deps.chains.adapter(mode, chain) : null;
+    return adapter instanceof EvmAdapter ? `factory:${adapter.factory.toLowerCase()}` : 'simulator';
   }
 
   key(r: X402Request): string | null {
@@ -147,11 +155,8 @@ export class EvmX402 implements X402Scheme {
     const adapter = this.adapter(r.mode, r.kind.chain);
     const separator = adapter
       ? await this.call(adapter, contract, encodeFunctionData({ abi: eip3009Abi, functionName: 'DOMAIN_SEPARATOR' }))
-      : domainSeparator({ domain: { name, version, chainId: network.chainId!, verifyingContract: contract } });
-    const ecdsa = size(a.signature) === 65;
-    const signer = ecdsa
-      ? await recoverAddress({ hash: authorizationDigest(separator, a), signature: a.signature }).catch(() => null)
-      : null;
+      : this.simulatorSeparator(network, r.kind.token);
+    const signer = size(a.signature) === 65 ? await this.signer(authorizationDigest(separator, a), a.signature) : null;
     if (signer !== a.from && !adapter)
       return no(X402_EVM_ERRORS.signature, 'The signature is not a TransferWithAuthorization signed by from.');
     if (!adapter) return { valid: true, payer, key: authorizationKey(contract, a) };
@@ -268,6 +273,32 @@ export class EvmX402 implements X402Scheme {
     };
   }
 
+  /** The token's domain separator on a network without a node: of its configured domain (the chain's own). */
+  private simulatorSeparator(network: NetworkConfig, token: TokenConfig): Hex {
+    const key = `${network.id}:${token.id}`;
+    let separator = this.separators.get(key);
+    if (!separator) {
+      const domain = {
+        ...configuredDomain(network, token),
+        chainId: network.chainId!,
+        verifyingContract: getAddress(token.contract!),
+      };
+      separator = domainSeparator({ domain });
+      this.separators.set(key, separator);
+    }
+    return separator;
+  }
+
+  /** Who signed `hash` (an ECDSA signature), remembered for the next request about the same authorization. */
+  private async signer(hash: Hex, signature: Hex): Promise<Address | null> {
+    const key = hash + signature.slice(2);
+    if (this.recovered.has(key)) return this.recovered.get(key)!;
+    const signer = await recoverAddress({ hash, signature }).catch(() => null);
+    if (this.recovered.size >= RECOVERED_MAX) this.recovered.clear();
+    this.recovered.set(key, signer);
+    return signer;
+  }
+
   /** The network's adapter with a hot-wallet sender, or null on a simulator network. */
   private adapter(mode: Mode, chain: string): EvmAdapter | null {
     if (!this.deps.chains.hasAdapter(mode, chain)) return null;
@@ -304,6 +335,14 @@ export class EvmX402 implements X402Scheme {
     this.domains.set(key, domain);
     return domain;
   }
+}
+
+/**
+ * A token's EIP-712 domain on a network without a node: the networks file's (`evm.eip712_domains`), else its name
+ * with version "2" (FiatToken's).
+ */
+function configuredDomain(network: NetworkConfig, token: TokenConfig): { name: string; version: string } {
+  return evmSettings(network).eip712Domains[token.id.split(':')[1]!] ?? { name: token.name, version: '2' };
 }
 
 /** The network's USDC: a gasless ERC-20 (EIP-3009) with a contract. */

@@ -86,7 +86,7 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
           network: solanaCaip2(mode),
           chain: network.id,
           token,
-          extra: { feePayer: feePayer() },
+          extra: { feePayer: feePayer(), asset: token.contract!, decimals: token.decimals },
           simulated,
           codes: { recipient: SVM_REASONS.recipient, replay: SVM_REASONS.duplicate },
         });
@@ -102,6 +102,9 @@ export function solanaX402(deps: { chains: ChainRegistry; keys: SolanaKeys; adap
       if (adapter && token) await withTx(adapter.deps.db, (tx) => adapter.addressIssued(tx, { token, address, index }));
       return address;
     },
+
+    // Receiving keys are the master seed's whatever serves the network; a node adds the opened token account.
+    derivation: (mode, chain) => (adapterOf(mode, chain)?.sender ? 'node' : 'simulator'),
 
     key: (request) => keyOf(request.payload.transaction),
 

@@ -5,8 +5,9 @@
 import type { ChainFamily } from '../../chains/plugin.ts';
 import type { Command } from '../context.ts';
 import { userCommands } from './users.ts';
+import { x402Commands } from './x402.ts';
 
-export const extraCommands: Command[] = [...userCommands];
+export const extraCommands: Command[] = [...userCommands, ...x402Commands];
 
 /** The installed chain families' commands as CLI commands. */
 export function familyCommands(families: readonly ChainFamily[]): Command[] {

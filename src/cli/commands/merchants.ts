@@ -1,5 +1,5 @@
 /** Merchant and API-key administration. Output is snake_case, as in the API. */
-import type { MerchantRecord } from '../../modules/merchants/service.ts';
+import type { MerchantRecord } from '../../modules/merchants/index.ts';
 import type { Command } from '../context.ts';
 import { mode, optionalInt, requireArg, requireString } from '../context.ts';
 
@@ -11,6 +11,7 @@ function merchantJson(m: MerchantRecord) {
     webhook_url_test: m.webhookUrl.test,
     webhook_url_live: m.webhookUrl.live,
     rate_limit_per_minute: m.rateLimitPerMinute,
+    x402_rate_limit_per_minute: m.x402RateLimitPerMinute,
     fee_bps: m.feeBps,
     created_at: m.createdAt,
   };
@@ -37,13 +38,14 @@ export const merchantCommands: Command[] = [
   {
     name: 'merchant update',
     usage:
-      'merchant update --merchant ID [--webhook-url URL] [--webhook-url-test URL] [--webhook-url-live URL] [--rate-limit N] [--fee-bps N] [--json]',
+      'merchant update --merchant ID [--webhook-url URL] [--webhook-url-test URL] [--webhook-url-live URL] [--rate-limit N] [--x402-rate-limit N] [--fee-bps N] [--json]',
     flags: {
       merchant: { type: 'string' },
       'webhook-url': { type: 'string' },
       'webhook-url-test': { type: 'string' },
       'webhook-url-live': { type: 'string' },
       'rate-limit': { type: 'string' },
+      'x402-rate-limit': { type: 'string' },
       'fee-bps': { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -53,6 +55,7 @@ export const merchantCommands: Command[] = [
         webhookUrlTest: (f['webhook-url-test'] as string | undefined) ?? both,
         webhookUrlLive: (f['webhook-url-live'] as string | undefined) ?? both,
         rateLimitPerMinute: optionalInt(f, 'rate-limit'),
+        x402RateLimitPerMinute: optionalInt(f, 'x402-rate-limit'),
         feeBps: optionalInt(f, 'fee-bps'),
       });
       return merchantJson(updated);

@@ -134,7 +134,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         operationId: 'refundPayment',
         summary: 'Refund a payment',
         description:
-          "Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.",
+          "Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise; for a payment an x402 client made it defaults to the paying address `x402.payer`). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.",
         tags,
         params: PaymentIdParam,
         body: RefundBody,
@@ -145,6 +145,6 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     async (req, reply) =>
       reply
         .code(202)
-        .send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+        .send(await kasse.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 }

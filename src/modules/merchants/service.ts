@@ -15,6 +15,7 @@ import { decryptSecret, encryptSecret, hashApiKey } from '../../core/secrets.ts'
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { MerchantsTable } from './tables.ts';
 import { checkBrandColor } from './branding.ts';
+import { Brands } from './logos.ts';
 
 export interface AuthenticatedKey {
   keyId: string;
@@ -22,6 +23,8 @@ export interface AuthenticatedKey {
   mode: Mode;
   /** Requests per minute for this key (the merchant's limit or the default). */
   rateLimit: number;
+  /** Requests per minute for this key on the x402 facilitator routes (the merchant's x402 limit or its default). */
+  x402RateLimit: number;
   /** The merchant as of authentication (cached with the key; merchant updates invalidate it). */
   merchant: MerchantRecord;
 }
@@ -46,6 +49,8 @@ export interface MerchantRecord {
   name: string;
   webhookUrl: { test: string | null; live: string | null };
   rateLimitPerMinute: number | null;
+  /** The x402 facilitator routes' own limit per key; null: the configured default. */
+  x402RateLimitPerMinute: number | null;
   feeBps: number | null;
   /** ISO 8601, formatted once when the record is loaded (it is served from the key cache on every /account call). */
   createdAt: string;
@@ -80,6 +85,7 @@ export interface MerchantPatch {
   webhookUrlTest?: string | null;
   webhookUrlLive?: string | null;
   rateLimitPerMinute?: number | null;
+  x402RateLimitPerMinute?: number | null;
   feeBps?: number | null;
   taxProfile?: { mode: Mode; value: object | null };
   /** Checked by the caller (branding.ts); null removes it. */
@@ -101,13 +107,17 @@ export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 export class MerchantService {
   /** Resolved tokens: token → key (null for a refused token), the token's hash for invalidation, expiry. */
   private cache = new Map<string, { value: AuthenticatedKey | null; hash: string; until: number }>();
+  /** Merchants' brands (name, colour, logo) as pages, PDFs and the logo route show them. */
+  readonly brands: Brands;
 
   constructor(
     private readonly db: Db,
     private readonly secretKey: Buffer,
-    private readonly defaults: { rateLimitPerMinute: number },
+    private readonly defaults: { rateLimitPerMinute: number; x402RateLimitPerMinute: number },
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.brands = new Brands(db);
+  }
 
   async create(input: { name: string; webhookUrl?: string | null }): Promise<NewMerchant> {
     const name = input.name.trim();
@@ -455,6 +465,7 @@ export class MerchantService {
             merchantId: row.id,
             mode: row.mode,
             rateLimit: row.rate_limit_per_minute ?? this.defaults.rateLimitPerMinute,
+            x402RateLimit: row.x402_rate_limit_per_minute ?? this.defaults.x402RateLimitPerMinute,
             merchant: toRecord(row),
           }
         : null;
@@ -492,6 +503,7 @@ function toRecord(row: Selectable<MerchantsTable>): MerchantRecord {
     name: row.name,
     webhookUrl: { test: row.webhook_url_test, live: row.webhook_url_live },
     rateLimitPerMinute: row.rate_limit_per_minute,
+    x402RateLimitPerMinute: row.x402_rate_limit_per_minute,
     feeBps: row.fee_bps,
     createdAt: row.created_at.toISOString(),
     taxProfile: { test: row.tax_profile_test ?? null, live: row.tax_profile_live ?? null },
@@ -510,6 +522,13 @@ function checkPatch(patch: MerchantPatch): void {
   if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== null && !(patch.rateLimitPerMinute >= 1)) {
     throw new ApiError('invalid_request', 'rate limit must be at least 1 per minute', 'rate_limit_per_minute');
   }
+  const x402 = patch.x402RateLimitPerMinute;
+  if (x402 !== undefined && x402 !== null && !(Number.isInteger(x402) && x402 >= 1))
+    throw new ApiError(
+      'invalid_request',
+      'x402 rate limit must be at least 1 per minute',
+      'x402_rate_limit_per_minute',
+    );
   const bps = patch.underpaymentToleranceBps;
   if (bps !== undefined && (!Number.isInteger(bps) || bps < 0 || bps > TOLERANCE_MAX_BPS))
     throw new ApiError(
@@ -525,6 +544,7 @@ function patchValues(patch: MerchantPatch): Record<string, unknown> {
   if (patch.webhookUrlTest !== undefined) values.webhook_url_test = patch.webhookUrlTest;
   if (patch.webhookUrlLive !== undefined) values.webhook_url_live = patch.webhookUrlLive;
   if (patch.rateLimitPerMinute !== undefined) values.rate_limit_per_minute = patch.rateLimitPerMinute;
+  if (patch.x402RateLimitPerMinute !== undefined) values.x402_rate_limit_per_minute = patch.x402RateLimitPerMinute;
   if (patch.feeBps !== undefined) values.fee_bps = patch.feeBps;
   if (patch.brandColor !== undefined) values.brand_color = patch.brandColor;
   if (patch.logoSha256 !== undefined) values.logo_sha256 = patch.logoSha256;

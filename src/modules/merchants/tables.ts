@@ -9,6 +9,8 @@ export interface MerchantsTable {
   webhook_url_live: string | null;
   webhook_secret_enc: string;
   rate_limit_per_minute: number | null;
+  /** The x402 facilitator routes' limit per key (migration 0035); null: KASSE_X402_RATE_LIMIT. */
+  x402_rate_limit_per_minute: ColumnType<number | null, number | null | undefined, number | null>;
   fee_bps: number | null;
   created_at: Generated<Date>;
   /** Tax profile per mode (migration 0012; shape: src/modules/invoices/profile.ts). */

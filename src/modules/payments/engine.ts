@@ -10,18 +10,25 @@ import { ImpossibleState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import { syncHeld } from '../ledger/holds.ts';
-import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/lookup.ts';
-import type { LedgerService } from '../ledger/ledger.ts';
+import { type LedgerService, syncHeld } from '../ledger/index.ts';
+import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/index.ts';
 import type { PriceService } from '../prices/index.ts';
-import type { EventPublisher } from '../webhooks/types.ts';
-import { heldTarget } from './held.ts';
-import type { AuditLog } from '../audit/service.ts';
+import type { EventPublisher } from '../webhooks/index.ts';
+import { heldTarget, type ReturnedCoins } from './held.ts';
+import type { AuditLog } from '../audit/index.ts';
 import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
 import { creditedCents, next, paidCredit, type Trigger } from './state.ts';
-import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store/payments.ts';
+import {
+  loadPayment,
+  lockPayment,
+  persist,
+  saveCredit,
+  toState,
+  type Loaded,
+  type PaymentScope,
+} from './store/payments.ts';
 
 /** What every module that moves money is built with (payments and disbursements). */
 export interface FundsDeps {
@@ -71,12 +78,23 @@ export type PaymentObserver = (tx: Tx, change: PaymentChange) => Promise<void>;
 
 export class PaymentEngine {
   private readonly observers: PaymentObserver[] = [];
+  private returned: ReturnedCoins = async () => [];
 
   constructor(readonly deps: PaymentDeps) {}
 
   /** Adds an observer of payment changes (see PaymentObserver). */
   observe(observer: PaymentObserver): void {
     this.observers.push(observer);
+  }
+
+  /** Where the engine learns what sent refunds returned of a payment (the refunds module tells it, when built). */
+  returnsFrom(source: ReturnedCoins): void {
+    this.returned = source;
+  }
+
+  /** The payment as stored (not locked); null when there is no such payment in `scope`. */
+  load(scope: PaymentScope, id: string): Promise<Loaded | null> {
+    return loadPayment(this.deps.db, scope, id);
   }
 
   json(l: Loaded): Payment {
@@ -157,7 +175,7 @@ export class PaymentEngine {
     current = await saveCredit(tx, current, seq, credited, creditedAt);
     // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
     if (current.deposits.length > 0)
-      await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
+      await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited, this.returned));
 
     const payment = this.json(current);
     for (const type of events) {

@@ -7,14 +7,24 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import { ImpossibleState } from '../../core/errors.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
-import type { HeldLot, HeldTarget } from '../ledger/holds.ts';
+import type { HeldLot, HeldTarget } from '../ledger/index.ts';
 import type { Loaded } from './store/payments.ts';
-import { sentRefunds } from './store/refunds.ts';
+
+/** A payment's coins that sent refunds returned, by attempt (amounts in smallest units). */
+export type Returned = Array<{ attempt_id: string; token: string; amount: string }>;
+/** What sent refunds returned of a payment, read in the payment change's transaction (the refunds module answers). */
+export type ReturnedCoins = (tx: Tx, paymentId: string) => Promise<Returned>;
 
 const settled = (status: string) => status === 'confirmed' || status === 'final';
 
 /** Held lots of the payment `l` (as persisted in `tx`), given whether its last credit stands. */
-export async function heldTarget(tx: Tx, chains: ChainRegistry, l: Loaded, credited: boolean): Promise<HeldTarget> {
+export async function heldTarget(
+  tx: Tx,
+  chains: ChainRegistry,
+  l: Loaded,
+  credited: boolean,
+  sentRefunds: ReturnedCoins,
+): Promise<HeldTarget> {
   const lots: HeldLot[] = [];
   const target = { mode: l.row.mode, merchantId: l.row.merchant_id, paymentId: l.row.id, lots };
   if (!l.deposits.some((d) => settled(d.status))) return target;

@@ -25,7 +25,7 @@ import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import type { MerchantService } from '../merchants/service.ts';
+import type { MerchantService } from '../merchants/index.ts';
 import type { MerchantHttpClient, PostResult } from './http-client.ts';
 
 /** NOTE: the spec's retry schedule: delays after the 1st … 6th failed attempt. */

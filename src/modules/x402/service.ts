@@ -1,48 +1,66 @@
 /**
  * Kasse as an x402 facilitator (docs/x402.md): `supported`, `verify`, `settle` and `pay_to` for a merchant in a mode,
- * speaking x402 v2 as `HTTPFacilitatorClient` of `@x402/core` sends it. This module does what is the same on every
- * chain; the families do their chain's part through their `X402Scheme` (src/chains/x402.ts).
+ * speaking x402 v2 as `HTTPFacilitatorClient` of `@x402/core` sends it, with the official facilitator's semantics. This
+ * module does what is the same on every chain; the families do their chain's part through their `X402Scheme`
+ * (src/chains/x402.ts).
  *
  * Common checks before a family sees a payload: x402 version 2, scheme `exact`, a network of this mode the families
- * offer, the asset the network's USDC, a positive amount, `payTo` the merchant's x402 address of the network, and the
- * authorization not already claimed in Kasse. Settle claims the authorization with one INSERT on its unique key
- * (network + authorization), so of two requests or processes only one asks the family to submit; the other follows
- * that settlement to the same answer. A settled authorization becomes a `paid` Payment in the transaction that marks
- * its row settled (the row locked), so it is credited once. A crash leaves the row `pending`; the workers role's
- * `resume` submits it again (idempotent in the family) and records it when it lands.
+ * offer, the asset the network's USDC, a positive amount of at most $1,000,000 (MAX_USD), `payTo` the merchant's x402
+ * address of the network (payto.ts), and the authorization not already claimed in Kasse.
+ *
+ * One authorization, one successful settle. Settle claims the authorization with one INSERT on its unique key
+ * (network + authorization), so of two requests or processes only one asks the family to submit; the row also names
+ * the one request that is answered `success: true` (`answered_to`, taken in PostgreSQL). Every other settle of the
+ * authorization, concurrent or later, in any process, answers `success: false` with the scheme's official duplicate
+ * code (`invalid_exact_evm_nonce_already_used`, `duplicate_settlement`) and credits nothing; a request that could
+ * only answer `settlement_pending` gives its answer back, so the one that finds the transfer landed is answered. A
+ * client that lost its answer retries through the `payment-identifier` extension (identifier.ts): the same identifier
+ * with the same payment is answered what the original was, another payment under it is refused (409).
+ *
+ * A settled authorization becomes a `paid` Payment in the transaction that marks its pending row settled, so it is
+ * credited once (settlements.ts). A crash leaves the row `pending`; the workers role's `resume` submits it again (idempotent in
+ * the family) and records it when it lands. A settlement that cannot be recorded ends `failed` with its reason
+ * (dashboard, `kasse x402 settlements`), never retried; one whose network does not answer is looked at again later,
+ * less and less often. Settle always answers a SettleResponse (`unexpected_settle_error` for what nobody foresaw).
  */
-import type { X402Kind, X402Request, X402Requirements, X402Scheme, X402Settlement } from '../../chains/x402.ts';
+import type { X402Kind, X402Request, X402Requirements, X402Scheme } from '../../chains/x402.ts';
 import type { Clock } from '../../core/clock.ts';
+import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import { formatUnits } from '../../core/money.ts';
-import { withTx, type Db } from '../../db/index.ts';
-import type { Payment } from '../payments/schema.ts';
-import type { PaymentService } from '../payments/service.ts';
+import type { Db } from '../../db/index.ts';
+import type { AuditLog } from '../audit/index.ts';
+import type { Payment, PaymentService } from '../payments/index.ts';
+import { X402Discovery } from './discovery.ts';
+import { identifierConflict, paymentIdentifier, type Identified } from './identifier.ts';
+import { PayToBook } from './payto.ts';
+import { Settlements } from './settlements.ts';
+
+export { RESUME_AFTER_MS, SETTLE_WAIT_MS } from './settlements.ts';
 import {
-  addToTotal,
   claimSettlement,
-  getSettlement,
-  lockSettlement,
-  markFailed,
-  markSettled,
-  payToOf,
-  savePayTo,
+  listSettlements,
+  merchantOfPayTo,
+  retiredPayTo,
+  settlementByIdentifier,
   settlementByKey,
-  stalledSettlements,
+  takeAnswer,
   type SettlementRow,
 } from './store.ts';
 import type { FacilitatorBody, SettleResponse, SupportedResponse, VerifyResponse } from './wire.ts';
 
-/** How long `settle` waits for the network's confirmations before answering `settlement_pending`. */
-export const SETTLE_WAIT_MS = 60_000;
-/** A pending settlement this old is resumed by the workers role (its request is over or its process died). */
-export const RESUME_AFTER_MS = SETTLE_WAIT_MS + 5_000;
+/**
+ * NOTE: the largest amount one authorization may pay, in US dollars: the spec's largest payment ($1,000,000,
+ * `price_amount` 100000000), so every x402 payment is one Kasse can record. Larger is refused at verify and settle.
+ */
+export const MAX_USD = 1_000_000n;
 /** How long a sale's requirements give the client to pay (`maxTimeoutSeconds`), as the official middleware's default. */
 const SALE_TIMEOUT_S = 300;
-/** Millionths of a dollar per cent (the sub-cent carry, docs/x402.md). */
-const MICRO_PER_CENT = 10_000n;
+/** How long the families' kinds of a mode are reused: networks pause or resume with a restart or a node's health. */
+const KINDS_FOR_MS = 1_000;
+/** The extensions Kasse's facilitator takes part in, as `supported` lists them. */
+const EXTENSIONS = ['bazaar', 'payment-identifier'];
 
 export interface X402Deps {
   db: Db;
@@ -51,10 +69,15 @@ export interface X402Deps {
   payments: PaymentService;
   /** The families' schemes (read when used: families load after the modules are built). */
   schemes: () => X402Scheme[];
+  audit: AuditLog;
+  /** Days a resource stays discoverable after its last payment (`KASSE_X402_DISCOVERY_DAYS`). */
+  discoveryDays: number;
+  /** A payment link's URL by its slug. */
+  linkUrl: (slug: string) => string;
 }
 
 /** What a settlement row keeps of its request, to submit it again after a crash. */
-interface Stored {
+export interface Stored {
   requirements: X402Requirements;
   payload: Record<string, unknown>;
   /** What the Payment records when the settlement sells something of the merchant's own (a payment link). */
@@ -68,12 +91,15 @@ export interface X402Sale {
   metadata: Record<string, string>;
 }
 
-/** A sale's settlement: the answer for the client, the Payment made (or made before, for a replay), and whether the
- * authorization had been claimed before (a replay makes no new sale). */
+/**
+ * A sale's settlement: the answer for the client, the Payment it was paid with (also when the answer repeats an
+ * earlier one through the client's payment identifier), and whether this call made the sale (claimed the
+ * authorization; a repeated answer or a refusal made none).
+ */
 export interface X402SaleResult {
   response: SettleResponse;
   payment: Payment | null;
-  replay: boolean;
+  made: boolean;
 }
 
 type Prepared = { scheme: X402Scheme; request: X402Request; resource: Resource } | { refusal: VerifyResponse };
@@ -84,13 +110,55 @@ interface Resource {
 }
 
 export class X402Service {
-  constructor(private readonly deps: X402Deps) {}
+  private readonly payTos: PayToBook;
+  /** The discovery catalogue (discovery.ts). */
+  readonly discovery: X402Discovery;
+  private readonly lifecycle: Settlements;
+  /** The kinds of each mode as the families offered them a moment ago (every request asks). */
+  private readonly kindsOf = new Map<
+    Mode,
+    { kinds: Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>>; until: number }
+  >();
+
+  constructor(private readonly deps: X402Deps) {
+    this.payTos = new PayToBook({
+      db: deps.db,
+      clock: deps.clock,
+      log: deps.log,
+      nextIndex: () => deps.payments.nextAddressIndex(),
+    });
+    this.discovery = new X402Discovery({
+      db: deps.db,
+      clock: deps.clock,
+      log: deps.log,
+      audit: deps.audit,
+      days: deps.discoveryDays,
+      requirements: (mode, merchantId, cents) => this.requirements(mode, merchantId, cents),
+      networks: (mode) => this.networks(mode),
+      merchantOfPayTo: (mode, address) => merchantOfPayTo(deps.db, mode, address),
+      linkUrl: deps.linkUrl,
+    });
+    this.lifecycle = new Settlements({
+      ...deps,
+      payTos: this.payTos,
+      discovery: this.discovery,
+      kinds: (mode) => this.kinds(mode),
+    });
+  }
+
+  /**
+   * Settles what a crash or an expired wait left pending (settlements.ts), in the workers role. Answers how many it
+   * looked at.
+   */
+  resume(limit = 50): Promise<number> {
+    return this.lifecycle.resume(limit);
+  }
 
   /** `GET /x402/supported`: every kind of the mode, each with the merchant's `payTo`. */
   async supported(mode: Mode, merchantId: string): Promise<SupportedResponse> {
     const kinds = [];
-    for (const { kind } of await this.kinds(mode)) {
-      const payTo = await this.payToAddress(mode, merchantId, kind);
+    for (const { kind, scheme } of await this.kinds(mode)) {
+      const payTo = (await this.payTos.get(mode, merchantId, kind, scheme)).address;
       kinds.push({
         x402Version: 2,
         scheme: 'exact',
@@ -98,26 +166,42 @@ export class X402Service {
         extra: { ...kind.extra, payTo, ...(kind.simulated ? { simulated: true } : {}) },
       });
     }
-    return { kinds, extensions: [], signers: {} };
+    return { kinds, extensions: EXTENSIONS, signers: {} };
   }
 
   /** The merchant's x402 address on `network` (CAIP-2), or null when the mode offers no such network. */
   async payTo(mode: Mode, merchantId: string, network: string): Promise<string | null> {
     const found = (await this.kinds(mode)).find((k) => k.kind.network === network);
-    return found ? this.payToAddress(mode, merchantId, found.kind) : null;
+    return found ? (await this.payTos.get(mode, merchantId, found.kind, found.scheme)).address : null;
+  }
+
+  /** The CAIP-2 networks the mode takes x402 payments on. */
+  async networks(mode: Mode): Promise<string[]> {
+    return (await this.kinds(mode)).map((k) => k.kind.network);
   }
 
   async verify(mode: Mode, merchantId: string, body: FacilitatorBody): Promise<VerifyResponse> {
     const p = await this.prepare(mode, merchantId, body);
     if ('refusal' in p) return p.refusal;
+    const identified = paymentIdentifier(body);
     const key = p.scheme.key(p.request);
-    const earlier = key ? await settlementByKey(this.deps.db, mode, p.request.kind.chain, key) : undefined;
+    const { db } = this.deps;
+    // The lookups travel while the family checks the signature.
+    const [earlier, named, verdict] = await Promise.all([
+      key ? settlementByKey(db, mode, p.request.kind.chain, key) : undefined,
+      identified ? settlementByIdentifier(db, merchantId, mode, identified.id) : undefined,
+      p.scheme.verify(p.request),
+    ]);
+    if (named) {
+      if (named.payload_digest !== identified!.digest) throw identifierConflict(identified!.id);
+      // A retry of a payment Kasse has: what verifying it answered then.
+      if (named.status !== 'failed') return { isValid: true, payer: named.payer };
+    }
     if (earlier && earlier.status !== 'failed')
       return invalid(p.request.kind.codes.replay, 'This authorization was already settled.', earlier.payer);
-    const verdict = await p.scheme.verify(p.request);
-    return verdict.valid
-      ? { isValid: true, payer: verdict.payer }
-      : invalid(verdict.reason, verdict.message, verdict.payer);
+    if (!verdict.valid) return invalid(verdict.reason, verdict.message, verdict.payer);
+    await this.discovery.declared(mode, merchantId, body, false);
+    return { isValid: true, payer: verdict.payer };
   }
 
   async settle(mode: Mode, merchantId: string, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
@@ -130,14 +214,14 @@ export class X402Service {
    */
   async requirements(mode: Mode, merchantId: string, cents: number): Promise<X402Requirements[]> {
     const out: X402Requirements[] = [];
-    for (const { kind } of await this.kinds(mode)) {
+    for (const { kind, scheme } of await this.kinds(mode)) {
       if (kind.token.decimals < 2) continue;
       out.push({
         scheme: 'exact',
         network: kind.network,
         amount: (BigInt(cents) * 10n ** BigInt(kind.token.decimals - 2)).toString(),
         asset: kind.token.contract!,
-        payTo: await this.payToAddress(mode, merchantId, kind),
+        payTo: (await this.payTos.get(mode, merchantId, kind, scheme)).address,
         maxTimeoutSeconds: SALE_TIMEOUT_S,
         extra: kind.extra,
       });
@@ -147,37 +231,82 @@ export class X402Service {
 
   /**
    * Settles a sale of the merchant's own (a payment link): `settle` with the sale recorded on the Payment, answering
-   * the Payment too, and whether the authorization had already been claimed before this call (a replay: no new sale).
+   * the Payment too, and whether this call made the sale.
    */
   async sell(mode: Mode, merchantId: string, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
     const { response, claimed } = await this.settleOnce(mode, merchantId, body, sale);
     const id = response.success ? response.extra?.payment_id : undefined;
     const payment = typeof id === 'string' ? await this.deps.payments.get({ mode, merchantId }, id) : null;
-    return { response, payment, replay: !claimed };
+    return { response, payment, made: claimed };
   }
 
-  /** `settle`, also saying whether this call claimed the authorization (false for refusals and followers). */
+  /** The merchant's x402 addresses of `mode` retired when their network's configuration changed, newest first. */
+  retired(mode: Mode, merchantId: string) {
+    return retiredPayTo(this.deps.db, merchantId, mode);
+  }
+
+  /** The merchant's settlements of `mode`, newest first (`status` to see only failed ones, say), as stored. */
+  settlements(mode: Mode, merchantId: string, q: { status?: SettlementRow['status']; limit?: number } = {}) {
+    return listSettlements(this.deps.db, merchantId, mode, { status: q.status, limit: q.limit ?? 50 });
+  }
+
+  /**
+   * `settle`, also saying whether this call claimed the authorization. Anything unforeseen after the checks still
+   * answers a SettleResponse; a client's error in the request itself (a malformed or reused payment identifier) is
+   * the Error body.
+   */
   private async settleOnce(
     mode: Mode,
     merchantId: string,
     body: FacilitatorBody,
     sale?: X402Sale,
   ): Promise<{ response: SettleResponse; claimed: boolean }> {
-    const network = body.paymentRequirements?.network ?? '';
+    try {
+      return await this.settleChecked(mode, merchantId, body, sale);
+    } catch (err) {
+      if (err instanceof ApiError && (err.code === 'idempotency_conflict' || err.code === 'invalid_request')) throw err;
+      this.deps.log.error({ err: errText(err), merchantId, mode }, 'x402 settle failed unexpectedly');
+      return {
+        response: {
+          success: false,
+          errorReason: 'unexpected_settle_error',
+          errorMessage:
+            'Kasse could not settle this payment because of an unexpected error; a retry with the same payment identifier says where it stands.',
+          transaction: '',
+          network: body.paymentRequirements?.network ?? '',
+        },
+        claimed: false,
+      };
+    }
+  }
+
+  private async settleChecked(
+    mode: Mode,
+    merchantId: string,
+    body: FacilitatorBody,
+    sale?: X402Sale,
+  ): Promise<{ response: SettleResponse; claimed: boolean }> {
+    const network = body.paymentRequirements.network;
     const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });
     const p = await this.prepare(mode, merchantId, body);
     if ('refusal' in p) return refused(p.refusal);
     const { scheme, request } = p;
+    const { db } = this.deps;
+    const identified = paymentIdentifier(body);
+    // Who this request is, for the one success of the authorization: its payment identifier, else itself alone.
+    const me = identified ? `id:${identified.id}` : `req:${newId('x4s')}`;
     const key = scheme.key(request);
-    const earlier = key ? await settlementByKey(this.deps.db, mode, request.kind.chain, key) : undefined;
-    const replayed = () => refused(invalid(request.kind.codes.replay, 'This authorization was already settled.'));
-    if (earlier) {
-      if (earlier.merchant_id !== merchantId || !sameRequest(earlier, request)) return replayed();
-      return { response: await this.follow(scheme, earlier, request, false), claimed: false };
-    }
-    const verdict = await scheme.verify(request);
+    // The lookups travel while the family checks the payload (a settle of a new payment is the usual one).
+    const [earlier, named, verdict] = await Promise.all([
+      key ? settlementByKey(db, mode, request.kind.chain, key) : undefined,
+      identified ? settlementByIdentifier(db, merchantId, mode, identified.id) : undefined,
+      scheme.verify(request),
+    ]);
+    const follower = (row: SettlementRow) => this.follower(scheme, row, request, merchantId, me, identified);
+    if (named) return { response: await follower(named), claimed: false };
+    if (earlier) return { response: await follower(earlier), claimed: false };
     if (!verdict.valid) return refused(invalid(verdict.reason, verdict.message, verdict.payer));
-    const { row, claimed } = await claimSettlement(this.deps.db, {
+    const row = await claimSettlement(db, {
       id: newId('x4s'),
       merchant_id: merchantId,
       mode,
@@ -197,141 +326,44 @@ export class X402Service {
       } satisfies Stored,
       simulated: request.kind.simulated,
       created_at: this.deps.clock.now(),
+      payment_identifier: identified?.id ?? null,
+      payload_digest: identified?.digest ?? null,
+      answered_to: me,
     });
-    if (!claimed && (row.merchant_id !== merchantId || !sameRequest(row, request))) return replayed();
-    return { response: await this.follow(scheme, row, request, claimed), claimed };
+    if (!row) {
+      // Another request or process claimed it first (the authorization, or this payment identifier).
+      const first =
+        (identified && (await settlementByIdentifier(db, merchantId, mode, identified.id))) ||
+        (await settlementByKey(db, mode, request.kind.chain, verdict.key));
+      if (!first) throw new Error('x402 settlement claim refused, but no claiming row found');
+      return { response: await follower(first), claimed: false };
+    }
+    const response = await this.lifecycle.follow(scheme, row, request, me);
+    if (response.success) await this.discovery.declared(mode, merchantId, body, true);
+    return { response, claimed: true };
   }
 
   /**
-   * Settles what a crash or an expired wait left pending: submits each again (idempotent in the family), and
-   * records the ones that landed. Answers how many it looked at.
+   * The answer for a request about an authorization another request claimed: what it was answered (its payment
+   * identifier names it, with the same payment), or a refusal as a duplicate unless nobody was answered its success
+   * yet (the first request could only say `settlement_pending`): then this one follows it and is answered.
    */
-  async resume(limit = 50): Promise<number> {
-    const before = new Date(this.deps.clock.now().getTime() - RESUME_AFTER_MS);
-    const rows = await stalledSettlements(this.deps.db, before, limit);
-    for (const row of rows) {
-      try {
-        const found = (await this.kinds(row.mode)).find((k) => k.kind.chain === row.chain);
-        if (!found) continue;
-        const stored = row.request as Stored;
-        const request: X402Request = {
-          mode: row.mode,
-          kind: found.kind,
-          payTo: row.pay_to,
-          amount: BigInt(row.amount),
-          requirements: stored.requirements,
-          payload: stored.payload,
-        };
-        await this.finish(row, await found.scheme.settle(request, row.id, this.deps.clock.now()));
-      } catch (err) {
-        this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 settlement could not be resumed');
-      }
-    }
-    return rows.length;
-  }
-
-  /** Drives (the claimant) or watches (anyone else) a settlement to its answer. */
-  private async follow(
+  private async follower(
     scheme: X402Scheme,
     row: SettlementRow,
     request: X402Request,
-    claimant: boolean,
+    merchantId: string,
+    me: string,
+    identified: Identified | null,
   ): Promise<SettleResponse> {
-    if (row.status !== 'pending') return this.answer(row);
-    const deadline = new Date(Date.now() + SETTLE_WAIT_MS);
-    let state: X402Settlement;
-    if (claimant) state = await scheme.settle(request, row.id, deadline);
-    else {
-      for (;;) {
-        const now = await getSettlement(this.deps.db, row.id);
-        if (now && now.status !== 'pending') return this.answer(now);
-        state = await scheme.settlement(row.mode, row.chain, row.id);
-        if (state.status !== 'pending' || Date.now() >= deadline.getTime()) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+    if (identified && row.payment_identifier === identified.id) {
+      if (row.payload_digest !== identified.digest) throw identifierConflict(identified.id);
+    } else if (row.merchant_id !== merchantId || !sameRequest(row, request)) {
+      return this.lifecycle.duplicate(request, row.payer);
     }
-    return this.answer(await this.finish(row, state));
-  }
-
-  /** Records where a settlement ended: the paid Payment (once, under the row's lock), or its failure. */
-  private async finish(row: SettlementRow, state: X402Settlement): Promise<SettlementRow> {
-    const now = this.deps.clock.now();
-    if (state.status === 'failed') {
-      await markFailed(this.deps.db, row.id, {
-        transaction: state.transaction,
-        error: `${state.reason}: ${state.message}`,
-        now,
-      });
-    } else if (state.status === 'settled') {
-      await withTx(this.deps.db, async (tx) => {
-        const locked = await lockSettlement(tx, row.id);
-        if (!locked || locked.status !== 'pending') return;
-        const payTo = await payToOf(tx, locked.merchant_id, locked.mode, locked.chain);
-        const amount = BigInt(locked.amount);
-        const token = (await this.kinds(locked.mode)).find((k) => k.kind.chain === locked.chain)?.kind.token;
-        const decimals = token?.decimals ?? 6;
-        const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
-        const sale = (locked.request as Stored).sale;
-        const total = await addToTotal(tx, locked.merchant_id, locked.mode, micro);
-        const payment = await this.deps.payments.recordExternal(tx, {
-          mode: locked.mode,
-          merchantId: locked.merchant_id,
-          chain: locked.chain,
-          token: locked.token,
-          address: locked.pay_to,
-          addressIndex: payTo?.index ?? 0n,
-          amount,
-          priceCents: Number(total.after / MICRO_PER_CENT - total.before / MICRO_PER_CENT),
-          orderId: sale?.orderId ?? `x402:${locked.id}`,
-          description: sale?.description ?? locked.description,
-          ...(sale ? { metadata: sale.metadata } : {}),
-          x402: {
-            resource: locked.resource,
-            description: locked.description,
-            payer: locked.payer,
-            network: locked.network,
-            transaction: state.transaction,
-            simulated: state.simulated,
-            amount_usd: formatUnits(amount, decimals),
-          },
-          transfer: {
-            txHash: state.transaction,
-            index: state.index,
-            blockNumber: state.blockNumber,
-            blockHash: state.blockHash,
-            from: locked.payer,
-          },
-        });
-        await markSettled(tx, locked.id, { transaction: state.transaction, paymentId: payment.id, now });
-        this.deps.log.info(
-          { settlementId: locked.id, paymentId: payment.id, mode: locked.mode, chain: locked.chain },
-          'x402 payment settled',
-        );
-      });
-    }
-    return (await getSettlement(this.deps.db, row.id)) ?? row;
-  }
-
-  /** The SettleResponse for a settlement row as it stands. */
-  private answer(row: SettlementRow): SettleResponse {
-    const base = { payer: row.payer, network: row.network, transaction: row.transaction ?? '' };
-    if (row.status === 'settled')
-      return {
-        success: true,
-        ...base,
-        amount: BigInt(row.amount).toString(),
-        extra: { payment_id: row.payment_id, simulated: row.simulated },
-      };
-    if (row.status === 'failed') {
-      const [reason, ...message] = (row.error ?? 'invalid_transaction_state').split(': ');
-      return { success: false, ...base, errorReason: reason!, errorMessage: message.join(': ') || undefined };
-    }
-    return {
-      success: false,
-      ...base,
-      errorReason: 'settlement_pending',
-      errorMessage: 'The transfer is submitted and not yet confirmed; Kasse records the payment when it is.',
-    };
+    if (row.status === 'failed') return this.lifecycle.answer(row);
+    if (!(await takeAnswer(this.deps.db, row.id, me))) return this.lifecycle.duplicate(request, row.payer);
+    return this.lifecycle.follow(scheme, row, request, me, false);
   }
 
   /** The common checks; the scheme and request for the family, or the refusal. */
@@ -355,7 +387,15 @@ export class X402Service {
       };
     if (!/^[1-9][0-9]{0,77}$/.test(req.amount))
       return { refusal: invalid('invalid_payment_requirements', 'The amount must be a positive integer string.') };
-    const payTo = await this.payToAddress(mode, merchantId, kind);
+    const most = MAX_USD * 10n ** BigInt(kind.token.decimals);
+    if (BigInt(req.amount) > most)
+      return {
+        refusal: invalid(
+          'invalid_payment_requirements',
+          `The amount must be at most $${MAX_USD.toLocaleString('en-US')} (${most} units of ${kind.token.symbol}) per payment.`,
+        ),
+      };
+    const payTo = (await this.payTos.get(mode, merchantId, kind, scheme)).address;
     if (!sameAddress(req.payTo, payTo))
       return {
         refusal: invalid(
@@ -375,21 +415,17 @@ export class X402Service {
   }
 
   /** Every kind of the mode with the scheme offering it. */
-  private async kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
-    const out = [];
-    for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
-    return out;
-  }
-
-  /** The merchant's x402 address on the kind's network, allotted (a fresh derivation index) on first use. */
-  private async payToAddress(mode: Mode, merchantId: string, kind: X402Kind): Promise<string> {
-    const scheme = (await this.kinds(mode)).find((k) => k.kind.chain === kind.chain)!.scheme;
-    const known = await payToOf(this.deps.db, merchantId, mode, kind.chain);
-    if (known) return known.address;
-    const index = await this.deps.payments.nextAddressIndex();
-    const address = await scheme.payTo(mode, kind.chain, index);
-    await savePayTo(this.deps.db, { merchantId, mode, chain: kind.chain, index, address, now: this.deps.clock.now() });
-    return (await payToOf(this.deps.db, merchantId, mode, kind.chain))!.address;
+  private kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
+    const cached = this.kindsOf.get(mode);
+    if (cached && Date.now() < cached.until) return cached.kinds;
+    const kinds = (async () => {
+      const out = [];
+      for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
+      return out;
+    })();
+    this.kindsOf.set(mode, { kinds, until: Date.now() + KINDS_FOR_MS });
+    kinds.catch(() => this.kindsOf.delete(mode));
+    return kinds;
   }
 }
 

@@ -1,33 +1,36 @@
-/** The x402 module's tables (migration 0030): receiving addresses, settlements, running totals. The only code on them. */
-import { sql } from 'kysely';
+/**
+ * The x402 module's tables (migrations 0030, 0034): receiving addresses and the retired ones, settlements, running
+ * totals. The only code on them but the discovery catalogue's (discovery.ts).
+ */
+import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import type { X402SettlementsTable } from './tables.ts';
-import type { Selectable } from 'kysely';
 
 export type SettlementRow = Selectable<X402SettlementsTable>;
 
+export interface PayToRow {
+  address: string;
+  index: bigint;
+  derivation: string | null;
+}
+
 /** The merchant's x402 address on `chain`, if one was allotted. */
-export async function payToOf(
-  db: DbOrTx,
-  merchantId: string,
-  mode: Mode,
-  chain: string,
-): Promise<{ address: string; index: bigint } | null> {
+export async function payToOf(db: DbOrTx, merchantId: string, mode: Mode, chain: string): Promise<PayToRow | null> {
   const row = await db
     .selectFrom('x402_pay_to')
-    .select(['address', 'address_index'])
+    .select(['address', 'address_index', 'derivation'])
     .where('merchant_id', '=', merchantId)
     .where('mode', '=', mode)
     .where('chain', '=', chain)
     .executeTakeFirst();
-  return row ? { address: row.address, index: BigInt(row.address_index) } : null;
+  return row ? { address: row.address, index: BigInt(row.address_index), derivation: row.derivation } : null;
 }
 
 /** Stores an allotted address unless one is there already (two processes racing keep the first). */
 export async function savePayTo(
   db: Db,
-  row: { merchantId: string; mode: Mode; chain: string; index: bigint; address: string; now: Date },
+  row: { merchantId: string; mode: Mode; chain: string; index: bigint; address: string; derivation: string; now: Date },
 ): Promise<void> {
   await db
     .insertInto('x402_pay_to')
@@ -37,9 +40,55 @@ export async function savePayTo(
       chain: row.chain,
       address_index: row.index,
       address: row.address,
+      derivation: row.derivation,
       created_at: row.now,
     })
     .onConflict((oc) => oc.columns(['merchant_id', 'mode', 'chain']).doNothing())
+    .execute();
+}
+
+/**
+ * Puts `address` (derived under `derivation`) in place of the one `was` and retires that one, unless another process
+ * did already; one transaction.
+ */
+export async function replacePayTo(
+  db: Db,
+  r: { merchantId: string; mode: Mode; chain: string; was: PayToRow; address: string; derivation: string; now: Date },
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const changed = await tx
+      .updateTable('x402_pay_to')
+      .set({ address: r.address, derivation: r.derivation })
+      .where('merchant_id', '=', r.merchantId)
+      .where('mode', '=', r.mode)
+      .where('chain', '=', r.chain)
+      .where('address', '=', r.was.address)
+      .executeTakeFirst();
+    if (Number(changed.numUpdatedRows) === 0 || r.was.address.toLowerCase() === r.address.toLowerCase()) return;
+    await tx
+      .insertInto('x402_pay_to_retired')
+      .values({
+        merchant_id: r.merchantId,
+        mode: r.mode,
+        chain: r.chain,
+        address: r.was.address,
+        address_index: r.was.index,
+        derivation: r.was.derivation,
+        retired_at: r.now,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  });
+}
+
+/** The addresses retired on the merchant's networks of `mode`, newest first. */
+export async function retiredPayTo(db: DbOrTx, merchantId: string, mode: Mode) {
+  return db
+    .selectFrom('x402_pay_to_retired')
+    .select(['chain', 'address', 'derivation', 'retired_at'])
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .orderBy('retired_at', 'desc')
     .execute();
 }
 
@@ -59,66 +108,140 @@ export async function settlementByKey(
     .executeTakeFirst();
 }
 
-/** Claims an authorization for settlement: the new row, or the existing one when another request claimed it first. */
-export async function claimSettlement(
-  db: Db,
-  row: Omit<SettlementRow, 'status' | 'transaction' | 'error' | 'payment_id' | 'settled_at' | 'request'> & {
-    request: unknown;
-  },
-): Promise<{ row: SettlementRow; claimed: boolean }> {
+/** The settlement a payment identifier of the merchant names, if any. */
+export async function settlementByIdentifier(
+  db: DbOrTx,
+  merchantId: string,
+  mode: Mode,
+  identifier: string,
+): Promise<SettlementRow | undefined> {
+  return db
+    .selectFrom('x402_settlements')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('payment_identifier', '=', identifier)
+    .executeTakeFirst();
+}
+
+export type NewSettlement = Omit<
+  SettlementRow,
+  'status' | 'transaction' | 'error' | 'payment_id' | 'settled_at' | 'request' | 'resume_at' | 'resume_tries'
+> & { request: unknown };
+
+/**
+ * Claims an authorization for settlement with one INSERT: the new row, or null when the authorization (or the payment
+ * identifier) is claimed already, by another request or another process.
+ */
+export async function claimSettlement(db: Db, row: NewSettlement): Promise<SettlementRow | null> {
   const inserted = await db
     .insertInto('x402_settlements')
     .values({ ...row, request: JSON.stringify(row.request), status: 'pending' })
-    .onConflict((oc) => oc.columns(['mode', 'chain', 'auth_key']).doNothing())
+    .onConflict((oc) => oc.doNothing())
     .returningAll()
     .executeTakeFirst();
-  if (inserted) return { row: inserted, claimed: true };
-  return { row: (await settlementByKey(db, row.mode, row.chain, row.auth_key))!, claimed: false };
+  return inserted ?? null;
 }
 
-export async function lockSettlement(tx: Tx, id: string): Promise<SettlementRow | undefined> {
-  return tx.selectFrom('x402_settlements').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+/**
+ * Makes `to` the one the settlement's success is answered to, if nobody is yet (or it is `to` already): true when it
+ * is `to` now.
+ */
+export async function takeAnswer(db: DbOrTx, id: string, to: string): Promise<boolean> {
+  const { rows } = await sql<{ answered_to: string }>`
+    UPDATE x402_settlements SET answered_to = ${to}
+    WHERE id = ${id} AND (answered_to IS NULL OR answered_to = ${to})
+    RETURNING answered_to`.execute(db);
+  return rows.length === 1;
+}
+
+/** Gives the answer back (a request that could only answer `settlement_pending`): a later request may take it. */
+export async function releaseAnswer(db: DbOrTx, id: string, from: string): Promise<void> {
+  await db
+    .updateTable('x402_settlements')
+    .set({ answered_to: null })
+    .where('id', '=', id)
+    .where('answered_to', '=', from)
+    .execute();
 }
 
 export async function getSettlement(db: DbOrTx, id: string): Promise<SettlementRow | undefined> {
   return db.selectFrom('x402_settlements').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/**
+ * Marks a pending settlement settled with its payment (in the transaction that recorded it); the row as it is now, or
+ * nothing when it was not pending (another request or process recorded it first: roll back).
+ */
 export async function markSettled(
   tx: Tx,
   id: string,
   s: { transaction: string; paymentId: string; now: Date },
-): Promise<void> {
-  await tx
+): Promise<SettlementRow | undefined> {
+  return tx
     .updateTable('x402_settlements')
     .set({ status: 'settled', transaction: s.transaction, payment_id: s.paymentId, settled_at: s.now, error: null })
     .where('id', '=', id)
-    .execute();
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
 }
 
+/** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); the row, or nothing if not pending. */
 export async function markFailed(
   db: DbOrTx,
   id: string,
   f: { transaction: string | null; error: string; now: Date },
-): Promise<void> {
-  await db
+): Promise<SettlementRow | undefined> {
+  return db
     .updateTable('x402_settlements')
-    .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now })
+    .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now, resume_at: null })
     .where('id', '=', id)
     .where('status', '=', 'pending')
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
 }
 
-/** Pending settlements older than `before` (the request that started them is gone), oldest first. */
-export async function stalledSettlements(db: DbOrTx, before: Date, limit: number): Promise<SettlementRow[]> {
+/**
+ * Pending settlements older than `before` (the request that started them is over or its process died) whose next
+ * look is due at `now`, oldest first.
+ */
+export async function stalledSettlements(db: DbOrTx, before: Date, now: Date, limit: number): Promise<SettlementRow[]> {
   return db
     .selectFrom('x402_settlements')
     .selectAll()
     .where('status', '=', 'pending')
     .where('created_at', '<', before)
+    .where((eb) => eb.or([eb('resume_at', 'is', null), eb('resume_at', '<=', now)]))
     .orderBy('created_at')
     .limit(limit)
     .execute();
+}
+
+/** A pending settlement whose resumption failed for a passing reason: looked at again at `at`. */
+export async function resumeLater(db: DbOrTx, id: string, at: Date): Promise<void> {
+  await db
+    .updateTable('x402_settlements')
+    .set((eb) => ({ resume_at: at, resume_tries: eb('resume_tries', '+', 1) }))
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/** The merchant's settlements of `mode`, newest first, optionally of one status. */
+export async function listSettlements(
+  db: DbOrTx,
+  merchantId: string,
+  mode: Mode,
+  q: { status?: SettlementRow['status']; limit: number },
+): Promise<SettlementRow[]> {
+  let query = db
+    .selectFrom('x402_settlements')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode);
+  if (q.status) query = query.where('status', '=', q.status);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
 }
 
 /**
@@ -137,4 +260,16 @@ export async function addToTotal(
     RETURNING micro_usd`.execute(tx);
   const after = BigInt(rows[0]!.micro_usd);
   return { before: after - microUsd, after };
+}
+
+/** The merchant whose x402 address `address` is in `mode`, if any (hex addresses in any case, others exactly). */
+export async function merchantOfPayTo(db: DbOrTx, mode: Mode, address: string): Promise<string | null> {
+  const rows = await db
+    .selectFrom('x402_pay_to')
+    .select(['merchant_id', 'address'])
+    .where('mode', '=', mode)
+    .where(sql<string>`lower(address)`, '=', address.toLowerCase())
+    .execute();
+  const hex = address.startsWith('0x');
+  return rows.find((r) => (hex ? true : r.address === address))?.merchant_id ?? null;
 }

@@ -111,4 +111,52 @@ export const SupportedResponseSchema = Type.Object(
 );
 export type SupportedResponse = Static<typeof SupportedResponseSchema>;
 
-export const X402_SCHEMAS = [VerifyResponseSchema, SettleResponseSchema, SupportedResponseSchema];
+const OpenObject = Type.Object({}, { additionalProperties: true });
+
+export const DiscoveryResourcesSchema = Type.Object(
+  {
+    x402Version: Type.Integer({ description: '2.' }),
+    items: Type.Array(
+      Type.Object(
+        {
+          resource: Type.String({
+            description: "The resource's URL (a payment link's, or as the merchant's server declared it).",
+          }),
+          type: Type.String({ description: '`http` or `mcp`.' }),
+          x402Version: Type.Integer(),
+          accepts: Type.Array(OpenObject, {
+            description: 'The PaymentRequirements it is paid with, one per network (as it was last paid on each).',
+          }),
+          lastUpdated: Type.String({ description: 'ISO 8601: when it was last paid (a link: changed or paid).' }),
+          description: Type.Optional(Type.String()),
+          mimeType: Type.Optional(Type.String()),
+          serviceName: Type.Optional(Type.String()),
+          tags: Type.Optional(Type.Array(Type.String())),
+          iconUrl: Type.Optional(Type.String()),
+          extensions: Type.Optional(
+            Type.Record(Type.String(), Type.Unknown(), {
+              description: '`bazaar`: how to call it (input) and what it answers (output), with its JSON Schema.',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    pagination: Type.Object(
+      { limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+      { additionalProperties: false },
+    ),
+  },
+  {
+    $id: 'X402DiscoveryResources',
+    additionalProperties: false,
+    description: "The `bazaar` extension's DiscoveryResourcesResponse.",
+  },
+);
+
+export const X402_SCHEMAS = [
+  VerifyResponseSchema,
+  SettleResponseSchema,
+  SupportedResponseSchema,
+  DiscoveryResourcesSchema,
+];

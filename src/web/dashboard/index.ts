@@ -16,6 +16,7 @@ import { auditPages } from './pages/audit.ts';
 import { developerPages } from './pages/developers.ts';
 import { goingLivePages } from './pages/going-live.ts';
 import { disbursementPages } from './pages/disbursements.ts';
+import { agentPages } from './pages/agents.ts';
 import { linkPages } from './pages/links.ts';
 import { paymentPages } from './pages/payments.ts';
 import './pages/refunds.ts';
@@ -42,6 +43,7 @@ export const dashboardModules: DashboardModule[] = [
   goingLivePages,
 ];
 dashboardModules.push(disbursementPages);
+dashboardModules.push(agentPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);
