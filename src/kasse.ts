@@ -21,28 +21,25 @@ import { createDb, type Db } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Notifier } from './db/notify.ts';
 import { kasseMigrations } from './migrations.ts';
-import { FrankfurterClient } from './modules/fx/frankfurter.ts';
-import { InvoiceService } from './modules/invoices/service.ts';
-import { LedgerService } from './modules/ledger/ledger.ts';
-import { LinkService } from './modules/links/service.ts';
-import { KEYS_CHANNEL, MerchantService } from './modules/merchants/service.ts';
-import { MerchantSettings } from './modules/merchants/settings.ts';
-import { PaymentService } from './modules/payments/service.ts';
-import type { FundsDeps } from './modules/payments/engine.ts';
-import { TransferService } from './modules/transfers/service.ts';
+import { FrankfurterClient } from './modules/fx/index.ts';
+import { InvoiceService } from './modules/invoices/index.ts';
+import { LedgerService } from './modules/ledger/index.ts';
+import { LinkService } from './modules/links/index.ts';
+import { KEYS_CHANNEL, MerchantService, MerchantSettings } from './modules/merchants/index.ts';
+import { type FundsDeps, PaymentService } from './modules/payments/index.ts';
+import { RefundService } from './modules/refunds/index.ts';
+import { Simulator } from './modules/simulator/index.ts';
+import { TransferService } from './modules/transfers/index.ts';
 import { createPriceService, type PriceService } from './modules/prices/index.ts';
-import { RateLimiter } from './modules/ratelimit/limiter.ts';
-import { StatementService } from './modules/statements/service.ts';
-import { StatementEmails } from './modules/statements/emails.ts';
-import { WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/service.ts';
-import { AuditLog } from './modules/audit/service.ts';
-import { EMAIL_CHANNEL, EmailService } from './modules/email/service.ts';
+import { RateLimiter } from './modules/ratelimit/index.ts';
+import { StatementEmails, StatementService } from './modules/statements/index.ts';
+import { EVENT_STREAM_CHANNEL, EventStreamHub, WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/index.ts';
+import { AuditLog } from './modules/audit/index.ts';
+import { EMAIL_CHANNEL, EmailService } from './modules/email/index.ts';
 import { Users } from './modules/users/index.ts';
-import { EVENT_STREAM_CHANNEL, EventStreamHub } from './modules/webhooks/stream.ts';
-import { CustomerLinks } from './modules/subscriptions/customer-link.ts';
-import { SubscriptionService } from './modules/subscriptions/service.ts';
-import { DisbursementService } from './modules/disbursements/service.ts';
-import { X402Service } from './modules/x402/service.ts';
+import { CustomerLinks, SubscriptionService } from './modules/subscriptions/index.ts';
+import { DisbursementService } from './modules/disbursements/index.ts';
+import { X402_SETTLEMENTS_CHANNEL, X402Service } from './modules/x402/index.ts';
 
 export interface KasseOptions {
   config: Config;
@@ -87,8 +84,12 @@ export class Kasse {
   readonly ledger: LedgerService;
   /** Outgoing transfers (refunds, payouts): recorded, handed to chain senders, settled through one sink. */
   readonly transfers: TransferService;
-  /** Payments, coin choices, refunds (`payments.refunds`), deposits (`payments.deposits`), the simulator. */
+  /** Payments, coin choices, deposits (`payments.deposits`, the chain families' sink), the payment engine. */
   readonly payments: PaymentService;
+  /** Refunds: a payment's money sent back through the transfers module. */
+  readonly refunds: RefundService;
+  /** The test-mode simulator: a test payment finished with a chosen outcome. */
+  readonly simulator: Simulator;
   /** Payment links: the API's resource and the public link pages' payments. */
   readonly links: LinkService;
   /** Monthly statements from the ledger. */
@@ -129,10 +130,12 @@ export class Kasse {
     families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
-    this.merchants = new MerchantService(db, secrets.secretKey, {
-      rateLimitPerMinute: config.rateLimitPerMinute,
-      x402RateLimitPerMinute: config.x402.rateLimitPerMinute,
-    });
+    this.merchants = new MerchantService(
+      db,
+      secrets.secretKey,
+      { rateLimitPerMinute: config.rateLimitPerMinute, x402RateLimitPerMinute: config.x402.rateLimitPerMinute },
+      clock,
+    );
     this.audit = new AuditLog(db, clock);
     this.email = new EmailService({
       db,
@@ -182,6 +185,8 @@ export class Kasse {
       swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
+    this.refunds = new RefundService(this.payments.engine, this.transfers);
+    this.simulator = new Simulator(this.payments);
     this.statements = new StatementService({ db, clock, chains: this.chains });
     this.statementEmails = new StatementEmails({
       db,
@@ -212,6 +217,7 @@ export class Kasse {
         clock,
         log,
         payments: this.payments,
+        simulator: this.simulator,
         events: this.webhooks,
         email: this.email,
         audit: this.audit,
@@ -286,6 +292,7 @@ export class Kasse {
       await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
       await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       await notifier.listen(EVENT_STREAM_CHANNEL, (payload) => kasse.eventStream.announce(payload));
+      await notifier.listen(X402_SETTLEMENTS_CHANNEL, (id) => kasse.x402.settlementEnded(id));
       notifier.onReconnect = () => {
         void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read'));
         kasse.merchants.invalidate('*');

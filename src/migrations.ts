@@ -8,18 +8,18 @@ import type { Migration } from 'kysely';
 import * as m0029 from './chains/migrations/0029_chain_health.ts';
 import type { ChainFamily } from './chains/plugin.ts';
 import { composeMigrations } from './db/migrate.ts';
-import { migrations as disbursements } from './modules/disbursements/migrations/index.ts';
-import { migrations as email } from './modules/email/migrations/index.ts';
-import { migrations as invoices } from './modules/invoices/migrations/index.ts';
-import { migrations as links } from './modules/links/migrations/index.ts';
-import { migrations as merchants } from './modules/merchants/migrations/index.ts';
-import { migrations as payments } from './modules/payments/migrations/index.ts';
-import { migrations as statements } from './modules/statements/migrations/index.ts';
-import { migrations as subscriptions } from './modules/subscriptions/migrations/index.ts';
-import { migrations as transfers } from './modules/transfers/migrations/index.ts';
-import { migrations as users } from './modules/users/migrations/index.ts';
-import { migrations as webhooks } from './modules/webhooks/migrations/index.ts';
-import { migrations as x402 } from './modules/x402/migrations/index.ts';
+import { migrations as disbursements } from './modules/disbursements/index.ts';
+import { migrations as email } from './modules/email/index.ts';
+import { migrations as invoices } from './modules/invoices/index.ts';
+import { migrations as links } from './modules/links/index.ts';
+import { migrations as merchants } from './modules/merchants/index.ts';
+import { migrations as payments } from './modules/payments/index.ts';
+import { migrations as statements } from './modules/statements/index.ts';
+import { migrations as subscriptions } from './modules/subscriptions/index.ts';
+import { migrations as transfers } from './modules/transfers/index.ts';
+import { migrations as users } from './modules/users/index.ts';
+import { migrations as webhooks } from './modules/webhooks/index.ts';
+import { migrations as x402 } from './modules/x402/index.ts';
 
 /** The migrations of Kasse's own tables, whatever families are installed: the modules' and chain health's. */
 export const ownMigrations: Record<string, Migration> = composeMigrations(

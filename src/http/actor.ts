@@ -1,6 +1,6 @@
 /** What an API request carries besides its body: the audit log's actor (the key and client address), the Idempotency-Key. */
 import type { FastifyRequest } from 'fastify';
-import type { Actor } from '../modules/audit/service.ts';
+import type { Actor } from '../modules/audit/index.ts';
 
 export function keyActor(req: FastifyRequest): Actor {
   return { type: 'key', id: req.auth.keyId, label: `${req.auth.mode} API key`, ip: req.ip };

@@ -8,7 +8,7 @@
  * validates every example against its schema and fails when a component, request body or success response has none.
  */
 import type { ErrorCode } from '../core/errors.ts';
-import { LINK_DECLARATION } from '../modules/x402/discovery.ts';
+import { LINK_DECLARATION } from '../modules/x402/index.ts';
 import { PAYMENT_ID, SUBSCRIPTION_ID, SUBSCRIPTION_SCHEMA_EXAMPLES, TX_HASH } from './subscription-examples.ts';
 
 const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';

@@ -18,7 +18,7 @@ import { KASSE_HOME } from '../config.ts';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
 import { freeFormKeys } from '../core/json-schema.ts';
 import { ID_PATTERNS } from '../core/ids.ts';
-import { EVENT_TYPES } from '../modules/payments/model.ts';
+import { EVENT_TYPES } from '../modules/payments/index.ts';
 import {
   ERROR_EXAMPLES,
   ID_EXAMPLES,

@@ -7,16 +7,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kasse } from '../kasse.ts';
 import { html, type Html } from '../core/html.ts';
-import { brandLogoUrl, logoPng, merchantBrand, type MerchantBrand } from '../modules/merchants/logos.ts';
+import { brandLogoUrl, type MerchantBrand } from '../modules/merchants/index.ts';
 
 export { brandLogoUrl, type MerchantBrand };
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-
-/** The merchant's brand for a page, mail or PDF (null for no such merchant). */
-export function brandOf(kasse: Kasse, merchantId: string): Promise<MerchantBrand | null> {
-  return merchantBrand(kasse.db, merchantId);
-}
 
 /** The head markup of a branded page: the colour's stylesheet, after the page's own (nothing without a colour). */
 export function brandHead(brand: MerchantBrand | null | undefined): Html | string {
@@ -44,7 +39,7 @@ export async function brandRoutes(app: FastifyInstance, { kasse }: { kasse: Kass
   });
   app.get<{ Params: { file: string } }>('/brand/logo/:file', async (req, reply) => {
     const m = /^([0-9a-f]{64})\.png$/.exec(req.params.file);
-    const png = m ? await logoPng(kasse.db, m[1]!) : null;
+    const png = m ? await kasse.merchants.brands.logo(m[1]!) : null;
     if (!png) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
     return reply.type('image/png').header('cache-control', IMMUTABLE).send(png);
   });

@@ -12,7 +12,7 @@ import type { FastifyReply } from 'fastify';
 import { ApiError, invalid, invalidState, notFound } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
 import { sendError } from '../http/frame.ts';
-import type { Payment } from '../modules/payments/schema.ts';
+import type { Payment, PublicPayment } from '../modules/payments/index.ts';
 import {
   checkoutMain,
   checkoutPage,
@@ -27,8 +27,6 @@ import {
   type CheckoutContext,
   type CoinOption,
 } from './checkout-view.ts';
-import type { PublicPayment } from '../modules/payments/reader.ts';
-import { brandOf } from './brand.ts';
 import { checkoutScripts, walletButtons } from './extensions.ts';
 import { PaymentWatch } from './live.ts';
 import {
@@ -91,7 +89,7 @@ async function context(
     payment: found.payment,
     mode: found.mode,
     merchantName: found.merchantName,
-    brand: await brandOf(kasse, found.merchantId),
+    brand: await kasse.merchants.brands.of(found.merchantId),
     chains: kasse.chains,
     now: kasse.clock.now(),
     embed: q.embed,

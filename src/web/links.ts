@@ -14,12 +14,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
-import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/service.ts';
+import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/index.ts';
 import { agentPayable, answerAgent, isAgentRequest } from './x402-links.ts';
 import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
 import { type Locale, money, t } from '../core/i18n/index.ts';
 import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
-import { brandOf, type MerchantBrand } from './brand.ts';
+import type { MerchantBrand } from './brand.ts';
 import { posSalePage } from './checkout-view.ts';
 import {
   addFormParser,
@@ -52,7 +52,7 @@ interface Merchant {
 }
 
 async function merchantOf(kasse: Kasse, link: LinkRow): Promise<Merchant> {
-  const brand = await brandOf(kasse, link.merchant_id);
+  const brand = await kasse.merchants.brands.of(link.merchant_id);
   return { name: brand?.name ?? '', brand };
 }
 
@@ -319,7 +319,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
         linkTitle: link.title,
         slug: link.slug,
         now: kasse.clock.now(),
-        brand: await brandOf(kasse, link.merchant_id),
+        brand: await kasse.merchants.brands.of(link.merchant_id),
       }),
     );
   });

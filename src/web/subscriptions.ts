@@ -24,11 +24,14 @@ import { ApiError, notFound } from '../core/errors.ts';
 import { day, type Locale, type MessageKey, moment, money, t } from '../core/i18n/index.ts';
 import { formatUnits } from '../core/money.ts';
 import type { Kasse } from '../kasse.ts';
-import type { GrantBody, GrantPreview } from '../modules/subscriptions/grants.ts';
-import { every } from '../modules/subscriptions/mail.ts';
-import type { CustomerView } from '../modules/subscriptions/service.ts';
-import type { LinkCheck } from '../modules/subscriptions/customer-link.ts';
 import type { Mode } from '../core/mode.ts';
+import {
+  every,
+  type CustomerView,
+  type GrantBody,
+  type GrantPreview,
+  type LinkCheck,
+} from '../modules/subscriptions/index.ts';
 import { checkoutScripts } from './extensions.ts';
 import { langField, langQuery, pageLocale, pickedLocale, switcher } from './lang.ts';
 import {
@@ -41,7 +44,7 @@ import {
   sendPage,
   type Html,
 } from './page.ts';
-import { brandOf, type MerchantBrand } from './brand.ts';
+import type { MerchantBrand } from './brand.ts';
 import type { CheckoutRoute } from './routes.ts';
 
 const STATUS_TEXT: Record<string, MessageKey> = {
@@ -341,7 +344,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
         l,
         req.params.token,
         view,
-        await brandOf(kasse, view.merchantId),
+        await kasse.merchants.brands.of(view.merchantId),
         await grantView(kasse, check, view.mode),
         checkoutScripts(kasse),
         { notice, picked: pickedLocale(req) },
@@ -377,7 +380,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
           l,
           req.params.token,
           view,
-          await brandOf(kasse, view.merchantId),
+          await kasse.merchants.brands.of(view.merchantId),
           await grantView(kasse, check, view.mode),
           checkoutScripts(kasse),
           { error: message, picked: pickedLocale(req, bodyLang(req)) },

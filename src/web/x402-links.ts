@@ -29,9 +29,8 @@ import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { X402Requirements } from '../chains/x402.ts';
 import { ApiError } from '../core/errors.ts';
-import type { LinkRow, LinkService } from '../modules/links/service.ts';
-import type { X402Service } from '../modules/x402/service.ts';
-import { type PaymentPayload, PaymentPayloadSchema } from '../modules/x402/wire.ts';
+import type { LinkRow, LinkService } from '../modules/links/index.ts';
+import { type PaymentPayload, PaymentPayloadSchema, type X402Service } from '../modules/x402/index.ts';
 import { bodyGuard } from '../http/validation.ts';
 
 const X402_VERSION = 2;

@@ -269,7 +269,7 @@ test('deposits through the sink: a mempool sighting, then the commitment; a refu
     [{ id: refund.body.id }],
     "recorded in the refund's transaction",
   );
-  assert.equal((await t.kasse.payments.runDue()).refunds, 0, 'the family sends it, not the simulator');
+  assert.equal(await t.kasse.refunds.settleSimulated(), 0, 'the family sends it, not the simulator');
   await ctx.transfers.transfersSettled('test', [
     { transferId: refund.body.id, status: 'sent', txHash: 'toytx2', error: null },
   ]);

@@ -811,7 +811,7 @@ describe('cancel, accept and refund', () => {
     );
     assert.equal((await shop.test.get(`/payments/${p.id}`)).body.status, 'paid');
 
-    assert.equal((await t.kasse.payments.runDue()).refunds, 1);
+    assert.equal(await t.kasse.refunds.settleSimulated(), 1);
     const after = (await shop.test.get(`/payments/${p.id}`)).body;
     assert.equal(after.status, 'refunded');
     assert.equal(after.attempts[0].status, 'refunded');
@@ -831,7 +831,7 @@ describe('cancel, accept and refund', () => {
       422,
       'invalid_state',
     );
-    assert.equal((await t.kasse.payments.runDue()).refunds, 0);
+    assert.equal(await t.kasse.refunds.settleSimulated(), 0);
   });
 
   test('GET /balance reports credits less fees and coins in custody, per mode', async () => {

@@ -212,6 +212,7 @@ describe('outcomes', () => {
     });
     assert.equal(refund.status, 202);
     await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
     assert.deepEqual(await eventTypes(p.id), ['payment.late', 'payment.refunded']);
   });
@@ -246,7 +247,7 @@ describe('outcomes', () => {
     assert.equal(refund.body.token, 'base:eth');
     assert.equal(refund.body.amount, '400000000000000');
     assert.equal(refund.body.amount_display, '0.0004');
-    await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     assert.equal((await m.test.get(`/payments/${p.id}`)).body.status, 'refunded');
     assert.deepEqual(await eventTypes(p.id), ['payment.wrong_asset', 'payment.refunded']);
     assert.equal(await available(), before, 'nothing was credited, nothing reversed');

@@ -55,7 +55,7 @@ async function pay(m: TestMerchant, cents: number, token: string, outcome: strin
 
 async function refund(m: TestMerchant, id: string): Promise<void> {
   await ok(m.test.post(`/payments/${id}/refund`, { destination: REFUND_TO }), 202);
-  await t.kasse.payments.refunds.settleSimulated();
+  await t.kasse.refunds.settleSimulated();
   assert.equal((await ok(m.test.get(`/payments/${id}`))).status, 'refunded');
 }
 

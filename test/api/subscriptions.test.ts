@@ -109,6 +109,7 @@ async function sub(id: string) {
 /** What the workers do, once: due payments, the scheduler, mail and webhooks. */
 async function pump() {
   await t.kasse.payments.runDue();
+  await t.kasse.refunds.settleSimulated();
   const r = await t.kasse.subscriptions.runDue();
   await t.kasse.email.runOnce();
   await t.kasse.webhooks.drain();

@@ -66,7 +66,7 @@ describe('refunds as transfers', () => {
     assert.equal(pending.amount, '10000000');
     assert.equal(pending.destination, DESTINATION);
 
-    assert.equal((await t.kasse.payments.runDue()).refunds, 1);
+    assert.equal(await t.kasse.refunds.settleSimulated(), 1);
     const sent = (await transfer(refund.id))!;
     assert.equal(sent.status, 'sent');
     assert.match(sent.tx_hash!, /^0xsim[0-9a-f]{61}$/);

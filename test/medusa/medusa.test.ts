@@ -404,7 +404,7 @@ describe('Kasse inside Medusa', () => {
     const refunded = await ok('POST', `/admin/payments/${medusaPayment.id}/refund`, { amount: 25.5 }, adminHeaders);
     assert.equal(refunded.payment.refunds.length, 1);
     assert.equal(refunded.payment.refunds[0].amount, 25.5);
-    await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     const inKasse = await kasse.payments.retrieve(paymentId);
     assert.equal(inKasse.status, 'refunded');
     const rows = await t.kasse.db

@@ -304,7 +304,7 @@ describe('refundPayment', () => {
     assert.equal(refunded.data.id, out.id);
     const again = await provider.refundPayment({ amount: 40, data: out.data, context: { idempotency_key: 'ref_1' } });
     assert.equal(again.data.id, out.id);
-    await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     const p = await kassePayment(out.id);
     assert.equal(p.status, 'refunded');
     const sent = await t.kasse.db
@@ -325,7 +325,7 @@ describe('refundPayment', () => {
     );
     assert.equal((await kassePayment(out.id)).status, 'paid', 'nothing was sent');
     assert.equal((await m.test.post(`/payments/${out.id}/refund`, { destination: PAYER })).status, 202);
-    await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     const recorded = await provider.refundPayment({ amount: 15, data: out.data, context: {} });
     assert.equal(recorded.data.status, 'refunded');
     const count = await t.kasse.db
@@ -381,7 +381,7 @@ describe('getWebhookActionAndData', () => {
     assert.equal((await provider.getWebhookActionAndData(serialised)).action, 'captured');
 
     await provider.refundPayment({ amount: '25.5', data: paid.data, context: {} });
-    await t.kasse.payments.runDue();
+    await t.kasse.refunds.settleSimulated();
     const refunded = (await delivered([paid.id], 2)).find((e) => e.type === 'payment.refunded');
     const r = await provider.getWebhookActionAndData(asMedusaReceives(refunded!));
     assert.equal(r.action, 'not_supported');

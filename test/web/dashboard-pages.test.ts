@@ -235,7 +235,7 @@ describe('dashboard pages', () => {
     await page.getByLabel('Note (optional)').fill('Customer returned the mugs');
     await page.getByRole('button', { name: 'Refund 25 USDC' }).click();
     await page.getByText('The refund was requested.').waitFor();
-    await w.t.kasse.payments.runDue();
+    await w.t.kasse.refunds.settleSimulated();
     await page.reload();
     await page.locator('.d-facts .d-s-refunded').waitFor();
     assert.equal((await w.m.test.get(`/payments/${ids.paid}`)).body.status, 'refunded');

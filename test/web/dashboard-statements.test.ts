@@ -119,7 +119,7 @@ describe('statements on the dashboard', () => {
       ).status,
       202,
     );
-    await w.t.kasse.payments.refunds.settleSimulated();
+    await w.t.kasse.refunds.settleSimulated();
     w.t.clock.set(new Date('2026-04-02T09:00:00Z'));
     await paid(1000, 'A-1');
     const march = (await w.m.test.get('/statements/2026-03')).body;

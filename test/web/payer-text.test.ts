@@ -177,7 +177,7 @@ describe('the hosted checkout', () => {
       ).status,
       202,
     );
-    await w.t.kasse.payments.runDue();
+    await w.t.kasse.refunds.settleSimulated();
     assert.equal((await w.m.test.get(`/payments/${refunded.id}`)).body.status, 'refunded');
     await check(refunded.checkout_url, 'refunded');
     // The POS sale screen: waiting, then paid.

@@ -1,5 +1,5 @@
 /** Merchant and API-key administration. Output is snake_case, as in the API. */
-import type { MerchantRecord } from '../../modules/merchants/service.ts';
+import type { MerchantRecord } from '../../modules/merchants/index.ts';
 import type { Command } from '../context.ts';
 import { mode, optionalInt, requireArg, requireString } from '../context.ts';
 

@@ -11,8 +11,8 @@
  *
  * Everything a command changes is in the audit log as done by the operator.
  */
-import type { Actor } from '../../modules/audit/service.ts';
-import type { MailStatus } from '../../modules/email/service.ts';
+import type { Actor } from '../../modules/audit/index.ts';
+import type { MailStatus } from '../../modules/email/index.ts';
 import { optionalInt, requireArg, requireString, UsageError, type Command } from '../context.ts';
 
 const operator: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };

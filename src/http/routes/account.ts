@@ -1,9 +1,11 @@
 /** GET /account: the merchant behind the key, for checking a key and its mode (served from the key cache). */
 import { Type } from 'typebox';
-import type { MerchantRecord } from '../../modules/merchants/service.ts';
-import { TOLERANCE_MAX_BPS } from '../../modules/merchants/service.ts';
-import { checkBrandColor } from '../../modules/merchants/branding.ts';
-import { brandLogoUrl } from '../../modules/merchants/logos.ts';
+import {
+  brandLogoUrl,
+  checkBrandColor,
+  type MerchantRecord,
+  TOLERANCE_MAX_BPS,
+} from '../../modules/merchants/index.ts';
 import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { DateTime, Nullable } from '../schemas/common.ts';

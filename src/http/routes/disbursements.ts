@@ -5,7 +5,7 @@ import {
   CreateDisbursementBody,
   DisbursementSchema,
   ListDisbursementsQuery,
-} from '../../modules/disbursements/schema.ts';
+} from '../../modules/disbursements/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { idempotent, keyActor } from '../actor.ts';
 import { PageOf } from '../schemas/common.ts';

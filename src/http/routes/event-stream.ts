@@ -9,11 +9,11 @@ import { Type } from 'typebox';
 import { ApiError } from '../../core/errors.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import {
-  StreamLimitError,
-  UnknownEventError,
   type StreamedEvent,
+  StreamLimitError,
   type Subscription,
-} from '../../modules/webhooks/stream.ts';
+  UnknownEventError,
+} from '../../modules/webhooks/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 
 /** A keep-alive comment this often, so proxies and clients can tell an idle stream from a dead one. */

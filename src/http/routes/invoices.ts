@@ -4,9 +4,7 @@ import { keyActor } from '../actor.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { PageOf, PaymentIdParam } from '../schemas/common.ts';
 import { CreateInvoiceBody, TaxInvoiceSchema } from '../schemas/invoices.ts';
-import { invoiceJson } from '../../modules/invoices/service.ts';
-import { invoicePdf } from '../../modules/invoices/pdf.ts';
-import { pdfBrand } from '../../modules/merchants/logos.ts';
+import { invoiceJson, invoicePdf } from '../../modules/invoices/index.ts';
 
 const InvoiceRef = Type.Unsafe({ $ref: 'TaxInvoice#' });
 const InvoiceIdParam = Type.Object({
@@ -95,7 +93,10 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
     },
     async (req, reply) => {
       const row = await kasse.invoices.get(mode, req.auth.merchantId, req.params.id);
-      const pdf = await invoicePdf(invoiceJson(row), { mode, brand: await pdfBrand(kasse.db, req.auth.merchantId) });
+      const pdf = await invoicePdf(invoiceJson(row), {
+        mode,
+        brand: await kasse.merchants.brands.pdf(req.auth.merchantId),
+      });
       return reply
         .header('content-type', 'application/pdf')
         .header('content-disposition', `inline; filename="${row.number.replace(/\//g, '-')}.pdf"`)

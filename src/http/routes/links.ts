@@ -1,7 +1,7 @@
 /** Payment links: create, list, read and update (PatchLink). Schemas here feed validation and the OpenAPI document. */
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { LINK_KINDS, LINK_LIMITS, SLUG_PATTERN } from '../../modules/links/service.ts';
+import { LINK_KINDS, LINK_LIMITS, SLUG_PATTERN } from '../../modules/links/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { keyActor } from '../actor.ts';
 import { DateTime, LinkIdParam, LocaleField, Nullable } from '../schemas/common.ts';

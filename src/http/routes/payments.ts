@@ -145,6 +145,6 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
     async (req, reply) =>
       reply
         .code(202)
-        .send(await kasse.payments.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+        .send(await kasse.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
   );
 }

@@ -23,7 +23,7 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
       },
     },
     async (req) =>
-      kasse.payments.simulator.simulate(
+      kasse.simulator.simulate(
         req.auth.merchantId,
         req.params.id,
         req.body.outcome,

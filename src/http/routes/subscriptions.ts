@@ -4,15 +4,15 @@
  */
 import { Type } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
-import { INTERVALS } from '../../modules/subscriptions/calendar.ts';
 import {
   COLLECTIONS,
+  INTERVALS,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   SUBSCRIPTION_LIMITS as L,
+  SUBSCRIPTION_SCHEMAS,
   SUBSCRIPTION_STATUSES,
-} from '../../modules/subscriptions/model.ts';
-import { SUBSCRIPTION_SCHEMAS } from '../../modules/subscriptions/schema.ts';
+} from '../../modules/subscriptions/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { idempotent, keyActor } from '../actor.ts';
 import { DateTime, LocaleField, PageOf } from '../schemas/common.ts';

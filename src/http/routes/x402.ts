@@ -9,16 +9,16 @@
  */
 import { Type } from 'typebox';
 import { ApiError, notFound } from '../../core/errors.ts';
-import { DISCOVERY_LIMIT_DEFAULT, DISCOVERY_LIMIT_MAX } from '../../modules/x402/discovery.ts';
+import { DISCOVERY_LIMIT_DEFAULT, DISCOVERY_LIMIT_MAX } from '../../modules/x402/index.ts';
 import {
   DiscoveryResourcesSchema,
-  FacilitatorBodySchema,
   type FacilitatorBody,
+  FacilitatorBodySchema,
   SettleResponseSchema,
   SupportedResponseSchema,
   VerifyResponseSchema,
   X402_SCHEMAS,
-} from '../../modules/x402/wire.ts';
+} from '../../modules/x402/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { addPaymentSchemas } from '../schemas/payments.ts';
 

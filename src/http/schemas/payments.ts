@@ -4,10 +4,18 @@
  */
 import { Type, type TSchema } from 'typebox';
 import type { ApiApp } from '../api.ts';
-import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/idempotency.ts';
-import { PAYMENT_STATUSES, SIMULATE_OUTCOMES } from '../../modules/payments/model.ts';
-import { PAYMENT_SCHEMAS, RateSource, type Payment } from '../../modules/payments/schema.ts';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, METADATA_MAX_BYTES } from '../../modules/payments/service.ts';
+import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/index.ts';
+import {
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  METADATA_MAX_BYTES,
+  type Payment,
+  PAYMENT_SCHEMAS,
+  PAYMENT_STATUSES,
+  RateSource,
+  SIMULATE_OUTCOMES,
+} from '../../modules/payments/index.ts';
+import { RefundSchema } from '../../modules/refunds/index.ts';
 import { Amount, DateTime, Enum, Nullable, Ref } from '../../core/json-schema.ts';
 import { LocaleField } from './common.ts';
 
@@ -78,7 +86,7 @@ export const BalanceSchema = Type.Object(
   { $id: 'Balance', additionalProperties: false, description: "The merchant's balance in this mode." },
 );
 
-const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, CurrencySchema, EstimateSchema, BalanceSchema];
+const COMPONENTS: TSchema[] = [...PAYMENT_SCHEMAS, RefundSchema, CurrencySchema, EstimateSchema, BalanceSchema];
 
 /** Adds the payments components to a route module's context (each module is its own encapsulated context). */
 export function addPaymentSchemas(app: ApiApp): void {

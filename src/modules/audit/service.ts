@@ -8,7 +8,8 @@
  *   `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` — one statement, so the
  *   audit row costs no extra round trip to the database;
  * - for a change written as several writes in one statement (creating a payment, the API's hot path, through
- *   db/statement.ts), `write(entry)` is one more of those writes.
+ *   db/statement.ts), `write(entry)` is one more of those writes;
+ * - for what changes nothing (a refused action), `recordAlone(entry)` writes the row on its own.
  * Reads are scoped by merchant; owners see them on the dashboard. Rules: docs/dashboard.md (Audit log).
  */
 import { CompiledQuery, sql, type OperationNodeSource, type RawBuilder } from 'kysely';
@@ -92,6 +93,11 @@ export class AuditLog {
   /** Writes one entry in `db` (the change's transaction). */
   async record(db: DbOrTx, e: AuditEntry): Promise<void> {
     await db.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, this.values(e)));
+  }
+
+  /** Writes one entry on its own: for what changes nothing, such as an action refused for a missing permission. */
+  recordAlone(e: AuditEntry): Promise<void> {
+    return this.record(this.db, e);
   }
 
   /** The INSERT of one entry, to write it in the same statement as its change (db/statement.ts). */

@@ -3,8 +3,7 @@ import { coinName, type CoinNames } from '../../chains/names.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
-import type { EmailService } from '../email/service.ts';
-import { renderEmail } from '../email/template.ts';
+import { type EmailService, renderEmail } from '../email/index.ts';
 import type { Disbursement } from './schema.ts';
 
 /** Mails every owner that a batch waits for approval (in the creating transaction: the outbox sends it). */

@@ -10,9 +10,9 @@
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
-import { postPayoutFailed, postPayoutSent } from '../ledger/payouts.ts';
-import type { SettledTransfer } from '../transfers/service.ts';
-import type { EventInput } from '../webhooks/types.ts';
+import { postPayoutFailed, postPayoutSent } from '../ledger/index.ts';
+import type { SettledTransfer } from '../transfers/index.ts';
+import type { EventInput } from '../webhooks/index.ts';
 import { batchRow, loadDisbursement, serializeDisbursement } from './records.ts';
 import type { Disbursement } from './schema.ts';
 import type { DisbursementDeps } from './service.ts';

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
-import type { SentPayout } from '../statements/payouts.ts';
+import type { SentPayout } from '../statements/index.ts';
 
 export async function sentPayouts(db: Db, mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]> {
   const rows = await db

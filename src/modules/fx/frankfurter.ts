@@ -9,7 +9,7 @@
  * 503 `fx_unavailable`. Rates are decimal strings rounded half up to 6 places, never floats.
  */
 import type { Clock } from '../../core/clock.ts';
-import { decimalFromNumber } from '../prices/provider.ts';
+import { decimalFromNumber } from '../prices/index.ts';
 
 export interface FxRate {
   /** Rupees per US dollar, at most 6 decimal places ("86.9"). */

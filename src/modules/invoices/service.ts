@@ -13,11 +13,11 @@ import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
 import { withTx, type Db, isUniqueViolation } from '../../db/index.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import type { TaxInvoicesTable } from './tables.ts';
-import { FxUnavailableError, type FxProvider, type FxRate } from '../fx/frankfurter.ts';
-import type { MerchantRecord, MerchantService } from '../merchants/service.ts';
-import { invoiceablePayment, lockForInvoice } from '../payments/store/reads.ts';
+import { type FxProvider, type FxRate, FxUnavailableError } from '../fx/index.ts';
+import type { MerchantRecord, MerchantService } from '../merchants/index.ts';
+import { invoiceablePayment, lockForInvoice } from '../payments/index.ts';
 import { financialYear, gstinProblem, invoiceFigures, invoiceNumber, istDate, rupees, STATE_NAMES } from './gst.ts';
 import { mergeProfile, PROFILE_FIELDS, type TaxProfile } from './profile.ts';
 

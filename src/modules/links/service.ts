@@ -16,9 +16,8 @@ import type { Db } from '../../db/index.ts';
 import type { LinksTable } from './tables.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { localeParam } from '../../core/i18n/index.ts';
-import type { PaymentService } from '../payments/service.ts';
-import type { Payment } from '../payments/schema.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Payment, PaymentService } from '../payments/index.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import { textLength } from '../../core/text.ts';
 
 export const LINK_KINDS = ['fixed', 'open', 'tip', 'pos'] as const;

@@ -4,7 +4,7 @@
  */
 import type { DbOrTx } from '../../db/index.ts';
 import type { PdfBrand } from '../../core/pdf.ts';
-import type { MailBrand } from '../email/brand.ts';
+import type { MailBrand } from '../email/index.ts';
 import type { ProcessedLogo } from './branding.ts';
 
 /** The absolute URL of a logo on the checkout host `base` (served by src/web/brand.ts). */
@@ -85,4 +85,24 @@ export async function pdfBrand(db: DbOrTx, merchantId: string): Promise<PdfBrand
     .where('merchants.id', '=', merchantId)
     .executeTakeFirst();
   return row ? { color: row.brand_color, logoPng: row.png } : null;
+}
+
+/** Brands for the layers that hold no database handle (pages, the logo route, PDFs answered over HTTP). */
+export class Brands {
+  constructor(private readonly db: DbOrTx) {}
+
+  /** The merchant's name, colour and logo (null for no such merchant). */
+  of(merchantId: string): Promise<MerchantBrand | null> {
+    return merchantBrand(this.db, merchantId);
+  }
+
+  /** The merchant's brand as PDFs carry it. */
+  pdf(merchantId: string): Promise<PdfBrand | null> {
+    return pdfBrand(this.db, merchantId);
+  }
+
+  /** The logo's PNG stored under `sha256`, or null. */
+  logo(sha256: string): Promise<Buffer | null> {
+    return logoPng(this.db, sha256);
+  }
 }

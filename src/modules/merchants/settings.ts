@@ -8,7 +8,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Mode } from '../../core/mode.ts';
 import { invalid } from '../../core/errors.ts';
 import { withTx, type Db } from '../../db/index.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import type { Users } from '../users/index.ts';
 import { checkBrandColor, processLogo } from './branding.ts';
 import { storeLogo } from './logos.ts';
@@ -56,7 +56,7 @@ export class MerchantSettings {
     const { merchants, audit, users } = this.deps;
     await withTx(this.deps.db, async (tx) => {
       if (input.approvalsRequired !== null) {
-        const owners = await users.team.ownerCount(tx, merchantId);
+        const owners = await users.team.ownerCount(merchantId, tx);
         if (input.approvalsRequired > owners)
           throw invalid(
             `The account has ${owners} owner${owners === 1 ? '' : 's'}; a disbursement cannot need more approvals than that.`,

@@ -3,7 +3,7 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx } from '../../db/index.ts';
-import type { LedgerService } from '../ledger/ledger.ts';
+import type { LedgerService } from '../ledger/index.ts';
 import { pendingCents } from './store/reads.ts';
 
 export interface BalanceDeps {

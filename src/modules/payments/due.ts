@@ -1,36 +1,31 @@
 /**
  * The payments module's due work, one pass of which the workers run every few seconds and tests run after moving
  * the fake clock (the same function): payments a deposit recount marked, payments whose 24 hours or coin holds ran
- * out, late payments whose money may still be auto-accepted, and test-mode simulated refunds. Rows are selected
- * with `FOR UPDATE SKIP LOCKED`, so several workers share the work; each payment is ticked in its own transaction.
+ * out, and late payments whose money may still be auto-accepted. Rows are selected with `FOR UPDATE SKIP LOCKED`,
+ * so several workers share the work; each payment is ticked in its own transaction.
  */
 import type { RawBuilder } from 'kysely';
 import { withTx } from '../../db/index.ts';
 import type { DepositRecorder } from './deposits.ts';
 import type { PaymentEngine } from './engine.ts';
 import { LATE_ACCEPT_WINDOW_MS } from './model.ts';
-import type { RefundService } from './refunds.ts';
 import { dueHold, dueLate, dueLifetime, type DueRow } from './store/due.ts';
 import { lockPayment } from './store/payments.ts';
 
 export interface DueResult {
   /** Payments run through the state machine. */
   ticked: number;
-  /** Simulated refunds settled. */
-  refunds: number;
 }
 
 export class PaymentDue {
   constructor(
     private readonly engine: PaymentEngine,
     private readonly deposits: DepositRecorder,
-    private readonly refunds: RefundService,
   ) {}
 
   /** One pass over everything due now. */
   async run(): Promise<DueResult> {
-    const ticked = (await this.deposits.settleMarked()) + (await this.expiries()) + (await this.late());
-    return { ticked, refunds: await this.refunds.settleSimulated() };
+    return { ticked: (await this.deposits.settleMarked()) + (await this.expiries()) + (await this.late()) };
   }
 
   /** Ticks payments whose lifetime or a coin hold ran out. */

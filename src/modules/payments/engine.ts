@@ -6,21 +6,29 @@
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { Clock } from '../../core/clock.ts';
+import { ImpossibleState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import { syncHeld } from '../ledger/holds.ts';
-import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/lookup.ts';
-import type { LedgerService } from '../ledger/ledger.ts';
+import { type LedgerService, syncHeld } from '../ledger/index.ts';
+import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/index.ts';
 import type { PriceService } from '../prices/index.ts';
-import type { EventPublisher } from '../webhooks/types.ts';
-import { heldTarget } from './held.ts';
-import type { AuditLog } from '../audit/service.ts';
+import type { EventPublisher } from '../webhooks/index.ts';
+import { heldTarget, type ReturnedCoins } from './held.ts';
+import type { AuditLog } from '../audit/index.ts';
 import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
-import { creditedCents, next, type Trigger } from './state.ts';
-import { lockPayment, persist, saveCredit, toState, type Loaded, type PaymentScope } from './store/payments.ts';
+import { creditedCents, next, paidCredit, type Trigger } from './state.ts';
+import {
+  loadPayment,
+  lockPayment,
+  persist,
+  saveCredit,
+  toState,
+  type Loaded,
+  type PaymentScope,
+} from './store/payments.ts';
 
 /** What every module that moves money is built with (payments and disbursements). */
 export interface FundsDeps {
@@ -70,12 +78,23 @@ export type PaymentObserver = (tx: Tx, change: PaymentChange) => Promise<void>;
 
 export class PaymentEngine {
   private readonly observers: PaymentObserver[] = [];
+  private returned: ReturnedCoins = async () => [];
 
   constructor(readonly deps: PaymentDeps) {}
 
   /** Adds an observer of payment changes (see PaymentObserver). */
   observe(observer: PaymentObserver): void {
     this.observers.push(observer);
+  }
+
+  /** Where the engine learns what sent refunds returned of a payment (the refunds module tells it, when built). */
+  returnsFrom(source: ReturnedCoins): void {
+    this.returned = source;
+  }
+
+  /** The payment as stored (not locked); null when there is no such payment in `scope`. */
+  load(scope: PaymentScope, id: string): Promise<Loaded | null> {
+    return loadPayment(this.deps.db, scope, id);
   }
 
   json(l: Loaded): Payment {
@@ -100,9 +119,20 @@ export class PaymentEngine {
 
   /**
    * Applies `trigger` to the locked payment `l` inside `tx`. Throws the state machine's TransitionError when the
-   * trigger is not possible now (nothing is written then).
+   * trigger is not possible now, and ImpossibleState (logged here with the payment id) when the payment's records
+   * contradict each other; nothing is written then.
    */
   async apply(tx: Tx, l: Loaded, trigger: Trigger, now: Date = this.deps.clock.now()): Promise<Applied> {
+    try {
+      return await this.change(tx, l, trigger, now);
+    } catch (err) {
+      if (err instanceof ImpossibleState)
+        this.deps.log.error({ err, paymentId: l.row.id, trigger: trigger.kind }, 'impossible payment state');
+      throw err;
+    }
+  }
+
+  private async change(tx: Tx, l: Loaded, trigger: Trigger, now: Date): Promise<Applied> {
     const { row } = l;
     const before = toState(l);
     // The merchant's tolerance as it is now: a change applies to payments judged after it.
@@ -118,9 +148,9 @@ export class PaymentEngine {
         await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_reorg');
         credited = false;
       } else if (e === 'payment.paid' && !credited) {
-        const attempt = after.attempts.find((a) => a.id === after.paidAttemptId)!;
+        const { attempt, amount } = paidCredit(after);
         seq += 1;
-        creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, after.paidAmount, attempt.payAmount);
+        creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, amount, attempt.payAmount);
         await this.deps.ledger.creditPayment(tx, {
           mode: row.mode,
           merchantId: row.merchant_id,
@@ -129,8 +159,9 @@ export class PaymentEngine {
           priceCents: creditedAt ?? row.price_amount,
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
-          amount: after.paidAmount ?? 0n,
-          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable
+          amount,
+          conversion: this.deps.chains.countedToken(row.mode, attempt.token, { payment: row.id, attempt: attempt.id })
+            .stable
             ? null
             : { swapFeeBps: this.deps.swapFeeBps },
         });
@@ -144,7 +175,7 @@ export class PaymentEngine {
     current = await saveCredit(tx, current, seq, credited, creditedAt);
     // Money received and not credited is held in suspense (docs/ledger.md); deposits are the only way money arrives.
     if (current.deposits.length > 0)
-      await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited));
+      await syncHeld(this.deps.ledger, tx, await heldTarget(tx, this.deps.chains, current, credited, this.returned));
 
     const payment = this.json(current);
     for (const type of events) {
@@ -181,9 +212,9 @@ export class PaymentEngine {
 function creditValue(
   priceCents: number,
   withinTolerance: boolean | undefined,
-  paidAmount: bigint | null | undefined,
+  paidAmount: bigint,
   payAmount: bigint,
 ): number | null {
-  if (!withinTolerance || paidAmount == null) return null;
+  if (!withinTolerance) return null;
   return Number(creditedCents(BigInt(priceCents), paidAmount, payAmount));
 }

@@ -6,7 +6,7 @@
 import type { CoinChoice, FundedAddress, PaymentsPort } from '../../chains/ports.ts';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
-import { merchantName } from '../merchants/lookup.ts';
+import { merchantName } from '../merchants/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { Payment } from './schema.ts';
 import { isFinal } from './state.ts';

@@ -6,8 +6,8 @@ import type { ChainRegistry } from '../../chains/registry.ts';
 import { SIMULATED_TX_PREFIX } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
-import type { Payment, RATE_SOURCES, Refund } from './schema.ts';
-import type { AttemptRow, DepositRow, Loaded, RefundRow } from './store/payments.ts';
+import type { Payment, RATE_SOURCES } from './schema.ts';
+import type { AttemptRow, DepositRow, Loaded } from './store/payments.ts';
 
 type RateSourceName = (typeof RATE_SOURCES)[number];
 
@@ -113,22 +113,4 @@ function toleranceShortfall(l: Loaded): string | null {
   const a = l.attempts.find((x) => x.id === l.row.paid_attempt_id);
   if (!a || l.row.paid_amount === null) return null;
   return (BigInt(a.pay_amount) - BigInt(l.row.paid_amount)).toString();
-}
-
-/** The Refund object (see docs/payments.md). */
-export function refundJson(r: RefundRow, chains: ChainRegistry): Refund {
-  const amount = BigInt(r.amount);
-  return {
-    id: r.id,
-    payment_id: r.payment_id,
-    status: r.status,
-    destination: r.destination,
-    token: r.token,
-    amount: amount.toString(),
-    amount_display: formatUnits(amount, chains.token(r.mode, r.token)?.decimals ?? 0),
-    tx_hash: r.tx_hash,
-    note: r.note,
-    error: r.status === 'failed' ? r.error : null,
-    created_at: r.created_at.toISOString(),
-  };
 }

@@ -5,7 +5,7 @@
  */
 import type { Mode } from '../../core/mode.ts';
 import { pageOf } from '../../core/cursor.ts';
-import type { PaymentCreditTotals } from '../ledger/ledger.ts';
+import type { PaymentCreditTotals } from '../ledger/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import type { PaymentStatus } from './model.ts';
 import type { Payment } from './schema.ts';

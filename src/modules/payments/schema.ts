@@ -1,8 +1,8 @@
 /**
- * The payment objects as the API shows them — Payment (with its Attempts and their Deposits) and Refund — as TypeBox
- * schemas. They are the one definition: the API registers them as OpenAPI components and serialises its answers
- * with them, the store's renderers are typed by them (`Static<>`), and webhook bodies are serialised by the same
- * compiled serializer (`serializePayment`), so an answer and a webhook cannot disagree on a field.
+ * The payment objects as the API shows them — Payment, with its Attempts and their Deposits — as TypeBox schemas.
+ * They are the one definition: the API registers them as OpenAPI components and serialises its answers with them,
+ * the store's renderers are typed by them (`Static<>`), and webhook bodies are serialised by the same compiled
+ * serializer (`serializePayment`), so an answer and a webhook cannot disagree on a field.
  */
 import fastJson from 'fast-json-stringify';
 import { Type, type Static } from 'typebox';
@@ -125,31 +125,8 @@ export const PaymentSchema = Type.Object(
 /** The Payment object: what the API answers and what `payment.*` webhooks carry as `data`. */
 export type Payment = Static<typeof PaymentSchema>;
 
-export const RefundSchema = Type.Object(
-  {
-    id: Type.String({ description: '`rfd_` + 26 characters.' }),
-    payment_id: Type.String({ pattern: ID_PATTERNS.pay }),
-    status: Enum(['pending', 'sent', 'failed']),
-    destination: Type.String(),
-    token: Type.String(),
-    amount: Amount('Amount refunded, smallest unit: the confirmed money of the attempt holding it.'),
-    amount_display: Type.String(),
-    tx_hash: Nullable(Type.String()),
-    note: Nullable(Type.String()),
-    error: Nullable(
-      Type.String({
-        description:
-          'Why the refund failed (`failed` only; null otherwise). A new refund may be requested after a failed one.',
-      }),
-    ),
-    created_at: DateTime(),
-  },
-  { $id: 'Refund', additionalProperties: false, description: "A refund of a payment's money." },
-);
-export type Refund = Static<typeof RefundSchema>;
-
 /** The schemas above, in dependency order, for registration as OpenAPI components. */
-export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, X402DetailsSchema, PaymentSchema, RefundSchema] as const;
+export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, X402DetailsSchema, PaymentSchema] as const;
 
 /** JSON text of a Payment exactly as the API serialises it (the same schema, the same serializer). */
 export const serializePayment: (payment: Payment) => string = fastJson(freeFormKeys(PaymentSchema) as never, {

@@ -2,9 +2,9 @@
  * The payments module as the rest of Kasse sees it. This file creates payments and issues coin choices (attempts),
  * reads and lists them, cancels and accepts them; the module's other parts hang off it: the coin catalogue
  * (catalogue.ts), balances (balance.ts), the due work (due.ts), the deposit sink chain watchers report to
- * (deposits.ts), refunds (refunds.ts), the simulator (simulator.ts) and read-only access for pages and chain families
- * (reader.ts). Prices are fetched and deposit addresses derived before a transaction opens (never network I/O
- * inside one); every state change goes through `PaymentEngine`. Rules and decisions: docs/payments.md.
+ * (deposits.ts) and read-only access for pages and chain families (reader.ts). Prices are fetched and deposit
+ * addresses derived before a transaction opens (never network I/O inside one); every state change goes through
+ * `PaymentEngine`, which the refunds and simulator modules drive too. Rules and decisions: docs/payments.md.
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -16,11 +16,10 @@ import type { DbOrTx, Tx } from '../../db/index.ts';
 import { writeTogether } from '../../db/statement.ts';
 import { writeCoalesced } from '../../db/coalesce.ts';
 import { newId } from '../../core/ids.ts';
-import { once, requestHash, storedResponse, validateKey } from '../idempotency/idempotency.ts';
-import type { Actor } from '../audit/service.ts';
+import { once, requestHash, storedResponse, validateKey } from '../idempotency/index.ts';
+import type { Actor } from '../audit/index.ts';
 import { createPaymentsIn, paymentSummaries, type IssuedPaymentInput, type PaymentSummary } from './batch.ts';
-import type { TransferService } from '../transfers/service.ts';
-import { merchantName } from '../merchants/lookup.ts';
+import { merchantName } from '../merchants/index.ts';
 import { merchantBalance } from './balance.ts';
 import { Catalogue, type CoinChoiceInput, type PricedCoin } from './catalogue.ts';
 import { DepositRecorder } from './deposits.ts';
@@ -28,10 +27,8 @@ import { PaymentDue, type DueResult } from './due.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';
 import { COIN_HOLD_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
 import { PaymentsReader } from './reader.ts';
-import { RefundService } from './refunds.ts';
 import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
-import { Simulator } from './simulator.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
 import { recordExternal, settleCharged, type ChargeSettlement, type ExternalSettlement } from './external.ts';
 import { AddressIndexes, insertRows, newAttemptRow, newPaymentRow } from './store/create.ts';
@@ -73,21 +70,12 @@ interface Issued extends PricedCoin {
   uri: string | null;
 }
 
-export interface PaymentModuleDeps extends PaymentDeps {
-  /** Outgoing transfers (refunds go out through it). */
-  transfers: TransferService;
-}
-
 export class PaymentService {
   readonly engine: PaymentEngine;
   /** Coins of each mode, estimates, and the pricing of coin choices. */
   readonly catalogue: Catalogue;
   /** The DepositSink chain watchers report to. */
   readonly deposits: DepositRecorder;
-  /** Refunds (the transfers module's `refund` owner). */
-  readonly refunds: RefundService;
-  /** The test-mode simulator. */
-  readonly simulator: Simulator;
   /** Read-only access for the checkout pages, and the PaymentsPort chain families get. */
   readonly reader: PaymentsReader;
   /** Dashboard reads: search by date and coin, paid volume per day. */
@@ -95,15 +83,13 @@ export class PaymentService {
   private readonly due: PaymentDue;
   private readonly addressIndexes: AddressIndexes;
 
-  constructor(private readonly deps: PaymentModuleDeps) {
+  constructor(private readonly deps: PaymentDeps) {
     this.engine = new PaymentEngine(deps);
     this.catalogue = new Catalogue(deps);
     this.deposits = new DepositRecorder(this.engine);
-    this.refunds = new RefundService(this.engine, deps.transfers);
-    this.simulator = new Simulator(this.engine, this.deposits, this);
     this.reader = new PaymentsReader(this.engine);
     this.reports = new PaymentReports(this.engine);
-    this.due = new PaymentDue(this.engine, this.deposits, this.refunds);
+    this.due = new PaymentDue(this.engine, this.deposits);
     this.addressIndexes = new AddressIndexes(deps.db);
   }
 

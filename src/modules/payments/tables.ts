@@ -1,6 +1,7 @@
 /**
- * Row types of the payments module's tables (migrations/), merged into Kasse's `Database` type. Only store/ queries
- * them: the rest of the module and other modules go through its functions.
+ * Row types of the payments module's tables (migrations/), merged into Kasse's `Database` type: a payment, its coin
+ * choices and the deposits on them, loaded and changed together. Only store/ queries them: the rest of the module and
+ * other modules go through its functions.
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Json, Numeric, Timestamp } from '../../db/schema.ts';
@@ -85,28 +86,10 @@ export interface DepositsTable {
   created_at: Timestamp;
 }
 
-export interface RefundsTable {
-  id: string;
-  payment_id: string;
-  attempt_id: string;
-  merchant_id: string;
-  mode: 'test' | 'live';
-  status: 'pending' | 'sent' | 'failed';
-  destination: string;
-  token: string;
-  amount: Numeric;
-  tx_hash: string | null;
-  note: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
-}
-
 declare module '../../db/schema.ts' {
   interface Database {
     payments: PaymentsTable;
     attempts: AttemptsTable;
     deposits: DepositsTable;
-    refunds: RefundsTable;
   }
 }

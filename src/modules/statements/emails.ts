@@ -21,12 +21,10 @@ import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import { invalidState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
-import { renderEmail } from '../email/template.ts';
-import type { EmailService } from '../email/service.ts';
-import type { MerchantService } from '../merchants/service.ts';
-import type { Team } from '../users/team.ts';
-import { pdfBrand } from '../merchants/logos.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
+import { type EmailService, renderEmail } from '../email/index.ts';
+import type { MerchantService } from '../merchants/index.ts';
+import type { Team } from '../users/index.ts';
 import { balanceLines, dollars, monthName, signedAmount, statementPdf } from './render.ts';
 import { monthRange, type StatementService } from './service.ts';
 
@@ -42,7 +40,7 @@ export interface StatementEmailDeps {
   statements: StatementService;
   email: Pick<EmailService, 'enqueue'>;
   users: Pick<Team, 'list'>;
-  merchants: Pick<MerchantService, 'get'>;
+  merchants: Pick<MerchantService, 'get' | 'brands'>;
   audit: AuditLog;
   /** Names the statement's coins in its PDF. */
   chains: CoinNames;
@@ -266,7 +264,7 @@ export class StatementEmails {
       merchantName: merchant.name,
       mode,
       chains: this.deps.chains,
-      brand: await pdfBrand(this.deps.db, merchantId),
+      brand: await this.deps.merchants.brands.pdf(merchantId),
     });
     return {
       subject: `${name}: statement for ${period}${modeText}`,

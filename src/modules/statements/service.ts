@@ -12,10 +12,18 @@ import type { Clock } from '../../core/clock.ts';
 import { invalid } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Db } from '../../db/index.ts';
-import { balanceBefore } from '../ledger/checkpoints.ts';
-import { accounts, CREDIT_KINDS, REVERSAL_KINDS, USD } from '../ledger/ledger.ts';
-import { firstPosting, heldAt, postingGroups, type PostingGroup } from '../ledger/months.ts';
-import { PAYOUT_KINDS } from '../ledger/payouts.ts';
+import {
+  accounts,
+  balanceBefore,
+  CREDIT_KINDS,
+  firstPosting,
+  heldAt,
+  PAYOUT_KINDS,
+  type PostingGroup,
+  postingGroups,
+  REVERSAL_KINDS,
+  USD,
+} from '../ledger/index.ts';
 import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
 
 export interface Statement {

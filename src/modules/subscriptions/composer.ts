@@ -5,9 +5,9 @@
  * names nothing of the mail's own merchant and mode builds nothing (that mail fails rather than say something wrong).
  */
 import type { DbOrTx } from '../../db/index.ts';
-import type { ComposedMail, MailComposer, MailRef } from '../email/service.ts';
-import { mailBrand, merchantBrands } from '../merchants/logos.ts';
-import type { PaymentSummary } from '../payments/batch.ts';
+import type { ComposedMail, MailComposer, MailRef } from '../email/index.ts';
+import { mailBrand, merchantBrands } from '../merchants/index.ts';
+import type { PaymentSummary } from '../payments/index.ts';
 import {
   cancelledMail,
   chargedMail,

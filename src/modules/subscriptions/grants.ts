@@ -18,7 +18,7 @@ import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
 import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
-import type { Actor } from '../audit/service.ts';
+import type { Actor } from '../audit/index.ts';
 import { dueAt, shortestPeriodSeconds } from './calendar.ts';
 import {
   cancelScheduled,

@@ -10,8 +10,7 @@
  * Each is written in the subscription's `locale` (English when none was given), through the message catalogs.
  */
 import { chooseLocale, day, type Locale, moment, money, t } from '../../core/i18n/index.ts';
-import type { ComposedMail, MailReference } from '../email/service.ts';
-import type { EmailContent } from '../email/template.ts';
+import type { ComposedMail, EmailContent, MailReference } from '../email/index.ts';
 import { dueAt, type Interval } from './calendar.ts';
 import type { CancellationReason, ChargeFailureReason } from './model.ts';
 import type { SubscriptionRow } from './store/subscriptions.ts';

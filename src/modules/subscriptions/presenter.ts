@@ -6,12 +6,12 @@
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
-import type { AuditLog } from '../audit/service.ts';
-import type { EmailService, MailReference } from '../email/service.ts';
-import type { MerchantService } from '../merchants/service.ts';
-import type { PaymentSummary } from '../payments/batch.ts';
-import type { PaymentService } from '../payments/service.ts';
-import type { EventInput, EventPublisher } from '../webhooks/types.ts';
+import type { AuditLog } from '../audit/index.ts';
+import type { EmailService, MailReference } from '../email/index.ts';
+import type { MerchantService } from '../merchants/index.ts';
+import type { PaymentService, PaymentSummary } from '../payments/index.ts';
+import type { Simulator } from '../simulator/index.ts';
+import type { EventInput, EventPublisher } from '../webhooks/index.ts';
 import type { CustomerLinks } from './customer-link.ts';
 import { subscriptionMail, type SubscriptionMailKind } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
@@ -25,6 +25,8 @@ export interface SubscriptionDeps {
   clock: Clock;
   log: Logger;
   payments: PaymentService;
+  /** Ends a test subscription's payments when its clock is advanced past their 24 hours. */
+  simulator: Simulator;
   events: EventPublisher;
   email: EmailService;
   audit: AuditLog;

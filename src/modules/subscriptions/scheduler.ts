@@ -17,10 +17,9 @@ import type { Mode } from '../../core/mode.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import type { MailReference } from '../email/service.ts';
-import type { Actor } from '../audit/service.ts';
-import type { IssuedPaymentInput, PaymentSummary } from '../payments/batch.ts';
-import type { Payment } from '../payments/schema.ts';
+import type { MailReference } from '../email/index.ts';
+import type { Actor } from '../audit/index.ts';
+import type { IssuedPaymentInput, Payment, PaymentSummary } from '../payments/index.ts';
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
@@ -441,7 +440,7 @@ export class SubscriptionScheduler {
       for (const o of due) {
         if (states.get(o.payment_id)?.status !== 'waiting') continue;
         try {
-          await this.deps.payments.simulator.simulate(merchantId, o.payment_id, 'expired');
+          await this.deps.simulator.simulate(merchantId, o.payment_id, 'expired');
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
         }

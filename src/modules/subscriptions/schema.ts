@@ -7,7 +7,7 @@ import fastJson from 'fast-json-stringify';
 import { Type, type Static } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { DateTime, Enum, freeFormKeys, Nullable } from '../../core/json-schema.ts';
-import { PAYMENT_STATUSES } from '../payments/model.ts';
+import { PAYMENT_STATUSES } from '../payments/index.ts';
 import { INTERVALS } from './calendar.ts';
 import {
   CANCELLATION_REASONS,

@@ -1,5 +1,5 @@
 /** How the users module's services write their audit entries: account-wide (no mode), the user as actor. */
-import type { Actor, AuditEntry } from '../audit/service.ts';
+import type { Actor, AuditEntry } from '../audit/index.ts';
 import type { UserRow } from './records.ts';
 
 /** A user acting on their own account: their id, their email as the label, and the client's address. */

@@ -18,6 +18,14 @@ import { SignIn } from './signin.ts';
 import { Team } from './team.ts';
 import { SigninThrottle } from './throttle.ts';
 
+export { PASSWORD_MIN } from './credentials.ts';
+export { migrations } from './migrations/index.ts';
+export { NOTE_PAGE_MAX } from './notes.ts';
+export { isOwner, ownerEmails } from './owners.ts';
+export { can, ROLES, type Permission } from './permissions.ts';
+export { normalEmail, type ClientMeta, type SessionRow, type UserRow } from './records.ts';
+export type { Team } from './team.ts';
+
 export class Users {
   readonly team: Team;
   readonly links: OneTimeLinks;

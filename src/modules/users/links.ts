@@ -6,8 +6,8 @@
 import { HOUR } from '../../core/clock.ts';
 import { invalid, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import type { Actor } from '../audit/service.ts';
-import { renderEmail } from '../email/template.ts';
+import type { Actor } from '../audit/index.ts';
+import { renderEmail } from '../email/index.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
 import { accountEntry, userActor } from './entries.ts';
 import {

@@ -8,9 +8,9 @@ import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
 import type { SessionsTable, UsersTable } from './tables.ts';
-import type { AuditLog } from '../audit/service.ts';
-import type { EmailService } from '../email/service.ts';
-import type { MerchantService } from '../merchants/service.ts';
+import type { AuditLog } from '../audit/index.ts';
+import type { EmailService } from '../email/index.ts';
+import type { MerchantService } from '../merchants/index.ts';
 import type { Role } from './permissions.ts';
 
 export const EMAIL = /^[^\s@<>"(),;:]+@[^\s@<>"(),;:]+\.[^\s@<>"(),;:]+$/;

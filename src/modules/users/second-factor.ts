@@ -7,7 +7,7 @@ import { MINUTE } from '../../core/clock.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { decryptSecret, encryptSecret } from '../../core/secrets.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import type { Actor } from '../audit/service.ts';
+import type { Actor } from '../audit/index.ts';
 import {
   looksLikeRecoveryCode,
   newRecoveryCodes,

@@ -6,7 +6,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
-import type { Actor } from '../audit/service.ts';
+import type { Actor } from '../audit/index.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
 import { accountEntry, userActor } from './entries.ts';
 import {

@@ -8,9 +8,9 @@ import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
 import { withTx, type DbOrTx, type Tx, isUniqueViolation } from '../../db/index.ts';
-import type { Actor } from '../audit/service.ts';
-import { renderEmail } from '../email/template.ts';
-import { approvalsRequired } from '../merchants/lookup.ts';
+import type { Actor } from '../audit/index.ts';
+import { renderEmail } from '../email/index.ts';
+import { approvalsRequired } from '../merchants/index.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
 import { accountEntry } from './entries.ts';
@@ -109,7 +109,8 @@ export class Team {
     return (await q.orderBy('id').execute()).map(toUserRecord);
   }
 
-  async ownerCount(db: DbOrTx, merchantId: string): Promise<number> {
+  /** How many owners the merchant has (in `db`, the caller's transaction when it holds one). */
+  async ownerCount(merchantId: string, db: DbOrTx = this.deps.db): Promise<number> {
     const r = await db
       .selectFrom('users')
       .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -184,7 +185,7 @@ export class Team {
 
   /** One owner fewer must leave at least one owner, and at least the merchant's fixed approval quorum. */
   private async assertOwnersAfter(tx: Tx, merchantId: string, what: 'demote' | 'remove'): Promise<void> {
-    const owners = (await this.ownerCount(tx, merchantId)) - 1;
+    const owners = (await this.ownerCount(merchantId, tx)) - 1;
     if (owners < 1)
       throw invalidState(
         `The last owner cannot be ${what === 'remove' ? 'removed' : 'given another role'}. Make another user an owner first.`,

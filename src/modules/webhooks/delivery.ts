@@ -25,7 +25,7 @@ import { HOUR, MINUTE, type Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import type { MerchantService } from '../merchants/service.ts';
+import type { MerchantService } from '../merchants/index.ts';
 import type { MerchantHttpClient, PostResult } from './http-client.ts';
 
 /** NOTE: the spec's retry schedule: delays after the 1st … 6th failed attempt. */
@@ -403,7 +403,7 @@ export class WebhookDelivery {
    * delivery would dominate at volume). The cache never outlives the overlap window it was read in.
    */
   private secret(merchantId: string): Promise<KeyObject[]> {
-    const now = Date.now();
+    const now = this.o.clock.millis();
     const hit = this.secrets.get(merchantId);
     if (hit && hit.until > now) return hit.value;
     const read = this.o.merchants.webhookSecrets(merchantId, this.o.clock.now());
@@ -413,8 +413,7 @@ export class WebhookDelivery {
     const entry = { value, until: now + SECRET_CACHE_MS };
     void read.then(
       (r) => {
-        if (r.previousUntil)
-          entry.until = Math.min(entry.until, now + Math.max(0, r.previousUntil.getTime() - this.o.clock.millis()));
+        if (r.previousUntil) entry.until = Math.min(entry.until, Math.max(now, r.previousUntil.getTime()));
       },
       () => {},
     );

@@ -18,12 +18,11 @@ import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import { afterCommit, withTx, type Db, type DbOrTx, type Tx } from '../../db/index.ts';
-import { defaultWebhookUrl } from '../merchants/lookup.ts';
-import type { MerchantService } from '../merchants/service.ts';
+import { defaultWebhookUrl, type MerchantService } from '../merchants/index.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { MerchantHttpClient, type AttemptOutcome } from './http-client.ts';
 import type { EventInput, EventPublisher } from './types.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import { WorkNotifier } from '../../core/wakers.ts';
 
 /** NOTIFY channel: new deliveries are due. */

@@ -33,7 +33,7 @@ import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import type { Actor, AuditLog } from '../audit/service.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
 import type { FacilitatorBody } from './wire.ts';
 
 /** NOTE: the extension's pages: 20 resources unless asked, at most 100. */

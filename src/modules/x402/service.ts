@@ -30,9 +30,8 @@ import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
-import type { Payment } from '../payments/schema.ts';
-import type { PaymentService } from '../payments/service.ts';
-import type { AuditLog } from '../audit/service.ts';
+import type { AuditLog } from '../audit/index.ts';
+import type { Payment, PaymentService } from '../payments/index.ts';
 import { X402Discovery } from './discovery.ts';
 import { identifierConflict, paymentIdentifier, type Identified } from './identifier.ts';
 import { PayToBook } from './payto.ts';
@@ -153,6 +152,11 @@ export class X402Service {
    */
   resume(limit = 50): Promise<number> {
     return this.lifecycle.resume(limit);
+  }
+
+  /** A settlement ended in some process (`X402_SETTLEMENTS_CHANNEL`): requests here waiting for it answer. */
+  settlementEnded(id: string): void {
+    this.lifecycle.ended(id);
   }
 
   /** `GET /x402/supported`: every kind of the mode, each with the merchant's `payTo`. */
@@ -418,13 +422,13 @@ export class X402Service {
   /** Every kind of the mode with the scheme offering it. */
   private kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
     const cached = this.kindsOf.get(mode);
-    if (cached && Date.now() < cached.until) return cached.kinds;
+    if (cached && this.deps.clock.millis() < cached.until) return cached.kinds;
     const kinds = (async () => {
       const out = [];
       for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
       return out;
     })();
-    this.kindsOf.set(mode, { kinds, until: Date.now() + KINDS_FOR_MS });
+    this.kindsOf.set(mode, { kinds, until: this.deps.clock.millis() + KINDS_FOR_MS });
     kinds.catch(() => this.kindsOf.delete(mode));
     return kinds;
   }

@@ -15,8 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { invalid } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
 import type { Kasse } from '../../kasse.ts';
-import { PASSWORD_MIN } from '../../modules/users/credentials.ts';
-import type { SessionRow, UserRow } from '../../modules/users/records.ts';
+import { PASSWORD_MIN, type SessionRow, type UserRow } from '../../modules/users/index.ts';
 import { qrSvg } from '../page.ts';
 import {
   checkPreCsrf,

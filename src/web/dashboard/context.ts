@@ -19,10 +19,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Kasse } from '../../kasse.ts';
-import type { Actor } from '../../modules/audit/service.ts';
-import type { MerchantRecord } from '../../modules/merchants/service.ts';
-import { can, type Permission } from '../../modules/users/permissions.ts';
-import type { ClientMeta, SessionRow, UserRow } from '../../modules/users/records.ts';
+import type { Actor } from '../../modules/audit/index.ts';
+import type { MerchantRecord } from '../../modules/merchants/index.ts';
+import { can, type ClientMeta, type Permission, type SessionRow, type UserRow } from '../../modules/users/index.ts';
 import { assertSameOrigin } from '../page.ts';
 
 export const MODES: readonly Mode[] = ['test', 'live'];

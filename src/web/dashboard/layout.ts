@@ -6,7 +6,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Mode } from '../../core/mode.ts';
 import { html, type Html } from '../../core/html.ts';
-import type { Permission } from '../../modules/users/permissions.ts';
+import type { Permission } from '../../modules/users/index.ts';
 import { assetUrl } from '../assets.ts';
 import { PAGE_HEAD, sendPage } from '../page.ts';
 import type { Ctx } from './context.ts';

@@ -17,8 +17,7 @@ import { html } from '../../core/html.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Kasse } from '../../kasse.ts';
-import { NOTE_PAGE_MAX } from '../../modules/users/notes.ts';
-import type { Permission } from '../../modules/users/permissions.ts';
+import { NOTE_PAGE_MAX, type Permission } from '../../modules/users/index.ts';
 import {
   checkSessionCsrf,
   cookieName,
@@ -167,7 +166,7 @@ export class Router {
 
   /** 403 page for a permission the user's role lacks; the refusal is in the audit log. */
   private async refuse(ctx: Ctx, permission: Permission, message: string): Promise<FastifyReply> {
-    await this.kasse.audit.record(this.kasse.db, {
+    await this.kasse.audit.recordAlone({
       merchantId: ctx.merchant.id,
       mode: ctx.mode,
       actor: ctx.actor,

@@ -6,7 +6,8 @@
  * Every ledger transaction must balance per currency: a deferred constraint trigger checks it at commit, and
  * entries are append-only.
  *
- * Other modules' tables it makes: `ledger_transactions`, `ledger_entries` and their triggers (modules/ledger).
+ * Other modules' tables it makes: `ledger_transactions`, `ledger_entries` and their triggers (modules/ledger), and
+ * `refunds` (modules/refunds).
  */
 import { sql, type Kysely } from 'kysely';
 import { merchantMode, mode, network, tenant } from '../../../db/columns.ts';

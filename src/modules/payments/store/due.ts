@@ -27,4 +27,4 @@ export const dueLate = (since: Date) => (skip: string[]) =>
   SELECT p.id, p.mode FROM payments p
   WHERE p.status = 'late' AND p.expires_at > ${since} AND p.id <> ALL(${skip}::text[])
     AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = p.id AND r.status <> 'failed')
-  ORDER BY p.expires_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+  ORDER BY p.expires_at LIMIT 1 FOR UPDATE OF p SKIP LOCKED`;

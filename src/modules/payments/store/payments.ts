@@ -2,21 +2,20 @@
  * The payments store's core: the row types of the payment tables, loading a payment with its attempts and deposits
  * (optionally locked), mapping rows to the state machine's `PaymentState` and writing back what it changed. The
  * store (this folder) is the only code that reads or writes the payment tables (`payments`, `attempts`,
- * `deposits`, `refunds`), one file per job: this core, creation (create.ts), lists and the reads others ask for
- * (reads.ts), deposits and their confirmations (deposits.ts), the due work (due.ts) and refunds (refunds.ts). Every
+ * `deposits`), one file per job: this core, creation (create.ts), lists and the reads others ask for (reads.ts),
+ * deposits and their confirmations (deposits.ts), the due work (due.ts) and x402 settlements (external.ts). Every
  * lookup takes the mode, and the merchant wherever the caller acts for one, so test objects never show on the live
  * API and the reverse.
  */
 import type { Selectable } from 'kysely';
 import type { Mode } from '../../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { AttemptsTable, DepositsTable, PaymentsTable, RefundsTable } from '../tables.ts';
+import type { AttemptsTable, DepositsTable, PaymentsTable } from '../tables.ts';
 import type { AttemptState, PaymentState } from '../model.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type AttemptRow = Selectable<AttemptsTable>;
 export type DepositRow = Selectable<DepositsTable>;
-export type RefundRow = Selectable<RefundsTable>;
 
 /** A payment as stored: its row, its attempts (creation order) and their deposits (order seen). */
 export interface Loaded {

@@ -4,7 +4,8 @@
  * the sender reports the outcome (or, in test mode without a sender, by the simulated sender). The purpose names the
  * module that asked and is called back on settlement.
  *
- * Existing refunds are copied in; whether a refund is simulated is kept here only from now on.
+ * Existing refunds are copied in; whether a refund is simulated is kept here only from now on (another module's
+ * table it changes: `refunds`, modules/refunds, loses `simulated`).
  */
 import { sql, type Kysely } from 'kysely';
 import { mode } from '../../../db/columns.ts';

@@ -11,7 +11,7 @@
  */
 import { html, type Html } from '../../../core/html.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
-import type { CatalogueEntry } from '../../../modules/x402/discovery.ts';
+import type { CatalogueEntry } from '../../../modules/x402/index.ts';
 import type { Ctx } from '../context.ts';
 import { badge, when } from '../format.ts';
 import { actionForm, tell } from '../forms.ts';

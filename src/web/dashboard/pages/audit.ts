@@ -9,7 +9,7 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import type { AuditQuery, AuditRecord } from '../../../modules/audit/service.ts';
+import type { AuditQuery, AuditRecord } from '../../../modules/audit/index.ts';
 import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { refusal, send, shell, sendShell } from '../layout.ts';

@@ -27,7 +27,7 @@ import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, tell, type Told, codeField, PAGE_HINT } from '../forms.ts';
 import { badge, when } from '../format.ts';
 import type { Router } from '../routing.ts';
-import type { EventWithDeliveries } from '../../../modules/webhooks/service.ts';
+import type { EventWithDeliveries } from '../../../modules/webhooks/index.ts';
 import { textLength } from '../../../core/text.ts';
 
 interface Shown {

@@ -15,9 +15,13 @@
 import { ApiError, invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { fingerprint } from '../../../modules/disbursements/approval.ts';
-import { parseDisbursementCsv, type ParsedCsv } from '../../../modules/disbursements/csv.ts';
-import { DISBURSEMENT_LIMITS, type Disbursement } from '../../../modules/disbursements/schema.ts';
+import {
+  type Disbursement,
+  DISBURSEMENT_LIMITS,
+  fingerprint,
+  type ParsedCsv,
+  parseDisbursementCsv,
+} from '../../../modules/disbursements/index.ts';
 import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, sendShell } from '../layout.ts';

@@ -14,19 +14,21 @@
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
 import {
+  type CreateInvoiceInput,
   financialYear,
   gstinProblem,
+  invoiceJson,
   invoiceNumber,
-  istDate,
+  invoicePdf,
   isSellerState,
+  istDate,
+  PROFILE_DEFAULTS,
+  PROFILE_FIELDS,
   rupeesGrouped,
   STATE_NAMES,
-} from '../../../modules/invoices/gst.ts';
-import { invoicePdf } from '../../../modules/invoices/pdf.ts';
-import { PROFILE_DEFAULTS, PROFILE_FIELDS, type TaxProfile } from '../../../modules/invoices/profile.ts';
-import { invoiceJson, type CreateInvoiceInput } from '../../../modules/invoices/service.ts';
-import type { Payment } from '../../../modules/payments/schema.ts';
-import { pdfBrand } from '../../../modules/merchants/logos.ts';
+  type TaxProfile,
+} from '../../../modules/invoices/index.ts';
+import type { Payment } from '../../../modules/payments/index.ts';
 import type { Ctx } from '../context.ts';
 import { done, navigation, refusal, sendShell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told, PAGE_HINT } from '../forms.ts';
@@ -294,7 +296,7 @@ export function invoicePages(r: Router): void {
     if (!row) return refusal(ctx, 404, 'There is no such tax invoice in this mode of your account.');
     const pdf = await invoicePdf(invoiceJson(row), {
       mode: ctx.mode,
-      brand: await pdfBrand(kasse.db, ctx.merchant.id),
+      brand: await kasse.merchants.brands.pdf(ctx.merchant.id),
     });
     return ctx.reply
       .header('content-type', 'application/pdf')

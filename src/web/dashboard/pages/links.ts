@@ -9,7 +9,7 @@
 import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { LINK_KINDS, LINK_LIMITS, type CreateLinkInput, type PatchLinkInput } from '../../../modules/links/service.ts';
+import { type CreateLinkInput, LINK_KINDS, LINK_LIMITS, type PatchLinkInput } from '../../../modules/links/index.ts';
 import { parseDollars } from '../../links.ts';
 import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';

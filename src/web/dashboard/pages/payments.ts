@@ -16,10 +16,13 @@ import { invalid } from '../../../core/errors.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { formatCents, readableAmount } from '../../../core/money.ts';
-import { PAYMENT_STATUSES, type PaymentStatus } from '../../../modules/payments/model.ts';
-import type { PaymentCreditTotals } from '../../../modules/ledger/ledger.ts';
-import type { PaymentSearch } from '../../../modules/payments/reports.ts';
-import type { Payment } from '../../../modules/payments/schema.ts';
+import {
+  type Payment,
+  PAYMENT_STATUSES,
+  type PaymentSearch,
+  type PaymentStatus,
+} from '../../../modules/payments/index.ts';
+import type { PaymentCreditTotals } from '../../../modules/ledger/index.ts';
 import { coinName, coinSymbol, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
@@ -463,7 +466,7 @@ ${paymentsTable(ctx, list.data)}
       if (!destination) throw invalid('destination is required', 'destination');
       const note = (form.note ?? '').trim();
       if (textLength(note) > 500) throw invalid('note is too long', 'note');
-      await kasse.payments.refunds.create(
+      await kasse.refunds.create(
         { mode: ctx.mode, merchantId: ctx.merchant.id },
         p.id!,
         { destination, ...(note ? { note } : {}) },

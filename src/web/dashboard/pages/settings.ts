@@ -85,7 +85,7 @@ export const settingsSections: SettingsSection[] = [
   {
     title: 'Disbursements',
     render: async (ctx, told, values) => {
-      const owners = await ctx.kasse.users.team.ownerCount(ctx.kasse.db, ctx.merchant.id);
+      const owners = await ctx.kasse.users.team.ownerCount(ctx.merchant.id);
       const quorum: Array<[string, string]> = [['', `Automatic (${owners >= 2 ? 2 : 1} now)`]];
       for (let n = 1; n <= Math.max(owners, ctx.merchant.approvalsRequired ?? 0); n++)
         quorum.push([String(n), `${n} owner approval${n === 1 ? '' : 's'}`]);

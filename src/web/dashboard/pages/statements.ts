@@ -12,17 +12,18 @@
  */
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { pdfBrand } from '../../../modules/merchants/logos.ts';
-import { monthOf, nextMonth } from '../../../modules/statements/emails.ts';
 import {
   balanceLines,
   dollars,
   monthName,
+  monthOf,
+  monthRange,
+  nextMonth,
   signedAmount,
+  type Statement,
   statementCsv,
   statementPdf,
-} from '../../../modules/statements/render.ts';
-import { monthRange, type Statement } from '../../../modules/statements/service.ts';
+} from '../../../modules/statements/index.ts';
 import { coinName, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
@@ -161,7 +162,7 @@ export function statementPages(r: Router): void {
               merchantName: ctx.merchant.name,
               mode: ctx.mode,
               chains: kasse.chains,
-              brand: await pdfBrand(kasse.db, ctx.merchant.id),
+              brand: await kasse.merchants.brands.pdf(ctx.merchant.id),
             });
       return ctx.reply
         .header('content-type', kind === 'csv' ? 'text/csv; charset=utf-8' : 'application/pdf')

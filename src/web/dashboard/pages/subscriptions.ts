@@ -14,9 +14,12 @@
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import { formatUnits } from '../../../core/money.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { every } from '../../../modules/subscriptions/mail.ts';
-import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../../modules/subscriptions/model.ts';
-import type { Subscription } from '../../../modules/subscriptions/schema.ts';
+import {
+  every,
+  type Subscription,
+  SUBSCRIPTION_STATUSES,
+  type SubscriptionStatus,
+} from '../../../modules/subscriptions/index.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
 import { actionForm, errorBox, tell, type Told } from '../forms.ts';

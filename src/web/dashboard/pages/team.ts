@@ -10,8 +10,7 @@
 import type { FastifyReply } from 'fastify';
 import { invalid } from '../../../core/errors.ts';
 import { html, type Html } from '../../../core/html.ts';
-import { ROLES } from '../../../modules/users/permissions.ts';
-import { normalEmail } from '../../../modules/users/records.ts';
+import { normalEmail, ROLES } from '../../../modules/users/index.ts';
 import type { Ctx } from '../context.ts';
 import { done, send, shell } from '../layout.ts';
 import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';

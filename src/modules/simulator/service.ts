@@ -1,20 +1,24 @@
 /**
- * The test-mode simulator: finishes a waiting test payment with a chosen outcome by synthesizing what a chain would
+ * The simulator module: finishes a waiting test payment with a chosen outcome by synthesizing what a chain would
  * report (deposits with `0xsim…` hashes, already confirmed) or what time would do, then running the same deposit,
- * state machine, ledger and event paths as real payments. Because deposits arrive already confirmed, each outcome
- * publishes only its own event. Decisions per outcome: docs/payments.md.
+ * state machine, ledger and event paths as real payments, through the payments module's engine and deposit sink.
+ * Because deposits arrive already confirmed, each outcome publishes only its own event. Decisions per outcome:
+ * docs/payments.md.
  */
 import { simulatedTxHash, type TokenConfig } from '../../chains/types.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
-import type { DepositRecorder } from './deposits.ts';
-import type { Actor } from '../audit/service.ts';
-import type { PaymentEngine } from './engine.ts';
-import type { PaymentEventType, SimulateOutcome } from './model.ts';
-import type { Payment } from './schema.ts';
-import type { PaymentService } from './service.ts';
-import type { NewDeposit } from './store/deposits.ts';
-import { loadPayment, type Loaded } from './store/payments.ts';
+import type { Actor } from '../audit/index.ts';
+import type {
+  DepositRecorder,
+  Loaded,
+  NewDeposit,
+  Payment,
+  PaymentEngine,
+  PaymentEventType,
+  PaymentService,
+  SimulateOutcome,
+} from '../payments/index.ts';
 
 const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
   paid: 'payment.paid',
@@ -25,11 +29,13 @@ const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
 };
 
 export class Simulator {
-  constructor(
-    private readonly engine: PaymentEngine,
-    private readonly deposits: DepositRecorder,
-    private readonly payments: PaymentService,
-  ) {}
+  private readonly engine: PaymentEngine;
+  private readonly deposits: DepositRecorder;
+
+  constructor(private readonly payments: PaymentService) {
+    this.engine = payments.engine;
+    this.deposits = payments.deposits;
+  }
 
   /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
   async simulate(
@@ -44,7 +50,7 @@ export class Simulator {
     if (amount !== undefined && outcome !== 'paid' && outcome !== 'underpaid')
       throw invalid('amount is for the paid and underpaid outcomes only', 'amount');
     if (from !== undefined && outcome === 'expired') throw invalid('from is for outcomes that bring money', 'from');
-    const first = await loadPayment(this.engine.deps.db, scope, id);
+    const first = await this.engine.load(scope, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
     const coin = outcome !== 'expired' && first.attempts.length === 0 ? this.defaultCoin() : null;

@@ -1,6 +1,8 @@
 /**
  * Refunds: the confirmed money of the attempt that holds it goes back to a destination the payer names; for a
  * payment an x402 client made, by default to the address that paid (the one address Kasse knows the money came from).
+ * The refunds module keeps them (`refunds`, through store.ts) and changes their payments only through the payments
+ * engine.
  *
  * Requesting one records it `pending` and asks the transfers module for the outgoing transfer in the same
  * transaction (no network I/O): a chain family's sender, the simulated sender in test mode, or in live mode
@@ -9,16 +11,33 @@
  * published and any standing credit is reversed in the ledger; when it failed, the refund keeps the reason
  * (`error`), `refund.failed` is published with the Refund, and the payment may be refunded again.
  */
+import type { ChainRegistry } from '../../chains/registry.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
+import { formatUnits } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
-import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/service.ts';
-import type { PaymentEngine } from './engine.ts';
-import { confirmedAmount, refundJson } from './render.ts';
+import type { Actor } from '../audit/index.ts';
+import {
+  confirmedAmount,
+  next,
+  toState,
+  TransitionError,
+  type AttemptRow,
+  type Loaded,
+  type PaymentEngine,
+  type PaymentScope,
+} from '../payments/index.ts';
+import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import type { Refund } from './schema.ts';
-import type { Actor } from '../audit/service.ts';
-import { next, TransitionError } from './state.ts';
-import { loadPayment, toState, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
-import { insertRefund, lockRefund, openRefund, paymentRefunds, refundPayment, settleRefund } from './store/refunds.ts';
+import {
+  insertRefund,
+  lockRefund,
+  openRefund,
+  paymentRefunds,
+  refundPayment,
+  sentRefunds,
+  settleRefund,
+  type RefundRow,
+} from './store.ts';
 
 /** The purpose refunds carry in the transfers module. */
 export const REFUND_PURPOSE = 'refund';
@@ -40,12 +59,14 @@ export class RefundService implements TransferOwner {
     private readonly transfers: TransferService,
   ) {
     transfers.own(REFUND_PURPOSE, this);
+    // Money a sent refund returned is no longer held for the payment (payments/held.ts).
+    engine.returnsFrom(sentRefunds);
   }
 
   /** Requests a refund of the payment's money; answers the Refund object (`pending`). */
   async create(scope: PaymentScope, paymentId: string, input: RefundInput, actor?: Actor): Promise<Refund> {
-    const { db, chains, clock } = this.engine.deps;
-    const first = await loadPayment(db, scope, paymentId);
+    const { chains, clock } = this.engine.deps;
+    const first = await this.engine.load(scope, paymentId);
     if (!first) throw notFound('payment');
     const destination = input.destination ?? (first.row.x402 as { payer?: string } | null)?.payer;
     if (!destination)
@@ -162,7 +183,10 @@ export class RefundService implements TransferOwner {
     });
   }
 
-  /** Test mode without a chain sender: settles pending simulated refunds as sent (part of the due work). */
+  /**
+   * Test mode without a chain sender: settles pending simulated refunds as sent. The workers run it every few seconds
+   * (`refunds-simulated`); tests run it after asking for a refund.
+   */
   settleSimulated(): Promise<number> {
     return this.transfers.settleSimulated(REFUND_PURPOSE);
   }
@@ -202,4 +226,22 @@ function refundable(l: Loaded): { attempt: AttemptRow; token: string; amount: bi
     };
   }
   return null;
+}
+
+/** The Refund object (see docs/payments.md). */
+export function refundJson(r: RefundRow, chains: ChainRegistry): Refund {
+  const amount = BigInt(r.amount);
+  return {
+    id: r.id,
+    payment_id: r.payment_id,
+    status: r.status,
+    destination: r.destination,
+    token: r.token,
+    amount: amount.toString(),
+    amount_display: formatUnits(amount, chains.token(r.mode, r.token)?.decimals ?? 0),
+    tx_hash: r.tx_hash,
+    note: r.note,
+    error: r.status === 'failed' ? r.error : null,
+    created_at: r.created_at.toISOString(),
+  };
 }

@@ -1,10 +1,15 @@
-/** Refunds: a payment's open, sent and listed refunds, recording one, and locking and settling it. */
-import type { Insertable } from 'kysely';
-import { newId } from '../../../core/ids.ts';
-import type { Mode } from '../../../core/mode.ts';
-import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { RefundsTable } from '../tables.ts';
-import type { PaymentScope, RefundRow } from './payments.ts';
+/**
+ * The refunds store, the only code on the `refunds` table: a payment's open, sent and listed refunds, recording one,
+ * and locking and settling it.
+ */
+import type { Insertable, Selectable } from 'kysely';
+import { newId } from '../../core/ids.ts';
+import type { Mode } from '../../core/mode.ts';
+import type { DbOrTx, Tx } from '../../db/index.ts';
+import type { PaymentScope } from '../payments/index.ts';
+import type { RefundsTable } from './tables.ts';
+
+export type RefundRow = Selectable<RefundsTable>;
 
 /** The payment's refund that has not failed, if any (a payment has at most one at a time). */
 export async function openRefund(db: DbOrTx, paymentId: string): Promise<Pick<RefundRow, 'status'> | undefined> {

@@ -1,0 +1,10 @@
+/**
+ * Whose data a call reads or changes: one merchant in one mode. Every service method on a merchant's data takes it
+ * first (`service.verb(tenant, …)`), so no code path can forget either half of the scope (docs/ARCHITECTURE.md).
+ */
+import type { Mode } from './mode.ts';
+
+export interface Tenant {
+  readonly mode: Mode;
+  readonly merchantId: string;
+}
