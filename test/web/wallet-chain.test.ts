@@ -20,7 +20,10 @@
  * - A subscription that charges itself: the payer grants once on the subscription page (the wallet signs the
  *   EIP-2612 permit and the collector's Terms; Kasse relays them and pays the gas); three weekly periods are charged
  *   as the chain's time and Kasse's clock reach them, with the payer's and the receiver's USDC and the merchant's
- *   balance exact; the payer revokes on chain between periods, and the fourth is not charged but invoiced.
+ *   balance exact; the payer revokes on chain between periods, and the fourth is not charged but invoiced. Exactly
+ *   once: this process and a worker process (test/harness/subscription-worker.ts) race a due charge, and a worker
+ *   killed (SIGKILL) the moment the node accepted its charge leaves the same transaction to be followed. Bad grants
+ *   are refused naming the field with nothing stored; a short balance fails a charge and a top-up pays the retry.
  *
  * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
  * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
