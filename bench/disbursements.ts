@@ -81,7 +81,8 @@ async function payoutEvents(k: EvmKasse, disbursementId: string): Promise<number
   return Number(rows.n);
 }
 
-async function plainRun(k: EvmKasse, count: number) {
+/** `count` plain USDC transfers from the hot wallet to fresh addresses, sent one after another (automine). */
+export async function plainRun(k: EvmKasse, count: number) {
   const account = privateKeyToAccount(k.hotWalletKey);
   const wallet = createWalletClient({ account, chain: hardhatChain, transport: http(k.chain.url) });
   const t0 = performance.now();
