@@ -63,7 +63,10 @@ export const RESOURCES = {
     settle: op('x402Settle'),
     discoveryResources: op('x402DiscoveryResources'),
   },
-  testHelpers: { payments: { simulate: op('simulatePayment') }, subscriptions: { advance: op('advanceSubscription') } },
+  testHelpers: {
+    payments: { simulate: op('simulatePayment') },
+    subscriptions: { advance: op('advanceSubscription'), simulate: op('simulateSubscription') },
+  },
 } as const;
 
 // ----------------------------------------------------------------------------------------------------------------

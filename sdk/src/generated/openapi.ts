@@ -511,9 +511,29 @@ export interface paths {
         put?: never;
         /**
          * Advance a subscription to its next due time (test API only)
-         * @description Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced. The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.
+         * @description Moves this test subscription's own clock to its next due time and runs the scheduler through everything due on the way, in order: invoices whose 24 hours end expire (real `payment.expired`), charges and their retries are made (simulated grants), unpaid periods go `past_due` with a fresh payment each day, grace ends (cancelled), and the next period is invoiced (and charged, under an active grant). The emails and webhooks are the real ones. Afterwards the subscription's times (`next_due_at`, due times, `cancelled_at`) run ahead of the wall clock by the time advanced; its payments keep wall-clock times. 422 `invalid_state` for a cancelled subscription.
          */
         post: operations["advanceSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/subscriptions/{id}/simulate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Simulate the payer's grant of a charged subscription (test API only)
+         * @description For a test subscription with `collection` `charge_automatically`: simulates what the payer does with their wallet — grant recurring charges, revoke them, or run short of funds — with no chain involved. Everything that follows is the real path: charges of due periods settle the period's payment (`payment.paid`, the ledger, `subscription.paid` with the charge's `0xsim…` transaction), failures send `subscription.charge_failed` and email the customer the payment to pay by hand, retries and `past_due` follow as the test clock is advanced (`POST /test/subscriptions/{id}/advance`). 422 `invalid_state` for a cancelled subscription, one paid by invoice, `revoke` or `insufficient_funds` with no grant in force.
+         */
+        post: operations["simulateSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2933,6 +2953,68 @@ export interface components {
             paid_at: string | null;
         };
         /**
+         * @description The payer's permission for Kasse to charge each period (`collection` `charge_automatically`).
+         * @example {
+         *       "status": "active",
+         *       "token": "base:usdc",
+         *       "payer": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *       "amount_per_period": "24000000",
+         *       "period_seconds": 2419200,
+         *       "expires_at": "2027-03-01T09:00:00.000Z",
+         *       "granted_at": "2026-03-01T09:02:40.000Z",
+         *       "charges": 1,
+         *       "next_charge_at": "2026-04-01T09:00:00.000Z"
+         *     }
+         */
+        SubscriptionGrant: {
+            /** @description `none` (the payer has not granted yet, or the grant is still being submitted), `active`, `revoked` (by the payer, on chain or on the subscription page), `exhausted` (its end or its total reached). Periods are invoiced by email whenever no grant is `active`. */
+            status: "none" | "active" | "revoked" | "exhausted";
+            token: string | null;
+            payer: string | null;
+            amount_per_period: string | null;
+            period_seconds: number | null;
+            expires_at: string | null;
+            granted_at: string | null;
+            /** @description Charges that succeeded under this grant. */
+            charges: number;
+            next_charge_at: string | null;
+        };
+        /**
+         * @description One attempt to charge a period.
+         * @example {
+         *       "id": "chg_01JQ3X9Q0A2C4E6G8J0L2N4Q6S",
+         *       "period": 1,
+         *       "attempt": 1,
+         *       "status": "succeeded",
+         *       "amount": "24000000",
+         *       "token": "base:usdc",
+         *       "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *       "transaction": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+         *       "failure_reason": null,
+         *       "failure_message": null,
+         *       "created_at": "2026-03-01T09:02:41.000Z",
+         *       "settled_at": "2026-03-01T09:03:05.000Z"
+         *     }
+         */
+        SubscriptionCharge: {
+            id: string;
+            period: number;
+            /** @description 1 at the period's due time; retries count up. */
+            attempt: number;
+            /** @description `pending`, `succeeded`, `failed`, or `cancelled` (not attempted after all). */
+            status: "pending" | "succeeded" | "failed" | "cancelled";
+            /** @description The token's smallest unit. */
+            amount: string;
+            token: string;
+            payment_id: string | null;
+            transaction: string | null;
+            failure_reason: ("insufficient_funds" | "allowance_exhausted" | "grant_revoked" | "grant_expired" | "transaction_failed") | null;
+            failure_message: string | null;
+            /** Format: date-time */
+            created_at: string;
+            settled_at: string | null;
+        };
+        /**
          * @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed.
          * @example {
          *       "id": "sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F",
@@ -2959,6 +3041,34 @@ export interface components {
          *       "cancelled_at": null,
          *       "cancellation_reason": null,
          *       "created_at": "2026-03-01T09:00:00.000Z",
+         *       "collection": "charge_automatically",
+         *       "grant": {
+         *         "status": "active",
+         *         "token": "base:usdc",
+         *         "payer": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+         *         "amount_per_period": "24000000",
+         *         "period_seconds": 2419200,
+         *         "expires_at": "2027-03-01T09:00:00.000Z",
+         *         "granted_at": "2026-03-01T09:02:40.000Z",
+         *         "charges": 1,
+         *         "next_charge_at": "2026-04-01T09:00:00.000Z"
+         *       },
+         *       "charges": [
+         *         {
+         *           "id": "chg_01JQ3X9Q0A2C4E6G8J0L2N4Q6S",
+         *           "period": 1,
+         *           "attempt": 1,
+         *           "status": "succeeded",
+         *           "amount": "24000000",
+         *           "token": "base:usdc",
+         *           "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+         *           "transaction": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+         *           "failure_reason": null,
+         *           "failure_message": null,
+         *           "created_at": "2026-03-01T09:02:41.000Z",
+         *           "settled_at": "2026-03-01T09:03:05.000Z"
+         *         }
+         *       ],
          *       "invoices": [
          *         {
          *           "payment_id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
@@ -3014,6 +3124,11 @@ export interface components {
             cancellation_reason: ("merchant" | "customer" | "unpaid") | null;
             /** Format: date-time */
             created_at: string;
+            /** @description `send_invoice`: each period is emailed as a payment to pay by hand. `charge_automatically`: each period is charged under the payer’s grant (given once on the subscription page), and invoiced by email when no grant is active or a charge fails. */
+            collection: "send_invoice" | "charge_automatically";
+            grant: components["schemas"]["SubscriptionGrant"];
+            /** @description Every charge attempt, oldest first (none for `send_invoice`). */
+            charges: components["schemas"]["SubscriptionCharge"][];
             /** @description One per payment issued, oldest first. */
             invoices: components["schemas"]["SubscriptionInvoice"][];
         };
@@ -5578,6 +5693,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    /** @description `send_invoice` (default): each period's payment is emailed to pay by hand. `charge_automatically`: the customer's subscription page asks the payer to grant recurring charges once with their wallet (USDC; Kasse pays the network fees); from then on each period is charged when due, and emailed as an invoice only when no grant is active or a charge fails. */
+                    collection?: "send_invoice" | "charge_automatically";
                 };
             };
         };
@@ -5818,6 +5935,95 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    simulateSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Subscription id
+                 * @example sub_01JQ3X9M2P4R6T8V0X2Z4B6D8F
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description `grant`: the payer grants recurring charges (simulated; the due, unpaid period is charged at once) — on a simulated grant already in force, its wallet is funded again. `revoke`: the payer revokes the grant in force. `insufficient_funds`: the simulated wallet is emptied, so charges fail until `grant` funds it again. */
+                    outcome: "grant" | "revoke" | "insufficient_funds";
+                };
+            };
+        };
         responses: {
             /** @description Scheduled invoices for a customer: each period an ordinary payment is created and its checkout link emailed. */
             200: {

@@ -32,6 +32,7 @@ export const OPERATIONS = {
   getSubscription: { method: 'get', path: '/subscriptions/{id}', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   cancelSubscription: { method: 'post', path: '/subscriptions/{id}/cancel', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   advanceSubscription: { method: 'post', path: '/test/subscriptions/{id}/advance', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  simulateSubscription: { method: 'post', path: '/test/subscriptions/{id}/simulate', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   streamEvents: { method: 'get', path: '/test/events/stream', body: false, query: true, idempotencyKey: false, list: null, stream: true, binary: false },
   createDisbursement: { method: 'post', path: '/disbursements', body: true, query: false, idempotencyKey: true, list: null, stream: false, binary: false },
   listDisbursements: { method: 'get', path: '/disbursements', body: false, query: true, idempotencyKey: false, list: 'cursor', stream: false, binary: false },
