@@ -7,6 +7,7 @@ export const PAYMENT_STATUSES = [
   'waiting',
   'detected',
   'confirming',
+  'authorized',
   'paid',
   'underpaid',
   'expired',
@@ -32,8 +33,17 @@ export const EVENT_TYPES = [
   'payment.reorged',
   'payment.refunded',
   'payment.cancelled',
+  'payment.authorized',
+  'payment.captured',
 ] as const;
 export type PaymentEventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * `automatic` (the spec's payments: money sent is money paid) or `manual`: the payer authorizes a hold the merchant
+ * captures later, in parts, or voids (docs/capture.md). `authorized` and the hold's events exist only for `manual`.
+ */
+export const CAPTURE_METHODS = ['automatic', 'manual'] as const;
+export type CaptureMethod = (typeof CAPTURE_METHODS)[number];
 
 export const SIMULATE_OUTCOMES = ['paid', 'underpaid', 'expired', 'late', 'wrong_asset'] as const;
 export type SimulateOutcome = (typeof SIMULATE_OUTCOMES)[number];
@@ -90,5 +100,12 @@ export interface PaymentState {
   paidAmount?: bigint | null;
   /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (not by `accept`). */
   paidWithinTolerance?: boolean;
+  /** Absent: `automatic`. A `manual` payment's money arrives only by captures of its hold (docs/capture.md). */
+  captureMethod?: CaptureMethod;
+  /**
+   * A manual payment's hold was released (voided, voided at its deadline, or reclaimed by the payer): nothing more can
+   * be captured. Captures are the deposits of the held coin choice.
+   */
+  holdReleased?: boolean;
   attempts: AttemptState[];
 }
