@@ -45,7 +45,7 @@ export type PaymentEventType = (typeof EVENT_TYPES)[number];
 export const CAPTURE_METHODS = ['automatic', 'manual'] as const;
 export type CaptureMethod = (typeof CAPTURE_METHODS)[number];
 
-export const SIMULATE_OUTCOMES = ['paid', 'underpaid', 'expired', 'late', 'wrong_asset'] as const;
+export const SIMULATE_OUTCOMES = ['paid', 'underpaid', 'expired', 'late', 'wrong_asset', 'authorized'] as const;
 export type SimulateOutcome = (typeof SIMULATE_OUTCOMES)[number];
 
 /** NOTE: spec limits. */
@@ -55,6 +55,14 @@ export const LATE_ACCEPT_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Late payments are auto-accepted when the coin's price moved by at most this many basis points (3 %). */
 export const LATE_ACCEPT_MAX_MOVE_BPS = 300;
 export const MAX_ATTEMPTS = 3;
+/**
+ * NOTE: a manual payment's hold (docs/capture.md). Captures until `capture_before`: 7 days after creation unless the
+ * merchant asks for another time, at most 30 days ahead (a card authorization's usual span; the escrow itself has no
+ * limit). Refunds go back through the escrow for 30 days after that (`refund_before`), later from the hot wallet.
+ */
+export const HOLD_DEFAULT_DAYS = 7;
+export const HOLD_MAX_DAYS = 30;
+export const HOLD_REFUND_DAYS = 30;
 
 export interface DepositState {
   id: string;
