@@ -30,6 +30,14 @@ import type { SweepReport } from '../../src/chains/evm/operations.ts';
 import { startTestKasse } from '../harness/app.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 import { SERVER } from '../harness/commands.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
+import { x402Client } from '@x402/core/client';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import type { PaymentRequirements } from '@x402/core/types';
+import { AuthCaptureEvmScheme } from '@x402/evm/auth-capture/client';
+import { authCaptureEscrowAbi } from '../../src/chains/evm/contracts.ts';
+import { AUTH_CAPTURE_V1_1, placeAuthCaptureContracts } from '../../src/chains/evm/escrow.ts';
+import { Kasse } from '../../sdk/src/index.ts';
 
 const NETWORK = 'eip155:31337';
 let node: HardhatNode;
@@ -179,6 +187,200 @@ test('above $1,000,000 verify and settle refuse and nothing is sent; $1,000,000 
   const p = await ok(k.m.test.get(`/payments/${largest.extra.payment_id}`));
   assert.equal(p.price_amount, 100_000_000);
   assert.equal(p.attempts[0].deposits[0].amount, '1000000000000');
+});
+
+// ---- auth-capture: a hold through the official client, captured, voided and refunded by the merchant ----
+
+const HOLD_RESOURCE = { url: 'http://shop.test/room', description: 'A night, held', mimeType: 'application/json' };
+const facilitator = () =>
+  new HTTPFacilitatorClient(new Kasse(k.m.testKey, { baseUrl: k.t.urls.test }).x402.facilitator());
+const tokenStore = () =>
+  k.chain.client.readContract({
+    address: AUTH_CAPTURE_V1_1.escrow,
+    abi: authCaptureEscrowAbi,
+    functionName: 'getTokenStore',
+    args: [k.adapter.sender!.address as Address],
+  });
+const available = async () => (await ok(k.m.test.get('/balance'))).available_usd_cents as number;
+
+/** Requirements a resource server states for a hold, from what `supported` names, and what the official client signs. */
+async function hold(units: bigint, extra: Record<string, unknown> = {}, signer = agent) {
+  const kind = (await ok(k.m.test.get('/x402/supported'))).kinds.find((x: any) => x.scheme === 'auth-capture');
+  const now = Math.floor(Date.now() / 1000);
+  const { payTo: to, asset, decimals: _, ...terms } = kind.extra;
+  const requirements: PaymentRequirements = {
+    scheme: 'auth-capture',
+    network: NETWORK,
+    amount: units.toString(),
+    asset,
+    payTo: to,
+    maxTimeoutSeconds: 300,
+    extra: { ...terms, captureDeadline: now + 86_400, refundDeadline: now + 30 * 86_400, ...extra },
+  };
+  const client = new x402Client().register('eip155:*', new AuthCaptureEvmScheme(signer));
+  client.setSpendControls({ allowedAssets: [{ network: NETWORK, asset: k.usdc }] });
+  const payload = await client.createPaymentPayload({
+    x402Version: 2,
+    resource: HOLD_RESOURCE,
+    accepts: [requirements],
+  });
+  return { payload, requirements };
+}
+
+/** The workers' sender passes until the merchant's Payment shows `done`. */
+async function untilSettled(id: string, done: (p: any) => boolean) {
+  return eventually(
+    `payment ${id} to settle its hold operation`,
+    async () => {
+      await k.adapter.sender!.runDue();
+      const p = await ok(k.m.test.get(`/payments/${id}`));
+      return done(p) && p;
+    },
+    { timeoutMs: 20_000 },
+  );
+}
+
+test('supported lists auth-capture with Kasse as the escrow operator, only where the escrow is', async () => {
+  const holdKind = async () =>
+    (await ok(k.m.test.get('/x402/supported'))).kinds.find((x: any) => x.scheme === 'auth-capture');
+  assert.equal(await holdKind(), undefined, 'no escrow on the node yet');
+  await placeAuthCaptureContracts(k.adapter.rpc());
+  const kind = await eventually('auth-capture to be offered', holdKind, { timeoutMs: 5_000 });
+  const hot = k.adapter.sender!.address;
+  assert.deepEqual(kind, {
+    x402Version: 2,
+    scheme: 'auth-capture',
+    network: NETWORK,
+    extra: {
+      name: 'Test USDC',
+      version: '2',
+      asset: getAddress(k.usdc),
+      decimals: 6,
+      payTo,
+      authCaptureEscrow: AUTH_CAPTURE_V1_1.escrow,
+      captureAuthorizer: hot,
+      feeRecipient: hot,
+      minFeeBps: 0,
+      maxFeeBps: 0,
+    },
+  });
+});
+
+test('the official auth-capture client authorizes; the merchant captures twice, voids the rest and refunds', async () => {
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, k.adapter.sender!.address as Address, 10_000_000n));
+  const store = await tokenStore();
+  const [agent0, store0, payTo0, hot0, balance0] = [
+    await usdcOf(agent.address),
+    await usdcOf(store),
+    await usdcOf(payTo),
+    await usdcOf(k.adapter.sender!.address as Address),
+    await available(),
+  ];
+  const { payload, requirements } = await hold(5_000_000n);
+  assert.deepEqual(await facilitator().verify(payload, requirements), { isValid: true, payer: agent.address });
+  const settled = await facilitator().settle(payload, requirements);
+  assert.equal(settled.success, true, JSON.stringify(settled));
+  assert.equal(await usdcOf(agent.address), agent0 - 5_000_000n);
+  assert.equal(await usdcOf(store), store0 + 5_000_000n, 'locked in the escrow');
+  const id = (settled.extra as { payment_id: string }).payment_id;
+  const p = await ok(k.m.test.get(`/payments/${id}`));
+  assert.equal(p.status, 'authorized');
+  assert.equal(p.source, 'x402');
+  assert.equal(p.capture_method, 'manual');
+  assert.equal(p.price_amount, 500);
+  assert.equal(p.x402.payer, agent.address);
+  assert.equal(p.authorization.amount_usd_cents, 500);
+  assert.equal(
+    p.authorization.capture_before,
+    new Date((requirements.extra.captureDeadline as number) * 1000).toISOString(),
+  );
+  assert.equal(await available(), balance0, 'nothing credited while held');
+
+  // The same authorization again: answered as the duplicate it is, nothing sent.
+  const nonce = await hotNonce();
+  const again = await facilitator().settle(payload, requirements);
+  assert.equal(again.success, false);
+  assert.equal(again.errorReason, 'invalid_auth_capture_evm_payment_already_collected');
+  assert.equal(await hotNonce(), nonce);
+
+  // Two captures through the payments API: each on chain to the merchant's x402 address, each credited with its fee.
+  await ok(k.m.test.post(`/payments/${id}/capture`, { amount_usd_cents: 300 }, { 'idempotency-key': `hc-${id}-1` }));
+  await untilSettled(id, (x) => x.authorization.captured_usd_cents === 300 && x.authorization.pending_usd_cents === 0);
+  assert.equal(await usdcOf(payTo), payTo0 + 3_000_000n);
+  assert.equal(await usdcOf(store), store0 + 2_000_000n);
+  assert.equal(await available(), balance0 + 297);
+  await ok(k.m.test.post(`/payments/${id}/capture`, { amount_usd_cents: 100 }));
+  const twice = await untilSettled(id, (x) => x.authorization.captured_usd_cents === 400);
+  assert.equal(twice.status, 'paid');
+  assert.equal(await usdcOf(payTo), payTo0 + 4_000_000n);
+  assert.equal(await available(), balance0 + 297 + 99);
+
+  // The rest goes back to the payer.
+  await ok(k.m.test.post(`/payments/${id}/void`));
+  const voided = await untilSettled(id, (x) => x.authorization.voided);
+  assert.equal(voided.status, 'paid');
+  assert.equal(await usdcOf(store), store0);
+  assert.equal(await usdcOf(agent.address), agent0 - 4_000_000n);
+
+  // A refund of what was captured goes back through the escrow to the payer, from the hot wallet's float.
+  const refund = await ok(k.m.test.post(`/payments/${id}/refund`, {}), 202);
+  assert.equal(refund.amount, '4000000');
+  assert.equal(getAddress(refund.destination), agent.address);
+  await eventually(
+    'the refund to be sent',
+    async () => {
+      await k.adapter.sender!.runDue();
+      return (await ok(k.m.test.get(`/payments/${id}`))).status === 'refunded';
+    },
+    { timeoutMs: 20_000 },
+  );
+  assert.equal(await usdcOf(agent.address), agent0);
+  assert.equal(await usdcOf(payTo), payTo0 + 4_000_000n, "the merchant's address is swept, not debited");
+  assert.equal(await usdcOf(k.adapter.sender!.address as Address), hot0 - 4_000_000n);
+  assert.equal(await usdcOf(store), store0);
+  assert.equal(await available(), balance0);
+  assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) >= 1);
+});
+
+test('auth-capture refuses with the official codes, and nothing is sent', async () => {
+  const nonce = await hotNonce();
+  const refuse = async (body: { paymentPayload: unknown; paymentRequirements: unknown }, reason: string) => {
+    const wire = { x402Version: 2, ...body };
+    assert.equal((await ok(k.m.test.post('/x402/verify', wire))).invalidReason, reason);
+    const s = await ok(k.m.test.post('/x402/settle', wire));
+    assert.equal(s.success, false);
+    assert.equal(s.errorReason, reason);
+  };
+  // Another collector than the escrow's.
+  const a = await hold(1_000_000n);
+  const elsewhere = structuredClone(a.payload);
+  (elsewhere.payload.authorization as Record<string, string>).to = payTo;
+  await refuse(
+    { paymentPayload: elsewhere, paymentRequirements: a.requirements },
+    'invalid_auth_capture_evm_token_collector_mismatch',
+  );
+  // Requirements of another amount than the one signed.
+  await refuse(
+    { paymentPayload: a.payload, paymentRequirements: { ...a.requirements, amount: '2000000' } },
+    'invalid_auth_capture_evm_amount_mismatch',
+  );
+  // An operator that is not Kasse's hot wallet.
+  const b = await hold(1_000_000n, { captureAuthorizer: payTo });
+  await refuse(
+    { paymentPayload: b.payload, paymentRequirements: b.requirements },
+    'invalid_auth_capture_evm_operator_not_admitted',
+  );
+  // Expired by Kasse's clock (the client gave 300 s).
+  k.t.clock.set(Date.now() + 301_000);
+  try {
+    await refuse(
+      { paymentPayload: a.payload, paymentRequirements: a.requirements },
+      'invalid_auth_capture_evm_authorization_expired',
+    );
+  } finally {
+    k.t.clock.set(Date.now());
+  }
+  assert.equal(await hotNonce(), nonce);
 });
 
 test('an address given out on the simulator is retired once the node is configured; its successor is swept', async () => {

@@ -19,9 +19,11 @@ import * as m0004 from './migrations/0004_evm.ts';
 import * as m0006 from './migrations/0006_evm_sender.ts';
 import * as m0020 from './migrations/0020_evm_disperse.ts';
 import * as x0001 from './migrations/evm_0001_x402.ts';
+import * as x0002 from './migrations/evm_0002_holds.ts';
 import './schema.ts';
 import { EvmSender } from './sender.ts';
 import { hotWalletAccount } from './wallet.ts';
+import { EvmHoldX402 } from './x402-hold.ts';
 import { EvmX402 } from './x402.ts';
 
 export { EvmAdapter } from './adapter.ts';
@@ -55,8 +57,14 @@ function load(ctx: FamilyContext): LoadedFamily {
     chains: ctx.chains,
     payments: ctx.payments,
   });
-  const x402 = new EvmX402({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains });
-  return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay), x402 };
+  const x402Deps = { db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains };
+  return {
+    adapters,
+    workers: () => workers(ctx, adapters),
+    checkout: checkoutExtension(relay),
+    x402: new EvmX402(x402Deps),
+    x402Hold: new EvmHoldX402(x402Deps),
+  };
 }
 
 /**
@@ -87,7 +95,13 @@ const evm: ChainFamily = {
   tokenKinds: ['erc20'],
   // A private key of the hot-wallet account instead of the one derived from the master seed (wallet.ts).
   hotWalletKey: { description: '0x + 64 hex characters', isValid: (key) => /^0x[0-9a-fA-F]{64}$/.test(key) },
-  migrations: { '0004_evm': m0004, '0006_evm_sender': m0006, '0020_evm_disperse': m0020, 'evm/0001_x402': x0001 },
+  migrations: {
+    '0004_evm': m0004,
+    '0006_evm_sender': m0006,
+    '0020_evm_disperse': m0020,
+    'evm/0001_x402': x0001,
+    'evm/0002_holds': x0002,
+  },
   commands: evmCommands,
   payouts: true,
   load,

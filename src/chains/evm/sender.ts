@@ -26,7 +26,15 @@
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
 import { sql, type RawBuilder, type Selectable } from 'kysely';
-import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  maxUint256,
+  type Address,
+  type Hex,
+} from 'viem';
 import { formatUnits } from '../../core/money.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -44,6 +52,8 @@ import type { NetworkConfig } from '../types.ts';
 import { evmSettings } from './config.ts';
 import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
+import { AUTH_CAPTURE_V1_1 } from './escrow.ts';
+import { escrowCall, HOLD_TRANSFER_PURPOSES } from './holds.ts';
 import { DisperseBatches } from './disperse.ts';
 import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
@@ -57,6 +67,7 @@ import {
   type OutgoingCall,
   type RpcReceipt,
   type Settlement,
+  type TransferPurpose,
   type TransferRow,
 } from './transfer.ts';
 
@@ -142,12 +153,15 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
         `EvmSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`,
       );
     }
-    if (request.purpose !== 'refund' && request.purpose !== 'payout')
+    const purpose = request.purpose as TransferPurpose;
+    if (!(request.hold ? HOLD_TRANSFER_PURPOSES : ['refund', 'payout']).includes(purpose))
       throw new Error(`EvmSender cannot record a transfer of purpose ${request.purpose}`);
-    const call = transferCall(request.token, request.destination, request.amount);
+    const call = request.hold
+      ? { ...escrowCall(request.hold, request.amount), value: 0n }
+      : transferCall(request.token, request.destination, request.amount);
     await this.record(tx, {
       id: request.transferId,
-      purpose: request.purpose,
+      purpose,
       token: request.token.id,
       destination: getAddress(request.destination),
       amount: request.amount,
@@ -201,8 +215,19 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
     const fees = await this.fees();
     const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
     const batch = row.purpose === 'disperse' ? this.batches : null;
-    const tokenMoved =
-      reportsToSink(row.purpose) && value === 0n ? (row.to_address as Address) : batch ? batch.token(row) : null;
+    const escrow = row.to_address.toLowerCase() === AUTH_CAPTURE_V1_1.escrow.toLowerCase();
+    const tokenMoved = escrow
+      ? null
+      : reportsToSink(row.purpose) && value === 0n
+        ? (row.to_address as Address)
+        : batch
+          ? batch.token(row)
+          : null;
+    if (escrow && row.purpose === 'refund') {
+      const refused = await this.allowRefunds(row);
+      if (refused !== undefined)
+        return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
+    }
     if (tokenMoved) {
       const held = await this.tokenBalance(tokenMoved);
       if (held < BigInt(row.amount))
@@ -273,6 +298,45 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
   }
 
   /** signed → broadcast: sends the newest stored raw transaction exactly as stored. */
+  /**
+   * A refund through the escrow takes the money from the hot wallet through the operator refund collector: the
+   * hot wallet's allowance to it is recorded once per token, as its own transaction. Undefined once the allowance
+   * covers the refund; null while it is to confirm; why it failed otherwise.
+   */
+  private async allowRefunds(row: TransferRow): Promise<string | null | undefined> {
+    const contract = this.network.tokens.find((t) => t.id === row.token)?.contract;
+    if (!contract) return `${row.token} is not a token of ${this.network.id}`;
+    const token = getAddress(contract);
+    const collector = getAddress(AUTH_CAPTURE_V1_1.operatorRefundCollector);
+    const allowance = decodeFunctionResult({
+      abi: erc20Abi,
+      functionName: 'allowance',
+      data: await this.rpc().request<Hex>('eth_call', [
+        {
+          to: token,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'allowance', args: [this.address, collector] }),
+        },
+        'latest',
+      ]),
+    });
+    if (allowance >= BigInt(row.amount)) return undefined;
+    const id = `approve_${this.mode}_${this.network.id}_${token.toLowerCase()}_${collector.toLowerCase()}`;
+    await withTx(this.deps.db, (tx) =>
+      this.record(tx, {
+        id,
+        purpose: 'approve',
+        to: token,
+        value: 0n,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [collector, maxUint256] }),
+        token: row.token,
+        destination: collector,
+        amount: maxUint256,
+      }),
+    );
+    const approval = await this.get(id);
+    return approval?.status === 'failed' ? `the hot wallet could not approve ${collector}: ${approval.error}` : null;
+  }
+
   private async broadcast(row: TransferRow): Promise<StepOutcome> {
     const newest = await this.newestVersion(row.id);
     try {

@@ -21,7 +21,9 @@ import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/index.ts';
 import {
+  insertExternalHold,
   TransitionError,
+  type ExternalSettlement,
   type Applied,
   type AttemptRow,
   type Loaded,
@@ -146,6 +148,32 @@ export class CaptureService implements TransferOwner, HoldsPort {
       authorized_at: now,
     });
     return this.engine.apply(tx, l, { kind: 'authorized', attemptId: attempt.id });
+  }
+
+  /**
+   * An x402 `auth-capture` payment whose authorization the facilitator locked in escrow (src/modules/x402), inside
+   * its transaction: a manual payment (`source: "x402"`) at the merchant's x402 address with its hold already
+   * authorized, which the merchant captures, voids and refunds like any other.
+   */
+  async x402Authorized(
+    tx: Tx,
+    s: ExternalSettlement,
+    hold: { payer: string; reference: string; terms: unknown; captureBefore: Date; refundBefore: Date },
+  ): Promise<Payment> {
+    const l = await insertExternalHold(this.engine, tx, s, hold);
+    const attempt = l.attempts[0]!;
+    const now = this.engine.deps.clock.now();
+    await insertHold(tx, {
+      ...this.holdValues(l, attempt),
+      payer: hold.payer,
+      reference: hold.reference,
+      terms: JSON.stringify(hold.terms),
+      simulated: s.x402.simulated,
+      status: 'authorized',
+      created_at: now,
+      authorized_at: now,
+    });
+    return (await this.engine.apply(tx, l, { kind: 'authorized', attemptId: attempt.id })).payment;
   }
 
   /** The coin choice a hold may be signed for: of a waiting manual payment, itself waiting, its hold not run out. */

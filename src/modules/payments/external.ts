@@ -4,7 +4,9 @@
  * merchant's x402 address (`external`: no watcher files transfers on it), the settling transfer as its confirmed
  * deposit, then the state machine, which credits the ledger with the merchant's fee and publishes `payment.paid`.
  * All in the caller's transaction, so the facilitator's settlement row and the payment commit together. Such a
- * payment is not bound by the coin's checkout minimum (`min_amount`). Rules: docs/x402.md.
+ * payment is not bound by the coin's checkout minimum (`min_amount`). An x402 hold (`auth-capture`) is inserted
+ * here as a manual payment without money, for the capture module to authorize (`insertExternalHold`). Rules:
+ * docs/x402.md.
  */
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
@@ -13,7 +15,7 @@ import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
 import { upsertDeposit, withDeposits } from './store/deposits.ts';
 import { insertExternal } from './store/external.ts';
-import { lockPayment } from './store/payments.ts';
+import { lockPayment, type Loaded } from './store/payments.ts';
 
 /** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
 export interface X402Details {
@@ -54,12 +56,66 @@ export interface ExternalSettlement {
   transfer: { txHash: string; index: number; blockNumber: bigint | null; blockHash: string | null; from: string };
 }
 
+/** A manual payment's hold deadlines (its escrow's capture and refund deadlines). */
+export interface ExternalHold {
+  captureBefore: Date;
+  refundBefore: Date;
+}
+
 /** Records a settled x402 payment as `paid` inside `tx`; answers the Payment. */
 export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalSettlement): Promise<Payment> {
+  const l = await insertPayment(engine, tx, s, null);
+  const now = engine.deps.clock.now();
+  const attempt = l.attempts[0]!;
+  const deposit = await upsertDeposit(
+    tx,
+    attempt,
+    {
+      token: s.token,
+      txHash: s.transfer.txHash,
+      index: s.transfer.index,
+      amount: s.amount,
+      from: s.transfer.from,
+      blockNumber: s.transfer.blockNumber,
+      blockHash: s.transfer.blockHash,
+      status: 'confirmed',
+      confirmations: 1,
+      seenAt: now,
+    },
+    { valueCents: BigInt(s.priceCents), atLeastMin: true, now },
+  );
+  const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
+  if (applied.payment.status !== 'paid')
+    throw new Error(`x402 payment ${l.row.id} ended ${applied.payment.status}, not paid`);
+  return applied.payment;
+}
+
+/**
+ * Inserts an x402 hold's payment inside `tx`: `capture_method` manual, waiting, its one coin choice at the merchant's
+ * x402 address (where captures are paid); answers it locked, for the capture module to record the hold on.
+ */
+export function insertExternalHold(
+  engine: PaymentEngine,
+  tx: Tx,
+  s: ExternalSettlement,
+  hold: ExternalHold,
+): Promise<Loaded> {
+  return insertPayment(engine, tx, s, hold);
+}
+
+async function insertPayment(
+  engine: PaymentEngine,
+  tx: Tx,
+  s: ExternalSettlement,
+  hold: ExternalHold | null,
+): Promise<Loaded> {
   const now = engine.deps.clock.now();
   const { paymentId } = await insertExternal(
     tx,
     {
+      ...(hold
+        ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
+        : {}),
       merchant_id: s.merchantId,
       mode: s.mode,
       status: 'waiting',
@@ -93,27 +149,5 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
       created_at: now,
     },
   );
-  const l = (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
-  const attempt = l.attempts[0]!;
-  const deposit = await upsertDeposit(
-    tx,
-    attempt,
-    {
-      token: s.token,
-      txHash: s.transfer.txHash,
-      index: s.transfer.index,
-      amount: s.amount,
-      from: s.transfer.from,
-      blockNumber: s.transfer.blockNumber,
-      blockHash: s.transfer.blockHash,
-      status: 'confirmed',
-      confirmations: 1,
-      seenAt: now,
-    },
-    { valueCents: BigInt(s.priceCents), atLeastMin: true, now },
-  );
-  const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
-  if (applied.payment.status !== 'paid')
-    throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
-  return applied.payment;
+  return (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
 }
