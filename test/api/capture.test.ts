@@ -398,7 +398,7 @@ describe('a hold authorized on chain elsewhere (x402)', () => {
         captureBefore,
         refundBefore: new Date(captureBefore.getTime() + 30 * DAY),
         payer: '0x00000000000000000000000000000000000000b2',
-        reference: '0x' + 'ab'.repeat(32),
+        reference: `0x${'ab'.repeat(32)}`,
         terms: { simulated: true },
       }),
     );
