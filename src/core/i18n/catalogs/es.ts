@@ -227,8 +227,10 @@ export default {
   'wallet.authorize': 'Autorizar con la billetera (sin comisión de gas)',
   'wallet.authorizing': 'Firmado. Kasse está bloqueando tu autorización.',
   'hold.heading': 'Autoriza el pago',
-  'hold.note': 'Autoriza {amount} {symbol}: solo se te cobra cuando el comercio lo capture; si no, se libera antes del {date}.',
+  'hold.note':
+    'Autoriza {amount} {symbol}: solo se te cobra cuando el comercio lo capture; si no, se libera antes del {date}.',
   'status.authorized': 'Autorizado. Solo se te cobra cuando el comercio capture.',
   'authorized.heading': 'Autorizado',
-  'authorized.text': 'Solo se te cobra cuando el comercio capture este pago; lo que no se capture se te libera antes del {date}.',
+  'authorized.text':
+    'Solo se te cobra cuando el comercio capture este pago; lo que no se capture se te libera antes del {date}.',
 };

@@ -229,8 +229,10 @@ export default {
   'wallet.authorize': 'Otorisasi dengan dompet (tanpa biaya gas)',
   'wallet.authorizing': 'Ditandatangani. Kasse sedang mengunci otorisasi Anda.',
   'hold.heading': 'Otorisasi pembayaran',
-  'hold.note': 'Otorisasi {amount} {symbol}: Anda hanya ditagih saat pedagang menariknya; jika tidak, dana dilepas paling lambat {date}.',
+  'hold.note':
+    'Otorisasi {amount} {symbol}: Anda hanya ditagih saat pedagang menariknya; jika tidak, dana dilepas paling lambat {date}.',
   'status.authorized': 'Diotorisasi. Anda hanya ditagih saat pedagang menariknya.',
   'authorized.heading': 'Diotorisasi',
-  'authorized.text': 'Anda hanya ditagih saat pedagang menarik pembayaran ini; yang tidak ditarik dilepas kembali kepada Anda paling lambat {date}.',
+  'authorized.text':
+    'Anda hanya ditagih saat pedagang menarik pembayaran ini; yang tidak ditarik dilepas kembali kepada Anda paling lambat {date}.',
 };

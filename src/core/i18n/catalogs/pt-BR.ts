@@ -224,8 +224,10 @@ export default {
   'wallet.authorize': 'Autorizar com a carteira (sem taxa de gás)',
   'wallet.authorizing': 'Assinado. A Kasse está bloqueando sua autorização.',
   'hold.heading': 'Autorize o pagamento',
-  'hold.note': 'Autorize {amount} {symbol}: você só é cobrado quando o lojista capturar; caso contrário, o valor é liberado até {date}.',
+  'hold.note':
+    'Autorize {amount} {symbol}: você só é cobrado quando o lojista capturar; caso contrário, o valor é liberado até {date}.',
   'status.authorized': 'Autorizado. Você só é cobrado quando o lojista capturar.',
   'authorized.heading': 'Autorizado',
-  'authorized.text': 'Você só é cobrado quando o lojista capturar este pagamento; o que não for capturado é liberado para você até {date}.',
+  'authorized.text':
+    'Você só é cobrado quando o lojista capturar este pagamento; o que não for capturado é liberado para você até {date}.',
 };
