@@ -15,6 +15,7 @@ import { checkoutExtension } from './checkout.ts';
 import { evmCommands } from './commands.ts';
 import { evmSettings, parseEvmSettings } from './config.ts';
 import { GaslessRelay } from './gasless.ts';
+import { EvmHolds } from './holds.ts';
 import * as m0004 from './migrations/0004_evm.ts';
 import * as m0006 from './migrations/0006_evm_sender.ts';
 import * as m0020 from './migrations/0020_evm_disperse.ts';
@@ -49,7 +50,11 @@ function load(ctx: FamilyContext): LoadedFamily {
     account: () => (account ??= hotWalletAccount(ctx.secrets)),
     sink: ctx.transfers,
   };
-  for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
+  for (const adapter of adapters) {
+    adapter.sender = new EvmSender(adapter, senderDeps);
+    const escrow = evmSettings(adapter.network).authCapture;
+    if (escrow) adapter.holds = new EvmHolds(adapter, escrow);
+  }
   const relay = new GaslessRelay({
     db: ctx.db,
     clock: ctx.clock,
@@ -61,7 +66,7 @@ function load(ctx: FamilyContext): LoadedFamily {
   return {
     adapters,
     workers: () => workers(ctx, adapters),
-    checkout: checkoutExtension(relay),
+    checkout: checkoutExtension(relay, ctx),
     x402: new EvmX402(x402Deps),
     x402Hold: new EvmHoldX402(x402Deps),
   };

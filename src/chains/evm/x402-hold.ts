@@ -5,7 +5,8 @@
  * the payload's salt — settled by Kasse's hot wallet as the escrow's operator: `authorize` (a hold the merchant
  * captures, voids and refunds through the payments API) or, when the requirements' `paymentFlow` is
  * `authorization`, `charge` (paid at once). Offered only on networks with a node whose escrow sits at the canonical
- * v1.1 address (the audited deployment live, this project's own placed there on a local node: escrow.ts).
+ * v1.1 address (`evm.auth_capture` in the networks file: the audited deployment live, this project's own placed
+ * there on a local node by `kasse evm deploy-escrow`).
  *
  * Kasse is a delegated operator: `captureAuthorizer` must be its hot wallet, `policy` zero, and, as it takes its fee
  * in the ledger, `minFeeBps` 0 (captures pay no fee on chain). Everything the exact scheme checks is checked too, on
@@ -32,7 +33,7 @@ import type { EvmAdapter } from './adapter.ts';
 import { authCaptureEscrowAbi, erc20Abi } from './contracts.ts';
 import { AUTH_CAPTURE_V1_1, paymentInfoHash, payerAgnosticHash, type PaymentInfo } from './escrow.ts';
 import { authorizationDigest, eip3009Abi, revertReason, type Authorization } from './gasless.ts';
-import { holdTerms } from './holds.ts';
+import { toStored } from './holds.ts';
 import type { EvmSender } from './sender.ts';
 import { authorizationKey, authorizationOf, EvmX402, type ReceiptLog } from './x402.ts';
 
@@ -88,14 +89,12 @@ interface Collect {
 type Refusal = { reason: string; message: string; payer?: string };
 
 export class EvmHoldX402 extends EvmX402 {
-  private readonly escrows = new Map<string, boolean>();
-
   /** The exact scheme's networks that have a node and the escrow at its canonical address, with Kasse's terms. */
   override async kinds(mode: Mode): Promise<X402Kind[]> {
     const kinds: X402Kind[] = [];
     for (const kind of await super.kinds(mode)) {
       const adapter = this.adapter(mode, kind.chain);
-      if (!adapter || !(await this.hasEscrow(adapter).catch(() => false))) continue;
+      if (!adapter || !this.hasEscrow(adapter)) continue;
       const operator = (adapter.sender as EvmSender).address;
       kinds.push({
         ...kind,
@@ -182,7 +181,7 @@ export class EvmHoldX402 extends EvmX402 {
       flow,
       payer: info.payer,
       reference: paymentInfoHash(Number(r.kind.network.split(':')[1]), info),
-      terms: holdTerms(info),
+      terms: toStored(info),
       captureBefore: new Date(info.authorizationExpiry * 1000),
       refundBefore: new Date(info.refundExpiry * 1000),
     };
@@ -293,19 +292,18 @@ export class EvmHoldX402 extends EvmX402 {
     return { a, info, flow };
   }
 
-  private async hasEscrow(adapter: EvmAdapter): Promise<boolean> {
-    const key = `${adapter.mode}:${adapter.network.id}`;
-    const known = this.escrows.get(key);
-    if (known !== undefined) return known;
-    const rpc = adapter.rpc();
-    const codes = await Promise.all(
-      [AUTH_CAPTURE_V1_1.escrow, AUTH_CAPTURE_V1_1.erc3009Collector, AUTH_CAPTURE_V1_1.operatorRefundCollector].map(
-        (address) => rpc.request<Hex>('eth_getCode', [address, 'latest']),
-      ),
+  /**
+   * The network's escrow (`evm.auth_capture`, docs/capture.md) is the canonical v1.1 deployment: the only one the
+   * official client signs for.
+   */
+  private hasEscrow(adapter: EvmAdapter): boolean {
+    const h = adapter.holds;
+    return (
+      !!h &&
+      sameAddress(h.escrow, AUTH_CAPTURE_V1_1.escrow) &&
+      sameAddress(h.collector, AUTH_CAPTURE_V1_1.erc3009Collector) &&
+      sameAddress(h.refundCollector, AUTH_CAPTURE_V1_1.operatorRefundCollector)
     );
-    const present = codes.every((code) => !!code && code !== '0x');
-    if (present) this.escrows.set(key, true);
-    return present;
   }
 }
 

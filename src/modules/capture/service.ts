@@ -21,14 +21,14 @@ import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/index.ts';
 import {
-  insertExternalHold,
   TransitionError,
-  type ExternalSettlement,
   type Applied,
   type AttemptRow,
   type Loaded,
   type Payment,
   type PaymentEngine,
+  insertExternalHold,
+  type ExternalHoldInput,
 } from '../payments/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import {
@@ -56,6 +56,19 @@ export const HOLD_PURPOSES = { authorize: 'authorize', capture: 'capture', void:
 const DUE_BATCH = 50;
 
 const refused = (message: string, param: string | null = null) => new ApiError('invalid_state', message, param);
+
+/**
+ * A hold already authorized on chain, handed over with the payment it pays for (see `recordAuthorizedHold`): the
+ * payment's details as for a settled x402 payment, the hold's deadlines, and the hold as the chain family knows it.
+ */
+export type AuthorizedHold = ExternalHoldInput & {
+  /** The payer's address (where a void or a refund returns the money). */
+  payer: string;
+  /** The hold's identifier on its chain (for EVM, the escrow's payment-info hash). */
+  reference: string;
+  /** The family's terms of the hold (for EVM, the escrow's `PaymentInfo`), handed back with every operation on it. */
+  terms: unknown;
+};
 
 export interface CaptureInput {
   /** US cents to capture; absent: all that remains. */
@@ -151,28 +164,26 @@ export class CaptureService implements TransferOwner, HoldsPort {
   }
 
   /**
-   * An x402 `auth-capture` payment whose authorization the facilitator locked in escrow (src/modules/x402), inside
-   * its transaction: a manual payment (`source: "x402"`) at the merchant's x402 address with its hold already
-   * authorized, which the merchant captures, voids and refunds like any other.
+   * An authorization already locked in escrow on chain (the x402 facilitator's `auth-capture` settlement): inside the
+   * caller's transaction, creates its manual payment (`source` x402, one coin choice at the receiver), records the
+   * hold as authorized and makes the payment `authorized` (`payment.authorized`). The merchant then captures, voids
+   * and refunds it like any held payment. Answers the Payment.
    */
-  async x402Authorized(
-    tx: Tx,
-    s: ExternalSettlement,
-    hold: { payer: string; reference: string; terms: unknown; captureBefore: Date; refundBefore: Date },
-  ): Promise<Payment> {
-    const l = await insertExternalHold(this.engine, tx, s, hold);
-    const attempt = l.attempts[0]!;
+  async recordAuthorizedHold(tx: Tx, h: AuthorizedHold): Promise<Payment> {
     const now = this.engine.deps.clock.now();
+    const l = await insertExternalHold(this.engine, tx, h);
+    const attempt = l.attempts[0]!;
     await insertHold(tx, {
       ...this.holdValues(l, attempt),
-      payer: hold.payer,
-      reference: hold.reference,
-      terms: JSON.stringify(hold.terms),
-      simulated: s.x402.simulated,
+      payer: h.payer,
+      reference: h.reference,
+      terms: JSON.stringify(h.terms),
+      simulated: h.x402.simulated,
       status: 'authorized',
       created_at: now,
       authorized_at: now,
     });
+    this.engine.deps.log.info({ paymentId: l.row.id, mode: h.mode, reference: h.reference }, 'x402 hold recorded');
     return (await this.engine.apply(tx, l, { kind: 'authorized', attemptId: attempt.id })).payment;
   }
 

@@ -4,9 +4,7 @@
  * merchant's x402 address (`external`: no watcher files transfers on it), the settling transfer as its confirmed
  * deposit, then the state machine, which credits the ledger with the merchant's fee and publishes `payment.paid`.
  * All in the caller's transaction, so the facilitator's settlement row and the payment commit together. Such a
- * payment is not bound by the coin's checkout minimum (`min_amount`). An x402 hold (`auth-capture`) is inserted
- * here as a manual payment without money, for the capture module to authorize (`insertExternalHold`). Rules:
- * docs/x402.md.
+ * payment is not bound by the coin's checkout minimum (`min_amount`). Rules: docs/x402.md.
  */
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
@@ -56,16 +54,11 @@ export interface ExternalSettlement {
   transfer: { txHash: string; index: number; blockNumber: bigint | null; blockHash: string | null; from: string };
 }
 
-/** A manual payment's hold deadlines (its escrow's capture and refund deadlines). */
-export interface ExternalHold {
-  captureBefore: Date;
-  refundBefore: Date;
-}
-
 /** Records a settled x402 payment as `paid` inside `tx`; answers the Payment. */
 export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalSettlement): Promise<Payment> {
-  const l = await insertPayment(engine, tx, s, null);
   const now = engine.deps.clock.now();
+  const { paymentId } = await insertExternalPayment(engine, tx, s, null);
+  const l = (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
   const attempt = l.attempts[0]!;
   const deposit = await upsertDeposit(
     tx,
@@ -86,36 +79,40 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
   );
   const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
   if (applied.payment.status !== 'paid')
-    throw new Error(`x402 payment ${l.row.id} ended ${applied.payment.status}, not paid`);
+    throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
   return applied.payment;
 }
 
+/** What an x402 authorization locked in escrow becomes: a manual payment waiting for its hold (docs/capture.md). */
+export type ExternalHoldInput = Omit<ExternalSettlement, 'transfer'> & {
+  /** The hold's deadlines as the payer signed them (the escrow's authorization and refund expiries). */
+  captureBefore: Date;
+  refundBefore: Date;
+};
+
 /**
- * Inserts an x402 hold's payment inside `tx`: `capture_method` manual, waiting, its one coin choice at the merchant's
- * x402 address (where captures are paid); answers it locked, for the capture module to record the hold on.
+ * Creates the manual payment (`source` x402) of an authorization the x402 facilitator locked in escrow, with its one
+ * `external` coin choice, inside `tx`; answers it locked and `waiting`. The capture module records the hold and makes
+ * it `authorized` in the same transaction (capture's `recordAuthorizedHold`).
  */
-export function insertExternalHold(
-  engine: PaymentEngine,
-  tx: Tx,
-  s: ExternalSettlement,
-  hold: ExternalHold,
-): Promise<Loaded> {
-  return insertPayment(engine, tx, s, hold);
+export async function insertExternalHold(engine: PaymentEngine, tx: Tx, s: ExternalHoldInput): Promise<Loaded> {
+  const { paymentId } = await insertExternalPayment(engine, tx, s, {
+    captureBefore: s.captureBefore,
+    refundBefore: s.refundBefore,
+  });
+  return (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
 }
 
-async function insertPayment(
+async function insertExternalPayment(
   engine: PaymentEngine,
   tx: Tx,
-  s: ExternalSettlement,
-  hold: ExternalHold | null,
-): Promise<Loaded> {
+  s: Omit<ExternalSettlement, 'transfer'>,
+  hold: { captureBefore: Date; refundBefore: Date } | null,
+): Promise<{ paymentId: string }> {
   const now = engine.deps.clock.now();
-  const { paymentId } = await insertExternal(
+  return insertExternal(
     tx,
     {
-      ...(hold
-        ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
-        : {}),
       merchant_id: s.merchantId,
       mode: s.mode,
       status: 'waiting',
@@ -131,6 +128,9 @@ async function insertPayment(
       created_at: now,
       updated_at: now,
       x402: JSON.stringify(s.x402),
+      ...(hold
+        ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
+        : {}),
     },
     {
       mode: s.mode,
@@ -149,5 +149,4 @@ async function insertPayment(
       created_at: now,
     },
   );
-  return (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
 }

@@ -72,7 +72,7 @@ export interface X402Deps {
   log: Logger;
   payments: PaymentService;
   /** Where an `auth-capture` hold becomes an authorized manual payment (the capture module). */
-  holds: Pick<CaptureService, 'x402Authorized'>;
+  holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   /** The families' schemes (read when used: families load after the modules are built). */
   schemes: () => X402Scheme[];
   audit: AuditLog;

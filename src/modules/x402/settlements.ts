@@ -15,7 +15,7 @@ import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
 import type { CaptureService } from '../capture/index.ts';
-import type { ExternalSettlement, PaymentService } from '../payments/index.ts';
+import type { PaymentService } from '../payments/index.ts';
 import type { X402Discovery } from './discovery.ts';
 import type { PayToBook } from './payto.ts';
 import type { Stored } from './service.ts';
@@ -47,7 +47,7 @@ export interface SettlementDeps {
   clock: Clock;
   log: Logger;
   payments: PaymentService;
-  holds: Pick<CaptureService, 'x402Authorized'>;
+  holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   payTos: PayToBook;
   discovery: X402Discovery;
   /** Every kind of the mode with the scheme offering it. */
@@ -191,7 +191,7 @@ export class Settlements {
         hold?.flow === 'authorize'
           ? { before: 0n, after: micro }
           : await addToTotal(tx, row.merchant_id, row.mode, micro);
-      const settlement: ExternalSettlement = {
+      const settlement: Parameters<PaymentService['recordExternal']>[1] = {
         mode: row.mode,
         merchantId: row.merchant_id,
         chain: row.chain,
@@ -223,7 +223,7 @@ export class Settlements {
       };
       const payment =
         hold?.flow === 'authorize'
-          ? await this.deps.holds.x402Authorized(tx, settlement, hold)
+          ? await this.deps.holds.recordAuthorizedHold(tx, { ...settlement, ...hold })
           : await this.deps.payments.recordExternal(tx, settlement);
       const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
       if (!settled) throw ALREADY_RECORDED;

@@ -1,4 +1,4 @@
-/** The operator's calls to the escrow are hot-wallet transfers of their own purposes (holds.ts, docs/capture.md). */
+/** Hold and capture: the hot wallet's calls to the escrow are transfers of their own purposes (holds.ts). */
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
