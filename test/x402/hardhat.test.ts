@@ -299,8 +299,14 @@ test('the official auth-capture client authorizes; the merchant captures twice, 
   ];
   const { payload, requirements } = await hold(5_000_000n);
   assert.deepEqual(await facilitator().verify(payload, requirements), { isValid: true, payer: agent.address });
-  const settled = await facilitator().settle(payload, requirements);
-  assert.equal(settled.success, true, JSON.stringify(settled));
+  // Three settles of the one authorization at once: one success, the others answered as already collected.
+  const answers = await Promise.all([1, 2, 3].map(() => facilitator().settle(payload, requirements)));
+  const settled = answers.find((a) => a.success)!;
+  assert.ok(settled, JSON.stringify(answers));
+  assert.deepEqual(
+    answers.filter((a) => !a.success).map((a) => a.errorReason),
+    ['invalid_auth_capture_evm_payment_already_collected', 'invalid_auth_capture_evm_payment_already_collected'],
+  );
   assert.equal(await usdcOf(agent.address), agent0 - 5_000_000n);
   assert.equal(await usdcOf(store), store0 + 5_000_000n, 'locked in the escrow');
   const id = (settled.extra as { payment_id: string }).payment_id;
@@ -361,6 +367,20 @@ test('the official auth-capture client authorizes; the merchant captures twice, 
   assert.equal(await usdcOf(store), store0);
   assert.equal(await available(), balance0);
   assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) >= 1);
+});
+
+test('auth-capture with paymentFlow authorization charges at once: a paid x402 payment', async () => {
+  const [agent0, payTo0, balance0] = [await usdcOf(agent.address), await usdcOf(payTo), await available()];
+  const { payload, requirements } = await hold(1_000_000n, { paymentFlow: 'authorization' });
+  const settled = await facilitator().settle(payload, requirements);
+  assert.equal(settled.success, true, JSON.stringify(settled));
+  const p = await ok(k.m.test.get(`/payments/${(settled.extra as { payment_id: string }).payment_id}`));
+  assert.equal(p.status, 'paid');
+  assert.equal(p.capture_method, undefined, 'the spec object of a payment paid outright');
+  assert.equal(p.price_amount, 100);
+  assert.equal(await usdcOf(agent.address), agent0 - 1_000_000n);
+  assert.equal(await usdcOf(payTo), payTo0 + 1_000_000n);
+  assert.equal(await available(), balance0 + 99);
 });
 
 test('auth-capture refuses with the official codes, and nothing is sent', async () => {
