@@ -32,6 +32,7 @@ import {
 } from '../payments/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import {
+  authorizedHoldPayments,
   capturedCents,
   dueHolds,
   holdById,
@@ -586,6 +587,13 @@ export class CaptureService implements TransferOwner, HoldsPort {
   /** US cents of a merchant's captures settled in [from, to) (the statements' reconciliation). */
   capturedCents(mode: Mode, merchantId: string, from: Date, to: Date): Promise<bigint> {
     return capturedCents(this.engine.deps.db, mode, merchantId, from, to);
+  }
+
+  /** A merchant's holds that can still be acted on, nearest deadline first (at most `limit`). */
+  async openHolds(tenant: Tenant, limit = 100): Promise<OpenHold[]> {
+    const ids = await authorizedHoldPayments(this.engine.deps.db, tenant.mode, tenant.merchantId, limit);
+    const open = await Promise.all(ids.map((id) => this.openHold(tenant, id)));
+    return open.filter((h): h is OpenHold => h !== null);
   }
 
   /** What can still be captured of a merchant's payment, and until when; null when it has no hold to act on. */
