@@ -9,7 +9,8 @@
  * confirmation, after which the workers' pass settles it exactly once. With the escrow at its canonical addresses:
  * the official `AuthCaptureEvmScheme` client's hold settled through Kasse's facilitator, then captured twice, voided
  * and refunded by the merchant through the payments API, balances exact on chain and in the ledger; a duplicate
- * settle and bad payloads refused with the scheme's official codes, nothing sent.
+ * settle and bad payloads refused with the scheme's official codes, nothing sent; `paymentFlow: "authorization"` a
+ * charge paid at once; and a hold whose API process is killed before confirmation locked and recorded exactly once.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -530,7 +531,7 @@ test('settle follows its transfer until the clock reaches the deadline, then ans
   }
 });
 
-test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once', async () => {
+test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once, a hold too', async () => {
   await k.chain.setAutomine(false);
   let child: ChildProcess | null = null;
   try {
@@ -562,31 +563,38 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     const before = await usdcOf(payTo);
+    const store = await tokenStore();
+    const storeBefore = await usdcOf(store);
     const nonce = await hotNonce();
     const b = await body(7_000n);
-    const pending = api.post('/x402/settle', b).catch(() => null);
-    const settlement = async () =>
+    const h = await hold(3_000_000n);
+    const held = { x402Version: 2, paymentPayload: h.payload, paymentRequirements: h.requirements };
+    const pending = [b, held].map((one) => api.post('/x402/settle', one).catch(() => null));
+    const settlement = async (amount = '7000') =>
       k.t.kasse.db
         .selectFrom('x402_settlements')
-        .select(['id', 'status'])
-        .where('amount', '=', '7000')
+        .select(['id', 'status', 'payment_id'])
+        .where('amount', '=', amount)
         .executeTakeFirst();
     const transfer = async (id: string) =>
       k.t.kasse.db.selectFrom('evm_transfers').select('status').where('id', '=', id).executeTakeFirst();
     await eventually(
-      'the API process to broadcast the settlement',
+      'the API process to broadcast both settlements',
       async () => {
-        const s = await settlement();
-        return s && (await transfer(s.id))?.status === 'broadcast';
+        const [s, t] = [await settlement(), await settlement('3000000')];
+        return (
+          s && t && (await transfer(s.id))?.status === 'broadcast' && (await transfer(t.id))?.status === 'broadcast'
+        );
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     child.kill('SIGKILL');
     await new Promise((r) => child!.once('exit', r));
     child = null;
-    await pending;
+    await Promise.all(pending);
     const s = (await settlement())!;
     assert.equal(s.status, 'pending', 'nothing recorded before the kill');
+    assert.equal((await settlement('3000000'))!.status, 'pending');
     await k.chain.mine(1);
     k.t.clock.set(Date.now());
     // The workers role: the sender loop follows the transfer, the x402 loop records it once the request is over.
@@ -596,7 +604,13 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
     await k.t.kasse.x402.resume();
     assert.equal((await settlement())!.status, 'settled');
     assert.equal(await usdcOf(payTo), before + 7_000n, 'moved once');
-    assert.equal(await hotNonce(), nonce + 1, 'one transaction');
+    const holdRow = (await settlement('3000000'))!;
+    assert.equal(holdRow.status, 'settled');
+    assert.equal(await usdcOf(store), storeBefore + 3_000_000n, 'locked once');
+    const heldPayment = await ok(k.m.test.get(`/payments/${holdRow.payment_id}`));
+    assert.equal(heldPayment.status, 'authorized');
+    assert.equal(heldPayment.authorization.amount_usd_cents, 300);
+    assert.equal(await hotNonce(), nonce + 2, 'one transaction each');
     const list = await ok(k.m.test.get('/payments?source=x402&limit=100'));
     const paid = list.data.filter((p: any) => p.attempts[0].pay_amount === '7000');
     assert.equal(paid.length, 1, 'one payment');
@@ -604,7 +618,9 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
     // The request that was answered died with its process; without a payment identifier a retry is a duplicate.
     const again = await ok(k.m.test.post('/x402/settle', b));
     assert.equal(again.errorReason, 'invalid_exact_evm_nonce_already_used');
-    assert.equal(await hotNonce(), nonce + 1, 'still one transaction');
+    const heldAgain = await ok(k.m.test.post('/x402/settle', held));
+    assert.equal(heldAgain.errorReason, 'invalid_auth_capture_evm_payment_already_collected');
+    assert.equal(await hotNonce(), nonce + 2, 'still one transaction each');
   } finally {
     child?.kill('SIGKILL');
     await k.chain.setAutomine(true);
