@@ -412,6 +412,36 @@ test('auth-capture refuses with the official codes, and nothing is sent', async 
     { paymentPayload: b.payload, paymentRequirements: b.requirements },
     'invalid_auth_capture_evm_operator_not_admitted',
   );
+  // Terms Kasse does not take, as the official client signs them.
+  const now = Math.floor(Date.now() / 1000);
+  for (const [extra, reason] of [
+    [{ paymentFlow: 'upfront' }, 'invalid_auth_capture_evm_unsupported_payment_flow'],
+    [{ minFeeBps: 100, maxFeeBps: 100 }, 'invalid_auth_capture_evm_fee_bps_out_of_range'],
+    [{ captureDeadline: now - 60 }, 'invalid_auth_capture_evm_capture_deadline_expired'],
+    [{ refundDeadline: now + 3_600 }, 'invalid_auth_capture_evm_deadline_ordering'],
+  ] as const) {
+    const c = await hold(1_000_000n, extra);
+    await refuse({ paymentPayload: c.payload, paymentRequirements: c.requirements }, reason);
+  }
+  // Requirements changed after signing (another refund deadline): the nonce signed is another payment's.
+  await refuse(
+    {
+      paymentPayload: a.payload,
+      paymentRequirements: {
+        ...a.requirements,
+        extra: { ...a.requirements.extra, refundDeadline: (a.requirements.extra.refundDeadline as number) + 1 },
+      },
+    },
+    'invalid_auth_capture_evm_nonce_mismatch',
+  );
+  // Signed by someone else than `from` (the nonce leaves the payer out, so only the signature can tell).
+  const other = await hold(1_000_000n, {}, privateKeyToAccount(generatePrivateKey()));
+  const forged = structuredClone(other.payload);
+  (forged.payload.authorization as Record<string, string>).from = agent.address;
+  await refuse(
+    { paymentPayload: forged, paymentRequirements: other.requirements },
+    'invalid_auth_capture_evm_signature',
+  );
   // Expired by Kasse's clock (the client gave 300 s).
   k.t.clock.set(Date.now() + 301_000);
   try {
