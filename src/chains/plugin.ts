@@ -24,7 +24,7 @@ import type { Locale } from '../core/i18n/index.ts';
 import type { Secrets } from '../core/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { NetworkHealth } from './health.ts';
-import type { DepositSink, HoldsPort, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
+import type { DepositSink, HoldsPort, HoldTerms, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
 import type { X402Scheme } from './x402.ts';
@@ -168,6 +168,8 @@ export interface WalletChoice {
   amount: bigint;
   /** End of the price hold. */
   expiresAt: Date;
+  /** A manual payment's hold terms: the payer authorizes a hold instead of sending (docs/capture.md); else null. */
+  hold: HoldTerms | null;
 }
 
 /**

@@ -306,3 +306,117 @@ describe('the deadline', () => {
     assert.equal(await assertEveryMerchantReconciles(t.kasse), 1);
   });
 });
+
+describe('races', () => {
+  /** The hold's operations as stored: what Kasse asked the chain to do. */
+  const operations = (paymentId: string) =>
+    t.kasse.db
+      .selectFrom('hold_operations')
+      .select(['kind', 'amount_cents', 'status'])
+      .where('payment_id', '=', paymentId)
+      .execute();
+
+  test('a capture of everything racing the void at capture_before: exactly one wins, balances exact', async () => {
+    const balance0 = await available();
+    // A moment before the deadline the capture wins: the due pass finds nothing to void.
+    const early = await authorized();
+    t.clock.set(Date.parse(early.authorization.capture_before) - 1);
+    const [captured] = await Promise.all([capture(early.id), t.kasse.capture.runDue()]);
+    assert.equal(captured.status, 200);
+    t.clock.advance(1);
+    assert.equal(await t.kasse.capture.runDue(), 0, 'nothing is left to void');
+    await settle();
+    const won = await get(early.id);
+    assert.equal(won.status, 'paid');
+    assert.equal(won.authorization.captured_usd_cents, 2500);
+    assert.equal(won.authorization.voided, false);
+    assert.deepEqual(await operations(early.id), [{ kind: 'capture', amount_cents: 2500, status: 'sent' }]);
+    assert.equal(await available(), balance0 + 2475);
+
+    // At the deadline the void wins: the capture racing it is refused and changes nothing.
+    const late = await authorized();
+    t.clock.set(Date.parse(late.authorization.capture_before));
+    const [refused, acted] = await Promise.all([capture(late.id), t.kasse.capture.runDue()]);
+    assertError(refused, 422, 'invalid_state');
+    assert.equal(acted, 1);
+    await settle();
+    const lost = await get(late.id);
+    assert.equal(lost.status, 'cancelled');
+    assert.equal(lost.authorization.captured_usd_cents, 0);
+    assert.deepEqual(await operations(late.id), [{ kind: 'void', amount_cents: null, status: 'sent' }]);
+    assert.deepEqual(await events(late.id), ['payment.authorized', 'payment.cancelled']);
+    assert.equal(await available(), balance0 + 2475);
+    assert.equal(await assertEveryMerchantReconciles(t.kasse), 1);
+  });
+
+  test("the merchant's capture and void sent at once: one is taken, the other refused; the void replays under its key", async () => {
+    const balance0 = await available();
+    const p = await authorized();
+    const key = { 'idempotency-key': `race-${p.id}` };
+    const [c, v] = await Promise.all([capture(p.id), voidIt(p.id, key)]);
+    assert.deepEqual([c.status, v.status].sort(), [200, 422], 'exactly one wins');
+    await settle();
+    const after = await get(p.id);
+    if (c.status === 200) {
+      assert.equal(after.status, 'paid');
+      assert.equal(await available(), balance0 + 2475);
+    } else {
+      assert.equal(after.status, 'cancelled');
+      assert.equal(await available(), balance0);
+      assert.deepEqual(await ok(voidIt(p.id, key)), v.body, 'a retry of the void replays its answer');
+    }
+    assert.equal((await operations(p.id)).length, 1);
+  });
+});
+
+describe('a hold authorized on chain elsewhere (x402)', () => {
+  test('recordAuthorizedHold makes an authorized manual payment the merchant captures and voids through the API', async () => {
+    const balance0 = await available();
+    const now = t.clock.now();
+    const captureBefore = new Date(now.getTime() + 2 * DAY);
+    const payment = await t.kasse.db.transaction().execute((tx) =>
+      t.kasse.capture.recordAuthorizedHold(tx, {
+        mode: 'test',
+        merchantId: m.id,
+        chain: 'base',
+        token: 'base:usdc',
+        address: '0x00000000000000000000000000000000000000a1',
+        addressIndex: 0n,
+        amount: 5_000_000n,
+        priceCents: 500,
+        orderId: 'agent-1',
+        description: 'A held resource',
+        x402: {
+          resource: 'https://shop.example/api/report',
+          description: null,
+          payer: '0x00000000000000000000000000000000000000b2',
+          network: 'eip155:8453',
+          transaction: '0xsimauthorize',
+          simulated: true,
+          amount_usd: '5',
+        },
+        captureBefore,
+        refundBefore: new Date(captureBefore.getTime() + 30 * DAY),
+        payer: '0x00000000000000000000000000000000000000b2',
+        reference: `0x${'ab'.repeat(32)}`,
+        terms: { simulated: true },
+      }),
+    );
+    assert.equal(payment.status, 'authorized');
+    const p = await get(payment.id);
+    assert.equal(p.source, 'x402');
+    assert.equal(p.capture_method, 'manual');
+    assert.equal(p.authorization.amount_usd_cents, 500);
+    assert.equal(p.authorization.capture_before, captureBefore.toISOString());
+    await ok(capture(p.id, { amount_usd_cents: 200 }));
+    await settle();
+    await ok(voidIt(p.id));
+    await settle();
+    const after = await get(p.id);
+    assert.equal(after.status, 'paid');
+    assert.equal(after.authorization.captured_usd_cents, 200);
+    assert.equal(after.authorization.voided, true);
+    assert.deepEqual(await events(p.id), ['payment.authorized', 'payment.paid', 'payment.captured']);
+    assert.equal(await available(), balance0 + 198);
+  });
+});

@@ -27,6 +27,8 @@ import {
   type Loaded,
   type Payment,
   type PaymentEngine,
+  insertExternalHold,
+  type ExternalHoldInput,
 } from '../payments/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import {
@@ -54,6 +56,19 @@ export const HOLD_PURPOSES = { authorize: 'authorize', capture: 'capture', void:
 const DUE_BATCH = 50;
 
 const refused = (message: string, param: string | null = null) => new ApiError('invalid_state', message, param);
+
+/**
+ * A hold already authorized on chain, handed over with the payment it pays for (see `recordAuthorizedHold`): the
+ * payment's details as for a settled x402 payment, the hold's deadlines, and the hold as the chain family knows it.
+ */
+export type AuthorizedHold = ExternalHoldInput & {
+  /** The payer's address (where a void or a refund returns the money). */
+  payer: string;
+  /** The hold's identifier on its chain (for EVM, the escrow's payment-info hash). */
+  reference: string;
+  /** The family's terms of the hold (for EVM, the escrow's `PaymentInfo`), handed back with every operation on it. */
+  terms: unknown;
+};
 
 export interface CaptureInput {
   /** US cents to capture; absent: all that remains. */
@@ -146,6 +161,30 @@ export class CaptureService implements TransferOwner, HoldsPort {
       authorized_at: now,
     });
     return this.engine.apply(tx, l, { kind: 'authorized', attemptId: attempt.id });
+  }
+
+  /**
+   * An authorization already locked in escrow on chain (the x402 facilitator's `auth-capture` settlement): inside the
+   * caller's transaction, creates its manual payment (`source` x402, one coin choice at the receiver), records the
+   * hold as authorized and makes the payment `authorized` (`payment.authorized`). The merchant then captures, voids
+   * and refunds it like any held payment. Answers the Payment.
+   */
+  async recordAuthorizedHold(tx: Tx, h: AuthorizedHold): Promise<Payment> {
+    const now = this.engine.deps.clock.now();
+    const l = await insertExternalHold(this.engine, tx, h);
+    const attempt = l.attempts[0]!;
+    await insertHold(tx, {
+      ...this.holdValues(l, attempt),
+      payer: h.payer,
+      reference: h.reference,
+      terms: JSON.stringify(h.terms),
+      simulated: h.x402.simulated,
+      status: 'authorized',
+      created_at: now,
+      authorized_at: now,
+    });
+    this.engine.deps.log.info({ paymentId: l.row.id, mode: h.mode, reference: h.reference }, 'x402 hold recorded');
+    return (await this.engine.apply(tx, l, { kind: 'authorized', attemptId: attempt.id })).payment;
   }
 
   /** The coin choice a hold may be signed for: of a waiting manual payment, itself waiting, its hold not run out. */

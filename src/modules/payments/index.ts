@@ -10,6 +10,7 @@
 export type { IssuedPaymentInput, PaymentSummary } from './batch.ts';
 export type { DepositRecorder } from './deposits.ts';
 export { heldAttempt, type Applied, type FundsDeps, type PaymentChange, type PaymentEngine } from './engine.ts';
+export { insertExternalHold, type ExternalHoldInput } from './external.ts';
 export { migrations } from './migrations/index.ts';
 export {
   CAPTURE_METHODS,
