@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
+import type { Clock } from '../../core/clock.ts';
 import type { Mode } from '../../core/mode.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
@@ -113,6 +114,7 @@ export class MerchantService {
     private readonly db: Db,
     private readonly secretKey: Buffer,
     private readonly defaults: { rateLimitPerMinute: number; x402RateLimitPerMinute: number },
+    private readonly clock: Clock,
   ) {
     this.brands = new Brands(db);
   }
@@ -125,6 +127,7 @@ export class MerchantService {
     const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
     const testKey = generateApiKey('test');
     const liveKey = generateApiKey('live');
+    const now = this.clock.now();
     await this.db.transaction().execute(async (tx) => {
       await tx
         .insertInto('merchants')
@@ -146,6 +149,7 @@ export class MerchantService {
             mode: 'test',
             key_hash: hashApiKey(testKey),
             key_hint: testKey.slice(-4),
+            created_at: now,
           },
           {
             id: newId('key'),
@@ -153,6 +157,7 @@ export class MerchantService {
             mode: 'live',
             key_hash: hashApiKey(liveKey),
             key_hint: liveKey.slice(-4),
+            created_at: now,
           },
         ])
         .execute();
@@ -355,10 +360,11 @@ export class MerchantService {
     await this.get(merchantId);
     const key = generateApiKey(mode);
     const keyId = newId('key');
+    const now = this.clock.now();
     const revoked = await this.db.transaction().execute(async (tx) => {
       const old = await tx
         .updateTable('api_keys')
-        .set({ revoked_at: new Date() })
+        .set({ revoked_at: now })
         .where('merchant_id', '=', merchantId)
         .where('mode', '=', mode)
         .where('revoked_at', 'is', null)
@@ -366,7 +372,14 @@ export class MerchantService {
         .execute();
       await tx
         .insertInto('api_keys')
-        .values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) })
+        .values({
+          id: keyId,
+          merchant_id: merchantId,
+          mode,
+          key_hash: hashApiKey(key),
+          key_hint: key.slice(-4),
+          created_at: now,
+        })
         .execute();
       await also?.(tx, keyId, key);
       return old.map((o) => o.key_hash);
@@ -388,7 +401,7 @@ export class MerchantService {
     const row = await withTx(this.db, async (tx) => {
       let q = tx
         .updateTable('api_keys')
-        .set({ revoked_at: new Date() })
+        .set({ revoked_at: this.clock.now() })
         .where(byKey ? 'key_hash' : 'id', '=', byKey ? hashApiKey(idOrKey) : idOrKey)
         .where('revoked_at', 'is', null);
       if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
@@ -414,8 +427,8 @@ export class MerchantService {
    * Resolves a bearer token. 401 for anything that is not an active key; the caller compares the mode.
    * Positive and negative answers are cached for a minute; key changes invalidate through NOTIFY.
    */
-  async authenticate(token: string | undefined, now = Date.now()): Promise<AuthenticatedKey> {
-    return this.authenticateCached(token, now) ?? this.resolve(token!, now);
+  async authenticate(token: string | undefined): Promise<AuthenticatedKey> {
+    return this.authenticateCached(token) ?? this.resolve(token!, this.clock.millis());
   }
 
   /**
@@ -424,11 +437,11 @@ export class MerchantService {
    * request that hits it costs a map lookup rather than a SHA-256; the tokens live only in this process's memory,
    * as they do in every request it reads, and the database still holds only hashes.
    */
-  authenticateCached(token: string | undefined, now = Date.now()): AuthenticatedKey | undefined {
+  authenticateCached(token: string | undefined): AuthenticatedKey | undefined {
     if (!token) throw unauthorized();
     // Only well-formed tokens are ever cached, so a hit needs no pattern check.
     const hit = this.cache.get(token);
-    if (!hit || hit.until <= now) {
+    if (!hit || hit.until <= this.clock.millis()) {
       if (!KEY_PATTERN.test(token)) throw unauthorized();
       return undefined;
     }
