@@ -47,7 +47,10 @@ import {
   type HoldRow,
   type OperationRow,
 } from './store.ts';
+import { capturesOf, openHold, openHolds, type OpenHold } from './reads.ts';
 import type { HoldRelease } from './tables.ts';
+
+export type { OpenHold };
 
 /** The transfers module's purposes of hold operations; this module owns them. */
 export const HOLD_PURPOSES = { authorize: 'authorize', capture: 'capture', void: 'void' } as const;
@@ -73,18 +76,6 @@ export type AuthorizedHold = ExternalHoldInput & {
 export interface CaptureInput {
   /** US cents to capture; absent: all that remains. */
   amount_usd_cents?: number;
-}
-
-/** A hold a merchant can still act on, as the dashboard lists it. */
-export interface OpenHold {
-  paymentId: string;
-  orderId: string;
-  /** US cents that can still be captured now (authorized − captured − captures in flight). */
-  capturableCents: number;
-  capturedCents: number;
-  captureBefore: Date;
-  /** A void is on its way: nothing can be captured any more. */
-  voiding: boolean;
 }
 
 export class CaptureService implements TransferOwner, HoldsPort {
@@ -588,37 +579,13 @@ export class CaptureService implements TransferOwner, HoldsPort {
     return capturedCents(this.engine.deps.db, mode, merchantId, from, to);
   }
 
-  /** What can still be captured of a merchant's payment, and until when; null when it has no hold to act on. */
-  async openHold(tenant: Tenant, paymentId: string): Promise<OpenHold | null> {
-    const l = await this.engine.load(tenant, paymentId);
-    if (!l) return null;
-    const hold = await paymentHold(this.engine.deps.db, paymentId);
-    if (!hold || hold.status !== 'authorized') return null;
-    if (l.row.status !== 'authorized' && l.row.status !== 'paid') return null;
-    const ops = await holdOperations(this.engine.deps.db, hold.id);
-    const { cents } = capturesOf(l);
-    const pending = ops.filter((o) => o.kind === 'capture' && o.status === 'pending');
-    const voiding = ops.some((o) => o.kind === 'void' && o.status === 'pending');
-    return {
-      paymentId,
-      orderId: l.row.order_id,
-      capturableCents: voiding ? 0 : l.row.price_amount - cents - pending.reduce((s, o) => s + o.amount_cents!, 0),
-      capturedCents: cents,
-      captureBefore: hold.capture_before,
-      voiding,
-    };
+  /** A merchant's holds that can still be acted on, nearest deadline first (at most `limit`; reads.ts). */
+  openHolds(tenant: Tenant, limit = 100): Promise<OpenHold[]> {
+    return openHolds(this.engine, tenant, limit);
   }
-}
 
-/** What a manual payment's settled captures moved: US cents and smallest units (its deposits are its captures). */
-function capturesOf(l: Loaded): { cents: number; units: bigint } {
-  let cents = 0;
-  let units = 0n;
-  for (const d of l.deposits) {
-    if (d.status === 'orphaned') continue;
-    if (d.value_cents === null) throw new Error(`capture ${d.id} of payment ${l.row.id} has no value in cents`);
-    cents += Number(d.value_cents);
-    units += BigInt(d.amount);
+  /** What can still be captured of a merchant's payment, and until when; null when it has none (reads.ts). */
+  openHold(tenant: Tenant, paymentId: string): Promise<OpenHold | null> {
+    return openHold(this.engine, tenant, paymentId);
   }
-  return { cents, units };
 }

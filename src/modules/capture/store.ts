@@ -99,6 +99,25 @@ export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<Ho
     .execute();
 }
 
+/** Ids of a merchant's payments whose holds are locked in escrow, nearest deadline first (the dashboard's list). */
+export async function authorizedHoldPayments(
+  db: DbOrTx,
+  mode: Mode,
+  merchantId: string,
+  limit: number,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('holds')
+    .select('payment_id')
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('status', '=', 'authorized')
+    .orderBy('capture_before')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.payment_id);
+}
+
 /** US cents of a merchant's captures settled in [from, to): the statements' reconciliation counts them. */
 export async function capturedCents(db: DbOrTx, mode: Mode, merchantId: string, from: Date, to: Date): Promise<bigint> {
   const row = await db

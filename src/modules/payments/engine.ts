@@ -154,7 +154,10 @@ export class PaymentEngine {
         // A manual payment is credited capture by capture: each is a credit of its own, with the fee on what it moved.
         const capture = current.deposits.find((d) => d.id === trigger.depositId);
         if (!capture || capture.value_cents === null)
-          throw new Error(`payment ${row.id}: capture ${trigger.depositId} has no deposit with its value`);
+          throw new ImpossibleState('a capture has no deposit with its value', {
+            payment: row.id,
+            deposit: trigger.depositId,
+          });
         seq += 1;
         await this.deps.ledger.creditPayment(tx, {
           mode: row.mode,
@@ -165,7 +168,8 @@ export class PaymentEngine {
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: capture.token,
           amount: BigInt(capture.amount),
-          conversion: this.deps.chains.token(row.mode, capture.token)?.stable
+          conversion: this.deps.chains.countedToken(row.mode, capture.token, { payment: row.id, deposit: capture.id })
+            .stable
             ? null
             : { swapFeeBps: this.deps.swapFeeBps },
         });
