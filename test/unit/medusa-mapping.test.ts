@@ -122,11 +122,12 @@ test('capturedCents and sessionOf', () => {
   assert.equal(sessionOf({ metadata: { medusa_session_id: 7 } }), null);
 });
 
-test('optionsProblem: capture "manual" is accepted when the client can hold and capture', () => {
+test('optionsProblem: both capture modes are accepted; a trailing slash on /v1 is fine', () => {
   const options = { apiKey: 'kasse_live_x', baseUrl: 'https://api.pay.example.com/v1/', webhookSecret: 'whsec_x' };
-  assert.equal(optionsProblem(options, false), null);
-  assert.equal(optionsProblem({ ...options, capture: 'manual' }, true), null);
-  assert.match(optionsProblem({ ...options, capture: 'manual' }, false)!, /needs a Kasse client with payments.capture/);
-  assert.match(optionsProblem([], true)!, /options are missing/);
-  assert.match(optionsProblem({ ...options, apiKey: 'kasse_live_' }, true)!, /not a Kasse API key/);
+  assert.equal(optionsProblem(options), null);
+  assert.equal(optionsProblem({ ...options, capture: 'manual' }), null);
+  assert.equal(optionsProblem({ ...options, capture: 'automatic' }), null);
+  assert.match(optionsProblem({ ...options, capture: 'Manual' })!, /option capture must be "automatic" or "manual"/);
+  assert.match(optionsProblem([])!, /options are missing/);
+  assert.match(optionsProblem({ ...options, apiKey: 'kasse_live_' })!, /not a Kasse API key/);
 });
