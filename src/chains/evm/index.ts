@@ -15,14 +15,17 @@ import { checkoutExtension } from './checkout.ts';
 import { evmCommands } from './commands.ts';
 import { evmSettings, parseEvmSettings } from './config.ts';
 import { GaslessRelay } from './gasless.ts';
+import { EvmHolds } from './holds.ts';
 import * as m0004 from './migrations/0004_evm.ts';
 import * as m0006 from './migrations/0006_evm_sender.ts';
 import * as m0020 from './migrations/0020_evm_disperse.ts';
 import * as x0001 from './migrations/evm_0001_x402.ts';
-import * as x0002 from './migrations/evm_0002_subscription_charges.ts';
+import * as x0002 from './migrations/evm_0002_holds.ts';
+import * as x0003 from './migrations/evm_0003_subscription_charges.ts';
 import './schema.ts';
 import { EvmSender } from './sender.ts';
 import { hotWalletAccount } from './wallet.ts';
+import { EvmHoldX402 } from './x402-hold.ts';
 import { EvmX402 } from './x402.ts';
 import { EvmCharges } from './charges.ts';
 
@@ -49,7 +52,11 @@ function load(ctx: FamilyContext): LoadedFamily {
     account: () => (account ??= hotWalletAccount(ctx.secrets)),
     sink: ctx.transfers,
   };
-  for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
+  for (const adapter of adapters) {
+    adapter.sender = new EvmSender(adapter, senderDeps);
+    const escrow = evmSettings(adapter.network).authCapture;
+    if (escrow) adapter.holds = new EvmHolds(adapter, escrow);
+  }
   const relay = new GaslessRelay({
     db: ctx.db,
     clock: ctx.clock,
@@ -57,9 +64,15 @@ function load(ctx: FamilyContext): LoadedFamily {
     chains: ctx.chains,
     payments: ctx.payments,
   });
-  const x402 = new EvmX402({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains });
-  const charges = new EvmCharges({ clock: ctx.clock, log: ctx.log, chains: ctx.chains });
-  return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay), x402, charges };
+  const x402Deps = { db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains };
+  return {
+    adapters,
+    workers: () => workers(ctx, adapters),
+    checkout: checkoutExtension(relay, ctx),
+    x402: new EvmX402(x402Deps),
+    x402Hold: new EvmHoldX402(x402Deps),
+    charges: new EvmCharges({ clock: ctx.clock, log: ctx.log, chains: ctx.chains }),
+  };
 }
 
 /**
@@ -95,7 +108,8 @@ const evm: ChainFamily = {
     '0006_evm_sender': m0006,
     '0020_evm_disperse': m0020,
     'evm/0001_x402': x0001,
-    'evm/0002_subscription_charges': x0002,
+    'evm/0002_holds': x0002,
+    'evm/0003_subscription_charges': x0003,
   },
   commands: evmCommands,
   payouts: true,

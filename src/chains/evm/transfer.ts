@@ -16,6 +16,11 @@ export type TransferPurpose =
   | 'disperse'
   | 'approve'
   | 'x402'
+  // hold and capture: the hot wallet's calls to the escrow (holds.ts); a refund of captured money is a `refund`
+  | 'authorize'
+  | 'capture'
+  | 'void'
+  // subscriptions charged automatically: a payer's grant and revoke relayed to the collector, and each charge
   | 'grant'
   | 'revoke'
   | 'charge';

@@ -1,9 +1,10 @@
 /* Kasse checkout, EVM wallets: "Pay with browser wallet" sends the exact transfer through the page's EIP-1193
    provider (window.ethereum); "Pay by signature" has the wallet sign an EIP-3009 TransferWithAuthorization for
-   Kasse to relay (POST /p/<id>/gasless). On the subscription page, "Set up automatic payment" has the wallet sign
-   the permit and the terms Kasse offers (POST …/grant/offer, then …/grant), and "Turn off" the revoke. The buttons
-   stay hidden without a wallet. Loaded after pay.js, whose window.kassePage it uses (onRender, say, text: the words
-   in the page's language). Progressive enhancement only; no dependencies. */
+   Kasse to relay (POST /p/<id>/gasless); "Authorize with wallet" (a held payment) signs an EIP-3009
+   ReceiveWithAuthorization for the escrow's collector (POST /p/<id>/hold). On the subscription page, "Set up
+   automatic payment" has the wallet sign the permit and the terms Kasse offers (POST …/grant/offer, then …/grant),
+   and "Turn off" the revoke. The buttons stay hidden without a wallet. Loaded after pay.js, whose window.kassePage
+   it uses (onRender, say, text: the words in the page's language). Progressive enhancement only; no dependencies. */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
   'use strict';
@@ -14,7 +15,7 @@
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
 
   page.onRender(() => {
-    if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach((b) => { b.hidden = false; });
+    if (w.ethereum) $$('[data-wallet],[data-gasless],[data-hold]').forEach((b) => { b.hidden = false; });
   });
   if (w.ethereum) $$('[data-grant][data-family="evm"],[data-revoke][data-family="evm"]').forEach((b) => { b.hidden = false; });
   if ($('[data-grant-pending]')) setTimeout(() => { location.reload(); }, 3000);
@@ -76,6 +77,29 @@
       })).catch((err) => { failed(b, err); });
   }
 
+  /* Authorize a hold: EIP-3009 ReceiveWithAuthorization for the escrow's collector, exactly as the button says
+     (its nonce commits to the hold's terms); Kasse submits it to the escrow (POST /p/<id>/hold). */
+  function holdPay(b) {
+    var ds = b.dataset, from;
+    b.disabled = true;
+    connect(ds.chain).then((f) => { from = f; return domain(ds.token, ds.chain); }).then((dom) => {
+      var a = 'address', u = 'uint256';
+      var types = {
+        EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: u }, { name: 'verifyingContract', type: a }],
+        ReceiveWithAuthorization: [{ name: 'from', type: a }, { name: 'to', type: a }, { name: 'value', type: u }, { name: 'validAfter', type: u }, { name: 'validBefore', type: u }, { name: 'nonce', type: 'bytes32' }]
+      };
+      var msg = { from: from, to: ds.to, value: ds.value, validAfter: '0', validBefore: ds.validBefore, nonce: ds.nonce };
+      return eth('eth_signTypedData_v4', [from, JSON.stringify({ types: types, primaryType: 'ReceiveWithAuthorization', domain: dom, message: msg })]);
+    }).then((sig) => fetch(ds.hold, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ attempt_id: ds.attempt, from: from, signature: sig })
+      })).then((r) => r.json().then((body) => {
+        if (!r.ok) throw new Error(body.error ? body.error.message : page.text.walletNotSent);
+        page.say(page.text.walletAuthorizing);
+      })).catch((err) => { failed(b, err); });
+  }
+
   /* Subscriptions: grant recurring charges (permit + terms, relayed by Kasse), or revoke them. */
   function post(url, body) {
     return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -117,6 +141,7 @@
     if (!b) return;
     if (b.hasAttribute('data-wallet')) walletPay(b);
     else if (b.dataset.gasless) gaslessPay(b);
+    else if (b.dataset.hold) holdPay(b);
     else if (b.hasAttribute('data-grant') && b.dataset.family === 'evm') grant(b);
     else if (b.hasAttribute('data-revoke') && b.dataset.family === 'evm') revoke(b);
   });
