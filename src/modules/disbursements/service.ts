@@ -20,10 +20,11 @@ import { decodeCursor, pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { centsToUnits } from '../../core/money.ts';
 import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { TransferProgress } from '../../chains/ports.ts';
-import type { Actor, AuditEntry } from '../audit/index.ts';
+import type { Actor, AuditDetails, AuditTarget } from '../audit/index.ts';
 import type { EmailService } from '../email/index.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/index.ts';
 import { accounts, postPayoutRelease, USD } from '../ledger/index.ts';
@@ -53,16 +54,9 @@ import { settlePayouts } from './settle.ts';
 import { payoutTotals, sentPayouts } from './statements.ts';
 import { groupBy } from '../../core/group.ts';
 
-/** The audit entry of `action` on batch `id`. */
-function batchEntry(
-  mode: Mode,
-  merchantId: string,
-  id: string,
-  actor: Actor,
-  action: string,
-  details?: Record<string, unknown>,
-): AuditEntry {
-  return { merchantId, mode, actor, action, target: { type: 'disbursement', id }, details };
+/** Batch `id` as the object of an audit row. */
+function batchTarget(id: string): AuditTarget {
+  return { type: 'disbursement', id };
 }
 
 /** The purpose payouts carry in the transfers module. */
@@ -76,6 +70,14 @@ export interface DisbursementDeps extends FundsDeps {
   secretKey: Buffer;
   /** Public base URL of the checkout host (the dashboard's links in mail). */
   checkoutBase: () => string;
+}
+
+/** An owner's action on batch `id`, audited as `action` (…_refused) when it is refused. */
+interface Refused {
+  tenant: Tenant;
+  actor: Actor;
+  action: string;
+  id: string;
 }
 
 export interface ListQuery {
@@ -157,15 +159,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           })),
         )
         .execute();
-      await this.deps.audit.record(
-        tx,
-        batchEntry(mode, merchantId, id, actor, 'disbursement.create', {
-          title: input.title,
-          items: input.items.length,
-          total_usd_cents: Number(total),
-          token: token.id,
-        }),
-      );
+      await this.deps.audit.record(tx, { mode, merchantId }, actor, 'disbursement.create', batchTarget(id), {
+        title: input.title,
+        items: input.items.length,
+        total_usd_cents: Number(total),
+        token: token.id,
+      });
       const d = await this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.created');
       await mailOwners(this.deps, tx, mode, d, owners);
       return d;
@@ -226,7 +225,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .set({ status: 'cancelled', cancelled_at: this.deps.clock.now() })
         .where('id', '=', id)
         .execute();
-      await this.deps.audit.record(tx, batchEntry(mode, merchantId, id, actor, 'disbursement.cancel'));
+      await this.deps.audit.record(tx, { mode, merchantId }, actor, 'disbursement.cancel', batchTarget(id));
       return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.cancelled');
     });
   }
@@ -246,7 +245,8 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     digest: string,
     actor: Actor,
   ): Promise<Disbursement> {
-    return this.auditRefusal(batchEntry(mode, merchantId, id, actor, 'disbursement.approve_refused'), () =>
+    const refused = { tenant: { mode, merchantId }, actor, action: 'disbursement.approve_refused', id };
+    return this.auditRefusal(refused, () =>
       withTx(this.deps.db, async (tx) => {
         const row = await batchRow(tx, mode, merchantId, id, true);
         await assertOwner(tx, merchantId, userId);
@@ -274,14 +274,11 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           .where('disbursement_id', '=', id)
           .where('digest', '=', current)
           .execute();
-        await this.deps.audit.record(
-          tx,
-          batchEntry(mode, merchantId, id, actor, 'disbursement.approve', {
-            digest: current,
-            approvals: agreeing.length,
-            required: row.approvals_required,
-          }),
-        );
+        await this.deps.audit.record(tx, { mode, merchantId }, actor, 'disbursement.approve', batchTarget(id), {
+          digest: current,
+          approvals: agreeing.length,
+          required: row.approvals_required,
+        });
         if (agreeing.length < row.approvals_required) return this.load(tx, mode, merchantId, id);
         await tx
           .updateTable('disbursements')
@@ -297,14 +294,18 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * Runs an owner's action; when it is refused (an ApiError other than not_found: already approved, no balance, …)
    * the refusal is in the audit log, written after the action's transaction rolled back, with the reason.
    */
-  private async auditRefusal<T>(entry: AuditEntry, action: () => Promise<T>): Promise<T> {
+  private async auditRefusal<T>(refused: Refused, action: () => Promise<T>): Promise<T> {
     try {
       return await action();
     } catch (err) {
       if (err instanceof ApiError && err.code !== 'not_found')
-        await this.deps.audit.record(this.deps.db, { ...entry, details: { reason: err.message, code: err.code } });
+        await this.recordRefusal(this.deps.db, refused, { reason: err.message, code: err.code });
       throw err;
     }
+  }
+
+  private recordRefusal(db: DbOrTx, r: Refused, details: AuditDetails): Promise<void> {
+    return this.deps.audit.record(db, r.tenant, r.actor, r.action, batchTarget(r.id), details);
   }
 
   /**
@@ -314,7 +315,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * a payout handed to the sender.
    */
   async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
-    const refused = batchEntry(mode, merchantId, id, actor, 'disbursement.release_refused');
+    const refused = { tenant: { mode, merchantId }, actor, action: 'disbursement.release_refused', id };
     const outcome = await this.auditRefusal(refused, () =>
       withTx(this.deps.db, async (tx) => {
         const row = await batchRow(tx, mode, merchantId, id, true);
@@ -325,10 +326,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           );
         const items = await batchItems(tx, id);
         if (!row.approval_mac || !macMatches(this.macKey, canonicalBatch(row, items), row.approval_mac)) {
-          await this.deps.audit.record(tx, {
-            ...refused,
-            details: { reason: 'the batch no longer matches what the owners approved' },
-          });
+          await this.recordRefusal(tx, refused, { reason: 'the batch no longer matches what the owners approved' });
           this.deps.log.error(
             { disbursementId: id, merchantId, mode },
             'disbursement changed after approval; release refused',
@@ -376,13 +374,10 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           .set({ status: 'released', released_at: now, released_by: userId })
           .where('id', '=', id)
           .execute();
-        await this.deps.audit.record(
-          tx,
-          batchEntry(mode, merchantId, id, actor, 'disbursement.release', {
-            total_usd_cents: Number(total),
-            items: items.length,
-          }),
-        );
+        await this.deps.audit.record(tx, { mode, merchantId }, actor, 'disbursement.release', batchTarget(id), {
+          total_usd_cents: Number(total),
+          items: items.length,
+        });
         return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.released');
       }),
     );

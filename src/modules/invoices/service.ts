@@ -69,13 +69,14 @@ export class InvoiceService {
       }),
       actor &&
         ((tx, { before, after }) =>
-          this.deps.audit.record(tx, {
-            merchantId,
-            mode,
+          this.deps.audit.record(
+            tx,
+            { mode, merchantId },
             actor,
-            action: 'settings.tax_profile',
-            details: profileChanges(this.profile(before, mode), this.profile(after, mode)),
-          })),
+            'settings.tax_profile',
+            null,
+            profileChanges(this.profile(before, mode), this.profile(after, mode)),
+          )),
     );
   }
 
@@ -173,14 +174,14 @@ export class InvoiceService {
         .returningAll()
         .executeTakeFirstOrThrow();
       if (actor) {
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode,
+        await this.deps.audit.record(
+          tx,
+          { mode, merchantId },
           actor,
-          action: 'tax_invoice.create',
-          target: { type: 'tax_invoice', id: inserted.id },
-          details: { number, payment_id: paymentId },
-        });
+          'tax_invoice.create',
+          { type: 'tax_invoice', id: inserted.id },
+          { number, payment_id: paymentId },
+        );
       }
       return inserted;
     }).catch((err: unknown) => {

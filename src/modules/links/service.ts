@@ -133,7 +133,7 @@ export class LinkService {
             updated_at: now,
           })
           .returningAll();
-        const row = await this.audited(statement, mode, merchantId, actor, 'link.create', null, {
+        const row = await this.audited(statement, mode, merchantId, actor, 'link.create', {
           kind: input.kind,
           title: input.title,
         });
@@ -182,7 +182,7 @@ export class LinkService {
       .where('merchant_id', '=', merchantId)
       .where('mode', '=', mode)
       .returningAll();
-    const row = await this.audited(statement, mode, merchantId, actor, 'link.update', id, patch);
+    const row = await this.audited(statement, mode, merchantId, actor, 'link.update', patch);
     if (!row) throw notFound('link');
     return this.json(row);
   }
@@ -337,12 +337,13 @@ export class LinkService {
     merchantId: string,
     actor: Actor | undefined,
     action: string,
-    id: string | null,
     details: object,
   ): Promise<LinkRow | undefined> {
     if (!actor) return statement.executeTakeFirst();
-    const entry = { merchantId, mode, actor, action, target: { type: 'link', id }, details: { ...details } };
-    return (await this.deps.audit.statement<LinkRow>(statement, entry).execute(this.deps.db)).rows[0];
+    const audited = this.deps.audit.statement<LinkRow>(statement, { mode, merchantId }, actor, action, 'link', {
+      ...details,
+    });
+    return (await audited.execute(this.deps.db)).rows[0];
   }
 
   private async row(mode: Mode, merchantId: string, id: string): Promise<LinkRow> {

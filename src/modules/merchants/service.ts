@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
@@ -16,7 +17,8 @@ import type { MerchantsTable } from './tables.ts';
 import { checkBrandColor } from './branding.ts';
 import { Brands } from './logos.ts';
 
-export interface AuthenticatedKey {
+/** A key that authenticated: the request's tenant (its mode is the listener's, checked by the API's guard). */
+export interface AuthenticatedKey extends Tenant {
   keyId: string;
   merchantId: string;
   mode: Mode;

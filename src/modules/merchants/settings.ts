@@ -85,7 +85,7 @@ export class MerchantSettings {
         changed,
         changes(before, after, { brandColor: 'color', underpaymentToleranceBps: 'underpayment_tolerance_bps' }),
       );
-      await audit.record(tx, { merchantId, mode: null, actor, action: 'settings.update', details: changed });
+      await audit.record(tx, { merchantId }, actor, 'settings.update', null, changed);
     });
   }
 
@@ -108,7 +108,7 @@ export class MerchantSettings {
       ] as const;
       for (const { action, fields } of audited) {
         const details = changes(before, after, fields);
-        if (details) await this.deps.audit.record(tx, { merchantId, mode: null, actor, action, details });
+        if (details) await this.deps.audit.record(tx, { merchantId }, actor, action, null, details);
       }
     });
   }
@@ -133,7 +133,7 @@ export class MerchantSettings {
     return this.deps.merchants.update(merchantId, { logoSha256: sha256 }, (tx, { before, after }) => {
       const details = changes(before, after, { logoSha256: 'logo_sha256' });
       return details
-        ? this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'settings.branding', details })
+        ? this.deps.audit.record(tx, { merchantId }, actor, 'settings.branding', null, details)
         : Promise.resolve();
     });
   }
@@ -147,20 +147,14 @@ export class MerchantSettings {
         mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url },
         [],
       );
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'webhook_url.update', details: { url } });
+      await this.deps.audit.record(tx, { mode, merchantId }, actor, 'webhook_url.update', null, { url });
     });
   }
 
   /** A new key for the mode (the previous ones revoked), kept for session `sessionId`'s next page. */
   async rollKey(merchantId: string, mode: Mode, actor: Actor, sessionId: string): Promise<void> {
     await this.deps.merchants.rollKey(merchantId, mode, async (tx, keyId, key) => {
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
-        actor,
-        action: 'key.roll',
-        target: { type: 'key', id: keyId },
-      });
+      await this.deps.audit.record(tx, { mode, merchantId }, actor, 'key.roll', { type: 'key', id: keyId });
       await this.deps.users.notes.putKey(sessionId, mode, key, tx);
     });
   }
@@ -168,7 +162,7 @@ export class MerchantSettings {
   /** Revokes the key `keyId` of the merchant. 404 for a key the merchant does not have. */
   async revokeKey(merchantId: string, mode: Mode, keyId: string, actor: Actor): Promise<void> {
     await this.deps.merchants.revokeKey(keyId, merchantId, (tx) =>
-      this.deps.audit.record(tx, { merchantId, mode, actor, action: 'key.revoke', target: { type: 'key', id: keyId } }),
+      this.deps.audit.record(tx, { mode, merchantId }, actor, 'key.revoke', { type: 'key', id: keyId }),
     );
   }
 
@@ -178,7 +172,7 @@ export class MerchantSettings {
     actor: Actor,
   ): Promise<{ secrets: string[]; previousUntil: Date | null }> {
     const shown = await this.deps.merchants.webhookSecrets(merchantId, this.deps.clock.now());
-    await this.deps.audit.record(this.deps.db, { merchantId, mode: null, actor, action: 'webhook_secret.reveal' });
+    await this.deps.audit.record(this.deps.db, { merchantId }, actor, 'webhook_secret.reveal');
     return shown;
   }
 
@@ -188,7 +182,7 @@ export class MerchantSettings {
     actor: Actor,
   ): Promise<{ webhook_secret: string; previous_valid_until: string }> {
     return this.deps.merchants.rollWebhookSecret(merchantId, this.deps.clock.now(), (tx) =>
-      this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'webhook_secret.roll' }),
+      this.deps.audit.record(tx, { merchantId }, actor, 'webhook_secret.roll'),
     );
   }
 }

@@ -178,14 +178,13 @@ export class PaymentService {
       if (keyRow) writes.push(keyRow);
       if (actor)
         writes.push(
-          this.deps.audit.write({
-            merchantId,
-            mode,
+          ...this.deps.audit.writes(
+            { mode, merchantId },
             actor,
-            action: 'payment.create',
-            target: { type: 'payment', id: row.id },
-            details: { order_id: input.order_id, price_amount: input.price_amount },
-          }),
+            'payment.create',
+            { type: 'payment', id: row.id },
+            { order_id: input.order_id, price_amount: input.price_amount },
+          ),
         );
       const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
       if (!hook) return writeCoalesced(this.deps.db, writes, key === null ? '' : `${merchantId} ${mode} ${key}`);
@@ -256,14 +255,14 @@ export class PaymentService {
       const attempt = this.attemptRow(id, scope.mode, issued, this.deps.clock.now());
       await writeTogether(tx, insertRows(null, [attempt]));
       if (actor)
-        await this.deps.audit.record(tx, {
-          merchantId: locked.row.merchant_id,
-          mode: scope.mode,
+        await this.deps.audit.record(
+          tx,
+          { mode: scope.mode, merchantId: locked.row.merchant_id },
           actor,
-          action: 'payment.attempt',
-          target: { type: 'payment', id },
-          details: { token: attempt.token, attempt_id: attempt.id },
-        });
+          'payment.attempt',
+          { type: 'payment', id },
+          { token: attempt.token, attempt_id: attempt.id },
+        );
       return this.engine.json({ ...locked, attempts: [...locked.attempts, attempt] });
     });
     if (!payment) throw notFound('payment');
@@ -285,14 +284,14 @@ export class PaymentService {
       try {
         const applied = await this.engine.apply(tx, l, trigger);
         if (actor)
-          await this.deps.audit.record(tx, {
-            merchantId: l.row.merchant_id,
-            mode: scope.mode,
+          await this.deps.audit.record(
+            tx,
+            { mode: scope.mode, merchantId: l.row.merchant_id },
             actor,
-            action: `payment.${trigger.kind}`,
-            target: { type: 'payment', id },
-            details: { from: l.row.status, to: applied.payment.status },
-          });
+            `payment.${trigger.kind}`,
+            { type: 'payment', id },
+            { from: l.row.status, to: applied.payment.status },
+          );
         return applied.payment;
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;

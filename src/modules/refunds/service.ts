@@ -111,14 +111,14 @@ export class RefundService implements TransferOwner {
         created_at: clock.now(),
       });
       if (actor) {
-        await this.engine.deps.audit.record(tx, {
-          merchantId: l.row.merchant_id,
-          mode: scope.mode,
+        await this.engine.deps.audit.record(
+          tx,
+          { mode: scope.mode, merchantId: l.row.merchant_id },
           actor,
-          action: 'payment.refund',
-          target: { type: 'payment', id: paymentId },
-          details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount },
-        });
+          'payment.refund',
+          { type: 'payment', id: paymentId },
+          { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount },
+        );
       }
       await this.transfers.request(tx, {
         transferId: row.id,

@@ -66,14 +66,14 @@ export class Simulator {
       if (!applied.events.includes(EXPECTED[outcome]))
         throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
       if (actor)
-        await this.engine.deps.audit.record(tx, {
-          merchantId,
-          mode: 'test',
+        await this.engine.deps.audit.record(
+          tx,
+          { mode: 'test', merchantId },
           actor,
-          action: 'payment.simulate',
-          target: { type: 'payment', id },
-          details: { outcome },
-        });
+          'payment.simulate',
+          { type: 'payment', id },
+          { outcome },
+        );
       return applied.payment;
     });
     if (!result) throw notFound('payment');

@@ -128,12 +128,9 @@ export class StatementEmails {
     actor: Actor,
     choice: 'subscribe' | 'unsubscribe',
   ): Promise<void> {
-    return this.deps.audit.record(tx, {
-      merchantId: user.merchant_id,
-      mode,
-      actor,
-      action: `statement_email.${choice}`,
-      target: { type: 'user', id: user.id },
+    return this.deps.audit.record(tx, { mode, merchantId: user.merchant_id }, actor, `statement_email.${choice}`, {
+      type: 'user',
+      id: user.id,
     });
   }
 

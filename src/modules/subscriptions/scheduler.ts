@@ -409,14 +409,14 @@ export class SubscriptionScheduler {
         await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
         if (i === 0 && actor) {
           const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };
-          await this.deps.audit.record(tx, {
-            merchantId,
-            mode: 'test',
+          await this.deps.audit.record(
+            tx,
+            { mode: 'test', merchantId },
             actor,
-            action: 'subscription.advance',
-            target: { type: 'subscription', id },
+            'subscription.advance',
+            { type: 'subscription', id },
             details,
-          });
+          );
         }
       });
     }

@@ -150,14 +150,14 @@ export class SubscriptionService extends WorkNotifier {
         updated_at: now,
       });
       if (actor) {
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode,
+        await this.deps.audit.record(
+          tx,
+          { mode, merchantId },
           actor,
-          action: 'subscription.create',
-          target: { type: 'subscription', id: row.id },
-          details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
-        });
+          'subscription.create',
+          { type: 'subscription', id: row.id },
+          { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
+        );
       }
       const [created] = await this.p.present(tx, [row]);
       await this.p.publish(tx, row, created!, ['subscription.created']);
@@ -204,14 +204,7 @@ export class SubscriptionService extends WorkNotifier {
       const wall = this.deps.clock.now();
       const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
       if (actor)
-        await this.deps.audit.record(tx, {
-          merchantId: scope.merchantId,
-          mode: scope.mode,
-          actor,
-          action: 'subscription.cancel',
-          target: { type: 'subscription', id },
-          details: { reason },
-        });
+        await this.deps.audit.record(tx, scope, actor, 'subscription.cancel', { type: 'subscription', id }, { reason });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
       await this.deps.email.enqueue(

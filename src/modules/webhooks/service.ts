@@ -322,14 +322,14 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
       if (audited)
-        await audited.audit.record(tx, {
-          merchantId,
-          mode,
-          actor: audited.actor,
-          action: 'event.redeliver',
-          target: { type: 'event', id },
-          details: { delivery_id: row.id, url },
-        });
+        await audited.audit.record(
+          tx,
+          { mode, merchantId },
+          audited.actor,
+          'event.redeliver',
+          { type: 'event', id },
+          { delivery_id: row.id, url },
+        );
       return {
         id: row.id,
         url: row.url,

@@ -352,14 +352,14 @@ export class X402Discovery {
         .returning(['resource'])
         .executeTakeFirst();
       if (!r) throw notFound('catalogue resource');
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
+      await this.deps.audit.record(
+        tx,
+        { mode, merchantId },
         actor,
-        action: published ? 'x402.resource.publish' : 'x402.resource.unpublish',
-        target: { type: 'x402_resource', id },
-        details: { resource: r.resource },
-      });
+        published ? 'x402.resource.publish' : 'x402.resource.unpublish',
+        { type: 'x402_resource', id },
+        { resource: r.resource },
+      );
     });
   }
 
@@ -382,14 +382,14 @@ export class X402Discovery {
         VALUES (${newId('x4r')}, ${merchantId}, ${mode}, 'link', ${link.id}, 'http', ${link.url}, ${published}, ${now},
           ${now})
         ON CONFLICT (link_id) WHERE kind = 'link' DO UPDATE SET published = excluded.published`.execute(tx);
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
+      await this.deps.audit.record(
+        tx,
+        { mode, merchantId },
         actor,
-        action: published ? 'x402.resource.publish' : 'x402.resource.unpublish',
-        target: { type: 'link', id: link.id },
-        details: { resource: link.url },
-      });
+        published ? 'x402.resource.publish' : 'x402.resource.unpublish',
+        { type: 'link', id: link.id },
+        { resource: link.url },
+      );
     });
   }
 }
