@@ -79,8 +79,7 @@ test('a payment and its audit row are written by one statement: both or neither'
   const actor = { type: 'key' as const, id: 'key_TEST', label: null, ip: '10.0.0.1' };
   const statements = await paymentStatements(t.kasse, async () => {
     await t.kasse.payments.create(
-      'test',
-      m.id,
+      { mode: 'test', merchantId: m.id },
       { price_amount: 500, price_currency: 'USD', order_id: 'one-statement' },
       undefined,
       actor,
@@ -93,8 +92,7 @@ test('a payment and its audit row are written by one statement: both or neither'
   // The audit row cannot outlive a change that failed: a bad insert writes neither.
   await assert.rejects(
     t.kasse.payments.create(
-      'test',
-      m.id,
+      { mode: 'test', merchantId: m.id },
       { price_amount: 500, price_currency: 'USD', order_id: 'x\u0000y' },
       undefined,
       actor,

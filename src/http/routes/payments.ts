@@ -15,9 +15,8 @@ import {
 
 const tags = ['Payments'];
 
-export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
   addPaymentSchemas(app);
-  const scope = (merchantId: string) => ({ mode, merchantId });
 
   app.post(
     '/payments',
@@ -34,13 +33,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) => {
-      const result = await kasse.payments.create(
-        mode,
-        req.auth.merchantId,
-        req.body,
-        ...idempotent(req),
-        req.auth.merchant.name,
-      );
+      const result = await kasse.payments.create(req.auth, req.body, ...idempotent(req), req.auth.merchant.name);
       return reply.code(result.status as 200 | 201).send(result.payment);
     },
   );
@@ -58,7 +51,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PageOf(PaymentRef) },
       },
     },
-    async (req) => kasse.payments.list(mode, req.auth.merchantId, req.query),
+    async (req) => kasse.payments.list(req.auth, req.query),
   );
 
   app.get(
@@ -73,7 +66,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PaymentRef },
       },
     },
-    async (req) => kasse.payments.get(scope(req.auth.merchantId), req.params.id),
+    async (req) => kasse.payments.get(req.auth, req.params.id),
   );
 
   app.post(
@@ -92,9 +85,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) =>
-      reply
-        .code(201)
-        .send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+      reply.code(201).send(await kasse.payments.createAttempt(req.auth, req.params.id, req.body, keyActor(req))),
   );
 
   /** A change of state the payment's own state machine decides (else 422 `invalid_state`), answering the Payment. */
@@ -112,7 +103,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
           response: { 200: PaymentRef },
         },
       },
-      async (req) => kasse.payments[action](scope(req.auth.merchantId), req.params.id, keyActor(req)),
+      async (req) => kasse.payments[action](req.auth, req.params.id, keyActor(req)),
     );
   transition(
     'cancel',
@@ -143,8 +134,6 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) =>
-      reply
-        .code(202)
-        .send(await kasse.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+      reply.code(202).send(await kasse.refunds.create(req.auth, req.params.id, req.body, keyActor(req))),
   );
 }

@@ -93,7 +93,7 @@ export class InvoiceService {
   ): Promise<TaxInvoiceJson> {
     const { db, clock } = this.deps;
     checkInput(input);
-    const payment = await invoiceablePayment(db, mode, merchantId, paymentId);
+    const payment = await invoiceablePayment(db, { mode, merchantId }, paymentId);
     if (!payment) throw notFound('payment');
     if (payment.status !== 'paid' || !payment.paid_at)
       throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);

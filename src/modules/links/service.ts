@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { OperationNodeSource, Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
@@ -212,7 +213,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<Payment> {
+  async pay(link: LinkRow, input: LinkPayInput, actor: Actor): Promise<Payment> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {
@@ -226,8 +227,7 @@ export class LinkService {
     try {
       return (
         await this.deps.payments.create(
-          link.mode,
-          link.merchant_id,
+          tenantOf(link),
           {
             price_amount: amount,
             price_currency: 'USD',

@@ -14,11 +14,12 @@
  * are withdrawn (cancelled) after the cancellation committed, one transaction each.
  */
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf } from '../../core/tenant.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { MailReference } from '../email/index.ts';
-import type { Actor } from '../audit/index.ts';
+import { systemActor, type Actor } from '../audit/index.ts';
 import type { IssuedPaymentInput, Payment, PaymentSummary } from '../payments/index.ts';
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
@@ -353,7 +354,7 @@ export class SubscriptionScheduler {
     for (const i of open) {
       if (summaries.get(i.payment_id)?.status !== 'waiting') continue;
       try {
-        await this.deps.payments.cancel({ mode: row.mode, merchantId: row.merchant_id }, i.payment_id);
+        await this.deps.payments.cancel(tenantOf(row), i.payment_id, systemActor('subscription cancelled'));
         n++;
       } catch (err) {
         // Money was seen (or it ended) since it was read: it is no longer ours to cancel.
@@ -396,7 +397,7 @@ export class SubscriptionScheduler {
       for (const o of due) {
         if (states.get(o.payment_id)?.status !== 'waiting') continue;
         try {
-          await this.deps.simulator.simulate(merchantId, o.payment_id, 'expired');
+          await this.deps.simulator.simulate(scope, o.payment_id, 'expired', systemActor('subscription advanced'));
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
         }

@@ -57,7 +57,7 @@ const payouts = (n: number) => `${n} ${n === 1 ? 'payout' : 'payouts'}`;
 
 /** The available balance, in cents, that a release would take a batch's total from. */
 async function available(ctx: Ctx): Promise<number> {
-  return (await ctx.kasse.payments.balance(ctx.mode, ctx.merchant.id)).available_usd_cents;
+  return (await ctx.kasse.payments.balance(ctx.tenant)).available_usd_cents;
 }
 
 /** A warning when `total` is more than the available balance (a release would be refused with insufficient_balance). */
