@@ -80,13 +80,21 @@ export async function run(): Promise<object> {
         OPERATOR,
       )
     ).payment;
-    const fixed = await kasse.links.create('test', m.merchant_id, {
-      kind: 'fixed',
-      title: 'Espresso beans',
-      description: '250 g',
-      amount_usd_cents: 1500,
-    });
-    const pos = await kasse.links.create('test', m.merchant_id, { kind: 'pos', title: 'Counter 1' });
+    const fixed = await kasse.links.create(
+      { mode: 'test', merchantId: m.merchant_id },
+      {
+        kind: 'fixed',
+        title: 'Espresso beans',
+        description: '250 g',
+        amount_usd_cents: 1500,
+      },
+      OPERATOR,
+    );
+    const pos = await kasse.links.create(
+      { mode: 'test', merchantId: m.merchant_id },
+      { kind: 'pos', title: 'Counter 1' },
+      OPERATOR,
+    );
     // The POS terminal is for signed-in staff: a member's session cookie.
     const staff = await kasse.users.team.create({
       merchantId: m.merchant_id,

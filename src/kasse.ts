@@ -130,11 +130,14 @@ export class Kasse {
     families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
-    this.merchants = new MerchantService(db, secrets.secretKey, {
-      rateLimitPerMinute: config.rateLimitPerMinute,
-      x402RateLimitPerMinute: config.x402.rateLimitPerMinute,
-    });
     this.audit = new AuditLog(db, clock);
+    this.merchants = new MerchantService(
+      db,
+      secrets.secretKey,
+      { rateLimitPerMinute: config.rateLimitPerMinute, x402RateLimitPerMinute: config.x402.rateLimitPerMinute },
+      clock,
+      this.audit,
+    );
     this.email = new EmailService({
       db,
       clock,
@@ -160,7 +163,15 @@ export class Kasse {
       users: this.users,
     });
     this.rateLimiter = new RateLimiter(db, clock);
-    this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
+    this.webhooks = new WebhookService({
+      db,
+      clock,
+      merchants: this.merchants,
+      metrics: this.metrics,
+      config,
+      log,
+      audit: this.audit,
+    });
     this.health = new NetworkHealth({ db, clock, log });
     this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families, this.health);
     this.prices = createPriceService(config.prices, { clock, logger: log });

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/core/log.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 function assertErrorBody(body: any, code: string, param: string | null = null) {
   assert.deepEqual(Object.keys(body), ['error']);
@@ -89,11 +90,11 @@ describe('authentication and modes', () => {
   test('a revoked key answers 401 at once; a rolled key replaces the old one', async () => {
     const other = await t.merchant({ name: 'Roller' });
     assert.equal((await other.test.get('/account')).status, 200); // cached now
-    const rolled = await t.kasse.merchants.rollKey(other.id, 'test');
+    const rolled = await t.kasse.merchants.rollKey({ mode: 'test', merchantId: other.id }, OPERATOR);
     assert.equal((await other.test.get('/account')).status, 401);
     const fresh = new ApiClient(t.urls.test, rolled.key);
     assert.equal((await fresh.get('/account')).status, 200);
-    await t.kasse.merchants.revokeKey(rolled.key_id);
+    await t.kasse.merchants.revokeKey({ mode: 'test', merchantId: other.id }, rolled.key_id, OPERATOR);
     const res = await fresh.get('/account');
     assert.equal(res.status, 401);
     assertErrorBody(res.body, 'unauthorized');
@@ -113,7 +114,7 @@ describe('authentication and modes', () => {
       poolSize: 2,
     });
     try {
-      await second.merchants.revokeKey(other.testKey);
+      await second.merchants.revokeAnyKey(other.testKey, OPERATOR);
     } finally {
       await second.close();
     }

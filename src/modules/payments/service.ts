@@ -138,7 +138,7 @@ export class PaymentService {
       throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     }
     const coin = this.catalogue.resolve(mode, input);
-    const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/payments', input) };
+    const request = { key, hash: requestHash('POST', '/v1/payments', input) };
     let issued: Issued | null = null;
     if (coin) {
       try {
@@ -149,7 +149,7 @@ export class PaymentService {
         });
       } catch (err) {
         // A retry of a request that succeeded gets its answer even when the coin cannot be priced now.
-        const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, scope) : null;
+        const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, tenant, request) : null;
         if (prior) return { status: 200, payment: prior };
         throw err;
       }
@@ -174,7 +174,7 @@ export class PaymentService {
     });
     const attempts = issued ? [this.attemptRow(row.id, mode, issued, now)] : [];
     const payment = this.engine.json({ row, attempts, deposits: [] });
-    const result = await once(this.deps.db, scope, 201, payment, async (keyRow) => {
+    const result = await once(this.deps.db, tenant, request, 201, payment, async (keyRow) => {
       const writes = insertRows(row, attempts);
       if (keyRow) writes.push(keyRow);
       writes.push(

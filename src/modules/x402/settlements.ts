@@ -11,6 +11,7 @@ import type { X402Kind, X402Request, X402Scheme, X402Settlement } from '../../ch
 import type { Clock } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
+import { tenantOf } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
@@ -178,12 +179,12 @@ export class Settlements {
     return withTx(this.deps.db, async (tx) => {
       const found = (await this.deps.kinds(row.mode)).find((k) => k.kind.chain === row.chain);
       if (!found) throw new ApiError('invalid_state', `${row.network} is no longer offered`);
-      const payTo = await this.deps.payTos.get(row.mode, row.merchant_id, found.kind, found.scheme);
+      const payTo = await this.deps.payTos.get(tenantOf(row), found.kind, found.scheme);
       const amount = BigInt(row.amount);
       const decimals = found.kind.token.decimals;
       const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
       const sale = (row.request as Stored).sale;
-      const total = await addToTotal(tx, row.merchant_id, row.mode, micro);
+      const total = await addToTotal(tx, tenantOf(row), micro);
       const payment = await this.deps.payments.recordExternal(tx, {
         mode: row.mode,
         merchantId: row.merchant_id,
@@ -217,8 +218,7 @@ export class Settlements {
       const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
       if (!settled) throw ALREADY_RECORDED;
       const linkId = sale?.metadata.link_id;
-      if (linkId && row.resource)
-        await this.deps.discovery.linkPaid(tx, row.mode, row.merchant_id, linkId, row.resource, now);
+      if (linkId && row.resource) await this.deps.discovery.linkPaid(tx, tenantOf(row), linkId, row.resource, now);
       this.deps.log.info(
         { settlementId: row.id, paymentId: payment.id, mode: row.mode, chain: row.chain },
         'x402 payment settled',

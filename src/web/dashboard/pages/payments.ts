@@ -274,7 +274,7 @@ export async function paymentPage(
     return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
   }
   const [events, extra] = await Promise.all([
-    ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id),
+    ctx.kasse.webhooks.timeline(ctx.tenant, p.id),
     Promise.all(paymentSections.map((s) => s(ctx, p, told, values))),
   ]);
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
