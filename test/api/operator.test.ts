@@ -286,6 +286,7 @@ describe('the operator contract', () => {
       'webhook_url_test',
       'webhook_url_live',
       'rate_limit_per_minute',
+      'x402_rate_limit_per_minute',
       'fee_bps',
       'created_at',
     ]);
