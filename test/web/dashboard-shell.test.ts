@@ -394,8 +394,8 @@ describe('dashboard shell', () => {
       for (const m of text.matchAll(/\baction: ([^,}\n]+)/g))
         for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
       for (const m of text.matchAll(/verifySecondFactor\([^)]*'([a-z_.]+)'/g)) actions.add(m[1]!);
-      // Entries built by a module's helper name the action among the call's arguments.
-      for (const m of text.matchAll(/\b(?:accountEntry|batchEntry|this\.audited)\(([^;]*)/g))
+      // The audit helper's calls, and entries built by a module's helper, name the action among the call's arguments.
+      for (const m of text.matchAll(/\b(?:record|recordAlone|statement<\w+>|writes|audited)\(([^;]*)/g))
         for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
     }
     assert.ok(actions.size > 30, `found ${actions.size}`);
