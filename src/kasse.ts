@@ -39,7 +39,7 @@ import { EMAIL_CHANNEL, EmailService } from './modules/email/index.ts';
 import { Users } from './modules/users/index.ts';
 import { CustomerLinks, SubscriptionService } from './modules/subscriptions/index.ts';
 import { DisbursementService } from './modules/disbursements/index.ts';
-import { X402Service } from './modules/x402/index.ts';
+import { X402_SETTLEMENTS_CHANNEL, X402Service } from './modules/x402/index.ts';
 
 export interface KasseOptions {
   config: Config;
@@ -295,6 +295,7 @@ export class Kasse {
       await notifier.listen(KEYS_CHANNEL, () => kasse.webhooks.delivery.forgetSecrets());
       await notifier.listen(EMAIL_CHANNEL, () => kasse.email.nudge());
       await notifier.listen(EVENT_STREAM_CHANNEL, (payload) => kasse.eventStream.announce(payload));
+      await notifier.listen(X402_SETTLEMENTS_CHANNEL, (id) => kasse.x402.settlementEnded(id));
       notifier.onReconnect = () => {
         void kasse.health.load().catch((err) => log.warn({ err }, 'network health not read'));
         kasse.merchants.invalidate('*');

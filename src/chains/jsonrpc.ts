@@ -278,7 +278,7 @@ export class JsonRpcTransport<E extends JsonRpcError = JsonRpcError> {
         const cause = (err as { cause?: { code?: unknown } }).cause?.code;
         return fail('error', `${(err as Error).message}${typeof cause === 'string' ? ` (${cause})` : ''}`);
       }
-      if (res.status === 429) return fail('rate_limited', 'HTTP 429', 429, retryAfter(res.headers.get('retry-after')));
+      if (res.status === 429) return fail('rate_limited', 'HTTP 429', 429, retryAfter(res.headers));
       if (!res.ok && !this.dialect.errorsWithHttpStatus) return fail('error', `HTTP ${res.status}`, res.status);
       let body: unknown;
       try {
@@ -360,10 +360,15 @@ function endpoint(raw: string): Endpoint {
   return { url: u.toString(), auth, shown: u.origin };
 }
 
-/** Retry-After in ms (seconds or an HTTP date); null when absent or unreadable. */
-function retryAfter(header: string | null): number | null {
+/**
+ * Retry-After in ms: seconds, or an HTTP date measured from the response's own Date (the server's clock on both
+ * sides, so neither this machine's clock nor its skew enters); null when absent or unreadable.
+ */
+export function retryAfter(headers: Headers): number | null {
+  const header = headers.get('retry-after');
   if (!header) return null;
   if (/^\d+$/.test(header)) return Number(header) * 1000;
   const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+  const sent = Date.parse(headers.get('date') ?? '');
+  return Number.isNaN(at) || Number.isNaN(sent) ? null : Math.max(0, at - sent);
 }

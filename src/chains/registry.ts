@@ -8,6 +8,7 @@
  * unavailable (503 `chain_paused`).
  */
 import { createHmac } from 'node:crypto';
+import { ImpossibleState } from '../core/errors.ts';
 import type { NetworkHealth } from './health.ts';
 import { explorerTxUrl, NO_FAMILY } from './networks.ts';
 import type { AddressFormat, ChainAdapter, PaymentUriContext } from './plugin.ts';
@@ -70,6 +71,20 @@ export class ChainRegistry {
 
   token(mode: Mode, tokenId: string): TokenConfig | undefined {
     return this.network(mode, tokenId.split(':')[0]!)?.tokens.find((t) => t.id === tokenId);
+  }
+
+  /**
+   * The configuration of a coin that money is being counted in. Its decimals and kind decide values, so a coin gone
+   * from the networks file while its payments still change is not guessed at: this throws, naming `ids`.
+   */
+  countedToken(mode: Mode, tokenId: string, ids: Record<string, string | null>): TokenConfig {
+    const token = this.token(mode, tokenId);
+    if (!token)
+      throw new ImpossibleState(
+        `${tokenId} is not configured in ${mode} mode, so money in it cannot be valued; put it back in the networks file`,
+        ids,
+      );
+    return token;
   }
 
   /** Every coin of `mode`, or of both modes (unique by id, live first) for the price refresh. */

@@ -54,3 +54,23 @@ export const invalid = (message: string, param: string | null = null) =>
   new ApiError('invalid_request', message, param);
 export const notFound = (what: string) => new ApiError('not_found', `No such ${what}.`);
 export const invalidState = (message: string) => new ApiError('invalid_state', message);
+
+/**
+ * A state Kasse's own rules rule out — a paid payment without its paid attempt, a credit without coins, a stored rate
+ * that is not a decimal. Money code throws it instead of carrying on with a default, so the bug stops the change that
+ * met it (the transaction rolls back) rather than reaching the ledger. The message ends with the ids that explain it,
+ * which are also on the error (`ids`) for the log line; the API answers it as an opaque 500.
+ */
+export class ImpossibleState extends Error {
+  constructor(
+    what: string,
+    readonly ids: Readonly<Record<string, string | null | undefined>>,
+  ) {
+    super(
+      `${what} (${Object.entries(ids)
+        .map(([k, v]) => `${k} ${v ?? 'none'}`)
+        .join(', ')})`,
+    );
+    this.name = 'ImpossibleState';
+  }
+}

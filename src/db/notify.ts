@@ -44,7 +44,7 @@ export class Notifier {
   }
 
   async listen(channel: string, handler: Handler): Promise<void> {
-    if (!/^[a-z_]+$/.test(channel)) throw new Error(`bad channel ${channel}`);
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel ${channel}`);
     let set = this.handlers.get(channel);
     if (!set) {
       set = new Set();

@@ -8,14 +8,16 @@ import { HOUR, MINUTE } from '../../src/core/clock.ts';
 import type { ChainAdapter } from '../../src/chains/plugin.ts';
 import type { DepositObservation, TransferRequest } from '../../src/chains/ports.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
+import { recordedLog } from '../harness/log.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
 let txSeq = 0;
+const { log, lines: logLines } = recordedLog();
 
 before(async () => {
-  t = await startTestKasse();
+  t = await startTestKasse({ log });
   m = await t.merchant({ rateLimit: 100_000 });
 });
 after(() => t.close());
@@ -410,6 +412,99 @@ describe('time', () => {
     await t.kasse.payments.runDue();
     assert.equal((await get(p.id)).status, 'late', 'money seen after the 24 hours is not auto-accepted');
     assert.deepEqual(await eventTypes(p.id), ['payment.expired', 'payment.late']);
+  });
+});
+
+describe('records that contradict each other', () => {
+  /** Rows that say what the payment holds and was credited: none may change when a change is stopped. */
+  async function books(paymentId: string) {
+    const [deposits, ledger] = await Promise.all([
+      t.kasse.db.selectFrom('deposits').select(['id', 'status']).where('payment_id', '=', paymentId).execute(),
+      t.kasse.db.selectFrom('ledger_transactions').select('id').where('payment_id', '=', paymentId).execute(),
+    ]);
+    return { deposits, ledger, payment: await get(paymentId), available: await available() };
+  }
+  /** The change is refused with ImpossibleState naming the payment and coin choice, and logged with the payment id. */
+  async function stopped(change: Promise<unknown>, p: { id: string; attempts: Array<{ id: string }> }, what: RegExp) {
+    const ids = `payment ${p.id}, attempt ${p.attempts[0]!.id}`;
+    await assert.rejects(
+      change,
+      (e: Error) => e.name === 'ImpossibleState' && what.test(e.message) && e.message.includes(ids),
+    );
+    const logged = logLines.filter((l) => l.msg === 'impossible payment state' && l.paymentId === p.id);
+    assert.equal(logged.length, 1, 'logged once, with the payment id');
+    assert.match(logged[0].err.message, what);
+    logLines.length = 0;
+  }
+
+  test('a credited payment without its paid amount: new money on it stops, nothing is held twice', async () => {
+    const p = await create();
+    await sink().recordDeposits('test', [obs(p.attempts[0], 10_000_000n, 6000n)]);
+    await sink().headAdvanced('test', 'base', 6010n);
+    const before = await books(p.id);
+    assert.equal(before.payment.status, 'paid');
+    await t.kasse.db.updateTable('payments').set({ paid_amount: null }).where('id', '=', p.id).execute();
+    try {
+      await stopped(
+        sink().recordDeposits('test', [obs(p.attempts[0], 2_000_000n, 6011n)]),
+        p,
+        /standing credit has no paid amount/,
+      );
+      assert.deepEqual(await books(p.id), before);
+      // Its deposit turning final marks it for the state machine, where it stops again; the other marked payments
+      // go on, and its mark stays for the next pass.
+      const other = await create();
+      await sink().recordDeposits('test', [obs(other.attempts[0], 10_000_000n, 6020n)]);
+      await sink().headAdvanced('test', 'base', 6400n);
+      assert.equal((await get(other.id)).status, 'paid');
+      assert.ok(
+        logLines.some((l) => l.msg === 'marked payment failed; the next pass tries again' && l.paymentId === p.id),
+      );
+      const marked = () =>
+        t.kasse.db.selectFrom('payments').select('deposits_dirty').where('id', '=', p.id).executeTakeFirstOrThrow();
+      assert.equal((await marked()).deposits_dirty, true);
+      await t.kasse.db.updateTable('payments').set({ paid_amount: '10000000' }).where('id', '=', p.id).execute();
+      await t.kasse.payments.runDue();
+      assert.equal((await marked()).deposits_dirty, false);
+      assert.equal((await get(p.id)).attempts[0].deposits[0].status, 'final');
+      logLines.length = 0;
+    } finally {
+      await t.kasse.db.updateTable('payments').set({ paid_amount: '10000000' }).where('id', '=', p.id).execute();
+    }
+  });
+
+  test('a coin no longer configured: its money is neither valued nor credited, the payment stays as it was', async () => {
+    const p = await create();
+    const a = p.attempts[0];
+    await sink().recordDeposits('test', [obs(a, 4_000_000n, 6100n)]);
+    await sink().headAdvanced('test', 'base', 6110n);
+    const retire = (token: string) =>
+      Promise.all([
+        t.kasse.db.updateTable('attempts').set({ token }).where('payment_id', '=', p.id).execute(),
+        t.kasse.db.updateTable('deposits').set({ token }).where('payment_id', '=', p.id).execute(),
+      ]);
+    await retire('base:retired');
+    try {
+      const before = await books(p.id);
+      assert.equal(before.payment.status, 'underpaid');
+      // Held money is valued in the coin's decimals: another coin arriving revalues what is held.
+      await stopped(
+        sink().recordDeposits('test', [obs({ ...a, token: 'base:eth' }, 400_000_000_000_000n, 6111n)]),
+        p,
+        /base:retired is not configured in test mode/,
+      );
+      assert.deepEqual(await books(p.id), before);
+      // Accepting credits the coins, as a conversion or not by the coin's kind.
+      const accepted = await m.test.post(`/payments/${p.id}/accept`, {});
+      assert.equal(accepted.status, 500);
+      assert.equal(accepted.body.error.code, 'internal_error');
+      const log = logLines.find((l) => l.msg === 'impossible payment state' && l.paymentId === p.id);
+      assert.match(log?.err.message ?? '', new RegExp(`base:retired .*payment ${p.id}, attempt ${a.id}`));
+      logLines.length = 0;
+      assert.deepEqual(await books(p.id), before);
+    } finally {
+      await retire('base:usdc');
+    }
   });
 });
 

@@ -6,12 +6,12 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { Writable } from 'node:stream';
-import { createLogger } from '../../src/core/log.ts';
+import { SECOND } from '../../src/core/clock.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
 import { OPERATOR } from '../../src/modules/audit/index.ts';
+import { recordedLog } from '../harness/log.ts';
 
 function assertErrorBody(body: any, code: string, param: string | null = null) {
   assert.deepEqual(Object.keys(body), ['error']);
@@ -24,16 +24,10 @@ function assertErrorBody(body: any, code: string, param: string | null = null) {
 
 let t: TestKasse;
 let m: TestMerchant;
-const logLines: any[] = [];
+const { log, lines: logLines } = recordedLog();
 
 before(async () => {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  t = await startTestKasse({ log: createLogger('info', sink) });
+  t = await startTestKasse({ log });
   m = await t.merchant();
 });
 after(() => t.close());
@@ -87,19 +81,44 @@ describe('authentication and modes', () => {
     assertErrorBody(testOnLive.body, 'wrong_mode');
   });
 
-  test('a revoked key answers 401 at once; a rolled key replaces the old one', async () => {
+  test('a revoked key answers 401 at once; a rolled key replaces the old one; both at the clock’s time', async () => {
     const other = await t.merchant({ name: 'Roller' });
     assert.equal((await other.test.get('/account')).status, 200); // cached now
+    const rolledAt = t.clock.advance(SECOND);
     const rolled = await t.kasse.merchants.rollKey({ mode: 'test', merchantId: other.id }, OPERATOR);
     assert.equal((await other.test.get('/account')).status, 401);
     const fresh = new ApiClient(t.urls.test, rolled.key);
     assert.equal((await fresh.get('/account')).status, 200);
+    const revokedAt = t.clock.advance(SECOND);
     await t.kasse.merchants.revokeKey({ mode: 'test', merchantId: other.id }, rolled.key_id, OPERATOR);
     const res = await fresh.get('/account');
     assert.equal(res.status, 401);
     assertErrorBody(res.body, 'unauthorized');
     // the live key was untouched
     assert.equal((await other.live.get('/account')).status, 200);
+    const keys = (await t.kasse.merchants.listKeys(other.id)).filter((k) => k.mode === 'test');
+    assert.deepEqual(
+      keys.map((k) => [k.created_at.toISOString(), k.revoked_at?.toISOString()]),
+      [
+        [new Date(rolledAt.getTime() - SECOND).toISOString(), rolledAt.toISOString()],
+        [rolledAt.toISOString(), revokedAt.toISOString()],
+      ],
+    );
+  });
+
+  test('a key’s answer is cached for a minute of the clock', async () => {
+    const other = await t.merchant({ name: 'Cached' });
+    assert.equal((await other.test.get('/account')).status, 200);
+    // Revoked behind Kasse's back (no NOTIFY): the cached answer stands until its minute on the clock is over.
+    await t.kasse.db
+      .updateTable('api_keys')
+      .set({ revoked_at: t.clock.now() })
+      .where('merchant_id', '=', other.id)
+      .execute();
+    t.clock.advance(59 * SECOND);
+    assert.equal((await other.test.get('/account')).status, 200);
+    t.clock.advance(2 * SECOND);
+    assert.equal((await other.test.get('/account')).status, 401);
   });
 
   test('a key revoked by another process stops working here through NOTIFY', async () => {

@@ -106,6 +106,23 @@ describe('delivery', () => {
     assert.equal(await t.kasse.webhooks.drain(), 0, 'delivered events are not sent again');
   });
 
+  test('after a roll both secrets sign until the overlap ends on the clock, then the new one alone', async () => {
+    const { m, r } = await merchantWithReceiver();
+    const rolled = await t.kasse.merchants.rollWebhookSecret(m.id, OPERATOR, HOUR);
+    r.setSecret(rolled.webhook_secret);
+    const signatures = async () => {
+      await publish(t.kasse, { merchantId: m.id });
+      assert.equal(await t.kasse.webhooks.drain(), 1);
+      assert.deepEqual(r.rejected, []);
+      return String(r.events.at(-1)!.headers['service-signature']).match(/v1=/g)!.length;
+    };
+    assert.equal(await signatures(), 2);
+    t.clock.advance(HOUR - SECOND);
+    assert.equal(await signatures(), 2);
+    t.clock.advance(SECOND);
+    assert.equal(await signatures(), 1);
+  });
+
   test('the receiver rejects a body or signature that was tampered with (the check is real)', async () => {
     const { m, r } = await merchantWithReceiver();
     r.setSecret('whsec_not-the-merchants-secret');

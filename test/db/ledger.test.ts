@@ -162,6 +162,35 @@ describe('payment credits', () => {
     assert.ok(custody.some((c) => c.token === 'base:usdc' && c.amount >= 12_340_000n));
   });
 
+  test('a credit without coins is refused naming its payment, and posts nothing', async () => {
+    const paymentId = await newPayment();
+    const before = await merchantBalance();
+    for (const amount of [0n, -1n]) {
+      await assert.rejects(
+        withTx(t.kasse.db, (tx) =>
+          ledger.creditPayment(tx, {
+            mode: 'test',
+            merchantId,
+            paymentId,
+            seq: 1,
+            priceCents: 1234,
+            feeBps: 100,
+            token: 'base:usdc',
+            amount,
+          }),
+        ),
+        (err: Error) => err.name === 'ImpossibleState' && err.message.includes(`payment ${paymentId}`),
+      );
+    }
+    assert.equal(await merchantBalance(), before);
+    const posted = await t.kasse.db
+      .selectFrom('ledger_transactions')
+      .select('id')
+      .where('payment_id', '=', paymentId)
+      .execute();
+    assert.deepEqual(posted, []);
+  });
+
   test('concurrent credits with one dedupe key post once', async () => {
     const paymentId = await newPayment();
     const credit = {

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { ImpossibleState } from '../../src/core/errors.ts';
 import type {
   AttemptState,
   DepositState,
@@ -13,6 +14,7 @@ import {
   isFinal,
   moneySeen,
   next,
+  paidCredit,
   TransitionError,
   type Transition,
   type Trigger,
@@ -893,6 +895,55 @@ describe('refused triggers', () => {
       message: /no attempt att_9/,
     },
   ]);
+});
+
+describe('impossible states throw with their ids', () => {
+  const ID = 'pay_000000000000000000000000000000000001';
+  /** Throws ImpossibleState naming the payment and `attempt`, and says `what`. */
+  const impossible = (fn: () => unknown, attempt: string, what: RegExp) =>
+    assert.throws(fn, (e: unknown) => {
+      assert.ok(e instanceof ImpossibleState, String(e));
+      assert.match(e.message, what);
+      assert.match(e.message, new RegExp(`payment ${ID}, attempt ${attempt}`));
+      assert.deepEqual(e.ids, { payment: ID, attempt });
+      return true;
+    });
+  const lateEth = (rate: string) =>
+    pay('late', [dep(PAY, 'confirmed', { token: 'base:eth', seenAt: at(20) })], {}, { token: 'base:eth', rate });
+
+  it('a paid payment without the coin choice that paid it, even when a wrong asset arrives first', () =>
+    impossible(
+      () => step(pay('paid', [dep(PAY), dep(5n, 'confirmed', { token: 'base:eth' })], { paidAttemptId: 'att_9' })),
+      'att_9',
+      /does not hold the coin choice that paid it/,
+    ));
+  it('a quoted rate that is not a decimal, met by late auto-acceptance', () =>
+    impossible(
+      () => step(lateEth('2,000'), tick, at(30), { 'base:eth': '2000' }),
+      'att_1',
+      /quoted base:eth rate "2,000"/,
+    ));
+  it('a quoted rate of zero', () =>
+    impossible(
+      () => step(lateEth('0.00'), tick, at(30), { 'base:eth': '2000' }),
+      'att_1',
+      /rate "0.00" is not a positive/,
+    ));
+  it('a current rate that is not a decimal', () =>
+    impossible(
+      () => step(lateEth('2000'), tick, at(30), { 'base:eth': 'NaN' }),
+      'att_1',
+      /current base:eth rate "NaN"/,
+    ));
+  it('accepting a coin choice with nothing confirmed (an underpaid status its deposits do not explain)', () =>
+    impossible(() => step(pay('underpaid', [dep(HALF, 'pending')]), accept), 'att_1', /no confirmed money/));
+  it('a paid payment whose credit has no paid amount or no paid coin choice', () => {
+    const paid = pay('paid', [dep(PAY)]);
+    assert.deepEqual(paidCredit(paid), { attempt: paid.attempts[0], amount: PAY });
+    impossible(() => paidCredit({ ...paid, paidAmount: null }), 'att_1', /paid amount none/);
+    impossible(() => paidCredit({ ...paid, paidAmount: 0n }), 'att_1', /paid amount 0/);
+    impossible(() => paidCredit({ ...paid, paidAttemptId: 'att_9' }), 'att_9', /lacks the coin choice/);
+  });
 });
 
 describe('no event twice', () => {

@@ -160,6 +160,18 @@ describe('transfers from block balances', () => {
       [['C', 'B', 7n]],
     );
   });
+
+  test('balances that do not match the accounts are a node answer that does not fit, not a deposit of the balance', () => {
+    const short = (preBalances: number[], postBalances: number[]) => ({
+      meta: { err: null, preBalances, postBalances, preTokenBalances: [], postTokenBalances: [] },
+      transaction: { accountKeys: keys('Payer', 'Key'), signatures: ['Short'] },
+    });
+    for (const tx of [short([5_000_000], [4_000_000, 1_000_000]), short([5_000_000, 0], [4_000_000])])
+      assert.throws(
+        () => transfersOf([tx], SOL, new Map()),
+        (e: Error) => e.name === 'InconsistentChainError' && /transaction Short lists 2 accounts/.test(e.message),
+      );
+  });
 });
 
 describe('settings', () => {

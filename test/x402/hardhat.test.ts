@@ -249,6 +249,44 @@ test('an address given out on the simulator is retired once the node is configur
   assert.ok((await usdcOf(k.treasury)) >= treasury + 3_000n);
 });
 
+test('settle follows its transfer until the clock reaches the deadline, then answers pending; it lands later', async () => {
+  await k.chain.setAutomine(false);
+  try {
+    const evm = k.t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const kind = (await evm.kinds('test')).find((x) => x.network === NETWORK)!;
+    const b = await body(3_000n);
+    const request = {
+      mode: 'test' as const,
+      kind,
+      payTo,
+      amount: 3_000n,
+      requirements: b.paymentRequirements,
+      payload: b.paymentPayload.payload,
+    };
+    const before = await usdcOf(payTo);
+    const waits = k.t.clock.waits();
+    const settling = evm.settle(request, 'x4s_clock', new Date(k.t.clock.millis() + 30_000));
+    await eventually('settle to wait on the clock between looks at its transfer', () => k.t.clock.waits() > waits, {
+      timeoutMs: 30_000,
+      intervalMs: 5,
+    });
+    k.t.clock.advance(30_000);
+    const s = await settling;
+    assert.equal(s.status, 'pending');
+    assert.ok(s.transaction, 'broadcast before the answer');
+    await k.chain.mine(1);
+    await k.adapter.sender!.runDue();
+    const landed = await eventually('the transfer to land', async () => {
+      const now = await evm.settlement('test', kind.chain, 'x4s_clock');
+      return now.status === 'settled' ? now : null;
+    });
+    assert.equal(landed.transaction, s.transaction);
+    assert.equal(await usdcOf(payTo), before + 3_000n);
+  } finally {
+    await k.chain.setAutomine(true);
+  }
+});
+
 test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once', async () => {
   await k.chain.setAutomine(false);
   let child: ChildProcess | null = null;

@@ -21,7 +21,8 @@ import { axeViolations, describeViolations } from '../harness/axe.ts';
 import { launchBrowser } from '../harness/browser.ts';
 import { createUser, csrfOf, post, setUpAccount } from '../harness/dashboard.ts';
 import { ApiClient, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
-import { assertError, ok } from '../harness/expect.ts';
+import { assertError, eventually, ok } from '../harness/expect.ts';
+import { recordedLog } from '../harness/log.ts';
 import { agentClient, agentFetch, paymentSignature, startHonoShop, startShop, type Shop } from './agents.ts';
 import {
   decodePaymentRequiredHeader,
@@ -32,6 +33,7 @@ import {
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { declareDiscoveryExtension, validateDiscoveryExtension, withBazaar } from '@x402/extensions/bazaar';
 import {
+  appendPaymentIdentifierToExtensions,
   declarePaymentIdentifierExtension,
   extractPaymentIdentifier,
   generatePaymentId,
@@ -40,7 +42,8 @@ import {
 import { x402Commands } from '../../src/cli/commands/x402.ts';
 import { X402_RATE_LIMIT_DEFAULT } from '../../src/config.ts';
 import { IDENTIFIER_PARAM } from '../../src/modules/x402/identifier.ts';
-import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
+import { RESUME_AFTER_MS, SETTLE_WAIT_MS } from '../../src/modules/x402/service.ts';
+import { MINUTE, SECOND } from '../../src/core/clock.ts';
 import { authorizationBody, type AuthorizationOptions } from '../harness/x402.ts';
 
 const NETWORK = 'eip155:84532';
@@ -57,8 +60,10 @@ let t: TestKasse;
 let m: TestMerchant;
 let payTo: string;
 
+const { log, lines: logLines } = recordedLog('warn');
+
 before(async () => {
-  t = await startTestKasse();
+  t = await startTestKasse({ log });
   // The x402 client signs windows from the real clock.
   t.clock.set(Date.now());
   m = await t.merchant();
@@ -439,6 +444,80 @@ describe('retries through payment-identifier', () => {
   });
 });
 
+describe('a settle that waits for another', () => {
+  test('a retry while the first settle is still pending waits on the clock and for the settlement to end, in any process', async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle, settlement } = evm;
+    // A chain that has not confirmed the transfer yet: the first settle can only answer settlement_pending.
+    const unconfirmed = async () => ({ status: 'pending' as const, transaction: '0xnotyet' });
+    evm.settle = unconfirmed;
+    evm.settlement = unconfirmed;
+    // Another process on the same database and clock: it ends the settlement while a request here waits for it.
+    const second = await startTestKasse({ databaseUrl: t.databaseUrl, clock: t.clock });
+    try {
+      const pendingSettle = async () => {
+        const signed = await body({ to, payTo: to });
+        const extensions = appendPaymentIdentifierToExtensions(
+          { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension() },
+          generatePaymentId(),
+        );
+        const b = { ...signed, paymentPayload: { ...signed.paymentPayload, extensions } };
+        const first = await ok(merchant.test.post('/x402/settle', b));
+        assert.deepEqual([first.success, first.errorReason], [false, 'settlement_pending']);
+        const row = await t.kasse.db
+          .selectFrom('x402_settlements')
+          .select(['id', 'status'])
+          .where('payment_identifier', '=', extractPaymentIdentifier(b.paymentPayload as any))
+          .executeTakeFirstOrThrow();
+        assert.equal(row.status, 'pending');
+        return { b, id: row.id };
+      };
+      /** The same payment sent again under its identifier, once that request waits on the clock. */
+      const retried = async (b: object) => {
+        const waits = t.clock.waits();
+        const answer = merchant.test.post('/x402/settle', b);
+        await eventually('the retry to wait on the clock', () => t.clock.waits() > waits, { intervalMs: 5 });
+        return { answer };
+      };
+      /** The retry's answer, which must come of `what` (bounded far below a 60 seconds' wait in real time). */
+      const answered = async (answer: Promise<{ status: number; body: any }>, what: string) => {
+        let got: { status: number; body: any } | null = null;
+        void answer.then((r) => (got = r));
+        const r = await eventually(what, () => got, { timeoutMs: 20_000, intervalMs: 10 });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        return r.body;
+      };
+
+      // Ended in the other process (its workers record the transfer once it landed): the retry here is told at once.
+      const one = await pendingSettle();
+      const waiting = await retried(one.b);
+      await t.kasse.db
+        .updateTable('x402_settlements')
+        .set({ created_at: new Date(t.clock.millis() - RESUME_AFTER_MS - SECOND) })
+        .where('id', '=', one.id)
+        .execute();
+      assert.equal(await second.kasse.x402.resume(), 1);
+      const answer = await answered(waiting.answer, 'the retry to answer once the other process recorded the payment');
+      assert.equal(answer.success, true, JSON.stringify(answer));
+      const paid = await ok(merchant.test.get(`/payments/${answer.extra.payment_id}`));
+      assert.equal(paid.status, 'paid');
+
+      // Nothing ends it: the retry answers settlement_pending when the clock reaches its deadline.
+      const two = await pendingSettle();
+      const late = await retried(two.b);
+      t.clock.advance(SETTLE_WAIT_MS);
+      const pending = await answered(late.answer, 'the retry to answer once the clock reached its deadline');
+      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+      assert.equal((await x402Payments(merchant)).length, 1);
+    } finally {
+      evm.settle = settle;
+      evm.settlement = settlement;
+      await second.close();
+    }
+  });
+});
+
 describe('amounts', () => {
   test('beyond $1,000,000 verify and settle refuse with invalid_payment_requirements; $1,000,000 is recorded', async () => {
     const { merchant, to } = await freshMerchant();
@@ -504,6 +583,39 @@ describe('amounts', () => {
       [[id, 'failed', 'unexpected_settle_error']],
     );
     assert.match(listed[0].error_message, /could not be recorded as a payment/);
+  });
+
+  test("a settlement whose network stops being offered before it is recorded ends failed: the coin's decimals and the address's index are not guessed", async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle, kinds } = evm;
+    // The transfer lands; then the network leaves the configuration (and the cached list of kinds runs out).
+    evm.settle = async (...args) => {
+      const landed = await settle.apply(evm, args);
+      evm.kinds = async () => [];
+      t.clock.advance(MINUTE);
+      return landed;
+    };
+    try {
+      const s = await ok(merchant.test.post('/x402/settle', await body({ to, payTo: to })));
+      assert.deepEqual([s.success, s.errorReason], [false, 'unexpected_settle_error'], JSON.stringify(s));
+    } finally {
+      evm.settle = settle;
+      evm.kinds = kinds;
+      t.clock.advance(MINUTE);
+    }
+    const row = await t.kasse.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('merchant_id', '=', merchant.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, 'failed');
+    assert.match(row.error!, /could not be recorded as a payment \(eip155:84532 is no longer offered\)$/);
+    assert.equal((await x402Payments(merchant)).length, 0, 'no payment recorded with a guessed coin or address');
+    assert.ok(
+      logLines.some((l) => l.msg === 'x402 settlement cannot be recorded' && l.settlementId === row.id),
+      'logged with the settlement id',
+    );
   });
 });
 

@@ -29,6 +29,7 @@ import { getTransferCheckedInstruction } from '@solana-program/token';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { SOLANA_DEVNET_CAIP2 } from '@x402/svm';
 import { solanaKeys } from '../../src/chains/solana/index.ts';
+import { ImpossibleState } from '../../src/core/errors.ts';
 import { SVM_REASONS, solanaX402 } from '../../src/chains/solana/x402.ts';
 import type { X402Kind, X402Requirements, X402Scheme } from '../../src/chains/x402.ts';
 import { eventually, ok } from '../harness/expect.ts';
@@ -102,7 +103,7 @@ const scheme = {
     return x402.verify(this.request(payload, req));
   },
   async settle(payload: Payload, req: X402Requirements, id = `x4s_${++seq}`) {
-    return x402.settle(this.request(payload, req), id, new Date(Date.now() + 30_000));
+    return x402.settle(this.request(payload, req), id, new Date(k.t.clock.millis() + 30_000));
   },
 };
 const reasonOf = (v: { valid: boolean; reason?: string }) => (v.valid ? undefined : v.reason);
@@ -352,14 +353,20 @@ test('garbage is refused as undecodable', async () => {
   assert.equal(reasonOf(await scheme.verify({ payload: {} }, req)), SVM_REASONS.transaction);
 });
 
-test('past its deadline settle answers pending; the stored transaction lands and `settlement` reports it later', async () => {
+test('settle follows its transaction until the clock reaches the deadline, then answers pending; `settlement` reports it landing later', async () => {
   const payer = await poorPayer();
   const req = requirements(2_000n);
   const payload = await officialPayload(payer, req);
   const toBefore = await k.chain.tokenBalance(payTo);
   await k.chain.rpc('harness_autoProduce', [0]);
   try {
-    const s = await x402.settle(scheme.request(payload, req), 'x4s_late', new Date(Date.now() - 1));
+    const waits = k.t.clock.waits();
+    const settling = x402.settle(scheme.request(payload, req), 'x4s_late', new Date(k.t.clock.millis() + 30_000));
+    await eventually('settle to wait on the clock between looks at its transaction', () => k.t.clock.waits() > waits, {
+      intervalMs: 5,
+    });
+    k.t.clock.advance(30_000);
+    const s = await settling;
     assert.equal(s.status, 'pending');
     assert.ok(s.transaction, 'the transaction was stored and sent before the answer');
   } finally {
@@ -367,12 +374,45 @@ test('past its deadline settle answers pending; the stored transaction lands and
   }
   // As after a restart: a scheme made anew only reads where the settlement stands.
   const fresh = solanaX402({ chains: k.t.kasse.chains, keys: solanaKeys(k.t.kasse.secrets), adapters: [k.adapter] });
+  const impossible = (what: RegExp) => (e: unknown) =>
+    e instanceof ImpossibleState && what.test(e.message) && e.message.includes('settlement x4s_late, transaction ');
+  const relay = () => k.t.kasse.db.updateTable('solana_transfers').where('id', '=', 'x4s_late');
+  // A stored relay without its amount: how many confirmations it needs is not guessed.
+  await relay().set({ amount: null }).execute();
+  try {
+    await eventually('the landed relay to be refused a tier', () =>
+      fresh.settlement('test', 'solana', 'x4s_late').then(() => false, impossible(/has no amount to set its tier by/)),
+    );
+    // Nor in a coin gone from the networks file.
+    await relay().set({ amount: '2000', token: 'solana:retired' }).execute();
+    await assert.rejects(
+      fresh.settlement('test', 'solana', 'x4s_late'),
+      impossible(/coin solana:retired is not configured on solana/),
+    );
+  } finally {
+    await relay().set({ amount: '2000', token: kind.token.id }).execute();
+  }
   const done = await eventually('the settlement to land', async () => {
     const s = await fresh.settlement('test', 'solana', 'x4s_late');
     return s.status === 'settled' ? s : null;
   });
   assert.equal(done.simulated, false);
   assert.equal(await k.chain.tokenBalance(payTo), toBefore + 2_000n);
+  // A stored transaction without the transfer: its position is not guessed.
+  const version = () => k.t.kasse.db.updateTable('solana_transfer_txs').where('transfer_id', '=', 'x4s_late');
+  const { raw } = await k.t.kasse.db
+    .selectFrom('solana_transfer_txs')
+    .select('raw')
+    .where('transfer_id', '=', 'x4s_late')
+    .executeTakeFirstOrThrow();
+  await version()
+    .set({ raw: await handBuilt([], [computeLimit(20_000), computePrice(1n)]) })
+    .execute();
+  try {
+    await assert.rejects(fresh.settlement('test', 'solana', 'x4s_late'), impossible(/no transfer to a token account/));
+  } finally {
+    await version().set({ raw }).execute();
+  }
   // A settlement nothing was recorded for (its settle is still checking, or died before sending) is pending.
   assert.deepEqual(await fresh.settlement('test', 'solana', 'x4s_never'), { status: 'pending', transaction: null });
 });

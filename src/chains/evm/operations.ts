@@ -124,12 +124,12 @@ async function broadcast(rpc: RpcClient, raw: Hex): Promise<void> {
   }
 }
 
-/** Polls for a receipt until `timeoutMs`; null when none arrived. */
+/** Polls for a receipt for `timeoutMs` of real time (a wait on the network, not the clock); null when none arrived. */
 async function waitReceipt(rpc: RpcClient, hash: Hash, timeoutMs: number, pollMs: number): Promise<RpcReceipt | null> {
-  const deadline = Date.now() + timeoutMs;
+  const waited = AbortSignal.timeout(timeoutMs);
   for (;;) {
     const r = await rpc.request<RpcReceipt | null>('eth_getTransactionReceipt', [hash]);
-    if (r || Date.now() >= deadline) return r;
+    if (r || waited.aborted) return r;
     await new Promise((res) => setTimeout(res, pollMs));
   }
 }

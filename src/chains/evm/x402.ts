@@ -27,7 +27,7 @@ import {
   type Address,
   type Hex,
 } from 'viem';
-import type { Clock } from '../../core/clock.ts';
+import { pollPause, type Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
@@ -61,7 +61,7 @@ export const X402_EVM_ERRORS = {
 const RECOVERED_MAX = 4096;
 /** The official facilitator refuses an authorization that expires within this many seconds. */
 const MIN_VALIDITY_SECONDS = 6n;
-/** How often `settle` looks at its transfer while following it. */
+/** How often `settle` looks at its transfer on the node while following it (real time; its deadline is the clock's). */
 const FOLLOW_EVERY_MS = 200;
 
 const domainAbi = parseAbi([
@@ -227,10 +227,10 @@ export class EvmX402 implements X402Scheme {
     for (;;) {
       const now = this.deps.clock.now();
       const state = await this.settlement(r.mode, r.kind.chain, id);
-      if (state.status !== 'pending' || Date.now() >= deadline.getTime() || now >= deadline) return state;
+      if (state.status !== 'pending' || now >= deadline) return state;
       const row = await sender.get(id);
       if (row?.status === 'broadcast' || row?.status === 'signed') await sender.step(id).catch(() => 'wait');
-      await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
+      await pollPause(this.deps.clock, FOLLOW_EVERY_MS, deadline);
     }
   }
 

@@ -1,4 +1,5 @@
 /** What a Solana block holds as the watcher reads it, and the SOL and configured-token transfers found in it. */
+import { InconsistentChainError } from '../loops.ts';
 import type { TokenConfig } from '../types.ts';
 import type { Commitment } from './rpc.ts';
 
@@ -52,17 +53,22 @@ export function transfersOf(
     const signature = t.transaction.signatures[0]!;
     if (native) {
       const { preBalances: pre, postBalances: post } = t.meta;
+      // A missing balance read as 0 would turn an account's whole balance into a deposit.
+      if (pre.length !== keys.length || post.length !== keys.length)
+        throw new InconsistentChainError(
+          `transaction ${signature} lists ${keys.length} accounts but ${pre.length} balances before and ${post.length} after`,
+        );
       let from: string | null = null;
       let drop = 0;
       for (let i = 0; i < keys.length; i++) {
-        const d = (pre[i] ?? 0) - (post[i] ?? 0);
+        const d = pre[i]! - post[i]!;
         if (d > drop) {
           drop = d;
           from = keys[i]!.pubkey;
         }
       }
       for (let i = 0; i < keys.length; i++) {
-        const gain = BigInt(post[i] ?? 0) - BigInt(pre[i] ?? 0);
+        const gain = BigInt(post[i]!) - BigInt(pre[i]!);
         if (gain > 0n) out.push({ to: keys[i]!.pubkey, token: native, signature, index: i, amount: gain, from });
       }
     }

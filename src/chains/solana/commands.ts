@@ -38,9 +38,10 @@ export const solanaCommands: FamilyCommand[] = [
         );
       const report = await recordSweeps(adapter, { batch: optionalInt(f, 'batch'), dryRun: f['dry-run'] === true });
       const ids = report.transfers.map((t) => t.id);
-      const deadline = Date.now() + (optionalInt(f, 'wait-seconds') ?? 120) * 1000;
+      // Waiting on the network: a timer of real seconds, not the clock the payment rules read.
+      const waited = AbortSignal.timeout((optionalInt(f, 'wait-seconds') ?? 120) * 1000);
       let results = await sweepResults(adapter, ids);
-      while (!results.every((r) => r.status === 'sent' || r.status === 'failed') && Date.now() < deadline) {
+      while (!results.every((r) => r.status === 'sent' || r.status === 'failed') && !waited.aborted) {
         await adapter.sender!.runDue();
         results = await sweepResults(adapter, ids);
         if (results.every((r) => r.status === 'sent' || r.status === 'failed')) break;

@@ -26,6 +26,8 @@ import {
   getTransactionEncoder,
   partiallySignTransaction,
 } from '@solana/kit';
+import { pollPause } from '../../core/clock.ts';
+import { ImpossibleState } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, isUniqueViolation } from '../../db/index.ts';
 import { confirmationTier } from '../networks.ts';
@@ -265,10 +267,12 @@ export class SolanaX402 {
     const finalized =
       confirmationTier(this.adapter.network, centsOf(request.amount, request.kind.token)).confirmations >=
       this.adapter.network.finalityConfirmations;
+    const { clock } = this.adapter.deps;
     for (;;) {
+      const now = clock.now();
       const s = await this.settlement(id, finalized);
-      if (s.status !== 'pending' || Date.now() >= deadline.getTime()) return s;
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (s.status !== 'pending' || now >= deadline) return s;
+      await pollPause(clock, POLL_MS, deadline);
     }
   }
 
@@ -345,18 +349,27 @@ export class SolanaX402 {
         message: `The transaction failed on chain: ${JSON.stringify(st.err)}`,
         transaction,
       };
-    const needFinal =
-      finalized ??
-      (row.token !== null &&
-        confirmationTier(this.adapter.network, centsOf(BigInt(row.amount ?? '0'), this.tokenOf(row))).confirmations >=
-          this.adapter.network.finalityConfirmations);
+    const needFinal = finalized ?? this.finalizedOnly(row);
     if (st.confirmationStatus === 'finalized' || (!needFinal && st.confirmationStatus === 'confirmed'))
       return this.settled(row, BigInt(st.slot));
     return { status: 'pending', transaction };
   }
 
-  private tokenOf(row: SolanaTransferRow): TokenConfig {
-    return this.adapter.network.tokens.find((t) => t.id === row.token) ?? usdcOf(this.adapter.network)!;
+  /**
+   * Whether a stored relay counts only once finalized: its amount's confirmation tier, read from the row. A relay is
+   * stored with its coin and amount, and the coin must still be configured: neither is guessed.
+   */
+  private finalizedOnly(row: SolanaTransferRow): boolean {
+    const ids = { settlement: row.id, transaction: row.signature };
+    if (row.amount === null) throw new ImpossibleState('a stored x402 relay has no amount to set its tier by', ids);
+    const token = this.adapter.network.tokens.find((t) => t.id === row.token);
+    if (!token)
+      throw new ImpossibleState(
+        `a stored x402 relay's coin ${row.token} is not configured on ${this.adapter.network.id}, so its tier is unknown`,
+        ids,
+      );
+    const tier = confirmationTier(this.adapter.network, centsOf(BigInt(row.amount), token));
+    return tier.confirmations >= this.adapter.network.finalityConfirmations;
   }
 
   private async settled(row: SolanaTransferRow, slot: bigint | null): Promise<X402Settlement> {
@@ -364,7 +377,13 @@ export class SolanaX402 {
     const tx = getTransactionDecoder().decode(b64enc.encode(version!.raw));
     const message = getCompiledTransactionMessageDecoder().decode(tx.messageBytes);
     if (message.version !== 'legacy' && message.version !== 0) throw new Error('x402 relay of an unknown version');
-    const index = message.instructions[2]?.accountIndices?.[2] ?? 0;
+    // The stored relay passed the layout check: its third instruction is the transfer, its third account ours.
+    const index = message.instructions[2]?.accountIndices?.[2];
+    if (index === undefined)
+      throw new ImpossibleState('the stored x402 relay has no transfer to a token account as its third instruction', {
+        settlement: row.id,
+        transaction: row.signature,
+      });
     return {
       status: 'settled',
       transaction: row.signature!,

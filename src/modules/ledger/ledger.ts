@@ -9,6 +9,7 @@ import type { Mode } from '../../core/mode.ts';
 import type { Tenant } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
+import { ImpossibleState } from '../../core/errors.ts';
 import { bpsOf } from '../../core/money.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 
@@ -185,6 +186,10 @@ export class LedgerService {
    * Dedupe key `payment:<id>:credit:<seq>`.
    */
   async creditPayment(tx: Tx, c: PaymentCredit): Promise<string | null> {
+    if (c.amount <= 0n)
+      throw new ImpossibleState(`a credit must take coins into custody, not ${c.amount} ${c.token}`, {
+        payment: c.paymentId,
+      });
     const price = BigInt(c.priceCents);
     const fee = bpsOf(price, c.feeBps);
     const swapFee = c.conversion ? bpsOf(price, c.conversion.swapFeeBps) : 0n;
@@ -194,10 +199,8 @@ export class LedgerService {
     ];
     if (fee > 0n) lines.push({ account: accounts.fees(c.mode), currency: USD, amount: -fee });
     if (swapFee > 0n) lines.push({ account: accounts.conversion(c.mode), currency: USD, amount: -swapFee });
-    if (c.amount > 0n) {
-      lines.push({ account: accounts.custody(c.mode, c.merchantId), currency: c.token, amount: c.amount });
-      lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
-    }
+    lines.push({ account: accounts.custody(c.mode, c.merchantId), currency: c.token, amount: c.amount });
+    lines.push({ account: accounts.payers(c.mode), currency: c.token, amount: -c.amount });
     const kind = c.conversion ? 'payment_conversion' : 'payment_credit';
     return this.post(tx, {
       mode: c.mode,

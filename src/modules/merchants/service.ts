@@ -5,10 +5,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
+import type { Mode } from '../../core/mode.ts';
 import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import type { Actor, AuditLog } from '../audit/index.ts';
+import { changes, OPERATOR_FIELDS } from './changes.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
@@ -132,6 +133,7 @@ export class MerchantService {
     const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
     const testKey = generateApiKey('test');
     const liveKey = generateApiKey('live');
+    const now = this.clock.now();
     await this.db.transaction().execute(async (tx) => {
       await tx
         .insertInto('merchants')
@@ -153,6 +155,7 @@ export class MerchantService {
             mode: 'test',
             key_hash: hashApiKey(testKey),
             key_hint: testKey.slice(-4),
+            created_at: now,
           },
           {
             id: newId('key'),
@@ -160,6 +163,7 @@ export class MerchantService {
             mode: 'live',
             key_hash: hashApiKey(liveKey),
             key_hint: liveKey.slice(-4),
+            created_at: now,
           },
         ])
         .execute();
@@ -368,9 +372,10 @@ export class MerchantService {
       throw notFound('merchant');
     const key = generateApiKey(mode);
     const keyId = newId('key');
+    const now = this.clock.now();
     const old = await tx
       .updateTable('api_keys')
-      .set({ revoked_at: new Date() })
+      .set({ revoked_at: now })
       .where('merchant_id', '=', merchantId)
       .where('mode', '=', mode)
       .where('revoked_at', 'is', null)
@@ -378,7 +383,14 @@ export class MerchantService {
       .execute();
     await tx
       .insertInto('api_keys')
-      .values({ id: keyId, merchant_id: merchantId, mode, key_hash: hashApiKey(key), key_hint: key.slice(-4) })
+      .values({
+        id: keyId,
+        merchant_id: merchantId,
+        mode,
+        key_hash: hashApiKey(key),
+        key_hint: key.slice(-4),
+        created_at: now,
+      })
       .execute();
     await this.audit.record(tx, tenant, actor, 'key.roll', { type: 'key', id: keyId });
     for (const o of old) await this.broadcastKeyChange(o.key_hash, tx);
@@ -414,7 +426,7 @@ export class MerchantService {
     const row = await withTx(this.db, async (tx) => {
       let q = tx
         .updateTable('api_keys')
-        .set({ revoked_at: new Date() })
+        .set({ revoked_at: this.clock.now() })
         .where(column, '=', value)
         .where('revoked_at', 'is', null);
       if (tenant) q = q.where('merchant_id', '=', tenant.merchantId).where('mode', '=', tenant.mode);
@@ -440,8 +452,8 @@ export class MerchantService {
    * Resolves a bearer token. 401 for anything that is not an active key; the caller compares the mode.
    * Positive and negative answers are cached for a minute; key changes invalidate through NOTIFY.
    */
-  async authenticate(token: string | undefined, now = Date.now()): Promise<AuthenticatedKey> {
-    return this.authenticateCached(token, now) ?? this.resolve(token!, now);
+  async authenticate(token: string | undefined): Promise<AuthenticatedKey> {
+    return this.authenticateCached(token) ?? this.resolve(token!, this.clock.millis());
   }
 
   /**
@@ -450,11 +462,11 @@ export class MerchantService {
    * request that hits it costs a map lookup rather than a SHA-256; the tokens live only in this process's memory,
    * as they do in every request it reads, and the database still holds only hashes.
    */
-  authenticateCached(token: string | undefined, now = Date.now()): AuthenticatedKey | undefined {
+  authenticateCached(token: string | undefined): AuthenticatedKey | undefined {
     if (!token) throw unauthorized();
     // Only well-formed tokens are ever cached, so a hit needs no pattern check.
     const hit = this.cache.get(token);
-    if (!hit || hit.until <= now) {
+    if (!hit || hit.until <= this.clock.millis()) {
       if (!KEY_PATTERN.test(token)) throw unauthorized();
       return undefined;
     }
@@ -573,25 +585,4 @@ function unauthorized(): ApiError {
     'unauthorized',
     'Missing, malformed, unknown or revoked API key. Send Authorization: Bearer <key>.',
   );
-}
-
-/** What `kasse merchant update` may change, as the audit row names it. */
-const OPERATOR_FIELDS: Record<string, (m: MerchantRecord) => unknown> = {
-  webhook_url_test: (m) => m.webhookUrl.test,
-  webhook_url_live: (m) => m.webhookUrl.live,
-  rate_limit_per_minute: (m) => m.rateLimitPerMinute,
-  x402_rate_limit_per_minute: (m) => m.x402RateLimitPerMinute,
-  fee_bps: (m) => m.feeBps,
-};
-
-/** `{name: {from, to}}` for each of `fields` that differs between `before` and `after`; null when none does. */
-export function changes(
-  before: MerchantRecord,
-  after: MerchantRecord,
-  fields: Record<string, (m: MerchantRecord) => unknown>,
-): Record<string, { from: unknown; to: unknown }> | null {
-  const out: Record<string, { from: unknown; to: unknown }> = {};
-  for (const [name, read] of Object.entries(fields))
-    if (read(before) !== read(after)) out[name] = { from: read(before), to: read(after) };
-  return Object.keys(out).length > 0 ? out : null;
 }

@@ -12,7 +12,8 @@ import type { Actor, AuditLog } from '../audit/index.ts';
 import type { Users } from '../users/index.ts';
 import { checkBrandColor, processLogo } from './branding.ts';
 import { storeLogo } from './logos.ts';
-import { changes, type MerchantPatch, type MerchantRecord, type MerchantService } from './service.ts';
+import { changes, type Fields } from './changes.ts';
+import type { MerchantPatch, MerchantRecord, MerchantService } from './service.ts';
 
 export interface MerchantSettingsDeps {
   db: Db;
@@ -179,8 +180,6 @@ export class MerchantSettings {
     return shown;
   }
 }
-
-type Fields = Record<string, (m: MerchantRecord) => unknown>;
 
 /** The branding's fields as the API names them. */
 const BRANDING: Fields = { color: (m) => m.brandColor, logo_sha256: (m) => m.logoSha256 };

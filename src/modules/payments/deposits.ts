@@ -96,15 +96,22 @@ export class DepositRecorder implements DepositSink {
     await this.settleMarked(mode);
   }
 
-  /** Runs the state machine on every payment marked by a recount and clears the mark in the same transaction. */
+  /**
+   * Runs the state machine on every payment marked by a recount and clears the mark in the same transaction. A payment
+   * that fails keeps its mark for the next pass and does not hold back the others.
+   */
   async settleMarked(mode?: Mode): Promise<number> {
     const marked = await markedPayments(this.engine.deps.db, mode);
     for (const { id, mode: m } of marked) {
-      await this.engine.lockedById(m, id, async (tx, l) => {
-        if (!l.row.deposits_dirty) return;
-        await this.engine.apply(tx, l, { kind: 'deposits_changed' });
-        await clearMark(tx, id);
-      });
+      try {
+        await this.engine.lockedById(m, id, async (tx, l) => {
+          if (!l.row.deposits_dirty) return;
+          await this.engine.apply(tx, l, { kind: 'deposits_changed' });
+          await clearMark(tx, id);
+        });
+      } catch (err) {
+        this.engine.deps.log.error({ err, paymentId: id }, 'marked payment failed; the next pass tries again');
+      }
     }
     return marked.length;
   }

@@ -6,6 +6,7 @@
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { Clock } from '../../core/clock.ts';
+import { ImpossibleState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Tenant } from '../../core/tenant.ts';
@@ -19,7 +20,7 @@ import type { AuditLog } from '../audit/index.ts';
 import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
-import { creditedCents, next, type Trigger } from './state.ts';
+import { creditedCents, next, paidCredit, type Trigger } from './state.ts';
 import {
   loadPayment,
   lockPayment,
@@ -130,9 +131,20 @@ export class PaymentEngine {
 
   /**
    * Applies `trigger` to the locked payment `l` inside `tx`. Throws the state machine's TransitionError when the
-   * trigger is not possible now (nothing is written then).
+   * trigger is not possible now, and ImpossibleState (logged here with the payment id) when the payment's records
+   * contradict each other; nothing is written then.
    */
   async apply(tx: Tx, l: Loaded, trigger: Trigger, now: Date = this.deps.clock.now()): Promise<Applied> {
+    try {
+      return await this.change(tx, l, trigger, now);
+    } catch (err) {
+      if (err instanceof ImpossibleState)
+        this.deps.log.error({ err, paymentId: l.row.id, trigger: trigger.kind }, 'impossible payment state');
+      throw err;
+    }
+  }
+
+  private async change(tx: Tx, l: Loaded, trigger: Trigger, now: Date): Promise<Applied> {
     const { row } = l;
     const before = toState(l);
     // The merchant's tolerance as it is now: a change applies to payments judged after it.
@@ -148,9 +160,9 @@ export class PaymentEngine {
         await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_reorg');
         credited = false;
       } else if (e === 'payment.paid' && !credited) {
-        const attempt = after.attempts.find((a) => a.id === after.paidAttemptId)!;
+        const { attempt, amount } = paidCredit(after);
         seq += 1;
-        creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, after.paidAmount, attempt.payAmount);
+        creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, amount, attempt.payAmount);
         await this.deps.ledger.creditPayment(tx, {
           mode: row.mode,
           merchantId: row.merchant_id,
@@ -159,8 +171,9 @@ export class PaymentEngine {
           priceCents: creditedAt ?? row.price_amount,
           feeBps: await this.feeBps(tx, row.merchant_id),
           token: attempt.token,
-          amount: after.paidAmount ?? 0n,
-          conversion: this.deps.chains.token(row.mode, attempt.token)?.stable
+          amount,
+          conversion: this.deps.chains.countedToken(row.mode, attempt.token, { payment: row.id, attempt: attempt.id })
+            .stable
             ? null
             : { swapFeeBps: this.deps.swapFeeBps },
         });
@@ -211,9 +224,9 @@ export class PaymentEngine {
 function creditValue(
   priceCents: number,
   withinTolerance: boolean | undefined,
-  paidAmount: bigint | null | undefined,
+  paidAmount: bigint,
   payAmount: bigint,
 ): number | null {
-  if (!withinTolerance || paidAmount == null) return null;
+  if (!withinTolerance) return null;
   return Number(creditedCents(BigInt(priceCents), paidAmount, payAmount));
 }

@@ -4,6 +4,7 @@
  * seen). Dust of another coin is not money and is not held. The ledger posts the difference (ledger/holds.ts).
  */
 import type { ChainRegistry } from '../../chains/registry.ts';
+import { ImpossibleState } from '../../core/errors.ts';
 import { unitsToCents } from '../../core/money.ts';
 import type { Tx } from '../../db/index.ts';
 import type { HeldLot, HeldTarget } from '../ledger/index.ts';
@@ -34,13 +35,18 @@ export async function heldTarget(
     const deposits = l.deposits.filter((d) => d.attempt_id === a.id && settled(d.status));
     // The attempt's own coin: valued at the attempt's rate.
     let own = deposits.filter((d) => d.token === a.token).reduce((s, d) => s + BigInt(d.amount), 0n);
-    if (credited && a.id === l.row.paid_attempt_id) own -= BigInt(l.row.paid_amount ?? 0);
+    const ids = { payment: l.row.id, attempt: a.id };
+    if (credited && a.id === l.row.paid_attempt_id) {
+      if (l.row.paid_amount === null)
+        throw new ImpossibleState('a standing credit has no paid amount to take out of what is held', ids);
+      own -= BigInt(l.row.paid_amount);
+    }
     own -= returned(a.token);
     if (own > 0n)
       lots.push({
         token: a.token,
         amount: own,
-        valueCents: unitsToCents(own, a.rate, chains.token(a.mode, a.token)?.decimals ?? 0),
+        valueCents: unitsToCents(own, a.rate, chains.countedToken(a.mode, a.token, ids).decimals),
       });
     // Other coins worth at least their minimum: valued at what they were worth when seen, pro rata after a refund.
     for (const token of new Set(deposits.filter((d) => d.token !== a.token && d.at_least_min).map((d) => d.token))) {

@@ -3,6 +3,7 @@
  * events each move publishes. It also owns the derived attempt flags `overpaid` and `wrongAsset`.
  * Pure: no I/O and no clock; time and prices come in through `Context`. Rules and decisions: docs/payment-states.md.
  */
+import { ImpossibleState } from '../../core/errors.ts';
 import { rateFraction } from '../../core/money.ts';
 import { LATE_ACCEPT_MAX_MOVE_BPS } from './model.ts';
 import type {
@@ -216,10 +217,16 @@ const STATUS_EVENT: Partial<Record<PaymentStatus, PaymentEventType>> = {
 
 /** Marks the payment paid by `a`; short of the pay amount and not `accepted` means short within the tolerance. */
 function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEventType[], accepted = false): void {
+  const confirmed = tally(a).confirmed;
+  if (confirmed <= 0n)
+    throw new ImpossibleState('a payment would be paid by a coin choice with no confirmed money', {
+      payment: p.id,
+      attempt: a.id,
+    });
   p.status = 'paid';
   p.paidAt = now;
   p.paidAttemptId = a.id;
-  p.paidAmount = tally(a).confirmed;
+  p.paidAmount = confirmed;
   p.paidWithinTolerance = !accepted && p.paidAmount < a.payAmount;
   events.push('payment.paid');
 }
@@ -237,7 +244,11 @@ function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): 
   let reorged = false;
   if (p.status === 'paid') {
     const paid = p.attempts.find((a) => a.id === p.paidAttemptId);
-    if (!paid) return;
+    if (!paid)
+      throw new ImpossibleState('a paid payment does not hold the coin choice that paid it', {
+        payment: p.id,
+        attempt: p.paidAttemptId,
+      });
     const floor = p.paidAmount != null && p.paidAmount < paid.payAmount ? p.paidAmount : paid.payAmount;
     if (tally(paid).confirmed >= floor) return;
     events.push('payment.reorged');
@@ -280,24 +291,50 @@ function onTick(p: PaymentState, events: PaymentEventType[], ctx: Context): void
   } else if (p.status === 'late') {
     const a = carrier(p.attempts);
     const completing = a && tally(a, ctx.toleranceBps).completing;
-    if (a && completing && completing.seenAt <= p.expiresAt && priceHeld(a, ctx.rates)) markPaid(p, a, ctx.now, events);
+    if (a && completing && completing.seenAt <= p.expiresAt && priceHeld(p, a, ctx.rates))
+      markPaid(p, a, ctx.now, events);
   }
 }
 
-/** |current − quoted| / quoted <= LATE_ACCEPT_MAX_MOVE_BPS, exactly. */
-function priceHeld(a: AttemptState, rates: ReadonlyMap<string, string>): boolean {
+/**
+ * |current − quoted| / quoted <= LATE_ACCEPT_MAX_MOVE_BPS, exactly; false without a current rate. Both rates are
+ * Kasse's own (the quote stored with the coin choice, the price cache's), so one that is not a positive decimal throws.
+ */
+function priceHeld(p: PaymentState, a: AttemptState, rates: ReadonlyMap<string, string>): boolean {
   const current = rates.get(a.token);
   if (current === undefined) return false;
-  try {
-    const q = rateFraction(a.rate);
-    const c = rateFraction(current);
-    if (q.num === 0n) return false;
-    const diff = c.num * q.den - q.num * c.den;
-    const move = diff < 0n ? -diff : diff;
-    return move * 10_000n <= BigInt(LATE_ACCEPT_MAX_MOVE_BPS) * q.num * c.den;
-  } catch {
-    return false;
-  }
+  const q = positiveRate(a.rate, 'quoted', p, a);
+  const c = positiveRate(current, 'current', p, a);
+  const diff = c.num * q.den - q.num * c.den;
+  const move = diff < 0n ? -diff : diff;
+  return move * 10_000n <= BigInt(LATE_ACCEPT_MAX_MOVE_BPS) * q.num * c.den;
+}
+
+function positiveRate(rate: string, which: string, p: PaymentState, a: AttemptState): { num: bigint; den: bigint } {
+  const f = /^\d+(\.\d+)?$/.test(rate) ? rateFraction(rate) : null;
+  if (!f || f.num === 0n)
+    throw new ImpossibleState(`the ${which} ${a.token} rate "${rate}" is not a positive decimal`, {
+      payment: p.id,
+      attempt: a.id,
+    });
+  return f;
+}
+
+/**
+ * What the ledger credits for a payment that just became paid: the coin choice that paid it and the confirmed amount
+ * it paid with (both set by `markPaid`, so their absence is a bug, never a zero credit).
+ */
+export function paidCredit(p: PaymentState): { attempt: AttemptState; amount: bigint } {
+  const attempt = p.attempts.find((a) => a.id === p.paidAttemptId);
+  if (!attempt || p.paidAmount == null || p.paidAmount <= 0n)
+    throw new ImpossibleState(
+      `a paid payment lacks the coin choice or the confirmed amount its credit takes (paid amount ${p.paidAmount ?? 'none'})`,
+      {
+        payment: p.id,
+        attempt: p.paidAttemptId,
+      },
+    );
+  return { attempt, amount: p.paidAmount };
 }
 
 function onCancel(p: PaymentState, events: PaymentEventType[]): void {

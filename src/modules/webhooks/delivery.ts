@@ -403,7 +403,7 @@ export class WebhookDelivery {
    * delivery would dominate at volume). The cache never outlives the overlap window it was read in.
    */
   private secret(merchantId: string): Promise<KeyObject[]> {
-    const now = Date.now();
+    const now = this.o.clock.millis();
     const hit = this.secrets.get(merchantId);
     if (hit && hit.until > now) return hit.value;
     const read = this.o.merchants.webhookSecrets(merchantId, this.o.clock.now());
@@ -413,8 +413,7 @@ export class WebhookDelivery {
     const entry = { value, until: now + SECRET_CACHE_MS };
     void read.then(
       (r) => {
-        if (r.previousUntil)
-          entry.until = Math.min(entry.until, now + Math.max(0, r.previousUntil.getTime() - this.o.clock.millis()));
+        if (r.previousUntil) entry.until = Math.min(entry.until, Math.max(now, r.previousUntil.getTime()));
       },
       () => {},
     );

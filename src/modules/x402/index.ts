@@ -10,6 +10,7 @@ export {
 } from './discovery.ts';
 export { migrations } from './migrations/index.ts';
 export { X402Service } from './service.ts';
+export { X402_SETTLEMENTS_CHANNEL } from './store.ts';
 export {
   DiscoveryResourcesSchema,
   FacilitatorBodySchema,

@@ -155,6 +155,11 @@ export class X402Service {
     return this.lifecycle.resume(limit);
   }
 
+  /** A settlement ended in some process (`X402_SETTLEMENTS_CHANNEL`): requests here waiting for it answer. */
+  settlementEnded(id: string): void {
+    this.lifecycle.ended(id);
+  }
+
   /** `GET /x402/supported`: every kind of the mode, each with the merchant's `payTo`. */
   async supported(tenant: Tenant): Promise<SupportedResponse> {
     const { mode } = tenant;
@@ -423,13 +428,13 @@ export class X402Service {
   /** Every kind of the mode with the scheme offering it. */
   private kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>> {
     const cached = this.kindsOf.get(mode);
-    if (cached && Date.now() < cached.until) return cached.kinds;
+    if (cached && this.deps.clock.millis() < cached.until) return cached.kinds;
     const kinds = (async () => {
       const out = [];
       for (const scheme of this.deps.schemes()) for (const kind of await scheme.kinds(mode)) out.push({ kind, scheme });
       return out;
     })();
-    this.kindsOf.set(mode, { kinds, until: Date.now() + KINDS_FOR_MS });
+    this.kindsOf.set(mode, { kinds, until: this.deps.clock.millis() + KINDS_FOR_MS });
     kinds.catch(() => this.kindsOf.delete(mode));
     return kinds;
   }

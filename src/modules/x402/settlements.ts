@@ -54,6 +54,9 @@ export interface SettlementDeps {
 }
 
 export class Settlements {
+  /** Requests of this process waiting for a settlement to end, by settlement id. */
+  private readonly waiting = new Map<string, Set<() => void>>();
+
   constructor(private readonly deps: SettlementDeps) {}
 
   /**
@@ -113,17 +116,15 @@ export class Settlements {
     submit = true,
   ): Promise<SettleResponse> {
     if (row.status !== 'pending') return this.answer(row);
-    const deadline = new Date(Date.now() + SETTLE_WAIT_MS);
+    const deadline = new Date(this.deps.clock.millis() + SETTLE_WAIT_MS);
     let state: X402Settlement;
     if (submit) state = await scheme.settle(request, row.id, deadline);
     else {
-      for (;;) {
-        const now = await getSettlement(this.deps.db, row.id);
-        if (now && now.status !== 'pending') return this.answer(now);
-        state = await scheme.settlement(row.mode, row.chain, row.id);
-        if (state.status !== 'pending' || Date.now() >= deadline.getTime()) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      const now = await this.endOf(row.id, deadline);
+      if (now && now.status !== 'pending') return this.answer(now);
+      // Still pending at the deadline: where its transfer stands decides (it may have landed while whoever submitted
+      // it is gone, and is then recorded here).
+      state = await scheme.settlement(row.mode, row.chain, row.id);
     }
     let final: SettlementRow;
     try {
@@ -135,6 +136,34 @@ export class Settlements {
     }
     if (final.status === 'pending' && me.startsWith('req:')) await releaseAnswer(this.deps.db, row.id, me);
     return this.answer(final);
+  }
+
+  /** A settlement ended (announced by any process, this one included): wakes the requests waiting for it here. */
+  ended(id: string): void {
+    for (const wake of this.waiting.get(id) ?? []) wake();
+  }
+
+  /**
+   * The settlement once it ends, or as it stands when the clock reaches `deadline`: no polling, the statement that
+   * ends a settlement announces it (store.ts), wherever it runs.
+   */
+  private async endOf(id: string, deadline: Date): Promise<SettlementRow | undefined> {
+    const stop = new AbortController();
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const waiting = this.waiting.get(id) ?? new Set();
+    this.waiting.set(id, waiting.add(wake));
+    try {
+      // Listening before reading: an end between the two is not missed.
+      const row = await getSettlement(this.deps.db, id);
+      if (!row || row.status !== 'pending') return row;
+      await Promise.race([woken, this.deps.clock.until(deadline, stop.signal)]);
+      return await getSettlement(this.deps.db, id);
+    } finally {
+      stop.abort();
+      waiting.delete(wake);
+      if (waiting.size === 0) this.waiting.delete(id);
+    }
   }
 
   /**
@@ -163,6 +192,8 @@ export class Settlements {
         });
       }
     } else return row;
+    // Announced to every process; this one is told at once, also without a LISTEN connection.
+    if (now) this.ended(row.id);
     // Nothing changed here: another request or process ended it first.
     return now ?? (await getSettlement(this.deps.db, row.id)) ?? row;
   }
@@ -231,11 +262,12 @@ export class Settlements {
   }
 
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {
-    await markFailed(this.deps.db, row.id, {
+    const ended = await markFailed(this.deps.db, row.id, {
       transaction: row.transaction,
       error: `${reason}: ${message}`,
       now: this.deps.clock.now(),
     });
+    if (ended) this.ended(row.id);
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
   }
 

@@ -3,12 +3,15 @@
  * totals. The only code on them but the discovery catalogue's (discovery.ts).
  */
 import type { Tenant } from '../../core/tenant.ts';
-import { sql, type Selectable } from 'kysely';
+import { sql, type Compilable, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import type { X402SettlementsTable } from './tables.ts';
 
 export type SettlementRow = Selectable<X402SettlementsTable>;
+
+/** NOTIFY channel: a settlement ended (`settled` or `failed`); the payload is its id. */
+export const X402_SETTLEMENTS_CHANNEL = 'kasse_x402_settlements';
 
 export interface PayToRow {
   address: string;
@@ -181,13 +184,15 @@ export async function markSettled(
   id: string,
   s: { transaction: string; paymentId: string; now: Date },
 ): Promise<SettlementRow | undefined> {
-  return tx
-    .updateTable('x402_settlements')
-    .set({ status: 'settled', transaction: s.transaction, payment_id: s.paymentId, settled_at: s.now, error: null })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirst();
+  return ended(
+    tx,
+    tx
+      .updateTable('x402_settlements')
+      .set({ status: 'settled', transaction: s.transaction, payment_id: s.paymentId, settled_at: s.now, error: null })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .returningAll(),
+  );
 }
 
 /** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); the row, or nothing if not pending. */
@@ -196,13 +201,24 @@ export async function markFailed(
   id: string,
   f: { transaction: string | null; error: string; now: Date },
 ): Promise<SettlementRow | undefined> {
-  return db
-    .updateTable('x402_settlements')
-    .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now, resume_at: null })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirst();
+  return ended(
+    db,
+    db
+      .updateTable('x402_settlements')
+      .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now, resume_at: null })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .returningAll(),
+  );
+}
+
+/** Runs the update that ends a settlement and, in the same statement, announces it (delivered at commit). */
+async function ended(db: DbOrTx, update: Compilable): Promise<SettlementRow | undefined> {
+  const { rows } = await sql<SettlementRow>`
+    WITH u AS (${update}) SELECT u.*, pg_notify(${X402_SETTLEMENTS_CHANNEL}, u.id) AS notified FROM u`.execute(db);
+  if (!rows[0]) return undefined;
+  const { notified: _, ...row } = rows[0] as SettlementRow & { notified: unknown };
+  return row;
 }
 
 /**
