@@ -35,6 +35,7 @@ import { RateLimiter } from './modules/ratelimit/index.ts';
 import { StatementEmails, StatementService } from './modules/statements/index.ts';
 import { EVENT_STREAM_CHANNEL, EventStreamHub, WEBHOOKS_CHANNEL, WebhookService } from './modules/webhooks/index.ts';
 import { AuditLog } from './modules/audit/index.ts';
+import { CaptureService } from './modules/capture/index.ts';
 import { EMAIL_CHANNEL, EmailService } from './modules/email/index.ts';
 import { Users } from './modules/users/index.ts';
 import { CustomerLinks, SubscriptionService } from './modules/subscriptions/index.ts';
@@ -86,6 +87,8 @@ export class Kasse {
   readonly transfers: TransferService;
   /** Payments, coin choices, deposits (`payments.deposits`, the chain families' sink), the payment engine. */
   readonly payments: PaymentService;
+  /** Hold and capture: manual payments' holds, their captures and voids, moved through the transfers module. */
+  readonly capture: CaptureService;
   /** Refunds: a payment's money sent back through the transfers module. */
   readonly refunds: RefundService;
   /** The test-mode simulator: a test payment finished with a chosen outcome. */
@@ -194,8 +197,9 @@ export class Kasse {
       swapFeeBps: config.swapFeeBps,
       checkoutBase: () => this.urls.checkout,
     });
-    this.refunds = new RefundService(this.payments.engine, this.transfers);
-    this.simulator = new Simulator(this.payments);
+    this.capture = new CaptureService(this.payments.engine, this.transfers);
+    this.refunds = new RefundService(this.payments.engine, this.transfers, this.capture);
+    this.simulator = new Simulator(this.payments, this.capture);
     this.statements = new StatementService({ db, clock, chains: this.chains });
     this.statementEmails = new StatementEmails({
       db,
@@ -240,6 +244,7 @@ export class Kasse {
       checkoutBase: () => this.urls.checkout,
     });
     this.statements.usePayouts(this.disbursements);
+    this.statements.useCaptures(this.capture);
     this.familyContext = {
       db,
       clock,
@@ -251,6 +256,7 @@ export class Kasse {
       deposits: this.payments.deposits,
       payments: this.payments.reader,
       transfers: this.transfers,
+      holds: this.capture,
     };
     this.families = families.map((family) => {
       const loaded = family.load?.(this.familyContext) ?? { adapters: [] };

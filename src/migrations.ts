@@ -8,6 +8,7 @@ import type { Migration } from 'kysely';
 import * as m0029 from './chains/migrations/0029_chain_health.ts';
 import type { ChainFamily } from './chains/plugin.ts';
 import { composeMigrations } from './db/migrate.ts';
+import { migrations as capture } from './modules/capture/index.ts';
 import { migrations as disbursements } from './modules/disbursements/index.ts';
 import { migrations as email } from './modules/email/index.ts';
 import { migrations as invoices } from './modules/invoices/index.ts';
@@ -36,6 +37,7 @@ export const ownMigrations: Record<string, Migration> = composeMigrations(
   disbursements,
   { '0029_chain_health': m0029 },
   x402,
+  capture,
 );
 
 /** Every migration of a Kasse with these chain families installed. */

@@ -28,6 +28,8 @@ export const RESOURCES = {
     createAttempt: op('createPaymentAttempt'),
     cancel: op('cancelPayment'),
     accept: op('acceptPayment'),
+    capture: op('capturePayment'),
+    void: op('voidPayment'),
     refund: op('refundPayment'),
   },
   links: { create: op('createLink'), list: op('listLinks'), retrieve: op('getLink'), update: op('updateLink') },

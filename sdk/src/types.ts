@@ -12,6 +12,9 @@ export type Payment = Schemas['Payment'];
 export type Attempt = Schemas['Attempt'];
 export type Deposit = Schemas['Deposit'];
 export type Refund = Schemas['Refund'];
+/** A manual payment's hold (`payment.authorization`) and its settled captures. */
+export type Authorization = Schemas['Authorization'];
+export type Capture = Schemas['Capture'];
 export type Currency = Schemas['Currency'];
 export type Estimate = Schemas['Estimate'];
 export type Balance = Schemas['Balance'];
@@ -63,6 +66,7 @@ export type ListPaymentsParams = QueryParams<'listPayments'>;
 export type CreateLinkParams = RequestBody<'createLink'>;
 export type UpdateLinkParams = RequestBody<'updateLink'>;
 export type RefundParams = RequestBody<'refundPayment'>;
+export type CaptureParams = RequestBody<'capturePayment'>;
 export type SimulateParams = RequestBody<'simulatePayment'>;
 export type CreateTaxInvoiceParams = RequestBody<'createTaxInvoice'>;
 export type UpdateAccountParams = RequestBody<'updateAccount'>;

@@ -24,7 +24,7 @@ import type { Locale } from '../core/i18n/index.ts';
 import type { Secrets } from '../core/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { NetworkHealth } from './health.ts';
-import type { DepositSink, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
+import type { DepositSink, HoldsPort, HoldTerms, OutgoingSender, PaymentsPort, TransferSink } from './ports.ts';
 import type { ChainRegistry } from './registry.ts';
 import type { NetworkConfig, TokenConfig } from './types.ts';
 import type { X402Scheme } from './x402.ts';
@@ -107,6 +107,8 @@ export interface FamilyContext {
   payments: PaymentsPort;
   /** Where senders report how transfers ended. */
   transfers: TransferSink;
+  /** Where a checkout hands over a hold its payer signed (hold and capture). */
+  holds: HoldsPort;
 }
 
 /** One network in one mode behind the family. */
@@ -128,6 +130,21 @@ export interface ChainAdapter {
   explorerUrl(txHash: string): string | null;
   /** Sends refunds and payouts from the hot wallet; absent where no sender runs for the network. */
   readonly sender?: OutgoingSender;
+  /** Hold and capture through an escrow on this network (docs/capture.md); absent where none is configured. */
+  readonly holds?: HoldAdapter;
+}
+
+/**
+ * Hold and capture on a network: an escrow Kasse operates (`HoldOperation`s leave through the network's sender). The
+ * terms of a hold are the family's own (for EVM, the escrow's `PaymentInfo`); modules keep them as they got them.
+ */
+export interface HoldAdapter {
+  /** Whether `token` can be held here: the escrow is configured and the payer can sign for it without gas. */
+  canHold(token: TokenConfig): boolean;
+  /** Where captured money is paid: an address of Kasse's on the network (it is the held coin choice's `address`). */
+  readonly receiver: string;
+  /** What the escrow holds under `terms` now, in the token's smallest unit (RPC; never inside a transaction). */
+  held(terms: unknown): Promise<{ capturable: bigint; refundable: bigint }>;
 }
 
 /** Something the workers role runs until it stops: a watcher, a sender loop. */
@@ -151,6 +168,8 @@ export interface WalletChoice {
   amount: bigint;
   /** End of the price hold. */
   expiresAt: Date;
+  /** A manual payment's hold terms: the payer authorizes a hold instead of sending (docs/capture.md); else null. */
+  hold: HoldTerms | null;
 }
 
 /**

@@ -91,6 +91,17 @@ export interface CoinChoice {
   expiresAt: Date;
   /** Still payable: the coin choice is waiting and its payment is not final (the hold's end is the caller's check). */
   open: boolean;
+  /**
+   * A manual payment's hold terms (docs/capture.md): the payer authorizes a hold of `payAmount` that can be captured
+   * until `captureBefore` and refunded through the escrow until `refundBefore`; null for a payment paid by sending.
+   */
+  hold: HoldTerms | null;
+}
+
+/** The deadlines of a hold, fixed when its payment was created. */
+export interface HoldTerms {
+  captureBefore: Date;
+  refundBefore: Date;
 }
 
 /** A deposit address holding confirmed money. */
@@ -121,8 +132,26 @@ export interface TransferRequest {
   /** Why it is sent: the module that asked (`refund`, `payout`). */
   purpose: string;
   token: TokenConfig;
+  /** Where the money goes; for a hold operation: the payer (authorize, void, refund) or the receiver (capture). */
   destination: string;
   amount: bigint;
+  /** Present when the transfer moves money held in an escrow (hold and capture) rather than the hot wallet's own. */
+  hold?: HoldOperation;
+  /** Confirmations it must have to settle; absent: the network's highest tier. */
+  confirmations?: number;
+}
+
+/**
+ * A transfer on a hold: the operator's call to the escrow (docs/capture.md). `terms` are the family's own terms of the
+ * hold (for EVM, the escrow's `PaymentInfo`), as the family handed them to the capture module.
+ */
+export interface HoldOperation {
+  /** authorize: lock the payer's signed amount in escrow; capture: pay `amount` of it to the receiver; void: return
+   * the rest to the payer; refund: return `amount` of what was captured to the payer. */
+  kind: 'authorize' | 'capture' | 'void' | 'refund';
+  terms: unknown;
+  /** authorize: the payer's signature that lets the escrow collect the money. */
+  signature?: string;
 }
 
 /** How an outgoing transfer left (or failed to leave) the hot wallet; reported by a sender. */
@@ -164,6 +193,33 @@ export interface TransferSink {
  */
 export interface OutgoingSender {
   enqueue(tx: Tx, request: TransferRequest): Promise<void>;
+}
+
+// ---- Holds ----
+
+/** A payer's signed authorization of a hold for a coin choice, as a family's checkout verified it. */
+export interface SignedHold {
+  mode: Mode;
+  paymentId: string;
+  attemptId: string;
+  /** The payer's address (where a void or a refund returns the money). */
+  payer: string;
+  /** The hold's identifier on its chain (for EVM, the escrow's payment-info hash). */
+  reference: string;
+  /** The family's terms of the hold (handed back with every operation on it). */
+  terms: unknown;
+  /** The payer's signature the authorize transfer submits. */
+  signature: string;
+}
+
+/** Implemented by the capture module: where a family hands over a hold its payer signed. */
+export interface HoldsPort {
+  /**
+   * Records the hold and asks for its `authorize` transfer (through the network's sender, in one transaction; no
+   * network I/O). Returns that transfer's id. Throws an ApiError (404 payment, 422 coin choice not open or already
+   * authorized) and records nothing when it cannot be taken.
+   */
+  holdSigned(hold: SignedHold): Promise<{ transferId: string }>;
 }
 
 // ---- Failed steps: retry, or fail the transfer ----

@@ -95,7 +95,7 @@ export function queueIndexes(table: string): RawBuilder<unknown> {
 }
 
 /** The purposes a sender is handed by the transfers module, and so reports to its sink; the rest are the family's. */
-const SINK_PURPOSES: readonly string[] = ['refund', 'payout'];
+const SINK_PURPOSES: readonly string[] = ['refund', 'payout', 'authorize', 'capture', 'void'];
 export const reportsToSink = (purpose: string): boolean => SINK_PURPOSES.includes(purpose);
 
 /** What a family supplies: its steps, and how its rows settle. */

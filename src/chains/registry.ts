@@ -120,6 +120,18 @@ export class ChainRegistry {
     return this.registered.get(`${mode}:${chain}`)?.sender ?? null;
   }
 
+  /**
+   * Whether `tokenId` can be held (hold and capture, docs/capture.md): where an adapter runs, when its escrow holds
+   * the coin; in test mode on a network served by the simulator, any coin payable by signature (`gasless`).
+   */
+  holdable(mode: Mode, tokenId: string): boolean {
+    const token = this.token(mode, tokenId);
+    if (!token) return false;
+    const adapter = this.registered.get(`${mode}:${token.chain}`);
+    if (adapter) return adapter.holds?.canHold(token) ?? false;
+    return mode === 'test' && token.gasless;
+  }
+
   /** The adapter serving `chain` in `mode`: the registered one, else the built-in fallback. Throws for unknown networks. */
   adapter(mode: Mode, chain: string): ChainAdapter {
     const key = `${mode}:${chain}`;

@@ -69,7 +69,10 @@ export type IdPrefix =
   | 'eml'
   | 'dsp'
   | 'x4s'
-  | 'x4r';
+  | 'x4r'
+  | 'hld'
+  | 'cap'
+  | 'vod';
 
 function randomBase32(chars: number): string {
   let out = '';

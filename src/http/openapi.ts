@@ -190,7 +190,12 @@ const EVENT_MEANINGS: Record<(typeof EVENT_TYPES)[number], string> = {
   'payment.reorged':
     'The transaction of a paid payment left the chain: pause fulfilment until `payment.paid` comes again.',
   'payment.refunded': 'A refund was sent.',
-  'payment.cancelled': 'You cancelled the payment before any money was seen.',
+  'payment.cancelled':
+    'You cancelled the payment before any money was seen; for a manual payment, its hold was voided (by you, or at `authorization.capture_before`) or reclaimed by the payer before anything was captured.',
+  'payment.authorized':
+    'Manual payments only (`capture_method: manual`): the payer’s authorization is locked in escrow with its confirmations. Capture (`POST /payments/{id}/capture`) or void it before `authorization.capture_before`.',
+  'payment.captured':
+    'Manual payments only: a capture settled on chain; the newest entry of `authorization.captures` is this one (its `amount_usd_cents`). The first capture also sends `payment.paid`.',
 };
 
 const SIGNATURE_HEADERS = [

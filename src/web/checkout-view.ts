@@ -20,7 +20,17 @@ import { langField, switcher } from './lang.ts';
 type Attempt = Payment['attempts'][number];
 
 /** What the payer is asked to do now. */
-export type Phase = 'pick' | 'pay' | 'seen' | 'underpaid' | 'paid' | 'expired' | 'late' | 'cancelled' | 'refunded';
+export type Phase =
+  | 'pick'
+  | 'pay'
+  | 'seen'
+  | 'underpaid'
+  | 'authorized'
+  | 'paid'
+  | 'expired'
+  | 'late'
+  | 'cancelled'
+  | 'refunded';
 
 /** Statuses after which nothing changes for the payer; the page stops listening. */
 export const FINAL_STATUSES = ['paid', 'expired', 'cancelled', 'refunded'];
@@ -159,7 +169,9 @@ export function statusLine(l: Locale, p: Payment, view: 'checkout' | 'pos' = 'ch
     case 'pick':
       return t(l, a ? 'status.pick_again' : 'status.pick');
     case 'pay':
-      return t(l, 'status.pay', { amount: a!.pay_amount_display, symbol: symbolOf(a!) });
+      return p.authorization
+        ? holdNote(l, p, a!)
+        : t(l, 'status.pay', { amount: a!.pay_amount_display, symbol: symbolOf(a!) });
     case 'seen': {
       const progress = confirmationProgress(a);
       return progress ? t(l, 'status.seen_count', progress) : t(l, 'status.seen');
@@ -228,6 +240,47 @@ function unpricedNote(l: Locale, symbols: string[]): Html | string {
   return html`<p class="k-note" data-unpriced>${t(l, 'pick.unpriced', { coins: list(l, symbols), count: symbols.length })}</p>`;
 }
 
+/** What a held payment's payer is asked to authorize, and until when the hold lasts (docs/capture.md). */
+function holdNote(l: Locale, p: Payment, a: Attempt): string {
+  return t(l, 'hold.note', {
+    amount: a.pay_amount_display,
+    symbol: symbolOf(a),
+    date: moment(l, new Date(p.authorization!.capture_before)),
+  });
+}
+
+/** A held coin choice: what the payer authorizes (no address to send to), the wallet button, the price hold. */
+function holdBlock(ctx: CheckoutContext, a: Attempt): Html {
+  const l = ctx.locale;
+  const p = ctx.payment;
+  const token = ctx.chains.token(ctx.mode, a.token);
+  const network = ctx.chains.network(ctx.mode, a.chain);
+  const wallet =
+    network && token
+      ? ctx.walletButtons({
+          locale: l,
+          mode: ctx.mode,
+          network,
+          token,
+          paymentId: p.id,
+          attemptId: a.id,
+          address: a.address,
+          amount: BigInt(a.pay_amount),
+          expiresAt: new Date(a.expires_at),
+          hold: {
+            captureBefore: new Date(p.authorization!.capture_before),
+            refundBefore: new Date(p.authorization!.refund_before),
+          },
+        })
+      : '';
+  return html`<h2>${t(l, 'hold.heading')}</h2><div class="k-send">
+<p class="k-note" data-hold-note>${holdNote(l, p, a)}</p>
+${wallet}
+<p class="k-error" role="alert" data-wallet-error></p>
+<p class="k-timer">${t(l, 'send.held_for')} ${countdown(l, a.expires_at, ctx.now)}</p>
+</div>`;
+}
+
 /** Address, exact amount, QR code, deep link, wallet buttons and the hold countdown for sending `units` of `a`'s coin. */
 async function sendBlock(
   ctx: CheckoutContext,
@@ -258,6 +311,7 @@ async function sendBlock(
           address: a.address,
           amount: units,
           expiresAt: new Date(a.expires_at),
+          hold: null,
         })
       : '';
   const networkName = network?.name ?? a.chain;
@@ -323,6 +377,7 @@ export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
       }
       return html`${a ? html`<p class="k-note">${t(l, 'pick.hold_ended', { symbol: symbolOf(a) })}</p>` : ''}${picker(ctx, true)}`;
     case 'pay': {
+      if (p.authorization) return holdBlock(ctx, a!);
       const block = await sendBlock(ctx, a!, BigInt(a!.pay_amount), a!.uri);
       const more =
         p.attempts.length < MAX_ATTEMPTS
@@ -349,6 +404,8 @@ export async function checkoutMain(ctx: CheckoutContext): Promise<Html> {
           ? html`<a class="k-btn" href="${p.success_url}" data-success>${t(l, 'paid.continue')}</a>`
           : ''
       }</div>`;
+    case 'authorized':
+      return html`<div class="k-state k-ok"><p class="k-icon" aria-hidden="true">✓</p><h2>${t(l, 'authorized.heading')}</h2><p>${t(l, 'authorized.text', { date: moment(l, new Date(p.authorization!.capture_before)) })}</p></div>`;
     case 'late':
       return state('late', deposits(l, a));
     case 'expired':

@@ -71,8 +71,10 @@ async function coinsFor(kasse: Kasse, found: PublicPayment): Promise<{ coins: Co
   const phase = phaseOf(p);
   if (p.status !== 'waiting' || (phase !== 'pick' && phase !== 'pay')) return { coins: [], unpriced: [] };
   const currencies = await kasse.payments.catalogue.currencies(found.mode);
+  const offered = coinOptions(kasse.chains, found.mode, currencies, p.price_amount);
   return {
-    coins: coinOptions(kasse.chains, found.mode, currencies, p.price_amount),
+    // A held payment is paid only in coins that can be held (docs/capture.md).
+    coins: p.authorization ? offered.filter((c) => kasse.chains.holdable(found.mode, c.token)) : offered,
     unpriced: unpricedSymbols(currencies),
   };
 }

@@ -67,6 +67,7 @@ export function clientText(locale: Locale): string {
     walletSent: t(locale, 'wallet.sent'),
     walletNotSent: t(locale, 'wallet.not_sent'),
     walletSigned: t(locale, 'wallet.signed'),
+    walletAuthorizing: t(locale, 'wallet.authorizing'),
     walletNoAccount: t(locale, 'wallet.no_account'),
     walletSending: t(locale, 'wallet.sending'),
   });

@@ -674,6 +674,7 @@ describe('currencies and estimates', () => {
       rate_source: 'peg',
       paused: false,
       gasless: true,
+      holdable: true,
       network_status: 'simulated',
       network_status_reason:
         'no forwarder factory configured (deploy one with `kasse evm deploy-factory` and set "evm.forwarder_factory" in the networks file)',

@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import { getAddress, parseEther, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { forwarderFactoryAbi } from '../../src/chains/evm/contracts.ts';
+import { AUTH_CAPTURE_V1_1 } from '../../src/chains/evm/escrow.ts';
 import type { SweepReport } from '../../src/chains/evm/operations.ts';
 import { evmCommands } from '../../src/chains/evm/commands.ts';
 import type { Kasse } from '../../src/kasse.ts';
@@ -194,4 +195,18 @@ test('evm status reports the cursor against the head and the hot wallet', async 
   assert.ok(BigInt(s.head!) >= BigInt(s.cursor!));
   assert.equal(s.watch_path, 'poll', 'no ws_urls: polling only');
   assert.equal(s.push_error, 'no ws_urls configured');
+});
+
+test('deploy-escrow places the hold-and-capture escrow at its canonical addresses on the local node; live mode is refused', async () => {
+  const placed = (await run(k.t.kasse, 'evm deploy-escrow', {})) as Record<string, any>;
+  assert.equal(placed.escrow, AUTH_CAPTURE_V1_1.escrow);
+  assert.deepEqual(placed.networks_file.evm.auth_capture, {
+    escrow: AUTH_CAPTURE_V1_1.escrow,
+    erc3009_collector: AUTH_CAPTURE_V1_1.erc3009Collector,
+    operator_refund_collector: AUTH_CAPTURE_V1_1.operatorRefundCollector,
+  });
+  for (const address of Object.values(AUTH_CAPTURE_V1_1))
+    assert.notEqual(await chain.rpc('eth_getCode', [address, 'latest']), '0x', address);
+  assert.deepEqual(await run(k.t.kasse, 'evm deploy-escrow', {}), placed, 'placing again changes nothing');
+  await assert.rejects(run(k.t.kasse, 'evm deploy-escrow', { mode: 'live' }), /canonical escrow deployment/);
 });

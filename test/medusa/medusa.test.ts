@@ -5,7 +5,10 @@
  * by `medusa user`, and `medusa start` serving it (booted once for the file). Then, through Medusa's own store and
  * admin APIs: a cart paid through Kasse's simulator, Kasse's webhook delivered to Medusa's own webhook route and the
  * cart completed into an order; the storefront coming back after that finds the same order; a refund made with the
- * admin API arriving in Kasse; a forged webhook changing nothing.
+ * admin API arriving in Kasse; a forged webhook changing nothing. The doc's second, manual-capture entry of the
+ * provider (`pp_kasse_manual`, the same Kasse account) is added beside the first: a cart authorized through the
+ * simulator becomes an order, captured from Medusa's admin API and settled in Kasse; another order cancelled in
+ * Medusa has its hold voided.
  *
  * The project's own Medusa packages are the integration's installed tree linked in (`cp -al`, the same versions its
  * lockfile holds; copied when the temporary directory is on another file system), which spares a second download and
@@ -173,7 +176,15 @@ async function makeShop(): Promise<void> {
       maxBuffer: 64 << 20,
     }),
   );
-  writeFileSync(join(shop, 'medusa-config.ts'), docBlock('Configure', 'ts'));
+  // The configuration as the doc prints it, with the doc's manual-capture entry added to the payment providers.
+  const config = docBlock('Configure', 'ts');
+  const firstEntryEnd = config.indexOf('\n        ],', config.indexOf('providers: ['));
+  assert.ok(firstEntryEnd > 0, "the doc's configuration has a providers list");
+  const manualEntry = docBlock('Automatic and manual capture', 'ts');
+  writeFileSync(
+    join(shop, 'medusa-config.ts'),
+    `${config.slice(0, firstEntryEnd)}\n${manualEntry.trimEnd()}${config.slice(firstEntryEnd)}`,
+  );
 }
 
 /** `medusa start` on `port`, resolved once it answers /health; its output is kept in `medusaLog`. */
@@ -236,7 +247,12 @@ before(async () => {
   const region = await ok(
     'POST',
     '/admin/regions',
-    { name: 'United States', currency_code: 'usd', countries: ['us'], payment_providers: ['pp_kasse_kasse'] },
+    {
+      name: 'United States',
+      currency_code: 'usd',
+      countries: ['us'],
+      payment_providers: ['pp_kasse_kasse', 'pp_kasse_manual'],
+    },
     adminHeaders,
   );
   regionId = region.region.id;
@@ -278,7 +294,7 @@ after(async () => {
 });
 
 /** A store cart with a mug, its payment collection and a Kasse payment session, as a storefront makes them. */
-async function checkout() {
+async function checkout(provider = 'pp_kasse_kasse') {
   const { cart } = await ok(
     'POST',
     '/store/carts',
@@ -298,7 +314,7 @@ async function checkout() {
   const { payment_collection: withSession } = await ok(
     'POST',
     `/store/payment-collections/${collection.id}/payment-sessions`,
-    { provider_id: 'pp_kasse_kasse', data: { success_url: 'https://shop.example.com/order/confirmed' } },
+    { provider_id: provider, data: { success_url: 'https://shop.example.com/order/confirmed' } },
     storeHeaders,
   );
   const session = withSession.payment_sessions[0];
@@ -311,7 +327,7 @@ async function orderOf(cart: { id: string; email: string }) {
   if (!now.completed_at) return null;
   const { orders } = await ok(
     'GET',
-    '/admin/orders?limit=100&fields=id,email,total,payment_status,*payment_collections.payments,*payment_collections.payments.captures,*payment_collections.payments.refunds',
+    '/admin/orders?limit=100&fields=id,email,total,status,payment_status,*payment_collections.payments,*payment_collections.payments.captures,*payment_collections.payments.refunds',
     undefined,
     adminHeaders,
   );
@@ -326,10 +342,11 @@ describe('Kasse inside Medusa', () => {
     assert.deepEqual(installed.dependencies ?? {}, {}, 'the SDK is inside the package');
     assert.deepEqual(installed.peerDependencies, { '@medusajs/framework': '2.21.x' });
     const { payment_providers } = await ok('GET', '/admin/payments/payment-providers', undefined, adminHeaders);
-    assert.ok(
-      payment_providers.some((p: any) => p.id === 'pp_kasse_kasse' && p.is_enabled),
-      JSON.stringify(payment_providers),
-    );
+    for (const id of ['pp_kasse_kasse', 'pp_kasse_manual'])
+      assert.ok(
+        payment_providers.some((p: any) => p.id === id && p.is_enabled),
+        `${id}: ${JSON.stringify(payment_providers)}`,
+      );
   });
 
   test("a cart paid through Kasse: its webhook reaches Medusa's route and completes the cart into an order", async () => {
@@ -416,6 +433,64 @@ describe('Kasse inside Medusa', () => {
     // Kasse's payment.refunded reaches Medusa too, which has no action for it.
     await t.kasse.webhooks.drain();
     await logLines(/\(payment\.refunded\) → not_supported/);
+  });
+
+  test("manual capture: an authorized cart becomes an order, captured from Medusa's admin API; a cancelled one is voided", async () => {
+    const { cart, session, paymentId } = await checkout('pp_kasse_manual');
+    const created = await kasse.payments.retrieve(paymentId);
+    assert.equal(created.capture_method, 'manual');
+    assert.equal(created.authorization!.amount_usd_cents, 2550);
+
+    // The payer authorizes the hold; Kasse's payment.authorized reaches Medusa and the cart becomes an order.
+    await kasse.testHelpers.payments.simulate(paymentId, { outcome: 'authorized', from: PAYER });
+    assert.equal(await t.kasse.webhooks.drain(), 1);
+    const [order] = await eventually('the order of the authorized cart', () => orderOf(cart), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    assert.equal(order.payment_status, 'authorized');
+    const [medusaPayment] = order.payment_collections.flatMap((c: any) => c.payments);
+    assert.equal(medusaPayment.provider_id, 'pp_kasse_manual');
+    assert.equal(medusaPayment.data.status, 'authorized');
+    assert.equal(medusaPayment.captures.length, 0);
+    assert.equal((await kasse.payments.retrieve(paymentId)).authorization!.captured_usd_cents, 0);
+
+    // The merchant captures from Medusa's admin: Kasse captures the hold, once.
+    const captured = await ok('POST', `/admin/payments/${medusaPayment.id}/capture`, {}, adminHeaders);
+    assert.equal(captured.payment.captures.length, 1);
+    assert.equal(captured.payment.captures[0].amount, 25.5);
+    assert.equal((await kasse.payments.retrieve(paymentId)).authorization!.pending_usd_cents, 2550);
+    // Asked again, whatever Medusa answers, Kasse is not asked for a second capture (below: one capture settles).
+    await call('POST', `/admin/payments/${medusaPayment.id}/capture`, {}, adminHeaders);
+    await t.kasse.capture.settleSimulated();
+    const inKasse = await kasse.payments.retrieve(paymentId);
+    assert.equal(inKasse.status, 'paid');
+    assert.equal(inKasse.authorization!.captured_usd_cents, 2550);
+    assert.equal(inKasse.authorization!.captures.length, 1);
+    // Kasse's payment.paid and payment.captured reach Medusa, which already has the capture.
+    assert.equal(await t.kasse.webhooks.drain(), 2);
+    await logLines(new RegExp(`\\(payment\\.captured\\) → captured for ${session.id}`));
+    await logLines(new RegExp(`\\(payment\\.paid\\) → captured for ${session.id}`));
+    const [after] = (await orderOf(cart))!;
+    assert.equal(after.payment_status, 'captured');
+    assert.equal(after.payment_collections.flatMap((c: any) => c.payments)[0].captures.length, 1);
+
+    // Another authorized order, cancelled in Medusa: its hold is voided and the payer's money goes back.
+    const other = await checkout('pp_kasse_manual');
+    await kasse.testHelpers.payments.simulate(other.paymentId, { outcome: 'authorized', from: PAYER });
+    await t.kasse.webhooks.drain();
+    const [toCancel] = await eventually('the second order', () => orderOf(other.cart), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    await ok('POST', `/admin/orders/${toCancel.id}/cancel`, {}, adminHeaders);
+    await t.kasse.capture.settleSimulated();
+    const voided = await kasse.payments.retrieve(other.paymentId);
+    assert.equal(voided.status, 'cancelled');
+    assert.equal(voided.authorization!.voided, true);
+    assert.equal(voided.authorization!.captured_usd_cents, 0);
+    const [cancelled] = (await orderOf(other.cart))!;
+    assert.equal(cancelled.status, 'canceled');
   });
 
   test("a forged webhook at Medusa's route is refused by the provider and changes nothing", async () => {

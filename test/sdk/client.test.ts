@@ -149,6 +149,65 @@ describe('every method against a running Kasse', () => {
     assert.equal((await kasse.payments.accept(under.id)).status, 'paid');
   });
 
+  test('payments held for capture: create manual, capture with an Idempotency-Key (a retry captures once), void', async () => {
+    const held = await kasse.payments.create(order('sdk-held', { capture_method: 'manual' }));
+    assert.equal(held.capture_method, 'manual');
+    assert.deepEqual(
+      { ...held.authorization!, capture_before: undefined, refund_before: undefined },
+      {
+        amount_usd_cents: 2500,
+        captured_usd_cents: 0,
+        pending_usd_cents: 0,
+        capture_before: undefined,
+        refund_before: undefined,
+        voided: false,
+        captures: [],
+      },
+    );
+    const authorized = await kasse.testHelpers.payments.simulate(held.id, { outcome: 'authorized' });
+    assert.equal(authorized.status, 'authorized');
+
+    const part = await kasse.payments.capture(
+      held.id,
+      { amount_usd_cents: 1000 },
+      { idempotencyKey: `cap-${held.id}` },
+    );
+    const call = sent.findLast((r) => r.url.endsWith(`/payments/${held.id}/capture`))!;
+    assert.equal(call.headers.get('idempotency-key'), `cap-${held.id}`);
+    assert.equal(part.authorization!.pending_usd_cents, 1000);
+    const again = await kasse.payments.capture(
+      held.id,
+      { amount_usd_cents: 1000 },
+      { idempotencyKey: `cap-${held.id}` },
+    );
+    assert.deepEqual(again, part, 'the retry is answered the first answer');
+    await t.kasse.capture.settleSimulated();
+    const paid = await kasse.payments.retrieve(held.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.authorization!.captured_usd_cents, 1000, 'captured once');
+    assert.equal(paid.authorization!.captures.length, 1);
+
+    // No body captures what remains; the call still carries a key of its own.
+    const rest = await kasse.payments.capture(held.id);
+    assert.equal(rest.authorization!.pending_usd_cents, 1500);
+    assert.match(
+      sent.findLast((r) => r.url.endsWith(`/payments/${held.id}/capture`))!.headers.get('idempotency-key') ?? '',
+      /^[0-9a-f-]{36}$/,
+    );
+    const nothingLeft = await kasse.payments.capture(held.id, { amount_usd_cents: 1 }).catch((e: unknown) => e);
+    assert.ok(nothingLeft instanceof KasseStateError);
+    assert.equal(nothingLeft.code, 'invalid_state');
+
+    const other = await kasse.payments.create(order('sdk-held-2', { capture_method: 'manual' }));
+    await kasse.testHelpers.payments.simulate(other.id, { outcome: 'authorized' });
+    const voiding = await kasse.payments.void(other.id, { idempotencyKey: `void-${other.id}` });
+    assert.equal(voiding.status, 'authorized', 'until the void settles');
+    await t.kasse.capture.settleSimulated();
+    const voided = await kasse.payments.retrieve(other.id);
+    assert.equal(voided.status, 'cancelled');
+    assert.equal(voided.authorization!.voided, true);
+  });
+
   test('account, balance, currencies and estimates', async () => {
     const account = await kasse.account.retrieve();
     assert.equal(account.id, m.id);

@@ -17,7 +17,7 @@ import { KASSE_HOME } from '../../src/config.ts';
 const MODULES = join(KASSE_HOME, 'src', 'modules');
 
 /** What a function runs on (the database or transaction, its dependencies): the only arguments before the Tenant. */
-const RUNS_ON = /^(db|tx|deps|chains)$/;
+const RUNS_ON = /^(db|tx|deps|chains|engine)$/;
 
 /**
  * Public methods that take a Tenant and write but make no change of a merchant's data an actor is named for: each

@@ -47,6 +47,7 @@ test('every Kasse payment status has a Medusa session status', () => {
     waiting: 'pending',
     detected: 'pending',
     confirming: 'pending',
+    authorized: 'authorized',
     paid: 'captured',
     underpaid: 'requires_more',
     expired: 'canceled',
@@ -56,7 +57,6 @@ test('every Kasse payment status has a Medusa session status', () => {
   };
   assert.deepEqual(Object.keys(expected).sort(), [...PAYMENT_STATUSES].sort());
   for (const status of PAYMENT_STATUSES) assert.equal(sessionStatus(status), expected[status], status);
-  assert.equal(sessionStatus('authorized'), 'authorized');
   assert.equal(sessionStatus('a-status-of-a-newer-kasse'), 'pending');
 });
 
@@ -73,11 +73,11 @@ test('every payment event has a Medusa webhook action', () => {
     'payment.reorged': 'pending',
     'payment.refunded': 'not_supported',
     'payment.cancelled': 'canceled',
+    'payment.authorized': 'authorized',
+    'payment.captured': 'captured',
   };
   assert.deepEqual(Object.keys(expected).sort(), [...EVENT_TYPES].sort());
   for (const type of EVENT_TYPES) assert.equal(webhookAction(type), expected[type], type);
-  assert.equal(webhookAction('payment.authorized'), 'authorized');
-  assert.equal(webhookAction('payment.captured'), 'captured');
   assert.equal(webhookAction('refund.failed'), 'not_supported');
 });
 
@@ -122,11 +122,12 @@ test('capturedCents and sessionOf', () => {
   assert.equal(sessionOf({ metadata: { medusa_session_id: 7 } }), null);
 });
 
-test('optionsProblem: capture "manual" is accepted when the client can hold and capture', () => {
+test('optionsProblem: both capture modes are accepted; a trailing slash on /v1 is fine', () => {
   const options = { apiKey: 'kasse_live_x', baseUrl: 'https://api.pay.example.com/v1/', webhookSecret: 'whsec_x' };
-  assert.equal(optionsProblem(options, false), null);
-  assert.equal(optionsProblem({ ...options, capture: 'manual' }, true), null);
-  assert.match(optionsProblem({ ...options, capture: 'manual' }, false)!, /needs a Kasse client with payments.capture/);
-  assert.match(optionsProblem([], true)!, /options are missing/);
-  assert.match(optionsProblem({ ...options, apiKey: 'kasse_live_' }, true)!, /not a Kasse API key/);
+  assert.equal(optionsProblem(options), null);
+  assert.equal(optionsProblem({ ...options, capture: 'manual' }), null);
+  assert.equal(optionsProblem({ ...options, capture: 'automatic' }), null);
+  assert.match(optionsProblem({ ...options, capture: 'Manual' })!, /option capture must be "automatic" or "manual"/);
+  assert.match(optionsProblem([])!, /options are missing/);
+  assert.match(optionsProblem({ ...options, apiKey: 'kasse_live_' })!, /not a Kasse API key/);
 });

@@ -1188,3 +1188,162 @@ describe('the coin choice the payer sees', () => {
     assert.deepEqual(confirmationProgress(done), { have: 3, need: 3 });
   });
 });
+
+describe('hold and capture (capture_method manual)', () => {
+  const manual = (status: PaymentStatus, deposits: DepositState[] = [], o: Partial<PaymentState> = {}) =>
+    pay(status, deposits, { captureMethod: 'manual', ...o }, status === 'authorized' ? { status: 'authorized' } : {});
+  const authorized: Trigger = { kind: 'authorized', attemptId: 'att_1' };
+  const release: Trigger = { kind: 'hold_released' };
+  /** The payment with a capture deposit of `amount` on its held coin choice, and the trigger reporting it. */
+  const capture = (p: PaymentState, amount: bigint): [PaymentState, Trigger] => {
+    const d = dep(amount, 'confirmed', { seenAt: at(40) });
+    return [withDeposits(p, [...p.attempts[0]!.deposits, d]), { kind: 'captured', depositId: d.id }];
+  };
+
+  table([
+    {
+      name: 'waiting → authorized: the hold is locked in escrow',
+      given: manual('waiting'),
+      trigger: authorized,
+      status: 'authorized',
+      events: ['payment.authorized'],
+      check: attempt('authorized'),
+    },
+    {
+      name: 'expired → authorized: the authorization was confirmed after the 24 hours',
+      given: manual('expired', [], {}),
+      trigger: authorized,
+      status: 'authorized',
+      events: ['payment.authorized'],
+    },
+    {
+      name: 'authorized → cancelled: the hold released before any capture',
+      given: manual('authorized'),
+      trigger: release,
+      status: 'cancelled',
+      events: ['payment.cancelled'],
+      check: (p) => {
+        attempt('expired')(p);
+        assert.equal(p.holdReleased, true);
+      },
+    },
+    {
+      name: 'paid stays paid when the rest of the hold is released, silently',
+      given: manual('paid', [dep(HALF)]),
+      trigger: release,
+      status: 'paid',
+      events: [],
+      check: (p) => assert.equal(p.holdReleased, true),
+    },
+    {
+      name: 'refunded stays refunded when the rest is released',
+      given: manual('refunded', [dep(HALF)], { paidAttemptId: 'att_1' }),
+      trigger: release,
+      status: 'refunded',
+      events: [],
+    },
+    {
+      name: 'a released hold released again changes nothing',
+      given: manual('cancelled', [], { holdReleased: true }),
+      trigger: release,
+      status: 'cancelled',
+      events: [],
+    },
+    {
+      name: 'a waiting manual payment ignores deposits: its money comes only by captures',
+      given: manual('waiting'),
+      deposits: [dep(PAY)],
+      status: 'waiting',
+      events: [],
+    },
+  ]);
+
+  it('the first capture makes it paid (paid, then captured); a second adds to what was paid', () => {
+    const [p1, c1] = capture(step(manual('waiting'), authorized).payment, 300_000n);
+    const first = step(p1, c1, at(40));
+    assert.equal(first.payment.status, 'paid');
+    assert.deepEqual(first.events, ['payment.paid', 'payment.captured']);
+    assert.equal(first.payment.paidAmount, 300_000n);
+    assert.equal(first.payment.paidWithinTolerance, false, 'a partial capture is not a shortfall');
+    assert.equal(first.payment.paidAttemptId, 'att_1');
+    assert.equal(first.payment.attempts[0]!.status, 'paid');
+    const [p2, c2] = capture(first.payment, 200_000n);
+    const second = step(p2, c2, at(50));
+    assert.equal(second.payment.status, 'paid');
+    assert.deepEqual(second.events, ['payment.captured']);
+    assert.equal(second.payment.paidAmount, 500_000n);
+    assert.deepEqual(second.payment.paidAt, at(40), 'paid when first captured');
+    // Nothing else moves it: a tick and a deposits_changed send nothing.
+    assert.deepEqual(step(second.payment, tick, at(DAY * 30)).events, []);
+    assert.deepEqual(step(second.payment).events, []);
+    // A refund returns the captures; the rest of the hold is released later without an event.
+    const refunded = step(second.payment, refund);
+    assert.equal(refunded.payment.status, 'refunded');
+    assert.deepEqual(step(refunded.payment, release).events, []);
+  });
+
+  it('an authorized payment never expires and keeps its coin choice authorized', () => {
+    const p = step(manual('waiting'), authorized).payment;
+    const later = step(p, tick, at(DAY * 8));
+    assert.equal(later.payment.status, 'authorized');
+    assert.equal(later.payment.attempts[0]!.status, 'authorized');
+    assert.deepEqual(later.events, []);
+  });
+
+  refusals([
+    {
+      name: 'authorize an automatic payment',
+      given: pay('waiting'),
+      trigger: authorized,
+      message: /capture_method manual/,
+    },
+    {
+      name: 'authorize twice',
+      given: manual('authorized'),
+      trigger: authorized,
+      message: /is authorized/,
+    },
+    {
+      name: 'authorize an unknown coin choice',
+      given: manual('waiting'),
+      trigger: { kind: 'authorized', attemptId: 'att_9' },
+      message: /no coin choice att_9/,
+    },
+    {
+      name: 'capture a waiting payment',
+      given: manual('waiting', [dep(HALF, 'confirmed', { id: 'dep_cap' })]),
+      trigger: { kind: 'captured', depositId: 'dep_cap' },
+      message: /is waiting/,
+    },
+    {
+      name: 'capture an automatic payment',
+      given: pay('paid', [dep(PAY, 'confirmed', { id: 'dep_auto' })]),
+      trigger: { kind: 'captured', depositId: 'dep_auto' },
+      message: /capture_method manual/,
+    },
+    {
+      name: 'release the hold of an automatic payment',
+      given: pay('paid', [dep(PAY)]),
+      trigger: release,
+      message: /capture_method manual/,
+    },
+    {
+      name: 'release a waiting hold (nothing is held)',
+      given: manual('waiting'),
+      trigger: release,
+      message: /holds nothing/,
+    },
+    {
+      name: 'refund an authorized payment before any capture',
+      given: manual('authorized'),
+      trigger: refund,
+      message: /nothing to refund/,
+    },
+    {
+      name: 'cancel an authorized payment (void releases it)',
+      given: manual('authorized'),
+      trigger: cancel,
+      message: /only a waiting payment/i,
+    },
+  ]);
+});

@@ -249,6 +249,81 @@ describe('dashboard pages', () => {
     await context.close();
   });
 
+  test('held payments: listed with what can be captured and until when; capture an amount and void, each confirmed, CSRF-checked and audited', async () => {
+    const api = w.m.test;
+    const held = (
+      await api.post('/payments', {
+        price_amount: 5000,
+        price_currency: 'USD',
+        order_id: `H-1 ${XSS}`,
+        capture_method: 'manual',
+      })
+    ).body;
+    await api.post(`/test/payments/${held.id}/simulate`, { outcome: 'authorized' });
+    const { page, context } = await signedIn('desktop');
+    await page.goto(`${base}/dashboard/test/holds`);
+    const row = page.locator('tbody tr', { hasText: 'H-1' });
+    assert.equal(await row.locator('td').nth(1).innerText(), '$50.00');
+    assert.equal(
+      await row.locator('td').nth(3).locator('time').getAttribute('datetime'),
+      held.authorization.capture_before,
+    );
+    assert.equal(await page.locator('main img').count(), 0, 'the order id is escaped');
+    await screenshot(page, 'dashboard-holds-desktop');
+    await row.getByRole('link').click();
+    await page.locator('[data-capturable]').getByText('$50.00').waitFor();
+
+    // Unconfirmed or forged, nothing happens.
+    const token = await csrfOf(page);
+    const forged = await post(page, `${base}/dashboard/test/payments/${held.id}/capture`, {
+      amount_usd: '10.00',
+      confirm: 'yes',
+    });
+    assert.equal(forged.status, 403);
+    const unconfirmed = await post(page, `${base}/dashboard/test/payments/${held.id}/capture`, {
+      _csrf: token,
+      amount_usd: '10.00',
+    });
+    assert.equal(unconfirmed.status, 400);
+    const tooMuch = await post(page, `${base}/dashboard/test/payments/${held.id}/capture`, {
+      _csrf: token,
+      amount_usd: '50.01',
+      confirm: 'yes',
+    });
+    assert.equal(tooMuch.status, 422);
+    assert.match(tooMuch.body, /Only 5000 US cents remain to capture/);
+    assert.equal((await api.get(`/payments/${held.id}`)).body.authorization.pending_usd_cents, 0);
+
+    await page.goto(`${base}/dashboard/test/payments/${held.id}`);
+    await page.getByLabel(/Amount to capture in USD/).fill('12.50');
+    await page.getByLabel('I confirm: this moves the amount from the payer to me.').check();
+    await page.getByRole('button', { name: 'Capture' }).click();
+    await page.getByText('The capture was asked for.').waitFor();
+    await w.t.kasse.capture.settleSimulated();
+    await page.reload();
+    await page.locator('[data-capturable]').getByText('$37.50').waitFor();
+    await page.getByLabel(/I confirm: what is not captured goes back/).check();
+    await page.getByRole('button', { name: 'Void the rest' }).click();
+    await page.getByText('The void was asked for.').waitFor();
+    await w.t.kasse.capture.settleSimulated();
+    const after = (await api.get(`/payments/${held.id}`)).body;
+    assert.equal(after.status, 'paid');
+    assert.equal(after.authorization.captured_usd_cents, 1250);
+    assert.equal(after.authorization.voided, true);
+    const audit = await w.t.kasse.db
+      .selectFrom('audit_log')
+      .select(['action', 'actor_label'])
+      .where('target_id', '=', held.id)
+      .where('action', 'in', ['payment.capture', 'payment.void'])
+      .orderBy('at')
+      .execute();
+    assert.deepEqual(audit, [
+      { action: 'payment.capture', actor_label: 'owner@example.com' },
+      { action: 'payment.void', actor_label: 'owner@example.com' },
+    ]);
+    await context.close();
+  });
+
   test('a failed refund is listed with its reason on the payment page, and the merchant can request it again', async () => {
     const api = w.m.test;
     const p = (await api.post('/payments', { price_currency: 'USD', price_amount: 700, order_id: 'R-1' })).body;

@@ -18,6 +18,11 @@
  *   and the live status feed of the checkout, the modal and the POS view, show USDC, what arrived and its
  *   confirmations, never the ETH choice (nor "3 of 3" of a choice with nothing on it); paid, the receipt is USDC.
  *
+ * - Hold and capture: a manual payment; the payer's wallet signs ReceiveWithAuthorization for the escrow's collector
+ *   (the page says it is charged only when the merchant captures, released by the deadline otherwise); Kasse's hot
+ *   wallet submits authorize; the merchant captures partly, again, voids, and refunds through the escrow, with the
+ *   payer's, the hot wallet's and the escrow's USDC and the merchant's balance exact after every step.
+ *
  * Time: the relay compares the authorization's window with Kasse's (fake) clock and the token with block time, so
  * the fake clock is set to the latest block's timestamp before a payment is created; no check is loosened.
  * Waits are for page states (locators) and for requests the page makes; mining and watcher ticks are explicit.
@@ -39,6 +44,7 @@ import {
 } from 'viem';
 import { createSseParser, type SseMessage } from '../../sdk/src/index.ts';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
+import { AUTH_CAPTURE_V1_1, placeAuthCaptureContracts } from '../../src/chains/evm/escrow.ts';
 import { ETH_USD, startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import {
   foreignRequests,
@@ -49,7 +55,7 @@ import {
   type RecordedPage,
   type TestBrowser,
 } from '../harness/browser.ts';
-import { hardhatChain, startHardhatNode, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
+import { hardhatChain, startHardhatNode, TestChain, type HardhatNode, type TestWallet } from '../harness/hardhat.ts';
 
 /** Confirmations every payment here needs (one tier), so the page's "n of 3" is exact. */
 const CONFIRMATIONS = 3;
@@ -78,10 +84,20 @@ async function alignClockWithChain(): Promise<void> {
 
 before(async () => {
   node = await startHardhatNode();
+  // The escrow of hold and capture at its canonical addresses, as `kasse evm deploy-escrow` places it.
+  const direct = new TestChain(node.url);
+  const escrow = await placeAuthCaptureContracts({ request: (m, p) => direct.rpc(m, p) });
   k = await startEvmKasse({
     rpcUrl: node.url,
     tiers: [{ max_usd_cents: null, confirmations: CONFIRMATIONS }],
     finality: 6,
+    evm: {
+      auth_capture: {
+        escrow: escrow.escrow,
+        erc3009_collector: escrow.erc3009Collector,
+        operator_refund_collector: escrow.operatorRefundCollector,
+      },
+    },
   });
   payer = await k.chain.newWallet('10');
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, payer.address, 1_000_000_000n));
@@ -700,6 +716,131 @@ describe('the page follows the money', () => {
     assert.equal(pay.status, 'paid');
     assert.equal(pay.paid_attempt_id, usdc.id);
     assert.equal(pay.attempts[0].deposits[0].tx_hash, hash);
+    assert.deepEqual(rec.errors, []);
+    await rec.context.close();
+  });
+});
+
+describe('hold and capture on the local chain', () => {
+  /** The hot wallet's queue until it is idle: each pass signs, broadcasts or settles, a block mined between passes. */
+  async function sendAndConfirm(): Promise<void> {
+    const sender = k.adapter.sender!;
+    for (let i = 0; i < 12; i++) {
+      await sender.runDue();
+      const open = await k.t.kasse.db
+        .selectFrom('evm_transfers')
+        .select('id')
+        .where('status', 'in', ['pending', 'signed', 'broadcast'])
+        .execute();
+      if (open.length === 0) break;
+      await k.chain.mine(1);
+    }
+    await k.t.kasse.webhooks.drain();
+  }
+  const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
+
+  test('the payer authorizes by signature; the merchant captures partly, again, voids and refunds; balances exact', async () => {
+    await alignClockWithChain();
+    const res = await k.m.test.post('/payments', {
+      price_amount: PRICE_CENTS,
+      price_currency: 'USD',
+      order_id: `hold-${++orderSeq}`,
+      capture_method: 'manual',
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const p = res.body;
+    const wallet = new InjectedWallet(gaslessPayer);
+    const rec = await b.open('desktop');
+    await wallet.attach(rec.page);
+    const { page } = rec;
+    await page.goto(p.checkout_url);
+    await page.getByRole('heading', { name: 'Choose a coin' }).waitFor();
+    const offered = await page
+      .locator('button[name="token"]')
+      .evaluateAll((bs) => bs.map((b) => b.getAttribute('value')));
+    assert.deepEqual(offered, ['base:usdc'], 'only a coin that can be held is offered');
+    await page.locator('button[name="token"][value="base:usdc"]').click();
+    await page.getByRole('heading', { name: 'Authorize the payment' }).waitFor();
+    const attempt = (await getPayment(p.id)).attempts[0];
+    const amount = BigInt(attempt.pay_amount);
+    const sender = k.adapter.sender!;
+    assert.equal(getAddress(attempt.address), sender.address, 'captures are paid to the hot wallet');
+    const deadline = new Date(p.authorization.capture_before);
+    const note = await page.locator('[data-hold-note]').textContent();
+    assert.match(
+      note!,
+      new RegExp(
+        `^Authorize ${attempt.pay_amount_display} USDC: you are charged only when the merchant captures it, and it is released by .+ otherwise\\.$`,
+      ),
+    );
+    assert.ok(note!.includes(String(deadline.getUTCFullYear())), note!);
+    assert.equal(await page.locator('#k-address').count(), 0, 'no address to send to');
+
+    const payer0 = await usdcOf(gaslessPayer.address);
+    const hot0 = await usdcOf(sender.address);
+    const balance0 = await getBalance();
+    const posted = page.waitForResponse((r) => r.url() === `${k.t.urls.checkout}/p/${p.id}/hold`);
+    await page.getByRole('button', { name: 'Authorize with wallet (no gas fee)' }).click();
+    const answer = await posted;
+    assert.equal(answer.status(), 202, await answer.text());
+    await statusShows(page, 'Signed. Kasse is locking your authorization.');
+    const signed = wallet.signed.at(-1)!;
+    assert.equal(signed.primaryType, 'ReceiveWithAuthorization');
+    assert.equal(getAddress(String(signed.message.to)), AUTH_CAPTURE_V1_1.erc3009Collector);
+    assert.equal(signed.message.value, attempt.pay_amount);
+    assert.deepEqual(wallet.sent, [], 'the payer sent no transaction');
+
+    // Kasse's hot wallet submits authorize; confirmed, the payment is authorized and the money sits in escrow.
+    await sendAndConfirm();
+    await page.getByRole('heading', { name: 'Authorized' }).waitFor({ timeout: 15_000 });
+    let pay = await getPayment(p.id);
+    assert.equal(pay.status, 'authorized');
+    assert.equal(await usdcOf(gaslessPayer.address), payer0 - amount);
+    assert.equal(await k.chain.balance(gaslessPayer.address), 0n, 'the payer paid no gas');
+    assert.deepEqual(k.eventTypes(p.id), ['payment.authorized']);
+    await screenshot(page, 'wallet-chain-hold-authorized-desktop');
+
+    // Capture 600 cents, then 400 more; then void the rest.
+    const part1 = (amount * 600n) / BigInt(PRICE_CENTS);
+    const part2 = (amount * 400n) / BigInt(PRICE_CENTS);
+    assert.equal((await k.m.test.post(`/payments/${p.id}/capture`, { amount_usd_cents: 600 })).status, 200);
+    await sendAndConfirm();
+    assert.equal((await k.m.test.post(`/payments/${p.id}/capture`, { amount_usd_cents: 400 })).status, 200);
+    await sendAndConfirm();
+    pay = await getPayment(p.id);
+    assert.equal(pay.status, 'paid');
+    assert.equal(pay.authorization.captured_usd_cents, 1000);
+    assert.equal(await usdcOf(sender.address), hot0 + part1 + part2);
+    assert.equal((await getBalance()).available_usd_cents - balance0.available_usd_cents, 594 + 396);
+    assert.equal((await k.m.test.post(`/payments/${p.id}/void`)).status, 200);
+    await sendAndConfirm();
+    pay = await getPayment(p.id);
+    assert.equal(pay.authorization.voided, true);
+    assert.equal(await usdcOf(gaslessPayer.address), payer0 - part1 - part2, 'the rest went back to the payer');
+    assert.equal(await usdcOf(AUTH_CAPTURE_V1_1.escrow), 0n);
+    assert.deepEqual(k.eventTypes(p.id), [
+      'payment.authorized',
+      'payment.paid',
+      'payment.captured',
+      'payment.captured',
+    ]);
+
+    // The refund goes back through the escrow (within refund_before), from the hot wallet's captured money.
+    const refund = await k.m.test.post(`/payments/${p.id}/refund`, {});
+    assert.equal(refund.status, 202, JSON.stringify(refund.body));
+    assert.equal(refund.body.amount, (part1 + part2).toString());
+    await sendAndConfirm();
+    pay = await getPayment(p.id);
+    assert.equal(pay.status, 'refunded');
+    assert.equal(await usdcOf(gaslessPayer.address), payer0, 'the payer has everything back');
+    assert.equal(await usdcOf(sender.address), hot0);
+    assert.equal((await getBalance()).available_usd_cents, balance0.available_usd_cents);
+    const refundTx = await k.t.kasse.db
+      .selectFrom('evm_transfers')
+      .select(['to_address', 'status'])
+      .where('id', '=', refund.body.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(refundTx, { to_address: AUTH_CAPTURE_V1_1.escrow, status: 'sent' }, 'through the escrow');
     assert.deepEqual(rec.errors, []);
     await rec.context.close();
   });

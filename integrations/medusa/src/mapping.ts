@@ -19,11 +19,8 @@ export interface KasseProviderOptions {
 
 const OPTION_NAMES = ['apiKey', 'baseUrl', 'webhookSecret', 'capture'] as const;
 
-/**
- * The first problem with `options`, in words that name the option, or null when they are usable. `canHold` says
- * whether the Kasse client at hand has the hold-and-capture operations `capture: "manual"` needs.
- */
-export function optionsProblem(options: unknown, canHold: boolean): string | null {
+/** The first problem with `options`, in words that name the option, or null when they are usable. */
+export function optionsProblem(options: unknown): string | null {
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     return 'options are missing: give { apiKey, baseUrl, webhookSecret } in medusa-config.ts';
   const o = options as Record<string, unknown>;
@@ -48,8 +45,6 @@ export function optionsProblem(options: unknown, canHold: boolean): string | nul
     return `option baseUrl must be Kasse's API base URL ending in /v1 (e.g. https://api.pay.example.com/v1), not ${o.baseUrl}`;
   if (o.capture !== undefined && o.capture !== 'automatic' && o.capture !== 'manual')
     return `option capture must be "automatic" or "manual", not ${JSON.stringify(o.capture)}`;
-  if (o.capture === 'manual' && !canHold)
-    return 'option capture "manual" needs a Kasse client with payments.capture and payments.void (hold and capture); this build of @kasse/medusa has none';
   return null;
 }
 

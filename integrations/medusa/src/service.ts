@@ -5,16 +5,7 @@
  * (a retry, a webhook that arrived twice or before the storefront came back) finds the work done and does not do it
  * again. Which rule applies lives in ./mapping.ts.
  */
-import {
-  type Endpoint,
-  Kasse,
-  KasseError,
-  KasseSignatureVerificationError,
-  OPERATIONS,
-  type Payment,
-  RESOURCES,
-  type RequestOptions,
-} from '@kasse/sdk';
+import { type CreatePaymentParams, Kasse, KasseError, KasseSignatureVerificationError, type Payment } from '@kasse/sdk';
 import type {
   AuthorizePaymentInput,
   AuthorizePaymentOutput,
@@ -45,36 +36,12 @@ import {
   fromCents,
   type KasseProviderOptions,
   optionsProblem,
-  type PaymentFacts,
   payerAddress,
   sessionOf,
   sessionStatus,
   toCents,
   webhookAction,
 } from './mapping';
-
-/** A payment as Kasse answers it, with the hold-and-capture fields a manual payment has. */
-type KassePayment = Omit<Payment, 'status'> &
-  Pick<PaymentFacts, 'authorization'> & {
-    status: Payment['status'] | 'authorized';
-    capture_method?: 'automatic' | 'manual';
-  };
-
-type HoldCall = (id: string, ...rest: unknown[]) => Promise<KassePayment>;
-
-const PAYMENT_OPERATIONS = RESOURCES.payments as unknown as Record<string, Endpoint<keyof typeof OPERATIONS>>;
-
-/** Whether this build's Kasse client has hold and capture (`payments.capture`, `payments.void`). */
-const CAN_HOLD = 'capture' in PAYMENT_OPERATIONS && 'void' in PAYMENT_OPERATIONS;
-
-/** `payments.capture` or `payments.void` of the client and whether it takes a body before its options. */
-function holdOperation(kasse: Kasse, name: 'capture' | 'void'): { call: HoldCall; body: boolean } | null {
-  const call = (kasse.payments as unknown as Record<string, unknown>)[name];
-  const endpoint = PAYMENT_OPERATIONS[name];
-  if (typeof call !== 'function' || !endpoint) return null;
-  const meta = (OPERATIONS as Record<string, { body: boolean } | undefined>)[endpoint.operationId];
-  return { call: call as HoldCall, body: Boolean(meta?.body) };
-}
 
 const NAME = 'Kasse payment provider (@kasse/medusa)';
 
@@ -86,7 +53,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
 
   /** Called by Medusa when it loads the provider: a wrong option stops Medusa with the option's name. */
   static validateOptions(options: Record<string, unknown>): void {
-    const problem = optionsProblem(options, CAN_HOLD);
+    const problem = optionsProblem(options);
     if (problem) throw new MedusaError(MedusaError.Types.INVALID_ARGUMENT, `${NAME}: ${problem}`);
   }
 
@@ -160,16 +127,16 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /**
-   * Automatic capture: Kasse captured the money when it was paid, so this confirms it. Manual: the authorization is
-   * captured (all of what remains; Medusa's capture carries no amount). Repeated, it finds the payment paid.
+   * Automatic capture: Kasse captured the money when it was paid, so this confirms it. Manual: all that remains of
+   * the authorization is captured (Medusa's capture names no amount), under Medusa's capture id as the
+   * Idempotency-Key. A capture Kasse already has (asked for by an earlier call, settling or settled) is not asked
+   * again, whatever key a retry carries.
    */
   async capturePayment(input: CapturePaymentInput): Promise<CapturePaymentOutput> {
     const payment = await this.retrieve(input.data);
-    const remaining = payment.authorization
-      ? payment.authorization.amount_usd_cents - payment.authorization.captured_usd_cents
-      : 0;
-    const holdOpen = payment.authorization && !payment.authorization.voided && remaining > 0;
-    if (payment.status === 'authorized' || (payment.status === 'paid' && holdOpen)) {
+    const hold = payment.authorization;
+    if (hold && !hold.voided && (payment.status === 'authorized' || payment.status === 'paid')) {
+      if (uncaptured(payment) === 0) return { data: payment };
       const key = input.context?.idempotency_key ?? `medusa-capture-${payment.id}`;
       return { data: await this.hold('capture', payment.id, key) };
     }
@@ -183,9 +150,11 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /**
-   * Refunds the payment in full through Kasse, to the address it was paid from. Kasse knows that address when the
-   * payment's money came from one sender it recorded; otherwise the refund is made from Kasse's dashboard, after
-   * which this call records it in Medusa without sending anything.
+   * Refunds what the merchant holds of the payment, in full, through Kasse: all of an automatic payment, what was
+   * captured of a manual one. The money goes back to the address it was paid from: the one sender Kasse recorded of
+   * the paid money, or the payer who authorized a hold (Kasse's default for a manual payment). When Kasse knows
+   * neither, the refund is made from Kasse's dashboard, after which this call records it in Medusa without sending
+   * anything.
    */
   async refundPayment(input: RefundPaymentInput): Promise<RefundPaymentOutput> {
     const payment = await this.retrieve(input.data);
@@ -197,18 +166,19 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
         `Kasse refunds a payment in full: ${fromCents(held)} USD for payment ${payment.id}, not ${fromCents(cents)} USD`,
       );
     const destination = payerAddress(payment);
-    if (!destination)
-      throw notAllowed(
-        `Kasse does not know the one address payment ${payment.id} was paid from, so it cannot send the refund by itself. ` +
-          "Refund it on Kasse's dashboard (Payments, the payment, Refund) with an address the payer gives you; once Kasse " +
-          'has sent it, refund here again to record it in Medusa (nothing is sent twice).',
-      );
+    const unknownPayer = notAllowed(
+      `Kasse does not know the one address payment ${payment.id} was paid from, so it cannot send the refund by itself. ` +
+        "Refund it on Kasse's dashboard (Payments, the payment, Refund) with an address the payer gives you; once Kasse " +
+        'has sent it, refund here again to record it in Medusa (nothing is sent twice).',
+    );
+    if (!destination && !payment.authorization) throw unknownPayer;
     try {
       await this.kasse.payments.refund(payment.id, {
-        destination,
+        ...(destination ? { destination } : {}),
         note: `Medusa refund ${input.context?.idempotency_key ?? ''}`.trim(),
       });
     } catch (err) {
+      if (err instanceof KasseError && err.param === 'destination' && !destination) throw unknownPayer;
       // Medusa repeating a refund it already asked for: Kasse holds one refund of a payment at a time.
       if (!(err instanceof KasseError && err.code === 'invalid_state')) throw medusaError(err);
       const now = await this.retrieve({ id: payment.id });
@@ -237,7 +207,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
       return { action: 'not_supported' };
     }
     if (!event.type.startsWith('payment.')) return { action: 'not_supported' };
-    const payment = event.data as KassePayment;
+    const payment = event.data as Payment;
     const session = sessionOf(payment);
     if (!session) return { action: 'not_supported' };
     const action = webhookAction(event.type);
@@ -268,48 +238,44 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     currency: string,
     data: Record<string, unknown> | undefined,
     idempotencyKey: string,
-  ): Promise<KassePayment> {
+  ): Promise<Payment> {
     const cents = this.cents(amount, currency);
     const fromStorefront: Record<string, unknown> = {};
     for (const key of STOREFRONT_FIELDS) if (typeof data?.[key] === 'string') fromStorefront[key] = data[key];
-    const body = {
+    const body: CreatePaymentParams = {
       price_amount: cents,
-      price_currency: 'USD' as const,
+      price_currency: 'USD',
       order_id: sessionId,
       ...fromStorefront,
       metadata: { medusa_session_id: sessionId, medusa_amount: new BigNumber(amount).bigNumber!.toFixed() },
-      ...(this.manual ? { capture_method: 'manual' } : {}),
+      ...(this.manual ? { capture_method: 'manual' as const } : {}),
     };
-    if (this.manual && !CAN_HOLD)
-      throw notAllowed('capture "manual" needs Kasse with hold and capture (payments.capture and payments.void)');
     try {
-      return (await this.kasse.payments.create(body as Parameters<Kasse['payments']['create']>[0], {
-        idempotencyKey,
-      })) as KassePayment;
+      return await this.kasse.payments.create(body, { idempotencyKey });
     } catch (err) {
       throw medusaError(err);
     }
   }
 
-  private async retrieve(data: Record<string, unknown> | undefined): Promise<KassePayment> {
+  private async retrieve(data: Record<string, unknown> | undefined): Promise<Payment> {
     const id = data?.id;
     if (typeof id !== 'string' || !id.startsWith('pay_'))
       throw invalid('the payment session has no Kasse payment id in its data');
     try {
-      return (await this.kasse.payments.retrieve(id)) as KassePayment;
+      return await this.kasse.payments.retrieve(id);
     } catch (err) {
       throw medusaError(err);
     }
   }
 
   /** Cancels a waiting payment; refuses one with money on the way (`why` says what could not happen). */
-  private async cancelWaiting(payment: KassePayment, why: string): Promise<KassePayment> {
+  private async cancelWaiting(payment: Payment, why: string): Promise<Payment> {
     if (payment.status !== 'waiting')
       throw notAllowed(
         `Kasse payment ${payment.id} is ${payment.status}: the payer has sent money, so ${why}; complete the cart, or refund it`,
       );
     try {
-      return (await this.kasse.payments.cancel(payment.id)) as KassePayment;
+      return await this.kasse.payments.cancel(payment.id);
     } catch (err) {
       // Money seen since it was read, or another call cancelled it first.
       const now = await this.retrieve({ id: payment.id });
@@ -319,24 +285,40 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /** Lets a payment go: waiting → cancelled, authorized → voided; ended payments stay as they are. */
-  private async release(payment: KassePayment): Promise<KassePayment> {
+  private async release(payment: Payment): Promise<Payment> {
     if (payment.status === 'cancelled' || payment.status === 'expired') return payment;
     if (payment.status === 'authorized') return this.hold('void', payment.id, `medusa-void-${payment.id}`);
     return this.cancelWaiting(payment, 'it cannot be cancelled');
   }
 
-  /** Captures or voids through hold and capture (manual capture), with an Idempotency-Key. */
-  private async hold(operation: 'capture' | 'void', id: string, idempotencyKey: string): Promise<KassePayment> {
-    const op = holdOperation(this.kasse, operation);
-    if (!op)
-      throw notAllowed(`Kasse payment ${id} is held for manual capture, and this build has no payments.${operation}`);
-    const options: RequestOptions = { idempotencyKey };
+  /**
+   * Captures all that remains of an authorization, or voids it, with an Idempotency-Key. Kasse refusing because a
+   * call under another key did it first (a retry Medusa made after losing the answer) is that call's result.
+   */
+  private async hold(operation: 'capture' | 'void', id: string, idempotencyKey: string): Promise<Payment> {
     try {
-      return await (op.body ? op.call(id, {}, options) : op.call(id, options));
+      return operation === 'capture'
+        ? await this.kasse.payments.capture(id, {}, { idempotencyKey })
+        : await this.kasse.payments.void(id, { idempotencyKey });
     } catch (err) {
+      if (!(err instanceof KasseError && err.code === 'invalid_state')) throw medusaError(err);
+      const now = await this.retrieve({ id });
+      const done =
+        operation === 'capture'
+          ? now.authorization !== undefined && uncaptured(now) === 0
+          : now.status === 'cancelled' ||
+            now.authorization?.voided === true ||
+            /void of this hold is on its way/.test(err.message);
+      if (done) return now;
       throw medusaError(err);
     }
   }
+}
+
+/** US cents of a manual payment's authorization neither captured nor being captured. */
+function uncaptured(payment: Payment): number {
+  const hold = payment.authorization;
+  return hold ? hold.amount_usd_cents - hold.captured_usd_cents - hold.pending_usd_cents : 0;
 }
 
 function invalid(message: string): MedusaError {

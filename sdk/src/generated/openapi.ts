@@ -188,6 +188,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/payments/{id}/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Capture a held payment
+         * @description Moves `amount_usd_cents` (default: all that remains) of an `authorized` manual payment's hold to you (docs/capture.md). Captures may repeat, each settling on chain (`payment.captured`; the first also makes the payment `paid` with `payment.paid`), until the authorized amount is captured or `authorization.capture_before`. Answers the Payment at once, the capture in `authorization.pending_usd_cents` until it settles. 422 `invalid_state` for a payment that is not manual or not authorized, a hold voided or past `capture_before`, or more than remains (the message names the remainder). Send `Idempotency-Key` to make retries safe.
+         */
+        post: operations["capturePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payments/{id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a held payment
+         * @description Returns what was not captured of a manual payment's hold to the payer, once settled on chain: before any capture the payment becomes `cancelled` (`payment.cancelled`); after captures it stays `paid` and `authorization.voided` becomes true. 422 `invalid_state` for a payment that is not manual or not authorized, or whose hold was voided or fully captured. Send `Idempotency-Key` to make retries safe. Kasse voids by itself at `authorization.capture_before`.
+         */
+        post: operations["voidPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payments/{id}/refund": {
         parameters: {
             query?: never;
@@ -1847,7 +1887,7 @@ export interface webhooks {
         put?: never;
         /**
          * payment.cancelled
-         * @description You cancelled the payment before any money was seen.
+         * @description You cancelled the payment before any money was seen; for a manual payment, its hold was voided (by you, or at `authorization.capture_before`) or reclaimed by the payer before anything was captured.
          *
          *     Kasse POSTs the Event to the payment’s `webhook_url`, else the account’s default URL for the mode. Events of one payment arrive in order; the webhook is a notification and `GET /payments/{id}` is the truth.
          */
@@ -1874,6 +1914,232 @@ export interface webhooks {
                      * @example {
                      *       "id": "evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD",
                      *       "type": "payment.cancelled",
+                     *       "created_at": "2026-03-01T12:04:12.000Z",
+                     *       "data": {
+                     *         "id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+                     *         "status": "paid",
+                     *         "price_amount": 2500,
+                     *         "price_currency": "USD",
+                     *         "order_id": "1001",
+                     *         "description": "Two mugs",
+                     *         "checkout_url": "https://checkout.example.com/p/pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+                     *         "expires_at": "2026-03-02T12:00:00.000Z",
+                     *         "paid_at": "2026-03-01T12:04:12.000Z",
+                     *         "paid_attempt_id": "att_01JQ3T9A2B3C4D5E6F7G8H9J0K",
+                     *         "success_url": "https://shop.example.com/orders/1001/thanks",
+                     *         "cancel_url": "https://shop.example.com/cart",
+                     *         "metadata": {
+                     *           "customer_id": "cus_42"
+                     *         },
+                     *         "created_at": "2026-03-01T12:00:00.000Z",
+                     *         "attempts": [
+                     *           {
+                     *             "id": "att_01JQ3T9A2B3C4D5E6F7G8H9J0K",
+                     *             "chain": "base",
+                     *             "token": "base:usdc",
+                     *             "symbol": "USDC",
+                     *             "address": "0x39065a69608C0DA67c7D106301c1195C221a1802",
+                     *             "pay_amount": "25000000",
+                     *             "pay_amount_display": "25",
+                     *             "received_amount": "25000000",
+                     *             "received_amount_display": "25",
+                     *             "rate": "1",
+                     *             "rate_source": "peg",
+                     *             "status": "paid",
+                     *             "overpaid": false,
+                     *             "wrong_asset": false,
+                     *             "confirmation_tier": 1,
+                     *             "confirmations_required": 5,
+                     *             "expires_at": "2026-03-01T12:10:00.000Z",
+                     *             "uri": "ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=0x39065a69608C0DA67c7D106301c1195C221a1802&uint256=25000000",
+                     *             "deposits": [
+                     *               {
+                     *                 "tx_hash": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+                     *                 "token": "base:usdc",
+                     *                 "amount": "25000000",
+                     *                 "amount_display": "25",
+                     *                 "from": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+                     *                 "block_number": "23145678",
+                     *                 "status": "final",
+                     *                 "confirmations": 12,
+                     *                 "explorer_url": "https://basescan.org/tx/0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PaymentEvent"];
+                };
+            };
+            responses: {
+                /** @description Acknowledge with any 2xx within 10 seconds. Anything else is retried after 1 min, 5 min, 30 min, 2 h, 6 h and 12 h. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.authorized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.authorized
+         * @description Manual payments only (`capture_method: manual`): the payer’s authorization is locked in escrow with its confirmations. Capture (`POST /payments/{id}/capture`) or void it before `authorization.capture_before`.
+         *
+         *     Kasse POSTs the Event to the payment’s `webhook_url`, else the account’s default URL for the mode. Events of one payment arrive in order; the webhook is a notification and `GET /payments/{id}` is the truth.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the MAC is over `<t>.<raw body>`, keyed with your whole webhook secret (`whsec_…`) as UTF-8. Reject the request when the header is missing, `t` is more than 300 seconds from your clock, `v1` is not 64 hex characters or no `v1` matches (compare in constant time). The SDK’s `Kasse.webhooks.constructEvent` does all of this.
+                     * @example t=1772366652,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "Service-Signature": string;
+                    /** @description The event id (`evt_…`): deduplicate on it, deliveries are at least once. */
+                    "Service-Event-Id": string;
+                    /** @description The event type. */
+                    "Service-Event-Type": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD",
+                     *       "type": "payment.authorized",
+                     *       "created_at": "2026-03-01T12:04:12.000Z",
+                     *       "data": {
+                     *         "id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+                     *         "status": "paid",
+                     *         "price_amount": 2500,
+                     *         "price_currency": "USD",
+                     *         "order_id": "1001",
+                     *         "description": "Two mugs",
+                     *         "checkout_url": "https://checkout.example.com/p/pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
+                     *         "expires_at": "2026-03-02T12:00:00.000Z",
+                     *         "paid_at": "2026-03-01T12:04:12.000Z",
+                     *         "paid_attempt_id": "att_01JQ3T9A2B3C4D5E6F7G8H9J0K",
+                     *         "success_url": "https://shop.example.com/orders/1001/thanks",
+                     *         "cancel_url": "https://shop.example.com/cart",
+                     *         "metadata": {
+                     *           "customer_id": "cus_42"
+                     *         },
+                     *         "created_at": "2026-03-01T12:00:00.000Z",
+                     *         "attempts": [
+                     *           {
+                     *             "id": "att_01JQ3T9A2B3C4D5E6F7G8H9J0K",
+                     *             "chain": "base",
+                     *             "token": "base:usdc",
+                     *             "symbol": "USDC",
+                     *             "address": "0x39065a69608C0DA67c7D106301c1195C221a1802",
+                     *             "pay_amount": "25000000",
+                     *             "pay_amount_display": "25",
+                     *             "received_amount": "25000000",
+                     *             "received_amount_display": "25",
+                     *             "rate": "1",
+                     *             "rate_source": "peg",
+                     *             "status": "paid",
+                     *             "overpaid": false,
+                     *             "wrong_asset": false,
+                     *             "confirmation_tier": 1,
+                     *             "confirmations_required": 5,
+                     *             "expires_at": "2026-03-01T12:10:00.000Z",
+                     *             "uri": "ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=0x39065a69608C0DA67c7D106301c1195C221a1802&uint256=25000000",
+                     *             "deposits": [
+                     *               {
+                     *                 "tx_hash": "0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a",
+                     *                 "token": "base:usdc",
+                     *                 "amount": "25000000",
+                     *                 "amount_display": "25",
+                     *                 "from": "0x8B3f2a8e1D4c5b6A7e9F0d1C2b3A4e5F6a7B8c9D",
+                     *                 "block_number": "23145678",
+                     *                 "status": "final",
+                     *                 "confirmations": 12,
+                     *                 "explorer_url": "https://basescan.org/tx/0x6f1d4a0c2b9e8d7f3a5c1e0b9d8f7a6c5e4d3b2a1f0e9d8c7b6a5f4e3d2c1b0a"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PaymentEvent"];
+                };
+            };
+            responses: {
+                /** @description Acknowledge with any 2xx within 10 seconds. Anything else is retried after 1 min, 5 min, 30 min, 2 h, 6 h and 12 h. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.captured": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.captured
+         * @description Manual payments only: a capture settled on chain; the newest entry of `authorization.captures` is this one (its `amount_usd_cents`). The first capture also sends `payment.paid`.
+         *
+         *     Kasse POSTs the Event to the payment’s `webhook_url`, else the account’s default URL for the mode. Events of one payment arrive in order; the webhook is a notification and `GET /payments/{id}` is the truth.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the MAC is over `<t>.<raw body>`, keyed with your whole webhook secret (`whsec_…`) as UTF-8. Reject the request when the header is missing, `t` is more than 300 seconds from your clock, `v1` is not 64 hex characters or no `v1` matches (compare in constant time). The SDK’s `Kasse.webhooks.constructEvent` does all of this.
+                     * @example t=1772366652,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "Service-Signature": string;
+                    /** @description The event id (`evt_…`): deduplicate on it, deliveries are at least once. */
+                    "Service-Event-Id": string;
+                    /** @description The event type. */
+                    "Service-Event-Type": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01JQ3TB6Y2M0R8WQ4C1ZK5N7HD",
+                     *       "type": "payment.captured",
                      *       "created_at": "2026-03-01T12:04:12.000Z",
                      *       "data": {
                      *         "id": "pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX",
@@ -2351,7 +2617,7 @@ export interface components {
             rate: string;
             /** @description Where the rate came from; `peg` for stablecoins at 1.00. */
             rate_source: "coingecko" | "binance" | "peg";
-            status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded";
+            status: "waiting" | "detected" | "confirming" | "authorized" | "paid" | "underpaid" | "expired" | "late" | "refunded";
             overpaid: boolean;
             wrong_asset: boolean;
             /** @description Tier of the network's confirmation table applied (1 = smallest amounts). */
@@ -2390,6 +2656,45 @@ export interface components {
             simulated: boolean;
             /** @description Exact amount in US dollars, e.g. `0.001` (see docs/x402.md). */
             amount_usd: string;
+        };
+        /** @description One settled capture of a hold. */
+        Capture: {
+            /** @description US cents this capture moved to you. */
+            amount_usd_cents: number;
+            /** @description The same in the coin's smallest unit. */
+            amount: string;
+            /** @description The same in whole coins, exact decimal. */
+            amount_display: string;
+            /** @description The capture transaction (`0xsim…` when simulated). */
+            tx_hash: string;
+            /**
+             * Format: date-time
+             * @description When the capture settled with its confirmations.
+             */
+            captured_at: string;
+        };
+        /** @description A manual payment's hold (docs/capture.md): what the payer authorized, what was captured, and until when. */
+        Authorization: {
+            /** @description US cents the payer authorizes: the price. Captures take at most this much in all. */
+            amount_usd_cents: number;
+            /** @description US cents captured and settled on chain so far. */
+            captured_usd_cents: number;
+            /** @description US cents of captures asked for and not settled yet (they count against what remains). */
+            pending_usd_cents: number;
+            /**
+             * Format: date-time
+             * @description Captures are possible until then; what is not captured by then goes back to the payer (Kasse voids it).
+             */
+            capture_before: string;
+            /**
+             * Format: date-time
+             * @description Refunds of captured money go back through the escrow until then, afterwards from the hot wallet.
+             */
+            refund_before: string;
+            /** @description The rest of the hold went back to the payer: voided by you, at `capture_before`, or reclaimed by the payer. Nothing more can be captured. */
+            voided: boolean;
+            /** @description Settled captures, oldest first; a `payment.captured` event reports the newest. */
+            captures: components["schemas"]["Capture"][];
         };
         /**
          * @description A payment; `GET /payments/{id}` is the source of truth.
@@ -2449,7 +2754,7 @@ export interface components {
          */
         Payment: {
             id: string;
-            status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
+            status: "waiting" | "detected" | "confirming" | "authorized" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
             /** @description US cents. An x402 payment counts the whole cents it carries the merchant's x402 total across, 0 below a cent (docs/x402.md). */
             price_amount: number;
             /** @enum {string} */
@@ -2484,6 +2789,9 @@ export interface components {
              */
             source?: "x402";
             x402?: components["schemas"]["X402Details"];
+            /** @description Present on manual payments only (absent: `automatic`): the payer authorizes a hold you capture later. */
+            capture_method?: "automatic" | "manual";
+            authorization?: components["schemas"]["Authorization"];
         };
         /**
          * @description A refund of a payment's money.
@@ -2550,6 +2858,8 @@ export interface components {
             paused: boolean;
             /** @description Payable by signature alone (USDC). */
             gasless: boolean;
+            /** @description Can be held: a payment with `capture_method: manual` may be paid in it (the payer authorizes, you capture later; docs/capture.md). */
+            holdable: boolean;
             /** @description Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices). */
             network_status: "running" | "simulated" | "paused";
             network_status_reason: string | null;
@@ -2918,7 +3228,7 @@ export interface components {
             /** @description Billing period the payment is for; 1 is the first. A period that went unpaid past its payment's 24 hours has several payments. */
             period: number;
             /** @description The payment's status. */
-            status: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
+            status: "waiting" | "detected" | "confirming" | "authorized" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
             /** @description US cents. */
             amount_usd_cents: number;
             /** @description Hosted checkout page of the payment. */
@@ -3432,7 +3742,7 @@ export interface components {
             /** @description Event id; the key to deduplicate deliveries on. */
             id: string;
             /** @enum {string} */
-            type: "payment.detected" | "payment.confirming" | "payment.paid" | "payment.underpaid" | "payment.overpaid" | "payment.expired" | "payment.late" | "payment.wrong_asset" | "payment.reorged" | "payment.refunded" | "payment.cancelled";
+            type: "payment.detected" | "payment.confirming" | "payment.paid" | "payment.underpaid" | "payment.overpaid" | "payment.expired" | "payment.late" | "payment.wrong_asset" | "payment.reorged" | "payment.refunded" | "payment.cancelled" | "payment.authorized" | "payment.captured";
             /**
              * Format: date-time
              * @description When the change happened.
@@ -3832,7 +4142,7 @@ export interface operations {
                 /** @example 1001 */
                 order_id?: string;
                 /** @example paid */
-                status?: "waiting" | "detected" | "confirming" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
+                status?: "waiting" | "detected" | "confirming" | "authorized" | "paid" | "underpaid" | "expired" | "late" | "refunded" | "cancelled";
                 /** @description Only payments x402 clients paid (`/x402/settle`). */
                 source?: "x402";
                 /** @description next_cursor of the previous page. */
@@ -3943,6 +4253,13 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    /** @description `automatic` (default): the money is yours once it arrives. `manual`: the payer authorizes a hold of the price in a coin that can be held (`holdable` in GET /currencies), and you capture it later — in parts, until `capture_before` — or void it (docs/capture.md). */
+                    capture_method?: "automatic" | "manual";
+                    /**
+                     * Format: date-time
+                     * @description Manual payments only: until when captures are possible; later than the payment's 24 hours and at most 30 days ahead. Default: 7 days after creation.
+                     */
+                    capture_before?: string;
                 };
             };
         };
@@ -4376,6 +4693,201 @@ export interface operations {
             };
         };
     };
+    capturePayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 characters. Same key and body: 200 with the first payment; different body: 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description Payment id
+                 * @example pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description US cents to capture; default: all that remains of the authorization. */
+                    amount_usd_cents?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description A payment; `GET /payments/{id}` is the source of truth. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    voidPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 characters. Same key and body: 200 with the first payment; different body: 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description Payment id
+                 * @example pay_01JQ3T8R6W4Z5X2K9M7N1P0B3CA7Q2M4N8VX
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A payment; `GET /payments/{id}` is the source of truth. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            /** @description Invalid request — `invalid_request`: A field is missing or invalid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized — `unauthorized`: Missing, unknown or revoked key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong mode — `wrong_mode`: A key of the other mode. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found — `not_found`: No such object in this mode. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict — `idempotency_conflict`: Idempotency-Key reused with another body. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not possible now — `invalid_state`: Not possible in the current state. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited — `rate_limited`: Too many requests. */
+            429: {
+                headers: {
+                    /** @description Seconds until a request may pass again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     refundPayment: {
         parameters: {
             query?: never;
@@ -4683,7 +5195,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    outcome: "paid" | "underpaid" | "expired" | "late" | "wrong_asset";
+                    outcome: "paid" | "underpaid" | "expired" | "late" | "wrong_asset" | "authorized";
                     /** @description For `paid` and `underpaid`: the amount that arrives, smallest unit (default: the pay amount, or half of it), to try the account’s `underpayment_tolerance_bps`. */
                     amount?: string;
                     /** @description For every outcome but `expired`: the payer's address on the attempt's network, recorded as the deposit's sender (`from`), as a chain watcher records it; refunds can then go back to it. Default: none (`from` null, as when the sender cannot be told). */

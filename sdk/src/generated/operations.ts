@@ -13,6 +13,8 @@ export const OPERATIONS = {
   createPaymentAttempt: { method: 'post', path: '/payments/{id}/attempts', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   cancelPayment: { method: 'post', path: '/payments/{id}/cancel', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   acceptPayment: { method: 'post', path: '/payments/{id}/accept', body: false, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
+  capturePayment: { method: 'post', path: '/payments/{id}/capture', body: true, query: false, idempotencyKey: true, list: null, stream: false, binary: false },
+  voidPayment: { method: 'post', path: '/payments/{id}/void', body: false, query: false, idempotencyKey: true, list: null, stream: false, binary: false },
   refundPayment: { method: 'post', path: '/payments/{id}/refund', body: true, query: false, idempotencyKey: false, list: null, stream: false, binary: false },
   listCurrencies: { method: 'get', path: '/currencies', body: false, query: false, idempotencyKey: false, list: 'all', stream: false, binary: false },
   getEstimate: { method: 'get', path: '/estimate', body: false, query: true, idempotencyKey: false, list: null, stream: false, binary: false },

@@ -15,6 +15,7 @@ import type { Mode, NetworkConfig, TokenConfig } from '../types.ts';
 import { eip681Uri, forwarderAddress, forwarderSalt, forwarderSaltKey, isValidEvmAddress } from './address.ts';
 import { evmSettings, type EvmNetworkSettings } from './config.ts';
 import { RpcClient } from './rpc.ts';
+import type { EvmHolds } from './holds.ts';
 import type { EvmSender } from './sender.ts';
 import { EvmWatcher, TRANSFER_TOPIC, type EvmWatcherOptions } from './watcher.ts';
 import { NetworkAdapter, type NetworkRpcOptions } from '../network-adapter.ts';
@@ -70,6 +71,8 @@ export class EvmAdapter extends NetworkAdapter<EvmNetworkSettings, RpcClient, Ev
   private readonly saltKey: Buffer;
   /** Hot-wallet sender of refunds, payouts and gasless relays (sender.ts); attached when the family loads. */
   sender?: EvmSender;
+  /** Hold and capture through the network's escrow (holds.ts); attached when the family loads, where configured. */
+  holds?: EvmHolds;
 
   constructor(network: NetworkConfig, mode: Mode, deps: EvmAdapterDeps) {
     super(network, mode, deps, 'evm', evmSettings);

@@ -3,13 +3,17 @@
  * wallet" (an EIP-1193 `eth_sendTransaction` of the exact transfer) and, for gasless USDC, "Pay by signature (no gas
  * fee)" (an EIP-3009 authorization signed with `eth_signTypedData_v4`) — their script (static/checkout.js), and the relay
  * endpoint the signature is posted to, `POST /p/<payment_id>/gasless` (gasless.ts), limited per client address as
- * every submission costs RPC calls. The checkout renders the buttons hidden; the script shows them when the browser
- * has a wallet.
+ * every submission costs RPC calls. A held coin choice (a manual payment, docs/capture.md) has instead "Authorize with
+ * wallet": an EIP-3009 ReceiveWithAuthorization for the escrow's collector, posted to `POST /p/<payment_id>/hold`
+ * (holds.ts). The checkout renders the buttons hidden; the script shows them when the browser has a wallet.
  */
 import { t } from '../../core/i18n/index.ts';
 import { Type } from 'typebox';
-import type { CheckoutEndpoint, CheckoutExtension, WalletButton, WalletChoice } from '../plugin.ts';
+import { ApiError, notFound } from '../../core/errors.ts';
+import type { CheckoutEndpoint, CheckoutExtension, FamilyContext, WalletButton, WalletChoice } from '../plugin.ts';
+import { EvmAdapter } from './adapter.ts';
 import type { GaslessAuthorization, GaslessRelay } from './gasless.ts';
+import { HoldBody, type EvmHolds, type HoldSubmission } from './holds.ts';
 
 /** NOTE: each submission costs a few RPC calls, so a client address may submit this many per minute. */
 export const GASLESS_PER_MINUTE = 20;
@@ -35,10 +39,39 @@ export const GaslessBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The wallet buttons of an EVM coin choice; none when the coin cannot be sent by a wallet transaction. */
-export function walletButtons(c: WalletChoice): WalletButton[] {
+/** NOTE: each authorization costs an `eth_call` of the escrow, so a client address may submit this many per minute. */
+export const HOLDS_PER_MINUTE = 20;
+
+/** The escrow of a network's holds, where one is configured. */
+type HoldsOf = (mode: WalletChoice['mode'], chain: string) => EvmHolds | null;
+
+/**
+ * The wallet buttons of an EVM coin choice; none when the coin cannot be sent by a wallet transaction. A held coin
+ * choice (a manual payment) has one: "Authorize with wallet", signing the escrow's ReceiveWithAuthorization.
+ */
+export function walletButtons(c: WalletChoice, holdsOf: HoldsOf = () => null): WalletButton[] {
   const { network, token } = c;
   if (network.chainId === null) return [];
+  if (c.hold) {
+    const holds = holdsOf(c.mode, network.id);
+    if (!holds?.canHold(token)) return [];
+    const ask = holds.ask({ attemptId: c.attemptId, payAmount: c.amount, expiresAt: c.expiresAt, hold: c.hold }, token);
+    return [
+      {
+        label: t(c.locale, 'wallet.authorize'),
+        data: {
+          hold: `/p/${c.paymentId}/hold`,
+          attempt: c.attemptId,
+          chain: `0x${network.chainId.toString(16)}`,
+          token: token.contract!,
+          to: ask.collector,
+          value: ask.value.toString(),
+          'valid-before': String(ask.validBefore),
+          nonce: ask.nonce,
+        },
+      },
+    ];
+  }
   const chain = `0x${network.chainId.toString(16)}`;
   const tx =
     token.kind === 'native'
@@ -87,10 +120,50 @@ export function gaslessEndpoint(relay: GaslessRelay): CheckoutEndpoint {
   };
 }
 
-export function checkoutExtension(relay: GaslessRelay): CheckoutExtension {
+/** Where the checkout posts a payer's signed authorization of a held coin choice (202 `{ hold_id, status }`). */
+export function holdEndpoint(
+  ctx: Pick<FamilyContext, 'payments' | 'holds' | 'chains'>,
+  holdsOf: HoldsOf,
+): CheckoutEndpoint {
+  return {
+    path: 'hold',
+    body: HoldBody,
+    limit: {
+      perMinute: HOLDS_PER_MINUTE,
+      message: (seconds) => `Too many authorizations from this address; retry in ${seconds} s.`,
+    },
+    status: 202,
+    handle: async (paymentId: string, body: HoldSubmission) => {
+      const choice = await ctx.payments.coinChoice(paymentId, body.attempt_id);
+      const holds = typeof choice === 'object' ? holdsOf(choice.mode, choice.chain) : null;
+      if (typeof choice === 'object' && !holds)
+        throw new ApiError('invalid_state', `${choice.token} cannot be held on this network.`, 'attempt_id');
+      const token = typeof choice === 'object' ? (ctx.chains.token(choice.mode, choice.token) ?? null) : null;
+      return (holds ?? nowhere).submit(choice, body, token, ctx.holds);
+    },
+  };
+}
+
+/** Answers for a payment or coin choice that does not exist (nothing is asked of any escrow). */
+const nowhere = {
+  submit: (choice: 'no_payment' | 'no_attempt' | object) => {
+    if (choice === 'no_attempt')
+      throw new ApiError('invalid_request', 'attempt_id is not a coin choice of this payment.', 'attempt_id');
+    throw notFound('payment');
+  },
+};
+
+export function checkoutExtension(
+  relay: GaslessRelay,
+  ctx: Pick<FamilyContext, 'payments' | 'holds' | 'chains'>,
+): CheckoutExtension {
+  const holdsOf: HoldsOf = (mode, chain) => {
+    const adapter = ctx.chains.hasAdapter(mode, chain) ? ctx.chains.adapter(mode, chain) : null;
+    return adapter instanceof EvmAdapter ? (adapter.holds ?? null) : null;
+  };
   return {
     script: new URL('./static/checkout.js', import.meta.url),
-    walletButtons,
-    endpoints: [gaslessEndpoint(relay)],
+    walletButtons: (c) => walletButtons(c, holdsOf),
+    endpoints: [gaslessEndpoint(relay), holdEndpoint(ctx, holdsOf)],
   };
 }

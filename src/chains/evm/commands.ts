@@ -11,6 +11,7 @@ import { isValidEvmAddress } from './address.ts';
 import { evmSettings } from './config.ts';
 import { deployForwarderFactory, sweepDeposits } from './operations.ts';
 import { RpcClient } from './rpc.ts';
+import { placeAuthCaptureContracts, type AuthCaptureDeployment } from './escrow.ts';
 import { SENDER_DEFAULTS } from './sender-options.ts';
 import { hotWalletAccount, HOT_WALLET_PATH } from './wallet.ts';
 
@@ -62,6 +63,39 @@ export const evmCommands: FamilyCommand[] = [
         ...deployed,
         hot_wallet: account.address,
         networks_file: { evm: { forwarder_factory: deployed.factory, treasury } },
+      };
+    },
+  },
+  {
+    name: 'evm deploy-escrow',
+    usage:
+      'evm deploy-escrow --chain ID --mode test [--json]   (a local Hardhat or Anvil node only: places the hold-and-capture escrow at its canonical addresses)',
+    flags: networkFlags({}),
+    run: async (ctx, f) => {
+      const network = evmNetwork(ctx, f);
+      // Live networks use the audited canonical deployment, named in the networks file (docs/capture.md).
+      if (mode(f) === 'live')
+        throw new UsageError(
+          'live networks use the canonical escrow deployment: name it in the networks file as evm.auth_capture',
+        );
+      const rpc = new RpcClient({ chain: network.id, urls: network.rpcUrls, metrics: ctx.metrics, log: ctx.log });
+      let placed: AuthCaptureDeployment;
+      try {
+        placed = await placeAuthCaptureContracts(rpc);
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      return {
+        ...placed,
+        networks_file: {
+          evm: {
+            auth_capture: {
+              escrow: placed.escrow,
+              erc3009_collector: placed.erc3009Collector,
+              operator_refund_collector: placed.operatorRefundCollector,
+            },
+          },
+        },
       };
     },
   },

@@ -9,6 +9,8 @@
  *   "evm": { "eip712_domains": { "usdc": { "name": "USDC", "version": "2" } } }
  * (a token's EIP-712 domain name and version, by symbol, for a network without a node: the x402 facilitator's
  * `supported` names them so clients sign as on the real chain; with a node they are read from the token)
+ *   "evm": { "auth_capture": { "escrow": "0x…", "erc3009_collector": "0x…", "operator_refund_collector": "0x…" } }
+ * (hold and capture, docs/capture.md: the escrow Kasse operates for manual payments on this network)
  *
  * Without `forwarder_factory` Kasse cannot derive deposit addresses on the network, so no EVM adapter is registered
  * for it (test mode falls back to the simulator's addresses; live mode reports the network unavailable).
@@ -18,6 +20,13 @@ import { ConfigError } from '../../config.ts';
 import { parseUnits } from '../../core/money.ts';
 import { SettingsObject } from '../settings.ts';
 import type { NetworkConfig } from '../types.ts';
+
+/** The hold-and-capture escrow a network's holds go through (docs/capture.md; escrow.ts). */
+export interface EscrowSettings {
+  escrow: string;
+  erc3009Collector: string;
+  operatorRefundCollector: string;
+}
 
 /** Settings only EVM networks have (`NetworkConfig.settings` of an `evm` network). */
 export interface EvmNetworkSettings {
@@ -38,6 +47,8 @@ export interface EvmNetworkSettings {
   disperse?: string;
   /** Hot-wallet sender: most payouts in one batch transaction (`disperse_max_items`, default 200). */
   disperseMaxItems?: number;
+  /** Hold and capture (`auth_capture`): the escrow and its collectors; absent = no coin of the network can be held. */
+  authCapture?: EscrowSettings;
   /** EIP-712 domains of tokens by symbol (`eip712_domains`), for a network served without a node. */
   eip712Domains: Record<string, { name: string; version: string }>;
 }
@@ -64,6 +75,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     'disperse',
     'disperse_max_items',
     'eip712_domains',
+    'auth_capture',
   ]);
   const o = settings.values;
   const address = (k: string): string | null => {
@@ -81,9 +93,32 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     rpcTimeoutMs: settings.int('rpc_timeout_ms', 100, EVM_DEFAULTS.rpcTimeoutMs),
     eip712Domains: domains(o.eip712_domains, `${at}.eip712_domains`),
     ...senderSettings(settings),
+    ...(o.auth_capture !== undefined && o.auth_capture !== null
+      ? { authCapture: escrowSettings(o.auth_capture, `${at}.auth_capture`) }
+      : {}),
     ...(address('disperse')
       ? { disperse: address('disperse')!, disperseMaxItems: settings.int('disperse_max_items', 2, 200) }
       : {}),
+  };
+}
+
+/**
+ * `{"escrow": "0x…", "erc3009_collector": "0x…", "operator_refund_collector": "0x…"}`: for a live network the canonical
+ * commerce-payments deployment (AUTH_CAPTURE_V1_1 in escrow.ts), for a local node where `kasse evm deploy-escrow`
+ * placed the same contracts.
+ */
+function escrowSettings(raw: unknown, at: string): EscrowSettings {
+  const v = new SettingsObject(raw, at, ['escrow', 'erc3009_collector', 'operator_refund_collector']).values;
+  const address = (k: string): string => {
+    const a = v[k];
+    if (typeof a !== 'string' || !isAddress(a, { strict: false }) || /^0x0{40}$/i.test(a))
+      throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
+    return getAddress(a);
+  };
+  return {
+    escrow: address('escrow'),
+    erc3009Collector: address('erc3009_collector'),
+    operatorRefundCollector: address('operator_refund_collector'),
   };
 }
 

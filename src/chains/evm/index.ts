@@ -15,10 +15,12 @@ import { checkoutExtension } from './checkout.ts';
 import { evmCommands } from './commands.ts';
 import { evmSettings, parseEvmSettings } from './config.ts';
 import { GaslessRelay } from './gasless.ts';
+import { EvmHolds } from './holds.ts';
 import * as m0004 from './migrations/0004_evm.ts';
 import * as m0006 from './migrations/0006_evm_sender.ts';
 import * as m0020 from './migrations/0020_evm_disperse.ts';
 import * as x0001 from './migrations/evm_0001_x402.ts';
+import * as x0002 from './migrations/evm_0002_holds.ts';
 import './schema.ts';
 import { EvmSender } from './sender.ts';
 import { hotWalletAccount } from './wallet.ts';
@@ -47,7 +49,11 @@ function load(ctx: FamilyContext): LoadedFamily {
     account: () => (account ??= hotWalletAccount(ctx.secrets)),
     sink: ctx.transfers,
   };
-  for (const adapter of adapters) adapter.sender = new EvmSender(adapter, senderDeps);
+  for (const adapter of adapters) {
+    adapter.sender = new EvmSender(adapter, senderDeps);
+    const escrow = evmSettings(adapter.network).authCapture;
+    if (escrow) adapter.holds = new EvmHolds(adapter, escrow);
+  }
   const relay = new GaslessRelay({
     db: ctx.db,
     clock: ctx.clock,
@@ -56,7 +62,12 @@ function load(ctx: FamilyContext): LoadedFamily {
     payments: ctx.payments,
   });
   const x402 = new EvmX402({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains });
-  return { adapters, workers: () => workers(ctx, adapters), checkout: checkoutExtension(relay), x402 };
+  return {
+    adapters,
+    workers: () => workers(ctx, adapters),
+    checkout: checkoutExtension(relay, ctx),
+    x402,
+  };
 }
 
 /**
@@ -87,7 +98,13 @@ const evm: ChainFamily = {
   tokenKinds: ['erc20'],
   // A private key of the hot-wallet account instead of the one derived from the master seed (wallet.ts).
   hotWalletKey: { description: '0x + 64 hex characters', isValid: (key) => /^0x[0-9a-fA-F]{64}$/.test(key) },
-  migrations: { '0004_evm': m0004, '0006_evm_sender': m0006, '0020_evm_disperse': m0020, 'evm/0001_x402': x0001 },
+  migrations: {
+    '0004_evm': m0004,
+    '0006_evm_sender': m0006,
+    '0020_evm_disperse': m0020,
+    'evm/0001_x402': x0001,
+    'evm/0002_holds': x0002,
+  },
   commands: evmCommands,
   payouts: true,
   load,

@@ -6,9 +6,10 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { Db } from '../../db/index.ts';
 import type { TransferSink } from '../ports.ts';
 import type { EvmAdapter } from './adapter.ts';
+import type { EvmHolds } from './holds.ts';
 
 /** The network an EvmSender sends on: an EvmAdapter (its RPC client is shared with the watcher). */
-export type SenderChain = Pick<EvmAdapter, 'network' | 'mode' | 'rpc'>;
+export type SenderChain = Pick<EvmAdapter, 'network' | 'mode' | 'rpc'> & { readonly holds?: EvmHolds };
 
 export interface EvmSenderDeps {
   db: Db;

@@ -26,7 +26,15 @@
  * merchant may request it again. Decisions and operations: docs/evm.md ("Refunds and the hot wallet").
  */
 import { sql, type RawBuilder, type Selectable } from 'kysely';
-import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, type Address, type Hex } from 'viem';
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  maxUint256,
+  type Address,
+  type Hex,
+} from 'viem';
 import { formatUnits } from '../../core/money.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -45,6 +53,7 @@ import { evmSettings } from './config.ts';
 import type { EvmTransferTxsTable } from './schema.ts';
 import { erc20Abi } from './contracts.ts';
 import { DisperseBatches } from './disperse.ts';
+import type { EvmHolds } from './holds.ts';
 import { ceilBump, GAS_MARGIN_DEN, GAS_MARGIN_NUM, hex, max, min, type Fees } from './fees.ts';
 import { RpcError, type RpcClient } from './rpc.ts';
 import { SENDER_DEFAULTS, type EvmSenderDeps, type EvmSenderOptions, type SenderChain } from './sender-options.ts';
@@ -57,8 +66,12 @@ import {
   type OutgoingCall,
   type RpcReceipt,
   type Settlement,
+  type TransferPurpose,
   type TransferRow,
 } from './transfer.ts';
+
+/** The transfer purpose of each operation on a hold (the capture module's, and a refund's). */
+const HOLD_PURPOSES = { authorize: 'authorize', capture: 'capture', void: 'void', refund: 'refund' } as const;
 
 export type { StepResult };
 
@@ -142,6 +155,25 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
         `EvmSender(${this.mode}:${this.network.id}) cannot send ${request.token.id} in ${request.mode} mode`,
       );
     }
+    if (request.hold) {
+      // Money held in the escrow moves by the hot wallet's call to it (holds.ts).
+      const holds = this.holds();
+      if (!holds) throw new Error(`EvmSender(${this.mode}:${this.network.id}): no escrow is configured for holds`);
+      if (request.purpose !== HOLD_PURPOSES[request.hold.kind])
+        throw new Error(
+          `EvmSender: a ${request.hold.kind} on a hold cannot be a transfer of purpose ${request.purpose}`,
+        );
+      await this.record(tx, {
+        id: request.transferId,
+        purpose: request.purpose as TransferPurpose,
+        token: request.token.id,
+        destination: getAddress(request.destination),
+        amount: request.amount,
+        value: 0n,
+        ...holds.call(request.hold, request.amount),
+      });
+      return;
+    }
     if (request.purpose !== 'refund' && request.purpose !== 'payout')
       throw new Error(`EvmSender cannot record a transfer of purpose ${request.purpose}`);
     const call = transferCall(request.token, request.destination, request.amount);
@@ -201,8 +233,23 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
     const fees = await this.fees();
     const chainNonce = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, 'latest']));
     const batch = row.purpose === 'disperse' ? this.batches : null;
-    const tokenMoved =
-      reportsToSink(row.purpose) && value === 0n ? (row.to_address as Address) : batch ? batch.token(row) : null;
+    const holds = this.holds();
+    const escrowCall = holds !== null && getAddress(row.to_address) === holds.escrow;
+    // An escrow call moves held money, except a refund, which the refund collector takes from the hot wallet.
+    const tokenMoved = escrowCall
+      ? row.purpose === 'refund'
+        ? this.tokenContract(row.token)
+        : null
+      : reportsToSink(row.purpose) && value === 0n
+        ? (row.to_address as Address)
+        : batch
+          ? batch.token(row)
+          : null;
+    if (escrowCall && row.purpose === 'refund' && tokenMoved) {
+      const refused = await this.approveRefunds(row, tokenMoved, holds.refundCollector);
+      if (refused !== undefined)
+        return refused ? this.settle(row, 'pending', { status: 'failed', txHash: null, error: refused }) : 'wait';
+    }
     if (tokenMoved) {
       const held = await this.tokenBalance(tokenMoved);
       if (held < BigInt(row.amount))
@@ -446,6 +493,47 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
     });
     return { raw, hash: keccak256(raw) };
+  }
+
+  /** The escrow of this network's holds (holds.ts); null where none is configured. */
+  private holds(): EvmHolds | null {
+    return this.chain.holds ?? null;
+  }
+
+  private tokenContract(tokenId: string): Address | null {
+    const contract = this.network.tokens.find((t) => t.id === tokenId)?.contract;
+    return contract ? getAddress(contract) : null;
+  }
+
+  /**
+   * A refund through the escrow needs the hot wallet's allowance to the refund collector first: records the one
+   * `approve` transaction per token (a no-op once recorded). Undefined once the allowance is there; null while the
+   * approval is on its way; why it failed otherwise.
+   */
+  private async approveRefunds(
+    row: TransferRow,
+    token: Address,
+    collector: Address,
+  ): Promise<string | null | undefined> {
+    const read = encodeFunctionData({ abi: erc20Abi, functionName: 'allowance', args: [this.address, collector] });
+    const out = await this.rpc().request<Hex>('eth_call', [{ to: token, data: read }, 'latest']);
+    if (decodeFunctionResult({ abi: erc20Abi, functionName: 'allowance', data: out }) >= BigInt(row.amount))
+      return undefined;
+    const id = `approve_${this.mode}_${this.network.id}_${token.toLowerCase()}_${collector.toLowerCase()}`;
+    await withTx(this.deps.db, (tx) =>
+      this.record(tx, {
+        id,
+        purpose: 'approve',
+        to: token,
+        value: 0n,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [collector, maxUint256] }),
+        token: row.token,
+        destination: collector,
+        amount: maxUint256,
+      }),
+    );
+    const approval = await this.get(id);
+    return approval?.status === 'failed' ? `the hot wallet could not approve ${collector}: ${approval.error}` : null;
   }
 
   private async tokenBalance(contract: Address): Promise<bigint> {

@@ -9,7 +9,17 @@ import { erc20Abi } from './contracts.ts';
 import type { EvmTransfersTable } from './schema.ts';
 import { RpcError } from './rpc.ts';
 
-export type TransferPurpose = 'refund' | 'payout' | 'gasless' | 'disperse' | 'approve' | 'x402';
+export type TransferPurpose =
+  | 'refund'
+  | 'payout'
+  | 'gasless'
+  | 'disperse'
+  | 'approve'
+  | 'x402'
+  // hold and capture: the hot wallet's calls to the escrow (holds.ts); a refund of captured money is a `refund`
+  | 'authorize'
+  | 'capture'
+  | 'void';
 export type TransferRow = Selectable<EvmTransfersTable>;
 
 /** A call from the hot wallet to record: the transaction (to, value, data) and what it moves to whom. */

@@ -1,12 +1,14 @@
 /** Payments: create, list, read, coin choices, cancel, accept and refund. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotent, keyActor } from '../actor.ts';
+import { idempotencyKey, idempotent, keyActor } from '../actor.ts';
 import { PageOf, PaymentIdParam } from '../schemas/common.ts';
 import {
   addPaymentSchemas,
   CreateAttemptBody,
+  CapturePaymentBody,
   CreatePaymentBody,
+  IdempotencyHeaders,
   IdempotentCreate,
   ListPaymentsQuery,
   PaymentRef,
@@ -116,6 +118,49 @@ export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
     'acceptPayment',
     'Accept an underpaid or late payment',
     'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
+  );
+
+  app.post(
+    '/payments/:id/capture',
+    {
+      schema: {
+        operationId: 'capturePayment',
+        summary: 'Capture a held payment',
+        description:
+          "Moves `amount_usd_cents` (default: all that remains) of an `authorized` manual payment's hold to you (docs/capture.md). Captures may repeat, each settling on chain (`payment.captured`; the first also makes the payment `paid` with `payment.paid`), until the authorized amount is captured or `authorization.capture_before`. Answers the Payment at once, the capture in `authorization.pending_usd_cents` until it settles. 422 `invalid_state` for a payment that is not manual or not authorized, a hold voided or past `capture_before`, or more than remains (the message names the remainder). Send `Idempotency-Key` to make retries safe.",
+        tags,
+        params: PaymentIdParam,
+        headers: IdempotencyHeaders,
+        body: CapturePaymentBody,
+        errors: ['invalid_state', 'idempotency_conflict'],
+        response: { 200: PaymentRef },
+      },
+      // No body at all captures all that remains, as an empty object does.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+    },
+    async (req) =>
+      (await kasse.capture.capture(req.auth, req.params.id, req.body ?? {}, idempotencyKey(req), keyActor(req)))
+        .payment,
+  );
+
+  app.post(
+    '/payments/:id/void',
+    {
+      schema: {
+        operationId: 'voidPayment',
+        summary: 'Void a held payment',
+        description:
+          "Returns what was not captured of a manual payment's hold to the payer, once settled on chain: before any capture the payment becomes `cancelled` (`payment.cancelled`); after captures it stays `paid` and `authorization.voided` becomes true. 422 `invalid_state` for a payment that is not manual or not authorized, or whose hold was voided or fully captured. Send `Idempotency-Key` to make retries safe. Kasse voids by itself at `authorization.capture_before`.",
+        tags,
+        params: PaymentIdParam,
+        headers: IdempotencyHeaders,
+        errors: ['invalid_state', 'idempotency_conflict'],
+        response: { 200: PaymentRef },
+      },
+    },
+    async (req) => (await kasse.capture.void(req.auth, req.params.id, idempotencyKey(req), keyActor(req))).payment,
   );
 
   app.post(

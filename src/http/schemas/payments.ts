@@ -6,6 +6,9 @@ import { Type, type TSchema } from 'typebox';
 import type { ApiApp } from '../api.ts';
 import { IDEMPOTENCY_KEY_MAX } from '../../modules/idempotency/index.ts';
 import {
+  CAPTURE_METHODS,
+  HOLD_DEFAULT_DAYS,
+  HOLD_MAX_DAYS,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   METADATA_MAX_BYTES,
@@ -34,6 +37,10 @@ export const CurrencySchema = Type.Object(
     rate_source: Nullable(RateSource),
     paused: Type.Boolean({ description: 'No new coin choices on this network now (503 chain_paused).' }),
     gasless: Type.Boolean({ description: 'Payable by signature alone (USDC).' }),
+    holdable: Type.Boolean({
+      description:
+        'Can be held: a payment with `capture_method: manual` may be paid in it (the payer authorizes, you capture later; docs/capture.md).',
+    }),
     network_status: Enum(
       ['running', 'simulated', 'paused'],
       'Where the network stands: `running` (watched on chain), `simulated` (test mode without a chain connection: payments are finished with the simulator), `paused` (no new coin choices).',
@@ -116,6 +123,18 @@ export const CreatePaymentBody = Type.Object(
     metadata: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: `Any JSON object up to ${METADATA_MAX_BYTES} bytes.` }),
     ),
+    capture_method: Type.Optional(
+      Enum(
+        CAPTURE_METHODS,
+        '`automatic` (default): the money is yours once it arrives. `manual`: the payer authorizes a hold of the price in a coin that can be held (`holdable` in GET /currencies), and you capture it later — in parts, until `capture_before` — or void it (docs/capture.md).',
+      ),
+    ),
+    capture_before: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: `Manual payments only: until when captures are possible; later than the payment's 24 hours and at most ${HOLD_MAX_DAYS} days ahead. Default: ${HOLD_DEFAULT_DAYS} days after creation.`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -183,6 +202,21 @@ export const EstimateQuery = Type.Object(
     token: Type.String(),
   },
   { additionalProperties: false },
+);
+
+export const CapturePaymentBody = Type.Optional(
+  Type.Object(
+    {
+      amount_usd_cents: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 100_000_000,
+          description: 'US cents to capture; default: all that remains of the authorization.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export const SimulateBody = Type.Object(

@@ -88,7 +88,7 @@ export class InvoiceService {
     const fx = await this.rate(input.fx_rate, payment.paid_at);
 
     const figures = invoiceFigures(
-      payment.price_amount,
+      payment.invoice_cents,
       fx.rate,
       profile.tax_rate_bps,
       profile.tax_inclusive,
@@ -136,7 +136,7 @@ export class InvoiceService {
           fx_rate: fx.rate,
           fx_source: fx.source,
           fx_date: fx.date,
-          usd_cents: payment.price_amount,
+          usd_cents: payment.invoice_cents,
           total: figures.total,
           taxable: figures.taxable,
           cgst: figures.cgst,

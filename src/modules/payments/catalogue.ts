@@ -58,6 +58,7 @@ export class Catalogue {
         rate_source: q?.source ?? null,
         paused: !chains.available(mode, t.chain),
         gasless: t.gasless,
+        holdable: chains.holdable(mode, t.id),
         network_status: network.state,
         network_status_reason: network.reason,
       };

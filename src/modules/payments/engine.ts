@@ -21,11 +21,13 @@ import type { PaymentEventType } from './model.ts';
 import { paymentJson } from './render.ts';
 import { serializePayment, type Payment } from './schema.ts';
 import { creditedCents, next, paidCredit, type Trigger } from './state.ts';
+import { upsertDeposit, withDeposits } from './store/deposits.ts';
 import {
   loadPayment,
   lockPayment,
   lockPaymentById,
   persist,
+  saveCapturePending,
   saveCredit,
   toState,
   type Loaded,
@@ -123,10 +125,13 @@ export class PaymentEngine {
    * address — so any merchant's payment of `mode`.
    */
   async lockedById<T>(mode: Mode, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
-    return withTx(this.deps.db, async (tx) => {
-      const l = await lockPaymentById(tx, mode, id);
-      return l ? fn(tx, l) : null;
-    });
+    return withTx(this.deps.db, (tx) => this.lockedByIdIn(tx, mode, id, fn));
+  }
+
+  /** `lockedById` inside a transaction the caller already holds (a settled transfer's). */
+  async lockedByIdIn<T>(tx: Tx, mode: Mode, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    const l = await lockPaymentById(tx, mode, id);
+    return l ? fn(tx, l) : null;
   }
 
   /**
@@ -155,11 +160,37 @@ export class PaymentEngine {
     let seq = row.credit_seq;
     let credited = row.credited;
     let creditedAt = row.credited_cents;
+    const manual = row.capture_method === 'manual';
     for (const e of events) {
       if (e === 'payment.reorged' && credited) {
         await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_reorg');
         credited = false;
-      } else if (e === 'payment.paid' && !credited) {
+      } else if (e === 'payment.captured' && trigger.kind === 'captured') {
+        // A manual payment is credited capture by capture: each is a credit of its own, with the fee on what it moved.
+        const capture = current.deposits.find((d) => d.id === trigger.depositId);
+        if (!capture || capture.value_cents === null)
+          throw new ImpossibleState('a capture has no deposit with its value', {
+            payment: row.id,
+            deposit: trigger.depositId,
+          });
+        seq += 1;
+        await this.deps.ledger.creditPayment(tx, {
+          mode: row.mode,
+          merchantId: row.merchant_id,
+          paymentId: row.id,
+          seq,
+          priceCents: Number(capture.value_cents),
+          feeBps: await this.feeBps(tx, row.merchant_id),
+          token: capture.token,
+          amount: BigInt(capture.amount),
+          conversion: this.deps.chains.countedToken(row.mode, capture.token, { payment: row.id, deposit: capture.id })
+            .stable
+            ? null
+            : { swapFeeBps: this.deps.swapFeeBps },
+        });
+        credited = true;
+        creditedAt = capturedCents(current);
+      } else if (e === 'payment.paid' && !credited && !manual) {
         const { attempt, amount } = paidCredit(after);
         seq += 1;
         creditedAt = creditValue(row.price_amount, after.paidWithinTolerance, amount, attempt.payAmount);
@@ -181,7 +212,9 @@ export class PaymentEngine {
       }
     }
     if (trigger.kind === 'refund_sent' && credited) {
-      await this.deps.ledger.reversePaymentCredit(tx, row.id, seq, 'payment_refund');
+      // A manual payment's captures are credits 1…seq, all standing: the refund returns them all.
+      for (let n = manual ? 1 : seq; n <= seq; n++)
+        await this.deps.ledger.reversePaymentCredit(tx, row.id, n, 'payment_refund');
       credited = false;
     }
     current = await saveCredit(tx, current, seq, credited, creditedAt);
@@ -212,9 +245,61 @@ export class PaymentEngine {
     return { events, payment, loaded: current };
   }
 
+  /**
+   * A capture of the locked manual payment `l` settled (docs/capture.md): it becomes a confirmed deposit of the held
+   * coin choice worth `cents` (so the Payment, refunds and the held money see it like any money that arrived) and the
+   * `captured` trigger runs — the first capture makes the payment paid — with its credit in the ledger. Idempotent on
+   * the capture's transaction: reported again, it changes nothing.
+   */
+  async recordCapture(
+    tx: Tx,
+    l: Loaded,
+    c: { txHash: string; amount: bigint; cents: number; from: string | null },
+  ): Promise<Applied> {
+    const attempt = heldAttempt(l);
+    const known = l.deposits.find((d) => d.tx_hash === c.txHash);
+    if (known) return { events: [], payment: this.json(l), loaded: l };
+    const now = this.deps.clock.now();
+    const row = await upsertDeposit(
+      tx,
+      attempt,
+      {
+        token: attempt.token,
+        txHash: c.txHash,
+        index: 0,
+        amount: c.amount,
+        from: c.from,
+        blockNumber: null,
+        blockHash: null,
+        status: 'confirmed',
+        confirmations: attempt.confirmations_required,
+        seenAt: now,
+      },
+      { valueCents: BigInt(c.cents), atLeastMin: true, now },
+    );
+    return this.apply(tx, withDeposits(l, [row]), { kind: 'captured', depositId: row.id }, now);
+  }
+
+  /** Sets the US cents of the locked manual payment's captures in flight (shown as `authorization.pending_usd_cents`). */
+  setCapturePending(tx: Tx, l: Loaded, cents: number): Promise<Loaded> {
+    return saveCapturePending(tx, l, cents, this.deps.clock.now());
+  }
+
   private async feeBps(tx: Tx, merchantId: string): Promise<number> {
     return (await merchantFeeBps(tx, merchantId)) ?? this.deps.feeBps;
   }
+}
+
+/** The coin choice a manual payment's hold is on: the authorized one, or the one its captures paid. */
+export function heldAttempt(l: Loaded): Loaded['attempts'][number] {
+  const a = l.attempts.find((x) => x.id === l.row.paid_attempt_id) ?? l.attempts.find((x) => x.status === 'authorized');
+  if (!a) throw new Error(`payment ${l.row.id} has no held coin choice`);
+  return a;
+}
+
+/** What a manual payment's captures moved, in US cents (each capture's deposit carries its value). */
+function capturedCents(l: Loaded): number {
+  return l.deposits.filter((d) => d.status !== 'orphaned').reduce((s, d) => s + Number(d.value_cents ?? 0), 0);
 }
 
 /**

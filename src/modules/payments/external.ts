@@ -13,7 +13,7 @@ import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
 import { upsertDeposit, withDeposits } from './store/deposits.ts';
 import { insertExternal } from './store/external.ts';
-import { lockPayment } from './store/payments.ts';
+import { lockPayment, type Loaded } from './store/payments.ts';
 
 /** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
 export interface X402Details {
@@ -57,42 +57,7 @@ export interface ExternalSettlement {
 /** Records a settled x402 payment as `paid` inside `tx`; answers the Payment. */
 export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalSettlement): Promise<Payment> {
   const now = engine.deps.clock.now();
-  const { paymentId } = await insertExternal(
-    tx,
-    {
-      merchant_id: s.merchantId,
-      mode: s.mode,
-      status: 'waiting',
-      price_amount: s.priceCents,
-      price_currency: 'USD',
-      order_id: s.orderId,
-      description: s.description,
-      success_url: null,
-      cancel_url: null,
-      webhook_url: null,
-      metadata: JSON.stringify(s.metadata ?? {}),
-      expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
-      created_at: now,
-      updated_at: now,
-      x402: JSON.stringify(s.x402),
-    },
-    {
-      mode: s.mode,
-      chain: s.chain,
-      token: s.token,
-      address: s.address,
-      address_index: s.addressIndex,
-      pay_amount: s.amount.toString(),
-      rate: '1',
-      rate_source: 'peg',
-      status: 'waiting',
-      confirmation_tier: 1,
-      confirmations_required: 1,
-      expires_at: new Date(now.getTime() + 60_000),
-      uri: null,
-      created_at: now,
-    },
-  );
+  const { paymentId } = await insertExternalPayment(engine, tx, s, null);
   const l = (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
   const attempt = l.attempts[0]!;
   const deposit = await upsertDeposit(
@@ -116,4 +81,72 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
   if (applied.payment.status !== 'paid')
     throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
   return applied.payment;
+}
+
+/** What an x402 authorization locked in escrow becomes: a manual payment waiting for its hold (docs/capture.md). */
+export type ExternalHoldInput = Omit<ExternalSettlement, 'transfer'> & {
+  /** The hold's deadlines as the payer signed them (the escrow's authorization and refund expiries). */
+  captureBefore: Date;
+  refundBefore: Date;
+};
+
+/**
+ * Creates the manual payment (`source` x402) of an authorization the x402 facilitator locked in escrow, with its one
+ * `external` coin choice, inside `tx`; answers it locked and `waiting`. The capture module records the hold and makes
+ * it `authorized` in the same transaction (capture's `recordAuthorizedHold`).
+ */
+export async function insertExternalHold(engine: PaymentEngine, tx: Tx, s: ExternalHoldInput): Promise<Loaded> {
+  const { paymentId } = await insertExternalPayment(engine, tx, s, {
+    captureBefore: s.captureBefore,
+    refundBefore: s.refundBefore,
+  });
+  return (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
+}
+
+async function insertExternalPayment(
+  engine: PaymentEngine,
+  tx: Tx,
+  s: Omit<ExternalSettlement, 'transfer'>,
+  hold: { captureBefore: Date; refundBefore: Date } | null,
+): Promise<{ paymentId: string }> {
+  const now = engine.deps.clock.now();
+  return insertExternal(
+    tx,
+    {
+      merchant_id: s.merchantId,
+      mode: s.mode,
+      status: 'waiting',
+      price_amount: s.priceCents,
+      price_currency: 'USD',
+      order_id: s.orderId,
+      description: s.description,
+      success_url: null,
+      cancel_url: null,
+      webhook_url: null,
+      metadata: JSON.stringify(s.metadata ?? {}),
+      expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
+      created_at: now,
+      updated_at: now,
+      x402: JSON.stringify(s.x402),
+      ...(hold
+        ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
+        : {}),
+    },
+    {
+      mode: s.mode,
+      chain: s.chain,
+      token: s.token,
+      address: s.address,
+      address_index: s.addressIndex,
+      pay_amount: s.amount.toString(),
+      rate: '1',
+      rate_source: 'peg',
+      status: 'waiting',
+      confirmation_tier: 1,
+      confirmations_required: 1,
+      expires_at: new Date(now.getTime() + 60_000),
+      uri: null,
+      created_at: now,
+    },
+  );
 }

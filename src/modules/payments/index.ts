@@ -9,13 +9,19 @@
  */
 export type { IssuedPaymentInput, PaymentSummary } from './batch.ts';
 export type { DepositRecorder } from './deposits.ts';
-export type { FundsDeps, PaymentChange, PaymentEngine } from './engine.ts';
+export { heldAttempt, type Applied, type FundsDeps, type PaymentChange, type PaymentEngine } from './engine.ts';
+export { insertExternalHold, type ExternalHoldInput } from './external.ts';
 export { migrations } from './migrations/index.ts';
 export {
+  CAPTURE_METHODS,
   EVENT_TYPES,
+  HOLD_DEFAULT_DAYS,
+  HOLD_MAX_DAYS,
+  HOLD_REFUND_DAYS,
   MAX_ATTEMPTS,
   PAYMENT_STATUSES,
   SIMULATE_OUTCOMES,
+  type CaptureMethod,
   type PaymentEventType,
   type PaymentStatus,
   type SimulateOutcome,

@@ -7,6 +7,7 @@ export const PAYMENT_STATUSES = [
   'waiting',
   'detected',
   'confirming',
+  'authorized',
   'paid',
   'underpaid',
   'expired',
@@ -32,10 +33,19 @@ export const EVENT_TYPES = [
   'payment.reorged',
   'payment.refunded',
   'payment.cancelled',
+  'payment.authorized',
+  'payment.captured',
 ] as const;
 export type PaymentEventType = (typeof EVENT_TYPES)[number];
 
-export const SIMULATE_OUTCOMES = ['paid', 'underpaid', 'expired', 'late', 'wrong_asset'] as const;
+/**
+ * `automatic` (the spec's payments: money sent is money paid) or `manual`: the payer authorizes a hold the merchant
+ * captures later, in parts, or voids (docs/capture.md). `authorized` and the hold's events exist only for `manual`.
+ */
+export const CAPTURE_METHODS = ['automatic', 'manual'] as const;
+export type CaptureMethod = (typeof CAPTURE_METHODS)[number];
+
+export const SIMULATE_OUTCOMES = ['paid', 'underpaid', 'expired', 'late', 'wrong_asset', 'authorized'] as const;
 export type SimulateOutcome = (typeof SIMULATE_OUTCOMES)[number];
 
 /** NOTE: spec limits. */
@@ -45,6 +55,14 @@ export const LATE_ACCEPT_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Late payments are auto-accepted when the coin's price moved by at most this many basis points (3 %). */
 export const LATE_ACCEPT_MAX_MOVE_BPS = 300;
 export const MAX_ATTEMPTS = 3;
+/**
+ * NOTE: a manual payment's hold (docs/capture.md). Captures until `capture_before`: 7 days after creation unless the
+ * merchant asks for another time, at most 30 days ahead (a card authorization's usual span; the escrow itself has no
+ * limit). Refunds go back through the escrow for 30 days after that (`refund_before`), later from the hot wallet.
+ */
+export const HOLD_DEFAULT_DAYS = 7;
+export const HOLD_MAX_DAYS = 30;
+export const HOLD_REFUND_DAYS = 30;
 
 export interface DepositState {
   id: string;
@@ -90,5 +108,12 @@ export interface PaymentState {
   paidAmount?: bigint | null;
   /** Paid with a confirmed amount short of the pay amount within the merchant's tolerance (not by `accept`). */
   paidWithinTolerance?: boolean;
+  /** Absent: `automatic`. A `manual` payment's money arrives only by captures of its hold (docs/capture.md). */
+  captureMethod?: CaptureMethod;
+  /**
+   * A manual payment's hold was released (voided, voided at its deadline, or reclaimed by the payer): nothing more can
+   * be captured. Captures are the deposits of the held coin choice.
+   */
+  holdReleased?: boolean;
   attempts: AttemptState[];
 }

@@ -57,6 +57,10 @@ export class PaymentsReader implements PaymentsPort {
       payAmount: BigInt(a.pay_amount),
       expiresAt: a.expires_at,
       open: a.status === 'waiting' && !isFinal(found.status),
+      hold:
+        found.capture_before && found.refund_before
+          ? { captureBefore: found.capture_before, refundBefore: found.refund_before }
+          : null,
     };
   }
 

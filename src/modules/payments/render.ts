@@ -105,6 +105,38 @@ export function paymentJson(l: Loaded, chains: ChainRegistry, checkoutBase: stri
       ? { underpaid_within_tolerance: true, tolerance_shortfall: toleranceShortfall(l) }
       : {}),
     ...(p.source === 'x402' ? { source: 'x402' as const, x402: p.x402 as Payment['x402'] } : {}),
+    // Present only on manual payments: every other Payment is the spec's object.
+    ...(p.capture_method === 'manual'
+      ? { capture_method: 'manual' as const, authorization: authorizationJson(l, chains) }
+      : {}),
+  };
+}
+
+/** A manual payment's hold; its captures are the deposits of its held coin choice (docs/capture.md). */
+function authorizationJson(l: Loaded, chains: ChainRegistry): NonNullable<Payment['authorization']> {
+  const p = l.row;
+  if (!p.capture_before || !p.refund_before) throw new Error(`manual payment ${p.id} has no hold terms`);
+  const captures = l.deposits
+    .filter((d) => d.status !== 'orphaned')
+    .map((d) => {
+      if (d.value_cents === null) throw new Error(`capture ${d.id} of payment ${p.id} has no value in cents`);
+      const amount = BigInt(d.amount);
+      return {
+        amount_usd_cents: Number(d.value_cents),
+        amount: amount.toString(),
+        amount_display: formatUnits(amount, tokenMeta(chains, p.mode, d.token).decimals),
+        tx_hash: d.tx_hash,
+        captured_at: d.seen_at.toISOString(),
+      };
+    });
+  return {
+    amount_usd_cents: p.price_amount,
+    captured_usd_cents: captures.reduce((s, c) => s + c.amount_usd_cents, 0),
+    pending_usd_cents: p.capture_pending_cents,
+    capture_before: p.capture_before.toISOString(),
+    refund_before: p.refund_before.toISOString(),
+    voided: p.hold_released,
+    captures,
   };
 }
 

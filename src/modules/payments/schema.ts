@@ -8,7 +8,7 @@ import fastJson from 'fast-json-stringify';
 import { Type, type Static } from 'typebox';
 import { ID_PATTERNS } from '../../core/ids.ts';
 import { Amount, DateTime, Enum, freeFormKeys, Nullable, Ref } from '../../core/json-schema.ts';
-import { ATTEMPT_STATUSES, DEPOSIT_STATUSES, PAYMENT_STATUSES } from './model.ts';
+import { ATTEMPT_STATUSES, CAPTURE_METHODS, DEPOSIT_STATUSES, PAYMENT_STATUSES } from './model.ts';
 
 export const RATE_SOURCES = ['coingecko', 'binance', 'peg'] as const;
 export const RateSource = Enum(RATE_SOURCES, 'Where the rate came from; `peg` for stablecoins at 1.00.');
@@ -75,6 +75,49 @@ export const X402DetailsSchema = Type.Object(
   { $id: 'X402Details', additionalProperties: false, description: 'How an x402 payment was settled.' },
 );
 
+export const CaptureSchema = Type.Object(
+  {
+    amount_usd_cents: Type.Integer({ minimum: 1, description: 'US cents this capture moved to you.' }),
+    amount: Amount("The same in the coin's smallest unit."),
+    amount_display: Type.String({ description: 'The same in whole coins, exact decimal.' }),
+    tx_hash: Type.String({ description: 'The capture transaction (`0xsim…` when simulated).' }),
+    captured_at: DateTime('When the capture settled with its confirmations.'),
+  },
+  { $id: 'Capture', additionalProperties: false, description: 'One settled capture of a hold.' },
+);
+
+export const AuthorizationSchema = Type.Object(
+  {
+    amount_usd_cents: Type.Integer({
+      description: 'US cents the payer authorizes: the price. Captures take at most this much in all.',
+    }),
+    captured_usd_cents: Type.Integer({ minimum: 0, description: 'US cents captured and settled on chain so far.' }),
+    pending_usd_cents: Type.Integer({
+      minimum: 0,
+      description: 'US cents of captures asked for and not settled yet (they count against what remains).',
+    }),
+    capture_before: DateTime(
+      'Captures are possible until then; what is not captured by then goes back to the payer (Kasse voids it).',
+    ),
+    refund_before: DateTime(
+      'Refunds of captured money go back through the escrow until then, afterwards from the hot wallet.',
+    ),
+    voided: Type.Boolean({
+      description:
+        'The rest of the hold went back to the payer: voided by you, at `capture_before`, or reclaimed by the payer. Nothing more can be captured.',
+    }),
+    captures: Type.Array(Ref<Static<typeof CaptureSchema>>('Capture'), {
+      description: 'Settled captures, oldest first; a `payment.captured` event reports the newest.',
+    }),
+  },
+  {
+    $id: 'Authorization',
+    additionalProperties: false,
+    description:
+      "A manual payment's hold (docs/capture.md): what the payer authorized, what was captured, and until when.",
+  },
+);
+
 export const PaymentSchema = Type.Object(
   {
     id: Type.String({ pattern: ID_PATTERNS.pay }),
@@ -115,6 +158,13 @@ export const PaymentSchema = Type.Object(
       Type.Literal('x402', { description: 'Present for a payment an x402 client paid through `/x402/settle`.' }),
     ),
     x402: Type.Optional(Ref<Static<typeof X402DetailsSchema>>('X402Details')),
+    capture_method: Type.Optional(
+      Enum(
+        CAPTURE_METHODS,
+        'Present on manual payments only (absent: `automatic`): the payer authorizes a hold you capture later.',
+      ),
+    ),
+    authorization: Type.Optional(Ref<Static<typeof AuthorizationSchema>>('Authorization')),
   },
   {
     $id: 'Payment',
@@ -126,9 +176,22 @@ export const PaymentSchema = Type.Object(
 export type Payment = Static<typeof PaymentSchema>;
 
 /** The schemas above, in dependency order, for registration as OpenAPI components. */
-export const PAYMENT_SCHEMAS = [DepositSchema, AttemptSchema, X402DetailsSchema, PaymentSchema] as const;
+export const PAYMENT_SCHEMAS = [
+  DepositSchema,
+  AttemptSchema,
+  X402DetailsSchema,
+  CaptureSchema,
+  AuthorizationSchema,
+  PaymentSchema,
+] as const;
 
 /** JSON text of a Payment exactly as the API serialises it (the same schema, the same serializer). */
 export const serializePayment: (payment: Payment) => string = fastJson(freeFormKeys(PaymentSchema) as never, {
-  schema: freeFormKeys({ Attempt: AttemptSchema, Deposit: DepositSchema, X402Details: X402DetailsSchema }) as never,
+  schema: freeFormKeys({
+    Attempt: AttemptSchema,
+    Deposit: DepositSchema,
+    X402Details: X402DetailsSchema,
+    Capture: CaptureSchema,
+    Authorization: AuthorizationSchema,
+  }) as never,
 }) as (payment: Payment) => string;

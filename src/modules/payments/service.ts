@@ -26,7 +26,8 @@ import { Catalogue, type CoinChoiceInput, type PricedCoin } from './catalogue.ts
 import { DepositRecorder } from './deposits.ts';
 import { PaymentDue, type DueResult } from './due.ts';
 import { PaymentEngine, type PaymentDeps } from './engine.ts';
-import { COIN_HOLD_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type PaymentStatus } from './model.ts';
+import { COIN_HOLD_MS, MAX_ATTEMPTS, PAYMENT_LIFETIME_MS, type CaptureMethod, type PaymentStatus } from './model.ts';
+import { holdTerms } from './hold.ts';
 import { PaymentsReader } from './reader.ts';
 import { PaymentReports } from './reports.ts';
 import type { Payment } from './schema.ts';
@@ -54,6 +55,10 @@ export interface CreatePaymentInput {
   /** The payer's language: a tag from LOCALES (src/core/i18n). */
   locale?: string;
   metadata?: Record<string, unknown>;
+  /** `manual`: a hold the merchant captures later (docs/capture.md). */
+  capture_method?: CaptureMethod;
+  /** A manual payment's capture deadline (ISO 8601); default HOLD_DEFAULT_DAYS after creation. */
+  capture_before?: string;
 }
 
 export interface ListQuery {
@@ -69,6 +74,8 @@ interface Issued extends PricedCoin {
   index: bigint;
   address: string;
   uri: string | null;
+  /** Paid by Kasse's own transactions (a hold's captures), not watched. */
+  external: boolean;
 }
 
 export class PaymentService {
@@ -137,7 +144,15 @@ export class PaymentService {
     if (Buffer.byteLength(metadataJson, 'utf8') > METADATA_MAX_BYTES) {
       throw invalid(`metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`, 'metadata');
     }
+    const now = this.deps.clock.now();
+    const manual = input.capture_method === 'manual';
+    const terms = holdTerms(manual, input.capture_before, now);
     const coin = this.catalogue.resolve(mode, input);
+    if (coin && manual && !this.deps.chains.holdable(mode, coin.id))
+      throw invalid(
+        `${coin.id} cannot be held, so a payment with capture_method manual cannot be paid in it; GET /currencies says which coins can (holdable).`,
+        'capture_method',
+      );
     const request = { key, hash: requestHash('POST', '/v1/payments', input) };
     let issued: Issued | null = null;
     if (coin) {
@@ -146,6 +161,7 @@ export class PaymentService {
           merchantId,
           merchantName,
           description: input.description ?? null,
+          manual,
         });
       } catch (err) {
         // A retry of a request that succeeded gets its answer even when the coin cannot be priced now.
@@ -154,7 +170,6 @@ export class PaymentService {
         throw err;
       }
     }
-    const now = this.deps.clock.now();
     const row = newPaymentRow(newId('pay'), {
       merchant_id: merchantId,
       mode,
@@ -171,6 +186,9 @@ export class PaymentService {
       expires_at: new Date(now.getTime() + PAYMENT_LIFETIME_MS),
       created_at: now,
       updated_at: now,
+      capture_method: manual ? 'manual' : 'automatic',
+      capture_before: terms?.captureBefore ?? null,
+      refund_before: terms?.refundBefore ?? null,
     });
     const attempts = issued ? [this.attemptRow(row.id, mode, issued, now)] : [];
     const payment = this.engine.json({ row, attempts, deposits: [] });
@@ -186,7 +204,7 @@ export class PaymentService {
           { order_id: input.order_id, price_amount: input.price_amount },
         ),
       );
-      const hook = issued && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
+      const hook = issued && !issued.external && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
       if (!hook) return writeCoalesced(this.deps.db, writes, key === null ? '' : `${merchantId} ${mode} ${key}`);
       // A network that records work for a new address does so in the same transaction.
       await this.deps.db.transaction().execute(async (tx) => {
@@ -248,10 +266,17 @@ export class PaymentService {
     if (!l) throw notFound('payment');
     const coin = this.catalogue.resolve(mode, choice);
     if (!coin) throw invalid('token is required', 'token');
+    const manual = l.row.capture_method === 'manual';
+    if (manual && !this.deps.chains.holdable(mode, coin.id))
+      throw invalid(
+        `This payment is held and captured later (capture_method manual), and ${coin.id} cannot be held; GET /currencies says which coins can (holdable).`,
+        'token',
+      );
     assertCanAddAttempt(l);
     const issued = await this.issue(mode, coin, l.row.price_amount, {
       merchantId: l.row.merchant_id,
       description: l.row.description,
+      manual,
     });
     const payment = await this.engine.locked(tenant, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
@@ -311,7 +336,7 @@ export class PaymentService {
     mode: Mode,
     token: TokenConfig,
     priceCents: number,
-    payee: { merchantId: string; merchantName?: string; description: string | null },
+    payee: { merchantId: string; merchantName?: string; description: string | null; manual: boolean },
   ): Promise<Issued> {
     const priced = await this.catalogue.price(mode, token, priceCents);
     const [index, label] = await Promise.all([
@@ -319,40 +344,52 @@ export class PaymentService {
       payee.merchantName ?? merchantName(this.deps.db, payee.merchantId),
     ]);
     const adapter = this.deps.chains.adapter(mode, token.chain);
+    // A held coin choice is paid by captures to the escrow's receiver (on the simulator, a keyless address): nobody
+    // sends money to it, so it has no payment URI and no watcher follows it (`external`).
+    if (payee.manual) {
+      const address = adapter.holds?.receiver ?? (await adapter.deriveAddress(index));
+      return { ...priced, index, address, uri: null, external: true };
+    }
     const address = await adapter.deriveAddress(index);
     return {
       ...priced,
       index,
       address,
       uri: adapter.paymentUri(token, address, priced.payAmount, { label, message: payee.description }),
+      external: false,
     };
   }
 
   /** Lets the coin choice's network record work for its new address, in the transaction that stores the choice. */
   private async addressIssued(tx: Tx, mode: Mode, c: Issued): Promise<void> {
+    if (c.external) return;
     await this.deps.chains
       .adapter(mode, c.network.id)
       .addressIssued?.(tx, { token: c.token, address: c.address, index: c.index });
   }
 
   private attemptRow(paymentId: string, mode: Mode, c: Issued, now: Date): AttemptRow {
-    return newAttemptRow(newId('att'), {
-      payment_id: paymentId,
-      mode,
-      chain: c.network.id,
-      token: c.token.id,
-      address: c.address,
-      address_index: c.index,
-      pay_amount: c.payAmount.toString(),
-      rate: c.quote.rate,
-      rate_source: c.quote.source,
-      status: 'waiting',
-      confirmation_tier: c.tier,
-      confirmations_required: c.confirmations,
-      expires_at: new Date(now.getTime() + COIN_HOLD_MS),
-      uri: c.uri,
-      created_at: now,
-    });
+    return newAttemptRow(
+      newId('att'),
+      {
+        payment_id: paymentId,
+        mode,
+        chain: c.network.id,
+        token: c.token.id,
+        address: c.address,
+        address_index: c.index,
+        pay_amount: c.payAmount.toString(),
+        rate: c.quote.rate,
+        rate_source: c.quote.source,
+        status: 'waiting',
+        confirmation_tier: c.tier,
+        confirmations_required: c.confirmations,
+        expires_at: new Date(now.getTime() + COIN_HOLD_MS),
+        uri: c.uri,
+        created_at: now,
+      },
+      c.external,
+    );
   }
 }
 

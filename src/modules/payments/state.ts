@@ -21,7 +21,11 @@ export type Trigger =
   | { kind: 'tick' } // time passed: expiries and late auto-accept
   | { kind: 'cancel' } // POST /payments/{id}/cancel
   | { kind: 'accept' } // POST /payments/{id}/accept
-  | { kind: 'refund_sent'; attemptId: string | null };
+  | { kind: 'refund_sent'; attemptId: string | null }
+  // Hold and capture (manual payments only, docs/capture.md):
+  | { kind: 'authorized'; attemptId: string } // the payer's authorization is locked in escrow, with its confirmations
+  | { kind: 'captured'; depositId: string } // a capture settled; it is the deposit `depositId` of the held coin choice
+  | { kind: 'hold_released' }; // the rest of the hold went back to the payer (void, its deadline, the payer's reclaim)
 
 export interface Context {
   now: Date;
@@ -105,6 +109,15 @@ export function next(payment: PaymentState, trigger: Trigger, ctx: Context): Tra
       break;
     case 'refund_sent':
       onRefund(p, events, trigger.attemptId);
+      break;
+    case 'authorized':
+      onAuthorized(p, events, trigger.attemptId);
+      break;
+    case 'captured':
+      onCaptured(p, events, trigger.depositId, ctx.now);
+      break;
+    case 'hold_released':
+      onHoldReleased(p, events);
       break;
   }
   settleAttempts(payment, p, events, ctx.toleranceBps);
@@ -232,6 +245,8 @@ function markPaid(p: PaymentState, a: AttemptState, now: Date, events: PaymentEv
 }
 
 function onDeposits(p: PaymentState, events: PaymentEventType[], ctx: Context): void {
+  // A manual payment's money arrives only by captures of its hold (the `captured` trigger); nothing is watched.
+  if (p.captureMethod === 'manual') return;
   for (const a of p.attempts) {
     if (
       !a.wrongAsset &&
@@ -366,6 +381,57 @@ function onRefund(p: PaymentState, events: PaymentEventType[], attemptId: string
   events.push('payment.refunded');
 }
 
+const manual = (p: PaymentState) => p.captureMethod === 'manual';
+
+/**
+ * The payer's authorization is locked in escrow for the coin choice `attemptId`: a waiting manual payment (or one whose
+ * 24 hours ran out while the authorization was being confirmed) is `authorized`, its other waiting choices expire.
+ */
+function onAuthorized(p: PaymentState, events: PaymentEventType[], attemptId: string): void {
+  if (!manual(p)) throw new TransitionError('Only a payment with capture_method manual can be authorized.');
+  if (p.status !== 'waiting' && p.status !== 'expired')
+    throw new TransitionError(`Only a waiting payment can be authorized; this payment is ${p.status}.`);
+  const held = p.attempts.find((a) => a.id === attemptId);
+  if (!held) throw new TransitionError(`Payment ${p.id} has no coin choice ${attemptId}.`);
+  for (const a of p.attempts) if (a.status === 'waiting') a.status = 'expired';
+  held.status = 'authorized';
+  p.status = 'authorized';
+  events.push('payment.authorized');
+}
+
+/**
+ * A capture settled: its deposit is on the held coin choice already. The first makes the payment `paid` (with
+ * `payment.paid`, so everything built on paid follows); every one sends `payment.captured`. `paidAmount` is what all
+ * captures brought, so the credit and the held money follow each capture.
+ */
+function onCaptured(p: PaymentState, events: PaymentEventType[], depositId: string, now: Date): void {
+  if (!manual(p)) throw new TransitionError('Only a payment with capture_method manual is captured.');
+  const a = p.attempts.find((x) => x.deposits.some((d) => d.id === depositId));
+  if (!a) throw new TransitionError(`Payment ${p.id} has no capture ${depositId}.`);
+  if (p.status === 'authorized') markPaid(p, a, now, events);
+  else if (p.status === 'paid' && p.paidAttemptId === a.id) p.paidAmount = tally(a).confirmed;
+  else throw new TransitionError(`Only an authorized or paid payment is captured; this payment is ${p.status}.`);
+  p.paidWithinTolerance = false;
+  events.push('payment.captured');
+}
+
+/**
+ * The rest of a hold went back to the payer. Nothing captured: the payment is `cancelled` (`payment.cancelled`);
+ * after captures it keeps its status and only the hold is marked released. Released twice changes nothing.
+ */
+function onHoldReleased(p: PaymentState, events: PaymentEventType[]): void {
+  if (!manual(p)) throw new TransitionError('Only a payment with capture_method manual has a hold.');
+  if (p.holdReleased) return;
+  if (p.status === 'authorized') {
+    p.status = 'cancelled';
+    for (const a of p.attempts) if (a.status === 'authorized' || a.status === 'waiting') a.status = 'expired';
+    events.push('payment.cancelled');
+  } else if (p.status !== 'paid' && p.status !== 'refunded') {
+    throw new TransitionError(`Payment ${p.id} is ${p.status}: it holds nothing to release.`);
+  }
+  p.holdReleased = true;
+}
+
 /**
  * Re-derives every attempt's status and `overpaid` flag from its deposits, and appends `payment.overpaid` after
  * `payment.paid`, or on its own when surplus money newly lands on a paid or refunded payment.
@@ -376,7 +442,7 @@ function settleAttempts(before: PaymentState, p: PaymentState, events: PaymentEv
   for (const a of p.attempts) {
     const t = tally(a, toleranceBps);
     if (a.id === p.paidAttemptId && a.status !== 'refunded') a.status = 'paid';
-    else if (a.status !== 'refunded') {
+    else if (a.status !== 'refunded' && a.status !== 'authorized') {
       const derived = derive(a, t, before.status === 'expired');
       a.status =
         derived === null ? (a.status === 'expired' ? 'expired' : 'waiting') : hold(a.status, derived, t.confirmed);

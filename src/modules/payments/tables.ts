@@ -5,7 +5,7 @@
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Json, Numeric, Timestamp } from '../../db/schema.ts';
-import type { AttemptStatus, DepositStatus, PaymentStatus } from './model.ts';
+import type { AttemptStatus, CaptureMethod, DepositStatus, PaymentStatus } from './model.ts';
 
 export interface PaymentsTable {
   id: string;
@@ -39,6 +39,15 @@ export interface PaymentsTable {
   source: ColumnType<'x402' | null, 'x402' | null | undefined, never>;
   /** The x402 details (`X402Details` of payments/external.ts) of such a payment. */
   x402: ColumnType<unknown, string | null | undefined, never>;
+  /** Migration 0036: `manual` payments are holds the merchant captures (docs/capture.md). */
+  capture_method: ColumnType<CaptureMethod, CaptureMethod | undefined, never>;
+  /** A manual payment's hold: captures until, refunds through the escrow until (null for automatic payments). */
+  capture_before: ColumnType<Date | null, Date | string | null | undefined, never>;
+  refund_before: ColumnType<Date | null, Date | string | null | undefined, never>;
+  /** The rest of the hold went back to the payer (void, its deadline, or the payer's reclaim). */
+  hold_released: Generated<boolean>;
+  /** US cents of captures asked for and not settled yet (the capture module keeps it with its captures). */
+  capture_pending_cents: Generated<number>;
 }
 
 export interface AttemptsTable {

@@ -26,6 +26,7 @@ import {
   type Loaded,
   type PaymentEngine,
 } from '../payments/index.ts';
+import type { CaptureService } from '../capture/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import type { Refund } from './schema.ts';
 import {
@@ -48,7 +49,10 @@ export const REFUND_PURPOSE = 'refund';
 export const REFUND_FAILED_EVENT = 'refund.failed';
 
 export interface RefundInput {
-  /** Where the money goes; absent: the payer's address of an x402 payment (required for any other payment). */
+  /**
+   * Where the money goes; absent: the payer's address of an x402 payment or of a held payment's authorization
+   * (required for any other payment).
+   */
   destination?: string;
   note?: string;
 }
@@ -57,6 +61,8 @@ export class RefundService implements TransferOwner {
   constructor(
     private readonly engine: PaymentEngine,
     private readonly transfers: TransferService,
+    /** Refunds of a held payment's captures go back through its escrow while they may (docs/capture.md). */
+    private readonly holds: Pick<CaptureService, 'payer' | 'refundPath'>,
   ) {
     transfers.own(REFUND_PURPOSE, this);
     // Money a sent refund returned is no longer held for the payment (payments/held.ts).
@@ -69,7 +75,11 @@ export class RefundService implements TransferOwner {
     const { mode } = tenant;
     const first = await this.engine.load(tenant, paymentId);
     if (!first) throw notFound('payment');
-    const destination = input.destination ?? (first.row.x402 as { payer?: string } | null)?.payer;
+    const destination =
+      input.destination ??
+      (first.row.x402 as { payer?: string } | null)?.payer ??
+      (await this.holds.payer(mode, paymentId)) ??
+      undefined;
     if (!destination)
       throw invalid(
         'destination is required: the address on the paid network to send the money back to',
@@ -99,6 +109,8 @@ export class RefundService implements TransferOwner {
       // NOTE: a coin removed from the networks file since it was paid cannot be sent back by Kasse.
       const token = chains.token(mode, money.token);
       if (!token) throw invalidState(`${money.token} is no longer configured, so Kasse cannot send it back.`);
+      // A held payment's captures go back to its payer through the escrow while refund_before allows.
+      const escrow = await this.holds.refundPath(tx, l, destination);
       const row = await insertRefund(tx, {
         payment_id: paymentId,
         attempt_id: attempt.id,
@@ -126,6 +138,7 @@ export class RefundService implements TransferOwner {
         token,
         destination: row.destination,
         amount: money.amount,
+        ...(escrow ? { hold: escrow.hold } : {}),
       });
       return row;
     });

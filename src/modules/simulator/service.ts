@@ -10,6 +10,7 @@ import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
 import type { Tenant } from '../../core/tenant.ts';
 import { systemActor, type Actor } from '../audit/index.ts';
+import type { CaptureService } from '../capture/index.ts';
 import type {
   DepositRecorder,
   Loaded,
@@ -27,13 +28,17 @@ const EXPECTED: Record<SimulateOutcome, PaymentEventType> = {
   expired: 'payment.expired',
   late: 'payment.late',
   wrong_asset: 'payment.wrong_asset',
+  authorized: 'payment.authorized',
 };
 
 export class Simulator {
   private readonly engine: PaymentEngine;
   private readonly deposits: DepositRecorder;
 
-  constructor(private readonly payments: PaymentService) {
+  constructor(
+    private readonly payments: PaymentService,
+    private readonly holds: Pick<CaptureService, 'simulateAuthorized'>,
+  ) {
     this.engine = payments.engine;
     this.deposits = payments.deposits;
   }
@@ -57,16 +62,26 @@ export class Simulator {
     const first = await this.engine.load(tenant, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
-    const coin = outcome !== 'expired' && first.attempts.length === 0 ? this.defaultCoin() : null;
+    // A held payment is authorized (or expires); its money then comes only by captures.
+    const manual = first.row.capture_method === 'manual';
+    if (manual !== (outcome === 'authorized') && outcome !== 'expired')
+      throw invalidState(
+        manual
+          ? `This payment's capture_method is manual: simulate the authorized outcome (or expired), then capture it.`
+          : 'Only a payment with capture_method manual can be authorized.',
+      );
+    const coin = outcome !== 'expired' && first.attempts.length === 0 ? this.defaultCoin(manual) : null;
     if (from !== undefined) this.assertAddress(coin?.chain ?? first.attempts[first.attempts.length - 1]!.chain, from);
     if (coin) await this.payments.createAttempt(tenant, id, { token: coin.id }, systemActor('simulator'));
     const sender = from ?? null;
     const result = await this.engine.locked(tenant, id, async (tx, l) => {
       assertWaiting(l);
       const applied =
-        outcome === 'expired' || outcome === 'late'
-          ? await this.closeWindow(tx, l, outcome, sender)
-          : await this.deposit(tx, l, outcome, sender, amount);
+        outcome === 'authorized'
+          ? await this.holds.simulateAuthorized(tx, l, sender)
+          : outcome === 'expired' || outcome === 'late'
+            ? await this.closeWindow(tx, l, outcome, sender)
+            : await this.deposit(tx, l, outcome, sender, amount);
       if (!applied.events.includes(EXPECTED[outcome]))
         throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
       await this.engine.deps.audit.record(tx, tenant, actor, 'payment.simulate', { type: 'payment', id }, { outcome });
@@ -136,10 +151,15 @@ export class Simulator {
       throw invalid(`from is not a valid ${chains.network('test', chain)?.name ?? chain} address`, 'from');
   }
 
-  /** The networks file's `default` coin, else the first stablecoin, on an available test network. */
-  private defaultCoin(): TokenConfig {
+  /**
+   * The networks file's `default` coin, else the first stablecoin, on an available test network; for a held payment,
+   * among the coins that can be held.
+   */
+  private defaultCoin(held: boolean): TokenConfig {
     const { chains } = this.engine.deps;
-    const usable = chains.tokens('test').filter((t) => chains.available('test', t.chain));
+    const usable = chains
+      .tokens('test')
+      .filter((t) => chains.available('test', t.chain) && (!held || chains.holdable('test', t.id)));
     const any = usable.find((t) => t.default) ?? usable.find((t) => t.stable);
     if (!any) throw invalidState('No stablecoin on an available test network to simulate with; choose a coin first.');
     return any;

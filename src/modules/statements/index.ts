@@ -4,6 +4,6 @@
  */
 export { monthOf, nextMonth, StatementEmails } from './emails.ts';
 export { migrations } from './migrations/index.ts';
-export type { PayoutRecords, SentPayout } from './payouts.ts';
+export type { CaptureRecords, PayoutRecords, SentPayout } from './payouts.ts';
 export { balanceLines, dollars, monthName, signedAmount, statementCsv, statementPdf } from './render.ts';
 export { monthRange, StatementService, type Statement } from './service.ts';

@@ -31,3 +31,15 @@ export const NO_PAYOUTS: PayoutRecords = {
   sent: async () => [],
   totals: async () => ({ releasedUsdCents: 0n, failedUsdCents: 0n }),
 };
+
+/**
+ * What statements need from held payments' captures (docs/capture.md): a held payment is credited capture by capture,
+ * so the reconciliation counts its settled captures instead of its `payment.paid`. The capture module implements
+ * this and plugs it in with `StatementService.useCaptures`; until then a merchant has no captures.
+ */
+export interface CaptureRecords {
+  /** US cents of the merchant's captures settled in [from, to). */
+  capturedCents(tenant: Tenant, from: Date, to: Date): Promise<bigint>;
+}
+
+export const NO_CAPTURES: CaptureRecords = { capturedCents: async () => 0n };

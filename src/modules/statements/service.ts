@@ -25,7 +25,7 @@ import {
   REVERSAL_KINDS,
   USD,
 } from '../ledger/index.ts';
-import { NO_PAYOUTS, type PayoutRecords } from './payouts.ts';
+import { NO_CAPTURES, NO_PAYOUTS, type CaptureRecords, type PayoutRecords } from './payouts.ts';
 
 export interface Statement {
   month: string;
@@ -92,12 +92,18 @@ const n = (v: bigint) => Number(v);
 
 export class StatementService {
   private payoutRecords: PayoutRecords = NO_PAYOUTS;
+  private captureRecords: CaptureRecords = NO_CAPTURES;
 
   constructor(private readonly deps: StatementDeps) {}
 
   /** Where statements read payouts' operational records (the disbursements module plugs its own in). */
   usePayouts(records: PayoutRecords): void {
     this.payoutRecords = records;
+  }
+
+  /** Where statements read held payments' captures (the capture module plugs its own in). */
+  useCaptures(records: CaptureRecords): void {
+    this.captureRecords = records;
   }
 
   /** When the merchant's first posting in the mode was made (the first month with a statement to show), or null. */
@@ -244,7 +250,7 @@ export class StatementService {
   /**
    * The month from the operational records alone, in US cents at the value credited (the price, or what a payment
    * paid short within the tolerance was credited at): payments that became paid (event
-   * `payment.paid`), credits undone by a reorg (`payment.reorged`) or by a sent refund of a payment that had been
+   * `payment.paid`; a held payment by each capture that settled), credits undone by a reorg (`payment.reorged`) or by a sent refund of a payment that had been
    * paid, and what payouts took from the balance.
    */
   private async operational(
@@ -253,12 +259,13 @@ export class StatementService {
     to: Date,
   ): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
     const { mode, merchantId } = tenant;
-    const [events, refunds, payouts] = await Promise.all([
+    const [events, refunds, payouts, captured] = await Promise.all([
+      // A held payment (capture_method manual) is credited by its captures, counted below, not by its payment.paid.
       sql<{ type: string; sum: string }>`
         SELECT e.type, coalesce(sum(coalesce(p.credited_cents, p.price_amount)), 0)::text AS sum
         FROM events e JOIN payments p ON p.id = e.ordering_key
         WHERE e.merchant_id = ${merchantId} AND e.mode = ${mode} AND e.type IN ('payment.paid', 'payment.reorged')
-          AND e.created_at >= ${from} AND e.created_at < ${to}
+          AND e.created_at >= ${from} AND e.created_at < ${to} AND p.capture_method = 'automatic'
         GROUP BY 1`.execute(this.deps.db),
       sql<{ sum: string }>`
         SELECT coalesce(sum(coalesce(p.credited_cents, p.price_amount)), 0)::text AS sum
@@ -266,10 +273,11 @@ export class StatementService {
         WHERE r.merchant_id = ${merchantId} AND r.mode = ${mode} AND r.status = 'sent' AND p.paid_at IS NOT NULL
           AND r.settled_at >= ${from} AND r.settled_at < ${to}`.execute(this.deps.db),
       this.payoutRecords.totals(tenant, from, to),
+      this.captureRecords.capturedCents(tenant, from, to),
     ]);
     const of = (type: string) => BigInt(events.rows.find((r) => r.type === type)?.sum ?? 0);
     return {
-      credited: of('payment.paid'),
+      credited: of('payment.paid') + captured,
       reversed: of('payment.reorged') + BigInt(refunds.rows[0]!.sum),
       payoutsTaken: payouts.releasedUsdCents - payouts.failedUsdCents,
     };

@@ -26,6 +26,7 @@ import { teamPages } from './pages/team.ts';
 import { addMultipartParser } from './upload.ts';
 import { statementPages } from './pages/statements.ts';
 import { invoicePages } from './pages/invoices.ts';
+import { holdPages } from './pages/holds.ts';
 import { errorPage, notFound, Router, type DashboardModule } from './routing.ts';
 
 /** Every page module, in registration order. */
@@ -44,6 +45,7 @@ export const dashboardModules: DashboardModule[] = [
 ];
 dashboardModules.push(disbursementPages);
 dashboardModules.push(agentPages);
+dashboardModules.push(holdPages);
 
 const dashboard: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);

@@ -40,6 +40,8 @@ export const navigation: NavEntry[] = [
 const DONE: Record<string, string> = {
   accepted: 'The payment was accepted as paid.',
   cancelled: 'The payment was cancelled.',
+  captured: 'The capture was asked for. The money moves once it is confirmed on chain.',
+  voided: 'The void was asked for. What was not captured goes back to the payer once it is confirmed on chain.',
   refund: 'The refund was requested. It is sent from the hot wallet and the payment becomes refunded when it is.',
   link_created: 'The payment link was created.',
   link_saved: 'The link was saved.',

@@ -1,6 +1,7 @@
 /* Kasse checkout, EVM wallets: "Pay with browser wallet" sends the exact transfer through the page's EIP-1193
    provider (window.ethereum); "Pay by signature" has the wallet sign an EIP-3009 TransferWithAuthorization for
-   Kasse to relay (POST /p/<id>/gasless). Both buttons stay hidden without a wallet. Loaded after pay.js, whose
+   Kasse to relay (POST /p/<id>/gasless); "Authorize with wallet" (a held payment) signs an EIP-3009
+   ReceiveWithAuthorization for the escrow's collector (POST /p/<id>/hold). The buttons stay hidden without a wallet. Loaded after pay.js, whose
    window.kassePage it uses (onRender, say, text: the words in the page's language). Progressive enhancement only; no dependencies. */
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (<script src>), not a module: the directive applies
@@ -12,7 +13,7 @@
   function $$(s, el) { return Array.prototype.slice.call((el || d).querySelectorAll(s)); }
 
   page.onRender(() => {
-    if (w.ethereum) $$('[data-wallet],[data-gasless]').forEach((b) => { b.hidden = false; });
+    if (w.ethereum) $$('[data-wallet],[data-gasless],[data-hold]').forEach((b) => { b.hidden = false; });
   });
 
   function eth(method, params) { return w.ethereum.request({ method: method, params: params || [] }); }
@@ -72,10 +73,34 @@
       })).catch((err) => { failed(b, err); });
   }
 
+  /* Authorize a hold: EIP-3009 ReceiveWithAuthorization for the escrow's collector, exactly as the button says
+     (its nonce commits to the hold's terms); Kasse submits it to the escrow (POST /p/<id>/hold). */
+  function holdPay(b) {
+    var ds = b.dataset, from;
+    b.disabled = true;
+    connect(ds.chain).then((f) => { from = f; return domain(ds.token, ds.chain); }).then((dom) => {
+      var a = 'address', u = 'uint256';
+      var types = {
+        EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: u }, { name: 'verifyingContract', type: a }],
+        ReceiveWithAuthorization: [{ name: 'from', type: a }, { name: 'to', type: a }, { name: 'value', type: u }, { name: 'validAfter', type: u }, { name: 'validBefore', type: u }, { name: 'nonce', type: 'bytes32' }]
+      };
+      var msg = { from: from, to: ds.to, value: ds.value, validAfter: '0', validBefore: ds.validBefore, nonce: ds.nonce };
+      return eth('eth_signTypedData_v4', [from, JSON.stringify({ types: types, primaryType: 'ReceiveWithAuthorization', domain: dom, message: msg })]);
+    }).then((sig) => fetch(ds.hold, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ attempt_id: ds.attempt, from: from, signature: sig })
+      })).then((r) => r.json().then((body) => {
+        if (!r.ok) throw new Error(body.error ? body.error.message : page.text.walletNotSent);
+        page.say(page.text.walletAuthorizing);
+      })).catch((err) => { failed(b, err); });
+  }
+
   d.addEventListener('click', (e) => {
     var b = e.target.closest('button');
     if (!b) return;
     if (b.hasAttribute('data-wallet')) walletPay(b);
     else if (b.dataset.gasless) gaslessPay(b);
+    else if (b.dataset.hold) holdPay(b);
   });
 })();

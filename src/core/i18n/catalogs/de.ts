@@ -230,4 +230,13 @@ export default {
   'wallet.signed': 'Signiert. Kasse sendet Ihre Zahlung.',
   'wallet.no_account': 'Die Wallet hat kein Konto freigegeben.',
   'wallet.sending': 'Zahlung gesendet; warten auf das Netzwerk…',
+  'wallet.authorize': 'Mit Wallet autorisieren (ohne Gasgebühr)',
+  'wallet.authorizing': 'Signiert. Kasse sperrt Ihre Autorisierung.',
+  'hold.heading': 'Zahlung autorisieren',
+  'hold.note':
+    '{amount} {symbol} autorisieren: Belastet wird erst, wenn der Händler den Betrag einzieht; sonst wird er bis {date} freigegeben.',
+  'status.authorized': 'Autorisiert. Belastet wird erst, wenn der Händler einzieht.',
+  'authorized.heading': 'Autorisiert',
+  'authorized.text':
+    'Belastet wird erst, wenn der Händler diese Zahlung einzieht; was nicht eingezogen wird, wird bis {date} an Sie freigegeben.',
 };

@@ -224,6 +224,15 @@ const en = {
   'wallet.signed': 'Signed. Kasse is sending your payment.',
   'wallet.no_account': 'The wallet shared no account.',
   'wallet.sending': 'Payment sent; waiting for the network…',
+  'wallet.authorize': 'Authorize with wallet (no gas fee)',
+  'wallet.authorizing': 'Signed. Kasse is locking your authorization.',
+  'hold.heading': 'Authorize the payment',
+  'hold.note':
+    'Authorize {amount} {symbol}: you are charged only when the merchant captures it, and it is released by {date} otherwise.',
+  'status.authorized': 'Authorized. You are charged only when the merchant captures.',
+  'authorized.heading': 'Authorized',
+  'authorized.text':
+    'You are charged only when the merchant captures this payment; what is not captured is released to you by {date}.',
 } as const;
 
 export type MessageKey = keyof typeof en;

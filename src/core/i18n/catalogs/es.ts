@@ -224,4 +224,13 @@ export default {
   'wallet.signed': 'Firmado. Kasse está enviando tu pago.',
   'wallet.no_account': 'La billetera no compartió ninguna cuenta.',
   'wallet.sending': 'Pago enviado; esperando a la red…',
+  'wallet.authorize': 'Autorizar con la billetera (sin comisión de gas)',
+  'wallet.authorizing': 'Firmado. Kasse está bloqueando tu autorización.',
+  'hold.heading': 'Autoriza el pago',
+  'hold.note':
+    'Autoriza {amount} {symbol}: solo se te cobra cuando el comercio lo capture; si no, se libera antes del {date}.',
+  'status.authorized': 'Autorizado. Solo se te cobra cuando el comercio capture.',
+  'authorized.heading': 'Autorizado',
+  'authorized.text':
+    'Solo se te cobra cuando el comercio capture este pago; lo que no se capture se te libera antes del {date}.',
 };

@@ -226,4 +226,13 @@ export default {
   'wallet.signed': 'Signé. Kasse envoie votre paiement.',
   'wallet.no_account': 'Le portefeuille n’a partagé aucun compte.',
   'wallet.sending': 'Paiement envoyé ; en attente du réseau…',
+  'wallet.authorize': 'Autoriser avec le portefeuille (sans frais de gaz)',
+  'wallet.authorizing': 'Signé. Kasse bloque votre autorisation.',
+  'hold.heading': 'Autorisez le paiement',
+  'hold.note':
+    "Autorisez {amount} {symbol} : vous n'êtes débité que lorsque le marchand l'encaisse ; sinon le montant est libéré d'ici le {date}.",
+  'status.authorized': "Autorisé. Vous n'êtes débité que lorsque le marchand encaisse.",
+  'authorized.heading': 'Autorisé',
+  'authorized.text':
+    "Vous n'êtes débité que lorsque le marchand encaisse ce paiement ; ce qui n'est pas encaissé vous est libéré d'ici le {date}.",
 };

@@ -226,4 +226,13 @@ export default {
   'wallet.signed': 'Sudah ditandatangani. Kasse sedang mengirim pembayaran Anda.',
   'wallet.no_account': 'Dompet tidak membagikan akun apa pun.',
   'wallet.sending': 'Pembayaran terkirim; menunggu jaringan…',
+  'wallet.authorize': 'Otorisasi dengan dompet (tanpa biaya gas)',
+  'wallet.authorizing': 'Ditandatangani. Kasse sedang mengunci otorisasi Anda.',
+  'hold.heading': 'Otorisasi pembayaran',
+  'hold.note':
+    'Otorisasi {amount} {symbol}: Anda hanya ditagih saat pedagang menariknya; jika tidak, dana dilepas paling lambat {date}.',
+  'status.authorized': 'Diotorisasi. Anda hanya ditagih saat pedagang menariknya.',
+  'authorized.heading': 'Diotorisasi',
+  'authorized.text':
+    'Anda hanya ditagih saat pedagang menarik pembayaran ini; yang tidak ditarik dilepas kembali kepada Anda paling lambat {date}.',
 };

@@ -221,4 +221,13 @@ export default {
   'wallet.signed': 'Assinado. A Kasse está enviando seu pagamento.',
   'wallet.no_account': 'A carteira não compartilhou nenhuma conta.',
   'wallet.sending': 'Pagamento enviado; aguardando a rede…',
+  'wallet.authorize': 'Autorizar com a carteira (sem taxa de gás)',
+  'wallet.authorizing': 'Assinado. A Kasse está bloqueando sua autorização.',
+  'hold.heading': 'Autorize o pagamento',
+  'hold.note':
+    'Autorize {amount} {symbol}: você só é cobrado quando o lojista capturar; caso contrário, o valor é liberado até {date}.',
+  'status.authorized': 'Autorizado. Você só é cobrado quando o lojista capturar.',
+  'authorized.heading': 'Autorizado',
+  'authorized.text':
+    'Você só é cobrado quando o lojista capturar este pagamento; o que não for capturado é liberado para você até {date}.',
 };

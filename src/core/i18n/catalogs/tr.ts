@@ -222,4 +222,13 @@ export default {
   'wallet.signed': 'İmzalandı. Kasse ödemenizi gönderiyor.',
   'wallet.no_account': 'Cüzdan hiçbir hesap paylaşmadı.',
   'wallet.sending': 'Ödeme gönderildi; ağ bekleniyor…',
+  'wallet.authorize': 'Cüzdanla yetkilendir (gas ücreti yok)',
+  'wallet.authorizing': 'İmzalandı. Kasse yetkinizi kilitliyor.',
+  'hold.heading': 'Ödemeyi yetkilendirin',
+  'hold.note':
+    '{amount} {symbol} yetkilendirin: yalnızca satıcı tahsil ettiğinde ücretlendirilirsiniz; aksi halde {date} tarihine kadar serbest bırakılır.',
+  'status.authorized': 'Yetkilendirildi. Yalnızca satıcı tahsil ettiğinde ücretlendirilirsiniz.',
+  'authorized.heading': 'Yetkilendirildi',
+  'authorized.text':
+    'Yalnızca satıcı bu ödemeyi tahsil ettiğinde ücretlendirilirsiniz; tahsil edilmeyen tutar {date} tarihine kadar size serbest bırakılır.',
 };

@@ -229,4 +229,13 @@ export default {
   'wallet.signed': 'Đã ký. Kasse đang gửi khoản thanh toán của bạn.',
   'wallet.no_account': 'Ví không chia sẻ tài khoản nào.',
   'wallet.sending': 'Đã gửi thanh toán; đang chờ mạng…',
+  'wallet.authorize': 'Ủy quyền bằng ví (không mất phí gas)',
+  'wallet.authorizing': 'Đã ký. Kasse đang khóa ủy quyền của bạn.',
+  'hold.heading': 'Ủy quyền thanh toán',
+  'hold.note':
+    'Ủy quyền {amount} {symbol}: bạn chỉ bị trừ tiền khi người bán thu; nếu không, khoản này được giải phóng trước {date}.',
+  'status.authorized': 'Đã ủy quyền. Bạn chỉ bị trừ tiền khi người bán thu.',
+  'authorized.heading': 'Đã ủy quyền',
+  'authorized.text':
+    'Bạn chỉ bị trừ tiền khi người bán thu khoản thanh toán này; phần không được thu sẽ được trả lại cho bạn trước {date}.',
 };

@@ -211,4 +211,11 @@ export default {
   'wallet.signed': '已签名。Kasse 正在发送您的付款。',
   'wallet.no_account': '钱包未共享任何账户。',
   'wallet.sending': '付款已发送；正在等待网络…',
+  'wallet.authorize': '用钱包授权（无 Gas 费）',
+  'wallet.authorizing': '已签名。Kasse 正在锁定您的授权。',
+  'hold.heading': '授权付款',
+  'hold.note': '授权 {amount} {symbol}：仅在商家扣款时才会向您收费，否则将于 {date} 前释放。',
+  'status.authorized': '已授权。仅在商家扣款时才会收费。',
+  'authorized.heading': '已授权',
+  'authorized.text': '仅在商家对此付款扣款时才会向您收费；未扣款的部分将于 {date} 前退还给您。',
 };

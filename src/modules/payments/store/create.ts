@@ -19,17 +19,19 @@ export async function insertPayments(db: DbOrTx, values: readonly NewPayment[]):
   if (values.length === 0) return [];
   const ids = values.map(() => newId('pay'));
   const col = <K extends keyof NewPayment>(k: K) => values.map((v) => v[k] ?? null);
-  const time = (k: 'expires_at' | 'paid_at' | 'created_at' | 'updated_at') =>
+  const time = (k: 'expires_at' | 'paid_at' | 'created_at' | 'updated_at' | 'capture_before' | 'refund_before') =>
     values.map((v) => (v[k] ? new Date(v[k] as Date | string).toISOString() : null));
   const { rows } = await sql<PaymentRow>`
     INSERT INTO payments (id, merchant_id, mode, status, price_amount, price_currency, order_id, description, success_url, cancel_url,
-      webhook_url, locale, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at)
+      webhook_url, locale, metadata, expires_at, paid_at, paid_attempt_id, paid_amount, created_at, updated_at,
+      capture_method, capture_before, refund_before)
     SELECT * FROM unnest(${ids}::text[], ${col('merchant_id')}::text[], ${col('mode')}::text[], ${col('status')}::text[],
       ${col('price_amount')}::int[], ${col('price_currency')}::text[], ${col('order_id')}::text[], ${col('description')}::text[],
       ${col('success_url')}::text[], ${col('cancel_url')}::text[], ${col('webhook_url')}::text[], ${col('locale')}::text[], ${col('metadata')}::json[],
       ${time('expires_at')}::timestamptz[], ${time('paid_at')}::timestamptz[], ${col('paid_attempt_id')}::text[],
       ${values.map((v) => (v.paid_amount == null ? null : String(v.paid_amount)))}::numeric[], ${time('created_at')}::timestamptz[],
-      ${time('updated_at')}::timestamptz[])
+      ${time('updated_at')}::timestamptz[], ${values.map((v) => v.capture_method ?? 'automatic')}::text[],
+      ${time('capture_before')}::timestamptz[], ${time('refund_before')}::timestamptz[])
     RETURNING *`.execute(db);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)!);
@@ -54,11 +56,15 @@ export function newPaymentRow(
     | 'credited_cents'
     | 'source'
     | 'x402'
+    | 'hold_released'
+    | 'capture_pending_cents'
   >,
 ): PaymentRow {
   return {
     id,
     ...values,
+    hold_released: false,
+    capture_pending_cents: 0,
     source: null,
     x402: null,
     paid_at: null,
@@ -76,8 +82,9 @@ export function newPaymentRow(
 export function newAttemptRow(
   id: string,
   values: Omit<AttemptRow, 'id' | 'overpaid' | 'wrong_asset' | 'external'>,
+  external = false,
 ): AttemptRow {
-  return { id, ...values, overpaid: false, wrong_asset: false, external: false };
+  return { id, ...values, overpaid: false, wrong_asset: false, external };
 }
 
 // The INSERTs of creation as constant texts: the API's hot path builds no query per call (db/statement.ts).
@@ -104,6 +111,9 @@ const PAYMENT_COLUMNS = [
   'deposits_dirty',
   'created_at',
   'updated_at',
+  'capture_method',
+  'capture_before',
+  'refund_before',
 ] as const satisfies ReadonlyArray<keyof PaymentRow>;
 const ATTEMPT_COLUMNS = [
   'id',
@@ -124,6 +134,7 @@ const ATTEMPT_COLUMNS = [
   'expires_at',
   'uri',
   'created_at',
+  'external',
 ] as const satisfies ReadonlyArray<keyof AttemptRow>;
 const INSERT_PAYMENT = rowInsert('payments', PAYMENT_COLUMNS);
 const INSERT_ATTEMPT = rowInsert('attempts', ATTEMPT_COLUMNS);

@@ -88,6 +88,8 @@ export function toState(l: Loaded): PaymentState {
     paidAttemptId: l.row.paid_attempt_id,
     paidAmount: l.row.paid_amount === null ? null : BigInt(l.row.paid_amount),
     paidWithinTolerance: l.row.paid_within_tolerance,
+    captureMethod: l.row.capture_method,
+    holdReleased: l.row.hold_released,
     attempts: l.attempts.map(
       (a): AttemptState => ({
         id: a.id,
@@ -132,7 +134,8 @@ export async function persist(
     before.paidAt?.getTime() !== after.paidAt?.getTime() ||
     before.paidAttemptId !== after.paidAttemptId ||
     (before.paidAmount ?? null) !== (after.paidAmount ?? null) ||
-    (before.paidWithinTolerance ?? false) !== (after.paidWithinTolerance ?? false);
+    (before.paidWithinTolerance ?? false) !== (after.paidWithinTolerance ?? false) ||
+    (before.holdReleased ?? false) !== (after.holdReleased ?? false);
   if (changed) {
     const set = {
       status: after.status,
@@ -140,6 +143,7 @@ export async function persist(
       paid_attempt_id: after.paidAttemptId,
       paid_amount: after.paidAmount == null ? null : after.paidAmount.toString(),
       paid_within_tolerance: after.paidWithinTolerance ?? false,
+      hold_released: after.holdReleased ?? false,
       updated_at: now,
     };
     await tx.updateTable('payments').set(set).where('id', '=', after.id).execute();
@@ -175,4 +179,15 @@ export async function saveCredit(
   const set = { credit_seq: seq, credited, credited_cents: creditedCents };
   await tx.updateTable('payments').set(set).where('id', '=', row.id).execute();
   return { ...l, row: { ...row, ...set } };
+}
+
+/** Sets the US cents of a manual payment's captures in flight (the capture module's count), returning the payment. */
+export async function saveCapturePending(tx: Tx, l: Loaded, cents: number, now: Date): Promise<Loaded> {
+  if (cents === l.row.capture_pending_cents) return l;
+  await tx
+    .updateTable('payments')
+    .set({ capture_pending_cents: cents, updated_at: now })
+    .where('id', '=', l.row.id)
+    .execute();
+  return { ...l, row: { ...l.row, capture_pending_cents: cents, updated_at: now } };
 }

@@ -128,6 +128,12 @@ export async function invoiceablePayment(db: DbOrTx, tenant: Tenant, id: string)
     db
       .selectFrom('payments')
       .select(['id', 'status', 'paid_at', 'price_amount', 'description'])
+      // What the invoice is for: the price, or what a held payment's captures took so far (docs/capture.md).
+      .select(
+        sql<number>`CASE WHEN capture_method = 'manual' THEN coalesce(credited_cents, 0) ELSE price_amount END`.as(
+          'invoice_cents',
+        ),
+      )
       .where('id', '=', id)
       .where('mode', '=', tenant.mode)
       .where('merchant_id', '=', tenant.merchantId)
@@ -175,10 +181,16 @@ export async function attemptOfPayment(
   db: DbOrTx,
   paymentId: string,
   attemptId: string,
-): Promise<{ mode: Mode; status: PaymentStatus; attempt: AttemptRow | null } | null> {
+): Promise<{
+  mode: Mode;
+  status: PaymentStatus;
+  capture_before: Date | null;
+  refund_before: Date | null;
+  attempt: AttemptRow | null;
+} | null> {
   const payment = await db
     .selectFrom('payments')
-    .select(['mode', 'status'])
+    .select(['mode', 'status', 'capture_before', 'refund_before'])
     .where('id', '=', paymentId)
     .executeTakeFirst();
   if (!payment) return null;
@@ -188,5 +200,5 @@ export async function attemptOfPayment(
     .where('id', '=', attemptId)
     .where('payment_id', '=', paymentId)
     .executeTakeFirst();
-  return { mode: payment.mode, status: payment.status, attempt: attempt ?? null };
+  return { ...payment, attempt: attempt ?? null };
 }

@@ -1,0 +1,132 @@
+/**
+ * The capture module's store, the only code on `holds` and `hold_operations`: recording a hold and its operations,
+ * locking and settling them, the holds due at their deadline, and the captures a statement counts.
+ */
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
+import type { DbOrTx, Tx } from '../../db/index.ts';
+import type { HoldOperationsTable, HoldsTable } from './tables.ts';
+
+export type HoldRow = Selectable<HoldsTable>;
+export type OperationRow = Selectable<HoldOperationsTable>;
+
+export async function insertHold(tx: Tx, values: Insertable<HoldsTable>): Promise<HoldRow> {
+  return tx.insertInto('holds').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The payment's hold that has not failed (a payment has at most one), locked when `lock`. */
+export async function paymentHold(db: DbOrTx, paymentId: string, lock = false): Promise<HoldRow | undefined> {
+  const q = db.selectFrom('holds').selectAll().where('payment_id', '=', paymentId).where('status', '<>', 'failed');
+  return lock ? q.forUpdate().executeTakeFirst() : q.executeTakeFirst();
+}
+
+/** A hold of `mode` by id (not locked). */
+export async function holdById(db: DbOrTx, mode: Mode, id: string): Promise<HoldRow | undefined> {
+  return db.selectFrom('holds').selectAll().where('id', '=', id).where('mode', '=', mode).executeTakeFirst();
+}
+
+/** Locks a hold row (its payment is locked first). */
+export async function lockHold(tx: Tx, id: string): Promise<HoldRow> {
+  return tx.selectFrom('holds').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+}
+
+export async function updateHold(
+  tx: Tx,
+  id: string,
+  set: Partial<
+    Pick<HoldRow, 'status' | 'released_by' | 'error' | 'authorized_at' | 'released_at'> & { captured: string }
+  >,
+): Promise<void> {
+  await tx.updateTable('holds').set(set).where('id', '=', id).execute();
+}
+
+export async function insertOperation(tx: Tx, values: Insertable<HoldOperationsTable>): Promise<OperationRow> {
+  return tx.insertInto('hold_operations').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+/** A hold's operations, oldest first. */
+export async function holdOperations(db: DbOrTx, holdId: string): Promise<OperationRow[]> {
+  return db
+    .selectFrom('hold_operations')
+    .selectAll()
+    .where('hold_id', '=', holdId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** An operation of `mode` by id (not locked). */
+export async function operationById(db: DbOrTx, mode: Mode, id: string): Promise<OperationRow | undefined> {
+  return db.selectFrom('hold_operations').selectAll().where('id', '=', id).where('mode', '=', mode).executeTakeFirst();
+}
+
+/** Locks an operation row (its payment is locked first). */
+export async function lockOperation(tx: Tx, id: string): Promise<OperationRow> {
+  return tx.selectFrom('hold_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+}
+
+export async function settleOperation(
+  tx: Tx,
+  id: string,
+  set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date },
+): Promise<void> {
+  await tx.updateTable('hold_operations').set(set).where('id', '=', id).execute();
+}
+
+/**
+ * Holds locked in escrow whose capture deadline is reached and that have no void in flight: the due work voids them,
+ * or finds them reclaimed by the payer. Oldest deadline first.
+ */
+export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<HoldRow[]> {
+  return db
+    .selectFrom('holds as h')
+    .selectAll('h')
+    .where('h.status', '=', 'authorized')
+    .where('h.capture_before', '<=', now)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('hold_operations as o')
+            .select(sql`1`.as('one'))
+            .whereRef('o.hold_id', '=', 'h.id')
+            .where('o.kind', '=', 'void')
+            .where('o.status', '=', 'pending'),
+        ),
+      ),
+    )
+    .orderBy('h.capture_before')
+    .limit(limit)
+    .execute();
+}
+
+/** Ids of a merchant's payments whose holds are locked in escrow, nearest deadline first (the dashboard's list). */
+export async function authorizedHoldPayments(db: DbOrTx, tenant: Tenant, limit: number): Promise<string[]> {
+  const { mode, merchantId } = tenant;
+  const rows = await db
+    .selectFrom('holds')
+    .select('payment_id')
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('status', '=', 'authorized')
+    .orderBy('capture_before')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.payment_id);
+}
+
+/** US cents of a merchant's captures settled in [from, to): the statements' reconciliation counts them. */
+export async function capturedCents(db: DbOrTx, tenant: Tenant, from: Date, to: Date): Promise<bigint> {
+  const { mode, merchantId } = tenant;
+  const row = await db
+    .selectFrom('hold_operations')
+    .select(sql<string>`coalesce(sum(amount_cents), 0)::text`.as('sum'))
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('kind', '=', 'capture')
+    .where('status', '=', 'sent')
+    .where('settled_at', '>=', from)
+    .where('settled_at', '<', to)
+    .executeTakeFirstOrThrow();
+  return BigInt(row.sum);
+}
