@@ -215,6 +215,8 @@ export interface LoadedFamily {
   checkout?: CheckoutExtension;
   /** The family's x402 `exact` scheme, where its networks can take USDC from an x402 client (x402.ts). */
   x402?: X402Scheme;
+  /** Its x402 `auth-capture` scheme, where its networks have an escrow (a hold the merchant captures). */
+  x402Hold?: X402Scheme;
 }
 
 /** An operator command, `kasse <name> …` (names start with the family's name). */

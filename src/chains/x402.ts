@@ -19,8 +19,10 @@
 import type { Mode } from '../core/mode.ts';
 import type { TokenConfig } from './types.ts';
 
-/** One `{x402Version: 2, scheme: "exact", network}` the family offers, with the Kasse network behind it. */
+/** One `{x402Version: 2, scheme, network}` the family offers, with the Kasse network behind it. */
 export interface X402Kind {
+  /** The x402 scheme: `exact` when absent, `auth-capture` for a hold in an escrow (docs/x402.md). */
+  scheme?: string;
   /** CAIP-2 id (`eip155:8453`, `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`). */
   network: string;
   /** Kasse's network id (`base`). */
@@ -96,7 +98,24 @@ export type X402Settlement =
       simulated: boolean;
     };
 
+/**
+ * What an `auth-capture` payment locked or charged in the escrow is (read from the stored request): `authorize` made a
+ * hold the merchant captures (a manual-capture Payment), `charge` paid it at once.
+ */
+export interface X402Hold {
+  flow: 'authorize' | 'charge';
+  payer: string;
+  /** The hold's id on its chain (the escrow's payment-info hash). */
+  reference: string;
+  /** The family's terms of the hold (handed back with every operation on it). */
+  terms: unknown;
+  captureBefore: Date;
+  refundBefore: Date;
+}
+
 export interface X402Scheme {
+  /** For a scheme that holds money in an escrow: what the settled request locked or charged there. */
+  hold?(request: X402Request): X402Hold;
   /** The kinds the family offers in `mode` (networks with a USDC the scheme can take; simulator-served ones too). */
   kinds(mode: Mode): Promise<X402Kind[]>;
   /**

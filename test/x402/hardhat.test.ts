@@ -6,7 +6,11 @@
  * (one 200, one transaction, one payment); amounts above $1,000,000 refused before anything is sent and $1,000,000
  * itself recorded; an address handed out on the simulator retired once the node is configured, and the one derived in
  * its place settled into and swept by `kasse evm sweep`; and an API process killed with SIGKILL between broadcast and
- * confirmation, after which the workers' pass settles it exactly once.
+ * confirmation, after which the workers' pass settles it exactly once. With the escrow at its canonical addresses:
+ * the official `AuthCaptureEvmScheme` client's hold settled through Kasse's facilitator, then captured twice, voided
+ * and refunded by the merchant through the payments API, balances exact on chain and in the ledger; a duplicate
+ * settle and bad payloads refused with the scheme's official codes, nothing sent; `paymentFlow: "authorization"` a
+ * charge paid at once; and a hold whose API process is killed before confirmation locked and recorded exactly once.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -17,7 +21,7 @@ import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
 import { eventually, ok } from '../harness/expect.ts';
-import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+import { startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
 import { authorizationBody } from '../harness/x402.ts';
 import { freePort } from '../harness/net.ts';
 import { agentFetch, paymentSignature, startHonoShop, startShop, type Shop } from './agents.ts';
@@ -30,6 +34,14 @@ import type { SweepReport } from '../../src/chains/evm/operations.ts';
 import { startTestKasse } from '../harness/app.ts';
 import { KASSE_HOME } from '../../src/config.ts';
 import { SERVER } from '../harness/commands.ts';
+import { assertEveryMerchantReconciles } from '../harness/statements.ts';
+import { x402Client } from '@x402/core/client';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import type { PaymentRequirements } from '@x402/core/types';
+import { AuthCaptureEvmScheme } from '@x402/evm/auth-capture/client';
+import { authCaptureEscrowAbi } from '../../src/chains/evm/contracts.ts';
+import { AUTH_CAPTURE_V1_1, placeAuthCaptureContracts } from '../../src/chains/evm/escrow.ts';
+import { Kasse } from '../../sdk/src/index.ts';
 
 const NETWORK = 'eip155:31337';
 let node: HardhatNode;
@@ -39,7 +51,20 @@ const agent = privateKeyToAccount(generatePrivateKey());
 
 before(async () => {
   node = await startHardhatNode();
-  k = await startEvmKasse({ rpcUrl: node.url, tiers: [{ max_usd_cents: null, confirmations: 1 }], finality: 2 });
+  // The escrow of hold and capture at its canonical addresses, as `kasse evm deploy-escrow` places it.
+  const escrow = await placeAuthCaptureContracts({ request: (m, p) => new TestChain(node.url).rpc(m, p) });
+  k = await startEvmKasse({
+    rpcUrl: node.url,
+    tiers: [{ max_usd_cents: null, confirmations: 1 }],
+    finality: 2,
+    evm: {
+      auth_capture: {
+        escrow: escrow.escrow,
+        erc3009_collector: escrow.erc3009Collector,
+        operator_refund_collector: escrow.operatorRefundCollector,
+      },
+    },
+  });
   k.t.clock.set(Date.now());
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, agent.address, 10_000_000n));
   payTo = (await ok(k.m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
@@ -71,14 +96,17 @@ async function body(units: bigint, signer = agent, to: Address = payTo) {
 
 test('supported names the test USDC domain read from the chain', async () => {
   const s = await ok(k.m.test.get('/x402/supported'));
-  assert.deepEqual(s.kinds, [
-    {
-      x402Version: 2,
-      scheme: 'exact',
-      network: NETWORK,
-      extra: { name: 'Test USDC', version: '2', asset: getAddress(k.usdc), decimals: 6, payTo },
-    },
-  ]);
+  assert.deepEqual(
+    s.kinds.filter((x: any) => x.scheme === 'exact'),
+    [
+      {
+        x402Version: 2,
+        scheme: 'exact',
+        network: NETWORK,
+        extra: { name: 'Test USDC', version: '2', asset: getAddress(k.usdc), decimals: 6, payTo },
+      },
+    ],
+  );
 });
 
 test('an agent with no ETH pays an Express API through Kasse: real transfer, paid payment', async () => {
@@ -135,6 +163,12 @@ test('one PAYMENT-SIGNATURE five times at once through @x402/hono and two proces
   const shops: Shop[] = [];
   try {
     second.t.clock.set(Date.now());
+    // Configured without the network's escrow: auth-capture is not offered there.
+    const kinds = (await ok(second.m.test.get('/x402/supported'))).kinds;
+    assert.deepEqual(
+      kinds.map((x: any) => x.scheme),
+      ['exact'],
+    );
     const price = { amount: '2500', asset: k.usdc, extra: { name: 'Test USDC', version: '2' } };
     for (const apiBase of [k.t.urls.test, second.t.urls.test])
       shops.push(await startHonoShop({ apiBase, key: k.m.testKey, network: NETWORK, payTo, price }));
@@ -179,6 +213,246 @@ test('above $1,000,000 verify and settle refuse and nothing is sent; $1,000,000 
   const p = await ok(k.m.test.get(`/payments/${largest.extra.payment_id}`));
   assert.equal(p.price_amount, 100_000_000);
   assert.equal(p.attempts[0].deposits[0].amount, '1000000000000');
+});
+
+// ---- auth-capture: a hold through the official client, captured, voided and refunded by the merchant ----
+
+const HOLD_RESOURCE = { url: 'http://shop.test/room', description: 'A night, held', mimeType: 'application/json' };
+const facilitator = () =>
+  new HTTPFacilitatorClient(new Kasse(k.m.testKey, { baseUrl: k.t.urls.test }).x402.facilitator());
+const tokenStore = () =>
+  k.chain.client.readContract({
+    address: AUTH_CAPTURE_V1_1.escrow,
+    abi: authCaptureEscrowAbi,
+    functionName: 'getTokenStore',
+    args: [k.adapter.sender!.address as Address],
+  });
+const available = async () => (await ok(k.m.test.get('/balance'))).available_usd_cents as number;
+
+/** Requirements a resource server states for a hold, from what `supported` names, and what the official client signs. */
+async function hold(units: bigint, extra: Record<string, unknown> = {}, signer = agent) {
+  const kind = (await ok(k.m.test.get('/x402/supported'))).kinds.find((x: any) => x.scheme === 'auth-capture');
+  const now = Math.floor(Date.now() / 1000);
+  const { payTo: to, asset, decimals: _, ...terms } = kind.extra;
+  const requirements: PaymentRequirements = {
+    scheme: 'auth-capture',
+    network: NETWORK,
+    amount: units.toString(),
+    asset,
+    payTo: to,
+    maxTimeoutSeconds: 300,
+    extra: { ...terms, captureDeadline: now + 86_400, refundDeadline: now + 30 * 86_400, ...extra },
+  };
+  const client = new x402Client().register('eip155:*', new AuthCaptureEvmScheme(signer));
+  client.setSpendControls({ allowedAssets: [{ network: NETWORK, asset: k.usdc }] });
+  const payload = await client.createPaymentPayload({
+    x402Version: 2,
+    resource: HOLD_RESOURCE,
+    accepts: [requirements],
+  });
+  return { payload, requirements };
+}
+
+/** The workers' sender passes until the merchant's Payment shows `done`. */
+async function untilSettled(id: string, done: (p: any) => boolean) {
+  return eventually(
+    `payment ${id} to settle its hold operation`,
+    async () => {
+      await k.adapter.sender!.runDue();
+      const p = await ok(k.m.test.get(`/payments/${id}`));
+      return done(p) && p;
+    },
+    { timeoutMs: 20_000 },
+  );
+}
+
+test('supported lists auth-capture with Kasse as the escrow operator where the network has the escrow', async () => {
+  const kind = (await ok(k.m.test.get('/x402/supported'))).kinds.find((x: any) => x.scheme === 'auth-capture');
+  const hot = k.adapter.sender!.address;
+  assert.deepEqual(kind, {
+    x402Version: 2,
+    scheme: 'auth-capture',
+    network: NETWORK,
+    extra: {
+      name: 'Test USDC',
+      version: '2',
+      asset: getAddress(k.usdc),
+      decimals: 6,
+      payTo,
+      authCaptureEscrow: AUTH_CAPTURE_V1_1.escrow,
+      captureAuthorizer: hot,
+      feeRecipient: hot,
+      minFeeBps: 0,
+      maxFeeBps: 0,
+    },
+  });
+});
+
+test('the official auth-capture client authorizes; the merchant captures twice, voids the rest and refunds', async () => {
+  await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, k.adapter.sender!.address as Address, 10_000_000n));
+  const store = await tokenStore();
+  const [agent0, store0, payTo0, hot0, balance0] = [
+    await usdcOf(agent.address),
+    await usdcOf(store),
+    await usdcOf(payTo),
+    await usdcOf(k.adapter.sender!.address as Address),
+    await available(),
+  ];
+  const { payload, requirements } = await hold(5_000_000n);
+  assert.deepEqual(await facilitator().verify(payload, requirements), { isValid: true, payer: agent.address });
+  // Three settles of the one authorization at once: one success, the others answered as already collected.
+  const answers = await Promise.all([1, 2, 3].map(() => facilitator().settle(payload, requirements)));
+  const settled = answers.find((a) => a.success)!;
+  assert.ok(settled, JSON.stringify(answers));
+  assert.deepEqual(
+    answers.filter((a) => !a.success).map((a) => a.errorReason),
+    ['invalid_auth_capture_evm_payment_already_collected', 'invalid_auth_capture_evm_payment_already_collected'],
+  );
+  assert.equal(await usdcOf(agent.address), agent0 - 5_000_000n);
+  assert.equal(await usdcOf(store), store0 + 5_000_000n, 'locked in the escrow');
+  const id = (settled.extra as { payment_id: string }).payment_id;
+  const p = await ok(k.m.test.get(`/payments/${id}`));
+  assert.equal(p.status, 'authorized');
+  assert.equal(p.source, 'x402');
+  assert.equal(p.capture_method, 'manual');
+  assert.equal(p.price_amount, 500);
+  assert.equal(p.x402.payer, agent.address);
+  assert.equal(p.authorization.amount_usd_cents, 500);
+  assert.equal(
+    p.authorization.capture_before,
+    new Date((requirements.extra.captureDeadline as number) * 1000).toISOString(),
+  );
+  assert.equal(await available(), balance0, 'nothing credited while held');
+
+  // The same authorization again: answered as the duplicate it is, nothing sent.
+  const nonce = await hotNonce();
+  const again = await facilitator().settle(payload, requirements);
+  assert.equal(again.success, false);
+  assert.equal(again.errorReason, 'invalid_auth_capture_evm_payment_already_collected');
+  assert.equal(await hotNonce(), nonce);
+
+  // Two captures through the payments API: each on chain to the merchant's x402 address, each credited with its fee.
+  await ok(k.m.test.post(`/payments/${id}/capture`, { amount_usd_cents: 300 }, { 'idempotency-key': `hc-${id}-1` }));
+  await untilSettled(id, (x) => x.authorization.captured_usd_cents === 300 && x.authorization.pending_usd_cents === 0);
+  assert.equal(await usdcOf(payTo), payTo0 + 3_000_000n);
+  assert.equal(await usdcOf(store), store0 + 2_000_000n);
+  assert.equal(await available(), balance0 + 297);
+  await ok(k.m.test.post(`/payments/${id}/capture`, { amount_usd_cents: 100 }));
+  const twice = await untilSettled(id, (x) => x.authorization.captured_usd_cents === 400);
+  assert.equal(twice.status, 'paid');
+  assert.equal(await usdcOf(payTo), payTo0 + 4_000_000n);
+  assert.equal(await available(), balance0 + 297 + 99);
+
+  // The rest goes back to the payer.
+  await ok(k.m.test.post(`/payments/${id}/void`));
+  const voided = await untilSettled(id, (x) => x.authorization.voided);
+  assert.equal(voided.status, 'paid');
+  assert.equal(await usdcOf(store), store0);
+  assert.equal(await usdcOf(agent.address), agent0 - 4_000_000n);
+
+  // A refund of what was captured goes back through the escrow to the payer, from the hot wallet's float.
+  const refund = await ok(k.m.test.post(`/payments/${id}/refund`, {}), 202);
+  assert.equal(refund.amount, '4000000');
+  assert.equal(getAddress(refund.destination), agent.address);
+  await eventually(
+    'the refund to be sent',
+    async () => {
+      await k.adapter.sender!.runDue();
+      return (await ok(k.m.test.get(`/payments/${id}`))).status === 'refunded';
+    },
+    { timeoutMs: 20_000 },
+  );
+  assert.equal(await usdcOf(agent.address), agent0);
+  assert.equal(await usdcOf(payTo), payTo0 + 4_000_000n, "the merchant's address is swept, not debited");
+  assert.equal(await usdcOf(k.adapter.sender!.address as Address), hot0 - 4_000_000n);
+  assert.equal(await usdcOf(store), store0);
+  assert.equal(await available(), balance0);
+  assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) >= 1);
+});
+
+test('auth-capture with paymentFlow authorization charges at once: a paid x402 payment', async () => {
+  const [agent0, payTo0, balance0] = [await usdcOf(agent.address), await usdcOf(payTo), await available()];
+  const { payload, requirements } = await hold(1_000_000n, { paymentFlow: 'authorization' });
+  const settled = await facilitator().settle(payload, requirements);
+  assert.equal(settled.success, true, JSON.stringify(settled));
+  const p = await ok(k.m.test.get(`/payments/${(settled.extra as { payment_id: string }).payment_id}`));
+  assert.equal(p.status, 'paid');
+  assert.equal(p.capture_method, undefined, 'the spec object of a payment paid outright');
+  assert.equal(p.price_amount, 100);
+  assert.equal(await usdcOf(agent.address), agent0 - 1_000_000n);
+  assert.equal(await usdcOf(payTo), payTo0 + 1_000_000n);
+  assert.equal(await available(), balance0 + 99);
+});
+
+test('auth-capture refuses with the official codes, and nothing is sent', async () => {
+  const nonce = await hotNonce();
+  const refuse = async (body: { paymentPayload: unknown; paymentRequirements: unknown }, reason: string) => {
+    const wire = { x402Version: 2, ...body };
+    assert.equal((await ok(k.m.test.post('/x402/verify', wire))).invalidReason, reason);
+    const s = await ok(k.m.test.post('/x402/settle', wire));
+    assert.equal(s.success, false);
+    assert.equal(s.errorReason, reason);
+  };
+  // Another collector than the escrow's.
+  const a = await hold(1_000_000n);
+  const elsewhere = structuredClone(a.payload);
+  (elsewhere.payload.authorization as Record<string, string>).to = payTo;
+  await refuse(
+    { paymentPayload: elsewhere, paymentRequirements: a.requirements },
+    'invalid_auth_capture_evm_token_collector_mismatch',
+  );
+  // Requirements of another amount than the one signed.
+  await refuse(
+    { paymentPayload: a.payload, paymentRequirements: { ...a.requirements, amount: '2000000' } },
+    'invalid_auth_capture_evm_amount_mismatch',
+  );
+  // An operator that is not Kasse's hot wallet.
+  const b = await hold(1_000_000n, { captureAuthorizer: payTo });
+  await refuse(
+    { paymentPayload: b.payload, paymentRequirements: b.requirements },
+    'invalid_auth_capture_evm_operator_not_admitted',
+  );
+  // Terms Kasse does not take, as the official client signs them.
+  const now = Math.floor(Date.now() / 1000);
+  for (const [extra, reason] of [
+    [{ paymentFlow: 'upfront' }, 'invalid_auth_capture_evm_unsupported_payment_flow'],
+    [{ minFeeBps: 100, maxFeeBps: 100 }, 'invalid_auth_capture_evm_fee_bps_out_of_range'],
+    [{ captureDeadline: now - 60 }, 'invalid_auth_capture_evm_capture_deadline_expired'],
+    [{ refundDeadline: now + 3_600 }, 'invalid_auth_capture_evm_deadline_ordering'],
+  ] as const) {
+    const c = await hold(1_000_000n, extra);
+    await refuse({ paymentPayload: c.payload, paymentRequirements: c.requirements }, reason);
+  }
+  // Requirements changed after signing (another refund deadline): the nonce signed is another payment's.
+  await refuse(
+    {
+      paymentPayload: a.payload,
+      paymentRequirements: {
+        ...a.requirements,
+        extra: { ...a.requirements.extra, refundDeadline: (a.requirements.extra.refundDeadline as number) + 1 },
+      },
+    },
+    'invalid_auth_capture_evm_nonce_mismatch',
+  );
+  // Signed by someone else than `from` (the nonce leaves the payer out, so only the signature can tell).
+  const other = await hold(1_000_000n, {}, privateKeyToAccount(generatePrivateKey()));
+  const forged = structuredClone(other.payload);
+  (forged.payload.authorization as Record<string, string>).from = agent.address;
+  await refuse(
+    { paymentPayload: forged, paymentRequirements: other.requirements },
+    'invalid_auth_capture_evm_signature',
+  );
+  // Expired by Kasse's clock (the client gave 300 s).
+  k.t.clock.set(Date.now() + 301_000);
+  try {
+    await refuse(
+      { paymentPayload: a.payload, paymentRequirements: a.requirements },
+      'invalid_auth_capture_evm_authorization_expired',
+    );
+  } finally {
+    k.t.clock.set(Date.now());
+  }
+  assert.equal(await hotNonce(), nonce);
 });
 
 test('an address given out on the simulator is retired once the node is configured; its successor is swept', async () => {
@@ -287,7 +561,7 @@ test('settle follows its transfer until the clock reaches the deadline, then ans
   }
 });
 
-test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once', async () => {
+test('an API process killed (SIGKILL) between broadcast and confirmation settles exactly once, a hold too', async () => {
   await k.chain.setAutomine(false);
   let child: ChildProcess | null = null;
   try {
@@ -319,31 +593,38 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     const before = await usdcOf(payTo);
+    const store = await tokenStore();
+    const storeBefore = await usdcOf(store);
     const nonce = await hotNonce();
     const b = await body(7_000n);
-    const pending = api.post('/x402/settle', b).catch(() => null);
-    const settlement = async () =>
+    const h = await hold(3_000_000n);
+    const held = { x402Version: 2, paymentPayload: h.payload, paymentRequirements: h.requirements };
+    const pending = [b, held].map((one) => api.post('/x402/settle', one).catch(() => null));
+    const settlement = async (amount = '7000') =>
       k.t.kasse.db
         .selectFrom('x402_settlements')
-        .select(['id', 'status'])
-        .where('amount', '=', '7000')
+        .select(['id', 'status', 'payment_id'])
+        .where('amount', '=', amount)
         .executeTakeFirst();
     const transfer = async (id: string) =>
       k.t.kasse.db.selectFrom('evm_transfers').select('status').where('id', '=', id).executeTakeFirst();
     await eventually(
-      'the API process to broadcast the settlement',
+      'the API process to broadcast both settlements',
       async () => {
-        const s = await settlement();
-        return s && (await transfer(s.id))?.status === 'broadcast';
+        const [s, t] = [await settlement(), await settlement('3000000')];
+        return (
+          s && t && (await transfer(s.id))?.status === 'broadcast' && (await transfer(t.id))?.status === 'broadcast'
+        );
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     child.kill('SIGKILL');
     await new Promise((r) => child!.once('exit', r));
     child = null;
-    await pending;
+    await Promise.all(pending);
     const s = (await settlement())!;
     assert.equal(s.status, 'pending', 'nothing recorded before the kill');
+    assert.equal((await settlement('3000000'))!.status, 'pending');
     await k.chain.mine(1);
     k.t.clock.set(Date.now());
     // The workers role: the sender loop follows the transfer, the x402 loop records it once the request is over.
@@ -353,7 +634,13 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
     await k.t.kasse.x402.resume();
     assert.equal((await settlement())!.status, 'settled');
     assert.equal(await usdcOf(payTo), before + 7_000n, 'moved once');
-    assert.equal(await hotNonce(), nonce + 1, 'one transaction');
+    const holdRow = (await settlement('3000000'))!;
+    assert.equal(holdRow.status, 'settled');
+    assert.equal(await usdcOf(store), storeBefore + 3_000_000n, 'locked once');
+    const heldPayment = await ok(k.m.test.get(`/payments/${holdRow.payment_id}`));
+    assert.equal(heldPayment.status, 'authorized');
+    assert.equal(heldPayment.authorization.amount_usd_cents, 300);
+    assert.equal(await hotNonce(), nonce + 2, 'one transaction each');
     const list = await ok(k.m.test.get('/payments?source=x402&limit=100'));
     const paid = list.data.filter((p: any) => p.attempts[0].pay_amount === '7000');
     assert.equal(paid.length, 1, 'one payment');
@@ -361,7 +648,9 @@ test('an API process killed (SIGKILL) between broadcast and confirmation settles
     // The request that was answered died with its process; without a payment identifier a retry is a duplicate.
     const again = await ok(k.m.test.post('/x402/settle', b));
     assert.equal(again.errorReason, 'invalid_exact_evm_nonce_already_used');
-    assert.equal(await hotNonce(), nonce + 1, 'still one transaction');
+    const heldAgain = await ok(k.m.test.post('/x402/settle', held));
+    assert.equal(heldAgain.errorReason, 'invalid_auth_capture_evm_payment_already_collected');
+    assert.equal(await hotNonce(), nonce + 2, 'still one transaction each');
   } finally {
     child?.kill('SIGKILL');
     await k.chain.setAutomine(true);

@@ -653,7 +653,7 @@ export interface paths {
         };
         /**
          * x402: supported kinds
-         * @description Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).
+         * @description Every `{x402Version: 2, scheme, network}` this mode settles (`exact` on every network with USDC; `auth-capture`, a hold the merchant captures, where the network has the escrow), with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).
          */
         get: operations["x402Supported"];
         put?: never;
@@ -715,7 +715,7 @@ export interface paths {
         put?: never;
         /**
          * x402: settle a payment
-         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).
+         * @description Verifies, then submits the authorization through Kasse's relayer (the hot wallet pays the fee) and answers once the network's confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`); an `auth-capture` hold becomes an `authorized` manual-capture one, captured, voided and refunded through the payments API. On a test network served by the simulator, settlement is simulated (`extra.simulated`).
          */
         post: operations["x402Settle"];
         delete?: never;
@@ -3486,7 +3486,7 @@ export interface components {
             network: string;
             amount?: string;
             extra?: {
-                /** @description The `paid` Payment it became. */
+                /** @description The Payment it became: `paid`, or `authorized` for an `auth-capture` hold. */
                 payment_id: string | null;
                 /** @description Settlement was simulated (a network on the simulator). */
                 simulated: boolean;
@@ -3525,7 +3525,7 @@ export interface components {
                 x402Version: number;
                 scheme: string;
                 network: string;
-                /** @description `payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator. */
+                /** @description `payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator; for `auth-capture` also the escrow and Kasse's operator terms (`authCaptureEscrow`, `captureAuthorizer`, `feeRecipient`, `minFeeBps`, `maxFeeBps`). */
                 extra: {
                     [key: string]: unknown;
                 };
@@ -6969,7 +6969,7 @@ export interface operations {
                     };
                     /** @description x402 v2 PaymentRequirements. */
                     paymentRequirements: {
-                        /** @description `exact`. */
+                        /** @description `exact`, or `auth-capture` (a hold in the escrow). */
                         scheme: string;
                         /** @description CAIP-2 network id, e.g. `eip155:8453`. */
                         network: string;
@@ -7088,7 +7088,7 @@ export interface operations {
                     };
                     /** @description x402 v2 PaymentRequirements. */
                     paymentRequirements: {
-                        /** @description `exact`. */
+                        /** @description `exact`, or `auth-capture` (a hold in the escrow). */
                         scheme: string;
                         /** @description CAIP-2 network id, e.g. `eip155:8453`. */
                         network: string;

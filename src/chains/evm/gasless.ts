@@ -291,7 +291,11 @@ export interface Authorization {
 }
 
 /** The EIP-712 digest a TransferWithAuthorization signs, in the token's domain (its DOMAIN_SEPARATOR). */
-export function authorizationDigest(domainSeparator: Hex, a: Authorization): Hex {
+export function authorizationDigest(
+  domainSeparator: Hex,
+  a: Authorization,
+  typehash: Hex = TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+): Hex {
   return keccak256(
     concat([
       '0x1901',
@@ -307,7 +311,7 @@ export function authorizationDigest(domainSeparator: Hex, a: Authorization): Hex
             { type: 'uint256' },
             { type: 'bytes32' },
           ],
-          [TRANSFER_WITH_AUTHORIZATION_TYPEHASH, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce],
+          [typehash, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce],
         ),
       ),
     ]),

@@ -39,7 +39,7 @@ export interface StoredPaymentInfo extends Omit<PaymentInfo, 'maxAmount' | 'salt
   salt: string;
 }
 
-const toStored = (p: PaymentInfo): StoredPaymentInfo => ({
+export const toStored = (p: PaymentInfo): StoredPaymentInfo => ({
   ...p,
   maxAmount: p.maxAmount.toString(),
   salt: p.salt.toString(),
@@ -169,7 +169,7 @@ export class EvmHolds implements HoldAdapter {
           ? encodeFunctionData({
               abi: authCaptureEscrowAbi,
               functionName: 'capture',
-              args: [info, amount, 0n, zeroAddress],
+              args: [info, amount, 0n, info.feeReceiver],
             })
           : op.kind === 'void'
             ? encodeFunctionData({ abi: authCaptureEscrowAbi, functionName: 'void', args: [info] })

@@ -24,6 +24,7 @@ import * as x0002 from './migrations/evm_0002_holds.ts';
 import './schema.ts';
 import { EvmSender } from './sender.ts';
 import { hotWalletAccount } from './wallet.ts';
+import { EvmHoldX402 } from './x402-hold.ts';
 import { EvmX402 } from './x402.ts';
 
 export { EvmAdapter } from './adapter.ts';
@@ -61,12 +62,13 @@ function load(ctx: FamilyContext): LoadedFamily {
     chains: ctx.chains,
     payments: ctx.payments,
   });
-  const x402 = new EvmX402({ db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains });
+  const x402Deps = { db: ctx.db, clock: ctx.clock, log: ctx.log, chains: ctx.chains };
   return {
     adapters,
     workers: () => workers(ctx, adapters),
     checkout: checkoutExtension(relay, ctx),
-    x402,
+    x402: new EvmX402(x402Deps),
+    x402Hold: new EvmHoldX402(x402Deps),
   };
 }
 

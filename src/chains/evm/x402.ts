@@ -76,7 +76,7 @@ export interface EvmX402Deps {
   chains: ChainRegistry;
 }
 
-interface ReceiptLog {
+export interface ReceiptLog {
   address: Hex;
   topics: Hex[];
   data: Hex;
@@ -94,7 +94,7 @@ export class EvmX402 implements X402Scheme {
   private readonly recovered = new Map<string, Address | null>();
   private readonly separators = new Map<string, Hex>();
 
-  constructor(private readonly deps: EvmX402Deps) {}
+  constructor(protected readonly deps: EvmX402Deps) {}
 
   async kinds(mode: Mode): Promise<X402Kind[]> {
     const kinds: X402Kind[] = [];
@@ -205,18 +205,9 @@ export class EvmX402 implements X402Scheme {
     const adapter = this.adapter(r.mode, r.kind.chain);
     if (!adapter) return simulatedSettlement(id);
     const sender = adapter.sender as EvmSender;
-    const a = authorizationOf(r.payload)!;
+    const relay = this.relay(r);
     await withTx(this.deps.db, (tx) =>
-      sender.record(tx, {
-        id,
-        purpose: 'x402',
-        to: getAddress(r.kind.token.contract!),
-        value: 0n,
-        data: callData(a),
-        token: r.kind.token.id,
-        destination: a.to,
-        amount: a.value,
-      }),
+      sender.record(tx, { id, purpose: 'x402', value: 0n, token: r.kind.token.id, ...relay }),
     );
     try {
       await sender.push(id);
@@ -249,13 +240,7 @@ export class EvmX402 implements X402Scheme {
       };
     const receipt = await adapter.rpc().request<Receipt | null>('eth_getTransactionReceipt', [row.tx_hash]);
     if (!receipt) return { status: 'pending', transaction: row.tx_hash };
-    const log = receipt.logs.find(
-      (l) =>
-        l.address.toLowerCase() === row.to_address.toLowerCase() &&
-        l.topics[0] === TRANSFER_TOPIC &&
-        topicAddress(l.topics[2]) === row.destination?.toLowerCase() &&
-        BigInt(l.data) === BigInt(row.amount),
-    );
+    const log = receipt.logs.find((l) => this.landed(l, row));
     if (!log)
       return {
         status: 'failed',
@@ -271,6 +256,22 @@ export class EvmX402 implements X402Scheme {
       index: Number(BigInt(log.logIndex)),
       simulated: false,
     };
+  }
+
+  /** The hot wallet's call that settles the request: the token's `transferWithAuthorization`. */
+  protected relay(r: X402Request): { to: Address; data: Hex; destination: string; amount: bigint } {
+    const a = authorizationOf(r.payload)!;
+    return { to: getAddress(r.kind.token.contract!), data: callData(a), destination: a.to, amount: a.value };
+  }
+
+  /** The log of the settling receipt that shows the relay did what it was recorded for: the token's Transfer. */
+  protected landed(l: ReceiptLog, row: { to_address: string; destination: string | null; amount: string }): boolean {
+    return (
+      l.address.toLowerCase() === row.to_address.toLowerCase() &&
+      l.topics[0] === TRANSFER_TOPIC &&
+      topicAddress(l.topics[2]) === row.destination?.toLowerCase() &&
+      BigInt(l.data) === BigInt(row.amount)
+    );
   }
 
   /** The token's domain separator on a network without a node: of its configured domain (the chain's own). */
@@ -290,7 +291,7 @@ export class EvmX402 implements X402Scheme {
   }
 
   /** Who signed `hash` (an ECDSA signature), remembered for the next request about the same authorization. */
-  private async signer(hash: Hex, signature: Hex): Promise<Address | null> {
+  protected async signer(hash: Hex, signature: Hex): Promise<Address | null> {
     const key = hash + signature.slice(2);
     if (this.recovered.has(key)) return this.recovered.get(key)!;
     const signer = await recoverAddress({ hash, signature }).catch(() => null);
@@ -300,18 +301,18 @@ export class EvmX402 implements X402Scheme {
   }
 
   /** The network's adapter with a hot-wallet sender, or null on a simulator network. */
-  private adapter(mode: Mode, chain: string): EvmAdapter | null {
+  protected adapter(mode: Mode, chain: string): EvmAdapter | null {
     if (!this.deps.chains.hasAdapter(mode, chain)) return null;
     const adapter = this.deps.chains.adapter(mode, chain);
     return adapter instanceof EvmAdapter && adapter.sender ? adapter : null;
   }
 
-  private async call(adapter: EvmAdapter, to: Address, data: Hex): Promise<Hex> {
+  protected async call(adapter: EvmAdapter, to: Address, data: Hex): Promise<Hex> {
     return adapter.rpc().request<Hex>('eth_call', [{ to, data }, 'latest']);
   }
 
   /** The token's EIP-712 name and version (EIP-5267 `eip712Domain`, else `name` and version "2"), read once. */
-  private async domain(adapter: EvmAdapter, token: TokenConfig): Promise<{ name: string; version: string }> {
+  protected async domain(adapter: EvmAdapter, token: TokenConfig): Promise<{ name: string; version: string }> {
     const key = `${adapter.mode}:${token.id}`;
     const known = this.domains.get(key);
     if (known) return known;
@@ -346,16 +347,16 @@ function configuredDomain(network: NetworkConfig, token: TokenConfig): { name: s
 }
 
 /** The network's USDC: a gasless ERC-20 (EIP-3009) with a contract. */
-const isUsdc = (t: TokenConfig): boolean => t.gasless && t.kind === 'erc20' && t.contract !== null;
+export const isUsdc = (t: TokenConfig): boolean => t.gasless && t.kind === 'erc20' && t.contract !== null;
 
-function authorizationKey(contract: Address, a: Authorization): string {
+export function authorizationKey(contract: Address, a: Authorization): string {
   return `${contract.toLowerCase()}:${a.from.toLowerCase()}:${a.nonce.toLowerCase()}`;
 }
 
 const refuse = (reason: string, message: string): X402Verdict => ({ valid: false, reason, message });
 
 /** `{signature, authorization: {from, to, value, validAfter, validBefore, nonce}}`, parsed; null when malformed. */
-function authorizationOf(payload: Record<string, unknown>): (Authorization & { signature: Hex }) | null {
+export function authorizationOf(payload: Record<string, unknown>): (Authorization & { signature: Hex }) | null {
   const auth = payload.authorization as Record<string, unknown> | undefined;
   const signature = payload.signature;
   if (!auth || typeof auth !== 'object' || typeof signature !== 'string' || !isHex(signature)) return null;

@@ -41,7 +41,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Supported',
         summary: 'x402: supported kinds',
         description:
-          'Every `{x402Version: 2, scheme: "exact", network}` this mode settles, with `extra.payTo` (the merchant\'s x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).',
+          "Every `{x402Version: 2, scheme, network}` this mode settles (`exact` on every network with USDC; `auth-capture`, a hold the merchant captures, where the network has the escrow), with `extra.payTo` (the merchant's x402 address on the network), the USDC `asset`, its `decimals` and what the network scheme needs to sign (such as the token `name` and `version`).",
         tags: ['x402'],
         response: { 200: ref(SupportedResponseSchema) },
       },
@@ -101,7 +101,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         operationId: 'x402Settle',
         summary: 'x402: settle a payment',
         description:
-          'Verifies, then submits the authorization through Kasse\'s relayer (the hot wallet pays the fee) and answers once the network\'s confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`). On a test network served by the simulator, settlement is simulated (`extra.simulated`).',
+          'Verifies, then submits the authorization through Kasse\'s relayer (the hot wallet pays the fee) and answers once the network\'s confirmations are reached (at most 60 s; later: `success: false`, `errorReason: "settlement_pending"`, and the payment is recorded when it lands). One authorization is answered `success: true` once: every other settle of it, at the same time or later, through any Kasse process, answers `success: false` with the duplicate code of its scheme (as the official facilitator answers a used authorization) and credits nothing; a client that lost its answer retries under a `payment-identifier` (the same identifier and payment answers the same; another payment under it is 409 `idempotency_conflict`). At most $1,000,000 per authorization (`invalid_payment_requirements` above). The settlement becomes a `paid` Payment with `source: "x402"` (`extra.payment_id`); an `auth-capture` hold becomes an `authorized` manual-capture one, captured, voided and refunded through the payments API. On a test network served by the simulator, settlement is simulated (`extra.simulated`).',
         tags: ['x402'],
         body: FacilitatorBodySchema,
         errors: ['idempotency_conflict'],

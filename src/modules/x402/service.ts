@@ -4,8 +4,8 @@
  * module does what is the same on every chain; the families do their chain's part through their `X402Scheme`
  * (src/chains/x402.ts).
  *
- * Common checks before a family sees a payload: x402 version 2, scheme `exact`, a network of this mode the families
- * offer, the asset the network's USDC, a positive amount of at most $1,000,000 (MAX_USD), `payTo` the merchant's x402
+ * Common checks before a family sees a payload: x402 version 2, a scheme (`exact`, or `auth-capture` for a hold in
+ * an escrow: then a whole number of cents) on a network of this mode the families offer, the asset the network's USDC, a positive amount of at most $1,000,000 (MAX_USD), `payTo` the merchant's x402
  * address of the network (payto.ts), and the authorization not already claimed in Kasse.
  *
  * One authorization, one successful settle. Settle claims the authorization with one INSERT on its unique key
@@ -17,7 +17,8 @@
  * client that lost its answer retries through the `payment-identifier` extension (identifier.ts): the same identifier
  * with the same payment is answered what the original was, another payment under it is refused (409).
  *
- * A settled authorization becomes a `paid` Payment in the transaction that marks its pending row settled, so it is
+ * A settled authorization becomes a `paid` Payment (an `auth-capture` hold: an authorized manual one, through the
+ * capture module) in the transaction that marks its pending row settled, so it is
  * credited once (settlements.ts). A crash leaves the row `pending`; the workers role's `resume` submits it again (idempotent in
  * the family) and records it when it lands. A settlement that cannot be recorded ends `failed` with its reason
  * (dashboard, `kasse x402 settlements`), never retried; one whose network does not answer is looked at again later,
@@ -32,6 +33,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
 import type { AuditLog } from '../audit/index.ts';
+import type { CaptureService } from '../capture/index.ts';
 import type { Payment, PaymentService } from '../payments/index.ts';
 import { X402Discovery } from './discovery.ts';
 import { identifierConflict, paymentIdentifier, type Identified } from './identifier.ts';
@@ -60,6 +62,8 @@ export const MAX_USD = 1_000_000n;
 const SALE_TIMEOUT_S = 300;
 /** How long the families' kinds of a mode are reused: networks pause or resume with a restart or a node's health. */
 const KINDS_FOR_MS = 1_000;
+/** The scheme of a kind that names none. */
+const EXACT = 'exact';
 /** The extensions Kasse's facilitator takes part in, as `supported` lists them. */
 const EXTENSIONS = ['bazaar', 'payment-identifier'];
 
@@ -68,6 +72,8 @@ export interface X402Deps {
   clock: Clock;
   log: Logger;
   payments: PaymentService;
+  /** Where an `auth-capture` hold becomes an authorized manual payment (the capture module). */
+  holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   /** The families' schemes (read when used: families load after the modules are built). */
   schemes: () => X402Scheme[];
   audit: AuditLog;
@@ -168,7 +174,7 @@ export class X402Service {
       const payTo = (await this.payTos.get(tenant, kind, scheme)).address;
       kinds.push({
         x402Version: 2,
-        scheme: 'exact',
+        scheme: kind.scheme ?? EXACT,
         network: kind.network,
         extra: { ...kind.extra, payTo, ...(kind.simulated ? { simulated: true } : {}) },
       });
@@ -185,7 +191,7 @@ export class X402Service {
 
   /** The CAIP-2 networks the mode takes x402 payments on. */
   async networks(mode: Mode): Promise<string[]> {
-    return (await this.kinds(mode)).map((k) => k.kind.network);
+    return [...new Set((await this.kinds(mode)).map((k) => k.kind.network))];
   }
 
   async verify(tenant: Tenant, body: FacilitatorBody): Promise<VerifyResponse> {
@@ -225,7 +231,7 @@ export class X402Service {
     const { mode } = tenant;
     const out: X402Requirements[] = [];
     for (const { kind, scheme } of await this.kinds(mode)) {
-      if (kind.token.decimals < 2) continue;
+      if (kind.token.decimals < 2 || (kind.scheme ?? EXACT) !== EXACT) continue;
       out.push({
         scheme: 'exact',
         network: kind.network,
@@ -383,9 +389,18 @@ export class X402Service {
     const pp = body.paymentPayload;
     if (body.x402Version !== 2 || pp.x402Version !== 2)
       return { refusal: invalid('invalid_x402_version', 'Kasse speaks x402 version 2.') };
-    if (req.scheme !== 'exact' || (pp.accepted && pp.accepted.scheme !== req.scheme))
-      return { refusal: invalid('unsupported_scheme', `Kasse settles the exact scheme, not ${req.scheme}.`) };
-    const found = (await this.kinds(mode)).find((k) => k.kind.network === req.network);
+    const kinds = await this.kinds(mode);
+    if (
+      !kinds.some((k) => (k.kind.scheme ?? EXACT) === req.scheme) ||
+      (pp.accepted && pp.accepted.scheme !== req.scheme)
+    )
+      return {
+        refusal: invalid(
+          'unsupported_scheme',
+          `Kasse's ${mode} mode settles ${[...new Set(kinds.map((k) => k.kind.scheme ?? EXACT))].join(' and ') || 'no scheme'}, not ${req.scheme}.`,
+        ),
+      };
+    const found = kinds.find((k) => k.kind.network === req.network && (k.kind.scheme ?? EXACT) === req.scheme);
     if (!found || (pp.accepted && pp.accepted.network !== req.network))
       return { refusal: invalid('invalid_network', `Kasse's ${mode} mode takes no payments on ${req.network}.`) };
     const { kind, scheme } = found;
@@ -404,6 +419,14 @@ export class X402Service {
         refusal: invalid(
           'invalid_payment_requirements',
           `The amount must be at most $${MAX_USD.toLocaleString('en-US')} (${most} units of ${kind.token.symbol}) per payment.`,
+        ),
+      };
+    const cent = 10n ** BigInt(Math.max(kind.token.decimals - 2, 0));
+    if (scheme.hold && (kind.token.decimals < 2 || BigInt(req.amount) % cent !== 0n))
+      return {
+        refusal: invalid(
+          'invalid_payment_requirements',
+          `A hold is of a whole number of cents: the amount must be a multiple of ${cent} units of ${kind.token.symbol}.`,
         ),
       };
     const payTo = (await this.payTos.get(tenant, kind, scheme)).address;

@@ -15,6 +15,7 @@ import { tenantOf } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
+import type { CaptureService } from '../capture/index.ts';
 import type { PaymentService } from '../payments/index.ts';
 import type { X402Discovery } from './discovery.ts';
 import type { PayToBook } from './payto.ts';
@@ -47,6 +48,7 @@ export interface SettlementDeps {
   clock: Clock;
   log: Logger;
   payments: PaymentService;
+  holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   payTos: PayToBook;
   discovery: X402Discovery;
   /** Every kind of the mode with the scheme offering it. */
@@ -69,7 +71,7 @@ export class Settlements {
     const rows = await stalledSettlements(this.deps.db, before, now, limit);
     for (const row of rows) {
       try {
-        const found = (await this.deps.kinds(row.mode)).find((k) => k.kind.chain === row.chain);
+        const found = await this.kindOf(row);
         if (!found) {
           await this.fail(
             row,
@@ -208,15 +210,18 @@ export class Settlements {
   ): Promise<SettlementRow | undefined> {
     const now = this.deps.clock.now();
     return withTx(this.deps.db, async (tx) => {
-      const found = (await this.deps.kinds(row.mode)).find((k) => k.kind.chain === row.chain);
+      const found = await this.kindOf(row);
       if (!found) throw new ApiError('invalid_state', `${row.network} is no longer offered`);
       const payTo = await this.deps.payTos.get(tenantOf(row), found.kind, found.scheme);
       const amount = BigInt(row.amount);
       const decimals = found.kind.token.decimals;
       const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
       const sale = (row.request as Stored).sale;
-      const total = await addToTotal(tx, tenantOf(row), micro);
-      const payment = await this.deps.payments.recordExternal(tx, {
+      const hold = found.scheme.hold?.(this.storedRequest(row, found.kind));
+      // A hold counts its whole cents (the scheme takes no other amount); only what is paid outright carries.
+      const total =
+        hold?.flow === 'authorize' ? { before: 0n, after: micro } : await addToTotal(tx, tenantOf(row), micro);
+      const settlement: Parameters<PaymentService['recordExternal']>[1] = {
         mode: row.mode,
         merchantId: row.merchant_id,
         chain: row.chain,
@@ -245,7 +250,11 @@ export class Settlements {
           blockHash: state.blockHash,
           from: row.payer,
         },
-      });
+      };
+      const payment =
+        hold?.flow === 'authorize'
+          ? await this.deps.holds.recordAuthorizedHold(tx, { ...settlement, ...hold })
+          : await this.deps.payments.recordExternal(tx, settlement);
       const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
       if (!settled) throw ALREADY_RECORDED;
       const linkId = sale?.metadata.link_id;
@@ -259,6 +268,14 @@ export class Settlements {
       if (err === ALREADY_RECORDED) return undefined;
       throw err;
     });
+  }
+
+  /** The kind a settlement was made under (its network and scheme), with the scheme offering it. */
+  private async kindOf(row: SettlementRow) {
+    const scheme = (row.request as Stored).requirements.scheme;
+    return (await this.deps.kinds(row.mode)).find(
+      (k) => k.kind.chain === row.chain && (k.kind.scheme ?? 'exact') === scheme,
+    );
   }
 
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {

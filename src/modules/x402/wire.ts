@@ -9,7 +9,7 @@ const Open = { additionalProperties: true } as const;
 
 export const RequirementsSchema = Type.Object(
   {
-    scheme: Type.String({ description: '`exact`.' }),
+    scheme: Type.String({ description: '`exact`, or `auth-capture` (a hold in the escrow).' }),
     network: Type.String({ description: 'CAIP-2 network id, e.g. `eip155:8453`.' }),
     amount: Type.String({ description: 'Smallest units of the asset, as a decimal string (USDC: 6 decimals).' }),
     asset: Type.String({ description: "The network's USDC (its contract or mint)." }),
@@ -77,7 +77,9 @@ export const SettleResponseSchema = Type.Object(
     extra: Type.Optional(
       Type.Object(
         {
-          payment_id: Type.Union([Type.String(), Type.Null()], { description: 'The `paid` Payment it became.' }),
+          payment_id: Type.Union([Type.String(), Type.Null()], {
+            description: 'The Payment it became: `paid`, or `authorized` for an `auth-capture` hold.',
+          }),
           simulated: Type.Boolean({ description: 'Settlement was simulated (a network on the simulator).' }),
         },
         { additionalProperties: false },
@@ -98,7 +100,7 @@ export const SupportedResponseSchema = Type.Object(
           network: Type.String(),
           extra: Type.Record(Type.String(), Type.Unknown(), {
             description:
-              "`payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator.",
+              "`payTo` (the merchant's address), `asset`, `decimals`, what the scheme needs to sign (the token's `name` and `version`), `simulated` on the simulator; for `auth-capture` also the escrow and Kasse's operator terms (`authCaptureEscrow`, `captureAuthorizer`, `feeRecipient`, `minFeeBps`, `maxFeeBps`).",
           }),
         },
         { additionalProperties: false },
