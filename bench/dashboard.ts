@@ -24,6 +24,7 @@ import { startListeners } from '../src/server.ts';
 import { testSecrets } from '../test/harness/app.ts';
 import { servedAssetSizes } from './_assets.ts';
 import { benchDatabase } from './_pg.ts';
+import { OPERATOR } from '../src/modules/audit/index.ts';
 
 const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -100,7 +101,7 @@ export async function run(): Promise<object> {
   const listeners = await startListeners(kasse);
   try {
     const m = await kasse.merchants.create({ name: 'Bench Shop', webhookUrl: null });
-    await kasse.merchants.update(m.merchant_id, { rateLimitPerMinute: 1_000_000 });
+    await kasse.merchants.update(m.merchant_id, { rateLimitPerMinute: 1_000_000 }, OPERATOR);
     const started = Date.now();
     await seed(kasse, m.merchant_id, clock.now());
     const seedSeconds = Math.round((Date.now() - started) / 100) / 10;

@@ -37,10 +37,16 @@ async function batchRun(k: EvmKasse, owner: { id: string }, size: number) {
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   const d = k.t.kasse.disbursements;
   const actor = { type: 'user' as const, id: owner.id, label: 'bench', ip: null };
-  await d.approve('test', k.m.id, res.body.id, owner.id, await d.digest('test', k.m.id, res.body.id), actor);
+  await d.approve(
+    { mode: 'test', merchantId: k.m.id },
+    res.body.id,
+    owner.id,
+    await d.digest({ mode: 'test', merchantId: k.m.id }, res.body.id),
+    actor,
+  );
   const sender = k.adapter.sender!;
   const t0 = performance.now();
-  await d.release('test', k.m.id, res.body.id, owner.id, actor);
+  await d.release({ mode: 'test', merchantId: k.m.id }, res.body.id, owner.id, actor);
   let passes = 0;
   for (;;) {
     k.t.clock.advance(60_000);
@@ -48,7 +54,7 @@ async function batchRun(k: EvmKasse, owner: { id: string }, size: number) {
     passes++;
     const published = await payoutEvents(k, res.body.id);
     const lastSentMs = performance.now() - t0;
-    const now = await d.get('test', k.m.id, res.body.id);
+    const now = await d.get({ mode: 'test', merchantId: k.m.id }, res.body.id);
     if (now.progress.open === 0) {
       if (published !== size) throw new Error(`${published} payout events for ${size} payouts`);
       const ms = performance.now() - t0;

@@ -17,6 +17,7 @@ import { chromium } from 'playwright-core';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/core/log.ts';
 import { Kasse } from '../src/kasse.ts';
+import { OPERATOR } from '../src/modules/audit/index.ts';
 import { startListeners } from '../src/server.ts';
 import { LOCALES } from '../src/core/i18n/index.ts';
 import { CHROMIUM_ARGS } from '../test/harness/browser.ts';
@@ -53,29 +54,47 @@ export async function run(): Promise<object> {
   try {
     const m = await kasse.merchants.create({ name: 'Corner Café', webhookUrl: null });
     const picker = (
-      await kasse.payments.create('test', m.merchant_id, {
-        price_amount: 1234,
-        price_currency: 'USD',
-        order_id: 'b1',
-        description: 'Two flat whites',
-      })
+      await kasse.payments.create(
+        { mode: 'test', merchantId: m.merchant_id },
+        {
+          price_amount: 1234,
+          price_currency: 'USD',
+          order_id: 'b1',
+          description: 'Two flat whites',
+        },
+        undefined,
+        OPERATOR,
+      )
     ).payment;
     const address = (
-      await kasse.payments.create('test', m.merchant_id, {
-        price_amount: 1234,
-        price_currency: 'USD',
-        order_id: 'b2',
-        chain: 'base',
-        token: 'base:usdc',
-      })
+      await kasse.payments.create(
+        { mode: 'test', merchantId: m.merchant_id },
+        {
+          price_amount: 1234,
+          price_currency: 'USD',
+          order_id: 'b2',
+          chain: 'base',
+          token: 'base:usdc',
+        },
+        undefined,
+        OPERATOR,
+      )
     ).payment;
-    const fixed = await kasse.links.create('test', m.merchant_id, {
-      kind: 'fixed',
-      title: 'Espresso beans',
-      description: '250 g',
-      amount_usd_cents: 1500,
-    });
-    const pos = await kasse.links.create('test', m.merchant_id, { kind: 'pos', title: 'Counter 1' });
+    const fixed = await kasse.links.create(
+      { mode: 'test', merchantId: m.merchant_id },
+      {
+        kind: 'fixed',
+        title: 'Espresso beans',
+        description: '250 g',
+        amount_usd_cents: 1500,
+      },
+      OPERATOR,
+    );
+    const pos = await kasse.links.create(
+      { mode: 'test', merchantId: m.merchant_id },
+      { kind: 'pos', title: 'Counter 1' },
+      OPERATOR,
+    );
     // The POS terminal is for signed-in staff: a member's session cookie.
     const staff = await kasse.users.team.create({
       merchantId: m.merchant_id,

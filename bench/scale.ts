@@ -26,6 +26,7 @@ import { startChild } from './_child.ts';
 import { paymentBody } from './payments.ts';
 import { benchDatabase } from './_pg.ts';
 import { cpuSeconds, postgresCpu, postmasterOf } from './_cpu.ts';
+import { OPERATOR } from '../src/modules/audit/index.ts';
 
 const CONNECTIONS = 64;
 type Topology = 'one_process' | 'split';
@@ -140,7 +141,7 @@ export async function run(): Promise<object> {
   });
   try {
     const merchant = await kasse.merchants.create({ name: 'Bench', webhookUrl: receiver.info.url });
-    await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 });
+    await kasse.merchants.update(merchant.merchant_id, { rateLimitPerMinute: 1_000_000_000 }, OPERATOR);
     const postmaster = await postmasterOf(pg.url);
 
     const results: Record<Topology, object[]> = { one_process: [], split: [] };

@@ -124,7 +124,7 @@ export async function run(): Promise<object> {
     let statement: Awaited<ReturnType<typeof kasse.statements.get>> | null = null;
     const full = async () => {
       const t0 = performance.now();
-      statement = await kasse.statements.get('test', merchantId, '2026-03');
+      statement = await kasse.statements.get({ mode: 'test', merchantId: merchantId }, '2026-03');
       return performance.now() - t0;
     };
     await bare();

@@ -19,6 +19,7 @@ import { getAddress, maxUint256, parseSignature, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { erc20Abi, subscriptionCollectorAbi } from '../src/chains/evm/contracts.ts';
 import { permitTypedData, termsTypedData, type SubscriptionTerms } from '../src/chains/evm/subscription-collector.ts';
+import { customerActor } from '../src/modules/subscriptions/index.ts';
 import { startEvmKasse } from '../test/harness/evm-kasse.ts';
 import { startHardhatNode, TestChain, type TestWallet } from '../test/harness/hardhat.ts';
 import { dueSubscriptions, seedSubscriptions } from '../test/harness/subscriptions.ts';
@@ -206,7 +207,7 @@ async function dueAtOnce(n: number) {
         await kasse.subscriptions.grants.submit(
           check,
           { network: 'base', payer: payer.address, terms: offer.terms, signatures },
-          null,
+          customerActor(null),
         );
       }
       const active = async () =>

@@ -133,13 +133,14 @@ export class Kasse {
     families: readonly ChainFamily[],
   ) {
     this.metrics = new Metrics(true);
+    this.audit = new AuditLog(db, clock);
     this.merchants = new MerchantService(
       db,
       secrets.secretKey,
       { rateLimitPerMinute: config.rateLimitPerMinute, x402RateLimitPerMinute: config.x402.rateLimitPerMinute },
       clock,
+      this.audit,
     );
-    this.audit = new AuditLog(db, clock);
     this.email = new EmailService({
       db,
       clock,
@@ -165,7 +166,15 @@ export class Kasse {
       users: this.users,
     });
     this.rateLimiter = new RateLimiter(db, clock);
-    this.webhooks = new WebhookService({ db, clock, merchants: this.merchants, metrics: this.metrics, config, log });
+    this.webhooks = new WebhookService({
+      db,
+      clock,
+      merchants: this.merchants,
+      metrics: this.metrics,
+      config,
+      log,
+      audit: this.audit,
+    });
     this.health = new NetworkHealth({ db, clock, log });
     this.chains = new ChainRegistry(loadNetworks(config, families), secrets.secretKey, families, this.health);
     this.prices = createPriceService(config.prices, { clock, logger: log });

@@ -13,6 +13,7 @@ import { newId } from '../../src/core/ids.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { startListeners } from '../../src/server.ts';
 import { startWorkers } from '../../src/workers/index.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 // Statements sent to PostgreSQL by this process (BEGIN and COMMIT included), so benchmarks can report them per request.
 let statements = 0;
@@ -31,19 +32,27 @@ const kasse = await Kasse.open({
 await startListeners(kasse);
 startWorkers(kasse);
 const merchant = await kasse.merchants.create({ name: 'Bench' });
-await kasse.merchants.update(merchant.merchant_id, {
-  rateLimitPerMinute: 1_000_000_000,
-  x402RateLimitPerMinute: 1_000_000_000,
-});
+await kasse.merchants.update(
+  merchant.merchant_id,
+  {
+    rateLimitPerMinute: 1_000_000_000,
+    x402RateLimitPerMinute: 1_000_000_000,
+  },
+  OPERATOR,
+);
 
 // More merchants when a benchmark spreads its load over several (BENCH_MERCHANTS), with the same limits.
 const others: string[] = [];
 for (let i = 0; i < Number(process.env.BENCH_MERCHANTS ?? 0); i++) {
   const m = await kasse.merchants.create({ name: `Bench ${i + 2}` });
-  await kasse.merchants.update(m.merchant_id, {
-    rateLimitPerMinute: 1_000_000_000,
-    x402RateLimitPerMinute: 1_000_000_000,
-  });
+  await kasse.merchants.update(
+    m.merchant_id,
+    {
+      rateLimitPerMinute: 1_000_000_000,
+      x402RateLimitPerMinute: 1_000_000_000,
+    },
+    OPERATOR,
+  );
   others.push(m.test_key);
 }
 

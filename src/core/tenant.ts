@@ -8,3 +8,8 @@ export interface Tenant {
   readonly mode: Mode;
   readonly merchantId: string;
 }
+
+/** The tenant a stored row belongs to (its `mode` and `merchant_id` columns). */
+export function tenantOf(row: { readonly mode: Mode; readonly merchant_id: string }): Tenant {
+  return { mode: row.mode, merchantId: row.merchant_id };
+}

@@ -1,7 +1,7 @@
 /** A merchant's object read by id: scoped to its merchant and mode, so another tenant's id is simply not found. */
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../core/errors.ts';
-import type { Mode } from '../core/mode.ts';
+import type { Tenant } from '../core/tenant.ts';
 import type { DbOrTx } from './index.ts';
 import type { Database } from './schema.ts';
 
@@ -17,7 +17,7 @@ type OwnedTable = {
 export async function ownedRow<T extends OwnedTable>(
   db: DbOrTx,
   table: T,
-  owner: { merchantId: string; mode: Mode },
+  owner: Tenant,
   id: string,
   noun: string,
   lock = false,

@@ -9,6 +9,7 @@
  */
 import type { ErrorCode } from '../core/errors.ts';
 import { LINK_DECLARATION } from '../modules/x402/index.ts';
+import { CAPTURE_REQUEST_EXAMPLES, CAPTURE_SCHEMA_EXAMPLES } from './capture-examples.ts';
 import { PAYMENT_ID, SUBSCRIPTION_ID, SUBSCRIPTION_SCHEMA_EXAMPLES, TX_HASH } from './subscription-examples.ts';
 
 const ATTEMPT_ID = 'att_01JQ3T9A2B3C4D5E6F7G8H9J0K';
@@ -104,6 +105,7 @@ const event = { id: EVENT_ID, type: 'payment.paid', created_at: '2026-03-01T12:0
 
 /** Examples of the component schemas, by schema name. */
 export const SCHEMA_EXAMPLES: Record<string, unknown> = {
+  ...CAPTURE_SCHEMA_EXAMPLES,
   X402Details: {
     resource: 'https://api.example.com/weather',
     description: 'Weather report',
@@ -271,6 +273,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     rate_source: 'coingecko',
     paused: false,
     gasless: false,
+    holdable: false,
     network_status: 'running',
     network_status_reason: null,
   },
@@ -388,6 +391,7 @@ const x402Body = {
 
 /** Examples of request bodies, by operation id. */
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
+  ...CAPTURE_REQUEST_EXAMPLES,
   createPayment: {
     price_amount: 2500,
     price_currency: 'USD',

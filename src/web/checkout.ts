@@ -12,6 +12,7 @@ import type { FastifyReply } from 'fastify';
 import { ApiError, invalid, invalidState, notFound } from '../core/errors.ts';
 import type { Kasse } from '../kasse.ts';
 import { sendError } from '../http/frame.ts';
+import { payerActor } from '../modules/audit/index.ts';
 import type { Payment, PublicPayment } from '../modules/payments/index.ts';
 import {
   checkoutMain,
@@ -168,10 +169,12 @@ const checkoutRoutes: CheckoutRoute = async (app, { kasse }) => {
         throw invalid('chain must be a string', 'chain');
       if (found.payment.status !== 'waiting')
         throw invalidState(`This payment is ${found.payment.status}; no coin can be chosen now.`);
-      const payment = await kasse.payments.createAttempt({ mode: found.mode, merchantId: null }, found.payment.id, {
-        token,
-        ...(typeof fields.chain === 'string' ? { chain: fields.chain } : {}),
-      });
+      const payment = await kasse.payments.createAttempt(
+        { mode: found.mode, merchantId: found.merchantId },
+        found.payment.id,
+        { token, ...(typeof fields.chain === 'string' ? { chain: fields.chain } : {}) },
+        payerActor(req.ip),
+      );
       if (json) return reply.code(201).send(publicAttempt(payment));
       const q = embed ? `?embed=1${origin ? `&origin=${encodeURIComponent(origin)}` : ''}` : '';
       return reply

@@ -14,6 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, notFound } from '../core/errors.ts';
 import { sendError } from '../http/frame.ts';
 import type { Kasse } from '../kasse.ts';
+import { payerActor } from '../modules/audit/index.ts';
 import { LINK_LIMITS, type LinkAvailability, type LinkRow, unavailableMessage } from '../modules/links/index.ts';
 import { agentPayable, answerAgent, isAgentRequest } from './x402-links.ts';
 import { AMOUNT_FORMAT, AMOUNT_MISSING, amountHint, payerMessage, type AmountBounds } from './payer-text.ts';
@@ -264,7 +265,7 @@ const linkRoutes: CheckoutRoute = async (app, { kasse }) => {
       const payment = await kasse.links.pay(
         link,
         input,
-        gate.staff ? actorOf(gate.staff.user, clientMeta(req)) : undefined,
+        gate.staff ? actorOf(gate.staff.user, clientMeta(req)) : payerActor(req.ip),
       );
       if (json)
         return reply

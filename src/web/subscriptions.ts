@@ -26,6 +26,7 @@ import { formatUnits } from '../core/money.ts';
 import type { Kasse } from '../kasse.ts';
 import type { Mode } from '../core/mode.ts';
 import {
+  customerActor,
   every,
   type CustomerView,
   type GrantBody,
@@ -308,7 +309,8 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     '/s/:token/grant',
     { schema: { body: GrantBodySchema } },
     async (req, reply) => {
-      const subscription = await kasse.subscriptions.grants.submit(await jsonGuard(req), req.body, req.ip ?? null);
+      const check = await jsonGuard(req);
+      const subscription = await kasse.subscriptions.grants.submit(check, req.body, customerActor(req.ip ?? null));
       return reply.code(202).send({ grant: subscription.grant, status: 'pending' });
     },
   );
@@ -321,10 +323,11 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     '/s/:token/revoke',
     { schema: { body: RevokeBody } },
     async (req) => {
+      const check = await jsonGuard(req);
       const subscription = await kasse.subscriptions.grants.revoke(
-        await jsonGuard(req),
+        check,
         req.body.signatures,
-        req.ip ?? null,
+        customerActor(req.ip ?? null),
       );
       return { grant: subscription.grant };
     },

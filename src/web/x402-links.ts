@@ -20,6 +20,7 @@
  * confirmations keeps its use: the payment lands when they come, and a retry answers its receipt then.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { tenantOf } from '../core/tenant.ts';
 import {
   decodePaymentSignatureHeader,
   encodePaymentRequiredHeader,
@@ -86,7 +87,7 @@ export async function answerAgent(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   const resource = { url: deps.links.url(link), description: link.title, mimeType: 'application/json' };
-  const accepts = await deps.facilitator.requirements(link.mode, link.merchant_id, link.amount_usd_cents!);
+  const accepts = await deps.facilitator.requirements(tenantOf(link), link.amount_usd_cents!);
   if (accepts.length === 0)
     throw new ApiError(
       'chain_paused',
@@ -119,8 +120,7 @@ export async function answerAgent(
   let settled: Awaited<ReturnType<LinkFacilitator['sell']>>;
   try {
     settled = await deps.facilitator.sell(
-      link.mode,
-      link.merchant_id,
+      tenantOf(link),
       { x402Version: X402_VERSION, paymentPayload: { ...payload, resource }, paymentRequirements: requirements },
       { orderId: deps.links.orderId(link, seq), description: link.title, metadata: { link_id: link.id } },
     );

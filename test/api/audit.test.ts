@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { OPERATOR, payerActor, systemActor } from '../../src/modules/audit/index.ts';
 import { paymentStatements, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 
 let t: TestKasse;
@@ -79,8 +80,7 @@ test('a payment and its audit row are written by one statement: both or neither'
   const actor = { type: 'key' as const, id: 'key_TEST', label: null, ip: '10.0.0.1' };
   const statements = await paymentStatements(t.kasse, async () => {
     await t.kasse.payments.create(
-      'test',
-      m.id,
+      { mode: 'test', merchantId: m.id },
       { price_amount: 500, price_currency: 'USD', order_id: 'one-statement' },
       undefined,
       actor,
@@ -93,12 +93,36 @@ test('a payment and its audit row are written by one statement: both or neither'
   // The audit row cannot outlive a change that failed: a bad insert writes neither.
   await assert.rejects(
     t.kasse.payments.create(
-      'test',
-      m.id,
+      { mode: 'test', merchantId: m.id },
       { price_amount: 500, price_currency: 'USD', order_id: 'x\u0000y' },
       undefined,
       actor,
     ),
   );
   assert.equal((await entries(m.id, 'payment.create')).length, before + 1);
+});
+
+test("the operator's changes are audited as the operator; Kasse's own and a payer's are not", async () => {
+  const op = await t.merchant({ name: 'Operated' });
+  const before = await t.kasse.merchants.get(op.id);
+  await t.kasse.merchants.update(op.id, { rateLimitPerMinute: 4321 }, OPERATOR);
+  await t.kasse.merchants.update(op.id, { rateLimitPerMinute: 4321 }, OPERATOR);
+  const rolled = await t.kasse.merchants.rollKey({ mode: 'live', merchantId: op.id }, OPERATOR);
+  await t.kasse.merchants.revokeAnyKey(rolled.key, OPERATOR);
+  const tenant = { mode: 'test' as const, merchantId: op.id };
+  await t.kasse.links.create(tenant, { kind: 'pos', title: 'Till' }, systemActor('probe'));
+  await t.kasse.links.create(tenant, { kind: 'pos', title: 'Till 2' }, payerActor('10.0.0.2'));
+  assert.equal((await t.kasse.links.list(tenant)).data.length, 2, 'both links were created');
+
+  const log = (await entries(op.id)).reverse();
+  assert.deepEqual(
+    log.map((e) => [e.action, e.mode, e.target?.id ?? null, e.details]),
+    [
+      ['settings.update', null, null, { rate_limit_per_minute: { from: before.rateLimitPerMinute, to: 4321 } }],
+      ['key.roll', 'live', rolled.key_id, null],
+      ['key.revoke', 'live', rolled.key_id, null],
+    ],
+    'one row per change that changed something; none for the system or a payer',
+  );
+  for (const e of log) assert.deepEqual(e.actor, { type: 'operator', id: null, label: 'kasse CLI', ip: null });
 });

@@ -91,7 +91,8 @@ async function available(merchant = m): Promise<number> {
 
 async function approveAll(id: string, mode: 'test' | 'live' = 'test', merchantId = m.id) {
   const k = t.kasse.disbursements;
-  for (const o of owners) await k.approve(mode, merchantId, id, o.id, await k.digest(mode, merchantId, id), o.actor);
+  for (const o of owners)
+    await k.approve({ mode, merchantId }, id, o.id, await k.digest({ mode, merchantId }, id), o.actor);
 }
 
 async function deliver() {
@@ -265,30 +266,37 @@ describe('approval, release and payouts', () => {
   test('a quorum of two owners approves, each once; the batch is sealed with the approval MAC', async () => {
     const d = await create({ title: 'Quorum', items: items(2) });
     const k = t.kasse.disbursements;
-    const digest = await k.digest('test', m.id, d.id);
-    const one = await k.approve('test', m.id, d.id, owners[0]!.id, digest, owners[0]!.actor);
+    const digest = await k.digest({ mode: 'test', merchantId: m.id }, d.id);
+    const one = await k.approve({ mode: 'test', merchantId: m.id }, d.id, owners[0]!.id, digest, owners[0]!.actor);
     assert.equal(one.status, 'pending_approval');
     assert.deepEqual(
       one.approvals.map((a) => a.user_id),
       [owners[0]!.id],
     );
-    await assert.rejects(k.approve('test', m.id, d.id, owners[0]!.id, digest, owners[0]!.actor), /already approved/);
+    await assert.rejects(
+      k.approve({ mode: 'test', merchantId: m.id }, d.id, owners[0]!.id, digest, owners[0]!.actor),
+      /already approved/,
+    );
     const member = await createUser(t.kasse, m.id, 'member@example.com', 'member');
     await assert.rejects(
-      k.approve('test', m.id, d.id, member.id, digest, { type: 'user', id: member.id, ip: null }),
+      k.approve({ mode: 'test', merchantId: m.id }, d.id, member.id, digest, { type: 'user', id: member.id, ip: null }),
       /Only an owner/,
     );
     const stranger = await createUser(t.kasse, (await t.merchant()).id, 'stranger@example.com', 'owner');
     await assert.rejects(
-      k.approve('test', m.id, d.id, stranger.id, digest, { type: 'user', id: stranger.id, ip: null }),
+      k.approve({ mode: 'test', merchantId: m.id }, d.id, stranger.id, digest, {
+        type: 'user',
+        id: stranger.id,
+        ip: null,
+      }),
       /Only an owner/,
     );
     await assert.rejects(
-      k.approve('test', m.id, d.id, owners[1]!.id, '0'.repeat(64), owners[1]!.actor),
+      k.approve({ mode: 'test', merchantId: m.id }, d.id, owners[1]!.id, '0'.repeat(64), owners[1]!.actor),
       /changed since you opened it/,
     );
     t.clock.advance(60_000);
-    const two = await k.approve('test', m.id, d.id, owners[1]!.id, digest, owners[1]!.actor);
+    const two = await k.approve({ mode: 'test', merchantId: m.id }, d.id, owners[1]!.id, digest, owners[1]!.actor);
     assert.equal(two.status, 'approved');
     assert.match(two.approval_mac!, /^[0-9a-f]{64}$/);
     assert.deepEqual(two.approvals, [
@@ -296,7 +304,7 @@ describe('approval, release and payouts', () => {
       { user_id: owners[1]!.id, approved_at: t.clock.now().toISOString() },
     ]);
     await assert.rejects(
-      k.approve('test', m.id, d.id, owners[1]!.id, digest, owners[1]!.actor),
+      k.approve({ mode: 'test', merchantId: m.id }, d.id, owners[1]!.id, digest, owners[1]!.actor),
       /takes no more approvals/,
     );
   });
@@ -313,9 +321,15 @@ describe('approval, release and payouts', () => {
     );
     assert.equal(d.approvals_required, 1, 'one owner: a quorum of one');
     const k = t.kasse.disbursements;
-    await k.approve('test', merchant.id, d.id, o.id, await k.digest('test', merchant.id, d.id), actor);
+    await k.approve(
+      { mode: 'test', merchantId: merchant.id },
+      d.id,
+      o.id,
+      await k.digest({ mode: 'test', merchantId: merchant.id }, d.id),
+      actor,
+    );
     await assert.rejects(
-      k.release('test', merchant.id, d.id, o.id, actor),
+      k.release({ mode: 'test', merchantId: merchant.id }, d.id, o.id, actor),
       (err: any) => err.code === 'insufficient_balance' && err.status === 422,
     );
     const after = (await merchant.test.get(`/disbursements/${d.id}`)).body;
@@ -336,7 +350,7 @@ describe('approval, release and payouts', () => {
       .where('item_no', '=', 2)
       .execute();
     await assert.rejects(
-      t.kasse.disbursements.release('test', m.id, d.id, owners[0]!.id, owners[0]!.actor),
+      t.kasse.disbursements.release({ mode: 'test', merchantId: m.id }, d.id, owners[0]!.id, owners[0]!.actor),
       (err: any) => err.code === 'invalid_state' && /changed after it was approved/.test(err.message),
     );
     const audit = await t.kasse.db
@@ -359,7 +373,7 @@ describe('approval, release and payouts', () => {
       .where('item_no', '=', 1)
       .execute();
     await assert.rejects(
-      t.kasse.disbursements.release('test', m.id, e.id, owners[1]!.id, owners[1]!.actor),
+      t.kasse.disbursements.release({ mode: 'test', merchantId: m.id }, e.id, owners[1]!.id, owners[1]!.actor),
       /changed after it was approved/,
     );
   });
@@ -369,7 +383,12 @@ describe('approval, release and payouts', () => {
     const d = await create({ title: 'Full run', items: items(3, 2500) });
     await approveAll(d.id);
     const before = await available();
-    const released = await t.kasse.disbursements.release('test', m.id, d.id, owners[1]!.id, owners[1]!.actor);
+    const released = await t.kasse.disbursements.release(
+      { mode: 'test', merchantId: m.id },
+      d.id,
+      owners[1]!.id,
+      owners[1]!.actor,
+    );
     assert.equal(released.status, 'released');
     assert.equal(released.released_by, owners[1]!.id);
     assert.equal(released.released_at, t.clock.now().toISOString());
@@ -448,7 +467,7 @@ describe('approval, release and payouts', () => {
     const perPayout = async (n: number) => {
       const d = await create({ title: `Linear ${n}`, items: items(n, 100) });
       await approveAll(d.id);
-      await t.kasse.disbursements.release('test', m.id, d.id, owners[0]!.id, owners[0]!.actor);
+      await t.kasse.disbursements.release({ mode: 'test', merchantId: m.id }, d.id, owners[0]!.id, owners[0]!.actor);
       const { result, count } = await countQueries(() => t.kasse.disbursements.runDue());
       assert.equal(result.simulated, n);
       const done = (await m.test.get(`/disbursements/${d.id}`)).body;
@@ -488,11 +507,10 @@ describe('approval, release and payouts', () => {
     assertError(await m.test.post(`/disbursements/${a.id}/cancel`), 422, 'invalid_state', null);
     await assert.rejects(
       t.kasse.disbursements.approve(
-        'test',
-        m.id,
+        { mode: 'test', merchantId: m.id },
         a.id,
         owners[0]!.id,
-        await t.kasse.disbursements.digest('test', m.id, a.id),
+        await t.kasse.disbursements.digest({ mode: 'test', merchantId: m.id }, a.id),
         owners[0]!.actor,
       ),
       /cancelled/,
@@ -502,7 +520,7 @@ describe('approval, release and payouts', () => {
     await approveAll(b.id);
     assert.equal((await m.test.post(`/disbursements/${b.id}/cancel`)).body.status, 'cancelled');
     await assert.rejects(
-      t.kasse.disbursements.release('test', m.id, b.id, owners[0]!.id, owners[0]!.actor),
+      t.kasse.disbursements.release({ mode: 'test', merchantId: m.id }, b.id, owners[0]!.id, owners[0]!.actor),
       /only an approved batch/,
     );
     await deliver();

@@ -10,6 +10,7 @@ import { SECOND } from '../../src/core/clock.ts';
 import { Kasse } from '../../src/kasse.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { eventually } from '../harness/expect.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 import { recordedLog } from '../harness/log.ts';
 
 function assertErrorBody(body: any, code: string, param: string | null = null) {
@@ -84,12 +85,12 @@ describe('authentication and modes', () => {
     const other = await t.merchant({ name: 'Roller' });
     assert.equal((await other.test.get('/account')).status, 200); // cached now
     const rolledAt = t.clock.advance(SECOND);
-    const rolled = await t.kasse.merchants.rollKey(other.id, 'test');
+    const rolled = await t.kasse.merchants.rollKey({ mode: 'test', merchantId: other.id }, OPERATOR);
     assert.equal((await other.test.get('/account')).status, 401);
     const fresh = new ApiClient(t.urls.test, rolled.key);
     assert.equal((await fresh.get('/account')).status, 200);
     const revokedAt = t.clock.advance(SECOND);
-    await t.kasse.merchants.revokeKey(rolled.key_id);
+    await t.kasse.merchants.revokeKey({ mode: 'test', merchantId: other.id }, rolled.key_id, OPERATOR);
     const res = await fresh.get('/account');
     assert.equal(res.status, 401);
     assertErrorBody(res.body, 'unauthorized');
@@ -132,7 +133,7 @@ describe('authentication and modes', () => {
       poolSize: 2,
     });
     try {
-      await second.merchants.revokeKey(other.testKey);
+      await second.merchants.revokeAnyKey(other.testKey, OPERATOR);
     } finally {
       await second.close();
     }

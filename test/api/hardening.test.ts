@@ -171,12 +171,15 @@ describe('validation messages', () => {
     assertErrorBody(status.body, 'invalid_request', 'status');
     assert.equal(
       status.body.error.message,
-      'status must be one of waiting, detected, confirming, paid, underpaid, expired, late, refunded, cancelled',
+      'status must be one of waiting, detected, confirming, authorized, paid, underpaid, expired, late, refunded, cancelled',
     );
     const p = (await m.test.post('/payments', { ...base, order_id: 'msg-1' })).body;
     const outcome = await m.test.post(`/test/payments/${p.id}/simulate`, { outcome: 'refunded' });
     assertErrorBody(outcome.body, 'invalid_request', 'outcome');
-    assert.equal(outcome.body.error.message, 'outcome must be one of paid, underpaid, expired, late, wrong_asset');
+    assert.equal(
+      outcome.body.error.message,
+      'outcome must be one of paid, underpaid, expired, late, wrong_asset, authorized',
+    );
     const kind = await m.test.post('/links', { kind: 'subscription', title: 'x' });
     assertErrorBody(kind.body, 'invalid_request', 'kind');
     assert.equal(kind.body.error.message, 'kind must be one of fixed, open, tip, pos');

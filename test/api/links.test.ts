@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { liveNetworksFile, startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError } from '../harness/expect.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
@@ -251,7 +252,8 @@ describe('PATCH /links/{id}', () => {
 describe('GET /links and isolation', () => {
   test('newest first, at most 500', async () => {
     const other = await t.merchant({ rateLimit: 100_000 });
-    for (let i = 0; i < 502; i++) await t.kasse.links.create('test', other.id, { kind: 'pos', title: `Till ${i}` });
+    for (let i = 0; i < 502; i++)
+      await t.kasse.links.create({ mode: 'test', merchantId: other.id }, { kind: 'pos', title: `Till ${i}` }, OPERATOR);
     const res = await other.test.get('/links');
     assert.equal(res.status, 200);
     assert.deepEqual(Object.keys(res.body), ['data']);

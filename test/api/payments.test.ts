@@ -13,9 +13,12 @@ import { assertError } from '../harness/expect.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from '../harness/price-servers.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 import { KASSE_HOME } from '../../src/config.ts';
+import type { Tenant } from '../../src/core/tenant.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 let t: TestKasse;
 let m: TestMerchant;
+let tenant: Tenant;
 let cg: PriceServer;
 let bn: PriceServer;
 
@@ -58,6 +61,7 @@ before(async () => {
     env: { KASSE_COINGECKO_URL: cg.url, KASSE_BINANCE_URL: bn.url, KASSE_NETWORKS_FILE: file },
   });
   m = await t.merchant({ rateLimit: 100_000 });
+  tenant = { mode: 'test', merchantId: m.id };
 });
 after(async () => {
   await t.close();
@@ -345,15 +349,15 @@ describe('idempotency', () => {
   test('a creation with a key and a coin is one statement; its replay one more read', async () => {
     const body = { ...base, order_id: 'one-trip', chain: 'base', token: 'base:usdc', metadata: { cart: 7 } };
     // The process holds a block of address indexes after its first coin choice.
-    await t.kasse.payments.create('test', m.id, { ...body, order_id: 'warm' } as never, 'one-trip-warm');
+    await t.kasse.payments.create(tenant, { ...body, order_id: 'warm' } as never, 'one-trip-warm', OPERATOR);
     let first: Awaited<ReturnType<typeof t.kasse.payments.create>> | undefined;
     const creation = await paymentStatements(t.kasse, async () => {
-      first = await t.kasse.payments.create('test', m.id, body as never, 'one-trip', undefined, 'Shop');
+      first = await t.kasse.payments.create(tenant, body as never, 'one-trip', OPERATOR, 'Shop');
     });
     assert.equal(first!.status, 201);
     assert.deepEqual(creation, ['1 row(s)'], 'one statement wrote the payment, its coin choice and its key');
     const replay = await paymentStatements(t.kasse, async () => {
-      const again = await t.kasse.payments.create('test', m.id, body as never, 'one-trip', undefined, 'Shop');
+      const again = await t.kasse.payments.create(tenant, body as never, 'one-trip', OPERATOR, 'Shop');
       assert.equal(again.status, 200);
       assert.deepEqual(again.payment, first!.payment);
     });
@@ -373,7 +377,7 @@ describe('idempotency', () => {
     let created: Array<{ status: number; body: any }> = [];
     const statements = await paymentStatements(t.kasse, async () => {
       const results = await Promise.all(
-        bodies.map((b, i) => t.kasse.payments.create('test', m.id, b as never, `together-${i}`, actor, 'Shop')),
+        bodies.map((b, i) => t.kasse.payments.create(tenant, b as never, `together-${i}`, actor, 'Shop')),
       );
       created = results.map((r) => ({ status: r.status, body: JSON.parse(JSON.stringify(r.payment)) }));
     });
@@ -410,7 +414,7 @@ describe('idempotency', () => {
 
   test('a used key among creations arriving together fails only its own: replayed or refused, the others created', async () => {
     const create = (order: string, key: string) =>
-      t.kasse.payments.create('test', m.id, { ...base, order_id: order } as never, key, undefined, 'Shop');
+      t.kasse.payments.create(tenant, { ...base, order_id: order } as never, key, OPERATOR, 'Shop');
     const first = await create('crowd-used', 'crowd-used');
     assert.equal(first.status, 201);
     const outcomes = await Promise.allSettled([

@@ -64,7 +64,7 @@ describe('statement emails', () => {
     await t.kasse.statementEmails.subscribe(users.ana!, 'test', OPERATOR); // twice: one subscription
     await t.kasse.statementEmails.subscribe(users.bo!, 'test', OPERATOR);
     await t.kasse.statementEmails.subscribe(users.bo!, 'live', OPERATOR);
-    assert.deepEqual(await t.kasse.statementEmails.next(m.id, 'test'), {
+    assert.deepEqual(await t.kasse.statementEmails.next({ mode: 'test', merchantId: m.id }), {
       month: '2026-03',
       dueAt: statementEmailDue('2026-03'),
     });

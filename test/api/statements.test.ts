@@ -30,9 +30,9 @@ before(async () => {
   cg.setPrice('ethereum', 2000);
   t = await startTestKasse({ env: { KASSE_COINGECKO_URL: cg.url, KASSE_BINANCE_URL: 'http://127.0.0.1:9' } });
   t.kasse.statements.usePayouts({
-    sent: async (_mode, merchantId, from, to) =>
+    sent: async ({ merchantId }, from, to) =>
       payoutLog.filter((p) => p.merchantId === merchantId && p.sentAt >= from && p.sentAt < to),
-    totals: async (_mode, merchantId, from, to) => ({
+    totals: async ({ merchantId }, from, to) => ({
       releasedUsdCents: payoutLog
         .filter((p) => p.merchantId === merchantId && p.releasedAt >= from && p.releasedAt < to)
         .reduce((s, p) => s + BigInt(p.usdCents), 0n),

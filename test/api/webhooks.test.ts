@@ -14,6 +14,7 @@ import { startWorkers } from '../../src/workers/index.ts';
 import { ApiClient, startTestKasse, testSecrets, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { createTestDatabase } from '../harness/db.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 const ENV = { KASSE_WEBHOOK_TIMEOUT_MS: '1000' };
 const LEASE_MS = 1000 + 60_000;
@@ -65,7 +66,7 @@ async function publish(kasse: Kasse, input: Partial<EventInput> & { merchantId: 
 }
 
 async function eventDetail(kasse: Kasse, merchantId: string, id: string, mode: 'test' | 'live' = 'test') {
-  return kasse.webhooks.get(merchantId, mode, id);
+  return kasse.webhooks.get({ mode, merchantId }, id);
 }
 
 describe('delivery', () => {
@@ -107,7 +108,7 @@ describe('delivery', () => {
 
   test('after a roll both secrets sign until the overlap ends on the clock, then the new one alone', async () => {
     const { m, r } = await merchantWithReceiver();
-    const rolled = await t.kasse.merchants.rollWebhookSecret(m.id, t.clock.now(), undefined, HOUR);
+    const rolled = await t.kasse.merchants.rollWebhookSecret(m.id, OPERATOR, HOUR);
     r.setSecret(rolled.webhook_secret);
     const signatures = async () => {
       await publish(t.kasse, { merchantId: m.id });
@@ -437,7 +438,7 @@ describe('live mode address rule', () => {
     for (const [url] of cases) ids.push(await publish(t.kasse, { merchantId: m.id, mode: 'live', destination: url }));
     // The merchant's own live default URL is refused too when it points at a loopback address.
     const ownDefault = `https://127.0.0.1:${port}/webhooks`;
-    await t.kasse.merchants.update(m.id, { webhookUrlLive: ownDefault });
+    await t.kasse.merchants.update(m.id, { webhookUrlLive: ownDefault }, OPERATOR);
     ids.push(await publish(t.kasse, { merchantId: m.id, mode: 'live' }));
     cases.push([ownDefault, /127\.0\.0\.1 is a loopback address/]);
     await t.kasse.webhooks.drain();

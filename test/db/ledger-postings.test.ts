@@ -12,6 +12,7 @@ import { syncHeld } from '../../src/modules/ledger/holds.ts';
 import { accounts, UnbalancedPostingError, USD, type LedgerService } from '../../src/modules/ledger/ledger.ts';
 import { postPayoutFailed, postPayoutRelease, postPayoutSent } from '../../src/modules/ledger/payouts.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 let t: TestKasse;
 let ledger: LedgerService;
@@ -26,7 +27,12 @@ after(() => t.close());
 
 async function newPayment(): Promise<string> {
   return (
-    await t.kasse.payments.create('test', merchantId, { price_amount: 5000, price_currency: 'USD', order_id: 'l' })
+    await t.kasse.payments.create(
+      { mode: 'test', merchantId },
+      { price_amount: 5000, price_currency: 'USD', order_id: 'l' },
+      undefined,
+      OPERATOR,
+    )
   ).payment.id;
 }
 

@@ -14,6 +14,7 @@ import {
   type LedgerService,
 } from '../../src/modules/ledger/ledger.ts';
 import { startTestKasse, type TestKasse } from '../harness/app.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 let t: TestKasse;
 let ledger: LedgerService;
@@ -27,15 +28,16 @@ before(async () => {
 after(() => t.close());
 
 async function newPayment(): Promise<string> {
-  const { payment } = await t.kasse.payments.create('test', merchantId, {
-    price_amount: 1234,
-    price_currency: 'USD',
-    order_id: 'l',
-  });
+  const { payment } = await t.kasse.payments.create(
+    { mode: 'test', merchantId },
+    { price_amount: 1234, price_currency: 'USD', order_id: 'l' },
+    undefined,
+    OPERATOR,
+  );
   return payment.id;
 }
 
-const merchantBalance = async () => (await ledger.merchantBalance('test', merchantId)).availableUsdCents;
+const merchantBalance = async () => (await ledger.merchantBalance({ mode: 'test', merchantId })).availableUsdCents;
 
 describe('balance rules', () => {
   test('assertBalanced refuses single, zero and unbalanced lines per currency', () => {
@@ -156,7 +158,7 @@ describe('payment credits', () => {
       { account: accounts.custody('test', merchantId), currency: 'base:usdc', amount: '12340000' },
       { account: accounts.payers('test'), currency: 'base:usdc', amount: '-12340000' },
     ]);
-    const { custody } = await ledger.merchantBalance('test', merchantId);
+    const { custody } = await ledger.merchantBalance({ mode: 'test', merchantId });
     assert.ok(custody.some((c) => c.token === 'base:usdc' && c.amount >= 12_340_000n));
   });
 

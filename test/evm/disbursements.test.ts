@@ -75,8 +75,14 @@ async function released(
   const res = await client.post('/disbursements', { title: `Batch of ${items.length}`, items });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const d = kasse.disbursements;
-  await d.approve('test', k.m.id, res.body.id, owner.id, await d.digest('test', k.m.id, res.body.id), owner.actor);
-  return d.release('test', k.m.id, res.body.id, owner.id, owner.actor);
+  await d.approve(
+    { mode: 'test', merchantId: k.m.id },
+    res.body.id,
+    owner.id,
+    await d.digest({ mode: 'test', merchantId: k.m.id }, res.body.id),
+    owner.actor,
+  );
+  return d.release({ mode: 'test', merchantId: k.m.id }, res.body.id, owner.id, owner.actor);
 }
 
 async function get(id: string) {
@@ -331,7 +337,7 @@ describe('disbursements on chain', () => {
       // Well within the default minute's lease (start-up included): the 3 s one is what the restarted process waited out.
       await eventually(
         'the restarted workers process to settle the batch (45 s)',
-        async () => (await k.t.kasse.disbursements.get('test', k.m.id, d.id)).progress.open === 0,
+        async () => (await k.t.kasse.disbursements.get({ mode: 'test', merchantId: k.m.id }, d.id)).progress.open === 0,
         { timeoutMs: 45_000, intervalMs: 100 },
       );
       child.kill('SIGKILL');

@@ -16,6 +16,7 @@ import { Kasse } from '../../src/kasse.ts';
 import { startListeners, type Listeners } from '../../src/server.ts';
 import { createTestDatabase } from './db.ts';
 import { assertDocumentedErrors, recordAnswer } from './documented-errors.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -149,7 +150,7 @@ export async function startTestKasse(opts: TestKasseOptions = {}): Promise<TestK
     urls,
     async merchant(m = {}) {
       const created = await kasse.merchants.create({ name: m.name ?? 'Test shop', webhookUrl: m.webhookUrl ?? null });
-      if (m.rateLimit) await kasse.merchants.update(created.merchant_id, { rateLimitPerMinute: m.rateLimit });
+      if (m.rateLimit) await kasse.merchants.update(created.merchant_id, { rateLimitPerMinute: m.rateLimit }, OPERATOR);
       return {
         id: created.merchant_id,
         testKey: created.test_key,

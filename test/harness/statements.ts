@@ -37,7 +37,7 @@ export async function assertStatementsReconcile(
   const first = rows[0]?.first ?? kasse.clock.now();
   const out: Statement[] = [];
   for (const month of monthsBetween(first, kasse.clock.now())) {
-    const s = await kasse.statements.get(mode, merchantId, month);
+    const s = await kasse.statements.get({ mode, merchantId }, month);
     assert.equal(s.reconciliation_gap_usd_cents, 0, `${month}: reconciliation gap`);
     assert.equal(
       payoutsTaken(s),

@@ -43,11 +43,13 @@ test('GET /currencies offers solana:sol and solana:usdc (gasless) on the test AP
       rate_source: 'coingecko',
       paused: false,
       gasless: false,
+      holdable: false,
       network_status: 'running',
       network_status_reason: null,
     },
   );
   assert.equal(usdc.gasless, true);
+  assert.equal(usdc.holdable, false, 'Solana has no escrow to hold a payment in');
   assert.equal(usdc.paused, false);
   assert.equal(usdc.rate_source, 'peg');
   assert.ok(k.t.kasse.chains.adapter('test', 'solana') instanceof SolanaAdapter);

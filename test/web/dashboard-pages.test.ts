@@ -30,6 +30,7 @@ import {
   type DashboardTeam,
 } from '../harness/dashboard.ts';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 
 let w: WebKasse;
 let b: TestBrowser;
@@ -45,7 +46,7 @@ before(async () => {
   ({ w, b, base, as, users: team } = await startDashboard({ owner: 'owner' }, { merchantName: `Café ${XSS}` }));
   owner = team.owner;
   hook = await startWebhookReceiver({ secret: w.m.webhookSecret, now: () => w.t.clock.now() });
-  await w.t.kasse.merchants.update(w.m.id, { webhookUrlTest: hook.url });
+  await w.t.kasse.merchants.update(w.m.id, { webhookUrlTest: hook.url }, OPERATOR);
   // Payments with markup where merchants and payers can put text.
   const api = w.m.test;
   const make = async (body: Record<string, unknown>) =>

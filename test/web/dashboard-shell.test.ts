@@ -16,6 +16,7 @@ import { readmeSection } from '../../src/web/dashboard/pages/going-live.ts';
 import { t } from '../../src/core/i18n/index.ts';
 import { ApiClient } from '../harness/app.ts';
 import { startMerchantSite, type TestBrowser, type WebKasse } from '../harness/browser.ts';
+import { OPERATOR } from '../../src/modules/audit/index.ts';
 import {
   csrfOf,
   post,
@@ -209,7 +210,10 @@ describe('dashboard shell', () => {
 
   test('live pages carry a banner in plain words when no network takes payments; Going live gives the reasons GET /currencies gives', async () => {
     assert.equal(w.t.kasse.chains.anyAvailable('live'), false);
-    const live = new ApiClient(w.t.urls.live, (await w.t.kasse.merchants.rollKey(w.m.id, 'live')).key);
+    const live = new ApiClient(
+      w.t.urls.live,
+      (await w.t.kasse.merchants.rollKey({ mode: 'live', merchantId: w.m.id }, OPERATOR)).key,
+    );
     const reasons = [
       ...new Set(
         ((await live.get('/currencies')).body.data as Array<{ network_status_reason: string }>).map(
@@ -219,7 +223,7 @@ describe('dashboard shell', () => {
     ];
     assert.ok(reasons.length > 0 && reasons.every((r) => typeof r === 'string' && r.length > 0));
     /** What merchants and payers should not have to read: commands, settings, files. */
-    const OPERATOR = /`|kasse |docs\/|\.md\b|networks file|forwarder_factory|rpc_urls|treasury/;
+    const OPERATOR_WORDS = /`|kasse |docs\/|\.md\b|networks file|forwarder_factory|rpc_urls|treasury/;
     const { page, context } = await as('member', 'phone');
     for (const path of [
       '/dashboard/live',
@@ -232,7 +236,7 @@ describe('dashboard shell', () => {
       assert.match(banner, /Live mode cannot take payments: no network is running/, path);
       assert.match(banner, /Ethereum, Base, .*, Litecoin: not set up for live payments yet/, path);
       assert.match(banner, /Whoever runs this Kasse finishes the set-up/, path);
-      assert.doesNotMatch(banner, OPERATOR, path);
+      assert.doesNotMatch(banner, OPERATOR_WORDS, path);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 1, `${path} scrolls sideways by ${overflow}px`);
     }
@@ -266,7 +270,7 @@ describe('dashboard shell', () => {
     assert.equal(payer.status, 503);
     const told = ((await payer.json()) as { error: { message: string } }).error.message;
     assert.equal(told, t('de', 'err.chain_paused'));
-    assert.doesNotMatch(told, OPERATOR);
+    assert.doesNotMatch(told, OPERATOR_WORDS);
   });
 
   test('audit log: refusals and first sign-ins recorded; every family filters; details as labelled values; no broken words', async () => {
@@ -293,7 +297,7 @@ describe('dashboard shell', () => {
     const ana = await as('ana');
     const id = await createBatch(ana.page);
     await approve(ana.page, id, users.ana);
-    const digest = await w.t.kasse.disbursements.digest('test', w.m.id, id);
+    const digest = await w.t.kasse.disbursements.digest({ mode: 'test', merchantId: w.m.id }, id);
     const twice = await post(ana.page, `${base}/dashboard/test/disbursements/${id}/approve`, {
       _csrf: await csrfOf(ana.page),
       digest,
@@ -390,8 +394,8 @@ describe('dashboard shell', () => {
       for (const m of text.matchAll(/\baction: ([^,}\n]+)/g))
         for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
       for (const m of text.matchAll(/verifySecondFactor\([^)]*'([a-z_.]+)'/g)) actions.add(m[1]!);
-      // Entries built by a module's helper name the action among the call's arguments.
-      for (const m of text.matchAll(/\b(?:accountEntry|batchEntry|this\.audited)\(([^;]*)/g))
+      // The audit helper's calls, and entries built by a module's helper, name the action among the call's arguments.
+      for (const m of text.matchAll(/\b(?:record|recordAlone|statement<\w+>|writes|audited)\(([^;]*)/g))
         for (const lit of m[1]!.matchAll(/'([a-z_]+\.[a-z_]+|signout)'/g)) actions.add(lit[1]!);
     }
     assert.ok(actions.size > 30, `found ${actions.size}`);

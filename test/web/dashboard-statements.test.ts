@@ -300,7 +300,7 @@ describe('statements on the dashboard', () => {
       w.t.kasse.statements.get = real;
     }
     assert.equal((await statementMails()).length, 1, 'nothing written for May yet');
-    const next = await w.t.kasse.statementEmails.next(w.m.id, 'test');
+    const next = await w.t.kasse.statementEmails.next({ mode: 'test', merchantId: w.m.id });
     assert.equal(next!.month, '2026-05');
     assert.equal(await w.t.kasse.statementEmails.runOnce(), 0, 'not before its retry delay');
     w.t.clock.advance(5 * MINUTE);
@@ -320,7 +320,7 @@ describe('statements on the dashboard', () => {
     w.t.clock.set(new Date(Date.parse('2026-07-01T00:00:00Z') + STATEMENT_EMAIL_DELAY_MS));
     assert.equal(await w.t.kasse.statementEmails.runOnce(), 1);
     assert.equal((await statementMails()).length, 2);
-    assert.equal((await w.t.kasse.statementEmails.next(w.m.id, 'test'))!.month, '2026-07');
+    assert.equal((await w.t.kasse.statementEmails.next({ mode: 'test', merchantId: w.m.id }))!.month, '2026-07');
   });
 
   test('coin amounts read rounded in lists, on the payment, the statement and its PDF; exact a click away and in the CSV', async () => {

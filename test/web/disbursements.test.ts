@@ -128,7 +128,7 @@ describe('disbursements on the dashboard', () => {
     );
     assert.equal(d.approvals_required, 2);
     assert.equal(await page.locator('h1').innerText(), 'March <affiliates>', 'the title is shown as text');
-    const digest = await w.t.kasse.disbursements.digest('test', w.m.id, id);
+    const digest = await w.t.kasse.disbursements.digest({ mode: 'test', merchantId: w.m.id }, id);
     assert.equal(await page.locator('[data-fingerprint]').innerText(), fingerprint(digest));
     assert.equal(await page.locator('table.d-table tbody tr').count(), 3, 'every item is listed');
     assert.match(await page.locator('.d-facts').innerText(), /\$60\.00 in USDC on Base Sepolia/);
@@ -182,7 +182,7 @@ describe('disbursements on the dashboard', () => {
       assert.equal(await rec.page.getByRole('button', { name: 'Approve' }).count(), 0);
       assert.equal(await rec.page.getByRole('button', { name: 'Cancel batch' }).count(), 0);
       const token = await csrfOf(rec.page);
-      const digest = await w.t.kasse.disbursements.digest('test', w.m.id, id);
+      const digest = await w.t.kasse.disbursements.digest({ mode: 'test', merchantId: w.m.id }, id);
       for (const [path, form] of [
         ['approve', { digest, code: '123456' }],
         ['release', { release_code: '123456' }],
@@ -219,7 +219,7 @@ describe('disbursements on the dashboard', () => {
     // A second approval by the same owner, posted directly, is refused.
     const again = await post(ana.page, `${base}/dashboard/test/disbursements/${id}/approve`, {
       _csrf: await csrfOf(ana.page),
-      digest: await w.t.kasse.disbursements.digest('test', w.m.id, id),
+      digest: await w.t.kasse.disbursements.digest({ mode: 'test', merchantId: w.m.id }, id),
       code: totpCode(users.ana.secret!, w.t.clock),
     });
     assert.equal(again.status, 422);
@@ -247,7 +247,9 @@ describe('disbursements on the dashboard', () => {
     assert.equal(await bo.page.locator('[data-completed]').count(), 0, 'not completed before the payouts are sent');
     assert.equal(await bo.page.locator('[data-progress]').innerText(), '0 sent · 0 failed · 3 open');
     assert.equal((await w.t.kasse.disbursements.runDue()).simulated, 3);
-    const [completed] = (await w.t.kasse.webhooks.list(w.m.id, 'test', { type: 'disbursement.completed' })).data;
+    const [completed] = (
+      await w.t.kasse.webhooks.list({ mode: 'test', merchantId: w.m.id }, { type: 'disbursement.completed' })
+    ).data;
     assert.ok(completed, 'disbursement.completed was published');
     await bo.page.reload();
     assert.equal(await bo.page.locator('[data-progress]').innerText(), 'completed: 3 sent · 0 failed');

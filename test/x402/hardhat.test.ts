@@ -490,7 +490,7 @@ test('an address given out on the simulator is retired once the node is configur
   assert.equal(k.adapter.addressOf(BigInt(row.address_index)), getAddress(derived), 'the factory clone of its index');
   assert.equal((await ok(api.get('/x402/supported'))).kinds[0].extra.payTo, derived);
   assert.deepEqual(
-    (await k.t.kasse.x402.retired('test', merchant.id)).map((r) => r.address),
+    (await k.t.kasse.x402.retired({ mode: 'test', merchantId: merchant.id })).map((r) => r.address),
     [simulated],
     'the simulator-era address is retired',
   );

@@ -215,7 +215,7 @@ describe('a settlement with its own sale', () => {
   test("the Payment takes the sale's order id, description and metadata; a second settle makes no second one", async () => {
     const b = await body();
     const sale = { orderId: 'weather-7', description: 'Weather report', metadata: { link_id: 'lnk_test' } };
-    const first = await t.kasse.x402.settle('test', m.id, b, sale);
+    const first = await t.kasse.x402.settle({ mode: 'test', merchantId: m.id }, b, sale);
     assert.equal(first.success, true);
     const p = await ok(m.test.get(`/payments/${(first.extra as any).payment_id}`));
     assert.equal(p.status, 'paid');
@@ -223,7 +223,7 @@ describe('a settlement with its own sale', () => {
     assert.equal(p.order_id, 'weather-7');
     assert.equal(p.description, 'Weather report');
     assert.deepEqual(p.metadata, { link_id: 'lnk_test' });
-    const again = await t.kasse.x402.settle('test', m.id, b, { ...sale, orderId: 'weather-8' });
+    const again = await t.kasse.x402.settle({ mode: 'test', merchantId: m.id }, b, { ...sale, orderId: 'weather-8' });
     assert.equal(again.errorReason, 'invalid_exact_evm_nonce_already_used', 'refused as used');
     const list = await ok(m.test.get('/payments?source=x402&limit=100'));
     assert.equal(list.data.filter((x: any) => x.order_id?.startsWith('weather-')).length, 1, 'one payment');

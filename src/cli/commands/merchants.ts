@@ -1,4 +1,8 @@
-/** Merchant and API-key administration. Output is snake_case, as in the API. */
+/**
+ * Merchant and API-key administration. Output is snake_case, as in the API; every change is in the merchant's audit
+ * log as done by the operator.
+ */
+import { OPERATOR } from '../../modules/audit/index.ts';
 import type { MerchantRecord } from '../../modules/merchants/index.ts';
 import type { Command } from '../context.ts';
 import { mode, optionalInt, requireArg, requireString } from '../context.ts';
@@ -51,13 +55,17 @@ export const merchantCommands: Command[] = [
     },
     run: async (kasse, f) => {
       const both = f['webhook-url'] as string | undefined;
-      const updated = await kasse.merchants.update(requireString(f, 'merchant'), {
-        webhookUrlTest: (f['webhook-url-test'] as string | undefined) ?? both,
-        webhookUrlLive: (f['webhook-url-live'] as string | undefined) ?? both,
-        rateLimitPerMinute: optionalInt(f, 'rate-limit'),
-        x402RateLimitPerMinute: optionalInt(f, 'x402-rate-limit'),
-        feeBps: optionalInt(f, 'fee-bps'),
-      });
+      const updated = await kasse.merchants.update(
+        requireString(f, 'merchant'),
+        {
+          webhookUrlTest: (f['webhook-url-test'] as string | undefined) ?? both,
+          webhookUrlLive: (f['webhook-url-live'] as string | undefined) ?? both,
+          rateLimitPerMinute: optionalInt(f, 'rate-limit'),
+          x402RateLimitPerMinute: optionalInt(f, 'x402-rate-limit'),
+          feeBps: optionalInt(f, 'fee-bps'),
+        },
+        OPERATOR,
+      );
       return merchantJson(updated);
     },
   },
@@ -65,13 +73,14 @@ export const merchantCommands: Command[] = [
     name: 'key roll',
     usage: 'key roll --merchant ID --mode test|live [--json]   (issues a new key, revokes the old ones of that mode)',
     flags: { merchant: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
-    run: (kasse, f) => kasse.merchants.rollKey(requireString(f, 'merchant'), mode(f)),
+    run: (kasse, f) => kasse.merchants.rollKey({ mode: mode(f), merchantId: requireString(f, 'merchant') }, OPERATOR),
   },
   {
     name: 'key revoke',
     usage: 'key revoke KEY_ID_OR_KEY [--json]',
     flags: { json: { type: 'boolean' } },
-    run: (kasse, _f, pos) => kasse.merchants.revokeKey(requireArg(pos, 'the key id (key_…) or the key itself')),
+    run: (kasse, _f, pos) =>
+      kasse.merchants.revokeAnyKey(requireArg(pos, 'the key id (key_…) or the key itself'), OPERATOR),
   },
   {
     name: 'key list',

@@ -11,11 +11,10 @@
  *
  * Everything a command changes is in the audit log as done by the operator.
  */
-import type { Actor } from '../../modules/audit/index.ts';
+import { OPERATOR } from '../../modules/audit/index.ts';
 import type { MailStatus } from '../../modules/email/index.ts';
 import { optionalInt, requireArg, requireString, UsageError, type Command } from '../context.ts';
 
-const operator: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };
 const STATUSES: MailStatus[] = ['pending', 'claimed', 'handed', 'sent', 'failed', 'uncertain', 'kept'];
 /** The most `mail list --limit` shows at once. */
 const MAIL_LIST_MAX = 1000;
@@ -36,7 +35,7 @@ export const userCommands: Command[] = [
         merchantId: requireString(f, 'merchant'),
         email: requireString(f, 'email'),
         role: requireString(f, 'role'),
-        actor: operator,
+        actor: OPERATOR,
         invite: false,
       });
       return {
@@ -62,7 +61,7 @@ export const userCommands: Command[] = [
     usage: 'user setup-link --email EMAIL [--json]   (a new one-time link; earlier links stop working)',
     flags: { email: { type: 'string' }, json: { type: 'boolean' } },
     run: async (kasse, f) => {
-      const r = await kasse.users.links.setupLink(requireString(f, 'email'), operator);
+      const r = await kasse.users.links.setupLink(requireString(f, 'email'), OPERATOR);
       return { user_id: r.user.id, email: r.user.email, setup_url: r.setup_url, expires_at: r.expires_at };
     },
   },
@@ -71,7 +70,7 @@ export const userCommands: Command[] = [
     usage:
       'user reset-2fa --email EMAIL [--json]   (lost phone and recovery codes: signs the user out; they enrol again)',
     flags: { email: { type: 'string' }, json: { type: 'boolean' } },
-    run: (kasse, f) => kasse.users.factors.resetSecondFactor(requireString(f, 'email'), operator),
+    run: (kasse, f) => kasse.users.factors.resetSecondFactor(requireString(f, 'email'), OPERATOR),
   },
   {
     name: 'mail list',

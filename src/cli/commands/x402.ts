@@ -30,10 +30,13 @@ export const x402Commands: Command[] = [
         throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
       const limit = optionalInt(f, 'limit') ?? 50;
       if (limit < 1 || limit > LIST_MAX) throw new UsageError(`--limit must be from 1 to ${LIST_MAX}`);
-      const rows = await kasse.x402.settlements(mode(f), requireString(f, 'merchant'), {
-        status: status as (typeof STATUSES)[number] | undefined,
-        limit,
-      });
+      const rows = await kasse.x402.settlements(
+        { mode: mode(f), merchantId: requireString(f, 'merchant') },
+        {
+          status: status as (typeof STATUSES)[number] | undefined,
+          limit,
+        },
+      );
       return rows.map((r) => {
         const [reason, ...message] = (r.error ?? '').split(': ');
         return {

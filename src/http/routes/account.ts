@@ -120,7 +120,7 @@ export default async function accountRoutes(app: ApiApp, { kasse, mode }: ApiDep
       // Every check runs before anything is written: the colour here, the tax profile in its own change (the
       // tolerance's bounds are the schema's), so a refused request changes nothing.
       if (branding?.color) checkBrandColor(branding.color);
-      if (tax_profile !== undefined) m = await kasse.invoices.setProfile(req.auth.merchantId, mode, tax_profile, actor);
+      if (tax_profile !== undefined) m = await kasse.invoices.setProfile(req.auth, tax_profile, actor);
       if (branding !== undefined || underpayment_tolerance_bps !== undefined)
         m = await kasse.merchantSettings.saveBrandTolerance(
           req.auth.merchantId,

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
 import { addPaymentSchemas } from '../schemas/payments.ts';
 
-export default async function balanceRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function balanceRoutes(app: ApiApp, { kasse }: ApiDeps) {
   addPaymentSchemas(app);
   app.get(
     '/balance',
@@ -17,6 +17,6 @@ export default async function balanceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: Type.Unsafe({ $ref: 'Balance#' }) },
       },
     },
-    async (req) => kasse.payments.balance(mode, req.auth.merchantId),
+    async (req) => kasse.payments.balance(req.auth),
   );
 }

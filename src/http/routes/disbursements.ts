@@ -22,7 +22,7 @@ const tags = ['Disbursements'];
  */
 const CREATE_BODY_LIMIT = 512 * 1024;
 
-export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function disbursementRoutes(app: ApiApp, { kasse }: ApiDeps) {
   app.addSchema(DisbursementSchema);
 
   app.post(
@@ -41,7 +41,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
       },
     },
     async (req, reply) => {
-      const result = await kasse.disbursements.create(mode, req.auth.merchantId, req.body, ...idempotent(req));
+      const result = await kasse.disbursements.create(req.auth, req.body, ...idempotent(req));
       return reply.code(result.status as 200 | 201).send(result.disbursement);
     },
   );
@@ -59,7 +59,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: PageOf(DisbursementRef) },
       },
     },
-    async (req) => kasse.disbursements.list(mode, req.auth.merchantId, req.query),
+    async (req) => kasse.disbursements.list(req.auth, req.query),
   );
 
   app.get(
@@ -74,7 +74,7 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: DisbursementRef },
       },
     },
-    async (req) => kasse.disbursements.get(mode, req.auth.merchantId, req.params.id),
+    async (req) => kasse.disbursements.get(req.auth, req.params.id),
   );
 
   app.post(
@@ -91,6 +91,6 @@ export default async function disbursementRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: DisbursementRef },
       },
     },
-    async (req) => kasse.disbursements.cancel(mode, req.auth.merchantId, req.params.id, keyActor(req)),
+    async (req) => kasse.disbursements.cancel(req.auth, req.params.id, keyActor(req)),
   );
 }

@@ -108,7 +108,7 @@ const EventList = Type.Object(
   { additionalProperties: false },
 );
 
-export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function eventRoutes(app: ApiApp, { kasse }: ApiDeps) {
   app.addSchema(Event);
   app.addSchema(Attempt);
   app.addSchema(Delivery);
@@ -127,7 +127,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         response: { 200: EventList },
       },
     },
-    async (req) => kasse.webhooks.list(req.auth.merchantId, mode, req.query),
+    async (req) => kasse.webhooks.list(req.auth, req.query),
   );
 
   app.get(
@@ -143,7 +143,7 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         response: { 200: Type.Unsafe({ $ref: 'EventWithDeliveries#' }) },
       },
     },
-    async (req) => kasse.webhooks.get(req.auth.merchantId, mode, req.params.id),
+    async (req) => kasse.webhooks.get(req.auth, req.params.id),
   );
 
   app.post(
@@ -167,12 +167,6 @@ export default async function eventRoutes(app: ApiApp, { kasse, mode }: ApiDeps)
         req.body ??= {};
       },
     },
-    async (req, reply) =>
-      reply.code(202).send(
-        await kasse.webhooks.redeliver(req.auth.merchantId, mode, req.params.id, {
-          audit: kasse.audit,
-          actor: keyActor(req),
-        }),
-      ),
+    async (req, reply) => reply.code(202).send(await kasse.webhooks.redeliver(req.auth, req.params.id, keyActor(req))),
   );
 }

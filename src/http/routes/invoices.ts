@@ -31,9 +31,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) =>
-      reply
-        .code(201)
-        .send(await kasse.invoices.create(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req))),
+      reply.code(201).send(await kasse.invoices.create(req.auth, req.params.id, req.body, keyActor(req))),
   );
 
   app.get(
@@ -56,7 +54,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PageOf(InvoiceRef) },
       },
     },
-    async (req) => kasse.invoices.list(mode, req.auth.merchantId, req.query),
+    async (req) => kasse.invoices.list(req.auth, req.query),
   );
 
   app.get(
@@ -71,7 +69,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: InvoiceRef },
       },
     },
-    async (req) => invoiceJson(await kasse.invoices.get(mode, req.auth.merchantId, req.params.id)),
+    async (req) => invoiceJson(await kasse.invoices.get(req.auth, req.params.id)),
   );
 
   app.get(
@@ -92,7 +90,7 @@ export default async function invoiceRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) => {
-      const row = await kasse.invoices.get(mode, req.auth.merchantId, req.params.id);
+      const row = await kasse.invoices.get(req.auth, req.params.id);
       const pdf = await invoicePdf(invoiceJson(row), {
         mode,
         brand: await kasse.merchants.brands.pdf(req.auth.merchantId),

@@ -101,7 +101,7 @@ export const PatchLinkBody = Type.Object(
 const LinkRef = Type.Unsafe({ $ref: 'PaymentLink#' });
 const tags = ['Payment links'];
 
-export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function linkRoutes(app: ApiApp, { kasse }: ApiDeps) {
   app.addSchema(PaymentLinkSchema);
 
   app.post(
@@ -117,8 +117,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 201: LinkRef },
       },
     },
-    async (req, reply) =>
-      reply.code(201).send(await kasse.links.create(mode, req.auth.merchantId, req.body, keyActor(req))),
+    async (req, reply) => reply.code(201).send(await kasse.links.create(req.auth, req.body, keyActor(req))),
   );
 
   app.get(
@@ -132,7 +131,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: Type.Object({ data: Type.Array(LinkRef) }) },
       },
     },
-    async (req) => kasse.links.list(mode, req.auth.merchantId),
+    async (req) => kasse.links.list(req.auth),
   );
 
   app.get(
@@ -147,7 +146,7 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: LinkRef },
       },
     },
-    async (req) => kasse.links.get(mode, req.auth.merchantId, req.params.id),
+    async (req) => kasse.links.get(req.auth, req.params.id),
   );
 
   app.patch(
@@ -164,6 +163,6 @@ export default async function linkRoutes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: LinkRef },
       },
     },
-    async (req) => kasse.links.update(mode, req.auth.merchantId, req.params.id, req.body, keyActor(req)),
+    async (req) => kasse.links.update(req.auth, req.params.id, req.body, keyActor(req)),
   );
 }

@@ -17,9 +17,8 @@ import {
 
 const tags = ['Payments'];
 
-export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
   addPaymentSchemas(app);
-  const scope = (merchantId: string) => ({ mode, merchantId });
 
   app.post(
     '/payments',
@@ -36,13 +35,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) => {
-      const result = await kasse.payments.create(
-        mode,
-        req.auth.merchantId,
-        req.body,
-        ...idempotent(req),
-        req.auth.merchant.name,
-      );
+      const result = await kasse.payments.create(req.auth, req.body, ...idempotent(req), req.auth.merchant.name);
       return reply.code(result.status as 200 | 201).send(result.payment);
     },
   );
@@ -60,7 +53,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PageOf(PaymentRef) },
       },
     },
-    async (req) => kasse.payments.list(mode, req.auth.merchantId, req.query),
+    async (req) => kasse.payments.list(req.auth, req.query),
   );
 
   app.get(
@@ -75,7 +68,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PaymentRef },
       },
     },
-    async (req) => kasse.payments.get(scope(req.auth.merchantId), req.params.id),
+    async (req) => kasse.payments.get(req.auth, req.params.id),
   );
 
   app.post(
@@ -94,9 +87,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) =>
-      reply
-        .code(201)
-        .send(await kasse.payments.createAttempt(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+      reply.code(201).send(await kasse.payments.createAttempt(req.auth, req.params.id, req.body, keyActor(req))),
   );
 
   /** A change of state the payment's own state machine decides (else 422 `invalid_state`), answering the Payment. */
@@ -114,7 +105,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
           response: { 200: PaymentRef },
         },
       },
-      async (req) => kasse.payments[action](scope(req.auth.merchantId), req.params.id, keyActor(req)),
+      async (req) => kasse.payments[action](req.auth, req.params.id, keyActor(req)),
     );
   transition(
     'cancel',
@@ -150,15 +141,8 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req) =>
-      (
-        await kasse.capture.capture(
-          scope(req.auth.merchantId),
-          req.params.id,
-          req.body ?? {},
-          idempotencyKey(req),
-          keyActor(req),
-        )
-      ).payment,
+      (await kasse.capture.capture(req.auth, req.params.id, req.body ?? {}, idempotencyKey(req), keyActor(req)))
+        .payment,
   );
 
   app.post(
@@ -176,8 +160,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
         response: { 200: PaymentRef },
       },
     },
-    async (req) =>
-      (await kasse.capture.void(scope(req.auth.merchantId), req.params.id, idempotencyKey(req), keyActor(req))).payment,
+    async (req) => (await kasse.capture.void(req.auth, req.params.id, idempotencyKey(req), keyActor(req))).payment,
   );
 
   app.post(
@@ -196,8 +179,6 @@ export default async function paymentRoutes(app: ApiApp, { kasse, mode }: ApiDep
       },
     },
     async (req, reply) =>
-      reply
-        .code(202)
-        .send(await kasse.refunds.create(scope(req.auth.merchantId), req.params.id, req.body, keyActor(req))),
+      reply.code(202).send(await kasse.refunds.create(req.auth, req.params.id, req.body, keyActor(req))),
   );
 }

@@ -24,7 +24,7 @@ export default async function simulateRoutes(app: ApiApp, { kasse, mode }: ApiDe
     },
     async (req) =>
       kasse.simulator.simulate(
-        req.auth.merchantId,
+        req.auth,
         req.params.id,
         req.body.outcome,
         keyActor(req),

@@ -106,7 +106,7 @@ const Statement = Type.Object(
   { $id: 'Statement', additionalProperties: false, description: 'How each figure is computed: docs/statements.md.' },
 );
 
-export default async function statementRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
+export default async function statementRoutes(app: ApiApp, { kasse }: ApiDeps) {
   app.addSchema(Statement);
   app.get(
     '/statements/:month',
@@ -123,6 +123,6 @@ export default async function statementRoutes(app: ApiApp, { kasse, mode }: ApiD
         response: { 200: Type.Unsafe({ $ref: 'Statement#' }) },
       },
     },
-    async (req) => kasse.statements.get(mode, req.auth.merchantId, req.params.month),
+    async (req) => kasse.statements.get(req.auth, req.params.month),
   );
 }

@@ -108,7 +108,6 @@ const tags = ['Subscriptions'];
 
 export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
   for (const s of SUBSCRIPTION_SCHEMAS) app.addSchema(s);
-  const scope = (merchantId: string) => ({ mode, merchantId });
 
   app.post(
     '/subscriptions',
@@ -125,7 +124,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
       },
     },
     async (req, reply) => {
-      const result = await kasse.subscriptions.create(mode, req.auth.merchantId, req.body, ...idempotent(req));
+      const result = await kasse.subscriptions.create(req.auth, req.body, ...idempotent(req));
       return reply.code(result.status as 200 | 201).send(result.subscription);
     },
   );
@@ -143,7 +142,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: PageOf(SubscriptionRef) },
       },
     },
-    async (req) => kasse.subscriptions.list(scope(req.auth.merchantId), req.query),
+    async (req) => kasse.subscriptions.list(req.auth, req.query),
   );
 
   app.get(
@@ -158,7 +157,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: SubscriptionRef },
       },
     },
-    async (req) => kasse.subscriptions.get(scope(req.auth.merchantId), req.params.id),
+    async (req) => kasse.subscriptions.get(req.auth, req.params.id),
   );
 
   app.post(
@@ -175,7 +174,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: SubscriptionRef },
       },
     },
-    async (req) => kasse.subscriptions.cancel(scope(req.auth.merchantId), req.params.id, keyActor(req)),
+    async (req) => kasse.subscriptions.cancel(req.auth, req.params.id, keyActor(req)),
   );
 
   if (mode !== 'test') return;
@@ -193,7 +192,7 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: SubscriptionRef },
       },
     },
-    async (req) => kasse.subscriptions.scheduler.advance(req.auth.merchantId, req.params.id, keyActor(req)),
+    async (req) => kasse.subscriptions.scheduler.advance(req.auth, req.params.id, keyActor(req)),
   );
 
   app.post(
@@ -211,7 +210,6 @@ export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: A
         response: { 200: SubscriptionRef },
       },
     },
-    async (req) =>
-      kasse.subscriptions.grants.simulate(req.auth.merchantId, req.params.id, req.body.outcome, keyActor(req)),
+    async (req) => kasse.subscriptions.grants.simulate(req.auth, req.params.id, req.body.outcome, keyActor(req)),
   );
 }

@@ -46,7 +46,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: ref(SupportedResponseSchema) },
       },
     },
-    async (req) => kasse.x402.supported(mode, req.auth.merchantId),
+    async (req) => kasse.x402.supported(req.auth),
   );
 
   app.get(
@@ -69,7 +69,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
       },
     },
     async (req) => {
-      const payTo = await kasse.x402.payTo(mode, req.auth.merchantId, req.query.network);
+      const payTo = await kasse.x402.payTo(req.auth, req.query.network);
       if (!payTo) throw notFound('network');
       return { pay_to: payTo };
     },
@@ -90,7 +90,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: ref(VerifyResponseSchema) },
       },
     },
-    async (req) => kasse.x402.verify(mode, req.auth.merchantId, req.body as FacilitatorBody),
+    async (req) => kasse.x402.verify(req.auth, req.body as FacilitatorBody),
   );
 
   app.post(
@@ -108,7 +108,7 @@ export default async function x402Routes(app: ApiApp, { kasse, mode }: ApiDeps) 
         response: { 200: ref(SettleResponseSchema) },
       },
     },
-    async (req) => kasse.x402.settle(mode, req.auth.merchantId, req.body as FacilitatorBody),
+    async (req) => kasse.x402.settle(req.auth, req.body as FacilitatorBody),
   );
 
   app.get(

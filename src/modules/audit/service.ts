@@ -1,26 +1,32 @@
 /**
  * The audit log: who (a dashboard user, an API key, the operator's CLI), did what, to which object, when and from
- * which address. Every sign-in (success and failure) and every change made from the dashboard or by API key is a row.
+ * which address. Every sign-in (success and failure) and every change made from the dashboard, by API key or by the
+ * operator is a row.
  *
- * A row is written with the change it records, never after it, so neither can exist without the other:
- * - inside the change's own transaction: `record(tx, entry)`;
- * - for a change that is a single statement (creating a link), `statement(change, entry)` wraps it as
- *   `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` — one statement, so the
- *   audit row costs no extra round trip to the database;
- * - for a change written as several writes in one statement (creating a payment, the API's hot path, through
- *   db/statement.ts), `write(entry)` is one more of those writes;
- * - for what changes nothing (a refused action), `recordAlone(entry)` writes the row on its own.
- * Reads are scoped by merchant; owners see them on the dashboard. Rules: docs/dashboard.md (Audit log).
+ * One helper writes every row: `record(tx, scope, actor, action, target, details)`, in the change's own transaction,
+ * so neither can exist without the other. Changes written in a single statement take the same arguments:
+ * `statement(change, scope, actor, action, targetType, details)` wraps one INSERT/UPDATE as
+ * `WITH change AS (<statement> RETURNING …) INSERT INTO audit_log … SELECT … FROM change` (creating a link), and
+ * `writes(…)` is one more write of a change written as several (creating a payment, the API's hot path, through
+ * db/statement.ts). What changes nothing (a refused action) is `recordAlone(…)`.
+ *
+ * Every change names its `Actor`. The log records the account's people and keys (`user`, `key`), the operator and
+ * the outsiders acting on the account itself (`anonymous`: a sign-in attempt, a customer's emailed link); it does not
+ * record a payer on a public page (`payer`: choosing a coin, paying a link) nor Kasse following its own rules
+ * (`system`: workers, and what follows from a change already recorded). Those show in the objects' own events. The
+ * helper decides this in one place (`recorded`). Reads are scoped by merchant; owners see them on the dashboard.
+ * Rules: docs/dashboard.md (Audit log).
  */
 import { CompiledQuery, sql, type OperationNodeSource, type RawBuilder } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Clock } from '../../core/clock.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import type { Db, DbOrTx } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
 
-/** Who made a change, and from where. */
-export interface Actor {
+/** An actor the audit log records: a dashboard user, an API key, the operator, an outsider acting on the account. */
+export interface RecordedActor {
   type: 'user' | 'key' | 'operator' | 'anonymous';
   /** usr_… for users, key_… for API keys; null for the operator and for unknown accounts. */
   id: string | null;
@@ -30,23 +36,48 @@ export interface Actor {
   ip: string | null;
 }
 
-export interface AuditEntry {
-  merchantId: string | null;
-  /** The mode of the object changed; null for account-wide changes (team, settings, sign-ins). */
-  mode: Mode | null;
-  actor: Actor;
-  /** Dotted, object first: `payment.create`, `link.update`, `user.invite`, `signin.failed`, … */
-  action: string;
-  target?: { type: string; id: string | null } | null;
-  /** Small JSON object with what changed (never secrets). */
-  details?: Record<string, unknown> | null;
+/** A payer on a public page, or Kasse itself (`label`: which job): their changes are not in the audit log. */
+export interface UnrecordedActor {
+  type: 'payer' | 'system';
+  id: null;
+  label: string;
+  ip: string | null;
 }
+
+/** Who makes a change, and from where. Every service method that changes a merchant's data takes one. */
+export type Actor = RecordedActor | UnrecordedActor;
+
+/** The operator at the `kasse` command line. */
+export const OPERATOR: Actor = { type: 'operator', id: null, label: 'kasse CLI', ip: null };
+
+/** Kasse itself, following its rules: `job` names what (a worker, or the change this one follows from). */
+export function systemActor(job: string): Actor {
+  return { type: 'system', id: null, label: job, ip: null };
+}
+
+/** A payer on the checkout or a link page (not signed in). */
+export function payerActor(ip: string | null): Actor {
+  return { type: 'payer', id: null, label: 'payer', ip };
+}
+
+/**
+ * Whose log a row joins: a merchant's data in one mode (a `Tenant`), the merchant's account as a whole
+ * (`{ merchantId }`: team, settings, sign-ins, recorded with no mode), or no merchant (a sign-in attempt with an
+ * email no account has).
+ */
+export type AuditScope = Tenant | { readonly merchantId: string } | null;
+
+/** The object changed; its id null when there is none (yet). */
+export type AuditTarget = { type: string; id: string | null } | null;
+
+/** Small JSON object with what changed (never secrets). */
+export type AuditDetails = Record<string, unknown> | null;
 
 export interface AuditRecord {
   seq: string;
   at: string;
   mode: Mode | null;
-  actor: { type: Actor['type']; id: string | null; label: string | null; ip: string | null };
+  actor: { type: RecordedActor['type']; id: string | null; label: string | null; ip: string | null };
   action: string;
   target: { type: string; id: string | null } | null;
   details: Record<string, unknown> | null;
@@ -84,57 +115,106 @@ function likePrefix(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%')}%`;
 }
 
+/** Whether the log records what `actor` does (see the header). */
+function recorded(actor: Actor): actor is RecordedActor {
+  return actor.type !== 'payer' && actor.type !== 'system';
+}
+
 export class AuditLog {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
   ) {}
 
-  /** Writes one entry in `db` (the change's transaction). */
-  async record(db: DbOrTx, e: AuditEntry): Promise<void> {
-    await db.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, this.values(e)));
+  /**
+   * Records that `actor` did `action` to `target` of `scope`, in `tx`: the change's own transaction. Dotted actions,
+   * object first: `payment.create`, `link.update`, `user.invite`, `signin.failed`, …
+   */
+  async record(
+    tx: DbOrTx,
+    scope: AuditScope,
+    actor: Actor,
+    action: string,
+    target: AuditTarget = null,
+    details: AuditDetails = null,
+  ): Promise<void> {
+    if (!recorded(actor)) return;
+    await tx.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, this.values(scope, actor, action, target, details)));
   }
 
-  /** Writes one entry on its own: for what changes nothing, such as an action refused for a missing permission. */
-  recordAlone(e: AuditEntry): Promise<void> {
-    return this.record(this.db, e);
+  /** `record` on its own: for what changes nothing, such as an action refused for a missing permission. */
+  recordAlone(
+    scope: AuditScope,
+    actor: Actor,
+    action: string,
+    target: AuditTarget = null,
+    details: AuditDetails = null,
+  ): Promise<void> {
+    return this.record(this.db, scope, actor, action, target, details);
   }
 
-  /** The INSERT of one entry, to write it in the same statement as its change (db/statement.ts). */
-  write(e: AuditEntry): Write {
-    return rowWrite(INSERT_ENTRY, this.values(e));
-  }
-
-  private values(e: AuditEntry): unknown[] {
-    return [
-      e.merchantId,
-      e.mode,
-      this.clock.now(),
-      e.actor.type,
-      e.actor.id,
-      e.actor.label ?? null,
-      e.action,
-      e.target?.type ?? null,
-      e.target?.id ?? null,
-      e.actor.ip,
-      e.details ? JSON.stringify(e.details) : null,
-    ];
+  /** `record` as writes of a change written as one statement (db/statement.ts): the row's INSERT, or none. */
+  writes(
+    scope: AuditScope,
+    actor: Actor,
+    action: string,
+    target: AuditTarget = null,
+    details: AuditDetails = null,
+  ): Write[] {
+    return recorded(actor) ? [rowWrite(INSERT_ENTRY, this.values(scope, actor, action, target, details))] : [];
   }
 
   /**
-   * `change` (an INSERT/UPDATE … RETURNING with an `id` column) and its audit row as one statement; the entry's
-   * target id is the changed row's `id`. Execute the result where the change would have run; its rows are the
+   * `change` (an INSERT/UPDATE … RETURNING with an `id` column) and its row as one statement: `record` with the
+   * target's id taken from the changed row. Execute the result where the change would have run; its rows are the
    * change's RETURNING rows.
    */
-  statement<R>(change: OperationNodeSource, e: AuditEntry): RawBuilder<R> {
+  statement<R>(
+    change: OperationNodeSource,
+    scope: AuditScope,
+    actor: Actor,
+    action: string,
+    targetType: string,
+    details: AuditDetails = null,
+  ): RawBuilder<R> {
+    if (!recorded(actor)) return sql<R>`${change}`;
+    const [merchantId, mode, at, type, id, label, , kind, , ip, json] = this.values(
+      scope,
+      actor,
+      action,
+      { type: targetType, id: null },
+      details,
+    );
     return sql<R>`
       WITH change AS (${change}), audit AS (
         INSERT INTO audit_log (merchant_id, mode, at, actor_type, actor_id, actor_label, action, target_type, target_id, ip, details)
-        SELECT ${e.merchantId}, ${e.mode}, ${this.clock.now()}, ${e.actor.type}, ${e.actor.id}, ${e.actor.label ?? null}, ${e.action},
-          ${e.target?.type ?? null}, change.id, ${e.actor.ip}, ${e.details ? JSON.stringify(e.details) : null}::json
+        SELECT ${merchantId}, ${mode}, ${at}, ${type}, ${id}, ${label}, ${action}, ${kind}, change.id, ${ip}, ${json}::json
         FROM change
       )
       SELECT * FROM change`;
+  }
+
+  /** The row's columns in INSERT_ENTRY's order. */
+  private values(
+    scope: AuditScope,
+    actor: RecordedActor,
+    action: string,
+    target: AuditTarget,
+    details: AuditDetails,
+  ): unknown[] {
+    return [
+      scope?.merchantId ?? null,
+      scope && 'mode' in scope ? scope.mode : null,
+      this.clock.now(),
+      actor.type,
+      actor.id,
+      actor.label ?? null,
+      action,
+      target?.type ?? null,
+      target?.id ?? null,
+      actor.ip,
+      details ? JSON.stringify(details) : null,
+    ];
   }
 
   /** The merchant's entries, newest first, filtered. */

@@ -20,7 +20,7 @@ export interface OpenHold {
 
 /** A merchant's holds that can still be acted on, nearest deadline first (at most `limit`). */
 export async function openHolds(engine: PaymentEngine, tenant: Tenant, limit: number): Promise<OpenHold[]> {
-  const ids = await authorizedHoldPayments(engine.deps.db, tenant.mode, tenant.merchantId, limit);
+  const ids = await authorizedHoldPayments(engine.deps.db, tenant, limit);
   const open = await Promise.all(ids.map((id) => openHold(engine, tenant, id)));
   return open.filter((h): h is OpenHold => h !== null);
 }

@@ -16,7 +16,7 @@ import type { HoldOperation, HoldsPort, SignedHold } from '../../chains/ports.ts
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { Tenant } from '../../core/tenant.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/index.ts';
@@ -93,7 +93,7 @@ export class CaptureService implements TransferOwner, HoldsPort {
     const { db, clock, chains, log } = this.engine.deps;
     try {
       const id = await withTx(db, (tx) =>
-        this.engine.lockedIn(tx, { mode: h.mode, merchantId: null }, h.paymentId, async (tx, l) => {
+        this.engine.lockedByIdIn(tx, h.mode, h.paymentId, async (tx, l) => {
           const attempt = this.openChoice(l, h.attemptId);
           if (await paymentHold(tx, l.row.id, true))
             throw refused('This payment is already authorized, or its authorization is on its way.', 'attempt_id');
@@ -297,13 +297,8 @@ export class CaptureService implements TransferOwner, HoldsPort {
     key: string | undefined,
     work: (tx: Tx, l: Loaded) => Promise<Loaded>,
   ): Promise<{ status: number; payment: Payment }> {
-    const scope = {
-      merchantId: tenant.merchantId,
-      mode: tenant.mode,
-      key: validateKey(key),
-      hash: requestHash('POST', `/v1/payments/${id}/${action}`, body),
-    };
-    const result = await idempotent(this.engine.deps.db, scope, 200, async (tx) => {
+    const request = { key: validateKey(key), hash: requestHash('POST', `/v1/payments/${id}/${action}`, body) };
+    const result = await idempotent(this.engine.deps.db, tenant, request, 200, async (tx) => {
       const payment = await this.engine.lockedIn(tx, tenant, id, async (tx, l) => this.engine.json(await work(tx, l)));
       if (!payment) throw notFound('payment');
       return payment;
@@ -390,14 +385,7 @@ export class CaptureService implements TransferOwner, HoldsPort {
   }
 
   private async audit(tx: Tx, l: Loaded, actor: Actor, action: string, details: Record<string, unknown>) {
-    await this.engine.deps.audit.record(tx, {
-      merchantId: l.row.merchant_id,
-      mode: l.row.mode,
-      actor,
-      action,
-      target: { type: 'payment', id: l.row.id },
-      details,
-    });
+    await this.engine.deps.audit.record(tx, tenantOf(l.row), actor, action, { type: 'payment', id: l.row.id }, details);
   }
 
   // ---- Settlement (the transfers module's owner callbacks) ----
@@ -414,7 +402,7 @@ export class CaptureService implements TransferOwner, HoldsPort {
     const { clock, log } = this.engine.deps;
     const found = await holdById(tx, t.mode, t.id);
     if (!found) throw new Error(`authorize transfer ${t.id} settled for no hold`);
-    await this.engine.lockedIn(tx, { mode: t.mode, merchantId: null }, found.payment_id, async (tx, l) => {
+    await this.engine.lockedByIdIn(tx, t.mode, found.payment_id, async (tx, l) => {
       const hold = await lockHold(tx, found.id);
       if (hold.status !== 'authorizing') return;
       if (t.status === 'failed') {
@@ -438,7 +426,7 @@ export class CaptureService implements TransferOwner, HoldsPort {
     const { clock, log } = this.engine.deps;
     const found = await operationById(tx, t.mode, t.id);
     if (!found) throw new Error(`${t.purpose} transfer ${t.id} settled for no hold operation`);
-    await this.engine.lockedIn(tx, { mode: t.mode, merchantId: null }, found.payment_id, async (tx, l) => {
+    await this.engine.lockedByIdIn(tx, t.mode, found.payment_id, async (tx, l) => {
       const op = await lockOperation(tx, found.id);
       if (op.status !== 'pending') return;
       const hold = await lockHold(tx, op.hold_id);
@@ -524,7 +512,7 @@ export class CaptureService implements TransferOwner, HoldsPort {
           }
           empty = (await adapter.holds.held(due.terms)).capturable === 0n;
         }
-        const done = await this.engine.locked({ mode: due.mode, merchantId: null }, due.payment_id, async (tx, l) => {
+        const done = await this.engine.lockedById(due.mode, due.payment_id, async (tx, l) => {
           const hold = await lockHold(tx, due.id);
           if (hold.status !== 'authorized') return false;
           const ops = await holdOperations(tx, hold.id);
@@ -575,8 +563,8 @@ export class CaptureService implements TransferOwner, HoldsPort {
   }
 
   /** US cents of a merchant's captures settled in [from, to) (the statements' reconciliation). */
-  capturedCents(mode: Mode, merchantId: string, from: Date, to: Date): Promise<bigint> {
-    return capturedCents(this.engine.deps.db, mode, merchantId, from, to);
+  capturedCents(tenant: Tenant, from: Date, to: Date): Promise<bigint> {
+    return capturedCents(this.engine.deps.db, tenant, from, to);
   }
 
   /** A merchant's holds that can still be acted on, nearest deadline first (at most `limit`; reads.ts). */

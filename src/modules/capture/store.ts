@@ -4,6 +4,7 @@
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import type { HoldOperationsTable, HoldsTable } from './tables.ts';
 
@@ -100,12 +101,8 @@ export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<Ho
 }
 
 /** Ids of a merchant's payments whose holds are locked in escrow, nearest deadline first (the dashboard's list). */
-export async function authorizedHoldPayments(
-  db: DbOrTx,
-  mode: Mode,
-  merchantId: string,
-  limit: number,
-): Promise<string[]> {
+export async function authorizedHoldPayments(db: DbOrTx, tenant: Tenant, limit: number): Promise<string[]> {
+  const { mode, merchantId } = tenant;
   const rows = await db
     .selectFrom('holds')
     .select('payment_id')
@@ -119,7 +116,8 @@ export async function authorizedHoldPayments(
 }
 
 /** US cents of a merchant's captures settled in [from, to): the statements' reconciliation counts them. */
-export async function capturedCents(db: DbOrTx, mode: Mode, merchantId: string, from: Date, to: Date): Promise<bigint> {
+export async function capturedCents(db: DbOrTx, tenant: Tenant, from: Date, to: Date): Promise<bigint> {
+  const { mode, merchantId } = tenant;
   const row = await db
     .selectFrom('hold_operations')
     .select(sql<string>`coalesce(sum(amount_cents), 0)::text`.as('sum'))

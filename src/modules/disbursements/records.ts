@@ -2,13 +2,13 @@
  * Reading disbursements: a batch's row and items as stored, the canonical batch an owner approves, and the API's
  * Disbursement rendered from them (with the JSON serialiser webhooks use).
  */
+import type { Tenant } from '../../core/tenant.ts';
 import type { Selectable } from 'kysely';
 import { ownedRow } from '../../db/owned.ts';
 import fastJson from 'fast-json-stringify';
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { TokenConfig } from '../../chains/types.ts';
 import { notFound } from '../../core/errors.ts';
-import type { Mode } from '../../core/mode.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { DisbursementItemsTable, DisbursementsTable } from './tables.ts';
@@ -21,14 +21,8 @@ export type ItemRow = Selectable<DisbursementItemsTable>;
 /** JSON text of a Disbursement exactly as the API serialises it: webhook data is the API's answer. */
 export const serializeDisbursement = fastJson(DisbursementSchema as never) as (d: Disbursement) => string;
 
-export async function batchRow(
-  db: DbOrTx,
-  mode: Mode,
-  merchantId: string,
-  id: string,
-  lock = false,
-): Promise<DisbursementRow> {
-  return ownedRow(db, 'disbursements', { merchantId, mode }, id, 'disbursement', lock);
+export async function batchRow(db: DbOrTx, tenant: Tenant, id: string, lock = false): Promise<DisbursementRow> {
+  return ownedRow(db, 'disbursements', tenant, id, 'disbursement', lock);
 }
 
 export function batchItems(db: DbOrTx, id: string): Promise<ItemRow[]> {
@@ -53,11 +47,10 @@ export function batchToken(chains: ChainRegistry, row: Pick<DisbursementRow, 'mo
 export async function loadDisbursement(
   db: DbOrTx,
   chains: ChainRegistry,
-  mode: Mode,
-  merchantId: string,
+  tenant: Tenant,
   id: string,
 ): Promise<Disbursement> {
-  const [d] = await loadDisbursements(db, chains, mode, merchantId, [id]);
+  const [d] = await loadDisbursements(db, chains, tenant, [id]);
   if (!d) throw notFound('disbursement');
   return d;
 }
@@ -65,10 +58,10 @@ export async function loadDisbursement(
 export async function loadDisbursements(
   db: DbOrTx,
   chains: ChainRegistry,
-  mode: Mode,
-  merchantId: string,
+  tenant: Tenant,
   ids: string[],
 ): Promise<Disbursement[]> {
+  const { mode, merchantId } = tenant;
   if (ids.length === 0) return [];
   const [rows, items, approvals] = await Promise.all([
     db

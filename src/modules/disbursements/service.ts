@@ -20,10 +20,11 @@ import { decodeCursor, pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState } from '../../core/errors.ts';
 import { ID_PATTERNS, newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { centsToUnits } from '../../core/money.ts';
 import { withTx, type DbOrTx, type Tx } from '../../db/index.ts';
 import type { TransferProgress } from '../../chains/ports.ts';
-import type { Actor, AuditEntry } from '../audit/index.ts';
+import type { Actor, AuditDetails, AuditTarget } from '../audit/index.ts';
 import type { EmailService } from '../email/index.ts';
 import { idempotent, requestHash, storedResponse, validateKey } from '../idempotency/index.ts';
 import { accounts, postPayoutRelease, USD } from '../ledger/index.ts';
@@ -53,16 +54,9 @@ import { settlePayouts } from './settle.ts';
 import { payoutTotals, sentPayouts } from './statements.ts';
 import { groupBy } from '../../core/group.ts';
 
-/** The audit entry of `action` on batch `id`. */
-function batchEntry(
-  mode: Mode,
-  merchantId: string,
-  id: string,
-  actor: Actor,
-  action: string,
-  details?: Record<string, unknown>,
-): AuditEntry {
-  return { merchantId, mode, actor, action, target: { type: 'disbursement', id }, details };
+/** Batch `id` as the object of an audit row. */
+function batchTarget(id: string): AuditTarget {
+  return { type: 'disbursement', id };
 }
 
 /** The purpose payouts carry in the transfers module. */
@@ -76,6 +70,14 @@ export interface DisbursementDeps extends FundsDeps {
   secretKey: Buffer;
   /** Public base URL of the checkout host (the dashboard's links in mail). */
   checkoutBase: () => string;
+}
+
+/** An owner's action on batch `id`, audited as `action` (…_refused) when it is refused. */
+interface Refused {
+  tenant: Tenant;
+  actor: Actor;
+  action: string;
+  id: string;
 }
 
 export interface ListQuery {
@@ -100,15 +102,15 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * when a coin that is not pegged has no current price.
    */
   async create(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     input: CreateDisbursementInput,
     idempotencyKey: string | undefined,
     actor: Actor,
   ): Promise<{ status: number; disbursement: Disbursement }> {
+    const { mode, merchantId } = tenant;
     const key = validateKey(idempotencyKey);
-    const scope = { merchantId, mode, key, hash: requestHash('POST', '/disbursements', input) };
-    const replay = await storedResponse<Disbursement>(this.deps.db, scope);
+    const request = { key, hash: requestHash('POST', '/disbursements', input) };
+    const replay = await storedResponse<Disbursement>(this.deps.db, tenant, request);
     if (replay) return { status: 200, disbursement: replay };
     assertItems(input);
 
@@ -125,7 +127,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     const now = this.deps.clock.now();
     const id = newId('dsb');
 
-    const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
+    const result = await idempotent(this.deps.db, tenant, request, 201, async (tx) => {
       const owners = await ownerEmails(tx, merchantId);
       const required = merchant.approvalsRequired ?? (owners.length >= 2 ? 2 : 1);
       await tx
@@ -157,16 +159,13 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           })),
         )
         .execute();
-      await this.deps.audit.record(
-        tx,
-        batchEntry(mode, merchantId, id, actor, 'disbursement.create', {
-          title: input.title,
-          items: input.items.length,
-          total_usd_cents: Number(total),
-          token: token.id,
-        }),
-      );
-      const d = await this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.created');
+      await this.deps.audit.record(tx, tenant, actor, 'disbursement.create', batchTarget(id), {
+        title: input.title,
+        items: input.items.length,
+        total_usd_cents: Number(total),
+        token: token.id,
+      });
+      const d = await this.loadAndPublish(tx, tenant, id, 'disbursement.created');
       await mailOwners(this.deps, tx, mode, d, owners);
       return d;
     });
@@ -174,11 +173,8 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. */
-  async list(
-    mode: Mode,
-    merchantId: string,
-    q: ListQuery = {},
-  ): Promise<{ data: Disbursement[]; next_cursor: string | null }> {
+  async list(tenant: Tenant, q: ListQuery = {}): Promise<{ data: Disbursement[]; next_cursor: string | null }> {
+    const { mode, merchantId } = tenant;
     const limit = q.limit ?? DISBURSEMENT_LIMITS.listDefault;
     let query = this.deps.db
       .selectFrom('disbursements')
@@ -194,29 +190,29 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .execute()
     ).map((r) => r.id);
     const { page, next_cursor } = pageOf(ids, limit, (id) => id);
-    const data = await loadDisbursements(this.deps.db, this.deps.chains, mode, merchantId, page);
+    const data = await loadDisbursements(this.deps.db, this.deps.chains, tenant, page);
     return { data, next_cursor };
   }
 
-  async get(mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
-    return this.load(this.deps.db, mode, merchantId, id);
+  async get(tenant: Tenant, id: string): Promise<Disbursement> {
+    return this.load(this.deps.db, tenant, id);
   }
 
   /** When the last payout of a released batch settled (`disbursement.completed`), or null while some are open. */
-  async completedAt(mode: Mode, merchantId: string, id: string): Promise<string | null> {
-    return (await batchRow(this.deps.db, mode, merchantId, id)).completed_at?.toISOString() ?? null;
+  async completedAt(tenant: Tenant, id: string): Promise<string | null> {
+    return (await batchRow(this.deps.db, tenant, id)).completed_at?.toISOString() ?? null;
   }
 
   /** The SHA-256 digest of the batch as stored now: what an owner approves (approval.ts). */
-  async digest(mode: Mode, merchantId: string, id: string): Promise<string> {
-    const row = await batchRow(this.deps.db, mode, merchantId, id);
+  async digest(tenant: Tenant, id: string): Promise<string> {
+    const row = await batchRow(this.deps.db, tenant, id);
     return batchDigest(canonicalBatch(row, await batchItems(this.deps.db, id)));
   }
 
   /** Cancels a batch before release; 422 `invalid_state` once released or cancelled. */
-  async cancel(mode: Mode, merchantId: string, id: string, actor: Actor): Promise<Disbursement> {
+  async cancel(tenant: Tenant, id: string, actor: Actor): Promise<Disbursement> {
     return withTx(this.deps.db, async (tx) => {
-      const row = await batchRow(tx, mode, merchantId, id, true);
+      const row = await batchRow(tx, tenant, id, true);
       if (row.status !== 'pending_approval' && row.status !== 'approved')
         throw invalidState(
           `This disbursement is ${row.status.replace('_', ' ')}; only a batch that is not released yet can be cancelled.`,
@@ -226,8 +222,8 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
         .set({ status: 'cancelled', cancelled_at: this.deps.clock.now() })
         .where('id', '=', id)
         .execute();
-      await this.deps.audit.record(tx, batchEntry(mode, merchantId, id, actor, 'disbursement.cancel'));
-      return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.cancelled');
+      await this.deps.audit.record(tx, tenant, actor, 'disbursement.cancel', batchTarget(id));
+      return this.loadAndPublish(tx, tenant, id, 'disbursement.cancelled');
     });
   }
 
@@ -238,17 +234,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * owner's role and a fresh TOTP code. Refused (422) when the batch is not waiting for approval, when it changed
    * since the owner saw it, or when this owner approved already. At quorum: `approved` with `approval_mac`.
    */
-  async approve(
-    mode: Mode,
-    merchantId: string,
-    id: string,
-    userId: string,
-    digest: string,
-    actor: Actor,
-  ): Promise<Disbursement> {
-    return this.auditRefusal(batchEntry(mode, merchantId, id, actor, 'disbursement.approve_refused'), () =>
+  async approve(tenant: Tenant, id: string, userId: string, digest: string, actor: Actor): Promise<Disbursement> {
+    const { merchantId } = tenant;
+    const refused = { tenant: tenant, actor, action: 'disbursement.approve_refused', id };
+    return this.auditRefusal(refused, () =>
       withTx(this.deps.db, async (tx) => {
-        const row = await batchRow(tx, mode, merchantId, id, true);
+        const row = await batchRow(tx, tenant, id, true);
         await assertOwner(tx, merchantId, userId);
         if (row.status !== 'pending_approval')
           throw invalidState(`This disbursement is ${row.status.replace('_', ' ')}; it takes no more approvals.`);
@@ -274,21 +265,18 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           .where('disbursement_id', '=', id)
           .where('digest', '=', current)
           .execute();
-        await this.deps.audit.record(
-          tx,
-          batchEntry(mode, merchantId, id, actor, 'disbursement.approve', {
-            digest: current,
-            approvals: agreeing.length,
-            required: row.approvals_required,
-          }),
-        );
-        if (agreeing.length < row.approvals_required) return this.load(tx, mode, merchantId, id);
+        await this.deps.audit.record(tx, tenant, actor, 'disbursement.approve', batchTarget(id), {
+          digest: current,
+          approvals: agreeing.length,
+          required: row.approvals_required,
+        });
+        if (agreeing.length < row.approvals_required) return this.load(tx, tenant, id);
         await tx
           .updateTable('disbursements')
           .set({ status: 'approved', approved_at: now, approval_mac: approvalMac(this.macKey, batch) })
           .where('id', '=', id)
           .execute();
-        return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.approved');
+        return this.loadAndPublish(tx, tenant, id, 'disbursement.approved');
       }),
     );
   }
@@ -297,14 +285,18 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * Runs an owner's action; when it is refused (an ApiError other than not_found: already approved, no balance, …)
    * the refusal is in the audit log, written after the action's transaction rolled back, with the reason.
    */
-  private async auditRefusal<T>(entry: AuditEntry, action: () => Promise<T>): Promise<T> {
+  private async auditRefusal<T>(refused: Refused, action: () => Promise<T>): Promise<T> {
     try {
       return await action();
     } catch (err) {
       if (err instanceof ApiError && err.code !== 'not_found')
-        await this.deps.audit.record(this.deps.db, { ...entry, details: { reason: err.message, code: err.code } });
+        await this.recordRefusal(this.deps.db, refused, { reason: err.message, code: err.code });
       throw err;
     }
+  }
+
+  private recordRefusal(db: DbOrTx, r: Refused, details: AuditDetails): Promise<void> {
+    return this.deps.audit.record(db, r.tenant, r.actor, r.action, batchTarget(r.id), details);
   }
 
   /**
@@ -313,11 +305,12 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
    * transaction, the total is taken from the balance (one `payout_release` posting per item) and every item becomes
    * a payout handed to the sender.
    */
-  async release(mode: Mode, merchantId: string, id: string, userId: string, actor: Actor): Promise<Disbursement> {
-    const refused = batchEntry(mode, merchantId, id, actor, 'disbursement.release_refused');
+  async release(tenant: Tenant, id: string, userId: string, actor: Actor): Promise<Disbursement> {
+    const { mode, merchantId } = tenant;
+    const refused = { tenant: tenant, actor, action: 'disbursement.release_refused', id };
     const outcome = await this.auditRefusal(refused, () =>
       withTx(this.deps.db, async (tx) => {
-        const row = await batchRow(tx, mode, merchantId, id, true);
+        const row = await batchRow(tx, tenant, id, true);
         await assertOwner(tx, merchantId, userId);
         if (row.status !== 'approved')
           throw invalidState(
@@ -325,10 +318,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           );
         const items = await batchItems(tx, id);
         if (!row.approval_mac || !macMatches(this.macKey, canonicalBatch(row, items), row.approval_mac)) {
-          await this.deps.audit.record(tx, {
-            ...refused,
-            details: { reason: 'the batch no longer matches what the owners approved' },
-          });
+          await this.recordRefusal(tx, refused, { reason: 'the batch no longer matches what the owners approved' });
           this.deps.log.error(
             { disbursementId: id, merchantId, mode },
             'disbursement changed after approval; release refused',
@@ -376,14 +366,11 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
           .set({ status: 'released', released_at: now, released_by: userId })
           .where('id', '=', id)
           .execute();
-        await this.deps.audit.record(
-          tx,
-          batchEntry(mode, merchantId, id, actor, 'disbursement.release', {
-            total_usd_cents: Number(total),
-            items: items.length,
-          }),
-        );
-        return this.loadAndPublish(tx, mode, merchantId, id, 'disbursement.released');
+        await this.deps.audit.record(tx, tenant, actor, 'disbursement.release', batchTarget(id), {
+          total_usd_cents: Number(total),
+          items: items.length,
+        });
+        return this.loadAndPublish(tx, tenant, id, 'disbursement.released');
       }),
     );
     if (outcome === 'changed')
@@ -431,7 +418,7 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
     const byBatch = [...groupBy(known, (t) => batchOf.get(t.id)!.disbursement_id)].sort(([a], [b]) => (a < b ? -1 : 1));
     for (const [id, settled] of byBatch) {
       const merchantId = batchOf.get(settled[0]!.id)!.merchant_id;
-      await settlePayouts(this.deps, tx, { mode, merchantId, id }, settled);
+      await settlePayouts(this.deps, tx, { mode, merchantId }, id, settled);
     }
   }
 
@@ -442,34 +429,24 @@ export class DisbursementService implements TransferOwner, PayoutRecords {
 
   // ---- statements (PayoutRecords) -----------------------------------------------------------------------------
 
-  sent(mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]> {
-    return sentPayouts(this.deps.db, mode, merchantId, from, to);
+  sent(tenant: Tenant, from: Date, to: Date): Promise<SentPayout[]> {
+    return sentPayouts(this.deps.db, tenant, from, to);
   }
 
-  totals(
-    mode: Mode,
-    merchantId: string,
-    from: Date,
-    to: Date,
-  ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
-    return payoutTotals(this.deps.db, mode, merchantId, from, to);
+  totals(tenant: Tenant, from: Date, to: Date): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
+    return payoutTotals(this.deps.db, tenant, from, to);
   }
 
   // ---- events ------------------------------------------------------------------------------------------------
 
-  private load(db: DbOrTx, mode: Mode, merchantId: string, id: string): Promise<Disbursement> {
-    return loadDisbursement(db, this.deps.chains, mode, merchantId, id);
+  private load(db: DbOrTx, tenant: Tenant, id: string): Promise<Disbursement> {
+    return loadDisbursement(db, this.deps.chains, tenant, id);
   }
 
   /** The batch as it is now in `tx`, after `event` about it is published. */
-  private async loadAndPublish(
-    tx: Tx,
-    mode: Mode,
-    merchantId: string,
-    id: string,
-    event: string,
-  ): Promise<Disbursement> {
-    const d = await this.load(tx, mode, merchantId, id);
+  private async loadAndPublish(tx: Tx, tenant: Tenant, id: string, event: string): Promise<Disbursement> {
+    const { mode } = tenant;
+    const d = await this.load(tx, tenant, id);
     await this.publish(tx, mode, d, event);
     return d;
   }

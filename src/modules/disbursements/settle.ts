@@ -8,7 +8,7 @@
  * bounded by a constant; the batch is read once per settlement, not once per payout.
  */
 import { sql } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { Tx } from '../../db/index.ts';
 import { postPayoutFailed, postPayoutSent } from '../ledger/index.ts';
 import type { SettledTransfer } from '../transfers/index.ts';
@@ -23,11 +23,12 @@ export type SettleDeps = Pick<DisbursementDeps, 'db' | 'clock' | 'log' | 'ledger
 export async function settlePayouts(
   deps: SettleDeps,
   tx: Tx,
-  batch: { mode: Mode; merchantId: string; id: string },
+  tenant: Tenant,
+  id: string,
   settled: SettledTransfer[],
 ): Promise<void> {
-  const { mode, merchantId } = batch;
-  const row = await batchRow(tx, mode, merchantId, batch.id, true);
+  const { mode, merchantId } = tenant;
+  const row = await batchRow(tx, tenant, id, true);
   const open = new Map(
     (
       await tx
@@ -75,7 +76,7 @@ export async function settlePayouts(
     .limit(1)
     .executeTakeFirst();
   if (!stillOpen) await tx.updateTable('disbursements').set({ completed_at: now }).where('id', '=', row.id).execute();
-  const d = await loadDisbursement(tx, deps.chains, mode, merchantId, row.id);
+  const d = await loadDisbursement(tx, deps.chains, tenant, row.id);
   // Every event carries the batch as it stands now: rendered once, the same text stored for each.
   const body = serializeDisbursement(d);
   const event = (type: string): EventInput<Disbursement> => ({

@@ -1,10 +1,11 @@
 /** The statements' view of payouts (PayoutRecords): the payouts sent in a period and the totals released and failed. */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
 import type { SentPayout } from '../statements/index.ts';
 
-export async function sentPayouts(db: Db, mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]> {
+export async function sentPayouts(db: Db, tenant: Tenant, from: Date, to: Date): Promise<SentPayout[]> {
+  const { mode, merchantId } = tenant;
   const rows = await db
     .selectFrom('disbursement_items as i')
     .innerJoin('disbursements as d', 'd.id', 'i.disbursement_id')
@@ -30,11 +31,11 @@ export async function sentPayouts(db: Db, mode: Mode, merchantId: string, from: 
 
 export async function payoutTotals(
   db: Db,
-  mode: Mode,
-  merchantId: string,
+  tenant: Tenant,
   from: Date,
   to: Date,
 ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }> {
+  const { mode, merchantId } = tenant;
   const sum = async (column: 'd.released_at' | 'i.settled_at', failedOnly: boolean) => {
     let q = db
       .selectFrom('disbursement_items as i')

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { ApiError } from '../../core/errors.ts';
 import { type Db, type DbOrTx, type Tx, isUniqueViolation } from '../../db/index.ts';
 import { rowInsert, rowWrite, type Write } from '../../db/statement.ts';
@@ -45,10 +45,14 @@ export function validateKey(key: string | undefined): string | null {
   return key;
 }
 
-type KeyScope = { merchantId: string; mode: Mode; key: string | null; hash: string };
+/** The request a key guards: the key (null when the request sent none) and the request's hash (`requestHash`). */
+export type KeyedRequest = { key: string | null; hash: string };
+
+/** A key as the tenant sent it: keys are scoped to the merchant and mode. */
+type Key = Tenant & { key: string; hash: string };
 
 /** The key's stored row: null when the key is new; 409 `idempotency_conflict` when it was used with another request. */
-async function usedKey(db: DbOrTx, scope: KeyScope & { key: string }): Promise<{ body: unknown } | null> {
+async function usedKey(db: DbOrTx, scope: Key): Promise<{ body: unknown } | null> {
   const row = await db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'response_body'])
@@ -72,9 +76,9 @@ async function usedKey(db: DbOrTx, scope: KeyScope & { key: string }): Promise<{
  * price or derive anything); 409 `idempotency_conflict` when the key was used with a different request. Null for a
  * new key, or one whose first request has not committed yet (`idempotent` then waits for it).
  */
-export async function storedResponse<T>(db: Db, scope: KeyScope): Promise<T | null> {
-  if (scope.key === null) return null;
-  return ((await usedKey(db, { ...scope, key: scope.key }))?.body as T | null | undefined) ?? null;
+export async function storedResponse<T>(db: Db, tenant: Tenant, request: KeyedRequest): Promise<T | null> {
+  if (request.key === null) return null;
+  return ((await usedKey(db, { ...tenant, ...request, key: request.key }))?.body as T | null | undefined) ?? null;
 }
 
 /**
@@ -83,11 +87,13 @@ export async function storedResponse<T>(db: Db, scope: KeyScope): Promise<T | nu
  */
 export async function idempotent<T>(
   db: Db,
-  scope: KeyScope,
+  tenant: Tenant,
+  request: KeyedRequest,
   successStatus: number,
   work: (tx: Tx) => Promise<T>,
   afterCommit?: () => void,
 ): Promise<IdempotentResult<T>> {
+  const scope = { ...tenant, ...request };
   const result = await db.transaction().execute(async (tx): Promise<IdempotentResult<T>> => {
     if (scope.key === null) return { status: successStatus, body: await work(tx), replayed: false };
     const inserted = await sql`
@@ -121,7 +127,7 @@ const INSERT_KEY = rowInsert('idempotency_keys', [
 ]);
 
 /** The key's row with its answer, as a write to run together with the work it guards (db/statement.ts). */
-function keyWrite(scope: KeyScope & { key: string }, status: number, body: unknown): Write {
+function keyWrite(scope: Key, status: number, body: unknown): Write {
   return rowWrite(INSERT_KEY, [scope.merchantId, scope.mode, scope.key, scope.hash, status, JSON.stringify(body)]);
 }
 
@@ -140,11 +146,13 @@ function keyTaken(err: unknown): boolean {
  */
 export async function once<T>(
   db: Db,
-  scope: KeyScope,
+  tenant: Tenant,
+  request: KeyedRequest,
   status: number,
   body: T,
   write: (keyRow: Write | null) => Promise<void>,
 ): Promise<IdempotentResult<T>> {
+  const scope = { ...tenant, ...request };
   const key = scope.key;
   if (key === null) {
     await write(null);

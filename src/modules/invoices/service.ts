@@ -7,6 +7,7 @@
 import type { Selectable } from 'kysely';
 import { ownedRow } from '../../db/owned.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
@@ -51,48 +52,32 @@ export class InvoiceService {
   }
 
   /**
-   * PATCH /account's `tax_profile` (and the dashboard's Settings): merged over the current profile and checked whole;
-   * null removes it. The merge reads the profile under the merchant row's lock, so concurrent changes of different
-   * fields all stay; the answer is the merchant as this change left it. With an `actor`, the change is in the audit
-   * log (`settings.tax_profile`, the fields that changed).
+   * PATCH /account's `tax_profile` (and the dashboard's Settings): merged over the tenant's current profile and
+   * checked whole; null removes it. The merge reads the profile under the merchant row's lock, so concurrent changes
+   * of different fields all stay; the answer is the merchant as this change left it. The audit row
+   * (`settings.tax_profile`) names the fields that changed.
    */
-  async setProfile(
-    merchantId: string,
-    mode: Mode,
-    patch: Partial<TaxProfile> | null,
-    actor?: Actor,
-  ): Promise<MerchantRecord> {
-    return this.deps.merchants.update(
-      merchantId,
-      (current) => ({
+  async setProfile(tenant: Tenant, patch: Partial<TaxProfile> | null, actor: Actor): Promise<MerchantRecord> {
+    const { mode } = tenant;
+    return withTx(this.deps.db, async (tx) => {
+      const { before, after } = await this.deps.merchants.updateIn(tx, tenant.merchantId, (current) => ({
         taxProfile: { mode, value: patch === null ? null : mergeProfile(this.profile(current, mode), patch) },
-      }),
-      actor &&
-        ((tx, { before, after }) =>
-          this.deps.audit.record(tx, {
-            merchantId,
-            mode,
-            actor,
-            action: 'settings.tax_profile',
-            details: profileChanges(this.profile(before, mode), this.profile(after, mode)),
-          })),
-    );
+      }));
+      const details = profileChanges(this.profile(before, mode), this.profile(after, mode));
+      await this.deps.audit.record(tx, tenant, actor, 'settings.tax_profile', null, details);
+      return after;
+    });
   }
 
   /**
-   * Issues the tax invoice of a paid payment (201), or 409 `already_invoiced`. With an `actor`, the audit row
+   * Issues the tax invoice of a paid payment of the tenant (201), or 409 `already_invoiced`; its audit row
    * (`tax_invoice.create`) is written in the invoice's transaction.
    */
-  async create(
-    mode: Mode,
-    merchantId: string,
-    paymentId: string,
-    input: CreateInvoiceInput,
-    actor?: Actor,
-  ): Promise<TaxInvoiceJson> {
+  async create(tenant: Tenant, paymentId: string, input: CreateInvoiceInput, actor: Actor): Promise<TaxInvoiceJson> {
     const { db, clock } = this.deps;
+    const { mode, merchantId } = tenant;
     checkInput(input);
-    const payment = await invoiceablePayment(db, mode, merchantId, paymentId);
+    const payment = await invoiceablePayment(db, tenant, paymentId);
     if (!payment) throw notFound('payment');
     if (payment.status !== 'paid' || !payment.paid_at)
       throw invalidState(`Only a paid payment can be invoiced; this payment is ${payment.status}.`);
@@ -172,16 +157,14 @@ export class InvoiceService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      if (actor) {
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode,
-          actor,
-          action: 'tax_invoice.create',
-          target: { type: 'tax_invoice', id: inserted.id },
-          details: { number, payment_id: paymentId },
-        });
-      }
+      await this.deps.audit.record(
+        tx,
+        tenant,
+        actor,
+        'tax_invoice.create',
+        { type: 'tax_invoice', id: inserted.id },
+        { number, payment_id: paymentId },
+      );
       return inserted;
     }).catch((err: unknown) => {
       // Two requests for one payment that both passed the checks: the unique index decides.
@@ -191,22 +174,18 @@ export class InvoiceService {
     return invoiceJson(row);
   }
 
-  async get(mode: Mode, merchantId: string, id: string): Promise<InvoiceRow> {
-    return ownedRow(this.deps.db, 'tax_invoices', { merchantId, mode }, id, 'tax invoice');
+  async get(tenant: Tenant, id: string): Promise<InvoiceRow> {
+    return ownedRow(this.deps.db, 'tax_invoices', tenant, id, 'tax invoice');
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. `from`/`to`: issued at or after, before. */
-  async list(
-    mode: Mode,
-    merchantId: string,
-    q: { cursor?: string; limit?: number; payment_id?: string; from?: Date; to?: Date },
-  ) {
+  async list(tenant: Tenant, q: { cursor?: string; limit?: number; payment_id?: string; from?: Date; to?: Date }) {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
     let query = this.deps.db
       .selectFrom('tax_invoices')
       .selectAll()
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode);
+      .where('merchant_id', '=', tenant.merchantId)
+      .where('mode', '=', tenant.mode);
     if (q.payment_id !== undefined) query = query.where('payment_id', '=', q.payment_id);
     if (q.from !== undefined) query = query.where('issued_at', '>=', q.from);
     if (q.to !== undefined) query = query.where('issued_at', '<', q.to);

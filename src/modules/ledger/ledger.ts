@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import { ImpossibleState } from '../../core/errors.ts';
@@ -238,11 +239,7 @@ export class LedgerService {
    * as the service fee, the conversion spread and the net to the merchant, in US cents. A payment never credited is
    * absent; a credited one whose credit was reversed (refund, reorg) is present with zeros.
    */
-  async paymentCredits(
-    mode: Mode,
-    merchantId: string,
-    paymentIds: string[],
-  ): Promise<Map<string, PaymentCreditTotals>> {
+  async paymentCredits({ mode, merchantId }: Tenant, paymentIds: string[]): Promise<Map<string, PaymentCreditTotals>> {
     if (paymentIds.length === 0) return new Map();
     const { rows } = await sql<{ payment_id: string; fee: string; swap_fee: string; net: string }>`
       SELECT t.payment_id,
@@ -262,10 +259,7 @@ export class LedgerService {
   }
 
   /** What the merchant is owed in US cents, and the coins held for it by token. */
-  async merchantBalance(
-    mode: Mode,
-    merchantId: string,
-  ): Promise<{ availableUsdCents: bigint; custody: CustodyLine[] }> {
+  async merchantBalance({ mode, merchantId }: Tenant): Promise<{ availableUsdCents: bigint; custody: CustodyLine[] }> {
     const available = -(await this.accountBalance(this.db, accounts.merchant(mode, merchantId), USD));
     const rows = await this.db
       .selectFrom('ledger_entries')

@@ -2,8 +2,8 @@
  * The ledger read for a merchant's period (monthly statements): when its first posting was made, its postings in a
  * period grouped in one pass, and what is held in suspense at an instant. How statements use them: docs/statements.md.
  */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
 import { accounts, USD } from './ledger.ts';
 
@@ -18,7 +18,8 @@ export interface PostingGroup {
 }
 
 /** When the merchant's first posting in the mode was made, or null. */
-export async function firstPosting(db: Db, mode: Mode, merchantId: string): Promise<Date | null> {
+export async function firstPosting(db: Db, tenant: Tenant): Promise<Date | null> {
+  const { mode, merchantId } = tenant;
   const row = await db
     .selectFrom('ledger_transactions')
     .select('created_at')
@@ -31,13 +32,8 @@ export async function firstPosting(db: Db, mode: Mode, merchantId: string): Prom
 }
 
 /** The merchant's postings made in [from, to) in one pass, grouped by kind, coin, account and currency. */
-export async function postingGroups(
-  db: Db,
-  mode: Mode,
-  merchantId: string,
-  from: Date,
-  to: Date,
-): Promise<PostingGroup[]> {
+export async function postingGroups(db: Db, tenant: Tenant, from: Date, to: Date): Promise<PostingGroup[]> {
+  const { mode, merchantId } = tenant;
   const { rows } = await sql<{
     kind: string;
     token: string | null;
@@ -61,12 +57,8 @@ export async function postingGroups(
 }
 
 /** Payments holding the merchant's money in suspense at `to`, and its value at their attempts' rates (US cents). */
-export async function heldAt(
-  db: Db,
-  mode: Mode,
-  merchantId: string,
-  to: Date,
-): Promise<{ count: number; value: bigint }> {
+export async function heldAt(db: Db, tenant: Tenant, to: Date): Promise<{ count: number; value: bigint }> {
+  const { mode, merchantId } = tenant;
   const { rows } = await sql<{ count: string; value: string }>`
     SELECT count(*)::text AS count, coalesce(sum(value), 0)::text AS value FROM (
       SELECT payment_id, -sum(amount) FILTER (WHERE currency = ${USD}) AS value FROM (

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { OperationNodeSource, Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
@@ -99,12 +100,8 @@ export class LinkService {
    * min/max (min ≤ max); `tip` needs 1 to 6 distinct presets inside those bounds, other kinds take none; `pos` cannot
    * collect email (the payer never touches the terminal); `expires_at` must be in the future; URLs https on live.
    */
-  async create(
-    mode: Mode,
-    merchantId: string,
-    input: CreateLinkInput,
-    actor?: Actor,
-  ): Promise<ReturnType<LinkService['json']>> {
+  async create(tenant: Tenant, input: CreateLinkInput, actor: Actor): Promise<ReturnType<LinkService['json']>> {
+    const { mode, merchantId } = tenant;
     validateCreate(input, mode, this.deps.clock.now());
     const locale = input.locale === undefined ? null : localeParam(input.locale);
     const now = this.deps.clock.now();
@@ -133,7 +130,7 @@ export class LinkService {
             updated_at: now,
           })
           .returningAll();
-        const row = await this.audited(statement, mode, merchantId, actor, 'link.create', null, {
+        const row = await this.audited(statement, tenant, actor, 'link.create', {
           kind: input.kind,
           title: input.title,
         });
@@ -146,27 +143,27 @@ export class LinkService {
     }
   }
 
-  /** The merchant's links of this mode, newest first, at most 500. */
-  async list(mode: Mode, merchantId: string) {
+  /** The tenant's links, newest first, at most 500. */
+  async list(tenant: Tenant) {
     const rows = await this.deps.db
       .selectFrom('links')
       .selectAll()
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
+      .where('merchant_id', '=', tenant.merchantId)
+      .where('mode', '=', tenant.mode)
       .orderBy('id', 'desc')
       .limit(LINK_LIMITS.listMax)
       .execute();
     return { data: rows.map((r) => this.json(r)) };
   }
 
-  async get(mode: Mode, merchantId: string, id: string) {
-    return this.json(await this.row(mode, merchantId, id));
+  async get(tenant: Tenant, id: string) {
+    return this.json(await this.row(tenant, id));
   }
 
   /** Changes what PatchLink allows; `null` clears a nullable field. `expires_at` may be set in the past (ends the link). */
-  async update(mode: Mode, merchantId: string, id: string, patch: PatchLinkInput, actor?: Actor) {
-    const existing = await this.row(mode, merchantId, id);
-    if (typeof patch.success_url === 'string') assertHttpUrl(patch.success_url, 'success_url', mode === 'live');
+  async update(tenant: Tenant, id: string, patch: PatchLinkInput, actor: Actor) {
+    const existing = await this.row(tenant, id);
+    if (typeof patch.success_url === 'string') assertHttpUrl(patch.success_url, 'success_url', tenant.mode === 'live');
     const set: Partial<Record<keyof LinksTable, unknown>> = {};
     if (patch.active !== undefined) set.active = patch.active;
     if (patch.title !== undefined) set.title = patch.title;
@@ -179,10 +176,10 @@ export class LinkService {
       .updateTable('links')
       .set({ ...set, updated_at: this.deps.clock.now() } as never)
       .where('id', '=', id)
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
+      .where('merchant_id', '=', tenant.merchantId)
+      .where('mode', '=', tenant.mode)
       .returningAll();
-    const row = await this.audited(statement, mode, merchantId, actor, 'link.update', id, patch);
+    const row = await this.audited(statement, tenant, actor, 'link.update', patch);
     if (!row) throw notFound('link');
     return this.json(row);
   }
@@ -212,7 +209,7 @@ export class LinkService {
    * the use is given back (`n` is not: order ids never repeat). 400 for a bad amount or email, 422 `invalid_state`
    * when the link is inactive, expired or used up.
    */
-  async pay(link: LinkRow, input: LinkPayInput, actor?: Actor): Promise<Payment> {
+  async pay(link: LinkRow, input: LinkPayInput, actor: Actor): Promise<Payment> {
     const amount = this.amountFor(link, input.amountCents);
     let email: string | undefined;
     if (link.collect_email) {
@@ -226,8 +223,7 @@ export class LinkService {
     try {
       return (
         await this.deps.payments.create(
-          link.mode,
-          link.merchant_id,
+          tenantOf(link),
           {
             price_amount: amount,
             price_currency: 'USD',
@@ -327,31 +323,25 @@ export class LinkService {
     return cents;
   }
 
-  /**
-   * Runs `statement` (an INSERT or UPDATE … RETURNING the link) and, when a person or key did it (`actor`), its audit
-   * entry in the same statement; the changed link, if any.
-   */
+  /** Runs `statement` (an INSERT or UPDATE … RETURNING the link) with its audit row, as one; the changed link, if any. */
   private async audited(
-    statement: OperationNodeSource & { executeTakeFirst(): Promise<LinkRow | undefined> },
-    mode: Mode,
-    merchantId: string,
-    actor: Actor | undefined,
+    statement: OperationNodeSource,
+    tenant: Tenant,
+    actor: Actor,
     action: string,
-    id: string | null,
     details: object,
   ): Promise<LinkRow | undefined> {
-    if (!actor) return statement.executeTakeFirst();
-    const entry = { merchantId, mode, actor, action, target: { type: 'link', id }, details: { ...details } };
-    return (await this.deps.audit.statement<LinkRow>(statement, entry).execute(this.deps.db)).rows[0];
+    const audited = this.deps.audit.statement<LinkRow>(statement, tenant, actor, action, 'link', { ...details });
+    return (await audited.execute(this.deps.db)).rows[0];
   }
 
-  private async row(mode: Mode, merchantId: string, id: string): Promise<LinkRow> {
+  private async row(tenant: Tenant, id: string): Promise<LinkRow> {
     const row = await this.deps.db
       .selectFrom('links')
       .selectAll()
       .where('id', '=', id)
-      .where('merchant_id', '=', merchantId)
-      .where('mode', '=', mode)
+      .where('merchant_id', '=', tenant.merchantId)
+      .where('mode', '=', tenant.mode)
       .executeTakeFirst();
     if (!row) throw notFound('link');
     return row;

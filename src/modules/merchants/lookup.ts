@@ -3,7 +3,7 @@
  * name, the underpayment tolerance, the default webhook URL of a mode, the disbursement quorum, and the row lock that serializes a merchant's
  * balance-changing work. The merchants module is the only code on its tables; others ask here.
  */
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { notFound } from '../../core/errors.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 
@@ -30,7 +30,8 @@ export async function merchantName(db: DbOrTx, merchantId: string): Promise<stri
 }
 
 /** The merchant's default webhook URL for `mode` (null when none is set). 404 for no merchant. */
-export async function defaultWebhookUrl(db: DbOrTx, merchantId: string, mode: Mode): Promise<string | null> {
+export async function defaultWebhookUrl(db: DbOrTx, tenant: Tenant): Promise<string | null> {
+  const { mode, merchantId } = tenant;
   const row = await db
     .selectFrom('merchants')
     .select(['webhook_url_test', 'webhook_url_live'])

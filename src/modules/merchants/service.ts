@@ -7,6 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
+import type { Actor, AuditLog } from '../audit/index.ts';
+import { changes, OPERATOR_FIELDS } from './changes.ts';
 import { ApiError, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { textLength } from '../../core/text.ts';
@@ -17,7 +20,8 @@ import type { MerchantsTable } from './tables.ts';
 import { checkBrandColor } from './branding.ts';
 import { Brands } from './logos.ts';
 
-export interface AuthenticatedKey {
+/** A key that authenticated: the request's tenant (its mode is the listener's, checked by the API's guard). */
+export interface AuthenticatedKey extends Tenant {
   keyId: string;
   merchantId: string;
   mode: Mode;
@@ -115,6 +119,8 @@ export class MerchantService {
     private readonly secretKey: Buffer,
     private readonly defaults: { rateLimitPerMinute: number; x402RateLimitPerMinute: number },
     private readonly clock: Clock,
+    /** Writes the audit rows of the changes made here (keys, the webhook secret, the operator's changes). */
+    private readonly audit: AuditLog,
   ) {
     this.brands = new Brands(db);
   }
@@ -221,18 +227,17 @@ export class MerchantService {
   }
 
   /**
-   * A new webhook secret, returned once. Until `now + overlapMs` deliveries carry a signature with the previous secret
-   * as well, so the merchant's endpoint can switch without refusing a delivery. `also` runs in the same transaction
-   * (the caller's audit row).
+   * A new webhook secret, returned once, audited (`webhook_secret.roll`) in its transaction. Until `overlapMs` from now
+   * deliveries carry a signature with the previous secret as well, so the merchant's endpoint can switch without
+   * refusing a delivery.
    */
   async rollWebhookSecret(
     merchantId: string,
-    now: Date,
-    also?: (tx: Tx) => Promise<unknown>,
+    actor: Actor,
     overlapMs = WEBHOOK_SECRET_OVERLAP_MS,
   ): Promise<{ webhook_secret: string; previous_valid_until: string }> {
     const secret = `whsec_${randomBytes(32).toString('base64url')}`;
-    const until = new Date(now.getTime() + overlapMs);
+    const until = new Date(this.clock.now().getTime() + overlapMs);
     await withTx(this.db, async (tx) => {
       const r = await tx
         .updateTable('merchants')
@@ -244,9 +249,9 @@ export class MerchantService {
         .where('id', '=', merchantId)
         .executeTakeFirst();
       if (r.numUpdatedRows === 0n) throw notFound('merchant');
-      await also?.(tx);
+      await this.audit.record(tx, { merchantId }, actor, 'webhook_secret.roll');
+      await this.broadcastKeyChange('*', tx);
     });
-    await this.broadcastKeyChange('*');
     return { webhook_secret: secret, previous_valid_until: until.toISOString() };
   }
 
@@ -299,31 +304,37 @@ export class MerchantService {
   }
 
   /**
-   * Applies an operator or API change under the merchant row's lock. `patch` may be a function of the merchant as
-   * locked, so a merge over stored settings (the tax profile) loses no concurrent change; it may throw to refuse.
-   * `also` runs in the same transaction with the merchant before and after (the caller's audit row). Answers the
-   * merchant as this change left it, read in its transaction (not another request's later change).
+   * Applies `patch` in `tx`, the caller's transaction (which writes the change's audit row), under the merchant row's
+   * lock. `patch` may be a function of the merchant as locked, so a merge over stored settings (the tax profile) loses
+   * no concurrent change; it may throw to refuse. Answers the merchant before and after, read in `tx` (the same
+   * object when nothing was written).
    */
-  async update(
+  async updateIn(
+    tx: Tx,
     merchantId: string,
     patch: MerchantPatch | ((current: MerchantRecord) => MerchantPatch),
-    also?: (tx: Tx, change: { before: MerchantRecord; after: MerchantRecord }) => Promise<unknown>,
-  ): Promise<MerchantRecord> {
+  ): Promise<{ before: MerchantRecord; after: MerchantRecord }> {
     if (typeof patch !== 'function') checkPatch(patch);
-    let written = false;
-    const { after } = await withTx(this.db, async (tx) => {
-      const change = await this.change(tx, merchantId, (current) => {
-        const p = typeof patch === 'function' ? patch(current) : patch;
-        if (typeof patch === 'function') checkPatch(p);
-        const values = patchValues(p);
-        written = Object.keys(values).length > 0;
-        return values;
-      });
-      if (written) await also?.(tx, change);
-      return change;
+    const change = await this.change(tx, merchantId, (current) => {
+      const p = typeof patch === 'function' ? patch(current) : patch;
+      if (typeof patch === 'function') checkPatch(p);
+      return patchValues(p);
     });
-    if (written) await this.broadcastKeyChange('*');
-    return after;
+    if (change.after !== change.before) await this.broadcastKeyChange('*', tx);
+    return change;
+  }
+
+  /**
+   * The operator's change of a merchant (`kasse merchant update`), audited as `settings.update` naming what changed,
+   * from what, to what. Answers the merchant as this change left it.
+   */
+  async update(merchantId: string, patch: MerchantPatch, actor: Actor): Promise<MerchantRecord> {
+    return withTx(this.db, async (tx) => {
+      const { before, after } = await this.updateIn(tx, merchantId, patch);
+      const details = changes(before, after, OPERATOR_FIELDS);
+      if (details) await this.audit.record(tx, { merchantId }, actor, 'settings.update', null, details);
+      return after;
+    });
   }
 
   /** Locks the merchant row, then writes the columns `values` gives for it (none: no write). 404 for no merchant. */
@@ -351,66 +362,80 @@ export class MerchantService {
     return { before, after: toRecord(updated) };
   }
 
-  /** Issues a new key for `mode` and revokes the merchant's previous keys of that mode. Returns the new key once. */
-  async rollKey(
-    merchantId: string,
-    mode: Mode,
-    also?: (tx: Tx, keyId: string, key: string) => Promise<unknown>,
-  ): Promise<{ key_id: string; key: string }> {
-    await this.get(merchantId);
+  /**
+   * Issues a new key for the tenant's mode and revokes its previous keys of that mode, in `tx` (audited `key.roll`).
+   * Returns the new key, once.
+   */
+  async rollKeyIn(tx: Tx, tenant: Tenant, actor: Actor): Promise<{ key_id: string; key: string }> {
+    const { mode, merchantId } = tenant;
+    if (!(await tx.selectFrom('merchants').select('id').where('id', '=', merchantId).executeTakeFirst()))
+      throw notFound('merchant');
     const key = generateApiKey(mode);
     const keyId = newId('key');
     const now = this.clock.now();
-    const revoked = await this.db.transaction().execute(async (tx) => {
-      const old = await tx
-        .updateTable('api_keys')
-        .set({ revoked_at: now })
-        .where('merchant_id', '=', merchantId)
-        .where('mode', '=', mode)
-        .where('revoked_at', 'is', null)
-        .returning('key_hash')
-        .execute();
-      await tx
-        .insertInto('api_keys')
-        .values({
-          id: keyId,
-          merchant_id: merchantId,
-          mode,
-          key_hash: hashApiKey(key),
-          key_hint: key.slice(-4),
-          created_at: now,
-        })
-        .execute();
-      await also?.(tx, keyId, key);
-      return old.map((o) => o.key_hash);
-    });
-    for (const h of revoked) await this.broadcastKeyChange(h);
+    const old = await tx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', mode)
+      .where('revoked_at', 'is', null)
+      .returning('key_hash')
+      .execute();
+    await tx
+      .insertInto('api_keys')
+      .values({
+        id: keyId,
+        merchant_id: merchantId,
+        mode,
+        key_hash: hashApiKey(key),
+        key_hint: key.slice(-4),
+        created_at: now,
+      })
+      .execute();
+    await this.audit.record(tx, tenant, actor, 'key.roll', { type: 'key', id: keyId });
+    for (const o of old) await this.broadcastKeyChange(o.key_hash, tx);
     return { key_id: keyId, key };
   }
 
+  /** `rollKeyIn` in a transaction of its own. */
+  rollKey(tenant: Tenant, actor: Actor): Promise<{ key_id: string; key: string }> {
+    return withTx(this.db, (tx) => this.rollKeyIn(tx, tenant, actor));
+  }
+
+  /** Revokes the tenant's active key `keyId` (audited `key.revoke`); 404 for a key it does not have. */
+  revokeKey(tenant: Tenant, keyId: string, actor: Actor): Promise<{ key_id: string; merchant_id: string }> {
+    return this.revoke('id', keyId, actor, tenant);
+  }
+
   /**
-   * Revokes one key, named by its id or by the key itself; with `merchantId`, only a key of that merchant. `also` runs
-   * in the same transaction (the caller's audit row).
+   * Revokes any merchant's active key, named by its id or by the key itself: the operator's (`kasse key revoke`),
+   * acting for no merchant. Audited `key.revoke` in the key's own merchant and mode.
    */
-  async revokeKey(
-    idOrKey: string,
-    merchantId?: string,
-    also?: (tx: Tx) => Promise<unknown>,
+  revokeAnyKey(idOrKey: string, actor: Actor): Promise<{ key_id: string; merchant_id: string }> {
+    return KEY_PATTERN.test(idOrKey)
+      ? this.revoke('key_hash', hashApiKey(idOrKey), actor, null)
+      : this.revoke('id', idOrKey, actor, null);
+  }
+
+  private async revoke(
+    column: 'id' | 'key_hash',
+    value: string,
+    actor: Actor,
+    tenant: Tenant | null,
   ): Promise<{ key_id: string; merchant_id: string }> {
-    const byKey = KEY_PATTERN.test(idOrKey);
     const row = await withTx(this.db, async (tx) => {
       let q = tx
         .updateTable('api_keys')
         .set({ revoked_at: this.clock.now() })
-        .where(byKey ? 'key_hash' : 'id', '=', byKey ? hashApiKey(idOrKey) : idOrKey)
+        .where(column, '=', value)
         .where('revoked_at', 'is', null);
-      if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
-      const r = await q.returning(['id', 'merchant_id', 'key_hash']).executeTakeFirst();
-      if (r) await also?.(tx);
+      if (tenant) q = q.where('merchant_id', '=', tenant.merchantId).where('mode', '=', tenant.mode);
+      const r = await q.returning(['id', 'merchant_id', 'mode', 'key_hash']).executeTakeFirst();
+      if (!r) throw notFound('active API key');
+      await this.audit.record(tx, tenantOf(r), actor, 'key.revoke', { type: 'key', id: r.id });
+      await this.broadcastKeyChange(r.key_hash, tx);
       return r;
     });
-    if (!row) throw notFound('active API key');
-    await this.broadcastKeyChange(row.key_hash);
     return { key_id: row.id, merchant_id: row.merchant_id };
   }
 

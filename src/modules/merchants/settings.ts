@@ -1,17 +1,18 @@
 /**
  * The account's changes a dashboard user makes (Settings, Developers): each change and its audit row are written in
  * one transaction, here, so a page only parses its form and shows the outcome. API keys and the webhook secret are
- * issued by MerchantService; a new key is kept for the session's next page in the same transaction (no key is issued
- * that nobody can see).
+ * issued, revoked and rolled by MerchantService with their audit rows; a new key rolled here is kept for the
+ * session's next page in the same transaction (no key is issued that nobody can see).
  */
 import type { Clock } from '../../core/clock.ts';
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { invalid } from '../../core/errors.ts';
 import { withTx, type Db } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/index.ts';
 import type { Users } from '../users/index.ts';
 import { checkBrandColor, processLogo } from './branding.ts';
 import { storeLogo } from './logos.ts';
+import { changes, type Fields } from './changes.ts';
 import type { MerchantPatch, MerchantRecord, MerchantService } from './service.ts';
 
 export interface MerchantSettingsDeps {
@@ -83,9 +84,12 @@ export class MerchantSettings {
         changed.approvals_required = { from: before.approvalsRequired, to: after.approvalsRequired };
       Object.assign(
         changed,
-        changes(before, after, { brandColor: 'color', underpaymentToleranceBps: 'underpayment_tolerance_bps' }),
+        changes(before, after, {
+          color: (m) => m.brandColor,
+          underpayment_tolerance_bps: (m) => m.underpaymentToleranceBps,
+        }),
       );
-      await audit.record(tx, { merchantId, mode: null, actor, action: 'settings.update', details: changed });
+      await audit.record(tx, { merchantId }, actor, 'settings.update', null, changed);
     });
   }
 
@@ -100,17 +104,10 @@ export class MerchantSettings {
     if (b === null) Object.assign(patch, { brandColor: null, logoSha256: null });
     else if (b?.color !== undefined) patch.brandColor = b.color === null ? null : checkBrandColor(b.color);
     if (input.underpaymentToleranceBps !== undefined) patch.underpaymentToleranceBps = input.underpaymentToleranceBps;
-    return this.deps.merchants.update(merchantId, patch, async (tx, { before, after }) => {
-      // One audit entry per setting that changed, naming its fields as the API does.
-      const audited = [
-        { action: 'settings.branding', fields: { brandColor: 'color', logoSha256: 'logo_sha256' } },
-        { action: 'settings.tolerance', fields: { underpaymentToleranceBps: 'underpayment_tolerance_bps' } },
-      ] as const;
-      for (const { action, fields } of audited) {
-        const details = changes(before, after, fields);
-        if (details) await this.deps.audit.record(tx, { merchantId, mode: null, actor, action, details });
-      }
-    });
+    return this.audited(merchantId, patch, actor, [
+      { action: 'settings.branding', fields: BRANDING },
+      { action: 'settings.tolerance', fields: { underpayment_tolerance_bps: (m) => m.underpaymentToleranceBps } },
+    ]);
   }
 
   /**
@@ -130,46 +127,47 @@ export class MerchantSettings {
   }
 
   private saveLogo(merchantId: string, sha256: string | null, actor: Actor): Promise<MerchantRecord> {
-    return this.deps.merchants.update(merchantId, { logoSha256: sha256 }, (tx, { before, after }) => {
-      const details = changes(before, after, { logoSha256: 'logo_sha256' });
-      return details
-        ? this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'settings.branding', details })
-        : Promise.resolve();
+    return this.audited(merchantId, { logoSha256: sha256 }, actor, [
+      { action: 'settings.branding', fields: { logo_sha256: BRANDING.logo_sha256! } },
+    ]);
+  }
+
+  /** `patch` under the merchant row's lock, with one audit row per entry of `rows` whose fields changed. */
+  private audited(
+    merchantId: string,
+    patch: MerchantPatch,
+    actor: Actor,
+    rows: Array<{ action: string; fields: Fields }>,
+  ): Promise<MerchantRecord> {
+    return withTx(this.deps.db, async (tx) => {
+      const { before, after } = await this.deps.merchants.updateIn(tx, merchantId, patch);
+      for (const { action, fields } of rows) {
+        const details = changes(before, after, fields);
+        if (details) await this.deps.audit.record(tx, { merchantId }, actor, action, null, details);
+      }
+      return after;
     });
   }
 
   /** Sets (or, with null, clears) the mode's default webhook URL. 400 for a URL the mode cannot deliver to. */
-  async setWebhookUrl(merchantId: string, mode: Mode, url: string | null, actor: Actor): Promise<void> {
+  async setWebhookUrl(tenant: Tenant, url: string | null, actor: Actor): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
       await this.deps.merchants.updateSettings(
         tx,
-        merchantId,
-        mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url },
+        tenant.merchantId,
+        tenant.mode === 'live' ? { webhookUrlLive: url } : { webhookUrlTest: url },
         [],
       );
-      await this.deps.audit.record(tx, { merchantId, mode, actor, action: 'webhook_url.update', details: { url } });
+      await this.deps.audit.record(tx, tenant, actor, 'webhook_url.update', null, { url });
     });
   }
 
-  /** A new key for the mode (the previous ones revoked), kept for session `sessionId`'s next page. */
-  async rollKey(merchantId: string, mode: Mode, actor: Actor, sessionId: string): Promise<void> {
-    await this.deps.merchants.rollKey(merchantId, mode, async (tx, keyId, key) => {
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
-        actor,
-        action: 'key.roll',
-        target: { type: 'key', id: keyId },
-      });
-      await this.deps.users.notes.putKey(sessionId, mode, key, tx);
+  /** A new key for the tenant's mode (the previous ones revoked), kept for session `sessionId`'s next page. */
+  async rollKey(tenant: Tenant, actor: Actor, sessionId: string): Promise<void> {
+    await withTx(this.deps.db, async (tx) => {
+      const { key } = await this.deps.merchants.rollKeyIn(tx, tenant, actor);
+      await this.deps.users.notes.putKey(sessionId, tenant.mode, key, tx);
     });
-  }
-
-  /** Revokes the key `keyId` of the merchant. 404 for a key the merchant does not have. */
-  async revokeKey(merchantId: string, mode: Mode, keyId: string, actor: Actor): Promise<void> {
-    await this.deps.merchants.revokeKey(keyId, merchantId, (tx) =>
-      this.deps.audit.record(tx, { merchantId, mode, actor, action: 'key.revoke', target: { type: 'key', id: keyId } }),
-    );
   }
 
   /** The webhook secrets deliveries are signed with now (see MerchantService.webhookSecrets); the reveal is audited. */
@@ -178,29 +176,10 @@ export class MerchantSettings {
     actor: Actor,
   ): Promise<{ secrets: string[]; previousUntil: Date | null }> {
     const shown = await this.deps.merchants.webhookSecrets(merchantId, this.deps.clock.now());
-    await this.deps.audit.record(this.deps.db, { merchantId, mode: null, actor, action: 'webhook_secret.reveal' });
+    await this.deps.audit.record(this.deps.db, { merchantId }, actor, 'webhook_secret.reveal');
     return shown;
   }
-
-  /** A new webhook secret, returned once (see MerchantService.rollWebhookSecret), audited in its transaction. */
-  rollWebhookSecret(
-    merchantId: string,
-    actor: Actor,
-  ): Promise<{ webhook_secret: string; previous_valid_until: string }> {
-    return this.deps.merchants.rollWebhookSecret(merchantId, this.deps.clock.now(), (tx) =>
-      this.deps.audit.record(tx, { merchantId, mode: null, actor, action: 'webhook_secret.roll' }),
-    );
-  }
 }
 
-/** `{name: {from, to}}` for each field of `names` that differs between `before` and `after`; null when none does. */
-function changes(
-  before: MerchantRecord,
-  after: MerchantRecord,
-  names: Partial<Record<keyof MerchantRecord, string>>,
-): Record<string, { from: unknown; to: unknown }> | null {
-  const out: Record<string, { from: unknown; to: unknown }> = {};
-  for (const [key, name] of Object.entries(names) as Array<[keyof MerchantRecord, string]>)
-    if (before[key] !== after[key]) out[name] = { from: before[key], to: after[key] };
-  return Object.keys(out).length > 0 ? out : null;
-}
+/** The branding's fields as the API names them. */
+const BRANDING: Fields = { color: (m) => m.brandColor, logo_sha256: (m) => m.logoSha256 };

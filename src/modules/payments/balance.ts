@@ -1,6 +1,6 @@
 /** `GET /balance`: what the merchant is owed (the ledger) and what is on the way (payments with money seen). */
 import type { ChainRegistry } from '../../chains/registry.ts';
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { DbOrTx } from '../../db/index.ts';
 import type { LedgerService } from '../ledger/index.ts';
@@ -13,13 +13,13 @@ export interface BalanceDeps {
 }
 
 /** The merchant's balance: credited US cents, cents on the way, and coins held for it. */
-export async function merchantBalance(deps: BalanceDeps, mode: Mode, merchantId: string) {
-  const { availableUsdCents, custody } = await deps.ledger.merchantBalance(mode, merchantId);
+export async function merchantBalance(deps: BalanceDeps, tenant: Tenant) {
+  const { availableUsdCents, custody } = await deps.ledger.merchantBalance(tenant);
   return {
     available_usd_cents: Number(availableUsdCents),
-    pending_usd_cents: await pendingCents(deps.db, mode, merchantId),
+    pending_usd_cents: await pendingCents(deps.db, tenant),
     custody: custody.map((c) => {
-      const t = deps.chains.token(mode, c.token);
+      const t = deps.chains.token(tenant.mode, c.token);
       const decimals = t?.decimals ?? 0;
       return {
         token: c.token,

@@ -70,7 +70,7 @@ export class DepositRecorder implements DepositSink {
       }
     }
     for (const [paymentId, items] of byPayment) {
-      await this.engine.locked({ mode, merchantId: null }, paymentId, async (tx, l) => {
+      await this.engine.lockedById(mode, paymentId, async (tx, l) => {
         for (const { attempt, deposit } of items) l = await this.store(tx, l, attempt, deposit);
         await this.engine.apply(tx, l, { kind: 'deposits_changed' });
       });
@@ -104,7 +104,7 @@ export class DepositRecorder implements DepositSink {
     const marked = await markedPayments(this.engine.deps.db, mode);
     for (const { id, mode: m } of marked) {
       try {
-        await this.engine.locked({ mode: m, merchantId: null }, id, async (tx, l) => {
+        await this.engine.lockedById(m, id, async (tx, l) => {
           if (!l.row.deposits_dirty) return;
           await this.engine.apply(tx, l, { kind: 'deposits_changed' });
           await clearMark(tx, id);
@@ -126,7 +126,7 @@ export class DepositRecorder implements DepositSink {
 
   private async orphan(mode: Mode, chain: string, selection: DepositSelection): Promise<void> {
     for (const paymentId of await paymentsWithDeposits(this.engine.deps.db, mode, chain, selection)) {
-      await this.engine.locked({ mode, merchantId: null }, paymentId, async (tx, l) => {
+      await this.engine.lockedById(mode, paymentId, async (tx, l) => {
         await this.engine.apply(tx, await orphanDeposits(tx, l, chain, selection), { kind: 'deposits_changed' });
       });
     }

@@ -10,7 +10,7 @@ import type { DepositRecorder } from './deposits.ts';
 import type { PaymentEngine } from './engine.ts';
 import { LATE_ACCEPT_WINDOW_MS } from './model.ts';
 import { dueHold, dueLate, dueLifetime, type DueRow } from './store/due.ts';
-import { lockPayment } from './store/payments.ts';
+import { lockPaymentById } from './store/payments.ts';
 
 export interface DueResult {
   /** Payments run through the state machine. */
@@ -53,7 +53,7 @@ export class PaymentDue {
             const row = (await query(seen).execute(tx)).rows[0];
             if (!row) return false;
             current = row.id;
-            const l = (await lockPayment(tx, { mode: row.mode, merchantId: null }, row.id))!;
+            const l = (await lockPaymentById(tx, row.mode, row.id))!;
             await this.engine.apply(tx, l, { kind: 'tick' });
             return true;
           });

@@ -9,6 +9,7 @@ import type { Clock } from '../../core/clock.ts';
 import { ImpossibleState } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { withTx, type Db, type Tx } from '../../db/index.ts';
 import { type LedgerService, syncHeld } from '../ledger/index.ts';
 import { merchantFeeBps, underpaymentToleranceBps } from '../merchants/index.ts';
@@ -24,12 +25,12 @@ import { upsertDeposit, withDeposits } from './store/deposits.ts';
 import {
   loadPayment,
   lockPayment,
+  lockPaymentById,
   persist,
   saveCapturePending,
   saveCredit,
   toState,
   type Loaded,
-  type PaymentScope,
 } from './store/payments.ts';
 
 /** What every module that moves money is built with (payments and disbursements). */
@@ -94,9 +95,9 @@ export class PaymentEngine {
     this.returned = source;
   }
 
-  /** The payment as stored (not locked); null when there is no such payment in `scope`. */
-  load(scope: PaymentScope, id: string): Promise<Loaded | null> {
-    return loadPayment(this.deps.db, scope, id);
+  /** The payment as stored (not locked); null when the tenant has no such payment. */
+  load(tenant: Tenant, id: string): Promise<Loaded | null> {
+    return loadPayment(this.deps.db, tenant, id);
   }
 
   json(l: Loaded): Payment {
@@ -108,14 +109,28 @@ export class PaymentEngine {
     return this.deps.prices.rates(this.deps.chains.tokens(mode));
   }
 
-  /** Opens a transaction, locks the payment and runs `fn`; null when there is no such payment in `scope`. */
-  async locked<T>(scope: PaymentScope, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
-    return withTx(this.deps.db, (tx) => this.lockedIn(tx, scope, id, fn));
+  /** Opens a transaction, locks the payment and runs `fn`; null when the tenant has no such payment. */
+  async locked<T>(tenant: Tenant, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    return withTx(this.deps.db, (tx) => this.lockedIn(tx, tenant, id, fn));
   }
 
   /** `locked` inside a transaction the caller already holds. */
-  async lockedIn<T>(tx: Tx, scope: PaymentScope, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
-    const l = await lockPayment(tx, scope, id);
+  async lockedIn<T>(tx: Tx, tenant: Tenant, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    const l = await lockPayment(tx, tenant, id);
+    return l ? fn(tx, l) : null;
+  }
+
+  /**
+   * `locked` for callers that act for no merchant — the deposit sink, told by a chain watcher of money at a payment's
+   * address — so any merchant's payment of `mode`.
+   */
+  async lockedById<T>(mode: Mode, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    return withTx(this.deps.db, (tx) => this.lockedByIdIn(tx, mode, id, fn));
+  }
+
+  /** `lockedById` inside a transaction the caller already holds (a settled transfer's). */
+  async lockedByIdIn<T>(tx: Tx, mode: Mode, id: string, fn: (tx: Tx, l: Loaded) => Promise<T>): Promise<T | null> {
+    const l = await lockPaymentById(tx, mode, id);
     return l ? fn(tx, l) : null;
   }
 

@@ -11,6 +11,7 @@
  * records the charge's transfer as its confirmed deposit, in the subscriptions module's transaction.
  */
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { Tx } from '../../db/index.ts';
 import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
@@ -107,17 +108,17 @@ export interface ChargeSettlement {
 export async function settleCharged(
   engine: PaymentEngine,
   tx: Tx,
-  scope: { mode: Mode; merchantId: string },
+  tenant: Tenant,
   paymentId: string,
   s: ChargeSettlement,
 ): Promise<Payment | null> {
   const now = engine.deps.clock.now();
-  const l = await lockPayment(tx, scope, paymentId);
-  if (!l) throw new Error(`payment ${paymentId} of merchant ${scope.merchantId} (${scope.mode}) not found`);
+  const l = await lockPayment(tx, tenant, paymentId);
+  if (!l) throw new Error(`payment ${paymentId} of merchant ${tenant.merchantId} (${tenant.mode}) not found`);
   if (l.row.status !== 'waiting') return null;
   const attempt = await insertAttempt(tx, {
     payment_id: paymentId,
-    mode: scope.mode,
+    mode: tenant.mode,
     chain: s.chain,
     token: s.token,
     address: s.address,

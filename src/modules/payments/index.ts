@@ -34,5 +34,5 @@ export { PAYMENT_SCHEMAS, RateSource, type Payment } from './schema.ts';
 export { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, METADATA_MAX_BYTES, PaymentService } from './service.ts';
 export { next, TransitionError } from './state.ts';
 export type { NewDeposit } from './store/deposits.ts';
-export { toState, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
+export { toState, type AttemptRow, type Loaded } from './store/payments.ts';
 export { invoiceablePayment, lockForInvoice } from './store/reads.ts';

@@ -8,6 +8,7 @@
  */
 import type { TokenConfig } from '../../chains/types.ts';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { pageOf } from '../../core/cursor.ts';
 import { ApiError, invalid, invalidState, notFound } from '../../core/errors.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
@@ -33,7 +34,7 @@ import type { Payment } from './schema.ts';
 import { isFinal, TransitionError, type Trigger } from './state.ts';
 import { recordExternal, settleCharged, type ChargeSettlement, type ExternalSettlement } from './external.ts';
 import { AddressIndexes, insertRows, newAttemptRow, newPaymentRow } from './store/create.ts';
-import { loadPayment, loadPayments, type AttemptRow, type Loaded, type PaymentScope } from './store/payments.ts';
+import { loadPayment, loadPayments, type AttemptRow, type Loaded } from './store/payments.ts';
 import { listPaymentIds } from './store/reads.ts';
 
 /** NOTE: spec limit "metadata up to 4 kB", measured as the UTF-8 bytes of its JSON text. */
@@ -108,9 +109,9 @@ export class PaymentService {
     return this.due.run();
   }
 
-  /** The merchant's balance in `mode` (balance.ts). */
-  balance(mode: Mode, merchantId: string) {
-    return merchantBalance(this.deps, mode, merchantId);
+  /** The tenant's balance (balance.ts). */
+  balance(tenant: Tenant) {
+    return merchantBalance(this.deps, tenant);
   }
 
   /**
@@ -125,13 +126,13 @@ export class PaymentService {
    * caller's when it has the merchant at hand; otherwise it is read.
    */
   async create(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     input: CreatePaymentInput,
-    idempotencyKey?: string,
-    actor?: Actor,
+    idempotencyKey: string | undefined,
+    actor: Actor,
     merchantName?: string,
   ): Promise<{ status: number; payment: Payment }> {
+    const { mode, merchantId } = tenant;
     const key = validateKey(idempotencyKey);
     for (const field of ['success_url', 'cancel_url', 'webhook_url'] as const) {
       const url = input[field];
@@ -152,7 +153,7 @@ export class PaymentService {
         `${coin.id} cannot be held, so a payment with capture_method manual cannot be paid in it; GET /currencies says which coins can (holdable).`,
         'capture_method',
       );
-    const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/payments', input) };
+    const request = { key, hash: requestHash('POST', '/v1/payments', input) };
     let issued: Issued | null = null;
     if (coin) {
       try {
@@ -164,7 +165,7 @@ export class PaymentService {
         });
       } catch (err) {
         // A retry of a request that succeeded gets its answer even when the coin cannot be priced now.
-        const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, scope) : null;
+        const prior = err instanceof ApiError ? await storedResponse<Payment>(this.deps.db, tenant, request) : null;
         if (prior) return { status: 200, payment: prior };
         throw err;
       }
@@ -191,20 +192,18 @@ export class PaymentService {
     });
     const attempts = issued ? [this.attemptRow(row.id, mode, issued, now)] : [];
     const payment = this.engine.json({ row, attempts, deposits: [] });
-    const result = await once(this.deps.db, scope, 201, payment, async (keyRow) => {
+    const result = await once(this.deps.db, tenant, request, 201, payment, async (keyRow) => {
       const writes = insertRows(row, attempts);
       if (keyRow) writes.push(keyRow);
-      if (actor)
-        writes.push(
-          this.deps.audit.write({
-            merchantId,
-            mode,
-            actor,
-            action: 'payment.create',
-            target: { type: 'payment', id: row.id },
-            details: { order_id: input.order_id, price_amount: input.price_amount },
-          }),
-        );
+      writes.push(
+        ...this.deps.audit.writes(
+          tenant,
+          actor,
+          'payment.create',
+          { type: 'payment', id: row.id },
+          { order_id: input.order_id, price_amount: input.price_amount },
+        ),
+      );
       const hook = issued && !issued.external && this.deps.chains.adapter(mode, issued.network.id).addressIssued;
       if (!hook) return writeCoalesced(this.deps.db, writes, key === null ? '' : `${merchantId} ${mode} ${key}`);
       // A network that records work for a new address does so in the same transaction.
@@ -233,12 +232,7 @@ export class PaymentService {
    * Records a subscription's charge that landed as the payment of waiting payment `paymentId`, inside `tx`
    * (external.ts); null when the payment is no longer waiting (nothing written).
    */
-  settleCharged(
-    tx: Tx,
-    tenant: { mode: Mode; merchantId: string },
-    paymentId: string,
-    settlement: ChargeSettlement,
-  ): Promise<Payment | null> {
+  settleCharged(tx: Tx, tenant: Tenant, paymentId: string, settlement: ChargeSettlement): Promise<Payment | null> {
     return settleCharged(this.engine, tx, tenant, paymentId, settlement);
   }
 
@@ -252,56 +246,59 @@ export class PaymentService {
     return paymentSummaries(this.engine, db, mode, ids);
   }
 
-  async get(scope: PaymentScope, id: string): Promise<Payment> {
-    const l = await loadPayment(this.deps.db, scope, id);
+  async get(tenant: Tenant, id: string): Promise<Payment> {
+    const l = await loadPayment(this.deps.db, tenant, id);
     if (!l) throw notFound('payment');
     return this.engine.json(l);
   }
 
   /** Newest first; `next_cursor` is opaque and null on the last page. */
-  async list(mode: Mode, merchantId: string, q: ListQuery): Promise<{ data: Payment[]; next_cursor: string | null }> {
+  async list(tenant: Tenant, q: ListQuery): Promise<{ data: Payment[]; next_cursor: string | null }> {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
-    const ids = await listPaymentIds(this.deps.db, mode, merchantId, { ...q, limit });
+    const ids = await listPaymentIds(this.deps.db, tenant, { ...q, limit });
     const { page, next_cursor } = pageOf(ids, limit, (id) => id);
-    const loaded = await loadPayments(this.deps.db, { mode, merchantId }, page);
+    const loaded = await loadPayments(this.deps.db, tenant, page);
     return {
       data: loaded.map((l) => this.engine.json(l)),
       next_cursor,
     };
   }
 
-  /** Issues a coin choice (a deposit address and an exact amount held for 10 minutes) on a payment. */
-  async createAttempt(scope: PaymentScope, id: string, choice: CoinChoiceInput, actor?: Actor): Promise<Payment> {
-    const l = await loadPayment(this.deps.db, scope, id);
+  /**
+   * Issues a coin choice (a deposit address and an exact amount held for 10 minutes) on a payment: by the merchant
+   * (API), or by its payer on the checkout (`payerActor`), the tenant then being the payment's own.
+   */
+  async createAttempt(tenant: Tenant, id: string, choice: CoinChoiceInput, actor: Actor): Promise<Payment> {
+    const { mode } = tenant;
+    const l = await loadPayment(this.deps.db, tenant, id);
     if (!l) throw notFound('payment');
-    const coin = this.catalogue.resolve(scope.mode, choice);
+    const coin = this.catalogue.resolve(mode, choice);
     if (!coin) throw invalid('token is required', 'token');
     const manual = l.row.capture_method === 'manual';
-    if (manual && !this.deps.chains.holdable(scope.mode, coin.id))
+    if (manual && !this.deps.chains.holdable(mode, coin.id))
       throw invalid(
         `This payment is held and captured later (capture_method manual), and ${coin.id} cannot be held; GET /currencies says which coins can (holdable).`,
         'token',
       );
     assertCanAddAttempt(l);
-    const issued = await this.issue(scope.mode, coin, l.row.price_amount, {
+    const issued = await this.issue(mode, coin, l.row.price_amount, {
       merchantId: l.row.merchant_id,
       description: l.row.description,
       manual,
     });
-    const payment = await this.engine.locked(scope, id, async (tx, locked) => {
+    const payment = await this.engine.locked(tenant, id, async (tx, locked) => {
       assertCanAddAttempt(locked);
-      await this.addressIssued(tx, scope.mode, issued);
-      const attempt = this.attemptRow(id, scope.mode, issued, this.deps.clock.now());
+      await this.addressIssued(tx, mode, issued);
+      const attempt = this.attemptRow(id, mode, issued, this.deps.clock.now());
       await writeTogether(tx, insertRows(null, [attempt]));
-      if (actor)
-        await this.deps.audit.record(tx, {
-          merchantId: locked.row.merchant_id,
-          mode: scope.mode,
-          actor,
-          action: 'payment.attempt',
-          target: { type: 'payment', id },
-          details: { token: attempt.token, attempt_id: attempt.id },
-        });
+      await this.deps.audit.record(
+        tx,
+        tenant,
+        actor,
+        'payment.attempt',
+        { type: 'payment', id },
+        { token: attempt.token, attempt_id: attempt.id },
+      );
       return this.engine.json({ ...locked, attempts: [...locked.attempts, attempt] });
     });
     if (!payment) throw notFound('payment');
@@ -309,28 +306,27 @@ export class PaymentService {
   }
 
   /** Cancels a waiting payment before any money is seen. */
-  async cancel(scope: PaymentScope, id: string, actor?: Actor): Promise<Payment> {
-    return this.trigger(scope, id, { kind: 'cancel' }, actor);
+  async cancel(tenant: Tenant, id: string, actor: Actor): Promise<Payment> {
+    return this.trigger(tenant, id, { kind: 'cancel' }, actor);
   }
 
   /** Marks an underpaid or late payment paid (the merchant accepts what arrived). */
-  async accept(scope: PaymentScope, id: string, actor?: Actor): Promise<Payment> {
-    return this.trigger(scope, id, { kind: 'accept' }, actor);
+  async accept(tenant: Tenant, id: string, actor: Actor): Promise<Payment> {
+    return this.trigger(tenant, id, { kind: 'accept' }, actor);
   }
 
-  private async trigger(scope: PaymentScope, id: string, trigger: Trigger, actor?: Actor): Promise<Payment> {
-    const result = await this.engine.locked(scope, id, async (tx, l) => {
+  private async trigger(tenant: Tenant, id: string, trigger: Trigger, actor: Actor): Promise<Payment> {
+    const result = await this.engine.locked(tenant, id, async (tx, l) => {
       try {
         const applied = await this.engine.apply(tx, l, trigger);
-        if (actor)
-          await this.deps.audit.record(tx, {
-            merchantId: l.row.merchant_id,
-            mode: scope.mode,
-            actor,
-            action: `payment.${trigger.kind}`,
-            target: { type: 'payment', id },
-            details: { from: l.row.status, to: applied.payment.status },
-          });
+        await this.deps.audit.record(
+          tx,
+          tenant,
+          actor,
+          `payment.${trigger.kind}`,
+          { type: 'payment', id },
+          { from: l.row.status, to: applied.payment.status },
+        );
         return applied.payment;
       } catch (err) {
         throw err instanceof TransitionError ? invalidState(err.message) : err;

@@ -14,6 +14,7 @@
 import type { ChainRegistry } from '../../chains/registry.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import {
@@ -24,7 +25,6 @@ import {
   type AttemptRow,
   type Loaded,
   type PaymentEngine,
-  type PaymentScope,
 } from '../payments/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
@@ -70,14 +70,15 @@ export class RefundService implements TransferOwner {
   }
 
   /** Requests a refund of the payment's money; answers the Refund object (`pending`). */
-  async create(scope: PaymentScope, paymentId: string, input: RefundInput, actor?: Actor): Promise<Refund> {
+  async create(tenant: Tenant, paymentId: string, input: RefundInput, actor: Actor): Promise<Refund> {
     const { chains, clock } = this.engine.deps;
-    const first = await this.engine.load(scope, paymentId);
+    const { mode } = tenant;
+    const first = await this.engine.load(tenant, paymentId);
     if (!first) throw notFound('payment');
     const destination =
       input.destination ??
       (first.row.x402 as { payer?: string } | null)?.payer ??
-      (await this.holds.payer(scope.mode, paymentId)) ??
+      (await this.holds.payer(mode, paymentId)) ??
       undefined;
     if (!destination)
       throw invalid(
@@ -86,15 +87,15 @@ export class RefundService implements TransferOwner {
       );
     const holder = refundable(first);
     if (!holder) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
-    const adapter = chains.adapter(scope.mode, holder.attempt.chain);
+    const adapter = chains.adapter(mode, holder.attempt.chain);
     if (!adapter.isValidAddress(destination)) {
       throw invalid(
-        `destination is not a valid ${chains.network(scope.mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`,
+        `destination is not a valid ${chains.network(mode, holder.attempt.chain)?.name ?? holder.attempt.chain} address`,
         'destination',
       );
     }
 
-    const refund = await this.engine.locked(scope, paymentId, async (tx, l) => {
+    const refund = await this.engine.locked(tenant, paymentId, async (tx, l) => {
       const money = refundable(l);
       if (!money) throw invalidState('No confirmed money has arrived for this payment; there is nothing to refund.');
       const { attempt } = money;
@@ -106,15 +107,15 @@ export class RefundService implements TransferOwner {
         throw err instanceof TransitionError ? invalidState(err.message) : err;
       }
       // NOTE: a coin removed from the networks file since it was paid cannot be sent back by Kasse.
-      const token = chains.token(scope.mode, money.token);
+      const token = chains.token(mode, money.token);
       if (!token) throw invalidState(`${money.token} is no longer configured, so Kasse cannot send it back.`);
       // A held payment's captures go back to its payer through the escrow while refund_before allows.
       const escrow = await this.holds.refundPath(tx, l, destination);
       const row = await insertRefund(tx, {
         payment_id: paymentId,
         attempt_id: attempt.id,
-        merchant_id: l.row.merchant_id,
-        mode: scope.mode,
+        merchant_id: tenant.merchantId,
+        mode,
         status: 'pending',
         destination,
         token: money.token,
@@ -122,19 +123,17 @@ export class RefundService implements TransferOwner {
         note: input.note ?? null,
         created_at: clock.now(),
       });
-      if (actor) {
-        await this.engine.deps.audit.record(tx, {
-          merchantId: l.row.merchant_id,
-          mode: scope.mode,
-          actor,
-          action: 'payment.refund',
-          target: { type: 'payment', id: paymentId },
-          details: { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount },
-        });
-      }
+      await this.engine.deps.audit.record(
+        tx,
+        tenant,
+        actor,
+        'payment.refund',
+        { type: 'payment', id: paymentId },
+        { refund_id: row.id, destination: row.destination, token: row.token, amount: row.amount },
+      );
       await this.transfers.request(tx, {
         transferId: row.id,
-        mode: scope.mode,
+        mode,
         purpose: REFUND_PURPOSE,
         token,
         destination: row.destination,
@@ -148,9 +147,9 @@ export class RefundService implements TransferOwner {
   }
 
   /** The payment's refunds (every status, oldest first), as Refund objects. */
-  async list(scope: PaymentScope, paymentId: string): Promise<Refund[]> {
+  async list(tenant: Tenant, paymentId: string): Promise<Refund[]> {
     const { db, chains } = this.engine.deps;
-    return (await paymentRefunds(db, scope, paymentId)).map((r) => refundJson(r, chains));
+    return (await paymentRefunds(db, tenant, paymentId)).map((r) => refundJson(r, chains));
   }
 
   /** The transfers module settled refunds' transfers (once each); runs inside its transaction. */
@@ -160,9 +159,9 @@ export class RefundService implements TransferOwner {
 
   private async settled(tx: Tx, transfer: SettledTransfer): Promise<void> {
     const { clock, log, events, chains } = this.engine.deps;
-    const paymentId = await refundPayment(tx, transfer.mode, transfer.id);
-    if (!paymentId) return;
-    await this.engine.lockedIn(tx, { mode: transfer.mode, merchantId: null }, paymentId, async (tx, l) => {
+    const found = await refundPayment(tx, transfer.mode, transfer.id);
+    if (!found) return;
+    await this.engine.lockedIn(tx, found.tenant, found.paymentId, async (tx, l) => {
       const refund = await lockRefund(tx, transfer.id);
       if (refund.status !== 'pending') return;
       const settled = {

@@ -5,8 +5,8 @@
 import type { Insertable, Selectable } from 'kysely';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import type { PaymentScope } from '../payments/index.ts';
 import type { RefundsTable } from './tables.ts';
 
 export type RefundRow = Selectable<RefundsTable>;
@@ -29,11 +29,17 @@ export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>
     .executeTakeFirstOrThrow();
 }
 
-/** The payment's refunds in the scope's merchant and mode, oldest first. */
-export async function paymentRefunds(db: DbOrTx, scope: PaymentScope, paymentId: string): Promise<RefundRow[]> {
-  let q = db.selectFrom('refunds').selectAll().where('payment_id', '=', paymentId).where('mode', '=', scope.mode);
-  if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
-  return q.orderBy('created_at').orderBy('id').execute();
+/** The tenant's refunds of the payment, oldest first. */
+export async function paymentRefunds(db: DbOrTx, tenant: Tenant, paymentId: string): Promise<RefundRow[]> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('payment_id', '=', paymentId)
+    .where('mode', '=', tenant.mode)
+    .where('merchant_id', '=', tenant.merchantId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** The coins sent back by the payment's refunds that were sent. */
@@ -49,15 +55,19 @@ export async function sentRefunds(
     .execute();
 }
 
-/** The payment a refund belongs to, in `mode`. */
-export async function refundPayment(db: DbOrTx, mode: Mode, refundId: string): Promise<string | null> {
+/** The payment a refund of `mode` belongs to, and its tenant. */
+export async function refundPayment(
+  db: DbOrTx,
+  mode: Mode,
+  refundId: string,
+): Promise<{ tenant: Tenant; paymentId: string } | null> {
   const row = await db
     .selectFrom('refunds')
-    .select('payment_id')
+    .select(['payment_id', 'mode', 'merchant_id'])
     .where('id', '=', refundId)
     .where('mode', '=', mode)
     .executeTakeFirst();
-  return row?.payment_id ?? null;
+  return row ? { tenant: tenantOf(row), paymentId: row.payment_id } : null;
 }
 
 /** Locks a refund row (its payment is locked first). */

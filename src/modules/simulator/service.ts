@@ -8,7 +8,8 @@
 import { simulatedTxHash, type TokenConfig } from '../../chains/types.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import type { Tx } from '../../db/index.ts';
-import type { Actor } from '../audit/index.ts';
+import type { Tenant } from '../../core/tenant.ts';
+import { systemActor, type Actor } from '../audit/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type {
   DepositRecorder,
@@ -42,20 +43,23 @@ export class Simulator {
     this.deposits = payments.deposits;
   }
 
-  /** Runs `outcome` on a waiting test payment of `merchantId`; answers the Payment after it. */
+  /**
+   * Runs `outcome` on a waiting payment of the tenant, which is in test mode (the simulator is the test API's);
+   * answers the Payment after it. A coin it chooses first is the simulator's choice, not the actor's.
+   */
   async simulate(
-    merchantId: string,
+    tenant: Tenant,
     id: string,
     outcome: SimulateOutcome,
-    actor?: Actor,
+    actor: Actor,
     amount?: bigint,
     from?: string,
   ): Promise<Payment> {
-    const scope = { mode: 'test' as const, merchantId };
+    if (tenant.mode !== 'test') throw new Error(`payment ${id} of ${tenant.merchantId}: simulation is for test mode`);
     if (amount !== undefined && outcome !== 'paid' && outcome !== 'underpaid')
       throw invalid('amount is for the paid and underpaid outcomes only', 'amount');
     if (from !== undefined && outcome === 'expired') throw invalid('from is for outcomes that bring money', 'from');
-    const first = await this.engine.load(scope, id);
+    const first = await this.engine.load(tenant, id);
     if (!first) throw notFound('payment');
     assertWaiting(first);
     // A held payment is authorized (or expires); its money then comes only by captures.
@@ -68,9 +72,9 @@ export class Simulator {
       );
     const coin = outcome !== 'expired' && first.attempts.length === 0 ? this.defaultCoin(manual) : null;
     if (from !== undefined) this.assertAddress(coin?.chain ?? first.attempts[first.attempts.length - 1]!.chain, from);
-    if (coin) await this.payments.createAttempt(scope, id, { token: coin.id });
+    if (coin) await this.payments.createAttempt(tenant, id, { token: coin.id }, systemActor('simulator'));
     const sender = from ?? null;
-    const result = await this.engine.locked(scope, id, async (tx, l) => {
+    const result = await this.engine.locked(tenant, id, async (tx, l) => {
       assertWaiting(l);
       const applied =
         outcome === 'authorized'
@@ -80,15 +84,7 @@ export class Simulator {
             : await this.deposit(tx, l, outcome, sender, amount);
       if (!applied.events.includes(EXPECTED[outcome]))
         throw invalidState(`The ${outcome} outcome does not apply to this payment in its current state.`);
-      if (actor)
-        await this.engine.deps.audit.record(tx, {
-          merchantId,
-          mode: 'test',
-          actor,
-          action: 'payment.simulate',
-          target: { type: 'payment', id },
-          details: { outcome },
-        });
+      await this.engine.deps.audit.record(tx, tenant, actor, 'payment.simulate', { type: 'payment', id }, { outcome });
       return applied.payment;
     });
     if (!result) throw notFound('payment');

@@ -14,6 +14,7 @@
  * the calendar: a later subscriber gets the month in progress first, not months long past. A worker that was down
  * sends every month it missed, oldest first. Decisions: docs/statements.md (Emailed statements).
  */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { CoinNames } from '../../chains/names.ts';
@@ -77,7 +78,8 @@ export class StatementEmails {
   }
 
   /** The month whose statement goes out next for a merchant and mode, and when; null before anyone opted in. */
-  async next(merchantId: string, mode: Mode): Promise<{ month: string; dueAt: Date } | null> {
+  async next(tenant: Tenant): Promise<{ month: string; dueAt: Date } | null> {
+    const { mode, merchantId } = tenant;
     const row = await this.deps.db
       .selectFrom('statement_email_schedule')
       .select(['month', 'due_at'])
@@ -128,12 +130,9 @@ export class StatementEmails {
     actor: Actor,
     choice: 'subscribe' | 'unsubscribe',
   ): Promise<void> {
-    return this.deps.audit.record(tx, {
-      merchantId: user.merchant_id,
-      mode,
-      actor,
-      action: `statement_email.${choice}`,
-      target: { type: 'user', id: user.id },
+    return this.deps.audit.record(tx, { mode, merchantId: user.merchant_id }, actor, `statement_email.${choice}`, {
+      type: 'user',
+      id: user.id,
     });
   }
 
@@ -180,7 +179,7 @@ export class StatementEmails {
               )
             : [];
         if (recipients.length > 0) {
-          const mail = await this.compose(merchantId, mode, month);
+          const mail = await this.compose({ mode, merchantId }, month);
           for (const u of recipients) {
             await this.deps.email.enqueue(tx, {
               merchantId,
@@ -230,9 +229,10 @@ export class StatementEmails {
   }
 
   /** The mail of a month's statement: figures in the text, the PDF attached, a link to the dashboard page. */
-  private async compose(merchantId: string, mode: Mode, month: string) {
+  private async compose(tenant: Tenant, month: string) {
+    const { mode, merchantId } = tenant;
     const [statement, merchant] = await Promise.all([
-      this.deps.statements.get(mode, merchantId, month),
+      this.deps.statements.get(tenant, month),
       this.deps.merchants.get(merchantId),
     ]);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is taken out of the name

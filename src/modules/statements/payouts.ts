@@ -4,7 +4,7 @@
  * reconciliation compares with the ledger. The disbursements module implements this and plugs it in with
  * `StatementService.usePayouts`; until then a merchant has no payouts.
  */
-import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 
 export interface SentPayout {
   id: string;
@@ -19,17 +19,12 @@ export interface SentPayout {
 
 export interface PayoutRecords {
   /** The merchant's payouts sent in [from, to), oldest first. */
-  sent(mode: Mode, merchantId: string, from: Date, to: Date): Promise<SentPayout[]>;
+  sent(tenant: Tenant, from: Date, to: Date): Promise<SentPayout[]>;
   /**
    * US cents of the merchant's payouts released in [from, to) (taken from the balance), and of payouts that failed
    * for good in [from, to) after their release (given back).
    */
-  totals(
-    mode: Mode,
-    merchantId: string,
-    from: Date,
-    to: Date,
-  ): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }>;
+  totals(tenant: Tenant, from: Date, to: Date): Promise<{ releasedUsdCents: bigint; failedUsdCents: bigint }>;
 }
 
 export const NO_PAYOUTS: PayoutRecords = {
@@ -44,7 +39,7 @@ export const NO_PAYOUTS: PayoutRecords = {
  */
 export interface CaptureRecords {
   /** US cents of the merchant's captures settled in [from, to). */
-  capturedCents(mode: Mode, merchantId: string, from: Date, to: Date): Promise<bigint>;
+  capturedCents(tenant: Tenant, from: Date, to: Date): Promise<bigint>;
 }
 
 export const NO_CAPTURES: CaptureRecords = { capturedCents: async () => 0n };

@@ -5,6 +5,7 @@
  * event log, sent refunds, payouts) and compares it with the ledger's movement of the balance. How each figure is
  * computed, with a worked example: docs/statements.md.
  */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -106,12 +107,13 @@ export class StatementService {
   }
 
   /** When the merchant's first posting in the mode was made (the first month with a statement to show), or null. */
-  firstPosting(mode: Mode, merchantId: string): Promise<Date | null> {
-    return firstPosting(this.deps.db, mode, merchantId);
+  firstPosting(tenant: Tenant): Promise<Date | null> {
+    return firstPosting(this.deps.db, tenant);
   }
 
   /** The statement of `month` for a merchant; the month in progress runs to now, a month in the future is 400. */
-  async get(mode: Mode, merchantId: string, month: string): Promise<Statement> {
+  async get(tenant: Tenant, month: string): Promise<Statement> {
+    const { mode, merchantId } = tenant;
     const { from, end } = monthRange(month);
     const now = this.deps.clock.now();
     if (from > now) throw invalid(`month ${month} has not begun`, 'month');
@@ -122,11 +124,11 @@ export class StatementService {
     const merchant = accounts.merchant(mode, merchantId);
 
     const [groups, openingDebit, held, operational, payoutItems] = await Promise.all([
-      postingGroups(this.deps.db, mode, merchantId, from, until),
+      postingGroups(this.deps.db, tenant, from, until),
       balanceBefore(this.deps.db, merchant, USD, from, now),
-      heldAt(this.deps.db, mode, merchantId, until),
-      this.operational(mode, merchantId, from, until),
-      this.payoutRecords.sent(mode, merchantId, from, until),
+      heldAt(this.deps.db, tenant, until),
+      this.operational(tenant, from, until),
+      this.payoutRecords.sent(tenant, from, until),
     ]);
 
     const pick = (kinds: readonly string[], account: string, currency = USD) =>
@@ -252,11 +254,11 @@ export class StatementService {
    * paid, and what payouts took from the balance.
    */
   private async operational(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     from: Date,
     to: Date,
   ): Promise<{ credited: bigint; reversed: bigint; payoutsTaken: bigint }> {
+    const { mode, merchantId } = tenant;
     const [events, refunds, payouts, captured] = await Promise.all([
       // A held payment (capture_method manual) is credited by its captures, counted below, not by its payment.paid.
       sql<{ type: string; sum: string }>`
@@ -270,8 +272,8 @@ export class StatementService {
         FROM refunds r JOIN payments p ON p.id = r.payment_id
         WHERE r.merchant_id = ${merchantId} AND r.mode = ${mode} AND r.status = 'sent' AND p.paid_at IS NOT NULL
           AND r.settled_at >= ${from} AND r.settled_at < ${to}`.execute(this.deps.db),
-      this.payoutRecords.totals(mode, merchantId, from, to),
-      this.captureRecords.capturedCents(mode, merchantId, from, to),
+      this.payoutRecords.totals(tenant, from, to),
+      this.captureRecords.capturedCents(tenant, from, to),
     ]);
     const of = (type: string) => BigInt(events.rows.find((r) => r.type === type)?.sum ?? 0);
     return {

@@ -30,6 +30,7 @@ import type { ChargeCheck, ChargeScheme, ChargeState, StoredGrant } from '../../
 import type { ChainRegistry } from '../../chains/registry.ts';
 import type { TokenConfig } from '../../chains/types.ts';
 import { MINUTE } from '../../core/clock.ts';
+import { tenantOf } from '../../core/tenant.ts';
 import { newId } from '../../core/ids.ts';
 import { WorkNotifier } from '../../core/wakers.ts';
 import { afterCommit, withTx, type Tx } from '../../db/index.ts';
@@ -163,7 +164,7 @@ export class Charging extends WorkNotifier {
   /** A scheduled charge: checked, then submitted (true), or ended or put off (false). */
   private async submit(charge: ChargeRow): Promise<boolean> {
     const db = this.deps.db;
-    const tenant = { mode: charge.mode, merchantId: charge.merchant_id };
+    const tenant = tenantOf(charge);
     const sub = (await loadSubscription(db, tenant, charge.subscription_id))!;
     const grant = (await grantById(db, charge.grant_id))!;
     const now = clockOf(sub, this.deps.clock.now());
@@ -244,7 +245,7 @@ export class Charging extends WorkNotifier {
       if ((await cancelScheduled(tx, { chargeId: charge.id }, why.message, wall)) === 0) return;
       const events: SubscriptionEventType[] = [];
       if (why.grantEnds && (await this.endGrant(tx, grant, why.grantEnds))) events.push('subscription.grant_ended');
-      const row = (await loadSubscription(tx, { mode: sub.mode, merchantId: sub.merchant_id }, sub.id, true))!;
+      const row = (await loadSubscription(tx, tenantOf(sub), sub.id, true))!;
       if (why.mailInvoice && charge.attempt === 1) await this.mailInvoice(tx, row, charge.period);
       if (events.length > 0) await this.publish(tx, row, events);
     });
@@ -268,11 +269,7 @@ export class Charging extends WorkNotifier {
       state = await scheme.chargeState(stored, charge.id, amount);
     }
     if (state.status === 'pending') {
-      const sub = (await loadSubscription(
-        this.deps.db,
-        { mode: charge.mode, merchantId: charge.merchant_id },
-        charge.subscription_id,
-      ))!;
+      const sub = (await loadSubscription(this.deps.db, tenantOf(charge), charge.subscription_id))!;
       await chargeLater(
         this.deps.db,
         charge.id,
@@ -301,7 +298,7 @@ export class Charging extends WorkNotifier {
     grant: GrantRow,
     state: ChargeState & { status: 'succeeded' },
   ): Promise<void> {
-    const tenant = { mode: charge.mode, merchantId: charge.merchant_id };
+    const tenant = tenantOf(charge);
     const receiver = await receiverOf(this.deps.db, tenant, grant.chain);
     if (!receiver || receiver.address.toLowerCase() !== grant.receiver.toLowerCase())
       throw new Error(`grant ${grant.id} pays ${grant.receiver}, not the merchant's receiver on ${grant.chain}`);
@@ -400,7 +397,7 @@ export class Charging extends WorkNotifier {
     message: string,
     txHash: string | null,
   ): Promise<void> {
-    const tenant = { mode: charge.mode, merchantId: charge.merchant_id };
+    const tenant = tenantOf(charge);
     await withTx(this.deps.db, async (tx) => {
       const wall = this.deps.clock.now();
       if (!(await markFailed(tx, charge.id, from, reason, message, txHash, wall))) return;
@@ -536,7 +533,7 @@ export class Charging extends WorkNotifier {
 
   async publish(tx: Tx, row: SubscriptionRow, types: readonly SubscriptionEventType[]): Promise<void> {
     if (types.length === 0) return;
-    const fresh = (await loadSubscription(tx, { mode: row.mode, merchantId: row.merchant_id }, row.id))!;
+    const fresh = (await loadSubscription(tx, tenantOf(row), row.id))!;
     const [json] = await this.p.present(tx, [fresh]);
     await this.p.publish(tx, fresh, json!, types);
   }

@@ -9,12 +9,18 @@
  * fresh one.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Actor } from '../audit/index.ts';
 import { DAY_MS } from './calendar.ts';
 
 export const LINK_MIN_LIFETIME_MS = 30 * DAY_MS;
 export const LINK_AFTER_NEXT_DUE_MS = 7 * DAY_MS;
 
 const TOKEN = /^(sub_[0-9A-Z]{26})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+
+/** The customer acting through their emailed link (cancelling, granting, revoking): in the merchant's audit log. */
+export function customerActor(ip: string | null): Actor {
+  return { type: 'anonymous', id: null, label: 'customer (emailed link)', ip };
+}
 
 export type LinkCheck =
   | { ok: true; subscriptionId: string; expiresAt: Date }

@@ -17,6 +17,7 @@ import type { ChargeKind, ChargeScheme, GrantTerms, SigningRequest } from '../..
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { dueAt, shortestPeriodSeconds } from './calendar.ts';
@@ -33,7 +34,6 @@ import {
   setGrantStatus,
   chargesOf,
   type GrantRow,
-  type Tenant,
 } from './store/charges.ts';
 import type { Charging, ChargingDeps } from './charging.ts';
 import type { LinkCheck } from './customer-link.ts';
@@ -154,7 +154,7 @@ export class Grants {
   }
 
   /** The merchant's receiving address for charges on `chain`, allotted on first use. */
-  async receiver(t: Tenant, kind: ChargeKind, scheme: ChargeScheme | null): Promise<string> {
+  private async receiver(t: Tenant, kind: ChargeKind, scheme: ChargeScheme | null): Promise<string> {
     const known = await receiverOf(this.deps.db, t, kind.chain);
     if (known) return known.address;
     const index = await this.deps.payments.nextAddressIndex();
@@ -188,7 +188,7 @@ export class Grants {
       chain: kind.chain,
       token: kind.token,
       payer,
-      receiver: await this.receiver({ mode: sub.mode, merchantId: sub.merchant_id }, kind, scheme),
+      receiver: await this.receiver(tenantOf(sub), kind, scheme),
       amountPerPeriod: amount,
       periodSeconds: shortestPeriodSeconds(sub.interval, sub.interval_count),
       start: Math.floor(startAt.getTime() / 1000),
@@ -246,9 +246,9 @@ export class Grants {
   /**
    * A signed grant from the page: the terms compared with Kasse's field by field, the signatures checked and the
    * relay simulated by the family, then the grant and its relay recorded together and the relay sent. Refused with
-   * the Error body, recording nothing, when any of it fails.
+   * the Error body, recording nothing, when any of it fails. `actor` is the customer on their link (customerActor).
    */
-  async submit(check: LinkCheck, body: GrantBody, ip: string | null): Promise<Subscription> {
+  async submit(check: LinkCheck, body: GrantBody, actor: Actor): Promise<Subscription> {
     const sub = await this.grantable(check);
     const { kind, scheme } = this.kind(sub.mode, body.network);
     this.assertAddress(sub.mode, kind.chain, body.payer, 'payer');
@@ -277,10 +277,10 @@ export class Grants {
           throw invalidState('Automatic payment is already set up (or being set up) for this subscription.');
         await insertGrant(tx, this.row(row, terms, kind, checked.key, checked.data, 'pending', id, now));
         await scheme.recordGrant(tx, terms, checked, id);
-        await this.deps.audit.record(tx, {
-          ...auditOf(row, customer(ip)),
-          action: 'subscription.grant',
-          details: { network: kind.chain, payer: terms.payer, grant: id },
+        await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.grant', targetOf(row), {
+          network: kind.chain,
+          payer: terms.payer,
+          grant: id,
         });
       });
     } catch (err) {
@@ -307,7 +307,7 @@ export class Grants {
    * The payer revokes on the page: Kasse stops charging at once (the grant is `revoked`, its scheduled charges
    * cancelled, `subscription.grant_ended`) and relays the signed revoke, so the chain refuses any charge too.
    */
-  async revoke(check: LinkCheck, signed: Record<string, unknown>, ip: string | null): Promise<Subscription> {
+  async revoke(check: LinkCheck, signed: Record<string, unknown>, actor: Actor): Promise<Subscription> {
     const { sub, grant } = await this.activeGrant(check);
     const scheme = this.charging.schemeOf(grant);
     const stored = this.charging.stored(grant);
@@ -318,10 +318,8 @@ export class Grants {
       if (!(await this.charging.endGrant(tx, grant, 'revoked'))) throw invalidState('This grant has ended already.');
       await setGrantStatus(tx, grant.id, ['revoked'], 'revoked', this.deps.clock.now(), { revokeTransfer: transfer });
       await scheme?.recordRevoke(tx, stored, checked, transfer);
-      await this.deps.audit.record(tx, {
-        ...auditOf(row, customer(ip)),
-        action: 'subscription.revoke',
-        details: { grant: grant.id },
+      await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.revoke', targetOf(row), {
+        grant: grant.id,
       });
       await this.charging.publish(tx, row, ['subscription.grant_ended']);
     });
@@ -356,12 +354,7 @@ export class Grants {
           continue;
         }
         await withTx(this.deps.db, async (tx) => {
-          const row = (await loadSubscription(
-            tx,
-            { mode: g.mode, merchantId: g.merchant_id },
-            g.subscription_id,
-            true,
-          ))!;
+          const row = (await loadSubscription(tx, tenantOf(g), g.subscription_id, true))!;
           if (state.status === 'failed') {
             await setGrantStatus(tx, g.id, ['pending'], 'failed', this.deps.clock.now(), { error: state.message });
             return;
@@ -414,8 +407,8 @@ export class Grants {
    * the grant in force; `insufficient_funds` empties the simulated wallet, so charges fail until it is granted again.
    * The due, unpaid period is charged at once after a grant; later periods as the test clock's advance reaches them.
    */
-  async simulate(merchantId: string, id: string, outcome: SimulateGrantOutcome, actor: Actor): Promise<Subscription> {
-    const t: Tenant = { mode: 'test', merchantId };
+  async simulate(t: Tenant, id: string, outcome: SimulateGrantOutcome, actor: Actor): Promise<Subscription> {
+    if (t.mode !== 'test') throw new Error(`subscription ${id} of ${t.merchantId}: simulate is for test mode`);
     const first = await loadSubscription(this.deps.db, t, id);
     if (!first) throw notFound('subscription');
     if (first.status === 'cancelled') throw invalidState('This subscription is cancelled.');
@@ -452,11 +445,7 @@ export class Grants {
           await setFunded(tx, active.id, false, wall);
         }
       }
-      await this.deps.audit.record(tx, {
-        ...auditOf(row, actor),
-        action: 'subscription.simulate',
-        details: { outcome },
-      });
+      await this.deps.audit.record(tx, t, actor, 'subscription.simulate', targetOf(row), { outcome });
     });
     await this.charging.runDue(id);
     return (await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, t, id))!]))[0]!;
@@ -498,10 +487,8 @@ export class Grants {
             this.p.mail(row, MAIL_KINDS.invoice, first.payment_id, `subscription:${id}:period:${c.period}:1`),
           );
       }
-      await this.deps.audit.record(tx, {
-        ...auditOf(row, actor),
-        action: 'subscription.collection',
-        details: { collection: 'send_invoice' },
+      await this.deps.audit.record(tx, t, actor, 'subscription.collection', targetOf(row), {
+        collection: 'send_invoice',
       });
     });
     return (await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, t, id))!]))[0]!;
@@ -564,11 +551,4 @@ function termsBody(t: GrantTerms): TermsBody {
   };
 }
 
-const tenantOf = (s: SubscriptionRow): Tenant => ({ mode: s.mode, merchantId: s.merchant_id });
-const customer = (ip: string | null): Actor => ({ type: 'anonymous', id: null, label: 'customer (emailed link)', ip });
-const auditOf = (row: SubscriptionRow, actor: Actor) => ({
-  merchantId: row.merchant_id,
-  mode: row.mode,
-  actor,
-  target: { type: 'subscription', id: row.id },
-});
+const targetOf = (row: SubscriptionRow) => ({ type: 'subscription', id: row.id });

@@ -5,7 +5,7 @@
  * under them (grants.ts, charging.ts, docs/subscriptions.md "Charged automatically").
  */
 export { INTERVALS } from './calendar.ts';
-export { CustomerLinks, type LinkCheck } from './customer-link.ts';
+export { CustomerLinks, customerActor, type LinkCheck } from './customer-link.ts';
 export type { ChargingDeps } from './charging.ts';
 export type { GrantBody, GrantPreview } from './grants.ts';
 export { every } from './mail.ts';

@@ -14,11 +14,12 @@
  * are withdrawn (cancelled) after the cancellation committed, one transaction each.
  */
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { MINUTE } from '../../core/clock.ts';
 import { ApiError, invalidState, notFound } from '../../core/errors.ts';
 import { withTx, type Tx } from '../../db/index.ts';
 import type { MailReference } from '../email/index.ts';
-import type { Actor } from '../audit/index.ts';
+import { systemActor, type Actor } from '../audit/index.ts';
 import type { IssuedPaymentInput, Payment, PaymentSummary } from '../payments/index.ts';
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
@@ -394,7 +395,7 @@ export class SubscriptionScheduler {
     for (const i of open) {
       if (summaries.get(i.payment_id)?.status !== 'waiting') continue;
       try {
-        await this.deps.payments.cancel({ mode: row.mode, merchantId: row.merchant_id }, i.payment_id);
+        await this.deps.payments.cancel(tenantOf(row), i.payment_id, systemActor('subscription cancelled'));
         n++;
       } catch (err) {
         // Money was seen (or it ended) since it was read: it is no longer ours to cancel.
@@ -414,15 +415,15 @@ export class SubscriptionScheduler {
    * invoice (and charge) of that next period. The mail and webhooks are the real ones. 422 `invalid_state` for a
    * cancelled subscription.
    */
-  async advance(merchantId: string, id: string, actor?: Actor): Promise<Subscription> {
-    const scope = { mode: 'test' as const, merchantId };
-    const first = await loadSubscription(this.deps.db, scope, id);
+  async advance(tenant: Tenant, id: string, actor: Actor): Promise<Subscription> {
+    if (tenant.mode !== 'test') throw new Error(`subscription ${id} of ${tenant.merchantId}: advance is for test mode`);
+    const first = await loadSubscription(this.deps.db, tenant, id);
     if (!first) throw notFound('subscription');
     if (first.status === 'cancelled')
       throw invalidState('This subscription is cancelled; there is nothing to advance to.');
     const target = first.next_due_at;
     for (let i = 0; i < ADVANCE_MAX_STEPS; i++) {
-      const row = (await loadSubscription(this.deps.db, scope, id))!;
+      const row = (await loadSubscription(this.deps.db, tenant, id))!;
       if (row.status === 'cancelled') break;
       const open = await openInvoicesOf(this.deps.db, [id]);
       let at = row.next_due_at;
@@ -440,35 +441,35 @@ export class SubscriptionScheduler {
       for (const o of due) {
         if (states.get(o.payment_id)?.status !== 'waiting') continue;
         try {
-          await this.deps.simulator.simulate(merchantId, o.payment_id, 'expired');
+          await this.deps.simulator.simulate(tenant, o.payment_id, 'expired', systemActor('subscription advanced'));
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'invalid_state')) throw err;
         }
       }
       await withTx(this.deps.db, async (tx) => {
-        const locked = (await loadSubscription(tx, scope, id, true))!;
+        const locked = (await loadSubscription(tx, tenant, id, true))!;
         const wall = this.deps.clock.now();
         const offset = BigInt(Math.max(Number(locked.clock_offset_ms), at.getTime() - wall.getTime()));
         await setClockOffset(tx, id, offset);
         await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
-        if (i === 0 && actor) {
+        if (i === 0) {
           const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };
-          await this.deps.audit.record(tx, {
-            merchantId,
-            mode: 'test',
+          await this.deps.audit.record(
+            tx,
+            tenant,
             actor,
-            action: 'subscription.advance',
-            target: { type: 'subscription', id },
+            'subscription.advance',
+            { type: 'subscription', id },
             details,
-          });
+          );
         }
       });
       // The charges due by then, on the simulator settled at once (a chain's take their blocks).
       await this.charging.runDue(id);
     }
-    const after = (await loadSubscription(this.deps.db, scope, id))!;
+    const after = (await loadSubscription(this.deps.db, tenant, id))!;
     if (after.status === 'cancelled' && after.run_at !== null) await this.withdraw(after);
-    const [json] = await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, scope, id))!]);
+    const [json] = await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, tenant, id))!]);
     return json!;
   }
 }

@@ -11,6 +11,7 @@
  * simulated; charging.ts: the charges, through the families' recurring-charge schemes).
  */
 import type { Mode } from '../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { pageOf } from '../../core/cursor.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
@@ -21,7 +22,7 @@ import { assertHttpUrl } from '../../core/urls.ts';
 import { localeParam } from '../../core/i18n/index.ts';
 import type { PaymentChange } from '../payments/index.ts';
 import type { Interval } from './calendar.ts';
-import type { LinkCheck } from './customer-link.ts';
+import { customerActor, type LinkCheck } from './customer-link.ts';
 import { subscriptionMailComposer } from './composer.ts';
 import { MAIL_KINDS } from './mail.ts';
 import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type SubscriptionStatus } from './model.ts';
@@ -50,7 +51,6 @@ import {
   setInvoicePaid,
   setRunAt,
   type SubscriptionRow,
-  type SubscriptionScope,
 } from './store/subscriptions.ts';
 import { WorkNotifier } from '../../core/wakers.ts';
 
@@ -127,12 +127,12 @@ export class SubscriptionService extends WorkNotifier {
    * transaction, so the answer already carries its payment.
    */
   async create(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     input: CreateSubscriptionInput,
-    idempotencyKey?: string,
-    actor?: Actor,
+    idempotencyKey: string | undefined,
+    actor: Actor,
   ): Promise<{ status: number; subscription: Subscription }> {
+    const { mode, merchantId } = tenant;
     const key = validateKey(idempotencyKey);
     const now = this.deps.clock.now();
     if (input.success_url !== undefined) assertHttpUrl(input.success_url, 'success_url', mode === 'live');
@@ -149,8 +149,8 @@ export class SubscriptionService extends WorkNotifier {
         throw invalid('start_at must be within 5 years from now', 'start_at');
       if (start < now) start = now;
     }
-    const scope = { merchantId, mode, key, hash: requestHash('POST', '/v1/subscriptions', input) };
-    const result = await idempotent(this.deps.db, scope, 201, async (tx) => {
+    const request = { key, hash: requestHash('POST', '/v1/subscriptions', input) };
+    const result = await idempotent(this.deps.db, tenant, request, 201, async (tx) => {
       const row = await insertSubscription(tx, {
         id: newId('sub'),
         merchant_id: merchantId,
@@ -173,37 +173,32 @@ export class SubscriptionService extends WorkNotifier {
         created_at: now,
         updated_at: now,
       });
-      if (actor) {
-        await this.deps.audit.record(tx, {
-          merchantId,
-          mode,
-          actor,
-          action: 'subscription.create',
-          target: { type: 'subscription', id: row.id },
-          details: { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
-        });
-      }
+      await this.deps.audit.record(
+        tx,
+        tenant,
+        actor,
+        'subscription.create',
+        { type: 'subscription', id: row.id },
+        { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
+      );
       const [created] = await this.p.present(tx, [row]);
       await this.p.publish(tx, row, created!, ['subscription.created']);
       if (start.getTime() <= now.getTime()) await this.scheduler.apply(tx, [row], now);
-      return (await this.p.present(tx, [(await loadSubscription(tx, { mode, merchantId }, row.id))!]))[0]!;
+      return (await this.p.present(tx, [(await loadSubscription(tx, tenant, row.id))!]))[0]!;
     });
     return { status: result.status, subscription: result.body };
   }
 
-  async get(scope: SubscriptionScope, id: string): Promise<Subscription> {
-    const row = await loadSubscription(this.deps.db, scope, id);
+  async get(tenant: Tenant, id: string): Promise<Subscription> {
+    const row = await loadSubscription(this.deps.db, tenant, id);
     if (!row) throw notFound('subscription');
     return (await this.p.present(this.deps.db, [row]))[0]!;
   }
 
   /** Newest first, filtered by status and customer email (any case); `next_cursor` is opaque, null on the last page. */
-  async list(
-    scope: SubscriptionScope,
-    q: ListSubscriptionsQuery,
-  ): Promise<{ data: Subscription[]; next_cursor: string | null }> {
+  async list(tenant: Tenant, q: ListSubscriptionsQuery): Promise<{ data: Subscription[]; next_cursor: string | null }> {
     const limit = q.limit ?? LIST_LIMIT_DEFAULT;
-    const rows = await listSubscriptionRows(this.deps.db, scope, q, limit);
+    const rows = await listSubscriptionRows(this.deps.db, tenant, q, limit);
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.id);
     return {
       data: await this.p.present(this.deps.db, page),
@@ -216,27 +211,19 @@ export class SubscriptionService extends WorkNotifier {
    * customer is told by email. 422 `invalid_state` when it is already cancelled.
    */
   async cancel(
-    scope: SubscriptionScope,
+    tenant: Tenant,
     id: string,
-    actor?: Actor,
+    actor: Actor,
     reason: CancellationReason = 'merchant',
   ): Promise<Subscription> {
     const row = await withTx(this.deps.db, async (tx) => {
-      const locked = await loadSubscription(tx, scope, id, true);
+      const locked = await loadSubscription(tx, tenant, id, true);
       if (!locked) throw notFound('subscription');
       if (locked.status === 'cancelled') throw invalidState('This subscription is already cancelled.');
       const wall = this.deps.clock.now();
       const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
       await cancelScheduled(tx, { subscriptionId: id }, 'The subscription is cancelled.', wall);
-      if (actor)
-        await this.deps.audit.record(tx, {
-          merchantId: scope.merchantId,
-          mode: scope.mode,
-          actor,
-          action: 'subscription.cancel',
-          target: { type: 'subscription', id },
-          details: { reason },
-        });
+      await this.deps.audit.record(tx, tenant, actor, 'subscription.cancel', { type: 'subscription', id }, { reason });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
       await this.deps.email.enqueue(
@@ -254,7 +241,7 @@ export class SubscriptionService extends WorkNotifier {
         'withdrawing the payments of a cancelled subscription failed; a worker will retry',
       );
     }
-    return this.get(scope, id);
+    return this.get(tenant, id);
   }
 
   // ---- The customer's signed link ----
@@ -279,8 +266,7 @@ export class SubscriptionService extends WorkNotifier {
     if (!check.ok) throw notFound('subscription');
     const row = await findSubscription(this.deps.db, check.subscriptionId);
     if (!row) throw notFound('subscription');
-    const actor: Actor = { type: 'anonymous', id: null, label: 'customer (emailed link)', ip };
-    return this.cancel({ mode: row.mode, merchantId: row.merchant_id }, row.id, actor, 'customer');
+    return this.cancel(tenantOf(row), row.id, customerActor(ip), 'customer');
   }
 
   // ---- The payments hook ----

@@ -1,5 +1,5 @@
-/** How the users module's services write their audit entries: account-wide (no mode), the user as actor. */
-import type { Actor, AuditEntry } from '../audit/index.ts';
+/** How the users module's services name their audit rows' actor and object: the user acting, the user acted on. */
+import type { Actor, AuditTarget } from '../audit/index.ts';
 import type { UserRow } from './records.ts';
 
 /** A user acting on their own account: their id, their email as the label, and the client's address. */
@@ -7,19 +7,7 @@ export function userActor(user: Pick<UserRow, 'id' | 'email'>, ip: string | null
   return { type: 'user', id: user.id, label: user.email, ip };
 }
 
-/** An audit entry of the account (no mode: users, sign-ins and team changes belong to both), about user `target`. */
-export function accountEntry(
-  merchantId: string | null,
-  actor: Actor,
-  action: string,
-  o: { target?: string; details?: Record<string, unknown> } = {},
-): AuditEntry {
-  return {
-    merchantId,
-    mode: null,
-    actor,
-    action,
-    target: o.target ? { type: 'user', id: o.target } : null,
-    details: o.details,
-  };
+/** User `id` as the object of an audit row (rows of the users module are account-wide: `{ merchantId }`). */
+export function userTarget(id: string): AuditTarget {
+  return { type: 'user', id };
 }

@@ -9,7 +9,7 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { renderEmail } from '../email/index.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
-import { accountEntry, userActor } from './entries.ts';
+import { userActor, userTarget } from './entries.ts';
 import {
   EMAIL,
   newToken,
@@ -110,9 +110,10 @@ export class OneTimeLinks extends SigninService {
       const actor = userActor(user, meta.ip);
       await this.deps.audit.record(
         tx,
-        accountEntry(user.merchant_id, actor, purpose === 'setup' ? 'user.setup' : 'user.password_reset', {
-          target: user.id,
-        }),
+        { merchantId: user.merchant_id },
+        actor,
+        purpose === 'setup' ? 'user.setup' : 'user.password_reset',
+        userTarget(user.id),
       );
       const stage = stageAfterPassword(user);
       const session = await this.sessions.start(tx, user, meta, stage);
@@ -161,12 +162,10 @@ export class OneTimeLinks extends SigninService {
       });
       await this.deps.audit.record(
         tx,
-        accountEntry(
-          user.merchant_id,
-          { type: 'anonymous', id: null, label: normal, ip: meta.ip },
-          'user.password_reset_request',
-          { target: user.id },
-        ),
+        { merchantId: user.merchant_id },
+        { type: 'anonymous', id: null, label: normal, ip: meta.ip },
+        'user.password_reset_request',
+        userTarget(user.id),
       );
     });
   }
@@ -177,7 +176,7 @@ export class OneTimeLinks extends SigninService {
       const user = await userByEmail(tx, email).forUpdate().executeTakeFirst();
       if (!user) throw notFound('user');
       const link = await this.issueToken(tx, user.id, user.password_hash === null ? 'setup' : 'reset', SETUP_LINK_MS);
-      await this.deps.audit.record(tx, accountEntry(user.merchant_id, actor, 'user.setup_link', { target: user.id }));
+      await this.deps.audit.record(tx, { merchantId: user.merchant_id }, actor, 'user.setup_link', userTarget(user.id));
       return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
     });
   }

@@ -16,7 +16,7 @@ import {
   totpStep,
   totpUri,
 } from './credentials.ts';
-import { accountEntry, userActor } from './entries.ts';
+import { userActor, userTarget } from './entries.ts';
 import {
   normalEmail,
   toUserRecord,
@@ -106,12 +106,10 @@ export class SecondFactor extends SigninService {
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(
-        this.deps.db,
-        accountEntry(user.merchant_id, actor, failAction, {
-          details: { reason: 'throttled', ...(purpose ? { purpose } : {}) },
-        }),
-      );
+      await this.deps.audit.record(this.deps.db, { merchantId: user.merchant_id }, actor, failAction, null, {
+        reason: 'throttled',
+        ...(purpose ? { purpose } : {}),
+      });
       throw err;
     }
     const fresh = await this.deps.db
@@ -145,12 +143,10 @@ export class SecondFactor extends SigninService {
     }
     if (!ok) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(
-        this.deps.db,
-        accountEntry(user.merchant_id, actor, failAction, {
-          details: { reason: 'code', ...(purpose ? { purpose } : {}) },
-        }),
-      );
+      await this.deps.audit.record(this.deps.db, { merchantId: user.merchant_id }, actor, failAction, null, {
+        reason: 'code',
+        ...(purpose ? { purpose } : {}),
+      });
       throw invalid('That code is not valid. Enter the current 6-digit code, or one of your recovery codes.', 'code');
     }
     await this.throttle.clear(keys.map((k) => k.key));
@@ -208,7 +204,10 @@ export class SecondFactor extends SigninService {
       const actor = userActor(user, meta.ip);
       await this.deps.audit.record(
         tx,
-        accountEntry(user.merchant_id, actor, 'user.second_factor_enrol', { target: user.id }),
+        { merchantId: user.merchant_id },
+        actor,
+        'user.second_factor_enrol',
+        userTarget(user.id),
       );
       if (wasEnrolStage) await this.sessions.signedIn(tx, user, meta, 'password');
     });
@@ -223,7 +222,10 @@ export class SecondFactor extends SigninService {
       await this.replaceRecoveryCodes(tx, user.id, codes);
       await this.deps.audit.record(
         tx,
-        accountEntry(user.merchant_id, userActor(user, meta.ip), 'user.recovery_codes', { target: user.id }),
+        { merchantId: user.merchant_id },
+        userActor(user, meta.ip),
+        'user.recovery_codes',
+        userTarget(user.id),
       );
     });
     return codes;
@@ -252,7 +254,10 @@ export class SecondFactor extends SigninService {
       await this.sessions.revokeAll(tx, user.id);
       await this.deps.audit.record(
         tx,
-        accountEntry(user.merchant_id, actor, 'user.second_factor_reset', { target: user.id }),
+        { merchantId: user.merchant_id },
+        actor,
+        'user.second_factor_reset',
+        userTarget(user.id),
       );
       return toUserRecord(user);
     });

@@ -4,7 +4,7 @@
  */
 import { HOUR, MINUTE } from '../../core/clock.ts';
 import { withTx, type Tx } from '../../db/index.ts';
-import { accountEntry, userActor } from './entries.ts';
+import { userActor } from './entries.ts';
 import {
   sha256,
   newToken,
@@ -120,7 +120,7 @@ export class Sessions {
   async signOut(session: SessionRow, user: UserRow, meta: ClientMeta): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
       await tx.updateTable('sessions').set({ revoked_at: this.now() }).where('id', '=', session.id).execute();
-      await this.deps.audit.record(tx, accountEntry(user.merchant_id, userActor(user, meta.ip), 'signout'));
+      await this.deps.audit.record(tx, { merchantId: user.merchant_id }, userActor(user, meta.ip), 'signout');
     });
   }
 
@@ -129,7 +129,13 @@ export class Sessions {
     await tx.updateTable('users').set({ last_signin_at: this.now() }).where('id', '=', user.id).execute();
     await this.deps.audit.record(
       tx,
-      accountEntry(user.merchant_id, userActor(user, meta.ip), 'signin.succeeded', { details: { method } }),
+      { merchantId: user.merchant_id },
+      userActor(user, meta.ip),
+      'signin.succeeded',
+      null,
+      {
+        method,
+      },
     );
   }
 

@@ -8,7 +8,7 @@ import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
-import { accountEntry, userActor } from './entries.ts';
+import { userActor, userTarget } from './entries.ts';
 import {
   normalEmail,
   userByEmail,
@@ -58,22 +58,18 @@ export class SignIn extends SigninService {
       label: normal.slice(0, 254),
       ip: meta.ip,
     };
+    // An email no account has is recorded with no merchant.
+    const account = user ? { merchantId: user.merchant_id } : null;
     try {
       await this.throttle.check(keys);
     } catch (err) {
-      await this.deps.audit.record(
-        this.deps.db,
-        accountEntry(user?.merchant_id ?? null, actor, 'signin.failed', { details: { reason: 'throttled' } }),
-      );
+      await this.deps.audit.record(this.deps.db, account, actor, 'signin.failed', null, { reason: 'throttled' });
       throw err;
     }
     const ok = await verifyPassword(user?.password_hash ?? null, password);
     if (!ok || !user) {
       await this.throttle.fail(keys);
-      await this.deps.audit.record(
-        this.deps.db,
-        accountEntry(user?.merchant_id ?? null, actor, 'signin.failed', { details: { reason: 'password' } }),
-      );
+      await this.deps.audit.record(this.deps.db, account, actor, 'signin.failed', null, { reason: 'password' });
       throw invalid('That email and password do not match an account.', 'password');
     }
     await this.throttle.clear([accountKey.key]);
@@ -110,7 +106,10 @@ export class SignIn extends SigninService {
       await this.sessions.revokeAll(tx, user.id);
       await this.deps.audit.record(
         tx,
-        accountEntry(user.merchant_id, userActor(user, meta.ip), 'user.password_change', { target: user.id }),
+        { merchantId: user.merchant_id },
+        userActor(user, meta.ip),
+        'user.password_change',
+        userTarget(user.id),
       );
       const s = await this.sessions.start(tx, user, meta, 'full');
       await tx

@@ -13,7 +13,7 @@ import { renderEmail } from '../email/index.ts';
 import { approvalsRequired } from '../merchants/index.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
-import { accountEntry } from './entries.ts';
+import { userTarget } from './entries.ts';
 import { EMAIL, normalEmail, toUserRecord, type UserDeps, type UserRecord, type UserRow } from './records.ts';
 import type { Sessions } from './sessions.ts';
 
@@ -63,10 +63,11 @@ export class Team {
         if (input.invite) await this.sendInvite(tx, user, merchant.name, link.url, input.actor.label ?? null);
         await this.deps.audit.record(
           tx,
-          accountEntry(merchant.id, input.actor, input.invite ? 'user.invite' : 'user.create', {
-            target: user.id,
-            details: { email, role: user.role },
-          }),
+          { merchantId: merchant.id },
+          input.actor,
+          input.invite ? 'user.invite' : 'user.create',
+          userTarget(user.id),
+          { email, role: user.role },
         );
         return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
       });
@@ -84,10 +85,9 @@ export class Team {
       if (user.password_hash !== null) throw invalidState('This user has already set up their account.');
       const link = await this.links.issueToken(tx, user.id, 'setup');
       await this.sendInvite(tx, user, merchant.name, link.url, actor.label ?? null);
-      await this.deps.audit.record(
-        tx,
-        accountEntry(merchantId, actor, 'user.invite_resend', { target: user.id, details: { email: user.email } }),
-      );
+      await this.deps.audit.record(tx, { merchantId }, actor, 'user.invite_resend', userTarget(user.id), {
+        email: user.email,
+      });
     });
   }
 
@@ -134,13 +134,11 @@ export class Team {
         .where('id', '=', user.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      await this.deps.audit.record(
-        tx,
-        accountEntry(merchantId, actor, 'user.role_change', {
-          target: user.id,
-          details: { email: user.email, from: user.role, to: role },
-        }),
-      );
+      await this.deps.audit.record(tx, { merchantId }, actor, 'user.role_change', userTarget(user.id), {
+        email: user.email,
+        from: user.role,
+        to: role,
+      });
       return toUserRecord(updated);
     });
   }
@@ -158,13 +156,10 @@ export class Team {
         .where('used_at', 'is', null)
         .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(
-        tx,
-        accountEntry(merchantId, actor, 'user.remove', {
-          target: user.id,
-          details: { email: user.email, role: user.role },
-        }),
-      );
+      await this.deps.audit.record(tx, { merchantId }, actor, 'user.remove', userTarget(user.id), {
+        email: user.email,
+        role: user.role,
+      });
     });
   }
 

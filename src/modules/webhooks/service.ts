@@ -7,9 +7,9 @@
  * at commit, to every process) and an in-process after-commit nudge for transactions opened with `withTx`.
  * Tenant scoping: every read takes the merchant and the mode; another merchant's or the other mode's event is 404.
  */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
 import { ownedRow } from '../../db/owned.ts';
-import type { Mode } from '../../core/mode.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../core/clock.ts';
 import { decodeCursor, fetchPage } from '../../core/cursor.ts';
@@ -77,6 +77,8 @@ export interface WebhookServiceDeps {
   metrics: Metrics;
   config: Config;
   log: Logger;
+  /** Writes the audit row of a redelivery someone asked for. */
+  audit: AuditLog;
 }
 
 /** Leases outlast the request deadline by this much (time to record the result). */
@@ -92,12 +94,14 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
   readonly delivery: WebhookDelivery;
   private readonly db: Db;
   private readonly clock: Clock;
+  private readonly audit: AuditLog;
   private readonly client: MerchantHttpClient;
 
   constructor(deps: WebhookServiceDeps) {
     super();
     this.db = deps.db;
     this.clock = deps.clock;
+    this.audit = deps.audit;
     const { timeoutMs, concurrency } = deps.config.webhooks;
     this.client = new MerchantHttpClient({ timeoutMs, userAgent: USER_AGENT, connectionsPerOrigin: concurrency });
     this.delivery = new WebhookDelivery({
@@ -206,11 +210,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
   }
 
   /** Events newest first; `cursor` is the `next_cursor` of the previous page. */
-  async list(
-    merchantId: string,
-    mode: Mode,
-    opts: { type?: string; cursor?: string; limit?: number } = {},
-  ): Promise<EventPage> {
+  async list(tenant: Tenant, opts: { type?: string; cursor?: string; limit?: number } = {}): Promise<EventPage> {
+    const { mode, merchantId } = tenant;
     const limit = opts.limit ?? 20;
     let q = this.db
       .selectFrom('events')
@@ -227,8 +228,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
   }
 
   /** One event with every delivery made for it and each delivery's attempts. */
-  async get(merchantId: string, mode: Mode, id: string): Promise<EventWithDeliveries> {
-    const event = await this.findEvent(this.db, merchantId, mode, id);
+  async get(tenant: Tenant, id: string): Promise<EventWithDeliveries> {
+    const event = await this.findEvent(this.db, tenant, id);
     const deliveries = await this.db
       .selectFrom('webhook_deliveries')
       .selectAll()
@@ -275,7 +276,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
   }
 
   /** The events of one object (ordering key: a payment id), oldest first, each with its deliveries and attempts. */
-  async timeline(merchantId: string, mode: Mode, orderingKey: string, limit = 100): Promise<EventWithDeliveries[]> {
+  async timeline(tenant: Tenant, orderingKey: string, limit = 100): Promise<EventWithDeliveries[]> {
+    const { mode, merchantId } = tenant;
     const rows = await this.db
       .selectFrom('events')
       .select('id')
@@ -285,7 +287,7 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
       .orderBy('seq')
       .limit(limit)
       .execute();
-    return Promise.all(rows.map((r) => this.get(merchantId, mode, r.id)));
+    return Promise.all(rows.map((r) => this.get(tenant, r.id)));
   }
 
   /**
@@ -293,15 +295,11 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
    * default now). It runs the full retry schedule of its own; deliveries already made are kept.
    * 422 `invalid_state` when there is no destination.
    */
-  async redeliver(
-    merchantId: string,
-    mode: Mode,
-    id: string,
-    audited?: { audit: AuditLog; actor: Actor },
-  ): Promise<DeliveryObject> {
+  async redeliver(tenant: Tenant, id: string, actor: Actor): Promise<DeliveryObject> {
+    const { mode, merchantId } = tenant;
     return withTx(this.db, async (tx, onCommit) => {
-      const event = await this.findEvent(tx, merchantId, mode, id);
-      const url = event.destination ?? (await defaultWebhookUrl(tx, merchantId, mode));
+      const event = await this.findEvent(tx, tenant, id);
+      const url = event.destination ?? (await defaultWebhookUrl(tx, tenant));
       if (!url) throw invalidState(`No webhook URL is set for ${mode} mode, so the event cannot be sent.`);
       const now = this.clock.now();
       const row = await tx
@@ -321,15 +319,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
         .executeTakeFirstOrThrow();
       await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(tx);
       onCommit(() => this.nudge());
-      if (audited)
-        await audited.audit.record(tx, {
-          merchantId,
-          mode,
-          actor: audited.actor,
-          action: 'event.redeliver',
-          target: { type: 'event', id },
-          details: { delivery_id: row.id, url },
-        });
+      const details = { delivery_id: row.id, url };
+      await this.audit.record(tx, tenant, actor, 'event.redeliver', { type: 'event', id }, details);
       return {
         id: row.id,
         url: row.url,
@@ -359,8 +350,8 @@ export class WebhookService extends WorkNotifier implements EventPublisher {
     this.client.close();
   }
 
-  private findEvent(db: DbOrTx, merchantId: string, mode: Mode, id: string) {
-    return ownedRow(db, 'events', { merchantId, mode }, id, 'event');
+  private findEvent(db: DbOrTx, tenant: Tenant, id: string) {
+    return ownedRow(db, 'events', tenant, id, 'event');
   }
 }
 

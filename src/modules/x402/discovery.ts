@@ -17,6 +17,7 @@
  * The catalogue is public, like a facilitator's: agents have no key of the merchant. Links are read from the links
  * module's table in the one paginated query that joins their catalogue state (the one read across modules here).
  */
+import type { Tenant } from '../../core/tenant.ts';
 import {
   declareDiscoveryExtension,
   extractDiscoveryInfo,
@@ -118,7 +119,7 @@ export interface DiscoveryDeps {
   /** Days a resource stays listed after its last payment (`KASSE_X402_DISCOVERY_DAYS`). */
   days: number;
   /** What a link of `cents` accepts from agents of the merchant in `mode`. */
-  requirements(mode: Mode, merchantId: string, cents: number): Promise<X402Requirements[]>;
+  requirements(tenant: Tenant, cents: number): Promise<X402Requirements[]>;
   /** The CAIP-2 networks `mode` takes x402 payments on (every link accepts on each). */
   networks(mode: Mode): Promise<string[]>;
   /** The merchant whose x402 address `payTo` is in `mode`, if any. */
@@ -154,7 +155,8 @@ export class X402Discovery {
    * Records what the merchant's server declared in a payload Kasse verified (`paid` false) or settled (`paid` true).
    * A payload without a valid declaration records nothing; never throws (the payment is what matters).
    */
-  async declared(mode: Mode, merchantId: string, body: FacilitatorBody, paid: boolean): Promise<void> {
+  async declared(tenant: Tenant, body: FacilitatorBody, paid: boolean): Promise<void> {
+    const { mode, merchantId } = tenant;
     try {
       const payload = body.paymentPayload as unknown as OfficialPayload;
       const ext = payload.extensions?.bazaar as DiscoveryExtension | undefined;
@@ -197,7 +199,8 @@ export class X402Discovery {
   }
 
   /** Notes an agent's payment of a link (in the settlement's transaction): it stays listed from now. */
-  async linkPaid(tx: Tx, mode: Mode, merchantId: string, linkId: string, resource: string, now: Date): Promise<void> {
+  async linkPaid(tx: Tx, tenant: Tenant, linkId: string, resource: string, now: Date): Promise<void> {
+    const { mode, merchantId } = tenant;
     await sql`
       INSERT INTO x402_resources (id, merchant_id, mode, kind, link_id, type, resource, first_seen_at, last_seen_at,
         last_paid_at)
@@ -267,7 +270,7 @@ export class X402Discovery {
         continue;
       }
       const key = `${r.merchant_id}|${r.cents}`;
-      if (!accepted.has(key)) accepted.set(key, this.deps.requirements(mode, r.merchant_id, r.cents!));
+      if (!accepted.has(key)) accepted.set(key, this.deps.requirements({ mode, merchantId: r.merchant_id }, r.cents!));
       const accepts = await accepted.get(key)!;
       items.push({
         resource: this.deps.linkUrl(r.slug!),
@@ -284,7 +287,8 @@ export class X402Discovery {
   }
 
   /** The merchant's declared resources of `mode` (listed or not), newest news first, at most 200. */
-  async catalogue(mode: Mode, merchantId: string): Promise<CatalogueEntry[]> {
+  async catalogue(tenant: Tenant): Promise<CatalogueEntry[]> {
+    const { mode, merchantId } = tenant;
     const since = new Date(this.deps.clock.now().getTime() - this.deps.days * DAY_MS);
     const rows = await this.deps.db
       .selectFrom('x402_resources')
@@ -320,10 +324,8 @@ export class X402Discovery {
   }
 
   /** The links of the merchant in `mode` turned off for discovery, and when each was last paid by an agent. */
-  async linkStates(
-    mode: Mode,
-    merchantId: string,
-  ): Promise<Map<string, { published: boolean; lastPaidAt: Date | null }>> {
+  async linkStates(tenant: Tenant): Promise<Map<string, { published: boolean; lastPaidAt: Date | null }>> {
+    const { mode, merchantId } = tenant;
     const rows = await this.deps.db
       .selectFrom('x402_resources')
       .select(['link_id', 'published', 'last_paid_at'])
@@ -340,7 +342,8 @@ export class X402Discovery {
   }
 
   /** Turns a declared resource of the merchant on or off for discovery, with its audit row. 404 for another's. */
-  async publishResource(mode: Mode, merchantId: string, id: string, published: boolean, actor: Actor): Promise<void> {
+  async publishResource(tenant: Tenant, id: string, published: boolean, actor: Actor): Promise<void> {
+    const { mode, merchantId } = tenant;
     await this.deps.db.transaction().execute(async (tx) => {
       const r = await tx
         .updateTable('x402_resources')
@@ -352,14 +355,14 @@ export class X402Discovery {
         .returning(['resource'])
         .executeTakeFirst();
       if (!r) throw notFound('catalogue resource');
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
+      await this.deps.audit.record(
+        tx,
+        tenant,
         actor,
-        action: published ? 'x402.resource.publish' : 'x402.resource.unpublish',
-        target: { type: 'x402_resource', id },
-        details: { resource: r.resource },
-      });
+        published ? 'x402.resource.publish' : 'x402.resource.unpublish',
+        { type: 'x402_resource', id },
+        { resource: r.resource },
+      );
     });
   }
 
@@ -368,12 +371,12 @@ export class X402Discovery {
    * the merchant's (links module) and passes its URL.
    */
   async publishLink(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     link: { id: string; url: string },
     published: boolean,
     actor: Actor,
   ): Promise<void> {
+    const { mode, merchantId } = tenant;
     const now = this.deps.clock.now();
     await this.deps.db.transaction().execute(async (tx) => {
       await sql`
@@ -382,14 +385,14 @@ export class X402Discovery {
         VALUES (${newId('x4r')}, ${merchantId}, ${mode}, 'link', ${link.id}, 'http', ${link.url}, ${published}, ${now},
           ${now})
         ON CONFLICT (link_id) WHERE kind = 'link' DO UPDATE SET published = excluded.published`.execute(tx);
-      await this.deps.audit.record(tx, {
-        merchantId,
-        mode,
+      await this.deps.audit.record(
+        tx,
+        tenant,
         actor,
-        action: published ? 'x402.resource.publish' : 'x402.resource.unpublish',
-        target: { type: 'link', id: link.id },
-        details: { resource: link.url },
-      });
+        published ? 'x402.resource.publish' : 'x402.resource.unpublish',
+        { type: 'link', id: link.id },
+        { resource: link.url },
+      );
     });
   }
 }

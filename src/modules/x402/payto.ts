@@ -12,10 +12,10 @@
  * out; under the simulator (which sweeps nothing and moves no money) addresses stay as they are. A process checks
  * each address once (the configuration is read when it starts) and then answers from memory.
  */
+import type { Tenant } from '../../core/tenant.ts';
 import type { X402Kind, X402Scheme } from '../../chains/x402.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/log.ts';
-import type { Mode } from '../../core/mode.ts';
 import type { Db } from '../../db/index.ts';
 import { payToOf, replacePayTo, savePayTo } from './store.ts';
 
@@ -44,13 +44,14 @@ export class PayToBook {
   ) {}
 
   /** The merchant's address on the kind's network as the current configuration derives it, allotted on first use. */
-  get(mode: Mode, merchantId: string, kind: X402Kind, scheme: X402Scheme): Promise<PayTo> {
+  get(tenant: Tenant, kind: X402Kind, scheme: X402Scheme): Promise<PayTo> {
+    const { mode, merchantId } = tenant;
     const key = `${merchantId}|${mode}|${kind.chain}`;
     const known = this.known.get(key);
     if (known) return Promise.resolve(known);
     let p = this.pending.get(key);
     if (!p) {
-      p = this.check(mode, merchantId, kind, scheme).finally(() => this.pending.delete(key));
+      p = this.check(tenant, kind, scheme).finally(() => this.pending.delete(key));
       this.pending.set(key, p);
     }
     return p.then((payTo) => {
@@ -59,16 +60,17 @@ export class PayToBook {
     });
   }
 
-  private async check(mode: Mode, merchantId: string, kind: X402Kind, scheme: X402Scheme): Promise<PayTo> {
+  private async check(tenant: Tenant, kind: X402Kind, scheme: X402Scheme): Promise<PayTo> {
+    const { mode, merchantId } = tenant;
     const { db, clock } = this.deps;
     const derivation = scheme.derivation(mode, kind.chain);
-    const row = await payToOf(db, merchantId, mode, kind.chain);
+    const row = await payToOf(db, tenant, kind.chain);
     if (!row) {
       const index = await this.deps.nextIndex();
       const address = await scheme.payTo(mode, kind.chain, index);
       await savePayTo(db, { merchantId, mode, chain: kind.chain, index, address, derivation, now: clock.now() });
       // Two processes racing keep the first row.
-      const kept = (await payToOf(db, merchantId, mode, kind.chain))!;
+      const kept = (await payToOf(db, tenant, kind.chain))!;
       return { address: kept.address, index: kept.index };
     }
     // The simulator takes a payment at any address and moves no money: an address stays as it is under it.
@@ -82,7 +84,7 @@ export class PayToBook {
         { merchantId, mode, chain: kind.chain, retired: retired.address, address, derivation },
         'x402 address derived under an earlier configuration of its network retired; a sweepable one replaces it',
       );
-    const now = (await payToOf(db, merchantId, mode, kind.chain))!;
+    const now = (await payToOf(db, tenant, kind.chain))!;
     return { address: now.address, index: now.index };
   }
 }

@@ -24,6 +24,7 @@
  * (dashboard, `kasse x402 settlements`), never retried; one whose network does not answer is looked at again later,
  * less and less often. Settle always answers a SettleResponse (`unexpected_settle_error` for what nobody foresaw).
  */
+import type { Tenant } from '../../core/tenant.ts';
 import type { X402Kind, X402Request, X402Requirements, X402Scheme } from '../../chains/x402.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
@@ -139,7 +140,7 @@ export class X402Service {
       log: deps.log,
       audit: deps.audit,
       days: deps.discoveryDays,
-      requirements: (mode, merchantId, cents) => this.requirements(mode, merchantId, cents),
+      requirements: (tenant, cents) => this.requirements(tenant, cents),
       networks: (mode) => this.networks(mode),
       merchantOfPayTo: (mode, address) => merchantOfPayTo(deps.db, mode, address),
       linkUrl: deps.linkUrl,
@@ -166,10 +167,11 @@ export class X402Service {
   }
 
   /** `GET /x402/supported`: every kind of the mode, each with the merchant's `payTo`. */
-  async supported(mode: Mode, merchantId: string): Promise<SupportedResponse> {
+  async supported(tenant: Tenant): Promise<SupportedResponse> {
+    const { mode } = tenant;
     const kinds = [];
     for (const { kind, scheme } of await this.kinds(mode)) {
-      const payTo = (await this.payTos.get(mode, merchantId, kind, scheme)).address;
+      const payTo = (await this.payTos.get(tenant, kind, scheme)).address;
       kinds.push({
         x402Version: 2,
         scheme: kind.scheme ?? EXACT,
@@ -181,9 +183,10 @@ export class X402Service {
   }
 
   /** The merchant's x402 address on `network` (CAIP-2), or null when the mode offers no such network. */
-  async payTo(mode: Mode, merchantId: string, network: string): Promise<string | null> {
+  async payTo(tenant: Tenant, network: string): Promise<string | null> {
+    const { mode } = tenant;
     const found = (await this.kinds(mode)).find((k) => k.kind.network === network);
-    return found ? (await this.payTos.get(mode, merchantId, found.kind, found.scheme)).address : null;
+    return found ? (await this.payTos.get(tenant, found.kind, found.scheme)).address : null;
   }
 
   /** The CAIP-2 networks the mode takes x402 payments on. */
@@ -191,8 +194,9 @@ export class X402Service {
     return [...new Set((await this.kinds(mode)).map((k) => k.kind.network))];
   }
 
-  async verify(mode: Mode, merchantId: string, body: FacilitatorBody): Promise<VerifyResponse> {
-    const p = await this.prepare(mode, merchantId, body);
+  async verify(tenant: Tenant, body: FacilitatorBody): Promise<VerifyResponse> {
+    const { mode } = tenant;
+    const p = await this.prepare(tenant, body);
     if ('refusal' in p) return p.refusal;
     const identified = paymentIdentifier(body);
     const key = p.scheme.key(p.request);
@@ -200,7 +204,7 @@ export class X402Service {
     // The lookups travel while the family checks the signature.
     const [earlier, named, verdict] = await Promise.all([
       key ? settlementByKey(db, mode, p.request.kind.chain, key) : undefined,
-      identified ? settlementByIdentifier(db, merchantId, mode, identified.id) : undefined,
+      identified ? settlementByIdentifier(db, tenant, identified.id) : undefined,
       p.scheme.verify(p.request),
     ]);
     if (named) {
@@ -211,19 +215,20 @@ export class X402Service {
     if (earlier && earlier.status !== 'failed')
       return invalid(p.request.kind.codes.replay, 'This authorization was already settled.', earlier.payer);
     if (!verdict.valid) return invalid(verdict.reason, verdict.message, verdict.payer);
-    await this.discovery.declared(mode, merchantId, body, false);
+    await this.discovery.declared(tenant, body, false);
     return { isValid: true, payer: verdict.payer };
   }
 
-  async settle(mode: Mode, merchantId: string, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
-    return (await this.settleOnce(mode, merchantId, body, sale)).response;
+  async settle(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
+    return (await this.settleOnce(tenant, body, sale)).response;
   }
 
   /**
    * What an agent may pay `cents` US cents to the merchant with: one exact-scheme requirement per network of the mode
    * (the network's USDC, the merchant's payTo, what the client signs with in `extra`).
    */
-  async requirements(mode: Mode, merchantId: string, cents: number): Promise<X402Requirements[]> {
+  async requirements(tenant: Tenant, cents: number): Promise<X402Requirements[]> {
+    const { mode } = tenant;
     const out: X402Requirements[] = [];
     for (const { kind, scheme } of await this.kinds(mode)) {
       if (kind.token.decimals < 2 || (kind.scheme ?? EXACT) !== EXACT) continue;
@@ -232,7 +237,7 @@ export class X402Service {
         network: kind.network,
         amount: (BigInt(cents) * 10n ** BigInt(kind.token.decimals - 2)).toString(),
         asset: kind.token.contract!,
-        payTo: (await this.payTos.get(mode, merchantId, kind, scheme)).address,
+        payTo: (await this.payTos.get(tenant, kind, scheme)).address,
         maxTimeoutSeconds: SALE_TIMEOUT_S,
         extra: kind.extra,
       });
@@ -244,21 +249,21 @@ export class X402Service {
    * Settles a sale of the merchant's own (a payment link): `settle` with the sale recorded on the Payment, answering
    * the Payment too, and whether this call made the sale.
    */
-  async sell(mode: Mode, merchantId: string, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
-    const { response, claimed } = await this.settleOnce(mode, merchantId, body, sale);
+  async sell(tenant: Tenant, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
+    const { response, claimed } = await this.settleOnce(tenant, body, sale);
     const id = response.success ? response.extra?.payment_id : undefined;
-    const payment = typeof id === 'string' ? await this.deps.payments.get({ mode, merchantId }, id) : null;
+    const payment = typeof id === 'string' ? await this.deps.payments.get(tenant, id) : null;
     return { response, payment, made: claimed };
   }
 
   /** The merchant's x402 addresses of `mode` retired when their network's configuration changed, newest first. */
-  retired(mode: Mode, merchantId: string) {
-    return retiredPayTo(this.deps.db, merchantId, mode);
+  retired(tenant: Tenant) {
+    return retiredPayTo(this.deps.db, tenant);
   }
 
   /** The merchant's settlements of `mode`, newest first (`status` to see only failed ones, say), as stored. */
-  settlements(mode: Mode, merchantId: string, q: { status?: SettlementRow['status']; limit?: number } = {}) {
-    return listSettlements(this.deps.db, merchantId, mode, { status: q.status, limit: q.limit ?? 50 });
+  settlements(tenant: Tenant, q: { status?: SettlementRow['status']; limit?: number } = {}) {
+    return listSettlements(this.deps.db, tenant, { status: q.status, limit: q.limit ?? 50 });
   }
 
   /**
@@ -267,13 +272,13 @@ export class X402Service {
    * the Error body.
    */
   private async settleOnce(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     body: FacilitatorBody,
     sale?: X402Sale,
   ): Promise<{ response: SettleResponse; claimed: boolean }> {
+    const { mode, merchantId } = tenant;
     try {
-      return await this.settleChecked(mode, merchantId, body, sale);
+      return await this.settleChecked(tenant, body, sale);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 'idempotency_conflict' || err.code === 'invalid_request')) throw err;
       this.deps.log.error({ err: errText(err), merchantId, mode }, 'x402 settle failed unexpectedly');
@@ -292,14 +297,14 @@ export class X402Service {
   }
 
   private async settleChecked(
-    mode: Mode,
-    merchantId: string,
+    tenant: Tenant,
     body: FacilitatorBody,
     sale?: X402Sale,
   ): Promise<{ response: SettleResponse; claimed: boolean }> {
+    const { mode, merchantId } = tenant;
     const network = body.paymentRequirements.network;
     const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });
-    const p = await this.prepare(mode, merchantId, body);
+    const p = await this.prepare(tenant, body);
     if ('refusal' in p) return refused(p.refusal);
     const { scheme, request } = p;
     const { db } = this.deps;
@@ -310,7 +315,7 @@ export class X402Service {
     // The lookups travel while the family checks the payload (a settle of a new payment is the usual one).
     const [earlier, named, verdict] = await Promise.all([
       key ? settlementByKey(db, mode, request.kind.chain, key) : undefined,
-      identified ? settlementByIdentifier(db, merchantId, mode, identified.id) : undefined,
+      identified ? settlementByIdentifier(db, tenant, identified.id) : undefined,
       scheme.verify(request),
     ]);
     const follower = (row: SettlementRow) => this.follower(scheme, row, request, merchantId, me, identified);
@@ -344,13 +349,13 @@ export class X402Service {
     if (!row) {
       // Another request or process claimed it first (the authorization, or this payment identifier).
       const first =
-        (identified && (await settlementByIdentifier(db, merchantId, mode, identified.id))) ||
+        (identified && (await settlementByIdentifier(db, tenant, identified.id))) ||
         (await settlementByKey(db, mode, request.kind.chain, verdict.key));
       if (!first) throw new Error('x402 settlement claim refused, but no claiming row found');
       return { response: await follower(first), claimed: false };
     }
     const response = await this.lifecycle.follow(scheme, row, request, me);
-    if (response.success) await this.discovery.declared(mode, merchantId, body, true);
+    if (response.success) await this.discovery.declared(tenant, body, true);
     return { response, claimed: true };
   }
 
@@ -378,7 +383,8 @@ export class X402Service {
   }
 
   /** The common checks; the scheme and request for the family, or the refusal. */
-  private async prepare(mode: Mode, merchantId: string, body: FacilitatorBody): Promise<Prepared> {
+  private async prepare(tenant: Tenant, body: FacilitatorBody): Promise<Prepared> {
+    const { mode } = tenant;
     const req = body.paymentRequirements;
     const pp = body.paymentPayload;
     if (body.x402Version !== 2 || pp.x402Version !== 2)
@@ -423,7 +429,7 @@ export class X402Service {
           `A hold is of a whole number of cents: the amount must be a multiple of ${cent} units of ${kind.token.symbol}.`,
         ),
       };
-    const payTo = (await this.payTos.get(mode, merchantId, kind, scheme)).address;
+    const payTo = (await this.payTos.get(tenant, kind, scheme)).address;
     if (!sameAddress(req.payTo, payTo))
       return {
         refusal: invalid(

@@ -11,6 +11,7 @@ import type { X402Kind, X402Request, X402Scheme, X402Settlement } from '../../ch
 import type { Clock } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
+import { tenantOf } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
@@ -211,7 +212,7 @@ export class Settlements {
     return withTx(this.deps.db, async (tx) => {
       const found = await this.kindOf(row);
       if (!found) throw new ApiError('invalid_state', `${row.network} is no longer offered`);
-      const payTo = await this.deps.payTos.get(row.mode, row.merchant_id, found.kind, found.scheme);
+      const payTo = await this.deps.payTos.get(tenantOf(row), found.kind, found.scheme);
       const amount = BigInt(row.amount);
       const decimals = found.kind.token.decimals;
       const micro = decimals <= 6 ? amount * 10n ** BigInt(6 - decimals) : amount / 10n ** BigInt(decimals - 6);
@@ -219,9 +220,7 @@ export class Settlements {
       const hold = found.scheme.hold?.(this.storedRequest(row, found.kind));
       // A hold counts its whole cents (the scheme takes no other amount); only what is paid outright carries.
       const total =
-        hold?.flow === 'authorize'
-          ? { before: 0n, after: micro }
-          : await addToTotal(tx, row.merchant_id, row.mode, micro);
+        hold?.flow === 'authorize' ? { before: 0n, after: micro } : await addToTotal(tx, tenantOf(row), micro);
       const settlement: Parameters<PaymentService['recordExternal']>[1] = {
         mode: row.mode,
         merchantId: row.merchant_id,
@@ -259,8 +258,7 @@ export class Settlements {
       const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
       if (!settled) throw ALREADY_RECORDED;
       const linkId = sale?.metadata.link_id;
-      if (linkId && row.resource)
-        await this.deps.discovery.linkPaid(tx, row.mode, row.merchant_id, linkId, row.resource, now);
+      if (linkId && row.resource) await this.deps.discovery.linkPaid(tx, tenantOf(row), linkId, row.resource, now);
       this.deps.log.info(
         { settlementId: row.id, paymentId: payment.id, mode: row.mode, chain: row.chain },
         'x402 payment settled',

@@ -2,6 +2,7 @@
  * The x402 module's tables (migrations 0030, 0034): receiving addresses and the retired ones, settlements, running
  * totals. The only code on them but the discovery catalogue's (discovery.ts).
  */
+import type { Tenant } from '../../core/tenant.ts';
 import { sql, type Compilable, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
@@ -19,7 +20,8 @@ export interface PayToRow {
 }
 
 /** The merchant's x402 address on `chain`, if one was allotted. */
-export async function payToOf(db: DbOrTx, merchantId: string, mode: Mode, chain: string): Promise<PayToRow | null> {
+export async function payToOf(db: DbOrTx, tenant: Tenant, chain: string): Promise<PayToRow | null> {
+  const { mode, merchantId } = tenant;
   const row = await db
     .selectFrom('x402_pay_to')
     .select(['address', 'address_index', 'derivation'])
@@ -85,7 +87,8 @@ export async function replacePayTo(
 }
 
 /** The addresses retired on the merchant's networks of `mode`, newest first. */
-export async function retiredPayTo(db: DbOrTx, merchantId: string, mode: Mode) {
+export async function retiredPayTo(db: DbOrTx, tenant: Tenant) {
+  const { mode, merchantId } = tenant;
   return db
     .selectFrom('x402_pay_to_retired')
     .select(['chain', 'address', 'derivation', 'retired_at'])
@@ -114,10 +117,10 @@ export async function settlementByKey(
 /** The settlement a payment identifier of the merchant names, if any. */
 export async function settlementByIdentifier(
   db: DbOrTx,
-  merchantId: string,
-  mode: Mode,
+  tenant: Tenant,
   identifier: string,
 ): Promise<SettlementRow | undefined> {
+  const { mode, merchantId } = tenant;
   return db
     .selectFrom('x402_settlements')
     .selectAll()
@@ -247,10 +250,10 @@ export async function resumeLater(db: DbOrTx, id: string, at: Date): Promise<voi
 /** The merchant's settlements of `mode`, newest first, optionally of one status. */
 export async function listSettlements(
   db: DbOrTx,
-  merchantId: string,
-  mode: Mode,
+  tenant: Tenant,
   q: { status?: SettlementRow['status']; limit: number },
 ): Promise<SettlementRow[]> {
+  const { mode, merchantId } = tenant;
   let query = db
     .selectFrom('x402_settlements')
     .selectAll()
@@ -264,12 +267,8 @@ export async function listSettlements(
  * Adds `microUsd` to the merchant's running x402 total (row-locked until `tx` ends); answers the total before and
  * after.
  */
-export async function addToTotal(
-  tx: Tx,
-  merchantId: string,
-  mode: Mode,
-  microUsd: bigint,
-): Promise<{ before: bigint; after: bigint }> {
+export async function addToTotal(tx: Tx, tenant: Tenant, microUsd: bigint): Promise<{ before: bigint; after: bigint }> {
+  const { mode, merchantId } = tenant;
   const { rows } = await sql<{ micro_usd: string }>`
     INSERT INTO x402_totals AS t (merchant_id, mode, micro_usd) VALUES (${merchantId}, ${mode}, ${microUsd.toString()})
     ON CONFLICT (merchant_id, mode) DO UPDATE SET micro_usd = t.micro_usd + excluded.micro_usd

@@ -17,6 +17,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Mode } from '../../core/mode.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Kasse } from '../../kasse.ts';
 import type { Actor } from '../../modules/audit/index.ts';
@@ -34,6 +35,8 @@ export interface Ctx {
   user: UserRow;
   merchant: MerchantRecord;
   mode: Mode;
+  /** The session's merchant in the path's mode: what the page's service calls act for. */
+  tenant: Tenant;
   /** This session's CSRF token, for forms. */
   csrf: string;
   meta: ClientMeta;
@@ -252,6 +255,7 @@ async function ctxOf(
     user: found.user,
     merchant,
     mode,
+    tenant: { mode, merchantId: merchant.id },
     csrf: sessionCsrf(kasse, found.session),
     meta,
     actor: actorOf(found.user, meta),

@@ -166,13 +166,13 @@ export class Router {
 
   /** 403 page for a permission the user's role lacks; the refusal is in the audit log. */
   private async refuse(ctx: Ctx, permission: Permission, message: string): Promise<FastifyReply> {
-    await this.kasse.audit.recordAlone({
-      merchantId: ctx.merchant.id,
-      mode: ctx.mode,
-      actor: ctx.actor,
-      action: 'permission.refused',
-      details: { permission, request: `${ctx.req.method} ${pathOf(ctx.req.url)}`, role: ctx.user.role },
-    });
+    await this.kasse.audit.recordAlone(
+      { mode: ctx.mode, merchantId: ctx.merchant.id },
+      ctx.actor,
+      'permission.refused',
+      null,
+      { permission, request: `${ctx.req.method} ${pathOf(ctx.req.url)}`, role: ctx.user.role },
+    );
     return refusal(ctx, 403, message);
   }
 }

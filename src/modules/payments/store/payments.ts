@@ -4,11 +4,13 @@
  * store (this folder) is the only code that reads or writes the payment tables (`payments`, `attempts`,
  * `deposits`), one file per job: this core, creation (create.ts), lists and the reads others ask for (reads.ts),
  * deposits and their confirmations (deposits.ts), the due work (due.ts) and x402 settlements (external.ts). Every
- * lookup takes the mode, and the merchant wherever the caller acts for one, so test objects never show on the live
- * API and the reverse.
+ * lookup takes the tenant (mode and merchant), so test objects never show on the live API and the reverse; the one
+ * for callers that act for no merchant (the deposit sink, the due work) is named so (`lockPaymentById`) and takes
+ * the mode.
  */
 import type { Selectable } from 'kysely';
 import type { Mode } from '../../../core/mode.ts';
+import type { Tenant } from '../../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
 import type { AttemptsTable, DepositsTable, PaymentsTable } from '../tables.ts';
 import type { AttemptState, PaymentState } from '../model.ts';
@@ -24,21 +26,36 @@ export interface Loaded {
   deposits: DepositRow[];
 }
 
-export interface PaymentScope {
-  mode: Mode;
-  /** null only for callers that act for no merchant (watchers, workers, checkout pages). */
-  merchantId: string | null;
+/** The tenant's payments `ids` (those it has), in the order given. */
+export function loadPayments(db: DbOrTx, tenant: Tenant, ids: string[], forUpdate = false): Promise<Loaded[]> {
+  return select(db, tenant.mode, tenant.merchantId, ids, forUpdate);
 }
 
-export async function loadPayments(
+export async function loadPayment(db: DbOrTx, tenant: Tenant, id: string): Promise<Loaded | null> {
+  return (await loadPayments(db, tenant, [id]))[0] ?? null;
+}
+
+/** Loads a payment with `SELECT … FOR UPDATE` on its row, so concurrent changes to one payment serialize. */
+export async function lockPayment(tx: Tx, tenant: Tenant, id: string): Promise<Loaded | null> {
+  return (await loadPayments(tx, tenant, [id], true))[0] ?? null;
+}
+
+/** `lockPayment` of any merchant's payment of `mode`: for callers that act for no merchant (deposits, due work). */
+export async function lockPaymentById(tx: Tx, mode: Mode, id: string): Promise<Loaded | null> {
+  return (await select(tx, mode, null, [id], true))[0] ?? null;
+}
+
+/** Payments `ids` of `mode`, of `merchantId` unless null (the …ById callers). */
+async function select(
   db: DbOrTx,
-  scope: PaymentScope,
+  mode: Mode,
+  merchantId: string | null,
   ids: string[],
-  forUpdate = false,
+  forUpdate: boolean,
 ): Promise<Loaded[]> {
   if (ids.length === 0) return [];
-  let q = db.selectFrom('payments').selectAll().where('mode', '=', scope.mode).where('id', 'in', ids);
-  if (scope.merchantId !== null) q = q.where('merchant_id', '=', scope.merchantId);
+  let q = db.selectFrom('payments').selectAll().where('mode', '=', mode).where('id', 'in', ids);
+  if (merchantId !== null) q = q.where('merchant_id', '=', merchantId);
   if (forUpdate) q = q.orderBy('id').forUpdate();
   const rows = await q.execute();
   if (rows.length === 0) return [];
@@ -59,15 +76,6 @@ export async function loadPayments(
       },
     ];
   });
-}
-
-export async function loadPayment(db: DbOrTx, scope: PaymentScope, id: string): Promise<Loaded | null> {
-  return (await loadPayments(db, scope, [id]))[0] ?? null;
-}
-
-/** Loads a payment with `SELECT … FOR UPDATE` on its row, so concurrent changes to one payment serialize. */
-export async function lockPayment(tx: Tx, scope: PaymentScope, id: string): Promise<Loaded | null> {
-  return (await loadPayments(tx, scope, [id], true))[0] ?? null;
 }
 
 export function toState(l: Loaded): PaymentState {

@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { decodeCursor } from '../../../core/cursor.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import type { Mode } from '../../../core/mode.ts';
+import { tenantOf, type Tenant } from '../../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
 import type { PaymentSearch } from '../reports.ts';
 import type { PaymentStatus } from '../model.ts';
@@ -46,13 +47,12 @@ async function idsDeep(
 }
 
 /** Ids of a merchant's payments, newest first: up to `limit + 1` (one more tells whether a next page exists). */
-export async function listPaymentIds(
-  db: DbOrTx,
-  mode: Mode,
-  merchantId: string,
-  q: PaymentListQuery,
-): Promise<string[]> {
-  let query = db.selectFrom('payments').select('id').where('merchant_id', '=', merchantId).where('mode', '=', mode);
+export async function listPaymentIds(db: DbOrTx, tenant: Tenant, q: PaymentListQuery): Promise<string[]> {
+  let query = db
+    .selectFrom('payments')
+    .select('id')
+    .where('merchant_id', '=', tenant.merchantId)
+    .where('mode', '=', tenant.mode);
   if (q.order_id !== undefined) query = query.where('order_id', '=', q.order_id);
   if (q.status !== undefined) query = query.where('status', '=', q.status);
   if (q.source !== undefined) query = query.where('source', '=', q.source);
@@ -63,15 +63,14 @@ export async function listPaymentIds(
 /** Ids of the dashboard's search (see PaymentSearch), newest first: one more than `q.limit` when there is a next page. */
 export async function searchPaymentIds(
   db: DbOrTx,
-  mode: Mode,
-  merchantId: string,
+  tenant: Tenant,
   q: PaymentSearch & { limit: number },
 ): Promise<string[]> {
   let query = db
     .selectFrom('payments as p')
     .select('p.id')
-    .where('p.merchant_id', '=', merchantId)
-    .where('p.mode', '=', mode);
+    .where('p.merchant_id', '=', tenant.merchantId)
+    .where('p.mode', '=', tenant.mode);
   if (q.status) query = query.where('p.status', '=', q.status);
   if (q.order_id) query = query.where('p.order_id', '=', q.order_id);
   if (q.source) query = query.where('p.source', '=', q.source);
@@ -94,8 +93,7 @@ export async function searchPaymentIds(
 /** Paid price (US cents) and count per UTC day (YYYY-MM-DD) of payments paid in [from, to) and not reversed since; days without any are absent. */
 export async function paidVolume(
   db: DbOrTx,
-  mode: Mode,
-  merchantId: string,
+  { mode, merchantId }: Tenant,
   from: Date,
   to: Date,
 ): Promise<Array<{ day: string; cents: string; count: string }>> {
@@ -111,12 +109,12 @@ export async function paidVolume(
 // ---- Balance ----
 
 /** Sum of the prices of the merchant's payments with money on the way (detected, confirming). */
-export async function pendingCents(db: DbOrTx, mode: Mode, merchantId: string): Promise<number> {
+export async function pendingCents(db: DbOrTx, tenant: Tenant): Promise<number> {
   const row = await db
     .selectFrom('payments')
     .select(sql<string>`coalesce(sum(price_amount), 0)`.as('sum'))
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
+    .where('merchant_id', '=', tenant.merchantId)
+    .where('mode', '=', tenant.mode)
     .where('status', 'in', ['detected', 'confirming'])
     .executeTakeFirstOrThrow();
   return Number(row.sum);
@@ -125,7 +123,7 @@ export async function pendingCents(db: DbOrTx, mode: Mode, merchantId: string): 
 // ---- For tax invoices ----
 
 /** What a tax invoice of a payment is made from; null when the merchant has no such payment in the mode. */
-export async function invoiceablePayment(db: DbOrTx, mode: Mode, merchantId: string, id: string) {
+export async function invoiceablePayment(db: DbOrTx, tenant: Tenant, id: string) {
   return (
     db
       .selectFrom('payments')
@@ -137,8 +135,8 @@ export async function invoiceablePayment(db: DbOrTx, mode: Mode, merchantId: str
         ),
       )
       .where('id', '=', id)
-      .where('mode', '=', mode)
-      .where('merchant_id', '=', merchantId)
+      .where('mode', '=', tenant.mode)
+      .where('merchant_id', '=', tenant.merchantId)
       .executeTakeFirst() ?? null
   );
 }
@@ -160,9 +158,9 @@ export async function lockForInvoice(tx: Tx, id: string): Promise<string> {
 // ---- Public reads (checkout pages, chain families) ----
 
 /** A payment's mode and merchant, by the payment id alone; null when there is none. */
-export async function publicOwner(db: DbOrTx, id: string): Promise<{ mode: Mode; merchantId: string } | null> {
+export async function publicOwner(db: DbOrTx, id: string): Promise<Tenant | null> {
   const row = await db.selectFrom('payments').select(['mode', 'merchant_id']).where('id', '=', id).executeTakeFirst();
-  return row ? { mode: row.mode, merchantId: row.merchant_id } : null;
+  return row ? tenantOf(row) : null;
 }
 
 /**

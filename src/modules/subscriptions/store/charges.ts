@@ -1,11 +1,11 @@
 /**
  * The store of charged subscriptions: the only code that reads or writes `subscription_receivers`,
- * `subscription_grants` and `subscription_charges`. Every lookup a merchant's request makes takes its mode and
- * merchant; the workers' claims take due rows with `FOR UPDATE SKIP LOCKED` and lease them (`locked_until`), so
- * processes share them and a process that dies gives them back when the lease ends.
+ * `subscription_grants` and `subscription_charges`. Every lookup a merchant's request makes takes its tenant; the
+ * workers' claims take due rows with `FOR UPDATE SKIP LOCKED` and lease them (`locked_until`), so processes share
+ * them and a process that dies gives them back when the lease ends.
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Mode } from '../../../core/mode.ts';
+import type { Tenant } from '../../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
 import type { ChargeFailureReason, GrantRowStatus } from '../model.ts';
 import type { SubscriptionChargesTable, SubscriptionGrantsTable } from '../tables.ts';
@@ -14,11 +14,6 @@ export type GrantRow = Selectable<SubscriptionGrantsTable>;
 export type ChargeRow = Selectable<SubscriptionChargesTable>;
 export type NewGrant = Insertable<SubscriptionGrantsTable>;
 export type NewCharge = Insertable<SubscriptionChargesTable>;
-
-export interface Tenant {
-  mode: Mode;
-  merchantId: string;
-}
 
 // ---- Receivers ----
 

@@ -3,12 +3,12 @@
  * `subscriptions` and `subscription_invoices` — lookups,
  * the scheduler's claims and leases, and every write the service, the payments hook and the scheduler make, each
  * behind a named function that runs in the caller's transaction (the one holding the rows' locks). Every lookup for
- * a merchant takes the mode and the merchant, so a test subscription never shows on the live API and the reverse.
+ * a merchant takes the tenant (mode and merchant), so a test subscription never shows on the live API and the reverse.
  * The scheduler's batch writes are one statement per batch each (arrays bound as parameters and `unnest`ed), so a
  * batch of any size costs the same few round trips.
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Mode } from '../../../core/mode.ts';
+import type { Tenant } from '../../../core/tenant.ts';
 import { decodeCursor } from '../../../core/cursor.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
@@ -20,11 +20,6 @@ export type InvoiceRow = Selectable<SubscriptionInvoicesTable>;
 export type NewSubscription = Insertable<SubscriptionsTable>;
 
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
-
-export interface SubscriptionScope {
-  mode: Mode;
-  merchantId: string;
-}
 
 export interface ListFilter {
   status?: SubscriptionStatus;
@@ -51,7 +46,7 @@ export function stateOf(row: SubscriptionRow): SubscriptionState {
 
 export async function loadSubscription(
   db: DbOrTx,
-  scope: SubscriptionScope,
+  tenant: Tenant,
   id: string,
   forUpdate = false,
 ): Promise<SubscriptionRow | null> {
@@ -59,8 +54,8 @@ export async function loadSubscription(
     .selectFrom('subscriptions')
     .selectAll()
     .where('id', '=', id)
-    .where('mode', '=', scope.mode)
-    .where('merchant_id', '=', scope.merchantId);
+    .where('mode', '=', tenant.mode)
+    .where('merchant_id', '=', tenant.merchantId);
   if (forUpdate) q = q.forUpdate();
   return (await q.executeTakeFirst()) ?? null;
 }
@@ -74,15 +69,15 @@ export async function findSubscription(db: DbOrTx, id: string): Promise<Subscrip
 /** Ids newest first, `limit + 1` of them (the extra one tells whether there is a next page). */
 export async function listSubscriptionRows(
   db: DbOrTx,
-  scope: SubscriptionScope,
+  tenant: Tenant,
   f: ListFilter,
   limit: number,
 ): Promise<SubscriptionRow[]> {
   let q = db
     .selectFrom('subscriptions')
     .selectAll()
-    .where('merchant_id', '=', scope.merchantId)
-    .where('mode', '=', scope.mode);
+    .where('merchant_id', '=', tenant.merchantId)
+    .where('mode', '=', tenant.mode);
   if (f.status !== undefined) q = q.where('status', '=', f.status);
   if (f.customer_email !== undefined) q = q.where(sql`lower(customer_email)`, '=', f.customer_email.toLowerCase());
   if (f.cursor !== undefined) q = q.where('id', '<', decodeCursor(f.cursor, new RegExp(ID_PATTERNS.sub)));

@@ -52,16 +52,15 @@ function resourceState(e: CatalogueEntry, days: number): string {
 }
 
 async function agentsPage(ctx: Ctx): Promise<unknown> {
-  const { kasse, mode } = ctx;
-  const merchantId = ctx.merchant.id;
+  const { kasse, mode, tenant } = ctx;
   const discovery = kasse.x402.discovery;
   const [failed, pending, declared, linkStates, links, retired] = await Promise.all([
-    kasse.x402.settlements(mode, merchantId, { status: 'failed', limit: 50 }),
-    kasse.x402.settlements(mode, merchantId, { status: 'pending', limit: 50 }),
-    discovery.catalogue(mode, merchantId),
-    discovery.linkStates(mode, merchantId),
-    kasse.links.list(mode, merchantId),
-    kasse.x402.retired(mode, merchantId),
+    kasse.x402.settlements(tenant, { status: 'failed', limit: 50 }),
+    kasse.x402.settlements(tenant, { status: 'pending', limit: 50 }),
+    discovery.catalogue(tenant),
+    discovery.linkStates(tenant),
+    kasse.links.list(tenant),
+    kasse.x402.retired(tenant),
   ]);
   const base = `/dashboard/${mode}${PATH}`;
   const staff = ctx.can('links.write');
@@ -116,7 +115,7 @@ export function agentPages(r: Router): void {
   r.action(`${PATH}/resources/:id/publish`, 'links.write', async (ctx, form, p) => {
     if (!RESOURCE_ID.test(p.id!)) return refusal(ctx, 404, 'There is no such resource in this mode of your account.');
     try {
-      await kasse.x402.discovery.publishResource(ctx.mode, ctx.merchant.id, p.id!, form.published === '1', ctx.actor);
+      await kasse.x402.discovery.publishResource(ctx.tenant, p.id!, form.published === '1', ctx.actor);
     } catch (err) {
       tell(err);
       return refusal(ctx, 404, 'There is no such resource in this mode of your account.');
@@ -129,14 +128,13 @@ export function agentPages(r: Router): void {
     if (!new RegExp(ID_PATTERNS.lnk).test(p.id!)) return missing();
     let link: Awaited<ReturnType<typeof kasse.links.get>>;
     try {
-      link = await kasse.links.get(ctx.mode, ctx.merchant.id, p.id!);
+      link = await kasse.links.get(ctx.tenant, p.id!);
     } catch (err) {
       tell(err);
       return missing();
     }
     await kasse.x402.discovery.publishLink(
-      ctx.mode,
-      ctx.merchant.id,
+      ctx.tenant,
       { id: link.id, url: link.url },
       form.published === '1',
       ctx.actor,

@@ -167,7 +167,7 @@ export function developerPages(r: Router): void {
     try {
       await confirmCode(ctx, form, 'key.roll');
       // The new key is kept for the next page in the rolling transaction: no key is issued that nobody can see.
-      await kasse.merchantSettings.rollKey(ctx.merchant.id, ctx.mode, ctx.actor, ctx.session.id);
+      await kasse.merchantSettings.rollKey(ctx.tenant, ctx.actor, ctx.session.id);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_rolled');
     } catch (err) {
       const told = tell(err, {}, true);
@@ -183,7 +183,7 @@ export function developerPages(r: Router): void {
     if (!(await activeKey(ctx, p.id!))) return refusal(ctx, 404, NO_KEY);
     try {
       await confirmCode(ctx, form, 'key.revoke');
-      await kasse.merchantSettings.revokeKey(ctx.merchant.id, ctx.mode, p.id!, ctx.actor);
+      await kasse.merchants.revokeKey(ctx.tenant, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'key_revoked');
     } catch (err) {
       const told = tell(err, { not_found: NO_KEY }, true);
@@ -195,7 +195,7 @@ export function developerPages(r: Router): void {
     const url = (form.webhook_url ?? '').trim() || null;
     try {
       if (url && textLength(url) > 2048) throw invalid('too long', 'webhook_url');
-      await kasse.merchantSettings.setWebhookUrl(ctx.merchant.id, ctx.mode, url, ctx.actor);
+      await kasse.merchantSettings.setWebhookUrl(ctx.tenant, url, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers`, 'webhook_saved');
     } catch (err) {
       const told = tell(err, {
@@ -229,7 +229,7 @@ export function developerPages(r: Router): void {
   r.action('/developers/secret/roll', 'keys.manage', async (ctx, form) => {
     try {
       await secondFactor(ctx, form.code, 'webhook_secret.roll');
-      const rolled = await kasse.merchantSettings.rollWebhookSecret(ctx.merchant.id, ctx.actor);
+      const rolled = await kasse.merchants.rollWebhookSecret(ctx.merchant.id, ctx.actor);
       kasse.webhooks.delivery.forgetSecrets();
       return developersPage(ctx, {
         secrets: {
@@ -249,7 +249,7 @@ export function developerPages(r: Router): void {
     let told: Told | null = null;
     let page: Awaited<ReturnType<typeof kasse.webhooks.list>> = { data: [], next_cursor: null };
     try {
-      page = await kasse.webhooks.list(ctx.merchant.id, ctx.mode, { cursor: q.cursor, limit: 25 });
+      page = await kasse.webhooks.list(ctx.tenant, { cursor: q.cursor, limit: 25 });
     } catch (err) {
       told = tell(err, PAGE_HINT);
     }
@@ -275,7 +275,7 @@ export function developerPages(r: Router): void {
     let e: EventWithDeliveries;
     try {
       if (!new RegExp(ID_PATTERNS.evt).test(id)) throw invalid('bad id', 'id');
-      e = await kasse.webhooks.get(ctx.merchant.id, ctx.mode, id);
+      e = await kasse.webhooks.get(ctx.tenant, id);
     } catch (err) {
       tell(err);
       return refusal(ctx, 404, 'There is no such event in this mode of your account.');
@@ -293,7 +293,7 @@ export function developerPages(r: Router): void {
   r.action('/developers/events/:id/redeliver', 'webhooks.write', async (ctx, _f, p) => {
     try {
       if (!new RegExp(ID_PATTERNS.evt).test(p.id!)) throw invalid('bad id', 'id');
-      await kasse.webhooks.redeliver(ctx.merchant.id, ctx.mode, p.id!, { audit: kasse.audit, actor: ctx.actor });
+      await kasse.webhooks.redeliver(ctx.tenant, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/developers/events/${p.id}`, 'redelivered');
     } catch (err) {
       const told = tell(err, {

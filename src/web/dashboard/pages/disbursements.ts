@@ -57,7 +57,7 @@ const payouts = (n: number) => `${n} ${n === 1 ? 'payout' : 'payouts'}`;
 
 /** The available balance, in cents, that a release would take a batch's total from. */
 async function available(ctx: Ctx): Promise<number> {
-  return (await ctx.kasse.payments.balance(ctx.mode, ctx.merchant.id)).available_usd_cents;
+  return (await ctx.kasse.payments.balance(ctx.tenant)).available_usd_cents;
 }
 
 /** A warning when `total` is more than the available balance (a release would be refused with insufficient_balance). */
@@ -93,7 +93,7 @@ ${preview}
 }
 
 async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, checked: ParsedCsv | null = null) {
-  const { data } = await ctx.kasse.disbursements.list(ctx.mode, ctx.merchant.id, { limit: 100 });
+  const { data } = await ctx.kasse.disbursements.list(ctx.tenant, { limit: 100 });
   const balance = checked?.items ? await available(ctx) : null;
   const body = html`${listTable(ctx, data)}${ctx.can('disbursements.approve') ? csvForm(ctx, values, told, checked, balance) : html`<p class="d-hint">Owners create, approve and release disbursements.</p>`}`;
   return sendShell(ctx, told, { title: 'Disbursements', active: '/disbursements', body, wide: true });
@@ -105,9 +105,9 @@ async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
   let digest: string;
   let completedAt: string | null;
   try {
-    d = await kasse.disbursements.get(ctx.mode, ctx.merchant.id, id);
-    digest = await kasse.disbursements.digest(ctx.mode, ctx.merchant.id, id);
-    completedAt = await kasse.disbursements.completedAt(ctx.mode, ctx.merchant.id, id);
+    d = await kasse.disbursements.get(ctx.tenant, id);
+    digest = await kasse.disbursements.digest(ctx.tenant, id);
+    completedAt = await kasse.disbursements.completedAt(ctx.tenant, id);
   } catch (err) {
     tell(err);
     return refusal(ctx, 404, NOT_FOUND);
@@ -190,8 +190,7 @@ export function disbursementPages(r: Router): void {
       if (!title || textLength(title) > DISBURSEMENT_LIMITS.titleMax) throw invalid('title', 'title');
       if (!checked.items) return listPage(ctx, form, null, checked);
       const { disbursement } = await kasse.disbursements.create(
-        ctx.mode,
-        ctx.merchant.id,
+        ctx.tenant,
         { title, items: checked.items },
         undefined,
         ctx.actor,
@@ -234,8 +233,7 @@ export function disbursementPages(r: Router): void {
     withCode(
       'code',
       'disbursement.approve',
-      (ctx, form, id) =>
-        kasse.disbursements.approve(ctx.mode, ctx.merchant.id, id, ctx.user.id, form.digest ?? '', ctx.actor),
+      (ctx, form, id) => kasse.disbursements.approve(ctx.tenant, id, ctx.user.id, form.digest ?? '', ctx.actor),
       'dsb_approved',
     ),
   );
@@ -246,7 +244,7 @@ export function disbursementPages(r: Router): void {
     withCode(
       'release_code',
       'disbursement.release',
-      (ctx, _form, id) => kasse.disbursements.release(ctx.mode, ctx.merchant.id, id, ctx.user.id, ctx.actor),
+      (ctx, _form, id) => kasse.disbursements.release(ctx.tenant, id, ctx.user.id, ctx.actor),
       'dsb_released',
     ),
   );
@@ -256,7 +254,7 @@ export function disbursementPages(r: Router): void {
     'disbursements.approve',
     withId(async (ctx, _form, id) => {
       try {
-        await kasse.disbursements.cancel(ctx.mode, ctx.merchant.id, id, ctx.actor);
+        await kasse.disbursements.cancel(ctx.tenant, id, ctx.actor);
         return done(ctx.reply, `/dashboard/${ctx.mode}/disbursements/${id}`, 'dsb_cancelled');
       } catch (err) {
         return detailPage(ctx, id, tell(err, HINTS, true));

@@ -145,7 +145,7 @@ async function invoiceSection(
   told: Told | null,
   values: Record<string, string>,
 ): Promise<Html | string> {
-  const found = (await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, { payment_id: p.id, limit: 1 })).data[0];
+  const found = (await ctx.kasse.invoices.list(ctx.tenant, { payment_id: p.id, limit: 1 })).data[0];
   if (found) {
     const tax =
       found.place_of_supply === 'intra'
@@ -232,7 +232,7 @@ async function invoiceListPage(ctx: Ctx, q: Record<string, string>) {
   let page: Awaited<ReturnType<Ctx['kasse']['invoices']['list']>> = { data: [], next_cursor: null };
   try {
     if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw invalid('month must be YYYY-MM', 'month');
-    page = await ctx.kasse.invoices.list(ctx.mode, ctx.merchant.id, {
+    page = await ctx.kasse.invoices.list(ctx.tenant, {
       ...istMonth(month),
       limit: INVOICE_PAGE,
       ...(q.cursor ? { cursor: q.cursor } : {}),
@@ -262,7 +262,7 @@ export function invoicePages(r: Router): void {
 
   r.action('/settings/tax_profile', 'settings.write', async (ctx, form) => {
     try {
-      await kasse.invoices.setProfile(ctx.merchant.id, ctx.mode, profilePatch(form), ctx.actor);
+      await kasse.invoices.setProfile(ctx.tenant, profilePatch(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/settings`, 'tax_profile');
     } catch (err) {
       const told = tell(err, { ...PROFILE_HINTS, [P('tax_id')]: gstinHint(form[P('tax_id')], 'the') });
@@ -273,7 +273,7 @@ export function invoicePages(r: Router): void {
   r.action('/payments/:id/tax_invoice', 'payments.write', async (ctx, form, p) => {
     try {
       if (!/^pay_[0-9A-Z]{36}$/.test(p.id!)) throw invalid('bad id', 'id');
-      await kasse.invoices.create(ctx.mode, ctx.merchant.id, p.id!, invoiceInput(form), ctx.actor);
+      await kasse.invoices.create(ctx.tenant, p.id!, invoiceInput(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'invoiced');
     } catch (err) {
       const taxId = form.customer_tax_id?.trim();
@@ -290,9 +290,7 @@ export function invoicePages(r: Router): void {
   r.page('/tax_invoices', 'read', async (ctx, _p, q) => invoiceListPage(ctx, q));
 
   r.page('/tax_invoices/:id/pdf', 'read', async (ctx, p) => {
-    const row = /^txi_[0-9A-Z]{26}$/.test(p.id!)
-      ? await kasse.invoices.get(ctx.mode, ctx.merchant.id, p.id!).catch(() => null)
-      : null;
+    const row = /^txi_[0-9A-Z]{26}$/.test(p.id!) ? await kasse.invoices.get(ctx.tenant, p.id!).catch(() => null) : null;
     if (!row) return refusal(ctx, 404, 'There is no such tax invoice in this mode of your account.');
     const pdf = await invoicePdf(invoiceJson(row), {
       mode: ctx.mode,

@@ -141,7 +141,7 @@ function linksList(ctx: Ctx, links: Link[]): Html {
 }
 
 async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null) {
-  const { data } = await ctx.kasse.links.list(ctx.mode, ctx.merchant.id);
+  const { data } = await ctx.kasse.links.list(ctx.tenant);
   const body = html`${linksList(ctx, data)}${ctx.can('links.write') ? createForm(ctx, values, told) : ''}`;
   return sendShell(ctx, told, { title: 'Payment links', active: '/links', body, wide: true });
 }
@@ -151,7 +151,7 @@ const localInput = (iso: string | null) => (iso ? iso.slice(0, 16) : '');
 async function linkPage(ctx: Ctx, id: string, told: Told | null = null, values: Form | null = null) {
   let l: Link;
   try {
-    l = await ctx.kasse.links.get(ctx.mode, ctx.merchant.id, id);
+    l = await ctx.kasse.links.get(ctx.tenant, id);
   } catch (err) {
     tell(err);
     return refusal(ctx, 404, 'There is no such link in this mode of your account.');
@@ -192,7 +192,7 @@ export function linkPages(r: Router): void {
 
   r.action('/links', 'links.write', async (ctx, form) => {
     try {
-      const l = await kasse.links.create(ctx.mode, ctx.merchant.id, createInput(form), ctx.actor);
+      const l = await kasse.links.create(ctx.tenant, createInput(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/links/${l.id}`, 'link_created');
     } catch (err) {
       return listPage(ctx, form, tell(err, HINTS));
@@ -223,7 +223,7 @@ export function linkPages(r: Router): void {
           throw invalid('max_uses', 'max_uses');
         patch.expires_at = dateTime(form.expires_at, 'expires_at') ?? null;
       }
-      await kasse.links.update(ctx.mode, ctx.merchant.id, p.id!, patch, ctx.actor);
+      await kasse.links.update(ctx.tenant, p.id!, patch, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/links/${p.id}`, key);
     } catch (err) {
       return linkPage(ctx, p.id!, tell(err, HINTS), form);

@@ -268,20 +268,20 @@ export async function paymentPage(
 ) {
   let p: Payment;
   try {
-    p = await ctx.kasse.payments.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
+    p = await ctx.kasse.payments.get(ctx.tenant, id);
   } catch (err) {
     tell(err);
     return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
   }
   const [events, extra] = await Promise.all([
-    ctx.kasse.webhooks.timeline(ctx.merchant.id, ctx.mode, p.id),
+    ctx.kasse.webhooks.timeline(ctx.tenant, p.id),
     Promise.all(paymentSections.map((s) => s(ctx, p, told, values))),
   ]);
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
   const staff = ctx.can('payments.write');
   const money = refundable(p);
   const { chains } = ctx.kasse;
-  const credit = (await ctx.kasse.payments.reports.credits(ctx.mode, ctx.merchant.id, [p.id])).get(p.id);
+  const credit = (await ctx.kasse.payments.reports.credits(ctx.tenant, [p.id])).get(p.id);
   const actions: Html[] = [];
   if (staff && (p.status === 'underpaid' || p.status === 'late'))
     actions.push(actionForm(ctx, `${base}/accept`, 'Accept as paid'));
@@ -347,9 +347,9 @@ export function paymentPages(r: Router): void {
 
   r.page('', 'read', async (ctx) => {
     const [balance, days, recent] = await Promise.all([
-      kasse.payments.balance(ctx.mode, ctx.merchant.id),
-      kasse.payments.reports.paidVolumeByDay(ctx.mode, ctx.merchant.id, 30, kasse.clock.now()),
-      kasse.payments.list(ctx.mode, ctx.merchant.id, { limit: 8 }),
+      kasse.payments.balance(ctx.tenant),
+      kasse.payments.reports.paidVolumeByDay(ctx.tenant, 30, kasse.clock.now()),
+      kasse.payments.list(ctx.tenant, { limit: 8 }),
     ]);
     const body = html`<div class="d-cards">
 <section class="d-stat"><h2>Available</h2><p class="d-big">${usd(balance.available_usd_cents)}</p><p class="d-muted">credited, after fees</p></section>
@@ -375,7 +375,7 @@ export function paymentPages(r: Router): void {
     try {
       const parsed = filtersOf(q);
       f = parsed.f;
-      list = await kasse.payments.reports.search(ctx.mode, ctx.merchant.id, { ...parsed.search, limit: PAGE });
+      list = await kasse.payments.reports.search(ctx.tenant, { ...parsed.search, limit: PAGE });
     } catch (err) {
       told = tell(err, {
         status: 'Choose a status from the list.',
@@ -407,16 +407,14 @@ ${paymentsTable(ctx, list.data)}
         .header('content-type', 'text/plain; charset=utf-8')
         .send(`${told.message} (${told.code})\n`);
     }
-    const mode: Mode = ctx.mode;
-    const merchantId = ctx.merchant.id;
+    const { tenant, mode } = ctx;
     async function* rows() {
       yield `${CSV_HEADER.join(',')}\r\n`;
       let cursor: string | undefined;
       do {
-        const page = await kasse.payments.reports.search(mode, merchantId, { ...search, cursor, limit: 500 });
+        const page = await kasse.payments.reports.search(tenant, { ...search, cursor, limit: 500 });
         const credits = await kasse.payments.reports.credits(
-          mode,
-          merchantId,
+          tenant,
           page.data.map((p) => p.id),
         );
         yield page.data.map((p) => csvRow(p, credits.get(p.id), (t) => coinName(kasse.chains, mode, t))).join('');
@@ -441,12 +439,11 @@ ${paymentsTable(ctx, list.data)}
 
   for (const act of ['accept', 'cancel'] as const) {
     r.action(`/payments/:id/${act}`, 'payments.write', async (ctx, _form, p) => {
-      const scope = { mode: ctx.mode, merchantId: ctx.merchant.id };
       try {
         if (!idOk(p.id!)) throw invalid('bad id', 'id');
         await (act === 'accept'
-          ? kasse.payments.accept(scope, p.id!, ctx.actor)
-          : kasse.payments.cancel(scope, p.id!, ctx.actor));
+          ? kasse.payments.accept(ctx.tenant, p.id!, ctx.actor)
+          : kasse.payments.cancel(ctx.tenant, p.id!, ctx.actor));
         return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, act === 'accept' ? 'accepted' : 'cancelled');
       } catch (err) {
         const told = tell(err, {
@@ -466,12 +463,7 @@ ${paymentsTable(ctx, list.data)}
       if (!destination) throw invalid('destination is required', 'destination');
       const note = (form.note ?? '').trim();
       if (textLength(note) > 500) throw invalid('note is too long', 'note');
-      await kasse.refunds.create(
-        { mode: ctx.mode, merchantId: ctx.merchant.id },
-        p.id!,
-        { destination, ...(note ? { note } : {}) },
-        ctx.actor,
-      );
+      await kasse.refunds.create(ctx.tenant, p.id!, { destination, ...(note ? { note } : {}) }, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'refund');
     } catch (err) {
       const told = tell(err, { ...REFUND_HINTS, note: 'Keep the note under 500 characters.' });

@@ -10,7 +10,7 @@ import { amount, badge, when } from '../format.ts';
 import { paymentSections } from './payments.ts';
 
 async function refundsSection(ctx: Ctx, p: Payment): Promise<Html | string> {
-  const refunds = await ctx.kasse.refunds.list({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id);
+  const refunds = await ctx.kasse.refunds.list(ctx.tenant, p.id);
   if (refunds.length === 0) return '';
   return html`<section class="d-panel" id="refunds"><h2>Refunds</h2><table class="d-table"><thead><tr><th>Requested</th><th class="d-num">Amount</th><th>Destination</th><th>Status</th><th>Transaction or reason</th></tr></thead><tbody>${refunds.map(
     (r) =>

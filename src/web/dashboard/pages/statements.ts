@@ -36,7 +36,7 @@ const MONTH_HINTS = { month: 'Choose a month from the list: statements exist for
 /** The months from the account's first (its creation or first posting, whichever is earlier) to now, newest first. */
 async function monthsOf(ctx: Ctx): Promise<string[]> {
   const now = monthOf(ctx.kasse.clock.now());
-  const posted = await ctx.kasse.statements.firstPosting(ctx.mode, ctx.merchant.id);
+  const posted = await ctx.kasse.statements.firstPosting(ctx.tenant);
   const first = [monthOf(new Date(ctx.merchant.createdAt)), ...(posted ? [monthOf(posted)] : []), now].sort()[0]!;
   const out: string[] = [];
   for (let m = first; m <= now; m = nextMonth(m)) out.unshift(m);
@@ -55,7 +55,7 @@ async function emailPanel(ctx: Ctx): Promise<Html> {
   }
   const [on, next] = await Promise.all([
     statementEmails.subscribed(ctx.user.id, ctx.mode),
-    statementEmails.next(ctx.merchant.id, ctx.mode),
+    statementEmails.next(ctx.tenant),
   ]);
   const action = `/dashboard/${ctx.mode}/statements/email`;
   const when_ = next ? html` The next one, for ${monthName(next.month)}, goes out ${when(next.dueAt)}.` : '';
@@ -123,7 +123,7 @@ export function statementPages(r: Router): void {
   const statementOf = async (ctx: Ctx, month: string): Promise<Statement | Told> => {
     try {
       if (!/^\d{4}-\d{2}$/.test(month)) throw invalid('bad month', 'month');
-      return await kasse.statements.get(ctx.mode, ctx.merchant.id, month);
+      return await kasse.statements.get(ctx.tenant, month);
     } catch (err) {
       return tell(err, MONTH_HINTS);
     }

@@ -44,13 +44,10 @@ async function listPage(ctx: Ctx, query: Record<string, string>) {
     : undefined;
   let page: { data: Subscription[]; next_cursor: string | null };
   try {
-    page = await ctx.kasse.subscriptions.list(
-      { mode: ctx.mode, merchantId: ctx.merchant.id },
-      { status, cursor: query.cursor || undefined, limit: PAGE },
-    );
+    page = await ctx.kasse.subscriptions.list(ctx.tenant, { status, cursor: query.cursor || undefined, limit: PAGE });
   } catch (err) {
     tell(err);
-    page = await ctx.kasse.subscriptions.list({ mode: ctx.mode, merchantId: ctx.merchant.id }, { status, limit: PAGE });
+    page = await ctx.kasse.subscriptions.list(ctx.tenant, { status, limit: PAGE });
   }
   const base = `/dashboard/${ctx.mode}/subscriptions`;
   const filters = html`<nav class="d-filters" aria-label="Status">${[
@@ -128,7 +125,7 @@ function chargesPanel(ctx: Ctx, s: Subscription): Html | string {
 async function subscriptionPage(ctx: Ctx, id: string, told: Told | null = null) {
   let s: Subscription;
   try {
-    s = await ctx.kasse.subscriptions.get({ mode: ctx.mode, merchantId: ctx.merchant.id }, id);
+    s = await ctx.kasse.subscriptions.get(ctx.tenant, id);
   } catch (err) {
     tell(err);
     return refusal(ctx, 404, NOT_FOUND);
@@ -175,7 +172,7 @@ export function subscriptionPages(r: Router): void {
   r.action('/subscriptions/:id/cancel', 'payments.write', async (ctx, _form, p) => {
     if (!idOk(p.id!)) return refusal(ctx, 404, NOT_FOUND);
     try {
-      await kasse.subscriptions.cancel({ mode: ctx.mode, merchantId: ctx.merchant.id }, p.id!, ctx.actor);
+      await kasse.subscriptions.cancel(ctx.tenant, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/subscriptions/${p.id}`, 'subscription_cancelled');
     } catch (err) {
       return subscriptionPage(ctx, p.id!, tell(err));
@@ -185,11 +182,7 @@ export function subscriptionPages(r: Router): void {
   r.action('/subscriptions/:id/invoices', 'payments.write', async (ctx, _form, p) => {
     if (!idOk(p.id!)) return refusal(ctx, 404, NOT_FOUND);
     try {
-      await kasse.subscriptions.grants.switchToInvoices(
-        { mode: ctx.mode, merchantId: ctx.merchant.id },
-        p.id!,
-        ctx.actor,
-      );
+      await kasse.subscriptions.grants.switchToInvoices(ctx.tenant, p.id!, ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/subscriptions/${p.id}`, 'subscription_invoiced');
     } catch (err) {
       return subscriptionPage(ctx, p.id!, tell(err));
