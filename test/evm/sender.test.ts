@@ -692,7 +692,6 @@ describe('hold operations', () => {
     await k.chain.rpc('evm_increaseTime', [info.authorizationExpiry - (await k.chain.now())]);
     await k.chain.mine(1);
     await k.chain.write(holder, AUTH_CAPTURE_V1_1.escrow, authCaptureEscrowAbi, 'reclaim', [info]);
-    assert.equal((await usdcOf(holder.address)) - payer0 > 0n, true);
     assert.equal(await usdcOf(store), store0 - p.amount);
 
     // Kasse is back: its deadline pass finds the escrow empty and records the reclaim, sending nothing.
