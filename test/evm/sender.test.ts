@@ -7,7 +7,8 @@
  * that reverts on chain fails the transfer and its nonce stays used. Hold operations through the escrow (placed at
  * its canonical addresses): a real workers process killed (SIGKILL) with a capture and a void submitted and not yet
  * confirmed, started again, captures and voids exactly once; a hold the payer reclaimed on chain after
- * `capture_before` while Kasse was down is recorded by the deadline pass. Blocks are mined explicitly; nothing sleeps.
+ * `capture_before` while Kasse was down is recorded by the deadline pass, and one reclaimed while the deadline's void
+ * was on its way is recorded as soon as that void fails. Blocks are mined explicitly; nothing sleeps.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -716,6 +717,60 @@ describe('hold operations', () => {
     assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back');
     const ops = await k.t.kasse.db.selectFrom('hold_operations').select('id').where('payment_id', '=', p.id).execute();
     assert.deepEqual(ops, [], 'no void was asked for');
+  });
+
+  test('a deadline void racing the payer’s reclaim fails on chain, and the due pass it wakes records the reclaim at once: cancelled once, nothing credited', async () => {
+    await alignClockWithChain();
+    const p = await heldPayment(800);
+    const payer0 = await usdcOf(holder.address);
+    const balance0 = await available();
+    const hold = await k.t.kasse.db
+      .selectFrom('holds')
+      .select('terms')
+      .where('payment_id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    const info = paymentInfoOf(hold.terms);
+    await k.chain.rpc('evm_increaseTime', [info.authorizationExpiry - (await k.chain.now())]);
+    await k.chain.mine(1);
+    await alignClockWithChain();
+
+    // The deadline pass finds the hold still in escrow and asks for its void; the payer reclaims before it is sent.
+    assert.equal(await k.t.kasse.capture.runDue(), 1);
+    await k.chain.write(holder, AUTH_CAPTURE_V1_1.escrow, authCaptureEscrowAbi, 'reclaim', [info]);
+    const nonce0 = await hotNonce();
+    // The workers' due loop, woken by the capture module (between its rounds it runs every 5 s).
+    const passes: Promise<number>[] = [];
+    const off = k.t.kasse.capture.onWork(() => void passes.push(k.t.kasse.capture.runDue()));
+    try {
+      await settleQueue();
+    } finally {
+      off();
+    }
+    const [voidOp] = await k.t.kasse.db
+      .selectFrom('hold_operations')
+      .select(['kind', 'reason', 'status', 'error'])
+      .where('payment_id', '=', p.id)
+      .execute();
+    assert.equal(voidOp!.kind, 'void');
+    assert.equal(voidOp!.reason, 'deadline');
+    assert.equal(voidOp!.status, 'failed');
+    assert.match(voidOp!.error!, /revert/);
+    assert.equal(await hotNonce(), nonce0, 'the refused void took no transaction');
+    assert.equal(passes.length, 1, 'the failed void woke the due pass once');
+    assert.equal(await passes[0], 1);
+    assert.equal(await k.t.kasse.capture.runDue(), 0, 'recorded once');
+    await k.t.kasse.webhooks.drain();
+    assert.equal((await payment(p.id)).status, 'cancelled');
+    const row = await k.t.kasse.db
+      .selectFrom('holds')
+      .select(['status', 'released_by'])
+      .where('payment_id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: 'released', released_by: 'reclaimed' });
+    assert.deepEqual(k.eventTypes(p.id), ['payment.authorized', 'payment.cancelled']);
+    assert.equal(await credits(p.id), 0);
+    assert.equal(await available(), balance0);
+    assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back, once');
   });
 });
 
