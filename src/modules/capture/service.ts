@@ -81,6 +81,9 @@ export interface CaptureInput {
 
 export class CaptureService implements TransferOwner, HoldsPort {
   private readonly work = new WorkNotifier();
+  /** Registers a callback run when the due pass has work (a void past the deadline failed); returns its removal. */
+  readonly onWork = (waker: () => void): (() => void) => this.work.onWork(waker);
+
   constructor(
     private readonly engine: PaymentEngine,
     private readonly transfers: TransferService,
@@ -543,11 +546,6 @@ export class CaptureService implements TransferOwner, HoldsPort {
       }
     }
     return acted;
-  }
-
-  /** Registers a callback run when the due pass has work (after a void past the deadline failed); returns its removal. */
-  onWork(waker: () => void): () => void {
-    return this.work.onWork(waker);
   }
 
   /** Test mode: settles pending simulated hold operations as sent (the workers' loop; tests after asking). */
