@@ -321,7 +321,8 @@ describe('dashboard pages', () => {
       .select(['action', 'actor_label'])
       .where('target_id', '=', held.id)
       .where('action', 'in', ['payment.capture', 'payment.void'])
-      .orderBy('at')
+      // In the order written: both carry the same time on the test's fake clock.
+      .orderBy('seq')
       .execute();
     assert.deepEqual(audit, [
       { action: 'payment.capture', actor_label: 'owner@example.com' },
