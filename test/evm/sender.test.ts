@@ -571,6 +571,18 @@ describe('hold operations', () => {
     return { capturable, refundable };
   }
 
+  /** The hold of `paymentId` recorded as reclaimed by its payer: released so, one payment.cancelled, no credit. */
+  async function recordedAsReclaimed(paymentId: string): Promise<void> {
+    const row = await k.t.kasse.db
+      .selectFrom('holds')
+      .select(['status', 'released_by'])
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: 'released', released_by: 'reclaimed' });
+    assert.deepEqual(k.eventTypes(paymentId), ['payment.authorized', 'payment.cancelled']);
+    assert.equal(await credits(paymentId), 0);
+  }
+
   test('a workers process killed (SIGKILL) between submitting a capture and a void and their confirmation, started again, captures and voids exactly once', async () => {
     // The workers processes read the real clock: Kasse's fake one is set to it, so what is due for one is due for them
     // (the chain's time runs a little ahead after the blocks mined so far, well within a hold's windows).
@@ -704,14 +716,7 @@ describe('hold operations', () => {
     assert.equal(cancelled.status, 'cancelled');
     assert.equal(cancelled.authorization.voided, true);
     assert.equal(cancelled.authorization.captured_usd_cents, 0);
-    const row = await k.t.kasse.db
-      .selectFrom('holds')
-      .select(['status', 'released_by'])
-      .where('payment_id', '=', p.id)
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { status: 'released', released_by: 'reclaimed' });
-    assert.deepEqual(k.eventTypes(p.id), ['payment.authorized', 'payment.cancelled']);
-    assert.equal(await credits(p.id), 0);
+    await recordedAsReclaimed(p.id);
     assert.equal(await available(), balance0, 'nothing credited');
     assert.equal(await hotNonce(), nonce0, 'Kasse sent nothing');
     assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back');
@@ -761,14 +766,7 @@ describe('hold operations', () => {
     assert.equal(await k.t.kasse.capture.runDue(), 0, 'recorded once');
     await k.t.kasse.webhooks.drain();
     assert.equal((await payment(p.id)).status, 'cancelled');
-    const row = await k.t.kasse.db
-      .selectFrom('holds')
-      .select(['status', 'released_by'])
-      .where('payment_id', '=', p.id)
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { status: 'released', released_by: 'reclaimed' });
-    assert.deepEqual(k.eventTypes(p.id), ['payment.authorized', 'payment.cancelled']);
-    assert.equal(await credits(p.id), 0);
+    await recordedAsReclaimed(p.id);
     assert.equal(await available(), balance0);
     assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back, once');
   });
