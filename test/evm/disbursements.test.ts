@@ -6,9 +6,7 @@
  * real workers process — and no payout is sent twice or lost. Every event reaches a receiver that verifies it.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { encodeFunctionData, getAddress, type Address } from 'viem';
 import { erc20Abi } from '../../src/chains/evm/contracts.ts';
@@ -16,11 +14,9 @@ import type { EvmSender } from '../../src/chains/evm/sender.ts';
 import type { Actor } from '../../src/modules/audit/service.ts';
 import { createUser } from '../harness/dashboard.ts';
 import { eventually } from '../harness/expect.ts';
-import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
+import { startEvmKasse, workersProcesses, type EvmKasse, type WorkersProcess } from '../harness/evm-kasse.ts';
 import { countQueries } from '../harness/query-count.ts';
 import { hardhatChain, startHardhatNode, TestChain, type HardhatNode } from '../harness/hardhat.ts';
-import { KASSE_HOME } from '../../src/config.ts';
-import { SERVER } from '../harness/commands.ts';
 
 let node: HardhatNode;
 let k: EvmKasse;
@@ -275,37 +271,14 @@ describe('disbursements on chain', () => {
 
   test('a workers process killed mid-batch (SIGKILL) and started again sends every payout once', async () => {
     await k.chain.setAutomine(false);
-    let child: ChildProcess | null = null;
+    let child: WorkersProcess | null = null;
     try {
       const destinations = Array.from({ length: 30 }, () => fresh());
       const d = await released(destinations.map((destination, i) => ({ destination, usd_cents: 100 + i })));
       const nonceBefore = await hotNonce();
       // The workers process's networks hold a sender's lease 3 s (`sender_lease_ms`): the restarted process takes the
       // killed one's leased transfers over once it runs out, as after the default minute, without waiting a minute.
-      const networks = JSON.parse(readFileSync(k.networksFile, 'utf8'));
-      for (const n of networks.networks) n.sender_lease_ms = 3_000;
-      const networksFile = k.networksFile.replace(/\.json$/, '.short-lease.json');
-      writeFileSync(networksFile, JSON.stringify(networks));
-      const start = () => {
-        const c = spawn(process.execPath, SERVER, {
-          cwd: KASSE_HOME,
-          env: {
-            ...process.env,
-            DATABASE_URL: k.t.databaseUrl,
-            KASSE_ROLES: 'workers',
-            KASSE_NETWORKS_FILE: networksFile,
-            KASSE_SECRET_KEY: k.secrets.secretKey.toString('hex'),
-            KASSE_MASTER_SEED: k.secrets.masterSeed,
-            KASSE_HOT_WALLET_KEY: k.hotWalletKey,
-            KASSE_COINGECKO_URL: k.coingecko.url,
-            KASSE_BINANCE_URL: k.binance.url,
-            KASSE_DATA_DIR: `/tmp/kasse-dsb-${process.pid}`,
-            KASSE_LOG_LEVEL: 'error',
-          },
-          stdio: ['ignore', 'ignore', 'inherit'],
-        });
-        return c;
-      };
+      const start = workersProcesses(k, 'dsb');
       const status = async () => {
         const member = await k.t.kasse.db
           .selectFrom('evm_transfers')
@@ -327,8 +300,7 @@ describe('disbursements on chain', () => {
         timeoutMs: 60_000,
         intervalMs: 100,
       });
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
+      await child.kill();
       child = null;
       assert.notEqual((await get(d.id)).progress.sent, 30, 'nothing settled before the kill');
       await k.chain.mine(3);
@@ -340,8 +312,7 @@ describe('disbursements on chain', () => {
         async () => (await k.t.kasse.disbursements.get({ mode: 'test', merchantId: k.m.id }, d.id)).progress.open === 0,
         { timeoutMs: 45_000, intervalMs: 100 },
       );
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
+      await child.kill();
       child = null;
       const done = await get(d.id);
       assert.deepEqual(done.progress, { sent: 30, failed: 0, open: 0 });
@@ -349,7 +320,7 @@ describe('disbursements on chain', () => {
         assert.equal(await k.chain.tokenBalance(k.usdc, dest), BigInt(100 + i) * 10_000n);
       assert.equal((await hotNonce()) - nonceBefore, 1, 'one batch transaction, sent once');
     } finally {
-      if (child) child.kill('SIGKILL');
+      await child?.kill();
       await k.chain.setAutomine(true);
     }
   });

@@ -4,7 +4,11 @@
  * through pending → signed → broadcast → sent and make the payment `refunded` with `payment.refunded`; a crash after
  * signing (before, or just after, the broadcast) ends with a fresh Kasse on the same database broadcasting the SAME
  * bytes, paying exactly once; a stuck transaction is replaced with the same nonce and a higher fee; a transaction
- * that reverts on chain fails the transfer and its nonce stays used. Blocks are mined explicitly; nothing sleeps.
+ * that reverts on chain fails the transfer and its nonce stays used. Hold operations through the escrow (placed at
+ * its canonical addresses): a real workers process killed (SIGKILL) with a capture and a void submitted and not yet
+ * confirmed, started again, captures and voids exactly once; a hold the payer reclaimed on chain after
+ * `capture_before` while Kasse was down is recorded by the deadline pass, and one reclaimed while the deadline's void
+ * was on its way is recorded as soon as that void fails. Blocks are mined explicitly; nothing sleeps.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -12,14 +16,24 @@ import { after, before, describe, test } from 'node:test';
 import { getAddress, parseEther, parseTransaction, type Address, type Hex } from 'viem';
 import { SENDER_DEFAULTS } from '../../src/chains/evm/sender-options.ts';
 import { EvmAdapter } from '../../src/chains/evm/adapter.ts';
+import { authCaptureEscrowAbi } from '../../src/chains/evm/contracts.ts';
+import { AUTH_CAPTURE_V1_1, placeAuthCaptureContracts } from '../../src/chains/evm/escrow.ts';
+import { paymentInfoOf } from '../../src/chains/evm/holds.ts';
 import { EvmSender } from '../../src/chains/evm/sender.ts';
 import { hotWalletAccount } from '../../src/chains/evm/wallet.ts';
 import { newId } from '../../src/core/ids.ts';
 import { withTx } from '../../src/db/index.ts';
 import type { Kasse } from '../../src/kasse.ts';
-import { startTestKasse } from '../harness/app.ts';
-import { startEvmKasse, type EvmKasse } from '../harness/evm-kasse.ts';
-import { startHardhatNode, type HardhatNode } from '../harness/hardhat.ts';
+import { ApiClient, startTestKasse } from '../harness/app.ts';
+import { eventually } from '../harness/expect.ts';
+import { startEvmKasse, workersProcesses, type EvmKasse, type WorkersProcess } from '../harness/evm-kasse.ts';
+import {
+  startHardhatNode,
+  TestChain,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  type HardhatNode,
+  type TestWallet,
+} from '../harness/hardhat.ts';
 import { assertEveryMerchantReconciles } from '../harness/statements.ts';
 
 let node: HardhatNode;
@@ -28,11 +42,20 @@ let sender: EvmSender;
 
 before(async () => {
   node = await startHardhatNode();
+  // The escrow of hold and capture at its canonical addresses, as `kasse evm deploy-escrow` places it.
+  const escrow = await placeAuthCaptureContracts({ request: (m, p) => new TestChain(node.url).rpc(m, p) });
   k = await startEvmKasse({
     rpcUrl: node.url,
     tiers: [{ max_usd_cents: null, confirmations: 2 }],
     finality: 4,
-    evm: { replace_after_blocks: 3 },
+    evm: {
+      replace_after_blocks: 3,
+      auth_capture: {
+        escrow: escrow.escrow,
+        erc3009_collector: escrow.erc3009Collector,
+        operator_refund_collector: escrow.operatorRefundCollector,
+      },
+    },
   });
   await k.tick();
   assert.ok(k.adapter.sender instanceof EvmSender, 'registerEvmAdapters attaches a sender');
@@ -429,6 +452,323 @@ describe('stuck and reverted transactions', () => {
       .set({ status: 'failed', reported: true })
       .where('id', 'in', [tooMuch, noTokens])
       .execute();
+  });
+});
+
+describe('hold operations', () => {
+  /** The payer of the holds here: signs, and once reclaims on chain (its own gas). */
+  let holder: TestWallet;
+  /** The escrow's token store for the hot wallet as operator: where held money sits. */
+  let store: Address;
+  const checkout = () => new ApiClient(k.t.urls.checkout, null);
+  const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
+  const payment = async (id: string) => (await k.m.test.get(`/payments/${id}`)).body;
+  const available = async () => (await k.m.test.get('/balance')).body.available_usd_cents as number;
+  const credits = async (paymentId: string) =>
+    (
+      await k.t.kasse.db
+        .selectFrom('ledger_transactions')
+        .select('id')
+        .where('payment_id', '=', paymentId)
+        .where('kind', '=', 'payment_credit')
+        .execute()
+    ).length;
+
+  before(async () => {
+    holder = await k.chain.newWallet('1');
+    await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, holder.address, 1_000_000_000n));
+    store = await k.chain.client.readContract({
+      address: AUTH_CAPTURE_V1_1.escrow,
+      abi: authCaptureEscrowAbi,
+      functionName: 'getTokenStore',
+      args: [sender.address],
+    });
+  });
+
+  /** Kasse's fake clock at the latest block's time: the escrow checks a hold's expiries against block time. */
+  async function alignClockWithChain(): Promise<void> {
+    k.t.clock.set((await k.chain.now()) * 1000);
+  }
+
+  /** The hot wallet's queue until it is idle: each pass signs, broadcasts or settles, a block mined between passes. */
+  async function settleQueue(): Promise<void> {
+    for (let i = 0; i < 12; i++) {
+      await sender.runDue();
+      const open = await k.t.kasse.db
+        .selectFrom('evm_transfers')
+        .select('id')
+        .where('status', 'in', ['pending', 'signed', 'broadcast'])
+        .executeTakeFirst();
+      if (!open) break;
+      await k.chain.mine(1);
+    }
+    await k.t.kasse.webhooks.drain();
+  }
+
+  /** A manual USDC payment of `cents` whose hold the holder signed (as the checkout's button does) and Kasse locked. */
+  async function heldPayment(cents: number): Promise<{ id: string; amount: bigint }> {
+    const res = await k.m.test.post('/payments', {
+      price_amount: cents,
+      price_currency: 'USD',
+      order_id: `hold-${++orderSeq}`,
+      chain: 'base',
+      token: 'base:usdc',
+      capture_method: 'manual',
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const attempt = res.body.attempts[0];
+    const amount = BigInt(attempt.pay_amount);
+    const ask = k.adapter.holds!.ask(
+      {
+        attemptId: attempt.id,
+        payAmount: amount,
+        expiresAt: new Date(attempt.expires_at),
+        hold: {
+          captureBefore: new Date(res.body.authorization.capture_before),
+          refundBefore: new Date(res.body.authorization.refund_before),
+        },
+      },
+      k.t.kasse.chains.token('test', 'base:usdc')!,
+    );
+    const signature = await holder.signTypedData({
+      account: holder.account,
+      domain: { name: 'Test USDC', version: '2', chainId: 31337, verifyingContract: k.usdc },
+      types: { ReceiveWithAuthorization: TRANSFER_WITH_AUTHORIZATION_TYPES.TransferWithAuthorization },
+      primaryType: 'ReceiveWithAuthorization',
+      message: {
+        from: holder.address,
+        to: ask.collector,
+        value: ask.value,
+        validAfter: 0n,
+        validBefore: BigInt(ask.validBefore),
+        nonce: ask.nonce,
+      },
+    });
+    const posted = await checkout().post(`/p/${res.body.id}/hold`, {
+      attempt_id: attempt.id,
+      from: holder.address,
+      signature,
+    });
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    await settleQueue();
+    assert.equal((await payment(res.body.id)).status, 'authorized');
+    return { id: res.body.id, amount };
+  }
+
+  /** The escrow's state of a payment's hold. */
+  async function escrowState(paymentId: string) {
+    const hold = await k.t.kasse.db
+      .selectFrom('holds')
+      .select('reference')
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirstOrThrow();
+    const [, capturable, refundable] = await k.chain.client.readContract({
+      address: AUTH_CAPTURE_V1_1.escrow,
+      abi: authCaptureEscrowAbi,
+      functionName: 'paymentState',
+      args: [hold.reference as Hex],
+    });
+    return { capturable, refundable };
+  }
+
+  /** The hold of `paymentId` recorded as reclaimed by its payer: released so, one payment.cancelled, no credit. */
+  async function recordedAsReclaimed(paymentId: string): Promise<void> {
+    const row = await k.t.kasse.db
+      .selectFrom('holds')
+      .select(['status', 'released_by'])
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: 'released', released_by: 'reclaimed' });
+    assert.deepEqual(k.eventTypes(paymentId), ['payment.authorized', 'payment.cancelled']);
+    assert.equal(await credits(paymentId), 0);
+  }
+
+  test('a workers process killed (SIGKILL) between submitting a capture and a void and their confirmation, started again, captures and voids exactly once', async () => {
+    // The workers processes read the real clock: Kasse's fake one is set to it, so what is due for one is due for them
+    // (the chain's time runs a little ahead after the blocks mined so far, well within a hold's windows).
+    k.t.clock.set(Date.now());
+    const captured = await heldPayment(1200);
+    const voided = await heldPayment(700);
+    const [payer0, hot0, store0, balance0, nonce0] = [
+      await usdcOf(holder.address),
+      await usdcOf(sender.address),
+      await usdcOf(store),
+      await available(),
+      await hotNonce(),
+    ];
+    assert.equal(store0, captured.amount + voided.amount, 'both holds sit in escrow');
+    assert.equal((await k.m.test.post(`/payments/${captured.id}/capture`, { amount_usd_cents: 1200 })).status, 200);
+    assert.equal((await k.m.test.post(`/payments/${voided.id}/void`)).status, 200);
+    const ops = await k.t.kasse.db
+      .selectFrom('hold_operations')
+      .select(['id', 'kind'])
+      .where('payment_id', 'in', [captured.id, voided.id])
+      .execute();
+    assert.deepEqual(ops.map((o) => o.kind).sort(), ['capture', 'void']);
+    const transfers = () =>
+      k.t.kasse.db
+        .selectFrom('evm_transfers')
+        .select(['id', 'status', 'tx_hash'])
+        .where(
+          'id',
+          'in',
+          ops.map((o) => o.id),
+        )
+        .orderBy('id')
+        .execute();
+
+    await k.chain.setAutomine(false);
+    const start = workersProcesses(k, 'holds');
+    let child: WorkersProcess | null = start();
+    try {
+      // Killed once both are submitted (broadcast, not mined: automine is off).
+      await eventually(
+        'the workers process to submit the capture and the void',
+        async () => (await transfers()).every((t) => t.status === 'broadcast'),
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      await child.kill();
+      child = null;
+      const submitted = await transfers();
+      assert.equal(
+        (await payment(captured.id)).authorization.pending_usd_cents,
+        1200,
+        'nothing settled before the kill',
+      );
+      assert.equal((await payment(voided.id)).status, 'authorized');
+      assert.equal(await available(), balance0);
+      await k.chain.mine(3);
+      child = start();
+      await eventually(
+        'the restarted workers process to settle both and send their webhooks (45 s)',
+        async () =>
+          (await transfers()).every((t) => t.status === 'sent') &&
+          k.eventTypes(captured.id).includes('payment.captured') &&
+          k.eventTypes(voided.id).includes('payment.cancelled'),
+        { timeoutMs: 45_000, intervalMs: 100 },
+      );
+      await child.kill('SIGTERM');
+      child = null;
+      assert.deepEqual(
+        (await transfers()).map((t) => t.tx_hash),
+        submitted.map((t) => t.tx_hash),
+        'what was submitted before the kill is what settled',
+      );
+    } finally {
+      await child?.kill();
+      await k.chain.setAutomine(true);
+    }
+    await k.t.kasse.webhooks.drain();
+
+    assert.equal(await hotNonce(), nonce0 + 2, 'one capture and one void left the hot wallet');
+    assert.equal(await usdcOf(sender.address), hot0 + captured.amount, 'captured once, to the hot wallet');
+    assert.equal(await usdcOf(holder.address), payer0 + voided.amount, 'voided once, back to the payer');
+    assert.equal(await usdcOf(store), store0 - captured.amount - voided.amount);
+    assert.deepEqual(await escrowState(captured.id), { capturable: 0n, refundable: captured.amount });
+    assert.deepEqual(await escrowState(voided.id), { capturable: 0n, refundable: 0n });
+
+    const paid = await payment(captured.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.authorization.captured_usd_cents, 1200);
+    assert.equal(paid.authorization.pending_usd_cents, 0);
+    assert.equal(paid.authorization.captures.length, 1);
+    const cancelled = await payment(voided.id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal(cancelled.authorization.voided, true);
+    // One credit: 1,200 cents less the 1 % fee.
+    assert.equal(await credits(captured.id), 1);
+    assert.equal(await credits(voided.id), 0);
+    assert.equal(await available(), balance0 + 1188);
+    assert.deepEqual(k.eventTypes(captured.id), ['payment.authorized', 'payment.paid', 'payment.captured']);
+    assert.deepEqual(k.eventTypes(voided.id), ['payment.authorized', 'payment.cancelled']);
+    assert.equal(k.receiver!.rejected.length, 0);
+  });
+
+  test('a hold not captured while Kasse was down, reclaimed by the payer on chain after capture_before, is recorded by the deadline pass: cancelled, nothing credited', async () => {
+    await alignClockWithChain();
+    const p = await heldPayment(900);
+    const [payer0, store0, balance0, nonce0] = [
+      await usdcOf(holder.address),
+      await usdcOf(store),
+      await available(),
+      await hotNonce(),
+    ];
+    const hold = await k.t.kasse.db
+      .selectFrom('holds')
+      .select(['terms', 'capture_before'])
+      .where('payment_id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    const info = paymentInfoOf(hold.terms);
+    assert.equal(info.authorizationExpiry * 1000, hold.capture_before.getTime());
+
+    // Kasse is down: the chain's time passes capture_before and no pass of Kasse runs. The payer takes the hold back.
+    await k.chain.rpc('evm_increaseTime', [info.authorizationExpiry - (await k.chain.now())]);
+    await k.chain.mine(1);
+    await k.chain.write(holder, AUTH_CAPTURE_V1_1.escrow, authCaptureEscrowAbi, 'reclaim', [info]);
+    assert.equal(await usdcOf(store), store0 - p.amount);
+
+    // Kasse is back: its deadline pass finds the escrow empty and records the reclaim, sending nothing.
+    await alignClockWithChain();
+    assert.equal(await k.t.kasse.capture.runDue(), 1);
+    assert.equal(await k.t.kasse.capture.runDue(), 0, 'recorded once');
+    await k.t.kasse.webhooks.drain();
+    const cancelled = await payment(p.id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal(cancelled.authorization.voided, true);
+    assert.equal(cancelled.authorization.captured_usd_cents, 0);
+    await recordedAsReclaimed(p.id);
+    assert.equal(await available(), balance0, 'nothing credited');
+    assert.equal(await hotNonce(), nonce0, 'Kasse sent nothing');
+    assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back');
+    const ops = await k.t.kasse.db.selectFrom('hold_operations').select('id').where('payment_id', '=', p.id).execute();
+    assert.deepEqual(ops, [], 'no void was asked for');
+  });
+
+  test('a deadline void racing the payer’s reclaim fails on chain, and the due pass it wakes records the reclaim at once: cancelled once, nothing credited', async () => {
+    await alignClockWithChain();
+    const p = await heldPayment(800);
+    const payer0 = await usdcOf(holder.address);
+    const balance0 = await available();
+    const hold = await k.t.kasse.db
+      .selectFrom('holds')
+      .select('terms')
+      .where('payment_id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    const info = paymentInfoOf(hold.terms);
+    await k.chain.rpc('evm_increaseTime', [info.authorizationExpiry - (await k.chain.now())]);
+    await k.chain.mine(1);
+    await alignClockWithChain();
+
+    // The deadline pass finds the hold still in escrow and asks for its void; the payer reclaims before it is sent.
+    assert.equal(await k.t.kasse.capture.runDue(), 1);
+    await k.chain.write(holder, AUTH_CAPTURE_V1_1.escrow, authCaptureEscrowAbi, 'reclaim', [info]);
+    const nonce0 = await hotNonce();
+    // The workers' due loop, woken by the capture module (between its rounds it runs every 5 s).
+    const passes: Promise<number>[] = [];
+    const off = k.t.kasse.capture.onWork(() => void passes.push(k.t.kasse.capture.runDue()));
+    try {
+      await settleQueue();
+    } finally {
+      off();
+    }
+    const [voidOp] = await k.t.kasse.db
+      .selectFrom('hold_operations')
+      .select(['kind', 'reason', 'status', 'error'])
+      .where('payment_id', '=', p.id)
+      .execute();
+    assert.equal(voidOp!.kind, 'void');
+    assert.equal(voidOp!.reason, 'deadline');
+    assert.equal(voidOp!.status, 'failed');
+    assert.match(voidOp!.error!, /revert/);
+    assert.equal(await hotNonce(), nonce0, 'the refused void took no transaction');
+    assert.equal(passes.length, 1, 'the failed void woke the due pass once');
+    assert.equal(await passes[0], 1);
+    assert.equal(await k.t.kasse.capture.runDue(), 0, 'recorded once');
+    await k.t.kasse.webhooks.drain();
+    assert.equal((await payment(p.id)).status, 'cancelled');
+    await recordedAsReclaimed(p.id);
+    assert.equal(await available(), balance0);
+    assert.equal(await usdcOf(holder.address), payer0 + p.amount, 'the payer has the hold back, once');
   });
 });
 

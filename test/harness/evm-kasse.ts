@@ -5,14 +5,17 @@
  * 3000 USD), the whole app with a webhook receiver as the merchant's endpoint, and an EVM watcher that the test ticks
  * by hand. `tick()` runs one watcher poll and then delivers the webhooks it caused.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { EvmAdapter } from '../../src/chains/evm/adapter.ts';
+import { KASSE_HOME } from '../../src/config.ts';
 import type { EvmWatcher, EvmWatcherOptions, TickResult } from '../../src/chains/evm/watcher.ts';
 import { startTestKasse, testSecrets, type TestKasse, type TestMerchant } from './app.ts';
+import { SERVER } from './commands.ts';
 import { TestChain, type TestWallet } from './hardhat.ts';
 import { startBinanceServer, startCoinGeckoServer, type PriceServer } from './price-servers.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.ts';
@@ -215,5 +218,50 @@ export async function startEvmKasse(opts: EvmKasseOptions): Promise<EvmKasse> {
       await coingecko.close();
       await binance.close();
     },
+  };
+}
+
+/** A real workers process of `k`'s Kasse (the server, `KASSE_ROLES=workers`); `kill` sends a signal and awaits its exit. */
+export interface WorkersProcess {
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Starts workers processes on `k`'s database, secrets and networks, each network's sender lease shortened to
+ * `leaseMs` (`sender_lease_ms`), so a process started after one was killed takes the killed one's leased transfers
+ * over once the short lease runs out, as it would after the default minute.
+ */
+export function workersProcesses(k: EvmKasse, name: string, leaseMs = 3_000): () => WorkersProcess {
+  const networks = JSON.parse(readFileSync(k.networksFile, 'utf8'));
+  for (const n of networks.networks) n.sender_lease_ms = leaseMs;
+  const networksFile = k.networksFile.replace(/\.json$/, '.short-lease.json');
+  writeFileSync(networksFile, JSON.stringify(networks));
+  return () => {
+    const child = spawn(process.execPath, SERVER, {
+      cwd: KASSE_HOME,
+      env: {
+        ...process.env,
+        DATABASE_URL: k.t.databaseUrl,
+        KASSE_ROLES: 'workers',
+        KASSE_NETWORKS_FILE: networksFile,
+        KASSE_SECRET_KEY: k.secrets.secretKey.toString('hex'),
+        KASSE_MASTER_SEED: k.secrets.masterSeed,
+        KASSE_HOT_WALLET_KEY: k.hotWalletKey,
+        KASSE_COINGECKO_URL: k.coingecko.url,
+        KASSE_BINANCE_URL: k.binance.url,
+        KASSE_DATA_DIR: `/tmp/kasse-${name}-${process.pid}`,
+        KASSE_LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return {
+      child,
+      async kill(signal = 'SIGKILL') {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        await exited;
+      },
+    };
   };
 }

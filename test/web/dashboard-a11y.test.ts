@@ -1,12 +1,13 @@
 /**
  * The dashboard for everyone, in real Chromium: axe-core finds no WCAG 2.1 AA violation on the sign-in page and on
- * each main page an owner uses (home, payments and one payment, links and one link, subscriptions and one,
- * disbursements and one waiting for approval, tax invoices, statements and one month, developers, team, settings with
- * a logo, audit, account; live mode's too), at desktop and phone sizes, with a failed form's errors and with the user
- * menu open; the same pages are laid out without a defect axe does not see (test/harness/layout.ts: no word broken in
- * a table cell, buttons and fields at least 8 px apart, no select cutting its text, no text in a stretched SVG, no page
- * wider than the window, every navigation entry in sight); and the pages work by keyboard alone: a skip link leads
- * past the navigation to the content, and every control reached by Tab shows a visible focus ring.
+ * each main page an owner uses (home, payments and one payment, held payments and one, links and one link,
+ * subscriptions and one, disbursements and one waiting for approval, tax invoices, statements and one month,
+ * developers, team, settings with a logo, audit, account; live mode's too), at desktop and phone sizes, with a failed
+ * form's errors and with the user menu open; the same pages are laid out without a defect axe does not see
+ * (test/harness/layout.ts: no word broken in a table cell, buttons and fields at least 8 px apart, no select cutting
+ * its text, no text in a stretched SVG, no page wider than the window, every navigation entry in sight); and the pages
+ * work by keyboard alone: a skip link leads past the navigation to the content, and every control reached by Tab shows
+ * a visible focus ring.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -26,6 +27,15 @@ before(async () => {
     await api.post('/payments', { price_amount: 2500, price_currency: 'USD', order_id: 'A-1', description: 'Two mugs' })
   ).body.id;
   await api.post(`/test/payments/${ids.payment}/simulate`, { outcome: 'paid' });
+  ids.held = (
+    await api.post('/payments', {
+      price_amount: 4000,
+      price_currency: 'USD',
+      order_id: 'H-1',
+      capture_method: 'manual',
+    })
+  ).body.id;
+  await api.post(`/test/payments/${ids.held}/simulate`, { outcome: 'authorized' });
   ids.link = (await api.post('/links', { kind: 'fixed', title: 'Beans', amount_usd_cents: 1500 })).body.id;
   ids.dsb = (
     await api.post('/disbursements', {
@@ -58,6 +68,8 @@ const PAGES = [
   'test',
   'test/payments',
   'test/payments/:payment',
+  'test/holds',
+  'test/payments/:held',
   'test/links',
   'test/links/:link',
   'test/subscriptions',

@@ -261,7 +261,14 @@ describe('dashboard pages', () => {
     ).body;
     await api.post(`/test/payments/${held.id}/simulate`, { outcome: 'authorized' });
     const { page, context } = await signedIn('desktop');
-    await page.goto(`${base}/dashboard/test/holds`);
+    // Reached from the navigation, right after Payments, and marked there as the current page.
+    await page.goto(`${base}/dashboard/test/payments`);
+    const nav = page.getByRole('navigation', { name: 'Dashboard' });
+    const entries = await nav.getByRole('link').allTextContents();
+    assert.equal(entries[entries.indexOf('Payments') + 1], 'Holds');
+    await nav.getByRole('link', { name: 'Holds' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Authorized payments' }).waitFor();
+    assert.equal(await nav.locator('[aria-current="page"]').innerText(), 'Holds');
     const row = page.locator('tbody tr', { hasText: 'H-1' });
     assert.equal(await row.locator('td').nth(1).innerText(), '$50.00');
     assert.equal(
@@ -315,7 +322,8 @@ describe('dashboard pages', () => {
       .select(['action', 'actor_label'])
       .where('target_id', '=', held.id)
       .where('action', 'in', ['payment.capture', 'payment.void'])
-      .orderBy('at')
+      // In the order written: both carry the same time on the test's fake clock.
+      .orderBy('seq')
       .execute();
     assert.deepEqual(audit, [
       { action: 'payment.capture', actor_label: 'owner@example.com' },

@@ -17,7 +17,8 @@ import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
 import { tenantOf, type Tenant } from '../../core/tenant.ts';
-import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
+import { WorkNotifier } from '../../core/wakers.ts';
+import { afterCommit, isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { idempotent, requestHash, validateKey } from '../idempotency/index.ts';
 import {
@@ -79,6 +80,10 @@ export interface CaptureInput {
 }
 
 export class CaptureService implements TransferOwner, HoldsPort {
+  private readonly work = new WorkNotifier();
+  /** Registers a callback run when the due pass has work (a void past the deadline failed); returns its removal. */
+  readonly onWork = (waker: () => void): (() => void) => this.work.onWork(waker);
+
   constructor(
     private readonly engine: PaymentEngine,
     private readonly transfers: TransferService,
@@ -464,6 +469,8 @@ export class CaptureService implements TransferOwner, HoldsPort {
         }
       } else if (t.status === 'failed') {
         log.warn({ voidId: op.id, paymentId: l.row.id, error: t.error }, 'void failed');
+        // Past the deadline the payer's reclaim may be why: the due pass runs (and records it) once this commits.
+        if (clock.now() >= hold.capture_before) afterCommit(tx, () => this.work.nudge());
       }
       await this.releaseIfDone(tx, l, hold, ops);
     });

@@ -12,7 +12,7 @@ import type { Payment } from '../../../modules/payments/index.ts';
 import type { Ctx } from '../context.ts';
 import { csrfField, errorBox, field, tell, type Told } from '../forms.ts';
 import { usd, when } from '../format.ts';
-import { done, sendShell } from '../layout.ts';
+import { done, navigation, sendShell } from '../layout.ts';
 import type { Router } from '../routing.ts';
 import { paymentPage, paymentSections } from './payments.ts';
 
@@ -45,6 +45,12 @@ ${errorBox(told)}${forms}</section>`;
 }
 
 paymentSections.push(holdSection);
+// Right after Payments in the navigation: the payments that wait for the merchant.
+navigation.splice(navigation.findIndex((n) => n.path === '/payments') + 1, 0, {
+  path: '/holds',
+  label: 'Holds',
+  permission: 'read',
+});
 
 function holdsTable(ctx: Ctx, holds: OpenHold[]): Html {
   if (holds.length === 0) return html`<p class="d-empty">No authorized payments wait for a capture.</p>`;
@@ -66,7 +72,7 @@ export function holdPages(r: Router): void {
     const holds = await ctx.kasse.capture.openHolds(tenant(ctx));
     return sendShell(ctx, null, {
       title: 'Authorized payments',
-      active: '/payments',
+      active: '/holds',
       body: html`<section class="d-panel"><p>Payments whose payer authorized a hold: capture them (in parts if you like) before the date shown, or void them; what is not captured by then goes back to the payer.</p>${holdsTable(ctx, holds)}</section>`,
     });
   });
