@@ -86,6 +86,15 @@ describe('dashboard sign-in', () => {
       [],
     );
     assert.equal((await audit('signin.succeeded')).length, 1);
+    // The set-up and the enrolment are in the log as the user's own, on their account (not of one mode).
+    for (const action of ['user.setup', 'user.second_factor_enrol']) {
+      const [entry, ...more] = (await audit(action)).filter((e) => e.action === action);
+      assert.deepEqual(more, [], action);
+      assert.deepEqual(
+        [entry?.action, entry?.mode, entry?.actor.type, entry?.actor.id, entry?.actor.label, entry?.target],
+        [action, null, 'user', u.id, 'owner@example.com', { type: 'user', id: u.id }],
+      );
+    }
     await page.context().close();
   });
 
@@ -402,6 +411,15 @@ describe('dashboard sign-in', () => {
     owner.password = 'yet-another-passphrase-88';
     assert.equal((await get(other.page, `${base}/dashboard/test`)).status, 303);
     assert.equal((await get(page, `${base}/dashboard/test`)).status, 200, 'this browser stays signed in');
+    // Each step is in the log on the owner's account: the request by whoever asked, the rest as the owner's own.
+    const logged = async (action: string) =>
+      (await audit(action))
+        .filter((e) => e.action === action)
+        .map((e) => [e.actor.type, e.actor.id, e.actor.label, e.target?.type, e.target?.id]);
+    assert.deepEqual(await logged('user.password_reset_request'), [['anonymous', null, owner.email, 'user', owner.id]]);
+    for (const action of ['user.password_reset', 'user.password_change']) {
+      assert.deepEqual(await logged(action), [['user', owner.id, owner.email, 'user', owner.id]], action);
+    }
     await other.context.close();
     await page.context().close();
   });

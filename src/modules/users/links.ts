@@ -9,7 +9,7 @@ import { withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { renderEmail } from '../email/index.ts';
 import { assertPasswordAcceptable, hashPassword } from './credentials.ts';
-import { userActor, userTarget } from './entries.ts';
+import { userActor } from './entries.ts';
 import {
   EMAIL,
   newToken,
@@ -108,13 +108,7 @@ export class OneTimeLinks extends SigninService {
       if (!user) throw notFound('link (it may have been used already or expired)');
       await this.sessions.revokeAll(tx, user.id);
       const actor = userActor(user, meta.ip);
-      await this.deps.audit.record(
-        tx,
-        { merchantId: user.merchant_id },
-        actor,
-        purpose === 'setup' ? 'user.setup' : 'user.password_reset',
-        userTarget(user.id),
-      );
+      await this.recordOnUser(tx, user, actor, purpose === 'setup' ? 'user.setup' : 'user.password_reset');
       const stage = stageAfterPassword(user);
       const session = await this.sessions.start(tx, user, meta, stage);
       // A member or viewer without a second factor is signed in by the link itself; others when their factor is given.
@@ -160,12 +154,11 @@ export class OneTimeLinks extends SigninService {
         html: mail.html,
         sensitive: true,
       });
-      await this.deps.audit.record(
+      await this.recordOnUser(
         tx,
-        { merchantId: user.merchant_id },
+        user,
         { type: 'anonymous', id: null, label: normal, ip: meta.ip },
         'user.password_reset_request',
-        userTarget(user.id),
       );
     });
   }
@@ -176,7 +169,7 @@ export class OneTimeLinks extends SigninService {
       const user = await userByEmail(tx, email).forUpdate().executeTakeFirst();
       if (!user) throw notFound('user');
       const link = await this.issueToken(tx, user.id, user.password_hash === null ? 'setup' : 'reset', SETUP_LINK_MS);
-      await this.deps.audit.record(tx, { merchantId: user.merchant_id }, actor, 'user.setup_link', userTarget(user.id));
+      await this.recordOnUser(tx, user, actor, 'user.setup_link');
       return { user: toUserRecord(user), setup_url: link.url, expires_at: link.expiresAt.toISOString() };
     });
   }

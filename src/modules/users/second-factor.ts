@@ -16,7 +16,7 @@ import {
   totpStep,
   totpUri,
 } from './credentials.ts';
-import { userActor, userTarget } from './entries.ts';
+import { userActor } from './entries.ts';
 import {
   normalEmail,
   toUserRecord,
@@ -202,13 +202,7 @@ export class SecondFactor extends SigninService {
         .where('id', '=', session.id)
         .execute();
       const actor = userActor(user, meta.ip);
-      await this.deps.audit.record(
-        tx,
-        { merchantId: user.merchant_id },
-        actor,
-        'user.second_factor_enrol',
-        userTarget(user.id),
-      );
+      await this.recordOnUser(tx, user, actor, 'user.second_factor_enrol');
       if (wasEnrolStage) await this.sessions.signedIn(tx, user, meta, 'password');
     });
     return codes;
@@ -220,13 +214,7 @@ export class SecondFactor extends SigninService {
     const codes = newRecoveryCodes();
     await withTx(this.deps.db, async (tx) => {
       await this.replaceRecoveryCodes(tx, user.id, codes);
-      await this.deps.audit.record(
-        tx,
-        { merchantId: user.merchant_id },
-        userActor(user, meta.ip),
-        'user.recovery_codes',
-        userTarget(user.id),
-      );
+      await this.recordOnUser(tx, user, userActor(user, meta.ip), 'user.recovery_codes');
     });
     return codes;
   }
@@ -252,13 +240,7 @@ export class SecondFactor extends SigninService {
       if (!user) throw notFound('user');
       await tx.deleteFrom('user_recovery_codes').where('user_id', '=', user.id).execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(
-        tx,
-        { merchantId: user.merchant_id },
-        actor,
-        'user.second_factor_reset',
-        userTarget(user.id),
-      );
+      await this.recordOnUser(tx, user, actor, 'user.second_factor_reset');
       return toUserRecord(user);
     });
   }

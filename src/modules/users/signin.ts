@@ -8,7 +8,7 @@ import { invalid } from '../../core/errors.ts';
 import { withTx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from './credentials.ts';
-import { userActor, userTarget } from './entries.ts';
+import { userActor } from './entries.ts';
 import {
   normalEmail,
   userByEmail,
@@ -104,13 +104,7 @@ export class SignIn extends SigninService {
         .where('id', '=', user.id)
         .execute();
       await this.sessions.revokeAll(tx, user.id);
-      await this.deps.audit.record(
-        tx,
-        { merchantId: user.merchant_id },
-        userActor(user, meta.ip),
-        'user.password_change',
-        userTarget(user.id),
-      );
+      await this.recordOnUser(tx, user, userActor(user, meta.ip), 'user.password_change');
       const s = await this.sessions.start(tx, user, meta, 'full');
       await tx
         .updateTable('sessions')

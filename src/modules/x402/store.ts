@@ -3,7 +3,7 @@
  * totals. The only code on them but the discovery catalogue's (discovery.ts).
  */
 import type { Tenant } from '../../core/tenant.ts';
-import { sql, type Compilable, type Selectable } from 'kysely';
+import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
 import type { X402SettlementsTable } from './tables.ts';
@@ -184,15 +184,13 @@ export async function markSettled(
   id: string,
   s: { transaction: string; paymentId: string; now: Date },
 ): Promise<SettlementRow | undefined> {
-  return ended(
-    tx,
-    tx
-      .updateTable('x402_settlements')
-      .set({ status: 'settled', transaction: s.transaction, payment_id: s.paymentId, settled_at: s.now, error: null })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .returningAll(),
-  );
+  return end(tx, id, {
+    status: 'settled',
+    transaction: s.transaction,
+    payment_id: s.paymentId,
+    settled_at: s.now,
+    error: null,
+  });
 }
 
 /** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); the row, or nothing if not pending. */
@@ -201,19 +199,27 @@ export async function markFailed(
   id: string,
   f: { transaction: string | null; error: string; now: Date },
 ): Promise<SettlementRow | undefined> {
-  return ended(
-    db,
-    db
-      .updateTable('x402_settlements')
-      .set({ status: 'failed', transaction: f.transaction, error: f.error, settled_at: f.now, resume_at: null })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .returningAll(),
-  );
+  return end(db, id, {
+    status: 'failed',
+    transaction: f.transaction,
+    error: f.error,
+    settled_at: f.now,
+    resume_at: null,
+  });
 }
 
-/** Runs the update that ends a settlement and, in the same statement, announces it (delivered at commit). */
-async function ended(db: DbOrTx, update: Compilable): Promise<SettlementRow | undefined> {
+/** Ends settlement `id` with `set` if it is pending and, in the same statement, announces it (delivered at commit). */
+async function end(
+  db: DbOrTx,
+  id: string,
+  set: Updateable<X402SettlementsTable> & { status: 'settled' | 'failed' },
+): Promise<SettlementRow | undefined> {
+  const update = db
+    .updateTable('x402_settlements')
+    .set(set)
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll();
   const { rows } = await sql<SettlementRow>`
     WITH u AS (${update}) SELECT u.*, pg_notify(${X402_SETTLEMENTS_CHANNEL}, u.id) AS notified FROM u`.execute(db);
   if (!rows[0]) return undefined;

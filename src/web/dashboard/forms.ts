@@ -63,6 +63,16 @@ export function tell(err: unknown, hints: Record<string, string> = {}, own = fal
   return { status: err instanceof FormRefused ? 403 : err.status, code: err.code, message, field };
 }
 
+/** What `load` finds, or null when the API refuses it (no such object here): the page answers 404; other errors throw. */
+export async function found<T>(load: () => Promise<T>): Promise<T | null> {
+  try {
+    return await load();
+  } catch (err) {
+    tell(err);
+    return null;
+  }
+}
+
 export function errorBox(told: Told | null): Html | string {
   if (!told) return '';
   return html`<div class="d-error" role="alert"><p>${told.message}</p><p class="d-code">Error <code>${told.code}</code>${told.field ? html` on <code>${told.field}</code>` : ''}</p></div>`;

@@ -14,7 +14,7 @@ import { ID_PATTERNS } from '../../../core/ids.ts';
 import type { CatalogueEntry } from '../../../modules/x402/index.ts';
 import type { Ctx } from '../context.ts';
 import { badge, when } from '../format.ts';
-import { actionForm, tell } from '../forms.ts';
+import { actionForm, found, tell } from '../forms.ts';
 import { done, navigation, refusal, sendShell } from '../layout.ts';
 import type { Router } from '../routing.ts';
 
@@ -126,13 +126,8 @@ export function agentPages(r: Router): void {
   r.action(`${PATH}/links/:id/publish`, 'links.write', async (ctx, form, p) => {
     const missing = () => refusal(ctx, 404, 'There is no such link in this mode of your account.');
     if (!new RegExp(ID_PATTERNS.lnk).test(p.id!)) return missing();
-    let link: Awaited<ReturnType<typeof kasse.links.get>>;
-    try {
-      link = await kasse.links.get(ctx.tenant, p.id!);
-    } catch (err) {
-      tell(err);
-      return missing();
-    }
+    const link = await found(() => kasse.links.get(ctx.tenant, p.id!));
+    if (!link) return missing();
     await kasse.x402.discovery.publishLink(
       ctx.tenant,
       { id: link.id, url: link.url },

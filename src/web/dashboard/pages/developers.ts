@@ -24,10 +24,9 @@ import { ID_PATTERNS } from '../../../core/ids.ts';
 import { html, type Html } from '../../../core/html.ts';
 import { crossSite, type Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
-import { csrfField, errorBox, field, tell, type Told, codeField, PAGE_HINT } from '../forms.ts';
+import { csrfField, errorBox, field, found, tell, type Told, codeField, PAGE_HINT } from '../forms.ts';
 import { badge, when } from '../format.ts';
 import type { Router } from '../routing.ts';
-import type { EventWithDeliveries } from '../../../modules/webhooks/index.ts';
 import { textLength } from '../../../core/text.ts';
 
 interface Shown {
@@ -272,14 +271,8 @@ export function developerPages(r: Router): void {
   });
 
   const eventPage = async (ctx: Ctx, id: string, told: Told | null = null, status = 200) => {
-    let e: EventWithDeliveries;
-    try {
-      if (!new RegExp(ID_PATTERNS.evt).test(id)) throw invalid('bad id', 'id');
-      e = await kasse.webhooks.get(ctx.tenant, id);
-    } catch (err) {
-      tell(err);
-      return refusal(ctx, 404, 'There is no such event in this mode of your account.');
-    }
+    const e = new RegExp(ID_PATTERNS.evt).test(id) ? await found(() => kasse.webhooks.get(ctx.tenant, id)) : null;
+    if (!e) return refusal(ctx, 404, 'There is no such event in this mode of your account.');
     const body = html`${errorBox(told)}<section class="d-panel"><dl class="d-facts"><dt>Type</dt><dd>${e.type}</dd><dt>When</dt><dd>${when(e.created_at)}</dd><dt>Id</dt><dd><code class="d-mono">${e.id}</code></dd></dl>${
       ctx.can('webhooks.write')
         ? html`<form method="post" action="/dashboard/${ctx.mode}/developers/events/${e.id}/redeliver" class="d-inline">${csrfField(ctx.csrf)}<button type="submit" class="d-btn d-secondary">Redeliver</button></form>`

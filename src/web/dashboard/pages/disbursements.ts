@@ -25,7 +25,7 @@ import {
 import { coinName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, sendShell } from '../layout.ts';
-import { csrfField, errorBox, field, tell, type Told, codeField } from '../forms.ts';
+import { csrfField, errorBox, field, found, tell, type Told, codeField } from '../forms.ts';
 import { amount, badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -101,17 +101,13 @@ async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null, c
 
 async function detailPage(ctx: Ctx, id: string, told: Told | null = null) {
   const { kasse } = ctx;
-  let d: Disbursement;
-  let digest: string;
-  let completedAt: string | null;
-  try {
-    d = await kasse.disbursements.get(ctx.tenant, id);
-    digest = await kasse.disbursements.digest(ctx.tenant, id);
-    completedAt = await kasse.disbursements.completedAt(ctx.tenant, id);
-  } catch (err) {
-    tell(err);
-    return refusal(ctx, 404, NOT_FOUND);
-  }
+  const shown = await found(async () => ({
+    d: await kasse.disbursements.get(ctx.tenant, id),
+    digest: await kasse.disbursements.digest(ctx.tenant, id),
+    completedAt: await kasse.disbursements.completedAt(ctx.tenant, id),
+  }));
+  if (!shown) return refusal(ctx, 404, NOT_FOUND);
+  const { d, digest, completedAt } = shown;
   const users = new Map((await kasse.users.team.list(ctx.merchant.id)).map((u) => [u.id, u.email]));
   const base = `/dashboard/${ctx.mode}/disbursements/${d.id}`;
   const owner = ctx.can('disbursements.approve');

@@ -14,7 +14,7 @@ import { parseDollars } from '../../links.ts';
 import { qrSvg } from '../../page.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, sendShell } from '../layout.ts';
-import { csrfField, errorBox, field, select, tell, type Told } from '../forms.ts';
+import { csrfField, errorBox, field, select, found, tell, type Told } from '../forms.ts';
 import { badge, usd, when } from '../format.ts';
 import type { Form, Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -149,13 +149,8 @@ async function listPage(ctx: Ctx, values: Form = {}, told: Told | null = null) {
 const localInput = (iso: string | null) => (iso ? iso.slice(0, 16) : '');
 
 async function linkPage(ctx: Ctx, id: string, told: Told | null = null, values: Form | null = null) {
-  let l: Link;
-  try {
-    l = await ctx.kasse.links.get(ctx.tenant, id);
-  } catch (err) {
-    tell(err);
-    return refusal(ctx, 404, 'There is no such link in this mode of your account.');
-  }
+  const l = await found(() => ctx.kasse.links.get(ctx.tenant, id));
+  if (!l) return refusal(ctx, 404, 'There is no such link in this mode of your account.');
   const v = (k: keyof Link, fallback: string | number | null) =>
     values?.[k as string] ?? (fallback === null ? '' : String(fallback));
   const editable = ctx.can('links.write');

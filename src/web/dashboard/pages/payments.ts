@@ -26,7 +26,18 @@ import type { PaymentCreditTotals } from '../../../modules/ledger/index.ts';
 import { coinName, coinSymbol, networkName } from '../../../chains/names.ts';
 import type { Ctx } from '../context.ts';
 import { done, refusal, send, shell, sendShell } from '../layout.ts';
-import { actionForm, csrfField, errorBox, field, select, tell, type Told, DATE_HINTS, PAGE_HINT } from '../forms.ts';
+import {
+  actionForm,
+  csrfField,
+  errorBox,
+  field,
+  select,
+  found,
+  tell,
+  type Told,
+  DATE_HINTS,
+  PAGE_HINT,
+} from '../forms.ts';
 import { amount, badge, usd, when } from '../format.ts';
 import type { Router } from '../routing.ts';
 import { textLength } from '../../../core/text.ts';
@@ -266,13 +277,8 @@ export async function paymentPage(
   values: Record<string, string> = {},
   status = 200,
 ) {
-  let p: Payment;
-  try {
-    p = await ctx.kasse.payments.get(ctx.tenant, id);
-  } catch (err) {
-    tell(err);
-    return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
-  }
+  const p = await found(() => ctx.kasse.payments.get(ctx.tenant, id));
+  if (!p) return refusal(ctx, 404, 'There is no such payment in this mode of your account.');
   const [events, extra] = await Promise.all([
     ctx.kasse.webhooks.timeline(ctx.tenant, p.id),
     Promise.all(paymentSections.map((s) => s(ctx, p, told, values))),
