@@ -2677,7 +2677,16 @@ export interface components {
             /** @description Exact amount in US dollars, e.g. `0.001` (see docs/x402.md). */
             amount_usd: string;
         };
-        /** @description One settled capture of a hold. */
+        /**
+         * @description One settled capture of a hold.
+         * @example {
+         *       "amount_usd_cents": 1500,
+         *       "amount": "15000000",
+         *       "amount_display": "15",
+         *       "tx_hash": "0x2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1b3d5f7e9a2c4b6d8f0e1a",
+         *       "captured_at": "2026-03-04T10:20:00.000Z"
+         *     }
+         */
         Capture: {
             /** @description US cents this capture moved to you. */
             amount_usd_cents: number;
@@ -2693,7 +2702,26 @@ export interface components {
              */
             captured_at: string;
         };
-        /** @description A manual payment's hold (docs/capture.md): what the payer authorized, what was captured, and until when. */
+        /**
+         * @description A manual payment's hold (docs/capture.md): what the payer authorized, what was captured, and until when.
+         * @example {
+         *       "amount_usd_cents": 2500,
+         *       "captured_usd_cents": 1500,
+         *       "pending_usd_cents": 0,
+         *       "capture_before": "2026-03-08T12:00:00.000Z",
+         *       "refund_before": "2026-03-31T12:00:00.000Z",
+         *       "voided": false,
+         *       "captures": [
+         *         {
+         *           "amount_usd_cents": 1500,
+         *           "amount": "15000000",
+         *           "amount_display": "15",
+         *           "tx_hash": "0x2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a0c1b3d5f7e9a2c4b6d8f0e1a",
+         *           "captured_at": "2026-03-04T10:20:00.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         Authorization: {
             /** @description US cents the payer authorizes: the price. Captures take at most this much in all. */
             amount_usd_cents: number;
@@ -2859,6 +2887,7 @@ export interface components {
          *       "rate_source": "coingecko",
          *       "paused": false,
          *       "gasless": false,
+         *       "holdable": false,
          *       "network_status": "running",
          *       "network_status_reason": null
          *     }
