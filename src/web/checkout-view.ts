@@ -249,30 +249,33 @@ function holdNote(l: Locale, p: Payment, a: Attempt): string {
   });
 }
 
+/** The wallet buttons paying `amount` of `a`'s coin (none for a network or coin no longer configured). */
+function walletFor(ctx: CheckoutContext, a: Attempt, amount: bigint, hold: WalletChoice['hold']): Html | string {
+  const token = ctx.chains.token(ctx.mode, a.token);
+  const network = ctx.chains.network(ctx.mode, a.chain);
+  if (!network || !token) return '';
+  return ctx.walletButtons({
+    locale: ctx.locale,
+    mode: ctx.mode,
+    network,
+    token,
+    paymentId: ctx.payment.id,
+    attemptId: a.id,
+    address: a.address,
+    amount,
+    expiresAt: new Date(a.expires_at),
+    hold,
+  });
+}
+
 /** A held coin choice: what the payer authorizes (no address to send to), the wallet button, the price hold. */
 function holdBlock(ctx: CheckoutContext, a: Attempt): Html {
   const l = ctx.locale;
   const p = ctx.payment;
-  const token = ctx.chains.token(ctx.mode, a.token);
-  const network = ctx.chains.network(ctx.mode, a.chain);
-  const wallet =
-    network && token
-      ? ctx.walletButtons({
-          locale: l,
-          mode: ctx.mode,
-          network,
-          token,
-          paymentId: p.id,
-          attemptId: a.id,
-          address: a.address,
-          amount: BigInt(a.pay_amount),
-          expiresAt: new Date(a.expires_at),
-          hold: {
-            captureBefore: new Date(p.authorization!.capture_before),
-            refundBefore: new Date(p.authorization!.refund_before),
-          },
-        })
-      : '';
+  const wallet = walletFor(ctx, a, BigInt(a.pay_amount), {
+    captureBefore: new Date(p.authorization!.capture_before),
+    refundBefore: new Date(p.authorization!.refund_before),
+  });
   return html`<h2>${t(l, 'hold.heading')}</h2><div class="k-send">
 <p class="k-note" data-hold-note>${holdNote(l, p, a)}</p>
 ${wallet}
@@ -299,21 +302,7 @@ async function sendBlock(
       : units.toString();
   const symbol = a.symbol ?? a.token;
   const qr = await qrSvg(uri ?? a.address, t(l, 'send.qr', { amount, symbol, address: a.address }));
-  const wallet =
-    network && token
-      ? ctx.walletButtons({
-          locale: l,
-          mode: ctx.mode,
-          network,
-          token,
-          paymentId: ctx.payment.id,
-          attemptId: a.id,
-          address: a.address,
-          amount: units,
-          expiresAt: new Date(a.expires_at),
-          hold: null,
-        })
-      : '';
+  const wallet = walletFor(ctx, a, units, null);
   const networkName = network?.name ?? a.chain;
   return html`<div class="k-send">
 <div class="k-network" role="note"><span class="k-label" id="k-network-l">${t(l, 'send.network')}</span><strong class="k-netname" id="k-network" aria-describedby="k-network-l">${networkName}</strong><span class="k-netnote">${t(l, 'send.network_note', { symbol, network: networkName })}</span></div>
