@@ -17,7 +17,7 @@ import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
 import { upsertDeposit, withDeposits } from './store/deposits.ts';
-import { insertAttempt, insertExternal } from './store/external.ts';
+import { type ExternalAttempt, insertAttempt, insertExternal } from './store/external.ts';
 import { type AttemptRow, lockPayment, type Loaded } from './store/payments.ts';
 
 /** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
@@ -132,23 +132,7 @@ export async function settleCharged(
   const l = await lockPayment(tx, tenant, paymentId);
   if (!l) throw new Error(`payment ${paymentId} of merchant ${tenant.merchantId} (${tenant.mode}) not found`);
   if (l.row.status !== 'waiting') return null;
-  const attempt = await insertAttempt(tx, {
-    payment_id: paymentId,
-    mode: tenant.mode,
-    chain: s.chain,
-    token: s.token,
-    address: s.address,
-    address_index: s.addressIndex,
-    pay_amount: s.amount.toString(),
-    rate: '1',
-    rate_source: 'peg',
-    status: 'waiting',
-    confirmation_tier: 1,
-    confirmations_required: 1,
-    expires_at: new Date(now.getTime() + 60_000),
-    uri: null,
-    created_at: now,
-  });
+  const attempt = await insertAttempt(tx, { payment_id: paymentId, ...externalAttempt(tenant.mode, s, now) });
   return payByTransfer(
     engine,
     tx,
@@ -210,21 +194,26 @@ async function insertExternalPayment(
         ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
         : {}),
     },
-    {
-      mode: s.mode,
-      chain: s.chain,
-      token: s.token,
-      address: s.address,
-      address_index: s.addressIndex,
-      pay_amount: s.amount.toString(),
-      rate: '1',
-      rate_source: 'peg',
-      status: 'waiting',
-      confirmation_tier: 1,
-      confirmations_required: 1,
-      expires_at: new Date(now.getTime() + 60_000),
-      uri: null,
-      created_at: now,
-    },
+    externalAttempt(s.mode, s, now),
   );
+}
+
+/** The one coin choice of a payment settled outside the checkout: `amount` at the peg, confirmed at one block. */
+function externalAttempt(mode: Mode, s: Omit<ChargeSettlement, 'transfer'>, now: Date): ExternalAttempt {
+  return {
+    mode,
+    chain: s.chain,
+    token: s.token,
+    address: s.address,
+    address_index: s.addressIndex,
+    pay_amount: s.amount.toString(),
+    rate: '1',
+    rate_source: 'peg',
+    status: 'waiting',
+    confirmation_tier: 1,
+    confirmations_required: 1,
+    expires_at: new Date(now.getTime() + 60_000),
+    uri: null,
+    created_at: now,
+  };
 }
