@@ -281,6 +281,29 @@ const RevokeBody = Type.Object(
 const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse }) => {
   addFormParser(app);
 
+  /** Sends the customer's page of the subscription `view` the link `token` opens. */
+  const customerPage = async (
+    reply: FastifyReply,
+    status: number,
+    l: Locale,
+    token: string,
+    check: LinkCheck & { ok: true },
+    view: CustomerView,
+    o: Parameters<typeof subscriptionPage>[6],
+  ): Promise<FastifyReply> => {
+    const brand = await kasse.merchants.brands.of(view.merchantId);
+    const page = subscriptionPage(
+      l,
+      token,
+      view,
+      brand,
+      await grantView(kasse, check, view.mode),
+      checkoutScripts(kasse),
+      o,
+    );
+    return sendPage(reply, status, page);
+  };
+
   /** The link a JSON request names, refused with the Error body (404) when it opens nothing; same site, rate-limited. */
   const jsonGuard = async (req: FastifyRequest<{ Params: { token: string } }>): Promise<LinkCheck & { ok: true }> => {
     const check = kasse.subscriptionLinks.verify(req.params.token, kasse.clock.now());
@@ -340,19 +363,7 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
     if (!view) return refused(reply, pageLocale(req), 'missing');
     const l = pageLocale(req, view.subscription.locale);
     const notice = req.query.done === 'cancelled' ? t(l, 'sub.cancel_done') : undefined;
-    return sendPage(
-      reply,
-      200,
-      subscriptionPage(
-        l,
-        req.params.token,
-        view,
-        await kasse.merchants.brands.of(view.merchantId),
-        await grantView(kasse, check, view.mode),
-        checkoutScripts(kasse),
-        { notice, picked: pickedLocale(req) },
-      ),
-    );
+    return customerPage(reply, 200, l, req.params.token, check, view, { notice, picked: pickedLocale(req) });
   });
 
   app.post<{ Params: { token: string } }>('/s/:token/cancel', async (req, reply) => {
@@ -376,19 +387,10 @@ const subscriptionRoutes: CheckoutRoute = async (app, { kasse }: { kasse: Kasse 
           : e instanceof ApiError && e.param === 'Origin'
             ? t(l, 'sub.from_this_page')
             : t(l, 'sub.try_again');
-      return sendPage(
-        reply,
-        e.status,
-        subscriptionPage(
-          l,
-          req.params.token,
-          view,
-          await kasse.merchants.brands.of(view.merchantId),
-          await grantView(kasse, check, view.mode),
-          checkoutScripts(kasse),
-          { error: message, picked: pickedLocale(req, bodyLang(req)) },
-        ),
-      );
+      return customerPage(reply, e.status, l, req.params.token, check, view, {
+        error: message,
+        picked: pickedLocale(req, bodyLang(req)),
+      });
     }
   });
 };

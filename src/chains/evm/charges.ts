@@ -230,17 +230,28 @@ export class EvmCharges implements ChargeScheme {
 
   async recordRevoke(tx: Tx, grant: StoredGrant, checked: Record<string, unknown>, id: string): Promise<void> {
     if (checked.call === null) return;
+    await this.recordCollectorCall(tx, grant, id, 'revoke', checked.call as Hex, 0n);
+  }
+
+  /** Records the relay of `call` to the grant's collector, moving `amount` of its token to the receiver. */
+  private async recordCollectorCall(
+    tx: Tx,
+    grant: StoredGrant,
+    id: string,
+    purpose: 'revoke' | 'charge',
+    call: Hex,
+    amount: bigint,
+  ): Promise<void> {
     const { sender } = this.deployed(grant.mode, grant.chain);
-    const data = grant.data as unknown as EvmGrantData;
     await sender.record(tx, {
       id,
-      purpose: 'revoke',
-      to: data.collector,
+      purpose,
+      to: (grant.data as unknown as EvmGrantData).collector,
       value: 0n,
-      data: checked.call as Hex,
+      data: call,
       token: grant.token.id,
       destination: getAddress(grant.receiver),
-      amount: 0n,
+      amount,
     });
   }
 
@@ -280,22 +291,13 @@ export class EvmCharges implements ChargeScheme {
   }
 
   async recordCharge(tx: Tx, grant: StoredGrant, id: string, amount: bigint): Promise<void> {
-    const { sender } = this.deployed(grant.mode, grant.chain);
     const data = grant.data as unknown as EvmGrantData;
-    await sender.record(tx, {
-      id,
-      purpose: 'charge',
-      to: data.collector,
-      value: 0n,
-      data: encodeFunctionData({
-        abi: subscriptionCollectorAbi,
-        functionName: 'charge',
-        args: [termsOf(data), amount],
-      }),
-      token: grant.token.id,
-      destination: getAddress(grant.receiver),
-      amount,
+    const call = encodeFunctionData({
+      abi: subscriptionCollectorAbi,
+      functionName: 'charge',
+      args: [termsOf(data), amount],
     });
+    await this.recordCollectorCall(tx, grant, id, 'charge', call, amount);
   }
 
   async push(mode: Mode, chain: string, id: string): Promise<void> {

@@ -17,8 +17,8 @@ import type { PaymentEngine } from './engine.ts';
 import { PAYMENT_LIFETIME_MS } from './model.ts';
 import type { Payment } from './schema.ts';
 import { upsertDeposit, withDeposits } from './store/deposits.ts';
-import { insertAttempt, insertExternal } from './store/external.ts';
-import { lockPayment, type Loaded } from './store/payments.ts';
+import { type ExternalAttempt, insertAttempt, insertExternal } from './store/external.ts';
+import { type AttemptRow, lockPayment, type Loaded } from './store/payments.ts';
 
 /** What a Payment shows of its x402 settlement (`x402` of the Payment object). */
 export interface X402Details {
@@ -64,7 +64,23 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
   const now = engine.deps.clock.now();
   const { paymentId } = await insertExternalPayment(engine, tx, s, null);
   const l = (await lockPayment(tx, { mode: s.mode, merchantId: s.merchantId }, paymentId))!;
-  const attempt = l.attempts[0]!;
+  return payByTransfer(engine, tx, l, l.attempts[0]!, s, BigInt(s.priceCents), now, 'x402');
+}
+
+/**
+ * Records `s.transfer` as the confirmed deposit of `attempt` (one of `l`'s coin choices) and runs the state machine;
+ * answers the Payment, which must now be paid (`what` names the payment in the error when it is not).
+ */
+async function payByTransfer(
+  engine: PaymentEngine,
+  tx: Tx,
+  l: Loaded,
+  attempt: AttemptRow,
+  s: { token: string; amount: bigint; transfer: ExternalSettlement['transfer'] },
+  valueCents: bigint,
+  now: Date,
+  what: string,
+): Promise<Payment> {
   const deposit = await upsertDeposit(
     tx,
     attempt,
@@ -80,11 +96,11 @@ export async function recordExternal(engine: PaymentEngine, tx: Tx, s: ExternalS
       confirmations: 1,
       seenAt: now,
     },
-    { valueCents: BigInt(s.priceCents), atLeastMin: true, now },
+    { valueCents, atLeastMin: true, now },
   );
   const applied = await engine.apply(tx, withDeposits(l, [deposit]), { kind: 'deposits_changed' });
   if (applied.payment.status !== 'paid')
-    throw new Error(`x402 payment ${paymentId} ended ${applied.payment.status}, not paid`);
+    throw new Error(`${what} payment ${l.row.id} ended ${applied.payment.status}, not paid`);
   return applied.payment;
 }
 
@@ -116,46 +132,17 @@ export async function settleCharged(
   const l = await lockPayment(tx, tenant, paymentId);
   if (!l) throw new Error(`payment ${paymentId} of merchant ${tenant.merchantId} (${tenant.mode}) not found`);
   if (l.row.status !== 'waiting') return null;
-  const attempt = await insertAttempt(tx, {
-    payment_id: paymentId,
-    mode: tenant.mode,
-    chain: s.chain,
-    token: s.token,
-    address: s.address,
-    address_index: s.addressIndex,
-    pay_amount: s.amount.toString(),
-    rate: '1',
-    rate_source: 'peg',
-    status: 'waiting',
-    confirmation_tier: 1,
-    confirmations_required: 1,
-    expires_at: new Date(now.getTime() + 60_000),
-    uri: null,
-    created_at: now,
-  });
-  const deposit = await upsertDeposit(
+  const attempt = await insertAttempt(tx, { payment_id: paymentId, ...externalAttempt(tenant.mode, s, now) });
+  return payByTransfer(
+    engine,
     tx,
+    { ...l, attempts: [...l.attempts, attempt] },
     attempt,
-    {
-      token: s.token,
-      txHash: s.transfer.txHash,
-      index: s.transfer.index,
-      amount: s.amount,
-      from: s.transfer.from,
-      blockNumber: s.transfer.blockNumber,
-      blockHash: s.transfer.blockHash,
-      status: 'confirmed',
-      confirmations: 1,
-      seenAt: now,
-    },
-    { valueCents: BigInt(l.row.price_amount), atLeastMin: true, now },
+    s,
+    BigInt(l.row.price_amount),
+    now,
+    'charged',
   );
-  const applied = await engine.apply(tx, withDeposits({ ...l, attempts: [...l.attempts, attempt] }, [deposit]), {
-    kind: 'deposits_changed',
-  });
-  if (applied.payment.status !== 'paid')
-    throw new Error(`charged payment ${paymentId} ended ${applied.payment.status}, not paid`);
-  return applied.payment;
 }
 
 /** What an x402 authorization locked in escrow becomes: a manual payment waiting for its hold (docs/capture.md). */
@@ -207,21 +194,26 @@ async function insertExternalPayment(
         ? { capture_method: 'manual' as const, capture_before: hold.captureBefore, refund_before: hold.refundBefore }
         : {}),
     },
-    {
-      mode: s.mode,
-      chain: s.chain,
-      token: s.token,
-      address: s.address,
-      address_index: s.addressIndex,
-      pay_amount: s.amount.toString(),
-      rate: '1',
-      rate_source: 'peg',
-      status: 'waiting',
-      confirmation_tier: 1,
-      confirmations_required: 1,
-      expires_at: new Date(now.getTime() + 60_000),
-      uri: null,
-      created_at: now,
-    },
+    externalAttempt(s.mode, s, now),
   );
+}
+
+/** The one coin choice of a payment settled outside the checkout: `amount` at the peg, confirmed at one block. */
+function externalAttempt(mode: Mode, s: Omit<ChargeSettlement, 'transfer'>, now: Date): ExternalAttempt {
+  return {
+    mode,
+    chain: s.chain,
+    token: s.token,
+    address: s.address,
+    address_index: s.addressIndex,
+    pay_amount: s.amount.toString(),
+    rate: '1',
+    rate_source: 'peg',
+    status: 'waiting',
+    confirmation_tier: 1,
+    confirmations_required: 1,
+    expires_at: new Date(now.getTime() + 60_000),
+    uri: null,
+    created_at: now,
+  };
 }

@@ -102,28 +102,45 @@ const footer = (c: MailContext, l: Locale) => [
 ];
 const manage = (c: MailContext, l: Locale) => [{ label: t(l, 'mail.manage'), url: c.customerUrl }];
 
+/**
+ * The body of a mail about a period's payment: amount and period first among its details, then `more`; the pay
+ * button when the customer is to pay `payment`; the subscription's footer and manage link.
+ */
+function periodBody(
+  c: MailContext,
+  l: Locale,
+  period: number,
+  amount: string,
+  parts: { heading: string; paragraphs: string[]; more: [string, string][]; pay: InvoicePayment | null },
+): EmailContent {
+  return {
+    lang: l,
+    heading: parts.heading,
+    paragraphs: parts.paragraphs,
+    details: [[t(l, 'mail.amount'), amount], [t(l, 'mail.period'), periodRange(l, c.sub, period)], ...parts.more],
+    ...(parts.pay ? { action: { label: t(l, 'mail.pay_now'), url: parts.pay.checkout_url } } : {}),
+    footer: footer(c, l),
+    links: manage(c, l),
+  };
+}
+
 /** The invoice of a period: merchant, amount, period, due date and the checkout link. */
 export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): ComposedMail {
   const { l, v } = words(c, payment.price_amount);
   const name = c.sub.customer_name;
-  const body: EmailContent = {
-    lang: l,
+  const body = periodBody(c, l, period, v.amount, {
     heading: t(l, 'mail.invoice_heading', v),
     paragraphs: [
       name
         ? t(l, 'mail.invoice_text_named', { ...v, name, due: day(l, due) })
         : t(l, 'mail.invoice_text', { ...v, due: day(l, due) }),
     ],
-    details: [
-      [t(l, 'mail.amount'), v.amount],
-      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+    more: [
       [t(l, 'mail.due'), moment(l, due)],
       [t(l, 'mail.pay_by'), moment(l, payment.expires_at)],
     ],
-    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
-    footer: footer(c, l),
-    links: manage(c, l),
-  };
+    pay: payment,
+  });
   return { subject: t(l, 'mail.invoice_subject', { ...v, due: day(l, due) }), content: body };
 }
 
@@ -136,23 +153,18 @@ export function reminderMail(
   payment: InvoicePayment,
 ): ComposedMail {
   const { l, v } = words(c, payment.price_amount);
-  const body: EmailContent = {
-    lang: l,
+  const body = periodBody(c, l, period, v.amount, {
     heading: t(l, 'mail.reminder_heading', v),
     paragraphs: [
       t(l, 'mail.reminder_text', { ...v, due: day(l, due) }),
       t(l, 'mail.reminder_ends', { ends: moment(l, endsAt) }),
     ],
-    details: [
-      [t(l, 'mail.amount'), v.amount],
-      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
+    more: [
       [t(l, 'mail.was_due'), moment(l, due)],
       [t(l, 'mail.ends'), moment(l, endsAt)],
     ],
-    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
-    footer: footer(c, l),
-    links: manage(c, l),
-  };
+    pay: payment,
+  });
   return { subject: t(l, 'mail.reminder_subject', { ...v, ends: day(l, endsAt) }), content: body };
 }
 
@@ -192,18 +204,12 @@ export function chargedMail(
   charge: ChargeFacts,
 ): ComposedMail {
   const { l, v } = words(c, payment.price_amount);
-  const body: EmailContent = {
-    lang: l,
+  const body = periodBody(c, l, period, v.amount, {
     heading: t(l, 'mail.charged_heading', v),
     paragraphs: [t(l, 'mail.charged_text', v), t(l, 'mail.charged_limit', v)],
-    details: [
-      [t(l, 'mail.amount'), v.amount],
-      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
-      ...(charge.transaction ? [[t(l, 'mail.transaction'), charge.transaction] as [string, string]] : []),
-    ],
-    footer: footer(c, l),
-    links: manage(c, l),
-  };
+    more: charge.transaction ? [[t(l, 'mail.transaction'), charge.transaction]] : [],
+    pay: null,
+  });
   return { subject: t(l, 'mail.charged_subject', v), content: body };
 }
 
@@ -223,8 +229,7 @@ export function chargeFailedMail(
   charge: ChargeFacts,
 ): ComposedMail {
   const { l, v } = words(c, payment.price_amount);
-  const body: EmailContent = {
-    lang: l,
+  const body = periodBody(c, l, period, v.amount, {
     heading: t(l, 'mail.charge_failed_heading', v),
     paragraphs: [
       t(l, 'mail.charge_failed_text', { ...v, reason: t(l, REASON[charge.reason ?? 'transaction_failed']) }),
@@ -232,14 +237,8 @@ export function chargeFailedMail(
         ? t(l, 'mail.charge_failed_retry', { next: moment(l, charge.nextAttempt) })
         : t(l, 'mail.charge_failed_by_hand', v),
     ],
-    details: [
-      [t(l, 'mail.amount'), v.amount],
-      [t(l, 'mail.period'), periodRange(l, c.sub, period)],
-      [t(l, 'mail.pay_by'), moment(l, payment.expires_at)],
-    ],
-    action: { label: t(l, 'mail.pay_now'), url: payment.checkout_url },
-    footer: footer(c, l),
-    links: manage(c, l),
-  };
+    more: [[t(l, 'mail.pay_by'), moment(l, payment.expires_at)]],
+    pay: payment,
+  });
   return { subject: t(l, 'mail.charge_failed_subject', v), content: body };
 }

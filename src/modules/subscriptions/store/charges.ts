@@ -4,10 +4,10 @@
  * workers' claims take due rows with `FOR UPDATE SKIP LOCKED` and lease them (`locked_until`), so processes share
  * them and a process that dies gives them back when the lease ends.
  */
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Tenant } from '../../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
-import type { ChargeFailureReason, GrantRowStatus } from '../model.ts';
+import type { ChargeFailureReason, ChargeRowStatus, GrantRowStatus } from '../model.ts';
 import type { SubscriptionChargesTable, SubscriptionGrantsTable } from '../tables.ts';
 
 export type GrantRow = Selectable<SubscriptionGrantsTable>;
@@ -220,11 +220,21 @@ export async function chargeLater(db: DbOrTx, id: string, at: Date): Promise<voi
 
 /** scheduled → submitted; false when it was no longer scheduled (another worker submitted or cancelled it). */
 export async function markSubmitted(tx: Tx, id: string, wall: Date, dueAt: Date): Promise<boolean> {
+  return moveCharge(tx, id, 'scheduled', { status: 'submitted', submitted_at: wall, due_at: dueAt });
+}
+
+/** Writes `set` on the charge if it is still `from`; false when it had moved on. */
+async function moveCharge(
+  tx: Tx,
+  id: string,
+  from: ChargeRowStatus,
+  set: Updateable<SubscriptionChargesTable>,
+): Promise<boolean> {
   const r = await tx
     .updateTable('subscription_charges')
-    .set({ status: 'submitted', submitted_at: wall, due_at: dueAt })
+    .set(set)
     .where('id', '=', id)
-    .where('status', '=', 'scheduled')
+    .where('status', '=', from)
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
@@ -237,13 +247,13 @@ export async function markSucceeded(
   txHash: string,
   wall: Date,
 ): Promise<boolean> {
-  const r = await tx
-    .updateTable('subscription_charges')
-    .set({ status: 'succeeded', payment_id: paymentId, tx_hash: txHash, settled_at: wall, locked_until: null })
-    .where('id', '=', id)
-    .where('status', '=', 'submitted')
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  return moveCharge(tx, id, 'submitted', {
+    status: 'succeeded',
+    payment_id: paymentId,
+    tx_hash: txHash,
+    settled_at: wall,
+    locked_until: null,
+  });
 }
 
 /** A charge still `from` fails with its reason; false when it had moved on. */
@@ -256,20 +266,14 @@ export async function markFailed(
   txHash: string | null,
   wall: Date,
 ): Promise<boolean> {
-  const r = await tx
-    .updateTable('subscription_charges')
-    .set({
-      status: 'failed',
-      failure_reason: reason,
-      failure_message: message,
-      tx_hash: txHash,
-      settled_at: wall,
-      locked_until: null,
-    })
-    .where('id', '=', id)
-    .where('status', '=', from)
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  return moveCharge(tx, id, from, {
+    status: 'failed',
+    failure_reason: reason,
+    failure_message: message,
+    tx_hash: txHash,
+    settled_at: wall,
+    locked_until: null,
+  });
 }
 
 /** Scheduled charges that will not be attempted (of a grant, or a subscription, or one charge), with why. */
