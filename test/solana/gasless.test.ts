@@ -3,6 +3,8 @@
  * payer; the relay checks it, co-signs and sends it; the watcher sees the deposit and the payment is paid. Every
  * refusal (wrong amount, destination or token, an instruction that would spend the fee payer, a missing or forged
  * signature, an expired blockhash, a second relay for one coin choice, a coin that is not gasless) changes nothing.
+ * The same fee-payer relay carries a subscription grant: the payer approves a delegate for the grant's total, each
+ * period is charged by the delegate, a revoke on chain stops the next charge.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -24,7 +26,11 @@ import {
   type Instruction,
 } from '@solana/kit';
 import { getTransferSolInstruction } from '@solana-program/system';
-import { getTransferCheckedInstruction } from '@solana-program/token';
+import {
+  getApproveCheckedInstruction,
+  getRevokeInstruction,
+  getTransferCheckedInstruction,
+} from '@solana-program/token';
 import { buildPayment, RelayService, type PayableAttempt } from '../../src/chains/solana/gasless.ts';
 import { ApiError } from '../../src/core/errors.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
@@ -284,4 +290,137 @@ test('pay from a wallet (not gasless): SOL and USDC transactions the payer signs
   ]);
   const reference = k.adapter.deps.keys.reference(a.address);
   assert.ok(block.transactions[0].transaction.accountKeys.some((x: { pubkey: string }) => x.pubkey === reference));
+});
+
+test('a subscription charged automatically: the payer approves a delegate once, two periods charge themselves, a revoke on chain stops the third; another amount or delegate is refused', async () => {
+  const WEEK_MS = 7 * 86_400_000;
+  const AMOUNT = 12_000_000n;
+  const payer = await poorPayer(100_000_000n);
+  const created = await k.m.test.post('/subscriptions', {
+    customer_email: 'ravi@example.com',
+    title: 'Coffee, weekly',
+    amount_usd_cents: 1200,
+    interval: 'week',
+    grace_days: 2,
+    collection: 'charge_automatically',
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const page = k.t.kasse.subscriptionLinks.url(id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000));
+  const postJson = async (url: string, body: unknown) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: new URL(url).origin },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const subscription = async () => (await k.m.test.get(`/subscriptions/${id}`)).body;
+  const grantRelays = async () =>
+    (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('purpose', '=', 'grant').execute()).length;
+  const runDue = async () => {
+    await k.send();
+    await k.t.kasse.subscriptions.runDue();
+    await k.t.kasse.webhooks.drain();
+  };
+  async function until(done: (s: any) => boolean, what: string) {
+    for (let i = 0; i < 20; i++) {
+      await runDue();
+      if (done(await subscription())) return;
+      await k.chain.produce();
+      await k.chain.finalize();
+      k.t.clock.advance(5_000);
+    }
+    assert.fail(`${what}: not reached`);
+  }
+
+  const offer = await postJson(`${page}/grant/offer`, { network: 'solana', payer: payer.address });
+  assert.equal(offer.status, 200, JSON.stringify(offer.body));
+  const terms = offer.body.terms;
+  assert.equal(terms.amount_per_period, AMOUNT.toString());
+  assert.equal(offer.body.sign.amount, terms.total, 'the approval caps the grant at its total');
+  assert.equal(offer.body.sign.fee_payer, k.hotWallet);
+  const account = await k.chain.ata(payer.address);
+  assert.equal(offer.body.sign.account, account);
+
+  // An approval of another amount, or to another delegate, is refused with the Error body and stores nothing.
+  const relaysBefore = await grantRelays();
+  const approval = (amount: bigint, delegate: string) =>
+    getApproveCheckedInstruction({
+      source: account,
+      mint: k.usdc as never,
+      delegate: address(delegate),
+      owner: payer,
+      amount,
+      decimals: 6,
+    });
+  for (const [bad, why] of [
+    [approval(BigInt(terms.total) + 1n, offer.body.sign.delegate), /exactly the grant’s total/],
+    [approval(BigInt(terms.total), k.treasury), /the grant’s delegate/],
+  ] as const) {
+    const r = await postJson(`${page}/grant`, {
+      network: 'solana',
+      payer: payer.address,
+      terms,
+      signatures: { transaction: await handBuilt(payer, [bad]) },
+    });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.equal(r.body.error.code, 'invalid_request');
+    assert.equal(r.body.error.param, 'signatures.transaction');
+    assert.match(r.body.error.message, why);
+  }
+  assert.equal((await subscription()).grant.status, 'none');
+  assert.equal(await grantRelays(), relaysBefore, 'nothing recorded, nothing relayed');
+
+  // The approval Kasse built, signed by the payer, is relayed with the hot wallet as fee payer.
+  const granted = await postJson(`${page}/grant`, {
+    network: 'solana',
+    payer: payer.address,
+    terms,
+    signatures: { transaction: await signAsPayer(offer.body.sign.transaction, payer) },
+  });
+  assert.equal(granted.status, 202, JSON.stringify(granted.body));
+  await until((s) => s.periods_paid === 1, 'period 1 charged');
+  const receiver = terms.receiver as string;
+  k.t.clock.advance(WEEK_MS);
+  await until((s) => s.periods_paid === 2, 'period 2 charged');
+  let s = await subscription();
+  assert.equal(s.grant.status, 'active');
+  assert.deepEqual(
+    s.charges.map((c: any) => [c.period, c.attempt, c.status]),
+    [
+      [1, 1, 'succeeded'],
+      [2, 1, 'succeeded'],
+    ],
+  );
+  // Exact on chain: the payer paid two periods and no SOL; the merchant's receiving key received them.
+  assert.equal(await k.chain.tokenBalance(payer.address), 100_000_000n - 2n * AMOUNT);
+  assert.equal(await k.chain.tokenBalance(receiver), 2n * AMOUNT);
+  assert.equal(await k.chain.balance(payer.address), 0n, 'the payer spent no SOL');
+  // Exact in the ledger: each period's payment is paid by its charge's transaction.
+  for (const [i, inv] of s.invoices.entries()) {
+    assert.equal(inv.status, 'paid');
+    const p = (await k.m.test.get(`/payments/${inv.payment_id}`)).body;
+    assert.deepEqual(
+      p.attempts.at(-1).deposits.map((d: any) => [d.tx_hash, d.amount, d.token, d.from]),
+      [[s.charges[i].transaction, AMOUNT.toString(), 'solana:usdc', payer.address]],
+    );
+  }
+
+  // The payer revokes the delegate on chain with their own wallet (paying their own fee) before the third period.
+  await k.chain.sendSol(k.funder, payer.address, 10_000_000n);
+  await k.chain.produce();
+  await k.chain.send(await k.chain.sign(payer, [getRevokeInstruction({ source: account, owner: payer })]));
+  await k.chain.produce();
+  k.t.clock.advance(WEEK_MS);
+  await runDue();
+  s = await subscription();
+  assert.equal(s.periods_paid, 2, 'the third is not charged');
+  assert.equal(s.grant.status, 'revoked');
+  const last = s.charges.at(-1);
+  assert.deepEqual(
+    [last.period, last.status, last.failure_reason, last.transaction],
+    [3, 'failed', 'grant_revoked', null],
+  );
+  assert.equal(await k.chain.tokenBalance(payer.address), 100_000_000n - 2n * AMOUNT);
 });
