@@ -28,6 +28,7 @@ import {
 import { getTransferSolInstruction } from '@solana-program/system';
 import {
   getApproveCheckedInstruction,
+  getTokenDecoder,
   getRevokeInstruction,
   getTransferCheckedInstruction,
 } from '@solana-program/token';
@@ -292,12 +293,23 @@ test('pay from a wallet (not gasless): SOL and USDC transactions the payer signs
   assert.ok(block.transactions[0].transaction.accountKeys.some((x: { pubkey: string }) => x.pubkey === reference));
 });
 
-test('a subscription charged automatically: the payer approves a delegate once, two periods charge themselves, a revoke on chain stops the third; another amount or delegate is refused', async () => {
-  const WEEK_MS = 7 * 86_400_000;
-  const AMOUNT = 12_000_000n;
-  const payer = await poorPayer(100_000_000n);
+const WEEK_MS = 7 * 86_400_000;
+/** $12.00 a week in USDC units. */
+const AMOUNT = 12_000_000n;
+
+async function postJson(url: string, body: unknown) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: new URL(url).origin },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** A weekly subscription charged automatically: helpers reading it and driving the sender and the scheduler. */
+async function chargedSubscription(email: string) {
   const created = await k.m.test.post('/subscriptions', {
-    customer_email: 'ravi@example.com',
+    customer_email: email,
     title: 'Coffee, weekly',
     amount_usd_cents: 1200,
     interval: 'week',
@@ -306,34 +318,62 @@ test('a subscription charged automatically: the payer approves a delegate once, 
   });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const id = created.body.id as string;
-  const page = k.t.kasse.subscriptionLinks.url(id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000));
-  const postJson = async (url: string, body: unknown) => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: new URL(url).origin },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
   const subscription = async () => (await k.m.test.get(`/subscriptions/${id}`)).body;
-  const grantRelays = async () =>
-    (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('purpose', '=', 'grant').execute()).length;
   const runDue = async () => {
     await k.send();
     await k.t.kasse.subscriptions.runDue();
     await k.t.kasse.webhooks.drain();
   };
-  async function until(done: (s: any) => boolean, what: string) {
-    for (let i = 0; i < 20; i++) {
-      await runDue();
-      if (done(await subscription())) return;
-      await k.chain.produce();
-      await k.chain.finalize();
-      k.t.clock.advance(5_000);
-    }
-    assert.fail(`${what}: not reached`);
-  }
+  return {
+    id,
+    page: k.t.kasse.subscriptionLinks.url(id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000)),
+    subscription,
+    runDue,
+    /** Runs the due work, then a slot (finalized) and 5 s of Kasse's clock, until `done` holds. */
+    async until(done: (s: any) => boolean, what: string) {
+      for (let i = 0; i < 20; i++) {
+        await runDue();
+        if (done(await subscription())) return;
+        await k.chain.produce();
+        await k.chain.finalize();
+        k.t.clock.advance(5_000);
+      }
+      assert.fail(`${what}: not reached`);
+    },
+  };
+}
 
+/** The payer signs the approval the page offers and posts it back; the first period is charged. */
+async function granted(sub: Awaited<ReturnType<typeof chargedSubscription>>, payer: Wallet) {
+  const offer = await postJson(`${sub.page}/grant/offer`, { network: 'solana', payer: payer.address });
+  assert.equal(offer.status, 200, JSON.stringify(offer.body));
+  const r = await postJson(`${sub.page}/grant`, {
+    network: 'solana',
+    payer: payer.address,
+    terms: offer.body.terms,
+    signatures: { transaction: await signAsPayer(offer.body.sign.transaction, payer) },
+  });
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  await sub.until((s) => s.periods_paid === 1, 'period 1 charged');
+  return offer.body;
+}
+
+/** The delegate of a token account on chain, and how much it may still move. */
+async function delegation(account: string): Promise<{ delegate: string | null; amount: bigint }> {
+  const r = await k.chain.rpc<{ value: { data: [string, string] } }>('getAccountInfo', [
+    account,
+    { encoding: 'base64' },
+  ]);
+  const t = getTokenDecoder().decode(Buffer.from(r.value.data[0], 'base64'));
+  return { delegate: t.delegate.__option === 'Some' ? t.delegate.value : null, amount: t.delegatedAmount };
+}
+
+test('a subscription charged automatically: the payer approves a delegate once, two periods charge themselves, a revoke on chain stops the third; another amount or delegate is refused', async () => {
+  const sub = await chargedSubscription('ravi@example.com');
+  const { page, subscription, runDue, until } = sub;
+  const payer = await poorPayer(100_000_000n);
+  const grantRelays = async () =>
+    (await k.t.kasse.db.selectFrom('solana_transfers').select('id').where('purpose', '=', 'grant').execute()).length;
   const offer = await postJson(`${page}/grant/offer`, { network: 'solana', payer: payer.address });
   assert.equal(offer.status, 200, JSON.stringify(offer.body));
   const terms = offer.body.terms;
@@ -423,4 +463,56 @@ test('a subscription charged automatically: the payer approves a delegate once, 
     [3, 'failed', 'grant_revoked', null],
   );
   assert.equal(await k.chain.tokenBalance(payer.address), 100_000_000n - 2n * AMOUNT);
+});
+
+test('the payer revokes on the subscription page: Kasse relays the signed Revoke as fee payer, the delegate is gone on chain, nothing more is charged', async () => {
+  const sub = await chargedSubscription('mei@example.com');
+  const payer = await poorPayer(100_000_000n);
+  const offer = await granted(sub, payer);
+  const account = offer.sign.account as string;
+  assert.deepEqual(await delegation(account), {
+    delegate: offer.sign.delegate,
+    amount: BigInt(offer.terms.total) - AMOUNT,
+  });
+
+  // Something else than the Revoke of this account is refused with the Error body; the grant stays in force.
+  const revokeOffer = await postJson(`${sub.page}/revoke/offer`, {});
+  assert.equal(revokeOffer.status, 200, JSON.stringify(revokeOffer.body));
+  const other = await postJson(`${sub.page}/revoke`, {
+    signatures: { transaction: await handBuilt(payer, [await transfer(payer, k.treasury, 1n)]) },
+  });
+  assert.equal(other.status, 400, JSON.stringify(other.body));
+  assert.equal(other.body.error.param, 'signatures.transaction');
+  assert.equal((await sub.subscription()).grant.status, 'active');
+
+  const revoked = await postJson(`${sub.page}/revoke`, {
+    signatures: { transaction: await signAsPayer(revokeOffer.body.sign.transaction, payer) },
+  });
+  assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+  assert.equal(revoked.body.grant.status, 'revoked');
+  for (let i = 0; i < 3; i++) {
+    await k.send();
+    await k.chain.produce();
+    await k.chain.finalize();
+  }
+  const relay = await k.t.kasse.db
+    .selectFrom('solana_transfers')
+    .select(['status', 'signature'])
+    .where('purpose', '=', 'revoke')
+    .where('destination', '=', offer.sign.delegate)
+    .executeTakeFirstOrThrow();
+  assert.equal(relay.status, 'sent');
+  assert.deepEqual(await delegation(account), { delegate: null, amount: 0n });
+  assert.equal(await k.chain.balance(payer.address), 0n, 'the payer spent no SOL');
+
+  k.t.clock.advance(WEEK_MS);
+  await sub.runDue();
+  const s = await sub.subscription();
+  assert.equal(s.periods_paid, 1);
+  assert.deepEqual(
+    s.charges.map((c: any) => c.status),
+    ['succeeded'],
+    'no charge after the revoke',
+  );
+  assert.equal(await k.chain.tokenBalance(payer.address), 100_000_000n - AMOUNT);
 });
