@@ -33,6 +33,7 @@ import {
   getTransferCheckedInstruction,
 } from '@solana-program/token';
 import { buildPayment, RelayService, type PayableAttempt } from '../../src/chains/solana/gasless.ts';
+import { recordSweeps, sweepResults } from '../../src/chains/solana/sweep.ts';
 import { ApiError } from '../../src/core/errors.ts';
 import { startSolanaKasse, type SolanaKasse } from '../harness/solana-kasse.ts';
 import type { Wallet } from '../harness/solana-chain.ts';
@@ -446,6 +447,21 @@ test('a subscription charged automatically: the payer approves a delegate once, 
       [[s.charges[i].transaction, AMOUNT.toString(), 'solana:usdc', payer.address]],
     );
   }
+
+  // The merchant's receiving key is swept to the treasury like a deposit key once the charges are final.
+  await k.tick();
+  assert.ok((await recordSweeps(k.adapter, { dryRun: true })).addresses?.includes(receiver), 'the receiver is due');
+  const sweeps = await recordSweeps(k.adapter, { batch: 1 });
+  const sweep = sweeps.transfers.find((t) => t.addresses.includes(receiver))!;
+  for (let i = 0; i < 3; i++) {
+    await k.send();
+    await k.chain.produce();
+    await k.chain.finalize();
+  }
+  const [swept] = await sweepResults(k.adapter, [sweep.id]);
+  assert.equal(swept?.status, 'sent', JSON.stringify(swept));
+  assert.equal(swept?.moved?.tokens['solana:usdc'], (2n * AMOUNT).toString());
+  assert.equal(await k.chain.tokenBalance(receiver), 0n);
 
   // The payer revokes the delegate on chain with their own wallet (paying their own fee) before the third period.
   await k.chain.sendSol(k.funder, payer.address, 10_000_000n);

@@ -11,7 +11,11 @@
  * Enforcement is `delegate`: the chain caps only the total (and the payer can revoke at any time, or approve another
  * delegate, which ends the grant: `check` finds the delegate gone). The amount per period, the period and the
  * receiver are kept by Kasse (the subscriptions module's period bookkeeping), not by the chain.
+ *
+ * The merchant's receiving address is a deposit key, remembered in `solana_addresses` and marked with each charge's
+ * slot once it landed, so the sweeps move what it received to the treasury like any deposit.
  */
+import { sql } from 'kysely';
 import { address, createNoopSigner, type Address } from '@solana/kit';
 import {
   AccountState,
@@ -78,9 +82,27 @@ export class SolanaCharges implements ChargeScheme {
     return kinds;
   }
 
+  /** A deposit key, remembered for sweeps like one (its token account is the charges' to open; none here). */
   async receiver(mode: Mode, chain: string, index: bigint): Promise<string> {
-    this.served(mode, chain);
-    return this.deps.keys.deposit(mode, index).address;
+    const { adapter } = this.served(mode, chain);
+    const key = this.deps.keys.deposit(mode, index).address;
+    const token = this.kinds(mode).find((k) => k.chain === chain)?.token;
+    if (!token)
+      throw new ApiError('invalid_state', `${chain} takes no subscription grants in ${mode} mode.`, 'network');
+    await adapter.deps.db
+      .insertInto('solana_addresses')
+      .values({
+        mode,
+        chain,
+        address: key,
+        address_index: index,
+        token: token.id,
+        token_account: null,
+        created_at: adapter.deps.clock.now(),
+      })
+      .onConflict((oc) => oc.columns(['mode', 'chain', 'address']).doNothing())
+      .execute();
+    return key;
   }
 
   async offer(t: GrantTerms): Promise<SigningRequest> {
@@ -267,6 +289,14 @@ export class SolanaCharges implements ChargeScheme {
         message: `The transaction moved ${moved}, not ${amount}, into ${to}.`,
         transaction: row.signature,
       };
+    // The receiver is swept like a deposit address once this slot is final (sweep.ts).
+    await adapter.deps.db
+      .updateTable('solana_addresses')
+      .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${String(row.slot)}::bigint)` })
+      .where('mode', '=', grant.mode)
+      .where('chain', '=', grant.chain)
+      .where('address', '=', grant.receiver)
+      .execute();
     return {
       status: 'succeeded',
       transaction: row.signature!,
