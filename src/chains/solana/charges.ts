@@ -29,16 +29,17 @@ import {
 import { ApiError, invalid } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
-import type {
-  ChargeCheck,
-  ChargeKind,
-  ChargeScheme,
-  ChargeState,
-  Checked,
-  GrantTerms,
-  RelayState,
-  SigningRequest,
-  StoredGrant,
+import {
+  queueState,
+  type ChargeCheck,
+  type ChargeKind,
+  type ChargeScheme,
+  type ChargeState,
+  type Checked,
+  type GrantTerms,
+  type RelayState,
+  type SigningRequest,
+  type StoredGrant,
 } from '../charges.ts';
 import type { SolanaAdapter } from './adapter.ts';
 import { coSign, readPayerSigned, unsignedTransaction, verifyPayerSigned, type PayerSigned } from './gasless.ts';
@@ -214,11 +215,7 @@ export class SolanaCharges implements ChargeScheme {
 
   async relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
     const row = await this.served(mode, chain).sender.get(id);
-    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
-    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: row.signature };
-    if (row.status === 'failed')
-      return { status: 'failed', message: row.error ?? 'the transaction failed', transaction: row.signature };
-    return { status: 'done', transaction: row.signature! };
+    return queueState(row, row?.signature ?? null, 'the transaction failed');
   }
 
   async check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck> {
@@ -265,16 +262,14 @@ export class SolanaCharges implements ChargeScheme {
   async chargeState(grant: StoredGrant, id: string, amount: bigint): Promise<ChargeState> {
     const { adapter, sender } = this.served(grant.mode, grant.chain);
     const row = await sender.get(id);
-    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
-    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: row.signature };
-    if (row.status === 'failed')
-      return { status: 'failed', message: row.error ?? 'the transaction failed', transaction: row.signature };
+    const state = queueState(row, row?.signature ?? null, 'the transaction failed');
+    if (state.status !== 'done') return state;
     // Landed without error: the transfer is the receiver's token account's gain, at its position in the transaction.
     const to = await associatedTokenAccount(grant.receiver, grant.token.contract!);
     const landed = await adapter.rpc().request<{
       meta: { postTokenBalances: TokenBalance[]; preTokenBalances: TokenBalance[] } | null;
     } | null>('getTransaction', [
-      row.signature,
+      state.transaction,
       { encoding: 'json', commitment: 'finalized', maxSupportedTransactionVersion: 0 },
     ]);
     const gain = (landed?.meta?.postTokenBalances ?? []).find(
@@ -282,25 +277,25 @@ export class SolanaCharges implements ChargeScheme {
     );
     const before = (landed?.meta?.preTokenBalances ?? []).find((b) => b.accountIndex === gain?.accountIndex);
     const moved = gain ? BigInt(gain.uiTokenAmount.amount) - BigInt(before?.uiTokenAmount.amount ?? '0') : 0n;
-    if (!landed) return { status: 'pending', transaction: row.signature };
+    if (!landed) return { status: 'pending', transaction: state.transaction };
     if (!gain || moved !== amount)
       return {
         status: 'failed',
         message: `The transaction moved ${moved}, not ${amount}, into ${to}.`,
-        transaction: row.signature,
+        transaction: state.transaction,
       };
     // The receiver is swept like a deposit address once this slot is final (sweep.ts).
     await adapter.deps.db
       .updateTable('solana_addresses')
-      .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${String(row.slot)}::bigint)` })
+      .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${String(row?.slot ?? null)}::bigint)` })
       .where('mode', '=', grant.mode)
       .where('chain', '=', grant.chain)
       .where('address', '=', grant.receiver)
       .execute();
     return {
       status: 'succeeded',
-      transaction: row.signature!,
-      blockNumber: row.slot,
+      transaction: state.transaction,
+      blockNumber: row?.slot ?? null,
       blockHash: null,
       index: gain.accountIndex,
       from: grant.payer,
