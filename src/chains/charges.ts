@@ -67,6 +67,21 @@ export type RelayState =
   | { status: 'done'; transaction: string }
   | { status: 'failed'; message: string; transaction: string | null };
 
+/**
+ * Where a transfer of a family's queue stands (its row's `status`, `error` and the hash of its transaction), as the
+ * relay of a grant or revoke — and a charge, until it is `done` and the family reads what it moved.
+ */
+export function queueState(
+  row: { status: string; error: string | null } | undefined,
+  hash: string | null,
+  failure: string,
+): RelayState {
+  if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
+  if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: hash };
+  if (row.status === 'failed') return { status: 'failed', message: row.error ?? failure, transaction: hash };
+  return { status: 'done', transaction: hash! };
+}
+
 /** What stands in the way of a charge now; `not_started`: the chain takes it a little later. */
 export type ChargeRefusal =
   | 'insufficient_funds'

@@ -3,7 +3,8 @@
  * real wallets announce themselves; its key stays in the test process, like a wallet extension's): "Pay with Solana
  * wallet" has the wallet sign and send the SOL transfer Kasse built, and "Pay USDC by signature" has a payer holding
  * 0 SOL sign a USDC transfer whose fee Kasse's hot wallet pays. Both payments are then found by the watcher on the
- * LiteSVM test node. The QR code encodes the Solana Pay URI.
+ * LiteSVM test node. The QR code encodes the Solana Pay URI. On a subscription's page the same wallet signs the
+ * grant (a delegate approval Kasse relays as fee payer) and later its revoke.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -170,6 +171,57 @@ test('without a Solana wallet the buttons stay hidden; the QR code and the walle
   await rec.page.waitForLoadState('load');
   assert.equal(await rec.page.getByRole('button', { name: /Solana wallet|by signature/ }).count(), 0);
   assert.ok(await rec.page.locator('.k-qrbox svg').count());
+  assert.deepEqual(rec.errors, []);
+  await rec.context.close();
+});
+
+test('a subscription charged automatically: the wallet signs the approval on the subscription page, Kasse relays it and charges the period; the page turns it off the same way', async () => {
+  const created = await k.m.test.post('/subscriptions', {
+    customer_email: 'lena@example.com',
+    title: 'Tea, weekly',
+    amount_usd_cents: 900,
+    interval: 'week',
+    collection: 'charge_automatically',
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const subscription = async () => (await k.m.test.get(`/subscriptions/${id}`)).body;
+  const payer = await k.payer(0n, 50_000_000n);
+  const rec = await openWithWallet(
+    payer,
+    k.t.kasse.subscriptionLinks.url(id, new Date(k.t.clock.now().getTime() + 90 * 86_400_000)),
+  );
+  const offer = rec.page.locator('.k-offer', { hasText: 'Solana (local test node)' });
+  assert.match(await offer.innerText(), /the limit per period is kept by Kasse, not by the network/);
+  await rec.page.getByRole('button', { name: 'Set up automatic payment on Solana (local test node)' }).click();
+  await rec.page.getByText('Signed. Kasse is recording your permission…').waitFor();
+  assert.deepEqual(await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls), [
+    'connect',
+    'signTransaction',
+  ]);
+  for (let i = 0; i < 20 && (await subscription()).periods_paid < 1; i++) {
+    await k.send();
+    await k.t.kasse.subscriptions.runDue();
+    await k.chain.produce();
+    await k.chain.finalize();
+    k.t.clock.advance(5_000);
+  }
+  const s = await subscription();
+  assert.equal(s.periods_paid, 1, JSON.stringify(s.charges));
+  assert.equal(s.grant.payer, payer.address);
+  assert.equal(await k.chain.tokenBalance(payer.address), 50_000_000n - 9_000_000n);
+  assert.equal(await k.chain.balance(payer.address), 0n, 'the payer needed no SOL');
+
+  await rec.page.reload();
+  await rec.page.getByRole('heading', { name: 'Automatic payment is on' }).waitFor();
+  await rec.page.getByRole('button', { name: 'Turn off automatic payment' }).click();
+  await rec.page.getByText('Automatic payment is off.').first().waitFor();
+  assert.equal((await subscription()).grant.status, 'revoked');
+  assert.deepEqual(
+    await rec.page.evaluate(() => (window as unknown as { __walletCalls: string[] }).__walletCalls),
+    ['connect', 'signTransaction'],
+    'since the reload: the revoke, signed only',
+  );
   assert.deepEqual(rec.errors, []);
   await rec.context.close();
 });

@@ -33,16 +33,17 @@ import { ApiError, invalid } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
-import type {
-  ChargeCheck,
-  ChargeKind,
-  ChargeScheme,
-  ChargeState,
-  Checked,
-  GrantTerms,
-  RelayState,
-  SigningRequest,
-  StoredGrant,
+import {
+  queueState,
+  type ChargeCheck,
+  type ChargeKind,
+  type ChargeScheme,
+  type ChargeState,
+  type Checked,
+  type GrantTerms,
+  type RelayState,
+  type SigningRequest,
+  type StoredGrant,
 } from '../charges.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { EvmAdapter } from './adapter.ts';
@@ -257,11 +258,7 @@ export class EvmCharges implements ChargeScheme {
 
   async relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
     const row = await this.deployed(mode, chain).sender.get(id);
-    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
-    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: row.tx_hash };
-    if (row.status === 'failed')
-      return { status: 'failed', message: row.error ?? 'the transaction reverted', transaction: row.tx_hash };
-    return { status: 'done', transaction: row.tx_hash! };
+    return queueState(row, row?.tx_hash ?? null, 'the transaction reverted');
   }
 
   async check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck> {
@@ -307,12 +304,10 @@ export class EvmCharges implements ChargeScheme {
   async chargeState(grant: StoredGrant, id: string, amount: bigint): Promise<ChargeState> {
     const { adapter, sender } = this.deployed(grant.mode, grant.chain);
     const row = await sender.get(id);
-    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
-    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: row.tx_hash };
-    if (row.status === 'failed')
-      return { status: 'failed', message: row.error ?? 'the transaction reverted', transaction: row.tx_hash };
-    const receipt = await adapter.rpc().request<Receipt | null>('eth_getTransactionReceipt', [row.tx_hash]);
-    if (!receipt) return { status: 'pending', transaction: row.tx_hash };
+    const state = queueState(row, row?.tx_hash ?? null, 'the transaction reverted');
+    if (state.status !== 'done') return state;
+    const receipt = await adapter.rpc().request<Receipt | null>('eth_getTransactionReceipt', [state.transaction]);
+    if (!receipt) return { status: 'pending', transaction: state.transaction };
     const token = getAddress(grant.token.contract!).toLowerCase();
     const log = receipt.logs.find(
       (l) =>
@@ -322,10 +317,11 @@ export class EvmCharges implements ChargeScheme {
         topicAddress(l.topics[2]) === grant.receiver.toLowerCase() &&
         BigInt(l.data) === amount,
     );
-    if (!log) return { status: 'failed', message: 'The transaction moved no such transfer.', transaction: row.tx_hash };
+    if (!log)
+      return { status: 'failed', message: 'The transaction moved no such transfer.', transaction: state.transaction };
     return {
       status: 'succeeded',
-      transaction: row.tx_hash!,
+      transaction: state.transaction,
       blockNumber: BigInt(receipt.blockNumber),
       blockHash: receipt.blockHash,
       index: Number(BigInt(log.logIndex)),

@@ -32,6 +32,7 @@ import {
   verifySignature,
   type Address,
   type Instruction,
+  type ReadonlyUint8Array,
   type Transaction,
 } from '@solana/kit';
 import { getTransferSolInstruction } from '@solana-program/system';
@@ -123,8 +124,16 @@ export async function buildPayment(
   } else {
     throw impossible(`${token.id} cannot be paid from a Solana wallet.`);
   }
+  return unsignedTransaction(adapter, instructions, opts.gasless ? hot : address(payer));
+}
+
+/** `instructions` as an unsigned transaction paid by `feePayer` on a fresh blockhash (base64 wire bytes). */
+export async function unsignedTransaction(
+  adapter: SolanaAdapter,
+  instructions: Instruction[],
+  feePayer: Address,
+): Promise<{ transaction: string; fee_payer: string; last_valid_block_height: string }> {
   const lifetime = await latestBlockhash(adapter);
-  const feePayer = opts.gasless ? hot : address(payer);
   const message = setTransactionMessageFeePayer(feePayer, messageOf(instructions, lifetime));
   const tx = compileTransaction(message);
   return {
@@ -158,6 +167,47 @@ export async function checkRelayTransaction(
   base64: string,
   expect: RelayExpectation,
 ): Promise<{ tx: Transaction; payer: string; blockhash: string }> {
+  const read = readPayerSigned(base64, expect.feePayer, 'the USDC transfer');
+  const { keys, ix, accounts, payer } = read;
+  const refuse = (why: string) => invalid(`transaction ${why}`, 'transaction');
+  let data: { amount: bigint; decimals: number };
+  try {
+    if (identifyTokenInstruction(ix.data ?? new Uint8Array()) !== TokenInstruction.TransferChecked) throw new Error();
+    data = getTransferCheckedInstructionDataDecoder().decode(ix.data!);
+  } catch {
+    throw refuse('must be a TransferChecked instruction.');
+  }
+  const [source, mint, destination, authority] = accounts.map((i) => keys[i]);
+  if (mint !== expect.mint || data.decimals !== expect.decimals) throw refuse('transfers another token.');
+  if (destination !== expect.destination)
+    throw invalid(`transaction must pay the coin choice's token account ${expect.destination}.`, 'transaction');
+  if (data.amount !== expect.amount)
+    throw invalid(`transaction must move exactly the pay_amount ${expect.amount}.`, 'transaction');
+  if (authority !== payer || source === undefined) throw refuse('must be authorized by the payer who signs it.');
+  for (const i of accounts.slice(4))
+    if (i < read.readonlyStart) throw refuse('may add only read-only reference accounts.');
+  await verifyPayerSigned(read);
+  return { tx: read.tx, payer, blockhash: read.blockhash };
+}
+
+/** A payer-signed transaction as far as every relay reads it: one SPL Token instruction, its accounts resolved. */
+export interface PayerSigned {
+  tx: Transaction;
+  payer: string;
+  blockhash: string;
+  keys: string[];
+  ix: { data?: ReadonlyUint8Array; accountIndices?: readonly number[]; programAddressIndex: number };
+  accounts: readonly number[];
+  /** The first index of the read-only unsigned accounts. */
+  readonlyStart: number;
+}
+
+/**
+ * The checks every payer-signed relay shares (see the header comment): the wire format and size, `feePayer` first
+ * and in no instruction, exactly the fee payer and the payer as signers, exactly one SPL Token instruction (`what`).
+ * The payer's signature is checked by `verifyPayerSigned`, after the instruction's own checks.
+ */
+export function readPayerSigned(base64: string, feePayer: string, what: string): PayerSigned {
   const refuse = (why: string) => invalid(`transaction ${why}`, 'transaction');
   let bytes: Uint8Array;
   let tx: Transaction;
@@ -180,38 +230,34 @@ export async function checkRelayTransaction(
     throw refuse('must not use address lookup tables.');
   const keys = message.staticAccounts as string[];
   const h = message.header;
-  if (keys[0] !== expect.feePayer) throw refuse(`must have Kasse's hot wallet ${expect.feePayer} as fee payer.`);
+  if (keys[0] !== feePayer) throw refuse(`must have Kasse's hot wallet ${feePayer} as fee payer.`);
   if (h.numSignerAccounts !== 2) throw refuse('must have exactly two signers: the fee payer and the payer.');
   const payer = keys[1]!;
   if (new Set(keys).size !== keys.length) throw refuse('lists an account twice.');
-  if (message.instructions.length !== 1) throw refuse('must contain exactly one instruction: the USDC transfer.');
+  if (message.instructions.length !== 1) throw refuse(`must contain exactly one instruction: ${what}.`);
   const ix = message.instructions[0]!;
   const accounts = ix.accountIndices ?? [];
   if (keys[ix.programAddressIndex] !== TOKEN_PROGRAM_ADDRESS) throw refuse('must call the SPL Token program.');
   if (accounts.includes(0)) throw refuse('must not use the fee payer in an instruction.');
-  let data: { amount: bigint; decimals: number };
-  try {
-    if (identifyTokenInstruction(ix.data ?? new Uint8Array()) !== TokenInstruction.TransferChecked) throw new Error();
-    data = getTransferCheckedInstructionDataDecoder().decode(ix.data!);
-  } catch {
-    throw refuse('must be a TransferChecked instruction.');
-  }
-  const [source, mint, destination, authority] = accounts.map((i) => keys[i]);
-  if (mint !== expect.mint || data.decimals !== expect.decimals) throw refuse('transfers another token.');
-  if (destination !== expect.destination)
-    throw invalid(`transaction must pay the coin choice's token account ${expect.destination}.`, 'transaction');
-  if (data.amount !== expect.amount)
-    throw invalid(`transaction must move exactly the pay_amount ${expect.amount}.`, 'transaction');
-  if (authority !== payer || source === undefined) throw refuse('must be authorized by the payer who signs it.');
-  const readonlyStart = keys.length - h.numReadonlyNonSignerAccounts;
-  for (const i of accounts.slice(4)) if (i < readonlyStart) throw refuse('may add only read-only reference accounts.');
-  const signatures = Object.entries(tx.signatures);
+  return {
+    tx,
+    payer,
+    blockhash: message.lifetimeToken,
+    keys,
+    ix,
+    accounts,
+    readonlyStart: keys.length - h.numReadonlyNonSignerAccounts,
+  };
+}
+
+/** The payer's signature is there and verifies, and the fee payer's slot is the only other one. */
+export async function verifyPayerSigned({ tx, payer }: PayerSigned): Promise<void> {
   const payerSig = tx.signatures[payer as Address];
   if (!payerSig) throw invalid('transaction is not signed by the payer.', 'transaction');
   if (!(await verifySignature(await getPublicKeyFromAddress(payer as Address), payerSig, tx.messageBytes)))
     throw invalid('transaction has a payer signature that does not verify.', 'transaction');
-  if (signatures.length !== 2) throw refuse('must have exactly two signature slots.');
-  return { tx, payer, blockhash: message.lifetimeToken };
+  if (Object.keys(tx.signatures).length !== 2)
+    throw invalid('transaction must have exactly two signature slots.', 'transaction');
 }
 
 export interface RelayResult {
@@ -239,13 +285,6 @@ export class RelayService {
       amount: attempt.payAmount,
       destination: await associatedTokenAccount(attempt.address, token.contract),
     });
-    const rpc = adapter.rpc();
-    const valid = await rpc.request<{ value: boolean }>('isBlockhashValid', [
-      checked.blockhash,
-      { commitment: 'confirmed' },
-    ]);
-    if (!valid.value)
-      throw invalid('transaction has a blockhash the cluster no longer accepts; build it again.', 'transaction');
     const open = await adapter.deps.db
       .selectFrom('solana_gasless')
       .select('transfer_id')
@@ -254,35 +293,8 @@ export class RelayService {
       .executeTakeFirst();
     if (open) throw impossible('This coin choice is already being paid by signature.', 'attempt_id');
 
-    const signed = await partiallySignTransaction([await keyPairOf(hot)], checked.tx);
-    const raw = b64.decode(getTransactionEncoder().encode(signed));
-    const sim = await rpc.request<{
-      value: { err: unknown; logs: string[] | null; accounts: Array<{ lamports: number } | null> | null };
-    }>('simulateTransaction', [
-      raw,
-      {
-        encoding: 'base64',
-        sigVerify: true,
-        commitment: 'confirmed',
-        accounts: { encoding: 'base64', addresses: [hot.address] },
-      },
-    ]);
-    if (sim.value.err !== null) {
-      const logs = (sim.value.logs ?? []).join('\n');
-      const reason = /insufficient funds/i.test(logs)
-        ? 'the payer does not hold the amount'
-        : /owner does not match|invalid account data/i.test(logs)
-          ? 'the payer has no token account of this coin'
-          : JSON.stringify(sim.value.err);
-      throw impossible(`The transfer would fail on chain: ${reason}.`, 'transaction');
-    }
-    const before = await rpc.request<{ value: number }>('getBalance', [hot.address, { commitment: 'confirmed' }]);
-    const after = sim.value.accounts?.[0]?.lamports;
-    if (after === undefined || BigInt(before.value) - BigInt(after) > 2n * LAMPORTS_PER_SIGNATURE) throw refuseSpend();
-
-    const signature = getSignatureFromTransaction(signed);
+    const { raw, signature, lifetime } = await coSign(adapter, checked, 'transfer');
     const id = `gsl_${ulid()}`;
-    const lifetime = { blockhash: checked.blockhash, lastValidBlockHeight: await lastValidHeight(adapter) };
     try {
       await withTx(adapter.deps.db, async (tx) => {
         await sender.recordRelay(
@@ -322,6 +334,56 @@ export class RelayService {
     const row = await sender.pushOrLeave(id);
     return { signature, status: row.status };
   }
+}
+
+/**
+ * Co-signs a checked payer-signed transaction as fee payer after the cluster still takes its blockhash, and
+ * simulates it: it must go through and the hot wallet may lose only the fee. `what` names it in a refusal.
+ */
+export async function coSign(
+  adapter: SolanaAdapter,
+  checked: { tx: Transaction; blockhash: string },
+  what: string,
+): Promise<{ raw: string; signature: string; lifetime: Lifetime }> {
+  const hot = adapter.deps.keys.hotWallet();
+  const rpc = adapter.rpc();
+  const valid = await rpc.request<{ value: boolean }>('isBlockhashValid', [
+    checked.blockhash,
+    { commitment: 'confirmed' },
+  ]);
+  if (!valid.value)
+    throw invalid('transaction has a blockhash the cluster no longer accepts; build it again.', 'transaction');
+  const signed = await partiallySignTransaction([await keyPairOf(hot)], checked.tx);
+  const raw = b64.decode(getTransactionEncoder().encode(signed));
+  const sim = await rpc.request<{
+    value: { err: unknown; logs: string[] | null; accounts: Array<{ lamports: number } | null> | null };
+  }>('simulateTransaction', [
+    raw,
+    {
+      encoding: 'base64',
+      sigVerify: true,
+      commitment: 'confirmed',
+      accounts: { encoding: 'base64', addresses: [hot.address] },
+    },
+  ]);
+  if (sim.value.err !== null) {
+    const logs = (sim.value.logs ?? []).join('\n');
+    const reason = /insufficient funds/i.test(logs)
+      ? 'the payer does not hold the amount'
+      : /owner does not match|invalid account data/i.test(logs)
+        ? 'the payer has no token account of this coin'
+        : JSON.stringify(sim.value.err);
+    throw impossible(`The ${what} would fail on chain: ${reason}.`, 'transaction');
+  }
+  const before = await rpc.request<{ value: number }>('getBalance', [hot.address, { commitment: 'confirmed' }]);
+  const after = sim.value.accounts?.[0]?.lamports;
+  if (after === undefined || BigInt(before.value) - BigInt(after) > 2n * LAMPORTS_PER_SIGNATURE) throw refuseSpend();
+
+  return {
+    raw,
+    signature: getSignatureFromTransaction(signed),
+    lifetime: { blockhash: checked.blockhash, lastValidBlockHeight: await lastValidHeight(adapter) },
+  };
 }
 
 function refuseSpend(): ApiError {

@@ -5,7 +5,8 @@
  * network is simulated in test mode and unavailable in live mode, 503 `chain_paused`, and the registry says why),
  * each with its crash-safe hot-wallet sender; the workers role's loops (a slot watcher per followed network, one sender loop, the
  * sweeps operators enable); the checkout's wallet buttons, script and endpoints (payments from a browser wallet,
- * USDC by signature with the hot wallet as fee payer); and the `kasse solana …` commands. Everything Solana lives in
+ * USDC by signature with the hot wallet as fee payer); subscription grants as token delegates (charges.ts); and the
+ * `kasse solana …` commands. Everything Solana lives in
  * this folder. Docs: docs/solana.md.
  */
 import { createHash } from 'node:crypto';
@@ -22,6 +23,8 @@ import { parseSolanaSettings, solanaSettings } from './config.ts';
 import { SolanaKeys } from './keys.ts';
 import * as m0014 from './migrations/0014_solana.ts';
 import * as m0001 from './migrations/0001_block_transfers.ts';
+import * as m0002 from './migrations/0002_subscription_charges.ts';
+import { SolanaCharges } from './charges.ts';
 import { transferRequestUri } from './pay.ts';
 import './schema.ts';
 import { SolanaSender } from './sender.ts';
@@ -78,6 +81,7 @@ function load(ctx: FamilyContext): LoadedFamily {
     workers: () => workers(ctx, adapters),
     checkout: checkoutExtension({ clock: ctx.clock, chains: ctx.chains, payments: ctx.payments, adapter }),
     x402: solanaX402({ chains: ctx.chains, keys, adapters }),
+    charges: new SolanaCharges({ keys, adapter, adapters }),
   };
 }
 
@@ -124,7 +128,11 @@ const solana: ChainFamily = {
     settings: parseSolanaSettings,
   },
   tokenKinds: ['spl'],
-  migrations: { '0014_solana': m0014, 'solana/0001_block_transfers': m0001 },
+  migrations: {
+    '0014_solana': m0014,
+    'solana/0001_block_transfers': m0001,
+    'solana/0002_subscription_charges': m0002,
+  },
   commands: solanaCommands,
   load,
 };

@@ -4,6 +4,8 @@
  *   seed            = BIP-39 seed of the master mnemonic (PBKDF2-HMAC-SHA512, 2048 rounds, empty passphrase)
  *   hot wallet      = m/44'/501'/0'/0'            (the first account a Solana wallet app shows for the mnemonic)
  *   deposit key i   = m/44'/501'/<1 live | 2 test>'/0'/<i>'
+ *   grant delegate  = m/44'/501'/<3 live | 4 test>'/<a>'/<b>', a and b the first two 31-bit words of
+ *                     SHA-256(the grant's terms): the SPL Token delegate a payer approves for one subscription grant
  *   reference of a  = the public key of HMAC-SHA256(key = seed-derived reference key, deposit address)
  *   deposit address   (Solana Pay `reference`: a fresh, unlinkable key per coin choice, recomputable at any time)
  *
@@ -11,13 +13,14 @@
  * payments, and the same seed always gives the same keys. SLIP-0010 ed25519 allows hardened indices only, so an
  * index must be below 2^31. Secret bytes stay inside this module's callers; nothing here logs.
  */
-import { createHmac, pbkdf2Sync } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { createKeyPairFromPrivateKeyBytes, getAddressDecoder, type Address } from '@solana/kit';
 import { HDKey } from 'micro-key-producer/slip10.js';
 import type { Mode } from '../../core/mode.ts';
 
 export const HOT_WALLET_PATH = "m/44'/501'/0'/0'";
 const MODE_ACCOUNT: Record<Mode, number> = { live: 1, test: 2 };
+const DELEGATE_ACCOUNT: Record<Mode, number> = { live: 3, test: 4 };
 const HARDENED = 0x80000000;
 const REFERENCE_INFO = 'kasse/solana/reference/v1';
 
@@ -71,6 +74,14 @@ export class SolanaKeys {
       this.branches.set(mode, branch);
     }
     return keyOf(branch.deriveChild(HARDENED + Number(index)));
+  }
+
+  /** The delegate key of the subscription grant whose terms are `terms` (the same terms always give the same key). */
+  grantDelegate(mode: Mode, terms: string): SolanaKey {
+    const h = createHash('sha256').update(terms).digest();
+    const a = h.readUInt32BE(0) & 0x7fffffff;
+    const b = h.readUInt32BE(4) & 0x7fffffff;
+    return keyOf(this.root.derive(`m/44'/501'/${DELEGATE_ACCOUNT[mode]}'/${a}'/${b}'`));
   }
 
   /** The Solana Pay reference of a deposit address (32 bytes, shown as an address; nobody holds a key to it). */

@@ -1,5 +1,6 @@
 /** What a Solana transfer's plan is, and the instructions it becomes once what it needs is checked (sweeps too). */
 import { address, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
+import { getTransferCheckedInstruction } from '@solana-program/token';
 import { formatUnits } from '../../core/money.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
@@ -24,7 +25,9 @@ export type Plan =
   | { kind: 'transfer'; token: string; destination: string; amount: string }
   | { kind: 'account'; owner: string; mint: string }
   | { kind: 'sweep'; treasury: string; items: Array<{ index: string; address: string }>; built?: SweepSummary }
-  | { kind: 'relay' };
+  | { kind: 'relay' }
+  /** A subscription charge: `amount` from the payer's token account `source` by the grant's delegate. */
+  | { kind: 'charge'; token: string; terms: string; source: string; destination: string; amount: string };
 
 /** A plan turned into instructions, or nothing to send (`skip`: settled as `ok` says), or not now (`wait`). */
 export type Built =
@@ -123,7 +126,42 @@ export async function planInstructions(
     }
     return { instructions: await transferInstructions(hot, hot, token, destinationOf(plan.destination), amount) };
   }
+  if (plan.kind === 'charge') return chargeInstructions(ctx, plan, hot);
   return sweepInstructions(ctx, plan, hot);
+}
+
+/**
+ * A charge: the merchant's receiving token account opened if needed (the hot wallet pays its rent and the fee), then
+ * a TransferChecked from the payer's account signed by the grant's delegate. Nothing else can be moved by it.
+ */
+async function chargeInstructions(
+  ctx: PlanContext,
+  plan: Extract<Plan, { kind: 'charge' }>,
+  hot: KeyPairSigner,
+): Promise<Built> {
+  const token = ctx.network.tokens.find((t) => t.id === plan.token);
+  if (!token || token.kind !== 'spl' || !token.contract)
+    return { skip: `${plan.token} is no longer configured`, ok: false };
+  const [wallet] = await accounts(ctx.rpc, [hot.address]);
+  const needLamports = 2n * LAMPORTS_PER_SIGNATURE + 2_039_280n;
+  if (BigInt(wallet?.lamports ?? 0) < needLamports)
+    return { wait: `hot wallet ${hot.address} holds ${formatUnits(BigInt(wallet?.lamports ?? 0), 9)} SOL` };
+  const delegate = await signerOf(ctx.keys.grantDelegate(ctx.mode, plan.terms));
+  const mint = address(token.contract);
+  const to = await associatedTokenAccount(plan.destination, mint);
+  return {
+    instructions: [
+      openTokenAccountInstruction(hot, plan.destination, token.contract, to),
+      getTransferCheckedInstruction({
+        source: address(plan.source),
+        mint,
+        destination: to,
+        authority: delegate,
+        amount: BigInt(plan.amount),
+        decimals: token.decimals,
+      }),
+    ],
+  };
 }
 
 /**

@@ -44,7 +44,7 @@ export interface SolanaAddressesTable {
 }
 
 export interface SolanaTransfersTable extends TransferQueueColumns {
-  purpose: 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
+  purpose: 'refund' | 'payout' | 'account' | 'sweep' | 'gasless' | 'grant' | 'revoke' | 'charge';
   plan: Json;
   token: string | null;
   destination: string | null;

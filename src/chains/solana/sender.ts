@@ -42,7 +42,7 @@ import {
   type SignedTransaction,
 } from './transactions.ts';
 
-export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless';
+export type SolanaPurpose = 'refund' | 'payout' | 'account' | 'sweep' | 'gasless' | 'grant' | 'revoke' | 'charge';
 export type SolanaTransferRow = Selectable<SolanaTransfersTable>;
 export type { StepResult };
 
@@ -91,7 +91,8 @@ export class SolanaSender
         follow: (row) => this.check(row),
         // Not sent yet, or rebuilt and refused by preflight (an earlier version cannot land once it was rebuilt); a
         // relayed payment the payer signed ends only when it expires.
-        unsent: async (row) => row.status === 'pending' || (row.status === 'signed' && row.purpose !== 'gasless'),
+        unsent: async (row) =>
+          row.status === 'pending' || (row.status === 'signed' && (row.plan as Plan).kind !== 'relay'),
         fail: async (row, reason) =>
           void (await this.settle(row, row.status, { status: 'failed', signature: null, slot: null, error: reason })),
         describe: (row, _err, failure) => (row.status === 'signed' ? `send: ${failure.reason}` : failure.reason),
@@ -153,15 +154,28 @@ export class SolanaSender
     );
   }
 
-  /** Records a payer-signed, hot-wallet co-signed transaction as version 0 of a `gasless` transfer (status signed). */
+  /** Records a subscription charge (a transfer by the grant's delegate) in the caller's transaction. */
+  async recordCharge(tx: Tx, id: string, plan: Extract<Plan, { kind: 'charge' }>): Promise<void> {
+    await this.record(tx, id, 'charge', plan, {
+      token: plan.token,
+      destination: plan.destination,
+      amount: BigInt(plan.amount),
+    });
+  }
+
+  /**
+   * Records a payer-signed, hot-wallet co-signed transaction as version 0 of a transfer (status signed): a gasless
+   * payment, or a subscription grant's approval or revoke.
+   */
   async recordRelay(
     tx: Tx,
     id: string,
     signed: SignedTransaction & Lifetime,
-    what: { token: string; destination: string; amount: bigint },
+    what: { token: string; destination: string; amount?: bigint },
+    purpose: 'gasless' | 'grant' | 'revoke' = 'gasless',
   ): Promise<void> {
     const now = this.deps.clock.now();
-    await this.record(tx, id, 'gasless', { kind: 'relay' }, what, { status: 'signed', signature: signed.signature });
+    await this.record(tx, id, purpose, { kind: 'relay' }, what, { status: 'signed', signature: signed.signature });
     await tx
       .insertInto('solana_transfer_txs')
       .values({
