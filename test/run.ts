@@ -3,7 +3,7 @@
  * JavaScript in .test-build/, the other files of src/ copied beside them), lints (`biome check .`: biome.json's
  * formatting and lint rules), starts the shared local infrastructure once for the whole run (one PostgreSQL server;
  * chain nodes and the Medusa integration's install where suites need them, these as the run begins, beside the
- * type-check), then runs every `*.test.ts` file, compiled, with Node's test runner, two files at a time. Each test file creates its own database on the shared server. Running compiled JavaScript spares every
+ * type-check), then runs every `*.test.ts` file, compiled, with Node's test runner, three files at a time (docs/testing.md says why three on two cores). Each test file creates its own database on the shared server. Running compiled JavaScript spares every
  * test process tsx's loader (docs/testing.md; the processes tests start: test/harness/commands.ts).
  *
  * Files under test/unit/ are pure (no database, chain node or browser): a run of only those starts nothing, and
@@ -189,7 +189,7 @@ async function main(): Promise<number> {
     [
       ...(build ? ['--enable-source-maps'] : ['--import', 'tsx']),
       '--test',
-      '--test-concurrency=2',
+      '--test-concurrency=3',
       '--test-timeout=600000',
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
