@@ -43,6 +43,9 @@ export interface SubscriptionEvent {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** The subscription `id` as the audit log names what a change was made to. */
+export const auditTarget = (id: string) => ({ type: 'subscription', id });
+
 /** What charged subscriptions add to their object: every grant and every charge attempt, by subscription. */
 export interface ChargeFacts {
   grants: Map<string, GrantRow[]>;
