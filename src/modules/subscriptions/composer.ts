@@ -10,12 +10,10 @@ import { mailBrand, merchantBrands } from '../merchants/index.ts';
 import type { PaymentSummary } from '../payments/index.ts';
 import {
   cancelledMail,
-  chargedMail,
-  chargeFailedMail,
-  invoiceMail,
   MAIL_KINDS,
+  PERIOD_MAILS,
   parseMailRef,
-  reminderMail,
+  periodMail,
   type ChargeFacts,
   type MailContext,
 } from './mail.ts';
@@ -88,13 +86,10 @@ function build(
 ): ComposedMail | null {
   if (kind === MAIL_KINDS.cancelled)
     return !invoice && ctx.sub.cancellation_reason ? cancelledMail(ctx, ctx.sub.cancellation_reason) : null;
-  if (!invoice || !payment) return null;
-  if (kind === MAIL_KINDS.invoice) return invoiceMail(ctx, invoice.period, invoice.due_at, payment);
-  if (kind === MAIL_KINDS.reminder)
-    return reminderMail(ctx, invoice.period, invoice.due_at, endsAt(invoice.issued_at, invoice.grace_ends_at), payment);
-  if (kind === MAIL_KINDS.charged && charge) return chargedMail(ctx, invoice.period, payment, charge);
-  if (kind === MAIL_KINDS.chargeFailed && charge) return chargeFailedMail(ctx, invoice.period, payment, charge);
-  return null;
+  const name = PERIOD_MAILS.get(kind);
+  if (!invoice || !payment || !name) return null;
+  const ends = endsAt(invoice.issued_at, invoice.grace_ends_at);
+  return periodMail(name, ctx, { period: invoice.period, due: invoice.due_at, endsAt: ends, payment, charge });
 }
 
 /**

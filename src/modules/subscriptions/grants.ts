@@ -39,7 +39,7 @@ import type { Charging, ChargingDeps } from './charging.ts';
 import type { LinkCheck } from './customer-link.ts';
 import { MAIL_KINDS } from './mail.ts';
 import { GRANT_PERIODS } from './model.ts';
-import type { Presenter } from './presenter.ts';
+import { auditTarget, type Presenter } from './presenter.ts';
 import type { Subscription } from './schema.ts';
 import {
   clockOf,
@@ -277,7 +277,7 @@ export class Grants {
           throw invalidState('Automatic payment is already set up (or being set up) for this subscription.');
         await insertGrant(tx, this.row(row, terms, kind, checked.key, checked.data, 'pending', id, now));
         await scheme.recordGrant(tx, terms, checked, id);
-        await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.grant', targetOf(row), {
+        await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.grant', auditTarget(row.id), {
           network: kind.chain,
           payer: terms.payer,
           grant: id,
@@ -318,7 +318,7 @@ export class Grants {
       if (!(await this.charging.endGrant(tx, grant, 'revoked'))) throw invalidState('This grant has ended already.');
       await setGrantStatus(tx, grant.id, ['revoked'], 'revoked', this.deps.clock.now(), { revokeTransfer: transfer });
       await scheme?.recordRevoke(tx, stored, checked, transfer);
-      await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.revoke', targetOf(row), {
+      await this.deps.audit.record(tx, tenantOf(row), actor, 'subscription.revoke', auditTarget(row.id), {
         grant: grant.id,
       });
       await this.charging.publish(tx, row, ['subscription.grant_ended']);
@@ -445,7 +445,7 @@ export class Grants {
           await setFunded(tx, active.id, false, wall);
         }
       }
-      await this.deps.audit.record(tx, t, actor, 'subscription.simulate', targetOf(row), { outcome });
+      await this.deps.audit.record(tx, t, actor, 'subscription.simulate', auditTarget(row.id), { outcome });
     });
     await this.charging.runDue(id);
     return (await this.p.present(this.deps.db, [(await loadSubscription(this.deps.db, t, id))!]))[0]!;
@@ -487,7 +487,7 @@ export class Grants {
             this.p.mail(row, MAIL_KINDS.invoice, first.payment_id, `subscription:${id}:period:${c.period}:1`),
           );
       }
-      await this.deps.audit.record(tx, t, actor, 'subscription.collection', targetOf(row), {
+      await this.deps.audit.record(tx, t, actor, 'subscription.collection', auditTarget(row.id), {
         collection: 'send_invoice',
       });
     });
@@ -550,5 +550,3 @@ function termsBody(t: GrantTerms): TermsBody {
     salt: t.salt,
   };
 }
-
-const targetOf = (row: SubscriptionRow) => ({ type: 'subscription', id: row.id });

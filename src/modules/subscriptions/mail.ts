@@ -102,72 +102,6 @@ const footer = (c: MailContext, l: Locale) => [
 ];
 const manage = (c: MailContext, l: Locale) => [{ label: t(l, 'mail.manage'), url: c.customerUrl }];
 
-/**
- * The body of a mail about a period's payment: amount and period first among its details, then `more`; the pay
- * button when the customer is to pay `payment`; the subscription's footer and manage link.
- */
-function periodBody(
-  c: MailContext,
-  l: Locale,
-  period: number,
-  amount: string,
-  parts: { heading: string; paragraphs: string[]; more: [string, string][]; pay: InvoicePayment | null },
-): EmailContent {
-  return {
-    lang: l,
-    heading: parts.heading,
-    paragraphs: parts.paragraphs,
-    details: [[t(l, 'mail.amount'), amount], [t(l, 'mail.period'), periodRange(l, c.sub, period)], ...parts.more],
-    ...(parts.pay ? { action: { label: t(l, 'mail.pay_now'), url: parts.pay.checkout_url } } : {}),
-    footer: footer(c, l),
-    links: manage(c, l),
-  };
-}
-
-/** The invoice of a period: merchant, amount, period, due date and the checkout link. */
-export function invoiceMail(c: MailContext, period: number, due: Date, payment: InvoicePayment): ComposedMail {
-  const { l, v } = words(c, payment.price_amount);
-  const name = c.sub.customer_name;
-  const body = periodBody(c, l, period, v.amount, {
-    heading: t(l, 'mail.invoice_heading', v),
-    paragraphs: [
-      name
-        ? t(l, 'mail.invoice_text_named', { ...v, name, due: day(l, due) })
-        : t(l, 'mail.invoice_text', { ...v, due: day(l, due) }),
-    ],
-    more: [
-      [t(l, 'mail.due'), moment(l, due)],
-      [t(l, 'mail.pay_by'), moment(l, payment.expires_at)],
-    ],
-    pay: payment,
-  });
-  return { subject: t(l, 'mail.invoice_subject', { ...v, due: day(l, due) }), content: body };
-}
-
-/** A fresh payment for an overdue period: it is overdue, and the subscription ends at `endsAt` unless paid. */
-export function reminderMail(
-  c: MailContext,
-  period: number,
-  due: Date,
-  endsAt: Date,
-  payment: InvoicePayment,
-): ComposedMail {
-  const { l, v } = words(c, payment.price_amount);
-  const body = periodBody(c, l, period, v.amount, {
-    heading: t(l, 'mail.reminder_heading', v),
-    paragraphs: [
-      t(l, 'mail.reminder_text', { ...v, due: day(l, due) }),
-      t(l, 'mail.reminder_ends', { ends: moment(l, endsAt) }),
-    ],
-    more: [
-      [t(l, 'mail.was_due'), moment(l, due)],
-      [t(l, 'mail.ends'), moment(l, endsAt)],
-    ],
-    pay: payment,
-  });
-  return { subject: t(l, 'mail.reminder_subject', { ...v, ends: day(l, endsAt) }), content: body };
-}
-
 const WHY = {
   customer: 'mail.why_customer',
   merchant: 'mail.why_merchant',
@@ -196,21 +130,40 @@ export interface ChargeFacts {
   nextAttempt: Date | null;
 }
 
-/** The receipt of a charge made under the customer's grant. */
-export function chargedMail(
-  c: MailContext,
-  period: number,
-  payment: InvoicePayment,
-  charge: ChargeFacts,
-): ComposedMail {
-  const { l, v } = words(c, payment.price_amount);
-  const body = periodBody(c, l, period, v.amount, {
-    heading: t(l, 'mail.charged_heading', v),
-    paragraphs: [t(l, 'mail.charged_text', v), t(l, 'mail.charged_limit', v)],
-    more: charge.transaction ? [[t(l, 'mail.transaction'), charge.transaction]] : [],
-    pay: null,
-  });
-  return { subject: t(l, 'mail.charged_subject', v), content: body };
+/**
+ * The mails about a period's payment, by the name their messages carry (`mail.<name>_subject`, `mail.<name>_heading`):
+ * the invoice of a period, the reminder with a fresh payment for an overdue one (the subscription ends at `endsAt`
+ * unless paid), the receipt of a charge made under the customer's grant, and the notice that a charge failed, with
+ * the period's payment to pay by hand.
+ */
+export type PeriodMailName = 'invoice' | 'reminder' | 'charged' | 'charge_failed';
+
+/** The period mail each kind is. */
+export const PERIOD_MAILS: ReadonlyMap<string, PeriodMailName> = new Map([
+  [MAIL_KINDS.invoice, 'invoice'],
+  [MAIL_KINDS.reminder, 'reminder'],
+  [MAIL_KINDS.charged, 'charged'],
+  [MAIL_KINDS.chargeFailed, 'charge_failed'],
+]);
+
+/** What a period mail is written from; `charge` is the one a charge mail tells of. */
+export interface PeriodFacts {
+  period: number;
+  due: Date;
+  endsAt: Date;
+  payment: InvoicePayment;
+  charge: ChargeFacts | null;
+}
+
+/** The names every message of a period mail may use. */
+type PeriodWords = ReturnType<typeof words>['v'] & { due: string; ends: string };
+
+/** What a period mail says after its heading; `more` follows amount and period in its details. */
+interface PeriodParts {
+  paragraphs: string[];
+  more: [string, string][];
+  /** Whether it carries the button to pay the period's payment. */
+  pay: boolean;
 }
 
 const REASON = {
@@ -221,24 +174,69 @@ const REASON = {
   transaction_failed: 'mail.reason_transaction_failed',
 } as const satisfies Record<ChargeFailureReason, string>;
 
-/** A charge failed: why, whether it is tried again, and the period's payment to pay by hand. */
-export function chargeFailedMail(
-  c: MailContext,
-  period: number,
-  payment: InvoicePayment,
-  charge: ChargeFacts,
-): ComposedMail {
-  const { l, v } = words(c, payment.price_amount);
-  const body = periodBody(c, l, period, v.amount, {
-    heading: t(l, 'mail.charge_failed_heading', v),
+/** Each period mail's own parts (null: a charge mail without its charge is not sent). */
+const PERIOD_PARTS: Record<
+  PeriodMailName,
+  (c: MailContext, l: Locale, v: PeriodWords, f: PeriodFacts) => PeriodParts | null
+> = {
+  invoice: (c, l, v, f) => ({
     paragraphs: [
-      t(l, 'mail.charge_failed_text', { ...v, reason: t(l, REASON[charge.reason ?? 'transaction_failed']) }),
-      charge.nextAttempt
-        ? t(l, 'mail.charge_failed_retry', { next: moment(l, charge.nextAttempt) })
-        : t(l, 'mail.charge_failed_by_hand', v),
+      c.sub.customer_name
+        ? t(l, 'mail.invoice_text_named', { ...v, name: c.sub.customer_name })
+        : t(l, 'mail.invoice_text', v),
     ],
-    more: [[t(l, 'mail.pay_by'), moment(l, payment.expires_at)]],
-    pay: payment,
-  });
-  return { subject: t(l, 'mail.charge_failed_subject', v), content: body };
+    more: [
+      [t(l, 'mail.due'), moment(l, f.due)],
+      [t(l, 'mail.pay_by'), moment(l, f.payment.expires_at)],
+    ],
+    pay: true,
+  }),
+  reminder: (_c, l, v, f) => ({
+    paragraphs: [t(l, 'mail.reminder_text', v), t(l, 'mail.reminder_ends', { ends: moment(l, f.endsAt) })],
+    more: [
+      [t(l, 'mail.was_due'), moment(l, f.due)],
+      [t(l, 'mail.ends'), moment(l, f.endsAt)],
+    ],
+    pay: true,
+  }),
+  charged: (_c, l, v, { charge }) =>
+    charge && {
+      paragraphs: [t(l, 'mail.charged_text', v), t(l, 'mail.charged_limit', v)],
+      more: charge.transaction ? [[t(l, 'mail.transaction'), charge.transaction]] : [],
+      pay: false,
+    },
+  charge_failed: (_c, l, v, { charge, payment }) =>
+    charge && {
+      paragraphs: [
+        t(l, 'mail.charge_failed_text', { ...v, reason: t(l, REASON[charge.reason ?? 'transaction_failed']) }),
+        charge.nextAttempt
+          ? t(l, 'mail.charge_failed_retry', { next: moment(l, charge.nextAttempt) })
+          : t(l, 'mail.charge_failed_by_hand', v),
+      ],
+      more: [[t(l, 'mail.pay_by'), moment(l, payment.expires_at)]],
+      pay: true,
+    },
+};
+
+/**
+ * A mail about a period's payment: its parts, amount and period first among its details, the pay button when the
+ * customer is to pay, the subscription's footer and manage link. Null for a charge mail without its charge.
+ */
+export function periodMail(name: PeriodMailName, c: MailContext, f: PeriodFacts): ComposedMail | null {
+  const { l, v: common } = words(c, f.payment.price_amount);
+  const v = { ...common, due: day(l, f.due), ends: day(l, f.endsAt) };
+  const parts = PERIOD_PARTS[name](c, l, v, f);
+  if (!parts) return null;
+  return {
+    subject: t(l, `mail.${name}_subject`, v),
+    content: {
+      lang: l,
+      heading: t(l, `mail.${name}_heading`, v),
+      paragraphs: parts.paragraphs,
+      details: [[t(l, 'mail.amount'), v.amount], [t(l, 'mail.period'), periodRange(l, c.sub, f.period)], ...parts.more],
+      ...(parts.pay ? { action: { label: t(l, 'mail.pay_now'), url: f.payment.checkout_url } } : {}),
+      footer: footer(c, l),
+      links: manage(c, l),
+    },
+  };
 }

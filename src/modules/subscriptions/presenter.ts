@@ -43,6 +43,9 @@ export interface SubscriptionEvent {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** The subscription `id` as the audit log names what a change was made to. */
+export const auditTarget = (id: string) => ({ type: 'subscription', id });
+
 /** What charged subscriptions add to their object: every grant and every charge attempt, by subscription. */
 export interface ChargeFacts {
   grants: Map<string, GrantRow[]>;
@@ -59,7 +62,7 @@ export async function chargeFacts(db: DbOrTx, rows: readonly SubscriptionRow[]):
   return { grants: group(grants), charges: group(charges) };
 }
 
-function group<T extends { subscription_id: string }>(rows: readonly T[]): Map<string, T[]> {
+function group<T extends { subscription_id: string }>(rows: Iterable<T>): Map<string, T[]> {
   const out = new Map<string, T[]>();
   for (const r of rows) {
     const list = out.get(r.subscription_id);
@@ -102,12 +105,7 @@ function grantJson(r: SubscriptionRow, grants: readonly GrantRow[], charges: rea
 
 /** Invoices by subscription, each list in period and seq order. */
 export function bySubscription(invoices: Iterable<InvoiceRow>): Map<string, InvoiceRow[]> {
-  const out = new Map<string, InvoiceRow[]>();
-  for (const i of invoices) {
-    const list = out.get(i.subscription_id);
-    if (list) list.push(i);
-    else out.set(i.subscription_id, [i]);
-  }
+  const out = group(invoices);
   for (const list of out.values()) list.sort((a, b) => a.period - b.period || a.seq - b.seq);
   return out;
 }

@@ -24,7 +24,14 @@ import type { IssuedPaymentInput, Payment, PaymentSummary } from '../payments/in
 import { MAIL_KINDS } from './mail.ts';
 import type { SubscriptionEventType } from './model.ts';
 import { plan, type Plan, type Step } from './policy.ts';
-import { bySubscription, chargeFacts, subscriptionJson, type Presenter, type SubscriptionEvent } from './presenter.ts';
+import {
+  auditTarget,
+  bySubscription,
+  chargeFacts,
+  subscriptionJson,
+  type Presenter,
+  type SubscriptionEvent,
+} from './presenter.ts';
 import { currentGrants, insertCharges, nextChargeDue, type GrantRow, type NewCharge } from './store/charges.ts';
 import type { Charging } from './charging.ts';
 import type { Subscription } from './schema.ts';
@@ -454,14 +461,7 @@ export class SubscriptionScheduler {
         await this.apply(tx, [{ ...locked, clock_offset_ms: offset }], wall);
         if (i === 0) {
           const details = { from: clockOf(locked, wall).toISOString(), to: target.toISOString() };
-          await this.deps.audit.record(
-            tx,
-            tenant,
-            actor,
-            'subscription.advance',
-            { type: 'subscription', id },
-            details,
-          );
+          await this.deps.audit.record(tx, tenant, actor, 'subscription.advance', auditTarget(id), details);
         }
       });
       // The charges due by then, on the simulator settled at once (a chain's take their blocks).

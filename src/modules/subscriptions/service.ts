@@ -27,7 +27,7 @@ import { subscriptionMailComposer } from './composer.ts';
 import { MAIL_KINDS } from './mail.ts';
 import { LIST_LIMIT_DEFAULT, SUBSCRIPTION_LIMITS, type CancellationReason, type SubscriptionStatus } from './model.ts';
 import { ENDED_UNPAID } from './policy.ts';
-import { Presenter, type SubscriptionDeps } from './presenter.ts';
+import { auditTarget, Presenter, type SubscriptionDeps } from './presenter.ts';
 import { SubscriptionScheduler, type DueResult } from './scheduler.ts';
 import { Charging, type ChargeResult, type ChargingDeps } from './charging.ts';
 import { Grants } from './grants.ts';
@@ -173,14 +173,11 @@ export class SubscriptionService extends WorkNotifier {
         created_at: now,
         updated_at: now,
       });
-      await this.deps.audit.record(
-        tx,
-        tenant,
-        actor,
-        'subscription.create',
-        { type: 'subscription', id: row.id },
-        { title: input.title, amount_usd_cents: input.amount_usd_cents, interval: input.interval },
-      );
+      await this.deps.audit.record(tx, tenant, actor, 'subscription.create', auditTarget(row.id), {
+        title: input.title,
+        amount_usd_cents: input.amount_usd_cents,
+        interval: input.interval,
+      });
       const [created] = await this.p.present(tx, [row]);
       await this.p.publish(tx, row, created!, ['subscription.created']);
       if (start.getTime() <= now.getTime()) await this.scheduler.apply(tx, [row], now);
@@ -223,7 +220,7 @@ export class SubscriptionService extends WorkNotifier {
       const wall = this.deps.clock.now();
       const cancelled = await markCancelled(tx, id, clockOf(locked, wall), reason, wall);
       await cancelScheduled(tx, { subscriptionId: id }, 'The subscription is cancelled.', wall);
-      await this.deps.audit.record(tx, tenant, actor, 'subscription.cancel', { type: 'subscription', id }, { reason });
+      await this.deps.audit.record(tx, tenant, actor, 'subscription.cancel', auditTarget(id), { reason });
       const [json] = await this.p.present(tx, [cancelled]);
       await this.p.publish(tx, cancelled, json!, ['subscription.cancelled']);
       await this.deps.email.enqueue(

@@ -7,6 +7,7 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Tenant } from '../../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
+import { rowsWhere, rowWhere, updateWhere } from '../../../db/rows.ts';
 import type { ChargeFailureReason, ChargeRowStatus, GrantRowStatus } from '../model.ts';
 import type { SubscriptionChargesTable, SubscriptionGrantsTable } from '../tables.ts';
 
@@ -22,13 +23,11 @@ export async function receiverOf(
   t: Tenant,
   chain: string,
 ): Promise<{ address: string; index: bigint } | null> {
-  const row = await db
-    .selectFrom('subscription_receivers')
-    .select(['address', 'address_index'])
-    .where('merchant_id', '=', t.merchantId)
-    .where('mode', '=', t.mode)
-    .where('chain', '=', chain)
-    .executeTakeFirst();
+  const row = await rowWhere(db, 'subscription_receivers', [
+    ['merchant_id', '=', t.merchantId],
+    ['mode', '=', t.mode],
+    ['chain', '=', chain],
+  ]);
   return row ? { address: row.address, index: BigInt(row.address_index) } : null;
 }
 
@@ -56,32 +55,20 @@ export async function insertGrant(tx: Tx, row: NewGrant): Promise<GrantRow> {
 
 /** The grant in force or on its way of each subscription (at most one each). */
 export async function currentGrants(db: DbOrTx, subscriptionIds: readonly string[]): Promise<Map<string, GrantRow>> {
-  if (subscriptionIds.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('subscription_grants')
-    .selectAll()
-    .where('subscription_id', 'in', subscriptionIds as string[])
-    .where('status', 'in', ['pending', 'active'])
-    .execute();
+  const rows = await rowsWhere(db, 'subscription_grants', [
+    ['subscription_id', 'in', subscriptionIds],
+    ['status', 'in', ['pending', 'active']],
+  ]);
   return new Map(rows.map((r) => [r.subscription_id, r]));
 }
 
 /** Every grant of the subscriptions, oldest first. */
 export async function grantsOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<GrantRow[]> {
-  if (subscriptionIds.length === 0) return [];
-  return db
-    .selectFrom('subscription_grants')
-    .selectAll()
-    .where('subscription_id', 'in', subscriptionIds as string[])
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return rowsWhere(db, 'subscription_grants', [['subscription_id', 'in', subscriptionIds]], ['created_at', 'id']);
 }
 
 export async function grantById(db: DbOrTx, id: string, forUpdate = false): Promise<GrantRow | null> {
-  let q = db.selectFrom('subscription_grants').selectAll().where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return (await q.executeTakeFirst()) ?? null;
+  return rowWhere(db, 'subscription_grants', [['id', '=', id]], forUpdate);
 }
 
 /** How many grants the subscription has had (any state): a new grant's terms differ by this. */
@@ -161,20 +148,11 @@ export async function insertCharges(tx: Tx, rows: readonly NewCharge[]): Promise
 
 /** Every charge attempt of the subscriptions, oldest first. */
 export async function chargesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<ChargeRow[]> {
-  if (subscriptionIds.length === 0) return [];
-  return db
-    .selectFrom('subscription_charges')
-    .selectAll()
-    .where('subscription_id', 'in', subscriptionIds as string[])
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return rowsWhere(db, 'subscription_charges', [['subscription_id', 'in', subscriptionIds]], ['created_at', 'id']);
 }
 
 export async function chargeById(db: DbOrTx, id: string, forUpdate = false): Promise<ChargeRow | null> {
-  let q = db.selectFrom('subscription_charges').selectAll().where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return (await q.executeTakeFirst()) ?? null;
+  return rowWhere(db, 'subscription_charges', [['id', '=', id]], forUpdate);
 }
 
 /**
@@ -210,12 +188,10 @@ export async function releaseCharge(db: DbOrTx, id: string): Promise<void> {
 
 /** A charge still `scheduled` or `submitted` is looked at again at `at` (subscription clock). */
 export async function chargeLater(db: DbOrTx, id: string, at: Date): Promise<void> {
-  await db
-    .updateTable('subscription_charges')
-    .set({ due_at: at, locked_until: null })
-    .where('id', '=', id)
-    .where('status', 'in', ['scheduled', 'submitted'])
-    .execute();
+  await updateWhere(db, 'subscription_charges', { due_at: at, locked_until: null }, [
+    ['id', '=', id],
+    ['status', 'in', ['scheduled', 'submitted']],
+  ]);
 }
 
 /** scheduled → submitted; false when it was no longer scheduled (another worker submitted or cancelled it). */
@@ -230,13 +206,11 @@ async function moveCharge(
   from: ChargeRowStatus,
   set: Updateable<SubscriptionChargesTable>,
 ): Promise<boolean> {
-  const r = await tx
-    .updateTable('subscription_charges')
-    .set(set)
-    .where('id', '=', id)
-    .where('status', '=', from)
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  const changed = await updateWhere(tx, 'subscription_charges', set, [
+    ['id', '=', id],
+    ['status', '=', from],
+  ]);
+  return changed > 0;
 }
 
 /** submitted → succeeded with its payment and transaction; false when it had settled already. */
@@ -296,13 +270,15 @@ export async function cancelScheduled(
 
 /** The attempts of one period of a subscription so far. */
 export async function periodCharges(db: DbOrTx, subscriptionId: string, period: number): Promise<ChargeRow[]> {
-  return db
-    .selectFrom('subscription_charges')
-    .selectAll()
-    .where('subscription_id', '=', subscriptionId)
-    .where('period', '=', period)
-    .orderBy('attempt')
-    .execute();
+  return rowsWhere(
+    db,
+    'subscription_charges',
+    [
+      ['subscription_id', '=', subscriptionId],
+      ['period', '=', period],
+    ],
+    ['attempt'],
+  );
 }
 
 /** The earliest due time (subscription clock) of the subscription's charges still to submit, or null. */

@@ -12,6 +12,7 @@ import type { Tenant } from '../../../core/tenant.ts';
 import { decodeCursor } from '../../../core/cursor.ts';
 import { ID_PATTERNS } from '../../../core/ids.ts';
 import type { DbOrTx, Tx } from '../../../db/index.ts';
+import { rowsWhere, rowWhere, someRow, updateWhere } from '../../../db/rows.ts';
 import type { SubscriptionInvoicesTable, SubscriptionsTable } from '../tables.ts';
 import type { CancellationReason, Collection, OpenInvoice, SubscriptionState, SubscriptionStatus } from '../model.ts';
 
@@ -50,20 +51,18 @@ export async function loadSubscription(
   id: string,
   forUpdate = false,
 ): Promise<SubscriptionRow | null> {
-  let q = db
-    .selectFrom('subscriptions')
-    .selectAll()
-    .where('id', '=', id)
-    .where('mode', '=', tenant.mode)
-    .where('merchant_id', '=', tenant.merchantId);
-  if (forUpdate) q = q.forUpdate();
-  return (await q.executeTakeFirst()) ?? null;
+  const where = [
+    ['id', '=', id],
+    ['mode', '=', tenant.mode],
+    ['merchant_id', '=', tenant.merchantId],
+  ] as const;
+  return rowWhere(db, 'subscriptions', where, forUpdate);
 }
 
 /** A subscription by id alone (the customer's signed link names it), any merchant and mode. */
 export async function findSubscription(db: DbOrTx, id: string): Promise<SubscriptionRow | null> {
   if (!new RegExp(ID_PATTERNS.sub).test(id)) return null;
-  return (await db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+  return rowWhere(db, 'subscriptions', [['id', '=', id]]);
 }
 
 /** Ids newest first, `limit + 1` of them (the extra one tells whether there is a next page). */
@@ -87,47 +86,29 @@ export async function listSubscriptionRows(
     .execute();
 }
 
-/** The invoices whose `column` is one of `values` (the callers return none without asking when there are none). */
-function invoicesIn(db: DbOrTx, column: 'subscription_id' | 'payment_id', values: readonly string[]) {
-  return db
-    .selectFrom('subscription_invoices')
-    .selectAll()
-    .where(column, 'in', values as string[]);
-}
-
 /** Every invoice of the subscriptions, by subscription, period and seq. */
 export async function invoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
-  if (subscriptionIds.length === 0) return [];
-  return invoicesIn(db, 'subscription_id', subscriptionIds)
-    .orderBy('subscription_id')
-    .orderBy('period')
-    .orderBy('seq')
-    .execute();
+  const where = [['subscription_id', 'in', subscriptionIds]] as const;
+  return rowsWhere(db, 'subscription_invoices', where, ['subscription_id', 'period', 'seq']);
 }
 
 /** The invoices of the payments `paymentIds` (those that are invoices). */
 export async function invoicesByPayment(db: DbOrTx, paymentIds: readonly string[]): Promise<InvoiceRow[]> {
-  if (paymentIds.length === 0) return [];
-  return invoicesIn(db, 'payment_id', paymentIds).execute();
+  return rowsWhere(db, 'subscription_invoices', [['payment_id', 'in', paymentIds]]);
 }
 
 /** The subscriptions `ids`, any merchant and mode (for what already names them: a stored mail's reference). */
 export async function subscriptionsByIds(db: DbOrTx, ids: readonly string[]): Promise<SubscriptionRow[]> {
-  if (ids.length === 0) return [];
-  return db
-    .selectFrom('subscriptions')
-    .selectAll()
-    .where('id', 'in', ids as string[])
-    .execute();
+  return rowsWhere(db, 'subscriptions', [['id', 'in', ids]]);
 }
 
 /** The invoices the scheduler still has to look at (the latest unpaid one of each open period). */
 export async function openInvoicesOf(db: DbOrTx, subscriptionIds: readonly string[]): Promise<InvoiceRow[]> {
-  if (subscriptionIds.length === 0) return [];
-  return invoicesIn(db, 'subscription_id', subscriptionIds)
-    .where('check_at', 'is not', null)
-    .orderBy('period')
-    .execute();
+  const where = [
+    ['subscription_id', 'in', subscriptionIds],
+    ['check_at', 'is not', null],
+  ] as const;
+  return rowsWhere(db, 'subscription_invoices', where, ['period']);
 }
 
 export function openInvoice(r: InvoiceRow, paymentStatus: string): OpenInvoice {
@@ -199,22 +180,18 @@ export async function lockDue(tx: Tx, id: string, wall: Date): Promise<Subscript
 
 /** Moves the scheduler's next look at a subscription that is not cancelled to `at` (wall clock). */
 export async function setRunAt(db: DbOrTx, id: string, at: Date): Promise<void> {
-  await db
-    .updateTable('subscriptions')
-    .set({ run_at: at })
-    .where('id', '=', id)
-    .where('status', '<>', 'cancelled')
-    .execute();
+  await updateWhere(db, 'subscriptions', { run_at: at }, [
+    ['id', '=', id],
+    ['status', '<>', 'cancelled'],
+  ]);
 }
 
 /** A cancelled subscription whose open payments are withdrawn: the scheduler has nothing more to do for it. */
 export async function clearWithdrawal(db: DbOrTx, id: string): Promise<void> {
-  await db
-    .updateTable('subscriptions')
-    .set({ run_at: null })
-    .where('id', '=', id)
-    .where('status', '=', 'cancelled')
-    .execute();
+  await updateWhere(db, 'subscriptions', { run_at: null }, [
+    ['id', '=', id],
+    ['status', '=', 'cancelled'],
+  ]);
 }
 
 /** How the subscription's periods are collected from now on. */
@@ -246,21 +223,15 @@ export async function markCancelled(
 
 /** The scheduler no longer looks at any invoice of these subscriptions. */
 export async function clearChecks(tx: Tx, subscriptionIds: readonly string[]): Promise<void> {
-  if (subscriptionIds.length === 0) return;
-  await tx
-    .updateTable('subscription_invoices')
-    .set({ check_at: null })
-    .where('subscription_id', 'in', subscriptionIds as string[])
-    .where('check_at', 'is not', null)
-    .execute();
+  await updateWhere(tx, 'subscription_invoices', { check_at: null }, [
+    ['subscription_id', 'in', subscriptionIds],
+    ['check_at', 'is not', null],
+  ]);
 }
 
 /** The invoice a payment belongs to, if any. */
 export async function invoiceOfPayment(tx: Tx, paymentId: string): Promise<InvoiceRow | null> {
-  return (
-    (await tx.selectFrom('subscription_invoices').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ??
-    null
-  );
+  return rowWhere(tx, 'subscription_invoices', [['payment_id', '=', paymentId]]);
 }
 
 export async function setInvoicePaid(tx: Tx, paymentId: string, paid: boolean): Promise<void> {
@@ -274,37 +245,29 @@ export async function setInvoiceCheck(tx: Tx, paymentId: string, at: Date | null
 
 /** The period is settled: none of its invoices is looked at again. */
 export async function clearPeriodChecks(tx: Tx, subscriptionId: string, period: number): Promise<void> {
-  await tx
-    .updateTable('subscription_invoices')
-    .set({ check_at: null })
-    .where('subscription_id', '=', subscriptionId)
-    .where('period', '=', period)
-    .execute();
+  await updateWhere(tx, 'subscription_invoices', { check_at: null }, [
+    ['subscription_id', '=', subscriptionId],
+    ['period', '=', period],
+  ]);
 }
 
 /** Whether another payment of the period than `except` is paid. */
 export async function periodPaidBy(tx: Tx, subscriptionId: string, period: number, except: string): Promise<boolean> {
-  const other = await tx
-    .selectFrom('subscription_invoices')
-    .select('payment_id')
-    .where('subscription_id', '=', subscriptionId)
-    .where('period', '=', period)
-    .where('paid', '=', true)
-    .where('payment_id', '<>', except)
-    .executeTakeFirst();
-  return other !== undefined;
+  return someRow(tx, 'subscription_invoices', [
+    ['subscription_id', '=', subscriptionId],
+    ['period', '=', period],
+    ['paid', '=', true],
+    ['payment_id', '<>', except],
+  ]);
 }
 
 /** Whether some period of the subscription is still overdue (a fresh payment of it is open). */
 export async function hasOverdue(tx: Tx, subscriptionId: string): Promise<boolean> {
-  const row = await tx
-    .selectFrom('subscription_invoices')
-    .select('payment_id')
-    .where('subscription_id', '=', subscriptionId)
-    .where('check_at', 'is not', null)
-    .where('seq', '>=', 2)
-    .executeTakeFirst();
-  return row !== undefined;
+  return someRow(tx, 'subscription_invoices', [
+    ['subscription_id', '=', subscriptionId],
+    ['check_at', 'is not', null],
+    ['seq', '>=', 2],
+  ]);
 }
 
 /** Counts a period paid (`+1`) or un-paid (`-1`), with the status it now has; returns the row as it now stands. */

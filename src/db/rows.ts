@@ -1,0 +1,83 @@
+/**
+ * The plain reads and writes a store repeats over its tables, for any table: its rows where conditions hold
+ * (ordered), one such row (locked if asked), whether there is one, and a change of columns where conditions hold.
+ * A condition is `[column, operator, value]`, as Kysely's `where` takes it, its value checked against the column's
+ * type. A condition `in` an empty list holds for no row, so nothing is asked of the database then.
+ */
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { DbOrTx } from './index.ts';
+import type { Database } from './schema.ts';
+
+type Table = keyof Database;
+type Row<T extends Table> = Selectable<Database[T]>;
+type Column<T extends Table> = keyof Row<T> & string;
+
+/** A condition on a column of `T`: compared with a value of its type, in a list of them, or null or not. */
+export type Condition<T extends Table> = {
+  [C in Column<T>]:
+    | readonly [C, '=' | '<>' | '<' | '<=' | '>' | '>=', Row<T>[C]]
+    | readonly [C, 'in', readonly Row<T>[C][]]
+    | readonly [C, 'is' | 'is not', null];
+}[Column<T>];
+
+/** The tables as Kysely sees them without their types: the conditions above already checked the columns. */
+type Loose = Kysely<Record<string, Record<string, unknown>>>;
+
+const holdsForNone = (where: readonly (readonly [string, string, unknown])[]) =>
+  where.some(([, op, v]) => op === 'in' && (v as readonly unknown[]).length === 0);
+
+function select(db: DbOrTx, table: Table, where: readonly (readonly [string, string, unknown])[]) {
+  let q = (db as unknown as Loose).selectFrom(table as string);
+  for (const [column, op, value] of where) q = q.where(column, op as never, value as never);
+  return q;
+}
+
+/** The rows of `table` where every condition holds, ordered by `orderBy` (ascending, in turn). */
+export async function rowsWhere<T extends Table>(
+  db: DbOrTx,
+  table: T,
+  where: readonly Condition<T>[],
+  orderBy: readonly Column<T>[] = [],
+): Promise<Row<T>[]> {
+  if (holdsForNone(where)) return [];
+  let q = select(db, table, where).selectAll();
+  for (const column of orderBy) q = q.orderBy(column);
+  return (await q.execute()) as Row<T>[];
+}
+
+/** A row of `table` where every condition holds (the conditions name one), or null; with `lock`, locked for `db`'s transaction. */
+export async function rowWhere<T extends Table>(
+  db: DbOrTx,
+  table: T,
+  where: readonly Condition<T>[],
+  lock = false,
+): Promise<Row<T> | null> {
+  if (holdsForNone(where)) return null;
+  let q = select(db, table, where).selectAll();
+  if (lock) q = q.forUpdate();
+  return ((await q.executeTakeFirst()) as Row<T> | undefined) ?? null;
+}
+
+/** Whether `table` has a row where every condition holds. */
+export async function someRow<T extends Table>(db: DbOrTx, table: T, where: readonly Condition<T>[]): Promise<boolean> {
+  if (holdsForNone(where)) return false;
+  const row = await select(db, table, where)
+    .select((eb) => eb.lit(1).as('one'))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Sets `set` on the rows of `table` where every condition holds; how many rows it changed. */
+export async function updateWhere<T extends Table>(
+  db: DbOrTx,
+  table: T,
+  set: Updateable<Database[T]>,
+  where: readonly Condition<T>[],
+): Promise<number> {
+  if (holdsForNone(where)) return 0;
+  let q = (db as unknown as Loose).updateTable(table as string).set(set as never);
+  for (const [column, op, value] of where) q = q.where(column, op as never, value as never);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
