@@ -3,6 +3,7 @@
  * them.
  */
 import type { ColumnType } from 'kysely';
+import type { OutboundColumns } from '../../db/locks.ts';
 import type { Numeric, Timestamp } from '../../db/schema.ts';
 
 /** authorizing: its authorize transfer is on its way; authorized: locked in escrow; captured: all of it taken;
@@ -11,7 +12,7 @@ export type HoldStatus = 'authorizing' | 'authorized' | 'captured' | 'released' 
 /** Who released a hold: a void the merchant asked for, the void at `capture_before`, or the payer's reclaim. */
 export type HoldRelease = 'void' | 'deadline' | 'reclaimed';
 export type HoldOperationKind = 'capture' | 'void';
-export type HoldOperationStatus = 'pending' | 'sent' | 'failed';
+export type HoldOperationStatus = OutboundColumns['status'];
 
 export interface HoldsTable {
   id: string;
@@ -37,7 +38,8 @@ export interface HoldsTable {
   released_at: Timestamp | null;
 }
 
-export interface HoldOperationsTable {
+/** A capture or void: an outbound transfer from the escrow. */
+export interface HoldOperationsTable extends OutboundColumns {
   id: string;
   merchant_id: string;
   mode: 'test' | 'live';
@@ -47,11 +49,6 @@ export interface HoldOperationsTable {
   amount: Numeric;
   amount_cents: number | null;
   reason: 'merchant' | 'deadline' | null;
-  status: HoldOperationStatus;
-  tx_hash: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
 }
 
 declare module '../../db/schema.ts' {

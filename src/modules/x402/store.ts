@@ -6,6 +6,7 @@ import type { Tenant } from '../../core/tenant.ts';
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import { ownedBy } from '../../db/owned.ts';
 import type { X402SettlementsTable } from './tables.ts';
 
 export type SettlementRow = Selectable<X402SettlementsTable>;
@@ -21,12 +22,8 @@ export interface PayToRow {
 
 /** The merchant's x402 address on `chain`, if one was allotted. */
 export async function payToOf(db: DbOrTx, tenant: Tenant, chain: string): Promise<PayToRow | null> {
-  const { mode, merchantId } = tenant;
-  const row = await db
-    .selectFrom('x402_pay_to')
+  const row = await ownedBy(db, 'x402_pay_to', tenant)
     .select(['address', 'address_index', 'derivation'])
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('chain', '=', chain)
     .executeTakeFirst();
   return row ? { address: row.address, index: BigInt(row.address_index), derivation: row.derivation } : null;
@@ -88,12 +85,8 @@ export async function replacePayTo(
 
 /** The addresses retired on the merchant's networks of `mode`, newest first. */
 export async function retiredPayTo(db: DbOrTx, tenant: Tenant) {
-  const { mode, merchantId } = tenant;
-  return db
-    .selectFrom('x402_pay_to_retired')
+  return ownedBy(db, 'x402_pay_to_retired', tenant)
     .select(['chain', 'address', 'derivation', 'retired_at'])
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .orderBy('retired_at', 'desc')
     .execute();
 }
@@ -120,12 +113,8 @@ export async function settlementByIdentifier(
   tenant: Tenant,
   identifier: string,
 ): Promise<SettlementRow | undefined> {
-  const { mode, merchantId } = tenant;
-  return db
-    .selectFrom('x402_settlements')
+  return ownedBy(db, 'x402_settlements', tenant)
     .selectAll()
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('payment_identifier', '=', identifier)
     .executeTakeFirst();
 }
@@ -259,12 +248,7 @@ export async function listSettlements(
   tenant: Tenant,
   q: { status?: SettlementRow['status']; limit: number },
 ): Promise<SettlementRow[]> {
-  const { mode, merchantId } = tenant;
-  let query = db
-    .selectFrom('x402_settlements')
-    .selectAll()
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode);
+  let query = ownedBy(db, 'x402_settlements', tenant).selectAll();
   if (q.status) query = query.where('status', '=', q.status);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
 }
