@@ -5,10 +5,10 @@
 import type { Insertable, Selectable } from 'kysely';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
-import { tenantOf, type Tenant } from '../../core/tenant.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
 import { lockById, settleOutbound, type OutboundSettled } from '../../db/locks.ts';
-import { ownedBy } from '../../db/owned.ts';
+import { ownedBy, rowInMode } from '../../db/owned.ts';
 import type { RefundsTable } from './tables.ts';
 
 export type RefundRow = Selectable<RefundsTable>;
@@ -54,20 +54,8 @@ export async function sentRefunds(
     .execute();
 }
 
-/** The payment a refund of `mode` belongs to, and its tenant. */
-export async function refundPayment(
-  db: DbOrTx,
-  mode: Mode,
-  refundId: string,
-): Promise<{ tenant: Tenant; paymentId: string } | null> {
-  const row = await db
-    .selectFrom('refunds')
-    .select(['payment_id', 'mode', 'merchant_id'])
-    .where('id', '=', refundId)
-    .where('mode', '=', mode)
-    .executeTakeFirst();
-  return row ? { tenant: tenantOf(row), paymentId: row.payment_id } : null;
-}
+/** A refund of `mode` by id (not locked). */
+export const refundById = (db: DbOrTx, mode: Mode, refundId: string) => rowInMode(db, 'refunds', mode, refundId);
 
 /** Locks a refund row (its payment is locked first). */
 export const lockRefund = (tx: Tx, refundId: string) => lockById(tx, 'refunds', refundId);
