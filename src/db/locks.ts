@@ -1,19 +1,10 @@
 /**
  * Rows changed by id in the caller's transaction: one locked for update, and an outbound operation (a refund, a
- * hold's capture or void, a transfer) settled once its transfer is, with the columns every such table shares.
+ * hold's capture or void, a transfer) settled once its transfer is (its columns: `OutboundColumns`, schema.ts).
  */
 import type { Kysely, Selectable } from 'kysely';
 import type { Tx } from './index.ts';
-import type { Database, Timestamp } from './schema.ts';
-
-/** The columns of a row that sends coins out: pending until its transfer is sent or failed. */
-export interface OutboundColumns {
-  status: 'pending' | 'sent' | 'failed';
-  tx_hash: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
-}
+import type { Database, OutboundColumns } from './schema.ts';
 
 /** How an outbound operation ended: its transfer's outcome. */
 export interface OutboundSettled {

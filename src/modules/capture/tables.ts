@@ -3,8 +3,7 @@
  * them.
  */
 import type { ColumnType } from 'kysely';
-import type { OutboundColumns } from '../../db/locks.ts';
-import type { Numeric, Timestamp } from '../../db/schema.ts';
+import type { Numeric, OutboundColumns, Timestamp } from '../../db/schema.ts';
 
 /** authorizing: its authorize transfer is on its way; authorized: locked in escrow; captured: all of it taken;
  * released: the rest went back to the payer; failed: the authorize transfer failed (the payer may sign again). */

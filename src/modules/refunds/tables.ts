@@ -2,8 +2,7 @@
  * Row type of the refunds module's table, merged into Kasse's `Database` type. Its migration was released with the
  * payment tables (payments/migrations/0002_payments.ts); only store.ts queries it.
  */
-import type { OutboundColumns } from '../../db/locks.ts';
-import type { Numeric } from '../../db/schema.ts';
+import type { Numeric, OutboundColumns } from '../../db/schema.ts';
 
 export interface RefundsTable extends OutboundColumns {
   id: string;

@@ -1,6 +1,5 @@
 /** Row type of the outgoing transfers' table (migrations/), merged into Kasse's `Database` type. */
-import type { OutboundColumns } from '../../db/locks.ts';
-import type { Numeric } from '../../db/schema.ts';
+import type { Numeric, OutboundColumns } from '../../db/schema.ts';
 
 /** An outgoing transfer (migration 0007_transfers; src/modules/transfers). */
 export interface TransfersTable extends OutboundColumns {
