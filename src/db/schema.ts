@@ -11,6 +11,15 @@ export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 export type Json = ColumnType<unknown, string, string>;
 export type Numeric = ColumnType<string, string | bigint, string | bigint>;
 
+/** The columns of a row that sends coins out (a transfer, a refund, a hold's capture or void): pending until sent. */
+export interface OutboundColumns {
+  status: 'pending' | 'sent' | 'failed';
+  tx_hash: string | null;
+  error: string | null;
+  created_at: Timestamp;
+  settled_at: Timestamp | null;
+}
+
 /** Every table, added by its owner (see above). */
 // biome-ignore lint/suspicious/noEmptyInterface: the owners' declarations merge into it
 export interface Database {}

@@ -93,7 +93,9 @@ type Use = { table: string; kind: 'read' | 'lock' | 'write'; line: number };
 const BUILDER =
   /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_][a-z0-9_]*)/g;
 const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_][a-z0-9_]*)\b/g;
-const OWNED_ROW = /\bownedRow\(\s*[A-Za-z_.]+\s*,\s*['"]([a-z_][a-z0-9_]*)['"]/g;
+/** The table-generic helpers of src/db/ (owned.ts, locks.ts): each names its table as its second argument. */
+const GENERIC =
+  /\b(ownedRow|ownedBy|rowInMode|lockById|settleOutbound)\(\s*[A-Za-z_.]+\s*,\s*['"]([a-z_][a-z0-9_]*)['"]/g;
 const READS = new Set(['selectFrom', 'innerJoin', 'leftJoin', 'rightJoin', 'fullJoin', 'crossJoin', 'FROM', 'JOIN']);
 
 /** The tables `text` queries, through Kysely's builders, the statement helpers or raw SQL. */
@@ -125,13 +127,24 @@ function uses(text: string, known: ReadonlySet<string>): Use[] {
       found.push({ table: m[2]!, kind: write ? 'write' : lock ? 'lock' : 'read', line: lineOf(m.index!) });
     }
   }
-  // `ownedRow(db, 'table', owner, id, noun, lock?)` (src/db/owned.ts) reads the table it is given; with a `lock`
-  // other than `false` it may lock the row.
-  for (const m of body.matchAll(OWNED_ROW)) {
-    if (!known.has(m[1]!)) continue;
-    const args = callArguments(body, m.index! + 'ownedRow('.length);
-    const lock = args.length >= 6 && args[5] !== 'false';
-    found.push({ table: m[1]!, kind: lock ? 'lock' : 'read', line: lineOf(m.index!) });
+  // The helpers read the table they are given: `ownedRow(db, 'table', owner, id, noun, lock?)` may lock the row with
+  // a `lock` other than `false`, `ownedBy(db, 'table', owner)` starts a builder that may lock, `lockById` locks and
+  // `settleOutbound` writes.
+  for (const m of body.matchAll(GENERIC)) {
+    const [, helper, table] = m as unknown as [string, string, string];
+    if (!known.has(table)) continue;
+    let kind: Use['kind'] = 'read';
+    if (helper === 'lockById') kind = 'lock';
+    else if (helper === 'settleOutbound') kind = 'write';
+    else if (helper === 'ownedRow') {
+      const args = callArguments(body, m.index! + `${helper}(`.length);
+      if (args.length >= 6 && args[5] !== 'false') kind = 'lock';
+    } else if (helper === 'ownedBy') {
+      const rest = body.slice(m.index!);
+      if (/\.for(Update|Share|NoKeyUpdate|KeyShare)\(/.test(rest.slice(0, rest.search(/\.execute|;/) >>> 0)))
+        kind = 'lock';
+    }
+    found.push({ table, kind, line: lineOf(m.index!) });
   }
   return found;
 }
@@ -170,14 +183,19 @@ test('the scan finds every way code names a table, and not prose', () => {
     /* UPDATE payments in a block comment */
     const text = 'money from payments and users';
     ownedRow(this.deps.db, 'payments', { merchantId, mode }, id, 'payment'); ownedRow(tx, 'events', o, id, 'event', lock,);
-    ownedRow(db, 'users', o, id, 'user', false);`;
+    ownedRow(db, 'users', o, id, 'user', false);
+    ownedBy(db, 'payments', tenant).selectAll().execute(); ownedBy(tx, 'events', tenant).selectAll().forUpdate().execute();
+    rowInMode(db, 'merchants', mode, id); lockById(tx, 'users', id); settleOutbound(tx, 'events', id, set);`;
   const got = uses(sample, known).map((u) => `${u.table}:${u.kind}`);
   assert.deepEqual(got.sort(), [
     'events:lock',
     'events:lock',
+    'events:lock',
+    'events:write',
     'events:write',
     'events:write',
     'merchants:lock',
+    'merchants:read',
     'merchants:read',
     'merchants:read',
     'merchants:write',
@@ -185,7 +203,9 @@ test('the scan finds every way code names a table, and not prose', () => {
     'payments:read',
     'payments:read',
     'payments:read',
+    'payments:read',
     'payments:write',
+    'users:lock',
     'users:read',
     'users:read',
     'users:write',

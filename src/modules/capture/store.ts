@@ -3,9 +3,11 @@
  * locking and settling them, the holds due at their deadline, and the captures a statement counts.
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Mode } from '../../core/mode.ts';
 import type { Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
+import { lockById, settleOutbound, type OutboundSettled } from '../../db/locks.ts';
+import { ownedBy, rowInMode } from '../../db/owned.ts';
+import type { Mode } from '../../core/mode.ts';
 import type { HoldOperationsTable, HoldsTable } from './tables.ts';
 
 export type HoldRow = Selectable<HoldsTable>;
@@ -22,14 +24,10 @@ export async function paymentHold(db: DbOrTx, paymentId: string, lock = false): 
 }
 
 /** A hold of `mode` by id (not locked). */
-export async function holdById(db: DbOrTx, mode: Mode, id: string): Promise<HoldRow | undefined> {
-  return db.selectFrom('holds').selectAll().where('id', '=', id).where('mode', '=', mode).executeTakeFirst();
-}
+export const holdById = (db: DbOrTx, mode: Mode, id: string) => rowInMode(db, 'holds', mode, id);
 
 /** Locks a hold row (its payment is locked first). */
-export async function lockHold(tx: Tx, id: string): Promise<HoldRow> {
-  return tx.selectFrom('holds').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
-}
+export const lockHold = (tx: Tx, id: string) => lockById(tx, 'holds', id);
 
 export async function updateHold(
   tx: Tx,
@@ -57,22 +55,14 @@ export async function holdOperations(db: DbOrTx, holdId: string): Promise<Operat
 }
 
 /** An operation of `mode` by id (not locked). */
-export async function operationById(db: DbOrTx, mode: Mode, id: string): Promise<OperationRow | undefined> {
-  return db.selectFrom('hold_operations').selectAll().where('id', '=', id).where('mode', '=', mode).executeTakeFirst();
-}
+export const operationById = (db: DbOrTx, mode: Mode, id: string) => rowInMode(db, 'hold_operations', mode, id);
 
 /** Locks an operation row (its payment is locked first). */
-export async function lockOperation(tx: Tx, id: string): Promise<OperationRow> {
-  return tx.selectFrom('hold_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
-}
+export const lockOperation = (tx: Tx, id: string) => lockById(tx, 'hold_operations', id);
 
-export async function settleOperation(
-  tx: Tx,
-  id: string,
-  set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date },
-): Promise<void> {
-  await tx.updateTable('hold_operations').set(set).where('id', '=', id).execute();
-}
+/** Records how an operation's transfer ended. */
+export const settleOperation = (tx: Tx, id: string, set: OutboundSettled) =>
+  settleOutbound(tx, 'hold_operations', id, set);
 
 /**
  * Holds locked in escrow whose capture deadline is reached and that have no void in flight: the due work voids them,
@@ -102,12 +92,8 @@ export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<Ho
 
 /** Ids of a merchant's payments whose holds are locked in escrow, nearest deadline first (the dashboard's list). */
 export async function authorizedHoldPayments(db: DbOrTx, tenant: Tenant, limit: number): Promise<string[]> {
-  const { mode, merchantId } = tenant;
-  const rows = await db
-    .selectFrom('holds')
+  const rows = await ownedBy(db, 'holds', tenant)
     .select('payment_id')
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('status', '=', 'authorized')
     .orderBy('capture_before')
     .limit(limit)
@@ -117,12 +103,8 @@ export async function authorizedHoldPayments(db: DbOrTx, tenant: Tenant, limit: 
 
 /** US cents of a merchant's captures settled in [from, to): the statements' reconciliation counts them. */
 export async function capturedCents(db: DbOrTx, tenant: Tenant, from: Date, to: Date): Promise<bigint> {
-  const { mode, merchantId } = tenant;
-  const row = await db
-    .selectFrom('hold_operations')
+  const row = await ownedBy(db, 'hold_operations', tenant)
     .select(sql<string>`coalesce(sum(amount_cents), 0)::text`.as('sum'))
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('kind', '=', 'capture')
     .where('status', '=', 'sent')
     .where('settled_at', '>=', from)

@@ -3,7 +3,7 @@
  * them.
  */
 import type { ColumnType } from 'kysely';
-import type { Numeric, Timestamp } from '../../db/schema.ts';
+import type { Numeric, OutboundColumns, Timestamp } from '../../db/schema.ts';
 
 /** authorizing: its authorize transfer is on its way; authorized: locked in escrow; captured: all of it taken;
  * released: the rest went back to the payer; failed: the authorize transfer failed (the payer may sign again). */
@@ -11,7 +11,7 @@ export type HoldStatus = 'authorizing' | 'authorized' | 'captured' | 'released' 
 /** Who released a hold: a void the merchant asked for, the void at `capture_before`, or the payer's reclaim. */
 export type HoldRelease = 'void' | 'deadline' | 'reclaimed';
 export type HoldOperationKind = 'capture' | 'void';
-export type HoldOperationStatus = 'pending' | 'sent' | 'failed';
+export type HoldOperationStatus = OutboundColumns['status'];
 
 export interface HoldsTable {
   id: string;
@@ -37,7 +37,8 @@ export interface HoldsTable {
   released_at: Timestamp | null;
 }
 
-export interface HoldOperationsTable {
+/** A capture or void: an outbound transfer from the escrow. */
+export interface HoldOperationsTable extends OutboundColumns {
   id: string;
   merchant_id: string;
   mode: 'test' | 'live';
@@ -47,11 +48,6 @@ export interface HoldOperationsTable {
   amount: Numeric;
   amount_cents: number | null;
   reason: 'merchant' | 'deadline' | null;
-  status: HoldOperationStatus;
-  tx_hash: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
 }
 
 declare module '../../db/schema.ts' {

@@ -5,6 +5,7 @@
 import type { Tenant } from '../../core/tenant.ts';
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.ts';
+import { ownedBy } from '../../db/owned.ts';
 import { accounts, USD } from './ledger.ts';
 
 /** A flat aggregate of a period's postings: one row per kind, coin, account and currency. */
@@ -19,12 +20,8 @@ export interface PostingGroup {
 
 /** When the merchant's first posting in the mode was made, or null. */
 export async function firstPosting(db: Db, tenant: Tenant): Promise<Date | null> {
-  const { mode, merchantId } = tenant;
-  const row = await db
-    .selectFrom('ledger_transactions')
+  const row = await ownedBy(db, 'ledger_transactions', tenant)
     .select('created_at')
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .orderBy('created_at')
     .limit(1)
     .executeTakeFirst();

@@ -14,7 +14,7 @@
 import type { ChainRegistry } from '../../chains/registry.ts';
 import { invalid, invalidState, notFound } from '../../core/errors.ts';
 import { formatUnits } from '../../core/money.ts';
-import type { Tenant } from '../../core/tenant.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import type { Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import {
@@ -34,7 +34,7 @@ import {
   lockRefund,
   openRefund,
   paymentRefunds,
-  refundPayment,
+  refundById,
   sentRefunds,
   settleRefund,
   type RefundRow,
@@ -159,9 +159,9 @@ export class RefundService implements TransferOwner {
 
   private async settled(tx: Tx, transfer: SettledTransfer): Promise<void> {
     const { clock, log, events, chains } = this.engine.deps;
-    const found = await refundPayment(tx, transfer.mode, transfer.id);
+    const found = await refundById(tx, transfer.mode, transfer.id);
     if (!found) return;
-    await this.engine.lockedIn(tx, found.tenant, found.paymentId, async (tx, l) => {
+    await this.engine.lockedIn(tx, tenantOf(found), found.payment_id, async (tx, l) => {
       const refund = await lockRefund(tx, transfer.id);
       if (refund.status !== 'pending') return;
       const settled = {

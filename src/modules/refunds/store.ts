@@ -5,8 +5,10 @@
 import type { Insertable, Selectable } from 'kysely';
 import { newId } from '../../core/ids.ts';
 import type { Mode } from '../../core/mode.ts';
-import { tenantOf, type Tenant } from '../../core/tenant.ts';
+import type { Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
+import { lockById, settleOutbound, type OutboundSettled } from '../../db/locks.ts';
+import { ownedBy, rowInMode } from '../../db/owned.ts';
 import type { RefundsTable } from './tables.ts';
 
 export type RefundRow = Selectable<RefundsTable>;
@@ -31,12 +33,9 @@ export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>
 
 /** The tenant's refunds of the payment, oldest first. */
 export async function paymentRefunds(db: DbOrTx, tenant: Tenant, paymentId: string): Promise<RefundRow[]> {
-  return db
-    .selectFrom('refunds')
+  return ownedBy(db, 'refunds', tenant)
     .selectAll()
     .where('payment_id', '=', paymentId)
-    .where('mode', '=', tenant.mode)
-    .where('merchant_id', '=', tenant.merchantId)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -55,30 +54,12 @@ export async function sentRefunds(
     .execute();
 }
 
-/** The payment a refund of `mode` belongs to, and its tenant. */
-export async function refundPayment(
-  db: DbOrTx,
-  mode: Mode,
-  refundId: string,
-): Promise<{ tenant: Tenant; paymentId: string } | null> {
-  const row = await db
-    .selectFrom('refunds')
-    .select(['payment_id', 'mode', 'merchant_id'])
-    .where('id', '=', refundId)
-    .where('mode', '=', mode)
-    .executeTakeFirst();
-  return row ? { tenant: tenantOf(row), paymentId: row.payment_id } : null;
-}
+/** A refund of `mode` by id (not locked). */
+export const refundById = (db: DbOrTx, mode: Mode, refundId: string) => rowInMode(db, 'refunds', mode, refundId);
 
 /** Locks a refund row (its payment is locked first). */
-export async function lockRefund(tx: Tx, refundId: string): Promise<RefundRow> {
-  return tx.selectFrom('refunds').selectAll().where('id', '=', refundId).forUpdate().executeTakeFirstOrThrow();
-}
+export const lockRefund = (tx: Tx, refundId: string) => lockById(tx, 'refunds', refundId);
 
-export async function settleRefund(
-  tx: Tx,
-  refundId: string,
-  set: { status: 'sent' | 'failed'; tx_hash: string | null; error: string | null; settled_at: Date },
-): Promise<void> {
-  await tx.updateTable('refunds').set(set).where('id', '=', refundId).execute();
-}
+/** Records how a refund's transfer ended. */
+export const settleRefund = (tx: Tx, refundId: string, set: OutboundSettled) =>
+  settleOutbound(tx, 'refunds', refundId, set);

@@ -1,8 +1,8 @@
 /** Row type of the outgoing transfers' table (migrations/), merged into Kasse's `Database` type. */
-import type { Numeric, Timestamp } from '../../db/schema.ts';
+import type { Numeric, OutboundColumns } from '../../db/schema.ts';
 
 /** An outgoing transfer (migration 0007_transfers; src/modules/transfers). */
-export interface TransfersTable {
+export interface TransfersTable extends OutboundColumns {
   id: string;
   mode: 'test' | 'live';
   purpose: string;
@@ -10,12 +10,7 @@ export interface TransfersTable {
   token: string;
   destination: string;
   amount: Numeric;
-  status: 'pending' | 'sent' | 'failed';
   simulated: boolean;
-  tx_hash: string | null;
-  error: string | null;
-  created_at: Timestamp;
-  settled_at: Timestamp | null;
 }
 
 declare module '../../db/schema.ts' {

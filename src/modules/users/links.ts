@@ -35,6 +35,16 @@ export class OneTimeLinks extends SigninService {
     return `${this.deps.checkoutBase()}/dashboard${path}`;
   }
 
+  /** Every unused link of the user stops working. */
+  async endLinks(tx: Tx, userId: string): Promise<void> {
+    await tx
+      .updateTable('user_tokens')
+      .set({ used_at: this.now() })
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .execute();
+  }
+
   /** A new link; any earlier unused link of the user stops working. */
   async issueToken(
     tx: Tx,
@@ -43,12 +53,7 @@ export class OneTimeLinks extends SigninService {
     ttl = purpose === 'setup' ? SETUP_LINK_MS : RESET_LINK_MS,
   ) {
     const now = this.now();
-    await tx
-      .updateTable('user_tokens')
-      .set({ used_at: now })
-      .where('user_id', '=', userId)
-      .where('used_at', 'is', null)
-      .execute();
+    await this.endLinks(tx, userId);
     const t = newToken();
     const expiresAt = new Date(now.getTime() + ttl);
     await tx

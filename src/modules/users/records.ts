@@ -69,6 +69,11 @@ export function userByEmail(db: DbOrTx, email: string) {
   return db.selectFrom('users').selectAll().where('email', '=', normalEmail(email)).where('removed_at', 'is', null);
 }
 
+/** The query for the merchant's current (not removed) users. */
+export function merchantUsers(db: DbOrTx, merchantId: string) {
+  return db.selectFrom('users').where('merchant_id', '=', merchantId).where('removed_at', 'is', null);
+}
+
 export function toUserRecord(u: UserRow): UserRecord {
   return {
     id: u.id,

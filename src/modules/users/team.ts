@@ -14,7 +14,15 @@ import { approvalsRequired } from '../merchants/index.ts';
 import type { OneTimeLinks } from './links.ts';
 import { ROLES, type Role } from './permissions.ts';
 import { userTarget } from './entries.ts';
-import { EMAIL, normalEmail, toUserRecord, type UserDeps, type UserRecord, type UserRow } from './records.ts';
+import {
+  EMAIL,
+  merchantUsers,
+  normalEmail,
+  toUserRecord,
+  type UserDeps,
+  type UserRecord,
+  type UserRow,
+} from './records.ts';
 import type { Sessions } from './sessions.ts';
 
 export class Team {
@@ -92,13 +100,7 @@ export class Team {
   }
 
   async list(merchantId: string): Promise<UserRecord[]> {
-    const rows = await this.deps.db
-      .selectFrom('users')
-      .selectAll()
-      .where('merchant_id', '=', merchantId)
-      .where('removed_at', 'is', null)
-      .orderBy('id')
-      .execute();
+    const rows = await merchantUsers(this.deps.db, merchantId).selectAll().orderBy('id').execute();
     return rows.map(toUserRecord);
   }
 
@@ -111,12 +113,9 @@ export class Team {
 
   /** How many owners the merchant has (in `db`, the caller's transaction when it holds one). */
   async ownerCount(merchantId: string, db: DbOrTx = this.deps.db): Promise<number> {
-    const r = await db
-      .selectFrom('users')
+    const r = await merchantUsers(db, merchantId)
       .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('merchant_id', '=', merchantId)
       .where('role', '=', 'owner')
-      .where('removed_at', 'is', null)
       .executeTakeFirstOrThrow();
     return Number(r.n);
   }
@@ -149,12 +148,7 @@ export class Team {
       const user = await this.lockUser(tx, merchantId, userId);
       if (user.role === 'owner') await this.assertOwnersAfter(tx, merchantId, 'remove');
       await tx.updateTable('users').set({ removed_at: this.now() }).where('id', '=', user.id).execute();
-      await tx
-        .updateTable('user_tokens')
-        .set({ used_at: this.now() })
-        .where('user_id', '=', user.id)
-        .where('used_at', 'is', null)
-        .execute();
+      await this.links.endLinks(tx, user.id);
       await this.sessions.revokeAll(tx, user.id);
       await this.deps.audit.record(tx, { merchantId }, actor, 'user.remove', userTarget(user.id), {
         email: user.email,
@@ -165,14 +159,7 @@ export class Team {
 
   /** Locks every user of the merchant (so concurrent role changes serialize) and returns the one asked for. */
   private async lockUser(tx: Tx, merchantId: string, userId: string): Promise<UserRow> {
-    const all = await tx
-      .selectFrom('users')
-      .selectAll()
-      .where('merchant_id', '=', merchantId)
-      .where('removed_at', 'is', null)
-      .orderBy('id')
-      .forUpdate()
-      .execute();
+    const all = await merchantUsers(tx, merchantId).selectAll().orderBy('id').forUpdate().execute();
     const user = all.find((u) => u.id === userId);
     if (!user) throw notFound('user');
     return user;

@@ -109,6 +109,12 @@ export interface X402SaleResult {
   made: boolean;
 }
 
+/** A settle's answer, and whether this call claimed the authorization. */
+interface SettleOutcome {
+  response: SettleResponse;
+  claimed: boolean;
+}
+
 type Prepared = { scheme: X402Scheme; request: X402Request; resource: Resource } | { refusal: VerifyResponse };
 
 interface Resource {
@@ -271,11 +277,7 @@ export class X402Service {
    * answers a SettleResponse; a client's error in the request itself (a malformed or reused payment identifier) is
    * the Error body.
    */
-  private async settleOnce(
-    tenant: Tenant,
-    body: FacilitatorBody,
-    sale?: X402Sale,
-  ): Promise<{ response: SettleResponse; claimed: boolean }> {
+  private async settleOnce(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
     const { mode, merchantId } = tenant;
     try {
       return await this.settleChecked(tenant, body, sale);
@@ -296,11 +298,7 @@ export class X402Service {
     }
   }
 
-  private async settleChecked(
-    tenant: Tenant,
-    body: FacilitatorBody,
-    sale?: X402Sale,
-  ): Promise<{ response: SettleResponse; claimed: boolean }> {
+  private async settleChecked(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
     const { mode, merchantId } = tenant;
     const network = body.paymentRequirements.network;
     const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });

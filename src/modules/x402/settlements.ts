@@ -23,8 +23,8 @@ import type { Stored } from './service.ts';
 import {
   addToTotal,
   getSettlement,
-  markFailed,
-  markSettled,
+  endSettlement,
+  type SettlementEnd,
   releaseAnswer,
   resumeLater,
   stalledSettlements,
@@ -175,25 +175,21 @@ export class Settlements {
    */
   private async finish(row: SettlementRow, state: X402Settlement): Promise<SettlementRow> {
     let now: SettlementRow | undefined;
-    if (state.status === 'failed') {
-      now = await markFailed(this.deps.db, row.id, {
-        transaction: state.transaction,
-        error: `${state.reason}: ${state.message}`,
-        now: this.deps.clock.now(),
-      });
-    } else if (state.status === 'settled') {
+    let failed: string | undefined;
+    if (state.status === 'failed') failed = `${state.reason}: ${state.message}`;
+    else if (state.status === 'settled') {
       try {
         now = await this.record(row, state);
       } catch (err) {
         if (!cannotRecord(err)) throw err;
         this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 settlement cannot be recorded');
-        now = await markFailed(this.deps.db, row.id, {
-          transaction: state.transaction,
-          error: `unexpected_settle_error: the transfer ${state.transaction} could not be recorded as a payment (${errText(err)})`,
-          now: this.deps.clock.now(),
-        });
+        failed = `unexpected_settle_error: the transfer ${state.transaction} could not be recorded as a payment (${errText(err)})`;
       }
     } else return row;
+    if (failed !== undefined) {
+      const end: SettlementEnd = { status: 'failed', transaction: state.transaction, error: failed };
+      now = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
+    }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
     // Nothing changed here: another request or process ended it first.
@@ -255,7 +251,8 @@ export class Settlements {
         hold?.flow === 'authorize'
           ? await this.deps.holds.recordAuthorizedHold(tx, { ...settlement, ...hold })
           : await this.deps.payments.recordExternal(tx, settlement);
-      const settled = await markSettled(tx, row.id, { transaction: state.transaction, paymentId: payment.id, now });
+      const end: SettlementEnd = { status: 'settled', transaction: state.transaction, paymentId: payment.id };
+      const settled = await endSettlement(tx, row.id, end, now);
       if (!settled) throw ALREADY_RECORDED;
       const linkId = sale?.metadata.link_id;
       if (linkId && row.resource) await this.deps.discovery.linkPaid(tx, tenantOf(row), linkId, row.resource, now);
@@ -279,11 +276,8 @@ export class Settlements {
   }
 
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {
-    const ended = await markFailed(this.deps.db, row.id, {
-      transaction: row.transaction,
-      error: `${reason}: ${message}`,
-      now: this.deps.clock.now(),
-    });
+    const end: SettlementEnd = { status: 'failed', transaction: row.transaction, error: `${reason}: ${message}` };
+    const ended = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
     if (ended) this.ended(row.id);
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
   }

@@ -3,9 +3,10 @@
  * totals. The only code on them but the discovery catalogue's (discovery.ts).
  */
 import type { Tenant } from '../../core/tenant.ts';
-import { sql, type Selectable, type Updateable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, DbOrTx, Tx } from '../../db/index.ts';
+import { ownedBy } from '../../db/owned.ts';
 import type { X402SettlementsTable } from './tables.ts';
 
 export type SettlementRow = Selectable<X402SettlementsTable>;
@@ -21,12 +22,8 @@ export interface PayToRow {
 
 /** The merchant's x402 address on `chain`, if one was allotted. */
 export async function payToOf(db: DbOrTx, tenant: Tenant, chain: string): Promise<PayToRow | null> {
-  const { mode, merchantId } = tenant;
-  const row = await db
-    .selectFrom('x402_pay_to')
+  const row = await ownedBy(db, 'x402_pay_to', tenant)
     .select(['address', 'address_index', 'derivation'])
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('chain', '=', chain)
     .executeTakeFirst();
   return row ? { address: row.address, index: BigInt(row.address_index), derivation: row.derivation } : null;
@@ -88,12 +85,8 @@ export async function replacePayTo(
 
 /** The addresses retired on the merchant's networks of `mode`, newest first. */
 export async function retiredPayTo(db: DbOrTx, tenant: Tenant) {
-  const { mode, merchantId } = tenant;
-  return db
-    .selectFrom('x402_pay_to_retired')
+  return ownedBy(db, 'x402_pay_to_retired', tenant)
     .select(['chain', 'address', 'derivation', 'retired_at'])
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .orderBy('retired_at', 'desc')
     .execute();
 }
@@ -120,12 +113,8 @@ export async function settlementByIdentifier(
   tenant: Tenant,
   identifier: string,
 ): Promise<SettlementRow | undefined> {
-  const { mode, merchantId } = tenant;
-  return db
-    .selectFrom('x402_settlements')
+  return ownedBy(db, 'x402_settlements', tenant)
     .selectAll()
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
     .where('payment_identifier', '=', identifier)
     .executeTakeFirst();
 }
@@ -176,47 +165,31 @@ export async function getSettlement(db: DbOrTx, id: string): Promise<SettlementR
 }
 
 /**
- * Marks a pending settlement settled with its payment (in the transaction that recorded it); the row as it is now, or
- * nothing when it was not pending (another request or process recorded it first: roll back).
+ * How a pending settlement ends: settled with its payment (in the transaction that recorded it), or failed with its
+ * reason (`<code>: <sentence>`).
  */
-export async function markSettled(
-  tx: Tx,
-  id: string,
-  s: { transaction: string; paymentId: string; now: Date },
-): Promise<SettlementRow | undefined> {
-  return end(tx, id, {
-    status: 'settled',
-    transaction: s.transaction,
-    payment_id: s.paymentId,
-    settled_at: s.now,
-    error: null,
-  });
-}
+export type SettlementEnd =
+  | { status: 'settled'; transaction: string; paymentId: string }
+  | { status: 'failed'; transaction: string | null; error: string };
 
-/** Ends a pending settlement as failed with its reason (`<code>: <sentence>`); the row, or nothing if not pending. */
-export async function markFailed(
+/**
+ * Ends settlement `id` at `now` if it is pending and, in the same statement, announces it (delivered at commit); the
+ * row as it is now, or nothing when it was not pending (another request or process ended it first: a settled one's
+ * transaction rolls back).
+ */
+export async function endSettlement(
   db: DbOrTx,
   id: string,
-  f: { transaction: string | null; error: string; now: Date },
+  e: SettlementEnd,
+  now: Date,
 ): Promise<SettlementRow | undefined> {
-  return end(db, id, {
-    status: 'failed',
-    transaction: f.transaction,
-    error: f.error,
-    settled_at: f.now,
-    resume_at: null,
-  });
-}
-
-/** Ends settlement `id` with `set` if it is pending and, in the same statement, announces it (delivered at commit). */
-async function end(
-  db: DbOrTx,
-  id: string,
-  set: Updateable<X402SettlementsTable> & { status: 'settled' | 'failed' },
-): Promise<SettlementRow | undefined> {
+  const set =
+    e.status === 'settled'
+      ? { transaction: e.transaction, payment_id: e.paymentId, error: null }
+      : { transaction: e.transaction, error: e.error, resume_at: null };
   const update = db
     .updateTable('x402_settlements')
-    .set(set)
+    .set({ ...set, status: e.status, settled_at: now })
     .where('id', '=', id)
     .where('status', '=', 'pending')
     .returningAll();
@@ -259,12 +232,7 @@ export async function listSettlements(
   tenant: Tenant,
   q: { status?: SettlementRow['status']; limit: number },
 ): Promise<SettlementRow[]> {
-  const { mode, merchantId } = tenant;
-  let query = db
-    .selectFrom('x402_settlements')
-    .selectAll()
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode);
+  let query = ownedBy(db, 'x402_settlements', tenant).selectAll();
   if (q.status) query = query.where('status', '=', q.status);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
 }
