@@ -7,6 +7,7 @@ import { notFound } from '../core/errors.ts';
 import type { Mode } from '../core/mode.ts';
 import type { Tenant } from '../core/tenant.ts';
 import type { DbOrTx } from './index.ts';
+import { type Condition, rowWhere } from './rows.ts';
 import type { Database } from './schema.ts';
 
 /** The tables of merchants' rows: a merchant and a mode. */
@@ -72,11 +73,9 @@ export async function rowInMode<T extends ModeTable>(
   mode: Mode,
   id: string,
 ): Promise<Selectable<Database[T]> | undefined> {
-  const row = await (db as unknown as Loose)
-    .selectFrom(table as string)
-    .selectAll()
-    .where('id', '=', id)
-    .where('mode', '=', mode)
-    .executeTakeFirst();
-  return row as unknown as Selectable<Database[T]> | undefined;
+  const where = [
+    ['id', '=', id],
+    ['mode', '=', mode],
+  ] as unknown as Condition<T>[];
+  return (await rowWhere(db, table, where)) ?? undefined;
 }

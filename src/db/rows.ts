@@ -1,12 +1,14 @@
 /**
  * The plain reads and writes a store repeats over its tables, for any table: its rows where conditions hold
- * (ordered), one such row (locked if asked), whether there is one, and a change of columns where conditions hold.
+ * (ordered), one such row (locked if asked), whether there is one, and a change of columns where conditions hold;
+ * and, built on them, a row locked by id and an outbound operation (a refund, a hold's capture or void, a transfer)
+ * settled once its transfer is (its columns: `OutboundColumns`, schema.ts).
  * A condition is `[column, operator, value]`, as Kysely's `where` takes it, its value checked against the column's
  * type. A condition `in` an empty list holds for no row, so nothing is asked of the database then.
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { DbOrTx } from './index.ts';
-import type { Database } from './schema.ts';
+import type { DbOrTx, Tx } from './index.ts';
+import type { Database, OutboundColumns } from './schema.ts';
 
 type Table = keyof Database;
 type Row<T extends Table> = Selectable<Database[T]>;
@@ -80,4 +82,28 @@ export async function updateWhere<T extends Table>(
   for (const [column, op, value] of where) q = q.where(column, op as never, value as never);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows);
+}
+
+/** How an outbound operation ended: its transfer's outcome. */
+export interface OutboundSettled {
+  status: 'sent' | 'failed';
+  tx_hash: string | null;
+  error: string | null;
+  settled_at: Date;
+}
+
+/** The tables with an `id`, and those of outbound operations by `id`. */
+type IdTable = { [T in Table]: Database[T] extends { id: unknown } ? T : never }[Table];
+type OutboundTable = { [T in IdTable]: Database[T] extends OutboundColumns ? T : never }[IdTable];
+
+/** Row `id` of `table`, locked until `tx` ends (whoever calls holds the locks it is taken after); throws if none. */
+export async function lockById<T extends IdTable>(tx: Tx, table: T, id: string): Promise<Row<T>> {
+  const row = await rowWhere(tx, table, [['id', '=', id]] as unknown as Condition<T>[], true);
+  if (!row) throw new Error(`no ${table} row ${id} to lock`);
+  return row;
+}
+
+/** Records how outbound operation `id` of `table` ended. */
+export async function settleOutbound(tx: Tx, table: OutboundTable, id: string, set: OutboundSettled): Promise<void> {
+  await updateWhere(tx, table, set as Updateable<Database[typeof table]>, [['id', '=', id]] as never);
 }

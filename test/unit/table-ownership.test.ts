@@ -93,9 +93,9 @@ type Use = { table: string; kind: 'read' | 'lock' | 'write'; line: number };
 const BUILDER =
   /\b(selectFrom|updateTable|insertInto|deleteFrom|mergeInto|rowInsert|innerJoin|leftJoin|rightJoin|fullJoin|crossJoin)\(\s*['"]([a-z_][a-z0-9_]*)/g;
 const RAW = /\b(FROM|JOIN|UPDATE|INSERT INTO)\s+([a-z_][a-z0-9_]*)\b/g;
-/** The table-generic helpers of src/db/ (owned.ts, locks.ts): each names its table as its second argument. */
+/** The table-generic helpers of src/db/ (owned.ts, rows.ts): each names its table as its second argument. */
 const GENERIC =
-  /\b(ownedRow|ownedBy|rowInMode|lockById|settleOutbound)\(\s*[A-Za-z_.]+\s*,\s*['"]([a-z_][a-z0-9_]*)['"]/g;
+  /\b(ownedRow|ownedBy|rowInMode|rowsWhere|rowWhere|someRow|updateWhere|lockById|settleOutbound)\(\s*[A-Za-z_.]+\s*,\s*['"]([a-z_][a-z0-9_]*)['"]/g;
 const READS = new Set(['selectFrom', 'innerJoin', 'leftJoin', 'rightJoin', 'fullJoin', 'crossJoin', 'FROM', 'JOIN']);
 
 /** The tables `text` queries, through Kysely's builders, the statement helpers or raw SQL. */
@@ -128,17 +128,18 @@ function uses(text: string, known: ReadonlySet<string>): Use[] {
     }
   }
   // The helpers read the table they are given: `ownedRow(db, 'table', owner, id, noun, lock?)` may lock the row with
-  // a `lock` other than `false`, `ownedBy(db, 'table', owner)` starts a builder that may lock, `lockById` locks and
-  // `settleOutbound` writes.
+  // a `lock` other than `false`, as does `rowWhere(db, 'table', where, lock?)`; `ownedBy(db, 'table', owner)` starts a
+  // builder that may lock, `lockById` locks, `updateWhere` and `settleOutbound` write.
   for (const m of body.matchAll(GENERIC)) {
     const [, helper, table] = m as unknown as [string, string, string];
     if (!known.has(table)) continue;
     let kind: Use['kind'] = 'read';
     if (helper === 'lockById') kind = 'lock';
-    else if (helper === 'settleOutbound') kind = 'write';
-    else if (helper === 'ownedRow') {
+    else if (helper === 'settleOutbound' || helper === 'updateWhere') kind = 'write';
+    else if (helper === 'ownedRow' || helper === 'rowWhere') {
       const args = callArguments(body, m.index! + `${helper}(`.length);
-      if (args.length >= 6 && args[5] !== 'false') kind = 'lock';
+      const lockAt = helper === 'ownedRow' ? 5 : 3;
+      if (args.length > lockAt && args[lockAt] !== 'false') kind = 'lock';
     } else if (helper === 'ownedBy') {
       const rest = body.slice(m.index!);
       if (/\.for(Update|Share|NoKeyUpdate|KeyShare)\(/.test(rest.slice(0, rest.search(/\.execute|;/) >>> 0)))
@@ -185,27 +186,34 @@ test('the scan finds every way code names a table, and not prose', () => {
     ownedRow(this.deps.db, 'payments', { merchantId, mode }, id, 'payment'); ownedRow(tx, 'events', o, id, 'event', lock,);
     ownedRow(db, 'users', o, id, 'user', false);
     ownedBy(db, 'payments', tenant).selectAll().execute(); ownedBy(tx, 'events', tenant).selectAll().forUpdate().execute();
-    rowInMode(db, 'merchants', mode, id); lockById(tx, 'users', id); settleOutbound(tx, 'events', id, set);`;
+    rowInMode(db, 'merchants', mode, id); lockById(tx, 'users', id); settleOutbound(tx, 'events', id, set);
+    rowsWhere(db, 'payments', [['id', 'in', ids]], ['created_at']); rowWhere(tx, 'merchants', [['id', '=', id]], true);
+    rowWhere(db, 'users', [['id', '=', id]]); someRow(db, 'events', where); updateWhere(tx, 'merchants', set, where);`;
   const got = uses(sample, known).map((u) => `${u.table}:${u.kind}`);
   assert.deepEqual(got.sort(), [
     'events:lock',
     'events:lock',
     'events:lock',
+    'events:read',
     'events:write',
     'events:write',
     'events:write',
     'merchants:lock',
+    'merchants:lock',
     'merchants:read',
     'merchants:read',
     'merchants:read',
+    'merchants:write',
     'merchants:write',
     'payments:lock',
     'payments:read',
     'payments:read',
     'payments:read',
     'payments:read',
+    'payments:read',
     'payments:write',
     'users:lock',
+    'users:read',
     'users:read',
     'users:read',
     'users:write',

@@ -5,7 +5,7 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Tenant } from '../../core/tenant.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import { lockById, settleOutbound, type OutboundSettled } from '../../db/locks.ts';
+import { lockById, settleOutbound, type OutboundSettled } from '../../db/rows.ts';
 import { ownedBy, rowInMode } from '../../db/owned.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { HoldOperationsTable, HoldsTable } from './tables.ts';
