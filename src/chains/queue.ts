@@ -22,6 +22,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
 import { afterCommit, type Db, type Tx } from '../db/index.ts';
 import type { Timestamp } from '../db/schema.ts';
+import type { RelayState } from './charges.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -162,6 +163,11 @@ export class TransferQueue<R extends QueuedTransfer> {
   /** A transfer as stored. */
   async get(id: string): Promise<R | undefined> {
     return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
+  }
+
+  /** The hash (signature, txid) of the transaction a transfer sent; null when none was sent. */
+  hash(row: R): string | null {
+    return this.steps.hash(row);
   }
 
   /**
@@ -505,6 +511,19 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   /** A transfer as stored. */
   get(id: string): Promise<R | undefined> {
     return this.queue.get(id);
+  }
+
+  /**
+   * Where a transfer stands as the relay of a payer's signed grant or revoke, or a charge until it is `done` and the
+   * family reads what it moved; `failure` is the reason of a failed transfer that stored none.
+   */
+  async relayState(id: string, failure: string): Promise<RelayState> {
+    const row = await this.get(id);
+    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
+    const hash = this.queue.hash(row);
+    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: hash };
+    if (row.status === 'failed') return { status: 'failed', message: row.error ?? failure, transaction: hash };
+    return { status: 'done', transaction: hash! };
   }
 
   /** Every signed version of a transfer, oldest first. */
