@@ -17,6 +17,7 @@
  */
 import type { Mode } from '../core/mode.ts';
 import type { Tx } from '../db/index.ts';
+import type { QueuedSender, QueuedTransfer } from './queue.ts';
 import type { TokenConfig } from './types.ts';
 
 /** A network on which the family takes grants, with its token. */
@@ -67,21 +68,6 @@ export type RelayState =
   | { status: 'done'; transaction: string }
   | { status: 'failed'; message: string; transaction: string | null };
 
-/**
- * Where a transfer of a family's queue stands (its row's `status`, `error` and the hash of its transaction), as the
- * relay of a grant or revoke — and a charge, until it is `done` and the family reads what it moved.
- */
-export function queueState(
-  row: { status: string; error: string | null } | undefined,
-  hash: string | null,
-  failure: string,
-): RelayState {
-  if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
-  if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: hash };
-  if (row.status === 'failed') return { status: 'failed', message: row.error ?? failure, transaction: hash };
-  return { status: 'done', transaction: hash! };
-}
-
 /** What stands in the way of a charge now; `not_started`: the chain takes it a little later. */
 export type ChargeRefusal =
   | 'insufficient_funds'
@@ -111,6 +97,30 @@ export type ChargeState =
 export interface Checked {
   key: string;
   data: Record<string, unknown>;
+}
+
+/**
+ * What every family's scheme does alike: the transfers it records (relays, charges) are rows of its network's one
+ * transfer queue, pushed and read through the network's sender.
+ */
+export abstract class QueuedChargeScheme {
+  /** The sender of `chain` in `mode`; throws an ApiError when the family takes no grants there. */
+  protected abstract sender(
+    mode: Mode,
+    chain: string,
+  ): Pick<QueuedSender<QueuedTransfer>, 'relayState' | 'pushOrLeave'>;
+  /** The reason given for a failed transfer that stored none. */
+  protected abstract readonly failure: string;
+
+  /** `ChargeScheme.relayState`, and where a charge's transfer stands until the family reads what it moved. */
+  relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
+    return this.sender(mode, chain).relayState(id, this.failure);
+  }
+
+  /** `ChargeScheme.push`. */
+  async push(mode: Mode, chain: string, id: string): Promise<void> {
+    await this.sender(mode, chain).pushOrLeave(id);
+  }
 }
 
 export interface ChargeScheme {

@@ -22,6 +22,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Mode } from '../core/mode.ts';
 import { afterCommit, type Db, type Tx } from '../db/index.ts';
 import type { Timestamp } from '../db/schema.ts';
+import type { RelayState } from './charges.ts';
 import { stepFailure, type StepFailure, type TransferSink } from './ports.ts';
 import type { NetworkConfig } from './types.ts';
 
@@ -140,19 +141,20 @@ export interface QueueDeps {
   sink: TransferSink | null;
 }
 
-/** The queue of one family's transfers on one network in one mode. */
+/** The queue of one family's transfers (`<family>_transfers`) on one network in one mode. */
 export class TransferQueue<R extends QueuedTransfer> {
   private readonly db: Kysely<Record<string, QueuedTransfer>>;
+  private readonly table: string;
 
   constructor(
     readonly family: string,
-    private readonly table: string,
     private readonly where: { network: NetworkConfig; mode: Mode },
     private readonly deps: QueueDeps,
     readonly options: QueueOptions,
     private readonly steps: TransferSteps<R>,
   ) {
     this.db = deps.db as unknown as Kysely<Record<string, QueuedTransfer>>;
+    this.table = `${family}_transfers`;
   }
 
   private get chain(): string {
@@ -162,6 +164,11 @@ export class TransferQueue<R extends QueuedTransfer> {
   /** A transfer as stored. */
   async get(id: string): Promise<R | undefined> {
     return (await this.db.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst()) as R | undefined;
+  }
+
+  /** The hash (signature, txid) of the transaction a transfer sent; null when none was sent. */
+  hash(row: R): string | null {
+    return this.steps.hash(row);
   }
 
   /**
@@ -192,10 +199,18 @@ export class TransferQueue<R extends QueuedTransfer> {
       .execute();
   }
 
-  /** Signed versions of a transfer in the family's `table` of them (`transfer_id`, `version`), oldest first. */
-  async versions<V>(table: string, id: string): Promise<V[]> {
+  /**
+   * Signed versions of a transfer in the family's table of them (`<family>_transfer_txs`, keyed by `transfer_id` and
+   * `version`), oldest first.
+   */
+  async versions<V>(id: string): Promise<V[]> {
     const db = this.db as unknown as Kysely<Record<string, { transfer_id: string; version: number }>>;
-    return (await db.selectFrom(table).selectAll().where('transfer_id', '=', id).orderBy('version').execute()) as V[];
+    return (await db
+      .selectFrom(`${this.family}_transfer_txs`)
+      .selectAll()
+      .where('transfer_id', '=', id)
+      .orderBy('version')
+      .execute()) as V[];
   }
 
   /**
@@ -485,8 +500,6 @@ export class TransferQueue<R extends QueuedTransfer> {
  */
 export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
   protected abstract readonly queue: TransferQueue<R>;
-  /** The family's table of signed versions (`<family>_transfer_txs`, keyed by `transfer_id` and `version`). */
-  protected abstract readonly versionsTable: string;
   private readonly listeners: Array<() => void> = [];
 
   /** Called after a commit that recorded new work (the worker loop wakes up). */
@@ -507,9 +520,22 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
     return this.queue.get(id);
   }
 
+  /**
+   * Where a transfer stands as the relay of a payer's signed grant or revoke, or a charge until it is `done` and the
+   * family reads what it moved; `failure` is the reason of a failed transfer that stored none.
+   */
+  async relayState(id: string, failure: string): Promise<RelayState> {
+    const row = await this.get(id);
+    if (!row || row.status === 'pending') return { status: 'pending', transaction: null };
+    const hash = this.queue.hash(row);
+    if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: hash };
+    if (row.status === 'failed') return { status: 'failed', message: row.error ?? failure, transaction: hash };
+    return { status: 'done', transaction: hash! };
+  }
+
   /** Every signed version of a transfer, oldest first. */
   versions(id: string): Promise<V[]> {
-    return this.queue.versions<V>(this.versionsTable, id);
+    return this.queue.versions<V>(id);
   }
 
   /** The newest signed version of a transfer (what is broadcast); throws when none is stored. */

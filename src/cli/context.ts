@@ -5,7 +5,7 @@ import { loadConfig } from '../config.ts';
 import { loadSecrets } from '../core/secrets.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveDatabase } from '../db/resolve.ts';
-import { UsageError, type Flags } from '../core/flags.ts';
+import { optionalInt, UsageError, type Flags } from '../core/flags.ts';
 import { Kasse } from '../kasse.ts';
 
 export { mode, optionalInt, requireArg, requireString, UsageError, type Flags } from '../core/flags.ts';
@@ -16,6 +16,25 @@ export interface Command {
   usage: string;
   flags: Record<string, { type: 'string' | 'boolean' }>;
   run(kasse: Kasse, flags: Flags, positionals: string[]): Promise<unknown>;
+}
+
+/** The flags of a list command: the command's own (`extra`), `--status`, `--limit N` and `--json`. */
+export function listFlags(extra: Command['flags'] = {}): Command['flags'] {
+  return { ...extra, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } };
+}
+
+/** A list command's `--status` (one of `statuses`, or none) and `--limit` (1 to `max`; `byDefault` when not given). */
+export function listFilters<S extends string>(
+  f: Flags,
+  statuses: readonly S[],
+  limit: { byDefault: number; max: number },
+): { status: S | undefined; limit: number } {
+  const status = f.status as S | undefined;
+  if (status !== undefined && !statuses.includes(status))
+    throw new UsageError(`--status must be one of ${statuses.join(', ')}`);
+  const n = optionalInt(f, 'limit') ?? limit.byDefault;
+  if (n < 1 || n > limit.max) throw new UsageError(`--limit must be from 1 to ${limit.max}`);
+  return { status, limit: n };
 }
 
 /**

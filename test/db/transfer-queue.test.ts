@@ -107,8 +107,7 @@ function queue(
   metrics?: Metrics,
 ): TransferQueue<Row> {
   return new TransferQueue<Row>(
-    'test',
-    'queue_transfers',
+    'queue',
     { network, mode: 'test' },
     { db, clock, log, metrics, sink },
     OPTIONS,
@@ -154,8 +153,7 @@ describe('leasing', () => {
       let ms = 0;
       const sign = steps().sign;
       const q = new TransferQueue<Row>(
-        'test',
-        'queue_transfers',
+        'queue',
         { network: where, mode: 'test' },
         { db, clock, log, sink: null },
         OPTIONS,

@@ -69,6 +69,16 @@ test('parseEvmSettings: defaults, addresses checksummed, unknown keys and bad va
   assert.throws(() => parseEvmSettings({ forwarder_factory: '0x1234' }, 'x.evm'), /forwarder_factory/);
   assert.throws(() => parseEvmSettings({ blocks_per_batch: 0 }, 'x.evm'), /blocks_per_batch/);
   assert.throws(() => parseEvmSettings({ start_block: -1 }, 'x.evm'), /start_block/);
+  const zero = `0x${'0'.repeat(40)}`;
+  assert.throws(() => parseEvmSettings({ treasury: zero }, 'x.evm'), /x\.evm\.treasury must be a non-zero EVM address/);
+  const collector = '0x5fbdb2315678afecb367f032d93f642f64180aa3';
+  const escrow = { escrow: collector, erc3009_collector: collector, operator_refund_collector: zero };
+  assert.throws(
+    () => parseEvmSettings({ auth_capture: escrow }, 'x.evm'),
+    /x\.evm\.auth_capture\.operator_refund_collector must be a non-zero EVM address/,
+  );
+  const held = parseEvmSettings({ auth_capture: { ...escrow, operator_refund_collector: collector } }, 'x.evm');
+  assert.equal(held.authCapture?.escrow, '0x5FbDB2315678afecb367f032d93F642f64180aa3');
 });
 
 /** A bloom with `items` added, the way a node builds logsBloom. */

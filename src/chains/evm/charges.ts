@@ -34,14 +34,13 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
 import {
-  queueState,
+  QueuedChargeScheme,
   type ChargeCheck,
   type ChargeKind,
   type ChargeScheme,
   type ChargeState,
   type Checked,
   type GrantTerms,
-  type RelayState,
   type SigningRequest,
   type StoredGrant,
 } from '../charges.ts';
@@ -93,10 +92,13 @@ interface Receipt {
   logs: Array<{ address: Hex; topics: Hex[]; data: Hex; logIndex: Hex }>;
 }
 
-export class EvmCharges implements ChargeScheme {
+export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
+  protected readonly failure = 'the transaction reverted';
   private readonly domains = new TokenDomains();
 
-  constructor(private readonly deps: EvmChargesDeps) {}
+  constructor(private readonly deps: EvmChargesDeps) {
+    super();
+  }
 
   kinds(mode: Mode): ChargeKind[] {
     const kinds: ChargeKind[] = [];
@@ -256,11 +258,6 @@ export class EvmCharges implements ChargeScheme {
     });
   }
 
-  async relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
-    const row = await this.deployed(mode, chain).sender.get(id);
-    return queueState(row, row?.tx_hash ?? null, 'the transaction reverted');
-  }
-
   async check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck> {
     const { adapter, sender } = this.deployed(grant.mode, grant.chain);
     const data = grant.data as unknown as EvmGrantData;
@@ -297,15 +294,10 @@ export class EvmCharges implements ChargeScheme {
     await this.recordCollectorCall(tx, grant, id, 'charge', call, amount);
   }
 
-  async push(mode: Mode, chain: string, id: string): Promise<void> {
-    await this.deployed(mode, chain).sender.pushOrLeave(id);
-  }
-
   async chargeState(grant: StoredGrant, id: string, amount: bigint): Promise<ChargeState> {
-    const { adapter, sender } = this.deployed(grant.mode, grant.chain);
-    const row = await sender.get(id);
-    const state = queueState(row, row?.tx_hash ?? null, 'the transaction reverted');
+    const state = await this.relayState(grant.mode, grant.chain, id);
     if (state.status !== 'done') return state;
+    const { adapter } = this.deployed(grant.mode, grant.chain);
     const receipt = await adapter.rpc().request<Receipt | null>('eth_getTransactionReceipt', [state.transaction]);
     if (!receipt) return { status: 'pending', transaction: state.transaction };
     const token = getAddress(grant.token.contract!).toLowerCase();
@@ -349,6 +341,10 @@ export class EvmCharges implements ChargeScheme {
     if (!this.deps.chains.hasAdapter(mode, chain)) return null;
     const adapter = this.deps.chains.adapter(mode, chain);
     return adapter instanceof EvmAdapter && adapter.sender ? adapter : null;
+  }
+
+  protected sender(mode: Mode, chain: string): EvmSender {
+    return this.deployed(mode, chain).sender;
   }
 
   /** The network's adapter, hot-wallet sender and collector; throws for a network that takes no grants. */

@@ -83,13 +83,8 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
     'subscription_collector',
   ]);
   const o = settings.values;
-  const address = (k: string): string | null => {
-    const v = o[k];
-    if (v === undefined || v === null) return null;
-    if (typeof v !== 'string' || !isAddress(v, { strict: false }) || /^0x0{40}$/i.test(v))
-      throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
-    return getAddress(v);
-  };
+  const address = (k: string): string | null =>
+    o[k] === undefined || o[k] === null ? null : nonZeroAddress(o[k], `${at}.${k}`);
   return {
     forwarderFactory: address('forwarder_factory'),
     treasury: address('treasury'),
@@ -108,6 +103,13 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
   };
 }
 
+/** A configured contract or wallet address (`where` names the setting), checksummed; the zero address is refused. */
+function nonZeroAddress(v: unknown, where: string): string {
+  if (typeof v !== 'string' || !isAddress(v, { strict: false }) || /^0x0{40}$/i.test(v))
+    throw new ConfigError(`${where} must be a non-zero EVM address`);
+  return getAddress(v);
+}
+
 /**
  * `{"escrow": "0x…", "erc3009_collector": "0x…", "operator_refund_collector": "0x…"}`: for a live network the canonical
  * commerce-payments deployment (AUTH_CAPTURE_V1_1 in escrow.ts), for a local node where `kasse evm deploy-escrow`
@@ -115,12 +117,7 @@ export function parseEvmSettings(raw: unknown, at: string): EvmNetworkSettings {
  */
 function escrowSettings(raw: unknown, at: string): EscrowSettings {
   const v = new SettingsObject(raw, at, ['escrow', 'erc3009_collector', 'operator_refund_collector']).values;
-  const address = (k: string): string => {
-    const a = v[k];
-    if (typeof a !== 'string' || !isAddress(a, { strict: false }) || /^0x0{40}$/i.test(a))
-      throw new ConfigError(`${at}.${k} must be a non-zero EVM address`);
-    return getAddress(a);
-  };
+  const address = (k: string): string => nonZeroAddress(v[k], `${at}.${k}`);
   return {
     escrow: address('escrow'),
     erc3009Collector: address('erc3009_collector'),

@@ -85,7 +85,6 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
   readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly batches: DisperseBatches | null;
   protected readonly queue: TransferQueue<TransferRow>;
-  protected readonly versionsTable = 'evm_transfer_txs';
   private hotAddress: Address | null = null;
 
   constructor(
@@ -115,7 +114,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
       retryBaseMs: options.retryBaseMs ?? SENDER_DEFAULTS.retryBaseMs,
       retryMaxMs: options.retryMaxMs ?? SENDER_DEFAULTS.retryMaxMs,
     };
-    this.queue = new TransferQueue<TransferRow>('evm', 'evm_transfers', chain, deps, queue, {
+    this.queue = new TransferQueue<TransferRow>('evm', chain, deps, queue, {
       sign: (row) => this.sign(row),
       broadcast: (row) => this.broadcast(row),
       follow: (row) => this.check(row),

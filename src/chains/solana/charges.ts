@@ -30,14 +30,13 @@ import { ApiError, invalid } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Tx } from '../../db/index.ts';
 import {
-  queueState,
+  QueuedChargeScheme,
   type ChargeCheck,
   type ChargeKind,
   type ChargeScheme,
   type ChargeState,
   type Checked,
   type GrantTerms,
-  type RelayState,
   type SigningRequest,
   type StoredGrant,
 } from '../charges.ts';
@@ -70,8 +69,11 @@ interface Relay {
 
 const tokenDecoder = getTokenDecoder();
 
-export class SolanaCharges implements ChargeScheme {
-  constructor(private readonly deps: SolanaChargesDeps) {}
+export class SolanaCharges extends QueuedChargeScheme implements ChargeScheme {
+  protected readonly failure = 'the transaction failed';
+  constructor(private readonly deps: SolanaChargesDeps) {
+    super();
+  }
 
   kinds(mode: Mode): ChargeKind[] {
     const kinds: ChargeKind[] = [];
@@ -213,11 +215,6 @@ export class SolanaCharges implements ChargeScheme {
     });
   }
 
-  async relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
-    const row = await this.served(mode, chain).sender.get(id);
-    return queueState(row, row?.signature ?? null, 'the transaction failed');
-  }
-
   async check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck> {
     const { adapter } = this.served(grant.mode, grant.chain);
     const data = grant.data as unknown as SolanaGrantData;
@@ -255,15 +252,11 @@ export class SolanaCharges implements ChargeScheme {
     });
   }
 
-  async push(mode: Mode, chain: string, id: string): Promise<void> {
-    await this.served(mode, chain).sender.pushOrLeave(id);
-  }
-
   async chargeState(grant: StoredGrant, id: string, amount: bigint): Promise<ChargeState> {
-    const { adapter, sender } = this.served(grant.mode, grant.chain);
-    const row = await sender.get(id);
-    const state = queueState(row, row?.signature ?? null, 'the transaction failed');
+    const state = await this.relayState(grant.mode, grant.chain, id);
     if (state.status !== 'done') return state;
+    const { adapter, sender } = this.served(grant.mode, grant.chain);
+    const slot = (await sender.get(id))?.slot ?? null;
     // Landed without error: the transfer is the receiver's token account's gain, at its position in the transaction.
     const to = await associatedTokenAccount(grant.receiver, grant.token.contract!);
     const landed = await adapter.rpc().request<{
@@ -287,7 +280,7 @@ export class SolanaCharges implements ChargeScheme {
     // The receiver is swept like a deposit address once this slot is final (sweep.ts).
     await adapter.deps.db
       .updateTable('solana_addresses')
-      .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${String(row?.slot ?? null)}::bigint)` })
+      .set({ last_deposit_slot: sql`greatest(last_deposit_slot, ${String(slot)}::bigint)` })
       .where('mode', '=', grant.mode)
       .where('chain', '=', grant.chain)
       .where('address', '=', grant.receiver)
@@ -295,7 +288,7 @@ export class SolanaCharges implements ChargeScheme {
     return {
       status: 'succeeded',
       transaction: state.transaction,
-      blockNumber: row?.slot ?? null,
+      blockNumber: slot,
       blockHash: null,
       index: gain.accountIndex,
       from: grant.payer,
@@ -381,6 +374,10 @@ export class SolanaCharges implements ChargeScheme {
       delegatedAmount: t.delegatedAmount,
       frozen: t.state === AccountState.Frozen,
     };
+  }
+
+  protected sender(mode: Mode, chain: string): SolanaSender {
+    return this.served(mode, chain).sender;
   }
 
   /** The network's adapter and sender; throws for a network that takes no grants. */

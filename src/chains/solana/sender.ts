@@ -67,7 +67,6 @@ export class SolanaSender
   readonly network: NetworkConfig;
   readonly mode: Mode;
   protected readonly queue: TransferQueue<SolanaTransferRow>;
-  protected readonly versionsTable = 'solana_transfer_txs';
   private readonly plans: PlanContext;
 
   constructor(
@@ -81,7 +80,6 @@ export class SolanaSender
     this.plans = { network: chain.network, mode: chain.mode, keys: deps.keys, log: deps.log, rpc: () => chain.rpc() };
     this.queue = new TransferQueue<SolanaTransferRow>(
       'solana',
-      'solana_transfers',
       chain,
       deps,
       { ...QUEUE_DEFAULTS, ...options },

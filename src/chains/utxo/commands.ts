@@ -67,6 +67,7 @@ export const utxoCommands: FamilyCommand[] = [
       const m = adapter.mode;
       const chain = adapter.network.id;
       const hot = adapter.hotWalletAddress();
+      const networkTransfers = ctx.db.selectFrom('utxo_transfers').where('mode', '=', m).where('chain', '=', chain);
       const [[tip, mempool], cursor, coins, transfers, waiting] = await Promise.all([
         fromNodes(adapter.network, m, ctx.health, () =>
           Promise.all([
@@ -84,18 +85,12 @@ export const utxoCommands: FamilyCommand[] = [
           .where('spent_by', 'is', null)
           .groupBy('kind')
           .execute(),
-        ctx.db
-          .selectFrom('utxo_transfers')
+        networkTransfers
           .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-          .where('mode', '=', m)
-          .where('chain', '=', chain)
           .groupBy('status')
           .execute(),
-        ctx.db
-          .selectFrom('utxo_transfers')
+        networkTransfers
           .select(['id', 'purpose', 'amount', 'waiting_since', 'error'])
-          .where('mode', '=', m)
-          .where('chain', '=', chain)
           .where('status', '=', 'pending')
           .where('waiting_since', 'is not', null)
           .orderBy('created_at')

@@ -69,7 +69,6 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
   readonly mode: Mode;
   private readonly settings: UtxoSettings;
   protected readonly queue: TransferQueue<Row>;
-  protected readonly versionsTable = 'utxo_transfer_txs';
 
   constructor(
     private readonly adapter: UtxoAdapter,
@@ -82,7 +81,6 @@ export class UtxoSender extends QueuedSender<Row, Selectable<UtxoTransferTxsTabl
     this.settings = adapter.settings;
     this.queue = new TransferQueue<Row>(
       'utxo',
-      'utxo_transfers',
       adapter,
       deps,
       { ...QUEUE_DEFAULTS, ...options },

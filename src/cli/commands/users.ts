@@ -13,7 +13,7 @@
  */
 import { OPERATOR } from '../../modules/audit/index.ts';
 import type { MailStatus } from '../../modules/email/index.ts';
-import { optionalInt, requireArg, requireString, UsageError, type Command } from '../context.ts';
+import { listFilters, listFlags, requireArg, requireString, type Command } from '../context.ts';
 
 const STATUSES: MailStatus[] = ['pending', 'claimed', 'handed', 'sent', 'failed', 'uncertain', 'kept'];
 /** The most `mail list --limit` shows at once. */
@@ -75,14 +75,11 @@ export const userCommands: Command[] = [
   {
     name: 'mail list',
     usage: `mail list [--status ${STATUSES.join('|')}] [--limit N] [--json]   (every merchant's mail, newest first; bodies with mail show)`,
-    flags: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+    flags: listFlags(),
     run: async (kasse, f) => {
-      const status = f.status as MailStatus | undefined;
-      if (status !== undefined && !STATUSES.includes(status))
-        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
-      const limit = optionalInt(f, 'limit') ?? 100;
-      if (limit < 1 || limit > MAIL_LIST_MAX) throw new UsageError(`--limit must be between 1 and ${MAIL_LIST_MAX}`);
-      const { data, has_more } = await kasse.email.forOperator({ status, limit });
+      const { data, has_more } = await kasse.email.forOperator(
+        listFilters(f, STATUSES, { byDefault: 100, max: MAIL_LIST_MAX }),
+      );
       return { data: data.map(({ text: _t, html: _h, ...m }) => m), has_more };
     },
   },

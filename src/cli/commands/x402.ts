@@ -6,7 +6,7 @@
  * newest first, each with its status and, for a failed one, the reason it ended so (a settlement that could not be
  * completed is never retried: here and on the dashboard's Agents page is where it shows).
  */
-import { mode, optionalInt, requireString, UsageError, type Command } from '../context.ts';
+import { listFilters, listFlags, mode, requireString, type Command } from '../context.ts';
 
 const STATUSES = ['pending', 'settled', 'failed'] as const;
 /** The most `x402 settlements --limit` shows at once. */
@@ -17,25 +17,11 @@ export const x402Commands: Command[] = [
     name: 'x402 settlements',
     usage:
       'x402 settlements --merchant ID --mode test|live [--status pending|settled|failed] [--limit N] [--json]   (newest first; a failed one says why)',
-    flags: {
-      merchant: { type: 'string' },
-      mode: { type: 'string' },
-      status: { type: 'string' },
-      limit: { type: 'string' },
-      json: { type: 'boolean' },
-    },
+    flags: listFlags({ merchant: { type: 'string' }, mode: { type: 'string' } }),
     run: async (kasse, f) => {
-      const status = f.status as string | undefined;
-      if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
-        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}`);
-      const limit = optionalInt(f, 'limit') ?? 50;
-      if (limit < 1 || limit > LIST_MAX) throw new UsageError(`--limit must be from 1 to ${LIST_MAX}`);
       const rows = await kasse.x402.settlements(
         { mode: mode(f), merchantId: requireString(f, 'merchant') },
-        {
-          status: status as (typeof STATUSES)[number] | undefined,
-          limit,
-        },
+        listFilters(f, STATUSES, { byDefault: 50, max: LIST_MAX }),
       );
       return rows.map((r) => {
         const [reason, ...message] = (r.error ?? '').split(': ');

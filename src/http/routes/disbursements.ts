@@ -7,9 +7,7 @@ import {
   ListDisbursementsQuery,
 } from '../../modules/disbursements/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotent, keyActor } from '../actor.ts';
-import { PageOf } from '../schemas/common.ts';
-import { IdempotentCreate } from '../schemas/payments.ts';
+import { collectionRoutes } from './collection.ts';
 
 const DisbursementIdParam = Type.Object({
   id: Type.String({ pattern: ID_PATTERNS.dsb, description: 'Disbursement id' }),
@@ -24,73 +22,37 @@ const CREATE_BODY_LIMIT = 512 * 1024;
 
 export default async function disbursementRoutes(app: ApiApp, { kasse }: ApiDeps) {
   app.addSchema(DisbursementSchema);
-
-  app.post(
-    '/disbursements',
+  const disbursements = collectionRoutes(
+    app,
     {
+      noun: 'disbursement',
+      ref: DisbursementRef,
+      idParam: DisbursementIdParam,
+      query: ListDisbursementsQuery,
+      tags,
+    },
+    kasse.disbursements,
+  );
+
+  disbursements.create(
+    {
+      description:
+        "Creates a batch of 1 to 500 payouts in the merchant's payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.",
+      errors: ['idempotency_conflict', 'price_unavailable'],
+      body: CreateDisbursementBody,
       bodyLimit: Math.max(CREATE_BODY_LIMIT, kasse.config.bodyLimitBytes),
-      schema: {
-        operationId: 'createDisbursement',
-        summary: 'Create a disbursement',
-        description:
-          "Creates a batch of 1 to 500 payouts in the merchant's payout coin (`payout_token`, default `base:usdc`), each priced now (stablecoins exactly at the peg). The batch is `pending_approval` until the number of owners in `approvals_required` approve it on the dashboard with their second factor; an owner then releases it, which takes `total_usd_cents` from the available balance and sends every item. A refused item names itself in `param` (`items.17.destination`). Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first batch, a different body 409 `idempotency_conflict`. 503 `price_unavailable` when a payout coin that is not a stablecoin has no current price.",
-        tags,
-        errors: ['idempotency_conflict', 'price_unavailable'],
-        body: CreateDisbursementBody,
-        ...IdempotentCreate(DisbursementRef, 'disbursement'),
-      },
     },
-    async (req, reply) => {
-      const result = await kasse.disbursements.create(req.auth, req.body, ...idempotent(req));
-      return reply.code(result.status as 200 | 201).send(result.disbursement);
-    },
+    (req, key, actor) => kasse.disbursements.create(req.auth, req.body, key, actor),
   );
 
-  app.get(
-    '/disbursements',
-    {
-      schema: {
-        operationId: 'listDisbursements',
-        summary: 'List disbursements',
-        description:
-          'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
-        tags,
-        querystring: ListDisbursementsQuery,
-        response: { 200: PageOf(DisbursementRef) },
-      },
-    },
-    async (req) => kasse.disbursements.list(req.auth, req.query),
+  disbursements.list(
+    'Newest first, optionally filtered by `status`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
   );
 
-  app.get(
-    '/disbursements/:id',
-    {
-      schema: {
-        operationId: 'getDisbursement',
-        summary: 'Get a disbursement',
-        description: "With every item, its payout and the batch's progress.",
-        tags,
-        params: DisbursementIdParam,
-        response: { 200: DisbursementRef },
-      },
-    },
-    async (req) => kasse.disbursements.get(req.auth, req.params.id),
-  );
+  disbursements.get("With every item, its payout and the batch's progress.");
 
-  app.post(
-    '/disbursements/:id/cancel',
-    {
-      schema: {
-        operationId: 'cancelDisbursement',
-        summary: 'Cancel a disbursement',
-        description:
-          'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
-        tags,
-        errors: ['invalid_state'],
-        params: DisbursementIdParam,
-        response: { 200: DisbursementRef },
-      },
-    },
-    async (req) => kasse.disbursements.cancel(req.auth, req.params.id, keyActor(req)),
-  );
+  disbursements.transition('cancel', {
+    description:
+      'Cancels a batch that is `pending_approval` or `approved`; once released (or cancelled) it answers 422 `invalid_state`. Publishes `disbursement.cancelled`.',
+  });
 }

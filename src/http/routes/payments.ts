@@ -1,15 +1,15 @@
 /** Payments: create, list, read, coin choices, cancel, accept and refund. */
 import { Type } from 'typebox';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotencyKey, idempotent, keyActor } from '../actor.ts';
-import { PageOf, PaymentIdParam } from '../schemas/common.ts';
+import { collectionRoutes } from './collection.ts';
+import { idempotencyKey, keyActor } from '../actor.ts';
+import { PaymentIdParam } from '../schemas/common.ts';
 import {
   addPaymentSchemas,
   CreateAttemptBody,
   CapturePaymentBody,
   CreatePaymentBody,
   IdempotencyHeaders,
-  IdempotentCreate,
   ListPaymentsQuery,
   PaymentRef,
   RefundBody,
@@ -19,57 +19,27 @@ const tags = ['Payments'];
 
 export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
   addPaymentSchemas(app);
-
-  app.post(
-    '/payments',
-    {
-      schema: {
-        operationId: 'createPayment',
-        summary: 'Create a payment',
-        description:
-          'Creates a payment in US cents (status `waiting`, with a `checkout_url`). With `token` (and optionally `chain`, which must match it) the coin choice is issued in the same call and the checkout skips its coin picker; `chain` without `token` is refused (400, param `token`). URLs must be https:// on the live API. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first payment, a different body 409 `idempotency_conflict`.',
-        tags,
-        body: CreatePaymentBody,
-        errors: ['idempotency_conflict', 'amount_too_small', 'price_unavailable', 'chain_paused'],
-        ...IdempotentCreate(PaymentRef, 'payment'),
-      },
-    },
-    async (req, reply) => {
-      const result = await kasse.payments.create(req.auth, req.body, ...idempotent(req), req.auth.merchant.name);
-      return reply.code(result.status as 200 | 201).send(result.payment);
-    },
+  const payments = collectionRoutes(
+    app,
+    { noun: 'payment', ref: PaymentRef, idParam: PaymentIdParam, query: ListPaymentsQuery, tags },
+    kasse.payments,
   );
 
-  app.get(
-    '/payments',
+  payments.create(
     {
-      schema: {
-        operationId: 'listPayments',
-        summary: 'List payments',
-        description:
-          'Newest first, filtered by `order_id`, `status` and `source`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
-        tags,
-        querystring: ListPaymentsQuery,
-        response: { 200: PageOf(PaymentRef) },
-      },
+      description:
+        'Creates a payment in US cents (status `waiting`, with a `checkout_url`). With `token` (and optionally `chain`, which must match it) the coin choice is issued in the same call and the checkout skips its coin picker; `chain` without `token` is refused (400, param `token`). URLs must be https:// on the live API. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first payment, a different body 409 `idempotency_conflict`.',
+      errors: ['idempotency_conflict', 'amount_too_small', 'price_unavailable', 'chain_paused'],
+      body: CreatePaymentBody,
     },
-    async (req) => kasse.payments.list(req.auth, req.query),
+    (req, key, actor) => kasse.payments.create(req.auth, req.body, key, actor, req.auth.merchant.name),
   );
 
-  app.get(
-    '/payments/:id',
-    {
-      schema: {
-        operationId: 'getPayment',
-        summary: 'Get a payment',
-        description: "The source of truth for a payment's state.",
-        tags,
-        params: PaymentIdParam,
-        response: { 200: PaymentRef },
-      },
-    },
-    async (req) => kasse.payments.get(req.auth, req.params.id),
+  payments.list(
+    'Newest first, filtered by `order_id`, `status` and `source`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
   );
+
+  payments.get("The source of truth for a payment's state.");
 
   app.post(
     '/payments/:id/attempts',
@@ -90,35 +60,16 @@ export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
       reply.code(201).send(await kasse.payments.createAttempt(req.auth, req.params.id, req.body, keyActor(req))),
   );
 
-  /** A change of state the payment's own state machine decides (else 422 `invalid_state`), answering the Payment. */
-  const transition = (action: 'cancel' | 'accept', operationId: string, summary: string, description: string) =>
-    app.post(
-      `/payments/:id/${action}`,
-      {
-        schema: {
-          operationId,
-          summary,
-          description,
-          tags,
-          params: PaymentIdParam,
-          errors: ['invalid_state'],
-          response: { 200: PaymentRef },
-        },
-      },
-      async (req) => kasse.payments[action](req.auth, req.params.id, keyActor(req)),
-    );
-  transition(
-    'cancel',
-    'cancelPayment',
-    'Cancel a payment',
-    'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
-  );
-  transition(
-    'accept',
-    'acceptPayment',
-    'Accept an underpaid or late payment',
-    'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
-  );
+  // Changes of state the payment's own state machine decides (else 422 `invalid_state`).
+  payments.transition('cancel', {
+    description:
+      'Only a `waiting` payment before any money is seen (else 422 `invalid_state`). Sends `payment.cancelled`.',
+  });
+  payments.transition('accept', {
+    summary: 'Accept an underpaid or late payment',
+    description:
+      'Marks an `underpaid` or `late` payment paid with what arrived (else 422 `invalid_state`). Sends `payment.paid` and credits the balance.',
+  });
 
   app.post(
     '/payments/:id/capture',

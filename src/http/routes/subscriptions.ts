@@ -14,9 +14,9 @@ import {
   SUBSCRIPTION_STATUSES,
 } from '../../modules/subscriptions/index.ts';
 import type { ApiApp, ApiDeps } from '../api.ts';
-import { idempotent, keyActor } from '../actor.ts';
-import { DateTime, LocaleField, PageOf } from '../schemas/common.ts';
-import { IdempotentCreate } from '../schemas/payments.ts';
+import { collectionRoutes } from './collection.ts';
+import { keyActor } from '../actor.ts';
+import { DateTime, LocaleField } from '../schemas/common.ts';
 
 const Enum = <T extends string>(values: readonly T[], description?: string) =>
   Type.Union(
@@ -108,74 +108,38 @@ const tags = ['Subscriptions'];
 
 export default async function subscriptionRoutes(app: ApiApp, { kasse, mode }: ApiDeps) {
   for (const s of SUBSCRIPTION_SCHEMAS) app.addSchema(s);
-
-  app.post(
-    '/subscriptions',
+  const subscriptions = collectionRoutes(
+    app,
     {
-      schema: {
-        operationId: 'createSubscription',
-        summary: 'Create a subscription',
-        description:
-          "Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period's payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period's payment changes neither the period's count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.",
-        tags,
-        errors: ['idempotency_conflict'],
-        body: CreateSubscriptionBody,
-        ...IdempotentCreate(SubscriptionRef, 'subscription'),
-      },
+      noun: 'subscription',
+      ref: SubscriptionRef,
+      idParam: SubscriptionIdParam,
+      query: ListSubscriptionsQuery,
+      tags,
     },
-    async (req, reply) => {
-      const result = await kasse.subscriptions.create(req.auth, req.body, ...idempotent(req));
-      return reply.code(result.status as 200 | 201).send(result.subscription);
-    },
+    kasse.subscriptions,
   );
 
-  app.get(
-    '/subscriptions',
+  subscriptions.create(
     {
-      schema: {
-        operationId: 'listSubscriptions',
-        summary: 'List subscriptions',
-        description:
-          'Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
-        tags,
-        querystring: ListSubscriptionsQuery,
-        response: { 200: PageOf(SubscriptionRef) },
-      },
+      description:
+        "Schedules invoices for a customer: at `start_at` (default now) and then every `interval_count` × `interval` (UTC calendar; 31 January + 1 month is the end of February, then the 31st again), an ordinary payment is created (`order_id` `<sub id>-<period>`, `metadata.subscription_id`, `metadata.period`) and its checkout link emailed to `customer_email`. When a period's payment ends unpaid (expires, or is cancelled), the subscription becomes `past_due` at once and a fresh payment is emailed — again each day until `grace_days` have passed since the due time, then the subscription is cancelled (with `grace_days` 0 it is cancelled when the payment ends). Refunding a paid period's payment changes neither the period's count nor the status: cancel the subscription to stop billing. Starting now, the first period is invoiced in the same call. Send `Idempotency-Key` to make retries safe: the same key and body answer 200 with the first subscription, a different body 409 `idempotency_conflict`.",
+      errors: ['idempotency_conflict'],
+      body: CreateSubscriptionBody,
     },
-    async (req) => kasse.subscriptions.list(req.auth, req.query),
+    (req, key, actor) => kasse.subscriptions.create(req.auth, req.body, key, actor),
   );
 
-  app.get(
-    '/subscriptions/:id',
-    {
-      schema: {
-        operationId: 'getSubscription',
-        summary: 'Get a subscription',
-        description: 'With every payment issued for it (`invoices`).',
-        tags,
-        params: SubscriptionIdParam,
-        response: { 200: SubscriptionRef },
-      },
-    },
-    async (req) => kasse.subscriptions.get(req.auth, req.params.id),
+  subscriptions.list(
+    'Newest first, filtered by `status` and `customer_email`. `limit` defaults to 20 (at most 100); pass `next_cursor` as `cursor` for the next page.',
   );
 
-  app.post(
-    '/subscriptions/:id/cancel',
-    {
-      schema: {
-        operationId: 'cancelSubscription',
-        summary: 'Cancel a subscription',
-        description:
-          'Ends the subscription now (`cancelled`, final; `cancellation_reason` `merchant`): no more invoices; its payments still waiting are cancelled (payments with money on the way finish); the customer is emailed. 422 `invalid_state` when it is already cancelled.',
-        tags,
-        errors: ['invalid_state'],
-        params: SubscriptionIdParam,
-        response: { 200: SubscriptionRef },
-      },
-    },
-    async (req) => kasse.subscriptions.cancel(req.auth, req.params.id, keyActor(req)),
-  );
+  subscriptions.get('With every payment issued for it (`invoices`).');
+
+  subscriptions.transition('cancel', {
+    description:
+      'Ends the subscription now (`cancelled`, final; `cancellation_reason` `merchant`): no more invoices; its payments still waiting are cancelled (payments with money on the way finish); the customer is emailed. 422 `invalid_state` when it is already cancelled.',
+  });
 
   if (mode !== 'test') return;
   app.post(

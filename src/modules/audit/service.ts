@@ -73,6 +73,9 @@ export type AuditTarget = { type: string; id: string | null } | null;
 /** Small JSON object with what changed (never secrets). */
 export type AuditDetails = Record<string, unknown> | null;
 
+/** One entry as `record`, `recordAlone` and `writes` take it: whose log, who, what, to which object, what changed. */
+type AuditEntry = [scope: AuditScope, actor: Actor, action: string, target?: AuditTarget, details?: AuditDetails];
+
 export interface AuditRecord {
   seq: string;
   at: string;
@@ -130,38 +133,20 @@ export class AuditLog {
    * Records that `actor` did `action` to `target` of `scope`, in `tx`: the change's own transaction. Dotted actions,
    * object first: `payment.create`, `link.update`, `user.invite`, `signin.failed`, …
    */
-  async record(
-    tx: DbOrTx,
-    scope: AuditScope,
-    actor: Actor,
-    action: string,
-    target: AuditTarget = null,
-    details: AuditDetails = null,
-  ): Promise<void> {
-    if (!recorded(actor)) return;
-    await tx.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, this.values(scope, actor, action, target, details)));
+  async record(tx: DbOrTx, ...entry: AuditEntry): Promise<void> {
+    const values = this.values(...entry);
+    if (values) await tx.executeQuery(CompiledQuery.raw(INSERT_ENTRY.sql, values));
   }
 
   /** `record` on its own: for what changes nothing, such as an action refused for a missing permission. */
-  recordAlone(
-    scope: AuditScope,
-    actor: Actor,
-    action: string,
-    target: AuditTarget = null,
-    details: AuditDetails = null,
-  ): Promise<void> {
-    return this.record(this.db, scope, actor, action, target, details);
+  recordAlone(...entry: AuditEntry): Promise<void> {
+    return this.record(this.db, ...entry);
   }
 
   /** `record` as writes of a change written as one statement (db/statement.ts): the row's INSERT, or none. */
-  writes(
-    scope: AuditScope,
-    actor: Actor,
-    action: string,
-    target: AuditTarget = null,
-    details: AuditDetails = null,
-  ): Write[] {
-    return recorded(actor) ? [rowWrite(INSERT_ENTRY, this.values(scope, actor, action, target, details))] : [];
+  writes(...entry: AuditEntry): Write[] {
+    const values = this.values(...entry);
+    return values ? [rowWrite(INSERT_ENTRY, values)] : [];
   }
 
   /**
@@ -177,14 +162,9 @@ export class AuditLog {
     targetType: string,
     details: AuditDetails = null,
   ): RawBuilder<R> {
-    if (!recorded(actor)) return sql<R>`${change}`;
-    const [merchantId, mode, at, type, id, label, , kind, , ip, json] = this.values(
-      scope,
-      actor,
-      action,
-      { type: targetType, id: null },
-      details,
-    );
+    const values = this.values(scope, actor, action, { type: targetType, id: null }, details);
+    if (!values) return sql<R>`${change}`;
+    const [merchantId, mode, at, type, id, label, , kind, , ip, json] = values;
     return sql<R>`
       WITH change AS (${change}), audit AS (
         INSERT INTO audit_log (merchant_id, mode, at, actor_type, actor_id, actor_label, action, target_type, target_id, ip, details)
@@ -194,14 +174,9 @@ export class AuditLog {
       SELECT * FROM change`;
   }
 
-  /** The row's columns in INSERT_ENTRY's order. */
-  private values(
-    scope: AuditScope,
-    actor: RecordedActor,
-    action: string,
-    target: AuditTarget,
-    details: AuditDetails,
-  ): unknown[] {
+  /** The row's columns in INSERT_ENTRY's order; null when the log does not record the actor. */
+  private values(...[scope, actor, action, target = null, details = null]: AuditEntry): unknown[] | null {
+    if (!recorded(actor)) return null;
     return [
       scope?.merchantId ?? null,
       scope && 'mode' in scope ? scope.mode : null,
