@@ -473,6 +473,9 @@ export class CaptureService implements TransferOwner, HoldsPort {
               amount: BigInt(op.amount),
               cents: op.amount_cents!,
               from: null,
+              // An x402 hold pays its coin choice's address (the merchant's x402 forwarder): its block makes that
+              // address due for the sweep like any deposit's. A checkout's hold pays the hot wallet: nothing to sweep.
+              blockNumber: l.row.source === 'x402' ? (t.blockNumber ?? null) : null,
             });
             l = applied.loaded;
           } catch (err) {

@@ -27,6 +27,8 @@ export interface SettledTransfer {
   status: 'sent' | 'failed';
   txHash: string | null;
   error: string | null;
+  /** The block the transaction landed in, when the sender reports it. */
+  blockNumber?: bigint | null;
 }
 
 /**
@@ -144,6 +146,7 @@ export class TransferService implements TransferSink {
         status: r.status,
         txHash: r.txHash,
         error: r.error,
+        blockNumber: r.blockNumber ?? null,
       }));
       for (const [purpose, own] of groupBy(settled, (t) => t.purpose)) {
         const owner = this.owners.get(purpose);
