@@ -35,7 +35,6 @@ import { refundOpen } from '../refunds/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import {
   capturedCents,
-  dueHolds,
   holdById,
   holdOperations,
   insertHold,
@@ -46,10 +45,10 @@ import {
   paymentHold,
   settleOperation,
   updateHold,
-  type DueCursor,
   type HoldRow,
   type OperationRow,
 } from './store.ts';
+import { runDue } from './due.ts';
 import { capturesOf, openHold, openHolds, type OpenHold } from './reads.ts';
 import type { HoldRelease } from './tables.ts';
 
@@ -521,53 +520,12 @@ export class CaptureService implements TransferOwner, HoldsPort {
 
   // ---- Due work ----
 
-  /**
-   * One pass over holds whose `capture_before` is reached: each still holding money is voided (the payer gets it
-   * back), unless the escrow says it holds nothing any more — the payer reclaimed it while Kasse was not there to
-   * void — which is then recorded as reclaimed. The escrow is asked before any transaction opens. It reads them
-   * `batch` at a time, each page after the last, so holds it cannot act on (no escrow for their network, a failing
-   * one) never keep it from the others. Returns how many holds it acted on.
-   */
-  async runDue(batch = DUE_BATCH): Promise<number> {
-    const { db, clock } = this.engine.deps;
-    const now = clock.now();
-    let acted = 0;
-    let after: DueCursor | undefined;
-    for (;;) {
-      const page = await dueHolds(db, now, batch, after);
-      for (const due of page) if (await this.dueHold(due)) acted++;
-      if (page.length < batch) return acted;
-      after = page[page.length - 1]!;
-    }
-  }
-
-  /** Voids a hold at its deadline, or records it reclaimed; false when nothing was done (logged when it failed). */
-  private async dueHold(due: HoldRow): Promise<boolean> {
-    const { chains, log } = this.engine.deps;
-    try {
-      let empty = false;
-      if (!due.simulated) {
-        const adapter = chains.hasAdapter(due.mode, due.chain) ? chains.adapter(due.mode, due.chain) : null;
-        if (!adapter?.holds) {
-          log.warn({ holdId: due.id, chain: due.chain }, 'hold due but no escrow runs for its network');
-          return false;
-        }
-        empty = (await adapter.holds.held(due.terms)).capturable === 0n;
-      }
-      const done = await this.engine.lockedById(due.mode, due.payment_id, async (tx, l) => {
-        const hold = await lockHold(tx, due.id);
-        if (hold.status !== 'authorized') return false;
-        const ops = await holdOperations(tx, hold.id);
-        if (ops.some((o) => o.status === 'pending' && (o.kind === 'void' || empty))) return false;
-        if (empty) await this.release(tx, l, hold, 'reclaimed');
-        else if (!(await this.requestVoid(tx, l, hold, ops, 'deadline'))) return false;
-        return true;
-      });
-      return done === true;
-    } catch (err) {
-      log.error({ err, holdId: due.id }, 'due hold not handled');
-      return false;
-    }
+  /** One pass over the holds whose `capture_before` is reached (due.ts); returns how many it acted on. */
+  runDue(batch = DUE_BATCH): Promise<number> {
+    return runDue(this.engine, batch, {
+      release: (tx, l, hold, by) => this.release(tx, l, hold, by),
+      requestVoid: (tx, l, hold, ops, reason) => this.requestVoid(tx, l, hold, ops, reason),
+    });
   }
 
   /** Test mode: settles pending simulated hold operations as sent (the workers' loop; tests after asking). */
