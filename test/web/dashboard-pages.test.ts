@@ -354,6 +354,34 @@ describe('dashboard pages', () => {
       { action: 'payment.capture', actor_label: 'owner@example.com' },
       { action: 'payment.void', actor_label: 'owner@example.com' },
     ]);
+
+    // Refunded after a capture, the page offers no capture but still voids the rest back to the payer.
+    const refunded = (
+      await api.post('/payments', {
+        price_amount: 2000,
+        price_currency: 'USD',
+        order_id: 'H-2',
+        capture_method: 'manual',
+      })
+    ).body;
+    await api.post(`/test/payments/${refunded.id}/simulate`, { outcome: 'authorized' });
+    assert.equal((await api.post(`/payments/${refunded.id}/capture`, { amount_usd_cents: 500 })).status, 200);
+    await w.t.kasse.capture.settleSimulated();
+    const refund = await api.post(`/payments/${refunded.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
+    assert.equal(refund.status, 202);
+    await w.t.kasse.refunds.settleSimulated();
+    await page.goto(`${base}/dashboard/test/payments/${refunded.id}`);
+    await page.locator('[data-capturable]').getByText('$0.00').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Capture', exact: true }).count(), 0);
+    await page.getByLabel(/I confirm: what is not captured goes back/).check();
+    await page.getByRole('button', { name: 'Void the rest' }).click();
+    await page.getByText('The void was asked for.').waitFor();
+    await w.t.kasse.capture.settleSimulated();
+    const back = (await api.get(`/payments/${refunded.id}`)).body;
+    assert.equal(back.status, 'refunded');
+    assert.equal(back.authorization.voided, true);
     await context.close();
   });
 

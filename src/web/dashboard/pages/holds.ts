@@ -30,19 +30,24 @@ async function holdSection(ctx: Ctx, p: Payment, told: Told | null, values: Reco
   if (!hold)
     return html`<section class="d-panel" id="authorization"><h2>Authorization</h2>${facts}<p class="d-muted">Nothing can be captured now.</p></section>`;
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
-  const forms =
-    ctx.can('payments.write') && hold.capturableCents > 0
+  const write = ctx.can('payments.write');
+  const captureForm =
+    write && hold.capturableCents > 0
       ? html`<form method="post" action="${base}/capture" class="d-form">${csrfField(ctx.csrf)}${onceField()}
 ${field({ name: 'amount_usd', label: `Amount to capture in USD (at most ${usd(hold.capturableCents)})`, value: values.amount_usd ?? (hold.capturableCents / 100).toFixed(2), required: true, told, attrs: html` inputmode="decimal" autocomplete="off"` })}
 ${confirmBox('I confirm: this moves the amount from the payer to me.')}
-<button type="submit" class="d-btn">Capture</button></form>
-<form method="post" action="${base}/void" class="d-form">${csrfField(ctx.csrf)}${onceField()}
+<button type="submit" class="d-btn">Capture</button></form>`
+      : '';
+  // A void waits for captures in flight (the escrow's void would release what they take).
+  const voidForm =
+    write && hold.voidable
+      ? html`<form method="post" action="${base}/void" class="d-form">${csrfField(ctx.csrf)}${onceField()}
 ${confirmBox('I confirm: what is not captured goes back to the payer, and nothing more can be captured.')}
 <button type="submit" class="d-btn d-danger">Void the rest</button></form>`
       : '';
   return html`<section class="d-panel" id="authorization"><h2>Authorization</h2>${facts}
 <p data-capturable><strong>${usd(hold.capturableCents)}</strong> can still be captured until ${when(hold.captureBefore.toISOString())}${hold.voiding ? ' (a void is on its way)' : ''}.</p>
-${errorBox(told)}${forms}</section>`;
+${errorBox(told)}${captureForm}${voidForm}</section>`;
 }
 
 paymentSections.push(holdSection);
