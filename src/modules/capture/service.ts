@@ -3,7 +3,7 @@
  * Kasse operates; the merchant captures it, in parts and more than once, until `capture_before`, or voids the rest;
  * at `capture_before` Kasse voids what is left, and a payer who reclaimed it on chain meanwhile is recorded as such.
  *
- * The module keeps the holds and their operations (store.ts). Every move of held money — authorize, capture, void —
+ * The module keeps the holds and their operations (store.ts); the deadline's due pass is due.ts. Every move of held money — authorize, capture, void —
  * is an outgoing transfer of the transfers module (purposes `authorize`, `capture`, `void`), recorded in the
  * transaction that asks for it and carried out by the network's sender on the one transfer queue, so it happens once
  * across crashes; the module is called back in the transaction that settles it and changes the payment only through
