@@ -6,10 +6,10 @@
  * The module keeps the holds and their operations (store.ts); the deadline's due pass is due.ts. Every move of held
  * money — authorize, capture, void — is an outgoing transfer of the transfers module (purposes `authorize`, `capture`,
  * `void`), recorded in the transaction that asks for it and carried out by the network's sender on the one transfer
- * queue, so it happens once across crashes; the module is called back in the transaction that settles it and changes the payment only through
- * the payments engine: `authorized`, a capture as a deposit of the held coin choice (`captured`: the first makes it
- * paid, each is credited with its fee), and `hold_released`. A hold the simulator authorized (test mode) moves
- * through the simulated sender the same way. Refunds of captured money go back through the escrow while
+ * queue, so it happens once across crashes; the module is called back in the transaction that settles it and
+ * changes the payment only through the payments engine: `authorized`, a capture as a deposit of the held coin choice
+ * (`captured`: the first makes it paid, each is credited with its fee), and `hold_released`. A hold the simulator
+ * authorized (test mode) moves through the simulated sender the same way. Refunds of captured money go back through the escrow while
  * `refund_before` allows (the refunds module asks `refundPath`).
  */
 import type { HoldOperation, HoldsPort, SignedHold } from '../../chains/ports.ts';
