@@ -9,8 +9,8 @@
  * queue, so it happens once across crashes; the module is called back in the transaction that settles it and
  * changes the payment only through the payments engine: `authorized`, a capture as a deposit of the held coin choice
  * (`captured`: the first makes it paid, each is credited with its fee), and `hold_released`. A hold the simulator
- * authorized (test mode) moves through the simulated sender the same way. Refunds of captured money go back through the escrow while
- * `refund_before` allows (the refunds module asks `refundPath`).
+ * authorized (test mode) moves through the simulated sender the same way. Refunds of captured money go back through
+ * the escrow while `refund_before` allows (the refunds module asks `refundPath`).
  */
 import type { HoldOperation, HoldsPort, SignedHold } from '../../chains/ports.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
