@@ -160,6 +160,8 @@ export interface TransferResult {
   status: 'sent' | 'failed';
   txHash: string | null;
   error: string | null;
+  /** The block the transaction landed in, where the family reports it (EVM). */
+  blockNumber?: bigint | null;
 }
 
 /** How far an outgoing transfer got before it settled; reported by a sender as it happens. */

@@ -111,6 +111,8 @@ export interface TransferSteps<R extends QueuedTransfer> {
   unsent(row: R): Promise<boolean>;
   /** The settled transaction's hash (signature, txid) as the chain names it; null when none was sent. */
   hash(row: R): string | null;
+  /** The block the settled transaction landed in, where the family keeps it; default unknown. */
+  block?(row: R): bigint | null;
   /** Ends a transfer that is still as `row` says `failed` with `reason`, releasing what it held (no report). */
   fail(row: R, reason: string): Promise<void>;
   /** How a failed step's reason is stored (e.g. which step it was); default the reason itself. */
@@ -432,6 +434,7 @@ export class TransferQueue<R extends QueuedTransfer> {
         status: r.status as 'sent' | 'failed',
         txHash: this.steps.hash(r),
         error: r.error,
+        blockNumber: this.steps.block?.(r) ?? null,
       }));
     if (results.length > 0) await this.deps.sink?.transfersSettled(this.where.mode, results);
     await this.db

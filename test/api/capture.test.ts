@@ -305,6 +305,52 @@ describe('the deadline', () => {
     assert.equal(await available(), balance0 + 693);
     assert.equal(await assertEveryMerchantReconciles(t.kasse), 1);
   });
+
+  test("the merchant's void after capture_before is taken: it is what the deadline's void does", async () => {
+    const p = await authorized();
+    t.clock.set(Date.parse(p.authorization.capture_before) + 1000);
+    assertError(await capture(p.id), 422, 'invalid_state');
+    const answer = await ok(voidIt(p.id));
+    assert.equal(answer.status, 'authorized', 'until the void settles');
+    assert.equal(await t.kasse.capture.runDue(), 0, 'the due pass finds the void on its way');
+    await settle();
+    const after = await get(p.id);
+    assert.equal(after.status, 'cancelled');
+    assert.equal(after.authorization.voided, true);
+    assert.deepEqual(await events(p.id), ['payment.authorized', 'payment.cancelled']);
+  });
+
+  test('a due hold the pass cannot act on (no escrow runs for its network) does not keep it from the next one', async () => {
+    const stuck = await authorized();
+    const due = await authorized();
+    // The first in deadline order is on a network nothing serves here, as after its escrow was removed from the
+    // networks file.
+    const moved = await t.kasse.db
+      .updateTable('holds')
+      .set({
+        simulated: false,
+        chain: 'gone',
+        capture_before: new Date(Date.parse(due.authorization.capture_before) - 1000),
+      })
+      .where('payment_id', '=', stuck.id)
+      .returning(['chain'])
+      .execute();
+    assert.equal(moved.length, 1);
+    t.clock.set(Date.parse(due.authorization.capture_before));
+    assert.equal(await t.kasse.capture.runDue(1), 1, 'one hold a page: the second page voids the due one');
+    await settle();
+    assert.equal((await get(due.id)).status, 'cancelled');
+    assert.equal((await get(stuck.id)).status, 'authorized', 'left for when its network is served');
+    // Served again, it is voided like any.
+    await t.kasse.db
+      .updateTable('holds')
+      .set({ simulated: true, chain: 'base' })
+      .where('payment_id', '=', stuck.id)
+      .execute();
+    assert.equal(await t.kasse.capture.runDue(1), 1);
+    await settle();
+    assert.equal((await get(stuck.id)).status, 'cancelled');
+  });
 });
 
 describe('races', () => {
@@ -366,6 +412,103 @@ describe('races', () => {
       assert.deepEqual(await ok(voidIt(p.id, key)), v.body, 'a retry of the void replays its answer');
     }
     assert.equal((await operations(p.id)).length, 1);
+  });
+
+  test('a refund while a capture is in flight is refused until it settles, and a capture while a refund is open', async () => {
+    const balance0 = await available();
+    const p = await authorized();
+    await ok(capture(p.id, { amount_usd_cents: 1000 }));
+    await settle();
+    await ok(capture(p.id, { amount_usd_cents: 500 }));
+    const refund = () =>
+      m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' });
+    const early = await refund();
+    assertError(early, 422, 'invalid_state');
+    assert.match(early.body.error.message, /capture of this payment's hold is on its way; refund once it settles/);
+    const refunds = await t.kasse.db.selectFrom('refunds').select('id').where('payment_id', '=', p.id).execute();
+    assert.deepEqual(refunds, [], 'nothing was recorded');
+    await settle();
+    assert.equal((await get(p.id)).authorization.captured_usd_cents, 1500);
+    const asked = await ok(refund(), 202);
+    assert.equal(asked.amount, '15000000', 'everything captured goes back');
+    const late = await capture(p.id, { amount_usd_cents: 100 });
+    assertError(late, 422, 'invalid_state');
+    assert.match(late.body.error.message, /A refund of this payment is on its way/);
+    assert.equal(await t.kasse.capture.settleSimulated(), 0, 'no capture was asked for');
+    await t.kasse.refunds.settleSimulated();
+    const after = await get(p.id);
+    assert.equal(after.status, 'refunded');
+    assert.equal(after.authorization.captured_usd_cents, 1500);
+    assert.equal(await available(), balance0, 'both credits taken back, nothing more');
+    assert.equal(await assertEveryMerchantReconciles(t.kasse), 1);
+  });
+
+  test('a void while a capture is in flight is refused (the escrow would release what the capture takes)', async () => {
+    const balance0 = await available();
+    const p = await authorized();
+    await ok(capture(p.id, { amount_usd_cents: 1000 }));
+    const early = await voidIt(p.id);
+    assertError(early, 422, 'invalid_state');
+    assert.match(early.body.error.message, /void once the capture settles/);
+    assert.deepEqual(await operations(p.id), [{ kind: 'capture', amount_cents: 1000, status: 'pending' }]);
+    await settle();
+    await ok(voidIt(p.id));
+    await settle();
+    const after = await get(p.id);
+    assert.equal(after.status, 'paid');
+    assert.equal(after.authorization.captured_usd_cents, 1000);
+    assert.equal(after.authorization.voided, true);
+    assert.equal(await available(), balance0 + 990);
+  });
+
+  test('after a refund of what was captured, the rest of the hold can be voided back to the payer', async () => {
+    const balance0 = await available();
+    const p = await authorized();
+    await ok(capture(p.id, { amount_usd_cents: 1000 }));
+    await settle();
+    await ok(
+      m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }),
+      202,
+    );
+    await t.kasse.refunds.settleSimulated();
+    assert.equal((await get(p.id)).status, 'refunded');
+    assertError(await capture(p.id), 422, 'invalid_state');
+    const answer = await ok(voidIt(p.id));
+    assert.equal(answer.status, 'refunded');
+    await settle();
+    const after = await get(p.id);
+    assert.equal(after.status, 'refunded');
+    assert.equal(after.authorization.voided, true);
+    assert.deepEqual(
+      (await operations(p.id)).map((o) => o.kind),
+      ['capture', 'void'],
+    );
+    assert.equal(await available(), balance0);
+    assertError(await voidIt(p.id), 422, 'invalid_state');
+  });
+
+  test('a simulated settlement that cannot be applied stays pending and holds back no other', async () => {
+    const [a, b] = [await authorized(), await authorized()];
+    await ok(capture(a.id, { amount_usd_cents: 300 }));
+    await ok(capture(b.id, { amount_usd_cents: 400 }));
+    // A's capture can no longer be applied (its operation's record is gone); B's settles all the same.
+    const [gone] = await t.kasse.db
+      .deleteFrom('hold_operations')
+      .where('payment_id', '=', a.id)
+      .returning('id')
+      .execute();
+    assert.equal(await t.kasse.capture.settleSimulated(), 1);
+    await t.kasse.webhooks.drain();
+    const settledB = await get(b.id);
+    assert.equal(settledB.status, 'paid');
+    assert.equal(settledB.authorization.captured_usd_cents, 400);
+    const left = await t.kasse.db
+      .selectFrom('transfers')
+      .select('status')
+      .where('id', '=', gone!.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(left.status, 'pending');
+    await t.kasse.db.deleteFrom('transfers').where('id', '=', gone!.id).execute();
   });
 });
 

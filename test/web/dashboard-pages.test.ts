@@ -301,17 +301,42 @@ describe('dashboard pages', () => {
     assert.match(tooMuch.body, /Only 5000 US cents remain to capture/);
     assert.equal((await api.get(`/payments/${held.id}`)).body.authorization.pending_usd_cents, 0);
 
+    // Each rendered form carries its own key: the same form posted again (a double click) captures or voids once.
+    const onceOf = (action: string) => page.locator(`form[action$="/${action}"] input[name=once]`).inputValue();
+    const operations = async () =>
+      (await w.t.kasse.db.selectFrom('hold_operations').select('kind').where('payment_id', '=', held.id).execute()).map(
+        (o) => o.kind,
+      );
     await page.goto(`${base}/dashboard/test/payments/${held.id}`);
+    const captureOnce = await onceOf('capture');
     await page.getByLabel(/Amount to capture in USD/).fill('12.50');
     await page.getByLabel('I confirm: this moves the amount from the payer to me.').check();
     await page.getByRole('button', { name: 'Capture' }).click();
     await page.getByText('The capture was asked for.').waitFor();
+    const resent = await post(page, `${base}/dashboard/test/payments/${held.id}/capture`, {
+      _csrf: token,
+      once: captureOnce,
+      amount_usd: '12.50',
+      confirm: 'yes',
+    });
+    assert.equal(resent.status, 303, resent.body);
+    assert.equal((await api.get(`/payments/${held.id}`)).body.authorization.pending_usd_cents, 1250);
+    assert.deepEqual(await operations(), ['capture'], 'the form posted twice captured once');
     await w.t.kasse.capture.settleSimulated();
     await page.reload();
     await page.locator('[data-capturable]').getByText('$37.50').waitFor();
+    const voidOnce = await onceOf('void');
+    assert.notEqual(voidOnce, captureOnce);
     await page.getByLabel(/I confirm: what is not captured goes back/).check();
     await page.getByRole('button', { name: 'Void the rest' }).click();
     await page.getByText('The void was asked for.').waitFor();
+    const voidAgain = await post(page, `${base}/dashboard/test/payments/${held.id}/void`, {
+      _csrf: token,
+      once: voidOnce,
+      confirm: 'yes',
+    });
+    assert.equal(voidAgain.status, 303, voidAgain.body);
+    assert.deepEqual(await operations(), ['capture', 'void'], 'the void form posted twice voided once');
     await w.t.kasse.capture.settleSimulated();
     const after = (await api.get(`/payments/${held.id}`)).body;
     assert.equal(after.status, 'paid');
@@ -329,6 +354,34 @@ describe('dashboard pages', () => {
       { action: 'payment.capture', actor_label: 'owner@example.com' },
       { action: 'payment.void', actor_label: 'owner@example.com' },
     ]);
+
+    // Refunded after a capture, the page offers no capture but still voids the rest back to the payer.
+    const refunded = (
+      await api.post('/payments', {
+        price_amount: 2000,
+        price_currency: 'USD',
+        order_id: 'H-2',
+        capture_method: 'manual',
+      })
+    ).body;
+    await api.post(`/test/payments/${refunded.id}/simulate`, { outcome: 'authorized' });
+    assert.equal((await api.post(`/payments/${refunded.id}/capture`, { amount_usd_cents: 500 })).status, 200);
+    await w.t.kasse.capture.settleSimulated();
+    const refund = await api.post(`/payments/${refunded.id}/refund`, {
+      destination: '0x000000000000000000000000000000000000dEaD',
+    });
+    assert.equal(refund.status, 202);
+    await w.t.kasse.refunds.settleSimulated();
+    await page.goto(`${base}/dashboard/test/payments/${refunded.id}`);
+    await page.locator('[data-capturable]').getByText('$0.00').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Capture', exact: true }).count(), 0);
+    await page.getByLabel(/I confirm: what is not captured goes back/).check();
+    await page.getByRole('button', { name: 'Void the rest' }).click();
+    await page.getByText('The void was asked for.').waitFor();
+    await w.t.kasse.capture.settleSimulated();
+    const back = (await api.get(`/payments/${refunded.id}`)).body;
+    assert.equal(back.status, 'refunded');
+    assert.equal(back.authorization.voided, true);
     await context.close();
   });
 

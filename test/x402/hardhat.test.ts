@@ -76,6 +76,11 @@ after(async () => {
 
 const hotNonce = () => k.chain.client.getTransactionCount({ address: k.adapter.sender!.address as Address });
 const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
+/** `kasse evm sweep` on the node's network (with `--dry-run`: only the report of what is due). */
+const sweep = (flags: Record<string, unknown> = {}) =>
+  evmCommands
+    .find((c) => c.name === 'evm sweep')!
+    .run(k.t.kasse.familyContext, { mode: 'test', chain: 'base', ...flags }, []) as Promise<SweepReport>;
 
 async function body(units: bigint, signer = agent, to: Address = payTo) {
   const now = Math.floor(Date.now() / 1000);
@@ -290,6 +295,9 @@ test('supported lists auth-capture with Kasse as the escrow operator where the n
 
 test('the official auth-capture client authorizes; the merchant captures twice, voids the rest and refunds', async () => {
   await k.chain.receipt(await k.chain.mint(k.payer, k.usdc, k.adapter.sender!.address as Address, 10_000_000n));
+  // What the merchant's x402 address received before is swept first: only the captures can make it due again.
+  await sweep();
+  assert.ok(!(await sweep({ 'dry-run': true })).addresses!.includes(payTo.toLowerCase()));
   const store = await tokenStore();
   const [agent0, store0, payTo0, hot0, balance0] = [
     await usdcOf(agent.address),
@@ -342,6 +350,10 @@ test('the official auth-capture client authorizes; the merchant captures twice, 
   assert.equal(twice.status, 'paid');
   assert.equal(await usdcOf(payTo), payTo0 + 4_000_000n);
   assert.equal(await available(), balance0 + 297 + 99);
+  assert.ok(
+    (await sweep({ 'dry-run': true })).addresses!.includes(payTo.toLowerCase()),
+    "the captures' money at the merchant's x402 address is due for the sweep",
+  );
 
   // The rest goes back to the payer.
   await ok(k.m.test.post(`/payments/${id}/void`));
@@ -368,6 +380,15 @@ test('the official auth-capture client authorizes; the merchant captures twice, 
   assert.equal(await usdcOf(store), store0);
   assert.equal(await available(), balance0);
   assert.ok((await assertEveryMerchantReconciles(k.t.kasse)) >= 1);
+  // The captures' money leaves the merchant's x402 address for the treasury like any deposit's.
+  const treasury = await usdcOf(k.treasury);
+  const swept = await sweep();
+  assert.ok(
+    swept.transactions.every((t) => t.status === 'confirmed'),
+    JSON.stringify(swept),
+  );
+  assert.equal(await usdcOf(payTo), 0n, 'swept');
+  assert.equal(await usdcOf(k.treasury), treasury + payTo0 + 4_000_000n);
 });
 
 test('auth-capture with paymentFlow authorization charges at once: a paid x402 payment', async () => {
@@ -513,8 +534,7 @@ test('an address given out on the simulator is retired once the node is configur
   assert.equal(settled.success, true, JSON.stringify(settled));
   assert.equal(await usdcOf(derived as Address), 3_000n);
   const treasury = await usdcOf(k.treasury);
-  const sweep = evmCommands.find((c) => c.name === 'evm sweep')!;
-  const report = (await sweep.run(k.t.kasse.familyContext, { mode: 'test', chain: 'base' }, [])) as SweepReport;
+  const report = await sweep();
   assert.ok(
     report.transactions.every((t) => t.status === 'confirmed'),
     JSON.stringify(report),

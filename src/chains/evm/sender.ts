@@ -130,6 +130,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
             ? `the transfer would revert: ${failure.reason}`
             : failure.reason,
       hash: (row) => row.tx_hash,
+      block: (row) => (row.block_number === null ? null : BigInt(row.block_number)),
       carried: async (row) => (row.purpose === 'disperse' && this.batches ? this.batches.members(row.id) : []),
       beforePass: async () => void (await this.batches?.form()),
       // Payouts waiting in a batch go out with it, never alone.

@@ -78,7 +78,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
         operationId: 'capturePayment',
         summary: 'Capture a held payment',
         description:
-          "Moves `amount_usd_cents` (default: all that remains) of an `authorized` manual payment's hold to you (docs/capture.md). Captures may repeat, each settling on chain (`payment.captured`; the first also makes the payment `paid` with `payment.paid`), until the authorized amount is captured or `authorization.capture_before`. Answers the Payment at once, the capture in `authorization.pending_usd_cents` until it settles. 422 `invalid_state` for a payment that is not manual or not authorized, a hold voided or past `capture_before`, or more than remains (the message names the remainder). Send `Idempotency-Key` to make retries safe.",
+          "Moves `amount_usd_cents` (default: all that remains) of an `authorized` manual payment's hold to you (docs/capture.md). Captures may repeat, each settling on chain (`payment.captured`; the first also makes the payment `paid` with `payment.paid`), until the authorized amount is captured or `authorization.capture_before`. Answers the Payment at once, the capture in `authorization.pending_usd_cents` until it settles. 422 `invalid_state` for a payment that is not manual or not authorized, a hold voided or past `capture_before`, a refund of the payment on its way, or more than remains (the message names the remainder). Send `Idempotency-Key` to make retries safe.",
         tags,
         params: PaymentIdParam,
         headers: IdempotencyHeaders,
@@ -103,7 +103,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
         operationId: 'voidPayment',
         summary: 'Void a held payment',
         description:
-          "Returns what was not captured of a manual payment's hold to the payer, once settled on chain: before any capture the payment becomes `cancelled` (`payment.cancelled`); after captures it stays `paid` and `authorization.voided` becomes true. 422 `invalid_state` for a payment that is not manual or not authorized, or whose hold was voided or fully captured. Send `Idempotency-Key` to make retries safe. Kasse voids by itself at `authorization.capture_before`.",
+          "Returns what was not captured of a manual payment's hold to the payer, once settled on chain: before any capture the payment becomes `cancelled` (`payment.cancelled`); after captures it stays `paid` (or `refunded`) and `authorization.voided` becomes true. 422 `invalid_state` for a payment that is not manual or not authorized, whose hold was voided or fully captured, or while a capture of it is on its way (void once it settles). Taken after `capture_before` too. Send `Idempotency-Key` to make retries safe. Kasse voids by itself at `authorization.capture_before`.",
         tags,
         params: PaymentIdParam,
         headers: IdempotencyHeaders,
@@ -121,7 +121,7 @@ export default async function paymentRoutes(app: ApiApp, { kasse }: ApiDeps) {
         operationId: 'refundPayment',
         summary: 'Refund a payment',
         description:
-          "Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise; for a payment an x402 client made it defaults to the paying address `x402.payer`). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, or a refund is already pending. Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.",
+          "Returns the confirmed money of the attempt holding it to `destination` (an address on that attempt's network; 400 otherwise; for a payment an x402 client made it defaults to the paying address `x402.payer`). 422 `invalid_state` when no confirmed money arrived, the payment is refunded, a refund is already pending, or a capture or void of a held payment is on its way (refund once it settles). Answers 202 with the Refund (`pending`); when it is sent the payment becomes `refunded` and `payment.refunded` is sent. When it fails (the network can never deliver it), the Refund becomes `failed` with its `error`, `refund.failed` is sent with the Refund as `data`, and a new refund may be requested.",
         tags,
         params: PaymentIdParam,
         body: RefundBody,

@@ -11,7 +11,7 @@
  *   transaction.
  * - `simulateAuthorized`: test mode's simulator.
  * What the merchant does with it: `capture`, `void` (API and dashboard, with Idempotency-Key), refunds through the
- * refunds module (`refundPath`); `runDue` voids at `capture_before` or records the payer's reclaim.
+ * refunds module (`refundPath`; a refund waits while a capture or void is `inFlight`); `runDue` voids at `capture_before` or records the payer's reclaim.
  */
 export { migrations } from './migrations/index.ts';
 export {

@@ -16,6 +16,8 @@ export interface OpenHold {
   captureBefore: Date;
   /** A void is on its way: nothing can be captured any more. */
   voiding: boolean;
+  /** The uncaptured rest can be voided now (no capture or void of it in flight; also after a refund). */
+  voidable: boolean;
 }
 
 /** A merchant's holds that can still be acted on, nearest deadline first (at most `limit`). */
@@ -31,7 +33,9 @@ export async function openHold(engine: PaymentEngine, tenant: Tenant, paymentId:
   if (!l) return null;
   const hold = await paymentHold(engine.deps.db, paymentId);
   if (!hold || hold.status !== 'authorized') return null;
-  if (l.row.status !== 'authorized' && l.row.status !== 'paid') return null;
+  // A refunded payment's hold is captured no more, but its rest can still go back to the payer.
+  const refunded = l.row.status === 'refunded';
+  if (l.row.status !== 'authorized' && l.row.status !== 'paid' && !refunded) return null;
   const ops = await holdOperations(engine.deps.db, hold.id);
   const { cents } = capturesOf(l);
   const pending = ops.filter((o) => o.kind === 'capture' && o.status === 'pending');
@@ -39,10 +43,12 @@ export async function openHold(engine: PaymentEngine, tenant: Tenant, paymentId:
   return {
     paymentId,
     orderId: l.row.order_id,
-    capturableCents: voiding ? 0 : l.row.price_amount - cents - pending.reduce((s, o) => s + o.amount_cents!, 0),
+    capturableCents:
+      voiding || refunded ? 0 : l.row.price_amount - cents - pending.reduce((s, o) => s + o.amount_cents!, 0),
     capturedCents: cents,
     captureBefore: hold.capture_before,
     voiding,
+    voidable: !voiding && pending.length === 0 && BigInt(hold.amount) > BigInt(hold.captured),
   };
 }
 

@@ -3,14 +3,14 @@
  * Kasse operates; the merchant captures it, in parts and more than once, until `capture_before`, or voids the rest;
  * at `capture_before` Kasse voids what is left, and a payer who reclaimed it on chain meanwhile is recorded as such.
  *
- * The module keeps the holds and their operations (store.ts). Every move of held money — authorize, capture, void —
- * is an outgoing transfer of the transfers module (purposes `authorize`, `capture`, `void`), recorded in the
- * transaction that asks for it and carried out by the network's sender on the one transfer queue, so it happens once
- * across crashes; the module is called back in the transaction that settles it and changes the payment only through
- * the payments engine: `authorized`, a capture as a deposit of the held coin choice (`captured`: the first makes it
- * paid, each is credited with its fee), and `hold_released`. A hold the simulator authorized (test mode) moves
- * through the simulated sender the same way. Refunds of captured money go back through the escrow while
- * `refund_before` allows (the refunds module asks `refundPath`).
+ * The module keeps the holds and their operations (store.ts); the deadline's due pass is due.ts. Every move of held
+ * money — authorize, capture, void — is an outgoing transfer of the transfers module (purposes `authorize`, `capture`,
+ * `void`), recorded in the transaction that asks for it and carried out by the network's sender on the one transfer
+ * queue, so it happens once across crashes; the module is called back in the transaction that settles it and
+ * changes the payment only through the payments engine: `authorized`, a capture as a deposit of the held coin choice
+ * (`captured`: the first makes it paid, each is credited with its fee), and `hold_released`. A hold the simulator
+ * authorized (test mode) moves through the simulated sender the same way. Refunds of captured money go back through
+ * the escrow while `refund_before` allows (the refunds module asks `refundPath`).
  */
 import type { HoldOperation, HoldsPort, SignedHold } from '../../chains/ports.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
@@ -31,10 +31,10 @@ import {
   insertExternalHold,
   type ExternalHoldInput,
 } from '../payments/index.ts';
+import { refundOpen } from '../refunds/index.ts';
 import type { SettledTransfer, TransferOwner, TransferService } from '../transfers/index.ts';
 import {
   capturedCents,
-  dueHolds,
   holdById,
   holdOperations,
   insertHold,
@@ -48,6 +48,7 @@ import {
   type HoldRow,
   type OperationRow,
 } from './store.ts';
+import { runDue } from './due.ts';
 import { capturesOf, openHold, openHolds, type OpenHold } from './reads.ts';
 import type { HoldRelease } from './tables.ts';
 
@@ -227,6 +228,8 @@ export class CaptureService implements TransferOwner, HoldsPort {
   ): Promise<{ status: number; payment: Payment }> {
     return this.guarded(tenant, id, 'capture', input, key, async (tx, l) => {
       const { hold, ops } = await this.actionable(tx, l, 'captured');
+      if (await refundOpen(tx, l.row.id))
+        throw refused('A refund of this payment is on its way; capture once it settles (a failed refund allows it).');
       const now = this.engine.deps.clock.now();
       if (now >= hold.capture_before)
         throw refused(
@@ -276,7 +279,9 @@ export class CaptureService implements TransferOwner, HoldsPort {
 
   /**
    * Voids what is left of an authorized payment's hold (it goes back to the payer once settled on chain): before any
-   * capture the payment becomes `cancelled`, after captures it stays `paid` and `authorization.voided` turns true.
+   * capture the payment becomes `cancelled`, after captures it stays `paid` (or `refunded`) and `authorization.voided`
+   * turns true. Refused while a capture is in flight: the escrow's void releases everything still held, so a void
+   * mined first would make the capture fail. Accepted after `capture_before` (it is what the deadline's void does).
    */
   async void(
     tenant: Tenant,
@@ -286,8 +291,10 @@ export class CaptureService implements TransferOwner, HoldsPort {
   ): Promise<{ status: number; payment: Payment }> {
     return this.guarded(tenant, id, 'void', {}, key, async (tx, l) => {
       const { hold, ops } = await this.actionable(tx, l, 'voided');
+      if (ops.some((o) => o.kind === 'capture' && o.status === 'pending'))
+        throw refused('A capture of this hold is on its way; void once the capture settles.');
       const op = await this.requestVoid(tx, l, hold, ops, 'merchant');
-      if (!op) throw refused('Everything left of the hold is being captured; nothing is left to void.');
+      if (!op) throw refused('Nothing is left of the hold to void.');
       await this.audit(tx, l, actor, 'payment.void', { void_id: op.id });
       return l;
     });
@@ -321,8 +328,10 @@ export class CaptureService implements TransferOwner, HoldsPort {
     if (hold.status === 'released' || l.row.hold_released)
       throw refused('The hold was voided; what was not captured went back to the payer.');
     if (hold.status === 'captured') throw refused('Everything authorized was captured.');
-    if (l.row.status !== 'authorized' && l.row.status !== 'paid')
-      throw refused(`This payment is ${l.row.status}; its hold cannot be ${verb}.`);
+    // A refund returns what was captured; the rest of the hold can still go back to the payer.
+    const open =
+      l.row.status === 'authorized' || l.row.status === 'paid' || (verb === 'voided' && l.row.status === 'refunded');
+    if (!open) throw refused(`This payment is ${l.row.status}; its hold cannot be ${verb}.`);
     const ops = await holdOperations(tx, hold.id);
     if (ops.some((o) => o.kind === 'void' && o.status === 'pending'))
       throw refused('A void of this hold is on its way; nothing more can be captured.');
@@ -457,13 +466,25 @@ export class CaptureService implements TransferOwner, HoldsPort {
             ...(captured === BigInt(hold.amount) ? { status: 'captured' as const } : {}),
           });
           hold.captured = captured.toString();
-          const applied = await this.engine.recordCapture(tx, l, {
-            txHash: t.txHash,
-            amount: BigInt(op.amount),
-            cents: op.amount_cents!,
-            from: null,
-          });
-          l = applied.loaded;
+          try {
+            const applied = await this.engine.recordCapture(tx, l, {
+              txHash: t.txHash,
+              amount: BigInt(op.amount),
+              cents: op.amount_cents!,
+              from: null,
+              // An x402 hold pays its coin choice's address (the merchant's x402 forwarder): its block makes that
+              // address due for the sweep like any deposit's. A checkout's hold pays the hot wallet: nothing to sweep.
+              blockNumber: l.row.source === 'x402' ? (t.blockNumber ?? null) : null,
+            });
+            l = applied.loaded;
+          } catch (err) {
+            if (!(err instanceof TransitionError)) throw err;
+            // Kept as settled (the money moved on chain) rather than left to roll back its settlement forever.
+            log.error(
+              { captureId: op.id, paymentId: l.row.id, status: l.row.status, err: err.message },
+              'capture settled but the payment could not take it',
+            );
+          }
         } else {
           log.warn({ captureId: op.id, paymentId: l.row.id, error: t.error }, 'capture failed');
         }
@@ -499,41 +520,12 @@ export class CaptureService implements TransferOwner, HoldsPort {
 
   // ---- Due work ----
 
-  /**
-   * One pass over holds whose `capture_before` is reached: each still holding money is voided (the payer gets it
-   * back), unless the escrow says it holds nothing any more — the payer reclaimed it while Kasse was not there to
-   * void — which is then recorded as reclaimed. The escrow is asked before any transaction opens. Returns how many
-   * holds it acted on.
-   */
-  async runDue(): Promise<number> {
-    const { db, clock, chains, log } = this.engine.deps;
-    let acted = 0;
-    for (const due of await dueHolds(db, clock.now(), DUE_BATCH)) {
-      try {
-        let empty = false;
-        if (!due.simulated) {
-          const adapter = chains.hasAdapter(due.mode, due.chain) ? chains.adapter(due.mode, due.chain) : null;
-          if (!adapter?.holds) {
-            log.warn({ holdId: due.id, chain: due.chain }, 'hold due but no escrow runs for its network');
-            continue;
-          }
-          empty = (await adapter.holds.held(due.terms)).capturable === 0n;
-        }
-        const done = await this.engine.lockedById(due.mode, due.payment_id, async (tx, l) => {
-          const hold = await lockHold(tx, due.id);
-          if (hold.status !== 'authorized') return false;
-          const ops = await holdOperations(tx, hold.id);
-          if (ops.some((o) => o.status === 'pending' && (o.kind === 'void' || empty))) return false;
-          if (empty) await this.release(tx, l, hold, 'reclaimed');
-          else if (!(await this.requestVoid(tx, l, hold, ops, 'deadline'))) return false;
-          return true;
-        });
-        if (done) acted++;
-      } catch (err) {
-        log.error({ err, holdId: due.id }, 'due hold not handled');
-      }
-    }
-    return acted;
+  /** One pass over the holds whose `capture_before` is reached (due.ts); returns how many it acted on. */
+  runDue(batch = DUE_BATCH): Promise<number> {
+    return runDue(this.engine, batch, {
+      release: (tx, l, hold, by) => this.release(tx, l, hold, by),
+      requestVoid: (tx, l, hold, ops, reason) => this.requestVoid(tx, l, hold, ops, reason),
+    });
   }
 
   /** Test mode: settles pending simulated hold operations as sent (the workers' loop; tests after asking). */
@@ -561,6 +553,18 @@ export class CaptureService implements TransferOwner, HoldsPort {
     if (this.engine.deps.clock.now() >= hold.refund_before) return null;
     if (destination !== undefined && destination.toLowerCase() !== hold.payer.toLowerCase()) return null;
     return { hold: { kind: 'refund', terms: hold.terms }, destination: hold.payer };
+  }
+
+  /**
+   * What of the locked payment's hold is in flight on chain — a `capture` or a `void` asked for and not yet settled —
+   * or null. A refund waits for it: it returns what was captured, which is only known once they settle.
+   */
+  async inFlight(tx: Tx, l: Loaded): Promise<'capture' | 'void' | null> {
+    if (l.row.capture_method !== 'manual') return null;
+    const hold = await paymentHold(tx, l.row.id);
+    if (!hold) return null;
+    const pending = (await holdOperations(tx, hold.id)).filter((o) => o.status === 'pending');
+    return pending.find((o) => o.kind === 'capture')?.kind ?? pending[0]?.kind ?? null;
   }
 
   /** The address that authorized a manual payment's hold (where its refunds go by default), if known. */

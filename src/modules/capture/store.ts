@@ -64,16 +64,24 @@ export const lockOperation = (tx: Tx, id: string) => lockById(tx, 'hold_operatio
 export const settleOperation = (tx: Tx, id: string, set: OutboundSettled) =>
   settleOutbound(tx, 'hold_operations', id, set);
 
+/** Where a pass over due holds stands: the last hold it looked at (holds are read in deadline, then id, order). */
+export type DueCursor = Pick<HoldRow, 'capture_before' | 'id'>;
+
 /**
  * Holds locked in escrow whose capture deadline is reached and that have no void in flight: the due work voids them,
- * or finds them reclaimed by the payer. Oldest deadline first.
+ * or finds them reclaimed by the payer. Oldest deadline first, after `after` when given.
  */
-export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<HoldRow[]> {
+export async function dueHolds(db: DbOrTx, now: Date, limit: number, after?: DueCursor): Promise<HoldRow[]> {
   return db
     .selectFrom('holds as h')
     .selectAll('h')
     .where('h.status', '=', 'authorized')
     .where('h.capture_before', '<=', now)
+    .$if(after !== undefined, (q) =>
+      q.where(({ eb, refTuple, tuple }) =>
+        eb(refTuple('h.capture_before', 'h.id'), '>', tuple(after!.capture_before, after!.id)),
+      ),
+    )
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(
@@ -86,6 +94,7 @@ export async function dueHolds(db: DbOrTx, now: Date, limit: number): Promise<Ho
       ),
     )
     .orderBy('h.capture_before')
+    .orderBy('h.id')
     .limit(limit)
     .execute();
 }

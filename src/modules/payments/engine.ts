@@ -254,7 +254,7 @@ export class PaymentEngine {
   async recordCapture(
     tx: Tx,
     l: Loaded,
-    c: { txHash: string; amount: bigint; cents: number; from: string | null },
+    c: { txHash: string; amount: bigint; cents: number; from: string | null; blockNumber: bigint | null },
   ): Promise<Applied> {
     const attempt = heldAttempt(l);
     const known = l.deposits.find((d) => d.tx_hash === c.txHash);
@@ -269,7 +269,7 @@ export class PaymentEngine {
         index: 0,
         amount: c.amount,
         from: c.from,
-        blockNumber: null,
+        blockNumber: c.blockNumber,
         blockHash: null,
         status: 'confirmed',
         confirmations: attempt.confirmations_required,

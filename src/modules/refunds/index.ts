@@ -5,3 +5,4 @@
  */
 export { RefundSchema, type Refund } from './schema.ts';
 export { REFUND_FAILED_EVENT, RefundService, type RefundInput } from './service.ts';
+export { refundOpen } from './store.ts';

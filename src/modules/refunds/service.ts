@@ -62,7 +62,7 @@ export class RefundService implements TransferOwner {
     private readonly engine: PaymentEngine,
     private readonly transfers: TransferService,
     /** Refunds of a held payment's captures go back through its escrow while they may (docs/capture.md). */
-    private readonly holds: Pick<CaptureService, 'payer' | 'refundPath'>,
+    private readonly holds: Pick<CaptureService, 'payer' | 'refundPath' | 'inFlight'>,
   ) {
     transfers.own(REFUND_PURPOSE, this);
     // Money a sent refund returned is no longer held for the payment (payments/held.ts).
@@ -101,6 +101,12 @@ export class RefundService implements TransferOwner {
       const { attempt } = money;
       const open = await openRefund(tx, paymentId);
       if (open) throw invalidState(`A refund for this payment is already ${open.status}.`);
+      // A held payment's refund returns what its captures moved: refused until those asked for settle.
+      const moving = await this.holds.inFlight(tx, l);
+      if (moving)
+        throw invalidState(
+          `A ${moving} of this payment's hold is on its way; refund once it settles, so the refund returns everything captured.`,
+        );
       try {
         next(toState(l), { kind: 'refund_sent', attemptId: attempt.id }, { now: clock.now(), rates: new Map() });
       } catch (err) {

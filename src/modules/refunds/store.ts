@@ -23,6 +23,17 @@ export async function openRefund(db: DbOrTx, paymentId: string): Promise<Pick<Re
     .executeTakeFirst();
 }
 
+/** Whether a refund of the payment is asked for and not yet settled (`pending`). */
+export async function refundOpen(db: DbOrTx, paymentId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('refunds')
+    .select('id')
+    .where('payment_id', '=', paymentId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function insertRefund(tx: Tx, values: Omit<Insertable<RefundsTable>, 'id'>): Promise<RefundRow> {
   return tx
     .insertInto('refunds')

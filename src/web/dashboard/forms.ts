@@ -1,10 +1,11 @@
 /**
- * Forms on the dashboard: the CSRF field, one-button action forms, labelled inputs and selects that mark the field
+ * Forms on the dashboard: the CSRF field, the once-only key of a form that moves money, one-button action forms, labelled inputs and selects that mark the field
  * that failed, the second-factor code field, and how an error is told to a person.
  *
  * Errors: a form that fails answers with the status the API would have used and a sentence written for the person
  * at the keyboard, with the API's error code beside it (`invalid_state`, …) — never the API's raw message.
  */
+import { randomUUID } from 'node:crypto';
 import { ApiError, type ErrorCode } from '../../core/errors.ts';
 import { html, type Html } from '../../core/html.ts';
 import { type Ctx, FormRefused } from './context.ts';
@@ -12,6 +13,17 @@ import { type Ctx, FormRefused } from './context.ts';
 export function csrfField(token: string): Html {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
 }
+
+/**
+ * A fresh key in each rendered form whose action must happen once (a capture, a void): posted twice — a double
+ * click, a resent form — it is the action's Idempotency-Key, so the second post answers the first's answer.
+ */
+export function onceField(): Html {
+  return html`<input type="hidden" name="once" value="dash_${randomUUID()}">`;
+}
+
+/** The key `onceField` put in the posted form; undefined when it carries none. */
+export const onceKey = (form: Record<string, string | undefined>): string | undefined => form.once || undefined;
 
 /** A small form that posts one action (with the CSRF token). */
 export function actionForm(

@@ -2,7 +2,8 @@
  * Hold and capture on the dashboard (docs/capture.md): the authorized payments with what can still be captured and
  * until when (`/dashboard/<mode>/holds`), and on a held payment's page its authorization with capture (an amount)
  * and void forms for owners and members. Both actions need the box ticked to confirm, are checked on the server
- * (`payments.write`, CSRF by the router) and are written to the audit log by the capture module.
+ * (`payments.write`, CSRF by the router), are written to the audit log by the capture module, and carry a fresh key
+ * per rendered form as their Idempotency-Key, so a form posted twice captures or voids once.
  */
 import { html, type Html } from '../../../core/html.ts';
 import { ApiError, invalid } from '../../../core/errors.ts';
@@ -10,7 +11,7 @@ import { parseUnits } from '../../../core/money.ts';
 import type { OpenHold } from '../../../modules/capture/index.ts';
 import type { Payment } from '../../../modules/payments/index.ts';
 import type { Ctx } from '../context.ts';
-import { csrfField, errorBox, field, tell, type Told } from '../forms.ts';
+import { csrfField, errorBox, field, onceField, onceKey, tell, type Told } from '../forms.ts';
 import { usd, when } from '../format.ts';
 import { done, navigation, sendShell } from '../layout.ts';
 import type { Router } from '../routing.ts';
@@ -29,19 +30,24 @@ async function holdSection(ctx: Ctx, p: Payment, told: Told | null, values: Reco
   if (!hold)
     return html`<section class="d-panel" id="authorization"><h2>Authorization</h2>${facts}<p class="d-muted">Nothing can be captured now.</p></section>`;
   const base = `/dashboard/${ctx.mode}/payments/${p.id}`;
-  const forms =
-    ctx.can('payments.write') && hold.capturableCents > 0
-      ? html`<form method="post" action="${base}/capture" class="d-form">${csrfField(ctx.csrf)}
+  const write = ctx.can('payments.write');
+  const captureForm =
+    write && hold.capturableCents > 0
+      ? html`<form method="post" action="${base}/capture" class="d-form">${csrfField(ctx.csrf)}${onceField()}
 ${field({ name: 'amount_usd', label: `Amount to capture in USD (at most ${usd(hold.capturableCents)})`, value: values.amount_usd ?? (hold.capturableCents / 100).toFixed(2), required: true, told, attrs: html` inputmode="decimal" autocomplete="off"` })}
 ${confirmBox('I confirm: this moves the amount from the payer to me.')}
-<button type="submit" class="d-btn">Capture</button></form>
-<form method="post" action="${base}/void" class="d-form">${csrfField(ctx.csrf)}
+<button type="submit" class="d-btn">Capture</button></form>`
+      : '';
+  // A void waits for captures in flight (the escrow's void would release what they take).
+  const voidForm =
+    write && hold.voidable
+      ? html`<form method="post" action="${base}/void" class="d-form">${csrfField(ctx.csrf)}${onceField()}
 ${confirmBox('I confirm: what is not captured goes back to the payer, and nothing more can be captured.')}
 <button type="submit" class="d-btn d-danger">Void the rest</button></form>`
       : '';
   return html`<section class="d-panel" id="authorization"><h2>Authorization</h2>${facts}
 <p data-capturable><strong>${usd(hold.capturableCents)}</strong> can still be captured until ${when(hold.captureBefore.toISOString())}${hold.voiding ? ' (a void is on its way)' : ''}.</p>
-${errorBox(told)}${forms}</section>`;
+${errorBox(told)}${captureForm}${voidForm}</section>`;
 }
 
 paymentSections.push(holdSection);
@@ -87,7 +93,13 @@ export function holdPages(r: Router): void {
         throw invalid('Enter the amount in US dollars, e.g. 12.50.', 'amount_usd');
       }
       if (cents <= 0n) throw invalid('Enter an amount above zero.', 'amount_usd');
-      await ctx.kasse.capture.capture(tenant(ctx), p.id!, { amount_usd_cents: Number(cents) }, undefined, ctx.actor);
+      await ctx.kasse.capture.capture(
+        tenant(ctx),
+        p.id!,
+        { amount_usd_cents: Number(cents) },
+        onceKey(form),
+        ctx.actor,
+      );
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'captured');
     } catch (err) {
       const told = tell(err, stateSaid(err));
@@ -98,7 +110,7 @@ export function holdPages(r: Router): void {
   r.action('/payments/:id/void', 'payments.write', async (ctx, form, p) => {
     try {
       if (form.confirm !== 'yes') throw invalid('Tick the box to confirm the void.', 'confirm');
-      await ctx.kasse.capture.void(tenant(ctx), p.id!, undefined, ctx.actor);
+      await ctx.kasse.capture.void(tenant(ctx), p.id!, onceKey(form), ctx.actor);
       return done(ctx.reply, `/dashboard/${ctx.mode}/payments/${p.id}`, 'voided');
     } catch (err) {
       const told = tell(err, stateSaid(err));
