@@ -466,7 +466,7 @@ export class Grants {
   // ---- The merchant: back to invoices ----
 
   /**
-   * Switches a charged subscription back to emailed invoices (the API or the dashboard, audited): no period is
+   * Switches a charged subscription back to emailed invoices (the dashboard, audited): no period is
    * charged from now on (scheduled charges are cancelled, and a period whose charge had not been tried yet gets its
    * invoice mailed). The payer's grant stays on chain unused until they revoke it on the subscription page.
    */
@@ -474,6 +474,7 @@ export class Grants {
     await withTx(this.deps.db, async (tx) => {
       const row = await loadSubscription(tx, t, id, true);
       if (!row) throw notFound('subscription');
+      if (row.status === 'cancelled') throw invalidState('This subscription is cancelled.');
       if (row.collection === 'send_invoice') throw invalidState('This subscription is already paid by invoice.');
       const wall = this.deps.clock.now();
       const untried = (await chargesOf(tx, [id])).filter((c) => c.status === 'scheduled' && c.attempt === 1);
