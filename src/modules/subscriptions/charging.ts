@@ -355,10 +355,11 @@ export class Charging extends WorkNotifier {
   }
 
   /**
-   * Ends an active grant (revoked, or used up): its scheduled charges will not be made, and a charge handed to the
-   * transfer queue but not signed yet (the hot wallet short of gas, say) is withdrawn from the queue and fails
-   * (`grant_revoked`, `grant_expired`) with nothing sent; one already signed may land and is followed as usual. Each
-   * period that falls back to invoices this way, its charge untried, gets its invoice mailed. False when it had ended.
+   * Ends an active grant (revoked, or used up): its scheduled charges will not be made, and on a revoke a charge
+   * handed to the transfer queue but not signed yet (the hot wallet short of gas, say) is withdrawn from the queue
+   * and fails `grant_revoked` with nothing sent (one already signed may land and is followed as usual; a grant used
+   * up still pays what it covered). Each period that falls back to invoices this way, its charge untried, gets its
+   * invoice mailed. False when it had ended.
    */
   async endGrant(tx: Tx, grant: GrantRow, to: 'revoked' | 'exhausted'): Promise<boolean> {
     const wall = this.deps.clock.now();
@@ -367,12 +368,11 @@ export class Charging extends WorkNotifier {
     const why = to === 'revoked' ? 'The grant was revoked.' : 'The grant has ended.';
     const sub = (await loadSubscription(tx, tenantOf(grant), grant.subscription_id))!;
     await this.stopCharges(tx, sub, { grantId: grant.id }, why);
-    const scheme = this.schemeOf(grant);
+    const scheme = to === 'revoked' ? this.schemeOf(grant) : null;
     const withdrawn: ChargeRow[] = [];
     for (const c of scheme ? await submittedCharges(tx, grant.id) : []) {
       if (!(await scheme!.withdrawCharge(tx, this.stored(grant), c.id, why))) continue;
-      const reason = to === 'revoked' ? 'grant_revoked' : 'grant_expired';
-      await markFailed(tx, c.id, 'submitted', reason, `${why} The charge was not sent.`, null, wall);
+      await markFailed(tx, c.id, 'submitted', 'grant_revoked', `${why} The charge was not sent.`, null, wall);
       withdrawn.push(c);
     }
     await this.mailUntried(tx, sub, withdrawn);
