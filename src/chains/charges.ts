@@ -108,13 +108,18 @@ export abstract class QueuedChargeScheme {
   protected abstract sender(
     mode: Mode,
     chain: string,
-  ): Pick<QueuedSender<QueuedTransfer>, 'relayState' | 'pushOrLeave'>;
+  ): Pick<QueuedSender<QueuedTransfer>, 'relayState' | 'pushOrLeave' | 'withdraw'>;
   /** The reason given for a failed transfer that stored none. */
   protected abstract readonly failure: string;
 
   /** `ChargeScheme.relayState`, and where a charge's transfer stands until the family reads what it moved. */
   relayState(mode: Mode, chain: string, id: string): Promise<RelayState> {
     return this.sender(mode, chain).relayState(id, this.failure);
+  }
+
+  /** `ChargeScheme.withdrawCharge`. */
+  withdrawCharge(tx: Tx, grant: StoredGrant, id: string, reason: string): Promise<boolean> {
+    return this.sender(grant.mode, grant.chain).withdraw(tx, id, reason);
   }
 
   /** `ChargeScheme.push`. */
@@ -145,10 +150,19 @@ export interface ChargeScheme {
   recordRevoke(tx: Tx, grant: StoredGrant, checked: Record<string, unknown>, id: string): Promise<void>;
   /** Where the relay of a grant or revoke (transfer `id`) stands. */
   relayState(mode: Mode, chain: string, id: string): Promise<RelayState>;
-  /** Whether a charge of `amount` under the grant would go through now (the grant on chain, balance, allowance). */
-  check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck>;
+  /**
+   * Whether a charge of `amount` under the grant would go through now (the grant on chain, balance, allowance); `at`
+   * is Kasse's time for it (the chain's latest block may be a little behind: the period due then is `not_started`
+   * there, not already charged).
+   */
+  check(grant: StoredGrant, amount: bigint, at: Date): Promise<ChargeCheck>;
   /** Records the charge's transfer `id` in the caller's transaction (no network I/O); idempotent on `id`. */
   recordCharge(tx: Tx, grant: StoredGrant, id: string, amount: bigint): Promise<void>;
+  /**
+   * Withdraws charge `id`'s transfer in the caller's transaction if nothing of it was signed yet (it ends `failed`
+   * with `reason`, never to be sent); false when it was signed already (it may land: follow it).
+   */
+  withdrawCharge(tx: Tx, grant: StoredGrant, id: string, reason: string): Promise<boolean>;
   /** Sends a recorded transfer now where it can (best effort: the family's sender loop carries it on otherwise). */
   push(mode: Mode, chain: string, id: string): Promise<void>;
   /** Where charge `id` stands, without sending anything. */

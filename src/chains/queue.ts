@@ -306,6 +306,21 @@ export class TransferQueue<R extends QueuedTransfer> {
     return r.numUpdatedRows > 0n;
   }
 
+  /**
+   * Ends a transfer nothing of which was signed yet (`pending`) `failed` with `reason`, in the caller's transaction;
+   * false when it was signed meanwhile (it may land, and is followed as usual). The sign step locks the row and
+   * signs only a `pending` one, so the two never both go through.
+   */
+  async withdraw(tx: Tx, id: string, reason: string): Promise<boolean> {
+    const r = await (tx as unknown as Kysely<Record<string, QueuedTransfer & { settled_at: Date | null }>>)
+      .updateTable(this.table)
+      .set({ status: 'failed', error: reason, settled_at: this.deps.clock.now(), locked_until: null })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
   /** Leased ids in the order the pass drives them (the family's order, then creation). */
   private async inOrder(ids: string[]): Promise<string[]> {
     if (ids.length < 2) return ids;
@@ -534,6 +549,11 @@ export abstract class QueuedSender<R extends QueuedTransfer, V = unknown> {
     if (row.status === 'signed' || row.status === 'broadcast') return { status: 'pending', transaction: hash };
     if (row.status === 'failed') return { status: 'failed', message: row.error ?? failure, transaction: hash };
     return { status: 'done', transaction: hash! };
+  }
+
+  /** Ends a transfer not signed yet `failed` in `tx` (`TransferQueue.withdraw`); false when it was signed. */
+  withdraw(tx: Tx, id: string, reason: string): Promise<boolean> {
+    return this.queue.withdraw(tx, id, reason);
   }
 
   /** Every signed version of a transfer, oldest first. */

@@ -137,7 +137,7 @@ ${
 <li>${t(l, 'sub.grant_amount', { amount: cents(terms.amount_per_period), token_amount: units(terms.amount_per_period), symbol, days: Math.round(terms.period_seconds / 86_400) })}</li>
 <li>${t(l, 'sub.grant_receiver', { merchant: v.merchantName, receiver: terms.receiver })}</li>
 <li>${t(l, 'sub.grant_period', { start: day(l, new Date(terms.start * 1000)), end: day(l, new Date(terms.end * 1000)), total: cents(terms.total), token_total: units(terms.total), symbol })}</li>
-</ul>
+</ul>${p.unpaidBefore.length > 0 ? html`<p class="k-note" data-unpaid-before>${t(l, 'sub.grant_unpaid_before', { start: day(l, new Date(terms.start * 1000)) })}</p>` : ''}
 <p class="k-note">${p.choice.enforcement === 'contract' ? t(l, 'sub.grant_contract', { network: p.choice.name }) : t(l, 'sub.grant_delegate', { network: p.choice.name })}</p>
 <button type="button" class="k-btn" data-grant data-family="${p.choice.family}" data-network="${p.choice.network}"${chainAttr(p.choice.network)} data-offer="/s/${token}/grant/offer" data-submit="/s/${token}/grant" hidden>${t(l, 'sub.grant_button', { network: p.choice.name })}</button>
 <p class="k-hint">${t(l, 'sub.grant_wallet', { symbol })}</p></div>`;

@@ -1037,6 +1037,116 @@ describe('charged automatically (test mode: the simulator)', () => {
     await smtp.waitFor((x) => x.to === email && /^Invoice/.test(x.subject) && x.text.includes('Period: 2 ('));
   });
 
+  test('a hand payment with money on its way is waited for: the grant charges nothing while it confirms, and nothing once it pays the period', async () => {
+    let s = await create({ customer_email: customer(), collection: 'charge_automatically', grace_days: 3 });
+    const inv = s.invoices[0].payment_id;
+    const attempt = (await m.test.post(`/payments/${inv}/attempts`, { chain: 'base', token: 'base:usdc' })).body
+      .attempts[0];
+    const d = deposit(attempt, BigInt(attempt.pay_amount), 9_000n);
+    await t.kasse.payments.deposits.recordDeposits('test', [d]);
+    assert.match((await m.test.get(`/payments/${inv}`)).body.status, /^(detected|confirming)$/);
+    const before = await balance();
+    s = (await simulate(s.id, 'grant')).body;
+    assert.equal(s.grant.status, 'active');
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.status]),
+      [[1, 'pending']],
+      'not charged while the hand payment confirms',
+    );
+    assert.equal(s.periods_paid, 0);
+    t.clock.advance(2 * 60_000);
+    await pump();
+    assert.equal((await sub(s.id)).charges[0].status, 'pending', 'looked at again: still confirming');
+    // The hand payment confirms and pays the period: the charge is not made.
+    await t.kasse.payments.deposits.headAdvanced('test', 'base', 9_010n);
+    t.clock.advance(2 * 60_000);
+    await pump();
+    s = await sub(s.id);
+    assert.equal(s.invoices[0].status, 'paid');
+    assert.equal(s.periods_paid, 1);
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.status]),
+      [[1, 'cancelled']],
+    );
+    assert.equal(s.grant.charges, 0);
+    assert.equal(s.invoices.length, 1, 'no second payment of the period');
+    assert.equal(await balance(), before + 1485, 'credited once');
+  });
+
+  test('granted while an earlier period is overdue: the grant starts at the period it charges, the overdue one is left to pay by hand', async () => {
+    const WEEK = 7 * DAY_MS;
+    let s = await create({
+      customer_email: customer(),
+      collection: 'charge_automatically',
+      interval: 'week',
+      grace_days: 10,
+    });
+    s = (await m.test.post(`/test/subscriptions/${s.id}/advance`)).body;
+    assert.equal(s.periods_invoiced, 2);
+    assert.equal(s.status, 'past_due', 'period 1 is overdue, within grace');
+    s = (await simulate(s.id, 'grant')).body;
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.status]),
+      [[2, 'succeeded']],
+    );
+    // Twelve periods from period 2, the one charged: period 1 is not among what the payer allowed.
+    const started = Date.parse(s.started_at);
+    assert.equal(Date.parse(s.grant.expires_at), started + 13 * WEEK);
+    assert.equal(s.invoices.find((i: any) => i.period === 1 && i.status === 'waiting')?.period, 1, 'to pay by hand');
+    assert.equal(s.periods_paid, 1);
+  });
+
+  test('every period that falls back to invoices is mailed its invoice: a charge revoked before it was tried, and one whose time passed', async () => {
+    const WEEK = 7 * DAY_MS;
+    const invoiceOf = (email: string, period: number) =>
+      mailsTo(email).filter((x) => /^Invoice/.test(x.subject) && x.text.includes(`Period: ${period} (`));
+    // Period 2 is invoiced under the grant (no invoice mail: its charge is due); the payer revokes before it is tried.
+    const email = customer();
+    let s = await create({
+      customer_email: email,
+      collection: 'charge_automatically',
+      interval: 'week',
+      grace_days: 3,
+    });
+    await simulate(s.id, 'grant');
+    t.clock.advance(WEEK);
+    await t.kasse.subscriptions.scheduler.runDue();
+    s = await sub(s.id);
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.status]),
+      [
+        [1, 'succeeded'],
+        [2, 'pending'],
+      ],
+    );
+    s = (await simulate(s.id, 'revoke')).body;
+    assert.equal(s.charges.at(-1).status, 'cancelled');
+    await pump();
+    await smtp.waitFor((x) => x.to === email && /^Invoice/.test(x.subject) && x.text.includes('Period: 2 ('));
+
+    // Kasse was down past the next period's slot: period 2 cannot be charged any more, period 3 is.
+    const late = customer();
+    let l = await create({ customer_email: late, collection: 'charge_automatically', interval: 'week', grace_days: 3 });
+    await simulate(l.id, 'grant');
+    t.clock.advance(2 * WEEK + 60_000);
+    await pump();
+    l = await sub(l.id);
+    assert.deepEqual(
+      l.charges.map((c: any) => [c.period, c.status]),
+      [
+        [1, 'succeeded'],
+        [2, 'cancelled'],
+        [3, 'succeeded'],
+      ],
+    );
+    assert.equal(l.invoices[1].status, 'waiting', 'period 2 is to be paid by hand');
+    await smtp.waitFor((x) => x.to === late && /^Invoice/.test(x.subject) && x.text.includes('Period: 2 ('));
+    await pump();
+    assert.equal(invoiceOf(email, 2).length, 1, 'once');
+    assert.equal(invoiceOf(late, 2).length, 1, 'once');
+    assert.equal(invoiceOf(late, 3).length, 0, 'period 3 was charged');
+  });
+
   test('refused: simulating on an invoiced subscription, revoking with no grant, an unknown outcome; nothing changes', async () => {
     const invoiced = await create({ customer_email: customer() });
     assertError(await simulate(invoiced.id, 'grant'), 422, 'invalid_state', null);

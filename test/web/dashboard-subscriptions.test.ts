@@ -233,6 +233,29 @@ describe('dashboard: subscriptions', () => {
       audit.map((a) => [a.actor_type, a.actor_id]),
       [['user', owner.id]],
     );
+    // A cancelled subscription is not switched: 422 invalid_state, nothing changed, nothing audited.
+    const gone = (
+      await api.post('/subscriptions', {
+        customer_email: 'ed@example.com',
+        title: 'Ended beans',
+        amount_usd_cents: 1900,
+        interval: 'month',
+        collection: 'charge_automatically',
+      })
+    ).body.id as string;
+    assert.equal((await api.post(`/subscriptions/${gone}/cancel`)).status, 200);
+    const late = await post(o.page, `${base}/dashboard/test/subscriptions/${gone}/invoices`, {
+      _csrf: await csrfOf(o.page),
+    });
+    assert.equal(late.status, 422);
+    assert.equal((await api.get(`/subscriptions/${gone}`)).body.collection, 'charge_automatically');
+    const goneAudit = await w.t.kasse.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('action', '=', 'subscription.collection')
+      .where('target_id', '=', gone)
+      .execute();
+    assert.equal(goneAudit.length, 0);
     await o.context.close();
   });
 });

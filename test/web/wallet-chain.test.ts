@@ -906,11 +906,11 @@ describe('a subscription that charges itself on the local chain', () => {
     return w;
   }
   /** A weekly subscription charged automatically, and its page's URL. */
-  async function chargedSubscription(email: string) {
+  async function chargedSubscription(email: string, cents = PRICE_CENTS) {
     const res = await k.m.test.post('/subscriptions', {
       customer_email: email,
       title: 'Tea, weekly',
-      amount_usd_cents: PRICE_CENTS,
+      amount_usd_cents: cents,
       interval: 'week',
       grace_days: 2,
       collection: 'charge_automatically',
@@ -946,8 +946,39 @@ describe('a subscription that charges itself on the local chain', () => {
       terms: await sign(o.sign.terms),
       permit_deadline: o.sign.permit_deadline,
     };
-    return { body: { network: 'base', payer: w.address, terms: o.terms, signatures }, offer: o, sign };
+    const permitValue = o.sign.permit_value;
+    return {
+      body: {
+        network: 'base',
+        payer: w.address,
+        terms: o.terms,
+        signatures: { ...signatures, permit_value: permitValue },
+      },
+      offer: o,
+      sign,
+    };
   }
+  /** The mail of `kind` in the outbox for subscription `id`. */
+  const mailsOf = async (id: string, kind: string, period?: number) =>
+    (
+      await k.t.kasse.db
+        .selectFrom('email_outbox')
+        .select(['kind', 'dedupe_key'])
+        .where('kind', '=', kind)
+        .where(
+          'dedupe_key',
+          'like',
+          period === undefined ? `subscription:${id}:%` : `subscription:${id}:period:${period}:%`,
+        )
+        .execute()
+    ).length;
+  const allowance = async (owner: string) =>
+    k.chain.client.readContract({
+      address: k.usdc as Address,
+      abi: erc20Abi,
+      functionName: 'allowance',
+      args: [owner as Address, collector],
+    });
   const hotNonce = async () =>
     Number(
       await k.chain.client.getTransactionCount({ address: k.adapter.sender!.address as Address, blockTag: 'pending' }),
@@ -1290,5 +1321,141 @@ describe('a subscription that charges itself on the local chain', () => {
     );
     assert.equal(s.status, 'active');
     assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), 0n, '20 + 10 − 2 × 15');
+  });
+
+  test('a weekly renewal checked while the latest block is still just before its due time waits for the next block: never failed, no mail; then charged once', async () => {
+    const payer = await fundedPayer(100_000_000n);
+    await alignClockWithChain();
+    const sub = await chargedSubscription('boundary@example.com');
+    const grant = await signedOffer(sub.page, payer);
+    assert.equal((await postJson(`${sub.page}/grant`, grant.body)).status, 202);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 1, 'period 1 charged');
+    const usdc1 = await k.chain.tokenBalance(k.usdc, payer.address);
+    // The latest block is 3 s before period 2's due time; Kasse's clock is 1 s past it.
+    const due2 = sub.startedAt + WEEK_S;
+    await k.chain.rpc('evm_setNextBlockTimestamp', [due2 - 3]);
+    await k.chain.mine(1);
+    k.t.clock.set((due2 + 1) * 1000);
+    await runDue();
+    let s = await subscription(sub.id);
+    assert.equal(s.periods_invoiced, 2);
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.attempt, c.status]),
+      [
+        [1, 1, 'succeeded'],
+        [2, 1, 'pending'],
+      ],
+      'not failed: looked at again',
+    );
+    assert.equal(
+      k.receiver!.events.filter((e) => e.type === 'subscription.charge_failed' && e.data?.id === sub.id).length,
+      0,
+    );
+    assert.equal(await mailsOf(sub.id, 'subscription.charge_failed'), 0, 'no pay-by-hand mail');
+    // A block past the due time: the period's slot is open on chain, and the charge goes through once.
+    await timeReaches(due2 + 61);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 2, 'period 2 charged');
+    s = await subscription(sub.id);
+    assert.deepEqual(
+      s.charges.map((c: any) => [c.period, c.attempt, c.status]),
+      [
+        [1, 1, 'succeeded'],
+        [2, 1, 'succeeded'],
+      ],
+    );
+    assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), usdc1 - AMOUNT);
+  });
+
+  test('one payer, two grants: the second permit adds to the allowance the first still needs, and both go on being charged', async () => {
+    const SMALL = 1_000_000n; // 100 cents
+    const payer = await fundedPayer(100_000_000n);
+    await alignClockWithChain();
+    const a = await chargedSubscription('two-grants-a@example.com');
+    const ga = await signedOffer(a.page, payer);
+    assert.equal(ga.offer.sign.permit_value, String(12n * AMOUNT), 'nothing allowed before');
+    assert.equal((await postJson(`${a.page}/grant`, ga.body)).status, 202);
+    await mineUntil(async () => (await subscription(a.id)).periods_paid === 1, 'A: period 1 charged');
+    assert.equal(await allowance(payer.address), 11n * AMOUNT);
+
+    const b = await chargedSubscription('two-grants-b@example.com', 100);
+    const gb = await signedOffer(b.page, payer);
+    assert.equal(gb.offer.sign.permit_value, String(11n * AMOUNT + 12n * SMALL), 'what A still needs, plus B’s total');
+    // A permit for B's total alone would take A's allowance away: refused, nothing recorded.
+    const { permit_value: _v, ...without } = gb.body.signatures;
+    const short = await postJson(`${b.page}/grant`, { ...gb.body, signatures: without });
+    assert.equal(short.status, 400, JSON.stringify(short.body));
+    assert.equal(short.body.error.param, 'signatures.permit_value');
+    assert.equal((await subscription(b.id)).grant.status, 'none');
+    assert.equal((await postJson(`${b.page}/grant`, gb.body)).status, 202);
+    await mineUntil(async () => (await subscription(b.id)).periods_paid === 1, 'B: period 1 charged');
+    assert.equal(await allowance(payer.address), 11n * AMOUNT + 11n * SMALL);
+
+    // Period 2 of both: A is still charged, and B too.
+    await timeReaches(Math.max(a.startedAt, b.startedAt) + WEEK_S + 1);
+    await mineUntil(
+      async () => (await subscription(a.id)).periods_paid === 2 && (await subscription(b.id)).periods_paid === 2,
+      'period 2 of A and B charged',
+    );
+    for (const id of [a.id, b.id])
+      assert.deepEqual(
+        (await subscription(id)).charges.map((c: any) => [c.period, c.status]),
+        [
+          [1, 'succeeded'],
+          [2, 'succeeded'],
+        ],
+      );
+    assert.equal(await allowance(payer.address), 10n * AMOUNT + 10n * SMALL);
+  });
+
+  test('revoked on the page while its charge waits in the transfer queue (the hot wallet short of gas): the charge is refused, never sent', async () => {
+    const payer = await fundedPayer(100_000_000n);
+    await alignClockWithChain();
+    const sub = await chargedSubscription('revoke-queued@example.com');
+    const grant = await signedOffer(sub.page, payer);
+    assert.equal((await postJson(`${sub.page}/grant`, grant.body)).status, 202);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 1, 'period 1 charged');
+    const usdc1 = await k.chain.tokenBalance(k.usdc, payer.address);
+    const hot = k.adapter.sender!.address as Address;
+    const gas = await k.chain.balance(hot);
+    await k.chain.rpc('hardhat_setBalance', [hot, '0x0']);
+    try {
+      await timeReaches(sub.startedAt + WEEK_S + 1);
+      await runDue();
+      let s = await subscription(sub.id);
+      assert.deepEqual([s.charges.at(-1).period, s.charges.at(-1).status], [2, 'pending']);
+      const [queued] = await chargeTransfers(2, sub.id);
+      assert.equal(queued!.status, 'pending', 'handed to the queue, not signed: no gas');
+
+      // The payer revokes on the page.
+      const offer = await postJson(`${sub.page}/revoke/offer`, {});
+      assert.equal(offer.status, 200, JSON.stringify(offer.body));
+      const revoke = await grant.sign(offer.body.sign.revoke);
+      const revoked = await postJson(`${sub.page}/revoke`, { signatures: { revoke } });
+      assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+      s = await subscription(sub.id);
+      assert.equal(s.grant.status, 'revoked');
+      assert.deepEqual(
+        [s.charges.at(-1).status, s.charges.at(-1).failure_reason, s.charges.at(-1).transaction],
+        ['failed', 'grant_revoked', null],
+      );
+      assert.equal((await chargeTransfers(2, sub.id))[0]!.status, 'failed', 'withdrawn from the queue');
+      assert.equal(await mailsOf(sub.id, 'subscription.invoice', 2), 1, 'period 2 falls back to its invoice');
+
+      // Gas again: the revoke is relayed; the charge is never sent.
+      await k.chain.rpc('hardhat_setBalance', [hot, `0x${gas.toString(16)}`]);
+      for (let i = 0; i < 2 * CONFIRMATIONS; i++) {
+        await runDue();
+        await timeReaches((await k.chain.now()) + 5);
+      }
+      assert.deepEqual(
+        (await chargeTransfers(2, sub.id)).map((x) => [x.status, x.tx_hash]),
+        [['failed', null]],
+        'never signed, never sent',
+      );
+      assert.equal(await k.chain.tokenBalance(k.usdc, payer.address), usdc1);
+      assert.equal((await subscription(sub.id)).periods_paid, 1);
+    } finally {
+      await k.chain.rpc('hardhat_setBalance', [hot, `0x${gas.toString(16)}`]);
+    }
   });
 });

@@ -4,15 +4,20 @@
  * hot wallet as the terms' operator: the only address that may charge.
  *
  * The payer grants with two EIP-712 signatures and no gas: the EIP-2612 `Permit` letting the collector spend the
- * grant's total of the network's USDC, and the `Terms` (payer, token, receiver, operator, amount per period, period,
+ * grant's total of the network's USDC on top of what it may spend already (a permit SETS the allowance, and the one
+ * collector serves every grant of the payer: the value asked is the allowance read at offer time plus the total, so
+ * an earlier grant keeps its own), and the `Terms` (payer, token, receiver, operator, amount per period, period,
  * start, end, salt). `checkGrant` verifies both before anything is written — each signature recovers to the payer
- * (a smart wallet, with code, is left to the simulation), the permit's deadline is ahead and its value the total,
+ * (a smart wallet, with code, is left to the simulation), the permit's deadline is ahead and its value at least
+ * the allowance now plus the total,
  * and an `eth_call` of `grantWithPermit` from the hot wallet goes through — and `recordGrant` records that call as a
  * transfer of the one queue (sender.ts), so it is signed, sent and followed like every transfer of the hot wallet. A
  * signed `Revoke` goes the same way (`revokeWithSignature`). A charge is `charge(terms, amount)` from the hot wallet,
  * recorded in the subscriptions module's transaction; `check` reads beforehand what would refuse it (the
  * collector's `chargeError`, the payer's balance and allowance), so a charge that cannot go through costs no gas and
- * fails with its reason. A charge that landed is found by the token's Transfer log in its receipt.
+ * fails with its reason. `chargeError` runs at the latest block, whose time may still be before a due time Kasse's
+ * clock has passed: a refusal as already charged while that block is in an earlier period than Kasse's time is
+ * "not yet" (the period's slot opens with the next block), never a failure. A charge that landed is found by the token's Transfer log in its receipt.
  */
 import {
   decodeErrorResult,
@@ -121,16 +126,18 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     const domain = await this.domains.of(adapter, t.token);
     const nonce = await this.read(adapter, token, 'nonces', [terms.payer]);
     const deadline = BigInt(Math.floor(this.deps.clock.now().getTime() / 1000) + PERMIT_VALID_S);
+    const value = (await this.read(adapter, token, 'allowance', [terms.payer, collector])) + t.total;
     const permit = permitTypedData(
       chainId,
       { address: token, ...domain },
-      { owner: terms.payer, spender: collector, value: t.total, nonce, deadline },
+      { owner: terms.payer, spender: collector, value, nonce, deadline },
     );
     return {
       chain_id: `0x${chainId.toString(16)}`,
       terms: json(termsTypedData(chainId, collector, terms)),
       permit: json(permit),
       permit_deadline: deadline.toString(),
+      permit_value: value.toString(),
     };
   }
 
@@ -146,6 +153,16 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     const typed = termsTypedData(chainId, collector, terms);
     const key = hashTypedData(typed as never);
     const token = getAddress(t.token.contract!);
+    // The permit replaces the payer's allowance to the collector: it must keep what the payer's other grants may
+    // spend and add this grant's total. A charge between offer and submit leaves the value above that by what it
+    // took (a small over-allowance; each grant is still bounded by its own terms on chain).
+    const value = signed.permit_value === undefined ? t.total : bigField(signed, 'permit_value');
+    const needed = (await this.read(adapter, token, 'allowance', [terms.payer, collector])) + t.total;
+    if (value < needed)
+      throw invalid(
+        `signatures.permit_value must be at least ${needed}: the allowance the payer gives the collector now plus this grant's total; sign again.`,
+        'signatures.permit_value',
+      );
     const ecdsa = size(termsSig) === 65 && size(permitSig) === 65;
     if (ecdsa) {
       if ((await recover(typed, termsSig)) !== terms.payer)
@@ -155,11 +172,11 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
       const permit = permitTypedData(
         chainId,
         { address: token, ...domain },
-        { owner: terms.payer, spender: collector, value: t.total, nonce, deadline },
+        { owner: terms.payer, spender: collector, value, nonce, deadline },
       );
       if ((await recover(permit, permitSig)) !== terms.payer)
         throw invalid(
-          'signatures.permit is not the payer’s permit of the grant’s total to the collector (or it was used).',
+          'signatures.permit is not the payer’s permit of permit_value to the collector (or it was used).',
           'signatures.permit',
         );
     } else if ((await adapter.rpc().request<Hex>('eth_getCode', [terms.payer, 'latest'])) === '0x') {
@@ -170,7 +187,7 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     const data = encodeFunctionData({
       abi: subscriptionCollectorAbi,
       functionName: 'grantWithPermit',
-      args: [terms, termsSig, t.total, deadline, v !== undefined ? Number(v) : yParity + 27, r, s],
+      args: [terms, termsSig, value, deadline, v !== undefined ? Number(v) : yParity + 27, r, s],
     });
     try {
       await adapter.rpc().request('eth_call', [{ from: sender.address, to: collector, data }, 'latest']);
@@ -258,7 +275,7 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     });
   }
 
-  async check(grant: StoredGrant, amount: bigint): Promise<ChargeCheck> {
+  async check(grant: StoredGrant, amount: bigint, at: Date): Promise<ChargeCheck> {
     const { adapter, sender } = this.deployed(grant.mode, grant.chain);
     const data = grant.data as unknown as EvmGrantData;
     const terms = termsOf(data);
@@ -269,6 +286,18 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
         throw new Error(
           `the collector refuses charge ${amount} of grant ${grant.key} with ${err}: the terms are wrong`,
         );
+      if (refusal.reason === 'already_charged') {
+        // Read at the latest block: if its time is in an earlier period than `at`, the period due has not begun on
+        // chain yet — it opens with the next block.
+        const block = await adapter.rpc().request<{ timestamp: Hex }>('eth_getBlockByNumber', ['latest', false]);
+        const slot = (s: number) => Math.floor((s - terms.start) / terms.period);
+        if (slot(Number(BigInt(block.timestamp))) < slot(Math.floor(at.getTime() / 1000)))
+          return {
+            ok: false,
+            reason: 'not_started',
+            message: 'The latest block is still in the period before; the period due opens with the next block.',
+          };
+      }
       return refusal;
     }
     const held = await this.read(adapter, terms.token, 'balanceOf', [terms.payer]);
@@ -428,6 +457,13 @@ function hexField(signed: Record<string, unknown>, name: string): Hex {
   if (typeof v !== 'string' || !/^0x([0-9a-fA-F]{2}){65,2048}$/.test(v))
     throw invalid(`signatures.${name} must be a signature, 0x-hex.`, `signatures.${name}`);
   return v as Hex;
+}
+
+function bigField(signed: Record<string, unknown>, name: string): bigint {
+  const v = signed[name];
+  if (typeof v !== 'string' || !/^\d{1,78}$/.test(v) || BigInt(v) >= 2n ** 256n)
+    throw invalid(`signatures.${name} must be a whole number of the token's smallest unit.`, `signatures.${name}`);
+  return BigInt(v);
 }
 
 function uintField(signed: Record<string, unknown>, name: string): bigint {

@@ -34,22 +34,29 @@ export function windowEnd(
 }
 
 /**
- * When the next attempt at a period is due after `attempts` attempts failed: the period's due time plus the
- * attempt's retry delay (CHARGE_RETRY_AFTER_MS, then the last one more each time), at once if that is past; null
- * when it would fall when the period can no longer be paid (the end of grace, and at least its first payment's 24
- * hours) or at or after the end of the period's window.
+ * When the next attempt at a period is due after `attempts` attempts failed, the last at `now`: the period's due
+ * time plus the attempt's retry delay (CHARGE_RETRY_AFTER_MS, then the last one more each time), and never sooner
+ * after the failed attempt than the schedule spaces those two attempts (so a first attempt made late is not retried
+ * at once); null when it would fall when the period can no longer be paid (the end of grace, and at least its first
+ * payment's 24 hours) or at or after the end of the period's window.
  */
 export function retryAt(
   p: { dueAt: Date; payableUntil: Date; windowEnd: Date },
   attempts: number,
   now: Date,
 ): Date | null {
+  const delay = retryDelay(attempts);
+  const gap = delay - (attempts > 1 ? retryDelay(attempts - 1) : 0);
+  const at = new Date(Math.max(p.dueAt.getTime() + delay, now.getTime() + gap));
+  if (at >= p.payableUntil || at >= p.windowEnd) return null;
+  return at;
+}
+
+/** How long after the due time the attempt after `attempts` failed ones comes. */
+function retryDelay(attempts: number): number {
   const steps = CHARGE_RETRY_AFTER_MS;
   const last = steps[steps.length - 1]!;
-  const delay = attempts <= steps.length ? steps[attempts - 1]! : last * (attempts - steps.length + 1);
-  const at = new Date(p.dueAt.getTime() + delay);
-  if (at >= p.payableUntil || at >= p.windowEnd) return null;
-  return at < now ? now : at;
+  return attempts <= steps.length ? steps[attempts - 1]! : last * (attempts - steps.length + 1);
 }
 
 /** The failure reason a refusal stands for. */

@@ -39,17 +39,15 @@ import {
   cancelScheduled,
   chargeById,
   chargeLater,
-  countCharge,
   grantById,
   insertCharges,
   leaseDueCharges,
   markFailed,
   markSubmitted,
-  markSucceeded,
   periodCharges,
-  receiverOf,
   releaseCharge,
   setGrantStatus,
+  submittedCharges,
   type ChargeRow,
   type GrantRow,
   type NewCharge,
@@ -63,15 +61,9 @@ import {
   type SubscriptionEventType,
 } from './model.ts';
 import type { Presenter } from './presenter.ts';
+import { settleCharge } from './charge-settlement.ts';
 import { simulatedCheck, simulatedState } from './simulated.ts';
-import {
-  clockOf,
-  insertInvoices,
-  invoicesOf,
-  loadSubscription,
-  type InvoiceRow,
-  type SubscriptionRow,
-} from './store/subscriptions.ts';
+import { clockOf, invoicesOf, loadSubscription, type InvoiceRow, type SubscriptionRow } from './store/subscriptions.ts';
 
 /** Charges a pass takes at once, and how long it holds them. */
 const CHARGE_BATCH = 50;
@@ -88,9 +80,6 @@ export interface ChargeResult {
   succeeded: number;
   failed: number;
 }
-
-/** Thrown inside a settling transaction whose payment stopped waiting meanwhile: the settlement is made again. */
-class PaymentMoved extends Error {}
 
 export class Charging extends WorkNotifier {
   constructor(
@@ -174,11 +163,16 @@ export class Charging extends WorkNotifier {
       await this.dropCharge(charge, sub, grant, why);
       return false;
     }
+    if (period.onItsWay) {
+      // The customer's hand payment of the period is confirming: charged only if it does not pay the period.
+      await chargeLater(db, charge.id, new Date(now.getTime() + CHARGE_NOT_YET_MS));
+      return false;
+    }
     const scheme = this.schemeOf(grant);
     const stored = this.stored(grant);
     const amount = BigInt(charge.amount);
     const verdict = scheme
-      ? await scheme.check(stored, amount)
+      ? await scheme.check(stored, amount, now)
       : simulatedCheck({ ...stored, funded: !!grant.funded }, amount);
     if (!verdict.ok) {
       if (verdict.reason === 'not_started') {
@@ -229,7 +223,7 @@ export class Charging extends WorkNotifier {
     if (period.dueAt.getTime() >= grant.expires_at.getTime())
       return { message: 'The grant has ended.', grantEnds: 'exhausted', mailInvoice: true };
     if (now.getTime() >= this.windowEnd(sub, grant, period.number).getTime() || now >= period.payableUntil)
-      return { message: 'The time to charge this period has passed.', mailInvoice: false };
+      return { message: 'The time to charge this period has passed.', mailInvoice: true };
     return null;
   }
 
@@ -242,7 +236,7 @@ export class Charging extends WorkNotifier {
   ): Promise<void> {
     await withTx(this.deps.db, async (tx) => {
       const wall = this.deps.clock.now();
-      if ((await cancelScheduled(tx, { chargeId: charge.id }, why.message, wall)) === 0) return;
+      if ((await cancelScheduled(tx, { chargeId: charge.id }, why.message, wall)).length === 0) return;
       const events: SubscriptionEventType[] = [];
       if (why.grantEnds && (await this.endGrant(tx, grant, why.grantEnds))) events.push('subscription.grant_ended');
       const row = (await loadSubscription(tx, tenantOf(sub), sub.id, true))!;
@@ -278,110 +272,19 @@ export class Charging extends WorkNotifier {
       return 'pending';
     }
     if (state.status === 'succeeded') {
-      await this.settle(charge, grant, state);
+      await settleCharge(this.p, charge, grant, state);
       return 'succeeded';
     }
     // Why it failed: what the chain says of the grant now (revoked, ended, balance), else the transaction itself.
     let verdict: ChargeCheck = { ok: true };
-    if (scheme) verdict = await scheme.check(stored, amount).catch((): ChargeCheck => ({ ok: true }));
+    if (scheme)
+      verdict = await scheme.check(stored, amount, this.deps.clock.now()).catch((): ChargeCheck => ({ ok: true }));
     const reason =
       verdict.ok || verdict.reason === 'not_started' || verdict.reason === 'already_charged'
         ? 'transaction_failed'
         : refusalReason(verdict);
     await this.fail(charge, 'submitted', reason, verdict.ok ? state.message : verdict.message, state.transaction);
     return 'failed';
-  }
-
-  /** A charge that landed pays its period: charge settled, payment paid, grant counted, receipt mailed — one transaction. */
-  private async settle(
-    charge: ChargeRow,
-    grant: GrantRow,
-    state: ChargeState & { status: 'succeeded' },
-  ): Promise<void> {
-    const tenant = tenantOf(charge);
-    const receiver = await receiverOf(this.deps.db, tenant, grant.chain);
-    if (!receiver || receiver.address.toLowerCase() !== grant.receiver.toLowerCase())
-      throw new Error(`grant ${grant.id} pays ${grant.receiver}, not the merchant's receiver on ${grant.chain}`);
-    for (let i = 0; i < 3; i++) {
-      try {
-        await withTx(this.deps.db, async (tx) => {
-          const wall = this.deps.clock.now();
-          const sub = (await loadSubscription(tx, tenant, charge.subscription_id))!;
-          const paymentId = await this.waitingPayment(tx, sub, charge.period);
-          if (!(await markSucceeded(tx, charge.id, paymentId, state.transaction, wall))) return;
-          await countCharge(tx, grant.id, BigInt(charge.amount), wall);
-          const paid = await this.deps.payments.settleCharged(tx, tenant, paymentId, {
-            chain: grant.chain,
-            token: grant.token,
-            address: receiver.address,
-            addressIndex: receiver.index,
-            amount: BigInt(charge.amount),
-            transfer: {
-              txHash: state.transaction,
-              index: state.index,
-              blockNumber: state.blockNumber,
-              blockHash: state.blockHash,
-              from: state.from,
-            },
-          });
-          if (!paid) throw new PaymentMoved();
-          await this.deps.email.enqueue(
-            tx,
-            this.p.mail(sub, MAIL_KINDS.charged, paymentId, `subscription:${sub.id}:charge:${charge.id}`),
-          );
-        });
-        this.deps.log.info(
-          {
-            chargeId: charge.id,
-            subscriptionId: charge.subscription_id,
-            period: charge.period,
-            txHash: state.transaction,
-          },
-          'subscription charge succeeded',
-        );
-        return;
-      } catch (err) {
-        if (!(err instanceof PaymentMoved)) throw err;
-      }
-    }
-    throw new Error(`charge ${charge.id}: the period's payment kept changing while it was being paid`);
-  }
-
-  /**
-   * The period's payment to pay with a charge: its latest invoice's payment if that is still waiting, else a fresh
-   * one for the period (the old one expired, was withdrawn, or was paid by hand meanwhile: the money is credited
-   * like any second payment of a period, which counts once).
-   */
-  private async waitingPayment(tx: Tx, sub: SubscriptionRow, period: number): Promise<string> {
-    const invoices = (await invoicesOf(tx, [sub.id])).filter((i) => i.period === period);
-    const latest = invoices.at(-1);
-    if (!latest) throw new Error(`subscription ${sub.id} has no invoice for period ${period}`);
-    const states = await this.deps.payments.summaries(tx, sub.mode, [latest.payment_id]);
-    if (states.get(latest.payment_id)?.status === 'waiting') return latest.payment_id;
-    const [payment] = await this.deps.payments.createIn(tx, sub.mode, [
-      {
-        merchantId: sub.merchant_id,
-        price_amount: sub.amount_usd_cents,
-        order_id: `${sub.id}-${period}`,
-        description: `${sub.title} (period ${period})`,
-        success_url: sub.success_url,
-        locale: sub.locale,
-        metadata: { subscription_id: sub.id, period },
-      },
-    ]);
-    await insertInvoices(tx, [
-      {
-        payment_id: payment!.id,
-        subscription_id: sub.id,
-        period,
-        seq: latest.seq + 1,
-        due_at: latest.due_at,
-        grace_ends_at: latest.grace_ends_at,
-        issued_at: clockOf(sub, this.deps.clock.now()),
-        check_at: null,
-      },
-    ]);
-    return payment!.id;
   }
 
   // ---- Failing ----
@@ -451,13 +354,28 @@ export class Charging extends WorkNotifier {
     );
   }
 
-  /** Ends an active grant (revoked, or used up); its scheduled charges will not be made. False when it had ended. */
+  /**
+   * Ends an active grant (revoked, or used up): its scheduled charges will not be made, and on a revoke a charge
+   * handed to the transfer queue but not signed yet (the hot wallet short of gas, say) is withdrawn from the queue
+   * and fails `grant_revoked` with nothing sent (one already signed may land and is followed as usual; a grant used
+   * up still pays what it covered). Each period that falls back to invoices this way, its charge untried, gets its
+   * invoice mailed. False when it had ended.
+   */
   async endGrant(tx: Tx, grant: GrantRow, to: 'revoked' | 'exhausted'): Promise<boolean> {
     const wall = this.deps.clock.now();
     const ended = await setGrantStatus(tx, grant.id, ['active', 'pending'], to, wall);
     if (!ended) return false;
     const why = to === 'revoked' ? 'The grant was revoked.' : 'The grant has ended.';
-    await cancelScheduled(tx, { grantId: grant.id }, why, wall);
+    const sub = (await loadSubscription(tx, tenantOf(grant), grant.subscription_id))!;
+    await this.stopCharges(tx, sub, { grantId: grant.id }, why);
+    const scheme = to === 'revoked' ? this.schemeOf(grant) : null;
+    const withdrawn: ChargeRow[] = [];
+    for (const c of scheme ? await submittedCharges(tx, grant.id) : []) {
+      if (!(await scheme!.withdrawCharge(tx, this.stored(grant), c.id, why))) continue;
+      await markFailed(tx, c.id, 'submitted', 'grant_revoked', `${why} The charge was not sent.`, null, wall);
+      withdrawn.push(c);
+    }
+    await this.mailUntried(tx, sub, withdrawn);
     this.deps.log.info(
       { grantId: grant.id, subscriptionId: grant.subscription_id, status: to },
       'subscription grant ended',
@@ -500,12 +418,22 @@ export class Charging extends WorkNotifier {
     return token;
   }
 
-  /** What the worker needs of a period: its due time, end of grace, and whether any of its payments is paid. */
+  /**
+   * What the worker needs of a period: its due time, end of grace, whether any of its payments is paid, and whether
+   * money paying one by hand is on its way.
+   */
   async periodOf(sub: SubscriptionRow, period: number, tx?: Tx): Promise<PeriodView> {
-    const invoices = (await invoicesOf(tx ?? this.deps.db, [sub.id])).filter((i) => i.period === period);
+    const db = tx ?? this.deps.db;
+    const invoices = (await invoicesOf(db, [sub.id])).filter((i) => i.period === period);
     const first = invoices[0];
     if (!first) throw new Error(`subscription ${sub.id} has no invoice for period ${period}`);
+    const states = await this.deps.payments.summaries(
+      db,
+      sub.mode,
+      invoices.map((i) => i.payment_id),
+    );
     return {
+      onItsWay: [...states.values()].some((p) => p.status === 'detected' || p.status === 'confirming'),
       number: period,
       dueAt: first.due_at,
       payableUntil: new Date(Math.max(first.grace_ends_at.getTime(), first.issued_at.getTime() + INVOICE_LIFETIME_MS)),
@@ -521,10 +449,29 @@ export class Charging extends WorkNotifier {
     return states.get(latest.payment_id)?.status === 'waiting' ? latest.payment_id : null;
   }
 
-  /** The period's invoice mail, as the scheduler would have sent it (once: its dedupe key is the scheduler's). */
+  /** Cancels the scheduled charges `where` names; the periods whose first charge was never tried get their invoice. */
+  async stopCharges(
+    tx: Tx,
+    sub: SubscriptionRow,
+    where: { grantId?: string; subscriptionId?: string },
+    why: string,
+  ): Promise<void> {
+    await this.mailUntried(tx, sub, await cancelScheduled(tx, where, why, this.deps.clock.now()));
+  }
+
+  /** The invoice mail of each period among `stopped` whose first charge was never tried: it falls back to invoices. */
+  private async mailUntried(tx: Tx, sub: SubscriptionRow, stopped: readonly ChargeRow[]): Promise<void> {
+    for (const c of stopped) if (c.attempt === 1) await this.mailInvoice(tx, sub, c.period);
+  }
+
+  /**
+   * The period's invoice mail, as the scheduler would have sent it (once: its dedupe key is the scheduler's), while
+   * its first payment is still the one open to pay (after that the fresh payments' reminders tell the customer).
+   */
   private async mailInvoice(tx: Tx, sub: SubscriptionRow, period: number): Promise<void> {
+    if (sub.status === 'cancelled') return;
     const first = (await invoicesOf(tx, [sub.id])).find((i) => i.period === period && i.seq === 1);
-    if (!first) return;
+    if (!first || (await this.openPayment(tx, sub, period)) !== first.payment_id) return;
     await this.deps.email.enqueue(
       tx,
       this.p.mail(sub, MAIL_KINDS.invoice, first.payment_id, `subscription:${sub.id}:period:${period}:1`),
@@ -550,4 +497,6 @@ export interface PeriodView {
   /** Until the period may still be paid: the end of its grace, and at least its first payment's 24 hours. */
   payableUntil: Date;
   paid: boolean;
+  /** A payment of the period has money on its way (`detected`, `confirming`): not charged while it may pay it. */
+  onItsWay: boolean;
 }

@@ -21,8 +21,8 @@ import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { isUniqueViolation, withTx, type Tx } from '../../db/index.ts';
 import type { Actor } from '../audit/index.ts';
 import { dueAt, shortestPeriodSeconds } from './calendar.ts';
+import { windowEnd } from './charge-rules.ts';
 import {
-  cancelScheduled,
   currentGrants,
   insertCharges,
   insertGrant,
@@ -32,12 +32,10 @@ import {
   saveReceiver,
   setFunded,
   setGrantStatus,
-  chargesOf,
   type GrantRow,
 } from './store/charges.ts';
 import type { Charging, ChargingDeps } from './charging.ts';
 import type { LinkCheck } from './customer-link.ts';
-import { MAIL_KINDS } from './mail.ts';
 import { GRANT_PERIODS } from './model.ts';
 import { auditTarget, type Presenter } from './presenter.ts';
 import type { Subscription } from './schema.ts';
@@ -93,9 +91,14 @@ export interface GrantPreview {
   choice: GrantChoice;
   terms: TermsBody;
   decimals: number;
+  /** Unpaid periods before the terms' start: not charged, to be paid by hand. */
+  unpaidBefore: number[];
 }
 
 export type SimulateGrantOutcome = 'grant' | 'revoke' | 'insufficient_funds';
+
+/** No end: a grant's window computed before its end is known. */
+const FAR = new Date(8.64e15);
 
 export class Grants {
   constructor(
@@ -166,8 +169,8 @@ export class Grants {
   }
 
   /**
-   * The terms Kasse grants on for `sub` now (the salt aside): the period due and unpaid now is the first charged,
-   * else the next to come.
+   * The terms Kasse grants on for `sub` now (the salt aside), from the first period it charges (`firstPeriod`) for
+   * `GRANT_PERIODS` periods.
    */
   private async terms(
     sub: SubscriptionRow,
@@ -179,8 +182,7 @@ export class Grants {
     const decimals = kind.token.decimals;
     if (decimals < 2) throw new Error(`${kind.token.id} cannot carry cents (${decimals} decimals)`);
     const amount = BigInt(sub.amount_usd_cents) * 10n ** BigInt(decimals - 2);
-    const open = (await invoicesOf(this.deps.db, [sub.id])).filter((i) => i.check_at !== null && !i.paid);
-    const first = open.length > 0 ? Math.min(...open.map((i) => i.period)) : sub.periods_invoiced + 1;
+    const { first } = await this.firstPeriod(sub);
     const startAt = dueAt(sub.started_at, sub.interval, sub.interval_count, first);
     const endAt = dueAt(sub.started_at, sub.interval, sub.interval_count, first + GRANT_PERIODS);
     return {
@@ -196,6 +198,33 @@ export class Grants {
       total: amount * BigInt(GRANT_PERIODS),
       salt,
     };
+  }
+
+  /**
+   * The first period a grant given now charges: the latest period invoiced and unpaid while it can still be charged
+   * (its slot on chain open, its payment payable), else the next to come; and the unpaid periods before it, left to
+   * be paid by hand — one charge now takes the current slot on chain, so an overdue earlier period cannot be charged
+   * beside the latest (charge-rules.ts windowEnd).
+   */
+  private async firstPeriod(sub: SubscriptionRow): Promise<{ first: number; before: number[] }> {
+    const open = [
+      ...new Set(
+        (await invoicesOf(this.deps.db, [sub.id])).filter((i) => i.check_at !== null && !i.paid).map((i) => i.period),
+      ),
+    ].sort((a, b) => a - b);
+    const latest = open.at(-1);
+    let first = sub.periods_invoiced + 1;
+    if (latest !== undefined) {
+      const startsAt = dueAt(sub.started_at, sub.interval, sub.interval_count, latest);
+      const closes = windowEnd(
+        { startedAt: sub.started_at, interval: sub.interval, intervalCount: sub.interval_count },
+        { startsAt, periodSeconds: shortestPeriodSeconds(sub.interval, sub.interval_count), expiresAt: FAR },
+        latest,
+      );
+      const now = clockOf(sub, this.deps.clock.now());
+      if (now < closes && now < (await this.charging.periodOf(sub, latest)).payableUntil) first = latest;
+    }
+    return { first, before: open.filter((p) => p < first) };
   }
 
   /** Whether a grant of the subscription is active or on its way, and whether it is the simulator's. */
@@ -214,6 +243,7 @@ export class Grants {
     const sub = await findSubscription(this.deps.db, check.subscriptionId);
     if (!sub || sub.status === 'cancelled' || sub.collection !== 'charge_automatically') return [];
     const choices = this.choices(sub.mode);
+    const { before } = await this.firstPeriod(sub);
     const out: GrantPreview[] = [];
     for (const { kind, scheme } of this.kinds(sub.mode)) {
       const terms = await this.terms(sub, kind, scheme, '', `0x${'0'.repeat(64)}`);
@@ -221,6 +251,7 @@ export class Grants {
         choice: choices.find((c) => c.network === kind.chain)!,
         terms: termsBody(terms),
         decimals: kind.token.decimals,
+        unpaidBefore: before,
       });
     }
     return out;
@@ -369,7 +400,8 @@ export class Grants {
 
   /**
    * A grant takes effect (its relay landed, or the simulator granted): active, `subscription.granted`, and the
-   * period that is due and unpaid now, if any, charged at once. The caller holds the subscription's row lock.
+   * latest period that is due and unpaid now, if the grant starts with it (`firstPeriod`), charged at once. The
+   * caller holds the subscription's row lock.
    */
   async activate(tx: Tx, sub: SubscriptionRow, g: GrantRow): Promise<void> {
     const wall = this.deps.clock.now();
@@ -466,7 +498,7 @@ export class Grants {
   // ---- The merchant: back to invoices ----
 
   /**
-   * Switches a charged subscription back to emailed invoices (the API or the dashboard, audited): no period is
+   * Switches a charged subscription back to emailed invoices (the dashboard, audited): no period is
    * charged from now on (scheduled charges are cancelled, and a period whose charge had not been tried yet gets its
    * invoice mailed). The payer's grant stays on chain unused until they revoke it on the subscription page.
    */
@@ -474,19 +506,11 @@ export class Grants {
     await withTx(this.deps.db, async (tx) => {
       const row = await loadSubscription(tx, t, id, true);
       if (!row) throw notFound('subscription');
+      if (row.status === 'cancelled') throw invalidState('This subscription is cancelled.');
       if (row.collection === 'send_invoice') throw invalidState('This subscription is already paid by invoice.');
       const wall = this.deps.clock.now();
-      const untried = (await chargesOf(tx, [id])).filter((c) => c.status === 'scheduled' && c.attempt === 1);
       await setCollection(tx, id, 'send_invoice', wall);
-      await cancelScheduled(tx, { subscriptionId: id }, 'The subscription is invoiced by email now.', wall);
-      for (const c of untried) {
-        const first = (await invoicesOf(tx, [id])).find((i) => i.period === c.period && i.seq === 1);
-        if (first)
-          await this.deps.email.enqueue(
-            tx,
-            this.p.mail(row, MAIL_KINDS.invoice, first.payment_id, `subscription:${id}:period:${c.period}:1`),
-          );
-      }
+      await this.charging.stopCharges(tx, row, { subscriptionId: id }, 'The subscription is invoiced by email now.');
       await this.deps.audit.record(tx, t, actor, 'subscription.collection', auditTarget(row.id), {
         collection: 'send_invoice',
       });

@@ -94,11 +94,15 @@ export type ChargeFailureReason = (typeof CHARGE_FAILURE_REASONS)[number];
 /** NOTE: a grant covers this many periods (its end, and the total the payer allows: amount × periods). */
 export const GRANT_PERIODS = 12;
 /**
- * NOTE: after a failed charge, the next attempts come this long after the first one failed (then every last step),
- * while they fall before the period's grace ends and before the next period's slot on chain opens.
+ * NOTE: after a failed charge, the next attempts come this long after the period's due time (then every last step
+ * more), each at least as long after the failed attempt as the steps space them, while they fall before the period
+ * can no longer be paid and before the next period's slot on chain opens (charge-rules.ts retryAt).
  */
 export const CHARGE_RETRY_AFTER_MS = [HOUR_MS, DAY_MS, 3 * DAY_MS, 7 * DAY_MS] as const;
-/** A charge the chain would take only a little later (its period has not started on chain yet) is tried again after this. */
+/**
+ * A charge the chain would take only a little later (its period has not started on chain, or the latest block is
+ * still before it), or whose period a hand payment on its way may pay, is looked at again after this.
+ */
 export const CHARGE_NOT_YET_MS = 60 * 1000;
 /** How soon a submitted charge is looked at again while its transaction is on its way. */
 export const CHARGE_FOLLOW_MS = 5 * 1000;

@@ -121,6 +121,7 @@
       .then((s) => {
         sigs.terms = s;
         sigs.permit_deadline = offer.sign.permit_deadline;
+        sigs.permit_value = offer.sign.permit_value;
         return post(ds.submit, { network: ds.network, payer: from, terms: offer.terms, signatures: sigs });
       })
       .then(() => { page.say(page.text.grantSent); setTimeout(() => { location.reload(); }, 1500); })

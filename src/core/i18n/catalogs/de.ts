@@ -247,6 +247,8 @@ export default {
     'Höchstens {amount} ({token_amount} {symbol}) pro Periode und höchstens einmal {days, plural, one {pro Tag} other {alle # Tage}}.',
   'sub.grant_receiver': 'Nur an die Adresse {receiver} von {merchant}.',
   'sub.grant_period': 'Vom {start} bis zum {end}: insgesamt höchstens {total} ({token_total} {symbol}).',
+  'sub.grant_unpaid_before':
+    'Perioden, die vor dem {start} fällig waren, werden nicht abgebucht: Bezahlen Sie sie mit ihrer Schaltfläche „Bezahlen“ auf dieser Seite.',
   'sub.grant_contract':
     'Mehr kann nicht abgebucht werden: Der Vertrag auf {network} lehnt jede Abbuchung über diese Grenzen, an andere oder nach dem Ausschalten ab.',
   'sub.grant_delegate':

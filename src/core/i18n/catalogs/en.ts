@@ -241,6 +241,7 @@ const en = {
     'At most {amount} ({token_amount} {symbol}) per period, and at most once every {days, plural, one {# day} other {# days}}.',
   'sub.grant_receiver': 'Paid only to {merchant}’s address {receiver}.',
   'sub.grant_period': 'From {start} until {end}: at most {total} ({token_total} {symbol}) in all.',
+  'sub.grant_unpaid_before': 'Periods due before {start} are not charged: pay them with their Pay button on this page.',
   'sub.grant_contract':
     'Nothing more can be taken: the contract on {network} refuses any charge above these limits, to anyone else, or after you turn it off.',
   'sub.grant_delegate':

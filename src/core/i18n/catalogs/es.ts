@@ -241,6 +241,8 @@ export default {
     'Como máximo {amount} ({token_amount} {symbol}) por periodo, y como máximo una vez {days, plural, one {al día} other {cada # días}}.',
   'sub.grant_receiver': 'Solo a la dirección {receiver} de {merchant}.',
   'sub.grant_period': 'Del {start} al {end}: como máximo {total} ({token_total} {symbol}) en total.',
+  'sub.grant_unpaid_before':
+    'Los periodos con vencimiento anterior al {start} no se cobran: págalos con su botón Pagar en esta página.',
   'sub.grant_contract':
     'No se puede cobrar nada más: el contrato en {network} rechaza cualquier cobro por encima de estos límites, a otra persona o después de que lo desactives.',
   'sub.grant_delegate':

@@ -243,6 +243,8 @@ export default {
     'Au plus {amount} ({token_amount} {symbol}) par période, et au plus une fois {days, plural, one {par jour} other {tous les # jours}}.',
   'sub.grant_receiver': 'Versé uniquement à l’adresse {receiver} de {merchant}.',
   'sub.grant_period': 'Du {start} au {end} : au plus {total} ({token_total} {symbol}) au total.',
+  'sub.grant_unpaid_before':
+    'Les périodes échues avant le {start} ne sont pas prélevées : payez-les avec leur bouton Payer sur cette page.',
   'sub.grant_contract':
     'Rien de plus ne peut être prélevé : le contrat sur {network} refuse tout prélèvement au-delà de ces limites, vers quelqu’un d’autre ou après que vous l’avez désactivé.',
   'sub.grant_delegate':

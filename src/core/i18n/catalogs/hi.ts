@@ -231,6 +231,7 @@ export default {
     'हर अवधि में अधिकतम {amount} ({token_amount} {symbol}), और {days, plural, one {# दिन} other {# दिनों}} में अधिकतम एक बार।',
   'sub.grant_receiver': 'केवल {merchant} के पते {receiver} पर।',
   'sub.grant_period': '{start} से {end} तक: कुल मिलाकर अधिकतम {total} ({token_total} {symbol})।',
+  'sub.grant_unpaid_before': '{start} से पहले देय अवधियों से शुल्क नहीं लिया जाता: उन्हें इस पेज पर उनके भुगतान बटन से चुकाएँ।',
   'sub.grant_contract':
     'इससे ज़्यादा नहीं लिया जा सकता: {network} पर अनुबंध इन सीमाओं से ऊपर, किसी और को, या आपके बंद करने के बाद का हर शुल्क अस्वीकार करता है।',
   'sub.grant_delegate':

@@ -243,6 +243,8 @@ export default {
     'Paling banyak {amount} ({token_amount} {symbol}) per periode, dan paling banyak sekali setiap {days, plural, other {# hari}}.',
   'sub.grant_receiver': 'Hanya dibayarkan ke alamat {receiver} milik {merchant}.',
   'sub.grant_period': 'Dari {start} sampai {end}: paling banyak {total} ({token_total} {symbol}) seluruhnya.',
+  'sub.grant_unpaid_before':
+    'Periode yang jatuh tempo sebelum {start} tidak ditagih otomatis: bayar dengan tombol Bayar di halaman ini.',
   'sub.grant_contract':
     'Tidak ada yang bisa diambil lebih: kontrak di {network} menolak setiap tagihan di atas batas ini, ke pihak lain, atau setelah Anda mematikannya.',
   'sub.grant_delegate':

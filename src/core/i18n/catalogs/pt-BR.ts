@@ -238,6 +238,8 @@ export default {
     'No máximo {amount} ({token_amount} {symbol}) por período, e no máximo uma vez {days, plural, one {por dia} other {a cada # dias}}.',
   'sub.grant_receiver': 'Pago somente ao endereço {receiver} de {merchant}.',
   'sub.grant_period': 'De {start} até {end}: no máximo {total} ({token_total} {symbol}) no total.',
+  'sub.grant_unpaid_before':
+    'Períodos com vencimento antes de {start} não são cobrados: pague-os com o botão Pagar desta página.',
   'sub.grant_contract':
     'Nada mais pode ser cobrado: o contrato na {network} recusa qualquer cobrança acima desses limites, para outra pessoa ou depois que você desativar.',
   'sub.grant_delegate':

@@ -239,6 +239,8 @@ export default {
     'Dönem başına en fazla {amount} ({token_amount} {symbol}) ve en fazla {days, plural, other {# günde}} bir kez.',
   'sub.grant_receiver': 'Yalnızca {merchant} adresine ({receiver}) ödenir.',
   'sub.grant_period': '{start} ile {end} arasında: toplamda en fazla {total} ({token_total} {symbol}).',
+  'sub.grant_unpaid_before':
+    '{start} tarihinden önce vadesi gelen dönemler tahsil edilmez: bunları bu sayfadaki Öde düğmesiyle ödeyin.',
   'sub.grant_contract':
     'Daha fazlası alınamaz: {network} üzerindeki sözleşme bu sınırların üzerindeki, başkasına yapılan veya siz kapattıktan sonraki her tahsilatı reddeder.',
   'sub.grant_delegate':

@@ -246,6 +246,8 @@ export default {
     'Tối đa {amount} ({token_amount} {symbol}) mỗi kỳ, và tối đa một lần mỗi {days, plural, other {# ngày}}.',
   'sub.grant_receiver': 'Chỉ trả vào địa chỉ {receiver} của {merchant}.',
   'sub.grant_period': 'Từ {start} đến {end}: tổng cộng tối đa {total} ({token_total} {symbol}).',
+  'sub.grant_unpaid_before':
+    'Các kỳ đến hạn trước {start} không được trừ tiền tự động: hãy thanh toán bằng nút Thanh toán trên trang này.',
   'sub.grant_contract':
     'Không thể lấy thêm: hợp đồng trên {network} từ chối mọi lần trừ vượt các giới hạn này, cho người khác, hoặc sau khi bạn tắt.',
   'sub.grant_delegate':

@@ -224,6 +224,7 @@ export default {
   'sub.grant_amount': '每期最多 {amount}（{token_amount} {symbol}），且每 {days, plural, other {# 天}}最多一次。',
   'sub.grant_receiver': '仅付至 {merchant} 的地址 {receiver}。',
   'sub.grant_period': '从 {start} 到 {end}：总计最多 {total}（{token_total} {symbol}）。',
+  'sub.grant_unpaid_before': '{start} 之前到期的周期不会自动扣款：请用本页上的“支付”按钮支付。',
   'sub.grant_contract': '无法多扣：{network} 上的合约会拒绝任何超出这些限额、付给他人或在您关闭之后的扣款。',
   'sub.grant_delegate':
     '在 {network} 上，网络本身限制您允许的总额，但每期限额由 Kasse 而非网络保证：这一保障弱于有合约的网络。',

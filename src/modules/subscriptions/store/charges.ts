@@ -250,13 +250,13 @@ export async function markFailed(
   });
 }
 
-/** Scheduled charges that will not be attempted (of a grant, or a subscription, or one charge), with why. */
+/** Scheduled charges that will not be attempted (of a grant, or a subscription, or one charge), with why: those. */
 export async function cancelScheduled(
   tx: Tx,
   where: { grantId?: string; subscriptionId?: string; chargeId?: string },
   message: string,
   wall: Date,
-): Promise<number> {
+): Promise<ChargeRow[]> {
   let q = tx
     .updateTable('subscription_charges')
     .set({ status: 'cancelled', failure_message: message, settled_at: wall, locked_until: null })
@@ -264,8 +264,19 @@ export async function cancelScheduled(
   if (where.grantId !== undefined) q = q.where('grant_id', '=', where.grantId);
   if (where.subscriptionId !== undefined) q = q.where('subscription_id', '=', where.subscriptionId);
   if (where.chargeId !== undefined) q = q.where('id', '=', where.chargeId);
-  const r = await q.executeTakeFirst();
-  return Number(r.numUpdatedRows);
+  return q.returningAll().execute();
+}
+
+/** The grant's charges handed to the transfer queue and not settled yet, locked. */
+export async function submittedCharges(tx: Tx, grantId: string): Promise<ChargeRow[]> {
+  return tx
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('grant_id', '=', grantId)
+    .where('status', '=', 'submitted')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
 }
 
 /** The attempts of one period of a subscription so far. */
