@@ -307,9 +307,8 @@ export class TransferQueue<R extends QueuedTransfer> {
   }
 
   /**
-   * Ends a transfer nothing of which was signed yet (`pending`) `failed` with `reason`, in the caller's transaction;
-   * false when it was signed meanwhile (it may land, and is followed as usual). The sign step locks the row and
-   * signs only a `pending` one, so the two never both go through.
+   * Ends a `pending` transfer (nothing signed) `failed` with `reason` in the caller's transaction; false when it was
+   * signed meanwhile (followed as usual). The sign step locks the row and signs only a `pending` one: never both.
    */
   async withdraw(tx: Tx, id: string, reason: string): Promise<boolean> {
     const r = await (tx as unknown as Kysely<Record<string, QueuedTransfer & { settled_at: Date | null }>>)
