@@ -547,8 +547,8 @@ describe('Kasse inside Medusa', () => {
     assert.equal((await orderOf(cart))![0].payment_status, 'captured');
   });
 
-  test("a forged webhook at Medusa's route is refused by the provider and changes nothing", async () => {
-    const { cart, paymentId } = await checkout();
+  test("a forged webhook, or a signed one of a payment not the session's, changes nothing", async () => {
+    const { cart, session, paymentId } = await checkout();
     const payment = await kasse.payments.retrieve(paymentId);
     const body = JSON.stringify({
       id: `evt_${'F'.repeat(26)}`,
@@ -566,6 +566,22 @@ describe('Kasse inside Medusa', () => {
     });
     assert.equal(res.status, 200, 'Medusa answers every webhook and hands it to the provider later');
     await logLines(/webhook refused \(signature_mismatch\)/);
+    assert.equal(await completedAt(cart), null, 'no order');
+    assert.equal((await kasse.payments.retrieve(paymentId)).status, 'waiting');
+
+    // A payment made on the account's API naming the session (order_id and metadata) and paid: its event is
+    // genuinely signed, but the session's Kasse payment is another one, so Medusa is told nothing.
+    const decoy = await kasse.payments.create({
+      price_amount: 100,
+      price_currency: 'USD',
+      order_id: session.id,
+      metadata: { medusa_session_id: session.id, medusa_amount: '1' },
+    });
+    await kasse.testHelpers.payments.simulate(decoy.id, { outcome: 'paid', from: PAYER });
+    assert.equal(await t.kasse.webhooks.drain(), 1);
+    await logLines(
+      new RegExp(`\\(payment\\.paid\\) for ${session.id} ignored: the session's Kasse payment is ${paymentId}, not ${decoy.id}`),
+    );
     assert.equal(await completedAt(cart), null, 'no order');
     assert.equal((await kasse.payments.retrieve(paymentId)).status, 'waiting');
   });
