@@ -467,7 +467,7 @@ describe('manual capture', () => {
     }
   });
 
-  test('a capture on Kasse\'s API captures that part only; capturePayment outside Medusa then takes the rest', async () => {
+  test("a capture on Kasse's API captures that part only; capturePayment outside Medusa then takes the rest", async () => {
     const id = session();
     const out = await hold(40, id);
     await simulate(out.id, 'authorized', PAYER);

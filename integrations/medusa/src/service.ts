@@ -5,7 +5,14 @@
  * (a retry, a webhook that arrived twice or before the storefront came back) finds the work done and does not do it
  * again. Which rule applies lives in ./mapping.ts.
  */
-import { type CaptureParams, type CreatePaymentParams, Kasse, KasseError, KasseSignatureVerificationError, type Payment } from '@kasse/sdk';
+import {
+  type CaptureParams,
+  type CreatePaymentParams,
+  Kasse,
+  KasseError,
+  KasseSignatureVerificationError,
+  type Payment,
+} from '@kasse/sdk';
 import type {
   AuthorizePaymentInput,
   AuthorizePaymentOutput,
