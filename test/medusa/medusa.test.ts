@@ -17,7 +17,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -160,7 +160,9 @@ async function makeShop(): Promise<void> {
       exclude: ['node_modules', '.medusa/server'],
     }),
   );
-  const installed = join(MEDUSA_PACKAGE, 'node_modules');
+  // The tree itself, not a link to it (a checkout may link node_modules to a shared install): the project's
+  // node_modules must be its own directory, or the removal below would reach into the installed tree.
+  const installed = realpathSync(join(MEDUSA_PACKAGE, 'node_modules'));
   await timed('link Medusa', () =>
     // Hard links need one file system; across two the tree is copied.
     run('cp', ['-al', installed, join(shop, 'node_modules')]).catch(() => run('cp', ['-a', installed, shop])),
@@ -168,7 +170,7 @@ async function makeShop(): Promise<void> {
   // npm rewrites its record of the tree in place: the project gets its own copy, not a link to the integration's.
   const record = join(shop, 'node_modules', '.package-lock.json');
   rmSync(record);
-  cpSync(join(MEDUSA_PACKAGE, 'node_modules', '.package-lock.json'), record);
+  cpSync(join(installed, '.package-lock.json'), record);
   rmSync(join(shop, 'node_modules', '.kasse-install-stamp'), { force: true });
   await timed('install steps', () =>
     run('bash', ['-euo', 'pipefail', '-c', docBlock('Install', 'sh')], {
@@ -473,10 +475,10 @@ describe('Kasse inside Medusa', () => {
     assert.equal(inKasse.status, 'paid');
     assert.equal(inKasse.authorization!.captured_usd_cents, 2550);
     assert.equal(inKasse.authorization!.captures.length, 1);
-    // Kasse's payment.paid and payment.captured reach Medusa, which already has the capture.
+    // Kasse's payment.paid and payment.captured reach Medusa, which already has the capture: nothing to add.
     assert.equal(await t.kasse.webhooks.drain(), 2);
-    await logLines(new RegExp(`\\(payment\\.captured\\) → captured for ${session.id}`));
-    await logLines(new RegExp(`\\(payment\\.paid\\) → captured for ${session.id}`));
+    await logLines(new RegExp(`\\(payment\\.captured\\) → not_supported for ${session.id}`));
+    await logLines(new RegExp(`\\(payment\\.paid\\) → authorized for ${session.id}`));
     const [after] = (await orderOf(cart))!;
     assert.equal(after.payment_status, 'captured');
     assert.equal(after.payment_collections.flatMap((c: any) => c.payments)[0].captures.length, 1);
@@ -499,7 +501,53 @@ describe('Kasse inside Medusa', () => {
     assert.equal(cancelled.status, 'canceled');
   });
 
-  test("a forged webhook at Medusa's route is refused by the provider and changes nothing", async () => {
+  test("a part captured on Kasse's API is recorded once in Medusa; Medusa's capture of the rest asks Kasse only for that", async () => {
+    const { cart, session, paymentId } = await checkout('pp_kasse_manual');
+    await kasse.testHelpers.payments.simulate(paymentId, { outcome: 'authorized', from: PAYER });
+    await t.kasse.webhooks.drain();
+    const [order] = await eventually('the order', () => orderOf(cart), { timeoutMs: 60_000, intervalMs: 500 });
+    const medusaPaymentId = order.payment_collections.flatMap((c: any) => c.payments)[0].id;
+    const captures = async () =>
+      (await orderOf(cart))![0].payment_collections.flatMap((c: any) => c.payments)[0].captures as any[];
+
+    // 10.00 of 25.50 captured on Kasse's API; it settles with payment.paid and payment.captured.
+    await kasse.payments.capture(paymentId, { amount_usd_cents: 1000 });
+    await t.kasse.capture.settleSimulated();
+    assert.equal(await t.kasse.webhooks.drain(), 2);
+    await logLines(new RegExp(`\\(payment\\.captured\\) → captured for ${session.id}`));
+    await logLines(new RegExp(`\\(payment\\.paid\\) → authorized for ${session.id}`));
+    const recorded = await eventually(
+      "Medusa's record of the capture",
+      async () => ((await captures()).length > 0 ? captures() : null),
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    assert.deepEqual(
+      recorded.map((c: any) => c.amount),
+      [10],
+    );
+    const partly = await kasse.payments.retrieve(paymentId);
+    assert.equal(partly.authorization!.captured_usd_cents, 1000);
+    assert.equal(partly.authorization!.pending_usd_cents, 0, "Medusa's record asked Kasse for nothing more");
+
+    // The rest captured from Medusa's admin: Kasse captures those 15.50, and both agree at 25.50.
+    await ok('POST', `/admin/payments/${medusaPaymentId}/capture`, { amount: 15.5 }, adminHeaders);
+    assert.equal((await kasse.payments.retrieve(paymentId)).authorization!.pending_usd_cents, 1550);
+    await t.kasse.capture.settleSimulated();
+    assert.equal(await t.kasse.webhooks.drain(), 1);
+    await logLines(new RegExp(`\\(payment\\.captured\\) → not_supported for ${session.id}`));
+    const settled = await kasse.payments.retrieve(paymentId);
+    assert.deepEqual(
+      settled.authorization!.captures.map((c) => c.amount_usd_cents),
+      [1000, 1550],
+    );
+    assert.deepEqual(
+      (await captures()).map((c: any) => c.amount).sort((a: number, b: number) => a - b),
+      [10, 15.5],
+    );
+    assert.equal((await orderOf(cart))![0].payment_status, 'captured');
+  });
+
+  test("a forged webhook, or a signed one of a payment not the session's, changes nothing", async () => {
     const { cart, paymentId } = await checkout();
     const payment = await kasse.payments.retrieve(paymentId);
     const body = JSON.stringify({
@@ -520,5 +568,31 @@ describe('Kasse inside Medusa', () => {
     await logLines(/webhook refused \(signature_mismatch\)/);
     assert.equal(await completedAt(cart), null, 'no order');
     assert.equal((await kasse.payments.retrieve(paymentId)).status, 'waiting');
+
+    // An authorized order, and a payment made on the account's API naming its session (order_id and metadata), paid
+    // for 1.00: its event is genuinely signed, but the session's Kasse payment is another one, so Medusa is told
+    // nothing, and nothing of the order's hold is captured.
+    const held = await checkout('pp_kasse_manual');
+    await kasse.testHelpers.payments.simulate(held.paymentId, { outcome: 'authorized', from: PAYER });
+    await t.kasse.webhooks.drain();
+    await eventually('the authorized order', () => orderOf(held.cart), { timeoutMs: 60_000, intervalMs: 500 });
+    const decoy = await kasse.payments.create({
+      price_amount: 100,
+      price_currency: 'USD',
+      order_id: held.session.id,
+      metadata: { medusa_session_id: held.session.id, medusa_amount: '1' },
+    });
+    await kasse.testHelpers.payments.simulate(decoy.id, { outcome: 'paid', from: PAYER });
+    assert.equal(await t.kasse.webhooks.drain(), 1);
+    await logLines(
+      new RegExp(
+        `\\(payment\\.paid\\) for ${held.session.id} ignored: the session's Kasse payment is ${held.paymentId}, not ${decoy.id}`,
+      ),
+    );
+    const hold = (await kasse.payments.retrieve(held.paymentId)).authorization!;
+    assert.deepEqual([hold.captured_usd_cents, hold.pending_usd_cents], [0, 0]);
+    const [order] = (await orderOf(held.cart))!;
+    assert.equal(order.payment_status, 'authorized');
+    assert.deepEqual(order.payment_collections.flatMap((c: any) => c.payments)[0].captures, []);
   });
 });

@@ -13,7 +13,7 @@ import {
   sessionOf,
   sessionStatus,
   toCents,
-  webhookAction,
+  webhookReport,
 } from '../../integrations/medusa/src/mapping.ts';
 import { EVENT_TYPES, PAYMENT_STATUSES } from '../../src/modules/payments/model.ts';
 
@@ -42,7 +42,7 @@ test('toCents: decimal dollars to integer cents exactly, a fraction of a cent ha
   assert.throws(() => fromCents(1.5), /whole number of cents/);
 });
 
-test('every Kasse payment status has a Medusa session status', () => {
+test('every Kasse payment status has a Medusa session status; a refunded payment is not a paid one', () => {
   const expected: Record<string, string> = {
     waiting: 'pending',
     detected: 'pending',
@@ -52,33 +52,81 @@ test('every Kasse payment status has a Medusa session status', () => {
     underpaid: 'requires_more',
     expired: 'canceled',
     late: 'pending',
-    refunded: 'captured',
+    refunded: 'canceled',
     cancelled: 'canceled',
   };
   assert.deepEqual(Object.keys(expected).sort(), [...PAYMENT_STATUSES].sort());
-  for (const status of PAYMENT_STATUSES) assert.equal(sessionStatus(status), expected[status], status);
-  assert.equal(sessionStatus('a-status-of-a-newer-kasse'), 'pending');
+  for (const status of PAYMENT_STATUSES) assert.equal(sessionStatus({ status }), expected[status], status);
+  assert.equal(sessionStatus({ status: 'a-status-of-a-newer-kasse' }), 'pending');
+  // A manual payment is paid from its first capture on, and captured for Medusa once all of its hold is.
+  assert.equal(sessionStatus({ status: 'paid', authorization: hold(1000) }), 'authorized');
+  assert.equal(sessionStatus({ status: 'paid', authorization: hold(2500) }), 'captured');
+  assert.equal(sessionStatus({ status: 'refunded', authorization: hold(2500) }), 'canceled');
 });
 
-test('every payment event has a Medusa webhook action', () => {
-  const expected: Record<string, string> = {
-    'payment.detected': 'pending',
-    'payment.confirming': 'pending',
-    'payment.paid': 'captured',
-    'payment.underpaid': 'requires_more',
-    'payment.overpaid': 'not_supported',
-    'payment.expired': 'canceled',
-    'payment.late': 'pending',
-    'payment.wrong_asset': 'not_supported',
-    'payment.reorged': 'pending',
-    'payment.refunded': 'not_supported',
-    'payment.cancelled': 'canceled',
-    'payment.authorized': 'authorized',
-    'payment.captured': 'captured',
+const hold = (captured: number, pending = 0) => ({
+  amount_usd_cents: 2500,
+  captured_usd_cents: captured,
+  pending_usd_cents: pending,
+  voided: false,
+});
+
+test("every payment event is reported from the payment's current status, not the event's", () => {
+  const now = (status: string) => ({ ...payment([]), status });
+  const expected: Record<string, [string, string]> = {
+    'payment.detected': ['confirming', 'pending'],
+    'payment.confirming': ['confirming', 'pending'],
+    'payment.paid': ['paid', 'captured'],
+    'payment.underpaid': ['underpaid', 'requires_more'],
+    'payment.overpaid': ['paid', 'not_supported'],
+    'payment.expired': ['expired', 'canceled'],
+    'payment.late': ['late', 'pending'],
+    'payment.wrong_asset': ['waiting', 'not_supported'],
+    'payment.reorged': ['confirming', 'pending'],
+    'payment.refunded': ['refunded', 'not_supported'],
+    'payment.cancelled': ['cancelled', 'canceled'],
+    'payment.authorized': ['authorized', 'authorized'],
+    'payment.captured': ['paid', 'captured'],
   };
   assert.deepEqual(Object.keys(expected).sort(), [...EVENT_TYPES].sort());
-  for (const type of EVENT_TYPES) assert.equal(webhookAction(type), expected[type], type);
-  assert.equal(webhookAction('refund.failed'), 'not_supported');
+  for (const type of EVENT_TYPES) {
+    const [status, action] = expected[type]!;
+    const report = webhookReport(type, now(status), null);
+    assert.equal(report.action, action, type);
+    if (action !== 'not_supported') assert.equal(report.cents, 2500, type);
+  }
+  assert.equal(webhookReport('refund.failed', now('paid'), null).action, 'not_supported');
+  // A payment.paid read after the payment was refunded, or before it was paid, captures nothing.
+  assert.equal(webhookReport('payment.paid', now('refunded'), null).action, 'canceled');
+  assert.equal(webhookReport('payment.paid', now('confirming'), null).action, 'pending');
+});
+
+test("a manual payment's captures reach Medusa once, through payment.captured, for what Medusa has not recorded", () => {
+  const manual = (status: string, authorization: ReturnType<typeof hold>) => ({
+    ...payment([]),
+    status,
+    authorization,
+  });
+  // 10.00 of 25.00 captured on Kasse's API: payment.paid and payment.captured both arrive; the capture is reported once.
+  const partly = manual('paid', hold(1000));
+  assert.deepEqual(webhookReport('payment.paid', partly, 0), { action: 'authorized', cents: 2500 });
+  assert.deepEqual(webhookReport('payment.captured', partly, 0), { action: 'captured', cents: 1000 });
+  // Recorded already, or Medusa captured those 10.00 itself and Kasse settled them: nothing more to record.
+  assert.equal(webhookReport('payment.captured', partly, 1000).action, 'not_supported');
+  // The rest captured from Medusa (recorded there at once), settled later: nothing more either.
+  const whole = manual('paid', hold(2500));
+  assert.equal(webhookReport('payment.captured', whole, 2500).action, 'not_supported');
+  assert.deepEqual(webhookReport('payment.paid', whole, 2500), { action: 'authorized', cents: 2500 });
+  // Two captures on Kasse's dashboard before Medusa read either: the first event records both, the second nothing.
+  assert.deepEqual(webhookReport('payment.captured', manual('paid', hold(1500)), 0), {
+    action: 'captured',
+    cents: 1500,
+  });
+  assert.equal(webhookReport('payment.captured', manual('paid', hold(1500)), 1500).action, 'not_supported');
+  assert.deepEqual(webhookReport('payment.authorized', manual('authorized', hold(0)), 0), {
+    action: 'authorized',
+    cents: 2500,
+  });
 });
 
 function payment(deposits: PaymentFacts['attempts'][number]['deposits'], paid = true): PaymentFacts {
@@ -113,7 +161,7 @@ test('capturedCents and sessionOf', () => {
   assert.equal(
     capturedCents({
       ...payment([]),
-      authorization: { amount_usd_cents: 2500, captured_usd_cents: 1000, voided: true },
+      authorization: { ...hold(1000), voided: true },
     }),
     1000,
   );

@@ -77,21 +77,24 @@ export function fromCents(cents: number): string {
 export type SessionStatus = 'authorized' | 'captured' | 'pending' | 'requires_more' | 'error' | 'canceled';
 
 /**
- * A Kasse payment's status as a Medusa session status. `paid` is captured whichever the capture mode (a manual
- * payment is paid once captured); `late` (money after the coin's hold, which Kasse accepts or the merchant decides)
- * and a status this version does not know are not money yet: pending.
+ * A Kasse payment as a Medusa session status. `paid` is captured; a manual payment is captured once all of its hold
+ * is (until then Medusa's captures record each part, below). `refunded` is canceled: the money went back, so a cart
+ * whose payment was refunded never becomes a paid order. `late` (money after the coin's hold, which Kasse accepts or
+ * the merchant decides) and a status this version does not know are not money yet: pending.
  */
-export function sessionStatus(kasseStatus: string): SessionStatus {
-  switch (kasseStatus) {
-    case 'paid':
-    case 'refunded':
-      return 'captured';
+export function sessionStatus(payment: Pick<PaymentFacts, 'status' | 'authorization'>): SessionStatus {
+  switch (payment.status) {
+    case 'paid': {
+      const hold = payment.authorization;
+      return hold && hold.captured_usd_cents < hold.amount_usd_cents ? 'authorized' : 'captured';
+    }
     case 'authorized':
       return 'authorized';
     case 'underpaid':
       return 'requires_more';
     case 'expired':
     case 'cancelled':
+    case 'refunded':
       return 'canceled';
     default:
       return 'pending';
@@ -108,31 +111,54 @@ export type WebhookAction =
   | 'canceled'
   | 'not_supported';
 
+/** The events that tell Medusa something; `payment.refunded` is not one (Medusa has no webhook action for a refund). */
+const REPORTED_EVENTS = new Set([
+  'payment.paid',
+  'payment.captured',
+  'payment.authorized',
+  'payment.cancelled',
+  'payment.expired',
+  'payment.underpaid',
+  'payment.detected',
+  'payment.confirming',
+  'payment.late',
+  'payment.reorged',
+]);
+
 /**
- * A Kasse event type as the action Medusa takes. `payment.refunded` is not one: Medusa has no webhook action for a
- * refund (refunds are made from Medusa's admin, which records them).
+ * What Medusa is told of a Kasse event: the action and US cents come from the payment as Kasse answers for it now
+ * (`payment`, read by the provider), the event only says that something changed. An automatic payment that is paid
+ * is captured for its price. A manual payment's captures reach Medusa only through `payment.captured`, for what Kasse
+ * has captured beyond what Medusa recorded (`medusaCaptured`; unknown outside Medusa: none): each Kasse capture is
+ * recorded once, and Medusa's own captures, which Kasse made for it, are not recorded again.
  */
-export function webhookAction(eventType: string): WebhookAction {
-  switch (eventType) {
-    case 'payment.paid':
-    case 'payment.captured':
-      return 'captured';
-    case 'payment.authorized':
-      return 'authorized';
-    case 'payment.cancelled':
-    case 'payment.expired':
-      return 'canceled';
-    case 'payment.underpaid':
-      return 'requires_more';
-    case 'payment.detected':
-    case 'payment.confirming':
-    case 'payment.late':
-    case 'payment.reorged':
-      return 'pending';
-    default:
-      return 'not_supported';
+export function webhookReport(
+  eventType: string,
+  payment: PaymentFacts,
+  medusaCaptured: number | null,
+): { action: WebhookAction; cents: number } {
+  const none = { action: 'not_supported' as const, cents: 0 };
+  if (!REPORTED_EVENTS.has(eventType)) return none;
+  const hold = payment.authorization;
+  if (hold) {
+    if (eventType === 'payment.captured') {
+      const beyond = hold.captured_usd_cents - (medusaCaptured ?? 0);
+      return beyond > 0 ? { action: 'captured', cents: beyond } : none;
+    }
+    const status = sessionStatus(payment);
+    return { action: status === 'captured' ? 'authorized' : ACTIONS[status], cents: payment.price_amount };
   }
+  return { action: ACTIONS[sessionStatus(payment)], cents: payment.price_amount };
 }
+
+const ACTIONS: Record<SessionStatus, WebhookAction> = {
+  authorized: 'authorized',
+  captured: 'captured',
+  pending: 'pending',
+  requires_more: 'requires_more',
+  canceled: 'canceled',
+  error: 'failed',
+};
 
 /** The parts of a Kasse Payment the rules below read. */
 export interface PaymentFacts {
@@ -146,7 +172,12 @@ export interface PaymentFacts {
     token: string;
     deposits: Array<{ token: string; from: string | null; status: string }>;
   }>;
-  authorization?: { amount_usd_cents: number; captured_usd_cents: number; voided: boolean } | null;
+  authorization?: {
+    amount_usd_cents: number;
+    captured_usd_cents: number;
+    pending_usd_cents: number;
+    voided: boolean;
+  } | null;
 }
 
 /**

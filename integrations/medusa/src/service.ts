@@ -5,7 +5,14 @@
  * (a retry, a webhook that arrived twice or before the storefront came back) finds the work done and does not do it
  * again. Which rule applies lives in ./mapping.ts.
  */
-import { type CreatePaymentParams, Kasse, KasseError, KasseSignatureVerificationError, type Payment } from '@kasse/sdk';
+import {
+  type CaptureParams,
+  type CreatePaymentParams,
+  Kasse,
+  KasseError,
+  KasseSignatureVerificationError,
+  type Payment,
+} from '@kasse/sdk';
 import type {
   AuthorizePaymentInput,
   AuthorizePaymentOutput,
@@ -40,7 +47,7 @@ import {
   sessionOf,
   sessionStatus,
   toCents,
-  webhookAction,
+  webhookReport,
 } from './mapping';
 
 const NAME = 'Kasse payment provider (@kasse/medusa)';
@@ -77,7 +84,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     const sessionId = input.context?.idempotency_key ?? (input.data?.session_id as string | undefined);
     if (!sessionId) throw invalid('Medusa gave no payment session id to name the Kasse payment by');
     const payment = await this.create(sessionId, input.amount, input.currency_code, input.data, `medusa-${sessionId}`);
-    return { id: payment.id, status: sessionStatus(payment.status), data: payment };
+    return { id: payment.id, status: sessionStatus(payment), data: payment };
   }
 
   /**
@@ -88,7 +95,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     const current = await this.retrieve(input.data);
     const cents = this.cents(input.amount, input.currency_code);
     const ended = current.status === 'cancelled' || current.status === 'expired';
-    if (current.price_amount === cents && !ended) return { status: sessionStatus(current.status), data: current };
+    if (current.price_amount === cents && !ended) return { status: sessionStatus(current), data: current };
     if (!ended) await this.cancelWaiting(current, 'its amount cannot change');
     const sessionId = sessionOf(current) ?? input.context?.idempotency_key;
     if (!sessionId) throw invalid(`Kasse payment ${current.id} names no Medusa payment session`);
@@ -99,7 +106,7 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
       input.data,
       `medusa-${sessionId}-after-${current.id}`,
     );
-    return { status: sessionStatus(payment.status), data: payment };
+    return { status: sessionStatus(payment), data: payment };
   }
 
   /** A session given up (the cart changed, another provider chosen): its Kasse payment is cancelled or voided. */
@@ -114,12 +121,12 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     const asked = input.context?.idempotency_key;
     if (session && asked && asked.startsWith('payses_') && session !== asked)
       throw invalid(`Kasse payment ${payment.id} belongs to payment session ${session}, not ${asked}`);
-    return { status: sessionStatus(payment.status), data: payment };
+    return { status: sessionStatus(payment), data: payment };
   }
 
   async getPaymentStatus(input: GetPaymentStatusInput): Promise<GetPaymentStatusOutput> {
     const payment = await this.retrieve(input.data);
-    return { status: sessionStatus(payment.status), data: payment };
+    return { status: sessionStatus(payment), data: payment };
   }
 
   async retrievePayment(input: RetrievePaymentInput): Promise<RetrievePaymentOutput> {
@@ -127,18 +134,26 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /**
-   * Automatic capture: Kasse captured the money when it was paid, so this confirms it. Manual: all that remains of
-   * the authorization is captured (Medusa's capture names no amount), under Medusa's capture id as the
-   * Idempotency-Key. A capture Kasse already has (asked for by an earlier call, settling or settled) is not asked
-   * again, whatever key a retry carries.
+   * Automatic capture: Kasse captured the money when it was paid, so this confirms it. Manual: Medusa names no amount
+   * to the provider, but it has recorded its capture before it calls, so Kasse is asked for what Medusa's captures
+   * of the session add up to beyond what Kasse has captured or is capturing: the amount of a capture made in
+   * Medusa's admin, and nothing for a capture Medusa records because Kasse reported it (a capture made on Kasse's
+   * API or dashboard). Outside Medusa's payment module all that remains is captured. The capture is asked under
+   * Medusa's capture id as the Idempotency-Key; a call repeated under any key finds Kasse holding enough and asks
+   * nothing.
    */
   async capturePayment(input: CapturePaymentInput): Promise<CapturePaymentOutput> {
     const payment = await this.retrieve(input.data);
     const hold = payment.authorization;
     if (hold && !hold.voided && (payment.status === 'authorized' || payment.status === 'paid')) {
-      if (uncaptured(payment) === 0) return { data: payment };
+      const session = sessionOf(payment);
+      const medusa = session ? await this.medusaRecord(session) : null;
+      const asked = Math.min(medusa?.capturedCents ?? hold.amount_usd_cents, hold.amount_usd_cents);
+      const missing = asked - capturingCents(payment);
+      if (missing <= 0) return { data: payment };
       const key = input.context?.idempotency_key ?? `medusa-capture-${payment.id}`;
-      return { data: await this.hold('capture', payment.id, key) };
+      const body = missing >= uncaptured(payment) ? {} : { amount_usd_cents: missing };
+      return { data: await this.hold('capture', payment.id, key, { body, capturedTo: asked }) };
     }
     if (payment.status === 'paid') return { data: payment };
     throw notAllowed(`Kasse payment ${payment.id} is ${payment.status}; only a paid or authorized payment is captured`);
@@ -160,6 +175,13 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     const payment = await this.retrieve(input.data);
     if (payment.status === 'refunded') return { data: payment };
     const cents = this.cents(input.amount, 'usd');
+    const settling = payment.authorization?.pending_usd_cents ?? 0;
+    if (settling > 0)
+      throw notAllowed(
+        `the capture of ${fromCents(settling)} USD of Kasse payment ${payment.id} is still settling on chain, and ` +
+          'Kasse refunds captured money once it has settled (usually within minutes, when Kasse sends ' +
+          'payment.captured): refund, or cancel the order, again then',
+      );
     const held = capturedCents(payment);
     if (cents !== held)
       throw invalid(
@@ -188,9 +210,13 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /**
-   * Reads a webhook Medusa received at `/hooks/payment/kasse_<id>`: checks Kasse's signature over the raw body with
-   * the webhook secret (a missing, forged or stale signature is refused and changes nothing) and names the Medusa
-   * payment session and amount of a `payment.*` event. Events of payments Medusa did not create are not supported.
+   * Reads a webhook Medusa received at `/hooks/payment/kasse_<id>`. Kasse's signature over the raw body with the
+   * webhook secret is checked (a missing or forged one is refused and changes nothing); its age is not, since Medusa
+   * may run this long after the delivery arrived and Kasse does not deliver it again. The event only says that a
+   * payment changed: the provider reads the payment with its own key (a payment of the other mode or another account
+   * is not found and not supported), checks it is the one Medusa's session was given, and tells Medusa what Kasse
+   * answers now, so a late, repeated or crafted event cannot claim more than Kasse holds. Which action and amount
+   * follow is ./mapping.ts's `webhookReport`.
    */
   async getWebhookActionAndData(payload: ProviderWebhookPayload['payload']): Promise<WebhookActionResult> {
     const header = payload.headers?.['service-signature'] as string | string[] | undefined;
@@ -200,22 +226,54 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     let event: ReturnType<typeof Kasse.webhooks.constructEvent>;
     try {
       if (raw === undefined || raw === null) throw new KasseSignatureVerificationError('malformed_body', 'No raw body');
-      event = Kasse.webhooks.constructEvent(raw, header, this.options.webhookSecret);
+      event = Kasse.webhooks.constructEvent(raw, header, this.options.webhookSecret, { tolerance: Infinity });
     } catch (err) {
       if (!(err instanceof KasseSignatureVerificationError)) throw err;
       this.logger.warn(`${NAME}: webhook refused (${err.reason}): ${err.message}`);
       return { action: 'not_supported' };
     }
-    if (!event.type.startsWith('payment.')) return { action: 'not_supported' };
-    const payment = event.data as Payment;
-    const session = sessionOf(payment);
-    if (!session) return { action: 'not_supported' };
-    const action = webhookAction(event.type);
-    this.logger.info(`${NAME}: webhook ${event.id} (${event.type}) → ${action} for ${session}`);
-    const cents = action === 'captured' ? capturedCents(payment) : payment.price_amount;
+    const type = event.type as string;
+    if (type === 'refund.failed') {
+      await this.refundFailed(event.data as unknown as { payment_id?: unknown; error?: unknown });
+      return { action: 'not_supported' };
+    }
+    if (!type.startsWith('payment.')) return { action: 'not_supported' };
+    const claimed = event.data as Payment;
+    const session = sessionOf(claimed);
+    if (!session || typeof claimed.id !== 'string') return { action: 'not_supported' };
+    const ignored = (why: string) => {
+      this.logger.warn(`${NAME}: webhook ${event.id} (${type}) for ${session} ignored: ${why}`);
+      return { action: 'not_supported' as const };
+    };
+    const payment = await this.readable(claimed.id);
+    if (!payment) return ignored(`payment ${claimed.id} is not one this provider's API key can read`);
+    if (sessionOf(payment) !== session || payment.order_id !== session)
+      return ignored(`Kasse's payment ${payment.id} was not made for this session`);
+    const medusa = await this.medusaRecord(session);
+    if (medusa && medusa.kassePaymentId !== payment.id)
+      return ignored(`the session's Kasse payment is ${medusa.kassePaymentId ?? 'none'}, not ${payment.id}`);
+    const { action, cents } = webhookReport(type, payment, medusa?.capturedCents ?? null);
+    this.logger.info(`${NAME}: webhook ${event.id} (${type}) → ${action} for ${session}`);
     const asked = payment.metadata?.medusa_amount;
     const amount = cents === payment.price_amount && typeof asked === 'string' ? asked : fromCents(cents);
     return { action, data: { session_id: session, amount: new BigNumber(amount) } };
+  }
+
+  /**
+   * A refund Medusa recorded that Kasse could not send: Medusa has no action to undo a refund, so the merchant is
+   * told in Medusa's log, and Kasse lets the payment be refunded again from its dashboard.
+   */
+  private async refundFailed(refund: { payment_id?: unknown; error?: unknown }): Promise<void> {
+    if (typeof refund.payment_id !== 'string') return;
+    const payment = await this.readable(refund.payment_id);
+    const session = payment && sessionOf(payment);
+    if (!payment || !session || payment.order_id !== session) return;
+    this.logger.warn(
+      `${NAME}: Kasse could not send the refund of payment ${payment.id} (Medusa payment session ${session}): ` +
+        `${typeof refund.error === 'string' ? refund.error : 'the transfer failed'}. Medusa still shows it refunded; ` +
+        "refund it again on Kasse's dashboard (Payments, the payment, Refund), to an address the payer gives you if " +
+        'the first one cannot receive it.',
+    );
   }
 
   // --------------------------------------------------------------------------------------------------------------
@@ -268,6 +326,38 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
     }
   }
 
+  /** The payment as this provider's key reads it, or null when Kasse does not find it for that key. */
+  private async readable(id: string): Promise<Payment | null> {
+    try {
+      return await this.kasse.payments.retrieve(id);
+    } catch (err) {
+      if (err instanceof KasseError && (err.status === 404 || err.status === 400)) return null;
+      throw medusaError(err);
+    }
+  }
+
+  /**
+   * Medusa's own record of a payment session, read through the payment module that loaded the provider: the Kasse
+   * payment its data names and the US cents Medusa has recorded as captured of it. Null when the provider runs
+   * outside Medusa's payment module.
+   */
+  private async medusaRecord(sessionId: string): Promise<MedusaRecord | null> {
+    let sessions: PaymentSessions | undefined;
+    try {
+      sessions = this.container.paymentSessionService as PaymentSessions | undefined;
+    } catch {
+      return null; // Medusa's container has no such service: not inside the payment module.
+    }
+    if (!sessions) return null;
+    const [found] = await sessions.list({ id: sessionId }, { relations: ['payment', 'payment.captures'] });
+    if (!found) return { kassePaymentId: null, capturedCents: 0 };
+    let capturedCents = 0;
+    for (const c of found.payment?.captures ?? [])
+      capturedCents += toCents(new BigNumber((c.raw_amount ?? c.amount) as BigNumberInput).bigNumber!.toFixed());
+    const id = found.data?.id;
+    return { kassePaymentId: typeof id === 'string' ? id : null, capturedCents };
+  }
+
   /** Cancels a waiting payment; refuses one with money on the way (`why` says what could not happen). */
   private async cancelWaiting(payment: Payment, why: string): Promise<Payment> {
     if (payment.status !== 'waiting')
@@ -292,20 +382,26 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
   }
 
   /**
-   * Captures all that remains of an authorization, or voids it, with an Idempotency-Key. Kasse refusing because a
-   * call under another key did it first (a retry Medusa made after losing the answer) is that call's result.
+   * Captures (`body`, until Kasse holds `capturedTo` US cents captured or capturing in all) or voids an authorization,
+   * with an Idempotency-Key. Kasse refusing because a call under another key did it first (a retry Medusa made after
+   * losing the answer) is that call's result.
    */
-  private async hold(operation: 'capture' | 'void', id: string, idempotencyKey: string): Promise<Payment> {
+  private async hold(
+    operation: 'capture' | 'void',
+    id: string,
+    idempotencyKey: string,
+    capture = { body: {} as CaptureParams, capturedTo: Infinity },
+  ): Promise<Payment> {
     try {
       return operation === 'capture'
-        ? await this.kasse.payments.capture(id, {}, { idempotencyKey })
+        ? await this.kasse.payments.capture(id, capture.body, { idempotencyKey })
         : await this.kasse.payments.void(id, { idempotencyKey });
     } catch (err) {
       if (!(err instanceof KasseError && err.code === 'invalid_state')) throw medusaError(err);
       const now = await this.retrieve({ id });
       const done =
         operation === 'capture'
-          ? now.authorization !== undefined && uncaptured(now) === 0
+          ? now.authorization !== undefined && (capturingCents(now) >= capture.capturedTo || uncaptured(now) === 0)
           : now.status === 'cancelled' ||
             now.authorization?.voided === true ||
             /void of this hold is on its way/.test(err.message);
@@ -313,6 +409,30 @@ export class KassePaymentProviderService extends AbstractPaymentProvider<KassePr
       throw medusaError(err);
     }
   }
+}
+
+/** What the provider reads of Medusa's payment session (the payment module's own service of it). */
+interface PaymentSessions {
+  list(
+    filters: { id: string },
+    config: { relations: string[] },
+  ): Promise<
+    Array<{
+      data?: Record<string, unknown> | null;
+      payment?: { captures?: Array<{ amount?: unknown; raw_amount?: unknown }> } | null;
+    }>
+  >;
+}
+
+interface MedusaRecord {
+  kassePaymentId: string | null;
+  capturedCents: number;
+}
+
+/** US cents of a manual payment's authorization captured or being captured. */
+function capturingCents(payment: Payment): number {
+  const hold = payment.authorization;
+  return hold ? hold.captured_usd_cents + hold.pending_usd_cents : 0;
 }
 
 /** US cents of a manual payment's authorization neither captured nor being captured. */
