@@ -222,7 +222,7 @@ describe('failed steps', () => {
       { status: 'failed', error: 'xyz is not an address', reported: true },
     );
     assert.deepEqual(sink.settled, [
-      { transferId: 'rfd_bad', status: 'failed', txHash: null, error: 'xyz is not an address' },
+      { transferId: 'rfd_bad', status: 'failed', txHash: null, error: 'xyz is not an address', blockNumber: null },
     ]);
     await q.step('rfd_bad');
     assert.equal(sink.settled.length, 1, 'a settled transfer is not reported again');
