@@ -465,6 +465,8 @@ describe('a settle that waits for another', () => {
         const b = { ...signed, paymentPayload: { ...signed.paymentPayload, extensions } };
         const first = await ok(merchant.test.post('/x402/settle', b));
         assert.deepEqual([first.success, first.errorReason], [false, 'settlement_pending']);
+        // The transaction it waits for is named: the official middleware asks again only for a pending one that has it.
+        assert.equal(first.transaction, '0xnotyet');
         const row = await t.kasse.db
           .selectFrom('x402_settlements')
           .select(['id', 'status'])
@@ -514,6 +516,49 @@ describe('a settle that waits for another', () => {
       evm.settle = settle;
       evm.settlement = settlement;
       await second.close();
+    }
+  });
+});
+
+describe('a settlement still pending when the first settle answers', () => {
+  test('@x402/hono asks again for the transaction it names and serves the request once the transfer landed', async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle, settlement } = evm;
+    // The transfer is submitted, its confirmations come only after the first settle answered.
+    let landed: Awaited<ReturnType<typeof settle>> | null = null;
+    evm.settle = async (...args) => {
+      landed = await settle.apply(evm, args);
+      return { status: 'pending' as const, transaction: landed.transaction! };
+    };
+    evm.settlement = async (...args) => landed ?? settlement.apply(evm, args);
+    const shop = await honoShop(merchant, to);
+    try {
+      const url = `${shop.url}/weather`;
+      const waits = t.clock.waits();
+      let done = false;
+      const answer = fetch(url, { headers: { 'payment-signature': await paymentSignature(agent, url) } }).finally(
+        () => (done = true),
+      );
+      // The middleware's second settle follows the transfer on Kasse's clock until it lands.
+      await eventually('the second settle to wait for the transfer', () => done || t.clock.waits() > waits, {
+        intervalMs: 5,
+      });
+      t.clock.advance(SETTLE_WAIT_MS);
+      const res = await answer;
+      assert.equal(res.status, 200, refusalOf(res));
+      const receipt = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+      assert.equal(receipt.success, true);
+      assert.match(receipt.transaction, /^0xsim/);
+      const paid = await x402Payments(merchant);
+      assert.deepEqual(
+        paid.map((p) => [p.status, p.x402.transaction]),
+        [['paid', receipt.transaction]],
+      );
+    } finally {
+      evm.settle = settle;
+      evm.settlement = settlement;
+      await shop.close();
     }
   });
 });

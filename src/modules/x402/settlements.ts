@@ -24,6 +24,7 @@ import {
   addToTotal,
   getSettlement,
   endSettlement,
+  notePending,
   type SettlementEnd,
   releaseAnswer,
   resumeLater,
@@ -134,7 +135,7 @@ export class Settlements {
     } catch (err) {
       // Not recorded now for a passing reason: the workers record it later.
       this.deps.log.warn({ err: errText(err), settlementId: row.id }, 'x402 settlement not recorded yet');
-      final = { ...row, status: 'pending' };
+      final = { ...row, status: 'pending', transaction: state.transaction ?? row.transaction };
     }
     if (final.status === 'pending' && me.startsWith('req:')) await releaseAnswer(this.deps.db, row.id, me);
     return this.answer(final);
@@ -185,6 +186,13 @@ export class Settlements {
         this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 settlement cannot be recorded');
         failed = `unexpected_settle_error: the transfer ${state.transaction} could not be recorded as a payment (${errText(err)})`;
       }
+    } else if (state.transaction && state.transaction !== row.transaction) {
+      // Still waiting for its confirmations: the answer names the transaction it waits for.
+      return (
+        (await notePending(this.deps.db, row.id, state.transaction)) ??
+        (await getSettlement(this.deps.db, row.id)) ??
+        row
+      );
     } else return row;
     if (failed !== undefined) {
       const end: SettlementEnd = { status: 'failed', transaction: state.transaction, error: failed };
