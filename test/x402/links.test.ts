@@ -133,18 +133,39 @@ describe('a fixed-amount link', () => {
   });
 
   test('a retry under the payment-identifier the 402 declares answers the same receipt, counting one use', async () => {
-    const link = await newLink({ kind: 'fixed', title: 'Tide table', amount_usd_cents: 150 });
+    // Its last sale: the link is used up once it is paid, and still answers the retry of that sale.
+    const link = await newLink({ kind: 'fixed', title: 'Tide table', amount_usd_cents: 150, max_uses: 1 });
     const id = generatePaymentId();
     const agent = recordingAgent(() => id);
+    // Another agent's payment, signed while the link was open.
+    const fresh = await paymentSignature(privateKeyToAccount(generatePrivateKey()), link.url, { maxUsd: '$5' });
     const first = await agent.pay(link.url);
     assert.equal(first.status, 200, await first.clone().text());
     const receipt = await first.json();
     // The answer was lost: the same payment again, under the same identifier.
     const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 200);
+    assert.equal(again.status, 200, await again.clone().text());
     assert.deepEqual(await again.json(), receipt);
     assert.equal(await uses(link.id), 1);
     assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+    // A new payment finds the link used up, in the Error body, and pays nothing.
+    assertError(await answer(fetch(link.url, { headers: { 'payment-signature': fresh } })), 422, 'invalid_state');
+    assertError(await answer(fetch(link.url, { headers: { 'payment-signature': 'garbage' } })), 422, 'invalid_state');
+    assert.equal(await uses(link.id), 1);
+    assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+  });
+
+  test('the same signature without an identifier at a used-up link is refused as used, as on an open one', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Tide chart', amount_usd_cents: 150, max_uses: 1 });
+    const agent = recordingAgent();
+    assert.equal((await agent.pay(link.url)).status, 200);
+    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
+    assert.equal(again.status, 402);
+    assert.equal(
+      decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
+      'invalid_exact_evm_nonce_already_used',
+    );
+    assert.equal(await uses(link.id), 1);
   });
 
   test('a payment made for one link is refused by another of the same price, which counts nothing', async () => {

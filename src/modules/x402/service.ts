@@ -226,7 +226,7 @@ export class X402Service {
   }
 
   async settle(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
-    return (await this.settleOnce(tenant, body, sale)).response;
+    return (await this.settleOnce(tenant, body, sale))!.response;
   }
 
   /**
@@ -256,10 +256,23 @@ export class X402Service {
    * the Payment too, and whether this call made the sale.
    */
   async sell(tenant: Tenant, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
-    const { response, claimed } = await this.settleOnce(tenant, body, sale);
+    return this.saleResult(tenant, (await this.settleOnce(tenant, body, sale))!);
+  }
+
+  private async saleResult(tenant: Tenant, { response, claimed }: SettleOutcome): Promise<X402SaleResult> {
     const id = response.success ? response.extra?.payment_id : undefined;
     const payment = typeof id === 'string' ? await this.deps.payments.get(tenant, id) : null;
     return { response, payment, made: claimed };
+  }
+
+  /**
+   * A settle of a sale's payment Kasse already has (named by its payment identifier, or its authorization): answered
+   * as `sell` answers it (the receipt again, a duplicate, a failure), making no sale; null for a payment Kasse does not
+   * have, which is left untouched (a sale that can no longer be made still answers its retries).
+   */
+  async resell(tenant: Tenant, body: FacilitatorBody): Promise<X402SaleResult | null> {
+    const outcome = await this.settleOnce(tenant, body, undefined, true);
+    return outcome ? this.saleResult(tenant, outcome) : null;
   }
 
   /** The merchant's x402 addresses of `mode` retired when their network's configuration changed, newest first. */
@@ -275,12 +288,17 @@ export class X402Service {
   /**
    * `settle`, also saying whether this call claimed the authorization. Anything unforeseen after the checks still
    * answers a SettleResponse; a client's error in the request itself (a malformed or reused payment identifier) is
-   * the Error body.
+   * the Error body. `knownOnly`: null, and nothing done, for a payment Kasse does not have yet.
    */
-  private async settleOnce(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
+  private async settleOnce(
+    tenant: Tenant,
+    body: FacilitatorBody,
+    sale?: X402Sale,
+    knownOnly = false,
+  ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
     try {
-      return await this.settleChecked(tenant, body, sale);
+      return await this.settleChecked(tenant, body, sale, knownOnly);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 'idempotency_conflict' || err.code === 'invalid_request')) throw err;
       this.deps.log.error({ err: errText(err), merchantId, mode }, 'x402 settle failed unexpectedly');
@@ -298,7 +316,12 @@ export class X402Service {
     }
   }
 
-  private async settleChecked(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
+  private async settleChecked(
+    tenant: Tenant,
+    body: FacilitatorBody,
+    sale: X402Sale | undefined,
+    knownOnly: boolean,
+  ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
     const network = body.paymentRequirements.network;
     const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });
@@ -319,6 +342,7 @@ export class X402Service {
     const follower = (row: SettlementRow) => this.follower(scheme, row, request, merchantId, me, identified);
     if (named) return { response: await follower(named), claimed: false };
     if (earlier) return { response: await follower(earlier), claimed: false };
+    if (knownOnly) return null;
     if (!verdict.valid) return refused(invalid(verdict.reason, verdict.message, verdict.payer));
     const row = await claimSettlement(db, {
       id: newId('x4s'),
