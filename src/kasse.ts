@@ -279,6 +279,9 @@ export class Kasse {
       audit: this.audit,
       discoveryDays: config.x402.discoveryDays,
       linkUrl: (slug) => this.links.url({ slug }),
+      saleFailed: async (_tenant, sale) => {
+        if (sale.metadata.link_id) await this.links.release({ id: sale.metadata.link_id });
+      },
     });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {

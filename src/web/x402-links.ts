@@ -17,7 +17,8 @@
  * hard cap) and given back when this request made no sale: the settlement failed, or the authorization was settled
  * already — another request with it is refused as a duplicate, and a retry with the same `payment-identifier` (the
  * 402 declares the extension) answers the receipt of that payment again. A settlement still waiting for its
- * confirmations keeps its use: the payment lands when they come, and a retry answers its receipt then. A link that
+ * confirmations keeps its use until it ends: the payment lands when they come, and a retry answers its receipt then;
+ * a settlement that fails gives the use back as it ends (the facilitator's `saleFailed`). A link that
  * takes no new payment (turned off, expired, used up: 422) still answers the retries of payments it took.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -149,8 +150,8 @@ export async function answerAgent(
       await deps.links.release(link);
       throw err;
     }
-    const pending = settled.response.errorReason === 'settlement_pending';
-    if (!settled.made || (!settled.payment && !pending)) await deps.links.release(link);
+    // A settlement this request claimed holds the use until it ends; a failed one gives it back as it ends.
+    if (!settled.made) await deps.links.release(link);
   }
   const { response, payment } = settled;
   reply.header(

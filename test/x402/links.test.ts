@@ -15,6 +15,7 @@ import { launchBrowser } from '../harness/browser.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, paymentSignature } from './agents.ts';
+import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { generatePaymentId } from '@x402/extensions/payment-identifier';
@@ -165,6 +166,39 @@ describe('a fixed-amount link', () => {
       decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
       'invalid_exact_evm_nonce_already_used',
     );
+    assert.equal(await uses(link.id), 1);
+  });
+
+  test('a use held by a pending settlement is given back when the settlement later fails', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Tide almanac', amount_usd_cents: 150, max_uses: 1 });
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle } = evm;
+    // Submitted, not yet confirmed when the request's time is up.
+    evm.settle = async () => ({ status: 'pending' as const, transaction: '0xnotyet' });
+    try {
+      const res = await recordingAgent().pay(link.url);
+      assert.equal(res.status, 402);
+      assert.equal(decodePaymentResponseHeader(res.headers.get('payment-response')!).errorReason, 'settlement_pending');
+      assert.equal(await uses(link.id), 1, 'the pending sale holds the last use');
+      // The transfer fails on chain; the workers find it so.
+      evm.settle = async () => ({
+        status: 'failed' as const,
+        reason: 'invalid_exact_evm_transaction_failed',
+        message: 'The transfer failed: reverted',
+        transaction: '0xnotyet',
+      });
+      await t.kasse.db
+        .updateTable('x402_settlements')
+        .set({ created_at: new Date(t.clock.millis() - RESUME_AFTER_MS - 1000) })
+        .where('status', '=', 'pending')
+        .where('resource', '=', link.url)
+        .execute();
+      assert.equal(await t.kasse.x402.resume(), 1);
+    } finally {
+      evm.settle = settle;
+    }
+    assert.equal(await uses(link.id), 0, 'the use is given back');
+    assert.equal((await recordingAgent().pay(link.url)).status, 200, 'and sold again');
     assert.equal(await uses(link.id), 1);
   });
 

@@ -270,7 +270,7 @@ export class LinkService {
   }
 
   /** Gives back a use `admit` counted when no payment came of it (its number is not given back: order ids never repeat). */
-  async release(link: LinkRow): Promise<void> {
+  async release(link: Pick<LinkRow, 'id'>): Promise<void> {
     await this.deps.db
       .updateTable('links')
       .set((eb) => ({ uses: eb('uses', '-', 1) }))

@@ -81,6 +81,8 @@ export interface X402Deps {
   discoveryDays: number;
   /** A payment link's URL by its slug. */
   linkUrl: (slug: string) => string;
+  /** A sale's settlement ended failed after its request answered: give back what it held (a link's use). */
+  saleFailed: (tenant: Tenant, sale: X402Sale) => Promise<void>;
 }
 
 /** What a settlement row keeps of its request, to submit it again after a crash. */
@@ -297,8 +299,10 @@ export class X402Service {
     knownOnly = false,
   ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
+    // Whether this call claimed the authorization, also when it then failed unexpectedly (the row is the workers').
+    const claim = { made: false };
     try {
-      return await this.settleChecked(tenant, body, sale, knownOnly);
+      return await this.settleChecked(tenant, body, sale, knownOnly, claim);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 'idempotency_conflict' || err.code === 'invalid_request')) throw err;
       this.deps.log.error({ err: errText(err), merchantId, mode }, 'x402 settle failed unexpectedly');
@@ -311,7 +315,7 @@ export class X402Service {
           transaction: '',
           network: body.paymentRequirements?.network ?? '',
         },
-        claimed: false,
+        claimed: claim.made,
       };
     }
   }
@@ -321,6 +325,7 @@ export class X402Service {
     body: FacilitatorBody,
     sale: X402Sale | undefined,
     knownOnly: boolean,
+    claim: { made: boolean },
   ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
     const network = body.paymentRequirements.network;
@@ -376,6 +381,7 @@ export class X402Service {
       if (!first) throw new Error('x402 settlement claim refused, but no claiming row found');
       return { response: await follower(first), claimed: false };
     }
+    claim.made = true;
     const response = await this.lifecycle.follow(scheme, row, request, me);
     if (response.success) await this.discovery.declared(tenant, body, true);
     return { response, claimed: true };

@@ -11,7 +11,7 @@ import type { X402Kind, X402Request, X402Scheme, X402Settlement } from '../../ch
 import type { Clock } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
-import { tenantOf } from '../../core/tenant.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, type Db } from '../../db/index.ts';
@@ -19,7 +19,7 @@ import type { CaptureService } from '../capture/index.ts';
 import type { PaymentService } from '../payments/index.ts';
 import type { X402Discovery } from './discovery.ts';
 import type { PayToBook } from './payto.ts';
-import type { Stored } from './service.ts';
+import type { Stored, X402Sale } from './service.ts';
 import {
   addToTotal,
   getSettlement,
@@ -52,6 +52,8 @@ export interface SettlementDeps {
   holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   payTos: PayToBook;
   discovery: X402Discovery;
+  /** A sale's settlement ended failed: give back what the sale held (a payment link's use). */
+  saleFailed(tenant: Tenant, sale: X402Sale): Promise<void>;
   /** Every kind of the mode with the scheme offering it. */
   kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>>;
 }
@@ -197,6 +199,7 @@ export class Settlements {
     if (failed !== undefined) {
       const end: SettlementEnd = { status: 'failed', transaction: state.transaction, error: failed };
       now = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
+      if (now) await this.saleFailed(now);
     }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
@@ -286,8 +289,20 @@ export class Settlements {
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {
     const end: SettlementEnd = { status: 'failed', transaction: row.transaction, error: `${reason}: ${message}` };
     const ended = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
-    if (ended) this.ended(row.id);
+    if (ended) {
+      await this.saleFailed(ended);
+      this.ended(row.id);
+    }
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
+  }
+
+  /** A sale's settlement ended failed (here, once): what the sale held (a link's use) is given back. */
+  private async saleFailed(row: SettlementRow): Promise<void> {
+    const sale = (row.request as Stored).sale;
+    if (!sale) return;
+    await this.deps.saleFailed(tenantOf(row), sale).catch((err: unknown) => {
+      this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 sale not given back');
+    });
   }
 
   /** The answer to every other request for an authorization: a duplicate, as the official facilitator says it. */
