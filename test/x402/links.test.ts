@@ -9,12 +9,18 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { launchBrowser } from '../harness/browser.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, paymentSignature } from './agents.ts';
+import { IDENTIFIER_PARAM } from '../../src/modules/x402/identifier.ts';
 import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
@@ -229,6 +235,20 @@ describe('a fixed-amount link', () => {
       ).length,
       0,
     );
+  });
+
+  test('a payment under an identifier shown to another link of the same price, its resource edited: 409, nothing sold', async () => {
+    const first = await newLink({ kind: 'fixed', title: 'Map of Alleppey', amount_usd_cents: 450 });
+    const second = await newLink({ kind: 'fixed', title: 'Map of Thrissur', amount_usd_cents: 450 });
+    const agent = recordingAgent(() => generatePaymentId());
+    const paid = await agent.pay(first.url);
+    assert.equal(paid.status, 200);
+    const edited = decodePaymentSignatureHeader(agent.sent[0]!);
+    edited.resource = { ...edited.resource!, url: second.url };
+    const replay = fetch(second.url, { headers: { 'payment-signature': encodePaymentSignatureHeader(edited) } });
+    assertError(await answer(replay), 409, 'idempotency_conflict', IDENTIFIER_PARAM);
+    assert.equal(await uses(second.id), 0);
+    assert.equal(await uses(first.id), 1);
   });
 
   test('a payload that is not for this link, or not a payload, is asked again and counts nothing', async () => {
