@@ -790,6 +790,46 @@ describe('discovery', () => {
   });
 });
 
+describe('discovery of a settlement recorded later', () => {
+  test('a declared resource whose settle answered pending is listed once the workers record its payment', async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle } = evm;
+    // The request's settle answers pending; the workers' settle finds the transfer landed.
+    let calls = 0;
+    evm.settle = async (...args) => {
+      const landed = await settle.apply(evm, args);
+      return ++calls === 1 ? { status: 'pending' as const, transaction: landed.transaction } : landed;
+    };
+    try {
+      const b = await body({ to, payTo: to });
+      (b.paymentPayload as any).resource.url = 'http://shop.test/tides';
+      const bazaar = declareDiscoveryExtension({ output: { example: { high: '06:10' } } }).bazaar!;
+      (bazaar.info.input as { method?: string }).method = 'GET';
+      (b.paymentPayload as any).extensions = { bazaar };
+      const first = await ok(merchant.test.post('/x402/settle', b));
+      assert.equal(first.errorReason, 'settlement_pending');
+      const listed = async () =>
+        (
+          await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+            payTo: to,
+          })
+        ).items.map((i) => i.resource);
+      assert.deepEqual(await listed(), [], 'not paid yet');
+      await t.kasse.db
+        .updateTable('x402_settlements')
+        .set({ created_at: new Date(t.clock.millis() - RESUME_AFTER_MS - SECOND) })
+        .where('merchant_id', '=', merchant.id)
+        .execute();
+      assert.ok((await t.kasse.x402.resume()) >= 1);
+      assert.equal((await x402Payments(merchant)).length, 1);
+      assert.deepEqual(await listed(), ['http://shop.test/tides']);
+    } finally {
+      evm.settle = settle;
+    }
+  });
+});
+
 describe('the dashboard', () => {
   test('payments filter x402 ones and show who paid, escaped; Agents shows failed settlements and turns resources off', async () => {
     const merchant = await t.merchant();

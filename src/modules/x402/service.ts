@@ -91,6 +91,8 @@ export interface Stored {
   payload: Record<string, unknown>;
   /** What the Payment records when the settlement sells something of the merchant's own (a payment link). */
   sale?: X402Sale;
+  /** The resource and its bazaar declaration as the payload carried them: catalogued as paid once it settles. */
+  declared?: { resource: Record<string, unknown>; bazaar: unknown };
 }
 
 /** A settlement's own sale: the Payment's order id, description and metadata instead of the x402 defaults. */
@@ -366,6 +368,7 @@ export class X402Service {
         requirements: request.requirements,
         payload: request.payload,
         ...(sale ? { sale } : {}),
+        ...(declaration(body) ? { declared: declaration(body) } : {}),
       } satisfies Stored,
       simulated: request.kind.simulated,
       created_at: this.deps.clock.now(),
@@ -382,9 +385,7 @@ export class X402Service {
       return { response: await follower(first), claimed: false };
     }
     claim.made = true;
-    const response = await this.lifecycle.follow(scheme, row, request, me);
-    if (response.success) await this.discovery.declared(tenant, body, true);
-    return { response, claimed: true };
+    return { response: await this.lifecycle.follow(scheme, row, request, me), claimed: true };
   }
 
   /**
@@ -489,6 +490,13 @@ export class X402Service {
     kinds.catch(() => this.kindsOf.delete(mode));
     return kinds;
   }
+}
+
+/** The resource and bazaar declaration a payload carries, to catalogue when its settlement is recorded; or none. */
+function declaration(body: FacilitatorBody): Stored['declared'] {
+  const bazaar = (body.paymentPayload as { extensions?: Record<string, unknown> }).extensions?.bazaar;
+  const resource = body.paymentPayload.resource;
+  return bazaar && typeof bazaar === 'object' && resource ? { resource, bazaar } : undefined;
 }
 
 const invalid = (reason: string, message: string, payer?: string): VerifyResponse => ({

@@ -203,6 +203,7 @@ export class Settlements {
     }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
+    if (now?.status === 'settled') await this.paidFor(now);
     // Nothing changed here: another request or process ended it first.
     return now ?? (await getSettlement(this.deps.db, row.id)) ?? row;
   }
@@ -294,6 +295,27 @@ export class Settlements {
       this.ended(row.id);
     }
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
+  }
+
+  /**
+   * A settlement recorded here (by whichever request or worker recorded it: once): the resource it declared is
+   * catalogued as paid.
+   */
+  private async paidFor(row: SettlementRow): Promise<void> {
+    const { requirements, payload, declared } = row.request as Stored;
+    if (!declared) return;
+    const paymentPayload = {
+      x402Version: 2,
+      resource: declared.resource,
+      accepted: requirements,
+      payload,
+      extensions: { bazaar: declared.bazaar },
+    };
+    await this.deps.discovery.declared(
+      tenantOf(row),
+      { x402Version: 2, paymentPayload, paymentRequirements: requirements },
+      true,
+    );
   }
 
   /** A sale's settlement ended failed (here, once): what the sale held (a link's use) is given back. */
