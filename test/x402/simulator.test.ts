@@ -877,6 +877,22 @@ describe('the dashboard', () => {
         merchant.test.post('/links', { kind: 'fixed', title: 'Guide <b>PDF</b>', amount_usd_cents: 300 }),
         201,
       );
+      // Neither listed by the catalogue nor said to be by the page: one expired, one not paid for 31 days.
+      const expired = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Old map', amount_usd_cents: 300 }),
+        201,
+      );
+      const stale = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Old chart', amount_usd_cents: 300 }),
+        201,
+      );
+      const longAgo = new Date(t.clock.millis() - 31 * 24 * 3600_000);
+      await t.kasse.db.updateTable('links').set({ expires_at: t.clock.now() }).where('id', '=', expired.id).execute();
+      await t.kasse.db
+        .updateTable('links')
+        .set({ created_at: longAgo, updated_at: longAgo })
+        .where('id', '=', stale.id)
+        .execute();
       const listed = async () =>
         (
           await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
@@ -898,6 +914,10 @@ describe('the dashboard', () => {
       assert.match((await resource.textContent())!, /GET http:\/\/shop\.test\/forecast.*listed/);
       const linkRow = page.locator(`[data-catalogue] tr[data-link="${link.id}"]`);
       assert.match((await linkRow.textContent())!, /Guide <b>PDF<\/b>.*listed/, 'the title is text');
+      const stateOf = async (id: string) =>
+        page.locator(`[data-catalogue] tr[data-link="${id}"] td[data-label=State]`).textContent();
+      assert.equal(await stateOf(expired.id), 'expired');
+      assert.equal(await stateOf(stale.id), 'not paid by an agent for 30 days');
       await resource.getByRole('button', { name: 'Turn off' }).click();
       await page.waitForLoadState('domcontentloaded');
       assert.match((await page.locator('[data-catalogue] tr[data-resource]').textContent())!, /turned off/);

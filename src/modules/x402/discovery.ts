@@ -231,17 +231,7 @@ export class X402Discovery {
         AND (${q.network ?? null}::text IS NULL OR r.accepts @> jsonb_build_array(jsonb_build_object('network', ${q.network ?? null}::text)))`;
     // Every link of the mode accepts on every network the mode takes (`requirements`): a network filter keeps or
     // drops them all, checked on the page below.
-    const links = sql`
-      SELECT 'link' AS kind, l.id, l.merchant_id, NULL AS resource, 'http' AS type, l.title AS description,
-        'application/json' AS mime_type, NULL AS service_name, NULL::jsonb AS tags, NULL AS icon_url, NULL::jsonb AS accepts,
-        NULL::jsonb AS bazaar, l.slug, l.amount_usd_cents AS cents, greatest(l.updated_at, s.last_paid_at) AS updated
-      FROM links l LEFT JOIN x402_resources s ON s.kind = 'link' AND s.link_id = l.id
-      WHERE l.mode = ${mode} AND l.kind = 'fixed' AND NOT l.collect_email AND l.active
-        AND l.amount_usd_cents IS NOT NULL
-        AND (l.expires_at IS NULL OR l.expires_at > ${now}) AND (l.max_uses IS NULL OR l.uses < l.max_uses)
-        AND coalesce(s.published, true) AND greatest(l.created_at, s.last_paid_at) > ${since}
-        AND (${q.type ?? null}::text IS NULL OR ${q.type ?? null} = 'http')
-        AND (${merchant}::text IS NULL OR l.merchant_id = ${merchant})`;
+    const links = this.listedLinks(mode, merchant, now, q.type);
     const withLinks = q.network === undefined || (await this.deps.networks(mode)).includes(q.network);
     const all = withLinks ? sql`${declared} UNION ALL ${links}` : declared;
     const [page, count] = await Promise.all([
@@ -284,6 +274,35 @@ export class X402Discovery {
       });
     }
     return { x402Version: 2, items, pagination: { limit, offset, total: Number(count.rows[0]!.total) } };
+  }
+
+  /**
+   * The links the catalogue lists (of one merchant, or all), at `now`: the one rule, for the catalogue and the
+   * dashboard. Agent-payable (fixed amount, nothing to ask), active, not expired, not used up, not turned off, and
+   * created or paid by an agent within the last `days` days.
+   */
+  private listedLinks(mode: Mode, merchant: string | null, now: Date, type?: string) {
+    const since = new Date(now.getTime() - this.deps.days * DAY_MS);
+    return sql`
+      SELECT 'link' AS kind, l.id, l.merchant_id, NULL AS resource, 'http' AS type, l.title AS description,
+        'application/json' AS mime_type, NULL AS service_name, NULL::jsonb AS tags, NULL AS icon_url, NULL::jsonb AS accepts,
+        NULL::jsonb AS bazaar, l.slug, l.amount_usd_cents AS cents, greatest(l.updated_at, s.last_paid_at) AS updated
+      FROM links l LEFT JOIN x402_resources s ON s.kind = 'link' AND s.link_id = l.id
+      WHERE l.mode = ${mode} AND l.kind = 'fixed' AND NOT l.collect_email AND l.active
+        AND l.amount_usd_cents IS NOT NULL
+        AND (l.expires_at IS NULL OR l.expires_at > ${now}) AND (l.max_uses IS NULL OR l.uses < l.max_uses)
+        AND coalesce(s.published, true) AND greatest(l.created_at, s.last_paid_at) > ${since}
+        AND (${type ?? null}::text IS NULL OR ${type ?? null} = 'http')
+        AND (${merchant}::text IS NULL OR l.merchant_id = ${merchant})`;
+  }
+
+  /** The ids of the merchant's links of `mode` the catalogue lists now. */
+  async listedLinkIds(tenant: Tenant): Promise<Set<string>> {
+    const { mode, merchantId } = tenant;
+    const { rows } = await sql<{
+      id: string;
+    }>`SELECT id FROM (${this.listedLinks(mode, merchantId, this.deps.clock.now())}) c`.execute(this.deps.db);
+    return new Set(rows.map((r) => r.id));
   }
 
   /** The merchant's declared resources of `mode` (listed or not), newest news first, at most 200. */
