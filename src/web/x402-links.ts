@@ -127,9 +127,11 @@ export async function answerAgent(
   // The signature does not name the link; the payload's resource says which one it was made for.
   if (payload.resource?.url !== resource.url)
     return ask(`This payment was made for ${payload.resource?.url ?? 'no resource'}, not for ${resource.url}.`);
+  // The link is listed as the link; a payer's own bazaar declaration is not the merchant's and is dropped.
+  const { bazaar: _, ...extensions } = (payload as { extensions?: Record<string, unknown> }).extensions ?? {};
   const body = {
     x402Version: X402_VERSION,
-    paymentPayload: { ...payload, resource },
+    paymentPayload: { ...payload, resource, extensions },
     paymentRequirements: requirements,
   };
   let settled: Awaited<ReturnType<LinkFacilitator['sell']>>;

@@ -24,7 +24,10 @@ import { IDENTIFIER_PARAM } from '../../src/modules/x402/identifier.ts';
 import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { declareDiscoveryExtension, withBazaar } from '@x402/extensions/bazaar';
 import { generatePaymentId } from '@x402/extensions/payment-identifier';
+import { LINK_DECLARATION } from '../../src/modules/x402/discovery.ts';
 import axios from 'axios';
 
 const NETWORK = 'eip155:84532';
@@ -249,6 +252,27 @@ describe('a fixed-amount link', () => {
     assertError(await answer(replay), 409, 'idempotency_conflict', IDENTIFIER_PARAM);
     assert.equal(await uses(second.id), 0);
     assert.equal(await uses(first.id), 1);
+  });
+
+  test("a payer's bazaar declaration on a link payment lists nothing: the link is listed as the link", async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Birding checklist', amount_usd_cents: 175 });
+    const payload = decodePaymentSignatureHeader(
+      await paymentSignature(privateKeyToAccount(generatePrivateKey()), link.url, { maxUsd: '$5' }),
+    );
+    const bazaar = declareDiscoveryExtension({ output: { example: { free: 'money' } } }).bazaar!;
+    (bazaar.info.input as { method?: string }).method = 'GET';
+    (payload as any).extensions = { ...payload.extensions, bazaar };
+    const paid = await fetch(link.url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
+    assert.equal(paid.status, 200);
+    const payTo = (await ok(m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+    const items = (
+      await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+        payTo,
+        limit: 100,
+      })
+    ).items.filter((i) => i.resource === link.url);
+    assert.equal(items.length, 1);
+    assert.deepEqual(items[0]!.extensions!.bazaar, LINK_DECLARATION);
   });
 
   test('a payload that is not for this link, or not a payload, is asked again and counts nothing', async () => {

@@ -790,6 +790,55 @@ describe('discovery', () => {
   });
 });
 
+describe('discovery lists what merchants declare', () => {
+  const mine = async (to: string) =>
+    (
+      await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+        payTo: to,
+      })
+    ).items.map((i) => i.resource);
+  /** A paid call through `shop` whose payload the payer changed with `edit` (extensions are not signed). */
+  const paidWith = async (url: string, edit: (p: any) => void) => {
+    const payload = decodePaymentSignatureHeader(await paymentSignature(agent, url));
+    edit(payload);
+    const res = await fetch(url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
+    assert.equal(res.status, 200, refusalOf(res));
+  };
+  const declaration = () => {
+    const bazaar = declareDiscoveryExtension({ output: { example: { free: 'money' } } }).bazaar!;
+    (bazaar.info.input as { method?: string }).method = 'GET';
+    return bazaar;
+  };
+
+  test("a payer's own declaration on a route that declares none, or for another URL, lists nothing", async () => {
+    const { merchant, to } = await freshMerchant();
+    const plain = await honoShop(merchant, to);
+    const declaring = await honoShop(merchant, to, {
+      extensions: declareDiscoveryExtension({ output: { example: { city: 'Kochi' } } }),
+      bazaar: true,
+    });
+    try {
+      // The route declares nothing; the payer adds a declaration (and the middleware lets extensions it did not
+      // advertise through).
+      await paidWith(`${plain.url}/weather`, (p) => {
+        p.extensions = { ...p.extensions, bazaar: declaration() };
+      });
+      // The route declares; the payer names another URL as the resource paid for.
+      await paidWith(`${declaring.url}/weather`, (p) => {
+        p.resource = { ...p.resource, url: 'http://127.0.0.1:9/free-money' };
+      });
+      assert.equal((await x402Payments(merchant)).length, 2, 'both paid');
+      assert.deepEqual(await mine(to), [], 'neither listed');
+      // What the declaring server advertises is listed once paid as it is.
+      await paidWith(`${declaring.url}/weather`, () => {});
+      assert.deepEqual(await mine(to), [`${declaring.url}/weather`]);
+    } finally {
+      await plain.close();
+      await declaring.close();
+    }
+  });
+});
+
 describe('discovery of a settlement recorded later', () => {
   test('a declared resource whose settle answered pending is listed once the workers record its payment', async () => {
     const { merchant, to } = await freshMerchant();
@@ -801,12 +850,12 @@ describe('discovery of a settlement recorded later', () => {
       const landed = await settle.apply(evm, args);
       return ++calls === 1 ? { status: 'pending' as const, transaction: landed.transaction } : landed;
     };
+    const declaration = declareDiscoveryExtension({ output: { example: { city: 'Kochi', sky: 'rain' } } });
+    const shop = await honoShop(merchant, to, { extensions: declaration, bazaar: true });
     try {
-      const b = await body({ to, payTo: to });
-      (b.paymentPayload as any).resource.url = 'http://shop.test/tides';
-      const bazaar = declareDiscoveryExtension({ output: { example: { high: '06:10' } } }).bazaar!;
-      (bazaar.info.input as { method?: string }).method = 'GET';
-      (b.paymentPayload as any).extensions = { bazaar };
+      const resource = `${shop.url}/weather`;
+      const payload = decodePaymentSignatureHeader(await paymentSignature(agent, resource));
+      const b = { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted };
       const first = await ok(merchant.test.post('/x402/settle', b));
       assert.equal(first.errorReason, 'settlement_pending');
       const listed = async () =>
@@ -823,9 +872,10 @@ describe('discovery of a settlement recorded later', () => {
         .execute();
       assert.ok((await t.kasse.x402.resume()) >= 1);
       assert.equal((await x402Payments(merchant)).length, 1);
-      assert.deepEqual(await listed(), ['http://shop.test/tides']);
+      assert.deepEqual(await listed(), [resource]);
     } finally {
       evm.settle = settle;
+      await shop.close();
     }
   });
 });
@@ -842,6 +892,7 @@ describe('the dashboard', () => {
       201,
     );
     const browser = await launchBrowser();
+    let shop: Shop | undefined;
     try {
       const u = await createUser(t.kasse, merchant.id, 'x402-owner@example.com', 'owner');
       const { page, context } = await browser.open('desktop');
@@ -867,12 +918,10 @@ describe('the dashboard', () => {
       // Agents: the settlement that could not be recorded, with why; the catalogue with a switch per resource.
       const stuck = await leftPending(merchant, to);
       await t.kasse.x402.resume();
-      const declared = await body({ to, payTo: to });
-      (declared.paymentPayload as any).resource.url = 'http://shop.test/forecast?days=<3>';
-      const bazaar = declareDiscoveryExtension({ output: { example: { days: 3 } } }).bazaar!;
-      (bazaar.info.input as { method?: string }).method = 'GET';
-      (declared.paymentPayload as any).extensions = { bazaar };
-      assert.equal((await ok(merchant.test.post('/x402/settle', declared))).success, true);
+      const declaration = declareDiscoveryExtension({ output: { example: { days: 3 } } });
+      shop = await honoShop(merchant, to, { extensions: declaration, bazaar: true });
+      const forecast = `${shop.url}/weather`;
+      assert.equal((await agentFetch(agent)(`${forecast}?days=3`)).status, 200);
       const link = await ok(
         merchant.test.post('/links', { kind: 'fixed', title: 'Guide <b>PDF</b>', amount_usd_cents: 300 }),
         201,
@@ -899,7 +948,7 @@ describe('the dashboard', () => {
             payTo: to,
           })
         ).items.map((i) => i.resource);
-      assert.deepEqual((await listed()).sort(), ['http://shop.test/forecast', link.url].sort());
+      assert.deepEqual((await listed()).sort(), [forecast, link.url].sort());
       await page.getByRole('link', { name: 'Agents' }).click();
       const violations = await axeViolations(page);
       assert.deepEqual(violations, [], describeViolations(violations));
@@ -911,7 +960,8 @@ describe('the dashboard', () => {
       );
       assert.match((await failed.textContent())!, /9223372036854775808/);
       const resource = page.locator('[data-catalogue] tr[data-resource]');
-      assert.match((await resource.textContent())!, /GET http:\/\/shop\.test\/forecast.*listed/);
+      assert.ok((await resource.textContent())!.includes(`GET ${forecast}`));
+      assert.match((await resource.textContent())!, /listed/);
       const linkRow = page.locator(`[data-catalogue] tr[data-link="${link.id}"]`);
       assert.match((await linkRow.textContent())!, /Guide <b>PDF<\/b>.*listed/, 'the title is text');
       const stateOf = async (id: string) =>
@@ -929,7 +979,7 @@ describe('the dashboard', () => {
       assert.deepEqual(await listed(), []);
       await page.locator('[data-catalogue] tr[data-resource]').getByRole('button', { name: 'Turn on' }).click();
       await page.waitForLoadState('domcontentloaded');
-      assert.deepEqual(await listed(), ['http://shop.test/forecast']);
+      assert.deepEqual(await listed(), [forecast]);
       const audit = await t.kasse.audit.list(merchant.id, { action: 'x402.resource.' });
       assert.deepEqual(
         audit.data.map((a) => a.action),
@@ -949,10 +999,11 @@ describe('the dashboard', () => {
         published: '1',
       });
       assert.equal(refused.status, 403);
-      assert.deepEqual(await listed(), ['http://shop.test/forecast'], 'nothing changed');
+      assert.deepEqual(await listed(), [forecast], 'nothing changed');
       await viewer.context.close();
     } finally {
       await browser.close();
+      await shop?.close();
     }
   });
 });

@@ -35,6 +35,7 @@ import type { Db } from '../../db/index.ts';
 import type { AuditLog } from '../audit/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { Payment, PaymentService } from '../payments/index.ts';
+import { MerchantHttpClient } from '../webhooks/index.ts';
 import { X402Discovery } from './discovery.ts';
 import { identifierConflict, paymentIdentifier, type Identified } from './identifier.ts';
 import { PayToBook } from './payto.ts';
@@ -62,6 +63,8 @@ export const MAX_USD = 1_000_000n;
 const SALE_TIMEOUT_S = 300;
 /** How long the families' kinds of a mode are reused: networks pause or resume with a restart or a node's health. */
 const KINDS_FOR_MS = 1_000;
+/** How long a resource server has to answer what it advertises (discovery.ts). */
+const ADVERTISED_TIMEOUT_MS = 5_000;
 /** The scheme of a kind that names none. */
 const EXACT = 'exact';
 /** The extensions Kasse's facilitator takes part in, as `supported` lists them. */
@@ -131,6 +134,11 @@ export class X402Service {
   /** The discovery catalogue (discovery.ts). */
   readonly discovery: X402Discovery;
   private readonly lifecycle: Settlements;
+  /** Reads what merchants' resource servers advertise (discovery.ts). */
+  private readonly http = new MerchantHttpClient({
+    timeoutMs: ADVERTISED_TIMEOUT_MS,
+    userAgent: 'Kasse x402 catalogue',
+  });
   /** The kinds of each mode as the families offered them a moment ago (every request asks). */
   private readonly kindsOf = new Map<
     Mode,
@@ -154,6 +162,7 @@ export class X402Service {
       networks: (mode) => this.networks(mode),
       merchantOfPayTo: (mode, address) => merchantOfPayTo(deps.db, mode, address),
       linkUrl: deps.linkUrl,
+      ask: (mode, method, url, headers) => this.http.ask(mode, method, url, headers),
     });
     this.lifecycle = new Settlements({
       ...deps,
@@ -169,6 +178,11 @@ export class X402Service {
    */
   resume(limit = 50): Promise<number> {
     return this.lifecycle.resume(limit);
+  }
+
+  /** Closes the connections to merchants' servers. */
+  close(): void {
+    this.http.close();
   }
 
   /** A settlement ended in some process (`X402_SETTLEMENTS_CHANNEL`): requests here waiting for it answer. */
@@ -225,7 +239,6 @@ export class X402Service {
     if (earlier && earlier.status !== 'failed')
       return invalid(p.request.kind.codes.replay, 'This authorization was already settled.', earlier.payer);
     if (!verdict.valid) return invalid(verdict.reason, verdict.message, verdict.payer);
-    await this.discovery.declared(tenant, body, false);
     return { isValid: true, payer: verdict.payer };
   }
 

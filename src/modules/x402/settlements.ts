@@ -311,11 +311,11 @@ export class Settlements {
       payload,
       extensions: { bazaar: declared.bazaar },
     };
-    await this.deps.discovery.declared(
-      tenantOf(row),
-      { x402Version: 2, paymentPayload, paymentRequirements: requirements },
-      true,
-    );
+    await this.deps.discovery.paid(tenantOf(row), {
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: requirements,
+    });
   }
 
   /** A sale's settlement ended failed (here, once): what the sale held (a link's use) is given back. */
