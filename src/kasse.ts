@@ -326,7 +326,7 @@ export class Kasse {
     await this.notifier?.stop();
     this.prices.stop();
     await this.webhooks.close();
-    this.x402.close();
+    await this.x402.close();
     await this.db.destroy();
   }
 

@@ -264,6 +264,7 @@ describe('a fixed-amount link', () => {
     (payload as any).extensions = { ...payload.extensions, bazaar };
     const paid = await fetch(link.url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
     assert.equal(paid.status, 200);
+    await t.kasse.x402.catalogued();
     const payTo = (await ok(m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
     const items = (
       await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({

@@ -736,6 +736,7 @@ describe('discovery', () => {
 
       const paid = await fetch(`${resource}?city=Kochi`, { headers: { 'payment-signature': header } });
       assert.equal(paid.status, 200, refusalOf(paid));
+      await t.kasse.x402.catalogued();
       const link = await ok(
         merchant.test.post('/links', { kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250 }),
         201,
@@ -803,6 +804,7 @@ describe('discovery lists what merchants declare', () => {
     edit(payload);
     const res = await fetch(url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
     assert.equal(res.status, 200, refusalOf(res));
+    await t.kasse.x402.catalogued();
   };
   const declaration = () => {
     const bazaar = declareDiscoveryExtension({ output: { example: { free: 'money' } } }).bazaar!;
@@ -871,6 +873,7 @@ describe('discovery of a settlement recorded later', () => {
         .where('merchant_id', '=', merchant.id)
         .execute();
       assert.ok((await t.kasse.x402.resume()) >= 1);
+      await t.kasse.x402.catalogued();
       assert.equal((await x402Payments(merchant)).length, 1);
       assert.deepEqual(await listed(), [resource]);
     } finally {
@@ -922,6 +925,7 @@ describe('the dashboard', () => {
       shop = await honoShop(merchant, to, { extensions: declaration, bazaar: true });
       const forecast = `${shop.url}/weather`;
       assert.equal((await agentFetch(agent)(`${forecast}?days=3`)).status, 200);
+      await t.kasse.x402.catalogued();
       const link = await ok(
         merchant.test.post('/links', { kind: 'fixed', title: 'Guide <b>PDF</b>', amount_usd_cents: 300 }),
         201,

@@ -180,8 +180,14 @@ export class X402Service {
     return this.lifecycle.resume(limit);
   }
 
-  /** Closes the connections to merchants' servers. */
-  close(): void {
+  /** Resolves once the resources of the settlements recorded so far are catalogued (discovery.ts). */
+  catalogued(): Promise<void> {
+    return this.lifecycle.catalogued();
+  }
+
+  /** Finishes the catalogue's work and closes the connections to merchants' servers. */
+  async close(): Promise<void> {
+    await this.lifecycle.catalogued();
     this.http.close();
   }
 

@@ -59,6 +59,8 @@ export interface SettlementDeps {
 }
 
 export class Settlements {
+  /** Catalogue recordings under way (`catalogue`). */
+  private readonly cataloguing = new Set<Promise<void>>();
   /** Requests of this process waiting for a settlement to end, by settlement id. */
   private readonly waiting = new Map<string, Set<() => void>>();
 
@@ -203,7 +205,8 @@ export class Settlements {
     }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
-    if (now?.status === 'settled') await this.paidFor(now);
+    // Not awaited: the catalogue asks the merchant's server, which may be waiting for this very settle to answer.
+    if (now?.status === 'settled') this.catalogue(now);
     // Nothing changed here: another request or process ended it first.
     return now ?? (await getSettlement(this.deps.db, row.id)) ?? row;
   }
@@ -295,6 +298,21 @@ export class Settlements {
       this.ended(row.id);
     }
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
+  }
+
+  /** Catalogues a recorded settlement's resource in the background (`catalogued` waits for it). */
+  private catalogue(row: SettlementRow): void {
+    const work: Promise<void> = this.paidFor(row)
+      .catch((err: unknown) =>
+        this.deps.log.warn({ err: errText(err), settlementId: row.id }, 'x402 resource not catalogued'),
+      )
+      .finally(() => this.cataloguing.delete(work));
+    this.cataloguing.add(work);
+  }
+
+  /** Resolves once the resources of the settlements recorded so far are catalogued. */
+  async catalogued(): Promise<void> {
+    while (this.cataloguing.size > 0) await Promise.all([...this.cataloguing]);
   }
 
   /**
