@@ -279,8 +279,8 @@ export class Kasse {
       audit: this.audit,
       discoveryDays: config.x402.discoveryDays,
       linkUrl: (slug) => this.links.url({ slug }),
-      saleFailed: async (_tenant, sale) => {
-        if (sale.metadata.link_id) await this.links.release({ id: sale.metadata.link_id });
+      saleFailed: async (tx, _tenant, sale) => {
+        if (sale.metadata.link_id) await this.links.release({ id: sale.metadata.link_id }, tx);
       },
     });
     const local = (port: number) => `http://localhost:${port}`;

@@ -31,7 +31,7 @@ import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
 import type { AuditLog } from '../audit/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { Payment, PaymentService } from '../payments/index.ts';
@@ -84,8 +84,8 @@ export interface X402Deps {
   discoveryDays: number;
   /** A payment link's URL by its slug. */
   linkUrl: (slug: string) => string;
-  /** A sale's settlement ended failed after its request answered: give back what it held (a link's use). */
-  saleFailed: (tenant: Tenant, sale: X402Sale) => Promise<void>;
+  /** A sale's settlement ended failed: give back what it held (a link's use), in the transaction that ends it. */
+  saleFailed: (tx: Tx, tenant: Tenant, sale: X402Sale) => Promise<void>;
 }
 
 /** What a settlement row keeps of its request, to submit it again after a crash. */

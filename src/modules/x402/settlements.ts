@@ -14,7 +14,7 @@ import type { Logger } from '../../core/log.ts';
 import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db } from '../../db/index.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { PaymentService } from '../payments/index.ts';
 import type { X402Discovery } from './discovery.ts';
@@ -52,8 +52,8 @@ export interface SettlementDeps {
   holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   payTos: PayToBook;
   discovery: X402Discovery;
-  /** A sale's settlement ended failed: give back what the sale held (a payment link's use). */
-  saleFailed(tenant: Tenant, sale: X402Sale): Promise<void>;
+  /** A sale's settlement ended failed: give back what the sale held (a payment link's use), in `tx`. */
+  saleFailed(tx: Tx, tenant: Tenant, sale: X402Sale): Promise<void>;
   /** Every kind of the mode with the scheme offering it. */
   kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>>;
 }
@@ -200,8 +200,7 @@ export class Settlements {
     } else return row;
     if (failed !== undefined) {
       const end: SettlementEnd = { status: 'failed', transaction: state.transaction, error: failed };
-      now = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
-      if (now) await this.saleFailed(now);
+      now = await this.endFailed(row, end);
     }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
@@ -292,11 +291,7 @@ export class Settlements {
 
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {
     const end: SettlementEnd = { status: 'failed', transaction: row.transaction, error: `${reason}: ${message}` };
-    const ended = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
-    if (ended) {
-      await this.saleFailed(ended);
-      this.ended(row.id);
-    }
+    if (await this.endFailed(row, end)) this.ended(row.id);
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
   }
 
@@ -336,12 +331,16 @@ export class Settlements {
     });
   }
 
-  /** A sale's settlement ended failed (here, once): what the sale held (a link's use) is given back. */
-  private async saleFailed(row: SettlementRow): Promise<void> {
+  /**
+   * Ends a pending settlement failed and, in the same transaction, gives back what its sale held (a link's use): the
+   * row, or nothing when it was no longer pending.
+   */
+  private endFailed(row: SettlementRow, end: SettlementEnd): Promise<SettlementRow | undefined> {
     const sale = (row.request as Stored).sale;
-    if (!sale) return;
-    await this.deps.saleFailed(tenantOf(row), sale).catch((err: unknown) => {
-      this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 sale not given back');
+    return withTx(this.deps.db, async (tx) => {
+      const ended = await endSettlement(tx, row.id, end, this.deps.clock.now());
+      if (ended && sale) await this.deps.saleFailed(tx, tenantOf(row), sale);
+      return ended;
     });
   }
 
