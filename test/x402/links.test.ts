@@ -50,6 +50,16 @@ const answer = async (res: Response | Promise<Response>) => {
 };
 const uses = async (id: string): Promise<number> => (await ok(m.test.get(`/links/${id}`))).uses;
 
+/** `signature` sent again to `url`: 402, refused as used (the official duplicate code). */
+async function refusedAsUsed(url: string, signature: string): Promise<void> {
+  const again = await fetch(url, { headers: { 'payment-signature': signature } });
+  assert.equal(again.status, 402);
+  assert.equal(
+    decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
+    'invalid_exact_evm_nonce_already_used',
+  );
+}
+
 /** An agent's fetch that also remembers every `PAYMENT-SIGNATURE` it sent (naming its payments by `paymentId`). */
 function recordingAgent(paymentId?: () => string) {
   const sent: string[] = [];
@@ -118,12 +128,7 @@ describe('a fixed-amount link', () => {
     assert.equal(await uses(link.id), 1);
 
     // The same signature again buys nothing: refused as used, nothing paid or counted twice.
-    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 402);
-    assert.equal(
-      decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
-      'invalid_exact_evm_nonce_already_used',
-    );
+    await refusedAsUsed(link.url, agent.sent[0]!);
     assert.equal(await uses(link.id), 1);
     assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
 
@@ -169,12 +174,7 @@ describe('a fixed-amount link', () => {
     const link = await newLink({ kind: 'fixed', title: 'Tide chart', amount_usd_cents: 150, max_uses: 1 });
     const agent = recordingAgent();
     assert.equal((await agent.pay(link.url)).status, 200);
-    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 402);
-    assert.equal(
-      decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
-      'invalid_exact_evm_nonce_already_used',
-    );
+    await refusedAsUsed(link.url, agent.sent[0]!);
     assert.equal(await uses(link.id), 1);
   });
 

@@ -721,7 +721,7 @@ describe('discovery', () => {
       const resource = `${shop.url}/weather`;
       const mine = async (q: Parameters<ReturnType<typeof catalogue>['listResources']>[0] = {}) =>
         (await catalogue(t.urls.test).listResources({ payTo: to, limit: 100, ...q })).items;
-      // Verified but not paid: recorded, not listed (a payload costs nothing to make).
+      // Verified but not paid: not listed (a payload costs nothing to make).
       const header = await paymentSignature(agent, `${resource}?city=Kochi`);
       const payload = decodePaymentSignatureHeader(header);
       const verified = await ok(
