@@ -279,6 +279,9 @@ export class Kasse {
       audit: this.audit,
       discoveryDays: config.x402.discoveryDays,
       linkUrl: (slug) => this.links.url({ slug }),
+      saleFailed: async (tx, _tenant, sale) => {
+        if (sale.metadata.link_id) await this.links.release({ id: sale.metadata.link_id }, tx);
+      },
     });
     const local = (port: number) => `http://localhost:${port}`;
     this.urls = {
@@ -323,6 +326,7 @@ export class Kasse {
     await this.notifier?.stop();
     this.prices.stop();
     await this.webhooks.close();
+    await this.x402.close();
     await this.db.destroy();
   }
 

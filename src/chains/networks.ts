@@ -207,6 +207,18 @@ export function confirmationTier(network: NetworkConfig, priceCents: number): { 
   return { tier: i + 1, confirmations: network.confirmationTiers[i]!.confirmations };
 }
 
+/**
+ * The confirmation tier of `amount` smallest units of a USD-pegged token (its whole cents, rounded down): how a payment
+ * priced in the coin itself (an x402 settlement) picks its confirmations, like every payment of that many cents.
+ */
+export function tokenAmountTier(
+  network: NetworkConfig,
+  token: TokenConfig,
+  amount: bigint,
+): { tier: number; confirmations: number } {
+  return confirmationTier(network, Number(amount / 10n ** BigInt(Math.max(0, token.decimals - 2))));
+}
+
 type Obj = Record<string, unknown>;
 
 function obj(v: unknown, at: string): Obj {

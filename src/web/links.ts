@@ -211,12 +211,15 @@ const bodyLang = (req: FastifyRequest): unknown =>
  */
 async function payByAgent(kasse: Kasse, link: LinkRow, req: FastifyRequest, reply: FastifyReply) {
   const availability = kasse.links.availability(link);
-  if (availability !== 'ok') throw new ApiError('invalid_state', unavailableMessage(availability));
-  if (req.headers['payment-signature'] !== undefined) {
+  const paid = req.headers['payment-signature'] !== undefined;
+  // A closed link still answers a retry of a payment it took (answerAgent); nothing else.
+  if (availability !== 'ok' && !paid) throw new ApiError('invalid_state', unavailableMessage(availability));
+  if (paid) {
     const rate = await kasse.rateLimiter.take(`ip:${req.ip}`, LINK_PAYMENTS_PER_MINUTE);
     if (!rate.allowed) throw rateLimited(rate.resetSeconds);
   }
-  return answerAgent({ links: kasse.links, facilitator: kasse.x402 }, link, req, reply);
+  const closed = availability === 'ok' ? undefined : unavailableMessage(availability);
+  return answerAgent({ links: kasse.links, facilitator: kasse.x402 }, link, req, reply, closed);
 }
 
 /** 429 for a client address that made too many payments through link pages this minute. */

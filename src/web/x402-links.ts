@@ -17,7 +17,9 @@
  * hard cap) and given back when this request made no sale: the settlement failed, or the authorization was settled
  * already — another request with it is refused as a duplicate, and a retry with the same `payment-identifier` (the
  * 402 declares the extension) answers the receipt of that payment again. A settlement still waiting for its
- * confirmations keeps its use: the payment lands when they come, and a retry answers its receipt then.
+ * confirmations keeps its use until it ends: the payment lands when they come, and a retry answers its receipt then;
+ * a settlement that fails gives the use back as it ends (the facilitator's `saleFailed`). A link that
+ * takes no new payment (turned off, expired, used up: 422) still answers the retries of payments it took.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { tenantOf } from '../core/tenant.ts';
@@ -40,7 +42,7 @@ const NO_STORE = 'no-store';
 const isPayload = bodyGuard<PaymentPayload>(PaymentPayloadSchema);
 
 /** What agent-payable links need of the facilitator. */
-export type LinkFacilitator = Pick<X402Service, 'requirements' | 'sell'>;
+export type LinkFacilitator = Pick<X402Service, 'requirements' | 'sell' | 'resell'>;
 
 /** Whether a request to a link page comes from an x402 client rather than a browser. */
 export function isAgentRequest(req: FastifyRequest): boolean {
@@ -79,12 +81,16 @@ function payloadOf(header: string): PaymentPayload | string {
   return decoded;
 }
 
-/** Answers an x402 client on a fixed-amount link (see the header comment). */
+/**
+ * Answers an x402 client on a fixed-amount link (see the header comment). `closed`: why the link takes no new payment
+ * (turned off, expired, used up); a payment it already has is still answered, anything else is 422 `invalid_state`.
+ */
 export async function answerAgent(
   deps: { links: LinkService; facilitator: LinkFacilitator },
   link: LinkRow,
   req: FastifyRequest,
   reply: FastifyReply,
+  closed?: string,
 ): Promise<FastifyReply> {
   const resource = { url: deps.links.url(link), description: link.title, mimeType: 'application/json' };
   const accepts = await deps.facilitator.requirements(tenantOf(link), link.amount_usd_cents!);
@@ -107,30 +113,49 @@ export async function answerAgent(
       .header('Cache-Control', NO_STORE)
       .send(body);
   };
+  // Asked to pay again; a closed link asks nothing: it is closed.
+  const ask = (error: string): FastifyReply => {
+    if (closed !== undefined) throw new ApiError('invalid_state', closed);
+    return required(error);
+  };
   const header = req.headers['payment-signature'];
-  if (header === undefined) return required('Payment required');
+  if (header === undefined) return ask('Payment required');
   const payload = payloadOf(String(header));
-  if (typeof payload === 'string') return required(payload);
+  if (typeof payload === 'string') return ask(payload);
   const requirements = accepts.find((r) => sameRequirements(r, payload.accepted!));
-  if (!requirements) return required('No matching payment requirements');
+  if (!requirements) return ask('No matching payment requirements');
   // The signature does not name the link; the payload's resource says which one it was made for.
   if (payload.resource?.url !== resource.url)
-    return required(`This payment was made for ${payload.resource?.url ?? 'no resource'}, not for ${resource.url}.`);
-  const seq = await deps.links.admit(link);
+    return ask(`This payment was made for ${payload.resource?.url ?? 'no resource'}, not for ${resource.url}.`);
+  // The link is listed as the link; a payer's own bazaar declaration is not the merchant's and is dropped.
+  const { bazaar: _, ...extensions } = (payload as { extensions?: Record<string, unknown> }).extensions ?? {};
+  const body = {
+    x402Version: X402_VERSION,
+    paymentPayload: { ...payload, resource, extensions },
+    paymentRequirements: requirements,
+  };
   let settled: Awaited<ReturnType<LinkFacilitator['sell']>>;
-  try {
-    settled = await deps.facilitator.sell(
-      tenantOf(link),
-      { x402Version: X402_VERSION, paymentPayload: { ...payload, resource }, paymentRequirements: requirements },
-      { orderId: deps.links.orderId(link, seq), description: link.title, metadata: { link_id: link.id } },
-    );
-  } catch (err) {
-    await deps.links.release(link);
-    throw err;
+  if (closed !== undefined) {
+    // A retry of a sale the link made before it closed (its last use, say) answers that sale; nothing new is sold.
+    const again = await deps.facilitator.resell(tenantOf(link), body);
+    if (!again) throw new ApiError('invalid_state', closed);
+    settled = again;
+  } else {
+    const seq = await deps.links.admit(link);
+    try {
+      settled = await deps.facilitator.sell(tenantOf(link), body, {
+        orderId: deps.links.orderId(link, seq),
+        description: link.title,
+        metadata: { link_id: link.id },
+      });
+    } catch (err) {
+      await deps.links.release(link);
+      throw err;
+    }
+    // A settlement this request claimed holds the use until it ends; a failed one gives it back as it ends.
+    if (!settled.made) await deps.links.release(link);
   }
-  const { response, payment, made } = settled;
-  const pending = response.errorReason === 'settlement_pending';
-  if (!made || (!payment && !pending)) await deps.links.release(link);
+  const { response, payment } = settled;
   reply.header(
     'PAYMENT-RESPONSE',
     encodePaymentResponseHeader(response as Parameters<typeof encodePaymentResponseHeader>[0]),

@@ -10,6 +10,7 @@ import { confirmationTier, explorerTxUrl, loadNetworks, parseNetworks } from '..
 import { ChainRegistry } from '../../src/chains/registry.ts';
 import { decodeBase58 } from '../../src/chains/solana/index.ts';
 import { ConfigError, KASSE_HOME } from '../../src/config.ts';
+import { transferConfirmations } from '../../src/chains/evm/transfer.ts';
 
 const families = await installedFamilies();
 const live = () => JSON.parse(readFileSync(join(KASSE_HOME, 'config', 'networks.live.json'), 'utf8'));
@@ -102,6 +103,21 @@ describe('networks files', () => {
     assert.equal(explorerTxUrl(eth, '0xab'), 'https://etherscan.io/tx/0xab');
     const sol = loadNetworks({ networksFile: null }, families).test.find((n) => n.id === 'solana')!;
     assert.equal(explorerTxUrl(sol, '5x'), 'https://explorer.solana.com/tx/5x?cluster=devnet');
+  });
+
+  test("an x402 settlement's relay waits for its amount's tier; other transfers of the hot wallet for the highest", () => {
+    const sets = loadNetworks({ networksFile: null }, families);
+    const net = (id: string) => sets.live.find((n) => n.id === id)!;
+    const x402 = (id: string, units: bigint) =>
+      transferConfirmations(net(id), { purpose: 'x402', token: `${id}:usdc`, amount: units.toString() });
+    // A tenth of a cent and $100 in USDC: the first tier; $1,000: the second; $1,000,000: the highest.
+    assert.deepEqual(
+      [1_000n, 100_000_000n, 1_000_000_000n, 1_000_000_000_000n].map((u) => x402('polygon', u)),
+      [16, 16, 64, 128],
+    );
+    assert.deepEqual([x402('ethereum', 1_000n), x402('base', 1_000n)], [3, 5]);
+    const refund = { purpose: 'refund', token: 'polygon:usdc', amount: '1000' };
+    assert.equal(transferConfirmations(net('polygon'), refund), 128);
   });
 
   test('a bad file fails with the file, the network and the field named', () => {

@@ -9,15 +9,25 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { launchBrowser } from '../harness/browser.ts';
 import { startTestKasse, type TestKasse, type TestMerchant } from '../harness/app.ts';
 import { assertError, ok } from '../harness/expect.ts';
 import { agentFetch, paymentSignature } from './agents.ts';
+import { IDENTIFIER_PARAM } from '../../src/modules/x402/identifier.ts';
+import { RESUME_AFTER_MS } from '../../src/modules/x402/service.ts';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { declareDiscoveryExtension, withBazaar } from '@x402/extensions/bazaar';
 import { generatePaymentId } from '@x402/extensions/payment-identifier';
+import { LINK_DECLARATION } from '../../src/modules/x402/discovery.ts';
 import axios from 'axios';
 
 const NETWORK = 'eip155:84532';
@@ -39,6 +49,16 @@ const answer = async (res: Response | Promise<Response>) => {
   return { status: r.status, body: await r.json() };
 };
 const uses = async (id: string): Promise<number> => (await ok(m.test.get(`/links/${id}`))).uses;
+
+/** `signature` sent again to `url`: 402, refused as used (the official duplicate code). */
+async function refusedAsUsed(url: string, signature: string): Promise<void> {
+  const again = await fetch(url, { headers: { 'payment-signature': signature } });
+  assert.equal(again.status, 402);
+  assert.equal(
+    decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
+    'invalid_exact_evm_nonce_already_used',
+  );
+}
 
 /** An agent's fetch that also remembers every `PAYMENT-SIGNATURE` it sent (naming its payments by `paymentId`). */
 function recordingAgent(paymentId?: () => string) {
@@ -108,12 +128,7 @@ describe('a fixed-amount link', () => {
     assert.equal(await uses(link.id), 1);
 
     // The same signature again buys nothing: refused as used, nothing paid or counted twice.
-    const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 402);
-    assert.equal(
-      decodePaymentResponseHeader(again.headers.get('payment-response')!).errorReason,
-      'invalid_exact_evm_nonce_already_used',
-    );
+    await refusedAsUsed(link.url, agent.sent[0]!);
     assert.equal(await uses(link.id), 1);
     assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
 
@@ -133,18 +148,67 @@ describe('a fixed-amount link', () => {
   });
 
   test('a retry under the payment-identifier the 402 declares answers the same receipt, counting one use', async () => {
-    const link = await newLink({ kind: 'fixed', title: 'Tide table', amount_usd_cents: 150 });
+    // Its last sale: the link is used up once it is paid, and still answers the retry of that sale.
+    const link = await newLink({ kind: 'fixed', title: 'Tide table', amount_usd_cents: 150, max_uses: 1 });
     const id = generatePaymentId();
     const agent = recordingAgent(() => id);
+    // Another agent's payment, signed while the link was open.
+    const fresh = await paymentSignature(privateKeyToAccount(generatePrivateKey()), link.url, { maxUsd: '$5' });
     const first = await agent.pay(link.url);
     assert.equal(first.status, 200, await first.clone().text());
     const receipt = await first.json();
     // The answer was lost: the same payment again, under the same identifier.
     const again = await fetch(link.url, { headers: { 'payment-signature': agent.sent[0]! } });
-    assert.equal(again.status, 200);
+    assert.equal(again.status, 200, await again.clone().text());
     assert.deepEqual(await again.json(), receipt);
     assert.equal(await uses(link.id), 1);
     assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+    // A new payment finds the link used up, in the Error body, and pays nothing.
+    assertError(await answer(fetch(link.url, { headers: { 'payment-signature': fresh } })), 422, 'invalid_state');
+    assertError(await answer(fetch(link.url, { headers: { 'payment-signature': 'garbage' } })), 422, 'invalid_state');
+    assert.equal(await uses(link.id), 1);
+    assert.equal((await ok(m.test.get(`/payments?order_id=${link.slug}-2`))).data.length, 0);
+  });
+
+  test('the same signature without an identifier at a used-up link is refused as used, as on an open one', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Tide chart', amount_usd_cents: 150, max_uses: 1 });
+    const agent = recordingAgent();
+    assert.equal((await agent.pay(link.url)).status, 200);
+    await refusedAsUsed(link.url, agent.sent[0]!);
+    assert.equal(await uses(link.id), 1);
+  });
+
+  test('a use held by a pending settlement is given back when the settlement later fails', async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Tide almanac', amount_usd_cents: 150, max_uses: 1 });
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle } = evm;
+    // Submitted, not yet confirmed when the request's time is up.
+    evm.settle = async () => ({ status: 'pending' as const, transaction: '0xnotyet' });
+    try {
+      const res = await recordingAgent().pay(link.url);
+      assert.equal(res.status, 402);
+      assert.equal(decodePaymentResponseHeader(res.headers.get('payment-response')!).errorReason, 'settlement_pending');
+      assert.equal(await uses(link.id), 1, 'the pending sale holds the last use');
+      // The transfer fails on chain; the workers find it so.
+      evm.settle = async () => ({
+        status: 'failed' as const,
+        reason: 'invalid_exact_evm_transaction_failed',
+        message: 'The transfer failed: reverted',
+        transaction: '0xnotyet',
+      });
+      await t.kasse.db
+        .updateTable('x402_settlements')
+        .set({ created_at: new Date(t.clock.millis() - RESUME_AFTER_MS - 1000) })
+        .where('status', '=', 'pending')
+        .where('resource', '=', link.url)
+        .execute();
+      assert.equal(await t.kasse.x402.resume(), 1);
+    } finally {
+      evm.settle = settle;
+    }
+    assert.equal(await uses(link.id), 0, 'the use is given back');
+    assert.equal((await recordingAgent().pay(link.url)).status, 200, 'and sold again');
+    assert.equal(await uses(link.id), 1);
   });
 
   test('a payment made for one link is refused by another of the same price, which counts nothing', async () => {
@@ -174,6 +238,42 @@ describe('a fixed-amount link', () => {
       ).length,
       0,
     );
+  });
+
+  test('a payment under an identifier shown to another link of the same price, its resource edited: 409, nothing sold', async () => {
+    const first = await newLink({ kind: 'fixed', title: 'Map of Alleppey', amount_usd_cents: 450 });
+    const second = await newLink({ kind: 'fixed', title: 'Map of Thrissur', amount_usd_cents: 450 });
+    const agent = recordingAgent(() => generatePaymentId());
+    const paid = await agent.pay(first.url);
+    assert.equal(paid.status, 200);
+    const edited = decodePaymentSignatureHeader(agent.sent[0]!);
+    edited.resource = { ...edited.resource!, url: second.url };
+    const replay = fetch(second.url, { headers: { 'payment-signature': encodePaymentSignatureHeader(edited) } });
+    assertError(await answer(replay), 409, 'idempotency_conflict', IDENTIFIER_PARAM);
+    assert.equal(await uses(second.id), 0);
+    assert.equal(await uses(first.id), 1);
+  });
+
+  test("a payer's bazaar declaration on a link payment lists nothing: the link is listed as the link", async () => {
+    const link = await newLink({ kind: 'fixed', title: 'Birding checklist', amount_usd_cents: 175 });
+    const payload = decodePaymentSignatureHeader(
+      await paymentSignature(privateKeyToAccount(generatePrivateKey()), link.url, { maxUsd: '$5' }),
+    );
+    const bazaar = declareDiscoveryExtension({ output: { example: { free: 'money' } } }).bazaar!;
+    (bazaar.info.input as { method?: string }).method = 'GET';
+    (payload as any).extensions = { ...payload.extensions, bazaar };
+    const paid = await fetch(link.url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
+    assert.equal(paid.status, 200);
+    await t.kasse.x402.catalogued();
+    const payTo = (await ok(m.test.get(`/x402/pay_to?network=${NETWORK}`))).pay_to;
+    const items = (
+      await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+        payTo,
+        limit: 100,
+      })
+    ).items.filter((i) => i.resource === link.url);
+    assert.equal(items.length, 1);
+    assert.deepEqual(items[0]!.extensions!.bazaar, LINK_DECLARATION);
   });
 
   test('a payload that is not for this link, or not a payload, is asked again and counts nothing', async () => {

@@ -465,6 +465,8 @@ describe('a settle that waits for another', () => {
         const b = { ...signed, paymentPayload: { ...signed.paymentPayload, extensions } };
         const first = await ok(merchant.test.post('/x402/settle', b));
         assert.deepEqual([first.success, first.errorReason], [false, 'settlement_pending']);
+        // The transaction it waits for is named: the official middleware asks again only for a pending one that has it.
+        assert.equal(first.transaction, '0xnotyet');
         const row = await t.kasse.db
           .selectFrom('x402_settlements')
           .select(['id', 'status'])
@@ -514,6 +516,49 @@ describe('a settle that waits for another', () => {
       evm.settle = settle;
       evm.settlement = settlement;
       await second.close();
+    }
+  });
+});
+
+describe('a settlement still pending when the first settle answers', () => {
+  test('@x402/hono asks again for the transaction it names and serves the request once the transfer landed', async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle, settlement } = evm;
+    // The transfer is submitted, its confirmations come only after the first settle answered.
+    let landed: Awaited<ReturnType<typeof settle>> | null = null;
+    evm.settle = async (...args) => {
+      landed = await settle.apply(evm, args);
+      return { status: 'pending' as const, transaction: landed.transaction! };
+    };
+    evm.settlement = async (...args) => landed ?? settlement.apply(evm, args);
+    const shop = await honoShop(merchant, to);
+    try {
+      const url = `${shop.url}/weather`;
+      const waits = t.clock.waits();
+      let done = false;
+      const answer = fetch(url, { headers: { 'payment-signature': await paymentSignature(agent, url) } }).finally(
+        () => (done = true),
+      );
+      // The middleware's second settle follows the transfer on Kasse's clock until it lands.
+      await eventually('the second settle to wait for the transfer', () => done || t.clock.waits() > waits, {
+        intervalMs: 5,
+      });
+      t.clock.advance(SETTLE_WAIT_MS);
+      const res = await answer;
+      assert.equal(res.status, 200, refusalOf(res));
+      const receipt = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+      assert.equal(receipt.success, true);
+      assert.match(receipt.transaction, /^0xsim/);
+      const paid = await x402Payments(merchant);
+      assert.deepEqual(
+        paid.map((p) => [p.status, p.x402.transaction]),
+        [['paid', receipt.transaction]],
+      );
+    } finally {
+      evm.settle = settle;
+      evm.settlement = settlement;
+      await shop.close();
     }
   });
 });
@@ -676,7 +721,7 @@ describe('discovery', () => {
       const resource = `${shop.url}/weather`;
       const mine = async (q: Parameters<ReturnType<typeof catalogue>['listResources']>[0] = {}) =>
         (await catalogue(t.urls.test).listResources({ payTo: to, limit: 100, ...q })).items;
-      // Verified but not paid: recorded, not listed (a payload costs nothing to make).
+      // Verified but not paid: not listed (a payload costs nothing to make).
       const header = await paymentSignature(agent, `${resource}?city=Kochi`);
       const payload = decodePaymentSignatureHeader(header);
       const verified = await ok(
@@ -691,6 +736,7 @@ describe('discovery', () => {
 
       const paid = await fetch(`${resource}?city=Kochi`, { headers: { 'payment-signature': header } });
       assert.equal(paid.status, 200, refusalOf(paid));
+      await t.kasse.x402.catalogued();
       const link = await ok(
         merchant.test.post('/links', { kind: 'fixed', title: 'Field guide PDF', amount_usd_cents: 250 }),
         201,
@@ -745,6 +791,98 @@ describe('discovery', () => {
   });
 });
 
+describe('discovery lists what merchants declare', () => {
+  const mine = async (to: string) =>
+    (
+      await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+        payTo: to,
+      })
+    ).items.map((i) => i.resource);
+  /** A paid call through `shop` whose payload the payer changed with `edit` (extensions are not signed). */
+  const paidWith = async (url: string, edit: (p: any) => void) => {
+    const payload = decodePaymentSignatureHeader(await paymentSignature(agent, url));
+    edit(payload);
+    const res = await fetch(url, { headers: { 'payment-signature': encodePaymentSignatureHeader(payload) } });
+    assert.equal(res.status, 200, refusalOf(res));
+    await t.kasse.x402.catalogued();
+  };
+  const declaration = () => {
+    const bazaar = declareDiscoveryExtension({ output: { example: { free: 'money' } } }).bazaar!;
+    (bazaar.info.input as { method?: string }).method = 'GET';
+    return bazaar;
+  };
+
+  test("a payer's own declaration on a route that declares none, or for another URL, lists nothing", async () => {
+    const { merchant, to } = await freshMerchant();
+    const plain = await honoShop(merchant, to);
+    const declaring = await honoShop(merchant, to, {
+      extensions: declareDiscoveryExtension({ output: { example: { city: 'Kochi' } } }),
+      bazaar: true,
+    });
+    try {
+      // The route declares nothing; the payer adds a declaration (and the middleware lets extensions it did not
+      // advertise through).
+      await paidWith(`${plain.url}/weather`, (p) => {
+        p.extensions = { ...p.extensions, bazaar: declaration() };
+      });
+      // The route declares; the payer names another URL as the resource paid for.
+      await paidWith(`${declaring.url}/weather`, (p) => {
+        p.resource = { ...p.resource, url: 'http://127.0.0.1:9/free-money' };
+      });
+      assert.equal((await x402Payments(merchant)).length, 2, 'both paid');
+      assert.deepEqual(await mine(to), [], 'neither listed');
+      // What the declaring server advertises is listed once paid as it is.
+      await paidWith(`${declaring.url}/weather`, () => {});
+      assert.deepEqual(await mine(to), [`${declaring.url}/weather`]);
+    } finally {
+      await plain.close();
+      await declaring.close();
+    }
+  });
+});
+
+describe('discovery of a settlement recorded later', () => {
+  test('a declared resource whose settle answered pending is listed once the workers record its payment', async () => {
+    const { merchant, to } = await freshMerchant();
+    const evm = t.kasse.families.find((f) => f.family.name === 'evm')!.loaded.x402!;
+    const { settle } = evm;
+    // The request's settle answers pending; the workers' settle finds the transfer landed.
+    let calls = 0;
+    evm.settle = async (...args) => {
+      const landed = await settle.apply(evm, args);
+      return ++calls === 1 ? { status: 'pending' as const, transaction: landed.transaction } : landed;
+    };
+    const declaration = declareDiscoveryExtension({ output: { example: { city: 'Kochi', sky: 'rain' } } });
+    const shop = await honoShop(merchant, to, { extensions: declaration, bazaar: true });
+    try {
+      const resource = `${shop.url}/weather`;
+      const payload = decodePaymentSignatureHeader(await paymentSignature(agent, resource));
+      const b = { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted };
+      const first = await ok(merchant.test.post('/x402/settle', b));
+      assert.equal(first.errorReason, 'settlement_pending');
+      const listed = async () =>
+        (
+          await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
+            payTo: to,
+          })
+        ).items.map((i) => i.resource);
+      assert.deepEqual(await listed(), [], 'not paid yet');
+      await t.kasse.db
+        .updateTable('x402_settlements')
+        .set({ created_at: new Date(t.clock.millis() - RESUME_AFTER_MS - SECOND) })
+        .where('merchant_id', '=', merchant.id)
+        .execute();
+      assert.ok((await t.kasse.x402.resume()) >= 1);
+      await t.kasse.x402.catalogued();
+      assert.equal((await x402Payments(merchant)).length, 1);
+      assert.deepEqual(await listed(), [resource]);
+    } finally {
+      evm.settle = settle;
+      await shop.close();
+    }
+  });
+});
+
 describe('the dashboard', () => {
   test('payments filter x402 ones and show who paid, escaped; Agents shows failed settlements and turns resources off', async () => {
     const merchant = await t.merchant();
@@ -757,6 +895,7 @@ describe('the dashboard', () => {
       201,
     );
     const browser = await launchBrowser();
+    let shop: Shop | undefined;
     try {
       const u = await createUser(t.kasse, merchant.id, 'x402-owner@example.com', 'owner');
       const { page, context } = await browser.open('desktop');
@@ -782,23 +921,38 @@ describe('the dashboard', () => {
       // Agents: the settlement that could not be recorded, with why; the catalogue with a switch per resource.
       const stuck = await leftPending(merchant, to);
       await t.kasse.x402.resume();
-      const declared = await body({ to, payTo: to });
-      (declared.paymentPayload as any).resource.url = 'http://shop.test/forecast?days=<3>';
-      const bazaar = declareDiscoveryExtension({ output: { example: { days: 3 } } }).bazaar!;
-      (bazaar.info.input as { method?: string }).method = 'GET';
-      (declared.paymentPayload as any).extensions = { bazaar };
-      assert.equal((await ok(merchant.test.post('/x402/settle', declared))).success, true);
+      const declaration = declareDiscoveryExtension({ output: { example: { days: 3 } } });
+      shop = await honoShop(merchant, to, { extensions: declaration, bazaar: true });
+      const forecast = `${shop.url}/weather`;
+      assert.equal((await agentFetch(agent)(`${forecast}?days=3`)).status, 200);
+      await t.kasse.x402.catalogued();
       const link = await ok(
         merchant.test.post('/links', { kind: 'fixed', title: 'Guide <b>PDF</b>', amount_usd_cents: 300 }),
         201,
       );
+      // Neither listed by the catalogue nor said to be by the page: one expired, one not paid for 31 days.
+      const expired = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Old map', amount_usd_cents: 300 }),
+        201,
+      );
+      const stale = await ok(
+        merchant.test.post('/links', { kind: 'fixed', title: 'Old chart', amount_usd_cents: 300 }),
+        201,
+      );
+      const longAgo = new Date(t.clock.millis() - 31 * 24 * 3600_000);
+      await t.kasse.db.updateTable('links').set({ expires_at: t.clock.now() }).where('id', '=', expired.id).execute();
+      await t.kasse.db
+        .updateTable('links')
+        .set({ created_at: longAgo, updated_at: longAgo })
+        .where('id', '=', stale.id)
+        .execute();
       const listed = async () =>
         (
           await withBazaar(new HTTPFacilitatorClient({ url: `${t.urls.test}/x402` })).extensions.bazaar.listResources({
             payTo: to,
           })
         ).items.map((i) => i.resource);
-      assert.deepEqual((await listed()).sort(), ['http://shop.test/forecast', link.url].sort());
+      assert.deepEqual((await listed()).sort(), [forecast, link.url].sort());
       await page.getByRole('link', { name: 'Agents' }).click();
       const violations = await axeViolations(page);
       assert.deepEqual(violations, [], describeViolations(violations));
@@ -810,9 +964,14 @@ describe('the dashboard', () => {
       );
       assert.match((await failed.textContent())!, /9223372036854775808/);
       const resource = page.locator('[data-catalogue] tr[data-resource]');
-      assert.match((await resource.textContent())!, /GET http:\/\/shop\.test\/forecast.*listed/);
+      assert.ok((await resource.textContent())!.includes(`GET ${forecast}`));
+      assert.match((await resource.textContent())!, /listed/);
       const linkRow = page.locator(`[data-catalogue] tr[data-link="${link.id}"]`);
       assert.match((await linkRow.textContent())!, /Guide <b>PDF<\/b>.*listed/, 'the title is text');
+      const stateOf = async (id: string) =>
+        page.locator(`[data-catalogue] tr[data-link="${id}"] td[data-label=State]`).textContent();
+      assert.equal(await stateOf(expired.id), 'expired');
+      assert.equal(await stateOf(stale.id), 'not paid by an agent for 30 days');
       await resource.getByRole('button', { name: 'Turn off' }).click();
       await page.waitForLoadState('domcontentloaded');
       assert.match((await page.locator('[data-catalogue] tr[data-resource]').textContent())!, /turned off/);
@@ -824,7 +983,7 @@ describe('the dashboard', () => {
       assert.deepEqual(await listed(), []);
       await page.locator('[data-catalogue] tr[data-resource]').getByRole('button', { name: 'Turn on' }).click();
       await page.waitForLoadState('domcontentloaded');
-      assert.deepEqual(await listed(), ['http://shop.test/forecast']);
+      assert.deepEqual(await listed(), [forecast]);
       const audit = await t.kasse.audit.list(merchant.id, { action: 'x402.resource.' });
       assert.deepEqual(
         audit.data.map((a) => a.action),
@@ -844,10 +1003,11 @@ describe('the dashboard', () => {
         published: '1',
       });
       assert.equal(refused.status, 403);
-      assert.deepEqual(await listed(), ['http://shop.test/forecast'], 'nothing changed');
+      assert.deepEqual(await listed(), [forecast], 'nothing changed');
       await viewer.context.close();
     } finally {
       await browser.close();
+      await shop?.close();
     }
   });
 });

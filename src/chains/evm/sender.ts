@@ -63,6 +63,7 @@ import {
   lockRow,
   settleRow,
   transferCall,
+  transferConfirmations,
   type OutgoingCall,
   type RpcReceipt,
   type Settlement,
@@ -80,7 +81,10 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
   readonly mode: Mode;
   readonly maxFeePerGas: bigint;
   readonly replaceAfterBlocks: number;
+  /** The confirmations a transfer settles with unless it is an x402 settlement (`confirmationsOf`). */
   readonly confirmations: number;
+  /** The confirmations every transfer settles with when the options name them. */
+  private readonly fixedConfirmations: number | undefined;
   /** The Disperse contract payouts are batched through, and the most payouts per batch; null: one by one. */
   readonly disperse: { contract: Address; maxItems: number } | null;
   private readonly batches: DisperseBatches | null;
@@ -99,6 +103,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
     this.maxFeePerGas = options.maxFeePerGas ?? evmSettings(this.network).maxFeePerGas ?? SENDER_DEFAULTS.maxFeePerGas;
     this.replaceAfterBlocks =
       options.replaceAfterBlocks ?? evmSettings(this.network).replaceAfterBlocks ?? SENDER_DEFAULTS.replaceAfterBlocks;
+    this.fixedConfirmations = options.confirmations;
     this.confirmations =
       options.confirmations ?? this.network.confirmationTiers[this.network.confirmationTiers.length - 1]!.confirmations;
     const settings = evmSettings(this.network);
@@ -348,6 +353,11 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
     return 'progress';
   }
 
+  /** The confirmations `row` settles with. */
+  confirmationsOf(row: Pick<TransferRow, 'purpose' | 'token' | 'amount'>): number {
+    return this.fixedConfirmations ?? transferConfirmations(this.network, row);
+  }
+
   /** broadcast → sent | failed, or a replacement when stuck. */
   private async check(row: TransferRow): Promise<StepResult> {
     const rpc = this.rpc();
@@ -357,7 +367,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
       const receipt = await rpc.request<RpcReceipt | null>('eth_getTransactionReceipt', [v.tx_hash]);
       if (!receipt?.blockNumber) continue;
       const confirmations = head - BigInt(receipt.blockNumber) + 1n;
-      if (confirmations < BigInt(this.confirmations)) {
+      if (confirmations < BigInt(this.confirmationsOf(row))) {
         await this.queue.progressed(row, 'broadcast', v.tx_hash);
         return 'wait';
       }
@@ -372,7 +382,7 @@ export class EvmSender extends QueuedSender<TransferRow, Selectable<EvmTransferT
       });
     }
     // None of ours is mined. If the nonce was used with enough confirmations, another transaction took it.
-    const at = head - BigInt(this.confirmations) + 1n;
+    const at = head - BigInt(this.confirmationsOf(row)) + 1n;
     if (at >= 0n && row.nonce !== null) {
       const count = BigInt(await rpc.request<Hex>('eth_getTransactionCount', [this.address, hex(at)]));
       if (count > row.nonce) {

@@ -4,7 +4,8 @@ import type { Selectable } from 'kysely';
 import { encodeFunctionData, getAddress, type Hex } from 'viem';
 import type { Mode } from '../../core/mode.ts';
 import type { DbOrTx, Tx } from '../../db/index.ts';
-import type { TokenConfig } from '../types.ts';
+import { tokenAmountTier } from '../networks.ts';
+import type { NetworkConfig, TokenConfig } from '../types.ts';
 import { erc20Abi } from './contracts.ts';
 import type { EvmTransfersTable } from './schema.ts';
 import { RpcError } from './rpc.ts';
@@ -25,6 +26,20 @@ export type TransferPurpose =
   | 'revoke'
   | 'charge';
 export type TransferRow = Selectable<EvmTransfersTable>;
+
+/**
+ * The confirmations a transfer of the hot wallet settles with: an x402 settlement those of its amount's tier, as a
+ * payment of that size gets (a tenth of a cent does not wait for the blocks a large payment does), anything else the
+ * network's highest tier.
+ */
+export function transferConfirmations(
+  network: NetworkConfig,
+  t: { purpose: string; token: string | null; amount: string | bigint | null },
+): number {
+  const token = t.purpose === 'x402' && t.amount !== null ? network.tokens.find((k) => k.id === t.token) : undefined;
+  if (token) return tokenAmountTier(network, token, BigInt(t.amount!)).confirmations;
+  return network.confirmationTiers[network.confirmationTiers.length - 1]!.confirmations;
+}
 
 /** A call from the hot wallet to record: the transaction (to, value, data) and what it moves to whom. */
 export interface OutgoingCall {

@@ -30,7 +30,7 @@ import { pollPause } from '../../core/clock.ts';
 import { ImpossibleState } from '../../core/errors.ts';
 import type { Mode } from '../../core/mode.ts';
 import { withTx, isUniqueViolation } from '../../db/index.ts';
-import { confirmationTier } from '../networks.ts';
+import { tokenAmountTier } from '../networks.ts';
 import type { ChainRegistry } from '../registry.ts';
 import { simulatedTxHash, type NetworkConfig, type TokenConfig } from '../types.ts';
 import type { X402Kind, X402Request, X402Scheme, X402Settlement } from '../x402.ts';
@@ -265,7 +265,7 @@ export class SolanaX402 {
       if (!('reason' in r)) await this.record(id, r, request);
     }
     const finalized =
-      confirmationTier(this.adapter.network, centsOf(request.amount, request.kind.token)).confirmations >=
+      tokenAmountTier(this.adapter.network, request.kind.token, request.amount).confirmations >=
       this.adapter.network.finalityConfirmations;
     const { clock } = this.adapter.deps;
     for (;;) {
@@ -368,7 +368,7 @@ export class SolanaX402 {
         `a stored x402 relay's coin ${row.token} is not configured on ${this.adapter.network.id}, so its tier is unknown`,
         ids,
       );
-    const tier = confirmationTier(this.adapter.network, centsOf(BigInt(row.amount), token));
+    const tier = tokenAmountTier(this.adapter.network, token, BigInt(row.amount));
     return tier.confirmations >= this.adapter.network.finalityConfirmations;
   }
 
@@ -393,9 +393,4 @@ export class SolanaX402 {
       simulated: false,
     };
   }
-}
-
-/** US cents of `amount` smallest units of a USD-pegged token (rounded down). */
-function centsOf(amount: bigint, token: TokenConfig): number {
-  return Number(amount / 10n ** BigInt(Math.max(0, token.decimals - 2)));
 }

@@ -13,7 +13,7 @@ import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import type { Clock } from '../../core/clock.ts';
 import { ApiError, invalid, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, DbOrTx } from '../../db/index.ts';
 import type { LinksTable } from './tables.ts';
 import { assertHttpUrl } from '../../core/urls.ts';
 import { localeParam } from '../../core/i18n/index.ts';
@@ -269,9 +269,12 @@ export class LinkService {
     return admitted.seq;
   }
 
-  /** Gives back a use `admit` counted when no payment came of it (its number is not given back: order ids never repeat). */
-  async release(link: LinkRow): Promise<void> {
-    await this.deps.db
+  /**
+   * Gives back a use `admit` counted when no payment came of it (its number is not given back: order ids never
+   * repeat); in `db`'s transaction when given one.
+   */
+  async release(link: Pick<LinkRow, 'id'>, db: DbOrTx = this.deps.db): Promise<void> {
+    await db
       .updateTable('links')
       .set((eb) => ({ uses: eb('uses', '-', 1) }))
       .where('id', '=', link.id)

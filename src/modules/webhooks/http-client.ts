@@ -1,6 +1,6 @@
 /**
- * The one HTTP client for merchant-controlled URLs (webhook deliveries; later anything else Kasse sends to a
- * merchant's server). undici keep-alive connection pools, one per mode and destination origin with a bounded number
+ * The one HTTP client for merchant-controlled URLs (webhook deliveries; the x402 catalogue reading the payment a
+ * resource server asks for). undici keep-alive connection pools, one per mode and destination origin with a bounded number
  * of connections, a hard deadline per request, redirects not followed (a 3xx is a failure like any other non-2xx).
  *
  * Live mode refuses private networks (SSRF): the host is resolved with `dns.lookup` (every address), and if any
@@ -27,6 +27,8 @@ export interface PostResult {
   error: string | null;
   /** The first bytes of the response body as text, for the attempt log. */
   body: string | null;
+  /** The answer's headers (lower-case names), when it answered. */
+  headers?: Record<string, string>;
   durationMs: number;
 }
 
@@ -150,7 +152,22 @@ export class MerchantHttpClient {
   }
 
   /** POSTs `body` to `url`; never throws, every failure is a result. */
-  async post(mode: Mode, url: string, body: string, headers: Record<string, string>): Promise<PostResult> {
+  post(mode: Mode, url: string, body: string, headers: Record<string, string>): Promise<PostResult> {
+    return this.send(mode, 'POST', url, body, headers);
+  }
+
+  /** Sends a `method` request without a body to `url` (reading what a merchant's server answers); never throws. */
+  ask(mode: Mode, method: string, url: string, headers: Record<string, string>): Promise<PostResult> {
+    return this.send(mode, method, url, null, headers);
+  }
+
+  private async send(
+    mode: Mode,
+    method: string,
+    url: string,
+    body: string | null,
+    headers: Record<string, string>,
+  ): Promise<PostResult> {
     const started = performance.now();
     const done = (r: Attempt): PostResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
     const target = this.target(url);
@@ -171,10 +188,11 @@ export class MerchantHttpClient {
       'user-agent': this.opts.userAgent,
       ...(target.auth ? { authorization: target.auth } : {}),
     };
-    let result = await this.once(mode, target, body, request, deadline);
+    let result = await this.once(mode, target, method, body, request, deadline);
     // A keep-alive connection the server closed while idle fails at once, before any answer: worth one immediate
     // retry on a new connection (at worst the receiver sees the event twice, which at-least-once allows).
-    if (result.stale && performance.now() < deadline) result = await this.once(mode, target, body, request, deadline);
+    if (result.stale && performance.now() < deadline)
+      result = await this.once(mode, target, method, body, request, deadline);
     return done(result.attempt);
   }
 
@@ -182,30 +200,41 @@ export class MerchantHttpClient {
   private async once(
     mode: Mode,
     target: Target,
-    body: string,
+    method: string,
+    body: string | null,
     headers: Record<string, string>,
     deadline: number,
   ): Promise<{ attempt: Attempt; stale?: boolean }> {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new Timeout()), Math.max(0, deadline - performance.now()));
     let status: number | null = null;
+    let answeredHeaders: Record<string, string> = {};
     const chunks: Buffer[] = [];
     let kept = 0;
     const answered = (): Attempt => {
       const ok = status! >= 200 && status! < 300;
       const snippet = kept > 0 ? Buffer.concat(chunks).toString('utf8') : null;
-      return { outcome: ok ? 'delivered' : 'http_error', status, error: ok ? null : `HTTP ${status}`, body: snippet };
+      return {
+        outcome: ok ? 'delivered' : 'http_error',
+        status,
+        error: ok ? null : `HTTP ${status}`,
+        body: snippet,
+        headers: answeredHeaders,
+      };
     };
     try {
       const res = await (await this.pools())[mode].request({
         origin: target.origin,
         path: target.path,
-        method: 'POST',
+        method: method as 'POST',
         headers,
         body,
         signal: abort.signal,
       });
       status = res.statusCode;
+      answeredHeaders = Object.fromEntries(
+        Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]),
+      );
       // Read the answer to keep the connection reusable; a longer one than DRAIN_BYTES closes it instead. Past the
       // deadline the body errors (aborted) and what arrived counts.
       await new Promise<void>((resolve) => {

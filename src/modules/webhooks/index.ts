@@ -1,7 +1,8 @@
 /**
  * The webhooks module's front door: the event outbox and its delivery (service.ts), what publishers are given
- * (types.ts), and the test API's event stream (stream.ts).
+ * (types.ts), the test API's event stream (stream.ts), and the one HTTP client for merchants' URLs (http-client.ts).
  */
+export { MerchantHttpClient, type PostResult } from './http-client.ts';
 export { migrations } from './migrations/index.ts';
 export { WEBHOOKS_CHANNEL, WebhookService, type EventWithDeliveries } from './service.ts';
 export {

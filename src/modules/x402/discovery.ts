@@ -4,12 +4,13 @@
  * `limit`, `offset`, and its filters `network`, `payTo`, `scheme`, `extensions`) and response shape.
  *
  * What is listed:
- * - every resource a merchant's server declared through the extension (`extensions.bazaar` of a payment payload it
- *   verified or settled through Kasse), validated against the extension's schema with its own helpers before it is
- *   recorded, with the requirements it was paid with (one per network), its input and output description and the
- *   service metadata the extension's sanitiser keeps. A resource is listed once it has been paid for (a payload alone
- *   costs nothing to forge, a settled payment to the merchant does), and drops out when it has not been paid for
- *   `KASSE_X402_DISCOVERY_DAYS` days.
+ * - every resource a merchant's server declares through the extension, once a payment for it is recorded: the
+ *   payload's `extensions.bazaar` (copied there by the paying client, who may add or change it) only says where to
+ *   look; what is recorded is what the server at the resource's URL advertises in its own unpaid 402, when that asks
+ *   for payment to the merchant on the network paid. Validated against the extension's schema with its own helpers,
+ *   with the requirements it was paid with (one per network), its input and output description and the service
+ *   metadata the extension's sanitiser keeps. It drops out when it has not been paid for `KASSE_X402_DISCOVERY_DAYS`
+ *   days.
  * - every active agent-payable payment link of the mode (fixed amount, nothing to ask the payer), with what it
  *   accepts, until it has been neither created nor paid by an agent for as long.
  * Either drops out when the merchant turns it off on the dashboard's Agents page.
@@ -25,7 +26,8 @@ import {
   validateDiscoveryExtensionSpec,
   type DiscoveryExtension,
 } from '@x402/extensions/bazaar';
-import type { PaymentPayload as OfficialPayload, PaymentRequirements } from '@x402/core/types';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import type { PaymentPayload as OfficialPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { sql } from 'kysely';
 import type { X402Requirements } from '../../chains/x402.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -35,6 +37,7 @@ import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import type { Actor, AuditLog } from '../audit/index.ts';
+import type { PostResult } from '../webhooks/index.ts';
 import type { FacilitatorBody } from './wire.ts';
 
 /** NOTE: the extension's pages: 20 resources unless asked, at most 100. */
@@ -124,6 +127,8 @@ export interface DiscoveryDeps {
   networks(mode: Mode): Promise<string[]>;
   /** The merchant whose x402 address `payTo` is in `mode`, if any. */
   merchantOfPayTo(mode: Mode, payTo: string): Promise<string | null>;
+  /** Asks a merchant's server at `url` (the merchant HTTP client: live mode reaches no private network). */
+  ask(mode: Mode, method: string, url: string, headers: Record<string, string>): Promise<PostResult>;
   linkUrl(slug: string): string;
 }
 
@@ -146,32 +151,39 @@ interface Row {
 }
 
 export class X402Discovery {
-  /** When this process last wrote each declared resource, and whether as paid. */
-  private readonly written = new Map<string, { at: number; paid: boolean }>();
+  /** When this process last recorded a payment of each resource (by merchant, mode, URL and network). */
+  private readonly written = new Map<string, number>();
 
   constructor(private readonly deps: DiscoveryDeps) {}
 
   /**
-   * Records what the merchant's server declared in a payload Kasse verified (`paid` false) or settled (`paid` true).
-   * A payload without a valid declaration records nothing; never throws (the payment is what matters).
+   * Records a resource paid for through a settlement Kasse recorded, as its server declares it: the payload's bazaar
+   * extension (echoed by the client) only says there is a declaration and where; what is recorded is what the server
+   * at that URL advertises in its own 402 (`PAYMENT-REQUIRED`'s `extensions.bazaar` and `resource`), and only when that
+   * 402 asks for payment to this merchant on this network. So a payer can list nothing the merchant's server does not
+   * declare. Never throws (the payment is what matters).
    */
-  async declared(tenant: Tenant, body: FacilitatorBody, paid: boolean): Promise<void> {
+  async paid(tenant: Tenant, body: FacilitatorBody): Promise<void> {
     const { mode, merchantId } = tenant;
     try {
-      const payload = body.paymentPayload as unknown as OfficialPayload;
-      const ext = payload.extensions?.bazaar as DiscoveryExtension | undefined;
-      const url = payload.resource?.url;
-      if (!ext || typeof ext !== 'object' || typeof url !== 'string' || !isHttpUrl(url)) return;
+      const claimed = body.paymentPayload as unknown as OfficialPayload;
+      const hint = claimed.extensions?.bazaar as DiscoveryExtension | undefined;
+      const url = claimed.resource?.url;
+      if (!hint || typeof hint !== 'object' || typeof url !== 'string' || !isHttpUrl(url)) return;
+      const now = this.deps.clock.now();
+      const seen = `${merchantId}|${mode}|${url}|${body.paymentRequirements.network}`;
+      const last = this.written.get(seen);
+      if (last !== undefined && now.getTime() - last < NEWS_MS) return;
+      const advertised = await this.advertised(mode, url, hint, body.paymentRequirements);
+      if (!advertised) return;
+      const ext = advertised.bazaar;
+      const payload = { ...claimed, resource: advertised.resource, extensions: { bazaar: ext } } as OfficialPayload;
       if (!validateDiscoveryExtension(ext).valid || !validateDiscoveryExtensionSpec(ext as never).valid) return;
       const found = extractDiscoveryInfo(payload, body.paymentRequirements as PaymentRequirements, false);
       if (!found || found.resourceUrl.length > URL_MAX) return;
       const method = 'method' in found && found.method ? found.method : null;
       const tool = 'toolName' in found ? found.toolName : null;
       const type = found.discoveryInfo.input.type;
-      const key = `${merchantId}|${mode}|${type}|${found.resourceUrl}|${method}|${tool}|${body.paymentRequirements.network}`;
-      const now = this.deps.clock.now();
-      const last = this.written.get(key);
-      if (last && now.getTime() - last.at < NEWS_MS && (last.paid || !paid)) return;
       const bazaar: Record<string, unknown> = { info: ext.info, schema: ext.schema };
       if ('routeTemplate' in found && found.routeTemplate) bazaar.routeTemplate = found.routeTemplate;
       const requirement = JSON.stringify(body.paymentRequirements);
@@ -181,7 +193,7 @@ export class X402Discovery {
         VALUES (${newId('x4r')}, ${merchantId}, ${mode}, 'declared', ${type}, ${found.resourceUrl}, ${method}, ${tool},
           ${text(found.description, 500)}, ${text(found.mimeType, 100)}, ${found.serviceName ?? null},
           ${found.tags ? JSON.stringify(found.tags) : null}::jsonb, ${found.iconUrl ?? null},
-          jsonb_build_array(${requirement}::jsonb), ${JSON.stringify(bazaar)}::jsonb, ${now}, ${now}, ${paid ? now : null})
+          jsonb_build_array(${requirement}::jsonb), ${JSON.stringify(bazaar)}::jsonb, ${now}, ${now}, ${now})
         ON CONFLICT (merchant_id, mode, type, resource, (coalesce(method, '')), (coalesce(tool_name, '')))
           WHERE kind = 'declared'
         DO UPDATE SET description = excluded.description, mime_type = excluded.mime_type,
@@ -192,10 +204,44 @@ export class X402Discovery {
                               WHERE e->>'network' IS DISTINCT FROM ${body.paymentRequirements.network}), '[]'::jsonb)
                     || excluded.accepts`.execute(this.deps.db);
       if (this.written.size > 10_000) this.written.clear();
-      this.written.set(key, { at: now.getTime(), paid: paid || !!last?.paid });
+      this.written.set(seen, now.getTime());
     } catch (err) {
       this.deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'x402 resource not catalogued');
     }
+  }
+
+  /**
+   * What the server at `url` advertises unpaid (asked with the declaration's method, without a body): its bazaar
+   * declaration and resource, when its 402 asks for payment to `paid.payTo` on `paid.network` for that URL; else null.
+   */
+  private async advertised(
+    mode: Mode,
+    url: string,
+    hint: DiscoveryExtension,
+    paid: { network: string; payTo: string },
+  ): Promise<{ resource: OfficialPayload['resource']; bazaar: DiscoveryExtension } | null> {
+    const input = (hint.info as { input?: { type?: string; method?: unknown } } | undefined)?.input;
+    const method =
+      input?.type === 'mcp'
+        ? 'POST'
+        : typeof input?.method === 'string' && METHODS.has(input.method)
+          ? input.method
+          : 'GET';
+    const answer = await this.deps.ask(mode, method, url, { accept: 'application/json' });
+    const header = answer.headers?.['payment-required'];
+    if (answer.status !== 402 || !header) return null;
+    let required: PaymentRequired;
+    try {
+      required = decodePaymentRequiredHeader(header);
+    } catch {
+      return null;
+    }
+    const bazaar = required.extensions?.bazaar as DiscoveryExtension | undefined;
+    const resource = required.resource;
+    if (!bazaar || typeof bazaar !== 'object' || typeof resource?.url !== 'string' || !samePlace(resource.url, url))
+      return null;
+    if (!required.accepts?.some((a) => a.network === paid.network && sameAddress(a.payTo, paid.payTo))) return null;
+    return { resource, bazaar };
   }
 
   /** Notes an agent's payment of a link (in the settlement's transaction): it stays listed from now. */
@@ -231,17 +277,7 @@ export class X402Discovery {
         AND (${q.network ?? null}::text IS NULL OR r.accepts @> jsonb_build_array(jsonb_build_object('network', ${q.network ?? null}::text)))`;
     // Every link of the mode accepts on every network the mode takes (`requirements`): a network filter keeps or
     // drops them all, checked on the page below.
-    const links = sql`
-      SELECT 'link' AS kind, l.id, l.merchant_id, NULL AS resource, 'http' AS type, l.title AS description,
-        'application/json' AS mime_type, NULL AS service_name, NULL::jsonb AS tags, NULL AS icon_url, NULL::jsonb AS accepts,
-        NULL::jsonb AS bazaar, l.slug, l.amount_usd_cents AS cents, greatest(l.updated_at, s.last_paid_at) AS updated
-      FROM links l LEFT JOIN x402_resources s ON s.kind = 'link' AND s.link_id = l.id
-      WHERE l.mode = ${mode} AND l.kind = 'fixed' AND NOT l.collect_email AND l.active
-        AND l.amount_usd_cents IS NOT NULL
-        AND (l.expires_at IS NULL OR l.expires_at > ${now}) AND (l.max_uses IS NULL OR l.uses < l.max_uses)
-        AND coalesce(s.published, true) AND greatest(l.created_at, s.last_paid_at) > ${since}
-        AND (${q.type ?? null}::text IS NULL OR ${q.type ?? null} = 'http')
-        AND (${merchant}::text IS NULL OR l.merchant_id = ${merchant})`;
+    const links = this.listedLinks(mode, merchant, now, q.type);
     const withLinks = q.network === undefined || (await this.deps.networks(mode)).includes(q.network);
     const all = withLinks ? sql`${declared} UNION ALL ${links}` : declared;
     const [page, count] = await Promise.all([
@@ -284,6 +320,35 @@ export class X402Discovery {
       });
     }
     return { x402Version: 2, items, pagination: { limit, offset, total: Number(count.rows[0]!.total) } };
+  }
+
+  /**
+   * The links the catalogue lists (of one merchant, or all), at `now`: the one rule, for the catalogue and the
+   * dashboard. Agent-payable (fixed amount, nothing to ask), active, not expired, not used up, not turned off, and
+   * created or paid by an agent within the last `days` days.
+   */
+  private listedLinks(mode: Mode, merchant: string | null, now: Date, type?: string) {
+    const since = new Date(now.getTime() - this.deps.days * DAY_MS);
+    return sql`
+      SELECT 'link' AS kind, l.id, l.merchant_id, NULL AS resource, 'http' AS type, l.title AS description,
+        'application/json' AS mime_type, NULL AS service_name, NULL::jsonb AS tags, NULL AS icon_url, NULL::jsonb AS accepts,
+        NULL::jsonb AS bazaar, l.slug, l.amount_usd_cents AS cents, greatest(l.updated_at, s.last_paid_at) AS updated
+      FROM links l LEFT JOIN x402_resources s ON s.kind = 'link' AND s.link_id = l.id
+      WHERE l.mode = ${mode} AND l.kind = 'fixed' AND NOT l.collect_email AND l.active
+        AND l.amount_usd_cents IS NOT NULL
+        AND (l.expires_at IS NULL OR l.expires_at > ${now}) AND (l.max_uses IS NULL OR l.uses < l.max_uses)
+        AND coalesce(s.published, true) AND greatest(l.created_at, s.last_paid_at) > ${since}
+        AND (${type ?? null}::text IS NULL OR ${type ?? null} = 'http')
+        AND (${merchant}::text IS NULL OR l.merchant_id = ${merchant})`;
+  }
+
+  /** The ids of the merchant's links of `mode` the catalogue lists now. */
+  async listedLinkIds(tenant: Tenant): Promise<Set<string>> {
+    const { mode, merchantId } = tenant;
+    const { rows } = await sql<{
+      id: string;
+    }>`SELECT id FROM (${this.listedLinks(mode, merchantId, this.deps.clock.now())}) c`.execute(this.deps.db);
+    return new Set(rows.map((r) => r.id));
   }
 
   /** The merchant's declared resources of `mode` (listed or not), newest news first, at most 200. */
@@ -394,6 +459,19 @@ export class X402Discovery {
         { resource: link.url },
       );
     });
+  }
+}
+
+/** The HTTP methods a declaration may name. */
+const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'POST', 'PUT', 'PATCH']);
+
+/** Two URLs of the same resource: same origin and path (queries may differ). */
+function samePlace(a: string, b: string): boolean {
+  try {
+    const [x, y] = [new URL(a), new URL(b)];
+    return x.origin === y.origin && x.pathname === y.pathname;
+  } catch {
+    return false;
   }
 }
 

@@ -3,7 +3,9 @@
  * an id (16 to 128 characters of letters, digits, `-` and `_`) in `paymentPayload.extensions["payment-identifier"]`,
  * and a retry after a lost answer carries the same id with the same payment. The extension's own helpers read and
  * check the id; what the payment is, for comparing a retry with the original, is the digest of the signed scheme
- * payload and the requirements it pays (RFC 8785 canonical JSON, so key order and number spelling do not matter).
+ * payload, the resource it pays for (its URL: a signature does not name it, so the same payment shown to another
+ * resource of the same price is another request) and the requirements it pays (RFC 8785 canonical JSON, so key order
+ * and number spelling do not matter).
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
@@ -34,6 +36,7 @@ export function paymentIdentifier(body: FacilitatorBody): Identified | null {
   const r = body.paymentRequirements;
   const named = {
     payload: body.paymentPayload.payload,
+    resource: body.paymentPayload.resource?.url ?? null,
     requirements: { scheme: r.scheme, network: r.network, asset: r.asset, amount: r.amount, payTo: r.payTo },
   };
   return { id, digest: createHash('sha256').update(canonicalize(named)!).digest('hex') };

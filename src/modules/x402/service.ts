@@ -31,10 +31,11 @@ import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Logger } from '../../core/log.ts';
 import type { Mode } from '../../core/mode.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
 import type { AuditLog } from '../audit/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { Payment, PaymentService } from '../payments/index.ts';
+import { MerchantHttpClient } from '../webhooks/index.ts';
 import { X402Discovery } from './discovery.ts';
 import { identifierConflict, paymentIdentifier, type Identified } from './identifier.ts';
 import { PayToBook } from './payto.ts';
@@ -62,6 +63,8 @@ export const MAX_USD = 1_000_000n;
 const SALE_TIMEOUT_S = 300;
 /** How long the families' kinds of a mode are reused: networks pause or resume with a restart or a node's health. */
 const KINDS_FOR_MS = 1_000;
+/** How long a resource server has to answer what it advertises (discovery.ts). */
+const ADVERTISED_TIMEOUT_MS = 5_000;
 /** The scheme of a kind that names none. */
 const EXACT = 'exact';
 /** The extensions Kasse's facilitator takes part in, as `supported` lists them. */
@@ -81,6 +84,8 @@ export interface X402Deps {
   discoveryDays: number;
   /** A payment link's URL by its slug. */
   linkUrl: (slug: string) => string;
+  /** A sale's settlement ended failed: give back what it held (a link's use), in the transaction that ends it. */
+  saleFailed: (tx: Tx, tenant: Tenant, sale: X402Sale) => Promise<void>;
 }
 
 /** What a settlement row keeps of its request, to submit it again after a crash. */
@@ -89,6 +94,8 @@ export interface Stored {
   payload: Record<string, unknown>;
   /** What the Payment records when the settlement sells something of the merchant's own (a payment link). */
   sale?: X402Sale;
+  /** The resource and its bazaar declaration as the payload carried them: catalogued as paid once it settles. */
+  declared?: { resource: Record<string, unknown>; bazaar: unknown };
 }
 
 /** A settlement's own sale: the Payment's order id, description and metadata instead of the x402 defaults. */
@@ -127,6 +134,11 @@ export class X402Service {
   /** The discovery catalogue (discovery.ts). */
   readonly discovery: X402Discovery;
   private readonly lifecycle: Settlements;
+  /** Reads what merchants' resource servers advertise (discovery.ts). */
+  private readonly http = new MerchantHttpClient({
+    timeoutMs: ADVERTISED_TIMEOUT_MS,
+    userAgent: 'Kasse x402 catalogue',
+  });
   /** The kinds of each mode as the families offered them a moment ago (every request asks). */
   private readonly kindsOf = new Map<
     Mode,
@@ -150,6 +162,7 @@ export class X402Service {
       networks: (mode) => this.networks(mode),
       merchantOfPayTo: (mode, address) => merchantOfPayTo(deps.db, mode, address),
       linkUrl: deps.linkUrl,
+      ask: (mode, method, url, headers) => this.http.ask(mode, method, url, headers),
     });
     this.lifecycle = new Settlements({
       ...deps,
@@ -165,6 +178,17 @@ export class X402Service {
    */
   resume(limit = 50): Promise<number> {
     return this.lifecycle.resume(limit);
+  }
+
+  /** Resolves once the resources of the settlements recorded so far are catalogued (discovery.ts). */
+  catalogued(): Promise<void> {
+    return this.lifecycle.catalogued();
+  }
+
+  /** Finishes the catalogue's work and closes the connections to merchants' servers. */
+  async close(): Promise<void> {
+    await this.lifecycle.catalogued();
+    this.http.close();
   }
 
   /** A settlement ended in some process (`X402_SETTLEMENTS_CHANNEL`): requests here waiting for it answer. */
@@ -221,12 +245,11 @@ export class X402Service {
     if (earlier && earlier.status !== 'failed')
       return invalid(p.request.kind.codes.replay, 'This authorization was already settled.', earlier.payer);
     if (!verdict.valid) return invalid(verdict.reason, verdict.message, verdict.payer);
-    await this.discovery.declared(tenant, body, false);
     return { isValid: true, payer: verdict.payer };
   }
 
   async settle(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleResponse> {
-    return (await this.settleOnce(tenant, body, sale)).response;
+    return (await this.settleOnce(tenant, body, sale))!.response;
   }
 
   /**
@@ -256,10 +279,23 @@ export class X402Service {
    * the Payment too, and whether this call made the sale.
    */
   async sell(tenant: Tenant, body: FacilitatorBody, sale: X402Sale): Promise<X402SaleResult> {
-    const { response, claimed } = await this.settleOnce(tenant, body, sale);
+    return this.saleResult(tenant, (await this.settleOnce(tenant, body, sale))!);
+  }
+
+  private async saleResult(tenant: Tenant, { response, claimed }: SettleOutcome): Promise<X402SaleResult> {
     const id = response.success ? response.extra?.payment_id : undefined;
     const payment = typeof id === 'string' ? await this.deps.payments.get(tenant, id) : null;
     return { response, payment, made: claimed };
+  }
+
+  /**
+   * A settle of a sale's payment Kasse already has (named by its payment identifier, or its authorization): answered
+   * as `sell` answers it (the receipt again, a duplicate, a failure), making no sale; null for a payment Kasse does not
+   * have, which is left untouched (a sale that can no longer be made still answers its retries).
+   */
+  async resell(tenant: Tenant, body: FacilitatorBody): Promise<X402SaleResult | null> {
+    const outcome = await this.settleOnce(tenant, body, undefined, true);
+    return outcome ? this.saleResult(tenant, outcome) : null;
   }
 
   /** The merchant's x402 addresses of `mode` retired when their network's configuration changed, newest first. */
@@ -275,12 +311,19 @@ export class X402Service {
   /**
    * `settle`, also saying whether this call claimed the authorization. Anything unforeseen after the checks still
    * answers a SettleResponse; a client's error in the request itself (a malformed or reused payment identifier) is
-   * the Error body.
+   * the Error body. `knownOnly`: null, and nothing done, for a payment Kasse does not have yet.
    */
-  private async settleOnce(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
+  private async settleOnce(
+    tenant: Tenant,
+    body: FacilitatorBody,
+    sale?: X402Sale,
+    knownOnly = false,
+  ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
+    // Whether this call claimed the authorization, also when it then failed unexpectedly (the row is the workers').
+    const claim = { made: false };
     try {
-      return await this.settleChecked(tenant, body, sale);
+      return await this.settleChecked(tenant, body, sale, knownOnly, claim);
     } catch (err) {
       if (err instanceof ApiError && (err.code === 'idempotency_conflict' || err.code === 'invalid_request')) throw err;
       this.deps.log.error({ err: errText(err), merchantId, mode }, 'x402 settle failed unexpectedly');
@@ -293,12 +336,18 @@ export class X402Service {
           transaction: '',
           network: body.paymentRequirements?.network ?? '',
         },
-        claimed: false,
+        claimed: claim.made,
       };
     }
   }
 
-  private async settleChecked(tenant: Tenant, body: FacilitatorBody, sale?: X402Sale): Promise<SettleOutcome> {
+  private async settleChecked(
+    tenant: Tenant,
+    body: FacilitatorBody,
+    sale: X402Sale | undefined,
+    knownOnly: boolean,
+    claim: { made: boolean },
+  ): Promise<SettleOutcome | null> {
     const { mode, merchantId } = tenant;
     const network = body.paymentRequirements.network;
     const refused = (v: VerifyResponse) => ({ response: settleRefusal(v, network), claimed: false });
@@ -319,6 +368,7 @@ export class X402Service {
     const follower = (row: SettlementRow) => this.follower(scheme, row, request, merchantId, me, identified);
     if (named) return { response: await follower(named), claimed: false };
     if (earlier) return { response: await follower(earlier), claimed: false };
+    if (knownOnly) return null;
     if (!verdict.valid) return refused(invalid(verdict.reason, verdict.message, verdict.payer));
     const row = await claimSettlement(db, {
       id: newId('x4s'),
@@ -337,6 +387,7 @@ export class X402Service {
         requirements: request.requirements,
         payload: request.payload,
         ...(sale ? { sale } : {}),
+        ...(declaration(body) ? { declared: declaration(body) } : {}),
       } satisfies Stored,
       simulated: request.kind.simulated,
       created_at: this.deps.clock.now(),
@@ -352,9 +403,8 @@ export class X402Service {
       if (!first) throw new Error('x402 settlement claim refused, but no claiming row found');
       return { response: await follower(first), claimed: false };
     }
-    const response = await this.lifecycle.follow(scheme, row, request, me);
-    if (response.success) await this.discovery.declared(tenant, body, true);
-    return { response, claimed: true };
+    claim.made = true;
+    return { response: await this.lifecycle.follow(scheme, row, request, me), claimed: true };
   }
 
   /**
@@ -459,6 +509,13 @@ export class X402Service {
     kinds.catch(() => this.kindsOf.delete(mode));
     return kinds;
   }
+}
+
+/** The resource and bazaar declaration a payload carries, to catalogue when its settlement is recorded; or none. */
+function declaration(body: FacilitatorBody): Stored['declared'] {
+  const bazaar = (body.paymentPayload as { extensions?: Record<string, unknown> }).extensions?.bazaar;
+  const resource = body.paymentPayload.resource;
+  return bazaar && typeof bazaar === 'object' && resource ? { resource, bazaar } : undefined;
 }
 
 const invalid = (reason: string, message: string, payer?: string): VerifyResponse => ({

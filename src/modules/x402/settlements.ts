@@ -11,19 +11,20 @@ import type { X402Kind, X402Request, X402Scheme, X402Settlement } from '../../ch
 import type { Clock } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
-import { tenantOf } from '../../core/tenant.ts';
+import { tenantOf, type Tenant } from '../../core/tenant.ts';
 import { formatUnits } from '../../core/money.ts';
 import type { Mode } from '../../core/mode.ts';
-import { withTx, type Db } from '../../db/index.ts';
+import { withTx, type Db, type Tx } from '../../db/index.ts';
 import type { CaptureService } from '../capture/index.ts';
 import type { PaymentService } from '../payments/index.ts';
 import type { X402Discovery } from './discovery.ts';
 import type { PayToBook } from './payto.ts';
-import type { Stored } from './service.ts';
+import type { Stored, X402Sale } from './service.ts';
 import {
   addToTotal,
   getSettlement,
   endSettlement,
+  notePending,
   type SettlementEnd,
   releaseAnswer,
   resumeLater,
@@ -51,11 +52,15 @@ export interface SettlementDeps {
   holds: Pick<CaptureService, 'recordAuthorizedHold'>;
   payTos: PayToBook;
   discovery: X402Discovery;
+  /** A sale's settlement ended failed: give back what the sale held (a payment link's use), in `tx`. */
+  saleFailed(tx: Tx, tenant: Tenant, sale: X402Sale): Promise<void>;
   /** Every kind of the mode with the scheme offering it. */
   kinds(mode: Mode): Promise<Array<{ kind: X402Kind; scheme: X402Scheme }>>;
 }
 
 export class Settlements {
+  /** Catalogue recordings under way (`catalogue`). */
+  private readonly cataloguing = new Set<Promise<void>>();
   /** Requests of this process waiting for a settlement to end, by settlement id. */
   private readonly waiting = new Map<string, Set<() => void>>();
 
@@ -134,7 +139,7 @@ export class Settlements {
     } catch (err) {
       // Not recorded now for a passing reason: the workers record it later.
       this.deps.log.warn({ err: errText(err), settlementId: row.id }, 'x402 settlement not recorded yet');
-      final = { ...row, status: 'pending' };
+      final = { ...row, status: 'pending', transaction: state.transaction ?? row.transaction };
     }
     if (final.status === 'pending' && me.startsWith('req:')) await releaseAnswer(this.deps.db, row.id, me);
     return this.answer(final);
@@ -185,13 +190,22 @@ export class Settlements {
         this.deps.log.error({ err: errText(err), settlementId: row.id }, 'x402 settlement cannot be recorded');
         failed = `unexpected_settle_error: the transfer ${state.transaction} could not be recorded as a payment (${errText(err)})`;
       }
+    } else if (state.transaction && state.transaction !== row.transaction) {
+      // Still waiting for its confirmations: the answer names the transaction it waits for.
+      return (
+        (await notePending(this.deps.db, row.id, state.transaction)) ??
+        (await getSettlement(this.deps.db, row.id)) ??
+        row
+      );
     } else return row;
     if (failed !== undefined) {
       const end: SettlementEnd = { status: 'failed', transaction: state.transaction, error: failed };
-      now = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
+      now = await this.endFailed(row, end);
     }
     // Announced to every process; this one is told at once, also without a LISTEN connection.
     if (now) this.ended(row.id);
+    // Not awaited: the catalogue asks the merchant's server, which may be waiting for this very settle to answer.
+    if (now?.status === 'settled') this.catalogue(now);
     // Nothing changed here: another request or process ended it first.
     return now ?? (await getSettlement(this.deps.db, row.id)) ?? row;
   }
@@ -277,9 +291,57 @@ export class Settlements {
 
   private async fail(row: SettlementRow, reason: string, message: string): Promise<void> {
     const end: SettlementEnd = { status: 'failed', transaction: row.transaction, error: `${reason}: ${message}` };
-    const ended = await endSettlement(this.deps.db, row.id, end, this.deps.clock.now());
-    if (ended) this.ended(row.id);
+    if (await this.endFailed(row, end)) this.ended(row.id);
     this.deps.log.error({ settlementId: row.id, reason }, 'x402 settlement failed');
+  }
+
+  /** Catalogues a recorded settlement's resource in the background (`catalogued` waits for it). */
+  private catalogue(row: SettlementRow): void {
+    const work: Promise<void> = this.paidFor(row)
+      .catch((err: unknown) =>
+        this.deps.log.warn({ err: errText(err), settlementId: row.id }, 'x402 resource not catalogued'),
+      )
+      .finally(() => this.cataloguing.delete(work));
+    this.cataloguing.add(work);
+  }
+
+  /** Resolves once the resources of the settlements recorded so far are catalogued. */
+  async catalogued(): Promise<void> {
+    while (this.cataloguing.size > 0) await Promise.all([...this.cataloguing]);
+  }
+
+  /**
+   * A settlement recorded here (by whichever request or worker recorded it: once): the resource it declared is
+   * catalogued as paid.
+   */
+  private async paidFor(row: SettlementRow): Promise<void> {
+    const { requirements, payload, declared } = row.request as Stored;
+    if (!declared) return;
+    const paymentPayload = {
+      x402Version: 2,
+      resource: declared.resource,
+      accepted: requirements,
+      payload,
+      extensions: { bazaar: declared.bazaar },
+    };
+    await this.deps.discovery.paid(tenantOf(row), {
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: requirements,
+    });
+  }
+
+  /**
+   * Ends a pending settlement failed and, in the same transaction, gives back what its sale held (a link's use): the
+   * row, or nothing when it was no longer pending.
+   */
+  private endFailed(row: SettlementRow, end: SettlementEnd): Promise<SettlementRow | undefined> {
+    const sale = (row.request as Stored).sale;
+    return withTx(this.deps.db, async (tx) => {
+      const ended = await endSettlement(tx, row.id, end, this.deps.clock.now());
+      if (ended && sale) await this.deps.saleFailed(tx, tenantOf(row), sale);
+      return ended;
+    });
   }
 
   /** The answer to every other request for an authorization: a duplicate, as the official facilitator says it. */

@@ -160,6 +160,20 @@ export async function releaseAnswer(db: DbOrTx, id: string, from: string): Promi
     .execute();
 }
 
+/**
+ * Notes the transaction a pending settlement waits for (its answer names it, so a client's middleware knows the
+ * transfer is on its way and asks again); the row as it is now, or nothing when it is no longer pending.
+ */
+export async function notePending(db: DbOrTx, id: string, transaction: string): Promise<SettlementRow | undefined> {
+  return db
+    .updateTable('x402_settlements')
+    .set({ transaction })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}
+
 export async function getSettlement(db: DbOrTx, id: string): Promise<SettlementRow | undefined> {
   return db.selectFrom('x402_settlements').selectAll().where('id', '=', id).executeTakeFirst();
 }

@@ -51,14 +51,29 @@ function resourceState(e: CatalogueEntry, days: number): string {
   return e.lastPaidAt ? `not paid for ${days} days` : 'not paid yet';
 }
 
+/** A link's state in the catalogue: listed (the catalogue's own rule says so), else why not. */
+function linkState(
+  ctx: Ctx,
+  l: { expires_at: string | null },
+  published: boolean,
+  listed: boolean,
+  days: number,
+): string {
+  if (listed) return 'listed';
+  if (!published) return 'turned off';
+  if (l.expires_at !== null && Date.parse(l.expires_at) <= ctx.kasse.clock.millis()) return 'expired';
+  return `not paid by an agent for ${days} days`;
+}
+
 async function agentsPage(ctx: Ctx): Promise<unknown> {
   const { kasse, mode, tenant } = ctx;
   const discovery = kasse.x402.discovery;
-  const [failed, pending, declared, linkStates, links, retired] = await Promise.all([
+  const [failed, pending, declared, linkStates, listedLinks, links, retired] = await Promise.all([
     kasse.x402.settlements(tenant, { status: 'failed', limit: 50 }),
     kasse.x402.settlements(tenant, { status: 'pending', limit: 50 }),
     discovery.catalogue(tenant),
     discovery.linkStates(tenant),
+    discovery.listedLinkIds(tenant),
     kasse.links.list(tenant),
     kasse.x402.retired(tenant),
   ]);
@@ -91,7 +106,7 @@ ${
         (l) => {
           const s = linkStates.get(l.id);
           const published = s?.published ?? true;
-          return html`<tr data-link="${l.id}"><td data-label="Link"><a href="/dashboard/${mode}/links/${l.id}">${l.title}</a><p class="d-muted"><code class="d-mono">${l.url}</code></p></td><td data-label="Last paid by an agent">${when(s?.lastPaidAt ?? null)}</td><td data-label="State">${published ? 'listed' : 'turned off'}</td><td>${toggle(`${base}/links/${l.id}/publish`, published)}</td></tr>`;
+          return html`<tr data-link="${l.id}"><td data-label="Link"><a href="/dashboard/${mode}/links/${l.id}">${l.title}</a><p class="d-muted"><code class="d-mono">${l.url}</code></p></td><td data-label="Last paid by an agent">${when(s?.lastPaidAt ?? null)}</td><td data-label="State">${linkState(ctx, l, published, listedLinks.has(l.id), discovery.days)}</td><td>${toggle(`${base}/links/${l.id}/publish`, published)}</td></tr>`;
         },
       )}</tbody></table>`
     : html`<p class="d-empty">No active fixed-amount link in this mode: agents pay those directly.</p>`
