@@ -151,7 +151,7 @@ interface Row {
 }
 
 export class X402Discovery {
-  /** When this process last recorded a payment of each resource (by merchant, mode, URL and network). */
+  /** When this process last asked for or recorded each paid resource (by merchant, mode, URL and network). */
   private readonly written = new Map<string, number>();
 
   constructor(private readonly deps: DiscoveryDeps) {}
@@ -174,6 +174,9 @@ export class X402Discovery {
       const seen = `${merchantId}|${mode}|${url}|${body.paymentRequirements.network}`;
       const last = this.written.get(seen);
       if (last !== undefined && now.getTime() - last < NEWS_MS) return;
+      // Asked at most once a NEWS_MS per resource, whatever it answers: a payer names the URL.
+      if (this.written.size > 10_000) this.written.clear();
+      this.written.set(seen, now.getTime());
       const advertised = await this.advertised(mode, url, hint, body.paymentRequirements);
       if (!advertised) return;
       const ext = advertised.bazaar;
@@ -203,8 +206,6 @@ export class X402Discovery {
           accepts = coalesce((SELECT jsonb_agg(e) FROM jsonb_array_elements(r.accepts) e
                               WHERE e->>'network' IS DISTINCT FROM ${body.paymentRequirements.network}), '[]'::jsonb)
                     || excluded.accepts`.execute(this.deps.db);
-      if (this.written.size > 10_000) this.written.clear();
-      this.written.set(seen, now.getTime());
     } catch (err) {
       this.deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'x402 resource not catalogued');
     }
