@@ -109,7 +109,17 @@ describe('owners by purpose', () => {
     assert.equal(await t.kasse.transfers.settleSimulated('rebate'), 1);
     assert.deepEqual(
       calls.filter((c) => c.id === id),
-      [{ id, mode: 'test', purpose: 'rebate', status: 'sent', txHash: (await transfer(id))!.tx_hash, error: null }],
+      [
+        {
+          id,
+          mode: 'test',
+          purpose: 'rebate',
+          status: 'sent',
+          txHash: (await transfer(id))!.tx_hash,
+          error: null,
+          blockNumber: null,
+        },
+      ],
     );
     await t.kasse.transfers.transferSettled('test', {
       transferId: id,
