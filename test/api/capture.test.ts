@@ -487,6 +487,27 @@ describe('races', () => {
     assertError(await voidIt(p.id), 422, 'invalid_state');
   });
 
+  test('a capture landing on a payment that can no longer take it (refunded before these refusals) is kept as sent and records nothing', async () => {
+    const p = await authorized();
+    await ok(capture(p.id, { amount_usd_cents: 1000 }));
+    await settle();
+    await ok(capture(p.id, { amount_usd_cents: 500 }));
+    // The state a refund taken while this capture was in flight left behind.
+    await t.kasse.db.updateTable('payments').set({ status: 'refunded' }).where('id', '=', p.id).execute();
+    const balance0 = await available();
+    await settle();
+    assert.deepEqual(
+      (await operations(p.id)).map((o) => [o.kind, o.amount_cents, o.status]),
+      [
+        ['capture', 1000, 'sent'],
+        ['capture', 500, 'sent'],
+      ],
+    );
+    const after = await get(p.id);
+    assert.equal(after.authorization.captured_usd_cents, 1000, 'the hold records no capture the payment did not take');
+    assert.equal(await available(), balance0, 'nothing credited');
+  });
+
   test('a simulated settlement that cannot be applied stays pending and holds back no other', async () => {
     const [a, b] = [await authorized(), await authorized()];
     await ok(capture(a.id, { amount_usd_cents: 300 }));

@@ -44,6 +44,7 @@ import {
   decodeFunctionData,
   getAddress,
   hexToBigInt,
+  maxUint256,
   type Address,
   type Hash,
   type Hex,
@@ -1457,5 +1458,18 @@ describe('a subscription that charges itself on the local chain', () => {
     } finally {
       await k.chain.rpc('hardhat_setBalance', [hot, `0x${gas.toString(16)}`]);
     }
+  });
+
+  test('a payer who allowed the collector without limit grants: the permit keeps the allowance unlimited', async () => {
+    const payer = await fundedPayer(100_000_000n);
+    await k.chain.setBalance(payer.address, 10n ** 18n);
+    await k.chain.write(payer, k.usdc as Address, erc20Abi, 'approve', [collector, maxUint256]);
+    await alignClockWithChain();
+    const sub = await chargedSubscription('unlimited@example.com');
+    const grant = await signedOffer(sub.page, payer);
+    assert.equal(grant.offer.sign.permit_value, String(maxUint256), 'no more than uint256 can hold');
+    assert.equal((await postJson(`${sub.page}/grant`, grant.body)).status, 202);
+    await mineUntil(async () => (await subscription(sub.id)).periods_paid === 1, 'period 1 charged');
+    assert.equal(await allowance(payer.address), maxUint256);
   });
 });

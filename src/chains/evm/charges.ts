@@ -20,6 +20,7 @@
  * "not yet" (the period's slot opens with the next block), never a failure. A charge that landed is found by the token's Transfer log in its receipt.
  */
 import {
+  maxUint256,
   decodeErrorResult,
   decodeFunctionResult,
   encodeFunctionData,
@@ -97,6 +98,13 @@ interface Receipt {
   logs: Array<{ address: Hex; topics: Hex[]; data: Hex; logIndex: Hex }>;
 }
 
+/** The permit a grant asks for: the payer's allowance to the collector kept, plus the grant's total, at most uint256's. */
+function permitValue(allowance: bigint, total: bigint): bigint {
+  const sum = allowance + total;
+  if (sum > maxUint256) return maxUint256; // an "unlimited" allowance stays unlimited
+  return sum;
+}
+
 export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
   protected readonly failure = 'the transaction reverted';
   private readonly domains = new TokenDomains();
@@ -126,7 +134,7 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     const domain = await this.domains.of(adapter, t.token);
     const nonce = await this.read(adapter, token, 'nonces', [terms.payer]);
     const deadline = BigInt(Math.floor(this.deps.clock.now().getTime() / 1000) + PERMIT_VALID_S);
-    const value = (await this.read(adapter, token, 'allowance', [terms.payer, collector])) + t.total;
+    const value = permitValue(await this.read(adapter, token, 'allowance', [terms.payer, collector]), t.total);
     const permit = permitTypedData(
       chainId,
       { address: token, ...domain },
@@ -157,7 +165,7 @@ export class EvmCharges extends QueuedChargeScheme implements ChargeScheme {
     // spend and add this grant's total. A charge between offer and submit leaves the value above that by what it
     // took (a small over-allowance; each grant is still bounded by its own terms on chain).
     const value = signed.permit_value === undefined ? t.total : bigField(signed, 'permit_value');
-    const needed = (await this.read(adapter, token, 'allowance', [terms.payer, collector])) + t.total;
+    const needed = permitValue(await this.read(adapter, token, 'allowance', [terms.payer, collector]), t.total);
     if (value < needed)
       throw invalid(
         `signatures.permit_value must be at least ${needed}: the allowance the payer gives the collector now plus this grant's total; sign again.`,

@@ -458,7 +458,14 @@ export class CaptureService implements TransferOwner, HoldsPort {
           l,
           pending.reduce((s, o) => s + o.amount_cents!, 0),
         );
-        if (t.status === 'sent') {
+        if (t.status === 'sent' && l.row.status !== 'authorized' && l.row.status !== 'paid') {
+          // Kept as settled (the money moved on chain) and nothing of it recorded on a payment that cannot take it,
+          // rather than left to roll back its settlement forever.
+          log.error(
+            { captureId: op.id, paymentId: l.row.id, status: l.row.status, txHash: t.txHash },
+            'capture settled but the payment could not take it',
+          );
+        } else if (t.status === 'sent') {
           if (!t.txHash) throw new Error(`capture ${op.id} of hold ${hold.id} was sent without a transaction`);
           const captured = BigInt(hold.captured) + BigInt(op.amount);
           await updateHold(tx, hold.id, {
@@ -466,25 +473,16 @@ export class CaptureService implements TransferOwner, HoldsPort {
             ...(captured === BigInt(hold.amount) ? { status: 'captured' as const } : {}),
           });
           hold.captured = captured.toString();
-          try {
-            const applied = await this.engine.recordCapture(tx, l, {
-              txHash: t.txHash,
-              amount: BigInt(op.amount),
-              cents: op.amount_cents!,
-              from: null,
-              // An x402 hold pays its coin choice's address (the merchant's x402 forwarder): its block makes that
-              // address due for the sweep like any deposit's. A checkout's hold pays the hot wallet: nothing to sweep.
-              blockNumber: l.row.source === 'x402' ? (t.blockNumber ?? null) : null,
-            });
-            l = applied.loaded;
-          } catch (err) {
-            if (!(err instanceof TransitionError)) throw err;
-            // Kept as settled (the money moved on chain) rather than left to roll back its settlement forever.
-            log.error(
-              { captureId: op.id, paymentId: l.row.id, status: l.row.status, err: err.message },
-              'capture settled but the payment could not take it',
-            );
-          }
+          const applied = await this.engine.recordCapture(tx, l, {
+            txHash: t.txHash,
+            amount: BigInt(op.amount),
+            cents: op.amount_cents!,
+            from: null,
+            // An x402 hold pays its coin choice's address (the merchant's x402 forwarder): its block makes that
+            // address due for the sweep like any deposit's. A checkout's hold pays the hot wallet: nothing to sweep.
+            blockNumber: l.row.source === 'x402' ? (t.blockNumber ?? null) : null,
+          });
+          l = applied.loaded;
         } else {
           log.warn({ captureId: op.id, paymentId: l.row.id, error: t.error }, 'capture failed');
         }

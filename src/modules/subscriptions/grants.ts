@@ -32,6 +32,7 @@ import {
   saveReceiver,
   setFunded,
   setGrantStatus,
+  submittedCharges,
   type GrantRow,
 } from './store/charges.ts';
 import type { Charging, ChargingDeps } from './charging.ts';
@@ -345,6 +346,7 @@ export class Grants {
     const checked = scheme ? await scheme.checkRevoke(stored, signed) : {};
     const transfer = `${grant.id}-revoke`;
     await withTx(this.deps.db, async (tx) => {
+      await submittedCharges(tx, grant.id); // locked before the subscription, as settling a charge takes them
       const row = (await loadSubscription(tx, tenantOf(sub), sub.id, true))!;
       if (!(await this.charging.endGrant(tx, grant, 'revoked'))) throw invalidState('This grant has ended already.');
       await setGrantStatus(tx, grant.id, ['revoked'], 'revoked', this.deps.clock.now(), { revokeTransfer: transfer });

@@ -171,10 +171,12 @@ export class X402Discovery {
       const url = claimed.resource?.url;
       if (!hint || typeof hint !== 'object' || typeof url !== 'string' || !isHttpUrl(url)) return;
       const now = this.deps.clock.now();
-      const seen = `${merchantId}|${mode}|${url}|${body.paymentRequirements.network}`;
+      const { origin, pathname } = new URL(url);
+      const seen = `${merchantId}|${mode}|${origin}${pathname}|${body.paymentRequirements.network}`;
       const last = this.written.get(seen);
       if (last !== undefined && now.getTime() - last < NEWS_MS) return;
-      // Asked at most once a NEWS_MS per resource, whatever it answers: a payer names the URL.
+      // Asked at most once a NEWS_MS per resource (origin and path, whatever the query), whatever it answers: a payer
+      // names the URL.
       if (this.written.size > 10_000) this.written.clear();
       this.written.set(seen, now.getTime());
       const advertised = await this.advertised(mode, url, hint, body.paymentRequirements);
@@ -225,7 +227,7 @@ export class X402Discovery {
     const method =
       input?.type === 'mcp'
         ? 'POST'
-        : typeof input?.method === 'string' && METHODS.has(input.method)
+        : typeof input?.method === 'string' && ASKED_WITH.has(input.method)
           ? input.method
           : 'GET';
     const answer = await this.deps.ask(mode, method, url, { accept: 'application/json' });
@@ -464,7 +466,11 @@ export class X402Discovery {
 }
 
 /** The HTTP methods a declaration may name. */
-const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'POST', 'PUT', 'PATCH']);
+/**
+ * The methods a declared resource is asked with (without a body); a resource declared with another (DELETE, PUT,
+ * PATCH) is asked with GET: Kasse never sends a method that changes something to a URL a payer wrote.
+ */
+const ASKED_WITH = new Set(['GET', 'HEAD', 'POST']);
 
 /** Two URLs of the same resource: same origin and path (queries may differ). */
 function samePlace(a: string, b: string): boolean {
