@@ -487,6 +487,21 @@ describe('races', () => {
     assertError(await voidIt(p.id), 422, 'invalid_state');
   });
 
+  test('while a refund of a partly captured payment is on its way, nothing is offered for capture', async () => {
+    const p = await authorized();
+    await ok(capture(p.id, { amount_usd_cents: 1000 }));
+    await settle();
+    const tenant = { mode: 'test' as const, merchantId: m.id };
+    assert.equal((await t.kasse.capture.openHold(tenant, p.id))!.capturableCents, 1500);
+    await ok(
+      m.test.post(`/payments/${p.id}/refund`, { destination: '0x000000000000000000000000000000000000dEaD' }),
+      202,
+    );
+    assert.equal((await t.kasse.capture.openHold(tenant, p.id))!.capturableCents, 0, 'the capture would be refused');
+    assertError(await capture(p.id, { amount_usd_cents: 100 }), 422, 'invalid_state');
+    await t.kasse.refunds.settleSimulated();
+  });
+
   test('a capture landing on a payment that can no longer take it (refunded before these refusals) is kept as sent and records nothing', async () => {
     const p = await authorized();
     await ok(capture(p.id, { amount_usd_cents: 1000 }));

@@ -42,6 +42,7 @@ import type { Page } from 'playwright-core';
 import { Agent, fetch as undiciFetch } from 'undici';
 import {
   decodeFunctionData,
+  encodeFunctionData,
   getAddress,
   hexToBigInt,
   maxUint256,
@@ -1463,7 +1464,14 @@ describe('a subscription that charges itself on the local chain', () => {
   test('a payer who allowed the collector without limit grants: the permit keeps the allowance unlimited', async () => {
     const payer = await fundedPayer(100_000_000n);
     await k.chain.setBalance(payer.address, 10n ** 18n);
-    await k.chain.write(payer, k.usdc as Address, erc20Abi, 'approve', [collector, maxUint256]);
+    const approve = await payer.sendTransaction({
+      to: k.usdc as Address,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [collector, maxUint256] }),
+      account: payer.account,
+      chain: hardhatChain,
+    });
+    await k.chain.mine(1);
+    await k.chain.receipt(approve);
     await alignClockWithChain();
     const sub = await chargedSubscription('unlimited@example.com');
     const grant = await signedOffer(sub.page, payer);

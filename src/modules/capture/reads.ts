@@ -5,6 +5,7 @@
 import type { Tenant } from '../../core/tenant.ts';
 import type { Loaded, PaymentEngine } from '../payments/index.ts';
 import { authorizedHoldPayments, holdOperations, paymentHold } from './store.ts';
+import { refundOpen } from '../refunds/index.ts';
 
 /** A hold a merchant can still act on, as the dashboard lists it. */
 export interface OpenHold {
@@ -40,11 +41,15 @@ export async function openHold(engine: PaymentEngine, tenant: Tenant, paymentId:
   const { cents } = capturesOf(l);
   const pending = ops.filter((o) => o.kind === 'capture' && o.status === 'pending');
   const voiding = ops.some((o) => o.kind === 'void' && o.status === 'pending');
+  // A capture waits for a refund on its way (the service refuses it until then).
+  const refunding = !refunded && (await refundOpen(engine.deps.db, paymentId));
   return {
     paymentId,
     orderId: l.row.order_id,
     capturableCents:
-      voiding || refunded ? 0 : l.row.price_amount - cents - pending.reduce((s, o) => s + o.amount_cents!, 0),
+      voiding || refunded || refunding
+        ? 0
+        : l.row.price_amount - cents - pending.reduce((s, o) => s + o.amount_cents!, 0),
     capturedCents: cents,
     captureBefore: hold.capture_before,
     voiding,
