@@ -68,8 +68,10 @@ async function openModal(target: string, size: Size = 'phone', dialog = 'Checkou
   await rec.page.goto(`${shop.url}/shop?p=${encodeURIComponent(target)}`);
   await rec.page.getByRole('button', { name: 'Pay with crypto' }).click();
   await rec.page.frameLocator('iframe[title=Checkout]').locator('#k-main').waitFor();
-  // The dialog opens named in English and takes the payer's language when the checkout in it says which that is.
+  // The dialog opens named in English and takes the payer's language when the checkout in it says which that is:
+  // its `lang` shows the checkout's script has run (so the keys it listens for, Escape among them, are heard).
   await rec.page.getByRole('dialog', { name: dialog }).waitFor();
+  await rec.page.locator('[role=dialog][lang]').waitFor();
   return rec;
 }
 
