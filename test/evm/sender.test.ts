@@ -490,21 +490,6 @@ describe('hold operations', () => {
     k.t.clock.set((await k.chain.now()) * 1000);
   }
 
-  /** The hot wallet's queue until it is idle: each pass signs, broadcasts or settles, a block mined between passes. */
-  async function settleQueue(): Promise<void> {
-    for (let i = 0; i < 12; i++) {
-      await sender.runDue();
-      const open = await k.t.kasse.db
-        .selectFrom('evm_transfers')
-        .select('id')
-        .where('status', 'in', ['pending', 'signed', 'broadcast'])
-        .executeTakeFirst();
-      if (!open) break;
-      await k.chain.mine(1);
-    }
-    await k.t.kasse.webhooks.drain();
-  }
-
   /** A manual USDC payment of `cents` whose hold the holder signed (as the checkout's button does) and Kasse locked. */
   async function heldPayment(cents: number): Promise<{ id: string; amount: bigint }> {
     const res = await k.m.test.post('/payments', {
@@ -550,7 +535,7 @@ describe('hold operations', () => {
       signature,
     });
     assert.equal(posted.status, 202, JSON.stringify(posted.body));
-    await settleQueue();
+    await k.settleQueue();
     assert.equal((await payment(res.body.id)).status, 'authorized');
     return { id: res.body.id, amount };
   }
@@ -747,7 +732,7 @@ describe('hold operations', () => {
     const passes: Promise<number>[] = [];
     const off = k.t.kasse.capture.onWork(() => void passes.push(k.t.kasse.capture.runDue()));
     try {
-      await settleQueue();
+      await k.settleQueue();
     } finally {
       off();
     }

@@ -65,6 +65,11 @@ export interface EvmKasse {
   binance: PriceServer;
   /** One watcher poll, then delivery of the webhooks it caused. */
   tick(): Promise<TickResult>;
+  /**
+   * The hot wallet's queue until it is idle (at most 12 passes): each pass signs, broadcasts or settles, a block mined
+   * between passes; then the webhooks it caused are delivered.
+   */
+  settleQueue(): Promise<void>;
   /** Event types received so far for `paymentId`, in order. */
   eventTypes(paymentId: string): string[];
   close(): Promise<void>;
@@ -207,6 +212,19 @@ export async function startEvmKasse(opts: EvmKasseOptions): Promise<EvmKasse> {
       const r = await watcher.tick();
       await t.kasse.webhooks.drain();
       return r;
+    },
+    async settleQueue() {
+      for (let i = 0; i < 12; i++) {
+        await adapter.sender!.runDue();
+        const open = await t.kasse.db
+          .selectFrom('evm_transfers')
+          .select('id')
+          .where('status', 'in', ['pending', 'signed', 'broadcast'])
+          .executeTakeFirst();
+        if (!open) break;
+        await chain.mine(1);
+      }
+      await t.kasse.webhooks.drain();
     },
     eventTypes(paymentId) {
       return (receiver?.events ?? []).filter((e) => e.data?.id === paymentId).map((e) => e.type);

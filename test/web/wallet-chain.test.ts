@@ -740,21 +740,6 @@ describe('the page follows the money', () => {
 });
 
 describe('hold and capture on the local chain', () => {
-  /** The hot wallet's queue until it is idle: each pass signs, broadcasts or settles, a block mined between passes. */
-  async function sendAndConfirm(): Promise<void> {
-    const sender = k.adapter.sender!;
-    for (let i = 0; i < 12; i++) {
-      await sender.runDue();
-      const open = await k.t.kasse.db
-        .selectFrom('evm_transfers')
-        .select('id')
-        .where('status', 'in', ['pending', 'signed', 'broadcast'])
-        .execute();
-      if (open.length === 0) break;
-      await k.chain.mine(1);
-    }
-    await k.t.kasse.webhooks.drain();
-  }
   const usdcOf = (a: Address) => k.chain.tokenBalance(k.usdc, a);
 
   test('the payer authorizes by signature; the merchant captures partly, again, voids and refunds; balances exact', async () => {
@@ -809,7 +794,7 @@ describe('hold and capture on the local chain', () => {
     assert.deepEqual(wallet.sent, [], 'the payer sent no transaction');
 
     // Kasse's hot wallet submits authorize; confirmed, the payment is authorized and the money sits in escrow.
-    await sendAndConfirm();
+    await k.settleQueue();
     await page.getByRole('heading', { name: 'Authorized' }).waitFor({ timeout: 15_000 });
     let pay = await getPayment(p.id);
     assert.equal(pay.status, 'authorized');
@@ -822,16 +807,16 @@ describe('hold and capture on the local chain', () => {
     const part1 = (amount * 600n) / BigInt(PRICE_CENTS);
     const part2 = (amount * 400n) / BigInt(PRICE_CENTS);
     assert.equal((await k.m.test.post(`/payments/${p.id}/capture`, { amount_usd_cents: 600 })).status, 200);
-    await sendAndConfirm();
+    await k.settleQueue();
     assert.equal((await k.m.test.post(`/payments/${p.id}/capture`, { amount_usd_cents: 400 })).status, 200);
-    await sendAndConfirm();
+    await k.settleQueue();
     pay = await getPayment(p.id);
     assert.equal(pay.status, 'paid');
     assert.equal(pay.authorization.captured_usd_cents, 1000);
     assert.equal(await usdcOf(sender.address), hot0 + part1 + part2);
     assert.equal((await getBalance()).available_usd_cents - balance0.available_usd_cents, 594 + 396);
     assert.equal((await k.m.test.post(`/payments/${p.id}/void`)).status, 200);
-    await sendAndConfirm();
+    await k.settleQueue();
     pay = await getPayment(p.id);
     assert.equal(pay.authorization.voided, true);
     assert.equal(await usdcOf(gaslessPayer.address), payer0 - part1 - part2, 'the rest went back to the payer');
@@ -847,7 +832,7 @@ describe('hold and capture on the local chain', () => {
     const refund = await k.m.test.post(`/payments/${p.id}/refund`, {});
     assert.equal(refund.status, 202, JSON.stringify(refund.body));
     assert.equal(refund.body.amount, (part1 + part2).toString());
-    await sendAndConfirm();
+    await k.settleQueue();
     pay = await getPayment(p.id);
     assert.equal(pay.status, 'refunded');
     assert.equal(await usdcOf(gaslessPayer.address), payer0, 'the payer has everything back');
